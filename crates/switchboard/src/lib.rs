@@ -1,0 +1,1 @@
+//! Switchboard: the host side of the Model Context Protocol.
