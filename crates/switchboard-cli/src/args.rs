@@ -1,0 +1,143 @@
+//! Command-line arguments (clap derive).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(name = "switchboard", version, about = "An MCP host: configure, inspect and call Model Context Protocol servers.")]
+pub(crate) struct Cli {
+    #[command(flatten)]
+    pub(crate) global: GlobalArgs,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GlobalArgs {
+    /// Work as if started in DIR (finds the project's .mcp.json from there).
+    #[arg(short = 'C', long = "cwd", global = true, value_name = "DIR")]
+    pub(crate) cwd: Option<PathBuf>,
+    /// Extra servers for this run: a JSON file, or inline JSON (`{"mcpServers": {...}}`).
+    #[arg(long = "mcp-config", global = true, value_name = "FILE|JSON")]
+    pub(crate) mcp_config: Vec<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Configure MCP servers.
+    #[command(subcommand)]
+    Mcp(McpCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum McpCommand {
+    /// Add a server: `add NAME -- COMMAND [ARGS...]` for a local one, `add NAME URL` for a remote one.
+    Add(AddArgs),
+    /// Add a server from its JSON definition.
+    AddJson {
+        name: String,
+        /// The entry, e.g. '{"command": "npx", "args": ["-y", "pkg"]}'.
+        json: String,
+        #[arg(short, long, value_enum, default_value_t = ScopeArg::Local)]
+        scope: ScopeArg,
+    },
+    /// Remove a server.
+    Remove {
+        name: String,
+        /// The scope to remove it from (needed when several scopes define it).
+        #[arg(short, long, value_enum)]
+        scope: Option<ScopeArg>,
+    },
+    /// List configured servers.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one server in detail.
+    Get {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Import servers from another MCP host's configuration.
+    Import(ImportArgs),
+    /// Approve servers from this project's .mcp.json so they may start.
+    Approve {
+        /// The server to approve.
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        name: Option<String>,
+        /// Approve every project server waiting for approval.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Reject a server from this project's .mcp.json: it will not start.
+    Reject { name: String },
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct AddArgs {
+    pub(crate) name: String,
+    /// Where to keep it: local (you, this project), project (.mcp.json, shared), user (you, everywhere).
+    #[arg(short, long, value_enum, default_value_t = ScopeArg::Local)]
+    pub(crate) scope: ScopeArg,
+    /// Transport; inferred from the target when not given (a URL means http, or ws for ws://).
+    #[arg(short, long, value_enum)]
+    pub(crate) transport: Option<TransportArg>,
+    /// Environment variable for a local server (repeatable).
+    #[arg(short = 'e', long = "env", value_name = "KEY=VALUE")]
+    pub(crate) env: Vec<String>,
+    /// HTTP header for a remote server (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
+    pub(crate) headers: Vec<String>,
+    /// The URL, or the command and its arguments (after `--` when they start with `-`).
+    #[arg(required = true, num_args = 1.., value_name = "COMMAND_OR_URL")]
+    pub(crate) target: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ImportArgs {
+    /// The host to import from.
+    #[arg(long = "from", value_enum)]
+    pub(crate) from: HostArg,
+    /// Read this file instead of the host's usual one.
+    #[arg(long)]
+    pub(crate) path: Option<PathBuf>,
+    /// Where to write the imported servers.
+    #[arg(short, long, value_enum, default_value_t = ScopeArg::User)]
+    pub(crate) scope: ScopeArg,
+    /// Replace servers of the same name in the target scope.
+    #[arg(long)]
+    pub(crate) force: bool,
+    /// Show what would be imported; write nothing.
+    #[arg(long)]
+    pub(crate) dry_run: bool,
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Import only these servers (default: all).
+    pub(crate) names: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ScopeArg {
+    Local,
+    Project,
+    User,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum TransportArg {
+    Stdio,
+    Http,
+    Sse,
+    Ws,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum HostArg {
+    ClaudeDesktop,
+    ClaudeCode,
+    Cursor,
+    Vscode,
+    Codex,
+}

@@ -1,0 +1,263 @@
+//! Configuration: which MCP servers exist, where each was defined, and whether it may start.
+//!
+//! The module owns everything that happens before a server is started: finding the files of
+//! every scope ([`ConfigPaths`]), parsing them with positions so every problem names the file,
+//! line, server and field ([`ConfigIssue`]), expanding `${VAR}` references, merging scopes by
+//! precedence, applying managed policy and project approvals ([`ConfigSet`]), and editing files
+//! without disturbing a byte outside the entry that changes ([`ConfigEdit`]).
+
+mod approval;
+mod edit;
+mod environment;
+mod expand;
+mod issue;
+mod json;
+mod load;
+mod name;
+mod parse;
+mod paths;
+mod policy;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use approval::{Approval, ApprovalStore, Decision};
+pub use edit::{ConfigEdit, ServersLocation};
+pub use environment::Environment;
+pub use expand::{ExpandError, expand_vars};
+pub use issue::{ConfigError, ConfigIssue, Severity};
+pub use load::{ConfigSet, EntryStatus, ServerEntry};
+pub use name::{MAX_SERVER_NAME, NameError, ServerName};
+pub use parse::{TRANSPORT_TYPES, entry_hash, parse_entry_value};
+pub use paths::ConfigPaths;
+pub use policy::{Policy, PolicyRule, PolicyVerdict};
+
+/// Where a server entry came from. Precedence rises in declaration order: a `Local` entry
+/// overrides a `Project` entry of the same name, and a `Managed` entry overrides all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Scope {
+    /// `$XDG_CONFIG_HOME/switchboard/mcp.json`: the user's own servers, every project.
+    User,
+    /// `.mcp.json` at the project root (shared through the repository; needs approval).
+    Project,
+    /// The user's private entries for one project, kept in the user's config directory.
+    Local,
+    /// `--mcp-config` files and entries the embedding program adds for this run.
+    Dynamic,
+    /// The administrator's file; its policy applies to every other scope.
+    Managed,
+}
+
+impl Scope {
+    /// Scopes a user can write with `switchboard mcp add --scope`.
+    pub const WRITABLE: [Scope; 3] = [Scope::Local, Scope::Project, Scope::User];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::User => "user",
+            Scope::Project => "project",
+            Scope::Local => "local",
+            Scope::Dynamic => "dynamic",
+            Scope::Managed => "managed",
+        }
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The scope and file an entry was read from (`file` is `None` for entries the embedding
+/// program added in code).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    pub scope: Scope,
+    pub file: Option<PathBuf>,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.file {
+            Some(file) => write!(f, "{} ({})", self.scope, file.display()),
+            None => write!(f, "{} (added by the program)", self.scope),
+        }
+    }
+}
+
+/// A fingerprint of an entry's definition as written (before `${VAR}` expansion): the
+/// connection cache and project approvals are keyed by it, so an edit is noticed.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ConfigHash(pub String);
+
+impl fmt::Display for ConfigHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One server's configuration, checked and with every `${VAR}` expanded: what the connection
+/// layer needs to start it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerConfig {
+    pub name: ServerName,
+    pub origin: Origin,
+    pub hash: ConfigHash,
+    pub transport: Transport,
+    pub disabled: bool,
+    /// Start-up fails when this server fails to connect.
+    pub required: bool,
+    /// Overrides the connect timeout (`MCP_TIMEOUT`) for this server.
+    pub connect_timeout: Option<Duration>,
+    /// Overrides the tool-call timeout (`MCP_TOOL_TIMEOUT`) for this server.
+    pub tool_timeout: Option<Duration>,
+    pub protocol: ProtocolPin,
+    pub restart: RestartPolicy,
+    /// Glob patterns of tool names to keep (`None`: all).
+    pub enabled_tools: Option<Vec<String>>,
+    /// Glob patterns of tool names to hide.
+    pub disabled_tools: Vec<String>,
+    /// Overrides `MAX_MCP_OUTPUT_TOKENS` for this server's results.
+    pub max_output_tokens: Option<u64>,
+    /// Keys Switchboard does not know, kept as written (another host may own them).
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+impl ServerConfig {
+    /// Whether this server runs on this machine as a child process (it counts against the
+    /// local connection limit, not the remote one).
+    pub fn is_local(&self) -> bool {
+        matches!(self.transport, Transport::Stdio(_) | Transport::Sdk)
+    }
+}
+
+/// How to reach a server: one variant per transport type.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Transport {
+    /// A child process speaking JSON-RPC lines on stdin/stdout (`"type": "stdio"`).
+    Stdio(StdioTransport),
+    /// Streamable HTTP (`"type": "http"`).
+    Http(RemoteTransport),
+    /// The legacy 2024-11-05 HTTP+SSE transport (`"type": "sse"`).
+    Sse(RemoteTransport),
+    /// WebSocket with subprotocol `mcp` (`"type": "ws"`).
+    WebSocket(RemoteTransport),
+    /// An IDE's local SSE endpoint; the token comes from the IDE's lock file (`"sse-ide"`).
+    SseIde(IdeTransport),
+    /// An IDE's local WebSocket endpoint (`"ws-ide"`).
+    WsIde(IdeTransport),
+    /// A server implemented in the embedding program and registered in code (`"sdk"`).
+    Sdk,
+    /// Streamable HTTP with a bearer token from a provider, one retry after a 401 (`"proxy"`).
+    Proxy(ProxyTransport),
+}
+
+impl Transport {
+    /// The `type` value this transport is written as.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Transport::Stdio(_) => "stdio",
+            Transport::Http(_) => "http",
+            Transport::Sse(_) => "sse",
+            Transport::WebSocket(_) => "ws",
+            Transport::SseIde(_) => "sse-ide",
+            Transport::WsIde(_) => "ws-ide",
+            Transport::Sdk => "sdk",
+            Transport::Proxy(_) => "proxy",
+        }
+    }
+
+    /// A one-line description of the target: the command line or the URL.
+    pub fn target(&self) -> String {
+        match self {
+            Transport::Stdio(s) => {
+                let mut line = s.command.clone();
+                for arg in &s.args {
+                    line.push(' ');
+                    line.push_str(arg);
+                }
+                line
+            }
+            Transport::Http(r) | Transport::Sse(r) | Transport::WebSocket(r) => r.url.to_string(),
+            Transport::SseIde(i) | Transport::WsIde(i) => i.url.to_string(),
+            Transport::Proxy(p) => p.url.to_string(),
+            Transport::Sdk => "in-process".to_owned(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StdioTransport {
+    pub command: String,
+    pub args: Vec<String>,
+    /// Merged over the parent's environment when the child starts.
+    pub env: BTreeMap<String, String>,
+    pub cwd: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteTransport {
+    pub url: url::Url,
+    pub headers: BTreeMap<String, String>,
+    pub oauth: Option<OAuthConfig>,
+}
+
+/// What the user pre-configured for OAuth; the rest is discovered from the server.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct OAuthConfig {
+    pub client_id: Option<String>,
+    /// Name of the environment variable holding a pre-registered client's secret.
+    pub client_secret_env: Option<String>,
+    pub callback_port: Option<u16>,
+    pub scopes: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdeTransport {
+    pub url: url::Url,
+    pub ide_name: Option<String>,
+    /// The lock file the IDE writes, holding the auth token sent as a header.
+    pub lock_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProxyTransport {
+    pub url: url::Url,
+    pub headers: BTreeMap<String, String>,
+    pub token: TokenSource,
+}
+
+/// Where a proxy's bearer token comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenSource {
+    /// Read from this environment variable at connect time.
+    Env(String),
+    /// Printed on stdout by this command (program and arguments).
+    Command(Vec<String>),
+    /// Supplied by the embedding program's token provider.
+    Provider,
+}
+
+/// Which protocol generation to speak.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ProtocolPin {
+    /// Probe with `server/discover` (2026-07-28), fall back to `initialize`; remember what answered.
+    #[default]
+    Auto,
+    /// Always this protocol version.
+    Version(String),
+}
+
+/// What to do when a local server exits on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RestartPolicy {
+    /// Stay `failed` (the seeds' behaviour for stdio servers).
+    #[default]
+    Never,
+    /// Restart with the remote reconnect backoff (1, 2, 4, 8, 16 s; at most 5 tries).
+    OnFailure,
+}

@@ -1,0 +1,102 @@
+//! Project approvals: servers from a repository's `.mcp.json` run nothing until the user
+//! approves them. An approval is bound to the entry's hash, so an edited entry asks again.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::edit::write_atomic;
+use super::{ConfigError, ConfigHash, ConfigIssue};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    Approved,
+    Rejected,
+}
+
+/// The approval state of one entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Approval {
+    /// Not a project entry: no approval needed.
+    NotRequired,
+    /// Never decided.
+    Pending,
+    Approved,
+    Rejected,
+    /// Approved once, but the entry changed since.
+    Changed,
+}
+
+impl Approval {
+    pub fn allows_start(self) -> bool {
+        matches!(self, Approval::NotRequired | Approval::Approved)
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct ApprovalFile {
+    version: u32,
+    /// Project root → server name → record.
+    projects: BTreeMap<String, BTreeMap<String, Record>>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Record {
+    decision: Decision,
+    hash: String,
+}
+
+/// The record of approvals, one file for every project.
+#[derive(Debug, Clone)]
+pub struct ApprovalStore {
+    path: PathBuf,
+    data: ApprovalFile,
+}
+
+impl ApprovalStore {
+    /// Reads the record; a missing file is an empty record.
+    pub fn load(path: &Path) -> Result<ApprovalStore, ConfigIssue> {
+        let data = match std::fs::read_to_string(path) {
+            Ok(text) => serde_json::from_str(&text).map_err(|e| {
+                ConfigIssue::error(format!("cannot parse the approval record: {e}"))
+                    .in_file(path)
+                    .at((e.line(), e.column()))
+                    .hint("fix or delete the file; project servers will ask for approval again")
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => ApprovalFile { version: 1, ..Default::default() },
+            Err(e) => return Err(ConfigIssue::error(format!("cannot read the approval record: {e}")).in_file(path)),
+        };
+        Ok(ApprovalStore { path: path.to_owned(), data })
+    }
+
+    pub fn approval(&self, project: &str, name: &str, hash: &ConfigHash) -> Approval {
+        match self.data.projects.get(project).and_then(|p| p.get(name)) {
+            None => Approval::Pending,
+            Some(r) if r.hash != hash.0 => match r.decision {
+                Decision::Approved => Approval::Changed,
+                Decision::Rejected => Approval::Pending,
+            },
+            Some(r) => match r.decision {
+                Decision::Approved => Approval::Approved,
+                Decision::Rejected => Approval::Rejected,
+            },
+        }
+    }
+
+    pub fn record(&mut self, project: &str, name: &str, hash: &ConfigHash, decision: Decision) {
+        self.data
+            .projects
+            .entry(project.to_owned())
+            .or_default()
+            .insert(name.to_owned(), Record { decision, hash: hash.0.clone() });
+    }
+
+    pub fn save(&self) -> Result<(), ConfigError> {
+        let mut text = serde_json::to_string_pretty(&self.data).unwrap_or_default();
+        text.push('\n');
+        write_atomic(&self.path, text.as_bytes(), 0o600)
+            .map_err(|source| ConfigError::Write { path: self.path.clone(), source })
+    }
+}

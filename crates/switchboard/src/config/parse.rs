@@ -1,0 +1,529 @@
+//! One `mcpServers` entry, checked field by field into a [`ServerConfig`].
+//!
+//! Every problem names the file, line, column, server and field. Keys Switchboard does not
+//! know are kept (another host may have written them) and reported as warnings.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use jsonc_parser::ast;
+use sha2::{Digest, Sha256};
+
+use super::json::{Document, get, kind_name, prop_name, range_of, to_json};
+use super::{
+    ConfigHash, ConfigIssue, Environment, IdeTransport, OAuthConfig, Origin, ProtocolPin,
+    ProxyTransport, RemoteTransport, RestartPolicy, Scope, ServerConfig, ServerName,
+    StdioTransport, TokenSource, Transport, expand_vars,
+};
+
+/// The values `type` may take.
+pub const TRANSPORT_TYPES: [&str; 8] =
+    ["stdio", "http", "sse", "ws", "sse-ide", "ws-ide", "sdk", "proxy"];
+
+/// Protocol versions a server can be pinned to with `"protocol"`.
+const PROTOCOL_VERSIONS: [&str; 5] =
+    ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"];
+
+const COMMON_FIELDS: [&str; 11] = [
+    "type",
+    "disabled",
+    "required",
+    "timeout",
+    "toolTimeout",
+    "protocol",
+    "restart",
+    "enabledTools",
+    "disabledTools",
+    "maxOutputTokens",
+    "description",
+];
+
+/// Variables that let whoever controls them take over the child process. A project's
+/// `.mcp.json` comes with a repository, so it may not set them.
+const HIJACKING_ENV: [&str; 12] = [
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "LD_AUDIT",
+    "DYLD_INSERT_LIBRARIES",
+    "DYLD_LIBRARY_PATH",
+    "DYLD_FRAMEWORK_PATH",
+    "NODE_OPTIONS",
+    "PYTHONSTARTUP",
+    "BASH_ENV",
+    "ENV",
+    "PERL5OPT",
+    "RUBYOPT",
+];
+
+fn fields_of(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "stdio" => &["command", "args", "env", "cwd"],
+        "http" | "sse" => &["url", "headers", "oauth"],
+        "ws" => &["url", "headers"],
+        "sse-ide" | "ws-ide" => &["url", "ideName", "lockFile"],
+        "proxy" => &["url", "headers", "tokenEnv", "tokenCommand"],
+        _ => &[],
+    }
+}
+
+fn all_fields() -> impl Iterator<Item = &'static str> {
+    COMMON_FIELDS.into_iter().chain(TRANSPORT_TYPES.into_iter().flat_map(fields_of).copied())
+}
+
+/// The outcome of checking one entry.
+#[derive(Debug)]
+pub(crate) struct ParsedEntry {
+    pub(crate) config: Result<ServerConfig, ConfigIssue>,
+    pub(crate) warnings: Vec<ConfigIssue>,
+    pub(crate) raw: serde_json::Value,
+    pub(crate) hash: ConfigHash,
+}
+
+/// The fingerprint of an entry as written: SHA-256 of its canonical JSON (keys sorted).
+pub fn entry_hash(raw: &serde_json::Value) -> ConfigHash {
+    let mut canonical = String::new();
+    write_canonical(raw, &mut canonical);
+    let digest = Sha256::digest(canonical.as_bytes());
+    ConfigHash(digest.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+fn write_canonical(value: &serde_json::Value, out: &mut String) {
+    match value {
+        serde_json::Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&serde_json::Value::String(key.clone()).to_string());
+                out.push(':');
+                write_canonical(&map[key], out);
+            }
+            out.push('}');
+        }
+        serde_json::Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// Checks one entry given as JSON (from `add-json`, an import, or the embedding program).
+/// `label` stands in for a file name in messages.
+pub fn parse_entry_value(
+    name: &str,
+    entry: &serde_json::Value,
+    origin: Origin,
+    env: &Environment,
+    label: &str,
+) -> Result<(ServerConfig, Vec<ConfigIssue>), ConfigIssue> {
+    let text = serde_json::to_string_pretty(entry).unwrap_or_default();
+    let doc = Document { path: PathBuf::from(label), text };
+    let value = doc.parse()?.ok_or_else(|| ConfigIssue::error("empty entry").server(name))?;
+    let parsed = parse_entry(&doc, name, (1, 1), &value, origin, env);
+    parsed.config.map(|config| (config, parsed.warnings))
+}
+
+pub(crate) fn parse_entry(
+    doc: &Document,
+    name: &str,
+    name_position: (usize, usize),
+    value: &ast::Value<'_>,
+    origin: Origin,
+    env: &Environment,
+) -> ParsedEntry {
+    let raw = to_json(value);
+    let hash = entry_hash(&raw);
+    let walker = Walker { doc, server: name, env, warnings: Default::default() };
+    let config = walker.entry(name, name_position, value, origin, hash.clone());
+    ParsedEntry { config, warnings: walker.warnings.into_inner(), raw, hash }
+}
+
+struct Walker<'a> {
+    doc: &'a Document,
+    server: &'a str,
+    env: &'a Environment,
+    warnings: std::cell::RefCell<Vec<ConfigIssue>>,
+}
+
+type Prop<'p, 'a> = &'p ast::ObjectProp<'a>;
+
+impl<'a> Walker<'a> {
+    fn issue_at(&self, offset: usize, field: &str, message: impl Into<String>) -> ConfigIssue {
+        let issue = ConfigIssue::error(message)
+            .in_file(&self.doc.path)
+            .at(self.doc.position(offset))
+            .server(self.server);
+        if field.is_empty() { issue } else { issue.field(field) }
+    }
+
+    fn wrong_type(&self, value: &ast::Value<'_>, field: &str, expected: &str) -> ConfigIssue {
+        self.issue_at(
+            range_of(value).start,
+            field,
+            format!("expected {expected}, found {}", kind_name(value)),
+        )
+    }
+
+    fn entry(
+        &self,
+        name: &str,
+        name_position: (usize, usize),
+        value: &ast::Value<'_>,
+        origin: Origin,
+        hash: ConfigHash,
+    ) -> Result<ServerConfig, ConfigIssue> {
+        let server_name = ServerName::new(name).map_err(|e| {
+            let issue = ConfigIssue::error(e.to_string())
+                .in_file(&self.doc.path)
+                .at(name_position)
+                .server(name);
+            match e.suggestion {
+                Some(s) => issue.hint(format!("rename it, for example to `{s}`")),
+                None => issue,
+            }
+        })?;
+        let ast::Value::Object(obj) = value else {
+            return Err(self.wrong_type(value, "", "an object describing the server"));
+        };
+        let kind = self.kind(obj)?;
+        let mut extra = BTreeMap::new();
+        for prop in &obj.properties {
+            let key = prop_name(prop);
+            if COMMON_FIELDS.contains(&key) || fields_of(kind).contains(&key) {
+                continue;
+            }
+            let message = if all_fields().any(|f| f == key) {
+                format!("does not apply to type `{kind}`; ignored")
+            } else {
+                "unknown field; kept as written and ignored".to_owned()
+            };
+            let warning = ConfigIssue::warning(message)
+                .in_file(&self.doc.path)
+                .at(self.doc.position(prop.range.start))
+                .server(self.server)
+                .field(key);
+            self.warnings.borrow_mut().push(warning);
+            extra.insert(key.to_owned(), to_json(&prop.value));
+        }
+
+        let transport = match kind {
+            "stdio" => Transport::Stdio(self.stdio(obj, &origin)?),
+            "http" => Transport::Http(self.remote(obj, kind)?),
+            "sse" => Transport::Sse(self.remote(obj, kind)?),
+            "ws" => Transport::WebSocket(self.remote(obj, kind)?),
+            "sse-ide" => Transport::SseIde(self.ide(obj, kind)?),
+            "ws-ide" => Transport::WsIde(self.ide(obj, kind)?),
+            "proxy" => Transport::Proxy(self.proxy(obj)?),
+            _ => Transport::Sdk,
+        };
+
+        let protocol = match get(obj, "protocol") {
+            None => ProtocolPin::Auto,
+            Some(p) => match self.string(p, "protocol")?.as_str() {
+                "auto" => ProtocolPin::Auto,
+                v if PROTOCOL_VERSIONS.contains(&v) => ProtocolPin::Version(v.to_owned()),
+                v => {
+                    return Err(self.issue_at(
+                        range_of(&p.value).start,
+                        "protocol",
+                        format!(
+                            "unknown protocol `{v}`; use `auto` or one of {}",
+                            PROTOCOL_VERSIONS.join(", ")
+                        ),
+                    ));
+                }
+            },
+        };
+        let restart = match get(obj, "restart") {
+            None => RestartPolicy::Never,
+            Some(p) => match self.string(p, "restart")?.as_str() {
+                "never" => RestartPolicy::Never,
+                "on-failure" => RestartPolicy::OnFailure,
+                v => {
+                    return Err(self.issue_at(
+                        range_of(&p.value).start,
+                        "restart",
+                        format!("unknown restart policy `{v}`; use `never` or `on-failure`"),
+                    ));
+                }
+            },
+        };
+
+        Ok(ServerConfig {
+            name: server_name,
+            origin,
+            hash,
+            transport,
+            disabled: self.opt_bool(obj, "disabled")?.unwrap_or(false),
+            required: self.opt_bool(obj, "required")?.unwrap_or(false),
+            connect_timeout: self.opt_millis(obj, "timeout")?,
+            tool_timeout: self.opt_millis(obj, "toolTimeout")?,
+            protocol,
+            restart,
+            enabled_tools: get(obj, "enabledTools")
+                .map(|p| self.string_list(p, "enabledTools", false))
+                .transpose()?,
+            disabled_tools: get(obj, "disabledTools")
+                .map(|p| self.string_list(p, "disabledTools", false))
+                .transpose()?
+                .unwrap_or_default(),
+            max_output_tokens: get(obj, "maxOutputTokens")
+                .map(|p| self.positive_int(p, "maxOutputTokens"))
+                .transpose()?,
+            extra,
+        })
+    }
+
+    fn kind(&self, obj: &ast::Object<'_>) -> Result<&'static str, ConfigIssue> {
+        if let Some(p) = get(obj, "type") {
+            let written = self.string(p, "type")?;
+            let normalized = match written.as_str() {
+                "streamable-http" | "streamableHttp" | "streamable_http" => "http",
+                "websocket" => "ws",
+                other => other,
+            };
+            return TRANSPORT_TYPES.into_iter().find(|t| *t == normalized).ok_or_else(|| {
+                self.issue_at(
+                    range_of(&p.value).start,
+                    "type",
+                    format!(
+                        "unknown type `{written}`; valid types: {}",
+                        TRANSPORT_TYPES.join(", ")
+                    ),
+                )
+            });
+        }
+        match (get(obj, "command"), get(obj, "url")) {
+            (Some(_), Some(_)) => Err(self.issue_at(
+                obj.range.start,
+                "",
+                "has both `command` and `url`; set `type` to say which transport to use",
+            )),
+            (Some(_), None) => Ok("stdio"),
+            (None, Some(url)) => {
+                let text = self.string(url, "url")?;
+                Ok(if text.starts_with("ws://") || text.starts_with("wss://") { "ws" } else { "http" })
+            }
+            (None, None) => Err(self
+                .issue_at(obj.range.start, "", "needs `command` (a local server) or `url` (a remote one)")
+                .hint("for example {\"command\": \"npx\", \"args\": [\"-y\", \"@scope/server\"]} or {\"type\": \"http\", \"url\": \"https://host/mcp\"}")),
+        }
+    }
+
+    fn stdio(&self, obj: &ast::Object<'_>, origin: &Origin) -> Result<StdioTransport, ConfigIssue> {
+        let command = match get(obj, "command") {
+            Some(p) => self.expanded(p, "command")?,
+            None => {
+                return Err(self.issue_at(obj.range.start, "command", "type `stdio` needs `command`"));
+            }
+        };
+        if command.trim().is_empty() {
+            let p = get(obj, "command").map_or(obj.range.start, |p| range_of(&p.value).start);
+            return Err(self.issue_at(p, "command", "is empty"));
+        }
+        let env = get(obj, "env").map(|p| self.string_map(p, "env", true)).transpose()?.unwrap_or_default();
+        if origin.scope == Scope::Project {
+            if let Some(key) = env.keys().find(|k| HIJACKING_ENV.contains(&k.as_str())) {
+                let p = get(obj, "env").map_or(obj.range.start, |p| range_of(&p.value).start);
+                return Err(self
+                    .issue_at(p, &format!("env.{key}"), format!("`{key}` may not be set from a project's .mcp.json: it would let the repository take over the process"))
+                    .hint("define this server in your user or local scope instead"));
+            }
+        }
+        Ok(StdioTransport {
+            command,
+            args: get(obj, "args").map(|p| self.string_list(p, "args", true)).transpose()?.unwrap_or_default(),
+            env,
+            cwd: get(obj, "cwd").map(|p| self.expanded(p, "cwd").map(PathBuf::from)).transpose()?,
+        })
+    }
+
+    fn remote(&self, obj: &ast::Object<'_>, kind: &str) -> Result<RemoteTransport, ConfigIssue> {
+        Ok(RemoteTransport {
+            url: self.url(obj, kind)?,
+            headers: self.headers(obj)?,
+            oauth: get(obj, "oauth").map(|p| self.oauth(p)).transpose()?,
+        })
+    }
+
+    fn ide(&self, obj: &ast::Object<'_>, kind: &str) -> Result<IdeTransport, ConfigIssue> {
+        Ok(IdeTransport {
+            url: self.url(obj, kind)?,
+            ide_name: get(obj, "ideName").map(|p| self.string(p, "ideName")).transpose()?,
+            lock_file: get(obj, "lockFile").map(|p| self.expanded(p, "lockFile").map(PathBuf::from)).transpose()?,
+        })
+    }
+
+    fn proxy(&self, obj: &ast::Object<'_>) -> Result<ProxyTransport, ConfigIssue> {
+        let token = match (get(obj, "tokenEnv"), get(obj, "tokenCommand")) {
+            (Some(p), None) => TokenSource::Env(self.string(p, "tokenEnv")?),
+            (None, Some(p)) => {
+                let argv = self.string_list(p, "tokenCommand", true)?;
+                if argv.is_empty() {
+                    return Err(self.issue_at(range_of(&p.value).start, "tokenCommand", "is empty"));
+                }
+                TokenSource::Command(argv)
+            }
+            (None, None) => TokenSource::Provider,
+            (Some(_), Some(p)) => {
+                return Err(self.issue_at(p.range.start, "tokenCommand", "set either `tokenEnv` or `tokenCommand`, not both"));
+            }
+        };
+        Ok(ProxyTransport { url: self.url(obj, "proxy")?, headers: self.headers(obj)?, token })
+    }
+
+    fn url(&self, obj: &ast::Object<'_>, kind: &str) -> Result<url::Url, ConfigIssue> {
+        let Some(p) = get(obj, "url") else {
+            return Err(self.issue_at(obj.range.start, "url", format!("type `{kind}` needs `url`")));
+        };
+        let text = self.expanded(p, "url")?;
+        let at = range_of(&p.value).start;
+        let url = url::Url::parse(&text).map_err(|e| self.issue_at(at, "url", format!("`{text}` is not a valid URL: {e}")))?;
+        let schemes: &[&str] = if kind.starts_with("ws") { &["ws", "wss"] } else { &["http", "https"] };
+        if !schemes.contains(&url.scheme()) {
+            return Err(self.issue_at(at, "url", format!("type `{kind}` needs a {}:// or {}:// URL, found `{}://`", schemes[0], schemes[1], url.scheme())));
+        }
+        if url.host_str().is_none_or(str::is_empty) {
+            return Err(self.issue_at(at, "url", format!("`{text}` has no host")));
+        }
+        Ok(url)
+    }
+
+    fn headers(&self, obj: &ast::Object<'_>) -> Result<BTreeMap<String, String>, ConfigIssue> {
+        let Some(p) = get(obj, "headers") else { return Ok(BTreeMap::new()) };
+        let headers = self.string_map(p, "headers", true)?;
+        for (name, value) in &headers {
+            let valid_name = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+            if !valid_name {
+                return Err(self.issue_at(range_of(&p.value).start, &format!("headers.{name}"), "is not a valid HTTP header name"));
+            }
+            if value.contains(['\r', '\n']) {
+                return Err(self.issue_at(range_of(&p.value).start, &format!("headers.{name}"), "a header value may not contain a line break"));
+            }
+        }
+        Ok(headers)
+    }
+
+    fn oauth(&self, prop: Prop<'_, '_>) -> Result<OAuthConfig, ConfigIssue> {
+        let ast::Value::Object(obj) = &prop.value else {
+            return Err(self.wrong_type(&prop.value, "oauth", "an object"));
+        };
+        let mut oauth = OAuthConfig::default();
+        for p in &obj.properties {
+            match prop_name(p) {
+                "clientId" => oauth.client_id = Some(self.expanded(p, "oauth.clientId")?),
+                "clientSecretEnv" => oauth.client_secret_env = Some(self.string(p, "oauth.clientSecretEnv")?),
+                "callbackPort" => {
+                    let port = self.positive_int(p, "oauth.callbackPort")?;
+                    oauth.callback_port = Some(u16::try_from(port).map_err(|_| self.issue_at(range_of(&p.value).start, "oauth.callbackPort", "must be a port number (1-65535)"))?);
+                }
+                "scopes" => oauth.scopes = self.string_list(p, "oauth.scopes", false)?,
+                other => self.warnings.borrow_mut().push(
+                    ConfigIssue::warning("unknown field; ignored")
+                        .in_file(&self.doc.path)
+                        .at(self.doc.position(p.range.start))
+                        .server(self.server)
+                        .field(format!("oauth.{other}")),
+                ),
+            }
+        }
+        Ok(oauth)
+    }
+
+    fn string(&self, prop: Prop<'_, '_>, field: &str) -> Result<String, ConfigIssue> {
+        match &prop.value {
+            ast::Value::StringLit(s) => Ok(s.value.to_string()),
+            other => Err(self.wrong_type(other, field, "a string")),
+        }
+    }
+
+    fn expand_at(&self, text: &str, offset: usize, field: &str) -> Result<String, ConfigIssue> {
+        expand_vars(text, self.env).map_err(|e| {
+            let mut issue = self.issue_at(offset, field, e.to_string()).hint(format!(
+                "set `{}` in the environment, or give a default: ${{{}:-value}}",
+                e.var, e.var
+            ));
+            issue.missing_variable = Some(e.var);
+            issue
+        })
+    }
+
+    fn expanded(&self, prop: Prop<'_, '_>, field: &str) -> Result<String, ConfigIssue> {
+        let text = self.string(prop, field)?;
+        self.expand_at(&text, range_of(&prop.value).start, field)
+    }
+
+    fn string_list(&self, prop: Prop<'_, '_>, field: &str, expand: bool) -> Result<Vec<String>, ConfigIssue> {
+        let ast::Value::Array(items) = &prop.value else {
+            return Err(self.wrong_type(&prop.value, field, "an array of strings"));
+        };
+        items
+            .elements
+            .iter()
+            .enumerate()
+            .map(|(i, item)| {
+                let field = format!("{field}[{i}]");
+                match item {
+                    ast::Value::StringLit(s) if expand => self.expand_at(&s.value, s.range.start, &field),
+                    ast::Value::StringLit(s) => Ok(s.value.to_string()),
+                    other => Err(self.wrong_type(other, &field, "a string")),
+                }
+            })
+            .collect()
+    }
+
+    fn string_map(&self, prop: Prop<'_, '_>, field: &str, expand: bool) -> Result<BTreeMap<String, String>, ConfigIssue> {
+        let ast::Value::Object(obj) = &prop.value else {
+            return Err(self.wrong_type(&prop.value, field, "an object of strings"));
+        };
+        obj.properties
+            .iter()
+            .map(|p| {
+                let key = prop_name(p);
+                let field = format!("{field}.{key}");
+                let value = match &p.value {
+                    ast::Value::StringLit(s) if expand => self.expand_at(&s.value, s.range.start, &field)?,
+                    ast::Value::StringLit(s) => s.value.to_string(),
+                    // Numbers and booleans are common in hand-written env maps; take their text.
+                    ast::Value::NumberLit(n) => n.value.to_owned(),
+                    ast::Value::BooleanLit(b) => b.value.to_string(),
+                    other => return Err(self.wrong_type(other, &field, "a string")),
+                };
+                Ok((key.to_owned(), value))
+            })
+            .collect()
+    }
+
+    fn opt_bool(&self, obj: &ast::Object<'_>, field: &str) -> Result<Option<bool>, ConfigIssue> {
+        get(obj, field)
+            .map(|p| match &p.value {
+                ast::Value::BooleanLit(b) => Ok(b.value),
+                other => Err(self.wrong_type(other, field, "true or false")),
+            })
+            .transpose()
+    }
+
+    fn positive_int(&self, prop: Prop<'_, '_>, field: &str) -> Result<u64, ConfigIssue> {
+        match &prop.value {
+            ast::Value::NumberLit(n) => n.value.parse::<u64>().ok().filter(|v| *v > 0).ok_or_else(|| {
+                self.issue_at(n.range.start, field, format!("expected a positive whole number, found {}", n.value))
+            }),
+            other => Err(self.wrong_type(other, field, "a positive whole number")),
+        }
+    }
+
+    fn opt_millis(&self, obj: &ast::Object<'_>, field: &str) -> Result<Option<Duration>, ConfigIssue> {
+        get(obj, field).map(|p| self.positive_int(p, field).map(Duration::from_millis)).transpose()
+    }
+}

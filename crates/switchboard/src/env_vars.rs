@@ -1,0 +1,122 @@
+//! Every environment variable Switchboard reads, in one place, and the limits they set.
+
+use std::time::Duration;
+
+use crate::config::Environment;
+
+/// Names of the environment variables Switchboard reads.
+#[derive(Debug)]
+pub struct EnvVars;
+
+impl EnvVars {
+    /// Connect timeout in milliseconds (default 30 000).
+    pub const MCP_TIMEOUT: &'static str = "MCP_TIMEOUT";
+    /// Tool-call timeout in milliseconds (default 100 000 000, about 27.8 hours).
+    pub const MCP_TOOL_TIMEOUT: &'static str = "MCP_TOOL_TIMEOUT";
+    /// Token budget of one tool result (default 25 000).
+    pub const MAX_MCP_OUTPUT_TOKENS: &'static str = "MAX_MCP_OUTPUT_TOKENS";
+    /// How many local (stdio) servers connect at once (default 3).
+    pub const MCP_SERVER_CONNECTION_BATCH_SIZE: &'static str = "MCP_SERVER_CONNECTION_BATCH_SIZE";
+    /// How many remote servers connect at once (default 20).
+    pub const MCP_REMOTE_SERVER_CONNECTION_BATCH_SIZE: &'static str =
+        "MCP_REMOTE_SERVER_CONNECTION_BATCH_SIZE";
+    /// Overrides the user configuration directory (default `$XDG_CONFIG_HOME/switchboard`).
+    pub const SWITCHBOARD_CONFIG_DIR: &'static str = "SWITCHBOARD_CONFIG_DIR";
+    /// Overrides the state directory (default `$XDG_STATE_HOME/switchboard`).
+    pub const SWITCHBOARD_STATE_DIR: &'static str = "SWITCHBOARD_STATE_DIR";
+    /// Overrides the managed (administrator) configuration file.
+    pub const SWITCHBOARD_MANAGED_CONFIG: &'static str = "SWITCHBOARD_MANAGED_CONFIG";
+    pub const XDG_CONFIG_HOME: &'static str = "XDG_CONFIG_HOME";
+    pub const XDG_STATE_HOME: &'static str = "XDG_STATE_HOME";
+    pub const HOME: &'static str = "HOME";
+}
+
+/// A variable that is set but cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("environment variable {name}={value:?} is not valid: expected {expected}")]
+pub struct EnvVarError {
+    pub name: &'static str,
+    pub value: String,
+    pub expected: &'static str,
+}
+
+/// Time and size limits, from the environment or their defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub connect_timeout: Duration,
+    pub tool_timeout: Duration,
+    pub max_output_tokens: u64,
+    /// A result above this many tokens is logged as large.
+    pub warn_output_tokens: u64,
+    pub local_connect_concurrency: usize,
+    pub remote_connect_concurrency: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            connect_timeout: Duration::from_secs(30),
+            tool_timeout: Duration::from_millis(100_000_000),
+            max_output_tokens: 25_000,
+            warn_output_tokens: 10_000,
+            local_connect_concurrency: 3,
+            remote_connect_concurrency: 20,
+        }
+    }
+}
+
+impl Limits {
+    /// Reads the overrides; an unset or empty variable keeps the default, a malformed one is
+    /// an error naming it (a typo must not silently become "no timeout").
+    pub fn from_env(env: &Environment) -> Result<Limits, EnvVarError> {
+        let d = Limits::default();
+        let millis = |name| positive(env, name).map(|v| v.map(Duration::from_millis));
+        let count = |name| positive(env, name).map(|v| v.map(|v| usize::try_from(v).unwrap_or(usize::MAX)));
+        Ok(Limits {
+            connect_timeout: millis(EnvVars::MCP_TIMEOUT)?.unwrap_or(d.connect_timeout),
+            tool_timeout: millis(EnvVars::MCP_TOOL_TIMEOUT)?.unwrap_or(d.tool_timeout),
+            max_output_tokens: positive(env, EnvVars::MAX_MCP_OUTPUT_TOKENS)?.unwrap_or(d.max_output_tokens),
+            warn_output_tokens: d.warn_output_tokens,
+            local_connect_concurrency: count(EnvVars::MCP_SERVER_CONNECTION_BATCH_SIZE)?
+                .unwrap_or(d.local_connect_concurrency),
+            remote_connect_concurrency: count(EnvVars::MCP_REMOTE_SERVER_CONNECTION_BATCH_SIZE)?
+                .unwrap_or(d.remote_connect_concurrency),
+        })
+    }
+}
+
+fn positive(env: &Environment, name: &'static str) -> Result<Option<u64>, EnvVarError> {
+    match env.get(name).map(str::trim).filter(|v| !v.is_empty()) {
+        None => Ok(None),
+        Some(v) => v.parse::<u64>().ok().filter(|n| *n > 0).map(Some).ok_or_else(|| EnvVarError {
+            name,
+            value: v.to_owned(),
+            expected: "a positive whole number",
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_overrides() {
+        assert_eq!(Limits::from_env(&Environment::default()).unwrap(), Limits::default());
+        let env: Environment =
+            [("MCP_TIMEOUT", "5000"), ("MCP_TOOL_TIMEOUT", "60000"), ("MAX_MCP_OUTPUT_TOKENS", "1000")]
+                .into_iter()
+                .collect();
+        let limits = Limits::from_env(&env).unwrap();
+        assert_eq!(limits.connect_timeout, Duration::from_secs(5));
+        assert_eq!(limits.tool_timeout, Duration::from_secs(60));
+        assert_eq!(limits.max_output_tokens, 1000);
+    }
+
+    #[test]
+    fn a_malformed_value_is_an_error_naming_the_variable() {
+        let env: Environment = [("MCP_TIMEOUT", "30s")].into_iter().collect();
+        let err = Limits::from_env(&env).unwrap_err();
+        assert_eq!(err.to_string(), "environment variable MCP_TIMEOUT=\"30s\" is not valid: expected a positive whole number");
+    }
+}
