@@ -5,7 +5,11 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
-#[command(name = "switchboard", version, about = "An MCP host: configure, inspect and call Model Context Protocol servers.")]
+#[command(
+    name = "switchboard",
+    version,
+    about = "An MCP host: configure, inspect and call Model Context Protocol servers."
+)]
 pub(crate) struct Cli {
     #[command(flatten)]
     pub(crate) global: GlobalArgs,

@@ -13,7 +13,9 @@ use switchboard::config::{
 };
 
 use crate::args::{AddArgs, GlobalArgs, McpCommand, ScopeArg, TransportArg};
-use crate::output::{entry_json, issue_json, kind_and_target, print_issues, print_json, print_table, status};
+use crate::output::{
+    entry_json, issue_json, kind_and_target, print_issues, print_json, print_table, status,
+};
 
 /// What every command needs: the environment and the files of each scope.
 pub(crate) struct Context {
@@ -44,7 +46,11 @@ impl Context {
     fn scope_file(&self, scope: Scope) -> (PathBuf, ServersLocation, u32) {
         match scope {
             Scope::Project => (self.paths.project_file(), ServersLocation::TopLevel, 0o644),
-            Scope::Local => (self.paths.local_file(), ServersLocation::Project(self.paths.project_key()), 0o600),
+            Scope::Local => (
+                self.paths.local_file(),
+                ServersLocation::Project(self.paths.project_key()),
+                0o600,
+            ),
             _ => (self.paths.user_file(), ServersLocation::TopLevel, 0o600),
         }
     }
@@ -63,18 +69,22 @@ pub(crate) fn run(ctx: &Context, cmd: McpCommand) -> anyhow::Result<ExitCode> {
             add(ctx, &args.name, scope, entry)
         }
         McpCommand::AddJson { name, json, scope } => {
-            let entry: Value = serde_json::from_str(&json).map_err(|e| {
-                anyhow::anyhow!("the JSON for server `{name}` is not valid: {e} (line {}, column {})", e.line(), e.column())
-            })?;
+            let entry: Value = serde_json::from_str(&json)
+                .map_err(|e| anyhow::anyhow!("the JSON for server `{name}` is not valid: {e}"))?;
             if !entry.is_object() {
-                bail!("the JSON for server `{name}` must be an object, like {{\"command\": \"npx\", \"args\": [\"-y\", \"pkg\"]}}");
+                bail!(
+                    "the JSON for server `{name}` must be an object, like {{\"command\": \"npx\", \"args\": [\"-y\", \"pkg\"]}}"
+                );
             }
             add(ctx, &name, scope_of(scope), entry)
         }
         McpCommand::Remove { name, scope } => remove(ctx, &name, scope.map(scope_of)),
         McpCommand::List { json } => list(ctx, json),
         McpCommand::Get { name, json } => get(ctx, &name, json),
-        McpCommand::Import(args) => { let _ = args; bail!("import lands with the host importers") }
+        McpCommand::Import(args) => {
+            let _ = args;
+            bail!("import lands with the host importers")
+        }
         McpCommand::Approve { name, all } => decide(ctx, name.as_deref(), all, Decision::Approved),
         McpCommand::Reject { name } => decide(ctx, Some(&name), false, Decision::Rejected),
     }
@@ -90,7 +100,9 @@ pub(crate) fn scope_of(arg: ScopeArg) -> Scope {
 
 fn entry_from_args(args: &AddArgs) -> anyhow::Result<Value> {
     let first = args.target.first().map(String::as_str).unwrap_or_default();
-    let looks_like_url = ["http://", "https://", "ws://", "wss://"].iter().any(|p| first.starts_with(p));
+    let looks_like_url = ["http://", "https://", "ws://", "wss://"]
+        .iter()
+        .any(|p| first.starts_with(p));
     let transport = args.transport.unwrap_or(match first {
         _ if first.starts_with("ws://") || first.starts_with("wss://") => TransportArg::Ws,
         _ if looks_like_url => TransportArg::Http,
@@ -99,7 +111,10 @@ fn entry_from_args(args: &AddArgs) -> anyhow::Result<Value> {
     let mut entry = Map::new();
     if transport == TransportArg::Stdio {
         if !args.headers.is_empty() {
-            bail!("--header applies to remote servers; `{}` is a local (stdio) server", args.name);
+            bail!(
+                "--header applies to remote servers; `{}` is a local (stdio) server",
+                args.name
+            );
         }
         entry.insert("type".into(), json!("stdio"));
         entry.insert("command".into(), json!(first));
@@ -119,10 +134,16 @@ fn entry_from_args(args: &AddArgs) -> anyhow::Result<Value> {
         }
     } else {
         if !args.env.is_empty() {
-            bail!("--env applies to local servers; `{}` is a remote server (set headers with -H)", args.name);
+            bail!(
+                "--env applies to local servers; `{}` is a remote server (set headers with -H)",
+                args.name
+            );
         }
         if args.target.len() > 1 {
-            bail!("a remote server takes one URL; found extra arguments: {}", args.target[1..].join(" "));
+            bail!(
+                "a remote server takes one URL; found extra arguments: {}",
+                args.target[1..].join(" ")
+            );
         }
         let kind = match transport {
             TransportArg::Http => "http",
@@ -137,7 +158,9 @@ fn entry_from_args(args: &AddArgs) -> anyhow::Result<Value> {
                 let (name, value) = header
                     .split_once(':')
                     .filter(|(n, _)| !n.trim().is_empty())
-                    .with_context(|| format!("--header `{header}` must look like \"Name: value\""))?;
+                    .with_context(|| {
+                        format!("--header `{header}` must look like \"Name: value\"")
+                    })?;
                 headers.insert(name.trim().to_owned(), json!(value.trim()));
             }
             entry.insert("headers".into(), Value::Object(headers));
@@ -147,17 +170,28 @@ fn entry_from_args(args: &AddArgs) -> anyhow::Result<Value> {
 }
 
 /// Checks an entry the way loading will, before it is written: a bad entry never reaches a file.
-fn check_entry(ctx: &Context, name: &str, entry: &Value, scope: Scope, file: PathBuf) -> anyhow::Result<()> {
+fn check_entry(
+    ctx: &Context,
+    name: &str,
+    entry: &Value,
+    scope: Scope,
+    file: PathBuf,
+) -> anyhow::Result<()> {
     ServerName::new(name).map_err(|e| match &e.suggestion {
         Some(s) => anyhow::anyhow!("{e}\n  hint: try `{s}`"),
         None => anyhow::anyhow!("{e}"),
     })?;
-    let origin = Origin { scope, file: Some(file) };
+    let origin = Origin {
+        scope,
+        file: Some(file),
+    };
     match parse_entry_value(name, entry, origin, &ctx.env, "<new entry>") {
         Ok((_, warnings)) => print_issues(&warnings),
         Err(issue) if issue.missing_variable.is_some() => {
             let var = issue.missing_variable.unwrap_or_default();
-            eprintln!("warning: server `{name}`: variable `{var}` is not set now; set it before the server starts");
+            eprintln!(
+                "warning: server `{name}`: variable `{var}` is not set now; set it before the server starts"
+            );
         }
         Err(mut issue) => {
             // Positions point into a rendering of the entry, not a file: leave them out.
@@ -173,23 +207,43 @@ fn add(ctx: &Context, name: &str, scope: Scope, entry: Value) -> anyhow::Result<
     let mut edit = ctx.open(scope)?;
     check_entry(ctx, name, &entry, scope, edit.path().to_owned())?;
     if edit.contains(name) {
-        return Err(ConfigError::AlreadyExists { name: name.to_owned(), scope, file: edit.path().to_owned() }.into());
+        return Err(ConfigError::AlreadyExists {
+            name: name.to_owned(),
+            scope,
+            file: edit.path().to_owned(),
+        }
+        .into());
     }
     edit.set(name, &entry)?;
     edit.save()?;
-    eprintln!("Added {} server `{name}` to {scope} scope ({})", entry["type"].as_str().unwrap_or("stdio"), edit.path().display());
+    eprintln!(
+        "Added {} server `{name}` to {scope} scope ({})",
+        entry["type"].as_str().unwrap_or("stdio"),
+        edit.path().display()
+    );
     if scope == Scope::Project {
         // The user wrote this entry themselves: that is their approval of it.
         let loaded = ctx.load();
-        if let Some(server) = loaded.get(name).filter(|e| e.origin.scope == Scope::Project) {
+        if let Some(server) = loaded
+            .get(name)
+            .filter(|e| e.origin.scope == Scope::Project)
+        {
             let mut store = ApprovalStore::load(&ctx.paths.approvals_file())?;
-            store.record(&ctx.paths.project_key(), name, &server.hash, Decision::Approved);
+            store.record(
+                &ctx.paths.project_key(),
+                name,
+                &server.hash,
+                Decision::Approved,
+            );
             store.save()?;
         }
     }
     let loaded = ctx.load();
     if let Some(winner) = loaded.get(name).filter(|e| e.origin.scope != scope) {
-        eprintln!("note: `{name}` is also defined in {} scope, which takes precedence here", winner.origin.scope);
+        eprintln!(
+            "note: `{name}` is also defined in {} scope, which takes precedence here",
+            winner.origin.scope
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -197,26 +251,47 @@ fn add(ctx: &Context, name: &str, scope: Scope, entry: Value) -> anyhow::Result<
 fn remove(ctx: &Context, name: &str, scope: Option<Scope>) -> anyhow::Result<ExitCode> {
     let scopes: Vec<Scope> = match scope {
         Some(scope) => vec![scope],
-        None => Scope::WRITABLE.into_iter().filter(|s| ctx.open(*s).map(|e| e.contains(name)).unwrap_or(false)).collect(),
+        None => Scope::WRITABLE
+            .into_iter()
+            .filter(|s| ctx.open(*s).map(|e| e.contains(name)).unwrap_or(false))
+            .collect(),
     };
     match scopes.as_slice() {
         [] => {
             let loaded = ctx.load();
             if let Some(entry) = loaded.get(name) {
-                bail!("server `{name}` comes from {}, which switchboard does not edit", entry.origin);
+                bail!(
+                    "server `{name}` comes from {}, which switchboard does not edit",
+                    entry.origin
+                );
             }
-            Err(ConfigError::NotFound { name: name.to_owned(), scope }.into())
+            Err(ConfigError::NotFound {
+                name: name.to_owned(),
+                scope,
+            }
+            .into())
         }
         [scope] => {
             let mut edit = ctx.open(*scope)?;
             if !edit.remove(name)? {
-                return Err(ConfigError::NotFound { name: name.to_owned(), scope: Some(*scope) }.into());
+                return Err(ConfigError::NotFound {
+                    name: name.to_owned(),
+                    scope: Some(*scope),
+                }
+                .into());
             }
             edit.save()?;
-            eprintln!("Removed server `{name}` from {scope} scope ({})", edit.path().display());
+            eprintln!(
+                "Removed server `{name}` from {scope} scope ({})",
+                edit.path().display()
+            );
             Ok(ExitCode::SUCCESS)
         }
-        several => Err(ConfigError::AmbiguousScope { name: name.to_owned(), scopes: several.to_vec() }.into()),
+        several => Err(ConfigError::AmbiguousScope {
+            name: name.to_owned(),
+            scopes: several.to_vec(),
+        }
+        .into()),
     }
 }
 
@@ -230,7 +305,9 @@ fn list(ctx: &Context, json: bool) -> anyhow::Result<ExitCode> {
     } else {
         print_issues(&loaded.issues);
         if loaded.servers.is_empty() {
-            eprintln!("No MCP servers configured. Add one with `switchboard mcp add NAME -- COMMAND [ARGS...]`.");
+            eprintln!(
+                "No MCP servers configured. Add one with `switchboard mcp add NAME -- COMMAND [ARGS...]`."
+            );
         }
         let rows: Vec<Vec<String>> = loaded
             .servers
@@ -242,21 +319,40 @@ fn list(ctx: &Context, json: bool) -> anyhow::Result<ExitCode> {
                     Some(reason) => format!("{status}: {reason}"),
                     None => status.to_owned(),
                 };
-                vec![entry.name.clone(), entry.origin.scope.to_string(), kind, target, status]
+                vec![
+                    entry.name.clone(),
+                    entry.origin.scope.to_string(),
+                    kind,
+                    target,
+                    status,
+                ]
             })
             .collect();
         print_table(&rows)?;
     }
-    Ok(if loaded.has_errors() { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    Ok(if loaded.has_errors() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 fn get(ctx: &Context, name: &str, json: bool) -> anyhow::Result<ExitCode> {
     let loaded = ctx.load();
     let Some(entry) = loaded.get(name) else {
         print_issues(&loaded.issues);
-        return Err(ConfigError::NotFound { name: name.to_owned(), scope: None }.into());
+        return Err(ConfigError::NotFound {
+            name: name.to_owned(),
+            scope: None,
+        }
+        .into());
     };
-    let own_issues: Vec<_> = loaded.issues.iter().filter(|i| i.server.as_deref() == Some(name)).cloned().collect();
+    let own_issues: Vec<_> = loaded
+        .issues
+        .iter()
+        .filter(|i| i.server.as_deref() == Some(name))
+        .cloned()
+        .collect();
     if json {
         let mut value = entry_json(entry);
         value["issues"] = own_issues.iter().map(issue_json).collect();
@@ -268,18 +364,24 @@ fn get(ctx: &Context, name: &str, json: bool) -> anyhow::Result<ExitCode> {
     let (kind, target) = kind_and_target(entry);
     let mut out = std::io::stdout().lock();
     writeln!(out, "{name}")?;
-    writeln!(out, "  status:  {status}{}", reason.map(|r| format!(" ({r})")).unwrap_or_default())?;
+    writeln!(
+        out,
+        "  status:  {status}{}",
+        reason.map(|r| format!(" ({r})")).unwrap_or_default()
+    )?;
     writeln!(out, "  scope:   {}", entry.origin)?;
     writeln!(out, "  type:    {kind}")?;
     writeln!(out, "  target:  {target}")?;
-    if let Ok(config) = &entry.config {
-        if let switchboard::config::Transport::Stdio(stdio) = &config.transport {
-            if !stdio.env.is_empty() {
-                writeln!(out, "  env:     {}", stdio.env.keys().cloned().collect::<Vec<_>>().join(", "))?;
-            }
-            if let Some(cwd) = &stdio.cwd {
-                writeln!(out, "  cwd:     {}", cwd.display())?;
-            }
+    if let Ok(switchboard::config::Transport::Stdio(stdio)) =
+        entry.config.as_ref().map(|c| &c.transport)
+    {
+        if !stdio.env.is_empty() {
+            // Names only: values may be secrets.
+            let names: Vec<&str> = stdio.env.keys().map(String::as_str).collect();
+            writeln!(out, "  env:     {}", names.join(", "))?;
+        }
+        if let Some(cwd) = &stdio.cwd {
+            writeln!(out, "  cwd:     {}", cwd.display())?;
         }
     }
     for shadowed in &entry.shadowed {
@@ -289,20 +391,39 @@ fn get(ctx: &Context, name: &str, json: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn decide(ctx: &Context, name: Option<&str>, all: bool, decision: Decision) -> anyhow::Result<ExitCode> {
+fn decide(
+    ctx: &Context,
+    name: Option<&str>,
+    all: bool,
+    decision: Decision,
+) -> anyhow::Result<ExitCode> {
     let loaded = ctx.load();
-    let project: Vec<_> = loaded.servers.iter().filter(|e| e.origin.scope == Scope::Project).collect();
+    let project: Vec<_> = loaded
+        .servers
+        .iter()
+        .filter(|e| e.origin.scope == Scope::Project)
+        .collect();
     let chosen: Vec<_> = match name {
         Some(name) => {
             let Some(entry) = loaded.get(name) else {
-                return Err(ConfigError::NotFound { name: name.to_owned(), scope: None }.into());
+                return Err(ConfigError::NotFound {
+                    name: name.to_owned(),
+                    scope: None,
+                }
+                .into());
             };
             if entry.origin.scope != Scope::Project {
-                bail!("server `{name}` comes from {}; only servers from a project's .mcp.json need approval", entry.origin);
+                bail!(
+                    "server `{name}` comes from {}; only servers from a project's .mcp.json need approval",
+                    entry.origin
+                );
             }
             vec![entry]
         }
-        None if all => project.into_iter().filter(|e| !matches!(e.approval, Approval::Approved)).collect(),
+        None if all => project
+            .into_iter()
+            .filter(|e| !matches!(e.approval, Approval::Approved))
+            .collect(),
         None => Vec::new(),
     };
     if chosen.is_empty() {
@@ -320,6 +441,14 @@ fn decide(ctx: &Context, name: Option<&str>, all: bool, decision: Decision) -> a
         Decision::Rejected => "Rejected",
     };
     let names: BTreeMap<_, _> = chosen.iter().map(|e| (e.name.as_str(), ())).collect();
-    eprintln!("{verb} {} for {}", names.keys().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", "), key);
+    eprintln!(
+        "{verb} {} for {}",
+        names
+            .keys()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        key
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -38,12 +38,16 @@ pub(crate) fn status(entry: &ServerEntry) -> (&'static str, Option<String>) {
         EntryStatus::Invalid(issue) => ("invalid", Some(issue.message.clone())),
         EntryStatus::Denied(reason) => ("denied", Some(reason.to_owned())),
         EntryStatus::Disabled => ("disabled", None),
-        EntryStatus::PendingApproval => {
-            ("pending approval", Some(format!("run `switchboard mcp approve {}`", entry.name)))
-        }
+        EntryStatus::PendingApproval => (
+            "pending approval",
+            Some(format!("run `switchboard mcp approve {}`", entry.name)),
+        ),
         EntryStatus::ChangedSinceApproval => (
             "pending approval",
-            Some(format!("changed since it was approved; run `switchboard mcp approve {}`", entry.name)),
+            Some(format!(
+                "changed since it was approved; run `switchboard mcp approve {}`",
+                entry.name
+            )),
         ),
         EntryStatus::Rejected => ("rejected", None),
     }
@@ -52,14 +56,35 @@ pub(crate) fn status(entry: &ServerEntry) -> (&'static str, Option<String>) {
 /// The transport type and target of an entry, also for entries that did not check out.
 pub(crate) fn kind_and_target(entry: &ServerEntry) -> (String, String) {
     if let Ok(config) = &entry.config {
-        return (config.transport.type_name().to_owned(), config.transport.target());
+        return (
+            config.transport.type_name().to_owned(),
+            config.transport.target(),
+        );
     }
     let raw = &entry.raw;
-    let kind = raw.get("type").and_then(Value::as_str).unwrap_or(if raw.get("url").is_some() { "http" } else { "stdio" });
-    let target = match (raw.get("command").and_then(Value::as_str), raw.get("url").and_then(Value::as_str)) {
+    let kind = raw
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or(if raw.get("url").is_some() {
+            "http"
+        } else {
+            "stdio"
+        });
+    let target = match (
+        raw.get("command").and_then(Value::as_str),
+        raw.get("url").and_then(Value::as_str),
+    ) {
         (Some(command), _) => {
-            let args = raw.get("args").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str);
-            std::iter::once(command).chain(args).collect::<Vec<_>>().join(" ")
+            let args = raw
+                .get("args")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str);
+            std::iter::once(command)
+                .chain(args)
+                .collect::<Vec<_>>()
+                .join(" ")
         }
         (None, Some(url)) => url.to_owned(),
         (None, None) => String::new(),
@@ -91,7 +116,13 @@ pub(crate) fn entry_json(entry: &ServerEntry) -> Value {
 pub(crate) fn print_table(rows: &[Vec<String>]) -> std::io::Result<()> {
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..columns)
-        .map(|c| rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0))
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
         .collect();
     let mut out = std::io::stdout().lock();
     for row in rows {

@@ -1,1 +1,4 @@
-//! Test partners for Switchboard. The MCP test server lands with the connections work.
+//! Test partners for Switchboard: real MCP servers with faults switched on by flags, and
+//! helpers that build real configuration trees on disk.
+
+pub mod config_tree;

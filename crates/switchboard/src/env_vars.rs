@@ -71,11 +71,13 @@ impl Limits {
     pub fn from_env(env: &Environment) -> Result<Limits, EnvVarError> {
         let d = Limits::default();
         let millis = |name| positive(env, name).map(|v| v.map(Duration::from_millis));
-        let count = |name| positive(env, name).map(|v| v.map(|v| usize::try_from(v).unwrap_or(usize::MAX)));
+        let count =
+            |name| positive(env, name).map(|v| v.map(|v| usize::try_from(v).unwrap_or(usize::MAX)));
         Ok(Limits {
             connect_timeout: millis(EnvVars::MCP_TIMEOUT)?.unwrap_or(d.connect_timeout),
             tool_timeout: millis(EnvVars::MCP_TOOL_TIMEOUT)?.unwrap_or(d.tool_timeout),
-            max_output_tokens: positive(env, EnvVars::MAX_MCP_OUTPUT_TOKENS)?.unwrap_or(d.max_output_tokens),
+            max_output_tokens: positive(env, EnvVars::MAX_MCP_OUTPUT_TOKENS)?
+                .unwrap_or(d.max_output_tokens),
             warn_output_tokens: d.warn_output_tokens,
             local_connect_concurrency: count(EnvVars::MCP_SERVER_CONNECTION_BATCH_SIZE)?
                 .unwrap_or(d.local_connect_concurrency),
@@ -88,11 +90,16 @@ impl Limits {
 fn positive(env: &Environment, name: &'static str) -> Result<Option<u64>, EnvVarError> {
     match env.get(name).map(str::trim).filter(|v| !v.is_empty()) {
         None => Ok(None),
-        Some(v) => v.parse::<u64>().ok().filter(|n| *n > 0).map(Some).ok_or_else(|| EnvVarError {
-            name,
-            value: v.to_owned(),
-            expected: "a positive whole number",
-        }),
+        Some(v) => v
+            .parse::<u64>()
+            .ok()
+            .filter(|n| *n > 0)
+            .map(Some)
+            .ok_or_else(|| EnvVarError {
+                name,
+                value: v.to_owned(),
+                expected: "a positive whole number",
+            }),
     }
 }
 
@@ -102,11 +109,17 @@ mod tests {
 
     #[test]
     fn defaults_and_overrides() {
-        assert_eq!(Limits::from_env(&Environment::default()).unwrap(), Limits::default());
-        let env: Environment =
-            [("MCP_TIMEOUT", "5000"), ("MCP_TOOL_TIMEOUT", "60000"), ("MAX_MCP_OUTPUT_TOKENS", "1000")]
-                .into_iter()
-                .collect();
+        assert_eq!(
+            Limits::from_env(&Environment::default()).unwrap(),
+            Limits::default()
+        );
+        let env: Environment = [
+            ("MCP_TIMEOUT", "5000"),
+            ("MCP_TOOL_TIMEOUT", "60000"),
+            ("MAX_MCP_OUTPUT_TOKENS", "1000"),
+        ]
+        .into_iter()
+        .collect();
         let limits = Limits::from_env(&env).unwrap();
         assert_eq!(limits.connect_timeout, Duration::from_secs(5));
         assert_eq!(limits.tool_timeout, Duration::from_secs(60));
@@ -117,6 +130,9 @@ mod tests {
     fn a_malformed_value_is_an_error_naming_the_variable() {
         let env: Environment = [("MCP_TIMEOUT", "30s")].into_iter().collect();
         let err = Limits::from_env(&env).unwrap_err();
-        assert_eq!(err.to_string(), "environment variable MCP_TIMEOUT=\"30s\" is not valid: expected a positive whole number");
+        assert_eq!(
+            err.to_string(),
+            "environment variable MCP_TIMEOUT=\"30s\" is not valid: expected a positive whole number"
+        );
     }
 }

@@ -65,10 +65,21 @@ impl ApprovalStore {
                     .at((e.line(), e.column()))
                     .hint("fix or delete the file; project servers will ask for approval again")
             })?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => ApprovalFile { version: 1, ..Default::default() },
-            Err(e) => return Err(ConfigIssue::error(format!("cannot read the approval record: {e}")).in_file(path)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => ApprovalFile {
+                version: 1,
+                ..Default::default()
+            },
+            Err(e) => {
+                return Err(
+                    ConfigIssue::error(format!("cannot read the approval record: {e}"))
+                        .in_file(path),
+                );
+            }
         };
-        Ok(ApprovalStore { path: path.to_owned(), data })
+        Ok(ApprovalStore {
+            path: path.to_owned(),
+            data,
+        })
     }
 
     pub fn approval(&self, project: &str, name: &str, hash: &ConfigHash) -> Approval {
@@ -90,13 +101,21 @@ impl ApprovalStore {
             .projects
             .entry(project.to_owned())
             .or_default()
-            .insert(name.to_owned(), Record { decision, hash: hash.0.clone() });
+            .insert(
+                name.to_owned(),
+                Record {
+                    decision,
+                    hash: hash.0.clone(),
+                },
+            );
     }
 
     pub fn save(&self) -> Result<(), ConfigError> {
         let mut text = serde_json::to_string_pretty(&self.data).unwrap_or_default();
         text.push('\n');
-        write_atomic(&self.path, text.as_bytes(), 0o600)
-            .map_err(|source| ConfigError::Write { path: self.path.clone(), source })
+        write_atomic(&self.path, text.as_bytes(), 0o600).map_err(|source| ConfigError::Write {
+            path: self.path.clone(),
+            source,
+        })
     }
 }

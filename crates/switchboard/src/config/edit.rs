@@ -35,7 +35,11 @@ pub struct ConfigEdit {
 impl ConfigEdit {
     /// Opens `path` for editing (a missing file starts empty). `new_file_mode` is the mode a
     /// file created by the edit gets; an existing file keeps its own.
-    pub fn open(path: &Path, location: ServersLocation, new_file_mode: u32) -> Result<ConfigEdit, ConfigError> {
+    pub fn open(
+        path: &Path,
+        location: ServersLocation,
+        new_file_mode: u32,
+    ) -> Result<ConfigEdit, ConfigError> {
         // Edit the file a symlink points to, so the link survives.
         let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
         let original = match std::fs::read_to_string(&path) {
@@ -45,13 +49,27 @@ impl ConfigEdit {
         };
         let text = original.clone().unwrap_or_default();
         // The AST parse gives the error position; the CST is built only from text that parses.
-        let doc = Document { path: path.clone(), text };
-        let issue_suffix = |issue: ConfigIssue| issue.hint("the file was not changed; fix it by hand first");
+        let doc = Document {
+            path: path.clone(),
+            text,
+        };
+        let issue_suffix =
+            |issue: ConfigIssue| issue.hint("the file was not changed; fix it by hand first");
         doc.root_object().map_err(issue_suffix)?;
         let root = CstRootNode::parse(&doc.text, &parse_options()).map_err(|e| {
-            issue_suffix(ConfigIssue::error(format!("invalid JSON: {}", e.kind())).in_file(&path).at((e.line_display(), e.column_display())))
+            issue_suffix(
+                ConfigIssue::error(format!("invalid JSON: {}", e.kind()))
+                    .in_file(&path)
+                    .at((e.line_display(), e.column_display())),
+            )
         })?;
-        let edit = ConfigEdit { path, original, root, location, new_file_mode };
+        let edit = ConfigEdit {
+            path,
+            original,
+            root,
+            location,
+            new_file_mode,
+        };
         edit.servers(false)?;
         Ok(edit)
     }
@@ -63,18 +81,33 @@ impl ConfigEdit {
     /// The `mcpServers` object, created (with its parents) when `create` is set.
     fn servers(&self, create: bool) -> Result<Option<CstObject>, ConfigError> {
         let not_object = |field: &str| -> ConfigError {
-            ConfigIssue::error(format!("`{field}` is not an object; the file was not changed")).in_file(&self.path).into()
+            ConfigIssue::error(format!(
+                "`{field}` is not an object; the file was not changed"
+            ))
+            .in_file(&self.path)
+            .into()
         };
         let lookup = |obj: &CstObject, key: &str| -> Result<Option<CstObject>, ConfigError> {
             match obj.get(key) {
-                None if create => obj.object_value_or_create(key).map(Some).ok_or_else(|| not_object(key)),
+                None if create => obj
+                    .object_value_or_create(key)
+                    .map(Some)
+                    .ok_or_else(|| not_object(key)),
                 None => Ok(None),
                 Some(prop) => prop.object_value().map(Some).ok_or_else(|| not_object(key)),
             }
         };
-        let root = if create { self.root.object_value_or_create() } else { self.root.object_value() };
+        let root = if create {
+            self.root.object_value_or_create()
+        } else {
+            self.root.object_value()
+        };
         let Some(mut obj) = root else {
-            return if self.root.value().is_some() { Err(not_object("the top level")) } else { Ok(None) };
+            return if self.root.value().is_some() {
+                Err(not_object("the top level"))
+            } else {
+                Ok(None)
+            };
         };
         if let ServersLocation::Project(key) = &self.location {
             for key in ["projects", key.as_str()] {
@@ -89,8 +122,14 @@ impl ConfigEdit {
 
     /// Names of the entries in this file, in file order.
     pub fn names(&self) -> Vec<String> {
-        let Ok(Some(servers)) = self.servers(false) else { return Vec::new() };
-        servers.properties().iter().filter_map(|p| p.name().and_then(|n| n.decoded_value().ok())).collect()
+        let Ok(Some(servers)) = self.servers(false) else {
+            return Vec::new();
+        };
+        servers
+            .properties()
+            .iter()
+            .filter_map(|p| p.name().and_then(|n| n.decoded_value().ok()))
+            .collect()
     }
 
     pub fn contains(&self, name: &str) -> bool {
@@ -99,7 +138,9 @@ impl ConfigEdit {
 
     /// Adds an entry, or replaces the entry of that name.
     pub fn set(&mut self, name: &str, entry: &serde_json::Value) -> Result<(), ConfigError> {
-        let servers = self.servers(true)?.ok_or_else(|| ConfigIssue::error("cannot create `mcpServers`").in_file(&self.path))?;
+        let servers = self
+            .servers(true)?
+            .ok_or_else(|| ConfigIssue::error("cannot create `mcpServers`").in_file(&self.path))?;
         let value = to_input(entry);
         match servers.get(name) {
             Some(prop) => prop.set_value(value),
@@ -135,16 +176,27 @@ impl ConfigEdit {
         let now = match std::fs::read_to_string(&self.path) {
             Ok(text) => Some(text),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(source) => return Err(ConfigError::Read { path: self.path.clone(), source }),
+            Err(source) => {
+                return Err(ConfigError::Read {
+                    path: self.path.clone(),
+                    source,
+                });
+            }
         };
         if now != self.original {
-            return Err(ConfigIssue::error("the file changed while it was being edited; nothing was written")
-                .in_file(&self.path)
-                .hint("run the command again")
-                .into());
+            return Err(ConfigIssue::error(
+                "the file changed while it was being edited; nothing was written",
+            )
+            .in_file(&self.path)
+            .hint("run the command again")
+            .into());
         }
-        write_atomic(&self.path, self.text().as_bytes(), self.new_file_mode)
-            .map_err(|source| ConfigError::Write { path: self.path.clone(), source })
+        write_atomic(&self.path, self.text().as_bytes(), self.new_file_mode).map_err(|source| {
+            ConfigError::Write {
+                path: self.path.clone(),
+                source,
+            }
+        })
     }
 }
 
@@ -154,7 +206,9 @@ fn to_input(value: &serde_json::Value) -> CstInputValue {
         serde_json::Value::Bool(b) => CstInputValue::Bool(*b),
         serde_json::Value::Number(n) => CstInputValue::Number(n.to_string()),
         serde_json::Value::String(s) => CstInputValue::String(s.clone()),
-        serde_json::Value::Array(items) => CstInputValue::Array(items.iter().map(to_input).collect()),
+        serde_json::Value::Array(items) => {
+            CstInputValue::Array(items.iter().map(to_input).collect())
+        }
         serde_json::Value::Object(map) => {
             CstInputValue::Object(map.iter().map(|(k, v)| (k.clone(), to_input(v))).collect())
         }
@@ -164,9 +218,15 @@ fn to_input(value: &serde_json::Value) -> CstInputValue {
 /// Writes a file atomically: a temporary file in the same folder, synced, then renamed over
 /// the target. The target's permissions are kept; a new file gets `new_mode` (on Unix).
 pub(crate) fn write_atomic(path: &Path, contents: &[u8], new_mode: u32) -> std::io::Result<()> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     create_private_dir(dir)?;
-    let mut tmp = tempfile::Builder::new().prefix(".switchboard-").suffix(".tmp").tempfile_in(dir)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".switchboard-")
+        .suffix(".tmp")
+        .tempfile_in(dir)?;
     tmp.write_all(contents)?;
     tmp.as_file().sync_all()?;
     let permissions = match std::fs::metadata(path) {

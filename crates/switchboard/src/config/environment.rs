@@ -12,7 +12,11 @@ pub struct Environment {
 impl Environment {
     /// The current process's environment (variables that are not valid UTF-8 are left out).
     pub fn capture() -> Self {
-        Environment { vars: std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect() }
+        Environment {
+            vars: std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                .collect(),
+        }
     }
 
     pub fn get(&self, name: &str) -> Option<&str> {
@@ -35,6 +39,11 @@ impl Environment {
 
 impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for Environment {
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
-        Environment { vars: iter.into_iter().map(|(k, v)| (k.into(), v.into())).collect() }
+        Environment {
+            vars: iter
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        }
     }
 }

@@ -27,10 +27,17 @@ pub fn expand_vars(input: &str, env: &Environment) -> Result<String, ExpandError
             None => (body, None),
         };
         if is_var_name(name) {
-            match (env.get(name).filter(|v| !v.is_empty() || default.is_none()), default) {
+            match (
+                env.get(name).filter(|v| !v.is_empty() || default.is_none()),
+                default,
+            ) {
                 (Some(value), _) => out.push_str(value),
                 (None, Some(default)) => out.push_str(default),
-                (None, None) => return Err(ExpandError { var: name.to_owned() }),
+                (None, None) => {
+                    return Err(ExpandError {
+                        var: name.to_owned(),
+                    });
+                }
             }
         } else {
             out.push_str(&rest[start..start + 2 + end + 1]);
@@ -52,7 +59,9 @@ mod tests {
     use super::*;
 
     fn env() -> Environment {
-        [("HOME", "/home/me"), ("EMPTY", ""), ("TOKEN", "t0k")].into_iter().collect()
+        [("HOME", "/home/me"), ("EMPTY", ""), ("TOKEN", "t0k")]
+            .into_iter()
+            .collect()
     }
 
     #[test]
@@ -69,12 +78,21 @@ mod tests {
     #[test]
     fn keeps_text_that_is_not_a_reference() {
         let env = env();
-        assert_eq!(expand_vars("$HOME ${ not a var} ${unclosed", &env).unwrap(), "$HOME ${ not a var} ${unclosed");
-        assert_eq!(expand_vars("${input:api-key}", &env).unwrap(), "${input:api-key}");
+        assert_eq!(
+            expand_vars("$HOME ${ not a var} ${unclosed", &env).unwrap(),
+            "$HOME ${ not a var} ${unclosed"
+        );
+        assert_eq!(
+            expand_vars("${input:api-key}", &env).unwrap(),
+            "${input:api-key}"
+        );
     }
 
     #[test]
     fn names_the_missing_variable() {
-        assert_eq!(expand_vars("a ${MISSING} b", &env()).unwrap_err().var, "MISSING");
+        assert_eq!(
+            expand_vars("a ${MISSING} b", &env()).unwrap_err().var,
+            "MISSING"
+        );
     }
 }

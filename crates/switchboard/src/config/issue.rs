@@ -40,7 +40,10 @@ impl ConfigIssue {
     }
 
     pub fn warning(message: impl Into<String>) -> Self {
-        ConfigIssue { severity: Severity::Warning, ..ConfigIssue::error(message) }
+        ConfigIssue {
+            severity: Severity::Warning,
+            ..ConfigIssue::error(message)
+        }
     }
 
     pub fn in_file(mut self, file: impl Into<PathBuf>) -> Self {
@@ -104,15 +107,31 @@ pub enum ConfigError {
     #[error("{0}")]
     Invalid(Box<ConfigIssue>),
     #[error("cannot read {}: {source}", path.display())]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("cannot write {}: {source}", path.display())]
-    Write { path: PathBuf, source: std::io::Error },
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("no server named `{name}`{}", in_scope(*.scope))]
-    NotFound { name: String, scope: Option<super::Scope> },
+    NotFound {
+        name: String,
+        scope: Option<super::Scope>,
+    },
     #[error("server `{name}` already exists in {scope} scope ({})\n  hint: remove it first with `switchboard mcp remove {name} --scope {scope}`", file.display())]
-    AlreadyExists { name: String, scope: super::Scope, file: PathBuf },
+    AlreadyExists {
+        name: String,
+        scope: super::Scope,
+        file: PathBuf,
+    },
     #[error("server `{name}` is defined in several scopes ({}); name one with --scope", scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "))]
-    AmbiguousScope { name: String, scopes: Vec<super::Scope> },
+    AmbiguousScope {
+        name: String,
+        scopes: Vec<super::Scope>,
+    },
 }
 
 fn in_scope(scope: Option<super::Scope>) -> String {

@@ -36,7 +36,10 @@ impl Document {
     /// Reads a file; `Ok(None)` when it does not exist.
     pub(crate) fn read(path: &Path) -> Result<Option<Document>, ConfigIssue> {
         match std::fs::read_to_string(path) {
-            Ok(text) => Ok(Some(Document { path: path.to_owned(), text })),
+            Ok(text) => Ok(Some(Document {
+                path: path.to_owned(),
+                text,
+            })),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(ConfigIssue::error(format!("cannot read the file: {e}")).in_file(path)),
         }
@@ -115,14 +118,19 @@ pub(crate) fn to_json(value: &ast::Value<'_>) -> serde_json::Value {
     use serde_json::Value;
     match value {
         ast::Value::StringLit(s) => Value::String(s.value.to_string()),
-        ast::Value::NumberLit(n) => {
-            n.value.parse::<serde_json::Number>().map(Value::Number).unwrap_or(Value::Null)
-        }
+        ast::Value::NumberLit(n) => n
+            .value
+            .parse::<serde_json::Number>()
+            .map(Value::Number)
+            .unwrap_or(Value::Null),
         ast::Value::BooleanLit(b) => Value::Bool(b.value),
         ast::Value::NullKeyword(_) => Value::Null,
         ast::Value::Array(a) => Value::Array(a.elements.iter().map(to_json).collect()),
         ast::Value::Object(o) => Value::Object(
-            o.properties.iter().map(|p| (prop_name(p).to_owned(), to_json(&p.value))).collect(),
+            o.properties
+                .iter()
+                .map(|p| (prop_name(p).to_owned(), to_json(&p.value)))
+                .collect(),
         ),
     }
 }

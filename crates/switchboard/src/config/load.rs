@@ -56,7 +56,11 @@ impl ServerEntry {
             Approval::Rejected => return EntryStatus::Rejected,
             Approval::NotRequired | Approval::Approved => {}
         }
-        if config.disabled { EntryStatus::Disabled } else { EntryStatus::Ready }
+        if config.disabled {
+            EntryStatus::Disabled
+        } else {
+            EntryStatus::Ready
+        }
     }
 
     /// The configuration, when the entry may start.
@@ -83,7 +87,11 @@ impl ConfigSet {
     /// Reads every scope. Never fails as a whole: a broken file or entry becomes an issue and
     /// the rest still loads.
     pub fn load(paths: ConfigPaths, env: &Environment) -> ConfigSet {
-        let mut loader = Loader { env, issues: Vec::new(), merged: BTreeMap::new() };
+        let mut loader = Loader {
+            env,
+            issues: Vec::new(),
+            merged: BTreeMap::new(),
+        };
 
         // The managed file is read first for its policy; its entries merge last, so they win.
         let mut policy = Policy::default();
@@ -103,7 +111,9 @@ impl ConfigSet {
                 false
             }
             Some(Ok(root)) => {
-                if let (Some(doc), Some(p)) = (&managed, root.as_ref().and_then(|r| get(r, "policy"))) {
+                if let (Some(doc), Some(p)) =
+                    (&managed, root.as_ref().and_then(|r| get(r, "policy")))
+                {
                     policy = Policy::parse(doc, &p.value).unwrap_or_else(|issue| {
                         loader.issues.push(issue);
                         Policy::fail_closed()
@@ -113,12 +123,22 @@ impl ConfigSet {
             }
         };
 
-        loader.read_file(&paths.user_file(), Scope::User, &["mcpServers", "$schema"], &[]);
+        loader.read_file(
+            &paths.user_file(),
+            Scope::User,
+            &["mcpServers", "$schema"],
+            &[],
+        );
         for file in paths.project_files.iter().rev() {
             loader.read_file(file, Scope::Project, &["mcpServers", "$schema"], &[]);
         }
         let key = paths.project_key();
-        loader.read_file(&paths.local_file(), Scope::Local, &["projects", "$schema"], &["projects", &key]);
+        loader.read_file(
+            &paths.local_file(),
+            Scope::Local,
+            &["projects", "$schema"],
+            &["projects", &key],
+        );
         for spec in &paths.dynamic {
             match load_dynamic_text(spec, &paths.cwd) {
                 Ok(doc) => loader.read_doc(&doc, Scope::Dynamic, &["mcpServers", "$schema"], &[]),
@@ -126,7 +146,12 @@ impl ConfigSet {
             }
         }
         if let (Some(doc), true) = (&managed, managed_parses) {
-            loader.read_doc(doc, Scope::Managed, &["mcpServers", "policy", "$schema"], &[]);
+            loader.read_doc(
+                doc,
+                Scope::Managed,
+                &["mcpServers", "policy", "$schema"],
+                &[],
+            );
         }
 
         let approvals = match ApprovalStore::load(&paths.approvals_file()) {
@@ -141,9 +166,9 @@ impl ConfigSet {
             .into_values()
             .map(|mut entry| {
                 if entry.origin.scope == Scope::Project {
-                    entry.approval = approvals
-                        .as_ref()
-                        .map_or(Approval::Pending, |a| a.approval(&key, &entry.name, &entry.hash));
+                    entry.approval = approvals.as_ref().map_or(Approval::Pending, |a| {
+                        a.approval(&key, &entry.name, &entry.hash)
+                    });
                 }
                 if let Ok(config) = &entry.config {
                     entry.policy = policy.verdict(config);
@@ -151,7 +176,12 @@ impl ConfigSet {
                 entry
             })
             .collect();
-        ConfigSet { paths, servers, issues: loader.issues, policy }
+        ConfigSet {
+            paths,
+            servers,
+            issues: loader.issues,
+            policy,
+        }
     }
 
     pub fn get(&self, name: &str) -> Option<&ServerEntry> {
@@ -172,7 +202,10 @@ impl ConfigSet {
 /// (relative to `cwd`).
 fn load_dynamic_text(spec: &str, cwd: &std::path::Path) -> Result<Document, ConfigIssue> {
     if spec.trim_start().starts_with('{') {
-        return Ok(Document { path: PathBuf::from("<--mcp-config>"), text: spec.to_owned() });
+        return Ok(Document {
+            path: PathBuf::from("<--mcp-config>"),
+            text: spec.to_owned(),
+        });
     }
     let path = cwd.join(spec);
     Document::read(&path)?
@@ -230,15 +263,33 @@ impl Loader<'_> {
             None => return,
             Some(ast::Value::Object(servers)) => servers,
             Some(other) => {
-                let field = if path.is_empty() { "mcpServers".to_owned() } else { format!("{path}.mcpServers") };
+                let field = if path.is_empty() {
+                    "mcpServers".to_owned()
+                } else {
+                    format!("{path}.mcpServers")
+                };
                 return self.issues.push(self.not_object(doc, other, &field));
             }
         };
         for prop in &servers.properties {
             let name = prop_name(prop);
-            let origin = Origin { scope, file: Some(doc.path.clone()) };
-            let ParsedEntry { config, warnings, raw, hash } =
-                parse_entry(doc, name, doc.position(prop.range.start), &prop.value, origin.clone(), self.env);
+            let origin = Origin {
+                scope,
+                file: Some(doc.path.clone()),
+            };
+            let ParsedEntry {
+                config,
+                warnings,
+                raw,
+                hash,
+            } = parse_entry(
+                doc,
+                name,
+                doc.position(prop.range.start),
+                &prop.value,
+                origin.clone(),
+                self.env,
+            );
             self.issues.extend(warnings);
             if let Err(issue) = &config {
                 self.issues.push(issue.clone());

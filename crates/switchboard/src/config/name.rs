@@ -27,7 +27,10 @@ impl ServerName {
             Some("it is empty")
         } else if name.len() > MAX_SERVER_NAME {
             Some("it is longer than 40 characters")
-        } else if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+        } else if !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
             Some("use only letters, digits, `-` and `_`")
         } else if !name.starts_with(|c: char| c.is_ascii_alphanumeric()) {
             Some("it must start with a letter or digit")
@@ -42,7 +45,11 @@ impl ServerName {
             None => Ok(ServerName(name.to_owned())),
             Some(reason) => {
                 let suggestion = Some(Self::sanitize(name)).filter(|s| !s.is_empty());
-                Err(NameError { name: name.to_owned(), reason, suggestion })
+                Err(NameError {
+                    name: name.to_owned(),
+                    reason,
+                    suggestion,
+                })
             }
         }
     }
@@ -52,7 +59,11 @@ impl ServerName {
     pub fn sanitize(name: &str) -> String {
         let mut out = String::with_capacity(name.len());
         for c in name.chars() {
-            let c = if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' };
+            let c = if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            };
             if !(c == '_' && out.ends_with('_')) {
                 out.push(c);
             }

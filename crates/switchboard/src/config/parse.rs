@@ -18,12 +18,18 @@ use super::{
 };
 
 /// The values `type` may take.
-pub const TRANSPORT_TYPES: [&str; 8] =
-    ["stdio", "http", "sse", "ws", "sse-ide", "ws-ide", "sdk", "proxy"];
+pub const TRANSPORT_TYPES: [&str; 8] = [
+    "stdio", "http", "sse", "ws", "sse-ide", "ws-ide", "sdk", "proxy",
+];
 
 /// Protocol versions a server can be pinned to with `"protocol"`.
-const PROTOCOL_VERSIONS: [&str; 5] =
-    ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"];
+const PROTOCOL_VERSIONS: [&str; 5] = [
+    "2024-11-05",
+    "2025-03-26",
+    "2025-06-18",
+    "2025-11-25",
+    "2026-07-28",
+];
 
 const COMMON_FIELDS: [&str; 11] = [
     "type",
@@ -68,7 +74,9 @@ fn fields_of(kind: &str) -> &'static [&'static str] {
 }
 
 fn all_fields() -> impl Iterator<Item = &'static str> {
-    COMMON_FIELDS.into_iter().chain(TRANSPORT_TYPES.into_iter().flat_map(fields_of).copied())
+    COMMON_FIELDS
+        .into_iter()
+        .chain(TRANSPORT_TYPES.into_iter().flat_map(fields_of).copied())
 }
 
 /// The outcome of checking one entry.
@@ -128,8 +136,13 @@ pub fn parse_entry_value(
     label: &str,
 ) -> Result<(ServerConfig, Vec<ConfigIssue>), ConfigIssue> {
     let text = serde_json::to_string_pretty(entry).unwrap_or_default();
-    let doc = Document { path: PathBuf::from(label), text };
-    let value = doc.parse()?.ok_or_else(|| ConfigIssue::error("empty entry").server(name))?;
+    let doc = Document {
+        path: PathBuf::from(label),
+        text,
+    };
+    let value = doc
+        .parse()?
+        .ok_or_else(|| ConfigIssue::error("empty entry").server(name))?;
     let parsed = parse_entry(&doc, name, (1, 1), &value, origin, env);
     parsed.config.map(|config| (config, parsed.warnings))
 }
@@ -144,9 +157,19 @@ pub(crate) fn parse_entry(
 ) -> ParsedEntry {
     let raw = to_json(value);
     let hash = entry_hash(&raw);
-    let walker = Walker { doc, server: name, env, warnings: Default::default() };
+    let walker = Walker {
+        doc,
+        server: name,
+        env,
+        warnings: Default::default(),
+    };
     let config = walker.entry(name, name_position, value, origin, hash.clone());
-    ParsedEntry { config, warnings: walker.warnings.into_inner(), raw, hash }
+    ParsedEntry {
+        config,
+        warnings: walker.warnings.into_inner(),
+        raw,
+        hash,
+    }
 }
 
 struct Walker<'a> {
@@ -164,7 +187,11 @@ impl<'a> Walker<'a> {
             .in_file(&self.doc.path)
             .at(self.doc.position(offset))
             .server(self.server);
-        if field.is_empty() { issue } else { issue.field(field) }
+        if field.is_empty() {
+            issue
+        } else {
+            issue.field(field)
+        }
     }
 
     fn wrong_type(&self, value: &ast::Value<'_>, field: &str, expected: &str) -> ConfigIssue {
@@ -293,16 +320,19 @@ impl<'a> Walker<'a> {
                 "websocket" => "ws",
                 other => other,
             };
-            return TRANSPORT_TYPES.into_iter().find(|t| *t == normalized).ok_or_else(|| {
-                self.issue_at(
-                    range_of(&p.value).start,
-                    "type",
-                    format!(
-                        "unknown type `{written}`; valid types: {}",
-                        TRANSPORT_TYPES.join(", ")
-                    ),
-                )
-            });
+            return TRANSPORT_TYPES
+                .into_iter()
+                .find(|t| *t == normalized)
+                .ok_or_else(|| {
+                    self.issue_at(
+                        range_of(&p.value).start,
+                        "type",
+                        format!(
+                            "unknown type `{written}`; valid types: {}",
+                            TRANSPORT_TYPES.join(", ")
+                        ),
+                    )
+                });
         }
         match (get(obj, "command"), get(obj, "url")) {
             (Some(_), Some(_)) => Err(self.issue_at(
@@ -325,27 +355,44 @@ impl<'a> Walker<'a> {
         let command = match get(obj, "command") {
             Some(p) => self.expanded(p, "command")?,
             None => {
-                return Err(self.issue_at(obj.range.start, "command", "type `stdio` needs `command`"));
+                return Err(self.issue_at(
+                    obj.range.start,
+                    "command",
+                    "type `stdio` needs `command`",
+                ));
             }
         };
         if command.trim().is_empty() {
             let p = get(obj, "command").map_or(obj.range.start, |p| range_of(&p.value).start);
             return Err(self.issue_at(p, "command", "is empty"));
         }
-        let env = get(obj, "env").map(|p| self.string_map(p, "env", true)).transpose()?.unwrap_or_default();
-        if origin.scope == Scope::Project {
-            if let Some(key) = env.keys().find(|k| HIJACKING_ENV.contains(&k.as_str())) {
-                let p = get(obj, "env").map_or(obj.range.start, |p| range_of(&p.value).start);
-                return Err(self
-                    .issue_at(p, &format!("env.{key}"), format!("`{key}` may not be set from a project's .mcp.json: it would let the repository take over the process"))
-                    .hint("define this server in your user or local scope instead"));
-            }
+        let env = get(obj, "env")
+            .map(|p| self.string_map(p, "env", true))
+            .transpose()?
+            .unwrap_or_default();
+        if let Some(key) = env
+            .keys()
+            .find(|k| origin.scope == Scope::Project && HIJACKING_ENV.contains(&k.as_str()))
+        {
+            let p = get(obj, "env").map_or(obj.range.start, |p| range_of(&p.value).start);
+            let message = format!(
+                "`{key}` may not be set from a project's .mcp.json: \
+                 it would let the repository take over the process"
+            );
+            return Err(self
+                .issue_at(p, &format!("env.{key}"), message)
+                .hint("define this server in your user or local scope instead"));
         }
         Ok(StdioTransport {
             command,
-            args: get(obj, "args").map(|p| self.string_list(p, "args", true)).transpose()?.unwrap_or_default(),
+            args: get(obj, "args")
+                .map(|p| self.string_list(p, "args", true))
+                .transpose()?
+                .unwrap_or_default(),
             env,
-            cwd: get(obj, "cwd").map(|p| self.expanded(p, "cwd").map(PathBuf::from)).transpose()?,
+            cwd: get(obj, "cwd")
+                .map(|p| self.expanded(p, "cwd").map(PathBuf::from))
+                .transpose()?,
         })
     }
 
@@ -360,8 +407,12 @@ impl<'a> Walker<'a> {
     fn ide(&self, obj: &ast::Object<'_>, kind: &str) -> Result<IdeTransport, ConfigIssue> {
         Ok(IdeTransport {
             url: self.url(obj, kind)?,
-            ide_name: get(obj, "ideName").map(|p| self.string(p, "ideName")).transpose()?,
-            lock_file: get(obj, "lockFile").map(|p| self.expanded(p, "lockFile").map(PathBuf::from)).transpose()?,
+            ide_name: get(obj, "ideName")
+                .map(|p| self.string(p, "ideName"))
+                .transpose()?,
+            lock_file: get(obj, "lockFile")
+                .map(|p| self.expanded(p, "lockFile").map(PathBuf::from))
+                .transpose()?,
         })
     }
 
@@ -371,28 +422,58 @@ impl<'a> Walker<'a> {
             (None, Some(p)) => {
                 let argv = self.string_list(p, "tokenCommand", true)?;
                 if argv.is_empty() {
-                    return Err(self.issue_at(range_of(&p.value).start, "tokenCommand", "is empty"));
+                    return Err(self.issue_at(
+                        range_of(&p.value).start,
+                        "tokenCommand",
+                        "is empty",
+                    ));
                 }
                 TokenSource::Command(argv)
             }
             (None, None) => TokenSource::Provider,
             (Some(_), Some(p)) => {
-                return Err(self.issue_at(p.range.start, "tokenCommand", "set either `tokenEnv` or `tokenCommand`, not both"));
+                return Err(self.issue_at(
+                    p.range.start,
+                    "tokenCommand",
+                    "set either `tokenEnv` or `tokenCommand`, not both",
+                ));
             }
         };
-        Ok(ProxyTransport { url: self.url(obj, "proxy")?, headers: self.headers(obj)?, token })
+        Ok(ProxyTransport {
+            url: self.url(obj, "proxy")?,
+            headers: self.headers(obj)?,
+            token,
+        })
     }
 
     fn url(&self, obj: &ast::Object<'_>, kind: &str) -> Result<url::Url, ConfigIssue> {
         let Some(p) = get(obj, "url") else {
-            return Err(self.issue_at(obj.range.start, "url", format!("type `{kind}` needs `url`")));
+            return Err(self.issue_at(
+                obj.range.start,
+                "url",
+                format!("type `{kind}` needs `url`"),
+            ));
         };
         let text = self.expanded(p, "url")?;
         let at = range_of(&p.value).start;
-        let url = url::Url::parse(&text).map_err(|e| self.issue_at(at, "url", format!("`{text}` is not a valid URL: {e}")))?;
-        let schemes: &[&str] = if kind.starts_with("ws") { &["ws", "wss"] } else { &["http", "https"] };
+        let url = url::Url::parse(&text)
+            .map_err(|e| self.issue_at(at, "url", format!("`{text}` is not a valid URL: {e}")))?;
+        let schemes: &[&str] = if kind.starts_with("ws") {
+            &["ws", "wss"]
+        } else {
+            &["http", "https"]
+        };
         if !schemes.contains(&url.scheme()) {
-            return Err(self.issue_at(at, "url", format!("type `{kind}` needs a {}:// or {}:// URL, found `{}://`", schemes[0], schemes[1], url.scheme())));
+            return Err(self.issue_at(
+                at,
+                "url",
+                format!(
+                    "type `{kind}` needs a {}:// or {}:// URL, found `{}://`",
+                    schemes[0],
+                    schemes[1],
+                    url.scheme()
+                ),
+            ));
         }
         if url.host_str().is_none_or(str::is_empty) {
             return Err(self.issue_at(at, "url", format!("`{text}` has no host")));
@@ -401,15 +482,28 @@ impl<'a> Walker<'a> {
     }
 
     fn headers(&self, obj: &ast::Object<'_>) -> Result<BTreeMap<String, String>, ConfigIssue> {
-        let Some(p) = get(obj, "headers") else { return Ok(BTreeMap::new()) };
+        let Some(p) = get(obj, "headers") else {
+            return Ok(BTreeMap::new());
+        };
         let headers = self.string_map(p, "headers", true)?;
         for (name, value) in &headers {
-            let valid_name = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+            let valid_name = !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
             if !valid_name {
-                return Err(self.issue_at(range_of(&p.value).start, &format!("headers.{name}"), "is not a valid HTTP header name"));
+                return Err(self.issue_at(
+                    range_of(&p.value).start,
+                    &format!("headers.{name}"),
+                    "is not a valid HTTP header name",
+                ));
             }
             if value.contains(['\r', '\n']) {
-                return Err(self.issue_at(range_of(&p.value).start, &format!("headers.{name}"), "a header value may not contain a line break"));
+                return Err(self.issue_at(
+                    range_of(&p.value).start,
+                    &format!("headers.{name}"),
+                    "a header value may not contain a line break",
+                ));
             }
         }
         Ok(headers)
@@ -423,10 +517,18 @@ impl<'a> Walker<'a> {
         for p in &obj.properties {
             match prop_name(p) {
                 "clientId" => oauth.client_id = Some(self.expanded(p, "oauth.clientId")?),
-                "clientSecretEnv" => oauth.client_secret_env = Some(self.string(p, "oauth.clientSecretEnv")?),
+                "clientSecretEnv" => {
+                    oauth.client_secret_env = Some(self.string(p, "oauth.clientSecretEnv")?)
+                }
                 "callbackPort" => {
                     let port = self.positive_int(p, "oauth.callbackPort")?;
-                    oauth.callback_port = Some(u16::try_from(port).map_err(|_| self.issue_at(range_of(&p.value).start, "oauth.callbackPort", "must be a port number (1-65535)"))?);
+                    oauth.callback_port = Some(u16::try_from(port).map_err(|_| {
+                        self.issue_at(
+                            range_of(&p.value).start,
+                            "oauth.callbackPort",
+                            "must be a port number (1-65535)",
+                        )
+                    })?);
                 }
                 "scopes" => oauth.scopes = self.string_list(p, "oauth.scopes", false)?,
                 other => self.warnings.borrow_mut().push(
@@ -464,7 +566,12 @@ impl<'a> Walker<'a> {
         self.expand_at(&text, range_of(&prop.value).start, field)
     }
 
-    fn string_list(&self, prop: Prop<'_, '_>, field: &str, expand: bool) -> Result<Vec<String>, ConfigIssue> {
+    fn string_list(
+        &self,
+        prop: Prop<'_, '_>,
+        field: &str,
+        expand: bool,
+    ) -> Result<Vec<String>, ConfigIssue> {
         let ast::Value::Array(items) = &prop.value else {
             return Err(self.wrong_type(&prop.value, field, "an array of strings"));
         };
@@ -475,7 +582,9 @@ impl<'a> Walker<'a> {
             .map(|(i, item)| {
                 let field = format!("{field}[{i}]");
                 match item {
-                    ast::Value::StringLit(s) if expand => self.expand_at(&s.value, s.range.start, &field),
+                    ast::Value::StringLit(s) if expand => {
+                        self.expand_at(&s.value, s.range.start, &field)
+                    }
                     ast::Value::StringLit(s) => Ok(s.value.to_string()),
                     other => Err(self.wrong_type(other, &field, "a string")),
                 }
@@ -483,7 +592,12 @@ impl<'a> Walker<'a> {
             .collect()
     }
 
-    fn string_map(&self, prop: Prop<'_, '_>, field: &str, expand: bool) -> Result<BTreeMap<String, String>, ConfigIssue> {
+    fn string_map(
+        &self,
+        prop: Prop<'_, '_>,
+        field: &str,
+        expand: bool,
+    ) -> Result<BTreeMap<String, String>, ConfigIssue> {
         let ast::Value::Object(obj) = &prop.value else {
             return Err(self.wrong_type(&prop.value, field, "an object of strings"));
         };
@@ -493,7 +607,9 @@ impl<'a> Walker<'a> {
                 let key = prop_name(p);
                 let field = format!("{field}.{key}");
                 let value = match &p.value {
-                    ast::Value::StringLit(s) if expand => self.expand_at(&s.value, s.range.start, &field)?,
+                    ast::Value::StringLit(s) if expand => {
+                        self.expand_at(&s.value, s.range.start, &field)?
+                    }
                     ast::Value::StringLit(s) => s.value.to_string(),
                     // Numbers and booleans are common in hand-written env maps; take their text.
                     ast::Value::NumberLit(n) => n.value.to_owned(),
@@ -516,14 +632,30 @@ impl<'a> Walker<'a> {
 
     fn positive_int(&self, prop: Prop<'_, '_>, field: &str) -> Result<u64, ConfigIssue> {
         match &prop.value {
-            ast::Value::NumberLit(n) => n.value.parse::<u64>().ok().filter(|v| *v > 0).ok_or_else(|| {
-                self.issue_at(n.range.start, field, format!("expected a positive whole number, found {}", n.value))
-            }),
+            ast::Value::NumberLit(n) => {
+                n.value
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|v| *v > 0)
+                    .ok_or_else(|| {
+                        self.issue_at(
+                            n.range.start,
+                            field,
+                            format!("expected a positive whole number, found {}", n.value),
+                        )
+                    })
+            }
             other => Err(self.wrong_type(other, field, "a positive whole number")),
         }
     }
 
-    fn opt_millis(&self, obj: &ast::Object<'_>, field: &str) -> Result<Option<Duration>, ConfigIssue> {
-        get(obj, field).map(|p| self.positive_int(p, field).map(Duration::from_millis)).transpose()
+    fn opt_millis(
+        &self,
+        obj: &ast::Object<'_>,
+        field: &str,
+    ) -> Result<Option<Duration>, ConfigIssue> {
+        get(obj, field)
+            .map(|p| self.positive_int(p, field).map(Duration::from_millis))
+            .transpose()
     }
 }

@@ -28,22 +28,44 @@ pub struct ConfigPaths {
 impl ConfigPaths {
     pub fn discover(cwd: &Path, env: &Environment) -> ConfigPaths {
         let cwd = std::path::absolute(cwd).unwrap_or_else(|_| cwd.to_owned());
-        let project_root = cwd.ancestors().find(|dir| dir.join(".git").exists()).unwrap_or(&cwd).to_owned();
+        let project_root = cwd
+            .ancestors()
+            .find(|dir| dir.join(".git").exists())
+            .unwrap_or(&cwd)
+            .to_owned();
         let project_files = cwd
             .ancestors()
             .take_while(|dir| dir.starts_with(&project_root))
             .map(|dir| dir.join(".mcp.json"))
             .filter(|file| file.is_file())
             .collect();
-        let home = env.path(EnvVars::HOME).unwrap_or_else(|| PathBuf::from("/"));
-        let config_dir = env.path(EnvVars::SWITCHBOARD_CONFIG_DIR).unwrap_or_else(|| {
-            env.path(EnvVars::XDG_CONFIG_HOME).unwrap_or_else(|| home.join(".config")).join("switchboard")
-        });
+        let home = env
+            .path(EnvVars::HOME)
+            .unwrap_or_else(|| PathBuf::from("/"));
+        let config_dir = env
+            .path(EnvVars::SWITCHBOARD_CONFIG_DIR)
+            .unwrap_or_else(|| {
+                env.path(EnvVars::XDG_CONFIG_HOME)
+                    .unwrap_or_else(|| home.join(".config"))
+                    .join("switchboard")
+            });
         let state_dir = env.path(EnvVars::SWITCHBOARD_STATE_DIR).unwrap_or_else(|| {
-            env.path(EnvVars::XDG_STATE_HOME).unwrap_or_else(|| home.join(".local/state")).join("switchboard")
+            env.path(EnvVars::XDG_STATE_HOME)
+                .unwrap_or_else(|| home.join(".local/state"))
+                .join("switchboard")
         });
-        let managed_file = env.path(EnvVars::SWITCHBOARD_MANAGED_CONFIG).unwrap_or_else(default_managed_file);
-        ConfigPaths { cwd, project_root, project_files, config_dir, state_dir, managed_file, dynamic: Vec::new() }
+        let managed_file = env
+            .path(EnvVars::SWITCHBOARD_MANAGED_CONFIG)
+            .unwrap_or_else(default_managed_file);
+        ConfigPaths {
+            cwd,
+            project_root,
+            project_files,
+            config_dir,
+            state_dir,
+            managed_file,
+            dynamic: Vec::new(),
+        }
     }
 
     /// The user scope's file.
@@ -63,7 +85,10 @@ impl ConfigPaths {
 
     /// Where `--scope project` writes: the nearest existing `.mcp.json`, else one at the root.
     pub fn project_file(&self) -> PathBuf {
-        self.project_files.first().cloned().unwrap_or_else(|| self.project_root.join(".mcp.json"))
+        self.project_files
+            .first()
+            .cloned()
+            .unwrap_or_else(|| self.project_root.join(".mcp.json"))
     }
 
     /// The key of this project in the local file and the approval record.

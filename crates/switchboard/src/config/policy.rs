@@ -60,15 +60,25 @@ impl Policy {
     /// A policy that denies everything but managed servers, for a managed file that is broken:
     /// an administrator's restriction must not vanish because of a typo.
     pub fn fail_closed() -> Policy {
-        Policy { broken: true, ..Policy::default() }
+        Policy {
+            broken: true,
+            ..Policy::default()
+        }
     }
 
     pub(crate) fn parse(doc: &Document, value: &ast::Value<'_>) -> Result<Policy, ConfigIssue> {
         let issue = |offset: usize, field: &str, message: String| {
-            ConfigIssue::error(message).in_file(&doc.path).at(doc.position(offset)).field(field.to_owned())
+            ConfigIssue::error(message)
+                .in_file(&doc.path)
+                .at(doc.position(offset))
+                .field(field.to_owned())
         };
         let ast::Value::Object(obj) = value else {
-            return Err(issue(range_of(value).start, "policy", format!("expected an object, found {}", kind_name(value))));
+            return Err(issue(
+                range_of(value).start,
+                "policy",
+                format!("expected an object, found {}", kind_name(value)),
+            ));
         };
         let mut policy = Policy::default();
         for prop in &obj.properties {
@@ -77,10 +87,18 @@ impl Policy {
                 ("allow", v) => policy.allow = Some(rules(doc, v, "policy.allow", &issue)?),
                 ("deny", v) => policy.deny = rules(doc, v, "policy.deny", &issue)?,
                 ("exclusive", v) => {
-                    return Err(issue(range_of(v).start, "policy.exclusive", format!("expected true or false, found {}", kind_name(v))));
+                    return Err(issue(
+                        range_of(v).start,
+                        "policy.exclusive",
+                        format!("expected true or false, found {}", kind_name(v)),
+                    ));
                 }
                 (other, _) => {
-                    return Err(issue(prop.range.start, &format!("policy.{other}"), "unknown field; expected `allow`, `deny` or `exclusive`".to_owned()));
+                    return Err(issue(
+                        prop.range.start,
+                        &format!("policy.{other}"),
+                        "unknown field; expected `allow`, `deny` or `exclusive`".to_owned(),
+                    ));
                 }
             }
         }
@@ -93,15 +111,22 @@ impl Policy {
             return PolicyVerdict::Allowed;
         }
         if self.broken {
-            return PolicyVerdict::Denied("the managed configuration could not be read, so only managed servers may start".to_owned());
+            return PolicyVerdict::Denied(
+                "the managed configuration could not be read, so only managed servers may start"
+                    .to_owned(),
+            );
         }
         if self.exclusive {
-            return PolicyVerdict::Denied("managed policy is exclusive: only managed servers may start".to_owned());
+            return PolicyVerdict::Denied(
+                "managed policy is exclusive: only managed servers may start".to_owned(),
+            );
         }
         if let Some(rule) = self.deny.iter().find(|r| matches(r, config)) {
             return PolicyVerdict::Denied(format!("denied by managed policy ({rule})"));
         }
-        let Some(allow) = &self.allow else { return PolicyVerdict::Allowed };
+        let Some(allow) = &self.allow else {
+            return PolicyVerdict::Allowed;
+        };
         let is_local = matches!(config.transport, Transport::Stdio(_));
         let has_command_rules = allow.iter().any(|r| matches!(r, PolicyRule::Command(_)));
         let has_url_rules = allow.iter().any(|r| matches!(r, PolicyRule::Url(_)));
@@ -126,7 +151,11 @@ fn rules(
 ) -> Result<Vec<PolicyRule>, ConfigIssue> {
     let _ = doc;
     let ast::Value::Array(items) = value else {
-        return Err(issue(range_of(value).start, field, format!("expected an array of rules, found {}", kind_name(value))));
+        return Err(issue(
+            range_of(value).start,
+            field,
+            format!("expected an array of rules, found {}", kind_name(value)),
+        ));
     };
     items
         .elements
@@ -134,8 +163,16 @@ fn rules(
         .enumerate()
         .map(|(i, item)| {
             let field = format!("{field}[{i}]");
-            let bad = || issue(range_of(item).start, &field, "expected {\"name\": …}, {\"command\": [...]} or {\"url\": …}".to_owned());
-            let ast::Value::Object(obj) = item else { return Err(bad()) };
+            let bad = || {
+                issue(
+                    range_of(item).start,
+                    &field,
+                    "expected {\"name\": …}, {\"command\": [...]} or {\"url\": …}".to_owned(),
+                )
+            };
+            let ast::Value::Object(obj) = item else {
+                return Err(bad());
+            };
             if obj.properties.len() != 1 {
                 return Err(bad());
             }
@@ -145,8 +182,15 @@ fn rules(
                     _ => Err(bad()),
                 },
                 (_, Some(p), _) => match to_json(&p.value) {
-                    serde_json::Value::Array(parts) if !parts.is_empty() && parts.iter().all(|v| v.is_string()) => {
-                        Ok(PolicyRule::Command(parts.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect()))
+                    serde_json::Value::Array(parts)
+                        if !parts.is_empty() && parts.iter().all(|v| v.is_string()) =>
+                    {
+                        Ok(PolicyRule::Command(
+                            parts
+                                .iter()
+                                .filter_map(|v| v.as_str().map(str::to_owned))
+                                .collect(),
+                        ))
                     }
                     _ => Err(bad()),
                 },
@@ -164,9 +208,7 @@ fn matches(rule: &PolicyRule, config: &ServerConfig) -> bool {
     match rule {
         PolicyRule::Name(pattern) => WildMatch::new(pattern).matches(config.name.as_str()),
         PolicyRule::Command(argv) => match &config.transport {
-            Transport::Stdio(s) => {
-                argv.first() == Some(&s.command) && argv[1..] == s.args[..]
-            }
+            Transport::Stdio(s) => argv.first() == Some(&s.command) && argv[1..] == s.args[..],
             _ => false,
         },
         PolicyRule::Url(pattern) => {

@@ -1,0 +1,445 @@
+//! `switchboard mcp` configuration commands, run as the real binary against real files.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use pretty_assertions::assert_eq;
+use serde_json::Value;
+use switchboard_testkit::config_tree::ConfigTree;
+
+fn switchboard(tree: &ConfigTree, cwd: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(args)
+        .current_dir(cwd)
+        .env_clear()
+        .envs(tree.env())
+        .output()
+        .unwrap()
+}
+
+fn run(tree: &ConfigTree, args: &[&str]) -> Output {
+    switchboard(tree, &tree.project(), args)
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(tree: &ConfigTree, out: &Output) -> String {
+    tree.redact(&String::from_utf8_lossy(&out.stderr))
+}
+
+#[track_caller]
+fn ok(tree: &ConfigTree, out: &Output) {
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        out.status.code(),
+        stdout(out),
+        stderr(tree, out)
+    );
+}
+
+const HAND_WRITTEN: &str = r#"{
+    // Shared servers for this repository.
+    "$schema": "https://example.invalid/mcp.schema.json",
+    "mcpServers": {
+        "docs":   { "command": "docs-server", "args": [ "--port",   "0" ] },   // keep this spacing
+        "search": {
+            "type": "http", "url": "https://search.example/mcp"
+        }
+    },
+    "someOtherHost": { "keep": [1, 2, 3], "unicode": "größe ✓" }
+}
+"#;
+
+#[test]
+fn add_then_remove_leaves_the_file_byte_for_byte_as_it_was() {
+    let tree = ConfigTree::new().unwrap();
+    tree.write(tree.project_file(), HAND_WRITTEN).unwrap();
+
+    ok(
+        &tree,
+        &run(
+            &tree,
+            &[
+                "mcp",
+                "add",
+                "--scope",
+                "project",
+                "fs",
+                "--",
+                "npx",
+                "-y",
+                "@modelcontextprotocol/server-filesystem",
+                ".",
+            ],
+        ),
+    );
+    let added = std::fs::read_to_string(tree.project_file()).unwrap();
+    // Everything before the new entry is untouched (the previous entry gains only its comma).
+    let cut = HAND_WRITTEN
+        .find("\n    },\n    \"someOtherHost\"")
+        .unwrap();
+    assert!(added.starts_with(&HAND_WRITTEN[..cut]), "{added}");
+    assert!(added.ends_with(&HAND_WRITTEN[cut..]), "{added}");
+    let entry: Value =
+        serde_json::from_str(&ok_json(&tree, &["mcp", "get", "fs", "--json"])).unwrap();
+    assert_eq!(
+        entry["config"],
+        serde_json::json!({"type": "stdio", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."]})
+    );
+
+    ok(
+        &tree,
+        &run(&tree, &["mcp", "remove", "fs", "--scope", "project"]),
+    );
+    assert_eq!(
+        std::fs::read_to_string(tree.project_file()).unwrap(),
+        HAND_WRITTEN
+    );
+
+    // Removing an entry the user wrote by hand touches nothing else either.
+    ok(&tree, &run(&tree, &["mcp", "remove", "docs"]));
+    let after = std::fs::read_to_string(tree.project_file()).unwrap();
+    assert!(!after.contains("docs-server"));
+    assert!(
+        after.contains("// Shared servers for this repository.")
+            && after.contains(r#""someOtherHost": { "keep": [1, 2, 3], "unicode": "größe ✓" }"#),
+        "{after}"
+    );
+    assert!(after.contains("\"search\": {\n            \"type\": \"http\", \"url\": \"https://search.example/mcp\"\n        }"), "{after}");
+}
+
+fn ok_json(tree: &ConfigTree, args: &[&str]) -> String {
+    let out = run(tree, args);
+    ok(tree, &out);
+    stdout(&out)
+}
+
+#[test]
+fn a_file_that_does_not_parse_is_never_rewritten() {
+    let tree = ConfigTree::new().unwrap();
+    let broken = "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\"}\n  \n";
+    tree.write(tree.user_file(), broken).unwrap();
+    let out = run(&tree, &["mcp", "add", "--scope", "user", "b", "--", "y"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(std::fs::read_to_string(tree.user_file()).unwrap(), broken);
+    insta::assert_snapshot!(stderr(&tree, &out), @r"
+    error: [TMP]/home/.config/switchboard/mcp.json:2:17: invalid JSON: Unterminated object
+      hint: the file was not changed; fix it by hand first
+    ");
+    let out = run(&tree, &["mcp", "remove", "a", "--scope", "user"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(std::fs::read_to_string(tree.user_file()).unwrap(), broken);
+}
+
+#[cfg(unix)]
+#[test]
+fn writes_keep_the_files_permissions_and_new_private_files_are_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let tree = ConfigTree::new().unwrap();
+    ok(
+        &tree,
+        &run(&tree, &["mcp", "add", "--scope", "user", "a", "--", "x"]),
+    );
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&tree.user_file()), 0o600);
+    assert_eq!(mode(&tree.config_dir()), 0o700);
+
+    std::fs::set_permissions(tree.user_file(), std::fs::Permissions::from_mode(0o640)).unwrap();
+    ok(
+        &tree,
+        &run(&tree, &["mcp", "add", "--scope", "user", "b", "--", "y"]),
+    );
+    assert_eq!(mode(&tree.user_file()), 0o640);
+    // No temporary file is left behind.
+    let names: Vec<_> = std::fs::read_dir(tree.config_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["mcp.json"]);
+}
+
+#[test]
+fn local_scope_is_private_per_project_and_keeps_other_projects_entries() {
+    let tree = ConfigTree::new().unwrap();
+    let other = r#"{"projects": {"/some/other/project": {"mcpServers": {"theirs": {"command": "t"}}, "note": "keep"}}}"#;
+    tree.write(tree.local_file(), other).unwrap();
+    ok(
+        &tree,
+        &run(
+            &tree,
+            &[
+                "mcp",
+                "add",
+                "mine",
+                "-e",
+                "MODE=fast",
+                "--",
+                "my-server",
+                "--flag",
+            ],
+        ),
+    );
+    let text = std::fs::read_to_string(tree.local_file()).unwrap();
+    let json: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        json["projects"]["/some/other/project"],
+        serde_json::json!({"mcpServers": {"theirs": {"command": "t"}}, "note": "keep"})
+    );
+    let key = tree.project().display().to_string();
+    assert_eq!(
+        json["projects"][&key]["mcpServers"]["mine"],
+        serde_json::json!({"type": "stdio", "command": "my-server", "args": ["--flag"], "env": {"MODE": "fast"}})
+    );
+    // Another project does not see it.
+    let elsewhere = tree.root().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let listing = stdout(&switchboard(&tree, &elsewhere, &["mcp", "list"]));
+    assert!(!listing.contains("mine"), "{listing}");
+}
+
+#[test]
+fn remote_servers_are_added_from_a_url_with_headers() {
+    let tree = ConfigTree::new().unwrap();
+    ok(
+        &tree,
+        &run(
+            &tree,
+            &[
+                "mcp",
+                "add",
+                "--scope",
+                "user",
+                "api",
+                "https://api.example/mcp",
+                "-H",
+                "Authorization: Bearer ${API_TOKEN:-none}",
+            ],
+        ),
+    );
+    ok(
+        &tree,
+        &run(
+            &tree,
+            &[
+                "mcp",
+                "add",
+                "--scope",
+                "user",
+                "-t",
+                "sse",
+                "legacy",
+                "http://127.0.0.1:9/sse",
+            ],
+        ),
+    );
+    ok(
+        &tree,
+        &run(
+            &tree,
+            &[
+                "mcp",
+                "add",
+                "--scope",
+                "user",
+                "sock",
+                "wss://ws.example/mcp",
+            ],
+        ),
+    );
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(tree.user_file()).unwrap()).unwrap();
+    assert_eq!(
+        json["mcpServers"],
+        serde_json::json!({
+            "api": {"type": "http", "url": "https://api.example/mcp", "headers": {"Authorization": "Bearer ${API_TOKEN:-none}"}},
+            "legacy": {"type": "sse", "url": "http://127.0.0.1:9/sse"},
+            "sock": {"type": "ws", "url": "wss://ws.example/mcp"}
+        })
+    );
+}
+
+#[test]
+fn project_servers_need_approval_and_an_edit_asks_again() {
+    let tree = ConfigTree::new().unwrap();
+    tree.write(
+        tree.project_file(),
+        r#"{"mcpServers": {"db": {"command": "db-server"}, "web": {"command": "web-server"}}}"#,
+    )
+    .unwrap();
+    let listing = ok_json(&tree, &["mcp", "list"]);
+    insta::assert_snapshot!(listing, @r"
+    db   project  stdio  db-server   pending approval: run `switchboard mcp approve db`
+    web  project  stdio  web-server  pending approval: run `switchboard mcp approve web`
+    ");
+
+    ok(&tree, &run(&tree, &["mcp", "approve", "db"]));
+    ok(&tree, &run(&tree, &["mcp", "reject", "web"]));
+    let statuses = |tree: &ConfigTree| -> Vec<(String, String)> {
+        let json: Value = serde_json::from_str(&ok_json(tree, &["mcp", "list", "--json"])).unwrap();
+        json["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                (
+                    s["name"].as_str().unwrap().to_owned(),
+                    s["status"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        statuses(&tree),
+        [
+            ("db".into(), "ready".into()),
+            ("web".into(), "rejected".into())
+        ]
+    );
+
+    tree.write(tree.project_file(), r#"{"mcpServers": {"db": {"command": "db-server", "args": ["--drop-everything"]}, "web": {"command": "web-server"}}}"#).unwrap();
+    assert_eq!(
+        statuses(&tree),
+        [
+            ("db".into(), "pending approval".into()),
+            ("web".into(), "rejected".into())
+        ]
+    );
+    ok(&tree, &run(&tree, &["mcp", "approve", "--all"]));
+    assert_eq!(
+        statuses(&tree),
+        [
+            ("db".into(), "ready".into()),
+            ("web".into(), "ready".into())
+        ]
+    );
+
+    // Servers a user adds to the project file themselves are approved by that act.
+    ok(
+        &tree,
+        &run(
+            &tree,
+            &[
+                "mcp",
+                "add",
+                "--scope",
+                "project",
+                "new",
+                "--",
+                "new-server",
+            ],
+        ),
+    );
+    assert!(statuses(&tree).contains(&("new".into(), "ready".into())));
+}
+
+#[test]
+fn list_and_get_show_every_problem_and_fail_on_errors() {
+    let tree = ConfigTree::new().unwrap();
+    tree.write(tree.user_file(), r#"{"mcpServers": {"ok": {"command": "x", "alwaysAllow": []}, "bad": {"type": "http", "url": "ftp://h"}}}"#).unwrap();
+    let out = run(&tree, &["mcp", "list"]);
+    assert_eq!(out.status.code(), Some(1));
+    insta::assert_snapshot!(stdout(&out), @r"
+    bad  user  http   ftp://h  invalid: type `http` needs a http:// or https:// URL, found `ftp://`
+    ok   user  stdio  x        ready
+    ");
+    insta::assert_snapshot!(stderr(&tree, &out), @r"
+    warning: [TMP]/home/.config/switchboard/mcp.json:1:40: server `ok`, field `alwaysAllow`: unknown field; kept as written and ignored
+    error: [TMP]/home/.config/switchboard/mcp.json:1:91: server `bad`, field `url`: type `http` needs a http:// or https:// URL, found `ftp://`
+    ");
+
+    let json: Value =
+        serde_json::from_str(&stdout(&run(&tree, &["mcp", "list", "--json"]))).unwrap();
+    assert_eq!(json["issues"][1]["line"], 1);
+    assert_eq!(json["issues"][1]["column"], 91);
+    assert_eq!(json["issues"][1]["field"], "url");
+
+    let out = run(&tree, &["mcp", "get", "ok"]);
+    ok(&tree, &out);
+    insta::assert_snapshot!(tree.redact(&stdout(&out)), @r#"
+    ok
+      status:  ready
+      scope:   user ([TMP]/home/.config/switchboard/mcp.json)
+      type:    stdio
+      target:  x
+      config:  {"command":"x","alwaysAllow":[]}
+    "#);
+}
+
+#[test]
+fn mistakes_on_the_command_line_get_clear_errors_and_write_nothing() {
+    let tree = ConfigTree::new().unwrap();
+    ok(
+        &tree,
+        &run(&tree, &["mcp", "add", "--scope", "user", "dup", "--", "x"]),
+    );
+    ok(
+        &tree,
+        &run(&tree, &["mcp", "add", "--scope", "local", "dup", "--", "y"]),
+    );
+    let before = std::fs::read_to_string(tree.user_file()).unwrap();
+    let cases: &[&[&str]] = &[
+        &["mcp", "add", "--scope", "user", "my.server", "--", "x"],
+        &["mcp", "add", "--scope", "user", "dup", "--", "x"],
+        &[
+            "mcp",
+            "add",
+            "--scope",
+            "user",
+            "r",
+            "https://h/mcp",
+            "extra",
+        ],
+        &[
+            "mcp",
+            "add",
+            "--scope",
+            "user",
+            "r",
+            "https://h/mcp",
+            "-e",
+            "A=1",
+        ],
+        &[
+            "mcp", "add", "--scope", "user", "r", "-H", "X: y", "--", "cmd",
+        ],
+        &[
+            "mcp", "add", "--scope", "user", "e", "-e", "NOEQUALS", "--", "cmd",
+        ],
+        &[
+            "mcp",
+            "add-json",
+            "--scope",
+            "user",
+            "j",
+            r#"{"type": "sse"}"#,
+        ],
+        &[
+            "mcp",
+            "add-json",
+            "--scope",
+            "user",
+            "j",
+            r#"{"command": "x""#,
+        ],
+        &["mcp", "add-json", "--scope", "user", "j", r#"["x"]"#],
+        &["mcp", "remove", "nope"],
+        &["mcp", "remove", "dup"],
+        &["mcp", "approve", "dup"],
+    ];
+    let mut report = String::new();
+    for args in cases {
+        let out = run(&tree, args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        report.push_str(&format!(
+            "$ switchboard {}\n{}\n",
+            args.join(" "),
+            stderr(&tree, &out).trim_end()
+        ));
+    }
+    assert_eq!(std::fs::read_to_string(tree.user_file()).unwrap(), before);
+    insta::assert_snapshot!(report);
+}

@@ -1,0 +1,604 @@
+//! Configuration read from real files in a temporary tree: scopes, precedence, policy,
+//! approvals, variable expansion, and the messages a user sees for bad input.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+
+use pretty_assertions::assert_eq;
+use switchboard::config::{
+    Approval, ApprovalStore, ConfigPaths, ConfigSet, Decision, EntryStatus, Environment,
+    PolicyVerdict, Scope, Severity, Transport,
+};
+use switchboard_testkit::config_tree::ConfigTree;
+
+fn env_of(tree: &ConfigTree, extra: &[(&str, &str)]) -> Environment {
+    let mut env: Environment = tree.env().into_iter().collect();
+    for (k, v) in extra {
+        env.set(*k, *v);
+    }
+    env
+}
+
+fn load_in(tree: &ConfigTree, cwd: &Path, extra_env: &[(&str, &str)]) -> ConfigSet {
+    let env = env_of(tree, extra_env);
+    ConfigSet::load(ConfigPaths::discover(cwd, &env), &env)
+}
+
+fn load(tree: &ConfigTree) -> ConfigSet {
+    load_in(tree, &tree.project(), &[])
+}
+
+fn stdio(command: &str) -> String {
+    format!(r#"{{"command": "{command}"}}"#)
+}
+
+fn servers(entries: &[(&str, String)]) -> String {
+    let body: Vec<String> = entries
+        .iter()
+        .map(|(n, e)| format!("\"{n}\": {e}"))
+        .collect();
+    format!("{{\"mcpServers\": {{{}}}}}", body.join(", "))
+}
+
+fn messages(tree: &ConfigTree, set: &ConfigSet) -> String {
+    set.issues
+        .iter()
+        .map(|i| tree.redact(&i.to_string()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn scopes_merge_by_precedence_and_every_entry_remembers_its_file() {
+    let tree = ConfigTree::new().unwrap();
+    let user = tree
+        .write(
+            tree.user_file(),
+            &servers(&[
+                ("a", stdio("user-a")),
+                ("b", stdio("user-b")),
+                ("c", stdio("user-c")),
+                ("d", stdio("user-d")),
+            ]),
+        )
+        .unwrap();
+    let project = tree
+        .write(
+            tree.project_file(),
+            &servers(&[("b", stdio("project-b")), ("c", stdio("project-c"))]),
+        )
+        .unwrap();
+    let key = tree.project().display().to_string();
+    let local = tree
+        .write(tree.local_file(), &format!(r#"{{"projects": {{"{key}": {{"mcpServers": {{"c": {}}}}}, "/elsewhere": {{"mcpServers": {{"d": {}}}}}}}}}"#, stdio("local-c"), stdio("other-project-d")))
+        .unwrap();
+    let managed = tree
+        .write(tree.managed_file(), &servers(&[("a", stdio("managed-a"))]))
+        .unwrap();
+
+    let set = load(&tree);
+    assert_eq!(set.issues, vec![]);
+    // (name, winning scope, its command, its file, the scopes it shadows)
+    type Row = (
+        String,
+        Scope,
+        String,
+        Option<std::path::PathBuf>,
+        Vec<Scope>,
+    );
+    let got: Vec<Row> = set
+        .servers
+        .iter()
+        .map(|e| {
+            let command = match &e.config.as_ref().unwrap().transport {
+                Transport::Stdio(s) => s.command.clone(),
+                other => panic!("{other:?}"),
+            };
+            (
+                e.name.clone(),
+                e.origin.scope,
+                command,
+                e.origin.file.clone(),
+                e.shadowed.iter().map(|o| o.scope).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (
+                "a".into(),
+                Scope::Managed,
+                "managed-a".into(),
+                Some(managed),
+                vec![Scope::User]
+            ),
+            (
+                "b".into(),
+                Scope::Project,
+                "project-b".into(),
+                Some(project),
+                vec![Scope::User]
+            ),
+            (
+                "c".into(),
+                Scope::Local,
+                "local-c".into(),
+                Some(local),
+                vec![Scope::Project, Scope::User]
+            ),
+            ("d".into(), Scope::User, "user-d".into(), Some(user), vec![]),
+        ]
+    );
+}
+
+#[test]
+fn project_files_are_found_walking_up_to_the_repository_root_nearest_first() {
+    let tree = ConfigTree::new().unwrap();
+    // Above the repository root: must not be read.
+    tree.write(".mcp.json", &servers(&[("outside", stdio("x"))]))
+        .unwrap();
+    tree.write(
+        tree.project_file(),
+        &servers(&[("shared", stdio("root")), ("root-only", stdio("r"))]),
+    )
+    .unwrap();
+    tree.write(
+        "project/sub/.mcp.json",
+        &servers(&[("shared", stdio("sub"))]),
+    )
+    .unwrap();
+    std::fs::create_dir_all(tree.project().join("sub/deeper")).unwrap();
+
+    let set = load_in(&tree, &tree.project().join("sub/deeper"), &[]);
+    let names: Vec<&str> = set.servers.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, ["root-only", "shared"]);
+    let shared = set.get("shared").unwrap();
+    assert_eq!(shared.config.as_ref().unwrap().transport.target(), "sub");
+    assert_eq!(set.paths.project_root, tree.project());
+}
+
+#[test]
+fn project_servers_wait_for_approval_bound_to_their_definition() {
+    let tree = ConfigTree::new().unwrap();
+    tree.write(tree.project_file(), &servers(&[("db", stdio("db-server"))]))
+        .unwrap();
+    let set = load(&tree);
+    let db = set.get("db").unwrap();
+    assert_eq!(db.status(), EntryStatus::PendingApproval);
+    assert_eq!(set.startable().count(), 0);
+
+    let mut store = ApprovalStore::load(&set.paths.approvals_file()).unwrap();
+    store.record(&set.paths.project_key(), "db", &db.hash, Decision::Approved);
+    store.save().unwrap();
+    let set = load(&tree);
+    assert_eq!(set.get("db").unwrap().status(), EntryStatus::Ready);
+    assert_eq!(
+        set.startable().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+        ["db"]
+    );
+
+    // An edit — even one argument — asks again.
+    tree.write(
+        tree.project_file(),
+        r#"{"mcpServers": {"db": {"command": "db-server", "args": ["--all"]}}}"#,
+    )
+    .unwrap();
+    let set = load(&tree);
+    assert_eq!(set.get("db").unwrap().approval, Approval::Changed);
+    assert_eq!(set.startable().count(), 0);
+
+    // Reformatting alone does not change the definition.
+    tree.write(
+        tree.project_file(),
+        "{\n  \"mcpServers\": {\n    \"db\": { \"command\" : \"db-server\" }\n  }\n}\n",
+    )
+    .unwrap();
+    assert_eq!(load(&tree).get("db").unwrap().status(), EntryStatus::Ready);
+
+    // Approval is per project: the same file in another repository is pending.
+    let other = tree.root().join("other");
+    std::fs::create_dir_all(other.join(".git")).unwrap();
+    std::fs::copy(tree.project_file(), other.join(".mcp.json")).unwrap();
+    assert_eq!(
+        load_in(&tree, &other, &[]).get("db").unwrap().status(),
+        EntryStatus::PendingApproval
+    );
+}
+
+#[test]
+fn managed_policy_denies_and_reports_instead_of_dropping() {
+    let tree = ConfigTree::new().unwrap();
+    tree.write(
+        tree.user_file(),
+        &servers(&[
+            ("github", stdio("npx")),
+            ("blocked-tool", stdio("x")),
+            (
+                "approved-cmd",
+                r#"{"command": "npx", "args": ["-y", "@acme/mcp"]}"#.into(),
+            ),
+            (
+                "corp",
+                r#"{"type": "http", "url": "https://mcp.corp.example/v1"}"#.into(),
+            ),
+            (
+                "rogue",
+                r#"{"type": "http", "url": "https://evil.example/mcp"}"#.into(),
+            ),
+        ]),
+    )
+    .unwrap();
+    tree.write(
+        tree.managed_file(),
+        r#"{
+          "mcpServers": {"admin": {"command": "admin-server"}},
+          "policy": {
+            "allow": [{"name": "github"}, {"command": ["npx", "-y", "@acme/mcp"]}, {"url": "https://*.corp.example/*"}, {"name": "blocked-*"}],
+            "deny": [{"name": "blocked-*"}]
+          }
+        }"#,
+    )
+    .unwrap();
+    let set = load(&tree);
+    assert_eq!(set.issues, vec![]);
+    let verdicts: Vec<(&str, PolicyVerdict)> = set
+        .servers
+        .iter()
+        .map(|e| (e.name.as_str(), e.policy.clone()))
+        .collect();
+    let denied = |why: &str| PolicyVerdict::Denied(why.to_owned());
+    assert_eq!(
+        verdicts,
+        vec![
+            ("admin", PolicyVerdict::Allowed),
+            ("approved-cmd", PolicyVerdict::Allowed),
+            (
+                "blocked-tool",
+                denied("denied by managed policy (name `blocked-*`)")
+            ),
+            ("corp", PolicyVerdict::Allowed),
+            // Once the allow-list names commands, a stdio server's name alone is not enough.
+            ("github", denied("not on the managed allow-list")),
+            ("rogue", denied("not on the managed allow-list")),
+        ]
+    );
+}
+
+#[test]
+fn exclusive_policy_and_a_broken_managed_file_both_leave_only_managed_servers() {
+    let tree = ConfigTree::new().unwrap();
+    tree.write(tree.user_file(), &servers(&[("mine", stdio("x"))]))
+        .unwrap();
+    tree.write(
+        tree.managed_file(),
+        r#"{"mcpServers": {"admin": {"command": "a"}}, "policy": {"exclusive": true}}"#,
+    )
+    .unwrap();
+    let set = load(&tree);
+    assert_eq!(
+        set.startable().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+        ["admin"]
+    );
+    assert!(
+        matches!(set.get("mine").unwrap().status(), EntryStatus::Denied(r) if r.contains("exclusive"))
+    );
+
+    tree.write(
+        tree.managed_file(),
+        r#"{"policy": {"allow": [{"name": "mine"}],}"#,
+    )
+    .unwrap();
+    let set = load(&tree);
+    assert!(set.has_errors());
+    assert!(
+        matches!(set.get("mine").unwrap().status(), EntryStatus::Denied(r) if r.contains("could not be read"))
+    );
+}
+
+#[test]
+fn variables_expand_in_every_field_that_takes_them() {
+    let tree = ConfigTree::new().unwrap();
+    tree.write(
+        tree.user_file(),
+        r#"{"mcpServers": {
+            "local": {"command": "${BIN_DIR}/server", "args": ["--token", "${TOKEN}", "--mode=${MODE:-fast}"], "env": {"KEY": "${TOKEN}"}, "cwd": "${HOME}/work"},
+            "remote": {"type": "http", "url": "https://${HOST:-api.example.com}/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}
+        }}"#,
+    )
+    .unwrap();
+    let set = load_in(
+        &tree,
+        &tree.project(),
+        &[("BIN_DIR", "/opt/bin"), ("TOKEN", "s3cret")],
+    );
+    assert_eq!(set.issues, vec![]);
+    let Transport::Stdio(local) = &set.get("local").unwrap().config.as_ref().unwrap().transport
+    else {
+        panic!()
+    };
+    assert_eq!(local.command, "/opt/bin/server");
+    assert_eq!(local.args, ["--token", "s3cret", "--mode=fast"]);
+    assert_eq!(local.env["KEY"], "s3cret");
+    assert_eq!(
+        local.cwd.as_deref(),
+        Some(tree.home().join("work").as_path())
+    );
+    let Transport::Http(remote) = &set
+        .get("remote")
+        .unwrap()
+        .config
+        .as_ref()
+        .unwrap()
+        .transport
+    else {
+        panic!()
+    };
+    assert_eq!(remote.url.as_str(), "https://api.example.com/mcp");
+    assert_eq!(remote.headers["Authorization"], "Bearer s3cret");
+    // What is remembered (and hashed) is the entry as written, not the secret.
+    assert!(
+        !set.get("remote")
+            .unwrap()
+            .raw
+            .to_string()
+            .contains("s3cret")
+    );
+}
+
+#[test]
+fn unknown_keys_from_other_hosts_are_kept_and_warned_about() {
+    let tree = ConfigTree::new().unwrap();
+    tree.write(tree.user_file(), r#"{"mcpServers": {"fs": {"command": "x", "alwaysAllow": ["read"], "url": "https://ignored"  , "type": "stdio"}}, "theme": "dark"}"#).unwrap();
+    let set = load(&tree);
+    assert!(!set.has_errors());
+    let fs = set.get("fs").unwrap().config.as_ref().unwrap();
+    assert_eq!(fs.extra.keys().collect::<Vec<_>>(), ["alwaysAllow", "url"]);
+    assert!(set.issues.iter().all(|i| i.severity == Severity::Warning));
+    insta::assert_snapshot!(messages(&tree, &set), @r"
+    [TMP]/home/.config/switchboard/mcp.json:1:112: field `theme`: unknown field; kept as written and ignored
+    [TMP]/home/.config/switchboard/mcp.json:1:40: server `fs`, field `alwaysAllow`: unknown field; kept as written and ignored
+    [TMP]/home/.config/switchboard/mcp.json:1:65: server `fs`, field `url`: does not apply to type `stdio`; ignored
+    ");
+}
+
+#[test]
+fn bad_input_gets_messages_that_name_file_position_server_and_field() {
+    let tree = ConfigTree::new().unwrap();
+    let cases: &[(&str, &str)] = &[
+        (
+            "malformed",
+            "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\",,}\n  }\n}",
+        ),
+        (
+            "wrong-type",
+            r#"{"mcpServers": {"a": {"command": "x", "args": "--verbose"}}}"#,
+        ),
+        (
+            "wrong-item-type",
+            r#"{"mcpServers": {"a": {"command": "x", "args": ["ok", 3]}}}"#,
+        ),
+        (
+            "stdio-without-command",
+            r#"{"mcpServers": {"a": {"type": "stdio", "args": []}}}"#,
+        ),
+        ("neither", r#"{"mcpServers": {"a": {"env": {}}}}"#),
+        (
+            "remote-without-url",
+            r#"{"mcpServers": {"a": {"type": "http"}}}"#,
+        ),
+        (
+            "remote-bad-url",
+            r#"{"mcpServers": {"a": {"type": "sse", "url": "not a url"}}}"#,
+        ),
+        (
+            "remote-wrong-scheme",
+            r#"{"mcpServers": {"a": {"type": "ws", "url": "https://host/mcp"}}}"#,
+        ),
+        (
+            "unknown-type",
+            r#"{"mcpServers": {"a": {"type": "grpc", "url": "https://host"}}}"#,
+        ),
+        (
+            "bad-name",
+            r#"{"mcpServers": {"my server": {"command": "x"}}}"#,
+        ),
+        (
+            "double-underscore",
+            r#"{"mcpServers": {"a__b": {"command": "x"}}}"#,
+        ),
+        (
+            "missing-variable",
+            r#"{"mcpServers": {"a": {"type": "http", "url": "https://h/mcp", "headers": {"Authorization": "Bearer ${GITHUB_TOKEN}"}}}}"#,
+        ),
+        ("servers-not-object", r#"{"mcpServers": ["a"]}"#),
+        ("not-an-object", r#"[1, 2]"#),
+        (
+            "bad-timeout",
+            r#"{"mcpServers": {"a": {"command": "x", "timeout": "30s"}}}"#,
+        ),
+        (
+            "bad-protocol",
+            r#"{"mcpServers": {"a": {"command": "x", "protocol": "2099-01-01"}}}"#,
+        ),
+    ];
+    let mut report = String::new();
+    for (label, text) in cases {
+        tree.write(tree.user_file(), text).unwrap();
+        let set = load(&tree);
+        let errors: Vec<String> = set
+            .issues
+            .iter()
+            .filter(|i| i.is_error())
+            .map(|i| tree.redact(&i.to_string()))
+            .collect();
+        assert_eq!(errors.len(), 1, "{label}: {errors:?}");
+        report.push_str(&format!(
+            "{label}:\n  {}\n",
+            errors[0].replace('\n', "\n  ")
+        ));
+    }
+    // A folder where a file should be: unreadable.
+    std::fs::remove_file(tree.user_file()).unwrap();
+    std::fs::create_dir_all(tree.user_file()).unwrap();
+    let set = load(&tree);
+    report.push_str(&format!("unreadable:\n  {}\n", messages(&tree, &set)));
+    insta::assert_snapshot!(report);
+}
+
+#[test]
+fn a_broken_file_or_entry_does_not_stop_the_rest() {
+    let tree = ConfigTree::new().unwrap();
+    tree.write(
+        tree.user_file(),
+        r#"{"mcpServers": {"good": {"command": "x"}, "bad": {"type": "http"}}}"#,
+    )
+    .unwrap();
+    tree.write(tree.project_file(), "{ not json").unwrap();
+    let set = load(&tree);
+    assert!(set.has_errors());
+    assert_eq!(
+        set.servers
+            .iter()
+            .map(|e| e.name.as_str())
+            .collect::<Vec<_>>(),
+        ["bad", "good"]
+    );
+    assert_eq!(set.get("good").unwrap().status(), EntryStatus::Ready);
+    assert!(matches!(
+        set.get("bad").unwrap().status(),
+        EntryStatus::Invalid(_)
+    ));
+}
+
+#[test]
+fn a_project_may_not_set_variables_that_hijack_the_process() {
+    let tree = ConfigTree::new().unwrap();
+    let entry = r#"{"mcpServers": {"x": {"command": "node", "env": {"NODE_OPTIONS": "--require /tmp/evil.js"}}}}"#;
+    tree.write(tree.project_file(), entry).unwrap();
+    let set = load(&tree);
+    assert!(
+        matches!(set.get("x").unwrap().status(), EntryStatus::Invalid(i) if i.message.contains("NODE_OPTIONS"))
+    );
+    // The user may, in their own scope.
+    std::fs::remove_file(tree.project_file()).unwrap();
+    tree.write(tree.user_file(), entry).unwrap();
+    assert_eq!(load(&tree).get("x").unwrap().status(), EntryStatus::Ready);
+}
+
+#[test]
+fn dynamic_configs_come_from_files_or_inline_json_and_override_local() {
+    let tree = ConfigTree::new().unwrap();
+    let key = tree.project().display().to_string();
+    tree.write(
+        tree.local_file(),
+        &format!(
+            r#"{{"projects": {{"{key}": {{"mcpServers": {{"a": {{"command": "local"}}}}}}}}}}"#
+        ),
+    )
+    .unwrap();
+    tree.write(
+        "extra.json",
+        &servers(&[("a", stdio("dynamic")), ("b", stdio("from-file"))]),
+    )
+    .unwrap();
+    let env = env_of(&tree, &[]);
+    let mut paths = ConfigPaths::discover(&tree.project(), &env);
+    paths.dynamic = vec![
+        "../extra.json".into(),
+        r#"{"mcpServers": {"c": {"type": "ws", "url": "ws://127.0.0.1:9/"}}}"#.into(),
+        "missing.json".into(),
+    ];
+    let set = ConfigSet::load(paths, &env);
+    assert_eq!(
+        set.get("a")
+            .unwrap()
+            .config
+            .as_ref()
+            .unwrap()
+            .transport
+            .target(),
+        "dynamic"
+    );
+    assert_eq!(set.get("a").unwrap().origin.scope, Scope::Dynamic);
+    assert!(set.get("b").is_some());
+    assert_eq!(
+        set.get("c")
+            .unwrap()
+            .config
+            .as_ref()
+            .unwrap()
+            .transport
+            .type_name(),
+        "ws"
+    );
+    assert_eq!(
+        messages(&tree, &set),
+        "[TMP]/project/missing.json: the --mcp-config file does not exist"
+    );
+}
+
+#[test]
+fn every_transport_type_parses_into_its_own_variant() {
+    let tree = ConfigTree::new().unwrap();
+    tree.write(
+        tree.user_file(),
+        r#"{"mcpServers": {
+          "s": {"command": "x"},
+          "h": {"type": "http", "url": "https://h/mcp", "oauth": {"clientId": "abc", "callbackPort": 8976, "scopes": ["read"]}},
+          "e": {"type": "sse", "url": "http://127.0.0.1:1/sse"},
+          "w": {"url": "wss://h/ws"},
+          "si": {"type": "sse-ide", "url": "http://127.0.0.1:2/sse", "ideName": "vscode", "lockFile": "/tmp/ide.lock"},
+          "wi": {"type": "ws-ide", "url": "ws://127.0.0.1:3", "ideName": "jetbrains"},
+          "k": {"type": "sdk"},
+          "p": {"type": "proxy", "url": "https://proxy/mcp", "tokenCommand": ["print-token", "--fresh"]},
+          "opts": {"command": "x", "required": true, "timeout": 5000, "toolTimeout": 60000, "protocol": "2025-06-18", "restart": "on-failure", "enabledTools": ["read_*"], "disabledTools": ["rm"], "maxOutputTokens": 1000}
+        }}"#,
+    )
+    .unwrap();
+    let set = load(&tree);
+    assert_eq!(set.issues, vec![]);
+    let kinds: Vec<(&str, &str)> = set
+        .servers
+        .iter()
+        .map(|e| {
+            (
+                e.name.as_str(),
+                e.config.as_ref().unwrap().transport.type_name(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("e", "sse"),
+            ("h", "http"),
+            ("k", "sdk"),
+            ("opts", "stdio"),
+            ("p", "proxy"),
+            ("s", "stdio"),
+            ("si", "sse-ide"),
+            ("w", "ws"),
+            ("wi", "ws-ide")
+        ]
+    );
+    let opts = set.get("opts").unwrap().config.as_ref().unwrap();
+    assert!(opts.required);
+    assert_eq!(
+        opts.connect_timeout,
+        Some(std::time::Duration::from_secs(5))
+    );
+    assert_eq!(
+        opts.protocol,
+        switchboard::config::ProtocolPin::Version("2025-06-18".into())
+    );
+    assert_eq!(opts.restart, switchboard::config::RestartPolicy::OnFailure);
+    assert_eq!(
+        opts.enabled_tools.as_deref(),
+        Some(&["read_*".to_owned()][..])
+    );
+    let Transport::Http(h) = &set.get("h").unwrap().config.as_ref().unwrap().transport else {
+        panic!()
+    };
+    assert_eq!(h.oauth.as_ref().unwrap().callback_port, Some(8976));
+}
