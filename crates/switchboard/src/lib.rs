@@ -1,1 +1,3 @@
 //! Switchboard: the host side of the Model Context Protocol.
+
+pub mod import;

@@ -1,0 +1,211 @@
+//! Reading host files: JSON with comments, TOML, and their errors.
+
+use std::path::Path;
+
+use jsonc_parser::ast;
+use serde_json::{Map, Number, Value};
+
+use super::{ImportError, ImportHost};
+
+/// Reads the whole file, telling a missing file apart from other failures.
+pub(super) fn read_text(host: ImportHost, path: &Path) -> Result<String, ImportError> {
+    std::fs::read_to_string(path).map_err(|source| {
+        if source.kind() == std::io::ErrorKind::NotFound {
+            ImportError::NotFound {
+                host,
+                path: path.to_path_buf(),
+            }
+        } else {
+            ImportError::Read {
+                path: path.to_path_buf(),
+                source,
+            }
+        }
+    })
+}
+
+/// Parses JSON with comments and trailing commas into its syntax tree, which
+/// keeps object members in file order. An empty file is `None`.
+pub(super) fn parse_jsonc<'a>(
+    path: &Path,
+    text: &'a str,
+) -> Result<Option<ast::Value<'a>>, ImportError> {
+    let result = jsonc_parser::parse_to_ast(
+        text,
+        &jsonc_parser::CollectOptions::default(),
+        &jsonc_parser::ParseOptions::default(),
+    )
+    .map_err(|err| ImportError::Syntax {
+        path: path.to_path_buf(),
+        line: err.line_display(),
+        column: err.column_display(),
+        message: err.kind().to_string(),
+    })?;
+    Ok(result.value)
+}
+
+/// The value of `key` in `obj`; when a key repeats, the last one wins, as in
+/// JavaScript and serde_json.
+pub(super) fn member<'o, 'a>(obj: &'o ast::Object<'a>, key: &str) -> Option<&'o ast::Value<'a>> {
+    obj.properties
+        .iter()
+        .rev()
+        .find(|prop| prop.name.as_str() == key)
+        .map(|prop| &prop.value)
+}
+
+/// Converts a syntax tree node to a JSON value.
+pub(super) fn to_json(value: &ast::Value<'_>) -> Value {
+    match value {
+        ast::Value::StringLit(lit) => Value::String(lit.value.to_string()),
+        ast::Value::NumberLit(lit) => number(lit.value),
+        ast::Value::BooleanLit(lit) => Value::Bool(lit.value),
+        ast::Value::NullKeyword(_) => Value::Null,
+        ast::Value::Array(array) => Value::Array(array.elements.iter().map(to_json).collect()),
+        ast::Value::Object(obj) => {
+            let mut map = Map::new();
+            for prop in &obj.properties {
+                map.insert(prop.name.as_str().to_owned(), to_json(&prop.value));
+            }
+            Value::Object(map)
+        }
+    }
+}
+
+/// A JSON5-ish number literal as a JSON number; what JSON cannot hold (hex
+/// beyond i64, `Infinity`, `NaN`) stays its text, so a typed read reports it.
+fn number(raw: &str) -> Value {
+    if let Ok(n) = raw.parse::<Number>() {
+        return Value::Number(n);
+    }
+    let (negative, digits) = match raw.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, raw.strip_prefix('+').unwrap_or(raw)),
+    };
+    let hex = digits
+        .strip_prefix("0x")
+        .or_else(|| digits.strip_prefix("0X"));
+    if let Some(n) = hex.and_then(|hex| i64::from_str_radix(hex, 16).ok()) {
+        return Value::from(if negative { -n } else { n });
+    }
+    if let Ok(f) = digits.parse::<f64>()
+        && let Some(n) = Number::from_f64(if negative { -f } else { f })
+    {
+        return Value::Number(n);
+    }
+    Value::String(raw.to_owned())
+}
+
+/// The members of a server table in file order, with repeated names
+/// collapsed onto their first position holding the last value.
+pub(super) fn ordered_members(obj: &ast::Object<'_>) -> (Vec<(String, Value)>, Vec<String>) {
+    let mut out: Vec<(String, Value)> = Vec::new();
+    let mut repeated = Vec::new();
+    for prop in &obj.properties {
+        let name = prop.name.as_str();
+        let value = to_json(&prop.value);
+        match out.iter_mut().find(|(existing, _)| existing == name) {
+            Some(slot) => {
+                slot.1 = value;
+                repeated.push(name.to_owned());
+            }
+            None => out.push((name.to_owned(), value)),
+        }
+    }
+    (out, repeated)
+}
+
+/// Parses TOML into a table, reporting syntax errors with line and column.
+pub(super) fn parse_toml(path: &Path, text: &str) -> Result<toml::Table, ImportError> {
+    text.parse::<toml::Table>().map_err(|err| {
+        let (line, column) = err
+            .span()
+            .map_or((1, 1), |span| line_column(text, span.start));
+        ImportError::Syntax {
+            path: path.to_path_buf(),
+            line,
+            column,
+            message: err.message().trim_end().to_owned(),
+        }
+    })
+}
+
+/// The names of `[mcp_servers.*]` in the order they appear in the file (the
+/// table type sorts them); `None` when that cannot be worked out.
+pub(super) fn toml_server_order(text: &str) -> Option<Vec<String>> {
+    let root = toml::de::DeTable::parse(text).ok()?;
+    let (_, servers) = root
+        .get_ref()
+        .iter()
+        .find(|(key, _)| key.get_ref().as_ref() == "mcp_servers")?;
+    let toml::de::DeValue::Table(servers) = servers.get_ref() else {
+        return None;
+    };
+    let mut keys: Vec<_> = servers
+        .keys()
+        .map(|key| (key.span().start, key.get_ref().to_string()))
+        .collect();
+    keys.sort();
+    Some(keys.into_iter().map(|(_, name)| name).collect())
+}
+
+/// Converts a TOML value to JSON; date-times become their text.
+pub(super) fn toml_to_json(value: &toml::Value) -> Value {
+    match value {
+        toml::Value::String(s) => Value::String(s.clone()),
+        toml::Value::Integer(i) => Value::from(*i),
+        toml::Value::Float(f) => {
+            Number::from_f64(*f).map_or_else(|| Value::String(f.to_string()), Value::Number)
+        }
+        toml::Value::Boolean(b) => Value::Bool(*b),
+        toml::Value::Datetime(dt) => Value::String(dt.to_string()),
+        toml::Value::Array(items) => Value::Array(items.iter().map(toml_to_json).collect()),
+        toml::Value::Table(table) => Value::Object(
+            table
+                .iter()
+                .map(|(k, v)| (k.clone(), toml_to_json(v)))
+                .collect(),
+        ),
+    }
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let column = before[line_start..].chars().count() + 1;
+    (line, column)
+}
+
+/// A JSON value's kind, for messages.
+pub(super) fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_column_counts_characters() {
+        assert_eq!(line_column("ab\ncdé f", 9), (2, 6));
+        assert_eq!(line_column("x", 0), (1, 1));
+    }
+
+    #[test]
+    fn numbers_of_json5() {
+        assert_eq!(number("12"), Value::from(12));
+        assert_eq!(number("0x10"), Value::from(16));
+        assert_eq!(number("-0x10"), Value::from(-16));
+        assert_eq!(number(".5"), Value::from(0.5));
+        assert_eq!(number("NaN"), Value::from("NaN"));
+    }
+}
