@@ -477,10 +477,14 @@ fn codex_entry(f: &mut Fields<'_>, notes: &mut Vec<String>) -> Result<Draft, Ski
                 .collect(),
             _ => Vec::new(),
         };
+        let listed = if names.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", names.join(", "))
+        };
         notes.push(format!(
-            "`env_vars` ({}) not needed: Switchboard passes its own environment through to \
-             stdio servers",
-            names.join(", ")
+            "`env_vars`{listed} not needed: Switchboard passes its own environment through to \
+             stdio servers"
         ));
     }
     if f.ignore("required") {
