@@ -743,3 +743,54 @@ fn long_names_are_cut_to_forty_characters() {
     assert_eq!(names, ["x".repeat(40).as_str(), "a_b"]);
     assert!(report.servers.iter().all(|s| s.notes.len() == 1));
 }
+
+#[test]
+fn odd_values_anywhere_never_panic() {
+    let sb = Sandbox::new();
+    let project = sb.project();
+    let docs = [
+        r#"{"mcpServers": {"a": null, "b": {"command": null, "url": null}, "": {"command": "x"}}}"#
+            .to_owned(),
+        r#"{"mcpServers": {"日本": {"command": "x", "args": [[1], {"a": 2}], "env": []}}}"#
+            .to_owned(),
+        r#"{"mcpServers": {"a": {"type": null, "url": "${", "headers": 5}}}"#.to_owned(),
+        r#"{"mcpServers": {"a": {"command": "", "cwd": 1}, "b": {"url": " "}}}"#.to_owned(),
+        r#"{"servers": {"a": {"type": "stdio", "command": "${input:}${env:}${}${${x}}"}},
+            "inputs": {"id": "x"}}"#
+            .to_owned(),
+        r#"{"servers": [], "inputs": [1, {"id": 2}, {"id": "k", "description": 3}]}"#.to_owned(),
+        format!(
+            r#"{{"projects": {{"{project}": {{"mcpServers": 1, "disabledMcpServers": {{}}}}}}}}"#
+        ),
+        format!(r#"{{"projects": {{"{project}": []}}, "mcpServers": {{"a": {{"type": 3}}}}}}"#),
+        "0x1F".to_owned(),
+        "{\"mcpServers\": {\"a\": {\"command\": \"x\", \"args\": [Infinity, NaN, 0x10]}}}"
+            .to_owned(),
+    ];
+    for host in [
+        ImportHost::ClaudeDesktop,
+        ImportHost::ClaudeCode,
+        ImportHost::Cursor,
+        ImportHost::VsCode,
+    ] {
+        for doc in &docs {
+            let path = sb.write(host, doc);
+            match import_with(host, &path, &sb.loc) {
+                Ok(_) | Err(ImportError::Format { .. }) => {}
+                Err(other) => panic!("{host} on {doc}: {other}"),
+            }
+        }
+    }
+    let tomls = [
+        "mcp_servers = []",
+        "[mcp_servers]\na = 1\nb = []\n",
+        "[mcp_servers.a]\ncommand = 1979-05-27T07:32:00Z\n",
+        "[mcp_servers.a]\nurl = \"u\"\nenv_http_headers = { X = 1 }\nenv_vars = 3\n",
+        "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_sec = inf\ntool_timeout_sec = nan\n",
+        "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_sec = 1e300\n",
+    ];
+    for doc in tomls {
+        let path = sb.write(ImportHost::Codex, doc);
+        import_with(ImportHost::Codex, &path, &sb.loc).unwrap();
+    }
+}
