@@ -15,7 +15,7 @@ mod edit;
 mod environment;
 mod expand;
 mod issue;
-mod json;
+pub(crate) mod json;
 mod load;
 mod name;
 mod parse;

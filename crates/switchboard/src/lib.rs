@@ -7,3 +7,4 @@
 
 pub mod config;
 pub mod env_vars;
+pub mod import;

@@ -72,11 +72,16 @@ impl Document {
 
     /// 1-based line and column (in characters) of a byte offset.
     pub(crate) fn position(&self, offset: usize) -> (usize, usize) {
-        let before = &self.text[..offset.min(self.text.len())];
-        let line = before.matches('\n').count() + 1;
-        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-        (line, before[line_start..].chars().count() + 1)
+        line_column(&self.text, offset)
     }
+}
+
+/// 1-based line and column (in characters) of a byte offset in `text`.
+pub(crate) fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, before[line_start..].chars().count() + 1)
 }
 
 pub(crate) fn range_of(value: &ast::Value<'_>) -> jsonc_parser::common::Range {
@@ -118,11 +123,7 @@ pub(crate) fn to_json(value: &ast::Value<'_>) -> serde_json::Value {
     use serde_json::Value;
     match value {
         ast::Value::StringLit(s) => Value::String(s.value.to_string()),
-        ast::Value::NumberLit(n) => n
-            .value
-            .parse::<serde_json::Number>()
-            .map(Value::Number)
-            .unwrap_or(Value::Null),
+        ast::Value::NumberLit(n) => number(n.value),
         ast::Value::BooleanLit(b) => Value::Bool(b.value),
         ast::Value::NullKeyword(_) => Value::Null,
         ast::Value::Array(a) => Value::Array(a.elements.iter().map(to_json).collect()),
@@ -132,5 +133,51 @@ pub(crate) fn to_json(value: &ast::Value<'_>) -> serde_json::Value {
                 .map(|p| (prop_name(p).to_owned(), to_json(&p.value)))
                 .collect(),
         ),
+    }
+}
+
+/// A number literal as a JSON number. Lenient readers (importing another host's file) accept
+/// JSON5 forms; what JSON cannot hold (`Infinity`, `NaN`, hex beyond i64) stays its text, so a
+/// typed read reports it instead of it vanishing.
+fn number(raw: &str) -> serde_json::Value {
+    use serde_json::{Number, Value};
+    if let Ok(n) = raw.parse::<Number>() {
+        return Value::Number(n);
+    }
+    let (negative, digits) = match raw.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, raw.strip_prefix('+').unwrap_or(raw)),
+    };
+    let hex = digits
+        .strip_prefix("0x")
+        .or_else(|| digits.strip_prefix("0X"));
+    if let Some(n) = hex.and_then(|hex| i64::from_str_radix(hex, 16).ok()) {
+        return Value::from(if negative { -n } else { n });
+    }
+    if let Ok(f) = digits.parse::<f64>()
+        && let Some(n) = Number::from_f64(if negative { -f } else { f })
+    {
+        return Value::Number(n);
+    }
+    Value::String(raw.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_column_counts_characters() {
+        assert_eq!(line_column("ab\ncdé f", 9), (2, 6));
+        assert_eq!(line_column("x", 0), (1, 1));
+    }
+
+    #[test]
+    fn numbers_of_json5() {
+        assert_eq!(number("12"), serde_json::Value::from(12));
+        assert_eq!(number("0x10"), serde_json::Value::from(16));
+        assert_eq!(number("-0x10"), serde_json::Value::from(-16));
+        assert_eq!(number(".5"), serde_json::Value::from(0.5));
+        assert_eq!(number("NaN"), serde_json::Value::from("NaN"));
     }
 }

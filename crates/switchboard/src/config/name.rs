@@ -57,6 +57,11 @@ impl ServerName {
     /// The nearest valid name: other characters become `_`, runs of `_` collapse, the ends are
     /// trimmed and the result cut to the maximum length. Empty when nothing usable remains.
     pub fn sanitize(name: &str) -> String {
+        Self::sanitize_within(name, MAX_SERVER_NAME)
+    }
+
+    /// [`ServerName::sanitize`], cut to at most `max` characters (room for a suffix).
+    pub fn sanitize_within(name: &str, max: usize) -> String {
         let mut out = String::with_capacity(name.len());
         for c in name.chars() {
             let c = if c.is_ascii_alphanumeric() || c == '-' {
@@ -69,7 +74,7 @@ impl ServerName {
             }
         }
         let trimmed = out.trim_matches(|c| c == '_' || c == '-');
-        let mut cut: String = trimmed.chars().take(MAX_SERVER_NAME).collect();
+        let mut cut: String = trimmed.chars().take(max.min(MAX_SERVER_NAME)).collect();
         while cut.ends_with('_') || cut.ends_with('-') {
             cut.pop();
         }
