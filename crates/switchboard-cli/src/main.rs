@@ -5,6 +5,7 @@
 
 mod args;
 mod mcp;
+mod mcp_import;
 mod output;
 
 use std::io::Write;

@@ -38,8 +38,12 @@ impl Context {
         Ok(Context { env, paths })
     }
 
+    /// Loads every scope. Files are found afresh each time: a command may have just created
+    /// the project's `.mcp.json`.
     pub(crate) fn load(&self) -> ConfigSet {
-        ConfigSet::load(self.paths.clone(), &self.env)
+        let mut paths = ConfigPaths::discover(&self.paths.cwd, &self.env);
+        paths.dynamic = self.paths.dynamic.clone();
+        ConfigSet::load(paths, &self.env)
     }
 
     /// The file a writable scope lives in, where its entries sit, and a new file's mode.
@@ -55,7 +59,7 @@ impl Context {
         }
     }
 
-    fn open(&self, scope: Scope) -> Result<ConfigEdit, ConfigError> {
+    pub(crate) fn open(&self, scope: Scope) -> Result<ConfigEdit, ConfigError> {
         let (path, location, mode) = self.scope_file(scope);
         ConfigEdit::open(&path, location, mode)
     }
@@ -81,10 +85,7 @@ pub(crate) fn run(ctx: &Context, cmd: McpCommand) -> anyhow::Result<ExitCode> {
         McpCommand::Remove { name, scope } => remove(ctx, &name, scope.map(scope_of)),
         McpCommand::List { json } => list(ctx, json),
         McpCommand::Get { name, json } => get(ctx, &name, json),
-        McpCommand::Import(args) => {
-            let _ = args;
-            bail!("import lands with the host importers")
-        }
+        McpCommand::Import(args) => crate::mcp_import::run(ctx, args),
         McpCommand::Approve { name, all } => decide(ctx, name.as_deref(), all, Decision::Approved),
         McpCommand::Reject { name } => decide(ctx, Some(&name), false, Decision::Rejected),
     }
@@ -223,20 +224,7 @@ fn add(ctx: &Context, name: &str, scope: Scope, entry: Value) -> anyhow::Result<
     );
     if scope == Scope::Project {
         // The user wrote this entry themselves: that is their approval of it.
-        let loaded = ctx.load();
-        if let Some(server) = loaded
-            .get(name)
-            .filter(|e| e.origin.scope == Scope::Project)
-        {
-            let mut store = ApprovalStore::load(&ctx.paths.approvals_file())?;
-            store.record(
-                &ctx.paths.project_key(),
-                name,
-                &server.hash,
-                Decision::Approved,
-            );
-            store.save()?;
-        }
+        approve_own(ctx, &[name.to_owned()], Decision::Approved)?;
     }
     let loaded = ctx.load();
     if let Some(winner) = loaded.get(name).filter(|e| e.origin.scope != scope) {
@@ -246,6 +234,25 @@ fn add(ctx: &Context, name: &str, scope: Scope, entry: Value) -> anyhow::Result<
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Records a decision for project entries the user just wrote through switchboard.
+pub(crate) fn approve_own(
+    ctx: &Context,
+    names: &[String],
+    decision: Decision,
+) -> anyhow::Result<()> {
+    let loaded = ctx.load();
+    let mut store = ApprovalStore::load(&ctx.paths.approvals_file())?;
+    for entry in loaded
+        .servers
+        .iter()
+        .filter(|e| e.origin.scope == Scope::Project && names.contains(&e.name))
+    {
+        store.record(&ctx.paths.project_key(), &entry.name, &entry.hash, decision);
+    }
+    store.save()?;
+    Ok(())
 }
 
 fn remove(ctx: &Context, name: &str, scope: Option<Scope>) -> anyhow::Result<ExitCode> {

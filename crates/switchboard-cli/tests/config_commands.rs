@@ -443,3 +443,111 @@ fn mistakes_on_the_command_line_get_clear_errors_and_write_nothing() {
     assert_eq!(std::fs::read_to_string(tree.user_file()).unwrap(), before);
     insta::assert_snapshot!(report);
 }
+
+#[test]
+fn import_brings_servers_over_from_other_hosts_without_clobbering() {
+    let tree = ConfigTree::new().unwrap();
+    // Claude Code's own file, at its default place under HOME.
+    let key = tree.project().display().to_string();
+    tree.write(
+        tree.home().join(".claude.json"),
+        &format!(
+            r#"{{"numStartups": 12, "mcpServers": {{"github": {{"type": "stdio", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"], "env": {{"GITHUB_TOKEN": "${{GITHUB_TOKEN}}"}}}}}},
+               "projects": {{"{key}": {{"mcpServers": {{"notes": {{"type": "http", "url": "https://notes.example/mcp"}}}}}}, "/other": {{"mcpServers": {{"x": {{"command": "x"}}}}}}}}}}"#
+        ),
+    )
+    .unwrap();
+    let out = run(
+        &tree,
+        &["mcp", "import", "--from", "claude-code", "--dry-run"],
+    );
+    ok(&tree, &out);
+    insta::assert_snapshot!(stdout(&out), @r"
+    github  stdio  npx                        imported
+    notes   http   https://notes.example/mcp  imported
+    ");
+    assert!(!tree.user_file().exists(), "a dry run writes nothing");
+
+    ok(
+        &tree,
+        &run(&tree, &["mcp", "import", "--from", "claude-code"]),
+    );
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(tree.user_file()).unwrap()).unwrap();
+    assert_eq!(
+        json["mcpServers"]["github"]["env"]["GITHUB_TOKEN"],
+        "${GITHUB_TOKEN}"
+    );
+    assert_eq!(
+        json["mcpServers"]["notes"],
+        serde_json::json!({"type": "http", "url": "https://notes.example/mcp"})
+    );
+
+    // Again: nothing is overwritten without --force.
+    std::fs::write(
+        tree.home().join(".claude.json"),
+        r#"{"mcpServers": {"github": {"command": "other"}}}"#,
+    )
+    .unwrap();
+    let out = run(&tree, &["mcp", "import", "--from", "claude-code"]);
+    ok(&tree, &out);
+    assert!(
+        stdout(&out).contains("skipped: already in user scope (use --force to replace)"),
+        "{}",
+        stdout(&out)
+    );
+    ok(
+        &tree,
+        &run(
+            &tree,
+            &[
+                "mcp",
+                "import",
+                "--from",
+                "claude-code",
+                "--force",
+                "github",
+            ],
+        ),
+    );
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(tree.user_file()).unwrap()).unwrap();
+    assert_eq!(json["mcpServers"]["github"]["command"], "other");
+    assert_eq!(
+        json["mcpServers"]["notes"]["url"],
+        "https://notes.example/mcp"
+    );
+
+    // Codex's TOML, from an explicit path, into the project file: approved by the import itself.
+    tree.write("codex.toml", "[mcp_servers.time]\ncommand = \"uvx\"\nargs = [\"mcp-server-time\"]\nstartup_timeout_sec = 20\n").unwrap();
+    ok(
+        &tree,
+        &run(
+            &tree,
+            &[
+                "mcp",
+                "import",
+                "--from",
+                "codex",
+                "--path",
+                "../codex.toml",
+                "--scope",
+                "project",
+            ],
+        ),
+    );
+    let listing = stdout(&run(&tree, &["mcp", "list"]));
+    assert!(
+        listing
+            .lines()
+            .any(|l| l.starts_with("time") && l.contains("project") && l.ends_with("ready")),
+        "{listing}"
+    );
+
+    let out = run(&tree, &["mcp", "import", "--from", "cursor"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&tree, &out).trim(),
+        "error: no Cursor configuration at [TMP]/home/.cursor/mcp.json"
+    );
+}

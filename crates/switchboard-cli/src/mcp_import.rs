@@ -1,0 +1,152 @@
+//! `switchboard mcp import --from HOST`: bring servers over from another MCP host.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::bail;
+use serde_json::{Value, json};
+use switchboard::config::{Decision, Origin, Scope, parse_entry_value};
+use switchboard::env_vars::EnvVars;
+use switchboard::import::{ImportHost, ImportLocations, import_with};
+
+use crate::args::{HostArg, ImportArgs};
+use crate::mcp::{Context, approve_own, scope_of};
+use crate::output::print_table;
+
+pub(crate) fn run(ctx: &Context, args: ImportArgs) -> anyhow::Result<ExitCode> {
+    let host = match args.from {
+        HostArg::ClaudeDesktop => ImportHost::ClaudeDesktop,
+        HostArg::ClaudeCode => ImportHost::ClaudeCode,
+        HostArg::Cursor => ImportHost::Cursor,
+        HostArg::Vscode => ImportHost::VsCode,
+        HostArg::Codex => ImportHost::Codex,
+    };
+    let home = ctx.env.path(EnvVars::HOME).unwrap_or_default();
+    let locations = ImportLocations {
+        config_home: ctx
+            .env
+            .path(EnvVars::XDG_CONFIG_HOME)
+            .unwrap_or_else(|| home.join(".config")),
+        home,
+        project_dir: ctx.paths.project_root.clone(),
+    };
+    let path = match (&args.path, host) {
+        (Some(path), _) => ctx.paths.cwd.join(path),
+        (None, ImportHost::Codex) => match ctx.env.path("CODEX_HOME") {
+            Some(dir) => dir.join("config.toml"),
+            None => host.default_path(&locations),
+        },
+        (None, _) => host.default_path(&locations),
+    };
+    let report = import_with(host, &path, &locations)?;
+    for warning in &report.warnings {
+        eprintln!("warning: {warning}");
+    }
+    for wanted in &args.names {
+        if !report.servers.iter().any(|s| &s.name == wanted) {
+            let found: Vec<&str> = report.servers.iter().map(|s| s.name.as_str()).collect();
+            bail!(
+                "{} has no server `{wanted}` in {} (found: {})",
+                host.display_name(),
+                path.display(),
+                found.join(", ")
+            );
+        }
+    }
+
+    let scope = scope_of(args.scope);
+    let mut edit = ctx.open(scope)?;
+    let mut rows = Vec::new();
+    let mut written = Vec::new();
+    let mut failed = false;
+    for server in report
+        .servers
+        .iter()
+        .filter(|s| args.names.is_empty() || args.names.contains(&s.name))
+    {
+        for note in &server.notes {
+            eprintln!("note: `{}`: {note}", server.name);
+        }
+        let entry = Value::Object(server.entry.clone());
+        let origin = Origin {
+            scope,
+            file: Some(edit.path().to_owned()),
+        };
+        let action = match parse_entry_value(&server.name, &entry, origin, &ctx.env, "<import>") {
+            Err(issue) if issue.missing_variable.is_none() => {
+                failed = true;
+                format!("skipped: {}", issue.message)
+            }
+            _ if edit.contains(&server.name) && !args.force => {
+                format!("skipped: already in {scope} scope (use --force to replace)")
+            }
+            _ => {
+                let replaced = edit.contains(&server.name);
+                edit.set(&server.name, &entry)?;
+                written.push(server.name.clone());
+                if replaced {
+                    "replaced".to_owned()
+                } else {
+                    "imported".to_owned()
+                }
+            }
+        };
+        let kind = entry
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("stdio")
+            .to_owned();
+        let target = entry
+            .get("url")
+            .or_else(|| entry.get("command"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        rows.push((server, entry, kind, target, action));
+    }
+
+    if args.json {
+        let list: Vec<Value> = rows
+            .iter()
+            .map(|(s, entry, _, _, action)| json!({"name": s.name, "entry": entry, "notes": s.notes, "source": s.source, "action": action}))
+            .collect();
+        crate::output::print_json(
+            &json!({"from": host.id(), "path": path, "scope": scope.as_str(), "dryRun": args.dry_run, "servers": list, "warnings": report.warnings}),
+        )?;
+    } else {
+        let table: Vec<Vec<String>> = rows
+            .iter()
+            .map(|(s, _, kind, target, action)| {
+                vec![s.name.clone(), kind.clone(), target.clone(), action.clone()]
+            })
+            .collect();
+        print_table(&table)?;
+    }
+    if args.dry_run {
+        eprintln!("Dry run: nothing was written.");
+    } else if !written.is_empty() {
+        edit.save()?;
+        if scope == Scope::Project {
+            approve_own(ctx, &written, Decision::Approved)?;
+        }
+        let mut err = std::io::stderr().lock();
+        writeln!(
+            err,
+            "Imported {} server(s) from {} into {scope} scope ({})",
+            written.len(),
+            host.display_name(),
+            edit.path().display()
+        )?;
+    } else if rows.is_empty() {
+        eprintln!(
+            "{} has no MCP servers in {}",
+            host.display_name(),
+            path.display()
+        );
+    }
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
