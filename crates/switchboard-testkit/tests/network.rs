@@ -116,7 +116,7 @@ fn messages(body: &str) -> Vec<Value> {
 
 #[tokio::test]
 async fn streamable_http_answers_initialize_and_lists_tools() {
-    let server = TestServer::start(Transport::Http, ["--ignore-signals"]).unwrap();
+    let server = TestServer::start(Transport::Http, [] as [&str; 0]).unwrap();
     assert!(server.url().starts_with("http://127.0.0.1:"));
     assert!(server.url().ends_with("/mcp"));
     let mut client = HttpClient::new(&server);
@@ -336,4 +336,31 @@ async fn websocket_speaks_mcp_in_text_frames() {
     }
     assert_eq!(answers[0]["id"], 1);
     assert_eq!(answers[1]["result"]["content"][0]["text"], "over ws");
+}
+
+#[tokio::test]
+async fn ignore_signals_keeps_serving_after_sigterm_and_sigint() {
+    let server = TestServer::start(Transport::Http, ["--ignore-signals"]).unwrap();
+    for signal in ["-TERM", "-INT"] {
+        let sent = std::process::Command::new("kill")
+            .args([signal, &server.pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    }
+    assert!(server.wait_for_stderr("ignoring SIGTERM", WAIT));
+    assert!(server.wait_for_stderr("ignoring SIGINT", WAIT));
+    let mut client = HttpClient::new(&server);
+    let answer = client.request(initialize(1)).await;
+    assert_eq!(answer["result"]["protocolVersion"], "2025-06-18");
+}
+
+#[tokio::test]
+async fn a_stderr_flood_comes_first_then_the_server_serves() {
+    let server = TestServer::start(Transport::Http, ["--stderr-flood", "300000"]).unwrap();
+    // The flood is written before the address is announced, so all of it is
+    // on its way: 3409 whole lines of 88 bytes, and 8 bytes of one more.
+    assert!(server.wait_for_stderr("flood line 00003408", WAIT));
+    let mut client = HttpClient::new(&server);
+    assert_eq!(client.request(initialize(1)).await["id"], 1);
 }
