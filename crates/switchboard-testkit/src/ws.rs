@@ -6,6 +6,7 @@ use axum::extract::State;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::response::Response;
 use axum::routing::get;
+use futures::{SinkExt, StreamExt};
 
 use crate::bridge;
 use crate::filter::MethodFilter;
@@ -33,40 +34,41 @@ async fn upgrade(State(state): State<WsState>, upgrade: WebSocketUpgrade) -> Res
         .on_upgrade(move |socket| run_session(socket, state))
 }
 
-async fn run_session(mut socket: WebSocket, state: WsState) {
+async fn run_session(socket: WebSocket, state: WsState) {
     let bridge::Session {
         incoming,
         mut outgoing,
     } = bridge::start(state.toolbox, state.filter);
+    let (mut to_client, mut from_client) = socket.split();
+    // Each direction has a task of its own, so a client that sends faster than
+    // it reads cannot wedge the session.
+    let mut sending = tokio::spawn(async move {
+        while let Some(message) = outgoing.recv().await {
+            if to_client.send(Message::Text(message.into())).await.is_err() {
+                return;
+            }
+        }
+        let _ = to_client.send(Message::Close(None)).await;
+    });
     loop {
-        tokio::select! {
-            frame = socket.recv() => match frame {
-                Some(Ok(Message::Text(text))) => {
-                    if incoming.send(text.as_str().replace(['\r', '\n'], " ")).await.is_err() {
-                        break;
-                    }
-                }
-                Some(Ok(Message::Binary(bytes))) => {
-                    let text = String::from_utf8_lossy(&bytes).replace(['\r', '\n'], " ");
-                    if incoming.send(text).await.is_err() {
-                        break;
-                    }
-                }
-                // axum answers pings itself.
-                Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
-                Some(Ok(Message::Close(_)) | Err(_)) | None => break,
-            },
-            message = outgoing.recv() => match message {
-                Some(message) => {
-                    if socket.send(Message::Text(message.into())).await.is_err() {
-                        break;
-                    }
-                }
-                None => {
-                    let _ = socket.send(Message::Close(None)).await;
-                    break;
-                }
-            },
+        let frame = tokio::select! {
+            frame = from_client.next() => frame,
+            _ = &mut sending => break,
+        };
+        let text = match frame {
+            Some(Ok(Message::Text(text))) => text.as_str().replace(['\r', '\n'], " "),
+            Some(Ok(Message::Binary(bytes))) => {
+                String::from_utf8_lossy(&bytes).replace(['\r', '\n'], " ")
+            }
+            // axum answers pings itself.
+            Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
+            Some(Ok(Message::Close(_)) | Err(_)) | None => break,
+        };
+        if incoming.send(text).await.is_err() {
+            break;
         }
     }
+    // Dropping `incoming` ends the rmcp session; the sender ends with it.
+    drop(incoming);
+    sending.abort();
 }
