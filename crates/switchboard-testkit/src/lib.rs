@@ -1,4 +1,24 @@
-//! Test partners for Switchboard: real MCP servers with faults switched on by flags, and
-//! helpers that build real configuration trees on disk.
+//! Test partners for Switchboard: a real MCP server with fault injection, helpers to start it
+//! from other crates' tests, and real configuration trees on disk ([`config_tree`]).
+//!
+//! The server is the `testkit-server` binary of this crate (see [`options`] for
+//! its flags). `cargo test --workspace` builds it, because this crate's own
+//! integration tests need it; a crate tested alone (`cargo test -p other`)
+//! should build it first with `cargo build -p switchboard-testkit --bins`.
+//! [`server_bin`] finds it and [`TestServer`] runs it on a network transport.
 
+mod bridge;
 pub mod config_tree;
+mod filter;
+mod harness;
+mod http;
+mod net;
+pub mod options;
+pub mod server;
+mod sse;
+mod stdio;
+mod tools;
+mod ws;
+
+pub use harness::{DEFAULT_START_WAIT, SERVER_BIN_ENV, TestServer, TestServerError, server_bin};
+pub use options::{Options, ProtocolMode, Transport};

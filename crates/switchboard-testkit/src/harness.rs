@@ -1,0 +1,248 @@
+//! Finding and running `testkit-server` from tests.
+
+use std::ffi::OsStr;
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::options::Transport;
+
+/// Environment variable that overrides where [`server_bin`] looks.
+pub const SERVER_BIN_ENV: &str = "SWITCHBOARD_TESTKIT_SERVER";
+
+/// How long [`TestServer::start`] waits for the `listening on URL` line.
+pub const DEFAULT_START_WAIT: Duration = Duration::from_secs(30);
+
+/// The most of a server's stderr that [`TestServer`] keeps.
+const STDERR_KEPT: usize = 1024 * 1024;
+
+/// The path of the built `testkit-server` binary.
+///
+/// Test executables live in `target/<profile>/deps`; the binary is beside that
+/// folder, in `target/<profile>`. `cargo test --workspace` builds it (this
+/// crate's integration tests need it); when testing another crate alone, run
+/// `cargo build -p switchboard-testkit --bins` first. The environment variable
+/// `SWITCHBOARD_TESTKIT_SERVER` overrides the path.
+pub fn server_bin() -> PathBuf {
+    if let Some(path) = std::env::var_os(SERVER_BIN_ENV) {
+        return PathBuf::from(path);
+    }
+    let name = format!("testkit-server{}", std::env::consts::EXE_SUFFIX);
+    let Ok(exe) = std::env::current_exe() else {
+        return PathBuf::from(name);
+    };
+    let mut dir = exe.parent().map(PathBuf::from).unwrap_or_default();
+    if dir.file_name() == Some(OsStr::new("deps")) {
+        dir.pop();
+    }
+    dir.join(name)
+}
+
+/// Why a [`TestServer`] did not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TestServerError {
+    /// `TestServer` runs network transports; start stdio servers as a child yourself.
+    #[error("TestServer runs network transports, not {0:?}")]
+    NotNetwork(Transport),
+    /// The binary could not be started.
+    #[error(
+        "cannot start {path}: {source} (hint: `cargo build -p switchboard-testkit --bins`)",
+        path = path.display()
+    )]
+    Spawn {
+        /// The binary that was run.
+        path: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// The server did not print `listening on URL` in time, or ended first.
+    #[error("testkit-server did not announce its address within {waited:?}; its stderr:\n{stderr}")]
+    NoAnnouncement {
+        /// How long we waited.
+        waited: Duration,
+        /// What the server wrote to stderr meanwhile.
+        stderr: String,
+    },
+    /// The first line on stdout was not `listening on URL`.
+    #[error("testkit-server printed {0:?} instead of `listening on URL`")]
+    BadAnnouncement(String),
+}
+
+/// A running `testkit-server` on a network transport, killed when dropped.
+///
+/// ```no_run
+/// use switchboard_testkit::{TestServer, Transport};
+/// let server = TestServer::start(Transport::Http, ["--require-token", "sesame"])?;
+/// println!("{}", server.url()); // http://127.0.0.1:PORT/mcp
+/// # Ok::<(), switchboard_testkit::TestServerError>(())
+/// ```
+#[derive(Debug)]
+pub struct TestServer {
+    child: Child,
+    url: String,
+    stderr: Arc<StderrLog>,
+}
+
+#[derive(Debug, Default)]
+struct StderrLog {
+    text: Mutex<Vec<u8>>,
+    grew: Condvar,
+}
+
+impl TestServer {
+    /// Starts the server on `transport` with extra `args` (the fault flags) and
+    /// waits up to [`DEFAULT_START_WAIT`] for its address.
+    pub fn start<I, S>(transport: Transport, args: I) -> Result<Self, TestServerError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        Self::start_with_wait(transport, args, DEFAULT_START_WAIT)
+    }
+
+    /// Like [`TestServer::start`], waiting at most `wait` for the address.
+    pub fn start_with_wait<I, S>(
+        transport: Transport,
+        args: I,
+        wait: Duration,
+    ) -> Result<Self, TestServerError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        if transport == Transport::Stdio {
+            return Err(TestServerError::NotNetwork(transport));
+        }
+        let path = server_bin();
+        let mut child = Command::new(&path)
+            .arg("--transport")
+            .arg(transport.flag_value())
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|source| TestServerError::Spawn { path, source })?;
+
+        let stderr = Arc::new(StderrLog::default());
+        if let Some(pipe) = child.stderr.take() {
+            let log = Arc::clone(&stderr);
+            std::thread::spawn(move || log.collect(pipe));
+        }
+        // A thread reads stdout so the wait below can be bounded; it keeps
+        // draining afterwards, though nothing more should come.
+        let (line_tx, line_rx) = std::sync::mpsc::channel();
+        if let Some(stdout) = child.stdout.take() {
+            std::thread::spawn(move || {
+                let mut lines = BufReader::new(stdout).lines();
+                if let Some(Ok(line)) = lines.next() {
+                    let _ = line_tx.send(line);
+                }
+                for _ in lines {}
+            });
+        }
+        let mut server = TestServer {
+            child,
+            url: String::new(),
+            stderr,
+        };
+        let line = match line_rx.recv_timeout(wait) {
+            Ok(line) => line,
+            Err(_) => {
+                server.kill();
+                return Err(TestServerError::NoAnnouncement {
+                    waited: wait,
+                    stderr: server.stderr(),
+                });
+            }
+        };
+        match line.strip_prefix("listening on ") {
+            Some(url) => server.url = url.trim().to_owned(),
+            None => return Err(TestServerError::BadAnnouncement(line)),
+        }
+        Ok(server)
+    }
+
+    /// The URL the server announced, e.g. `http://127.0.0.1:PORT/mcp`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The server process, to signal it or wait for its exit status.
+    pub fn process(&mut self) -> &mut Child {
+        &mut self.child
+    }
+
+    /// What the server wrote to stderr so far (the last MiB of it).
+    pub fn stderr(&self) -> String {
+        let text = self
+            .stderr
+            .text
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        String::from_utf8_lossy(&text).into_owned()
+    }
+
+    /// Waits until the server's stderr contains `needle`, at most `wait`.
+    /// Returns whether it appeared.
+    pub fn wait_for_stderr(&self, needle: &str, wait: Duration) -> bool {
+        let deadline = Instant::now() + wait;
+        let mut text = self
+            .stderr
+            .text
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        loop {
+            if String::from_utf8_lossy(&text).contains(needle) {
+                return true;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            text = match self.stderr.grew.wait_timeout(text, left) {
+                Ok((text, _)) => text,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
+    }
+
+    /// Kills the server now and reaps it.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+impl StderrLog {
+    fn collect(&self, mut pipe: impl Read) {
+        let mut buffer = [0u8; 8192];
+        while let Ok(read) = pipe.read(&mut buffer) {
+            if read == 0 {
+                break;
+            }
+            let mut text = self.text.lock().unwrap_or_else(PoisonError::into_inner);
+            text.extend_from_slice(&buffer[..read]);
+            if text.len() > STDERR_KEPT {
+                let excess = text.len() - STDERR_KEPT;
+                text.drain(..excess);
+            }
+            drop(text);
+            self.grew.notify_all();
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! Command-line options of `testkit-server`: the transport and every fault switch.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// A real MCP server for Switchboard's tests, with faults switched on by flags.
+///
+/// Every fault is off by default. Network transports print exactly one line,
+/// `listening on URL`, to stdout once they accept connections.
+#[derive(Debug, Clone, clap::Parser)]
+#[command(name = "testkit-server", version)]
+#[non_exhaustive]
+pub struct Options {
+    /// Which transport to serve.
+    #[arg(long, value_enum, default_value_t = Transport::Stdio)]
+    pub transport: Transport,
+
+    /// Address to bind for network transports.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    pub listen: SocketAddr,
+
+    /// Which protocol generation(s) to answer.
+    #[arg(long, value_enum, default_value_t = ProtocolMode::Auto)]
+    pub protocol: ProtocolMode,
+
+    /// Leave requests for methods this server does not serve unanswered
+    /// instead of answering -32601.
+    #[arg(long)]
+    pub ignore_unknown_methods: bool,
+
+    /// Sleep this many milliseconds before serving anything.
+    #[arg(long, value_name = "MS")]
+    pub slow_start: Option<u64>,
+
+    /// Write a line to stderr and exit with this code before serving.
+    #[arg(long, value_name = "CODE", allow_negative_numbers = true)]
+    pub exit_at_start: Option<i32>,
+
+    /// After N tool calls have been answered, exit abruptly (code 3) on the next one.
+    #[arg(long, value_name = "N")]
+    pub crash_after: Option<u64>,
+
+    /// Calls to this tool never answer (cancellation is still observed).
+    #[arg(long, value_name = "TOOL")]
+    pub hang_on: Option<String>,
+
+    /// (stdio) Print non-JSON lines to stdout before serving, and one after each response.
+    #[arg(long)]
+    pub garbage_stdout: bool,
+
+    /// Write this many bytes of log lines to stderr at start, then serve.
+    #[arg(long, value_name = "BYTES")]
+    pub stderr_flood: Option<u64>,
+
+    /// (http) After N POSTs carrying a session id, answer 404 to that session id.
+    #[arg(long, value_name = "N")]
+    pub expire_session_after: Option<u64>,
+
+    /// Ignore SIGINT and SIGTERM.
+    #[arg(long)]
+    pub ignore_signals: bool,
+
+    /// (http, sse, ws) Reject requests without `Authorization: Bearer TOKEN` (401).
+    #[arg(long, value_name = "TOKEN")]
+    pub require_token: Option<String>,
+
+    /// Spawn `sleep 1000` in the same process group and report its pid on stderr.
+    #[arg(long)]
+    pub spawn_grandchild: bool,
+
+    /// Write the server's pid (and the grandchild's on a second line) to this file.
+    #[arg(long, value_name = "PATH")]
+    pub pid_file: Option<PathBuf>,
+}
+
+/// The transports `testkit-server` can serve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[non_exhaustive]
+pub enum Transport {
+    /// JSON-RPC lines over stdin and stdout.
+    Stdio,
+    /// Streamable HTTP at `/mcp`.
+    Http,
+    /// The legacy 2024-11-05 HTTP+SSE transport at `/sse` and `/message`.
+    Sse,
+    /// WebSocket at `/ws`, one JSON-RPC message per text frame, subprotocol `mcp`.
+    Ws,
+}
+
+impl Transport {
+    /// The value of `--transport` that selects this transport.
+    pub fn flag_value(self) -> &'static str {
+        match self {
+            Transport::Stdio => "stdio",
+            Transport::Http => "http",
+            Transport::Sse => "sse",
+            Transport::Ws => "ws",
+        }
+    }
+}
+
+/// Which protocol generation(s) the server answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[non_exhaustive]
+pub enum ProtocolMode {
+    /// Whatever rmcp serves by default: the `initialize` handshake (2024-11-05 to
+    /// 2025-11-25) and the 2026-07-28 inline lifecycle (`server/discover`).
+    Auto,
+    /// Only the `initialize` handshake; `server/discover` is an unknown method.
+    Legacy,
+    /// Only 2026-07-28: `server/discover` and per-request metadata; `initialize` is refused.
+    Modern,
+}

@@ -1,0 +1,324 @@
+//! The MCP server handler: its tools and the faults that act on tool calls.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::{Value, json};
+
+use crate::options::{Options, ProtocolMode};
+
+/// The largest result `big` agrees to build, so a typo cannot exhaust memory.
+const BIG_LIMIT: u64 = 256 * 1024 * 1024;
+
+const MODERN_ONLY: &[ProtocolVersion] = &[ProtocolVersion::V_2026_07_28];
+
+/// The server handler. Cheap to clone: HTTP makes one per session, and all of
+/// them share the call counter that `--crash-after` reads.
+#[derive(Debug, Clone)]
+pub(crate) struct Toolbox {
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    protocol: ProtocolMode,
+    hang_on: Option<String>,
+    crash_after: Option<u64>,
+    answered: AtomicU64,
+}
+
+impl Toolbox {
+    pub(crate) fn new(options: &Options) -> Self {
+        Toolbox {
+            shared: Arc::new(Shared {
+                protocol: options.protocol,
+                hang_on: options.hang_on.clone(),
+                crash_after: options.crash_after,
+                answered: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    fn tools() -> Vec<Tool> {
+        vec![
+            tool(
+                "echo",
+                "Returns its text unchanged.",
+                json!({
+                    "type": "object",
+                    "properties": {"text": {"type": "string"}},
+                    "required": ["text"]
+                }),
+            )
+            .annotate(rmcp::model::ToolAnnotations::new().read_only(true)),
+            tool(
+                "add",
+                "Adds two numbers; the sum is also in structuredContent.",
+                json!({
+                    "type": "object",
+                    "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+                    "required": ["a", "b"]
+                }),
+            )
+            .with_raw_output_schema(Arc::new(object(json!({
+                "type": "object",
+                "properties": {"sum": {"type": "number"}},
+                "required": ["sum"]
+            }))))
+            .annotate(rmcp::model::ToolAnnotations::new().read_only(true)),
+            tool(
+                "slow",
+                "Takes `ms` milliseconds, reporting progress `steps` times, then returns \"done\". Observes cancellation.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "ms": {"type": "integer", "minimum": 0},
+                        "steps": {"type": "integer", "minimum": 1}
+                    },
+                    "required": ["ms"]
+                }),
+            ),
+            tool(
+                "fail",
+                "Always returns a result with isError: true.",
+                json!({
+                    "type": "object",
+                    "properties": {"message": {"type": "string"}}
+                }),
+            ),
+            tool(
+                "big",
+                "Returns a text result of exactly `bytes` bytes.",
+                json!({
+                    "type": "object",
+                    "properties": {"bytes": {"type": "integer", "minimum": 0}},
+                    "required": ["bytes"]
+                }),
+            ),
+            tool(
+                "pid",
+                "Returns the server's process id.",
+                json!({"type": "object", "properties": {}}),
+            )
+            .annotate(rmcp::model::ToolAnnotations::new().read_only(true)),
+        ]
+    }
+
+    async fn run_tool(
+        &self,
+        name: &str,
+        args: &JsonObject,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        if self.shared.hang_on.as_deref() == Some(name) {
+            context.ct.cancelled().await;
+            return Err(cancelled(context));
+        }
+        match name {
+            "echo" => Ok(match args.get("text").and_then(Value::as_str) {
+                Some(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+                None => bad_arguments("echo needs a string `text`"),
+            }),
+            "add" => {
+                let a = args.get("a").and_then(Value::as_f64);
+                let b = args.get("b").and_then(Value::as_f64);
+                let (Some(a), Some(b)) = (a, b) else {
+                    return Ok(bad_arguments("add needs numbers `a` and `b`"));
+                };
+                let sum = number(a + b);
+                let mut result = CallToolResult::success(vec![ContentBlock::text(sum.to_string())]);
+                result.structured_content = Some(json!({ "sum": sum }));
+                Ok(result)
+            }
+            "slow" => self.slow(args, context).await,
+            "fail" => {
+                let message = args
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("the fail tool failed, as asked");
+                Ok(CallToolResult::error(vec![ContentBlock::text(message)]))
+            }
+            "big" => Ok(match args.get("bytes").and_then(Value::as_u64) {
+                Some(bytes) if bytes <= BIG_LIMIT => {
+                    CallToolResult::success(vec![ContentBlock::text(big_text(bytes))])
+                }
+                _ => bad_arguments("big needs an integer `bytes` between 0 and 268435456"),
+            }),
+            "pid" => Ok(CallToolResult::success(vec![ContentBlock::text(
+                std::process::id().to_string(),
+            )])),
+            other => Err(ErrorData::invalid_params(
+                format!("no tool named {other:?}"),
+                None,
+            )),
+        }
+    }
+
+    async fn slow(
+        &self,
+        args: &JsonObject,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let Some(ms) = args.get("ms").and_then(Value::as_u64) else {
+            return Ok(bad_arguments("slow needs an integer `ms`"));
+        };
+        let steps = args
+            .get("steps")
+            .and_then(Value::as_u64)
+            .unwrap_or(1)
+            .max(1);
+        let pause = Duration::from_millis(ms) / u32::try_from(steps).unwrap_or(u32::MAX);
+        let token = context.meta.get_progress_token();
+        for step in 1..=steps {
+            tokio::select! {
+                () = context.ct.cancelled() => return Err(cancelled(context)),
+                () = tokio::time::sleep(pause) => {}
+            }
+            if let Some(token) = &token {
+                let progress = ProgressNotificationParam::new(token.clone(), step as f64)
+                    .with_total(steps as f64);
+                // A client that went away is noticed by the service loop, not here.
+                let _ = context.peer.notify_progress(progress).await;
+            }
+        }
+        Ok(CallToolResult::success(vec![ContentBlock::text("done")]))
+    }
+}
+
+impl ServerHandler for Toolbox {
+    fn get_info(&self) -> ServerConfig {
+        let config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                "switchboard-testkit",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions("A test server: echo, add, slow, fail, big, pid.");
+        match self.shared.protocol {
+            ProtocolMode::Legacy => {
+                config.with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+            }
+            ProtocolMode::Auto | ProtocolMode::Modern => config,
+        }
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        match self.shared.protocol {
+            ProtocolMode::Auto => Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS),
+            ProtocolMode::Legacy => Cow::Borrowed(ProtocolVersion::known_up_to(
+                &ProtocolVersion::LATEST_WITH_INITIALIZE,
+            )),
+            ProtocolMode::Modern => Cow::Borrowed(MODERN_ONLY),
+        }
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(Self::tools()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        Self::tools().into_iter().find(|tool| tool.name == name)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let answered = self.shared.answered.load(Ordering::SeqCst);
+        if self
+            .shared
+            .crash_after
+            .is_some_and(|limit| answered >= limit)
+        {
+            eprintln!(
+                "testkit-server: crashing on tool call {} (--crash-after)",
+                answered + 1
+            );
+            std::process::exit(3);
+        }
+        let args = request.arguments.unwrap_or_default();
+        let result = self.run_tool(&request.name, &args, &context).await;
+        self.shared.answered.fetch_add(1, Ordering::SeqCst);
+        result.map(CallToolResponse::from)
+    }
+}
+
+fn tool(name: &'static str, description: &'static str, schema: Value) -> Tool {
+    Tool::new(name, description, Arc::new(object(schema)))
+}
+
+fn object(value: Value) -> JsonObject {
+    match value {
+        Value::Object(map) => map,
+        _ => JsonObject::new(),
+    }
+}
+
+/// A tool-level error: the caller sees the message (the 2025-11-25 advice for
+/// input validation failures).
+fn bad_arguments(message: &str) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message)])
+}
+
+/// Records a cancelled request where tests can see it, and gives the handler
+/// something to return (rmcp sends nothing for a cancelled request).
+fn cancelled(context: &RequestContext<RoleServer>) -> ErrorData {
+    eprintln!("cancelled {}", context.id);
+    ErrorData::internal_error("request cancelled", None)
+}
+
+/// A sum as JSON: integral values print without a fraction (`3`, not `3.0`).
+fn number(value: f64) -> serde_json::Number {
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
+    if value.fract() == 0.0 && value.abs() < EXACT {
+        serde_json::Number::from(value as i64)
+    } else {
+        serde_json::Number::from_f64(value).unwrap_or_else(|| serde_json::Number::from(0))
+    }
+}
+
+/// Deterministic text of exactly `bytes` bytes: numbered lines of 68 bytes.
+fn big_text(bytes: u64) -> String {
+    let len = usize::try_from(bytes).unwrap_or(usize::MAX);
+    let mut text = String::with_capacity(len + 64);
+    let mut line = 0u64;
+    while text.len() < len {
+        text.push_str(&format!(
+            "{line:08} abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ 0123\n"
+        ));
+        line += 1;
+    }
+    text.truncate(len);
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn big_text_has_the_exact_length() {
+        for bytes in [0, 1, 63, 64, 65, 10_000] {
+            assert_eq!(big_text(bytes).len() as u64, bytes);
+        }
+    }
+
+    #[test]
+    fn sums_print_like_a_person_writes_them() {
+        assert_eq!(number(3.0).to_string(), "3");
+        assert_eq!(number(0.5).to_string(), "0.5");
+    }
+}
