@@ -6,5 +6,7 @@
 //! programs that embed it.
 
 pub mod config;
+pub mod connection;
 pub mod env_vars;
 pub mod import;
+pub(crate) mod transport;

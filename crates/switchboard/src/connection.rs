@@ -1,0 +1,325 @@
+//! One server: its transport, the handshake, and what we know of it once connected.
+//!
+//! Only this module (and `transport`) talks to rmcp's client types; everything above it sees
+//! Switchboard's own types: [`ServerState`], [`ServerInfo`], [`Failure`].
+
+mod handler;
+mod handshake;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::ServerCapabilities;
+use rmcp::service::{Peer, RoleClient, RunningService};
+use tokio::sync::mpsc;
+
+pub use handshake::Generation;
+pub(crate) use handler::Notice;
+use handler::ClientSide;
+use handshake::{HandshakeError, Plan, handshake, latest_initialize_version};
+
+use crate::config::{ProtocolPin, ServerConfig, Transport};
+use crate::transport::stdio::{self, ChildProcess, SpawnError};
+
+/// The state of one server, as published to watchers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServerState {
+    /// Connecting, or waiting to retry: `attempt` counts from 1, up to `max_attempts`.
+    Pending { attempt: u32, max_attempts: u32 },
+    Connected(Arc<ServerInfo>),
+    Failed(Failure),
+    /// The server wants authorization the user has to give.
+    NeedsAuth { message: String },
+    Disabled,
+}
+
+impl ServerState {
+    /// A short word for listings.
+    pub fn label(&self) -> &'static str {
+        match self {
+            ServerState::Pending { .. } => "pending",
+            ServerState::Connected(_) => "connected",
+            ServerState::Failed(_) => "failed",
+            ServerState::NeedsAuth { .. } => "needs-auth",
+            ServerState::Disabled => "disabled",
+        }
+    }
+
+    pub fn is_settled(&self) -> bool {
+        !matches!(self, ServerState::Pending { .. })
+    }
+}
+
+/// Why a server is not connected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub message: String,
+    pub hint: Option<String>,
+    /// The last lines a stdio server wrote to stderr.
+    pub stderr: Option<String>,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// What a connected server told us about itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerInfo {
+    pub protocol_version: String,
+    pub generation: Generation,
+    pub name: Option<String>,
+    pub title: Option<String>,
+    pub version: Option<String>,
+    pub instructions: Option<String>,
+    pub capabilities: Capabilities,
+}
+
+/// The capabilities a server declared, in our own terms.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Capabilities {
+    pub tools: bool,
+    pub tools_list_changed: bool,
+    pub resources: bool,
+    pub resources_subscribe: bool,
+    pub resources_list_changed: bool,
+    pub prompts: bool,
+    pub prompts_list_changed: bool,
+    pub logging: bool,
+    pub completions: bool,
+}
+
+impl Capabilities {
+    fn from_rmcp(c: &ServerCapabilities) -> Self {
+        Capabilities {
+            tools: c.tools.is_some(),
+            tools_list_changed: c.tools.as_ref().and_then(|t| t.list_changed).unwrap_or(false),
+            resources: c.resources.is_some(),
+            resources_subscribe: c.resources.as_ref().and_then(|r| r.subscribe).unwrap_or(false),
+            resources_list_changed: c.resources.as_ref().and_then(|r| r.list_changed).unwrap_or(false),
+            prompts: c.prompts.is_some(),
+            prompts_list_changed: c.prompts.as_ref().and_then(|p| p.list_changed).unwrap_or(false),
+            logging: c.logging.is_some(),
+            completions: c.completions.is_some(),
+        }
+    }
+
+    /// The declared capability names, for listings.
+    pub fn names(&self) -> Vec<&'static str> {
+        [
+            (self.tools, "tools"),
+            (self.resources, "resources"),
+            (self.prompts, "prompts"),
+            (self.logging, "logging"),
+            (self.completions, "completions"),
+        ]
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect()
+    }
+}
+
+/// How to connect.
+#[derive(Debug, Clone)]
+pub(crate) struct ConnectOptions {
+    pub(crate) connect_timeout: Duration,
+    /// The longest stdio message accepted.
+    pub(crate) max_line_length: usize,
+}
+
+/// A connection attempt that did not succeed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ConnectError {
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
+    #[error("no answer to the handshake within {}", humantime(*.0))]
+    Timeout(Duration, Option<String>),
+    #[error("{message}")]
+    Handshake { message: String, stderr: Option<String> },
+    #[error("{0}")]
+    NeedsAuth(String),
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+impl ConnectError {
+    pub(crate) fn into_state(self) -> ServerState {
+        match self {
+            ConnectError::NeedsAuth(message) => ServerState::NeedsAuth { message },
+            ConnectError::Spawn(e) => ServerState::Failed(Failure { message: e.to_string(), hint: e.hint(), stderr: None }),
+            ConnectError::Timeout(after, stderr) => ServerState::Failed(Failure {
+                message: format!("no answer to the handshake within {}", humantime(after)),
+                hint: Some("a slow first start (npx, uvx) may need a longer timeout: set MCP_TIMEOUT (ms) or `timeout` on the server".to_owned()),
+                stderr,
+            }),
+            ConnectError::Handshake { message, stderr } => ServerState::Failed(Failure { message, hint: None, stderr }),
+            ConnectError::Unsupported(message) => ServerState::Failed(Failure { message, hint: None, stderr: None }),
+        }
+    }
+}
+
+fn humantime(d: Duration) -> String {
+    if d.as_millis() % 1000 == 0 { format!("{} s", d.as_secs()) } else { format!("{} ms", d.as_millis()) }
+}
+
+/// A live session with one server. rmcp's service loop runs in a task of its own; the
+/// session keeps its peer (to make requests), a way to cancel it, and a signal for its end.
+pub(crate) struct Session {
+    peer: Peer<RoleClient>,
+    cancel: Option<rmcp::service::RunningServiceCancellationToken>,
+    ended: tokio::sync::watch::Receiver<bool>,
+    process: Option<ChildProcess>,
+    pub(crate) info: Arc<ServerInfo>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session").field("info", &self.info).field("pid", &self.pid()).finish()
+    }
+}
+
+impl Session {
+    fn start(service: RunningService<RoleClient, ClientSide>, generation: Generation, process: Option<ChildProcess>) -> Session {
+        let info = Arc::new(info_of(&service, generation));
+        let peer = service.peer().clone();
+        let cancel = Some(service.cancellation_token());
+        let (ended_tx, ended) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            let _ = service.waiting().await;
+            let _ = ended_tx.send(true);
+        });
+        Session { peer, cancel, ended, process, info }
+    }
+
+    pub(crate) fn peer(&self) -> &Peer<RoleClient> {
+        &self.peer
+    }
+
+    pub(crate) fn pid(&self) -> Option<u32> {
+        self.process.as_ref().map(ChildProcess::pid)
+    }
+
+    /// The last lines the server wrote to stderr (stdio servers).
+    pub(crate) fn stderr_tail(&self) -> Option<String> {
+        self.process.as_ref().map(|p| p.stderr().last_lines(20)).filter(|s| !s.is_empty())
+    }
+
+    /// Resolves when the session ends by itself: the server exited or the connection dropped.
+    pub(crate) fn closed(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut ended = self.ended.clone();
+        let mut exit = self.process.as_ref().map(ChildProcess::exit_watch);
+        async move {
+            let exited = async {
+                match exit.as_mut() {
+                    Some(exit) => {
+                        let _ = exit.wait_for(Option::is_some).await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                _ = ended.wait_for(|e| *e) => {}
+                _ = exited => {}
+            }
+        }
+    }
+
+    /// How a child process ended, when it has.
+    pub(crate) fn exit_status(&self) -> Option<String> {
+        let process = self.process.as_ref()?;
+        let status = (*process.exit_watch().borrow())?;
+        Some(exit_text(status))
+    }
+
+    /// Ends the session: the transport closes (stdin with it), then a child process gets the
+    /// signal ladder. Bounded: 200 ms for the service loop, 600 ms for the process.
+    pub(crate) async fn close(mut self) {
+        if let Some(cancel) = self.cancel.take() {
+            cancel.cancel();
+        }
+        let _ = tokio::time::timeout(Duration::from_millis(200), self.ended.wait_for(|e| *e)).await;
+        if let Some(process) = self.process.take() {
+            process.shutdown().await;
+        }
+    }
+}
+
+/// Connects to one server and runs the handshake, within the connect timeout.
+pub(crate) async fn open(
+    config: &ServerConfig,
+    options: &ConnectOptions,
+    remembered: Option<Generation>,
+    notices: mpsc::UnboundedSender<Notice>,
+) -> Result<Session, ConnectError> {
+    let plan = match (&config.protocol, remembered) {
+        (ProtocolPin::Version(v), _) if v.as_str() >= "2026-07-28" => Plan::Discover(protocol_version(v)),
+        (ProtocolPin::Version(v), _) => Plan::Initialize(protocol_version(v)),
+        (ProtocolPin::Auto, Some(Generation::Initialize)) => Plan::Initialize(latest_initialize_version()),
+        (ProtocolPin::Auto, Some(Generation::Discover)) => Plan::Discover(rmcp::model::ProtocolVersion::V_2026_07_28),
+        (ProtocolPin::Auto, None) => Plan::Probe,
+    };
+    let handler = ClientSide::new(config.name.as_str(), notices);
+    let timeout = config.connect_timeout.unwrap_or(options.connect_timeout);
+    match &config.transport {
+        Transport::Stdio(stdio_config) => {
+            let child = stdio::spawn(config.name.as_str(), stdio_config, options.max_line_length)?;
+            let process = child.process;
+            let stderr = process.stderr();
+            let mut exit = process.exit_watch();
+            let attempt = tokio::time::timeout(timeout, handshake(handler, child.transport, plan)).await;
+            match attempt {
+                Ok(Ok((service, generation))) => Ok(Session::start(service, generation, Some(process))),
+                Ok(Err(error)) => {
+                    // The server may have exited: say how, with what it said on stderr.
+                    let status = match tokio::time::timeout(Duration::from_millis(200), exit.wait_for(Option::is_some)).await {
+                        Ok(Ok(status)) => *status,
+                        _ => None,
+                    };
+                    let message = match (&error, status) {
+                        (HandshakeError::Closed, Some(status)) => format!("the server exited during the handshake ({})", exit_text(status)),
+                        _ => error.to_string(),
+                    };
+                    let tail = stderr.last_lines(20);
+                    process.shutdown().await;
+                    Err(ConnectError::Handshake { message, stderr: Some(tail).filter(|t| !t.is_empty()) })
+                }
+                Err(_) => {
+                    let tail = stderr.last_lines(20);
+                    process.shutdown().await;
+                    Err(ConnectError::Timeout(timeout, Some(tail).filter(|t| !t.is_empty())))
+                }
+            }
+        }
+        other => Err(ConnectError::Unsupported(format!("the `{}` transport is not available in this build yet", other.type_name()))),
+    }
+}
+
+/// rmcp's version type from a version string the configuration already checked.
+fn protocol_version(v: &str) -> rmcp::model::ProtocolVersion {
+    serde_json::from_value(serde_json::Value::String(v.to_owned())).unwrap_or(rmcp::model::ProtocolVersion::LATEST)
+}
+
+fn exit_text(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit code {code}"),
+        (None, Some(signal)) => format!("killed by signal {signal}"),
+        _ => status.to_string(),
+    }
+}
+
+fn info_of(service: &RunningService<RoleClient, ClientSide>, generation: Generation) -> ServerInfo {
+    let peer = service.peer().peer_info();
+    let peer = peer.as_deref();
+    ServerInfo {
+        protocol_version: peer.map(|p| p.protocol_version.to_string()).unwrap_or_default(),
+        generation,
+        name: peer.and_then(|p| p.server_info.as_ref()).map(|i| i.name.clone()),
+        title: peer.and_then(|p| p.server_info.as_ref()).and_then(|i| i.title.clone()),
+        version: peer.and_then(|p| p.server_info.as_ref()).map(|i| i.version.clone()),
+        instructions: peer.and_then(|p| p.instructions.clone()),
+        capabilities: peer.map(|p| Capabilities::from_rmcp(&p.capabilities)).unwrap_or_default(),
+    }
+}

@@ -1,0 +1,71 @@
+//! The client side of one session: what Switchboard says it is, and what it does with the
+//! notifications a server sends. Server-to-client requests (elicitation, sampling, roots) are
+//! declined until the interaction layer lands: rmcp's defaults answer them with errors.
+
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, LoggingLevel, LoggingMessageNotificationParam, ResourceUpdatedNotificationParam};
+use rmcp::service::{NotificationContext, RoleClient};
+use rmcp::ClientHandler;
+use tokio::sync::mpsc;
+
+/// Something a server told us that invalidates what we know about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Notice {
+    ToolsChanged,
+    ResourcesChanged,
+    PromptsChanged,
+    ResourceUpdated(String),
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct ClientSide {
+    server: String,
+    notices: mpsc::UnboundedSender<Notice>,
+}
+
+impl ClientSide {
+    pub(crate) fn new(server: &str, notices: mpsc::UnboundedSender<Notice>) -> Self {
+        ClientSide { server: server.to_owned(), notices }
+    }
+}
+
+pub(crate) fn client_info() -> Implementation {
+    let mut implementation = Implementation::default();
+    implementation.name = "switchboard".to_owned();
+    implementation.title = Some("Switchboard".to_owned());
+    implementation.version = env!("CARGO_PKG_VERSION").to_owned();
+    implementation
+}
+
+impl ClientHandler for ClientSide {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(ClientCapabilities::default(), client_info())
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.notices.send(Notice::ToolsChanged);
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.notices.send(Notice::ResourcesChanged);
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.notices.send(Notice::PromptsChanged);
+    }
+
+    async fn on_resource_updated(&self, params: ResourceUpdatedNotificationParam, _context: NotificationContext<RoleClient>) {
+        let _ = self.notices.send(Notice::ResourceUpdated(params.uri));
+    }
+
+    async fn on_logging_message(&self, params: LoggingMessageNotificationParam, _context: NotificationContext<RoleClient>) {
+        let server = &self.server;
+        let data = params.data;
+        let logger = params.logger.unwrap_or_default();
+        match params.level {
+            LoggingLevel::Debug => tracing::debug!(target: "switchboard::server", %server, %logger, %data),
+            LoggingLevel::Info | LoggingLevel::Notice => tracing::info!(target: "switchboard::server", %server, %logger, %data),
+            LoggingLevel::Warning => tracing::warn!(target: "switchboard::server", %server, %logger, %data),
+            _ => tracing::error!(target: "switchboard::server", %server, %logger, %data),
+        }
+    }
+}

@@ -1,0 +1,4 @@
+//! Transports: how bytes reach a server. Each submodule turns one `Transport` variant of the
+//! configuration into something rmcp can drive; nothing here knows about handshakes or states.
+
+pub(crate) mod stdio;

@@ -1,0 +1,251 @@
+//! The stdio transport: the server runs as a child process in its own process group, speaking
+//! JSON-RPC lines on stdin/stdout.
+//!
+//! - A spawn error (command not found, not executable, missing working directory) is reported
+//!   at once, with the resolved command and a hint, never as a connect timeout.
+//! - stderr is read continuously into a bounded tail (the last 64 KiB) and logged line by line
+//!   under the server's name; a failed server's message carries that tail.
+//! - Shutdown: the caller drops the transport (closing stdin), then [`ChildProcess::shutdown`]
+//!   sends SIGINT, waits 100 ms, SIGTERM, waits 400 ms, then SIGKILL — to the whole process
+//!   group, so an `npx` → `node` tree goes too — and takes 600 ms at most.
+//! - Lines on stdout that are not JSON-RPC (a start-up banner) are skipped by rmcp's codec.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use rmcp::service::RoleClient;
+use rmcp::transport::async_rw::AsyncRwTransport;
+use tokio::io::AsyncReadExt;
+use tokio::process::{ChildStdin, ChildStdout, Command};
+use tokio::sync::watch;
+
+use crate::config::StdioTransport;
+
+/// How much of a server's stderr is kept.
+pub(crate) const STDERR_TAIL_BYTES: usize = 64 * 1024;
+
+const SIGINT_GRACE: Duration = Duration::from_millis(100);
+const SIGTERM_GRACE: Duration = Duration::from_millis(400);
+const SIGKILL_REAP: Duration = Duration::from_millis(100);
+
+/// A child process could not be started.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpawnError {
+    #[error("command `{command}` was not found on PATH")]
+    NotFound { command: String, path: String },
+    #[error("`{}` cannot be executed: {reason}", path.display())]
+    NotExecutable { path: PathBuf, reason: String },
+    #[error("working directory {} does not exist", cwd.display())]
+    MissingCwd { cwd: PathBuf },
+    #[error("cannot start `{}`: {message}", path.display())]
+    Io { path: PathBuf, message: String },
+}
+
+impl SpawnError {
+    /// What the user can do about it.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            SpawnError::NotFound { command, path } => Some(match command.as_str() {
+                "npx" | "node" | "npm" => format!("install Node.js (it provides `{command}`), or give the full path; PATH is {path}"),
+                "uvx" | "uv" => format!("install uv (it provides `{command}`), or give the full path; PATH is {path}"),
+                "python" | "python3" | "pip" => format!("install Python, or give the full path; PATH is {path}"),
+                "docker" => "install Docker, or give the full path".to_owned(),
+                _ => format!("check that it is installed, or give the full path; PATH is {path}"),
+            }),
+            SpawnError::NotExecutable { path, .. } => Some(format!("check the file's permissions: chmod +x {}", path.display())),
+            SpawnError::MissingCwd { .. } => Some("fix `cwd` in the server's configuration".to_owned()),
+            SpawnError::Io { .. } => None,
+        }
+    }
+}
+
+/// The last bytes a server wrote to stderr, shared with the reader task.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StderrTail {
+    bytes: Arc<Mutex<VecDeque<u8>>>,
+}
+
+impl StderrTail {
+    fn push(&self, chunk: &[u8]) {
+        let Ok(mut bytes) = self.bytes.lock() else { return };
+        bytes.extend(chunk);
+        let excess = bytes.len().saturating_sub(STDERR_TAIL_BYTES);
+        bytes.drain(..excess);
+    }
+
+    /// The kept tail, as text.
+    pub(crate) fn text(&self) -> String {
+        let Ok(bytes) = self.bytes.lock() else { return String::new() };
+        let (a, b) = bytes.as_slices();
+        let mut all = Vec::with_capacity(a.len() + b.len());
+        all.extend_from_slice(a);
+        all.extend_from_slice(b);
+        String::from_utf8_lossy(&all).into_owned()
+    }
+
+    /// The last `n` lines, for messages.
+    pub(crate) fn last_lines(&self, n: usize) -> String {
+        let text = self.text();
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        lines[lines.len().saturating_sub(n)..].join("\n")
+    }
+}
+
+/// A started server: the transport to hand to rmcp, and the process behind it.
+pub(crate) struct StdioChild {
+    pub(crate) transport: AsyncRwTransport<RoleClient, ChildStdout, ChildStdin>,
+    pub(crate) process: ChildProcess,
+}
+
+/// The child process and its group. Dropping it kills the whole group at once.
+#[derive(Debug)]
+pub(crate) struct ChildProcess {
+    pid: u32,
+    exit: watch::Receiver<Option<ExitStatus>>,
+    stderr: StderrTail,
+    done: bool,
+}
+
+/// Starts the server. Returns at once; the handshake is the caller's.
+pub(crate) fn spawn(server: &str, config: &StdioTransport, max_line_length: usize) -> Result<StdioChild, SpawnError> {
+    let cwd = match &config.cwd {
+        Some(cwd) if !cwd.is_dir() => return Err(SpawnError::MissingCwd { cwd: cwd.clone() }),
+        Some(cwd) => Some(cwd.clone()),
+        None => None,
+    };
+    let program = resolve(config, cwd.as_deref())?;
+    let mut command = Command::new(&program);
+    command
+        .args(&config.args)
+        .envs(&config.env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    if let Some(cwd) = &cwd {
+        command.current_dir(cwd);
+    }
+    let mut child = command.spawn().map_err(|e| match e.kind() {
+        std::io::ErrorKind::PermissionDenied => SpawnError::NotExecutable { path: program.clone(), reason: e.to_string() },
+        _ => SpawnError::Io { path: program.clone(), message: e.to_string() },
+    })?;
+    let pid = child.id().unwrap_or_default();
+    let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
+        return Err(SpawnError::Io { path: program, message: "the child's pipes were not set up".to_owned() });
+    };
+
+    let tail = StderrTail::default();
+    tokio::spawn(read_stderr(server.to_owned(), stderr, tail.clone()));
+    let (exit_tx, exit) = watch::channel(None);
+    tokio::spawn(async move {
+        let status = child.wait().await.ok();
+        let _ = exit_tx.send(status);
+    });
+    let transport = AsyncRwTransport::new_client(stdout, stdin).with_max_line_length(max_line_length);
+    Ok(StdioChild { transport, process: ChildProcess { pid, exit, stderr: tail, done: false } })
+}
+
+/// Finds the program the way a shell would, so a missing one is reported before spawning.
+fn resolve(config: &StdioTransport, cwd: Option<&Path>) -> Result<PathBuf, SpawnError> {
+    let command = &config.command;
+    let base = match cwd {
+        Some(cwd) => cwd.to_owned(),
+        None => std::env::current_dir().unwrap_or_default(),
+    };
+    if command.contains('/') {
+        let path = base.join(command);
+        return match std::fs::metadata(&path) {
+            Ok(meta) if meta.is_file() => Ok(path),
+            Ok(_) => Err(SpawnError::NotExecutable { path, reason: "it is not a file".to_owned() }),
+            Err(_) => Err(SpawnError::NotFound { command: command.clone(), path: path.display().to_string() }),
+        };
+    }
+    let search_path = config.env.get("PATH").cloned().or_else(|| std::env::var("PATH").ok()).unwrap_or_default();
+    which::which_in(command, Some(&search_path), &base)
+        .map_err(|_| SpawnError::NotFound { command: command.clone(), path: search_path })
+}
+
+async fn read_stderr(server: String, mut stderr: tokio::process::ChildStderr, tail: StderrTail) {
+    let mut buf = vec![0u8; 8192];
+    let mut line = Vec::new();
+    loop {
+        let n = match stderr.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        tail.push(&buf[..n]);
+        for &b in &buf[..n] {
+            if b == b'\n' {
+                tracing::debug!(target: "switchboard::server", server = %server, "{}", String::from_utf8_lossy(&line));
+                line.clear();
+            } else if line.len() < 4096 {
+                line.push(b);
+            }
+        }
+    }
+    if !line.is_empty() {
+        tracing::debug!(target: "switchboard::server", server = %server, "{}", String::from_utf8_lossy(&line));
+    }
+}
+
+impl ChildProcess {
+    pub(crate) fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    pub(crate) fn stderr(&self) -> StderrTail {
+        self.stderr.clone()
+    }
+
+    /// A receiver that holds the exit status once the process has exited.
+    pub(crate) fn exit_watch(&self) -> watch::Receiver<Option<ExitStatus>> {
+        self.exit.clone()
+    }
+
+    fn signal(&self, signal: Signal) {
+        let Ok(pid) = i32::try_from(self.pid) else { return };
+        // ESRCH (the group is gone) is the outcome we want; nothing else can be done on error.
+        let _ = killpg(Pid::from_raw(pid), signal);
+    }
+
+    async fn exited_within(&mut self, wait: Duration) -> bool {
+        tokio::time::timeout(wait, self.exit.wait_for(Option::is_some)).await.is_ok()
+    }
+
+    /// Stops the process group: SIGINT, 100 ms, SIGTERM, 400 ms, SIGKILL (600 ms at most). Call
+    /// it after the transport was dropped, so the server has already seen stdin close.
+    pub(crate) async fn shutdown(mut self) -> Option<ExitStatus> {
+        self.done = true;
+        if self.pid == 0 {
+            return None;
+        }
+        if !self.exit.borrow().is_some() {
+            self.signal(Signal::SIGINT);
+            if !self.exited_within(SIGINT_GRACE).await {
+                self.signal(Signal::SIGTERM);
+                if !self.exited_within(SIGTERM_GRACE).await {
+                    self.signal(Signal::SIGKILL);
+                    self.exited_within(SIGKILL_REAP).await;
+                }
+            }
+        }
+        // The leader is gone; whatever it left in its group (grandchildren) goes too.
+        self.signal(Signal::SIGKILL);
+        *self.exit.borrow()
+    }
+}
+
+impl Drop for ChildProcess {
+    fn drop(&mut self) {
+        if !self.done && self.pid != 0 {
+            self.signal(Signal::SIGKILL);
+        }
+    }
+}
