@@ -29,6 +29,11 @@ use std::time::Duration;
 
 pub use approval::{Approval, ApprovalStore, Decision};
 pub use edit::{ConfigEdit, ServersLocation};
+
+/// Writes a file owner-only and atomically (for state that may matter to security).
+pub(crate) fn write_private(path: &std::path::Path, contents: &[u8]) -> std::io::Result<()> {
+    edit::write_atomic(path, contents, 0o600)
+}
 pub use environment::Environment;
 pub use expand::{ExpandError, expand_vars};
 pub use issue::{ConfigError, ConfigIssue, Severity};

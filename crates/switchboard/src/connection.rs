@@ -13,9 +13,9 @@ use rmcp::model::ServerCapabilities;
 use rmcp::service::{Peer, RoleClient, RunningService};
 use tokio::sync::mpsc;
 
-pub use handshake::Generation;
-pub(crate) use handler::Notice;
 use handler::ClientSide;
+pub(crate) use handler::Notice;
+pub use handshake::Generation;
 use handshake::{HandshakeError, Plan, handshake, latest_initialize_version};
 
 use crate::config::{ProtocolPin, ServerConfig, Transport};
@@ -25,11 +25,16 @@ use crate::transport::stdio::{self, ChildProcess, SpawnError};
 #[derive(Debug, Clone, PartialEq)]
 pub enum ServerState {
     /// Connecting, or waiting to retry: `attempt` counts from 1, up to `max_attempts`.
-    Pending { attempt: u32, max_attempts: u32 },
+    Pending {
+        attempt: u32,
+        max_attempts: u32,
+    },
     Connected(Arc<ServerInfo>),
     Failed(Failure),
     /// The server wants authorization the user has to give.
-    NeedsAuth { message: String },
+    NeedsAuth {
+        message: String,
+    },
     Disabled,
 }
 
@@ -95,12 +100,28 @@ impl Capabilities {
     fn from_rmcp(c: &ServerCapabilities) -> Self {
         Capabilities {
             tools: c.tools.is_some(),
-            tools_list_changed: c.tools.as_ref().and_then(|t| t.list_changed).unwrap_or(false),
+            tools_list_changed: c
+                .tools
+                .as_ref()
+                .and_then(|t| t.list_changed)
+                .unwrap_or(false),
             resources: c.resources.is_some(),
-            resources_subscribe: c.resources.as_ref().and_then(|r| r.subscribe).unwrap_or(false),
-            resources_list_changed: c.resources.as_ref().and_then(|r| r.list_changed).unwrap_or(false),
+            resources_subscribe: c
+                .resources
+                .as_ref()
+                .and_then(|r| r.subscribe)
+                .unwrap_or(false),
+            resources_list_changed: c
+                .resources
+                .as_ref()
+                .and_then(|r| r.list_changed)
+                .unwrap_or(false),
             prompts: c.prompts.is_some(),
-            prompts_list_changed: c.prompts.as_ref().and_then(|p| p.list_changed).unwrap_or(false),
+            prompts_list_changed: c
+                .prompts
+                .as_ref()
+                .and_then(|p| p.list_changed)
+                .unwrap_or(false),
             logging: c.logging.is_some(),
             completions: c.completions.is_some(),
         }
@@ -137,8 +158,13 @@ pub(crate) enum ConnectError {
     #[error("no answer to the handshake within {}", humantime(*.0))]
     Timeout(Duration, Option<String>),
     #[error("{message}")]
-    Handshake { message: String, stderr: Option<String> },
+    Handshake {
+        message: String,
+        stderr: Option<String>,
+    },
     #[error("{0}")]
+    // Constructed when a remote server answers 401 (the remote transports).
+    #[allow(dead_code)]
     NeedsAuth(String),
     #[error("{0}")]
     Unsupported(String),
@@ -161,36 +187,62 @@ impl ConnectError {
 }
 
 fn humantime(d: Duration) -> String {
-    if d.as_millis() % 1000 == 0 { format!("{} s", d.as_secs()) } else { format!("{} ms", d.as_millis()) }
+    if d.as_millis().is_multiple_of(1000) {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{} ms", d.as_millis())
+    }
 }
 
 /// A live session with one server. rmcp's service loop runs in a task of its own; the
 /// session keeps its peer (to make requests), a way to cancel it, and a signal for its end.
 pub(crate) struct Session {
     peer: Peer<RoleClient>,
-    cancel: Option<rmcp::service::RunningServiceCancellationToken>,
+    cancel: std::sync::Mutex<Option<rmcp::service::RunningServiceCancellationToken>>,
     ended: tokio::sync::watch::Receiver<bool>,
-    process: Option<ChildProcess>,
+    process: std::sync::Mutex<Option<ChildProcess>>,
+    pid: Option<u32>,
+    stderr: Option<crate::transport::stdio::StderrTail>,
+    exit: Option<tokio::sync::watch::Receiver<Option<std::process::ExitStatus>>>,
     pub(crate) info: Arc<ServerInfo>,
 }
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Session").field("info", &self.info).field("pid", &self.pid()).finish()
+        f.debug_struct("Session")
+            .field("info", &self.info)
+            .field("pid", &self.pid())
+            .finish()
     }
 }
 
 impl Session {
-    fn start(service: RunningService<RoleClient, ClientSide>, generation: Generation, process: Option<ChildProcess>) -> Session {
+    fn start(
+        service: RunningService<RoleClient, ClientSide>,
+        generation: Generation,
+        process: Option<ChildProcess>,
+    ) -> Session {
         let info = Arc::new(info_of(&service, generation));
         let peer = service.peer().clone();
-        let cancel = Some(service.cancellation_token());
+        let cancel = std::sync::Mutex::new(Some(service.cancellation_token()));
         let (ended_tx, ended) = tokio::sync::watch::channel(false);
         tokio::spawn(async move {
             let _ = service.waiting().await;
             let _ = ended_tx.send(true);
         });
-        Session { peer, cancel, ended, process, info }
+        let pid = process.as_ref().map(ChildProcess::pid);
+        let stderr = process.as_ref().map(ChildProcess::stderr);
+        let exit = process.as_ref().map(ChildProcess::exit_watch);
+        Session {
+            peer,
+            cancel,
+            ended,
+            process: std::sync::Mutex::new(process),
+            pid,
+            stderr,
+            exit,
+            info,
+        }
     }
 
     pub(crate) fn peer(&self) -> &Peer<RoleClient> {
@@ -198,18 +250,21 @@ impl Session {
     }
 
     pub(crate) fn pid(&self) -> Option<u32> {
-        self.process.as_ref().map(ChildProcess::pid)
+        self.pid
     }
 
     /// The last lines the server wrote to stderr (stdio servers).
     pub(crate) fn stderr_tail(&self) -> Option<String> {
-        self.process.as_ref().map(|p| p.stderr().last_lines(20)).filter(|s| !s.is_empty())
+        self.stderr
+            .as_ref()
+            .map(|s| s.last_lines(20))
+            .filter(|s| !s.is_empty())
     }
 
     /// Resolves when the session ends by itself: the server exited or the connection dropped.
     pub(crate) fn closed(&self) -> impl Future<Output = ()> + Send + 'static {
         let mut ended = self.ended.clone();
-        let mut exit = self.process.as_ref().map(ChildProcess::exit_watch);
+        let mut exit = self.exit.clone();
         async move {
             let exited = async {
                 match exit.as_mut() {
@@ -226,21 +281,28 @@ impl Session {
         }
     }
 
-    /// How a child process ended, when it has.
-    pub(crate) fn exit_status(&self) -> Option<String> {
-        let process = self.process.as_ref()?;
-        let status = (*process.exit_watch().borrow())?;
+    /// How a child process ended. stdout closing can come a moment before the exit status
+    /// is collected, so this waits up to `wait` for it.
+    pub(crate) async fn exit_status(&self, wait: Duration) -> Option<String> {
+        let mut exit = self.exit.clone()?;
+        let status = match tokio::time::timeout(wait, exit.wait_for(Option::is_some)).await {
+            Ok(Ok(status)) => (*status)?,
+            _ => return None,
+        };
         Some(exit_text(status))
     }
 
     /// Ends the session: the transport closes (stdin with it), then a child process gets the
     /// signal ladder. Bounded: 200 ms for the service loop, 600 ms for the process.
-    pub(crate) async fn close(mut self) {
-        if let Some(cancel) = self.cancel.take() {
+    pub(crate) async fn close(&self) {
+        let cancel = self.cancel.lock().ok().and_then(|mut c| c.take());
+        if let Some(cancel) = cancel {
             cancel.cancel();
         }
-        let _ = tokio::time::timeout(Duration::from_millis(200), self.ended.wait_for(|e| *e)).await;
-        if let Some(process) = self.process.take() {
+        let mut ended = self.ended.clone();
+        let _ = tokio::time::timeout(Duration::from_millis(200), ended.wait_for(|e| *e)).await;
+        let process = self.process.lock().ok().and_then(|mut p| p.take());
+        if let Some(process) = process {
             process.shutdown().await;
         }
     }
@@ -254,10 +316,16 @@ pub(crate) async fn open(
     notices: mpsc::UnboundedSender<Notice>,
 ) -> Result<Session, ConnectError> {
     let plan = match (&config.protocol, remembered) {
-        (ProtocolPin::Version(v), _) if v.as_str() >= "2026-07-28" => Plan::Discover(protocol_version(v)),
+        (ProtocolPin::Version(v), _) if v.as_str() >= "2026-07-28" => {
+            Plan::Discover(protocol_version(v))
+        }
         (ProtocolPin::Version(v), _) => Plan::Initialize(protocol_version(v)),
-        (ProtocolPin::Auto, Some(Generation::Initialize)) => Plan::Initialize(latest_initialize_version()),
-        (ProtocolPin::Auto, Some(Generation::Discover)) => Plan::Discover(rmcp::model::ProtocolVersion::V_2026_07_28),
+        (ProtocolPin::Auto, Some(Generation::Initialize)) => {
+            Plan::Initialize(latest_initialize_version())
+        }
+        (ProtocolPin::Auto, Some(Generation::Discover)) => {
+            Plan::Discover(rmcp::model::ProtocolVersion::V_2026_07_28)
+        }
         (ProtocolPin::Auto, None) => Plan::Probe,
     };
     let handler = ClientSide::new(config.name.as_str(), notices);
@@ -268,37 +336,58 @@ pub(crate) async fn open(
             let process = child.process;
             let stderr = process.stderr();
             let mut exit = process.exit_watch();
-            let attempt = tokio::time::timeout(timeout, handshake(handler, child.transport, plan)).await;
+            let attempt =
+                tokio::time::timeout(timeout, handshake(handler, child.transport, plan)).await;
             match attempt {
-                Ok(Ok((service, generation))) => Ok(Session::start(service, generation, Some(process))),
+                Ok(Ok((service, generation))) => {
+                    Ok(Session::start(service, generation, Some(process)))
+                }
                 Ok(Err(error)) => {
                     // The server may have exited: say how, with what it said on stderr.
-                    let status = match tokio::time::timeout(Duration::from_millis(200), exit.wait_for(Option::is_some)).await {
+                    let status = match tokio::time::timeout(
+                        Duration::from_millis(200),
+                        exit.wait_for(Option::is_some),
+                    )
+                    .await
+                    {
                         Ok(Ok(status)) => *status,
                         _ => None,
                     };
                     let message = match (&error, status) {
-                        (HandshakeError::Closed, Some(status)) => format!("the server exited during the handshake ({})", exit_text(status)),
+                        (HandshakeError::Closed, Some(status)) => format!(
+                            "the server exited during the handshake ({})",
+                            exit_text(status)
+                        ),
                         _ => error.to_string(),
                     };
                     let tail = stderr.last_lines(20);
                     process.shutdown().await;
-                    Err(ConnectError::Handshake { message, stderr: Some(tail).filter(|t| !t.is_empty()) })
+                    Err(ConnectError::Handshake {
+                        message,
+                        stderr: Some(tail).filter(|t| !t.is_empty()),
+                    })
                 }
                 Err(_) => {
                     let tail = stderr.last_lines(20);
                     process.shutdown().await;
-                    Err(ConnectError::Timeout(timeout, Some(tail).filter(|t| !t.is_empty())))
+                    Err(ConnectError::Timeout(
+                        timeout,
+                        Some(tail).filter(|t| !t.is_empty()),
+                    ))
                 }
             }
         }
-        other => Err(ConnectError::Unsupported(format!("the `{}` transport is not available in this build yet", other.type_name()))),
+        other => Err(ConnectError::Unsupported(format!(
+            "the `{}` transport is not available in this build yet",
+            other.type_name()
+        ))),
     }
 }
 
 /// rmcp's version type from a version string the configuration already checked.
 fn protocol_version(v: &str) -> rmcp::model::ProtocolVersion {
-    serde_json::from_value(serde_json::Value::String(v.to_owned())).unwrap_or(rmcp::model::ProtocolVersion::LATEST)
+    serde_json::from_value(serde_json::Value::String(v.to_owned()))
+        .unwrap_or(rmcp::model::ProtocolVersion::LATEST)
 }
 
 fn exit_text(status: std::process::ExitStatus) -> String {
@@ -314,12 +403,22 @@ fn info_of(service: &RunningService<RoleClient, ClientSide>, generation: Generat
     let peer = service.peer().peer_info();
     let peer = peer.as_deref();
     ServerInfo {
-        protocol_version: peer.map(|p| p.protocol_version.to_string()).unwrap_or_default(),
+        protocol_version: peer
+            .map(|p| p.protocol_version.to_string())
+            .unwrap_or_default(),
         generation,
-        name: peer.and_then(|p| p.server_info.as_ref()).map(|i| i.name.clone()),
-        title: peer.and_then(|p| p.server_info.as_ref()).and_then(|i| i.title.clone()),
-        version: peer.and_then(|p| p.server_info.as_ref()).map(|i| i.version.clone()),
+        name: peer
+            .and_then(|p| p.server_info.as_ref())
+            .map(|i| i.name.clone()),
+        title: peer
+            .and_then(|p| p.server_info.as_ref())
+            .and_then(|i| i.title.clone()),
+        version: peer
+            .and_then(|p| p.server_info.as_ref())
+            .map(|i| i.version.clone()),
         instructions: peer.and_then(|p| p.instructions.clone()),
-        capabilities: peer.map(|p| Capabilities::from_rmcp(&p.capabilities)).unwrap_or_default(),
+        capabilities: peer
+            .map(|p| Capabilities::from_rmcp(&p.capabilities))
+            .unwrap_or_default(),
     }
 }

@@ -9,4 +9,5 @@ pub mod config;
 pub mod connection;
 pub mod env_vars;
 pub mod import;
+pub mod manager;
 pub(crate) mod transport;

@@ -2,9 +2,16 @@
 //! notifications a server sends. Server-to-client requests (elicitation, sampling, roots) are
 //! declined until the interaction layer lands: rmcp's defaults answer them with errors.
 
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, LoggingLevel, LoggingMessageNotificationParam, ResourceUpdatedNotificationParam};
-use rmcp::service::{NotificationContext, RoleClient};
+// Logging is deprecated for 2026-07-28 (SEP-2577), but servers of the initialize era still
+// send `notifications/message`, and their logs must still reach the user.
+#![allow(deprecated)]
+
 use rmcp::ClientHandler;
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, Implementation, LoggingLevel,
+    LoggingMessageNotificationParam, ResourceUpdatedNotificationParam,
+};
+use rmcp::service::{NotificationContext, RoleClient};
 use tokio::sync::mpsc;
 
 /// Something a server told us that invalidates what we know about it.
@@ -24,7 +31,10 @@ pub(crate) struct ClientSide {
 
 impl ClientSide {
     pub(crate) fn new(server: &str, notices: mpsc::UnboundedSender<Notice>) -> Self {
-        ClientSide { server: server.to_owned(), notices }
+        ClientSide {
+            server: server.to_owned(),
+            notices,
+        }
     }
 }
 
@@ -53,18 +63,32 @@ impl ClientHandler for ClientSide {
         let _ = self.notices.send(Notice::PromptsChanged);
     }
 
-    async fn on_resource_updated(&self, params: ResourceUpdatedNotificationParam, _context: NotificationContext<RoleClient>) {
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
         let _ = self.notices.send(Notice::ResourceUpdated(params.uri));
     }
 
-    async fn on_logging_message(&self, params: LoggingMessageNotificationParam, _context: NotificationContext<RoleClient>) {
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
         let server = &self.server;
         let data = params.data;
         let logger = params.logger.unwrap_or_default();
         match params.level {
-            LoggingLevel::Debug => tracing::debug!(target: "switchboard::server", %server, %logger, %data),
-            LoggingLevel::Info | LoggingLevel::Notice => tracing::info!(target: "switchboard::server", %server, %logger, %data),
-            LoggingLevel::Warning => tracing::warn!(target: "switchboard::server", %server, %logger, %data),
+            LoggingLevel::Debug => {
+                tracing::debug!(target: "switchboard::server", %server, %logger, %data)
+            }
+            LoggingLevel::Info | LoggingLevel::Notice => {
+                tracing::info!(target: "switchboard::server", %server, %logger, %data)
+            }
+            LoggingLevel::Warning => {
+                tracing::warn!(target: "switchboard::server", %server, %logger, %data)
+            }
             _ => tracing::error!(target: "switchboard::server", %server, %logger, %data),
         }
     }

@@ -18,8 +18,8 @@ use std::time::Duration;
 use rmcp::model::{
     ClientJsonRpcMessage, ClientNotification, ClientRequest, ClientResult, DiscoverRequest,
     DiscoverRequestParams, ErrorCode, InitializeRequest, InitializedNotification, JsonRpcMessage,
-    PingRequest, ProtocolVersion, RequestId, RequestMetaObject, ServerJsonRpcMessage,
-    ServerPeerInfo, ServerRequest, ServerResult,
+    PingRequest, ProtocolVersion, RequestId, RequestMetaObject, ServerPeerInfo, ServerRequest,
+    ServerResult,
 };
 use rmcp::service::{RoleClient, RunningService, serve_directly};
 use rmcp::transport::Transport;
@@ -57,7 +57,11 @@ pub(crate) enum HandshakeError {
     #[error("cannot send the {what}: {message}")]
     Send { what: &'static str, message: String },
     #[error("the server refused the {what}: {message} (code {code})")]
-    Refused { what: &'static str, code: i32, message: String },
+    Refused {
+        what: &'static str,
+        code: i32,
+        message: String,
+    },
     #[error("no protocol version in common: the server supports {server}, Switchboard {client}")]
     NoCommonVersion { server: String, client: String },
     #[error("unexpected answer to the {what}: {answer}")]
@@ -102,27 +106,58 @@ where
     let initialize_msg = |version: ProtocolVersion| {
         let mut params = info.clone();
         params.protocol_version = version;
-        ClientJsonRpcMessage::request(ClientRequest::InitializeRequest(InitializeRequest::new(params)), id(INITIALIZE_ID))
+        ClientJsonRpcMessage::request(
+            ClientRequest::InitializeRequest(InitializeRequest::new(params)),
+            id(INITIALIZE_ID),
+        )
     };
 
     let mut initialize_sent = false;
     let mut discover_pending = false;
     if let Some(version) = &modern {
-        let meta = RequestMetaObject::with_client_context(version.clone(), info.client_info.clone(), info.capabilities.clone());
+        let meta = RequestMetaObject::with_client_context(
+            version.clone(),
+            info.client_info.clone(),
+            info.capabilities.clone(),
+        );
         let mut discover = DiscoverRequest::new(DiscoverRequestParams {});
         discover.extensions.insert(meta);
-        send(&mut transport, ClientJsonRpcMessage::request(ClientRequest::DiscoverRequest(discover), id(DISCOVER_ID)), "server/discover request").await?;
+        send(
+            &mut transport,
+            ClientJsonRpcMessage::request(
+                ClientRequest::DiscoverRequest(discover),
+                id(DISCOVER_ID),
+            ),
+            "server/discover request",
+        )
+        .await?;
         discover_pending = true;
         if legacy_version.is_some() {
-            send(&mut transport, ClientJsonRpcMessage::request(ClientRequest::PingRequest(PingRequest::default()), id(PING_ID)), "probe ping").await?;
+            send(
+                &mut transport,
+                ClientJsonRpcMessage::request(
+                    ClientRequest::PingRequest(PingRequest::default()),
+                    id(PING_ID),
+                ),
+                "probe ping",
+            )
+            .await?;
         }
     } else if let Some(version) = &legacy_version {
-        send(&mut transport, initialize_msg(version.clone()), "initialize request").await?;
+        send(
+            &mut transport,
+            initialize_msg(version.clone()),
+            "initialize request",
+        )
+        .await?;
         initialize_sent = true;
     }
 
     // When to give up on `server/discover` and send `initialize` instead.
-    let mut fallback_at = legacy_version.as_ref().filter(|_| !initialize_sent).map(|_| tokio::time::Instant::now() + SILENT_FALLBACK);
+    let mut fallback_at = legacy_version
+        .as_ref()
+        .filter(|_| !initialize_sent)
+        .map(|_| tokio::time::Instant::now() + SILENT_FALLBACK);
     loop {
         let deadline = fallback_at.filter(|_| !initialize_sent);
         let message = match deadline {
@@ -130,7 +165,12 @@ where
                 Ok(message) => message,
                 Err(_) => {
                     if let Some(version) = &legacy_version {
-                        send(&mut transport, initialize_msg(version.clone()), "initialize request").await?;
+                        send(
+                            &mut transport,
+                            initialize_msg(version.clone()),
+                            "initialize request",
+                        )
+                        .await?;
                         initialize_sent = true;
                     }
                     continue;
@@ -138,60 +178,114 @@ where
             },
             None => transport.receive().await,
         };
-        let Some(message) = message else { return Err(HandshakeError::Closed) };
+        let Some(message) = message else {
+            return Err(HandshakeError::Closed);
+        };
         match message {
-            JsonRpcMessage::Response(response) if response.id == id(DISCOVER_ID) && discover_pending => {
+            JsonRpcMessage::Response(response)
+                if response.id == id(DISCOVER_ID) && discover_pending =>
+            {
                 let ServerResult::DiscoverResult(result) = response.result else {
-                    return Err(HandshakeError::Unexpected { what: "server/discover request", answer: format!("{:?}", response.result) });
+                    return Err(HandshakeError::Unexpected {
+                        what: "server/discover request",
+                        answer: format!("{:?}", response.result),
+                    });
                 };
                 let wanted = modern.clone().unwrap_or(ProtocolVersion::V_2026_07_28);
                 if !result.supported_versions.contains(&wanted) {
                     if let (Some(version), false) = (&legacy_version, initialize_sent) {
                         // A modern server without our modern version: try the older handshake.
-                        send(&mut transport, initialize_msg(version.clone()), "initialize request").await?;
+                        send(
+                            &mut transport,
+                            initialize_msg(version.clone()),
+                            "initialize request",
+                        )
+                        .await?;
                         initialize_sent = true;
                         discover_pending = false;
                         continue;
                     }
-                    return Err(HandshakeError::NoCommonVersion { server: versions(&result.supported_versions), client: wanted.to_string() });
+                    return Err(HandshakeError::NoCommonVersion {
+                        server: versions(&result.supported_versions),
+                        client: wanted.to_string(),
+                    });
                 }
                 let peer = ServerPeerInfo::from_discover_result(wanted, result);
-                return Ok((serve_directly(handler, transport, Some(peer)), Generation::Discover));
+                return Ok((
+                    serve_directly(handler, transport, Some(peer)),
+                    Generation::Discover,
+                ));
             }
-            JsonRpcMessage::Error(error) if error.id == Some(id(DISCOVER_ID)) && discover_pending => {
+            JsonRpcMessage::Error(error)
+                if error.id == Some(id(DISCOVER_ID)) && discover_pending =>
+            {
                 discover_pending = false;
                 let code = error.error.code;
-                let modern_rejection = code == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY || code == ErrorCode::HEADER_MISMATCH;
+                let modern_rejection = code == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+                    || code == ErrorCode::HEADER_MISMATCH;
                 match (&legacy_version, modern_rejection) {
                     (Some(version), false) if !initialize_sent => {
-                        send(&mut transport, initialize_msg(version.clone()), "initialize request").await?;
+                        send(
+                            &mut transport,
+                            initialize_msg(version.clone()),
+                            "initialize request",
+                        )
+                        .await?;
                         initialize_sent = true;
                     }
                     (Some(_), false) => {}
                     _ => {
-                        return Err(HandshakeError::Refused { what: "server/discover request", code: code.0, message: error.error.message.to_string() });
+                        return Err(HandshakeError::Refused {
+                            what: "server/discover request",
+                            code: code.0,
+                            message: error.error.message.to_string(),
+                        });
                     }
                 }
             }
-            JsonRpcMessage::Response(response) if response.id == id(INITIALIZE_ID) && initialize_sent => {
+            JsonRpcMessage::Response(response)
+                if response.id == id(INITIALIZE_ID) && initialize_sent =>
+            {
                 let ServerResult::InitializeResult(result) = response.result else {
-                    return Err(HandshakeError::Unexpected { what: "initialize request", answer: format!("{:?}", response.result) });
+                    return Err(HandshakeError::Unexpected {
+                        what: "initialize request",
+                        answer: format!("{:?}", response.result),
+                    });
                 };
-                let notification = ClientJsonRpcMessage::notification(ClientNotification::InitializedNotification(InitializedNotification::default()));
+                let notification = ClientJsonRpcMessage::notification(
+                    ClientNotification::InitializedNotification(InitializedNotification::default()),
+                );
                 send(&mut transport, notification, "initialized notification").await?;
                 let peer: ServerPeerInfo = result.into();
-                return Ok((serve_directly(handler, transport, Some(peer)), Generation::Initialize));
+                return Ok((
+                    serve_directly(handler, transport, Some(peer)),
+                    Generation::Initialize,
+                ));
             }
             JsonRpcMessage::Error(error) if error.id == Some(id(INITIALIZE_ID)) => {
-                return Err(HandshakeError::Refused { what: "initialize request", code: error.error.code.0, message: error.error.message.to_string() });
+                return Err(HandshakeError::Refused {
+                    what: "initialize request",
+                    code: error.error.code.0,
+                    message: error.error.message.to_string(),
+                });
             }
             JsonRpcMessage::Response(r) if r.id == id(PING_ID) => on_ping_answer(&mut fallback_at),
-            JsonRpcMessage::Error(e) if e.id == Some(id(PING_ID)) => on_ping_answer(&mut fallback_at),
+            JsonRpcMessage::Error(e) if e.id == Some(id(PING_ID)) => {
+                on_ping_answer(&mut fallback_at)
+            }
             JsonRpcMessage::Request(request) => {
                 // Only a ping may come before the handshake ends; anything else is refused.
                 let reply = match request.request {
-                    ServerRequest::PingRequest(_) => ClientJsonRpcMessage::response(ClientResult::empty(()), request.id),
-                    _ => ClientJsonRpcMessage::error(rmcp::model::ErrorData::invalid_request("the handshake has not finished", None), Some(request.id)),
+                    ServerRequest::PingRequest(_) => {
+                        ClientJsonRpcMessage::response(ClientResult::empty(()), request.id)
+                    }
+                    _ => ClientJsonRpcMessage::error(
+                        rmcp::model::ErrorData::invalid_request(
+                            "the handshake has not finished",
+                            None,
+                        ),
+                        Some(request.id),
+                    ),
                 };
                 send(&mut transport, reply, "reply during the handshake").await?;
             }
@@ -211,10 +305,23 @@ fn on_ping_answer(fallback_at: &mut Option<tokio::time::Instant>) {
     }
 }
 
-async fn send<T: Transport<RoleClient>>(transport: &mut T, message: ClientJsonRpcMessage, what: &'static str) -> Result<(), HandshakeError> {
-    transport.send(message).await.map_err(|e| HandshakeError::Send { what, message: e.to_string() })
+async fn send<T: Transport<RoleClient>>(
+    transport: &mut T,
+    message: ClientJsonRpcMessage,
+    what: &'static str,
+) -> Result<(), HandshakeError> {
+    transport
+        .send(message)
+        .await
+        .map_err(|e| HandshakeError::Send {
+            what,
+            message: e.to_string(),
+        })
 }
 
 fn versions(list: &[ProtocolVersion]) -> String {
-    list.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+    list.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }

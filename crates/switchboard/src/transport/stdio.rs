@@ -32,11 +32,13 @@ pub(crate) const STDERR_TAIL_BYTES: usize = 64 * 1024;
 const SIGINT_GRACE: Duration = Duration::from_millis(100);
 const SIGTERM_GRACE: Duration = Duration::from_millis(400);
 const SIGKILL_REAP: Duration = Duration::from_millis(100);
+/// After the final SIGKILL, how long to wait for the group to be gone.
+const GROUP_GONE_WAIT: Duration = Duration::from_millis(100);
 
 /// A child process could not be started.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
-pub enum SpawnError {
+pub(crate) enum SpawnError {
     #[error("command `{command}` was not found on PATH")]
     NotFound { command: String, path: String },
     #[error("`{}` cannot be executed: {reason}", path.display())]
@@ -49,17 +51,28 @@ pub enum SpawnError {
 
 impl SpawnError {
     /// What the user can do about it.
-    pub fn hint(&self) -> Option<String> {
+    pub(crate) fn hint(&self) -> Option<String> {
         match self {
             SpawnError::NotFound { command, path } => Some(match command.as_str() {
-                "npx" | "node" | "npm" => format!("install Node.js (it provides `{command}`), or give the full path; PATH is {path}"),
-                "uvx" | "uv" => format!("install uv (it provides `{command}`), or give the full path; PATH is {path}"),
-                "python" | "python3" | "pip" => format!("install Python, or give the full path; PATH is {path}"),
+                "npx" | "node" | "npm" => format!(
+                    "install Node.js (it provides `{command}`), or give the full path; PATH is {path}"
+                ),
+                "uvx" | "uv" => format!(
+                    "install uv (it provides `{command}`), or give the full path; PATH is {path}"
+                ),
+                "python" | "python3" | "pip" => {
+                    format!("install Python, or give the full path; PATH is {path}")
+                }
                 "docker" => "install Docker, or give the full path".to_owned(),
                 _ => format!("check that it is installed, or give the full path; PATH is {path}"),
             }),
-            SpawnError::NotExecutable { path, .. } => Some(format!("check the file's permissions: chmod +x {}", path.display())),
-            SpawnError::MissingCwd { .. } => Some("fix `cwd` in the server's configuration".to_owned()),
+            SpawnError::NotExecutable { path, .. } => Some(format!(
+                "check the file's permissions: chmod +x {}",
+                path.display()
+            )),
+            SpawnError::MissingCwd { .. } => {
+                Some("fix `cwd` in the server's configuration".to_owned())
+            }
             SpawnError::Io { .. } => None,
         }
     }
@@ -73,7 +86,9 @@ pub(crate) struct StderrTail {
 
 impl StderrTail {
     fn push(&self, chunk: &[u8]) {
-        let Ok(mut bytes) = self.bytes.lock() else { return };
+        let Ok(mut bytes) = self.bytes.lock() else {
+            return;
+        };
         bytes.extend(chunk);
         let excess = bytes.len().saturating_sub(STDERR_TAIL_BYTES);
         bytes.drain(..excess);
@@ -81,7 +96,9 @@ impl StderrTail {
 
     /// The kept tail, as text.
     pub(crate) fn text(&self) -> String {
-        let Ok(bytes) = self.bytes.lock() else { return String::new() };
+        let Ok(bytes) = self.bytes.lock() else {
+            return String::new();
+        };
         let (a, b) = bytes.as_slices();
         let mut all = Vec::with_capacity(a.len() + b.len());
         all.extend_from_slice(a);
@@ -113,7 +130,11 @@ pub(crate) struct ChildProcess {
 }
 
 /// Starts the server. Returns at once; the handshake is the caller's.
-pub(crate) fn spawn(server: &str, config: &StdioTransport, max_line_length: usize) -> Result<StdioChild, SpawnError> {
+pub(crate) fn spawn(
+    server: &str,
+    config: &StdioTransport,
+    max_line_length: usize,
+) -> Result<StdioChild, SpawnError> {
     let cwd = match &config.cwd {
         Some(cwd) if !cwd.is_dir() => return Err(SpawnError::MissingCwd { cwd: cwd.clone() }),
         Some(cwd) => Some(cwd.clone()),
@@ -133,12 +154,23 @@ pub(crate) fn spawn(server: &str, config: &StdioTransport, max_line_length: usiz
         command.current_dir(cwd);
     }
     let mut child = command.spawn().map_err(|e| match e.kind() {
-        std::io::ErrorKind::PermissionDenied => SpawnError::NotExecutable { path: program.clone(), reason: e.to_string() },
-        _ => SpawnError::Io { path: program.clone(), message: e.to_string() },
+        std::io::ErrorKind::PermissionDenied => SpawnError::NotExecutable {
+            path: program.clone(),
+            reason: e.to_string(),
+        },
+        _ => SpawnError::Io {
+            path: program.clone(),
+            message: e.to_string(),
+        },
     })?;
     let pid = child.id().unwrap_or_default();
-    let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
-        return Err(SpawnError::Io { path: program, message: "the child's pipes were not set up".to_owned() });
+    let (Some(stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        return Err(SpawnError::Io {
+            path: program,
+            message: "the child's pipes were not set up".to_owned(),
+        });
     };
 
     let tail = StderrTail::default();
@@ -148,8 +180,17 @@ pub(crate) fn spawn(server: &str, config: &StdioTransport, max_line_length: usiz
         let status = child.wait().await.ok();
         let _ = exit_tx.send(status);
     });
-    let transport = AsyncRwTransport::new_client(stdout, stdin).with_max_line_length(max_line_length);
-    Ok(StdioChild { transport, process: ChildProcess { pid, exit, stderr: tail, done: false } })
+    let transport =
+        AsyncRwTransport::new_client(stdout, stdin).with_max_line_length(max_line_length);
+    Ok(StdioChild {
+        transport,
+        process: ChildProcess {
+            pid,
+            exit,
+            stderr: tail,
+            done: false,
+        },
+    })
 }
 
 /// Finds the program the way a shell would, so a missing one is reported before spawning.
@@ -163,13 +204,26 @@ fn resolve(config: &StdioTransport, cwd: Option<&Path>) -> Result<PathBuf, Spawn
         let path = base.join(command);
         return match std::fs::metadata(&path) {
             Ok(meta) if meta.is_file() => Ok(path),
-            Ok(_) => Err(SpawnError::NotExecutable { path, reason: "it is not a file".to_owned() }),
-            Err(_) => Err(SpawnError::NotFound { command: command.clone(), path: path.display().to_string() }),
+            Ok(_) => Err(SpawnError::NotExecutable {
+                path,
+                reason: "it is not a file".to_owned(),
+            }),
+            Err(_) => Err(SpawnError::NotFound {
+                command: command.clone(),
+                path: path.display().to_string(),
+            }),
         };
     }
-    let search_path = config.env.get("PATH").cloned().or_else(|| std::env::var("PATH").ok()).unwrap_or_default();
-    which::which_in(command, Some(&search_path), &base)
-        .map_err(|_| SpawnError::NotFound { command: command.clone(), path: search_path })
+    let search_path = config
+        .env
+        .get("PATH")
+        .cloned()
+        .or_else(|| std::env::var("PATH").ok())
+        .unwrap_or_default();
+    which::which_in(command, Some(&search_path), &base).map_err(|_| SpawnError::NotFound {
+        command: command.clone(),
+        path: search_path,
+    })
 }
 
 async fn read_stderr(server: String, mut stderr: tokio::process::ChildStderr, tail: StderrTail) {
@@ -210,13 +264,17 @@ impl ChildProcess {
     }
 
     fn signal(&self, signal: Signal) {
-        let Ok(pid) = i32::try_from(self.pid) else { return };
+        let Ok(pid) = i32::try_from(self.pid) else {
+            return;
+        };
         // ESRCH (the group is gone) is the outcome we want; nothing else can be done on error.
         let _ = killpg(Pid::from_raw(pid), signal);
     }
 
     async fn exited_within(&mut self, wait: Duration) -> bool {
-        tokio::time::timeout(wait, self.exit.wait_for(Option::is_some)).await.is_ok()
+        tokio::time::timeout(wait, self.exit.wait_for(Option::is_some))
+            .await
+            .is_ok()
     }
 
     /// Stops the process group: SIGINT, 100 ms, SIGTERM, 400 ms, SIGKILL (600 ms at most). Call
@@ -236,10 +294,36 @@ impl ChildProcess {
                 }
             }
         }
-        // The leader is gone; whatever it left in its group (grandchildren) goes too.
+        // The leader is gone; whatever it left in its group (grandchildren) goes too, and we
+        // wait (bounded) until the kill has taken effect.
         self.signal(Signal::SIGKILL);
+        let deadline = tokio::time::Instant::now() + GROUP_GONE_WAIT;
+        while group_has_live_members(self.pid) && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
         *self.exit.borrow()
     }
+}
+
+/// Whether any process of the group still runs (zombies do not count: they hold nothing).
+fn group_has_live_members(pgid: u32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        // No procfs: ask the kernel whether the group exists at all.
+        return i32::try_from(pgid).is_ok_and(|p| killpg(Pid::from_raw(p), None).is_ok());
+    };
+    entries.filter_map(Result::ok).any(|entry| {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            return false;
+        };
+        // pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses.
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            return false;
+        };
+        let mut fields = rest.split_whitespace();
+        let state = fields.next().unwrap_or("Z");
+        let pgrp = fields.nth(1).and_then(|f| f.parse::<u32>().ok());
+        pgrp == Some(pgid) && state != "Z" && state != "X"
+    })
 }
 
 impl Drop for ChildProcess {

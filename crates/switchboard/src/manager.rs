@@ -1,0 +1,810 @@
+//! All servers: each one supervised by a task of its own that drives its state machine.
+//!
+//! - Starting returns at once; servers connect in the background, at most 3 local (stdio) and
+//!   20 remote at a time (configurable), each within its connect timeout.
+//! - Every state change is published on the server's `watch` channel and as a [`ServerEvent`].
+//! - A connected remote server whose connection closes is reconnected after 1, 2, 4, 8, 16 s
+//!   (at most 5 tries), then `failed`. A stdio server that exits is `failed` with its stderr
+//!   tail, unless its `restart` policy says `on-failure`.
+//! - Sessions are keyed by name and configuration hash: reloading an unchanged entry keeps
+//!   its connection; a changed one reconnects; a removed one shuts down.
+//! - `needs-auth` is remembered on disk for 15 minutes; so is the protocol generation each
+//!   server answered with, so the handshake probe runs once per server definition.
+
+mod memory;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use tokio::sync::{Semaphore, broadcast, mpsc, oneshot, watch};
+
+use crate::config::{RestartPolicy, ServerConfig, Transport};
+use crate::connection::{
+    self, ConnectError, ConnectOptions, Failure, Notice, ServerState, Session,
+};
+use crate::env_vars::Limits;
+use memory::Memory;
+
+/// How many times a closed remote connection is retried.
+pub const RECONNECT_ATTEMPTS: u32 = 5;
+/// Consecutive terminal request errors after which a connection is dropped and redone.
+pub const TERMINAL_ERRORS_BEFORE_RECONNECT: u32 = 3;
+
+/// How the manager waits between reconnect attempts. Tests replace it to observe the
+/// schedule without waiting it out.
+pub type Sleeper = Arc<dyn Fn(Duration) -> BoxFuture<'static, ()> + Send + Sync>;
+
+/// Settings of a [`ServerManager`].
+#[derive(Clone)]
+pub struct ManagerOptions {
+    pub limits: Limits,
+    /// Where to remember protocol generations and needs-auth; `None` keeps them in memory.
+    pub state_dir: Option<PathBuf>,
+    /// The longest message accepted from a stdio server.
+    pub max_line_length: usize,
+    /// How the manager waits between reconnect attempts (replace it to observe the schedule).
+    pub sleeper: Sleeper,
+}
+
+impl std::fmt::Debug for ManagerOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ManagerOptions")
+            .field("limits", &self.limits)
+            .field("state_dir", &self.state_dir)
+            .field("max_line_length", &self.max_line_length)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for ManagerOptions {
+    fn default() -> Self {
+        ManagerOptions {
+            limits: Limits::default(),
+            state_dir: None,
+            max_line_length: 64 * 1024 * 1024,
+            sleeper: Arc::new(|d| Box::pin(tokio::time::sleep(d))),
+        }
+    }
+}
+
+impl ManagerOptions {
+    /// Replaces how the manager waits between reconnect attempts.
+    pub fn with_sleeper(mut self, sleeper: Sleeper) -> Self {
+        self.sleeper = sleeper;
+        self
+    }
+}
+
+/// Something that happened to a server.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ServerEvent {
+    State {
+        server: String,
+        state: ServerState,
+    },
+    /// A reconnect attempt is scheduled after `delay`.
+    Reconnecting {
+        server: String,
+        attempt: u32,
+        delay: Duration,
+    },
+    ToolsChanged {
+        server: String,
+    },
+    ResourcesChanged {
+        server: String,
+    },
+    PromptsChanged {
+        server: String,
+    },
+    ResourceUpdated {
+        server: String,
+        uri: String,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ManagerError {
+    #[error("no server named `{0}`")]
+    NoSuchServer(String),
+    #[error("server `{server}` is {state}")]
+    NotConnected { server: String, state: &'static str },
+    #[error("server `{server}`: {message}")]
+    Request { server: String, message: String },
+    #[error("required server(s) failed to start: {}", .0.join(", "))]
+    RequiredFailed(Vec<String>),
+}
+
+/// A tool as a server lists it (the catalogue adds naming and traits on top).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSummary {
+    pub name: String,
+    pub description: Option<String>,
+    pub input_schema: serde_json::Value,
+}
+
+enum Control {
+    Reconnect,
+    Enable(bool),
+    Shutdown(oneshot::Sender<()>),
+}
+
+struct Slot {
+    config: ServerConfig,
+    state: watch::Receiver<ServerState>,
+    session: Arc<Mutex<Option<Arc<Session>>>>,
+    control: mpsc::UnboundedSender<Control>,
+    terminal_errors: Arc<AtomicU32>,
+}
+
+struct Shared {
+    options: ManagerOptions,
+    memory: Memory,
+    events: broadcast::Sender<ServerEvent>,
+    local_slots: Arc<Semaphore>,
+    remote_slots: Arc<Semaphore>,
+}
+
+/// Every configured server, connected in the background. Cheap to clone.
+#[derive(Clone)]
+pub struct ServerManager {
+    shared: Arc<Shared>,
+    slots: Arc<Mutex<BTreeMap<String, Slot>>>,
+}
+
+impl std::fmt::Debug for ServerManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerManager")
+            .field("servers", &self.states())
+            .finish()
+    }
+}
+
+impl ServerManager {
+    /// Starts every server in the background and returns at once. Call it inside a Tokio
+    /// runtime.
+    pub fn start(
+        configs: impl IntoIterator<Item = ServerConfig>,
+        options: ManagerOptions,
+    ) -> ServerManager {
+        let (events, _) = broadcast::channel(1024);
+        let shared = Arc::new(Shared {
+            memory: Memory::load(options.state_dir.as_deref()),
+            local_slots: Arc::new(Semaphore::new(
+                options.limits.local_connect_concurrency.max(1),
+            )),
+            remote_slots: Arc::new(Semaphore::new(
+                options.limits.remote_connect_concurrency.max(1),
+            )),
+            events,
+            options,
+        });
+        let manager = ServerManager {
+            shared,
+            slots: Arc::new(Mutex::new(BTreeMap::new())),
+        };
+        for config in configs {
+            manager.spawn(config);
+        }
+        manager
+    }
+
+    fn spawn(&self, config: ServerConfig) {
+        let name = config.name.as_str().to_owned();
+        let initial = if config.disabled {
+            ServerState::Disabled
+        } else {
+            ServerState::Pending {
+                attempt: 1,
+                max_attempts: 1,
+            }
+        };
+        let (state_tx, state) = watch::channel(initial);
+        let (control, control_rx) = mpsc::unbounded_channel();
+        let session = Arc::new(Mutex::new(None));
+        let terminal_errors = Arc::new(AtomicU32::new(0));
+        let supervisor = Supervisor {
+            shared: self.shared.clone(),
+            config: config.clone(),
+            state: state_tx,
+            session: session.clone(),
+            terminal_errors: terminal_errors.clone(),
+        };
+        tokio::spawn(supervisor.run(control_rx));
+        if let Ok(mut slots) = self.slots.lock() {
+            slots.insert(
+                name,
+                Slot {
+                    config,
+                    state,
+                    session,
+                    control,
+                    terminal_errors,
+                },
+            );
+        }
+    }
+
+    /// Names of all servers, sorted.
+    pub fn names(&self) -> Vec<String> {
+        self.slots
+            .lock()
+            .map(|s| s.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    pub fn state(&self, name: &str) -> Option<ServerState> {
+        self.slots
+            .lock()
+            .ok()?
+            .get(name)
+            .map(|s| s.state.borrow().clone())
+    }
+
+    /// Every server's current state, sorted by name.
+    pub fn states(&self) -> Vec<(String, ServerState)> {
+        self.slots
+            .lock()
+            .map(|s| {
+                s.iter()
+                    .map(|(n, slot)| (n.clone(), slot.state.borrow().clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// A receiver of one server's state.
+    pub fn watch(&self, name: &str) -> Option<watch::Receiver<ServerState>> {
+        self.slots.lock().ok()?.get(name).map(|s| s.state.clone())
+    }
+
+    /// The configuration a server runs with.
+    pub fn config(&self, name: &str) -> Option<ServerConfig> {
+        self.slots.lock().ok()?.get(name).map(|s| s.config.clone())
+    }
+
+    /// Every state change and catalogue change, from now on.
+    pub fn events(&self) -> broadcast::Receiver<ServerEvent> {
+        self.shared.events.subscribe()
+    }
+
+    /// Waits until no server is `pending`, at most `timeout`. Fails when a `required` server
+    /// did not connect. Returns `Ok(false)` on timeout.
+    pub async fn wait_settled(&self, timeout: Duration) -> Result<bool, ManagerError> {
+        let receivers: Vec<_> = self
+            .slots
+            .lock()
+            .map(|s| s.values().map(|slot| slot.state.clone()).collect())
+            .unwrap_or_default();
+        let all = futures::future::join_all(receivers.into_iter().map(|mut rx| async move {
+            let _ = rx.wait_for(ServerState::is_settled).await;
+        }));
+        let settled = tokio::time::timeout(timeout, all).await.is_ok();
+        let failed = self.required_failures();
+        if failed.is_empty() {
+            Ok(settled)
+        } else {
+            Err(ManagerError::RequiredFailed(failed))
+        }
+    }
+
+    /// Waits until one server is settled (not `pending`), at most `timeout`.
+    pub async fn wait_for(
+        &self,
+        name: &str,
+        timeout: Duration,
+    ) -> Result<ServerState, ManagerError> {
+        let mut rx = self
+            .watch(name)
+            .ok_or_else(|| ManagerError::NoSuchServer(name.to_owned()))?;
+        let _ = tokio::time::timeout(timeout, rx.wait_for(ServerState::is_settled)).await;
+        let state = rx.borrow().clone();
+        Ok(state)
+    }
+
+    /// `required` servers that settled in a state other than `connected`.
+    pub fn required_failures(&self) -> Vec<String> {
+        let Ok(slots) = self.slots.lock() else {
+            return Vec::new();
+        };
+        slots
+            .iter()
+            .filter(|(_, s)| s.config.required)
+            .filter(|(_, s)| {
+                matches!(
+                    *s.state.borrow(),
+                    ServerState::Failed(_) | ServerState::NeedsAuth { .. }
+                )
+            })
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+
+    fn control(&self, name: &str, control: Control) -> Result<(), ManagerError> {
+        let slots = self
+            .slots
+            .lock()
+            .map_err(|_| ManagerError::NoSuchServer(name.to_owned()))?;
+        let slot = slots
+            .get(name)
+            .ok_or_else(|| ManagerError::NoSuchServer(name.to_owned()))?;
+        let _ = slot.control.send(control);
+        Ok(())
+    }
+
+    /// Drops the server's connection (if any) and connects again, clearing a `needs-auth`.
+    pub fn reconnect(&self, name: &str) -> Result<(), ManagerError> {
+        self.control(name, Control::Reconnect)
+    }
+
+    /// Disabling shuts the server down; enabling connects it.
+    pub fn set_enabled(&self, name: &str, enabled: bool) -> Result<(), ManagerError> {
+        self.control(name, Control::Enable(enabled))
+    }
+
+    /// Applies a new configuration: unchanged entries keep their connection, changed ones
+    /// reconnect, removed ones shut down, new ones start.
+    pub async fn reload(&self, configs: impl IntoIterator<Item = ServerConfig>) {
+        let wanted: BTreeMap<String, ServerConfig> = configs
+            .into_iter()
+            .map(|c| (c.name.as_str().to_owned(), c))
+            .collect();
+        let stale: Vec<Slot> = {
+            let Ok(mut slots) = self.slots.lock() else {
+                return;
+            };
+            let changed: Vec<String> = slots
+                .iter()
+                .filter(|(n, slot)| wanted.get(*n).is_none_or(|c| c.hash != slot.config.hash))
+                .map(|(n, _)| n.clone())
+                .collect();
+            changed
+                .into_iter()
+                .filter_map(|n| slots.remove(&n))
+                .collect()
+        };
+        stop_all(stale).await;
+        let existing = self.names();
+        for (name, config) in wanted {
+            if !existing.contains(&name) {
+                self.spawn(config);
+            }
+        }
+    }
+
+    /// Shuts every server down in parallel: each stdio process gets SIGINT, SIGTERM, SIGKILL
+    /// within 600 ms. Returns when all are down (bounded).
+    pub async fn shutdown(&self) {
+        let slots: Vec<Slot> = self
+            .slots
+            .lock()
+            .map(|mut s| std::mem::take(&mut *s).into_values().collect())
+            .unwrap_or_default();
+        stop_all(slots).await;
+    }
+
+    fn session(&self, name: &str) -> Result<Arc<Session>, ManagerError> {
+        let slots = self
+            .slots
+            .lock()
+            .map_err(|_| ManagerError::NoSuchServer(name.to_owned()))?;
+        let slot = slots
+            .get(name)
+            .ok_or_else(|| ManagerError::NoSuchServer(name.to_owned()))?;
+        let session = slot.session.lock().ok().and_then(|s| s.clone());
+        session.ok_or_else(|| ManagerError::NotConnected {
+            server: name.to_owned(),
+            state: slot.state.borrow().label(),
+        })
+    }
+
+    /// What a connected server reports about itself, and its process id (stdio).
+    pub fn process_id(&self, name: &str) -> Option<u32> {
+        self.session(name).ok()?.pid()
+    }
+
+    /// Lists a connected server's tools (all pages).
+    pub async fn list_tools(&self, name: &str) -> Result<Vec<ToolSummary>, ManagerError> {
+        let session = self.session(name)?;
+        let result = session.peer().list_all_tools().await;
+        self.note_outcome(
+            name,
+            result.as_ref().err().map(is_terminal).unwrap_or(false),
+        );
+        let tools = result.map_err(|e| ManagerError::Request {
+            server: name.to_owned(),
+            message: e.to_string(),
+        })?;
+        Ok(tools
+            .into_iter()
+            .map(|t| ToolSummary {
+                name: t.name.to_string(),
+                description: t.description.map(|d| d.to_string()),
+                input_schema: serde_json::Value::Object((*t.input_schema).clone()),
+            })
+            .collect())
+    }
+
+    /// The last lines a connected stdio server wrote to stderr.
+    pub fn stderr_tail(&self, name: &str) -> Option<String> {
+        self.session(name).ok()?.stderr_tail()
+    }
+
+    /// Calls a tool on a connected server and returns the raw result as JSON, bounded by
+    /// `timeout`. (The catalogue's call pipeline adds naming, permissions and budgets.)
+    pub async fn call_tool_raw(
+        &self,
+        name: &str,
+        tool: &str,
+        arguments: serde_json::Map<String, serde_json::Value>,
+        timeout: Duration,
+    ) -> Result<serde_json::Value, ManagerError> {
+        let session = self.session(name)?;
+        let params =
+            rmcp::model::CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let request = session.peer().call_tool(params);
+        let result = match tokio::time::timeout(timeout, request).await {
+            Ok(result) => result,
+            Err(_) => {
+                return Err(ManagerError::Request {
+                    server: name.to_owned(),
+                    message: format!("no answer within {} ms", timeout.as_millis()),
+                });
+            }
+        };
+        self.note_outcome(
+            name,
+            result.as_ref().err().map(is_terminal).unwrap_or(false),
+        );
+        let result = result.map_err(|e| ManagerError::Request {
+            server: name.to_owned(),
+            message: e.to_string(),
+        })?;
+        serde_json::to_value(result).map_err(|e| ManagerError::Request {
+            server: name.to_owned(),
+            message: e.to_string(),
+        })
+    }
+
+    /// Counts consecutive terminal request errors; at the third, the connection is redone.
+    pub(crate) fn note_outcome(&self, name: &str, terminal_error: bool) {
+        let Ok(slots) = self.slots.lock() else { return };
+        let Some(slot) = slots.get(name) else { return };
+        if !terminal_error {
+            slot.terminal_errors.store(0, Ordering::Relaxed);
+            return;
+        }
+        let count = slot.terminal_errors.fetch_add(1, Ordering::Relaxed) + 1;
+        if count >= TERMINAL_ERRORS_BEFORE_RECONNECT {
+            slot.terminal_errors.store(0, Ordering::Relaxed);
+            tracing::warn!(
+                server = name,
+                "{count} terminal errors in a row: reconnecting"
+            );
+            let _ = slot.control.send(Control::Reconnect);
+        }
+    }
+}
+
+/// Whether a request error means the connection itself is broken (reset, timeout, pipe).
+fn is_terminal(error: &rmcp::ServiceError) -> bool {
+    matches!(
+        error,
+        rmcp::ServiceError::TransportSend(_)
+            | rmcp::ServiceError::TransportClosed
+            | rmcp::ServiceError::Timeout { .. }
+    )
+}
+
+async fn stop_all(slots: Vec<Slot>) {
+    let waits = slots.into_iter().map(|slot| async move {
+        let (done, wait) = oneshot::channel();
+        if slot.control.send(Control::Shutdown(done)).is_ok() {
+            let _ = tokio::time::timeout(Duration::from_secs(2), wait).await;
+        }
+    });
+    futures::future::join_all(waits).await;
+}
+
+/// The task that owns one server's state machine.
+struct Supervisor {
+    shared: Arc<Shared>,
+    config: ServerConfig,
+    state: watch::Sender<ServerState>,
+    session: Arc<Mutex<Option<Arc<Session>>>>,
+    terminal_errors: Arc<AtomicU32>,
+}
+
+/// What the supervisor does next after a control message.
+enum Next {
+    Restart,
+    Stop(Option<oneshot::Sender<()>>),
+}
+
+impl Supervisor {
+    fn name(&self) -> &str {
+        self.config.name.as_str()
+    }
+
+    fn set(&self, state: ServerState) {
+        self.state.send_replace(state.clone());
+        let _ = self.shared.events.send(ServerEvent::State {
+            server: self.name().to_owned(),
+            state,
+        });
+    }
+
+    fn reconnects_on_close(&self) -> bool {
+        match self.config.transport {
+            Transport::Stdio(_) | Transport::Sdk => self.config.restart == RestartPolicy::OnFailure,
+            _ => true,
+        }
+    }
+
+    fn backoff() -> VecDeque<Duration> {
+        use backon::BackoffBuilder;
+        backon::ExponentialBuilder::default()
+            .with_min_delay(Duration::from_secs(1))
+            .with_max_delay(Duration::from_secs(16))
+            .with_factor(2.0)
+            .with_max_times(RECONNECT_ATTEMPTS as usize)
+            .without_max_delay()
+            .build()
+            .collect()
+    }
+
+    async fn run(self, mut control: mpsc::UnboundedReceiver<Control>) {
+        let mut enabled = !self.config.disabled;
+        // Delays before each retry; empty for a first connect.
+        let mut retries: VecDeque<Duration> = VecDeque::new();
+        if self.config.restart == RestartPolicy::OnFailure {
+            retries = Self::backoff();
+        }
+        let mut first_delay = false;
+        loop {
+            if !enabled {
+                self.set(ServerState::Disabled);
+                match self.idle(&mut control, enabled).await {
+                    (Next::Restart, now_enabled) => {
+                        enabled = now_enabled;
+                        continue;
+                    }
+                    (Next::Stop(done), _) => return finish(done),
+                }
+            }
+            if let Some(message) = self.shared.memory.needs_auth(self.name()) {
+                self.set(ServerState::NeedsAuth { message });
+                match self.idle(&mut control, enabled).await {
+                    (Next::Restart, now_enabled) => {
+                        self.shared.memory.clear_needs_auth(self.name());
+                        enabled = now_enabled;
+                        continue;
+                    }
+                    (Next::Stop(done), _) => return finish(done),
+                }
+            }
+
+            let max_attempts = 1 + if first_delay {
+                retries.len() as u32 - 1
+            } else {
+                retries.len() as u32
+            };
+            let mut attempt = 0;
+            let session = loop {
+                if first_delay || attempt > 0 {
+                    let Some(delay) = retries.pop_front() else {
+                        break None;
+                    };
+                    first_delay = false;
+                    let _ = self.shared.events.send(ServerEvent::Reconnecting {
+                        server: self.name().to_owned(),
+                        attempt: attempt + 1,
+                        delay,
+                    });
+                    self.set(ServerState::Pending {
+                        attempt: attempt + 1,
+                        max_attempts,
+                    });
+                    tokio::select! {
+                        _ = (self.shared.options.sleeper)(delay) => {}
+                        msg = control.recv() => match self.on_control(msg, &mut enabled) {
+                            Next::Restart => break None,
+                            Next::Stop(done) => return finish(done),
+                        },
+                    }
+                }
+                attempt += 1;
+                self.set(ServerState::Pending {
+                    attempt,
+                    max_attempts,
+                });
+                let connected = tokio::select! {
+                    result = self.connect() => result,
+                    msg = control.recv() => match self.on_control(msg, &mut enabled) {
+                        Next::Restart => break None,
+                        Next::Stop(done) => return finish(done),
+                    },
+                };
+                match connected {
+                    Ok(session) => break Some(session),
+                    Err(ConnectError::NeedsAuth(message)) => {
+                        self.shared.memory.set_needs_auth(self.name(), &message);
+                        break None;
+                    }
+                    Err(error) => {
+                        let state = error.into_state();
+                        if retries.is_empty() {
+                            self.set(state);
+                            match self.idle(&mut control, enabled).await {
+                                (Next::Restart, now_enabled) => enabled = now_enabled,
+                                (Next::Stop(done), _) => return finish(done),
+                            }
+                            break None;
+                        }
+                        tracing::info!(
+                            server = self.name(),
+                            "connect attempt {attempt} failed: {state:?}"
+                        );
+                    }
+                }
+            };
+            let Some(session) = session else {
+                retries = if self.config.restart == RestartPolicy::OnFailure {
+                    Self::backoff()
+                } else {
+                    VecDeque::new()
+                };
+                continue;
+            };
+
+            let session = Arc::new(session);
+            self.terminal_errors.store(0, Ordering::Relaxed);
+            self.shared.memory.set_generation(
+                self.name(),
+                &self.config.hash,
+                session.info.generation,
+            );
+            self.shared.memory.clear_needs_auth(self.name());
+            if let Ok(mut slot) = self.session.lock() {
+                *slot = Some(session.clone());
+            }
+            self.set(ServerState::Connected(session.info.clone()));
+
+            let next = self.serve(&session, &mut control, &mut enabled).await;
+            if let Ok(mut slot) = self.session.lock() {
+                *slot = None;
+            }
+            match next {
+                Some(Next::Stop(done)) => {
+                    session.close().await;
+                    return finish(done);
+                }
+                Some(Next::Restart) => {
+                    session.close().await;
+                    retries = if self.config.restart == RestartPolicy::OnFailure {
+                        Self::backoff()
+                    } else {
+                        VecDeque::new()
+                    };
+                }
+                None => {
+                    // The connection ended by itself.
+                    let exit = session.exit_status(Duration::from_millis(500)).await;
+                    let stderr = session.stderr_tail();
+                    session.close().await;
+                    let message = match exit {
+                        Some(exit) => format!("the server exited ({exit})"),
+                        None => "the connection closed".to_owned(),
+                    };
+                    if self.reconnects_on_close() {
+                        tracing::info!(server = self.name(), "{message}; reconnecting");
+                        retries = Self::backoff();
+                        first_delay = true;
+                        continue;
+                    }
+                    self.set(ServerState::Failed(Failure {
+                        message,
+                        hint: None,
+                        stderr,
+                    }));
+                    match self.idle(&mut control, enabled).await {
+                        (Next::Restart, now_enabled) => enabled = now_enabled,
+                        (Next::Stop(done), _) => return finish(done),
+                    }
+                }
+            }
+        }
+    }
+
+    async fn connect(&self) -> Result<Session, ConnectError> {
+        let slots = if self.config.is_local() {
+            &self.shared.local_slots
+        } else {
+            &self.shared.remote_slots
+        };
+        let _permit = slots.acquire().await;
+        let options = ConnectOptions {
+            connect_timeout: self.shared.options.limits.connect_timeout,
+            max_line_length: self.shared.options.max_line_length,
+        };
+        let remembered = self
+            .shared
+            .memory
+            .generation(self.name(), &self.config.hash);
+        let (notices_tx, notices_rx) = mpsc::unbounded_channel();
+        let session = connection::open(&self.config, &options, remembered, notices_tx).await?;
+        self.forward_notices(notices_rx);
+        Ok(session)
+    }
+
+    fn forward_notices(&self, mut notices: mpsc::UnboundedReceiver<Notice>) {
+        let events = self.shared.events.clone();
+        let server = self.name().to_owned();
+        tokio::spawn(async move {
+            while let Some(notice) = notices.recv().await {
+                let server = server.clone();
+                let event = match notice {
+                    Notice::ToolsChanged => ServerEvent::ToolsChanged { server },
+                    Notice::ResourcesChanged => ServerEvent::ResourcesChanged { server },
+                    Notice::PromptsChanged => ServerEvent::PromptsChanged { server },
+                    Notice::ResourceUpdated(uri) => ServerEvent::ResourceUpdated { server, uri },
+                };
+                let _ = events.send(event);
+            }
+        });
+    }
+
+    /// Runs while connected: returns `None` when the connection ends by itself.
+    async fn serve(
+        &self,
+        session: &Session,
+        control: &mut mpsc::UnboundedReceiver<Control>,
+        enabled: &mut bool,
+    ) -> Option<Next> {
+        tokio::select! {
+            _ = session.closed() => None,
+            msg = control.recv() => Some(self.on_control(msg, enabled)),
+        }
+    }
+
+    fn on_control(&self, msg: Option<Control>, enabled: &mut bool) -> Next {
+        match msg {
+            None => Next::Stop(None),
+            Some(Control::Shutdown(done)) => Next::Stop(Some(done)),
+            Some(Control::Reconnect) => Next::Restart,
+            Some(Control::Enable(on)) => {
+                *enabled = on;
+                Next::Restart
+            }
+        }
+    }
+
+    /// Waits for a control message while the server is not connecting (failed, needs-auth,
+    /// disabled). Returns what to do and whether the server is now enabled. A disabled server
+    /// ignores everything but being enabled or shut down.
+    async fn idle(
+        &self,
+        control: &mut mpsc::UnboundedReceiver<Control>,
+        enabled: bool,
+    ) -> (Next, bool) {
+        let mut now_enabled = enabled;
+        loop {
+            match self.on_control(control.recv().await, &mut now_enabled) {
+                Next::Restart if !enabled && !now_enabled => continue,
+                other => return (other, now_enabled),
+            }
+        }
+    }
+}
+
+fn finish(done: Option<oneshot::Sender<()>>) {
+    if let Some(done) = done {
+        let _ = done.send(());
+    }
+}

@@ -1,0 +1,461 @@
+//! Connections to real servers: the testkit server as a child process, with its fault flags,
+//! and the manager's state machine around it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use pretty_assertions::assert_eq;
+use serde_json::json;
+use switchboard::config::{Environment, Origin, Scope, ServerConfig, parse_entry_value};
+use switchboard::connection::{Generation, ServerState};
+use switchboard::env_vars::Limits;
+use switchboard::manager::{ManagerError, ManagerOptions, ServerManager};
+
+/// Long enough for any start on a loaded 2-core machine; tests never wait it out on success.
+const SETTLE: Duration = Duration::from_secs(30);
+
+fn server(name: &str, entry: serde_json::Value) -> ServerConfig {
+    let origin = Origin {
+        scope: Scope::User,
+        file: None,
+    };
+    parse_entry_value(name, &entry, origin, &Environment::capture(), "<test>")
+        .unwrap()
+        .0
+}
+
+fn testkit(name: &str, args: &[&str]) -> ServerConfig {
+    let bin = switchboard_testkit::server_bin();
+    server(name, json!({"command": bin, "args": args}))
+}
+
+fn options() -> ManagerOptions {
+    ManagerOptions::default()
+}
+
+fn pid_alive(pid: u32) -> bool {
+    // A zombie is dead for our purposes: it runs nothing and holds nothing but its slot.
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z'),
+        Err(_) => false,
+    }
+}
+
+fn connected(state: &ServerState) -> &switchboard::connection::ServerInfo {
+    match state {
+        ServerState::Connected(info) => info,
+        other => panic!("expected connected, got {other:?}"),
+    }
+}
+
+fn failure(state: &ServerState) -> &switchboard::connection::Failure {
+    match state {
+        ServerState::Failed(f) => f,
+        other => panic!("expected failed, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_protocol_generations_connect_and_list_tools() {
+    let manager = ServerManager::start(
+        [
+            testkit("auto", &[]),
+            testkit("legacy", &["--protocol", "legacy"]),
+            testkit("modern", &["--protocol", "modern"]),
+            // Answers nothing it does not know: the probe must not wait rmcp's 10 s for it.
+            testkit(
+                "silent-legacy",
+                &["--protocol", "legacy", "--ignore-unknown-methods"],
+            ),
+            server(
+                "pinned",
+                json!({"command": switchboard_testkit::server_bin(), "protocol": "2025-06-18"}),
+            ),
+        ],
+        ManagerOptions {
+            limits: Limits {
+                connect_timeout: Duration::from_secs(5),
+                ..Limits::default()
+            },
+            ..options()
+        },
+    );
+    assert!(manager.wait_settled(SETTLE).await.unwrap());
+    let generations: Vec<(String, Generation, String)> = manager
+        .states()
+        .iter()
+        .map(|(n, s)| {
+            let info = connected(s);
+            (n.clone(), info.generation, info.protocol_version.clone())
+        })
+        .collect();
+    assert_eq!(
+        generations,
+        [
+            ("auto".into(), Generation::Discover, "2026-07-28".into()),
+            ("legacy".into(), Generation::Initialize, "2025-11-25".into()),
+            ("modern".into(), Generation::Discover, "2026-07-28".into()),
+            ("pinned".into(), Generation::Initialize, "2025-06-18".into()),
+            (
+                "silent-legacy".into(),
+                Generation::Initialize,
+                "2025-11-25".into()
+            ),
+        ]
+    );
+    for name in manager.names() {
+        let tools: Vec<String> = manager
+            .list_tools(&name)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+        assert!(tools.contains(&"echo".to_owned()), "{name}: {tools:?}");
+    }
+    let info = connected(&manager.state("legacy").unwrap()).clone();
+    assert_eq!(info.name.as_deref(), Some("switchboard-testkit"));
+    assert!(info.capabilities.tools);
+    manager.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_generation_that_answered_is_remembered_per_definition() {
+    let state = tempfile::tempdir().unwrap();
+    let opts = || ManagerOptions {
+        state_dir: Some(state.path().to_owned()),
+        ..options()
+    };
+    let manager = ServerManager::start([testkit("old", &["--protocol", "legacy"])], opts());
+    manager.wait_settled(SETTLE).await.unwrap();
+    manager.shutdown().await;
+    let memory: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(state.path().join("servers.json")).unwrap())
+            .unwrap();
+    assert_eq!(memory["protocols"]["old"]["generation"], "initialize");
+    // Pinned by memory, a modern-only server with the same name and definition is now asked
+    // with `initialize` — and refuses it, proving the probe was skipped.
+    let mut same = testkit("old", &["--protocol", "legacy"]);
+    same.transport = testkit("x", &["--protocol", "modern"]).transport;
+    let manager = ServerManager::start([same], opts());
+    manager.wait_settled(SETTLE).await.unwrap();
+    let failed = failure(&manager.state("old").unwrap()).message.clone();
+    assert!(failed.contains("initialize"), "{failed}");
+    manager.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fault_flags_drive_the_documented_states() {
+    let manager = ServerManager::start(
+        [
+            testkit("exits", &["--exit-at-start", "7"]),
+            testkit("garbage", &["--garbage-stdout"]),
+            testkit("flood", &["--stderr-flood", "300000"]),
+            testkit("slow", &["--slow-start", "300"]),
+            server(
+                "too-slow",
+                json!({"command": switchboard_testkit::server_bin(), "args": ["--slow-start", "5000"], "timeout": 200}),
+            ),
+            server("missing", json!({"command": "switchboard-no-such-command"})),
+            server(
+                "bad-cwd",
+                json!({"command": "true", "cwd": "/nonexistent/dir"}),
+            ),
+        ],
+        options(),
+    );
+    manager.wait_settled(SETTLE).await.unwrap();
+
+    let exits = failure(&manager.state("exits").unwrap()).clone();
+    assert_eq!(
+        exits.message,
+        "the server exited during the handshake (exit code 7)"
+    );
+    assert!(
+        exits.stderr.as_deref().unwrap_or("").contains("exiting"),
+        "{exits:?}"
+    );
+
+    connected(&manager.state("garbage").unwrap());
+    assert!(
+        manager
+            .list_tools("garbage")
+            .await
+            .unwrap()
+            .iter()
+            .any(|t| t.name == "echo")
+    );
+
+    connected(&manager.state("flood").unwrap());
+    connected(&manager.state("slow").unwrap());
+
+    let too_slow = failure(&manager.state("too-slow").unwrap()).clone();
+    assert_eq!(too_slow.message, "no answer to the handshake within 200 ms");
+    assert!(too_slow.hint.unwrap().contains("MCP_TIMEOUT"));
+
+    let missing = failure(&manager.state("missing").unwrap()).clone();
+    assert_eq!(
+        missing.message,
+        "command `switchboard-no-such-command` was not found on PATH"
+    );
+    assert!(
+        missing
+            .hint
+            .unwrap()
+            .starts_with("check that it is installed")
+    );
+    assert_eq!(
+        failure(&manager.state("bad-cwd").unwrap()).message,
+        "working directory /nonexistent/dir does not exist"
+    );
+    manager.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_command_fails_at_once_not_after_the_connect_timeout() {
+    let manager = ServerManager::start(
+        [server(
+            "missing",
+            json!({"command": "switchboard-no-such-command"}),
+        )],
+        options(),
+    );
+    // Bounded far below the 30 s connect timeout: a spawn error never waits for it.
+    let state = manager
+        .wait_for("missing", Duration::from_secs(1))
+        .await
+        .unwrap();
+    failure(&state);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stderr_tail_is_bounded_and_keeps_the_end() {
+    let manager =
+        ServerManager::start([testkit("flood", &["--stderr-flood", "300000"])], options());
+    manager.wait_settled(SETTLE).await.unwrap();
+    // The flood is written before the server answers; the tail holds its last lines only.
+    let tail = manager.stderr_tail("flood").unwrap();
+    assert!(tail.len() < 64 * 1024, "{}", tail.len());
+    assert!(!tail.is_empty());
+    manager.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_stdio_server_is_failed_with_its_exit_and_a_hung_call_leaves_it_connected() {
+    let manager = ServerManager::start(
+        [
+            testkit("crashy", &["--crash-after", "1"]),
+            testkit("hangs", &["--hang-on", "echo"]),
+        ],
+        options(),
+    );
+    manager.wait_settled(SETTLE).await.unwrap();
+    let args = serde_json::Map::from_iter([("text".to_owned(), json!("hi"))]);
+    manager
+        .call_tool_raw("crashy", "echo", args.clone(), SETTLE)
+        .await
+        .unwrap();
+    let mut watch = manager.watch("crashy").unwrap();
+    assert!(
+        manager
+            .call_tool_raw("crashy", "echo", args.clone(), SETTLE)
+            .await
+            .is_err()
+    );
+    let state = tokio::time::timeout(
+        SETTLE,
+        watch.wait_for(|s| matches!(s, ServerState::Failed(_))),
+    )
+    .await
+    .unwrap()
+    .unwrap()
+    .clone();
+    assert_eq!(failure(&state).message, "the server exited (exit code 3)");
+
+    let err = manager
+        .call_tool_raw("hangs", "echo", args, Duration::from_millis(300))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("no answer within 300 ms"), "{err}");
+    connected(&manager.state("hangs").unwrap());
+    manager.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_leaves_no_process_of_the_tree_even_one_that_ignores_signals() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pids");
+    let pid_arg = pid_file.display().to_string();
+    let manager = ServerManager::start(
+        [
+            testkit("stubborn", &["--ignore-signals"]),
+            testkit("parent", &["--spawn-grandchild", "--pid-file", &pid_arg]),
+        ],
+        options(),
+    );
+    manager.wait_settled(SETTLE).await.unwrap();
+    let stubborn = manager.process_id("stubborn").unwrap();
+    let pids: Vec<u32> = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect();
+    assert_eq!(pids.len(), 2, "server and grandchild");
+    assert!(pid_alive(stubborn) && pids.iter().all(|p| pid_alive(*p)));
+
+    manager.shutdown().await;
+    for pid in [stubborn, pids[0], pids[1]] {
+        assert!(!pid_alive(pid), "pid {pid} survived shutdown");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_policy_retries_with_the_backoff_schedule_then_fails() {
+    let waited = Arc::new(Mutex::new(Vec::new()));
+    let record = waited.clone();
+    let sleeper: switchboard::manager::Sleeper = Arc::new(move |d| {
+        record.lock().unwrap().push(d);
+        Box::pin(async {})
+    });
+    let always_exits = server(
+        "flaky",
+        json!({"command": switchboard_testkit::server_bin(), "args": ["--exit-at-start", "1"], "restart": "on-failure"}),
+    );
+    let manager = ServerManager::start([always_exits], options().with_sleeper(sleeper));
+    let mut events = manager.events();
+    let state = manager.wait_for("flaky", SETTLE).await.unwrap();
+    assert_eq!(
+        failure(&state).message,
+        "the server exited during the handshake (exit code 1)"
+    );
+    let secs: Vec<u64> = waited
+        .lock()
+        .unwrap()
+        .iter()
+        .map(Duration::as_secs)
+        .collect();
+    assert_eq!(secs, [1, 2, 4, 8, 16]);
+    drop(events.try_recv());
+    manager.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_policy_brings_a_crashed_server_back() {
+    let sleeper: switchboard::manager::Sleeper = Arc::new(|_| Box::pin(async {}));
+    let config = server(
+        "phoenix",
+        json!({"command": switchboard_testkit::server_bin(), "args": ["--crash-after", "0"], "restart": "on-failure"}),
+    );
+    let manager = ServerManager::start([config], options().with_sleeper(sleeper));
+    manager.wait_settled(SETTLE).await.unwrap();
+    let first = manager.process_id("phoenix").unwrap();
+    let mut watch = manager.watch("phoenix").unwrap();
+    watch.mark_unchanged();
+    let _ = manager
+        .call_tool_raw("phoenix", "echo", serde_json::Map::new(), SETTLE)
+        .await;
+    // Pending, then connected again with a new process.
+    tokio::time::timeout(
+        SETTLE,
+        watch.wait_for(|s| matches!(s, ServerState::Pending { .. })),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    tokio::time::timeout(
+        SETTLE,
+        watch.wait_for(|s| matches!(s, ServerState::Connected(_))),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let second = manager.process_id("phoenix").unwrap();
+    assert_ne!(first, second);
+    assert!(!pid_alive(first));
+    manager.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reload_keeps_unchanged_connections_and_redoes_changed_ones() {
+    let manager = ServerManager::start(
+        [
+            testkit("same", &[]),
+            testkit("edited", &[]),
+            testkit("gone", &[]),
+        ],
+        options(),
+    );
+    manager.wait_settled(SETTLE).await.unwrap();
+    let pid = |n: &str| manager.process_id(n).unwrap();
+    let (same, edited, gone) = (pid("same"), pid("edited"), pid("gone"));
+
+    let mut changed = testkit("edited", &["--garbage-stdout"]);
+    changed.hash = switchboard::config::ConfigHash("changed".into());
+    manager
+        .reload([testkit("same", &[]), changed, testkit("new", &[])])
+        .await;
+    manager.wait_settled(SETTLE).await.unwrap();
+    assert_eq!(manager.names(), ["edited", "new", "same"]);
+    assert_eq!(pid("same"), same);
+    assert_ne!(pid("edited"), edited);
+    assert!(!pid_alive(edited) && !pid_alive(gone));
+    manager.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disabling_shuts_a_server_down_and_enabling_connects_it() {
+    let off = server(
+        "off",
+        json!({"command": switchboard_testkit::server_bin(), "disabled": true}),
+    );
+    let manager = ServerManager::start([testkit("on", &[]), off], options());
+    manager.wait_settled(SETTLE).await.unwrap();
+    assert_eq!(manager.state("off"), Some(ServerState::Disabled));
+    let pid = manager.process_id("on").unwrap();
+
+    let mut watch = manager.watch("on").unwrap();
+    manager.set_enabled("on", false).unwrap();
+    tokio::time::timeout(SETTLE, watch.wait_for(|s| *s == ServerState::Disabled))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!pid_alive(pid));
+    assert!(matches!(
+        manager.list_tools("on").await,
+        Err(ManagerError::NotConnected {
+            state: "disabled",
+            ..
+        })
+    ));
+
+    manager.set_enabled("off", true).unwrap();
+    let mut watch = manager.watch("off").unwrap();
+    tokio::time::timeout(
+        SETTLE,
+        watch.wait_for(|s| matches!(s, ServerState::Connected(_))),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    manager.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_required_server_that_fails_fails_start_up() {
+    let required = server(
+        "needed",
+        json!({"command": "switchboard-no-such-command", "required": true}),
+    );
+    let manager = ServerManager::start([testkit("fine", &[]), required], options());
+    match manager.wait_settled(SETTLE).await {
+        Err(ManagerError::RequiredFailed(names)) => assert_eq!(names, ["needed"]),
+        other => panic!("{other:?}"),
+    }
+    manager.shutdown().await;
+}
