@@ -53,16 +53,22 @@ pub(crate) enum McpCommand {
         #[arg(short, long, value_enum)]
         scope: Option<ScopeArg>,
     },
-    /// List configured servers.
+    /// List configured servers, connecting to each to show its state.
     List {
         #[arg(long)]
         json: bool,
+        /// Show the configuration only; start nothing.
+        #[arg(long)]
+        no_connect: bool,
     },
-    /// Show one server in detail.
+    /// Show one server in detail, connecting to it.
     Get {
         name: String,
         #[arg(long)]
         json: bool,
+        /// Show the configuration only; start nothing.
+        #[arg(long)]
+        no_connect: bool,
     },
     /// Import servers from another MCP host's configuration.
     Import(ImportArgs),

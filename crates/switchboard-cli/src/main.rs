@@ -7,6 +7,7 @@ mod args;
 mod mcp;
 mod mcp_import;
 mod output;
+mod probe;
 
 use std::io::Write;
 use std::process::ExitCode;

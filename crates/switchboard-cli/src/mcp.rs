@@ -14,8 +14,10 @@ use switchboard::config::{
 
 use crate::args::{AddArgs, GlobalArgs, McpCommand, ScopeArg, TransportArg};
 use crate::output::{
-    entry_json, issue_json, kind_and_target, print_issues, print_json, print_table, status,
+    entry_json, issue_json, kind_and_target, print_issues, print_json, print_table, probed_status,
+    state_json, status,
 };
+use crate::probe::probe;
 
 /// What every command needs: the environment and the files of each scope.
 pub(crate) struct Context {
@@ -83,8 +85,12 @@ pub(crate) fn run(ctx: &Context, cmd: McpCommand) -> anyhow::Result<ExitCode> {
             add(ctx, &name, scope_of(scope), entry)
         }
         McpCommand::Remove { name, scope } => remove(ctx, &name, scope.map(scope_of)),
-        McpCommand::List { json } => list(ctx, json),
-        McpCommand::Get { name, json } => get(ctx, &name, json),
+        McpCommand::List { json, no_connect } => list(ctx, json, !no_connect),
+        McpCommand::Get {
+            name,
+            json,
+            no_connect,
+        } => get(ctx, &name, json, !no_connect),
         McpCommand::Import(args) => crate::mcp_import::run(ctx, args),
         McpCommand::Approve { name, all } => decide(ctx, name.as_deref(), all, Decision::Approved),
         McpCommand::Reject { name } => decide(ctx, Some(&name), false, Decision::Rejected),
@@ -302,15 +308,46 @@ fn remove(ctx: &Context, name: &str, scope: Option<Scope>) -> anyhow::Result<Exi
     }
 }
 
-fn list(ctx: &Context, json: bool) -> anyhow::Result<ExitCode> {
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?)
+}
+
+fn list(ctx: &Context, json: bool, connect: bool) -> anyhow::Result<ExitCode> {
     let loaded = ctx.load();
+    if !json {
+        print_issues(&loaded.issues);
+    }
+    let probed = if connect {
+        runtime()?.block_on(probe(ctx, &loaded, None))?
+    } else {
+        BTreeMap::new()
+    };
+    let required_failed = loaded.servers.iter().any(|e| {
+        let required = e.config.as_ref().is_ok_and(|c| c.required);
+        let connected = probed
+            .get(&e.name)
+            .is_some_and(|p| matches!(p.state, switchboard::connection::ServerState::Connected(_)));
+        required && connect && !connected
+    });
     if json {
+        let servers: Vec<Value> = loaded
+            .servers
+            .iter()
+            .map(|entry| {
+                let mut value = entry_json(entry);
+                if let Some(p) = probed.get(&entry.name) {
+                    value["connection"] = state_json(p);
+                }
+                value
+            })
+            .collect();
         print_json(&json!({
-            "servers": loaded.servers.iter().map(entry_json).collect::<Vec<_>>(),
+            "servers": servers,
             "issues": loaded.issues.iter().map(issue_json).collect::<Vec<_>>(),
         }))?;
     } else {
-        print_issues(&loaded.issues);
         if loaded.servers.is_empty() {
             eprintln!(
                 "No MCP servers configured. Add one with `switchboard mcp add NAME -- COMMAND [ARGS...]`."
@@ -320,11 +357,16 @@ fn list(ctx: &Context, json: bool) -> anyhow::Result<ExitCode> {
             .servers
             .iter()
             .map(|entry| {
-                let (status, reason) = status(entry);
+                let (status, reason) = if connect {
+                    probed_status(entry, probed.get(&entry.name))
+                } else {
+                    let (s, r) = status(entry);
+                    (s.to_owned(), r)
+                };
                 let (kind, target) = kind_and_target(entry);
                 let status = match reason {
                     Some(reason) => format!("{status}: {reason}"),
-                    None => status.to_owned(),
+                    None => status,
                 };
                 vec![
                     entry.name.clone(),
@@ -337,14 +379,14 @@ fn list(ctx: &Context, json: bool) -> anyhow::Result<ExitCode> {
             .collect();
         print_table(&rows)?;
     }
-    Ok(if loaded.has_errors() {
+    Ok(if loaded.has_errors() || required_failed {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
     })
 }
 
-fn get(ctx: &Context, name: &str, json: bool) -> anyhow::Result<ExitCode> {
+fn get(ctx: &Context, name: &str, json: bool, connect: bool) -> anyhow::Result<ExitCode> {
     let loaded = ctx.load();
     let Some(entry) = loaded.get(name) else {
         print_issues(&loaded.issues);
@@ -360,21 +402,36 @@ fn get(ctx: &Context, name: &str, json: bool) -> anyhow::Result<ExitCode> {
         .filter(|i| i.server.as_deref() == Some(name))
         .cloned()
         .collect();
+    let probed = if connect {
+        runtime()?
+            .block_on(probe(ctx, &loaded, Some(name)))?
+            .remove(name)
+    } else {
+        None
+    };
     if json {
         let mut value = entry_json(entry);
         value["issues"] = own_issues.iter().map(issue_json).collect();
+        if let Some(p) = &probed {
+            value["connection"] = state_json(p);
+        }
         print_json(&value)?;
         return Ok(ExitCode::SUCCESS);
     }
     print_issues(&own_issues);
-    let (status, reason) = status(entry);
+    let (status, reason) = if connect {
+        probed_status(entry, probed.as_ref())
+    } else {
+        let (s, r) = status(entry);
+        (s.to_owned(), r)
+    };
     let (kind, target) = kind_and_target(entry);
     let mut out = std::io::stdout().lock();
     writeln!(out, "{name}")?;
     writeln!(
         out,
         "  status:  {status}{}",
-        reason.map(|r| format!(" ({r})")).unwrap_or_default()
+        reason.map(|r| format!(": {r}")).unwrap_or_default()
     )?;
     writeln!(out, "  scope:   {}", entry.origin)?;
     writeln!(out, "  type:    {kind}")?;
@@ -395,6 +452,44 @@ fn get(ctx: &Context, name: &str, json: bool) -> anyhow::Result<ExitCode> {
         writeln!(out, "  overrides: {shadowed}")?;
     }
     writeln!(out, "  config:  {}", serde_json::to_string(&entry.raw)?)?;
+    match probed.as_ref().map(|p| &p.state) {
+        Some(switchboard::connection::ServerState::Connected(info)) => {
+            let server = [info.name.as_deref(), info.version.as_deref()]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(" ");
+            writeln!(out, "  server:  {server}")?;
+            let generation = match info.generation {
+                switchboard::connection::Generation::Initialize => "initialize",
+                switchboard::connection::Generation::Discover => "server/discover",
+            };
+            writeln!(out, "  protocol: {} ({generation})", info.protocol_version)?;
+            writeln!(
+                out,
+                "  capabilities: {}",
+                info.capabilities.names().join(", ")
+            )?;
+            if let Some(instructions) = &info.instructions {
+                writeln!(out, "  instructions:")?;
+                for line in instructions.lines() {
+                    writeln!(out, "    {line}")?;
+                }
+            }
+        }
+        Some(switchboard::connection::ServerState::Failed(f)) => {
+            if let Some(hint) = &f.hint {
+                writeln!(out, "  hint:    {hint}")?;
+            }
+            if let Some(stderr) = probed.as_ref().and_then(|p| p.stderr.as_ref()) {
+                writeln!(out, "  stderr (last lines):")?;
+                for line in stderr.lines() {
+                    writeln!(out, "    {line}")?;
+                }
+            }
+        }
+        _ => {}
+    }
     Ok(ExitCode::SUCCESS)
 }
 

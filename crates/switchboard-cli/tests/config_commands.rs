@@ -84,8 +84,11 @@ fn add_then_remove_leaves_the_file_byte_for_byte_as_it_was() {
         .unwrap();
     assert!(added.starts_with(&HAND_WRITTEN[..cut]), "{added}");
     assert!(added.ends_with(&HAND_WRITTEN[cut..]), "{added}");
-    let entry: Value =
-        serde_json::from_str(&ok_json(&tree, &["mcp", "get", "fs", "--json"])).unwrap();
+    let entry: Value = serde_json::from_str(&ok_json(
+        &tree,
+        &["mcp", "get", "fs", "--json", "--no-connect"],
+    ))
+    .unwrap();
     assert_eq!(
         entry["config"],
         serde_json::json!({"type": "stdio", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."]})
@@ -197,7 +200,11 @@ fn local_scope_is_private_per_project_and_keeps_other_projects_entries() {
     // Another project does not see it.
     let elsewhere = tree.root().join("elsewhere");
     std::fs::create_dir_all(&elsewhere).unwrap();
-    let listing = stdout(&switchboard(&tree, &elsewhere, &["mcp", "list"]));
+    let listing = stdout(&switchboard(
+        &tree,
+        &elsewhere,
+        &["mcp", "list", "--no-connect"],
+    ));
     assert!(!listing.contains("mine"), "{listing}");
 }
 
@@ -270,7 +277,7 @@ fn project_servers_need_approval_and_an_edit_asks_again() {
         r#"{"mcpServers": {"db": {"command": "db-server"}, "web": {"command": "web-server"}}}"#,
     )
     .unwrap();
-    let listing = ok_json(&tree, &["mcp", "list"]);
+    let listing = ok_json(&tree, &["mcp", "list", "--no-connect"]);
     insta::assert_snapshot!(listing, @r"
     db   project  stdio  db-server   pending approval: run `switchboard mcp approve db`
     web  project  stdio  web-server  pending approval: run `switchboard mcp approve web`
@@ -279,7 +286,9 @@ fn project_servers_need_approval_and_an_edit_asks_again() {
     ok(&tree, &run(&tree, &["mcp", "approve", "db"]));
     ok(&tree, &run(&tree, &["mcp", "reject", "web"]));
     let statuses = |tree: &ConfigTree| -> Vec<(String, String)> {
-        let json: Value = serde_json::from_str(&ok_json(tree, &["mcp", "list", "--json"])).unwrap();
+        let json: Value =
+            serde_json::from_str(&ok_json(tree, &["mcp", "list", "--json", "--no-connect"]))
+                .unwrap();
         json["servers"]
             .as_array()
             .unwrap()
@@ -340,7 +349,7 @@ fn project_servers_need_approval_and_an_edit_asks_again() {
 fn list_and_get_show_every_problem_and_fail_on_errors() {
     let tree = ConfigTree::new().unwrap();
     tree.write(tree.user_file(), r#"{"mcpServers": {"ok": {"command": "x", "alwaysAllow": []}, "bad": {"type": "http", "url": "ftp://h"}}}"#).unwrap();
-    let out = run(&tree, &["mcp", "list"]);
+    let out = run(&tree, &["mcp", "list", "--no-connect"]);
     assert_eq!(out.status.code(), Some(1));
     insta::assert_snapshot!(stdout(&out), @r"
     bad  user  http   ftp://h  invalid: type `http` needs a http:// or https:// URL, found `ftp://`
@@ -351,13 +360,16 @@ fn list_and_get_show_every_problem_and_fail_on_errors() {
     error: [TMP]/home/.config/switchboard/mcp.json:1:91: server `bad`, field `url`: type `http` needs a http:// or https:// URL, found `ftp://`
     ");
 
-    let json: Value =
-        serde_json::from_str(&stdout(&run(&tree, &["mcp", "list", "--json"]))).unwrap();
+    let json: Value = serde_json::from_str(&stdout(&run(
+        &tree,
+        &["mcp", "list", "--json", "--no-connect"],
+    )))
+    .unwrap();
     assert_eq!(json["issues"][1]["line"], 1);
     assert_eq!(json["issues"][1]["column"], 91);
     assert_eq!(json["issues"][1]["field"], "url");
 
-    let out = run(&tree, &["mcp", "get", "ok"]);
+    let out = run(&tree, &["mcp", "get", "ok", "--no-connect"]);
     ok(&tree, &out);
     insta::assert_snapshot!(tree.redact(&stdout(&out)), @r#"
     ok
@@ -536,7 +548,7 @@ fn import_brings_servers_over_from_other_hosts_without_clobbering() {
             ],
         ),
     );
-    let listing = stdout(&run(&tree, &["mcp", "list"]));
+    let listing = stdout(&run(&tree, &["mcp", "list", "--no-connect"]));
     assert!(
         listing
             .lines()

@@ -1,0 +1,144 @@
+//! `switchboard mcp list` and `mcp get` connect to every configured server, as the real
+//! binary, against real testkit servers.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+use switchboard_testkit::config_tree::ConfigTree;
+
+fn run(tree: &ConfigTree, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(args)
+        .current_dir(tree.project())
+        .env_clear()
+        .envs(tree.env())
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8], tree: &ConfigTree) -> String {
+    let bin = switchboard_testkit::server_bin().display().to_string();
+    tree.redact(&String::from_utf8_lossy(bytes))
+        .replace(&bin, "[TESTKIT]")
+}
+
+/// The table's cells joined by ` | ` (column widths depend on the machine's paths).
+fn cells(table: &str) -> String {
+    table
+        .lines()
+        .map(|line| {
+            line.split("  ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .collect::<Vec<_>>()
+                .join(" | ")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn user_config(tree: &ConfigTree, servers: &[(&str, &[&str], &str)]) {
+    let bin = switchboard_testkit::server_bin();
+    let entries: Vec<String> = servers
+        .iter()
+        .map(|(name, args, extra)| {
+            let args = serde_json::to_string(args).unwrap();
+            format!(
+                "\"{name}\": {{\"command\": {}, \"args\": {args}{extra}}}",
+                serde_json::to_string(&bin).unwrap()
+            )
+        })
+        .collect();
+    tree.write(
+        tree.user_file(),
+        &format!("{{\"mcpServers\": {{{}}}}}", entries.join(", ")),
+    )
+    .unwrap();
+}
+
+#[test]
+fn list_connects_to_every_server_and_shows_one_line_each() {
+    let tree = ConfigTree::new().unwrap();
+    user_config(
+        &tree,
+        &[
+            ("healthy", &[], ""),
+            ("crashes", &["--exit-at-start", "2"], ""),
+            ("off", &[], ", \"disabled\": true"),
+        ],
+    );
+    tree.write(
+        tree.project_file(),
+        r#"{"mcpServers": {"unapproved": {"command": "anything"}}}"#,
+    )
+    .unwrap();
+    let out = run(&tree, &["mcp", "list"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr, &tree));
+    insta::assert_snapshot!(cells(&text(&out.stdout, &tree)), @r"
+    crashes | user | stdio | [TESTKIT] --exit-at-start 2 | ✗ failed: the server exited during the handshake (exit code 2)
+    healthy | user | stdio | [TESTKIT] | ✓ connected (6 tools)
+    off | user | stdio | [TESTKIT] | - disabled
+    unapproved | project | stdio | anything | … pending approval: run `switchboard mcp approve unapproved`
+    ");
+
+    let json: Value =
+        serde_json::from_slice(&run(&tree, &["mcp", "list", "--json"]).stdout).unwrap();
+    let healthy = json["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "healthy")
+        .unwrap();
+    assert_eq!(healthy["connection"]["state"], "connected");
+    assert_eq!(healthy["connection"]["tools"], 6);
+    assert_eq!(
+        healthy["connection"]["serverInfo"]["name"],
+        "switchboard-testkit"
+    );
+}
+
+#[test]
+fn a_required_server_that_fails_makes_list_exit_non_zero() {
+    let tree = ConfigTree::new().unwrap();
+    user_config(
+        &tree,
+        &[
+            ("needed", &["--exit-at-start", "1"], ", \"required\": true"),
+            ("fine", &[], ""),
+        ],
+    );
+    let out = run(&tree, &["mcp", "list"]);
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn get_shows_the_handshake_or_the_failure_with_stderr() {
+    let tree = ConfigTree::new().unwrap();
+    user_config(
+        &tree,
+        &[
+            ("legacy", &["--protocol", "legacy"], ""),
+            ("broken", &["--exit-at-start", "5"], ""),
+        ],
+    );
+    let out = run(&tree, &["mcp", "get", "legacy"]);
+    let got = text(&out.stdout, &tree);
+    assert!(got.contains("  status:  ✓ connected (6 tools)\n"), "{got}");
+    assert!(
+        got.contains("  protocol: 2025-11-25 (initialize)\n"),
+        "{got}"
+    );
+    assert!(got.contains("  server:  switchboard-testkit "), "{got}");
+    assert!(got.contains("  capabilities: tools\n"), "{got}");
+
+    let got = text(&run(&tree, &["mcp", "get", "broken"]).stdout, &tree);
+    assert!(
+        got.contains("  status:  ✗ failed: the server exited during the handshake (exit code 5)\n"),
+        "{got}"
+    );
+    assert!(
+        got.contains("  stderr (last lines):\n    testkit-server: exiting at start with code 5"),
+        "{got}"
+    );
+}
