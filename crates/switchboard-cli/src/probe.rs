@@ -68,7 +68,7 @@ pub(crate) async fn probe(
     tokio::select! {
         _ = manager.wait_settled(bound) => {}
         _ = progress => {}
-        _ = tokio::signal::ctrl_c() => {
+        _ = interrupted() => {
             if let Some(bar) = &spinner { bar.finish_and_clear(); }
             manager.shutdown().await;
             std::process::exit(130);
@@ -106,4 +106,20 @@ pub(crate) async fn probe(
         .collect();
     manager.shutdown().await;
     Ok(found)
+}
+
+/// Resolves on SIGINT or SIGTERM, so servers are shut down before the program goes.
+async fn interrupted() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                term.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
 }
