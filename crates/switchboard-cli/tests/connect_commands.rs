@@ -77,7 +77,7 @@ fn list_connects_to_every_server_and_shows_one_line_each() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr, &tree));
     insta::assert_snapshot!(cells(&text(&out.stdout, &tree)), @r"
     crashes | user | stdio | [TESTKIT] --exit-at-start 2 | ✗ failed: the server exited during the handshake (exit code 2)
-    healthy | user | stdio | [TESTKIT] | ✓ connected (6 tools)
+    healthy | user | stdio | [TESTKIT] | ✓ connected (9 tools)
     off | user | stdio | [TESTKIT] | - disabled
     unapproved | project | stdio | anything | … pending approval: run `switchboard mcp approve unapproved`
     ");
@@ -91,7 +91,7 @@ fn list_connects_to_every_server_and_shows_one_line_each() {
         .find(|s| s["name"] == "healthy")
         .unwrap();
     assert_eq!(healthy["connection"]["state"], "connected");
-    assert_eq!(healthy["connection"]["tools"], 6);
+    assert_eq!(healthy["connection"]["tools"], 9);
     assert_eq!(
         healthy["connection"]["serverInfo"]["name"],
         "switchboard-testkit"
@@ -124,7 +124,7 @@ fn get_shows_the_handshake_or_the_failure_with_stderr() {
     );
     let out = run(&tree, &["mcp", "get", "legacy"]);
     let got = text(&out.stdout, &tree);
-    assert!(got.contains("  status:  ✓ connected (6 tools)\n"), "{got}");
+    assert!(got.contains("  status:  ✓ connected (9 tools)\n"), "{got}");
     assert!(
         got.contains("  protocol: 2025-11-25 (initialize)\n"),
         "{got}"

@@ -71,6 +71,26 @@ pub struct Options {
     /// Write the server's pid (and the grandchild's on a second line) to this file.
     #[arg(long, value_name = "PATH")]
     pub pid_file: Option<PathBuf>,
+
+    /// Also offer N generated tools, `tool_0000` … (each echoes its `text`).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub extra_tools: usize,
+
+    /// Answer `tools/list` in pages of N tools (the cursor is the offset).
+    #[arg(long, value_name = "N")]
+    pub page_size: Option<usize>,
+
+    /// Make `tools/list` paging never end: every page has a next cursor.
+    #[arg(long)]
+    pub endless_pages: bool,
+
+    /// Also offer a tool with exactly this name (repeatable): odd characters, long names.
+    #[arg(long = "tool-name", value_name = "NAME")]
+    pub tool_names: Vec<String>,
+
+    /// Give the `echo` tool a description of N characters.
+    #[arg(long, value_name = "N")]
+    pub description_chars: Option<usize>,
 }
 
 /// The transports `testkit-server` can serve.

@@ -34,32 +34,72 @@ struct Shared {
     hang_on: Option<String>,
     crash_after: Option<u64>,
     answered: AtomicU64,
+    page_size: Option<usize>,
+    endless_pages: bool,
+    /// The tool list: the fixed tools, the generated and named ones, and those `add_tool`
+    /// added at run time.
+    tools: std::sync::Mutex<Vec<Tool>>,
 }
+
+/// A 4×2 red PNG, for the `image` tool.
+const TINY_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAQAAAACCAIAAADwyuo0AAAAEElEQVR4nGP4z8AARwzIHABvqgf5gNwAKAAAAABJRU5ErkJggg==";
 
 impl Toolbox {
     pub(crate) fn new(options: &Options) -> Self {
+        let mut tools = Self::fixed_tools(options.description_chars);
+        for i in 0..options.extra_tools {
+            tools.push(echo_like(format!("tool_{i:04}")));
+        }
+        for name in &options.tool_names {
+            tools.push(echo_like(name.clone()));
+        }
         Toolbox {
             shared: Arc::new(Shared {
                 protocol: options.protocol,
                 hang_on: options.hang_on.clone(),
                 crash_after: options.crash_after,
                 answered: AtomicU64::new(0),
+                page_size: options.page_size,
+                endless_pages: options.endless_pages,
+                tools: std::sync::Mutex::new(tools),
             }),
         }
     }
 
-    fn tools() -> Vec<Tool> {
+    fn tools(&self) -> Vec<Tool> {
+        self.shared
+            .tools
+            .lock()
+            .map(|t| t.clone())
+            .unwrap_or_default()
+    }
+
+    fn fixed_tools(description_chars: Option<usize>) -> Vec<Tool> {
+        let echo_description: Cow<'static, str> = match description_chars {
+            Some(n) => Cow::Owned(
+                "Returns its text unchanged. "
+                    .chars()
+                    .cycle()
+                    .take(n)
+                    .collect(),
+            ),
+            None => Cow::Borrowed("Returns its text unchanged."),
+        };
         vec![
-            tool(
+            Tool::new(
                 "echo",
-                "Returns its text unchanged.",
-                json!({
+                echo_description,
+                Arc::new(object(json!({
                     "type": "object",
                     "properties": {"text": {"type": "string"}},
                     "required": ["text"]
-                }),
+                }))),
             )
-            .annotate(rmcp::model::ToolAnnotations::new().read_only(true)),
+            .annotate(
+                rmcp::model::ToolAnnotations::with_title("Echo")
+                    .read_only(true)
+                    .open_world(false),
+            ),
             tool(
                 "add",
                 "Adds two numbers; the sum is also in structuredContent.",
@@ -93,6 +133,35 @@ impl Toolbox {
                 json!({
                     "type": "object",
                     "properties": {"message": {"type": "string"}}
+                }),
+            )
+            .annotate(
+                rmcp::model::ToolAnnotations::new()
+                    .destructive(true)
+                    .idempotent(true)
+                    .open_world(true),
+            ),
+            tool(
+                "add_tool",
+                "Adds a tool named `name` (echo-like) and notifies tools/list_changed.",
+                json!({
+                    "type": "object",
+                    "properties": {"name": {"type": "string"}},
+                    "required": ["name"]
+                }),
+            ),
+            tool(
+                "image",
+                "Returns a tiny PNG image and a caption.",
+                json!({"type": "object", "properties": {}}),
+            ),
+            tool(
+                "blob",
+                "Returns an embedded resource with binary content at the given `uri`.",
+                json!({
+                    "type": "object",
+                    "properties": {"uri": {"type": "string"}, "bytes": {"type": "integer"}},
+                    "required": ["uri"]
                 }),
             ),
             tool(
@@ -156,6 +225,48 @@ impl Toolbox {
             "pid" => Ok(CallToolResult::success(vec![ContentBlock::text(
                 std::process::id().to_string(),
             )])),
+            "add_tool" => {
+                let Some(new) = args.get("name").and_then(Value::as_str) else {
+                    return Ok(bad_arguments("add_tool needs a string `name`"));
+                };
+                if let Ok(mut tools) = self.shared.tools.lock() {
+                    tools.push(echo_like(new.to_owned()));
+                }
+                let _ = context.peer.notify_tool_list_changed().await;
+                Ok(CallToolResult::success(vec![ContentBlock::text(format!(
+                    "added {new}"
+                ))]))
+            }
+            "image" => Ok(CallToolResult::success(vec![
+                ContentBlock::image(TINY_PNG, "image/png"),
+                ContentBlock::text("a 4x2 red rectangle"),
+            ])),
+            "blob" => {
+                let Some(uri) = args.get("uri").and_then(Value::as_str) else {
+                    return Ok(bad_arguments("blob needs a string `uri`"));
+                };
+                let bytes = args
+                    .get("bytes")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(16)
+                    .min(BIG_LIMIT);
+                let data: Vec<u8> = (0..bytes).map(|i| (i % 251) as u8).collect();
+                let blob =
+                    base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &data);
+                let resource = rmcp::model::ResourceContents::blob(blob, uri)
+                    .with_mime_type("application/octet-stream");
+                Ok(CallToolResult::success(vec![ContentBlock::resource(
+                    resource,
+                )]))
+            }
+            other if self.tools().iter().any(|t| t.name == other) => {
+                Ok(match args.get("text").and_then(Value::as_str) {
+                    Some(text) => CallToolResult::success(vec![ContentBlock::text(format!(
+                        "{other}: {text}"
+                    ))]),
+                    None => CallToolResult::success(vec![ContentBlock::text(other.to_owned())]),
+                })
+            }
             other => Err(ErrorData::invalid_params(
                 format!("no tool named {other:?}"),
                 None,
@@ -196,12 +307,19 @@ impl Toolbox {
 
 impl ServerHandler for Toolbox {
     fn get_info(&self) -> ServerConfig {
-        let config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new(
-                "switchboard-testkit",
-                env!("CARGO_PKG_VERSION"),
-            ))
-            .with_instructions("A test server: echo, add, slow, fail, big, pid.");
+        let config = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new(
+            "switchboard-testkit",
+            env!("CARGO_PKG_VERSION"),
+        ))
+        .with_instructions(
+            "A test server: echo, add, slow, fail, add_tool, image, blob, big, pid.",
+        );
         match self.shared.protocol {
             ProtocolMode::Legacy => {
                 config.with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
@@ -222,14 +340,37 @@ impl ServerHandler for Toolbox {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(Self::tools()))
+        let tools = self.tools();
+        let Some(size) = self.shared.page_size.filter(|s| *s > 0) else {
+            return Ok(ListToolsResult::with_all_items(tools));
+        };
+        let offset = request
+            .and_then(|r| r.cursor)
+            .and_then(|c| c.parse::<usize>().ok())
+            .unwrap_or(0);
+        let page: Vec<Tool> = if self.shared.endless_pages {
+            tools
+                .into_iter()
+                .cycle()
+                .skip(offset % size.max(1))
+                .take(size)
+                .collect()
+        } else {
+            tools.iter().skip(offset).take(size).cloned().collect()
+        };
+        let total = self.tools().len();
+        let next = (self.shared.endless_pages || offset + size < total)
+            .then(|| (offset + size).to_string());
+        let mut result = ListToolsResult::with_all_items(page);
+        result.next_cursor = next;
+        Ok(result)
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        Self::tools().into_iter().find(|tool| tool.name == name)
+        self.tools().into_iter().find(|tool| tool.name == name)
     }
 
     async fn call_tool(
@@ -254,6 +395,16 @@ impl ServerHandler for Toolbox {
         self.shared.answered.fetch_add(1, Ordering::SeqCst);
         result.map(CallToolResponse::from)
     }
+}
+
+fn echo_like(name: String) -> Tool {
+    Tool::new(
+        name,
+        "Echoes its `text`, prefixed with the tool's name.",
+        Arc::new(object(
+            json!({"type": "object", "properties": {"text": {"type": "string"}}}),
+        )),
+    )
 }
 
 fn tool(name: &'static str, description: &'static str, schema: Value) -> Tool {

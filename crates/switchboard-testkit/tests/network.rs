@@ -53,6 +53,9 @@ struct HttpClient {
 
 impl HttpClient {
     fn new(server: &TestServer) -> HttpClient {
+        // The workspace builds reqwest without a default TLS provider: name one (plain http
+        // never uses it, but the client wants one).
+        let _ = rustls::crypto::ring::default_provider().install_default();
         HttpClient {
             http: reqwest::Client::new(),
             url: server.url().to_owned(),
@@ -134,7 +137,9 @@ async fn streamable_http_answers_initialize_and_lists_tools() {
         .await;
     assert_eq!(
         tool_names(&answer),
-        ["echo", "add", "slow", "fail", "big", "pid"]
+        [
+            "echo", "add", "slow", "fail", "add_tool", "image", "blob", "big", "pid"
+        ]
     );
     let answer = client
         .request(json!({
@@ -183,7 +188,7 @@ async fn an_expired_session_is_answered_with_404() {
     // A fresh session works again.
     client.session = None;
     client.request(initialize(1)).await;
-    assert_eq!(tool_names(&client.request(list).await).len(), 6);
+    assert_eq!(tool_names(&client.request(list).await).len(), 9);
 }
 
 /// Reads SSE events (event name, data) from a streaming response.
@@ -279,7 +284,7 @@ async fn legacy_sse_names_an_endpoint_and_answers_on_the_stream() {
     .await
     .unwrap();
     let (_, data) = events.next().await;
-    assert_eq!(tool_names(&serde_json::from_str(&data).unwrap()).len(), 6);
+    assert_eq!(tool_names(&serde_json::from_str(&data).unwrap()).len(), 9);
 }
 
 #[tokio::test]

@@ -160,7 +160,12 @@ fn answers_initialize_and_lists_its_tools() {
         .iter()
         .filter_map(|tool| tool["name"].as_str())
         .collect();
-    assert_eq!(names, ["echo", "add", "slow", "fail", "big", "pid"]);
+    assert_eq!(
+        names,
+        [
+            "echo", "add", "slow", "fail", "add_tool", "image", "blob", "big", "pid"
+        ]
+    );
 
     server.call(3, "add", json!({"a": 2, "b": 40}));
     let answer = server.response(3);

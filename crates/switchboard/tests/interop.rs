@@ -19,12 +19,23 @@ fn partner(var: &str) -> String {
 }
 
 fn server(name: &str, entry: serde_json::Value) -> ServerConfig {
-    let origin = Origin { scope: Scope::User, file: None };
-    parse_entry_value(name, &entry, origin, &Environment::capture(), "<test>").unwrap().0
+    let origin = Origin {
+        scope: Scope::User,
+        file: None,
+    };
+    parse_entry_value(name, &entry, origin, &Environment::capture(), "<test>")
+        .unwrap()
+        .0
 }
 
 async fn tools_of(manager: &ServerManager, name: &str) -> Vec<String> {
-    let mut tools: Vec<String> = manager.list_tools(name).await.unwrap().into_iter().map(|t| t.name).collect();
+    let mut tools: Vec<String> = manager
+        .list_tools(name)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
     tools.sort();
     tools
 }
@@ -34,10 +45,22 @@ async fn reference_servers_over_stdio_connect_and_list_tools() {
     let memory_file = tempfile::NamedTempFile::new().unwrap();
     let manager = ServerManager::start(
         [
-            server("everything", json!({"command": partner("SWITCHBOARD_PARTNER_EVERYTHING"), "args": ["stdio"]})),
-            server("time", json!({"command": partner("SWITCHBOARD_PARTNER_TIME")})),
-            server("filesystem", json!({"command": partner("SWITCHBOARD_PARTNER_FILESYSTEM"), "args": [std::env::temp_dir()]})),
-            server("memory", json!({"command": partner("SWITCHBOARD_PARTNER_MEMORY"), "env": {"MEMORY_FILE_PATH": memory_file.path()}})),
+            server(
+                "everything",
+                json!({"command": partner("SWITCHBOARD_PARTNER_EVERYTHING"), "args": ["stdio"]}),
+            ),
+            server(
+                "time",
+                json!({"command": partner("SWITCHBOARD_PARTNER_TIME")}),
+            ),
+            server(
+                "filesystem",
+                json!({"command": partner("SWITCHBOARD_PARTNER_FILESYSTEM"), "args": [std::env::temp_dir()]}),
+            ),
+            server(
+                "memory",
+                json!({"command": partner("SWITCHBOARD_PARTNER_MEMORY"), "env": {"MEMORY_FILE_PATH": memory_file.path()}}),
+            ),
         ],
         ManagerOptions::default(),
     );
@@ -47,16 +70,33 @@ async fn reference_servers_over_stdio_connect_and_list_tools() {
         other => panic!("{name}: {other:?}"),
     };
     // The TypeScript SDK speaks the initialize era; the Python SDK answers server/discover.
-    assert_eq!(generation("everything"), (Generation::Initialize, "2025-11-25".to_owned()));
-    assert_eq!(generation("time"), (Generation::Discover, "2026-07-28".to_owned()));
+    assert_eq!(
+        generation("everything"),
+        (Generation::Initialize, "2025-11-25".to_owned())
+    );
+    assert_eq!(
+        generation("time"),
+        (Generation::Discover, "2026-07-28".to_owned())
+    );
     assert_eq!(generation("filesystem").0, Generation::Initialize);
 
     let everything = tools_of(&manager, "everything").await;
     for tool in ["echo", "get-sum"] {
         assert!(everything.contains(&tool.to_owned()), "{everything:?}");
     }
-    assert_eq!(tools_of(&manager, "time").await, ["convert_time", "get_current_time"]);
-    assert!(tools_of(&manager, "filesystem").await.contains(&"read_text_file".to_owned()));
-    assert!(tools_of(&manager, "memory").await.contains(&"create_entities".to_owned()));
+    assert_eq!(
+        tools_of(&manager, "time").await,
+        ["convert_time", "get_current_time"]
+    );
+    assert!(
+        tools_of(&manager, "filesystem")
+            .await
+            .contains(&"read_text_file".to_owned())
+    );
+    assert!(
+        tools_of(&manager, "memory")
+            .await
+            .contains(&"create_entities".to_owned())
+    );
     manager.shutdown().await;
 }
