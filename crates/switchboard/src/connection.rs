@@ -5,6 +5,7 @@
 
 mod handler;
 mod handshake;
+mod requests;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,6 +18,7 @@ use handler::ClientSide;
 pub(crate) use handler::Notice;
 pub use handshake::Generation;
 use handshake::{HandshakeError, Plan, handshake, latest_initialize_version};
+pub use requests::{Annotations, MAX_LIST_PAGES, Progress, RequestError, ToolDef};
 
 use crate::config::{ProtocolPin, ServerConfig, Transport};
 use crate::transport::stdio::{self, ChildProcess, SpawnError};
@@ -204,6 +206,7 @@ pub(crate) struct Session {
     pid: Option<u32>,
     stderr: Option<crate::transport::stdio::StderrTail>,
     exit: Option<tokio::sync::watch::Receiver<Option<std::process::ExitStatus>>>,
+    progress: rmcp::handler::client::progress::ProgressDispatcher,
     pub(crate) info: Arc<ServerInfo>,
 }
 
@@ -226,6 +229,7 @@ impl Session {
         let peer = service.peer().clone();
         let cancel = std::sync::Mutex::new(Some(service.cancellation_token()));
         let (ended_tx, ended) = tokio::sync::watch::channel(false);
+        let progress = service.service().progress.clone();
         tokio::spawn(async move {
             let _ = service.waiting().await;
             let _ = ended_tx.send(true);
@@ -241,6 +245,7 @@ impl Session {
             pid,
             stderr,
             exit,
+            progress,
             info,
         }
     }

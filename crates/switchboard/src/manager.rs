@@ -24,7 +24,7 @@ use tokio::sync::{Semaphore, broadcast, mpsc, oneshot, watch};
 
 use crate::config::{RestartPolicy, ServerConfig, Transport};
 use crate::connection::{
-    self, ConnectError, ConnectOptions, Failure, Notice, ServerState, Session,
+    self, ConnectError, ConnectOptions, Failure, Notice, RequestError, ServerState, Session,
 };
 use crate::env_vars::Limits;
 use memory::Memory;
@@ -119,6 +119,16 @@ pub enum ManagerError {
     Request { server: String, message: String },
     #[error("required server(s) failed to start: {}", .0.join(", "))]
     RequiredFailed(Vec<String>),
+}
+
+/// A request to a server that did not succeed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestFailure {
+    #[error(transparent)]
+    Manager(ManagerError),
+    #[error(transparent)]
+    Request(RequestError),
 }
 
 /// A tool as a server lists it (the catalogue adds naming and traits on top).
@@ -409,24 +419,39 @@ impl ServerManager {
         self.session(name).ok()?.pid()
     }
 
-    /// Lists a connected server's tools (all pages).
-    pub async fn list_tools(&self, name: &str) -> Result<Vec<ToolSummary>, ManagerError> {
-        let session = self.session(name)?;
-        let result = session.peer().list_all_tools().await;
+    /// Runs a request on a connected server's session, counting terminal errors.
+    pub(crate) async fn request<T, F, Fut>(&self, name: &str, f: F) -> Result<T, RequestFailure>
+    where
+        F: FnOnce(Arc<Session>) -> Fut,
+        Fut: Future<Output = Result<T, RequestError>>,
+    {
+        let session = self.session(name).map_err(RequestFailure::Manager)?;
+        let result = f(session).await;
         self.note_outcome(
             name,
-            result.as_ref().err().map(is_terminal).unwrap_or(false),
+            result.as_ref().err().is_some_and(RequestError::is_terminal),
         );
-        let tools = result.map_err(|e| ManagerError::Request {
-            server: name.to_owned(),
-            message: e.to_string(),
-        })?;
+        result.map_err(RequestFailure::Request)
+    }
+
+    /// Lists a connected server's tools (all pages, at most 100).
+    pub async fn list_tools(&self, name: &str) -> Result<Vec<ToolSummary>, ManagerError> {
+        let tools = self
+            .request(name, |s| async move { s.list_tools().await })
+            .await
+            .map_err(|e| match e {
+                RequestFailure::Manager(e) => e,
+                RequestFailure::Request(e) => ManagerError::Request {
+                    server: name.to_owned(),
+                    message: e.to_string(),
+                },
+            })?;
         Ok(tools
             .into_iter()
             .map(|t| ToolSummary {
-                name: t.name.to_string(),
-                description: t.description.map(|d| d.to_string()),
-                input_schema: serde_json::Value::Object((*t.input_schema).clone()),
+                name: t.name,
+                description: t.description,
+                input_schema: t.input_schema,
             })
             .collect())
     }
@@ -437,7 +462,7 @@ impl ServerManager {
     }
 
     /// Calls a tool on a connected server and returns the raw result as JSON, bounded by
-    /// `timeout`. (The catalogue's call pipeline adds naming, permissions and budgets.)
+    /// `timeout`. (The call pipeline adds naming, permissions and budgets.)
     pub async fn call_tool_raw(
         &self,
         name: &str,
@@ -445,30 +470,16 @@ impl ServerManager {
         arguments: serde_json::Map<String, serde_json::Value>,
         timeout: Duration,
     ) -> Result<serde_json::Value, ManagerError> {
-        let session = self.session(name)?;
-        let params =
-            rmcp::model::CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
-        let request = session.peer().call_tool(params);
-        let result = match tokio::time::timeout(timeout, request).await {
-            Ok(result) => result,
-            Err(_) => {
-                return Err(ManagerError::Request {
-                    server: name.to_owned(),
-                    message: format!("no answer within {} ms", timeout.as_millis()),
-                });
-            }
-        };
-        self.note_outcome(
-            name,
-            result.as_ref().err().map(is_terminal).unwrap_or(false),
-        );
-        let result = result.map_err(|e| ManagerError::Request {
-            server: name.to_owned(),
-            message: e.to_string(),
-        })?;
-        serde_json::to_value(result).map_err(|e| ManagerError::Request {
-            server: name.to_owned(),
-            message: e.to_string(),
+        self.request(name, |s| async move {
+            s.call_tool(tool, arguments, timeout, None).await
+        })
+        .await
+        .map_err(|e| match e {
+            RequestFailure::Manager(e) => e,
+            RequestFailure::Request(e) => ManagerError::Request {
+                server: name.to_owned(),
+                message: e.to_string(),
+            },
         })
     }
 
@@ -490,16 +501,6 @@ impl ServerManager {
             let _ = slot.control.send(Control::Reconnect);
         }
     }
-}
-
-/// Whether a request error means the connection itself is broken (reset, timeout, pipe).
-fn is_terminal(error: &rmcp::ServiceError) -> bool {
-    matches!(
-        error,
-        rmcp::ServiceError::TransportSend(_)
-            | rmcp::ServiceError::TransportClosed
-            | rmcp::ServiceError::Timeout { .. }
-    )
 }
 
 async fn stop_all(slots: Vec<Slot>) {

@@ -7,6 +7,8 @@
 #![allow(deprecated)]
 
 use rmcp::ClientHandler;
+use rmcp::handler::client::progress::ProgressDispatcher;
+use rmcp::model::ProgressNotificationParam;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, Implementation, LoggingLevel,
     LoggingMessageNotificationParam, ResourceUpdatedNotificationParam,
@@ -23,10 +25,20 @@ pub(crate) enum Notice {
     ResourceUpdated(String),
 }
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct ClientSide {
     server: String,
     notices: mpsc::UnboundedSender<Notice>,
+    /// Routes `notifications/progress` to the call that asked for it.
+    pub(crate) progress: ProgressDispatcher,
+}
+
+impl std::fmt::Debug for ClientSide {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientSide")
+            .field("server", &self.server)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ClientSide {
@@ -34,6 +46,7 @@ impl ClientSide {
         ClientSide {
             server: server.to_owned(),
             notices,
+            progress: ProgressDispatcher::new(),
         }
     }
 }
@@ -49,6 +62,14 @@ pub(crate) fn client_info() -> Implementation {
 impl ClientHandler for ClientSide {
     fn get_info(&self) -> ClientConfig {
         ClientConfig::new(ClientCapabilities::default(), client_info())
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress.handle_notification(params).await;
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {

@@ -1,0 +1,468 @@
+//! The catalogue: every connected server's tools under stable qualified names, merged with the
+//! embedding program's own tools.
+//!
+//! - Names: `mcp__<server>__<tool>` ([`qualified_name`]); two tools that sanitise alike both get
+//!   a hash, and the collision is reported — never settled by start or list order.
+//! - Descriptions are capped at 2048 characters with a visible marker.
+//! - Annotations become [`ToolTraits`] (the protocol's defaults where a hint is missing).
+//! - Per-server `enabledTools` / `disabledTools` globs, and a hide rule (permissions' `deny`).
+//! - Tool lists are cached for at most 20 servers (LRU) and dropped when a server disconnects
+//!   or says its list changed; the catalogue then tells its user what changed.
+
+mod naming;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex};
+
+use lru::LruCache;
+use serde_json::Value;
+use tokio::sync::broadcast;
+use wildmatch::WildMatch;
+
+pub use naming::{MAX_QUALIFIED_NAME, qualified_name, sanitize, server_of};
+
+use crate::config::ServerConfig;
+use crate::connection::{RequestError, ServerState, ToolDef};
+use crate::manager::{ManagerError, ServerEvent, ServerManager};
+
+/// The longest tool description kept.
+pub const MAX_DESCRIPTION: usize = 2048;
+/// How many servers' tool lists are cached.
+pub const TOOL_CACHE_SERVERS: usize = 20;
+
+/// What a tool is like, from its annotations.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ToolTraits {
+    /// `readOnlyHint`: changes nothing.
+    pub read_only: bool,
+    /// Read-only tools may run concurrently.
+    pub concurrency_safe: bool,
+    /// `destructiveHint` (the protocol's default: true for a tool that is not read-only).
+    pub destructive: bool,
+    /// `idempotentHint` (default false).
+    pub idempotent: bool,
+    /// `openWorldHint` (default true).
+    pub open_world: bool,
+}
+
+/// A tool of the catalogue.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tool {
+    /// The name to call it by: `mcp__<server>__<tool>`, or a built-in's own name.
+    pub qualified_name: String,
+    /// `None` for the embedding program's own tools.
+    pub server: Option<String>,
+    /// The name its server knows it by.
+    pub name: String,
+    /// `title` (annotation or tool), else the name.
+    pub display_name: String,
+    pub description: Option<String>,
+    pub input_schema: Value,
+    pub output_schema: Option<Value>,
+    pub traits: ToolTraits,
+}
+
+/// A tool the embedding program provides itself; it wins a clash with an MCP tool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BuiltinTool {
+    pub name: String,
+    pub description: Option<String>,
+    pub input_schema: Value,
+    pub traits: ToolTraits,
+}
+
+/// Something in the catalogue the user should know about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CatalogIssue {
+    pub server: Option<String>,
+    pub message: String,
+}
+
+impl std::fmt::Display for CatalogIssue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.server {
+            Some(s) => write!(f, "server `{s}`: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+/// A change of the catalogue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CatalogEvent {
+    /// A server's tools changed: qualified names added and removed.
+    ToolsChanged {
+        server: String,
+        added: Vec<String>,
+        removed: Vec<String>,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CatalogError {
+    #[error(transparent)]
+    Manager(#[from] ManagerError),
+    #[error("server `{server}`: cannot list tools: {source}")]
+    List {
+        server: String,
+        source: RequestError,
+    },
+    #[error("no tool named `{0}`")]
+    NoSuchTool(String),
+}
+
+/// One server's tools, as the catalogue shows them.
+#[derive(Debug, Clone, Default)]
+struct ServerTools {
+    tools: Vec<Tool>,
+    issues: Vec<CatalogIssue>,
+}
+
+/// Everything in the catalogue at one moment.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    /// Built-ins first, then each connected server's tools (servers sorted by name).
+    pub tools: Vec<Tool>,
+    pub issues: Vec<CatalogIssue>,
+}
+
+type Hide = Arc<dyn Fn(&str) -> bool + Send + Sync>;
+
+/// The live catalogue over a [`ServerManager`]. Cheap to clone.
+#[derive(Clone)]
+pub struct Catalog {
+    manager: ServerManager,
+    cache: Arc<Mutex<LruCache<String, Arc<ServerTools>>>>,
+    builtins: Arc<Vec<BuiltinTool>>,
+    hide: Hide,
+    events: broadcast::Sender<CatalogEvent>,
+}
+
+impl std::fmt::Debug for Catalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Catalog")
+            .field("builtins", &self.builtins.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Catalog {
+    /// Builds the catalogue and starts following the manager's events. `hide` says which
+    /// qualified names must not appear (a permissions `deny`).
+    pub fn new(manager: ServerManager, builtins: Vec<BuiltinTool>, hide: Option<Hide>) -> Catalog {
+        let (events, _) = broadcast::channel(256);
+        let capacity = NonZeroUsize::new(TOOL_CACHE_SERVERS).unwrap_or(NonZeroUsize::MIN);
+        let catalog = Catalog {
+            manager,
+            cache: Arc::new(Mutex::new(LruCache::new(capacity))),
+            builtins: Arc::new(builtins),
+            hide: hide.unwrap_or_else(|| Arc::new(|_| false)),
+            events,
+        };
+        catalog.follow();
+        catalog
+    }
+
+    pub fn manager(&self) -> &ServerManager {
+        &self.manager
+    }
+
+    /// Changes of the catalogue, from now on.
+    pub fn events(&self) -> broadcast::Receiver<CatalogEvent> {
+        self.events.subscribe()
+    }
+
+    fn follow(&self) {
+        let catalog = self.clone();
+        let mut events = self.manager.events();
+        tokio::spawn(async move {
+            loop {
+                match events.recv().await {
+                    Ok(ServerEvent::ToolsChanged { server }) => catalog.refresh(&server).await,
+                    Ok(ServerEvent::State {
+                        server,
+                        state: ServerState::Connected(_),
+                    }) => catalog.refresh(&server).await,
+                    Ok(ServerEvent::State { server, .. }) => catalog.forget(&server),
+                    Ok(_) => {}
+                    Err(broadcast::error::RecvError::Lagged(_)) => {
+                        if let Ok(mut cache) = catalog.cache.lock() {
+                            cache.clear();
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        });
+    }
+
+    fn cached(&self, server: &str) -> Option<Arc<ServerTools>> {
+        self.cache.lock().ok()?.get(server).cloned()
+    }
+
+    fn forget(&self, server: &str) {
+        let old = self.cache.lock().ok().and_then(|mut c| c.pop(server));
+        if let Some(old) = old.filter(|o| !o.tools.is_empty()) {
+            let removed = old.tools.iter().map(|t| t.qualified_name.clone()).collect();
+            let _ = self.events.send(CatalogEvent::ToolsChanged {
+                server: server.to_owned(),
+                added: Vec::new(),
+                removed,
+            });
+        }
+    }
+
+    /// Lists a server's tools again and tells what changed.
+    async fn refresh(&self, server: &str) {
+        let old = self.cache.lock().ok().and_then(|mut c| c.pop(server));
+        let new = match self.fetch(server).await {
+            Ok(tools) => tools,
+            Err(e) => {
+                tracing::warn!(server, "cannot list tools: {e}");
+                return;
+            }
+        };
+        let names = |t: &ServerTools| {
+            t.tools
+                .iter()
+                .map(|t| t.qualified_name.clone())
+                .collect::<BTreeSet<_>>()
+        };
+        let before = old.as_deref().map(names).unwrap_or_default();
+        let after = names(&new);
+        let added: Vec<String> = after.difference(&before).cloned().collect();
+        let removed: Vec<String> = before.difference(&after).cloned().collect();
+        if !added.is_empty() || !removed.is_empty() {
+            let _ = self.events.send(CatalogEvent::ToolsChanged {
+                server: server.to_owned(),
+                added,
+                removed,
+            });
+        }
+    }
+
+    async fn fetch(&self, server: &str) -> Result<Arc<ServerTools>, CatalogError> {
+        let config = self
+            .manager
+            .config(server)
+            .ok_or_else(|| ManagerError::NoSuchServer(server.to_owned()))?;
+        let defs = self
+            .manager
+            .request(server, |session| async move { session.list_tools().await })
+            .await
+            .map_err(|e| match e {
+                crate::manager::RequestFailure::Manager(e) => CatalogError::Manager(e),
+                crate::manager::RequestFailure::Request(source) => CatalogError::List {
+                    server: server.to_owned(),
+                    source,
+                },
+            })?;
+        let tools = Arc::new(build(&config, defs));
+        if let Ok(mut cache) = self.cache.lock() {
+            cache.put(server.to_owned(), tools.clone());
+        }
+        Ok(tools)
+    }
+
+    async fn server_tools_raw(&self, server: &str) -> Result<Arc<ServerTools>, CatalogError> {
+        match self.cached(server) {
+            Some(tools) => Ok(tools),
+            None => self.fetch(server).await,
+        }
+    }
+
+    /// One connected server's tools.
+    pub async fn server_tools(&self, server: &str) -> Result<Vec<Tool>, CatalogError> {
+        let tools = self.server_tools_raw(server).await?;
+        Ok(tools
+            .tools
+            .iter()
+            .filter(|t| !(self.hide)(&t.qualified_name))
+            .cloned()
+            .collect())
+    }
+
+    /// Every tool now: built-ins, then each connected server's.
+    pub async fn snapshot(&self) -> Snapshot {
+        let mut snapshot = Snapshot::default();
+        let builtin_names: BTreeSet<&str> = self.builtins.iter().map(|b| b.name.as_str()).collect();
+        for builtin in self.builtins.iter() {
+            snapshot.tools.push(Tool {
+                qualified_name: builtin.name.clone(),
+                server: None,
+                name: builtin.name.clone(),
+                display_name: builtin.name.clone(),
+                description: builtin.description.clone(),
+                input_schema: builtin.input_schema.clone(),
+                output_schema: None,
+                traits: builtin.traits,
+            });
+        }
+        let connected: Vec<String> = self
+            .manager
+            .states()
+            .into_iter()
+            .filter(|(_, s)| matches!(s, ServerState::Connected(_)))
+            .map(|(n, _)| n)
+            .collect();
+        let lists =
+            futures::future::join_all(connected.iter().map(|s| self.server_tools_raw(s))).await;
+        for (server, list) in connected.iter().zip(lists) {
+            match list {
+                Ok(list) => {
+                    snapshot.issues.extend(list.issues.iter().cloned());
+                    for tool in &list.tools {
+                        if (self.hide)(&tool.qualified_name) {
+                            continue;
+                        }
+                        if builtin_names.contains(tool.qualified_name.as_str()) {
+                            snapshot.issues.push(CatalogIssue {
+                                server: Some(server.clone()),
+                                message: format!("tool `{}` clashes with the program's own tool of that name, which wins", tool.qualified_name),
+                            });
+                            continue;
+                        }
+                        snapshot.tools.push(tool.clone());
+                    }
+                }
+                Err(e) => snapshot.issues.push(CatalogIssue {
+                    server: Some(server.clone()),
+                    message: e.to_string(),
+                }),
+            }
+        }
+        snapshot
+    }
+
+    /// Finds a tool by its qualified name.
+    pub async fn find(&self, qualified: &str) -> Result<Tool, CatalogError> {
+        if let Some(b) = self.builtins.iter().find(|b| b.name == qualified) {
+            return Ok(Tool {
+                qualified_name: b.name.clone(),
+                server: None,
+                name: b.name.clone(),
+                display_name: b.name.clone(),
+                description: b.description.clone(),
+                input_schema: b.input_schema.clone(),
+                output_schema: None,
+                traits: b.traits,
+            });
+        }
+        let server =
+            server_of(qualified).ok_or_else(|| CatalogError::NoSuchTool(qualified.to_owned()))?;
+        self.server_tools(server)
+            .await?
+            .into_iter()
+            .find(|t| t.qualified_name == qualified)
+            .ok_or_else(|| CatalogError::NoSuchTool(qualified.to_owned()))
+    }
+}
+
+/// Turns a server's tool definitions into catalogue tools.
+fn build(config: &ServerConfig, defs: Vec<ToolDef>) -> ServerTools {
+    let server = config.name.as_str();
+    let enabled: Option<Vec<WildMatch>> = config
+        .enabled_tools
+        .as_ref()
+        .map(|p| p.iter().map(|p| WildMatch::new(p)).collect());
+    let disabled: Vec<WildMatch> = config
+        .disabled_tools
+        .iter()
+        .map(|p| WildMatch::new(p))
+        .collect();
+    let defs: Vec<ToolDef> = defs
+        .into_iter()
+        .filter(|d| {
+            enabled
+                .as_ref()
+                .is_none_or(|e| e.iter().any(|w| w.matches(&d.name)))
+        })
+        .filter(|d| !disabled.iter().any(|w| w.matches(&d.name)))
+        .collect();
+
+    // Tools that sanitise to the same name collide: each gets a hash (a tool whose name needed
+    // no change keeps it), and the collision is reported.
+    let mut by_clean: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for d in &defs {
+        by_clean
+            .entry(sanitize(&d.name))
+            .or_default()
+            .push(d.name.clone());
+    }
+    let mut issues = Vec::new();
+    for (clean, names) in by_clean.iter().filter(|(_, n)| n.len() > 1) {
+        let listed = names
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        issues.push(CatalogIssue {
+            server: Some(server.to_owned()),
+            message: format!(
+                "tools {listed} would all be named `{}`; each that needed renaming got a hash",
+                qualified_name(server, clean, false)
+            ),
+        });
+    }
+    let tools = defs
+        .into_iter()
+        .map(|d| {
+            let clean = sanitize(&d.name);
+            let collides = by_clean.get(&clean).is_some_and(|n| n.len() > 1);
+            let qualified = qualified_name(server, &d.name, collides && clean != d.name);
+            let read_only = d.annotations.read_only == Some(true);
+            Tool {
+                qualified_name: qualified,
+                server: Some(server.to_owned()),
+                display_name: d
+                    .annotations
+                    .title
+                    .clone()
+                    .or(d.title.clone())
+                    .unwrap_or_else(|| d.name.clone()),
+                description: d.description.map(cap_description),
+                input_schema: d.input_schema,
+                output_schema: d.output_schema,
+                traits: ToolTraits {
+                    read_only,
+                    concurrency_safe: read_only,
+                    destructive: !read_only && d.annotations.destructive.unwrap_or(true),
+                    idempotent: d.annotations.idempotent.unwrap_or(false),
+                    open_world: d.annotations.open_world.unwrap_or(true),
+                },
+                name: d.name,
+            }
+        })
+        .collect();
+    ServerTools { tools, issues }
+}
+
+/// Cuts a description to [`MAX_DESCRIPTION`] characters (on a character boundary), ending it
+/// with a visible marker.
+pub fn cap_description(description: String) -> String {
+    if description.chars().count() <= MAX_DESCRIPTION {
+        return description;
+    }
+    let marker = format!("… [cut at {MAX_DESCRIPTION} characters]");
+    let keep = MAX_DESCRIPTION - marker.chars().count();
+    let mut cut: String = description.chars().take(keep).collect();
+    cut.push_str(&marker);
+    cut
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptions_are_capped_on_a_char_boundary_with_a_marker() {
+        let long: String = "é".repeat(5000);
+        let capped = cap_description(long);
+        assert_eq!(capped.chars().count(), MAX_DESCRIPTION);
+        assert!(capped.ends_with("… [cut at 2048 characters]"));
+        assert_eq!(cap_description("short".into()), "short");
+    }
+}

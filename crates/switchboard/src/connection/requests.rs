@@ -1,0 +1,312 @@
+//! Requests to a connected server, at the rmcp boundary: paged listings (with a cap, so a
+//! looping server cannot hang us), tool calls with progress and cancellation, resources and
+//! prompts. Everything returned is Switchboard's own type or plain MCP JSON.
+
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, ClientRequest, GetPromptRequestParams, PaginatedRequestParams,
+    ReadResourceRequestParams, ServerResult,
+};
+use rmcp::service::{PeerRequestOptions, RequestHandle, RoleClient};
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+
+use super::Session;
+
+/// The most pages a listing follows before it stops with an error.
+pub const MAX_LIST_PAGES: usize = 100;
+
+/// A tool as its server describes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolDef {
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub input_schema: Value,
+    pub output_schema: Option<Value>,
+    pub annotations: Annotations,
+}
+
+/// The hints a server gives about a tool (all optional in the protocol).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Annotations {
+    pub title: Option<String>,
+    pub read_only: Option<bool>,
+    pub destructive: Option<bool>,
+    pub idempotent: Option<bool>,
+    pub open_world: Option<bool>,
+}
+
+/// Progress a server reported for a call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    pub progress: f64,
+    pub total: Option<f64>,
+    pub message: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestError {
+    #[error("more than {MAX_LIST_PAGES} pages of {what}; the listing was stopped")]
+    TooManyPages { what: &'static str },
+    #[error("the server answered {what} with an unexpected result")]
+    Unexpected { what: &'static str },
+    #[error("no answer within {} ms", .0.as_millis())]
+    Timeout(Duration),
+    #[error("the connection closed")]
+    Closed,
+    #[error("the server refused the request: {message} (code {code})")]
+    Refused {
+        code: i32,
+        message: String,
+        data: Option<Value>,
+    },
+    #[error("{0}")]
+    Transport(String),
+}
+
+impl RequestError {
+    /// Whether the connection itself is broken (reset, timeout, broken pipe).
+    pub fn is_terminal(&self) -> bool {
+        matches!(self, RequestError::Closed | RequestError::Transport(_))
+    }
+
+    /// The JSON-RPC code, for errors the server sent.
+    pub fn code(&self) -> Option<i32> {
+        match self {
+            RequestError::Refused { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+}
+
+impl From<rmcp::ServiceError> for RequestError {
+    fn from(e: rmcp::ServiceError) -> Self {
+        match e {
+            rmcp::ServiceError::McpError(data) => RequestError::Refused {
+                code: data.code.0,
+                message: data.message.to_string(),
+                data: data.data,
+            },
+            rmcp::ServiceError::TransportClosed => RequestError::Closed,
+            rmcp::ServiceError::Timeout { timeout } => RequestError::Timeout(timeout),
+            rmcp::ServiceError::UnexpectedResponse => {
+                RequestError::Unexpected { what: "a request" }
+            }
+            other => RequestError::Transport(other.to_string()),
+        }
+    }
+}
+
+fn as_value<T: serde::Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+/// Follows `next_cursor` up to [`MAX_LIST_PAGES`] pages, refusing a repeated cursor.
+async fn paged<T, F, Fut>(what: &'static str, mut page: F) -> Result<Vec<T>, RequestError>
+where
+    F: FnMut(Option<PaginatedRequestParams>) -> Fut,
+    Fut: Future<Output = Result<(Vec<T>, Option<String>), RequestError>>,
+{
+    let mut items = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..MAX_LIST_PAGES {
+        let params = cursor
+            .clone()
+            .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+        let (mut page_items, next) = page(params).await?;
+        items.append(&mut page_items);
+        match next {
+            None => return Ok(items),
+            Some(next) if !seen.insert(next.clone()) => {
+                return Err(RequestError::TooManyPages { what });
+            }
+            Some(next) => cursor = Some(next),
+        }
+    }
+    Err(RequestError::TooManyPages { what })
+}
+
+impl Session {
+    pub(crate) async fn list_tools(&self) -> Result<Vec<ToolDef>, RequestError> {
+        let peer = self.peer().clone();
+        paged("tools", |params| {
+            let peer = peer.clone();
+            async move {
+                let result = peer.list_tools(params).await?;
+                let tools = result
+                    .tools
+                    .into_iter()
+                    .map(|t| {
+                        let a = t.annotations.clone().unwrap_or_default();
+                        ToolDef {
+                            name: t.name.to_string(),
+                            title: t.title.clone(),
+                            description: t.description.as_ref().map(|d| d.to_string()),
+                            input_schema: Value::Object((*t.input_schema).clone()),
+                            output_schema: t
+                                .output_schema
+                                .as_ref()
+                                .map(|s| Value::Object((**s).clone())),
+                            annotations: Annotations {
+                                title: a.title,
+                                read_only: a.read_only_hint,
+                                destructive: a.destructive_hint,
+                                idempotent: a.idempotent_hint,
+                                open_world: a.open_world_hint,
+                            },
+                        }
+                    })
+                    .collect();
+                Ok((tools, result.next_cursor))
+            }
+        })
+        .await
+    }
+
+    /// Resources, as the MCP JSON of each (`uri`, `name`, `mimeType`, …).
+    pub(crate) async fn list_resources(&self) -> Result<Vec<Value>, RequestError> {
+        let peer = self.peer().clone();
+        paged("resources", |params| {
+            let peer = peer.clone();
+            async move {
+                let result = peer.list_resources(params).await?;
+                Ok((
+                    result.resources.iter().map(as_value).collect(),
+                    result.next_cursor,
+                ))
+            }
+        })
+        .await
+    }
+
+    pub(crate) async fn list_resource_templates(&self) -> Result<Vec<Value>, RequestError> {
+        let peer = self.peer().clone();
+        paged("resource templates", |params| {
+            let peer = peer.clone();
+            async move {
+                let result = peer.list_resource_templates(params).await?;
+                Ok((
+                    result.resource_templates.iter().map(as_value).collect(),
+                    result.next_cursor,
+                ))
+            }
+        })
+        .await
+    }
+
+    pub(crate) async fn list_prompts(&self) -> Result<Vec<Value>, RequestError> {
+        let peer = self.peer().clone();
+        paged("prompts", |params| {
+            let peer = peer.clone();
+            async move {
+                let result = peer.list_prompts(params).await?;
+                Ok((
+                    result.prompts.iter().map(as_value).collect(),
+                    result.next_cursor,
+                ))
+            }
+        })
+        .await
+    }
+
+    /// `resources/read`, as MCP JSON (`{"contents": [...]}`).
+    pub(crate) async fn read_resource(&self, uri: &str) -> Result<Value, RequestError> {
+        let result = self
+            .peer()
+            .read_resource(ReadResourceRequestParams::new(uri))
+            .await?;
+        Ok(as_value(&result))
+    }
+
+    /// `prompts/get`, as MCP JSON (`{"description"?, "messages": [...]}`).
+    pub(crate) async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<Value, RequestError> {
+        let params = GetPromptRequestParams::new(name).with_arguments(arguments);
+        let result = self.peer().get_prompt(params).await?;
+        Ok(as_value(&result))
+    }
+
+    /// `tools/call`: the result as MCP JSON. Progress goes to `progress`; dropping the future
+    /// before it resolves sends `notifications/cancelled` for the request.
+    pub(crate) async fn call_tool(
+        &self,
+        tool: &str,
+        arguments: Map<String, Value>,
+        timeout: Duration,
+        progress: Option<mpsc::UnboundedSender<Progress>>,
+    ) -> Result<Value, RequestError> {
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let request = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params));
+        let mut options = PeerRequestOptions::no_options();
+        options.timeout = Some(timeout);
+        let handle: RequestHandle<RoleClient> = self
+            .peer()
+            .send_request_with_option(request, options)
+            .await?;
+        let mut guard = CancelOnDrop {
+            peer: Some(self.peer().clone()),
+            id: handle.id.clone(),
+        };
+        let forwarding = match progress {
+            Some(tx) => {
+                let mut subscriber = self.progress.subscribe(handle.progress_token.clone()).await;
+                Some(tokio::spawn(async move {
+                    use futures::StreamExt;
+                    while let Some(p) = subscriber.next().await {
+                        let message = p.message.clone();
+                        if tx
+                            .send(Progress {
+                                progress: p.progress,
+                                total: p.total,
+                                message,
+                            })
+                            .is_err()
+                        {
+                            break;
+                        }
+                    }
+                }))
+            }
+            None => None,
+        };
+        let response = handle.await_response().await;
+        guard.peer = None;
+        if let Some(task) = forwarding {
+            task.abort();
+        }
+        match response? {
+            ServerResult::CallToolResult(result) => Ok(as_value(&result)),
+            _ => Err(RequestError::Unexpected { what: "tools/call" }),
+        }
+    }
+}
+
+/// Sends `notifications/cancelled` for a request whose caller went away.
+struct CancelOnDrop {
+    peer: Option<rmcp::service::Peer<RoleClient>>,
+    id: rmcp::model::RequestId,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(peer) = self.peer.take() else { return };
+        let id = self.id.clone();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let params = rmcp::model::CancelledNotificationParam::new(
+                    Some(id),
+                    Some("the caller cancelled".to_owned()),
+                );
+                let notification = rmcp::model::CancelledNotification::new(params);
+                let _ = peer.send_notification(notification.into()).await;
+            });
+        }
+    }
+}
