@@ -1,4 +1,6 @@
 //! Transports: how bytes reach a server. Each submodule turns one `Transport` variant of the
 //! configuration into something rmcp can drive; nothing here knows about handshakes or states.
 
+pub(crate) mod http;
+pub(crate) mod remote;
 pub(crate) mod stdio;
