@@ -3,4 +3,5 @@
 
 pub(crate) mod http;
 pub(crate) mod remote;
+pub(crate) mod sse;
 pub(crate) mod stdio;

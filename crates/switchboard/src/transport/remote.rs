@@ -407,7 +407,9 @@ pub(crate) mod test_support {
     use std::time::Duration;
 
     use rmcp::ServiceExt;
-    use rmcp::model::{CallToolRequestParams, ClientConfig};
+    use rmcp::model::{
+        CallToolRequestParams, ClientConfig, NumberOrString, ProgressToken, RequestMetaObject,
+    };
     use rmcp::service::{RoleClient, RunningService};
     use serde_json::json;
     use switchboard_testkit::{TestServer, Transport};
@@ -450,6 +452,50 @@ pub(crate) mod test_support {
             "the testkit server has `echo`"
         );
         echo(client, text).await
+    }
+
+    /// A client that records the progress the server reports.
+    struct Recorder(tokio::sync::mpsc::UnboundedSender<f64>);
+
+    impl rmcp::ClientHandler for Recorder {
+        async fn on_progress(
+            &self,
+            params: rmcp::model::ProgressNotificationParam,
+            _context: rmcp::service::NotificationContext<RoleClient>,
+        ) {
+            let _ = self.0.send(params.progress);
+        }
+    }
+
+    /// Calls `slow` with a progress token over `transport`; returns the progress reported.
+    pub(crate) async fn progress_of_slow<T, E, A>(transport: T, steps: u64) -> Vec<f64>
+    where
+        T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let client = bounded("the handshake", Recorder(tx).serve(transport))
+            .await
+            .unwrap();
+        let mut params = CallToolRequestParams::new("slow");
+        params.arguments = json!({ "ms": 30, "steps": steps }).as_object().cloned();
+        params.meta = Some(RequestMetaObject::with_progress_token(ProgressToken(
+            NumberOrString::String("p".into()),
+        )));
+        let result = bounded("tools/call slow", client.call_tool(params))
+            .await
+            .unwrap();
+        let text: String = result
+            .content
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+            .collect();
+        assert_eq!(text, "done");
+        let mut progress = Vec::new();
+        for _ in 0..steps {
+            progress.push(bounded("a progress notification", rx.recv()).await.unwrap());
+        }
+        progress
     }
 
     pub(crate) async fn echo(
