@@ -5,3 +5,4 @@ pub(crate) mod http;
 pub(crate) mod remote;
 pub(crate) mod sse;
 pub(crate) mod stdio;
+pub(crate) mod ws;
