@@ -2,6 +2,8 @@
 //! configuration into something rmcp can drive; nothing here knows about handshakes or states.
 
 pub(crate) mod http;
+pub(crate) mod ide;
+pub(crate) mod proxy;
 pub(crate) mod remote;
 pub(crate) mod sse;
 pub(crate) mod stdio;
