@@ -194,6 +194,12 @@ impl TestServer {
     /// Waits until the server's stderr contains `needle`, at most `wait`.
     /// Returns whether it appeared.
     pub fn wait_for_stderr(&self, needle: &str, wait: Duration) -> bool {
+        self.wait_for_stderr_count(needle, 1, wait)
+    }
+
+    /// Waits until the server's stderr contains `needle` at least `count`
+    /// times, at most `wait`. Returns whether it did.
+    pub fn wait_for_stderr_count(&self, needle: &str, count: usize, wait: Duration) -> bool {
         let deadline = Instant::now() + wait;
         let mut text = self
             .stderr
@@ -201,7 +207,7 @@ impl TestServer {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         loop {
-            if String::from_utf8_lossy(&text).contains(needle) {
+            if String::from_utf8_lossy(&text).matches(needle).count() >= count {
                 return true;
             }
             let left = deadline.saturating_duration_since(Instant::now());

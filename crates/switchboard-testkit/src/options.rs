@@ -64,6 +64,16 @@ pub struct Options {
     #[arg(long, value_name = "TOKEN")]
     pub require_token: Option<String>,
 
+    /// (http, sse, ws) Reject requests whose header NAME is not exactly VALUE (401),
+    /// e.g. `X-Switchboard-Ide-Authorization=secret`.
+    #[arg(long, value_name = "NAME=VALUE")]
+    pub require_header: Option<String>,
+
+    /// (http, sse, ws) Write `accepted connection` to stderr for each TCP
+    /// connection accepted, so a test can count connections.
+    #[arg(long)]
+    pub log_connections: bool,
+
     /// Spawn `sleep 1000` in the same process group and report its pid on stderr.
     #[arg(long)]
     pub spawn_grandchild: bool,

@@ -1,0 +1,411 @@
+//! Streamable HTTP: rmcp's client transport, driven through [`TimedClient`] on the process's
+//! shared [`http_client`](super::remote::http_client).
+//!
+//! - Configured headers go with every request (an `Authorization` header among them).
+//! - A session the server no longer knows (HTTP 404, JSON-RPC -32001) is replaced: rmcp repeats
+//!   the `initialize` handshake and retries the failed request once.
+//! - Each request has a timer of its own: [`TimedClient`] bounds the time until rmcp holds the
+//!   response — the headers for an event stream (whose body may then stream for as long as the
+//!   tool runs), the headers and the JSON body for a JSON answer. A timed-out request fails
+//!   with [`RemoteError::Timeout`] inside an `std::io::Error`; the session goes on.
+
+// `connection::open` wires these transports in next; until then only the tests use them.
+#![cfg_attr(not(test), allow(dead_code))]
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::stream::BoxStream;
+use reqwest::header::{ACCEPT, HeaderName, HeaderValue};
+use rmcp::model::ClientJsonRpcMessage;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::{
+    SseError, StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
+    StreamableHttpPostResponse, StreamableHttpResponseLimits,
+};
+use sse_stream::Sse;
+
+use super::remote::{DEFAULT_RESPONSE_TIMEOUT, RemoteError, header_map, http_client};
+
+/// The Streamable HTTP transport as rmcp drives it.
+pub(crate) type HttpTransport = StreamableHttpClientTransport<TimedClient>;
+
+/// Headers rmcp sets itself; configuring them would fail every request, so they are refused
+/// when the transport is built.
+const RESERVED: &[&str] = &["accept", "mcp-session-id", "last-event-id"];
+
+/// The shared `reqwest::Client` with a bound on each request's time to its response.
+#[derive(Debug, Clone)]
+pub(crate) struct TimedClient {
+    client: reqwest::Client,
+    response_timeout: Duration,
+}
+
+impl TimedClient {
+    pub(crate) fn new(client: reqwest::Client, response_timeout: Duration) -> Self {
+        TimedClient {
+            client,
+            response_timeout,
+        }
+    }
+
+    /// Runs one request of rmcp's client under this client's timer, and turns the answers that
+    /// rmcp leaves as text into errors [`auth_challenge`](super::remote::auth_challenge) knows.
+    async fn bounded<T>(
+        &self,
+        request: impl Future<Output = Result<T, StreamableHttpError<reqwest::Error>>>,
+    ) -> Result<T, StreamableHttpError<reqwest::Error>> {
+        match tokio::time::timeout(self.response_timeout, request).await {
+            Ok(result) => result.map_err(classify),
+            Err(_) => Err(io_error(
+                std::io::ErrorKind::TimedOut,
+                RemoteError::Timeout(self.response_timeout),
+            )),
+        }
+    }
+}
+
+fn io_error(kind: std::io::ErrorKind, error: RemoteError) -> StreamableHttpError<reqwest::Error> {
+    StreamableHttpError::Io(std::io::Error::new(kind, error))
+}
+
+/// rmcp reports a 401 or 403 without a `WWW-Authenticate` header as text ("HTTP 401 …") or as
+/// a plain status error; both become [`RemoteError::Unauthorized`] / [`RemoteError::Forbidden`]
+/// so that the connection can move the server to `needs-auth`.
+fn classify(error: StreamableHttpError<reqwest::Error>) -> StreamableHttpError<reqwest::Error> {
+    let status = match &error {
+        StreamableHttpError::UnexpectedServerResponse(text) if text.starts_with("HTTP 401 ") => 401,
+        StreamableHttpError::UnexpectedServerResponse(text) if text.starts_with("HTTP 403 ") => 403,
+        StreamableHttpError::Client(e) => e.status().map_or(0, |s| s.as_u16()),
+        _ => 0,
+    };
+    match status {
+        401 => io_error(
+            std::io::ErrorKind::PermissionDenied,
+            RemoteError::Unauthorized {
+                www_authenticate: None,
+            },
+        ),
+        403 => io_error(
+            std::io::ErrorKind::PermissionDenied,
+            RemoteError::Forbidden {
+                www_authenticate: None,
+            },
+        ),
+        _ => error,
+    }
+}
+
+impl StreamableHttpClient for TimedClient {
+    type Error = reqwest::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        self.bounded(self.client.post_message(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+        ))
+        .await
+    }
+
+    async fn post_message_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        self.bounded(self.client.post_message_with_max_sse_event_size(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            max_sse_event_size,
+        ))
+        .await
+    }
+
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        self.bounded(self.client.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            limits,
+        ))
+        .await
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<(), StreamableHttpError<Self::Error>> {
+        self.bounded(
+            self.client
+                .delete_session(uri, session_id, auth_header, custom_headers),
+        )
+        .await
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
+        self.bounded(self.client.get_stream(
+            uri,
+            session_id,
+            last_event_id,
+            auth_header,
+            custom_headers,
+        ))
+        .await
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
+        self.bounded(self.client.get_stream_with_max_sse_event_size(
+            uri,
+            session_id,
+            last_event_id,
+            auth_header,
+            custom_headers,
+            max_sse_event_size,
+        ))
+        .await
+    }
+}
+
+/// A Streamable HTTP transport to `url` with the configured `headers`, each request bounded by
+/// [`DEFAULT_RESPONSE_TIMEOUT`]. Call it inside a tokio runtime: rmcp starts its worker task.
+pub(crate) fn streamable_http(
+    url: &url::Url,
+    headers: &BTreeMap<String, String>,
+) -> Result<HttpTransport, RemoteError> {
+    streamable_http_with(url, headers, None, DEFAULT_RESPONSE_TIMEOUT)
+}
+
+/// Like [`streamable_http`], with a bearer token sent as `Authorization: Bearer <token>` (it
+/// replaces a configured `Authorization` header) and a chosen per-request timeout.
+pub(crate) fn streamable_http_with(
+    url: &url::Url,
+    headers: &BTreeMap<String, String>,
+    bearer: Option<String>,
+    response_timeout: Duration,
+) -> Result<HttpTransport, RemoteError> {
+    check_http_url(url)?;
+    let mut custom: HashMap<HeaderName, HeaderValue> = HashMap::new();
+    for (name, value) in header_map(headers)? {
+        let Some(name) = name else { continue };
+        if RESERVED
+            .iter()
+            .any(|r| name.as_str().eq_ignore_ascii_case(r))
+            || name == ACCEPT
+        {
+            return Err(RemoteError::Header {
+                name: name.to_string(),
+                reason: "Switchboard sets it itself",
+            });
+        }
+        if bearer.is_some() && name == reqwest::header::AUTHORIZATION {
+            continue;
+        }
+        custom.insert(name, value);
+    }
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+        .custom_headers(custom)
+        .reinit_on_expired_session(true);
+    if let Some(token) = bearer {
+        config = config.auth_header(token);
+    }
+    let client = TimedClient::new(http_client()?, response_timeout);
+    Ok(StreamableHttpClientTransport::with_client(client, config))
+}
+
+pub(crate) fn check_http_url(url: &url::Url) -> Result<(), RemoteError> {
+    match url.scheme() {
+        "http" | "https" => Ok(()),
+        other => Err(RemoteError::Protocol(format!(
+            "a `{other}` URL is not an HTTP URL"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use std::collections::BTreeMap;
+
+    use rmcp::ServiceExt;
+    use rmcp::model::{ClientConfig, ClientRequest, CustomRequest, RequestId};
+    use switchboard_testkit::Transport;
+
+    use super::*;
+    use crate::transport::remote::auth_challenge;
+    use crate::transport::remote::test_support::{
+        WAIT, bounded, echo, list_and_echo, server, session,
+    };
+
+    fn url(server: &switchboard_testkit::TestServer) -> url::Url {
+        url::Url::parse(server.url()).unwrap()
+    }
+
+    const CALLS: usize = 10;
+
+    #[tokio::test]
+    async fn calls_go_over_reused_connections() {
+        // The counter works: rmcp's default client opens a connection for each request.
+        let control = server(Transport::Http, &["--log-connections"]);
+        super::super::remote::install_crypto_provider();
+        let client = session(StreamableHttpClientTransport::from_uri(control.url())).await;
+        for n in 0..CALLS {
+            assert_eq!(
+                echo(&client, &format!("control {n}")).await,
+                format!("control {n}")
+            );
+        }
+        assert!(
+            control.wait_for_stderr_count("accepted connection", CALLS, WAIT),
+            "rmcp's default client should open a connection per request; stderr:\n{}",
+            control.stderr()
+        );
+        drop(client);
+
+        // Ours keeps them: the initialize, initialized, tools/list and the calls share the
+        // pooled connection; the standalone event stream holds one more.
+        let testkit = server(Transport::Http, &["--log-connections"]);
+        let client = session(streamable_http(&url(&testkit), &BTreeMap::new()).unwrap()).await;
+        assert_eq!(list_and_echo(&client, "hello").await, "hello");
+        for n in 0..CALLS {
+            assert_eq!(
+                echo(&client, &format!("call {n}")).await,
+                format!("call {n}")
+            );
+        }
+        assert!(testkit.wait_for_stderr("accepted connection", WAIT));
+        let opened = testkit.stderr().matches("accepted connection").count();
+        assert!(
+            opened <= 3,
+            "{opened} connections for {} requests",
+            CALLS + 4
+        );
+    }
+
+    #[tokio::test]
+    async fn unauthorized_is_recognised_and_the_header_gets_in() {
+        let testkit = server(Transport::Http, &["--require-token", "sesame"]);
+        let transport = streamable_http(&url(&testkit), &BTreeMap::new()).unwrap();
+        let err = bounded(
+            "the refused handshake",
+            ClientConfig::default().serve(transport),
+        )
+        .await
+        .expect_err("no token, no session");
+        let challenge = auth_challenge(&err).expect("a 401 challenge");
+        assert_eq!(challenge.status, 401);
+        assert_eq!(challenge.www_authenticate.as_deref(), Some("Bearer"));
+
+        let headers = BTreeMap::from([("Authorization".to_owned(), "Bearer sesame".to_owned())]);
+        let client = session(streamable_http(&url(&testkit), &headers).unwrap()).await;
+        assert_eq!(list_and_echo(&client, "in").await, "in");
+    }
+
+    #[tokio::test]
+    async fn unauthorized_without_a_challenge_is_recognised() {
+        let testkit = server(Transport::Http, &["--require-header", "X-Key=k"]);
+        let transport = streamable_http(&url(&testkit), &BTreeMap::new()).unwrap();
+        let err = bounded(
+            "the refused handshake",
+            ClientConfig::default().serve(transport),
+        )
+        .await
+        .expect_err("no header, no session");
+        let challenge = auth_challenge(&err).expect("a 401");
+        assert_eq!((challenge.status, challenge.www_authenticate), (401, None));
+    }
+
+    #[tokio::test]
+    async fn an_expired_session_is_replaced() {
+        let testkit = server(Transport::Http, &["--expire-session-after", "3"]);
+        let client = session(streamable_http(&url(&testkit), &BTreeMap::new()).unwrap()).await;
+        // Each call is a POST in the session: the server forgets it after the third.
+        for n in 0..6 {
+            assert_eq!(
+                echo(&client, &format!("call {n}")).await,
+                format!("call {n}")
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn each_request_has_a_timer_of_its_own() {
+        // The server never answers an unknown method: no response headers ever come.
+        let testkit = server(Transport::Http, &["--ignore-unknown-methods"]);
+        let client = TimedClient::new(http_client().unwrap(), Duration::from_millis(300));
+        let message = ClientJsonRpcMessage::request(
+            ClientRequest::CustomRequest(CustomRequest::new("x/never", None)),
+            RequestId::Number(1),
+        );
+        let err = bounded(
+            "the timed-out POST",
+            client.post_message(testkit.url().into(), message, None, None, HashMap::new()),
+        )
+        .await
+        .expect_err("the timer fires");
+        let StreamableHttpError::Io(io) = &err else {
+            panic!("not an I/O error: {err:?}")
+        };
+        assert_eq!(io.kind(), std::io::ErrorKind::TimedOut);
+        assert!(matches!(
+            io.get_ref().and_then(|e| e.downcast_ref::<RemoteError>()),
+            Some(RemoteError::Timeout(_))
+        ));
+    }
+
+    #[test]
+    fn reserved_headers_are_refused_by_name() {
+        let url = url::Url::parse("http://127.0.0.1:1/mcp").unwrap();
+        let headers = BTreeMap::from([("Mcp-Session-Id".to_owned(), "secret".to_owned())]);
+        let err = streamable_http(&url, &headers).err().unwrap().to_string();
+        assert!(
+            err.contains("mcp-session-id") && !err.contains("secret"),
+            "{err}"
+        );
+    }
+}

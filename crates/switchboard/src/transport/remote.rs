@@ -1,0 +1,559 @@
+//! What the remote transports share: the one HTTP client of the process, the error type, the
+//! recognition of authorization challenges, header conversion, and a channel-backed rmcp
+//! `Transport` for the transports rmcp does not have (legacy SSE, WebSocket).
+//!
+//! - [`http_client`] is built once per process: pooled keep-alive connections, `TCP_NODELAY`,
+//!   rustls with the ring provider, a connect timeout and no overall timeout (a response may
+//!   stream for as long as a tool runs). rmcp's own default client keeps no idle connection, so
+//!   every request pays a TCP (and TLS) handshake; ours reuses them.
+//! - Errors never carry header values or tokens: [`RemoteError`] names headers, files, commands
+//!   and variables, never their secret contents, and URLs in reqwest's messages are stripped.
+
+// `connection::open` wires these transports in next; until then only the tests use them.
+#![cfg_attr(not(test), allow(dead_code))]
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, WWW_AUTHENTICATE};
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::service::{ClientInitializeError, RoleClient};
+use rmcp::transport::streamable_http_client::{AuthRequiredError, InsufficientScopeError};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::AbortHandle;
+
+/// Bound on opening a TCP connection (and its TLS handshake).
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default bound on the time from sending a request to its response headers.
+pub(crate) const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How much of an error body a [`RemoteError::Status`] keeps, in characters.
+const STATUS_BODY_CHARS: usize = 500;
+/// The most of an error body that is read at all.
+const ERROR_BODY_BYTES: usize = 8 * 1024;
+/// Idle pooled connections are closed after this long.
+const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+/// TCP keep-alive probes on idle streams, so a dead peer is noticed.
+const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
+/// Most redirects followed for one request.
+const MAX_REDIRECTS: usize = 10;
+
+/// Why a remote transport could not connect or carry a message.
+///
+/// Messages name headers, files, commands and variables, never header values or tokens.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+// Public so that the connection's public errors can carry it; re-exported from there.
+#[allow(unreachable_pub)]
+pub enum RemoteError {
+    #[error("the server requires authorization (HTTP 401)")]
+    Unauthorized { www_authenticate: Option<String> },
+    #[error("the server refused access (HTTP 403)")]
+    Forbidden { www_authenticate: Option<String> },
+    #[error("the server answered HTTP {status}{}", if body.is_empty() { String::new() } else { format!(": {body}") })]
+    Status { status: u16, body: String },
+    #[error("cannot connect: {0}")]
+    Connect(String),
+    #[error("protocol error: {0}")]
+    Protocol(String),
+    #[error("no response within {0:?}")]
+    Timeout(Duration),
+    #[error("cannot get a token: {0}")]
+    Token(String),
+    #[error("header `{name}` cannot be sent: {reason}")]
+    Header { name: String, reason: &'static str },
+    #[error("IDE lock file {}: {reason}", path.display())]
+    LockFile {
+        path: std::path::PathBuf,
+        reason: String,
+    },
+    #[error("the connection is closed")]
+    Closed,
+}
+
+/// A 401 or 403 answer, and the server's `WWW-Authenticate` challenge when it sent one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct AuthChallenge {
+    pub(crate) status: u16,
+    pub(crate) www_authenticate: Option<String>,
+}
+
+/// Whether `err`, or any error in its `source()` chain, says the server wants authorization.
+///
+/// Recognises rmcp's `AuthRequiredError` / `InsufficientScopeError` (Streamable HTTP), our own
+/// [`RemoteError::Unauthorized`] / [`RemoteError::Forbidden`] (also when wrapped in an
+/// `std::io::Error`, as the Streamable HTTP client reports them), and looks inside rmcp's
+/// `ClientInitializeError`, whose transport error is not exposed as a source.
+pub(crate) fn auth_challenge(err: &(dyn std::error::Error + 'static)) -> Option<AuthChallenge> {
+    let mut next = Some(err);
+    // Chains are short; the bound only guards against a cycle.
+    for _ in 0..32 {
+        let current = next?;
+        if let Some(challenge) = challenge_of(current) {
+            return Some(challenge);
+        }
+        next = match current.downcast_ref::<ClientInitializeError>() {
+            Some(ClientInitializeError::TransportError { error, .. }) => Some(error),
+            _ => current.source(),
+        };
+    }
+    None
+}
+
+fn challenge_of(err: &(dyn std::error::Error + 'static)) -> Option<AuthChallenge> {
+    if let Some(remote) = err.downcast_ref::<RemoteError>() {
+        return match remote {
+            RemoteError::Unauthorized { www_authenticate } => Some(AuthChallenge {
+                status: 401,
+                www_authenticate: www_authenticate.clone(),
+            }),
+            RemoteError::Forbidden { www_authenticate } => Some(AuthChallenge {
+                status: 403,
+                www_authenticate: www_authenticate.clone(),
+            }),
+            _ => None,
+        };
+    }
+    if let Some(required) = err.downcast_ref::<AuthRequiredError>() {
+        return Some(AuthChallenge {
+            status: 401,
+            www_authenticate: non_empty(&required.www_authenticate_header),
+        });
+    }
+    if let Some(scope) = err.downcast_ref::<InsufficientScopeError>() {
+        return Some(AuthChallenge {
+            status: 403,
+            www_authenticate: non_empty(&scope.www_authenticate_header),
+        });
+    }
+    if let Some(io) = err.downcast_ref::<std::io::Error>()
+        && let Some(inner) = io.get_ref()
+    {
+        return challenge_of(inner);
+    }
+    None
+}
+
+fn non_empty(s: &str) -> Option<String> {
+    Some(s.to_owned()).filter(|s| !s.trim().is_empty())
+}
+
+/// The process's HTTP client: pooled keep-alive connections, `TCP_NODELAY`, rustls with ring,
+/// a connect timeout and no overall timeout. Cloning it is cheap and shares the pool.
+pub(crate) fn http_client() -> Result<reqwest::Client, RemoteError> {
+    static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
+    if let Some(client) = CLIENT.get() {
+        return Ok(client.clone());
+    }
+    install_crypto_provider();
+    let client = reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .tcp_keepalive(TCP_KEEPALIVE)
+        .connect_timeout(CONNECT_TIMEOUT)
+        .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+        .redirect(same_origin_redirects())
+        .tls_backend_rustls()
+        .build()
+        .map_err(|e| {
+            RemoteError::Connect(format!("cannot build the HTTP client: {}", describe(&e)))
+        })?;
+    // Two callers racing here build two clients; one wins and both get it.
+    Ok(CLIENT.get_or_init(|| client).clone())
+}
+
+/// Makes ring the process's rustls provider unless the embedding program chose one already.
+pub(crate) fn install_crypto_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Err means another thread installed one meanwhile: that one is used, as wanted.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}
+
+/// Follows only same-origin 307 and 308 redirects (as rmcp's own client does): they keep the
+/// method and body, and a cross-origin hop would replay the session id and the configured
+/// headers (credentials among them) to another host.
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let keeps_body = matches!(
+            attempt.status(),
+            reqwest::StatusCode::TEMPORARY_REDIRECT | reqwest::StatusCode::PERMANENT_REDIRECT
+        );
+        let same_origin = attempt
+            .previous()
+            .first()
+            .is_some_and(|first| first.origin() == attempt.url().origin());
+        if !keeps_body || !same_origin {
+            attempt.stop()
+        } else if attempt.previous().len() > MAX_REDIRECTS {
+            attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
+        } else {
+            attempt.follow()
+        }
+    })
+}
+
+/// A reqwest error as text, without the URL (its query may carry credentials), with its causes.
+pub(crate) fn describe(err: &reqwest::Error) -> String {
+    let mut text = if err.is_timeout() {
+        "timed out".to_owned()
+    } else if err.is_connect() {
+        "connection failed".to_owned()
+    } else if err.is_body() || err.is_decode() {
+        "reading the response failed".to_owned()
+    } else {
+        "request failed".to_owned()
+    };
+    let mut source = std::error::Error::source(err);
+    let mut depth = 0;
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.ends_with(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+        depth += 1;
+        if depth > 8 {
+            break;
+        }
+    }
+    text
+}
+
+/// The configured headers as a header map; values are marked sensitive so they never print.
+pub(crate) fn header_map(headers: &BTreeMap<String, String>) -> Result<HeaderMap, RemoteError> {
+    let mut map = HeaderMap::with_capacity(headers.len());
+    for (name, value) in headers {
+        let header_name =
+            HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| RemoteError::Header {
+                name: name.clone(),
+                reason: "not a valid header name",
+            })?;
+        let mut header_value =
+            HeaderValue::from_str(value.trim()).map_err(|_| RemoteError::Header {
+                name: name.clone(),
+                reason: "the value has characters a header cannot carry",
+            })?;
+        header_value.set_sensitive(true);
+        map.insert(header_name, header_value);
+    }
+    Ok(map)
+}
+
+/// The error for a response that is not a success: 401 and 403 keep the server's challenge,
+/// anything else keeps the status and the start of the body.
+pub(crate) async fn status_error(response: reqwest::Response) -> RemoteError {
+    let status = response.status().as_u16();
+    let challenge = response
+        .headers()
+        .get(WWW_AUTHENTICATE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    match status {
+        401 => RemoteError::Unauthorized {
+            www_authenticate: challenge,
+        },
+        403 => RemoteError::Forbidden {
+            www_authenticate: challenge,
+        },
+        _ => RemoteError::Status {
+            status,
+            body: body_prefix(response).await,
+        },
+    }
+}
+
+/// The first characters of a body, read without waiting for the whole of a large one.
+async fn body_prefix(mut response: reqwest::Response) -> String {
+    let mut bytes = Vec::new();
+    let read = async {
+        while let Ok(Some(chunk)) = response.chunk().await {
+            bytes.extend_from_slice(&chunk);
+            if bytes.len() >= ERROR_BODY_BYTES {
+                break;
+            }
+        }
+    };
+    // The status is what matters; a body that trickles is not waited for.
+    let _ = tokio::time::timeout(Duration::from_secs(2), read).await;
+    cut(String::from_utf8_lossy(&bytes).trim(), STATUS_BODY_CHARS)
+}
+
+/// At most `max` characters of `text`.
+pub(crate) fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
+/// One queued outgoing message and where its outcome goes.
+pub(crate) enum Outgoing {
+    Message(String, oneshot::Sender<Result<(), RemoteError>>),
+    Close,
+}
+
+/// An rmcp `Transport` over two channels, for transports whose I/O runs in tasks of their own.
+///
+/// `send` queues the message before it returns its future, so messages leave in the order rmcp
+/// sent them even though rmcp polls the send futures concurrently; the future resolves once the
+/// message was written (or failed). `receive` returns `None` once the server side ended.
+#[derive(Debug)]
+pub(crate) struct ChannelTransport {
+    outgoing: mpsc::UnboundedSender<Outgoing>,
+    incoming: mpsc::Receiver<ServerJsonRpcMessage>,
+    /// The task that writes; `close` waits for it (bounded) so a goodbye can be sent.
+    writer: Option<tokio::task::JoinHandle<()>>,
+    /// Tasks stopped when the transport is closed or dropped.
+    abort_on_drop: Vec<AbortHandle>,
+}
+
+/// How long `close` waits for the writer to say goodbye.
+const CLOSE_WAIT: Duration = Duration::from_secs(2);
+/// How many received messages may wait for rmcp before reading pauses.
+pub(crate) const INCOMING_BUFFER: usize = 64;
+
+impl std::fmt::Debug for Outgoing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Outgoing::Message(text, _) => write!(f, "Message({} bytes)", text.len()),
+            Outgoing::Close => f.write_str("Close"),
+        }
+    }
+}
+
+impl ChannelTransport {
+    pub(crate) fn new(
+        outgoing: mpsc::UnboundedSender<Outgoing>,
+        incoming: mpsc::Receiver<ServerJsonRpcMessage>,
+        writer: tokio::task::JoinHandle<()>,
+        abort_on_drop: Vec<AbortHandle>,
+    ) -> Self {
+        ChannelTransport {
+            outgoing,
+            incoming,
+            writer: Some(writer),
+            abort_on_drop,
+        }
+    }
+}
+
+impl Drop for ChannelTransport {
+    fn drop(&mut self) {
+        // The writer ends by itself once `outgoing` is gone (after a goodbye, if it has one).
+        for task in &self.abort_on_drop {
+            task.abort();
+        }
+    }
+}
+
+impl rmcp::transport::Transport<RoleClient> for ChannelTransport {
+    type Error = RemoteError;
+
+    fn send(
+        &mut self,
+        item: ClientJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let (done, outcome) = oneshot::channel();
+        let queued = match serde_json::to_string(&item) {
+            Ok(text) => self
+                .outgoing
+                .send(Outgoing::Message(text, done))
+                .map_err(|_| RemoteError::Closed),
+            Err(e) => Err(RemoteError::Protocol(format!(
+                "cannot encode a message: {e}"
+            ))),
+        };
+        async move {
+            queued?;
+            outcome.await.map_err(|_| RemoteError::Closed)?
+        }
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<ServerJsonRpcMessage>> + Send {
+        self.incoming.recv()
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        let _ = self.outgoing.send(Outgoing::Close);
+        if let Some(writer) = self.writer.take() {
+            let _ = tokio::time::timeout(CLOSE_WAIT, writer).await;
+        }
+        for task in &self.abort_on_drop {
+            task.abort();
+        }
+        self.incoming.close();
+        Ok(())
+    }
+}
+
+/// Parses one message from the server; a message that is not JSON-RPC is logged and skipped.
+pub(crate) fn parse_incoming(text: &str, transport: &str) -> Option<ServerJsonRpcMessage> {
+    match serde_json::from_str::<ServerJsonRpcMessage>(text) {
+        Ok(message) => Some(message),
+        Err(e) => {
+            tracing::warn!(target: "switchboard::transport", transport, "skipping a message that is not JSON-RPC: {e}");
+            None
+        }
+    }
+}
+
+/// What the transports' tests share: a bound on every wait, and a session driven by rmcp's own
+/// client, so a test proves the transport rather than our handshake.
+#[cfg(test)]
+pub(crate) mod test_support {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use std::time::Duration;
+
+    use rmcp::ServiceExt;
+    use rmcp::model::{
+        CallToolRequestParams, ClientConfig, NumberOrString, ProgressToken, RequestMetaObject,
+    };
+    use rmcp::service::{RoleClient, RunningService};
+    use serde_json::json;
+    use switchboard_testkit::{TestServer, Transport};
+
+    /// Every wait in these tests is bounded by this; none of them sleeps.
+    pub(crate) const WAIT: Duration = Duration::from_secs(20);
+
+    pub(crate) async fn bounded<T>(what: &str, future: impl Future<Output = T>) -> T {
+        tokio::time::timeout(WAIT, future)
+            .await
+            .unwrap_or_else(|_| panic!("{what} took longer than {WAIT:?}"))
+    }
+
+    pub(crate) fn server(transport: Transport, args: &[&str]) -> TestServer {
+        TestServer::start(transport, args)
+            .expect("testkit-server starts (cargo build -p switchboard-testkit --bins)")
+    }
+
+    /// rmcp's own client over `transport`.
+    pub(crate) async fn session<T, E, A>(transport: T) -> RunningService<RoleClient, ClientConfig>
+    where
+        T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        bounded("the handshake", ClientConfig::default().serve(transport))
+            .await
+            .expect("the handshake succeeds")
+    }
+
+    /// Lists the tools and calls `echo`; returns the echoed text.
+    pub(crate) async fn list_and_echo(
+        client: &RunningService<RoleClient, ClientConfig>,
+        text: &str,
+    ) -> String {
+        let tools = bounded("tools/list", client.list_all_tools())
+            .await
+            .expect("tools/list");
+        assert!(
+            tools.iter().any(|t| t.name == "echo"),
+            "the testkit server has `echo`"
+        );
+        echo(client, text).await
+    }
+
+    /// A client that records the progress the server reports.
+    struct Recorder(tokio::sync::mpsc::UnboundedSender<f64>);
+
+    impl rmcp::ClientHandler for Recorder {
+        async fn on_progress(
+            &self,
+            params: rmcp::model::ProgressNotificationParam,
+            _context: rmcp::service::NotificationContext<RoleClient>,
+        ) {
+            let _ = self.0.send(params.progress);
+        }
+    }
+
+    /// Calls `slow` with a progress token over `transport`; returns the progress reported.
+    pub(crate) async fn progress_of_slow<T, E, A>(transport: T, steps: u64) -> Vec<f64>
+    where
+        T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let client = bounded("the handshake", Recorder(tx).serve(transport))
+            .await
+            .unwrap();
+        let mut params = CallToolRequestParams::new("slow");
+        params.arguments = json!({ "ms": 30, "steps": steps }).as_object().cloned();
+        params.meta = Some(RequestMetaObject::with_progress_token(ProgressToken(
+            NumberOrString::String("p".into()),
+        )));
+        let result = bounded("tools/call slow", client.call_tool(params))
+            .await
+            .unwrap();
+        let text: String = result
+            .content
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+            .collect();
+        assert_eq!(text, "done");
+        let mut progress = Vec::new();
+        for _ in 0..steps {
+            progress.push(bounded("a progress notification", rx.recv()).await.unwrap());
+        }
+        progress
+    }
+
+    pub(crate) async fn echo(
+        client: &RunningService<RoleClient, ClientConfig>,
+        text: &str,
+    ) -> String {
+        let arguments = json!({ "text": text }).as_object().cloned();
+        let mut params = CallToolRequestParams::new("echo");
+        params.arguments = arguments;
+        let result = bounded("tools/call echo", client.call_tool(params))
+            .await
+            .expect("tools/call echo");
+        result
+            .content
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cut_counts_characters_not_bytes() {
+        assert_eq!(cut("héllo", 10), "héllo");
+        assert_eq!(cut("héllo", 2), "hé…");
+    }
+
+    #[test]
+    fn header_errors_name_the_header_not_the_value() {
+        let headers = BTreeMap::from([("Authorization".to_owned(), "Bearer sec\nret".to_owned())]);
+        let err = header_map(&headers)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("Authorization"), "{err}");
+        assert!(!err.contains("sec"), "{err}");
+    }
+
+    #[test]
+    fn challenges_are_found_through_io_errors_and_sources() {
+        let inner = RemoteError::Unauthorized {
+            www_authenticate: Some("Bearer".to_owned()),
+        };
+        let io = std::io::Error::new(std::io::ErrorKind::PermissionDenied, inner);
+        let challenge = auth_challenge(&io);
+        assert_eq!(
+            challenge,
+            Some(AuthChallenge {
+                status: 401,
+                www_authenticate: Some("Bearer".to_owned())
+            })
+        );
+        let scope =
+            InsufficientScopeError::new("Bearer scope=\"x\"".to_owned(), Some("x".to_owned()));
+        assert_eq!(auth_challenge(&scope).map(|c| c.status), Some(403));
+        assert_eq!(auth_challenge(&RemoteError::Closed), None);
+    }
+}
