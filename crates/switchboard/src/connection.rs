@@ -21,7 +21,9 @@ use handshake::{HandshakeError, Plan, handshake, latest_initialize_version};
 pub use requests::{Annotations, MAX_LIST_PAGES, Progress, RequestError, ToolDef};
 
 use crate::config::{ProtocolPin, ServerConfig, Transport};
+use crate::transport::remote::{RemoteError, auth_challenge};
 use crate::transport::stdio::{self, ChildProcess, SpawnError};
+use crate::transport::{http, ide, proxy, sse, ws};
 
 /// The state of one server, as published to watchers.
 #[derive(Debug, Clone, PartialEq)]
@@ -150,6 +152,8 @@ pub(crate) struct ConnectOptions {
     pub(crate) connect_timeout: Duration,
     /// The longest stdio message accepted.
     pub(crate) max_line_length: usize,
+    /// Where `tokenEnv` and the like are read.
+    pub(crate) env: crate::config::Environment,
 }
 
 /// A connection attempt that did not succeed.
@@ -165,11 +169,11 @@ pub(crate) enum ConnectError {
         stderr: Option<String>,
     },
     #[error("{0}")]
-    // Constructed when a remote server answers 401 (the remote transports).
-    #[allow(dead_code)]
     NeedsAuth(String),
     #[error("{0}")]
     Unsupported(String),
+    #[error(transparent)]
+    Remote(#[from] RemoteError),
 }
 
 impl ConnectError {
@@ -184,6 +188,7 @@ impl ConnectError {
             }),
             ConnectError::Handshake { message, stderr } => ServerState::Failed(Failure { message, hint: None, stderr }),
             ConnectError::Unsupported(message) => ServerState::Failed(Failure { message, hint: None, stderr: None }),
+            ConnectError::Remote(e) => ServerState::Failed(Failure { message: e.to_string(), hint: None, stderr: None }),
         }
     }
 }
@@ -342,7 +347,8 @@ pub(crate) async fn open(
             let stderr = process.stderr();
             let mut exit = process.exit_watch();
             let attempt =
-                tokio::time::timeout(timeout, handshake(handler, child.transport, plan)).await;
+                tokio::time::timeout(timeout, handshake(handler, child.transport, plan, true))
+                    .await;
             match attempt {
                 Ok(Ok((service, generation))) => {
                     Ok(Session::start(service, generation, Some(process)))
@@ -384,10 +390,94 @@ pub(crate) async fn open(
                 }
             }
         }
-        other => Err(ConnectError::Unsupported(format!(
-            "the `{}` transport is not available in this build yet",
-            other.type_name()
-        ))),
+        Transport::Http(remote) => {
+            let transport = http::streamable_http(&remote.url, &remote.headers)?;
+            remote_handshake(handler, transport, plan, timeout).await
+        }
+        Transport::Sse(remote) => {
+            let transport = bounded(timeout, sse::sse(&remote.url, &remote.headers)).await?;
+            remote_handshake(handler, transport, plan, timeout).await
+        }
+        Transport::WebSocket(remote) => {
+            let transport = bounded(timeout, ws::websocket(&remote.url, &remote.headers)).await?;
+            remote_handshake(handler, transport, plan, timeout).await
+        }
+        Transport::SseIde(ide_config) => {
+            let transport = bounded(timeout, ide::sse_ide(ide_config)).await?;
+            remote_handshake(handler, transport, plan, timeout).await
+        }
+        Transport::WsIde(ide_config) => {
+            let transport = bounded(timeout, ide::ws_ide(ide_config)).await?;
+            remote_handshake(handler, transport, plan, timeout).await
+        }
+        Transport::Proxy(proxy_config) => {
+            // One retry after a 401, with a freshly fetched token.
+            let transport =
+                bounded(timeout, proxy::proxy(proxy_config, &options.env, false)).await?;
+            match remote_handshake(handler.clone(), transport, plan.clone(), timeout).await {
+                Err(ConnectError::NeedsAuth(_)) => {
+                    let transport =
+                        bounded(timeout, proxy::proxy(proxy_config, &options.env, true)).await?;
+                    remote_handshake(handler, transport, plan, timeout).await
+                }
+                other => other,
+            }
+        }
+        Transport::Sdk => Err(ConnectError::Unsupported(
+            "no in-process server of this name is registered by the program".to_owned(),
+        )),
+    }
+}
+
+/// Bounds a transport's own connecting (the SSE endpoint event, the WebSocket upgrade).
+async fn bounded<T>(
+    timeout: Duration,
+    connecting: impl Future<Output = Result<T, RemoteError>>,
+) -> Result<T, ConnectError> {
+    match tokio::time::timeout(timeout, connecting).await {
+        Ok(Ok(transport)) => Ok(transport),
+        Ok(Err(e)) => Err(remote_failure(e)),
+        Err(_) => Err(ConnectError::Timeout(timeout, None)),
+    }
+}
+
+fn remote_failure(e: RemoteError) -> ConnectError {
+    match auth_challenge(&e) {
+        Some(challenge) => ConnectError::NeedsAuth(needs_auth_message(challenge.status)),
+        None => ConnectError::Remote(e),
+    }
+}
+
+fn needs_auth_message(status: u16) -> String {
+    match status {
+        403 => "the server refused access (HTTP 403): the credentials lack a permission".to_owned(),
+        _ => "the server wants authorization (HTTP 401)".to_owned(),
+    }
+}
+
+/// The handshake over a remote transport. No probe ping: over HTTP, an older server may answer
+/// a request before `initialize` with an HTTP error, which would end the probe.
+async fn remote_handshake<T>(
+    handler: ClientSide,
+    transport: T,
+    plan: Plan,
+    timeout: Duration,
+) -> Result<Session, ConnectError>
+where
+    T: rmcp::transport::Transport<RoleClient> + 'static,
+{
+    match tokio::time::timeout(timeout, handshake(handler, transport, plan, false)).await {
+        Ok(Ok((service, generation))) => Ok(Session::start(service, generation, None)),
+        Ok(Err(error)) => match auth_challenge(&error) {
+            Some(challenge) => Err(ConnectError::NeedsAuth(needs_auth_message(
+                challenge.status,
+            ))),
+            None => Err(ConnectError::Handshake {
+                message: error.to_string(),
+                stderr: None,
+            }),
+        },
+        Err(_) => Err(ConnectError::Timeout(timeout, None)),
     }
 }
 

@@ -46,6 +46,8 @@ pub struct ManagerOptions {
     pub state_dir: Option<PathBuf>,
     /// The longest message accepted from a stdio server.
     pub max_line_length: usize,
+    /// The environment variables remote servers' token sources read.
+    pub env: crate::config::Environment,
     /// How the manager waits between reconnect attempts (replace it to observe the schedule).
     pub sleeper: Sleeper,
 }
@@ -66,6 +68,7 @@ impl Default for ManagerOptions {
             limits: Limits::default(),
             state_dir: None,
             max_line_length: 64 * 1024 * 1024,
+            env: crate::config::Environment::capture(),
             sleeper: Arc::new(|d| Box::pin(tokio::time::sleep(d))),
         }
     }
@@ -456,6 +459,54 @@ impl ServerManager {
             .collect())
     }
 
+    /// A connected server's resources (all pages), as MCP JSON.
+    pub async fn list_resources(
+        &self,
+        name: &str,
+    ) -> Result<Vec<serde_json::Value>, RequestFailure> {
+        self.request(name, |s| async move { s.list_resources().await })
+            .await
+    }
+
+    /// A connected server's resource templates (all pages), as MCP JSON.
+    pub async fn list_resource_templates(
+        &self,
+        name: &str,
+    ) -> Result<Vec<serde_json::Value>, RequestFailure> {
+        self.request(name, |s| async move { s.list_resource_templates().await })
+            .await
+    }
+
+    /// A connected server's prompts (all pages), as MCP JSON.
+    pub async fn list_prompts(&self, name: &str) -> Result<Vec<serde_json::Value>, RequestFailure> {
+        self.request(name, |s| async move { s.list_prompts().await })
+            .await
+    }
+
+    /// `resources/read` on a connected server, as MCP JSON.
+    pub async fn read_resource(
+        &self,
+        name: &str,
+        uri: &str,
+    ) -> Result<serde_json::Value, RequestFailure> {
+        self.request(name, |s| async move { s.read_resource(uri).await })
+            .await
+    }
+
+    /// `prompts/get` on a connected server, as MCP JSON.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        prompt: &str,
+        arguments: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<serde_json::Value, RequestFailure> {
+        self.request(
+            name,
+            |s| async move { s.get_prompt(prompt, arguments).await },
+        )
+        .await
+    }
+
     /// The last lines a connected stdio server wrote to stderr.
     pub fn stderr_tail(&self, name: &str) -> Option<String> {
         self.session(name).ok()?.stderr_tail()
@@ -733,6 +784,7 @@ impl Supervisor {
         let options = ConnectOptions {
             connect_timeout: self.shared.options.limits.connect_timeout,
             max_line_length: self.shared.options.max_line_length,
+            env: self.shared.options.env.clone(),
         };
         let remembered = self
             .shared

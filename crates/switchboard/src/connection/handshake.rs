@@ -54,8 +54,11 @@ pub(crate) enum Plan {
 pub(crate) enum HandshakeError {
     #[error("the connection closed during the handshake")]
     Closed,
-    #[error("cannot send the {what}: {message}")]
-    Send { what: &'static str, message: String },
+    #[error("cannot send the {what}: {source}")]
+    Send {
+        what: &'static str,
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
     #[error("the server refused the {what}: {message} (code {code})")]
     Refused {
         what: &'static str,
@@ -86,6 +89,7 @@ pub(crate) async fn handshake<H, T>(
     handler: H,
     mut transport: T,
     plan: Plan,
+    probe_ping: bool,
 ) -> Result<(RunningService<RoleClient, H>, Generation), HandshakeError>
 where
     H: ClientHandler + Service<RoleClient>,
@@ -132,7 +136,7 @@ where
         )
         .await?;
         discover_pending = true;
-        if legacy_version.is_some() {
+        if legacy_version.is_some() && probe_ping {
             send(
                 &mut transport,
                 ClientJsonRpcMessage::request(
@@ -315,7 +319,7 @@ async fn send<T: Transport<RoleClient>>(
         .await
         .map_err(|e| HandshakeError::Send {
             what,
-            message: e.to_string(),
+            source: Box::new(e),
         })
 }
 

@@ -10,7 +10,6 @@
 //!   with [`RemoteError::Timeout`] inside an `std::io::Error`; the session goes on.
 
 // `connection::open` wires these transports in next; until then only the tests use them.
-#![cfg_attr(not(test), allow(dead_code))]
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;

@@ -6,7 +6,6 @@
 //! token-less lock file is an error naming the file, never showing its contents.
 
 // `connection::open` wires these transports in next; until then only the tests use them.
-#![cfg_attr(not(test), allow(dead_code))]
 
 use std::path::Path;
 

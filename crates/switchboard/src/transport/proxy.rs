@@ -14,7 +14,6 @@
 //! - `Provider`: the embedding program's token provider — none can be registered yet.
 
 // `connection::open` wires these transports in next; until then only the tests use them.
-#![cfg_attr(not(test), allow(dead_code))]
 
 use std::collections::HashMap;
 use std::process::Stdio;

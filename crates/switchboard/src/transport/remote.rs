@@ -10,7 +10,6 @@
 //!   and variables, never their secret contents, and URLs in reqwest's messages are stripped.
 
 // `connection::open` wires these transports in next; until then only the tests use them.
-#![cfg_attr(not(test), allow(dead_code))]
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;

@@ -10,7 +10,6 @@
 //! Messages are POSTed one at a time in the order rmcp sent them, on the shared pooled client.
 
 // `connection::open` wires these transports in next; until then only the tests use them.
-#![cfg_attr(not(test), allow(dead_code))]
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -7,7 +7,6 @@
 //! verifier — the roots reqwest trusts for `https://`.
 
 // `connection::open` wires these transports in next; until then only the tests use them.
-#![cfg_attr(not(test), allow(dead_code))]
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};

@@ -1,0 +1,250 @@
+//! Remote servers: every remote transport against the testkit server, authorization, session
+//! expiry, and reconnection after a server goes away.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use pretty_assertions::assert_eq;
+use serde_json::json;
+use switchboard::config::{Environment, Origin, Scope, ServerConfig, parse_entry_value};
+use switchboard::connection::ServerState;
+use switchboard::manager::{ManagerOptions, ServerManager, Sleeper};
+use switchboard_testkit::{TestServer, Transport};
+
+const SETTLE: Duration = Duration::from_secs(30);
+
+fn server(name: &str, entry: serde_json::Value) -> ServerConfig {
+    let origin = Origin {
+        scope: Scope::User,
+        file: None,
+    };
+    let env: Environment = [("PROXY_TOKEN", "s3cret")].into_iter().collect();
+    parse_entry_value(name, &entry, origin, &env, "<test>")
+        .unwrap()
+        .0
+}
+
+fn options() -> ManagerOptions {
+    let mut options = ManagerOptions::default();
+    options.env.set("PROXY_TOKEN", "s3cret");
+    options
+}
+
+fn label(state: &ServerState) -> String {
+    match state {
+        ServerState::Failed(f) => format!("failed: {}", f.message),
+        ServerState::NeedsAuth { message } => format!("needs-auth: {message}"),
+        other => other.label().to_owned(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_remote_transport_connects_and_lists_tools() {
+    let http = TestServer::start(Transport::Http, ["--require-token", "s3cret"]).unwrap();
+    let sse = TestServer::start(Transport::Sse, Vec::<String>::new()).unwrap();
+    let ws = TestServer::start(Transport::Ws, Vec::<String>::new()).unwrap();
+    let ide = TestServer::start(
+        Transport::Ws,
+        [
+            "--require-header",
+            "X-Switchboard-Ide-Authorization=ide-token",
+        ],
+    )
+    .unwrap();
+    let lock = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(lock.path(), r#"{"authToken": "ide-token", "pid": 1}"#).unwrap();
+    let manager = ServerManager::start(
+        [
+            server(
+                "http",
+                json!({"type": "http", "url": http.url(), "headers": {"Authorization": "Bearer s3cret"}}),
+            ),
+            server("sse", json!({"type": "sse", "url": sse.url()})),
+            server("ws", json!({"type": "ws", "url": ws.url()})),
+            server(
+                "ide",
+                json!({"type": "ws-ide", "url": ide.url(), "lockFile": lock.path()}),
+            ),
+            server(
+                "proxy",
+                json!({"type": "proxy", "url": http.url(), "tokenEnv": "PROXY_TOKEN"}),
+            ),
+        ],
+        options(),
+    );
+    manager.wait_settled(SETTLE).await.unwrap();
+    let states: Vec<(String, String)> = manager
+        .states()
+        .iter()
+        .map(|(n, s)| (n.clone(), label(s)))
+        .collect();
+    assert_eq!(
+        states,
+        ["http", "ide", "proxy", "sse", "ws"].map(|n| (n.to_owned(), "connected".to_owned()))
+    );
+    for name in manager.names() {
+        let tools: Vec<String> = manager
+            .list_tools(&name)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+        assert!(tools.contains(&"echo".to_owned()), "{name}: {tools:?}");
+        let args = serde_json::Map::from_iter([("text".to_owned(), json!("hi"))]);
+        let result = manager
+            .call_tool_raw(&name, "echo", args, SETTLE)
+            .await
+            .unwrap();
+        assert_eq!(result["content"][0]["text"], "hi", "{name}");
+    }
+    manager.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_401_is_needs_auth_and_is_remembered_across_runs() {
+    let http = TestServer::start(Transport::Http, ["--require-token", "s3cret"]).unwrap();
+    let state_dir = tempfile::tempdir().unwrap();
+    let opts = || ManagerOptions {
+        state_dir: Some(state_dir.path().to_owned()),
+        ..options()
+    };
+    let config = server("locked", json!({"type": "http", "url": http.url()}));
+    let manager = ServerManager::start([config.clone()], opts());
+    let state = manager.wait_for("locked", SETTLE).await.unwrap();
+    assert_eq!(
+        label(&state),
+        "needs-auth: the server wants authorization (HTTP 401)"
+    );
+    manager.shutdown().await;
+
+    // A second run does not knock again: it shows needs-auth from memory, without connecting.
+    drop(http);
+    let manager = ServerManager::start([config], opts());
+    let state = manager.wait_for("locked", SETTLE).await.unwrap();
+    assert_eq!(
+        label(&state),
+        "needs-auth: the server wants authorization (HTTP 401)"
+    );
+    manager.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_http_session_is_renewed_and_the_call_goes_through() {
+    let http = TestServer::start(Transport::Http, ["--expire-session-after", "3"]).unwrap();
+    let manager = ServerManager::start(
+        [server(
+            "expiring",
+            json!({"type": "http", "url": http.url()}),
+        )],
+        options(),
+    );
+    manager.wait_settled(SETTLE).await.unwrap();
+    for i in 0..8 {
+        let args = serde_json::Map::from_iter([("text".to_owned(), json!(format!("call {i}")))]);
+        let result = manager
+            .call_tool_raw("expiring", "echo", args, SETTLE)
+            .await
+            .unwrap();
+        assert_eq!(result["content"][0]["text"], format!("call {i}"));
+    }
+    assert!(matches!(
+        manager.state("expiring"),
+        Some(ServerState::Connected(_))
+    ));
+    manager.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_server_that_goes_away_is_retried_on_the_backoff_schedule() {
+    let waited = Arc::new(Mutex::new(Vec::new()));
+    let record = waited.clone();
+    let sleeper: Sleeper = Arc::new(move |d| {
+        record.lock().unwrap().push(d);
+        Box::pin(async {})
+    });
+    let mut sse = TestServer::start(Transport::Sse, Vec::<String>::new()).unwrap();
+    let manager = ServerManager::start(
+        [server("fragile", json!({"type": "sse", "url": sse.url()}))],
+        ManagerOptions {
+            sleeper,
+            ..options()
+        },
+    );
+    manager.wait_settled(SETTLE).await.unwrap();
+    let mut watch = manager.watch("fragile").unwrap();
+    watch.mark_unchanged();
+    sse.kill();
+    let state = tokio::time::timeout(
+        SETTLE,
+        watch.wait_for(|s| matches!(s, ServerState::Failed(_))),
+    )
+    .await
+    .unwrap()
+    .unwrap()
+    .clone();
+    assert!(label(&state).starts_with("failed: "), "{state:?}");
+    let secs: Vec<u64> = waited
+        .lock()
+        .unwrap()
+        .iter()
+        .map(Duration::as_secs)
+        .collect();
+    assert_eq!(secs, [1, 2, 4, 8, 16]);
+    manager.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_server_that_comes_back_is_reconnected() {
+    let mut ws = TestServer::start(Transport::Ws, Vec::<String>::new()).unwrap();
+    let url = ws.url().to_owned();
+    let addr = url
+        .trim_start_matches("ws://")
+        .trim_end_matches("/ws")
+        .to_owned();
+    // The first retry waits until the server is back on the same address.
+    let (back_tx, back_rx) = tokio::sync::watch::channel(false);
+    let sleeper: Sleeper = Arc::new(move |_| {
+        let mut back = back_rx.clone();
+        Box::pin(async move {
+            let _ = back.wait_for(|b| *b).await;
+        })
+    });
+    let manager = ServerManager::start(
+        [server("phoenix", json!({"type": "ws", "url": url}))],
+        ManagerOptions {
+            sleeper,
+            ..options()
+        },
+    );
+    manager.wait_settled(SETTLE).await.unwrap();
+    let mut watch = manager.watch("phoenix").unwrap();
+    watch.mark_unchanged();
+    ws.kill();
+    tokio::time::timeout(
+        SETTLE,
+        watch.wait_for(|s| matches!(s, ServerState::Pending { .. })),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let _again = TestServer::start(Transport::Ws, ["--listen", &addr]).unwrap();
+    back_tx.send(true).unwrap();
+    tokio::time::timeout(
+        SETTLE,
+        watch.wait_for(|s| matches!(s, ServerState::Connected(_))),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert!(
+        manager
+            .list_tools("phoenix")
+            .await
+            .unwrap()
+            .iter()
+            .any(|t| t.name == "echo")
+    );
+    manager.shutdown().await;
+}
