@@ -17,6 +17,7 @@ pub mod options;
 pub mod server;
 mod sse;
 mod stdio;
+pub use stdio::serve_in_memory;
 mod tools;
 mod ws;
 

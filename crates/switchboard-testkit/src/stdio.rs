@@ -85,3 +85,31 @@ fn is_response(message: &[u8]) -> bool {
         value.get("id").is_some() && (value.get("result").is_some() || value.get("error").is_some())
     })
 }
+
+/// Serves the test server inside this process, over an in-memory stream: the returned end is
+/// the client's (JSON-RPC lines both ways). Call it inside a Tokio runtime.
+pub fn serve_in_memory(options: &Options) -> tokio::io::DuplexStream {
+    let (client, server) = tokio::io::duplex(1 << 20);
+    let session = bridge::start(Toolbox::new(options), MethodFilter::new(options));
+    let (read, mut write) = tokio::io::split(server);
+    let incoming = session.incoming;
+    let mut outgoing = session.outgoing;
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(read).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if !line.trim().is_empty() && incoming.send(line).await.is_err() {
+                break;
+            }
+        }
+    });
+    tokio::spawn(async move {
+        while let Some(message) = outgoing.recv().await {
+            let mut bytes = message.into_bytes();
+            bytes.push(b'\n');
+            if write.write_all(&bytes).await.is_err() {
+                break;
+            }
+        }
+    });
+    client
+}

@@ -136,6 +136,30 @@ pub struct ServerConfig {
 }
 
 impl ServerConfig {
+    /// An in-process server (`"type": "sdk"`) the embedding program adds in code.
+    pub fn in_process(name: ServerName) -> ServerConfig {
+        let raw = serde_json::json!({"type": "sdk"});
+        ServerConfig {
+            name,
+            origin: Origin {
+                scope: Scope::Dynamic,
+                file: None,
+            },
+            hash: parse::entry_hash(&raw),
+            transport: Transport::Sdk,
+            disabled: false,
+            required: false,
+            connect_timeout: None,
+            tool_timeout: None,
+            protocol: ProtocolPin::Auto,
+            restart: RestartPolicy::Never,
+            enabled_tools: None,
+            disabled_tools: Vec::new(),
+            max_output_tokens: None,
+            extra: BTreeMap::new(),
+        }
+    }
+
     /// Whether this server runs on this machine as a child process (it counts against the
     /// local connection limit, not the remote one).
     pub fn is_local(&self) -> bool {

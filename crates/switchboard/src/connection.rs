@@ -147,13 +147,24 @@ impl Capabilities {
 }
 
 /// How to connect.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct ConnectOptions {
     pub(crate) connect_timeout: Duration,
     /// The longest stdio message accepted.
     pub(crate) max_line_length: usize,
     /// Where `tokenEnv` and the like are read.
     pub(crate) env: crate::config::Environment,
+    /// The program's factory for this server, when it runs in process.
+    pub(crate) in_process: Option<crate::manager::InProcessFactory>,
+}
+
+impl std::fmt::Debug for ConnectOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectOptions")
+            .field("connect_timeout", &self.connect_timeout)
+            .field("in_process", &self.in_process.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// A connection attempt that did not succeed.
@@ -423,9 +434,24 @@ pub(crate) async fn open(
                 other => other,
             }
         }
-        Transport::Sdk => Err(ConnectError::Unsupported(
-            "no in-process server of this name is registered by the program".to_owned(),
-        )),
+        Transport::Sdk => {
+            let Some(factory) = &options.in_process else {
+                return Err(ConnectError::Unsupported(
+                    "no in-process server of this name is registered by the program".to_owned(),
+                ));
+            };
+            let (read, write) = tokio::io::split(factory());
+            let transport = rmcp::transport::async_rw::AsyncRwTransport::new_client(read, write)
+                .with_max_line_length(options.max_line_length);
+            match tokio::time::timeout(timeout, handshake(handler, transport, plan, true)).await {
+                Ok(Ok((service, generation))) => Ok(Session::start(service, generation, None)),
+                Ok(Err(error)) => Err(ConnectError::Handshake {
+                    message: error.to_string(),
+                    stderr: None,
+                }),
+                Err(_) => Err(ConnectError::Timeout(timeout, None)),
+            }
+        }
     }
 }
 

@@ -34,6 +34,10 @@ pub const RECONNECT_ATTEMPTS: u32 = 5;
 /// Consecutive terminal request errors after which a connection is dropped and redone.
 pub const TERMINAL_ERRORS_BEFORE_RECONNECT: u32 = 3;
 
+/// Opens a connection to a server the embedding program runs in this process: it returns the
+/// client's end of an in-memory stream (e.g. `tokio::io::duplex`) and serves MCP on the other.
+pub type InProcessFactory = Arc<dyn Fn() -> tokio::io::DuplexStream + Send + Sync>;
+
 /// How the manager waits between reconnect attempts. Tests replace it to observe the
 /// schedule without waiting it out.
 pub type Sleeper = Arc<dyn Fn(Duration) -> BoxFuture<'static, ()> + Send + Sync>;
@@ -48,6 +52,8 @@ pub struct ManagerOptions {
     pub max_line_length: usize,
     /// The environment variables remote servers' token sources read.
     pub env: crate::config::Environment,
+    /// In-process servers (`"type": "sdk"`), by server name.
+    pub in_process: BTreeMap<String, InProcessFactory>,
     /// How the manager waits between reconnect attempts (replace it to observe the schedule).
     pub sleeper: Sleeper,
 }
@@ -69,12 +75,20 @@ impl Default for ManagerOptions {
             state_dir: None,
             max_line_length: 64 * 1024 * 1024,
             env: crate::config::Environment::capture(),
+            in_process: BTreeMap::new(),
             sleeper: Arc::new(|d| Box::pin(tokio::time::sleep(d))),
         }
     }
 }
 
 impl ManagerOptions {
+    /// Registers a server that runs in this process; configure it as `{"type": "sdk"}` (or
+    /// start it with [`ServerConfig::in_process`]).
+    pub fn with_in_process(mut self, name: &str, factory: InProcessFactory) -> Self {
+        self.in_process.insert(name.to_owned(), factory);
+        self
+    }
+
     /// Replaces how the manager waits between reconnect attempts.
     pub fn with_sleeper(mut self, sleeper: Sleeper) -> Self {
         self.sleeper = sleeper;
@@ -785,6 +799,7 @@ impl Supervisor {
             connect_timeout: self.shared.options.limits.connect_timeout,
             max_line_length: self.shared.options.max_line_length,
             env: self.shared.options.env.clone(),
+            in_process: self.shared.options.in_process.get(self.name()).cloned(),
         };
         let remembered = self
             .shared

@@ -459,3 +459,37 @@ async fn a_required_server_that_fails_fails_start_up() {
     }
     manager.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_in_process_server_connects_with_no_process_and_no_socket() {
+    use clap::Parser;
+    let options = switchboard_testkit::Options::parse_from(["testkit-server"]);
+    let factory: switchboard::manager::InProcessFactory =
+        Arc::new(move || switchboard_testkit::serve_in_memory(&options));
+    let name = switchboard::config::ServerName::new("embedded").unwrap();
+    let manager = ServerManager::start(
+        [
+            ServerConfig::in_process(name),
+            server("unregistered", json!({"type": "sdk"})),
+        ],
+        options_default().with_in_process("embedded", factory),
+    );
+    manager.wait_settled(SETTLE).await.unwrap();
+    connected(&manager.state("embedded").unwrap());
+    assert_eq!(manager.process_id("embedded"), None);
+    let args = serde_json::Map::from_iter([("text".to_owned(), json!("in memory"))]);
+    let result = manager
+        .call_tool_raw("embedded", "echo", args, SETTLE)
+        .await
+        .unwrap();
+    assert_eq!(result["content"][0]["text"], "in memory");
+    assert_eq!(
+        failure(&manager.state("unregistered").unwrap()).message,
+        "no in-process server of this name is registered by the program"
+    );
+    manager.shutdown().await;
+}
+
+fn options_default() -> ManagerOptions {
+    ManagerOptions::default()
+}
