@@ -627,3 +627,67 @@ fn a_result_that_is_not_an_object_is_an_error() {
         "`contents` of a resource result must be an array"
     );
 }
+
+#[test]
+fn a_webp_becomes_png() {
+    let tmp = tempfile::tempdir().unwrap();
+    let img = RgbaImage::from_fn(1600, 400, |x, _| {
+        image::Rgba([(x / 400 * 60) as u8, 10, 200, 255])
+    });
+    let mut webp = Cursor::new(Vec::new());
+    img.write_to(&mut webp, ImageFormat::WebP).unwrap();
+    let result = json!({
+        "content": [{"type": "image", "data": STANDARD.encode(webp.into_inner()), "mimeType": "image/webp"}]
+    });
+    let out = budget(tmp.path())
+        .apply_to_tool_result("srv", "t", result)
+        .unwrap();
+    let item = &out.result["content"][0];
+    assert_eq!(item["mimeType"], "image/png");
+    assert_eq!(
+        decode(item["data"].as_str().unwrap()),
+        (ImageFormat::Png, 1568, 392)
+    );
+}
+
+#[test]
+fn a_server_budget_overrides_the_global_one() {
+    use switchboard::config::{Environment, Origin, Scope, parse_entry_value};
+    let entry = |extra: Value| {
+        let mut entry = json!({"command": "true"});
+        entry
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        let origin = Origin {
+            scope: Scope::User,
+            file: None,
+        };
+        parse_entry_value("srv", &entry, origin, &Environment::default(), "<test>")
+            .unwrap()
+            .0
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let global = budget(tmp.path());
+    assert_eq!(global.max_tokens, 25_000);
+    assert_eq!(global.warn_tokens, 10_000);
+    assert_eq!(global.mode, OverflowMode::Persist);
+    assert_eq!(global.max_image_edge, 1568);
+
+    let own = global.for_server(&entry(json!({"maxOutputTokens": 50})));
+    assert_eq!(own, global.clone().with_max_tokens(50));
+    assert_eq!(global.for_server(&entry(json!({}))), global);
+
+    let result = json!({"content": [{"type": "text", "text": "z".repeat(400)}]});
+    assert!(
+        own.apply_to_tool_result("srv", "t", result.clone())
+            .unwrap()
+            .overflowed
+    );
+    assert!(
+        !global
+            .apply_to_tool_result("srv", "t", result)
+            .unwrap()
+            .overflowed
+    );
+}
