@@ -12,4 +12,5 @@ pub mod connection;
 pub mod env_vars;
 pub mod import;
 pub mod manager;
+pub mod permissions;
 pub(crate) mod transport;

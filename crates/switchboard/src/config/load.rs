@@ -126,7 +126,7 @@ impl ConfigSet {
         loader.read_file(
             &paths.user_file(),
             Scope::User,
-            &["mcpServers", "$schema"],
+            &["mcpServers", "permissions", "hooks", "$schema"],
             &[],
         );
         for file in paths.project_files.iter().rev() {
@@ -149,7 +149,7 @@ impl ConfigSet {
             loader.read_doc(
                 doc,
                 Scope::Managed,
-                &["mcpServers", "policy", "$schema"],
+                &["mcpServers", "policy", "permissions", "hooks", "$schema"],
                 &[],
             );
         }

@@ -1,0 +1,355 @@
+//! Permissions and hooks: whether a call to an MCP tool may go ahead, and the commands that run
+//! before and after it.
+//!
+//! Every MCP tool call goes through [`Gate::check`]: the rules say `allow`, `ask` or `deny`, the
+//! pre-call hooks may allow, deny or rewrite the arguments, and when the answer is still `ask` the
+//! embedding program's [`PermissionPrompter`] asks a person. [`Gate::after`] runs the post-call
+//! hooks with the result.
+//!
+//! # Where the settings live
+//!
+//! Top-level keys `permissions` and `hooks`, in these files:
+//!
+//! | scope | file | notes |
+//! |---|---|---|
+//! | managed | [`ConfigPaths::managed_file`] | cannot be overridden; a broken file denies every MCP tool |
+//! | user | [`ConfigPaths::user_file`] (`$XDG_CONFIG_HOME/switchboard/mcp.json`) | |
+//! | local | [`ConfigPaths::local_file`] (`local.json`), under `projects.<root>`, next to `mcpServers` | |
+//! | project | `.switchboard/settings.json` at [`ConfigPaths::project_root`] | its `allow` rules and hooks apply only when the project is trusted |
+//!
+//! A project's `.mcp.json` is not read for permissions: other hosts share that file. The
+//! project's settings file comes with the repository, so anyone who can push to it could
+//! otherwise allow tools or run commands on the user's machine; until the user trusts the
+//! project (`project_trusted` in [`PermissionSettings::load`]) its `allow` rules and hooks are
+//! ignored, each with a warning. Its `ask` and `deny` rules only restrict, so they always apply.
+//!
+//! # Format
+//!
+//! ```json
+//! "permissions": {
+//!   "allow": ["mcp__github__get_*"],
+//!   "ask":   ["mcp__github"],
+//!   "deny":  ["mcp__fs__write_file", "mcp__shell__*"]
+//! },
+//! "hooks": {
+//!   "preCall":  [{"match": "mcp__github__*", "command": ["/path/check.sh", "--strict"], "timeoutMs": 10000}],
+//!   "postCall": [{"match": "mcp__*", "command": ["audit-log"]}]
+//! }
+//! ```
+//!
+//! **Patterns** name MCP tools by their qualified name `mcp__<server>__<tool>`:
+//! `mcp__server` (every tool of the server), `mcp__server__tool` (one tool), and globs with `*`
+//! and `?` in either part (`mcp__server__*`, `mcp__github__get_*`, `mcp__*`). The server part is
+//! matched against the server's name only, so `mcp__git*` never matches a tool of another
+//! server through its tool name.
+//!
+//! **Precedence.** A `deny` anywhere wins (and also hides the tool from the catalogue,
+//! [`PermissionSettings::is_hidden`]); a managed `ask` or `allow` beats every non-managed rule
+//! but a `deny`; then `ask` beats `allow`; a tool no rule names is `ask`. Specificity does not
+//! matter: `deny mcp__github` beats `allow mcp__github__get_issue`.
+//!
+//! **Call sources** ([`CallSource`]). A call a person types on the command line is that person's
+//! approval: `ask` is satisfied there. Calls from an embedding program or from a gateway client
+//! are asked through the [`PermissionPrompter`]; without one they are denied. `deny` rules and
+//! hooks apply to every source.
+//!
+//! **Hooks** run without a shell: `command` is the program and its arguments (`${VAR}` and
+//! `${VAR:-default}` are expanded from the environment the settings were loaded with; a
+//! relative program path with a `/` is resolved against the project root, a bare name is looked
+//! up on `PATH`). They run in the project root, in scope order (managed, user, local, project),
+//! each for the tools its `match` pattern names (no `match`: every MCP tool), bounded by
+//! `timeoutMs` (default 10 000; on timeout the hook's process group is killed). A hook gets
+//! one JSON object on stdin:
+//!
+//! ```json
+//! {"event": "preCall", "tool": "mcp__s__t", "server": "s", "toolName": "t", "arguments": {},
+//!  "source": "commandLine", "readOnly": false, "destructive": false}
+//! ```
+//!
+//! (`source` is `commandLine`, `program` or `gateway`, the latter with `"client"`; a `postCall`
+//! hook also gets `"result"`). A pre-call hook answers on stdout with nothing (no opinion) or
+//! one JSON object, every field optional:
+//! `{"decision": "allow" | "deny", "reason": "...", "arguments": {...}}`. `allow` skips asking
+//! but never overrides a `deny` rule; `deny` denies with the reason; `arguments` replaces the
+//! arguments sent (and seen by later hooks). Exit code 2 denies, with stderr as the reason. Any
+//! other failure — another non-zero exit, a timeout, a program that cannot start, output that is
+//! not such an object — denies the call (fail closed), naming the hook. A `postCall` hook's
+//! output is logged; its failure is a warning.
+//!
+//! Problems in these settings are [`ConfigIssue`]s with file, line and column. A broken entry of
+//! the user, local or project file is skipped; a broken managed file, or a broken entry in it,
+//! denies every MCP tool until it is fixed (an administrator's restriction must not vanish
+//! because of a typo). A broken `preCall` hook entry denies the calls it would have checked.
+
+mod hooks;
+mod settings;
+
+use std::collections::HashSet;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+
+use crate::config::Scope;
+#[cfg(doc)]
+use crate::config::{ConfigIssue, ConfigPaths};
+
+pub use settings::{
+    DEFAULT_HOOK_TIMEOUT, Effect, Hook, HookEvent, PermissionSettings, Rule, ToolPattern,
+};
+
+/// Who is making a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallSource {
+    /// A person typed it (`switchboard call ...`): that is their approval of `ask`.
+    CommandLine,
+    /// The embedding program (an agent, a model's tool use): `ask` asks.
+    Program,
+    /// A client of the gateway: `ask` asks.
+    Gateway { client: String },
+}
+
+impl CallSource {
+    /// The name hooks see in `"source"`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            CallSource::CommandLine => "commandLine",
+            CallSource::Program => "program",
+            CallSource::Gateway { .. } => "gateway",
+        }
+    }
+}
+
+/// What the rules say about a tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Allow,
+    Ask,
+    /// Denied, with the rule and file that say so.
+    Deny {
+        reason: String,
+    },
+}
+
+/// Where a rule or hook was written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SettingOrigin {
+    pub scope: Scope,
+    pub file: PathBuf,
+    /// 1-based line and column.
+    pub position: (usize, usize),
+}
+
+impl fmt::Display for SettingOrigin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (line, column) = self.position;
+        write!(
+            f,
+            "{} settings {}:{line}:{column}",
+            self.scope,
+            self.file.display()
+        )
+    }
+}
+
+/// One call waiting for permission.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PermissionRequest {
+    /// `mcp__<server>__<tool>`.
+    pub qualified_tool: String,
+    pub server: String,
+    /// The tool's name as the server knows it.
+    pub tool: String,
+    pub arguments: serde_json::Value,
+    pub source: CallSource,
+    /// The server's `readOnlyHint` (a hint from the server, not a guarantee).
+    pub read_only: bool,
+    /// The server's `destructiveHint`.
+    pub destructive: bool,
+}
+
+/// A person's answer to a [`PermissionPrompter`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PermissionAnswer {
+    AllowOnce,
+    /// Allow this tool for the rest of this process (the [`Gate`] remembers it; nothing is
+    /// written to a file).
+    AllowAlways,
+    Deny {
+        reason: Option<String>,
+    },
+}
+
+/// How the library asks a person whether a call may go ahead; the embedding program implements
+/// it (a terminal prompt, a dialog, a message to the gateway's operator).
+///
+/// The future may borrow the request; an implementation written as
+/// `fn ask(&self, request: &PermissionRequest) -> BoxFuture<'_, PermissionAnswer>` fits too.
+pub trait PermissionPrompter: Send + Sync {
+    fn ask<'a>(&'a self, request: &'a PermissionRequest) -> BoxFuture<'a, PermissionAnswer>;
+}
+
+/// Why a call may not go ahead. Every variant names the tool and what said no.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Denied {
+    #[error("`{tool}` is denied by the rule `{pattern}` in {origin}")]
+    Rule {
+        tool: String,
+        pattern: String,
+        origin: SettingOrigin,
+    },
+    #[error(
+        "`{tool}` is denied: the managed settings could not be read, so every MCP tool is denied until they are fixed: {reason}"
+    )]
+    ManagedSettingsBroken { tool: String, reason: String },
+    #[error("`{tool}` is denied by the preCall hook `{hook}` ({origin}): {reason}")]
+    Hook {
+        tool: String,
+        hook: String,
+        origin: SettingOrigin,
+        reason: String,
+    },
+    #[error("`{tool}` is denied because the preCall hook `{hook}` ({origin}) failed: {message}")]
+    HookFailed {
+        tool: String,
+        hook: String,
+        origin: SettingOrigin,
+        message: String,
+    },
+    #[error("`{tool}` is denied because the preCall hook at {origin} is invalid: {message}")]
+    HookInvalid {
+        tool: String,
+        origin: SettingOrigin,
+        message: String,
+    },
+    #[error("`{tool}` was denied by the user{}", reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default())]
+    ByUser {
+        tool: String,
+        reason: Option<String>,
+    },
+    #[error(
+        "`{tool}` needs approval and there is no way to ask: add an allow rule for `{tool}` (or `mcp__{server}` for every tool of the server) to the `permissions` of a settings file"
+    )]
+    NoWayToAsk { tool: String, server: String },
+}
+
+/// The permission check of one process: the settings, the prompter, and the tools a person
+/// allowed "always" while it runs.
+pub struct Gate {
+    settings: PermissionSettings,
+    prompter: Option<Arc<dyn PermissionPrompter>>,
+    always: Mutex<HashSet<String>>,
+}
+
+impl fmt::Debug for Gate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Gate")
+            .field("settings", &self.settings)
+            .field("prompter", &self.prompter.is_some())
+            .field("always", &self.always)
+            .finish()
+    }
+}
+
+impl Gate {
+    pub fn new(
+        settings: PermissionSettings,
+        prompter: Option<Arc<dyn PermissionPrompter>>,
+    ) -> Self {
+        Gate {
+            settings,
+            prompter,
+            always: Mutex::new(HashSet::new()),
+        }
+    }
+
+    pub fn settings(&self) -> &PermissionSettings {
+        &self.settings
+    }
+
+    /// Runs the rules, the pre-call hooks, and asks when needed. Returns the arguments to send
+    /// (a hook may have rewritten them) or why the call is denied.
+    ///
+    /// A `deny` rule denies before any hook runs. Hooks run in order, each seeing the arguments
+    /// the previous one left; the first denial stops. Then, when the rules say `ask` and no hook
+    /// allowed the call: a command-line call goes ahead, a tool allowed "always" earlier goes
+    /// ahead, and otherwise the prompter is asked (with the arguments that will be sent).
+    pub async fn check(&self, request: PermissionRequest) -> Result<serde_json::Value, Denied> {
+        let tool = request.qualified_tool.clone();
+        let effect = self.settings.evaluate(&tool)?;
+
+        let mut request = request;
+        let mut hook_allowed = false;
+        for hook in self.settings.pre_call_hooks_for(&tool)? {
+            match hooks::run_pre(hook, &request, &self.settings).await {
+                hooks::PreOutcome::NoOpinion { arguments } => {
+                    if let Some(arguments) = arguments {
+                        request.arguments = arguments;
+                    }
+                }
+                hooks::PreOutcome::Allow { arguments } => {
+                    hook_allowed = true;
+                    if let Some(arguments) = arguments {
+                        request.arguments = arguments;
+                    }
+                }
+                hooks::PreOutcome::Deny { reason } => {
+                    return Err(Denied::Hook {
+                        tool,
+                        hook: hook.display_command(),
+                        origin: hook.origin.clone(),
+                        reason,
+                    });
+                }
+                hooks::PreOutcome::Failed { message } => {
+                    return Err(Denied::HookFailed {
+                        tool,
+                        hook: hook.display_command(),
+                        origin: hook.origin.clone(),
+                        message,
+                    });
+                }
+            }
+        }
+
+        if effect == Effect::Allow || hook_allowed || request.source == CallSource::CommandLine {
+            return Ok(request.arguments);
+        }
+        if self.remembered(&tool) {
+            return Ok(request.arguments);
+        }
+        let Some(prompter) = &self.prompter else {
+            return Err(Denied::NoWayToAsk {
+                tool,
+                server: request.server,
+            });
+        };
+        match prompter.ask(&request).await {
+            PermissionAnswer::AllowOnce => Ok(request.arguments),
+            PermissionAnswer::AllowAlways => {
+                if let Ok(mut always) = self.always.lock() {
+                    always.insert(tool);
+                }
+                Ok(request.arguments)
+            }
+            PermissionAnswer::Deny { reason } => Err(Denied::ByUser { tool, reason }),
+        }
+    }
+
+    /// Runs the post-call hooks with the result. Their output is logged; a failing hook is a
+    /// warning in the log, never an error of the call.
+    pub async fn after(&self, request: &PermissionRequest, result: &serde_json::Value) {
+        for hook in self.settings.post_call_hooks_for(&request.qualified_tool) {
+            hooks::run_post(hook, request, result, &self.settings).await;
+        }
+    }
+
+    fn remembered(&self, tool: &str) -> bool {
+        self.always
+            .lock()
+            .map(|always| always.contains(tool))
+            .unwrap_or(false)
+    }
+}
