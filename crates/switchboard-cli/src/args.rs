@@ -32,6 +32,58 @@ pub(crate) enum Command {
     /// Configure MCP servers.
     #[command(subcommand)]
     Mcp(McpCommand),
+    /// List the tools of every connected server (or one), under their qualified names.
+    Tools {
+        server: Option<String>,
+        #[arg(long)]
+        json: bool,
+        /// Show each tool's input schema.
+        #[arg(long)]
+        schema: bool,
+    },
+    /// Call a tool: `call mcp__server__tool '{"k": "v"}'`, or `call SERVER TOOL --arg k=v`.
+    Call {
+        /// The qualified name, or the server's name followed by the tool's.
+        name: String,
+        /// The tool (when NAME is a server) and/or the arguments as a JSON object.
+        rest: Vec<String>,
+        /// One argument (repeatable); the value is taken as JSON where the schema wants a
+        /// number, boolean, array or object.
+        #[arg(long = "arg", value_name = "KEY=VALUE")]
+        args: Vec<String>,
+        #[arg(long)]
+        json: bool,
+        /// Overrides the tool timeout (milliseconds).
+        #[arg(long, value_name = "MS")]
+        timeout: Option<u64>,
+    },
+    /// List resources of every connected server (or one).
+    Resources {
+        server: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Read a resource: text is printed, binary content saved to a file.
+    Read {
+        server: String,
+        uri: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List prompts of every connected server (or one), as `mcp__server__prompt`.
+    Prompts {
+        server: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Get a prompt's messages: `prompt mcp__server__name --arg k=v`.
+    Prompt {
+        name: String,
+        #[arg(long = "arg", value_name = "KEY=VALUE")]
+        args: Vec<String>,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

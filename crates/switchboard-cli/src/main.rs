@@ -4,6 +4,7 @@
 //! Exit codes: 0 success; 1 the command failed (the error is on stderr); 2 usage error.
 
 mod args;
+mod catalog_cmds;
 mod mcp;
 mod mcp_import;
 mod output;
@@ -36,6 +37,7 @@ fn run(cli: args::Cli) -> anyhow::Result<ExitCode> {
     let ctx = mcp::Context::new(&cli.global)?;
     match cli.command {
         args::Command::Mcp(cmd) => mcp::run(&ctx, cmd),
+        other => catalog_cmds::run(&ctx, other),
     }
 }
 

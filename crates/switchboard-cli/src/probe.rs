@@ -109,7 +109,7 @@ pub(crate) async fn probe(
 }
 
 /// Resolves on SIGINT or SIGTERM, so servers are shut down before the program goes.
-async fn interrupted() {
+pub(crate) async fn interrupted() {
     let term = async {
         match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
             Ok(mut term) => {

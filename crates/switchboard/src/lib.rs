@@ -10,6 +10,7 @@ pub mod catalog;
 pub mod config;
 pub mod connection;
 pub mod env_vars;
+pub mod host;
 pub mod import;
 pub mod manager;
 pub mod permissions;

@@ -1,0 +1,560 @@
+//! `switchboard tools | call | resources | read | prompts | prompt`: the catalogue and calls,
+//! through the library's `Host`.
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context as _, anyhow, bail};
+use serde_json::{Map, Value, json};
+use switchboard::catalog::server_of;
+use switchboard::connection::ServerState;
+use switchboard::host::{CallOptions, Host};
+use switchboard::manager::RequestFailure;
+use switchboard::permissions::CallSource;
+
+use crate::args::Command;
+use crate::mcp::Context;
+use crate::output::{print_issues, print_json, print_table};
+
+pub(crate) fn run(ctx: &Context, command: Command) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let only = servers_needed(&command);
+        let host = start(ctx, only)?;
+        let outcome = tokio::select! {
+            outcome = dispatch(&host, command) => outcome,
+            _ = crate::probe::interrupted() => {
+                host.shutdown().await;
+                std::process::exit(130);
+            }
+        };
+        host.shutdown().await;
+        outcome
+    })
+}
+
+/// Which servers a command needs: starting only those keeps `call` fast.
+fn servers_needed(command: &Command) -> Option<Vec<String>> {
+    let one = |s: &str| Some(vec![s.to_owned()]);
+    match command {
+        Command::Tools {
+            server: Some(s), ..
+        }
+        | Command::Resources {
+            server: Some(s), ..
+        }
+        | Command::Prompts {
+            server: Some(s), ..
+        } => one(s),
+        Command::Read { server, .. } => one(server),
+        Command::Call { name, .. } | Command::Prompt { name, .. } => match server_of(name) {
+            Some(server) => one(server),
+            None => one(name),
+        },
+        _ => None,
+    }
+}
+
+fn start(ctx: &Context, only: Option<Vec<String>>) -> anyhow::Result<Host> {
+    let config = ctx.load();
+    print_issues(
+        &config
+            .issues
+            .iter()
+            .filter(|i| i.is_error())
+            .cloned()
+            .collect::<Vec<_>>(),
+    );
+    if let Some(names) = &only {
+        for name in names {
+            let Some(entry) = config.get(name) else {
+                bail!("no server named `{name}`")
+            };
+            if entry.startable().is_none() {
+                let (status, reason) = crate::output::status(entry);
+                bail!(
+                    "server `{name}` is {status}{}",
+                    reason.map(|r| format!(": {r}")).unwrap_or_default()
+                );
+            }
+        }
+    }
+    let mut builder = Host::builder().config(config).env(ctx.env.clone());
+    if let Some(only) = only {
+        builder = builder.only(only);
+    }
+    Ok(builder.start()?)
+}
+
+async fn settle(host: &Host) {
+    let bound = host.limits().connect_timeout + Duration::from_secs(5);
+    let _ = host.manager().wait_settled(bound).await;
+    for (name, state) in host.manager().states() {
+        match state {
+            ServerState::Failed(f) => eprintln!("warning: server `{name}` failed: {}", f.message),
+            ServerState::NeedsAuth { message } => {
+                eprintln!("warning: server `{name}` needs authorization: {message}")
+            }
+            _ => {}
+        }
+    }
+}
+
+async fn dispatch(host: &Host, command: Command) -> anyhow::Result<ExitCode> {
+    settle(host).await;
+    match command {
+        Command::Tools {
+            server,
+            json,
+            schema,
+        } => tools(host, server.as_deref(), json, schema).await,
+        Command::Call {
+            name,
+            rest,
+            args,
+            json,
+            timeout,
+        } => call(host, &name, &rest, &args, json, timeout).await,
+        Command::Resources { server, json } => resources(host, server.as_deref(), json).await,
+        Command::Read { server, uri, json } => read(host, &server, &uri, json).await,
+        Command::Prompts { server, json } => prompts(host, server.as_deref(), json).await,
+        Command::Prompt { name, args, json } => prompt(host, &name, &args, json).await,
+        Command::Mcp(_) => unreachable_mcp(),
+    }
+}
+
+fn unreachable_mcp() -> anyhow::Result<ExitCode> {
+    Err(anyhow!("`mcp` commands are handled elsewhere"))
+}
+
+async fn tools(
+    host: &Host,
+    server: Option<&str>,
+    json: bool,
+    schema: bool,
+) -> anyhow::Result<ExitCode> {
+    let snapshot = host.catalog().snapshot().await;
+    for issue in &snapshot.issues {
+        eprintln!("warning: {issue}");
+    }
+    let tools: Vec<_> = snapshot
+        .tools
+        .into_iter()
+        .filter(|t| server.is_none_or(|s| t.server.as_deref() == Some(s)))
+        .collect();
+    if json {
+        let list: Vec<Value> = tools
+            .iter()
+            .map(|t| {
+                json!({
+                    "name": t.qualified_name, "server": t.server, "tool": t.name, "title": t.display_name,
+                    "description": t.description, "inputSchema": t.input_schema, "outputSchema": t.output_schema,
+                    "readOnly": t.traits.read_only, "destructive": t.traits.destructive,
+                    "idempotent": t.traits.idempotent, "openWorld": t.traits.open_world,
+                })
+            })
+            .collect();
+        print_json(&Value::Array(list))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = std::io::stdout().lock();
+    for t in &tools {
+        let mut traits = Vec::new();
+        if t.traits.read_only {
+            traits.push("read-only");
+        }
+        if t.traits.destructive {
+            traits.push("destructive");
+        }
+        let traits = if traits.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", traits.join(", "))
+        };
+        let summary = t
+            .description
+            .as_deref()
+            .and_then(|d| d.lines().next())
+            .unwrap_or("");
+        writeln!(out, "{}{traits}  {summary}", t.qualified_name)?;
+        if schema {
+            writeln!(out, "  {}", serde_json::to_string(&t.input_schema)?)?;
+        }
+    }
+    if tools.is_empty() {
+        eprintln!(
+            "No tools: no server is connected{}.",
+            server
+                .map(|s| format!(" (server `{s}`)"))
+                .unwrap_or_default()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Builds the arguments from a JSON object and `--arg k=v` pairs; a value is taken as JSON when
+/// the tool's schema wants something other than a string.
+fn arguments(
+    schema: &Value,
+    inline: Option<&str>,
+    pairs: &[String],
+) -> anyhow::Result<Map<String, Value>> {
+    let mut args = match inline {
+        Some(text) => match serde_json::from_str::<Value>(text)
+            .with_context(|| format!("the arguments are not valid JSON: {text}"))?
+        {
+            Value::Object(map) => map,
+            _ => bail!("the arguments must be a JSON object, like '{{\"key\": \"value\"}}'"),
+        },
+        None => Map::new(),
+    };
+    for pair in pairs {
+        let (key, raw) = pair
+            .split_once('=')
+            .with_context(|| format!("--arg `{pair}` must look like KEY=VALUE"))?;
+        let wants_string = schema
+            .pointer(&format!("/properties/{key}/type"))
+            .and_then(Value::as_str)
+            .is_none_or(|t| t == "string");
+        let value = if wants_string {
+            Value::String(raw.to_owned())
+        } else {
+            serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()))
+        };
+        args.insert(key.to_owned(), value);
+    }
+    Ok(args)
+}
+
+async fn call(
+    host: &Host,
+    name: &str,
+    rest: &[String],
+    pairs: &[String],
+    json: bool,
+    timeout: Option<u64>,
+) -> anyhow::Result<ExitCode> {
+    let (qualified, inline) = match server_of(name) {
+        Some(_) => (name.to_owned(), rest.first().map(String::as_str)),
+        None => {
+            let tool = rest.first().with_context(|| format!("name the tool: `switchboard call {name} TOOL`, or `switchboard call mcp__{name}__TOOL`"))?;
+            let qualified = host
+                .catalog()
+                .server_tools(name)
+                .await?
+                .into_iter()
+                .find(|t| &t.name == tool || &t.qualified_name == tool)
+                .map(|t| t.qualified_name)
+                .unwrap_or_else(|| switchboard::catalog::qualified_name(name, tool, false));
+            (qualified, rest.get(1).map(String::as_str))
+        }
+    };
+    let tool = host
+        .catalog()
+        .find(&qualified)
+        .await
+        .map_err(|e| anyhow!("{e}"))?;
+    let args = arguments(&tool.input_schema, inline, pairs)?;
+
+    let (progress_tx, mut progress_rx) =
+        tokio::sync::mpsc::unbounded_channel::<switchboard::connection::Progress>();
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new_spinner();
+        bar.set_message(format!("calling {qualified}…"));
+        bar.enable_steady_tick(Duration::from_millis(80));
+        bar
+    });
+    let show = {
+        let bar = bar.clone();
+        async move {
+            while let Some(p) = progress_rx.recv().await {
+                if let Some(bar) = &bar {
+                    if let Some(total) = p.total {
+                        bar.set_length(total as u64);
+                        bar.set_position(p.progress as u64);
+                    }
+                    bar.set_message(
+                        p.message
+                            .unwrap_or_else(|| format!("progress {}", p.progress)),
+                    );
+                }
+            }
+        }
+    };
+    let options = CallOptions {
+        source: CallSource::CommandLine,
+        progress: Some(progress_tx),
+        timeout: timeout.map(Duration::from_millis),
+    };
+    let outcome = tokio::select! {
+        outcome = host.call(&qualified, args, options) => outcome,
+        _ = show => unreachable_progress(),
+    };
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let outcome = outcome?;
+    for note in &outcome.notes {
+        eprintln!("note: {note}");
+    }
+    if json {
+        print_json(
+            &json!({"result": outcome.result, "isError": outcome.is_error, "files": outcome.files, "notes": outcome.notes}),
+        )?;
+    } else {
+        print_content(&outcome.result)?;
+    }
+    if outcome.is_error {
+        eprintln!("error: the tool `{qualified}` reported an error");
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn unreachable_progress() -> Result<switchboard::host::CallOutcome, switchboard::host::CallError> {
+    Err(switchboard::host::CallError::Other {
+        tool: String::new(),
+        message: "the progress channel closed first".to_owned(),
+    })
+}
+
+/// Prints MCP content for a person: text as is, other items as one line each.
+fn print_content(result: &Value) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    let items = result
+        .get("content")
+        .or_else(|| result.get("contents"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for item in &items {
+        let kind = item.get("type").and_then(Value::as_str).unwrap_or("");
+        match kind {
+            "text" => writeln!(
+                out,
+                "{}",
+                item.get("text").and_then(Value::as_str).unwrap_or("")
+            )?,
+            "image" | "audio" => writeln!(
+                out,
+                "[{kind} {}, {} bytes of base64]",
+                item.get("mimeType").and_then(Value::as_str).unwrap_or("?"),
+                item.get("data").and_then(Value::as_str).map_or(0, str::len)
+            )?,
+            "resource_link" => writeln!(
+                out,
+                "[link {}]",
+                item.get("uri").and_then(Value::as_str).unwrap_or("")
+            )?,
+            "resource" => {
+                let resource = item.get("resource").cloned().unwrap_or_default();
+                match resource.get("text").and_then(Value::as_str) {
+                    Some(text) => writeln!(out, "{text}")?,
+                    None => writeln!(
+                        out,
+                        "[resource {}]",
+                        resource.get("uri").and_then(Value::as_str).unwrap_or("")
+                    )?,
+                }
+            }
+            // A resources/read item: {uri, text | blob}.
+            "" if item.get("text").is_some() => writeln!(
+                out,
+                "{}",
+                item.get("text").and_then(Value::as_str).unwrap_or("")
+            )?,
+            _ => writeln!(out, "{}", serde_json::to_string(item)?)?,
+        }
+    }
+    if let Some(structured) = result.get("structuredContent") {
+        if items.is_empty() {
+            writeln!(out, "{}", serde_json::to_string_pretty(structured)?)?;
+        }
+    }
+    Ok(())
+}
+
+fn failure_text(e: RequestFailure) -> anyhow::Error {
+    anyhow!("{e}")
+}
+
+fn connected(host: &Host, server: Option<&str>) -> Vec<String> {
+    host.manager()
+        .states()
+        .into_iter()
+        .filter(|(n, s)| {
+            matches!(s, ServerState::Connected(_)) && server.is_none_or(|want| want == n)
+        })
+        .map(|(n, _)| n)
+        .collect()
+}
+
+async fn resources(host: &Host, server: Option<&str>, json: bool) -> anyhow::Result<ExitCode> {
+    let mut all = Vec::new();
+    for name in connected(host, server) {
+        let info = host.manager().state(&name);
+        let supports = matches!(&info, Some(ServerState::Connected(i)) if i.capabilities.resources);
+        if !supports {
+            continue;
+        }
+        for resource in host
+            .manager()
+            .list_resources(&name)
+            .await
+            .map_err(failure_text)?
+        {
+            all.push((name.clone(), resource));
+        }
+    }
+    if json {
+        print_json(&Value::Array(
+            all.iter()
+                .map(|(s, r)| json!({"server": s, "resource": r}))
+                .collect(),
+        ))?;
+    } else {
+        let rows: Vec<Vec<String>> = all
+            .iter()
+            .map(|(s, r)| {
+                let field = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+                vec![s.clone(), field("uri"), field("name"), field("mimeType")]
+            })
+            .collect();
+        print_table(&rows)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn read(host: &Host, server: &str, uri: &str, json: bool) -> anyhow::Result<ExitCode> {
+    let result = host
+        .manager()
+        .read_resource(server, uri)
+        .await
+        .map_err(failure_text)?;
+    let budgeted = host.budget().apply_to_resource(server, result)?;
+    for note in &budgeted.notes {
+        eprintln!("note: {note}");
+    }
+    if json {
+        print_json(&json!({"result": budgeted.result, "files": budgeted.files}))?;
+    } else {
+        print_content(&budgeted.result)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn prompts(host: &Host, server: Option<&str>, json: bool) -> anyhow::Result<ExitCode> {
+    let mut all = Vec::new();
+    for name in connected(host, server) {
+        let supports = matches!(host.manager().state(&name), Some(ServerState::Connected(i)) if i.capabilities.prompts);
+        if !supports {
+            continue;
+        }
+        for p in host
+            .manager()
+            .list_prompts(&name)
+            .await
+            .map_err(failure_text)?
+        {
+            let prompt = p
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
+            all.push((
+                switchboard::catalog::qualified_name(&name, &prompt, false),
+                name.clone(),
+                p,
+            ));
+        }
+    }
+    if json {
+        print_json(&Value::Array(
+            all.iter()
+                .map(|(q, s, p)| json!({"name": q, "server": s, "prompt": p}))
+                .collect(),
+        ))?;
+    } else {
+        let rows: Vec<Vec<String>> = all
+            .iter()
+            .map(|(q, _, p)| {
+                let args: Vec<String> = p
+                    .get("arguments")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .map(|a| {
+                        let n = a.get("name").and_then(Value::as_str).unwrap_or("?");
+                        if a.get("required").and_then(Value::as_bool).unwrap_or(false) {
+                            format!("{n}*")
+                        } else {
+                            n.to_owned()
+                        }
+                    })
+                    .collect();
+                vec![
+                    q.clone(),
+                    args.join(" "),
+                    p.get("description")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned(),
+                ]
+            })
+            .collect();
+        print_table(&rows)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn prompt(host: &Host, name: &str, pairs: &[String], json: bool) -> anyhow::Result<ExitCode> {
+    let server = server_of(name)
+        .with_context(|| format!("`{name}` is not a prompt name like mcp__server__prompt"))?;
+    let list = host
+        .manager()
+        .list_prompts(server)
+        .await
+        .map_err(failure_text)?;
+    let prompt = list
+        .iter()
+        .filter_map(|p| p.get("name").and_then(Value::as_str))
+        .find(|p| switchboard::catalog::qualified_name(server, p, false) == name)
+        .with_context(|| format!("server `{server}` has no prompt `{name}`"))?
+        .to_owned();
+    let mut args = Map::new();
+    for pair in pairs {
+        let (k, v) = pair
+            .split_once('=')
+            .with_context(|| format!("--arg `{pair}` must look like KEY=VALUE"))?;
+        args.insert(k.to_owned(), Value::String(v.to_owned()));
+    }
+    let result = host
+        .manager()
+        .get_prompt(server, &prompt, args)
+        .await
+        .map_err(failure_text)?;
+    if json {
+        print_json(&result)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = std::io::stdout().lock();
+    for message in result
+        .get("messages")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let role = message.get("role").and_then(Value::as_str).unwrap_or("?");
+        let content = message.get("content").cloned().unwrap_or_default();
+        let text = content
+            .get("text")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .unwrap_or_else(|| content.to_string());
+        writeln!(out, "[{role}] {text}")?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,539 @@
+//! The host: configuration, connections, catalogue and calls behind one handle. The CLI and the
+//! gateway are programs built on it; an agent embeds it the same way.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use switchboard::host::{CallOptions, Host};
+//! let host = Host::builder().discover(std::env::current_dir()?).start()?;
+//! host.manager().wait_settled(std::time::Duration::from_secs(30)).await?;
+//! for tool in host.catalog().snapshot().await.tools {
+//!     println!("{}", tool.qualified_name);
+//! }
+//! let out = host.call("mcp__github__list_issues", Default::default(), CallOptions::default()).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! The call pipeline: find the tool (reconnecting its server if it is not connected) → check
+//! the arguments against its `inputSchema` → permissions and hooks → `tools/call` with the
+//! tool timeout, progress forwarded, a log line every 30 s, cancelled when the caller goes away
+//! → a session that expired is renewed and the call retried once → `isError` is a tool error,
+//! not a failure → `structuredContent` checked against `outputSchema` → the output budget.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+
+use crate::budget::{Budgeted, OutputBudget};
+use crate::catalog::{BuiltinTool, Catalog, CatalogError, Tool};
+use crate::config::{ConfigPaths, ConfigSet, Environment, ServerConfig};
+use crate::connection::{Progress, RequestError, ServerState};
+use crate::env_vars::{EnvVarError, Limits};
+use crate::manager::{
+    InProcessFactory, ManagerError, ManagerOptions, RequestFailure, ServerManager,
+};
+use crate::permissions::{
+    CallSource, Denied, Gate, PermissionPrompter, PermissionRequest, PermissionSettings,
+};
+
+/// How often a long call logs that it is still running.
+pub const LONG_CALL_LOG_INTERVAL: Duration = Duration::from_secs(30);
+/// JSON-RPC code of an expired session.
+const SESSION_EXPIRED: i32 = -32001;
+
+/// Builds a [`Host`].
+#[derive(Default)]
+pub struct HostBuilder {
+    cwd: Option<PathBuf>,
+    dynamic: Vec<String>,
+    env: Option<Environment>,
+    config: Option<ConfigSet>,
+    only: Option<Vec<String>>,
+    prompter: Option<Arc<dyn PermissionPrompter>>,
+    builtins: Vec<BuiltinTool>,
+    output_dir: Option<PathBuf>,
+    project_trusted: bool,
+    in_process: Vec<(String, InProcessFactory)>,
+}
+
+impl std::fmt::Debug for HostBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostBuilder")
+            .field("cwd", &self.cwd)
+            .field("only", &self.only)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HostBuilder {
+    /// Finds the configuration of every scope for this working directory.
+    pub fn discover(mut self, cwd: PathBuf) -> Self {
+        self.cwd = Some(cwd);
+        self
+    }
+
+    /// Adds `--mcp-config` sources (file paths or inline JSON).
+    pub fn dynamic_config(mut self, sources: Vec<String>) -> Self {
+        self.dynamic = sources;
+        self
+    }
+
+    /// Reads variables from this environment instead of the process's.
+    pub fn env(mut self, env: Environment) -> Self {
+        self.env = Some(env);
+        self
+    }
+
+    /// Uses an already loaded configuration.
+    pub fn config(mut self, config: ConfigSet) -> Self {
+        self.config = Some(config);
+        self
+    }
+
+    /// Starts only these servers.
+    pub fn only(mut self, servers: Vec<String>) -> Self {
+        self.only = Some(servers);
+        self
+    }
+
+    /// Who to ask when a rule says `ask`.
+    pub fn permissions(mut self, prompter: Arc<dyn PermissionPrompter>) -> Self {
+        self.prompter = Some(prompter);
+        self
+    }
+
+    /// The program's own tools, merged into the catalogue.
+    pub fn builtin_tools(mut self, tools: Vec<BuiltinTool>) -> Self {
+        self.builtins = tools;
+        self
+    }
+
+    /// Where large results and binaries are written (default: a folder under the state dir).
+    pub fn output_dir(mut self, dir: PathBuf) -> Self {
+        self.output_dir = Some(dir);
+        self
+    }
+
+    /// Whether the project's own settings (`.switchboard/settings.json` allows and hooks) apply.
+    pub fn trust_project(mut self, trusted: bool) -> Self {
+        self.project_trusted = trusted;
+        self
+    }
+
+    /// Registers an in-process server (configured as `{"type": "sdk"}`).
+    pub fn in_process(mut self, name: &str, factory: InProcessFactory) -> Self {
+        self.in_process.push((name.to_owned(), factory));
+        self
+    }
+
+    /// Starts every startable server in the background and returns at once.
+    pub fn start(self) -> Result<Host, EnvVarError> {
+        let env = self.env.unwrap_or_else(Environment::capture);
+        let config = match self.config {
+            Some(config) => config,
+            None => {
+                let cwd = self
+                    .cwd
+                    .unwrap_or_else(|| std::env::current_dir().unwrap_or_default());
+                let mut paths = ConfigPaths::discover(&cwd, &env);
+                paths.dynamic = self.dynamic;
+                ConfigSet::load(paths, &env)
+            }
+        };
+        let limits = Limits::from_env(&env)?;
+        let (settings, _) = PermissionSettings::load(&config.paths, &env, self.project_trusted);
+        let output_dir = self.output_dir.unwrap_or_else(|| {
+            config
+                .paths
+                .state_dir
+                .join("output")
+                .join(format!("{}", std::process::id()))
+        });
+        let configs: Vec<ServerConfig> = config
+            .startable()
+            .filter(|c| {
+                self.only
+                    .as_ref()
+                    .is_none_or(|o| o.iter().any(|n| n == c.name.as_str()))
+            })
+            .cloned()
+            .collect();
+        let mut options = ManagerOptions {
+            limits,
+            state_dir: Some(config.paths.state_dir.clone()),
+            env,
+            ..ManagerOptions::default()
+        };
+        for (name, factory) in self.in_process {
+            options = options.with_in_process(&name, factory);
+        }
+        let manager = ServerManager::start(configs, options);
+        let hidden = settings.clone();
+        let catalog = Catalog::new(
+            manager.clone(),
+            self.builtins,
+            Some(Arc::new(move |name: &str| hidden.is_hidden(name))),
+        );
+        Ok(Host {
+            config: Arc::new(config),
+            manager,
+            catalog,
+            gate: Arc::new(Gate::new(settings, self.prompter)),
+            budget: OutputBudget::from_limits(&limits, output_dir),
+            limits,
+        })
+    }
+}
+
+/// Configuration, connections, catalogue and calls. Cheap to clone.
+#[derive(Clone)]
+pub struct Host {
+    config: Arc<ConfigSet>,
+    manager: ServerManager,
+    catalog: Catalog,
+    gate: Arc<Gate>,
+    budget: OutputBudget,
+    limits: Limits,
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host")
+            .field("manager", &self.manager)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a call is made.
+#[derive(Debug, Clone)]
+pub struct CallOptions {
+    pub source: CallSource,
+    /// Where the server's progress notifications go.
+    pub progress: Option<mpsc::UnboundedSender<Progress>>,
+    /// Overrides the tool timeout.
+    pub timeout: Option<Duration>,
+}
+
+impl Default for CallOptions {
+    fn default() -> Self {
+        CallOptions {
+            source: CallSource::Program,
+            progress: None,
+            timeout: None,
+        }
+    }
+}
+
+/// A call's result, after the output budget.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallOutcome {
+    /// The `tools/call` result as MCP JSON (`content`, `structuredContent`, `isError`).
+    pub result: Value,
+    /// The tool reported an error (`isError`): the call itself worked.
+    pub is_error: bool,
+    pub estimated_tokens: u64,
+    /// Files the budget wrote (a large result, images that could not be decoded, binaries).
+    pub files: Vec<PathBuf>,
+    /// What the budget did (downsized an image, saved a large result, …).
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallError {
+    #[error("no tool named `{0}`")]
+    NoSuchTool(String),
+    #[error("server `{server}` is {state}: cannot call `{tool}`")]
+    NotConnected {
+        server: String,
+        tool: String,
+        state: &'static str,
+    },
+    #[error("invalid arguments for `{tool}`: {message}")]
+    InvalidArguments { tool: String, message: String },
+    #[error(transparent)]
+    Denied(#[from] Denied),
+    #[error("`{tool}` on server `{server}`: {source}")]
+    Request {
+        server: String,
+        tool: String,
+        source: RequestError,
+    },
+    #[error(
+        "`{tool}` returned structured content that does not match its output schema: {message}"
+    )]
+    OutputSchema { tool: String, message: String },
+    #[error("`{tool}`: {message}")]
+    Other { tool: String, message: String },
+}
+
+impl Host {
+    pub fn builder() -> HostBuilder {
+        HostBuilder::default()
+    }
+
+    pub fn config(&self) -> &ConfigSet {
+        &self.config
+    }
+
+    pub fn manager(&self) -> &ServerManager {
+        &self.manager
+    }
+
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    pub fn budget(&self) -> &OutputBudget {
+        &self.budget
+    }
+
+    /// Stops every server (bounded).
+    pub async fn shutdown(&self) {
+        self.manager.shutdown().await;
+    }
+
+    /// Makes sure a server is connected: a failed one is reconnected once, within its connect
+    /// timeout.
+    async fn ensure_connected(&self, server: &str, tool: &str) -> Result<(), CallError> {
+        let state = self
+            .manager
+            .state(server)
+            .ok_or_else(|| CallError::NoSuchTool(tool.to_owned()))?;
+        let state = match state {
+            ServerState::Connected(_) => return Ok(()),
+            ServerState::Failed(_) => {
+                let _ = self.manager.reconnect(server);
+                let mut watch = self
+                    .manager
+                    .watch(server)
+                    .ok_or_else(|| CallError::NoSuchTool(tool.to_owned()))?;
+                watch.mark_unchanged();
+                let _ = tokio::time::timeout(self.limits.connect_timeout, watch.changed()).await;
+                self.manager
+                    .wait_for(server, self.limits.connect_timeout)
+                    .await
+                    .map_err(|_| CallError::NoSuchTool(tool.to_owned()))?
+            }
+            ServerState::Pending { .. } => self
+                .manager
+                .wait_for(server, self.limits.connect_timeout)
+                .await
+                .map_err(|_| CallError::NoSuchTool(tool.to_owned()))?,
+            other => other,
+        };
+        match state {
+            ServerState::Connected(_) => Ok(()),
+            other => Err(CallError::NotConnected {
+                server: server.to_owned(),
+                tool: tool.to_owned(),
+                state: other.label(),
+            }),
+        }
+    }
+
+    /// Calls a tool by its qualified name.
+    pub async fn call(
+        &self,
+        qualified: &str,
+        arguments: Map<String, Value>,
+        options: CallOptions,
+    ) -> Result<CallOutcome, CallError> {
+        if let Some(server) = crate::catalog::server_of(qualified) {
+            self.ensure_connected(server, qualified).await?;
+        }
+        let tool = self.catalog.find(qualified).await.map_err(|e| match e {
+            CatalogError::NoSuchTool(name) => CallError::NoSuchTool(name),
+            other => CallError::Other {
+                tool: qualified.to_owned(),
+                message: other.to_string(),
+            },
+        })?;
+        let Some(server) = tool.server.clone() else {
+            return Err(CallError::Other {
+                tool: qualified.to_owned(),
+                message: "the program's own tools are called by the program".to_owned(),
+            });
+        };
+        check_schema(&tool.input_schema, &Value::Object(arguments.clone())).map_err(|message| {
+            CallError::InvalidArguments {
+                tool: qualified.to_owned(),
+                message,
+            }
+        })?;
+
+        let request = PermissionRequest {
+            qualified_tool: tool.qualified_name.clone(),
+            server: server.clone(),
+            tool: tool.name.clone(),
+            arguments: Value::Object(arguments),
+            source: options.source.clone(),
+            read_only: tool.traits.read_only,
+            destructive: tool.traits.destructive,
+        };
+        let arguments = match self.gate.check(request.clone()).await? {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        };
+        let config = self
+            .manager
+            .config(&server)
+            .ok_or_else(|| CallError::NoSuchTool(qualified.to_owned()))?;
+        let timeout = options
+            .timeout
+            .or(config.tool_timeout)
+            .unwrap_or(self.limits.tool_timeout);
+
+        let mut retried = false;
+        let result = loop {
+            let attempt = self
+                .send(
+                    &server,
+                    &tool,
+                    arguments.clone(),
+                    timeout,
+                    options.progress.clone(),
+                )
+                .await;
+            match attempt {
+                Err(RequestFailure::Request(e))
+                    if e.code() == Some(SESSION_EXPIRED) && !retried =>
+                {
+                    retried = true;
+                    tracing::info!(
+                        server,
+                        "the session expired: reconnecting and retrying once"
+                    );
+                    let _ = self.manager.reconnect(&server);
+                    self.ensure_connected(&server, qualified).await?;
+                }
+                Err(RequestFailure::Request(source)) => {
+                    return Err(CallError::Request {
+                        server,
+                        tool: qualified.to_owned(),
+                        source,
+                    });
+                }
+                Err(RequestFailure::Manager(e)) => {
+                    return Err(match e {
+                        ManagerError::NotConnected { state, .. } => CallError::NotConnected {
+                            server,
+                            tool: qualified.to_owned(),
+                            state,
+                        },
+                        other => CallError::Other {
+                            tool: qualified.to_owned(),
+                            message: other.to_string(),
+                        },
+                    });
+                }
+                Ok(result) => break result,
+            }
+        };
+
+        let is_error = result
+            .get("isError")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        if let (false, Some(schema), Some(structured)) = (
+            is_error,
+            &tool.output_schema,
+            result.get("structuredContent"),
+        ) {
+            check_schema(schema, structured).map_err(|message| CallError::OutputSchema {
+                tool: qualified.to_owned(),
+                message,
+            })?;
+        }
+        self.gate.after(&request, &result).await;
+        let Budgeted {
+            result,
+            estimated_tokens,
+            files,
+            notes,
+            ..
+        } = self
+            .budget
+            .for_server(&config)
+            .apply_to_tool_result(&server, &tool.name, result)
+            .map_err(|e| CallError::Other {
+                tool: qualified.to_owned(),
+                message: e.to_string(),
+            })?;
+        if estimated_tokens > self.budget.warn_tokens {
+            tracing::warn!(tool = qualified, estimated_tokens, "a large tool result");
+        }
+        Ok(CallOutcome {
+            result,
+            is_error,
+            estimated_tokens,
+            files,
+            notes,
+        })
+    }
+
+    /// Sends `tools/call`, logging a line every 30 s while it runs.
+    async fn send(
+        &self,
+        server: &str,
+        tool: &Tool,
+        arguments: Map<String, Value>,
+        timeout: Duration,
+        progress: Option<mpsc::UnboundedSender<Progress>>,
+    ) -> Result<Value, RequestFailure> {
+        let name = tool.name.clone();
+        let call = self.manager.request(server, |s| async move {
+            s.call_tool(&name, arguments, timeout, progress).await
+        });
+        tokio::pin!(call);
+        let started = tokio::time::Instant::now();
+        let mut ticker =
+            tokio::time::interval_at(started + LONG_CALL_LOG_INTERVAL, LONG_CALL_LOG_INTERVAL);
+        loop {
+            tokio::select! {
+                result = &mut call => return result,
+                _ = ticker.tick() => {
+                    tracing::info!(server, tool = %tool.qualified_name, "still running after {} s", started.elapsed().as_secs());
+                }
+            }
+        }
+    }
+}
+
+/// Checks a value against a JSON schema; the message names the field.
+fn check_schema(schema: &Value, value: &Value) -> Result<(), String> {
+    let validator = match jsonschema::validator_for(schema) {
+        Ok(v) => v,
+        // A schema we cannot compile is the server's problem; do not block the call on it.
+        Err(e) => {
+            tracing::debug!("cannot compile a tool schema: {e}");
+            return Ok(());
+        }
+    };
+    let errors: Vec<String> = validator
+        .iter_errors(value)
+        .take(3)
+        .map(|e| {
+            let path = e.instance_path().to_string();
+            if path.is_empty() {
+                e.to_string()
+            } else {
+                format!(
+                    "field `{}`: {e}",
+                    path.trim_start_matches('/').replace('/', ".")
+                )
+            }
+        })
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.join("; "))
+    }
+}
