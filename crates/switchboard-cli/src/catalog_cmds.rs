@@ -289,10 +289,9 @@ async fn call(
         progress: Some(progress_tx),
         timeout: timeout.map(Duration::from_millis),
     };
-    let outcome = tokio::select! {
-        outcome = host.call(&qualified, args, options) => outcome,
-        _ = show => unreachable_progress(),
-    };
+    let display = tokio::spawn(show);
+    let outcome = host.call(&qualified, args, options).await;
+    display.abort();
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
@@ -369,10 +368,8 @@ fn print_content(result: &Value) -> anyhow::Result<()> {
             _ => writeln!(out, "{}", serde_json::to_string(item)?)?,
         }
     }
-    if let Some(structured) = result.get("structuredContent") {
-        if items.is_empty() {
-            writeln!(out, "{}", serde_json::to_string_pretty(structured)?)?;
-        }
+    if let (Some(structured), true) = (result.get("structuredContent"), items.is_empty()) {
+        writeln!(out, "{}", serde_json::to_string_pretty(structured)?)?;
     }
     Ok(())
 }

@@ -254,7 +254,7 @@ pub enum CallError {
     #[error("invalid arguments for `{tool}`: {message}")]
     InvalidArguments { tool: String, message: String },
     #[error(transparent)]
-    Denied(#[from] Denied),
+    Denied(Box<Denied>),
     #[error("`{tool}` on server `{server}`: {source}")]
     Request {
         server: String,
@@ -267,6 +267,12 @@ pub enum CallError {
     OutputSchema { tool: String, message: String },
     #[error("`{tool}`: {message}")]
     Other { tool: String, message: String },
+}
+
+impl From<Denied> for CallError {
+    fn from(denied: Denied) -> Self {
+        CallError::Denied(Box::new(denied))
+    }
 }
 
 impl Host {
