@@ -313,13 +313,6 @@ async fn call(
     Ok(ExitCode::SUCCESS)
 }
 
-fn unreachable_progress() -> Result<switchboard::host::CallOutcome, switchboard::host::CallError> {
-    Err(switchboard::host::CallError::Other {
-        tool: String::new(),
-        message: "the progress channel closed first".to_owned(),
-    })
-}
-
 /// Prints MCP content for a person: text as is, other items as one line each.
 fn print_content(result: &Value) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
