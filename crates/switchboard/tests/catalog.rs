@@ -1,0 +1,384 @@
+//! The catalogue and the call pipeline through `Host`, against real testkit servers.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use pretty_assertions::assert_eq;
+use serde_json::{Map, Value, json};
+use switchboard::catalog::{CatalogEvent, MAX_QUALIFIED_NAME};
+use switchboard::host::{CallError, CallOptions, Host};
+use switchboard::permissions::CallSource;
+use switchboard_testkit::config_tree::ConfigTree;
+
+const SETTLE: Duration = Duration::from_secs(30);
+
+/// A host over a temporary tree whose user file holds these servers.
+async fn host_with(tree: &ConfigTree, servers: Value) -> Host {
+    tree.write(
+        tree.user_file(),
+        &json!({"mcpServers": servers}).to_string(),
+    )
+    .unwrap();
+    let env: switchboard::config::Environment = tree.env().into_iter().collect();
+    let host = Host::builder()
+        .discover(tree.project())
+        .env(env)
+        .output_dir(tree.root().join("out"))
+        .start()
+        .unwrap();
+    host.manager().wait_settled(SETTLE).await.unwrap();
+    host
+}
+
+fn testkit(args: &[&str]) -> Value {
+    json!({"command": switchboard_testkit::server_bin(), "args": args})
+}
+
+fn args(value: Value) -> Map<String, Value> {
+    value.as_object().cloned().unwrap_or_default()
+}
+
+fn cli() -> CallOptions {
+    CallOptions {
+        source: CallSource::CommandLine,
+        ..CallOptions::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_traits_and_descriptions_fit_model_limits() {
+    let tree = ConfigTree::new().unwrap();
+    let long = "t".repeat(100);
+    let host = host_with(&tree, json!({"kit": testkit(&["--tool-name", "a.b", "--tool-name", "a_b", "--tool-name", &long, "--description-chars", "5000"])})).await;
+    let snapshot = host.catalog().snapshot().await;
+    let find = |name: &str| {
+        snapshot
+            .tools
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap()
+            .clone()
+    };
+
+    let echo = find("echo");
+    assert_eq!(echo.qualified_name, "mcp__kit__echo");
+    assert_eq!(echo.display_name, "Echo");
+    assert!(
+        echo.traits.read_only
+            && echo.traits.concurrency_safe
+            && !echo.traits.destructive
+            && !echo.traits.open_world
+    );
+    assert_eq!(echo.description.as_ref().unwrap().chars().count(), 2048);
+    assert!(
+        echo.description
+            .unwrap()
+            .ends_with("… [cut at 2048 characters]")
+    );
+    let fail = find("fail");
+    assert!(fail.traits.destructive && fail.traits.idempotent && fail.traits.open_world);
+
+    let long_tool = find(&long);
+    assert_eq!(long_tool.qualified_name.len(), MAX_QUALIFIED_NAME);
+    assert!(long_tool.qualified_name.starts_with("mcp__kit__ttt"));
+    // The plain name stays with the tool that needed no renaming; the other gets a hash.
+    assert_eq!(find("a_b").qualified_name, "mcp__kit__a_b");
+    let renamed = find("a.b").qualified_name;
+    assert!(
+        renamed.starts_with("mcp__kit__a_b_") && renamed.len() == "mcp__kit__a_b_".len() + 8,
+        "{renamed}"
+    );
+    assert!(
+        snapshot
+            .issues
+            .iter()
+            .any(|i| i.message.contains("`a.b`") && i.message.contains("`a_b`")),
+        "{:?}",
+        snapshot.issues
+    );
+    for tool in &snapshot.tools {
+        assert!(tool.qualified_name.len() <= MAX_QUALIFIED_NAME);
+        assert!(
+            tool.qualified_name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        );
+    }
+    // The long, hashed name resolves back to its server and tool, and can be called.
+    let out = host
+        .call(&long_tool.qualified_name, args(json!({"text": "x"})), cli())
+        .await
+        .unwrap();
+    assert_eq!(out.result["content"][0]["text"], format!("{long}: x"));
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pagination_follows_every_page_and_stops_a_server_that_never_ends() {
+    let tree = ConfigTree::new().unwrap();
+    let host = host_with(
+        &tree,
+        json!({
+            "paged": testkit(&["--extra-tools", "250", "--page-size", "7"]),
+            "endless": testkit(&["--page-size", "3", "--endless-pages"]),
+        }),
+    )
+    .await;
+    let paged = host.catalog().server_tools("paged").await.unwrap();
+    assert_eq!(paged.len(), 9 + 250);
+    let err = host.catalog().server_tools("endless").await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "server `endless`: cannot list tools: more than 100 pages of tools; the listing was stopped"
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_changed_notification_updates_the_catalogue_and_says_what_changed() {
+    let tree = ConfigTree::new().unwrap();
+    let host = host_with(
+        &tree,
+        json!({"old": testkit(&["--protocol", "legacy"]), "new": testkit(&[])}),
+    )
+    .await;
+    // Fill the cache, then follow changes.
+    let _ = host.catalog().snapshot().await;
+    for server in ["old", "new"] {
+        let mut events = host.catalog().events();
+        let out = host
+            .call(
+                &format!("mcp__{server}__add_tool"),
+                args(json!({"name": "fresh"})),
+                cli(),
+            )
+            .await
+            .unwrap();
+        assert!(!out.is_error);
+        let event = tokio::time::timeout(SETTLE, async {
+            loop {
+                if let Ok(CatalogEvent::ToolsChanged {
+                    server: s,
+                    added,
+                    removed,
+                }) = events.recv().await
+                {
+                    if s == server {
+                        return (added, removed);
+                    }
+                }
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("{server}: no change arrived"));
+        assert_eq!(
+            event,
+            (vec![format!("mcp__{server}__fresh")], vec![]),
+            "{server}"
+        );
+        assert!(
+            host.catalog()
+                .find(&format!("mcp__{server}__fresh"))
+                .await
+                .is_ok()
+        );
+    }
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_check_arguments_report_tool_errors_and_time_out_with_a_cancel() {
+    let tree = ConfigTree::new().unwrap();
+    let host = host_with(&tree, json!({"kit": testkit(&[])})).await;
+
+    let err = host
+        .call("mcp__kit__add", args(json!({"a": 1, "b": "two"})), cli())
+        .await
+        .unwrap_err();
+    assert!(matches!(&err, CallError::InvalidArguments { .. }), "{err}");
+    assert!(err.to_string().contains("field `b`"), "{err}");
+
+    let out = host
+        .call("mcp__kit__add", args(json!({"a": 1, "b": 2})), cli())
+        .await
+        .unwrap();
+    assert_eq!(out.result["structuredContent"], json!({"sum": 3}));
+
+    let out = host
+        .call("mcp__kit__fail", args(json!({"message": "nope"})), cli())
+        .await
+        .unwrap();
+    assert!(out.is_error);
+    assert_eq!(out.result["content"][0]["text"], "nope");
+
+    let slow = CallOptions {
+        timeout: Some(Duration::from_millis(300)),
+        ..cli()
+    };
+    let err = host
+        .call("mcp__kit__slow", args(json!({"ms": 20000})), slow)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("no answer within 300 ms"), "{err}");
+    // The server was told: it logs the cancellation on stderr.
+    let cancelled = tokio::time::timeout(SETTLE, async {
+        loop {
+            if host
+                .manager()
+                .stderr_tail("kit")
+                .unwrap_or_default()
+                .contains("cancelled")
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(cancelled.is_ok(), "the server never saw the cancellation");
+
+    assert!(matches!(
+        host.call("mcp__kit__nope", Map::new(), cli()).await,
+        Err(CallError::NoSuchTool(_))
+    ));
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_a_call_cancels_it_on_the_server_and_progress_arrives() {
+    let tree = ConfigTree::new().unwrap();
+    let host = host_with(&tree, json!({"kit": testkit(&[])})).await;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let options = CallOptions {
+        progress: Some(tx),
+        ..cli()
+    };
+    let call = host.call(
+        "mcp__kit__slow",
+        args(json!({"ms": 20000, "steps": 200})),
+        options,
+    );
+    tokio::select! {
+        _ = call => panic!("the call should still be running"),
+        progress = rx.recv() => {
+            let progress = progress.unwrap();
+            assert_eq!(progress.total, Some(200.0));
+        }
+    }
+    // The call future is dropped here.
+    let cancelled = tokio::time::timeout(SETTLE, async {
+        loop {
+            if host
+                .manager()
+                .stderr_tail("kit")
+                .unwrap_or_default()
+                .contains("cancelled")
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(cancelled.is_ok(), "the server never saw the cancellation");
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_results_go_to_a_file_and_names_never_escape_the_output_folder() {
+    let tree = ConfigTree::new().unwrap();
+    let host = host_with(&tree, json!({"kit": testkit(&[])})).await;
+    let fifty_mb = 50 * 1024 * 1024;
+    let out = host
+        .call("mcp__kit__big", args(json!({"bytes": fifty_mb})), cli())
+        .await
+        .unwrap();
+    assert_eq!(out.files.len(), 1);
+    assert_eq!(std::fs::metadata(&out.files[0]).unwrap().len(), fifty_mb);
+    assert!(out.files[0].starts_with(tree.root().join("out")));
+    assert!(
+        out.result.to_string().len() < 10_000,
+        "the answer is a path and a preview"
+    );
+
+    let out = host
+        .call(
+            "mcp__kit__blob",
+            args(json!({"uri": "file:///../../../../etc/passwd", "bytes": 64})),
+            cli(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.files.len(), 1);
+    assert_eq!(out.files[0].parent().unwrap(), tree.root().join("out"));
+    assert_eq!(std::fs::read(&out.files[0]).unwrap().len(), 64);
+
+    let out = host
+        .call("mcp__kit__image", Map::new(), cli())
+        .await
+        .unwrap();
+    assert_eq!(out.result["content"][0]["type"], "image");
+    assert_eq!(out.result["content"][0]["mimeType"], "image/png");
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn permissions_hide_denied_tools_and_ask_the_program() {
+    let tree = ConfigTree::new().unwrap();
+    let bin = switchboard_testkit::server_bin();
+    tree.write(
+        tree.user_file(),
+        &json!({
+            "mcpServers": {"kit": {"command": bin}},
+            "permissions": {"deny": ["mcp__kit__fail"], "allow": ["mcp__kit__echo"]},
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let env: switchboard::config::Environment = tree.env().into_iter().collect();
+    let host = Host::builder()
+        .discover(tree.project())
+        .env(env)
+        .output_dir(tree.root().join("out"))
+        .start()
+        .unwrap();
+    host.manager().wait_settled(SETTLE).await.unwrap();
+    let names: Vec<String> = host
+        .catalog()
+        .snapshot()
+        .await
+        .tools
+        .into_iter()
+        .map(|t| t.qualified_name)
+        .collect();
+    assert!(!names.contains(&"mcp__kit__fail".to_owned()));
+    assert!(names.contains(&"mcp__kit__add".to_owned()));
+    // The program has no prompter: `allow` goes through, the default `ask` cannot be asked.
+    let program = CallOptions::default();
+    assert!(
+        host.call(
+            "mcp__kit__echo",
+            args(json!({"text": "ok"})),
+            program.clone()
+        )
+        .await
+        .is_ok()
+    );
+    let err = host
+        .call("mcp__kit__add", args(json!({"a": 1, "b": 2})), program)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CallError::Denied(_)), "{err}");
+    // A person on the command line is the approval `ask` wants; `deny` still holds.
+    assert!(
+        host.call("mcp__kit__add", args(json!({"a": 1, "b": 2})), cli())
+            .await
+            .is_ok()
+    );
+    assert!(
+        host.call("mcp__kit__fail", Map::new(), cli())
+            .await
+            .is_err()
+    );
+    host.shutdown().await;
+}
