@@ -191,3 +191,211 @@ async fn reference_server_over_streamable_http_and_legacy_sse() {
     }
     manager.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reference_servers_end_to_end_through_the_call_pipeline() {
+    use switchboard::host::{CallOptions, Host};
+    use switchboard::permissions::CallSource;
+    let tree = switchboard_testkit::config_tree::ConfigTree::new().unwrap();
+    let files = tree.root().join("files");
+    std::fs::create_dir_all(&files).unwrap();
+    tree.write(
+        tree.user_file(),
+        &json!({"mcpServers": {
+            "everything": {"command": partner("SWITCHBOARD_PARTNER_EVERYTHING"), "args": ["stdio"]},
+            "fs": {"command": partner("SWITCHBOARD_PARTNER_FILESYSTEM"), "args": [files]},
+            "memory": {"command": partner("SWITCHBOARD_PARTNER_MEMORY"), "env": {"MEMORY_FILE_PATH": tree.root().join("memory.jsonl")}},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let mut env: Environment = tree.env().into_iter().collect();
+    if let Ok(path) = std::env::var("PATH") {
+        env.set("PATH", path);
+    }
+    let host = Host::builder()
+        .discover(tree.project())
+        .env(env)
+        .output_dir(tree.root().join("out"))
+        .start()
+        .unwrap();
+    host.manager().wait_settled(SETTLE).await.unwrap();
+    let cli = || CallOptions {
+        source: CallSource::CommandLine,
+        ..CallOptions::default()
+    };
+    let object = |v: serde_json::Value| v.as_object().cloned().unwrap_or_default();
+
+    // Traits from server-everything's annotations.
+    let tools = host.catalog().server_tools("everything").await.unwrap();
+    let sum = tools.iter().find(|t| t.name == "get-sum").unwrap();
+    assert_eq!(sum.qualified_name, "mcp__everything__get-sum");
+    assert!(sum.traits.read_only);
+
+    let out = host
+        .call(
+            "mcp__everything__get-sum",
+            object(json!({"a": 2, "b": 40})),
+            cli(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        out.result["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("42"),
+        "{}",
+        out.result
+    );
+    let out = host
+        .call(
+            "mcp__everything__get-structured-content",
+            object(json!({"location": "New York"})),
+            cli(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        out.result["structuredContent"].is_object(),
+        "{}",
+        out.result
+    );
+    let out = host
+        .call(
+            "mcp__everything__get-tiny-image",
+            serde_json::Map::new(),
+            cli(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        out.result["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["type"] == "image"),
+        "{}",
+        out.result
+    );
+    let out = host
+        .call(
+            "mcp__everything__get-resource-links",
+            object(json!({"count": 2})),
+            cli(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        out.result["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["type"] == "resource_link"),
+        "{}",
+        out.result
+    );
+    let out = host
+        .call(
+            "mcp__everything__get-resource-reference",
+            object(json!({"resourceType": "Text", "resourceId": 1})),
+            cli(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        out.result["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["type"] == "resource"),
+        "{}",
+        out.result
+    );
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let progress = CallOptions {
+        progress: Some(tx),
+        ..cli()
+    };
+    let out = host
+        .call(
+            "mcp__everything__trigger-long-running-operation",
+            object(json!({"duration": 1, "steps": 3})),
+            progress,
+        )
+        .await
+        .unwrap();
+    assert!(!out.is_error, "{}", out.result);
+    let mut seen = 0;
+    while rx.try_recv().is_ok() {
+        seen += 1;
+    }
+    assert!(seen >= 1, "no progress arrived");
+
+    let resources = host.manager().list_resources("everything").await.unwrap();
+    let uri = resources[0]["uri"].as_str().unwrap().to_owned();
+    let read = host
+        .manager()
+        .read_resource("everything", &uri)
+        .await
+        .unwrap();
+    assert!(
+        read["contents"][0]["text"]
+            .as_str()
+            .is_some_and(|t| !t.is_empty()),
+        "{read}"
+    );
+    let prompts = host.manager().list_prompts("everything").await.unwrap();
+    assert!(prompts.iter().any(|p| p["name"] == "simple-prompt"));
+    let prompt = host
+        .manager()
+        .get_prompt(
+            "everything",
+            "args-prompt",
+            object(json!({"city": "Paris"})),
+        )
+        .await
+        .unwrap();
+    assert!(prompt["messages"].to_string().contains("Paris"), "{prompt}");
+
+    // server-filesystem: write, then read back.
+    let path = files.join("note.txt");
+    host.call(
+        "mcp__fs__write_file",
+        object(json!({"path": path, "content": "written through switchboard"})),
+        cli(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "written through switchboard"
+    );
+    let out = host
+        .call(
+            "mcp__fs__read_text_file",
+            object(json!({"path": path})),
+            cli(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        out.result["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("written through switchboard")
+    );
+
+    // server-memory: create an entity, then find it in the graph.
+    host.call("mcp__memory__create_entities", object(json!({"entities": [{"name": "Switchboard", "entityType": "project", "observations": ["an MCP host"]}]})), cli()).await.unwrap();
+    let out = host
+        .call("mcp__memory__read_graph", serde_json::Map::new(), cli())
+        .await
+        .unwrap();
+    assert!(
+        out.result.to_string().contains("Switchboard"),
+        "{}",
+        out.result
+    );
+    host.shutdown().await;
+}
