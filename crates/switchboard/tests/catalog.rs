@@ -162,10 +162,9 @@ async fn a_list_changed_notification_updates_the_catalogue_and_says_what_changed
                     added,
                     removed,
                 }) = events.recv().await
+                    && s == server
                 {
-                    if s == server {
-                        return (added, removed);
-                    }
+                    return (added, removed);
                 }
             }
         })
