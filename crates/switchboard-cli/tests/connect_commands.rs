@@ -142,3 +142,54 @@ fn get_shows_the_handshake_or_the_failure_with_stderr() {
         "{got}"
     );
 }
+
+#[test]
+fn tools_and_call_work_from_the_command_line() {
+    let tree = ConfigTree::new().unwrap();
+    user_config(&tree, &[("kit", &[], "")]);
+    let out = run(&tree, &["tools", "kit"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr, &tree));
+    insta::assert_snapshot!(text(&out.stdout, &tree), @r#"
+    mcp__kit__echo [read-only]  Returns its text unchanged.
+    mcp__kit__add [read-only]  Adds two numbers; the sum is also in structuredContent.
+    mcp__kit__slow [destructive]  Takes `ms` milliseconds, reporting progress `steps` times, then returns "done". Observes cancellation.
+    mcp__kit__fail [destructive]  Always returns a result with isError: true.
+    mcp__kit__add_tool [destructive]  Adds a tool named `name` (echo-like) and notifies tools/list_changed.
+    mcp__kit__image [destructive]  Returns a tiny PNG image and a caption.
+    mcp__kit__blob [destructive]  Returns an embedded resource with binary content at the given `uri`.
+    mcp__kit__big [destructive]  Returns a text result of exactly `bytes` bytes.
+    mcp__kit__pid [read-only]  Returns the server's process id.
+    "#);
+
+    let out = run(&tree, &["call", "mcp__kit__echo", r#"{"text": "hello"}"#]);
+    assert_eq!(
+        (out.status.code(), text(&out.stdout, &tree)),
+        (Some(0), "hello\n".to_owned())
+    );
+    let out = run(
+        &tree,
+        &["call", "kit", "add", "--arg", "a=2", "--arg", "b=40"],
+    );
+    assert_eq!(
+        (out.status.code(), text(&out.stdout, &tree)),
+        (Some(0), "42\n".to_owned())
+    );
+    let out = run(
+        &tree,
+        &[
+            "call", "kit", "add", "--arg", "a=2", "--arg", "b=40", "--json",
+        ],
+    );
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["result"]["structuredContent"]["sum"], 42);
+
+    // A tool error is exit 1; bad arguments name the field.
+    let out = run(&tree, &["call", "mcp__kit__fail"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(text(&out.stdout, &tree), "the fail tool failed, as asked\n");
+    let out = run(&tree, &["call", "mcp__kit__add", r#"{"a": 1}"#]);
+    assert_eq!(out.status.code(), Some(1));
+    insta::assert_snapshot!(text(&out.stderr, &tree), @r#"error: invalid arguments for `mcp__kit__add`: "b" is a required property"#);
+    let out = run(&tree, &["call", "mcp__nope__x"]);
+    insta::assert_snapshot!(text(&out.stderr, &tree).trim(), @"error: no server named `nope`");
+}
