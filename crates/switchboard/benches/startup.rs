@@ -149,6 +149,51 @@ async fn run(server: PathBuf, reps: impl Fn(usize) -> usize) {
             .expect("measured")
     };
 
+    // 1b. The control: the same servers started directly, 3 at a time.
+    let mut direct = Vec::new();
+    for mode in [Mode::Auto, Mode::Legacy] {
+        for (n, r) in [(10, reps(8)), (50, reps(4))] {
+            let mut connected = Vec::new();
+            let mut listed = Vec::new();
+            for _ in 0..r {
+                let t = direct_parallel(&server, n, mode).await;
+                connected.push(t.connected);
+                listed.push(t.listed);
+            }
+            direct.push((mode, n, Stats::of(&connected), Stats::of(&listed)));
+        }
+    }
+    println!();
+    println!("Direct, 3 at a time (no Switchboard): all initialized -> all listed (ms, median)");
+    println!(
+        "{:<22} {:>3} {:>5} {:>10} {:>10} {:>9} {:>14}",
+        "server", "N", "runs", "init", "listed", "per batch", "vs ceil(N/3)x1"
+    );
+    for (mode, n, init, list) in &direct {
+        let batches = n.div_ceil(CONCURRENCY) as f64;
+        println!(
+            "{:<22} {:>3} {:>5} {:>10.2} {:>10.2} {:>9.2} {:>13.0}%",
+            mode_label_own(*mode),
+            n,
+            init.runs,
+            init.median,
+            list.median,
+            init.median / batches,
+            (init.median / (batches * one_start(*mode).median) - 1.0) * 100.0
+        );
+    }
+    let direct_init = |mode: Mode, n: usize| {
+        let mode = if mode == Mode::LegacyRemembered {
+            Mode::Legacy
+        } else {
+            mode
+        };
+        direct
+            .iter()
+            .find(|(m, k, _, _)| *m == mode && *k == n)
+            .map(|(_, _, init, _)| init.median)
+    };
+
     // 2. Through Switchboard.
     let mut rows = Vec::new();
     for mode in [Mode::Auto, Mode::Legacy, Mode::LegacyRemembered] {
@@ -180,8 +225,17 @@ async fn run(server: PathBuf, reps: impl Fn(usize) -> usize) {
          answered for all (ms, median); bound = ceil(N/3) x one start (list median) x 1.1"
     );
     println!(
-        "{:<22} {:>3} {:>5} {:>10} {:>10} {:>10} {:>9} {:>10} {:>7}",
-        "server", "N", "runs", "connected", "listed", "max conn", "per batch", "bound", "target"
+        "{:<22} {:>3} {:>5} {:>10} {:>10} {:>10} {:>9} {:>10} {:>7} {:>10}",
+        "server",
+        "N",
+        "runs",
+        "connected",
+        "listed",
+        "max conn",
+        "per batch",
+        "bound",
+        "target",
+        "vs direct"
     );
     let mut verdicts = Vec::new();
     for row in &rows {
@@ -197,8 +251,11 @@ async fn run(server: PathBuf, reps: impl Fn(usize) -> usize) {
             let bound = batches * start.median * BATCH_SLACK;
             (bound, row.connected.median <= bound)
         };
+        let vs_direct = direct_init(row.mode, row.n)
+            .map(|d| format!("{:+.2}", row.connected.median - d))
+            .unwrap_or_else(|| "-".to_owned());
         println!(
-            "{:<22} {:>3} {:>5} {:>10.2} {:>10.2} {:>10.2} {:>9.2} {:>10.2} {:>7}",
+            "{:<22} {:>3} {:>5} {:>10.2} {:>10.2} {:>10.2} {:>9.2} {:>10.2} {:>7} {:>10}",
             row.mode.label(),
             row.n,
             row.connected.runs,
@@ -207,7 +264,8 @@ async fn run(server: PathBuf, reps: impl Fn(usize) -> usize) {
             row.connected.max,
             row.connected.median / batches,
             bound,
-            pass_fail(pass)
+            pass_fail(pass),
+            vs_direct
         );
         verdicts.push((row, start, bound, pass));
     }
@@ -327,7 +385,53 @@ struct OwnStart {
 
 /// Spawns the server and speaks to it directly: the time a server itself needs.
 async fn own_start(server: &Path, mode: Mode) -> OwnStart {
+    let (times, mut child) = start_and_list(server, mode, Instant::now()).await;
+    let _ = child.start_kill();
+    let _ = tokio::time::timeout(WAIT, child.wait()).await;
+    times
+}
+
+/// The control for N servers: `n` own starts, 3 at a time (a slot frees as each one has
+/// listed, as the manager's semaphore does), the processes kept running until all are done.
+/// What the machine itself allows, with no Switchboard in the way.
+async fn direct_parallel(server: &Path, n: usize, mode: Mode) -> Through {
+    let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(CONCURRENCY));
     let started = Instant::now();
+    // One task each, as the manager's supervisors are, so they spread over the workers.
+    let tasks: Vec<_> = (0..n)
+        .map(|_| {
+            let slots = slots.clone();
+            let server = server.to_owned();
+            tokio::spawn(async move {
+                let _permit = slots.acquire().await.expect("open");
+                start_and_list(&server, mode, started).await
+            })
+        })
+        .collect();
+    let runs: Vec<_> = futures::future::join_all(tasks)
+        .await
+        .into_iter()
+        .map(|r| r.expect("a start"))
+        .collect();
+    let connected = runs
+        .iter()
+        .map(|(t, _)| t.initialized)
+        .max()
+        .unwrap_or_default();
+    let listed = runs.iter().map(|(t, _)| t.listed).max().unwrap_or_default();
+    for (_, mut child) in runs {
+        let _ = child.start_kill();
+        let _ = tokio::time::timeout(WAIT, child.wait()).await;
+    }
+    Through { connected, listed }
+}
+
+/// Spawns the server and lists its tools; times are counted from `started`.
+async fn start_and_list(
+    server: &Path,
+    mode: Mode,
+    started: Instant,
+) -> (OwnStart, tokio::process::Child) {
     let mut child = tokio::process::Command::new(server)
         .args(mode.args())
         .stdin(Stdio::piped())
@@ -383,13 +487,13 @@ async fn own_start(server: &Path, mode: Mode) -> OwnStart {
     .expect("tools/list answered in time");
     let listed = started.elapsed();
     assert!(answer["result"]["tools"].is_array(), "tools/list: {answer}");
-    drop(send);
-    let _ = child.start_kill();
-    let _ = tokio::time::timeout(WAIT, child.wait()).await;
-    OwnStart {
-        initialized,
-        listed,
-    }
+    (
+        OwnStart {
+            initialized,
+            listed,
+        },
+        child,
+    )
 }
 
 fn testkit_config(name: &str, server: &Path, mode: Mode) -> ServerConfig {
