@@ -55,6 +55,8 @@ pub enum RequestError {
     Unexpected { what: &'static str },
     #[error("no answer within {} ms", .0.as_millis())]
     Timeout(Duration),
+    #[error("the server asks for input first (elicitation, sampling or roots: {requests}); Switchboard does not answer input requests yet")]
+    InputRequired { requests: String },
     #[error("the connection closed")]
     Closed,
     #[error("the server refused the request: {message} (code {code})")]
@@ -283,6 +285,16 @@ impl Session {
         }
         match response? {
             ServerResult::CallToolResult(result) => Ok(as_value(&result)),
+            // 2026-07-28: a multi round-trip call that needs answers before it can finish.
+            ServerResult::InputRequiredResult(input) => {
+                let asked = as_value(&input);
+                let requests = asked
+                    .get("inputRequests")
+                    .and_then(Value::as_object)
+                    .map(|m| m.values().filter_map(|r| r.get("method").and_then(Value::as_str)).collect::<Vec<_>>().join(", "))
+                    .unwrap_or_default();
+                Err(RequestError::InputRequired { requests })
+            }
             _ => Err(RequestError::Unexpected { what: "tools/call" }),
         }
     }
