@@ -17,6 +17,7 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = args::Cli::parse();
+    init_logging();
     match run(cli) {
         Ok(code) => code,
         Err(err) => {
@@ -31,6 +32,22 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Diagnostics go to stderr, `warn` and above unless `SWITCHBOARD_LOG` says otherwise; colour
+/// only on a terminal and never with `NO_COLOR`.
+fn init_logging() {
+    use std::io::IsTerminal;
+    let filter = std::env::var(switchboard::env_vars::EnvVars::SWITCHBOARD_LOG)
+        .unwrap_or_else(|_| "warn".to_owned());
+    let filter = tracing_subscriber::EnvFilter::try_new(&filter)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
+        .without_time()
+        .try_init();
 }
 
 fn run(cli: args::Cli) -> anyhow::Result<ExitCode> {

@@ -26,6 +26,9 @@ impl EnvVars {
     pub const SWITCHBOARD_STATE_DIR: &'static str = "SWITCHBOARD_STATE_DIR";
     /// Overrides the managed (administrator) configuration file.
     pub const SWITCHBOARD_MANAGED_CONFIG: &'static str = "SWITCHBOARD_MANAGED_CONFIG";
+    /// Log filter of the `switchboard` binary (`warn` by default; e.g. `info`,
+    /// `switchboard::server=debug` for servers' stderr and log messages).
+    pub const SWITCHBOARD_LOG: &'static str = "SWITCHBOARD_LOG";
     pub const XDG_CONFIG_HOME: &'static str = "XDG_CONFIG_HOME";
     pub const XDG_STATE_HOME: &'static str = "XDG_STATE_HOME";
     pub const HOME: &'static str = "HOME";

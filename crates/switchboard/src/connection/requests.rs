@@ -55,7 +55,9 @@ pub enum RequestError {
     Unexpected { what: &'static str },
     #[error("no answer within {} ms", .0.as_millis())]
     Timeout(Duration),
-    #[error("the server asks for input first (elicitation, sampling or roots: {requests}); Switchboard does not answer input requests yet")]
+    #[error(
+        "the server asks for input first (elicitation, sampling or roots: {requests}); Switchboard does not answer input requests yet"
+    )]
     InputRequired { requests: String },
     #[error("the connection closed")]
     Closed,
@@ -291,7 +293,12 @@ impl Session {
                 let requests = asked
                     .get("inputRequests")
                     .and_then(Value::as_object)
-                    .map(|m| m.values().filter_map(|r| r.get("method").and_then(Value::as_str)).collect::<Vec<_>>().join(", "))
+                    .map(|m| {
+                        m.values()
+                            .filter_map(|r| r.get("method").and_then(Value::as_str))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    })
                     .unwrap_or_default();
                 Err(RequestError::InputRequired { requests })
             }
