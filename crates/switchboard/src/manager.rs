@@ -148,6 +148,18 @@ pub enum RequestFailure {
     Request(RequestError),
 }
 
+impl RequestFailure {
+    fn into_manager_error(self, server: &str) -> ManagerError {
+        match self {
+            RequestFailure::Manager(e) => e,
+            RequestFailure::Request(e) => ManagerError::Request {
+                server: server.to_owned(),
+                message: e.to_string(),
+            },
+        }
+    }
+}
+
 /// A tool as a server lists it (the catalogue adds naming and traits on top).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolSummary {
@@ -456,13 +468,7 @@ impl ServerManager {
         let tools = self
             .request(name, |s| async move { s.list_tools().await })
             .await
-            .map_err(|e| match e {
-                RequestFailure::Manager(e) => e,
-                RequestFailure::Request(e) => ManagerError::Request {
-                    server: name.to_owned(),
-                    message: e.to_string(),
-                },
-            })?;
+            .map_err(|e| e.into_manager_error(name))?;
         Ok(tools
             .into_iter()
             .map(|t| ToolSummary {
@@ -539,13 +545,7 @@ impl ServerManager {
             s.call_tool(tool, arguments, timeout, None).await
         })
         .await
-        .map_err(|e| match e {
-            RequestFailure::Manager(e) => e,
-            RequestFailure::Request(e) => ManagerError::Request {
-                server: name.to_owned(),
-                message: e.to_string(),
-            },
-        })
+        .map_err(|e| e.into_manager_error(name))
     }
 
     /// Counts consecutive terminal request errors; at the third, the connection is redone.

@@ -2,12 +2,14 @@
 //! and the manager's state machine around it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use switchboard::config::{Environment, Origin, Scope, ServerConfig, parse_entry_value};
+use switchboard::config::ServerConfig;
 use switchboard::connection::{Generation, ServerState};
 use switchboard::env_vars::Limits;
 use switchboard::manager::{ManagerError, ManagerOptions, ServerManager};
@@ -15,15 +17,7 @@ use switchboard::manager::{ManagerError, ManagerOptions, ServerManager};
 /// Long enough for any start on a loaded 2-core machine; tests never wait it out on success.
 const SETTLE: Duration = Duration::from_secs(30);
 
-fn server(name: &str, entry: serde_json::Value) -> ServerConfig {
-    let origin = Origin {
-        scope: Scope::User,
-        file: None,
-    };
-    parse_entry_value(name, &entry, origin, &Environment::capture(), "<test>")
-        .unwrap()
-        .0
-}
+use common::server;
 
 fn testkit(name: &str, args: &[&str]) -> ServerConfig {
     let bin = switchboard_testkit::server_bin();

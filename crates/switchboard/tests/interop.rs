@@ -2,10 +2,12 @@
 //! `scripts/install-partners.sh` (which `scripts/test.sh` runs first).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::time::Duration;
 
 use serde_json::json;
-use switchboard::config::{Environment, Origin, Scope, ServerConfig, parse_entry_value};
+use switchboard::config::Environment;
 use switchboard::connection::{Generation, ServerState};
 use switchboard::manager::{ManagerOptions, ServerManager};
 
@@ -18,15 +20,7 @@ fn partner(var: &str) -> String {
     })
 }
 
-fn server(name: &str, entry: serde_json::Value) -> ServerConfig {
-    let origin = Origin {
-        scope: Scope::User,
-        file: None,
-    };
-    parse_entry_value(name, &entry, origin, &Environment::capture(), "<test>")
-        .unwrap()
-        .0
-}
+use common::server;
 
 async fn tools_of(manager: &ServerManager, name: &str) -> Vec<String> {
     let mut tools: Vec<String> = manager

@@ -2,12 +2,14 @@
 //! expiry, and reconnection after a server goes away.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use switchboard::config::{Environment, Origin, Scope, ServerConfig, parse_entry_value};
+use switchboard::config::{Environment, ServerConfig};
 use switchboard::connection::ServerState;
 use switchboard::manager::{ManagerOptions, ServerManager, Sleeper};
 use switchboard_testkit::{TestServer, Transport};
@@ -15,14 +17,8 @@ use switchboard_testkit::{TestServer, Transport};
 const SETTLE: Duration = Duration::from_secs(30);
 
 fn server(name: &str, entry: serde_json::Value) -> ServerConfig {
-    let origin = Origin {
-        scope: Scope::User,
-        file: None,
-    };
     let env: Environment = [("PROXY_TOKEN", "s3cret")].into_iter().collect();
-    parse_entry_value(name, &entry, origin, &env, "<test>")
-        .unwrap()
-        .0
+    common::server_in(name, entry, &env)
 }
 
 fn options() -> ManagerOptions {

@@ -243,11 +243,24 @@ pub(crate) fn header_map(headers: &BTreeMap<String, String>) -> Result<HeaderMap
 /// anything else keeps the status and the start of the body.
 pub(crate) async fn status_error(response: reqwest::Response) -> RemoteError {
     let status = response.status().as_u16();
-    let challenge = response
-        .headers()
+    let challenge = www_authenticate(response.headers());
+    if matches!(status, 401 | 403) {
+        return from_status(status, challenge, String::new());
+    }
+    from_status(status, challenge, body_prefix(response).await)
+}
+
+/// The `WWW-Authenticate` challenge of a response, when it has one.
+pub(crate) fn www_authenticate(headers: &HeaderMap) -> Option<String> {
+    headers
         .get(WWW_AUTHENTICATE)
         .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
+        .map(str::to_owned)
+}
+
+/// The error for a failed HTTP status: 401 and 403 keep the server's challenge, anything else
+/// keeps the status and the start of the body.
+pub(crate) fn from_status(status: u16, challenge: Option<String>, body: String) -> RemoteError {
     match status {
         401 => RemoteError::Unauthorized {
             www_authenticate: challenge,
@@ -255,10 +268,7 @@ pub(crate) async fn status_error(response: reqwest::Response) -> RemoteError {
         403 => RemoteError::Forbidden {
             www_authenticate: challenge,
         },
-        _ => RemoteError::Status {
-            status,
-            body: body_prefix(response).await,
-        },
+        _ => RemoteError::Status { status, body },
     }
 }
 

@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
-use reqwest::header::{HeaderMap, HeaderValue, SEC_WEBSOCKET_PROTOCOL, WWW_AUTHENTICATE};
+use reqwest::header::{HeaderMap, HeaderValue, SEC_WEBSOCKET_PROTOCOL};
 use rmcp::model::ServerJsonRpcMessage;
 use rustls_platform_verifier::ConfigVerifierExt;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -88,27 +88,13 @@ fn tls_config() -> Result<Arc<rustls::ClientConfig>, RemoteError> {
 fn upgrade_error(error: tungstenite::Error) -> RemoteError {
     match error {
         tungstenite::Error::Http(response) => {
-            let status = response.status().as_u16();
-            let challenge = response
-                .headers()
-                .get(WWW_AUTHENTICATE)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
-            match status {
-                401 => RemoteError::Unauthorized {
-                    www_authenticate: challenge,
-                },
-                403 => RemoteError::Forbidden {
-                    www_authenticate: challenge,
-                },
-                _ => {
-                    let body = response.body().as_deref().unwrap_or_default();
-                    RemoteError::Status {
-                        status,
-                        body: cut(String::from_utf8_lossy(body).trim(), 500),
-                    }
-                }
-            }
+            let body = response.body().as_deref().unwrap_or_default();
+            let body = cut(String::from_utf8_lossy(body).trim(), 500);
+            super::remote::from_status(
+                response.status().as_u16(),
+                super::remote::www_authenticate(response.headers()),
+                body,
+            )
         }
         tungstenite::Error::Io(e) => RemoteError::Connect(e.to_string()),
         tungstenite::Error::Tls(e) => RemoteError::Connect(format!("TLS: {e}")),
