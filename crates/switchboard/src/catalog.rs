@@ -215,9 +215,9 @@ impl Catalog {
         }
     }
 
-    /// Lists a server's tools again and tells what changed.
+    /// Lists a server's tools again and tells what changed, compared with the list that was
+    /// cached at the moment the new one replaces it (so concurrent fetches cannot confuse it).
     async fn refresh(&self, server: &str) {
-        let old = self.cache.lock().ok().and_then(|mut c| c.pop(server));
         let new = match self.fetch(server).await {
             Ok(tools) => tools,
             Err(e) => {
@@ -225,6 +225,7 @@ impl Catalog {
                 return;
             }
         };
+        let old = self.store(server, new.clone());
         let names = |t: &ServerTools| {
             t.tools
                 .iter()
@@ -244,6 +245,15 @@ impl Catalog {
         }
     }
 
+    /// Caches a server's list; returns the one it replaces.
+    fn store(&self, server: &str, tools: Arc<ServerTools>) -> Option<Arc<ServerTools>> {
+        self.cache
+            .lock()
+            .ok()
+            .and_then(|mut cache| cache.put(server.to_owned(), tools))
+    }
+
+    /// Lists a server's tools (not cached here).
     async fn fetch(&self, server: &str) -> Result<Arc<ServerTools>, CatalogError> {
         let config = self
             .manager
@@ -260,18 +270,16 @@ impl Catalog {
                     source,
                 },
             })?;
-        let tools = Arc::new(build(&config, defs));
-        if let Ok(mut cache) = self.cache.lock() {
-            cache.put(server.to_owned(), tools.clone());
-        }
-        Ok(tools)
+        Ok(Arc::new(build(&config, defs)))
     }
 
     async fn server_tools_raw(&self, server: &str) -> Result<Arc<ServerTools>, CatalogError> {
-        match self.cached(server) {
-            Some(tools) => Ok(tools),
-            None => self.fetch(server).await,
+        if let Some(tools) = self.cached(server) {
+            return Ok(tools);
         }
+        let tools = self.fetch(server).await?;
+        self.store(server, tools.clone());
+        Ok(tools)
     }
 
     /// One connected server's tools.
