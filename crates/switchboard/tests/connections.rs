@@ -487,3 +487,35 @@ async fn an_in_process_server_connects_with_no_process_and_no_socket() {
 fn options_default() -> ManagerOptions {
     ManagerOptions::default()
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_over_the_line_limit_fails_its_call_and_the_server_stays_usable() {
+    let manager = ServerManager::start(
+        [testkit("bigmouth", &[])],
+        ManagerOptions {
+            max_line_length: 1024 * 1024,
+            ..Default::default()
+        },
+    );
+    manager.wait_settled(SETTLE).await.unwrap();
+    let args = serde_json::Map::from_iter([("bytes".to_owned(), json!(3_145_728))]);
+    let err = manager
+        .call_tool_raw("bigmouth", "big", args, SETTLE)
+        .await
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("the server's message was over the 1048576-byte limit"),
+        "{text}"
+    );
+    assert!(!text.contains("no answer within"), "{text}");
+
+    let args = serde_json::Map::from_iter([("text".to_owned(), json!("still in sync"))]);
+    let result = manager
+        .call_tool_raw("bigmouth", "echo", args, SETTLE)
+        .await
+        .unwrap();
+    assert_eq!(result["content"][0]["text"], "still in sync");
+    connected(&manager.state("bigmouth").unwrap());
+    manager.shutdown().await;
+}

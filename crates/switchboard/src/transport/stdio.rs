@@ -116,7 +116,8 @@ impl StderrTail {
 
 /// A started server: the transport to hand to rmcp, and the process behind it.
 pub(crate) struct StdioChild {
-    pub(crate) transport: AsyncRwTransport<RoleClient, ChildStdout, ChildStdin>,
+    pub(crate) transport:
+        AsyncRwTransport<RoleClient, super::line_guard::LineGuard<ChildStdout>, ChildStdin>,
     pub(crate) process: ChildProcess,
 }
 
@@ -180,8 +181,13 @@ pub(crate) fn spawn(
         let status = child.wait().await.ok();
         let _ = exit_tx.send(status);
     });
-    let transport =
-        AsyncRwTransport::new_client(stdout, stdin).with_max_line_length(max_line_length);
+    // The guard's limit answers an over-long line with an error for its call; rmcp's is set
+    // above it, so rmcp never drops a line on its own.
+    let transport = AsyncRwTransport::new_client(
+        super::line_guard::LineGuard::new(stdout, max_line_length),
+        stdin,
+    )
+    .with_max_line_length(max_line_length.saturating_add(1024 * 1024));
     Ok(StdioChild {
         transport,
         process: ChildProcess {
