@@ -61,7 +61,7 @@ pub enum RequestError {
     InputRequired { requests: String },
     #[error("the connection closed")]
     Closed,
-    #[error("the server refused the request: {message} (code {code})")]
+    #[error("the server answered with an error: {message} (code {code})")]
     Refused {
         code: i32,
         message: String,
