@@ -513,6 +513,17 @@ impl ServerManager {
             .await
     }
 
+    /// Subscribes to updates of a resource; they arrive as [`ServerEvent::ResourceUpdated`].
+    pub async fn subscribe_resource(&self, name: &str, uri: &str) -> Result<(), RequestFailure> {
+        self.request(name, |s| async move { s.subscribe_resource(uri).await })
+            .await
+    }
+
+    pub async fn unsubscribe_resource(&self, name: &str, uri: &str) -> Result<(), RequestFailure> {
+        self.request(name, |s| async move { s.unsubscribe_resource(uri).await })
+            .await
+    }
+
     /// `prompts/get` on a connected server, as MCP JSON.
     pub async fn get_prompt(
         &self,

@@ -381,3 +381,61 @@ async fn permissions_hide_denied_tools_and_ask_the_program() {
     );
     host.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_filters_and_the_programs_own_tools_shape_the_catalogue() {
+    use switchboard::catalog::{BuiltinTool, ToolTraits};
+    let tree = ConfigTree::new().unwrap();
+    let bin = switchboard_testkit::server_bin();
+    tree.write(
+        tree.user_file(),
+        &json!({"mcpServers": {
+            "some": {"command": bin, "enabledTools": ["e*", "a?d"], "disabledTools": ["echo"]},
+            "all": {"command": bin},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let env: switchboard::config::Environment = tree.env().into_iter().collect();
+    let builtin = |name: &str| BuiltinTool {
+        name: name.to_owned(),
+        description: Some("built in".into()),
+        input_schema: json!({"type": "object"}),
+        traits: ToolTraits::default(),
+    };
+    let host = Host::builder()
+        .discover(tree.project())
+        .env(env)
+        .output_dir(tree.root().join("out"))
+        .builtin_tools(vec![builtin("read_file"), builtin("mcp__all__pid")])
+        .start()
+        .unwrap();
+    host.manager().wait_settled(SETTLE).await.unwrap();
+    let names: Vec<String> = host
+        .catalog()
+        .server_tools("some")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(names, ["add"]);
+    let snapshot = host.catalog().snapshot().await;
+    let pid: Vec<_> = snapshot
+        .tools
+        .iter()
+        .filter(|t| t.qualified_name == "mcp__all__pid")
+        .collect();
+    assert_eq!(pid.len(), 1);
+    assert_eq!(pid[0].server, None, "the program's own tool wins the clash");
+    assert_eq!(snapshot.tools[0].qualified_name, "read_file");
+    assert!(
+        snapshot
+            .issues
+            .iter()
+            .any(|i| i.message.contains("clashes with the program's own tool")),
+        "{:?}",
+        snapshot.issues
+    );
+    host.shutdown().await;
+}

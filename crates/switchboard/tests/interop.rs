@@ -393,3 +393,49 @@ async fn reference_servers_end_to_end_through_the_call_pipeline() {
     );
     host.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resource_subscriptions_deliver_updates() {
+    use switchboard::manager::ServerEvent;
+    let manager = ServerManager::start(
+        [server(
+            "everything",
+            json!({"command": partner("SWITCHBOARD_PARTNER_EVERYTHING"), "args": ["stdio"]}),
+        )],
+        ManagerOptions::default(),
+    );
+    manager.wait_settled(SETTLE).await.unwrap();
+    let resources = manager.list_resources("everything").await.unwrap();
+    let uri = resources[0]["uri"].as_str().unwrap().to_owned();
+    let mut events = manager.events();
+    manager
+        .subscribe_resource("everything", &uri)
+        .await
+        .unwrap();
+    manager
+        .call_tool_raw(
+            "everything",
+            "toggle-subscriber-updates",
+            serde_json::Map::new(),
+            SETTLE,
+        )
+        .await
+        .unwrap();
+    let updated = tokio::time::timeout(SETTLE, async {
+        loop {
+            if let Ok(ServerEvent::ResourceUpdated { server, uri: got }) = events.recv().await
+                && server == "everything"
+                && got == uri
+            {
+                return;
+            }
+        }
+    })
+    .await;
+    assert!(updated.is_ok(), "no update for {uri}");
+    manager
+        .unsubscribe_resource("everything", &uri)
+        .await
+        .unwrap();
+    manager.shutdown().await;
+}

@@ -69,6 +69,8 @@ pub enum RequestError {
     },
     #[error("{0}")]
     Transport(String),
+    #[error("{0} over protocol 2026-07-28 (subscriptions/listen) is not supported yet")]
+    NotYetSupported(&'static str),
 }
 
 impl RequestError {
@@ -224,6 +226,35 @@ impl Session {
             .read_resource(ReadResourceRequestParams::new(uri))
             .await?;
         Ok(as_value(&result))
+    }
+
+    /// `resources/subscribe` (initialize era): the server sends
+    /// `notifications/resources/updated` for this URI. 2026-07-28 replaced it with
+    /// `subscriptions/listen`, which is not wired in yet.
+    #[allow(deprecated)] // rmcp marks it legacy-only; it is what those servers speak.
+    pub(crate) async fn subscribe_resource(&self, uri: &str) -> Result<(), RequestError> {
+        self.require_initialize_era("resources/subscribe")?;
+        self.peer()
+            .subscribe(rmcp::model::SubscribeRequestParams::new(uri))
+            .await?;
+        Ok(())
+    }
+
+    /// `resources/unsubscribe` (initialize era).
+    #[allow(deprecated)]
+    pub(crate) async fn unsubscribe_resource(&self, uri: &str) -> Result<(), RequestError> {
+        self.require_initialize_era("resources/unsubscribe")?;
+        self.peer()
+            .unsubscribe(rmcp::model::UnsubscribeRequestParams::new(uri))
+            .await?;
+        Ok(())
+    }
+
+    fn require_initialize_era(&self, what: &'static str) -> Result<(), RequestError> {
+        match self.info.generation {
+            super::Generation::Initialize => Ok(()),
+            super::Generation::Discover => Err(RequestError::NotYetSupported(what)),
+        }
     }
 
     /// `prompts/get`, as MCP JSON (`{"description"?, "messages": [...]}`).
