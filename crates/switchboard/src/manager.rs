@@ -170,6 +170,8 @@ pub struct ToolSummary {
 
 enum Control {
     Reconnect,
+    /// The connection is broken (terminal errors in a row): treat it as closed.
+    Broken,
     Enable(bool),
     Shutdown(oneshot::Sender<()>),
 }
@@ -574,7 +576,7 @@ impl ServerManager {
                 server = name,
                 "{count} terminal errors in a row: reconnecting"
             );
-            let _ = slot.control.send(Control::Reconnect);
+            let _ = slot.control.send(Control::Broken);
         }
     }
 }
@@ -848,7 +850,11 @@ impl Supervisor {
     ) -> Option<Next> {
         tokio::select! {
             _ = session.closed() => None,
-            msg = control.recv() => Some(self.on_control(msg, enabled)),
+            msg = control.recv() => match msg {
+                // A broken connection takes the road of a closed one.
+                Some(Control::Broken) => None,
+                other => Some(self.on_control(other, enabled)),
+            },
         }
     }
 
@@ -856,7 +862,7 @@ impl Supervisor {
         match msg {
             None => Next::Stop(None),
             Some(Control::Shutdown(done)) => Next::Stop(Some(done)),
-            Some(Control::Reconnect) => Next::Restart,
+            Some(Control::Reconnect | Control::Broken) => Next::Restart,
             Some(Control::Enable(on)) => {
                 *enabled = on;
                 Next::Restart

@@ -244,3 +244,52 @@ async fn a_remote_server_that_comes_back_is_reconnected() {
     );
     manager.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_server_that_dies_is_reconnected_on_the_backoff_schedule() {
+    let waited = Arc::new(Mutex::new(Vec::new()));
+    let record = waited.clone();
+    let sleeper: Sleeper = Arc::new(move |d| {
+        record.lock().unwrap().push(d);
+        Box::pin(async {})
+    });
+    let mut http = TestServer::start(Transport::Http, Vec::<String>::new()).unwrap();
+    let manager = ServerManager::start(
+        [server("gone", json!({"type": "http", "url": http.url()}))],
+        ManagerOptions {
+            sleeper,
+            ..options()
+        },
+    );
+    manager.wait_settled(SETTLE).await.unwrap();
+    let mut watch = manager.watch("gone").unwrap();
+    watch.mark_unchanged();
+    http.kill();
+    // Requests now fail; whether the session notices by itself or after three terminal errors
+    // in a row, it is redone with the remote backoff and ends failed.
+    for _ in 0..3 {
+        if !matches!(manager.state("gone"), Some(ServerState::Connected(_))) {
+            break;
+        }
+        let _ = manager
+            .call_tool_raw("gone", "echo", serde_json::Map::new(), SETTLE)
+            .await;
+    }
+    let state = tokio::time::timeout(
+        SETTLE,
+        watch.wait_for(|s| matches!(s, ServerState::Failed(_))),
+    )
+    .await
+    .unwrap()
+    .unwrap()
+    .clone();
+    assert!(label(&state).starts_with("failed: "), "{state:?}");
+    let secs: Vec<u64> = waited
+        .lock()
+        .unwrap()
+        .iter()
+        .map(Duration::as_secs)
+        .collect();
+    assert_eq!(secs, [1, 2, 4, 8, 16]);
+    manager.shutdown().await;
+}
