@@ -670,7 +670,11 @@ impl Supervisor {
             }
 
             let queued = u32::try_from(retries.len()).unwrap_or(u32::MAX);
-            let max_attempts = 1 + if first_delay { queued.saturating_sub(1) } else { queued };
+            let max_attempts = 1 + if first_delay {
+                queued.saturating_sub(1)
+            } else {
+                queued
+            };
             let mut attempt = 0;
             let session = loop {
                 if first_delay || attempt > 0 {
