@@ -38,6 +38,21 @@ fn args(value: Value) -> Map<String, Value> {
     value.as_object().cloned().unwrap_or_default()
 }
 
+/// Waits (bounded) until a server's stderr holds `needle`.
+async fn server_logged(host: &Host, server: &str, needle: &str) -> bool {
+    let seen = async {
+        while !host
+            .manager()
+            .stderr_tail(server)
+            .unwrap_or_default()
+            .contains(needle)
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(SETTLE, seen).await.is_ok()
+}
+
 fn cli() -> CallOptions {
     CallOptions {
         source: CallSource::CommandLine,
@@ -220,21 +235,10 @@ async fn calls_check_arguments_report_tool_errors_and_time_out_with_a_cancel() {
         .unwrap_err();
     assert!(err.to_string().contains("no answer within 300 ms"), "{err}");
     // The server was told: it logs the cancellation on stderr.
-    let cancelled = tokio::time::timeout(SETTLE, async {
-        loop {
-            if host
-                .manager()
-                .stderr_tail("kit")
-                .unwrap_or_default()
-                .contains("cancelled")
-            {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await;
-    assert!(cancelled.is_ok(), "the server never saw the cancellation");
+    assert!(
+        server_logged(&host, "kit", "cancelled").await,
+        "the server never saw the cancellation"
+    );
 
     assert!(matches!(
         host.call("mcp__kit__nope", Map::new(), cli()).await,
@@ -265,21 +269,10 @@ async fn dropping_a_call_cancels_it_on_the_server_and_progress_arrives() {
         }
     }
     // The call future is dropped here.
-    let cancelled = tokio::time::timeout(SETTLE, async {
-        loop {
-            if host
-                .manager()
-                .stderr_tail("kit")
-                .unwrap_or_default()
-                .contains("cancelled")
-            {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await;
-    assert!(cancelled.is_ok(), "the server never saw the cancellation");
+    assert!(
+        server_logged(&host, "kit", "cancelled").await,
+        "the server never saw the cancellation"
+    );
     host.shutdown().await;
 }
 

@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use pretty_assertions::assert_eq;
@@ -311,12 +311,7 @@ async fn shutdown_leaves_no_process_of_the_tree_even_one_that_ignores_signals() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_policy_retries_with_the_backoff_schedule_then_fails() {
-    let waited = Arc::new(Mutex::new(Vec::new()));
-    let record = waited.clone();
-    let sleeper: switchboard::manager::Sleeper = Arc::new(move |d| {
-        record.lock().unwrap().push(d);
-        Box::pin(async {})
-    });
+    let (sleeper, waited) = common::recording_sleeper();
     let always_exits = server(
         "flaky",
         json!({"command": switchboard_testkit::server_bin(), "args": ["--exit-at-start", "1"], "restart": "on-failure"}),

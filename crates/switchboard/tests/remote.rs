@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use pretty_assertions::assert_eq;
@@ -154,12 +154,7 @@ async fn an_expired_http_session_is_renewed_and_the_call_goes_through() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_server_that_goes_away_is_retried_on_the_backoff_schedule() {
-    let waited = Arc::new(Mutex::new(Vec::new()));
-    let record = waited.clone();
-    let sleeper: Sleeper = Arc::new(move |d| {
-        record.lock().unwrap().push(d);
-        Box::pin(async {})
-    });
+    let (sleeper, waited) = common::recording_sleeper();
     let mut sse = TestServer::start(Transport::Sse, Vec::<String>::new()).unwrap();
     let manager = ServerManager::start(
         [server("fragile", json!({"type": "sse", "url": sse.url()}))],
@@ -247,12 +242,7 @@ async fn a_remote_server_that_comes_back_is_reconnected() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_http_server_that_dies_is_reconnected_on_the_backoff_schedule() {
-    let waited = Arc::new(Mutex::new(Vec::new()));
-    let record = waited.clone();
-    let sleeper: Sleeper = Arc::new(move |d| {
-        record.lock().unwrap().push(d);
-        Box::pin(async {})
-    });
+    let (sleeper, waited) = common::recording_sleeper();
     let mut http = TestServer::start(Transport::Http, Vec::<String>::new()).unwrap();
     let manager = ServerManager::start(
         [server("gone", json!({"type": "http", "url": http.url()}))],
