@@ -115,10 +115,13 @@ pub enum CatalogError {
 }
 
 /// One server's tools, as the catalogue shows them.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 struct ServerTools {
     tools: Vec<Tool>,
     issues: Vec<CatalogIssue>,
+    /// Input-schema validators, compiled on first use; they go with the list when it is
+    /// replaced, so a changed schema is never checked with an old validator.
+    validators: Mutex<std::collections::HashMap<String, Option<Arc<jsonschema::Validator>>>>,
 }
 
 /// Everything in the catalogue at one moment.
@@ -345,7 +348,7 @@ impl Catalog {
         snapshot
     }
 
-    /// Finds a tool by its qualified name.
+    /// Finds a tool by its qualified name (copying only that tool).
     pub async fn find(&self, qualified: &str) -> Result<Tool, CatalogError> {
         if let Some(b) = self.builtins.iter().find(|b| b.name == qualified) {
             return Ok(Tool {
@@ -361,11 +364,39 @@ impl Catalog {
         }
         let server =
             server_of(qualified).ok_or_else(|| CatalogError::NoSuchTool(qualified.to_owned()))?;
-        self.server_tools(server)
-            .await?
-            .into_iter()
-            .find(|t| t.qualified_name == qualified)
+        let list = self.server_tools_raw(server).await?;
+        list.tools
+            .iter()
+            .find(|t| t.qualified_name == qualified && !(self.hide)(&t.qualified_name))
+            .cloned()
             .ok_or_else(|| CatalogError::NoSuchTool(qualified.to_owned()))
+    }
+
+    /// The compiled validator of a tool's input schema (compiled once per tool list); `None`
+    /// when the tool is unknown or its schema does not compile.
+    pub(crate) async fn input_validator(
+        &self,
+        qualified: &str,
+    ) -> Option<Arc<jsonschema::Validator>> {
+        let list = self.server_tools_raw(server_of(qualified)?).await.ok()?;
+        let mut validators = list.validators.lock().ok()?;
+        if let Some(cached) = validators.get(qualified) {
+            return cached.clone();
+        }
+        let schema = &list
+            .tools
+            .iter()
+            .find(|t| t.qualified_name == qualified)?
+            .input_schema;
+        let compiled = match jsonschema::validator_for(schema) {
+            Ok(v) => Some(Arc::new(v)),
+            Err(e) => {
+                tracing::debug!(tool = qualified, "cannot compile the input schema: {e}");
+                None
+            }
+        };
+        validators.insert(qualified.to_owned(), compiled.clone());
+        compiled
     }
 }
 
@@ -445,7 +476,11 @@ fn build(config: &ServerConfig, defs: Vec<ToolDef>) -> ServerTools {
             }
         })
         .collect();
-    ServerTools { tools, issues }
+    ServerTools {
+        tools,
+        issues,
+        validators: Mutex::default(),
+    }
 }
 
 /// Cuts a description to [`MAX_DESCRIPTION`] characters (on a character boundary), ending it

@@ -367,12 +367,13 @@ impl Host {
                 message: "the program's own tools are called by the program".to_owned(),
             });
         };
-        check_schema(&tool.input_schema, &Value::Object(arguments.clone())).map_err(|message| {
-            CallError::InvalidArguments {
+        if let Some(validator) = self.catalog.input_validator(qualified).await {
+            let as_value = Value::Object(arguments.clone());
+            check_with(&validator, &as_value).map_err(|message| CallError::InvalidArguments {
                 tool: qualified.to_owned(),
                 message,
-            }
-        })?;
+            })?;
+        }
 
         let request = PermissionRequest {
             qualified_tool: tool.qualified_name.clone(),
@@ -512,16 +513,19 @@ impl Host {
     }
 }
 
-/// Checks a value against a JSON schema; the message names the field.
+/// Checks a value against a JSON schema; the message names the field. A schema that does not
+/// compile is the server's problem and does not block the call.
 fn check_schema(schema: &Value, value: &Value) -> Result<(), String> {
-    let validator = match jsonschema::validator_for(schema) {
-        Ok(v) => v,
-        // A schema we cannot compile is the server's problem; do not block the call on it.
+    match jsonschema::validator_for(schema) {
+        Ok(validator) => check_with(&validator, value),
         Err(e) => {
             tracing::debug!("cannot compile a tool schema: {e}");
-            return Ok(());
+            Ok(())
         }
-    };
+    }
+}
+
+fn check_with(validator: &jsonschema::Validator, value: &Value) -> Result<(), String> {
     let errors: Vec<String> = validator
         .iter_errors(value)
         .take(3)
