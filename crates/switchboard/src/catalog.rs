@@ -223,8 +223,21 @@ impl Catalog {
     async fn refresh(&self, server: &str) {
         let new = match self.fetch(server).await {
             Ok(tools) => tools,
+            // The server went away meanwhile (a shutdown, a crash): its state says so already.
+            Err(e)
+                if matches!(
+                    e,
+                    CatalogError::List {
+                        source: RequestError::Closed,
+                        ..
+                    } | CatalogError::Manager(_)
+                ) || !matches!(self.manager.state(server), Some(ServerState::Connected(_))) =>
+            {
+                tracing::debug!(server, "{e}");
+                return;
+            }
             Err(e) => {
-                tracing::warn!(server, "cannot list tools: {e}");
+                tracing::warn!("{e}");
                 return;
             }
         };
