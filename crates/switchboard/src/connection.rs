@@ -367,21 +367,24 @@ pub(crate) async fn open(
                 Ok(Err(error)) => {
                     // The server may have exited: say how, with what it said on stderr. Only a
                     // closed connection waits for the exit status (bounded; slow under load).
-                    let wait = if matches!(error, HandshakeError::Closed) {
-                        Duration::from_secs(1)
-                    } else {
-                        Duration::ZERO
-                    };
+                    let wait =
+                        if matches!(error, HandshakeError::Closed | HandshakeError::Send { .. }) {
+                            Duration::from_secs(1)
+                        } else {
+                            Duration::ZERO
+                        };
                     let status =
                         match tokio::time::timeout(wait, exit.wait_for(Option::is_some)).await {
                             Ok(Ok(status)) => *status,
                             _ => None,
                         };
                     let message = match (&error, status) {
-                        (HandshakeError::Closed, Some(status)) => format!(
-                            "the server exited during the handshake ({})",
-                            exit_text(status)
-                        ),
+                        (HandshakeError::Closed | HandshakeError::Send { .. }, Some(status)) => {
+                            format!(
+                                "the server exited during the handshake ({})",
+                                exit_text(status)
+                            )
+                        }
                         _ => error.to_string(),
                     };
                     let tail = stderr.last_lines(20);
