@@ -121,7 +121,7 @@ struct ServerTools {
     issues: Vec<CatalogIssue>,
     /// Input-schema validators, compiled on first use; they go with the list when it is
     /// replaced, so a changed schema is never checked with an old validator.
-    validators: Mutex<std::collections::HashMap<String, Option<Arc<jsonschema::Validator>>>>,
+    validators: Mutex<Validators>,
 }
 
 /// Everything in the catalogue at one moment.
@@ -385,32 +385,45 @@ impl Catalog {
             .ok_or_else(|| CatalogError::NoSuchTool(qualified.to_owned()))
     }
 
-    /// The compiled validator of a tool's input schema (compiled once per tool list); `None`
-    /// when the tool is unknown or its schema does not compile.
-    pub(crate) async fn input_validator(
+    /// The compiled validator of one of a tool's schemas (compiled once per tool list); `None`
+    /// when the tool is unknown, has no such schema, or its schema does not compile.
+    pub(crate) async fn validator(
         &self,
         qualified: &str,
+        which: SchemaKind,
     ) -> Option<Arc<jsonschema::Validator>> {
         let list = self.server_tools_raw(server_of(qualified)?).await.ok()?;
         let mut validators = list.validators.lock().ok()?;
-        if let Some(cached) = validators.get(qualified) {
+        let key = (qualified.to_owned(), which);
+        if let Some(cached) = validators.get(&key) {
             return cached.clone();
         }
-        let schema = &list
-            .tools
-            .iter()
-            .find(|t| t.qualified_name == qualified)?
-            .input_schema;
-        let compiled = match jsonschema::validator_for(schema) {
+        let tool = list.tools.iter().find(|t| t.qualified_name == qualified)?;
+        let schema = match which {
+            SchemaKind::Input => Some(&tool.input_schema),
+            SchemaKind::Output => tool.output_schema.as_ref(),
+        };
+        let compiled = schema.and_then(|schema| match jsonschema::validator_for(schema) {
             Ok(v) => Some(Arc::new(v)),
             Err(e) => {
-                tracing::debug!(tool = qualified, "cannot compile the input schema: {e}");
+                tracing::debug!(tool = qualified, "cannot compile the {which:?} schema: {e}");
                 None
             }
-        };
-        validators.insert(qualified.to_owned(), compiled.clone());
+        });
+        validators.insert(key, compiled.clone());
         compiled
     }
+}
+
+/// Compiled schemas by tool and kind; `None` remembers a schema that does not compile.
+type Validators =
+    std::collections::HashMap<(String, SchemaKind), Option<Arc<jsonschema::Validator>>>;
+
+/// Which of a tool's schemas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum SchemaKind {
+    Input,
+    Output,
 }
 
 /// Turns a server's tool definitions into catalogue tools.

@@ -27,7 +27,7 @@ use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
 use crate::budget::{Budgeted, OutputBudget};
-use crate::catalog::{BuiltinTool, Catalog, CatalogError, Tool};
+use crate::catalog::{BuiltinTool, Catalog, CatalogError, SchemaKind, Tool};
 use crate::config::{ConfigPaths, ConfigSet, Environment, ServerConfig};
 use crate::connection::{Progress, RequestError, ServerState};
 use crate::env_vars::{EnvVarError, Limits};
@@ -367,7 +367,7 @@ impl Host {
                 message: "the program's own tools are called by the program".to_owned(),
             });
         };
-        if let Some(validator) = self.catalog.input_validator(qualified).await {
+        if let Some(validator) = self.catalog.validator(qualified, SchemaKind::Input).await {
             let as_value = Value::Object(arguments.clone());
             check_with(&validator, &as_value).map_err(|message| CallError::InvalidArguments {
                 tool: qualified.to_owned(),
@@ -448,12 +448,10 @@ impl Host {
             .get("isError")
             .and_then(Value::as_bool)
             .unwrap_or(false);
-        if let (false, Some(schema), Some(structured)) = (
-            is_error,
-            &tool.output_schema,
-            result.get("structuredContent"),
-        ) {
-            check_schema(schema, structured).map_err(|message| CallError::OutputSchema {
+        if let (false, Some(structured)) = (is_error, result.get("structuredContent"))
+            && let Some(validator) = self.catalog.validator(qualified, SchemaKind::Output).await
+        {
+            check_with(&validator, structured).map_err(|message| CallError::OutputSchema {
                 tool: qualified.to_owned(),
                 message,
             })?;
@@ -513,18 +511,8 @@ impl Host {
     }
 }
 
-/// Checks a value against a JSON schema; the message names the field. A schema that does not
-/// compile is the server's problem and does not block the call.
-fn check_schema(schema: &Value, value: &Value) -> Result<(), String> {
-    match jsonschema::validator_for(schema) {
-        Ok(validator) => check_with(&validator, value),
-        Err(e) => {
-            tracing::debug!("cannot compile a tool schema: {e}");
-            Ok(())
-        }
-    }
-}
-
+/// Checks a value against a compiled schema; the message names the field. (A schema that does
+/// not compile is the server's problem and does not block the call: there is no validator.)
 fn check_with(validator: &jsonschema::Validator, value: &Value) -> Result<(), String> {
     let errors: Vec<String> = validator
         .iter_errors(value)
