@@ -288,6 +288,7 @@ async fn call(
         source: CallSource::CommandLine,
         progress: Some(progress_tx),
         timeout: timeout.map(Duration::from_millis),
+        ..CallOptions::default()
     };
     let display = tokio::spawn(show);
     let outcome = host.call(&qualified, args, options).await;

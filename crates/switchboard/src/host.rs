@@ -31,6 +31,7 @@ use crate::catalog::{BuiltinTool, Catalog, CatalogError, SchemaKind, Tool};
 use crate::config::{ConfigPaths, ConfigSet, Environment, ServerConfig};
 use crate::connection::{Progress, RequestError, ServerState};
 use crate::env_vars::{EnvVarError, Limits};
+use crate::interaction::{Interaction, Roots};
 use crate::manager::{
     InProcessFactory, ManagerError, ManagerOptions, RequestFailure, ServerManager,
 };
@@ -56,6 +57,8 @@ pub struct HostBuilder {
     output_dir: Option<PathBuf>,
     project_trusted: bool,
     in_process: Vec<(String, InProcessFactory)>,
+    interaction: Interaction,
+    roots: Option<Roots>,
 }
 
 impl std::fmt::Debug for HostBuilder {
@@ -128,9 +131,29 @@ impl HostBuilder {
         self
     }
 
+    /// Who answers servers' elicitation and sampling requests (default: nobody; they are
+    /// declined with a message that says what to configure).
+    pub fn interaction(mut self, interaction: Interaction) -> Self {
+        self.interaction = interaction;
+        self
+    }
+
+    /// The roots served to servers (default: the working directory).
+    pub fn roots(mut self, roots: Roots) -> Self {
+        self.roots = Some(roots);
+        self
+    }
+
     /// Starts every startable server in the background and returns at once.
     pub fn start(self) -> Result<Host, EnvVarError> {
         let env = self.env.unwrap_or_else(Environment::capture);
+        let roots = self.roots.unwrap_or_else(|| {
+            Roots::new(vec![
+                self.cwd
+                    .clone()
+                    .unwrap_or_else(|| std::env::current_dir().unwrap_or_default()),
+            ])
+        });
         let config = match self.config {
             Some(config) => config,
             None => {
@@ -183,6 +206,8 @@ impl HostBuilder {
             gate: Arc::new(Gate::new(settings, self.prompter)),
             budget: OutputBudget::from_limits(&limits, output_dir),
             limits,
+            interaction: self.interaction,
+            roots,
         })
     }
 }
@@ -196,6 +221,8 @@ pub struct Host {
     gate: Arc<Gate>,
     budget: OutputBudget,
     limits: Limits,
+    interaction: Interaction,
+    roots: Roots,
 }
 
 impl std::fmt::Debug for Host {
@@ -214,6 +241,9 @@ pub struct CallOptions {
     pub progress: Option<mpsc::UnboundedSender<Progress>>,
     /// Overrides the tool timeout.
     pub timeout: Option<Duration>,
+    /// Who answers the elicitation, sampling and roots requests this call causes, instead of
+    /// the host's (the gateway sends them to the downstream client that made the call).
+    pub interaction: Option<Interaction>,
 }
 
 impl Default for CallOptions {
@@ -222,6 +252,7 @@ impl Default for CallOptions {
             source: CallSource::Program,
             progress: None,
             timeout: None,
+            interaction: None,
         }
     }
 }
@@ -298,6 +329,16 @@ impl Host {
 
     pub fn budget(&self) -> &OutputBudget {
         &self.budget
+    }
+
+    /// Who answers servers' questions when a call does not say.
+    pub fn interaction(&self) -> &Interaction {
+        &self.interaction
+    }
+
+    /// The roots served to servers; `set` on it tells them.
+    pub fn roots(&self) -> &Roots {
+        &self.roots
     }
 
     /// Stops every server (bounded).

@@ -12,6 +12,7 @@ pub mod connection;
 pub mod env_vars;
 pub mod host;
 pub mod import;
+pub mod interaction;
 pub mod manager;
 pub mod permissions;
 pub(crate) mod transport;

@@ -1,0 +1,149 @@
+//! Server-initiated interaction: what a server may ask of the host while it works.
+//!
+//! A server asks in one of two ways, and both reach the same traits here:
+//! - initialize era: a server-to-client request (`elicitation/create`, `sampling/createMessage`,
+//!   `roots/list`) on the open session;
+//! - 2026-07-28: a `tools/call` answered with input requests; the host answers them through the
+//!   same traits and sends the call again with the responses and the unchanged request state.
+//!
+//! The embedding program implements [`Elicitor`] (ask a person) and [`Sampler`] (ask a model),
+//! and says which roots it serves ([`Roots`]). The host declares a client capability only for
+//! what was configured. An [`Interaction`] set on one call (`CallOptions::interaction`) is used
+//! for the requests that call causes, instead of the host's: the gateway uses this to send each
+//! question to the downstream client that made the call.
+
+// Roots are deprecated for 2026-07-28 (SEP-2577), but initialize-era servers still ask for them.
+#![allow(deprecated)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use tokio::sync::watch;
+
+pub use rmcp::model::{
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    ElicitationAction, Root,
+};
+
+/// A server asks the user for something: a form to fill in, or a URL to open.
+#[derive(Debug, Clone)]
+pub struct ElicitationRequest {
+    /// The server that asks.
+    pub server: String,
+    /// The qualified name of the tool whose call caused the request, when known.
+    pub tool: Option<String>,
+    pub params: ElicitRequestParams,
+}
+
+/// Asks a person. Implemented by the embedding program (the CLI prompts on its terminal).
+pub trait Elicitor: Send + Sync {
+    /// Answers one elicitation: accept (with content for a form), decline or cancel. The host
+    /// checks accepted form content against the requested schema before it reaches the server.
+    fn elicit<'a>(&'a self, request: &'a ElicitationRequest) -> BoxFuture<'a, ElicitResult>;
+
+    /// The server said a URL elicitation is complete (`notifications/elicitation/complete`).
+    fn completed(&self, _server: &str, _elicitation_id: &str) {}
+}
+
+/// A server asks the host's model for a completion.
+#[derive(Debug, Clone)]
+pub struct SamplingRequest {
+    pub server: String,
+    /// The qualified name of the tool whose call caused the request, when known.
+    pub tool: Option<String>,
+    pub params: CreateMessageRequestParams,
+}
+
+/// Why a sampling request was not answered. The message reaches the server.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SamplingError(pub String);
+
+/// Asks a model. Implemented by the embedding program (the CLI runs a configured command).
+pub trait Sampler: Send + Sync {
+    fn sample<'a>(
+        &'a self,
+        request: &'a SamplingRequest,
+    ) -> BoxFuture<'a, Result<CreateMessageResult, SamplingError>>;
+}
+
+/// Says which roots to give a server that asks (`roots/list`).
+pub trait RootsSource: Send + Sync {
+    fn roots<'a>(&'a self, server: &'a str) -> BoxFuture<'a, Vec<Root>>;
+}
+
+/// Who answers a server's questions. Empty by default: every question is declined with a
+/// message that says what to configure.
+#[derive(Clone, Default)]
+pub struct Interaction {
+    pub elicitor: Option<Arc<dyn Elicitor>>,
+    pub sampler: Option<Arc<dyn Sampler>>,
+    /// Overrides the host's [`Roots`] for the requests of one call.
+    pub roots: Option<Arc<dyn RootsSource>>,
+}
+
+impl std::fmt::Debug for Interaction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Interaction")
+            .field("elicitor", &self.elicitor.is_some())
+            .field("sampler", &self.sampler.is_some())
+            .field("roots", &self.roots.is_some())
+            .finish()
+    }
+}
+
+/// The directories the host serves as roots (the working directory, `--add-dir`, config).
+/// Cheap to clone; a change is sent to every connected server as `roots/list_changed`.
+#[derive(Debug, Clone)]
+pub struct Roots {
+    dirs: watch::Sender<Vec<PathBuf>>,
+}
+
+impl Roots {
+    pub fn new(dirs: Vec<PathBuf>) -> Self {
+        Roots {
+            dirs: watch::Sender::new(dirs),
+        }
+    }
+
+    pub fn dirs(&self) -> Vec<PathBuf> {
+        self.dirs.borrow().clone()
+    }
+
+    /// Replaces the roots; servers are told when the set changed.
+    pub fn set(&self, dirs: Vec<PathBuf>) {
+        self.dirs.send_if_modified(|current| {
+            let changed = *current != dirs;
+            *current = dirs;
+            changed
+        });
+    }
+
+    /// Wakes on every change.
+    pub fn subscribe(&self) -> watch::Receiver<Vec<PathBuf>> {
+        self.dirs.subscribe()
+    }
+
+    /// The roots as MCP `Root`s (`file://` URIs, named by the directory's last component).
+    pub fn as_mcp(&self) -> Vec<Root> {
+        self.dirs
+            .borrow()
+            .iter()
+            .filter_map(|dir| {
+                let uri = url::Url::from_directory_path(dir).ok()?;
+                let root = Root::new(uri.as_str().trim_end_matches('/'));
+                Some(match dir.file_name() {
+                    Some(name) => root.with_name(name.to_string_lossy()),
+                    None => root,
+                })
+            })
+            .collect()
+    }
+}
+
+impl Default for Roots {
+    fn default() -> Self {
+        Roots::new(Vec::new())
+    }
+}
