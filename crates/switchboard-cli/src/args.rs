@@ -76,6 +76,8 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Serve every configured server's tools, resources and prompts as one MCP server.
+    Serve(ServeArgs),
     /// Get a prompt's messages: `prompt mcp__server__name --arg k=v`.
     Prompt {
         name: String,
@@ -202,4 +204,35 @@ pub(crate) enum HostArg {
     Cursor,
     Vscode,
     Codex,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("transport").required(true).args(["stdio", "http"])))]
+pub(crate) struct ServeArgs {
+    /// Serve one client on stdin and stdout.
+    #[arg(long)]
+    pub(crate) stdio: bool,
+    /// Serve Streamable HTTP at ADDR (`HOST:PORT` or a port; default 127.0.0.1 and a free port,
+    /// printed). Clients need the bearer token (generated at first start, stored owner-only).
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:0")]
+    pub(crate) http: Option<String>,
+    /// Allow binding an address that is not loopback.
+    #[arg(long)]
+    pub(crate) allow_remote: bool,
+    /// The bearer token (instead of the stored one).
+    #[arg(long, value_name = "TOKEN")]
+    pub(crate) token: Option<String>,
+    /// Also allow requests with this `Origin` (`scheme://host:port`, or `:*` for any port;
+    /// repeatable). Pages on localhost are allowed by default.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub(crate) allow_origins: Vec<String>,
+    /// Serve only these servers.
+    #[arg(long, value_name = "A,B", value_delimiter = ',')]
+    pub(crate) servers: Option<Vec<String>>,
+    /// Serve only tools matching this pattern (`*`, `?`; on qualified names; repeatable).
+    #[arg(long = "allow-tool", value_name = "PATTERN")]
+    pub(crate) allow_tools: Vec<String>,
+    /// Never serve tools matching this pattern (wins over --allow-tool; repeatable).
+    #[arg(long = "deny-tool", value_name = "PATTERN")]
+    pub(crate) deny_tools: Vec<String>,
 }

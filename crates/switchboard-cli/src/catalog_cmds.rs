@@ -58,7 +58,7 @@ fn servers_needed(command: &Command) -> Option<Vec<String>> {
     }
 }
 
-fn start(ctx: &Context, only: Option<Vec<String>>) -> anyhow::Result<Host> {
+pub(crate) fn start(ctx: &Context, only: Option<Vec<String>>) -> anyhow::Result<Host> {
     let config = ctx.load();
     print_issues(
         &config
@@ -89,7 +89,7 @@ fn start(ctx: &Context, only: Option<Vec<String>>) -> anyhow::Result<Host> {
     Ok(builder.start()?)
 }
 
-async fn settle(host: &Host) {
+pub(crate) async fn settle(host: &Host) {
     let bound = host.limits().connect_timeout + Duration::from_secs(5);
     let _ = host.manager().wait_settled(bound).await;
     for (name, state) in host.manager().states() {
@@ -122,12 +122,12 @@ async fn dispatch(host: &Host, command: Command) -> anyhow::Result<ExitCode> {
         Command::Read { server, uri, json } => read(host, &server, &uri, json).await,
         Command::Prompts { server, json } => prompts(host, server.as_deref(), json).await,
         Command::Prompt { name, args, json } => prompt(host, &name, &args, json).await,
-        Command::Mcp(_) => unreachable_mcp(),
+        Command::Mcp(_) | Command::Serve(_) => unreachable_mcp(),
     }
 }
 
 fn unreachable_mcp() -> anyhow::Result<ExitCode> {
-    Err(anyhow!("`mcp` commands are handled elsewhere"))
+    Err(anyhow!("`mcp` and `serve` are handled elsewhere"))
 }
 
 async fn tools(

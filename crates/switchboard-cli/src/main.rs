@@ -9,6 +9,7 @@ mod mcp;
 mod mcp_import;
 mod output;
 mod probe;
+mod serve;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -54,6 +55,7 @@ fn run(cli: args::Cli) -> anyhow::Result<ExitCode> {
     let ctx = mcp::Context::new(&cli.global)?;
     match cli.command {
         args::Command::Mcp(cmd) => mcp::run(&ctx, cmd),
+        args::Command::Serve(args) => serve::run(&ctx, args),
         other => catalog_cmds::run(&ctx, other),
     }
 }

@@ -234,7 +234,7 @@ impl std::fmt::Debug for Host {
 }
 
 /// How a call is made.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct CallOptions {
     pub source: CallSource,
     /// Where the server's progress notifications go.
@@ -244,6 +244,21 @@ pub struct CallOptions {
     /// Who answers the elicitation, sampling and roots requests this call causes, instead of
     /// the host's (the gateway sends them to the downstream client that made the call).
     pub interaction: Option<Interaction>,
+    /// Who is asked when a rule says `ask`, instead of the host's prompter (the gateway asks
+    /// the downstream client that made the call).
+    pub prompter: Option<Arc<dyn PermissionPrompter>>,
+}
+
+impl std::fmt::Debug for CallOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallOptions")
+            .field("source", &self.source)
+            .field("progress", &self.progress.is_some())
+            .field("timeout", &self.timeout)
+            .field("interaction", &self.interaction)
+            .field("prompter", &self.prompter.is_some())
+            .finish()
+    }
 }
 
 impl Default for CallOptions {
@@ -253,6 +268,7 @@ impl Default for CallOptions {
             progress: None,
             timeout: None,
             interaction: None,
+            prompter: None,
         }
     }
 }
@@ -425,7 +441,11 @@ impl Host {
             read_only: tool.traits.read_only,
             destructive: tool.traits.destructive,
         };
-        let arguments = match self.gate.check(request.clone()).await? {
+        let arguments = match self
+            .gate
+            .check_with(request.clone(), options.prompter.as_ref())
+            .await?
+        {
             Value::Object(map) => map,
             _ => Map::new(),
         };

@@ -277,6 +277,16 @@ impl Gate {
     /// allowed the call: a command-line call goes ahead, a tool allowed "always" earlier goes
     /// ahead, and otherwise the prompter is asked (with the arguments that will be sent).
     pub async fn check(&self, request: PermissionRequest) -> Result<serde_json::Value, Denied> {
+        self.check_with(request, None).await
+    }
+
+    /// [`Gate::check`], asking `prompter` instead of the gate's own when one is given (the
+    /// gateway asks the downstream client that made the call).
+    pub async fn check_with(
+        &self,
+        request: PermissionRequest,
+        prompter: Option<&Arc<dyn PermissionPrompter>>,
+    ) -> Result<serde_json::Value, Denied> {
         let tool = request.qualified_tool.clone();
         let effect = self.settings.evaluate(&tool)?;
 
@@ -320,7 +330,7 @@ impl Gate {
         if self.remembered(&tool) {
             return Ok(request.arguments);
         }
-        let Some(prompter) = &self.prompter else {
+        let Some(prompter) = prompter.or(self.prompter.as_ref()) else {
             return Err(Denied::NoWayToAsk {
                 tool,
                 server: request.server,

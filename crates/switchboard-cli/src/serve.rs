@@ -1,0 +1,104 @@
+//! `switchboard serve --stdio | --http [ADDR]`: the gateway (crate `switchboard-gateway`).
+//!
+//! Over stdio, stdout is the protocol: everything else goes to stderr. Over HTTP, stdout gets
+//! one line, `listening on http://ADDR/mcp`, once connections are accepted.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+
+use anyhow::{Context as _, bail};
+use switchboard_gateway::http::{DEFAULT_ORIGINS, HttpGateway, HttpOptions, MCP_PATH};
+use switchboard_gateway::{Gateway, ToolFilter};
+
+use crate::args::ServeArgs;
+use crate::mcp::Context;
+
+/// The token file, under the state folder.
+const TOKEN_FILE: &str = "gateway-token";
+
+pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let addr = args.http.as_deref().map(parse_addr).transpose()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let host = crate::catalog_cmds::start(ctx, args.servers.clone())?;
+        crate::catalog_cmds::settle(&host).await;
+        let gateway = Gateway::new(
+            host.clone(),
+            ToolFilter::new(&args.allow_tools, &args.deny_tools),
+        );
+        let served = async {
+            match addr {
+                Some(addr) => serve_http(gateway, addr, &args).await,
+                None => switchboard_gateway::serve_stdio(gateway)
+                    .await
+                    .context("serving on stdio"),
+            }
+        };
+        let outcome = tokio::select! {
+            outcome = served => outcome,
+            _ = crate::probe::interrupted() => Ok(()),
+        };
+        host.shutdown().await;
+        outcome.map(|()| ExitCode::SUCCESS)
+    })
+}
+
+async fn serve_http(gateway: Gateway, addr: SocketAddr, args: &ServeArgs) -> anyhow::Result<()> {
+    let token = match &args.token {
+        Some(token) if token.trim().is_empty() => bail!("--token is empty"),
+        Some(token) => token.trim().to_owned(),
+        None => {
+            let path = gateway.host().config().paths.state_dir.join(TOKEN_FILE);
+            let (token, created) = switchboard_gateway::http::load_or_create_token(&path)?;
+            if created {
+                eprintln!(
+                    "switchboard: a new bearer token for the gateway: {token}\n  (stored owner-only in {}; clients send `Authorization: Bearer <token>`)",
+                    path.display()
+                );
+            } else {
+                eprintln!(
+                    "switchboard: the gateway's bearer token is in {}",
+                    path.display()
+                );
+            }
+            token
+        }
+    };
+    let options = HttpOptions {
+        token,
+        allowed_origins: DEFAULT_ORIGINS
+            .iter()
+            .map(|s| (*s).to_owned())
+            .chain(args.allow_origins.iter().cloned())
+            .collect(),
+        allow_remote: args.allow_remote,
+    };
+    let server = HttpGateway::bind(gateway, addr, options).await?;
+    let bound = server.local_addr()?;
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "listening on http://{bound}{MCP_PATH}")?;
+    stdout.flush()?;
+    drop(stdout);
+    server.run().await?;
+    Ok(())
+}
+
+/// `HOST:PORT`, `[V6]:PORT`, or a bare port on 127.0.0.1.
+fn parse_addr(text: &str) -> anyhow::Result<SocketAddr> {
+    if let Ok(port) = text.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    if let Some(port) = text.strip_prefix("localhost:")
+        && let Ok(port) = port.parse::<u16>()
+    {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    bail!("--http wants HOST:PORT or a port, not {text:?}")
+}

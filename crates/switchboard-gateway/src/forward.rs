@@ -1,0 +1,174 @@
+//! Questions that go to the downstream client that made a call: the servers' elicitations,
+//! sampling and roots requests ([`downstream_interaction`]), and the permission question when a
+//! rule says `ask` ([`ElicitingPrompter`]).
+
+// Sampling and roots are deprecated for 2026-07-28, but initialize-era clients still serve them.
+#![allow(deprecated)]
+
+use std::sync::Arc;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use rmcp::RoleServer;
+use rmcp::model::{
+    ClientCapabilities, CreateMessageResult, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ProtocolVersion, Root,
+};
+use rmcp::service::Peer;
+use serde_json::json;
+use switchboard::interaction::{
+    ElicitationRequest, Elicitor, Interaction, RootsSource, Sampler, SamplingError, SamplingRequest,
+};
+use switchboard::permissions::{PermissionAnswer, PermissionPrompter, PermissionRequest};
+
+/// What a downstream client can be asked, from its `initialize` capabilities. A 2026-07-28
+/// client cannot be sent requests at all (the protocol forbids server-to-client requests).
+pub fn client_capabilities(peer: &Peer<RoleServer>) -> Option<ClientCapabilities> {
+    let info = peer.peer_info()?;
+    if info.protocol_version.as_str() >= ProtocolVersion::V_2026_07_28.as_str() {
+        return None;
+    }
+    Some(info.capabilities.clone())
+}
+
+/// The interaction of one call: each question goes to `peer`, for what it declared.
+pub fn downstream_interaction(peer: &Peer<RoleServer>) -> Interaction {
+    let Some(capabilities) = client_capabilities(peer) else {
+        return Interaction::default();
+    };
+    let forward = Arc::new(Downstream { peer: peer.clone() });
+    Interaction {
+        elicitor: capabilities
+            .elicitation
+            .is_some()
+            .then(|| forward.clone() as Arc<dyn Elicitor>),
+        sampler: capabilities
+            .sampling
+            .is_some()
+            .then(|| forward.clone() as Arc<dyn Sampler>),
+        roots: capabilities
+            .roots
+            .is_some()
+            .then_some(forward as Arc<dyn RootsSource>),
+    }
+}
+
+/// Forwards to one downstream client.
+#[derive(Debug)]
+struct Downstream {
+    peer: Peer<RoleServer>,
+}
+
+impl Elicitor for Downstream {
+    fn elicit<'a>(&'a self, request: &'a ElicitationRequest) -> BoxFuture<'a, ElicitResult> {
+        async move {
+            match self.peer.create_elicitation(request.params.clone()).await {
+                Ok(result) => result,
+                Err(e) => {
+                    tracing::warn!(
+                        server = request.server,
+                        "the downstream client did not answer an elicitation: {e}"
+                    );
+                    ElicitResult::new(ElicitationAction::Cancel)
+                }
+            }
+        }
+        .boxed()
+    }
+}
+
+impl Sampler for Downstream {
+    fn sample<'a>(
+        &'a self,
+        request: &'a SamplingRequest,
+    ) -> BoxFuture<'a, Result<CreateMessageResult, SamplingError>> {
+        async move {
+            self.peer
+                .create_message(request.params.clone())
+                .await
+                .map_err(|e| SamplingError(format!("the gateway's client did not sample: {e}")))
+        }
+        .boxed()
+    }
+}
+
+impl RootsSource for Downstream {
+    fn roots<'a>(&'a self, server: &'a str) -> BoxFuture<'a, Vec<Root>> {
+        async move {
+            match self.peer.list_roots().await {
+                Ok(result) => result.roots,
+                Err(e) => {
+                    tracing::warn!(server, "the downstream client did not list its roots: {e}");
+                    Vec::new()
+                }
+            }
+        }
+        .boxed()
+    }
+}
+
+/// Asks the downstream client, with a form elicitation, whether a call may go ahead.
+#[derive(Debug)]
+pub struct ElicitingPrompter {
+    peer: Peer<RoleServer>,
+}
+
+impl ElicitingPrompter {
+    /// `None` when the client did not declare elicitation (the call is then denied).
+    pub fn for_peer(peer: &Peer<RoleServer>) -> Option<Arc<dyn PermissionPrompter>> {
+        let capabilities = client_capabilities(peer)?;
+        capabilities.elicitation.as_ref()?;
+        Some(Arc::new(ElicitingPrompter { peer: peer.clone() }))
+    }
+}
+
+/// The form: one boolean, "allow".
+fn approval_form(request: &PermissionRequest) -> Option<ElicitRequestParams> {
+    let arguments = serde_json::to_string(&request.arguments).unwrap_or_default();
+    let message = format!(
+        "Allow the tool `{}` of server `{}` to run with these arguments?\n{arguments}",
+        request.tool, request.server
+    );
+    serde_json::from_value(json!({
+        "mode": "form",
+        "message": message,
+        "requestedSchema": {
+            "type": "object",
+            "properties": {
+                "allow": {"type": "boolean", "title": "Allow", "description": "Run this call"}
+            },
+            "required": ["allow"]
+        }
+    }))
+    .ok()
+}
+
+impl PermissionPrompter for ElicitingPrompter {
+    fn ask<'a>(&'a self, request: &'a PermissionRequest) -> BoxFuture<'a, PermissionAnswer> {
+        async move {
+            let Some(form) = approval_form(request) else {
+                return PermissionAnswer::Deny {
+                    reason: Some("the approval form could not be built".to_owned()),
+                };
+            };
+            match self.peer.create_elicitation(form).await {
+                Ok(ElicitResult {
+                    action: ElicitationAction::Accept,
+                    content: Some(content),
+                    ..
+                }) if content.get("allow").and_then(|v| v.as_bool()) == Some(true) => {
+                    // Once only: the gate remembers "always" for the whole process, and one
+                    // client's answer must not approve another client's calls.
+                    PermissionAnswer::AllowOnce
+                }
+                Ok(_) => PermissionAnswer::Deny {
+                    reason: Some("the gateway's client did not approve".to_owned()),
+                },
+                Err(e) => PermissionAnswer::Deny {
+                    reason: Some(format!("the gateway's client could not be asked: {e}")),
+                },
+            }
+        }
+        .boxed()
+    }
+}

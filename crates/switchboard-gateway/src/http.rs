@@ -1,0 +1,315 @@
+//! The gateway over Streamable HTTP: rmcp's service at `/mcp` (a session, and a handler, per
+//! client), `GET /healthz`, and `GET /status` (every upstream server's state).
+//!
+//! Security: every route but `/healthz` wants `Authorization: Bearer <token>` (401 without);
+//! a request whose `Origin` is not on the allow-list is refused with 403 before anything else
+//! (DNS-rebinding protection; clients that are not browsers send no `Origin`); rmcp checks the
+//! `Host` header against loopback names; binding an address that is not loopback needs
+//! [`HttpOptions::allow_remote`]. Accepted sockets get TCP_NODELAY: without it a streamed
+//! response waits for the peer's delayed ACK (about 40 ms a call).
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::header::{AUTHORIZATION, CONTENT_TYPE, ORIGIN, WWW_AUTHENTICATE};
+use axum::http::{HeaderMap, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::serve::ListenerExt;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::json;
+use switchboard::connection::ServerState;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::Gateway;
+
+/// The path the MCP endpoint is served at.
+pub const MCP_PATH: &str = "/mcp";
+
+/// Origins allowed by default: pages served from this machine.
+pub const DEFAULT_ORIGINS: [&str; 3] =
+    ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"];
+
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// The bearer token every request but `/healthz` must carry.
+    pub token: String,
+    /// Allowed `Origin`s: `scheme://host:port`, or `scheme://host:*` for any port.
+    pub allowed_origins: Vec<String>,
+    /// Allows binding an address that is not loopback (and any `Host` header).
+    pub allow_remote: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HttpError {
+    #[error(
+        "{0} is not a loopback address: serving the gateway to other machines needs --allow-remote"
+    )]
+    NotLoopback(SocketAddr),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("the token file {path}: {source}")]
+    Token {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Serve(std::io::Error),
+}
+
+/// The gateway's token: read from `path`, or generated (32 random bytes, hex) and written
+/// there owner-only (0600). The flag says whether it was generated now.
+pub fn load_or_create_token(path: &Path) -> Result<(String, bool), HttpError> {
+    let error = |source| HttpError::Token {
+        path: path.display().to_string(),
+        source,
+    };
+    match std::fs::read_to_string(path) {
+        Ok(text) if !text.trim().is_empty() => return Ok((text.trim().to_owned(), false)),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(error(e)),
+    }
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| error(std::io::Error::other(e.to_string())))?;
+    let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(error)?;
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options.open(path).map_err(error)?;
+    file.write_all(format!("{token}\n").as_bytes())
+        .map_err(error)?;
+    Ok((token, true))
+}
+
+/// A bound, not yet serving, HTTP gateway.
+#[derive(Debug)]
+pub struct HttpGateway {
+    listener: TcpListener,
+    router: Router,
+    shutdown: CancellationToken,
+}
+
+impl HttpGateway {
+    /// Binds `addr` (port 0 picks one).
+    pub async fn bind(
+        gateway: Gateway,
+        addr: SocketAddr,
+        options: HttpOptions,
+    ) -> Result<Self, HttpError> {
+        if !addr.ip().is_loopback() && !options.allow_remote {
+            return Err(HttpError::NotLoopback(addr));
+        }
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| HttpError::Bind { addr, source })?;
+        let shutdown = CancellationToken::new();
+        let mut config = StreamableHttpServerConfig::default()
+            .with_cancellation_token(shutdown.child_token())
+            // Our own middleware checks the Origin, for every route.
+            .disable_allowed_origins();
+        if options.allow_remote {
+            config = config.disable_allowed_hosts();
+        }
+        let factory = gateway.clone();
+        let service = StreamableHttpService::new(
+            move || Ok(factory.session()),
+            Arc::new(LocalSessionManager::default()),
+            config,
+        );
+        let guard = Arc::new(Guard {
+            token: options.token,
+            origins: options.allowed_origins,
+        });
+        let router = Router::new()
+            .route_service(MCP_PATH, service)
+            .route("/status", get(status))
+            .with_state(gateway)
+            .layer(axum::middleware::from_fn_with_state(guard, check_request))
+            .route("/healthz", get(|| async { "ok\n" }));
+        Ok(HttpGateway {
+            listener,
+            router,
+            shutdown,
+        })
+    }
+
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Cancel it to stop serving.
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.shutdown.clone()
+    }
+
+    /// Serves until the shutdown token is cancelled.
+    pub async fn run(self) -> Result<(), HttpError> {
+        let listener = self.listener.tap_io(|stream| {
+            let _ = stream.set_nodelay(true);
+        });
+        let shutdown = self.shutdown.clone();
+        axum::serve(listener, self.router)
+            .with_graceful_shutdown(async move { shutdown.cancelled().await })
+            .await
+            .map_err(HttpError::Serve)
+    }
+}
+
+#[derive(Debug)]
+struct Guard {
+    token: String,
+    origins: Vec<String>,
+}
+
+async fn check_request(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
+    if let Some(origin) = request.headers().get(ORIGIN) {
+        let allowed = origin
+            .to_str()
+            .is_ok_and(|origin| origin_allowed(&guard.origins, origin));
+        if !allowed {
+            return (StatusCode::FORBIDDEN, "this Origin is not allowed\n").into_response();
+        }
+    }
+    if !token_matches(request.headers(), &guard.token) {
+        return (
+            StatusCode::UNAUTHORIZED,
+            [(WWW_AUTHENTICATE, "Bearer")],
+            "missing or wrong bearer token\n",
+        )
+            .into_response();
+    }
+    next.run(request).await
+}
+
+fn token_matches(headers: &HeaderMap, token: &str) -> bool {
+    let Some(sent) = headers
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, sent)| sent.trim())
+    else {
+        return false;
+    };
+    // Compare without stopping at the first difference.
+    sent.len() == token.len()
+        && sent
+            .bytes()
+            .zip(token.bytes())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+}
+
+/// `scheme://host:port` against the allow-list (`:*` for any port; a missing port is the
+/// scheme's default).
+fn origin_allowed(allowed: &[String], origin: &str) -> bool {
+    let Ok(url) = url::Url::parse(origin) else {
+        return false;
+    };
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    let port = url.port_or_known_default();
+    allowed.iter().any(|entry| {
+        let (base, any_port) = match entry.strip_suffix(":*") {
+            Some(base) => (base, true),
+            None => (entry.as_str(), false),
+        };
+        let Ok(want) = url::Url::parse(base) else {
+            return false;
+        };
+        want.scheme() == url.scheme()
+            && want.host_str() == Some(host)
+            && (any_port || want.port_or_known_default() == port)
+    })
+}
+
+/// Every upstream server: state, tool count, last error.
+async fn status(State(gateway): State<Gateway>) -> Response {
+    let host = gateway.host();
+    let mut servers = Vec::new();
+    for (name, state) in host.manager().states() {
+        let tools = match &state {
+            ServerState::Connected(_) => host
+                .catalog()
+                .server_tools(&name)
+                .await
+                .map(|t| t.len())
+                .ok(),
+            _ => None,
+        };
+        let error = match &state {
+            ServerState::Failed(f) => Some(f.message.clone()),
+            ServerState::NeedsAuth { message } => Some(message.clone()),
+            _ => None,
+        };
+        servers.push(json!({
+            "name": name,
+            "state": state.label(),
+            "tools": tools,
+            "lastError": error,
+        }));
+    }
+    let body = json!({ "servers": servers }).to_string();
+    Response::builder()
+        .header(CONTENT_TYPE, "application/json")
+        .body(Body::from(body))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins_match_scheme_host_and_port() {
+        let allowed: Vec<String> = DEFAULT_ORIGINS
+            .iter()
+            .map(|s| s.to_string())
+            .chain(["https://app.example.com".to_owned()])
+            .collect();
+        assert!(origin_allowed(&allowed, "http://localhost:5173"));
+        assert!(origin_allowed(&allowed, "http://127.0.0.1"));
+        assert!(origin_allowed(&allowed, "https://app.example.com"));
+        assert!(!origin_allowed(&allowed, "https://app.example.com:8443"));
+        assert!(!origin_allowed(&allowed, "http://evil.example"));
+        assert!(!origin_allowed(&allowed, "https://localhost:5173"));
+        assert!(!origin_allowed(&allowed, "null"));
+    }
+
+    #[test]
+    fn a_generated_token_is_owner_only_and_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state/gateway-token");
+        let (token, created) = load_or_create_token(&path).unwrap();
+        assert!(created);
+        assert_eq!(token.len(), 64);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        assert_eq!(load_or_create_token(&path).unwrap(), (token, false));
+    }
+}

@@ -1,0 +1,113 @@
+//! The gateway: a [`Host`]'s whole catalogue served as one MCP server, over stdio
+//! ([`serve_stdio`]) and Streamable HTTP ([`http::HttpGateway`]).
+//!
+//! Every downstream client gets its own session, with its own handler ([`session::Session`]):
+//! its progress, cancellations and the questions servers ask during its calls go to it alone.
+//! Tools keep their qualified names (`mcp__<server>__<tool>`), schemas, annotations and output
+//! schemas; resources get URIs that name their server (`switchboard://<server>/<uri>`, see
+//! [`uri`]); prompts are named like tools. A `list_changed` of any upstream server reaches every
+//! downstream session. Calls go through the host's whole pipeline (permissions, hooks, output
+//! budget) as [`CallSource::Gateway`](switchboard::permissions::CallSource::Gateway) calls; a
+//! rule that says `ask` asks the downstream client with an elicitation, or denies when the
+//! client cannot be asked.
+
+pub mod forward;
+pub mod http;
+pub mod session;
+pub mod uri;
+
+use std::sync::Arc;
+
+use switchboard::host::Host;
+use wildmatch::WildMatch;
+
+/// Which tools are served: `--allow-tool` / `--deny-tool` patterns on qualified names.
+#[derive(Debug, Clone, Default)]
+pub struct ToolFilter {
+    allow: Vec<WildMatch>,
+    deny: Vec<WildMatch>,
+}
+
+impl ToolFilter {
+    /// `allow` empty serves every tool; `deny` wins over `allow`. Patterns use `*` and `?`.
+    pub fn new(allow: &[String], deny: &[String]) -> Self {
+        ToolFilter {
+            allow: allow.iter().map(|p| WildMatch::new(p)).collect(),
+            deny: deny.iter().map(|p| WildMatch::new(p)).collect(),
+        }
+    }
+
+    pub fn serves(&self, qualified: &str) -> bool {
+        (self.allow.is_empty() || self.allow.iter().any(|p| p.matches(qualified)))
+            && !self.deny.iter().any(|p| p.matches(qualified))
+    }
+}
+
+/// The host and what is served of it. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Gateway {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    host: Host,
+    filter: ToolFilter,
+}
+
+impl Gateway {
+    pub fn new(host: Host, filter: ToolFilter) -> Self {
+        Gateway {
+            inner: Arc::new(Inner { host, filter }),
+        }
+    }
+
+    pub fn host(&self) -> &Host {
+        &self.inner.host
+    }
+
+    pub fn filter(&self) -> &ToolFilter {
+        &self.inner.filter
+    }
+
+    /// A handler for one new downstream session.
+    pub fn session(&self) -> session::Session {
+        session::Session::new(self.clone())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    #[error("the downstream client's handshake failed: {0}")]
+    Handshake(String),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Serves one downstream client on this process's stdin and stdout until it closes them.
+pub async fn serve_stdio(gateway: Gateway) -> Result<(), ServeError> {
+    use rmcp::ServiceExt;
+    let running = gateway
+        .session()
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| ServeError::Handshake(e.to_string()))?;
+    let _ = running.waiting().await;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deny_wins_and_an_empty_allow_list_serves_everything() {
+        let all = ToolFilter::new(&[], &["mcp__fs__write*".to_owned()]);
+        assert!(all.serves("mcp__fs__read"));
+        assert!(!all.serves("mcp__fs__write_file"));
+        let some = ToolFilter::new(&["mcp__fs__*".to_owned()], &[]);
+        assert!(some.serves("mcp__fs__read"));
+        assert!(!some.serves("mcp__git__log"));
+    }
+}

@@ -1,0 +1,546 @@
+//! One downstream session: the MCP server side of the gateway.
+
+// Resource subscriptions are legacy-only in 2026-07-28, but initialize-era clients use them.
+#![allow(deprecated)]
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorCode, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig, SubscribeRequestParams,
+    SubscriptionFilter, Tool, UnsubscribeRequestParams,
+};
+use rmcp::service::{NotificationContext, Peer, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::{Map, Value, json};
+use switchboard::catalog::{self, CatalogEvent};
+use switchboard::connection::{RequestError, ServerState};
+use switchboard::host::{CallError, CallOptions};
+use switchboard::manager::{RequestFailure, ServerEvent};
+use switchboard::permissions::CallSource;
+use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use crate::forward::{ElicitingPrompter, downstream_interaction};
+use crate::{Gateway, uri};
+
+/// The handler of one downstream session. Dropped when the session ends, which stops its
+/// notification fan-out.
+#[derive(Debug)]
+pub struct Session {
+    gateway: Gateway,
+    /// The resources this session subscribed to (gateway URIs).
+    subscribed: Arc<Mutex<HashSet<String>>>,
+    ended: CancellationToken,
+    _end_on_drop: DropGuard,
+}
+
+impl Session {
+    pub(crate) fn new(gateway: Gateway) -> Self {
+        let ended = CancellationToken::new();
+        Session {
+            gateway,
+            subscribed: Arc::default(),
+            _end_on_drop: ended.clone().drop_guard(),
+            ended,
+        }
+    }
+
+    /// Connected servers (name, whether it has resources, whether it has prompts).
+    fn connected(&self) -> Vec<(String, bool, bool)> {
+        self.gateway
+            .host()
+            .manager()
+            .states()
+            .into_iter()
+            .filter_map(|(name, state)| match state {
+                ServerState::Connected(info) => {
+                    Some((name, info.capabilities.resources, info.capabilities.prompts))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn tools_json(&self, tools: &[catalog::Tool]) -> Vec<Tool> {
+        tools
+            .iter()
+            .filter(|t| t.server.is_some() && self.gateway.filter().serves(&t.qualified_name))
+            .filter_map(|t| {
+                let mut tool = json!({
+                    "name": t.qualified_name,
+                    "inputSchema": t.input_schema,
+                    "annotations": {
+                        "readOnlyHint": t.traits.read_only,
+                        "destructiveHint": t.traits.destructive,
+                        "idempotentHint": t.traits.idempotent,
+                        "openWorldHint": t.traits.open_world,
+                    },
+                });
+                if t.display_name != t.name {
+                    tool["title"] = json!(t.display_name);
+                    tool["annotations"]["title"] = json!(t.display_name);
+                }
+                if let Some(description) = &t.description {
+                    tool["description"] = json!(description);
+                }
+                if let Some(output) = &t.output_schema {
+                    tool["outputSchema"] = output.clone();
+                }
+                match serde_json::from_value::<Tool>(tool) {
+                    Ok(tool) => Some(tool),
+                    Err(e) => {
+                        tracing::warn!(tool = t.qualified_name, "not served: {e}");
+                        None
+                    }
+                }
+            })
+            .collect()
+    }
+
+    /// Follows the catalogue and the servers for this session until it ends, telling the
+    /// client what changed.
+    fn fan_out(&self, peer: Peer<RoleServer>) {
+        let mut catalog = self.gateway.host().catalog().events();
+        let mut servers = self.gateway.host().manager().events();
+        let ended = self.ended.clone();
+        let subscribed = self.subscribed.clone();
+        tokio::spawn(async move {
+            loop {
+                let sent = tokio::select! {
+                    () = ended.cancelled() => return,
+                    event = catalog.recv() => match event {
+                        Ok(CatalogEvent::ToolsChanged { .. }) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                            peer.notify_tool_list_changed().await
+                        }
+                        Ok(_) => Ok(()),
+                        Err(broadcast::error::RecvError::Closed) => return,
+                    },
+                    event = servers.recv() => match event {
+                        Ok(ServerEvent::ResourcesChanged { .. }) => peer.notify_resource_list_changed().await,
+                        Ok(ServerEvent::PromptsChanged { .. }) => peer.notify_prompt_list_changed().await,
+                        Ok(ServerEvent::State { .. }) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                            // A server came or went: its resources and prompts with it.
+                            match peer.notify_resource_list_changed().await {
+                                Ok(()) => peer.notify_prompt_list_changed().await,
+                                Err(e) => Err(e),
+                            }
+                        }
+                        Ok(ServerEvent::ResourceUpdated { server, uri: original }) => {
+                            let uri = uri::to_gateway(&server, &original);
+                            let wanted = subscribed
+                                .lock()
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .contains(&uri);
+                            if wanted {
+                                peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri)).await
+                            } else {
+                                Ok(())
+                            }
+                        }
+                        Ok(_) => Ok(()),
+                        Err(broadcast::error::RecvError::Closed) => return,
+                    },
+                };
+                if sent.is_err() && peer.is_transport_closed() {
+                    return;
+                }
+            }
+        });
+    }
+
+    /// Finds a prompt's server and its own name.
+    async fn prompt_target(&self, name: &str) -> Result<(String, String), ErrorData> {
+        let unknown = || ErrorData::invalid_params(format!("no prompt named `{name}`"), None);
+        let server = catalog::server_of(name).ok_or_else(unknown)?.to_owned();
+        let prompts = self
+            .gateway
+            .host()
+            .manager()
+            .list_prompts(&server)
+            .await
+            .map_err(|e| failure(&server, e))?;
+        prompts
+            .iter()
+            .filter_map(|p| p.get("name").and_then(Value::as_str))
+            .find(|own| catalog::qualified_name(&server, own, false) == name)
+            .map(|own| (server.clone(), own.to_owned()))
+            .ok_or_else(unknown)
+    }
+}
+
+/// An upstream failure as the downstream client sees it: the server's own error passes
+/// through with its code; anything else is an internal error naming the server.
+fn failure(server: &str, e: RequestFailure) -> ErrorData {
+    match e {
+        RequestFailure::Request(RequestError::Refused {
+            code,
+            message,
+            data,
+        }) => ErrorData::new(ErrorCode(code), message, data),
+        other => ErrorData::internal_error(format!("server `{server}`: {other}"), None),
+    }
+}
+
+fn invalid_result(what: &str, e: serde_json::Error) -> ErrorData {
+    ErrorData::internal_error(format!("{what}: an unexpected result: {e}"), None)
+}
+
+/// Replaces the `field` of each item with its gateway URI.
+fn rewrite_uris(server: &str, items: &mut [Value], field: &str) {
+    for item in items {
+        if let Some(Value::String(original)) = item.get_mut(field) {
+            *original = uri::to_gateway(server, original);
+        }
+    }
+}
+
+impl ServerHandler for Session {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_resources()
+            .enable_resources_subscribe()
+            .enable_resources_list_changed()
+            .enable_prompts()
+            .enable_prompts_list_changed()
+            .build();
+        let mut instructions = String::from(
+            "Switchboard: the tools of every configured MCP server, named mcp__<server>__<tool>.",
+        );
+        for (name, state) in self.gateway.host().manager().states() {
+            if let ServerState::Connected(info) = state
+                && let Some(text) = &info.instructions
+            {
+                instructions.push_str(&format!("\n\n## Server `{name}`\n{text}"));
+            }
+        }
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new(
+                "switchboard",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(instructions)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.fan_out(context.peer);
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let mut accepted = requested.clone();
+        accepted.resource_subscriptions = None;
+        Some(accepted)
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut catalog = self.gateway.host().catalog().events();
+        let mut servers = self.gateway.host().manager().events();
+        let sink = context.sink().clone();
+        loop {
+            let sent = tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                event = catalog.recv() => match event {
+                    Ok(CatalogEvent::ToolsChanged { .. }) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                        sink.notify_tool_list_changed().await
+                    }
+                    Ok(_) => Ok(()),
+                    Err(broadcast::error::RecvError::Closed) => return Ok(()),
+                },
+                event = servers.recv() => match event {
+                    Ok(ServerEvent::ResourcesChanged { .. }) => sink.notify_resource_list_changed().await,
+                    Ok(ServerEvent::PromptsChanged { .. }) => sink.notify_prompt_list_changed().await,
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => Ok(()),
+                    Err(broadcast::error::RecvError::Closed) => return Ok(()),
+                },
+            };
+            if let Err(e) = sent {
+                tracing::debug!("a subscription notification was not sent: {e}");
+            }
+        }
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let snapshot = self.gateway.host().catalog().snapshot().await;
+        Ok(ListToolsResult::with_all_items(
+            self.tools_json(&snapshot.tools),
+        ))
+    }
+
+    fn get_tool(&self, _name: &str) -> Option<Tool> {
+        None
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = request.name.to_string();
+        if !self.gateway.filter().serves(&name) {
+            return Err(ErrorData::invalid_params(
+                format!("no tool named `{name}`"),
+                None,
+            ));
+        }
+        let arguments = request.arguments.unwrap_or_default();
+        let peer = context.peer.clone();
+        let client = peer
+            .peer_info()
+            .map(|info| info.client_info.name.clone())
+            .or_else(|| context.client_info().map(|i| i.name))
+            .unwrap_or_else(|| "unknown".to_owned());
+
+        let (progress, forward_progress) = match context.meta.get_progress_token() {
+            Some(token) => {
+                let (tx, mut rx) = mpsc::unbounded_channel::<switchboard::connection::Progress>();
+                let peer = peer.clone();
+                let task = tokio::spawn(async move {
+                    while let Some(p) = rx.recv().await {
+                        let mut param = ProgressNotificationParam::new(token.clone(), p.progress);
+                        param.total = p.total;
+                        param.message = p.message;
+                        let _ = peer.notify_progress(param).await;
+                    }
+                });
+                (Some(tx), Some(task))
+            }
+            None => (None, None),
+        };
+        let options = CallOptions {
+            source: CallSource::Gateway { client },
+            progress,
+            interaction: Some(downstream_interaction(&peer)),
+            prompter: ElicitingPrompter::for_peer(&peer),
+            ..CallOptions::default()
+        };
+        let call = self.gateway.host().call(&name, arguments, options);
+        let outcome = tokio::select! {
+            outcome = call => outcome,
+            () = context.ct.cancelled() => {
+                // Dropping the call cancelled it upstream.
+                return Err(ErrorData::new(ErrorCode::INTERNAL_ERROR, "cancelled by the client", None));
+            }
+        };
+        if let Some(task) = forward_progress {
+            // Every progress notification goes out before the result.
+            let _ = task.await;
+        }
+        match outcome {
+            Ok(outcome) => serde_json::from_value::<CallToolResult>(outcome.result)
+                .map(CallToolResponse::Complete)
+                .map_err(|e| invalid_result(&name, e)),
+            Err(CallError::NoSuchTool(tool)) => Err(ErrorData::invalid_params(
+                format!("no tool named `{tool}`"),
+                None,
+            )),
+            Err(e @ CallError::InvalidArguments { .. }) => {
+                Err(ErrorData::invalid_params(e.to_string(), None))
+            }
+            Err(CallError::Request {
+                source:
+                    RequestError::Refused {
+                        code,
+                        message,
+                        data,
+                    },
+                ..
+            }) => Err(ErrorData::new(ErrorCode(code), message, data)),
+            // Denials and failures are the tool's error: the model reads why.
+            Err(e) => serde_json::from_value::<CallToolResult>(json!({
+                "content": [{"type": "text", "text": e.to_string()}],
+                "isError": true,
+            }))
+            .map(CallToolResponse::Complete)
+            .map_err(|e| invalid_result(&name, e)),
+        }
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let manager = self.gateway.host().manager();
+        let lists = self
+            .connected()
+            .into_iter()
+            .filter(|(_, resources, _)| *resources)
+            .map(|(name, _, _)| async move {
+                let listed = manager.list_resources(&name).await;
+                (name, listed)
+            });
+        let mut all = Vec::new();
+        for (server, listed) in futures::future::join_all(lists).await {
+            match listed {
+                Ok(mut items) => {
+                    rewrite_uris(&server, &mut items, "uri");
+                    all.extend(items);
+                }
+                Err(e) => tracing::warn!(server, "resources not listed: {e}"),
+            }
+        }
+        let resources = serde_json::from_value(Value::Array(all))
+            .map_err(|e| invalid_result("resources", e))?;
+        Ok(ListResourcesResult::with_all_items(resources))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let manager = self.gateway.host().manager();
+        let lists = self
+            .connected()
+            .into_iter()
+            .filter(|(_, resources, _)| *resources)
+            .map(|(name, _, _)| async move {
+                let listed = manager.list_resource_templates(&name).await;
+                (name, listed)
+            });
+        let mut all = Vec::new();
+        for (server, listed) in futures::future::join_all(lists).await {
+            match listed {
+                Ok(mut items) => {
+                    rewrite_uris(&server, &mut items, "uriTemplate");
+                    all.extend(items);
+                }
+                Err(e) => tracing::warn!(server, "resource templates not listed: {e}"),
+            }
+        }
+        let templates = serde_json::from_value(Value::Array(all))
+            .map_err(|e| invalid_result("resource templates", e))?;
+        Ok(ListResourceTemplatesResult::with_all_items(templates))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let Some((server, original)) = uri::from_gateway(&request.uri) else {
+            return Err(ErrorData::resource_not_found(
+                format!(
+                    "`{}` is not a gateway URI (switchboard://<server>/<uri>)",
+                    request.uri
+                ),
+                None,
+            ));
+        };
+        let mut result = self
+            .gateway
+            .host()
+            .manager()
+            .read_resource(server, original)
+            .await
+            .map_err(|e| failure(server, e))?;
+        if let Some(Value::Array(contents)) = result.get_mut("contents") {
+            rewrite_uris(server, contents, "uri");
+        }
+        serde_json::from_value::<ReadResourceResult>(result)
+            .map(ReadResourceResponse::Complete)
+            .map_err(|e| invalid_result(&request.uri, e))
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let Some((server, original)) = uri::from_gateway(&request.uri) else {
+            return Err(ErrorData::resource_not_found(
+                format!("`{}` is not a gateway URI", request.uri),
+                None,
+            ));
+        };
+        self.gateway
+            .host()
+            .manager()
+            .subscribe_resource(server, original)
+            .await
+            .map_err(|e| failure(server, e))?;
+        self.subscribed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(request.uri);
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        // The upstream subscription stays: another session may still want its updates.
+        self.subscribed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&request.uri);
+        Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let manager = self.gateway.host().manager();
+        let lists = self
+            .connected()
+            .into_iter()
+            .filter(|(_, _, prompts)| *prompts)
+            .map(|(name, _, _)| async move {
+                let listed = manager.list_prompts(&name).await;
+                (name, listed)
+            });
+        let mut all = Vec::new();
+        for (server, listed) in futures::future::join_all(lists).await {
+            match listed {
+                Ok(items) => {
+                    for mut prompt in items {
+                        if let Some(Value::String(name)) = prompt.get_mut("name") {
+                            *name = catalog::qualified_name(&server, name, false);
+                        }
+                        all.push(prompt);
+                    }
+                }
+                Err(e) => tracing::warn!(server, "prompts not listed: {e}"),
+            }
+        }
+        let prompts =
+            serde_json::from_value(Value::Array(all)).map_err(|e| invalid_result("prompts", e))?;
+        Ok(ListPromptsResult::with_all_items(prompts))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let (server, own) = self.prompt_target(&request.name).await?;
+        let arguments: Map<String, Value> = request.arguments.unwrap_or_default();
+        let result = self
+            .gateway
+            .host()
+            .manager()
+            .get_prompt(&server, &own, arguments)
+            .await
+            .map_err(|e| failure(&server, e))?;
+        serde_json::from_value::<GetPromptResult>(result)
+            .map(GetPromptResponse::Complete)
+            .map_err(|e| invalid_result(&request.name, e))
+    }
+}
