@@ -433,10 +433,14 @@ async fn an_upstream_crash_mid_call_is_an_error_and_the_rest_keeps_serving() {
         .peer()
         .call_tool(call("mcp__crashy__echo", json!({"text": "boom"})))
         .await;
-    match crashed {
-        Ok(result) => assert_eq!(result.is_error, Some(true), "{}", text_of(&result)),
-        Err(_) => {}
-    }
+    let message = match crashed {
+        Ok(result) => {
+            assert_eq!(result.is_error, Some(true), "{}", text_of(&result));
+            text_of(&result)
+        }
+        Err(e) => e.to_string(),
+    };
+    assert!(message.contains("crashy"), "{message}");
     let fine = a
         .peer()
         .call_tool(call("mcp__kit__echo", json!({"text": "still here"})))
