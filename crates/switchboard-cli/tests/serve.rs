@@ -1,0 +1,375 @@
+//! `switchboard serve` as the real binary, with real clients in front: the TypeScript SDK's
+//! client and the MCP Inspector's CLI (pinned by `scripts/install-partners.sh`, which
+//! `scripts/test.sh` runs first), and raw JSON-RPC lines.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use switchboard_testkit::config_tree::ConfigTree;
+
+const WAIT: Duration = Duration::from_secs(60);
+
+fn partner(var: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| {
+        panic!("{var} is not set: run the tests with `bash scripts/test.sh`, which installs the pinned test partners")
+    })
+}
+
+/// server-everything and server-memory behind the gateway, both allowed.
+fn reference_tree() -> ConfigTree {
+    let tree = ConfigTree::new().unwrap();
+    let memory = tree.root().join("memory.jsonl");
+    tree.write(
+        tree.user_file(),
+        &json!({
+            "mcpServers": {
+                "everything": {"command": partner("SWITCHBOARD_PARTNER_EVERYTHING")},
+                "memory": {"command": partner("SWITCHBOARD_PARTNER_MEMORY"), "env": {"MEMORY_FILE_PATH": memory}},
+            },
+            "permissions": {"allow": ["mcp__everything", "mcp__memory"]},
+        })
+        .to_string(),
+    )
+    .unwrap();
+    tree
+}
+
+fn serve_args(tree: &ConfigTree, extra: &[&str]) -> Vec<String> {
+    let mut args = vec![
+        "-C".to_owned(),
+        tree.project().display().to_string(),
+        "serve".to_owned(),
+    ];
+    args.extend(extra.iter().map(|s| (*s).to_owned()));
+    args
+}
+
+fn node(
+    tree: &ConfigTree,
+    cwd: &Path,
+    script: &str,
+    args: &[String],
+    token: Option<&str>,
+) -> Output {
+    let mut command = Command::new(partner("SWITCHBOARD_NODE22"));
+    command
+        .arg(script)
+        .args(args)
+        .current_dir(cwd)
+        .env_clear()
+        .envs(tree.env())
+        .env("NODE_PATH", partner("SWITCHBOARD_NODE_MODULES"));
+    if let Some(token) = token {
+        command.env("GATEWAY_TOKEN", token);
+    }
+    command.output().unwrap()
+}
+
+fn ts_client() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/js/gateway-client.cjs")
+        .display()
+        .to_string()
+}
+
+/// The Inspector CLI's entry point, and the folder to run it from: it finds its own
+/// package.json relative to the working directory.
+fn inspector() -> (String, PathBuf) {
+    let cli = partner("SWITCHBOARD_INSPECTOR_CLI");
+    let dir = Path::new(&cli).parent().unwrap().to_owned();
+    (cli, dir)
+}
+
+/// `switchboard serve --http` on a free loopback port: the process and its MCP URL.
+struct HttpServe {
+    child: Child,
+    url: String,
+}
+
+impl HttpServe {
+    fn start(tree: &ConfigTree, extra: &[&str]) -> HttpServe {
+        let mut args = vec!["--http"];
+        args.extend_from_slice(extra);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .args(serve_args(tree, &args))
+            .env_clear()
+            .envs(tree.env())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let line = first_line(child.stdout.take().unwrap());
+        let url = line
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+            .to_owned();
+        HttpServe { child, url }
+    }
+
+    /// SIGTERM, so the gateway stops its servers, then waits (bounded by the test's harness).
+    fn stop(self) -> String {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let out = self.child.wait_with_output().unwrap();
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+}
+
+/// The first stdout line, within `WAIT`.
+fn first_line(stdout: ChildStdout) -> String {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    rx.recv_timeout(WAIT).unwrap().trim().to_owned()
+}
+
+fn token(tree: &ConfigTree) -> String {
+    std::fs::read_to_string(tree.state_dir().join("gateway-token"))
+        .unwrap()
+        .trim()
+        .to_owned()
+}
+
+fn check_ts_client_output(out: &Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(seen["server"]["name"], "switchboard");
+    let tools = seen["tools"].as_array().unwrap();
+    assert!(tools.contains(&json!("mcp__everything__echo")));
+    assert!(tools.contains(&json!("mcp__memory__read_graph")));
+    assert_eq!(seen["echo"], "Echo: from the TS SDK");
+    assert!(seen["graph"].as_str().unwrap().contains("switchboard"));
+    assert!(
+        seen["long"]
+            .as_str()
+            .unwrap()
+            .contains("Long running operation completed")
+    );
+    assert!(!seen["progress"].as_array().unwrap().is_empty(), "{seen}");
+    assert!(
+        seen["resource"]
+            .as_str()
+            .unwrap()
+            .starts_with("switchboard://everything/")
+    );
+    assert_eq!(seen["read"], seen["resource"]);
+    assert!(
+        seen["prompts"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("mcp__everything__simple-prompt"))
+    );
+    assert_eq!(seen["prompt"], "This is a simple prompt without arguments.");
+}
+
+#[test]
+fn the_typescript_sdk_client_works_through_serve_over_stdio() {
+    let tree = reference_tree();
+    let mut args = vec![env!("CARGO_BIN_EXE_switchboard").to_owned()];
+    args.extend(serve_args(&tree, &["--stdio"]));
+    let mut node_args = vec!["stdio".to_owned()];
+    node_args.extend(args);
+    let out = node(&tree, tree.root(), &ts_client(), &node_args, None);
+    check_ts_client_output(&out);
+}
+
+#[test]
+fn the_typescript_sdk_client_works_through_serve_over_http_with_the_generated_token() {
+    let tree = reference_tree();
+    let serve = HttpServe::start(&tree, &[]);
+    let token = token(&tree);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(tree.state_dir().join("gateway-token"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let out = node(
+        &tree,
+        tree.root(),
+        &ts_client(),
+        &["http".to_owned(), serve.url.clone()],
+        Some(&token),
+    );
+    let wrong = node(
+        &tree,
+        tree.root(),
+        &ts_client(),
+        &["http".to_owned(), serve.url.clone()],
+        Some("not-the-token"),
+    );
+    let stderr = serve.stop();
+    check_ts_client_output(&out);
+    assert!(!wrong.status.success());
+    assert!(
+        stderr.contains(&token),
+        "the first start prints the token: {stderr}"
+    );
+}
+
+#[test]
+fn the_inspector_cli_lists_and_calls_through_serve_over_stdio_and_http() {
+    let tree = reference_tree();
+    let (cli, dir) = inspector();
+    let mut stdio = vec![env!("CARGO_BIN_EXE_switchboard").to_owned()];
+    stdio.extend(serve_args(&tree, &["--stdio"]));
+
+    let serve = HttpServe::start(&tree, &[]);
+    let header = format!("Authorization: Bearer {}", token(&tree));
+    let http = vec![
+        serve.url.clone(),
+        "--transport".to_owned(),
+        "http".to_owned(),
+        "--header".to_owned(),
+        header,
+    ];
+    for target in [&stdio, &http] {
+        let mut list = target.clone();
+        list.extend(["--method".to_owned(), "tools/list".to_owned()]);
+        let out = node(&tree, &dir, &cli, &list, None);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let names: Vec<&str> = listed["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert!(names.contains(&"mcp__everything__get-sum"), "{names:?}");
+        assert!(names.contains(&"mcp__memory__search_nodes"), "{names:?}");
+
+        let mut call = target.clone();
+        call.extend(
+            [
+                "--method",
+                "tools/call",
+                "--tool-name",
+                "mcp__everything__get-sum",
+                "--tool-arg",
+                "a=2",
+                "b=40",
+            ]
+            .map(str::to_owned),
+        );
+        let out = node(&tree, &dir, &cli, &call, None);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let called: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(called.to_string().contains("42"), "{called}");
+    }
+    serve.stop();
+}
+
+/// Raw JSON-RPC lines to `serve --stdio`: narrowing by server and tool pattern.
+#[test]
+fn servers_and_tool_patterns_narrow_what_is_served() {
+    let tree = ConfigTree::new().unwrap();
+    let bin = switchboard_testkit::server_bin();
+    tree.write(
+        tree.user_file(),
+        &json!({"mcpServers": {"kit": {"command": bin}, "other": {"command": bin}}}).to_string(),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(serve_args(
+            &tree,
+            &[
+                "--stdio",
+                "--servers",
+                "kit",
+                "--allow-tool",
+                "mcp__kit__*",
+                "--deny-tool",
+                "mcp__kit__a*",
+            ],
+        ))
+        .env_clear()
+        .envs(tree.env())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            if let Ok(value) = serde_json::from_str(&line) {
+                let _ = tx.send(value);
+            }
+        }
+    });
+    let mut send = |message: Value| {
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": "first", "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}),
+    );
+    let answer = |rx: &mpsc::Receiver<Value>, id: &Value| loop {
+        let message = rx.recv_timeout(WAIT).unwrap();
+        if &message["id"] == id {
+            return message;
+        }
+    };
+    assert_eq!(
+        answer(&rx, &json!("first"))["result"]["serverInfo"]["name"],
+        "switchboard"
+    );
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    let listed = answer(&rx, &json!(2));
+    let mut names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    names.sort();
+    assert!(names.contains(&"mcp__kit__echo"), "{names:?}");
+    assert!(
+        !names.iter().any(|n| n.starts_with("mcp__kit__a")),
+        "{names:?}"
+    );
+    assert!(
+        !names.iter().any(|n| n.starts_with("mcp__other")),
+        "{names:?}"
+    );
+    send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                "params": {"name": "mcp__kit__add", "arguments": {"a": 1, "b": 2}}}));
+    assert_eq!(answer(&rx, &json!(3))["error"]["code"], -32602);
+    drop(stdin);
+    // Closing stdin ends the session and the process.
+    let (done_tx, done_rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done_tx.send(child.wait());
+    });
+    assert!(done_rx.recv_timeout(WAIT).unwrap().unwrap().success());
+}
