@@ -9,7 +9,7 @@ use anyhow::{Context as _, anyhow, bail};
 use serde_json::{Map, Value, json};
 use switchboard::catalog::server_of;
 use switchboard::connection::ServerState;
-use switchboard::host::{CallOptions, Host};
+use switchboard::host::{CallOptions, Host, HostBuilder};
 use switchboard::manager::RequestFailure;
 use switchboard::permissions::CallSource;
 
@@ -59,6 +59,11 @@ fn servers_needed(command: &Command) -> Option<Vec<String>> {
 }
 
 pub(crate) fn start(ctx: &Context, only: Option<Vec<String>>) -> anyhow::Result<Host> {
+    Ok(builder(ctx, only)?.start()?)
+}
+
+/// The host's builder for these servers, after checking that each can start.
+pub(crate) fn builder(ctx: &Context, only: Option<Vec<String>>) -> anyhow::Result<HostBuilder> {
     let config = ctx.load();
     print_issues(
         &config
@@ -86,7 +91,7 @@ pub(crate) fn start(ctx: &Context, only: Option<Vec<String>>) -> anyhow::Result<
     if let Some(only) = only {
         builder = builder.only(only);
     }
-    Ok(builder.start()?)
+    Ok(builder)
 }
 
 pub(crate) async fn settle(host: &Host) {

@@ -24,7 +24,9 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let host = crate::catalog_cmds::start(ctx, args.servers.clone())?;
+        let host = crate::catalog_cmds::builder(ctx, args.servers.clone())?
+            .interaction(switchboard_gateway::forward::upstream_interaction())
+            .start()?;
         crate::catalog_cmds::settle(&host).await;
         let gateway = Gateway::new(
             host.clone(),

@@ -34,22 +34,59 @@ pub fn client_capabilities(peer: &Peer<RoleServer>) -> Option<ClientCapabilities
 /// The interaction of one call: each question goes to `peer`, for what it declared.
 pub fn downstream_interaction(peer: &Peer<RoleServer>) -> Interaction {
     let Some(capabilities) = client_capabilities(peer) else {
-        return Interaction::default();
+        return upstream_interaction();
     };
     let forward = Arc::new(Downstream { peer: peer.clone() });
+    let declined = upstream_interaction();
     Interaction {
-        elicitor: capabilities
-            .elicitation
-            .is_some()
-            .then(|| forward.clone() as Arc<dyn Elicitor>),
-        sampler: capabilities
-            .sampling
-            .is_some()
-            .then(|| forward.clone() as Arc<dyn Sampler>),
+        elicitor: if capabilities.elicitation.is_some() {
+            Some(forward.clone() as Arc<dyn Elicitor>)
+        } else {
+            declined.elicitor
+        },
+        sampler: if capabilities.sampling.is_some() {
+            Some(forward.clone() as Arc<dyn Sampler>)
+        } else {
+            declined.sampler
+        },
         roots: capabilities
             .roots
             .is_some()
             .then_some(forward as Arc<dyn RootsSource>),
+    }
+}
+
+/// The host's own interaction for a gateway: it declares elicitation and sampling to the
+/// upstream servers (so they offer the tools that ask), and each call replaces it with its
+/// downstream client's ([`downstream_interaction`]). A question outside any call (or from a
+/// call whose client cannot answer) is declined here.
+pub fn upstream_interaction() -> Interaction {
+    let nobody = Arc::new(Nobody);
+    Interaction {
+        elicitor: Some(nobody.clone()),
+        sampler: Some(nobody),
+        roots: None,
+    }
+}
+
+#[derive(Debug)]
+struct Nobody;
+
+impl Elicitor for Nobody {
+    fn elicit<'a>(&'a self, _request: &'a ElicitationRequest) -> BoxFuture<'a, ElicitResult> {
+        futures::future::ready(ElicitResult::new(ElicitationAction::Decline)).boxed()
+    }
+}
+
+impl Sampler for Nobody {
+    fn sample<'a>(
+        &'a self,
+        _request: &'a SamplingRequest,
+    ) -> BoxFuture<'a, Result<CreateMessageResult, SamplingError>> {
+        futures::future::ready(Err(SamplingError(
+            "no client of the gateway can sample for this request".to_owned(),
+        )))
+        .boxed()
     }
 }
 

@@ -1,6 +1,8 @@
 //! The gateway over real HTTP on loopback, with real testkit servers behind it and real MCP
 //! clients (rmcp's, and raw JSON-RPC over reqwest) in front.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+// Sampling is deprecated for 2026-07-28; initialize-era clients still answer it.
+#![allow(deprecated)]
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -44,6 +46,7 @@ async fn gateway(servers: Value, permissions: Value) -> (ConfigTree, Host, Strin
         .discover(tree.project())
         .env(env)
         .output_dir(tree.root().join("out"))
+        .interaction(switchboard_gateway::forward::upstream_interaction())
         .start()
         .unwrap();
     host.manager().wait_settled(SETTLE).await.unwrap();
@@ -68,6 +71,7 @@ enum Seen {
     Progress(ProgressNotificationParam),
     ToolsChanged,
     Elicited(String),
+    Sampled,
 }
 
 /// A downstream client that records what the gateway sends it.
@@ -82,7 +86,10 @@ impl ClientHandler for Recorder {
     fn get_info(&self) -> ClientConfig {
         let mut capabilities = ClientCapabilities::default();
         if self.elicitation {
-            capabilities = ClientCapabilities::builder().enable_elicitation().build();
+            capabilities = ClientCapabilities::builder()
+                .enable_elicitation()
+                .enable_sampling()
+                .build();
         }
         ClientConfig::new(capabilities, Implementation::new(self.name, "1"))
             .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
@@ -111,8 +118,24 @@ impl ClientHandler for Recorder {
         };
         let _ = self.seen.send(Seen::Elicited(message));
         let mut result = ElicitResult::new(ElicitationAction::Accept);
-        result.content = Some(json!({"allow": true}));
+        // Fits both the gateway's approval form and server-everything's form.
+        result.content = Some(json!({"allow": true, "name": format!("client {}", self.name)}));
         Ok(result)
+    }
+
+    async fn create_message(
+        &self,
+        _params: rmcp::model::CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, ErrorData> {
+        let _ = self.seen.send(Seen::Sampled);
+        Ok(serde_json::from_value(json!({
+            "role": "assistant",
+            "content": {"type": "text", "text": format!("sampled by client {}", self.name)},
+            "model": "test-model",
+            "stopReason": "endTurn",
+        }))
+        .unwrap())
     }
 }
 
@@ -515,4 +538,110 @@ async fn a_2026_client_lists_and_calls_without_a_session() {
         .unwrap();
     assert_eq!(sum.structured_content, Some(json!({"sum": 5})));
     client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_downstream_cancel_cancels_the_upstream_call() {
+    let (_tree, host, url) =
+        gateway(json!({"kit": testkit(&[])}), json!({"allow": ["mcp__kit"]})).await;
+    let (a, mut seen_a) = connect(&url, "a", false).await;
+    let request = rmcp::model::ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(
+        call("mcp__kit__slow", json!({"ms": 60000, "steps": 600})),
+    ));
+    let handle = a
+        .peer()
+        .send_request_with_option(request, rmcp::service::PeerRequestOptions::no_options())
+        .await
+        .unwrap();
+    // The call is running upstream once its progress arrives.
+    let started = next_matching(&mut seen_a, |s| {
+        matches!(s, Seen::Progress(_)).then_some(())
+    })
+    .await;
+    assert!(started.is_some(), "no progress from the slow call");
+    let cancel: rmcp::model::CancelledNotificationParam =
+        serde_json::from_value(json!({"requestId": handle.id, "reason": "the user stopped it"}))
+            .unwrap();
+    a.peer().notify_cancelled(cancel).await.unwrap();
+    let seen = tokio::time::timeout(WAIT, async {
+        while !host
+            .manager()
+            .stderr_tail("kit")
+            .unwrap_or_default()
+            .contains("cancelled")
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(
+        seen.is_ok(),
+        "the upstream server never saw the cancellation"
+    );
+    // The session goes on.
+    let fine = a
+        .peer()
+        .call_tool(call("mcp__kit__echo", json!({"text": "after"})))
+        .await
+        .unwrap();
+    assert!(text_of(&fine).contains("after"));
+    a.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the interaction wiring (issue 5)"]
+async fn elicitation_and_sampling_reach_only_the_client_that_made_the_call() {
+    let everything = std::env::var("SWITCHBOARD_PARTNER_EVERYTHING").expect(
+        "SWITCHBOARD_PARTNER_EVERYTHING is not set: run the tests with `bash scripts/test.sh`",
+    );
+    let (_tree, _host, url) = gateway(
+        json!({"everything": {"command": everything}}),
+        json!({"allow": ["mcp__everything"]}),
+    )
+    .await;
+    let (a, mut seen_a) = connect(&url, "a", true).await;
+    let (b, mut seen_b) = connect(&url, "b", true).await;
+
+    let elicited = a
+        .peer()
+        .call_tool(call(
+            "mcp__everything__trigger-elicitation-request",
+            json!({}),
+        ))
+        .await
+        .unwrap();
+    assert!(
+        text_of(&elicited).contains("client a"),
+        "{}",
+        text_of(&elicited)
+    );
+    let sampled = b
+        .peer()
+        .call_tool(call(
+            "mcp__everything__trigger-sampling-request",
+            json!({"prompt": "hello", "maxTokens": 10}),
+        ))
+        .await
+        .unwrap();
+    assert!(
+        text_of(&sampled).contains("sampled by client b"),
+        "{}",
+        text_of(&sampled)
+    );
+
+    let kinds = |rx: &mut mpsc::UnboundedReceiver<Seen>| {
+        let mut kinds = Vec::new();
+        while let Ok(seen) = rx.try_recv() {
+            match seen {
+                Seen::Elicited(_) => kinds.push("elicited"),
+                Seen::Sampled => kinds.push("sampled"),
+                _ => {}
+            }
+        }
+        kinds
+    };
+    assert_eq!(kinds(&mut seen_a), vec!["elicited"]);
+    assert_eq!(kinds(&mut seen_b), vec!["sampled"]);
+    a.cancel().await.unwrap();
+    b.cancel().await.unwrap();
 }
