@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# Benchmarks: builds the release testkit server and CLI, then runs both benches and prints
+# Benchmarks: builds the release testkit server and CLI, then runs the benches and prints
 # their tables:
 #   cargo bench -p switchboard --bench startup   (connections: start-up, `mcp list`)
 #   cargo bench -p switchboard --bench calls     (tool calls: Switchboard vs rmcp vs raw)
-# `scripts/bench.sh startup` or `scripts/bench.sh calls` runs one of them.
+#   cargo bench -p switchboard-gateway --bench gateway   (calls through `serve` vs direct)
+# `scripts/bench.sh startup`, `calls` or `gateway` runs one of them.
 # Figures and how to read them: BENCHMARKS.md.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 benches=("$@")
 if [ ${#benches[@]} -eq 0 ]; then
-  benches=(startup calls)
+  benches=(startup calls gateway)
 fi
 echo "nproc: $(nproc); uptime: $(uptime)"
 # Two builds: `--bin` applies to every selected package, so one command with `--bin
@@ -20,6 +21,9 @@ cargo build --release --locked -p switchboard-testkit --bin testkit-server
 cargo build --release --locked -p switchboard-cli --bin switchboard
 for bench in "${benches[@]}"; do
   echo "uptime before $bench: $(uptime)"
-  cargo bench --locked -p switchboard --bench "$bench"
+  case $bench in
+    gateway) cargo bench --locked -p switchboard-gateway --bench gateway ;;
+    *) cargo bench --locked -p switchboard --bench "$bench" ;;
+  esac
 done
 echo "uptime after: $(uptime)"

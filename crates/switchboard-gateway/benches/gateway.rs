@@ -1,1 +1,304 @@
-fn main() {}
+//! Gateway benchmark (not a test): `tools/call` throughput through `switchboard serve`'s HTTP
+//! gateway against calling the upstream server directly, with the same client, in one run.
+//!
+//! `scripts/bench.sh gateway`, or `cargo build --release -p switchboard-testkit --bin
+//! testkit-server` then `cargo bench -p switchboard-gateway --bench gateway`.
+//!
+//! - **upstream**: the release `testkit-server` over Streamable HTTP (rmcp's server, TCP_NODELAY).
+//! - **gateway**: a `Host` with that server as `kit` (`{"type": "http", "url"}`, allowed by a
+//!   permissions rule), served by [`HttpGateway`] on 127.0.0.1 port 0 in this process, on a
+//!   Tokio runtime of its own (2 workers, like `switchboard serve`), apart from the client's.
+//!   A call through it is the whole pipeline: catalogue lookup, input schema, permissions,
+//!   timeout, output budget, then the upstream call.
+//! - **client**: one hand-written JSON-RPC client for both (a keep-alive reqwest client with
+//!   TCP_NODELAY on a current-thread runtime): `initialize`, then POSTs with the session id and
+//!   the bearer token, answers read from the SSE `data:` line. It calls `echo` with
+//!   `{"text": "hello"}` (through the gateway: `mcp__kit__echo`).
+//!
+//! Each target: 200 warm-up calls, then *seq* (one call at a time, ≤ 4000 calls or 1.5 s) and
+//! *x16* (16 tasks taking calls from a shared counter, ≤ 8000 calls or 1.5 s). Direct and
+//! gateway runs are interleaved, `GATEWAY_BENCH_REPS` times (default 3); figures are medians,
+//! the ratio is the median of per-repetition ratios. Target (issue 7): through the gateway at
+//! least 0.7× of direct. Every wait is bounded (20 s a request, 120 s watchdog on the run).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use switchboard::host::Host;
+use switchboard_gateway::http::{HttpGateway, HttpOptions};
+use switchboard_gateway::{Gateway, ToolFilter};
+use switchboard_testkit::config_tree::ConfigTree;
+use switchboard_testkit::{TestServer, Transport};
+
+const WATCHDOG: Duration = Duration::from_secs(120);
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
+const PHASE: Duration = Duration::from_millis(1500);
+const SEQ_CALLS: u64 = 4000;
+const X16_CALLS: u64 = 8000;
+const WARMUP: u64 = 200;
+const TOKEN: &str = "bench-token";
+
+/// One MCP session over HTTP, by hand.
+#[derive(Clone)]
+struct RawClient {
+    http: reqwest::Client,
+    url: String,
+    session: String,
+    tool: &'static str,
+    next_id: Arc<AtomicU64>,
+}
+
+impl RawClient {
+    async fn connect(http: reqwest::Client, url: &str, tool: &'static str) -> RawClient {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "gateway-bench", "version": "1"}}});
+        let response = post(&http, url, None, &init).await;
+        let session = response
+            .headers()
+            .get("mcp-session-id")
+            .expect("a session id")
+            .to_str()
+            .unwrap()
+            .to_owned();
+        answer(response).await;
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let _ = post(&http, url, Some(&session), &initialized).await;
+        RawClient {
+            http,
+            url: url.to_owned(),
+            session,
+            tool,
+            next_id: Arc::new(AtomicU64::new(1)),
+        }
+    }
+
+    async fn call(&self) {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": self.tool, "arguments": {"text": "hello"}}});
+        let response = post(&self.http, &self.url, Some(&self.session), &request).await;
+        let answer = answer(response).await;
+        assert_eq!(answer["id"], json!(id), "{answer}");
+        assert_eq!(answer["result"]["content"][0]["text"], "hello", "{answer}");
+    }
+}
+
+async fn post(
+    http: &reqwest::Client,
+    url: &str,
+    session: Option<&str>,
+    body: &Value,
+) -> reqwest::Response {
+    let mut request = http
+        .post(url)
+        .bearer_auth(TOKEN)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18")
+        .body(body.to_string());
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    tokio::time::timeout(REQUEST_TIMEOUT, request.send())
+        .await
+        .expect("an answer in time")
+        .expect("a response")
+}
+
+/// The JSON-RPC answer in a JSON body or an event stream.
+async fn answer(response: reqwest::Response) -> Value {
+    let text = tokio::time::timeout(REQUEST_TIMEOUT, response.text())
+        .await
+        .expect("a body in time")
+        .expect("a body");
+    if let Ok(value) = serde_json::from_str::<Value>(&text) {
+        return value;
+    }
+    text.lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+        .find(|m| m.get("id").is_some())
+        .unwrap_or(Value::Null)
+}
+
+/// Calls per second: one at a time, then 16 in flight.
+async fn measure(client: &RawClient) -> (f64, f64) {
+    for _ in 0..WARMUP {
+        client.call().await;
+    }
+    let started = Instant::now();
+    let mut calls = 0u64;
+    while calls < SEQ_CALLS && started.elapsed() < PHASE {
+        client.call().await;
+        calls += 1;
+    }
+    let seq = calls as f64 / started.elapsed().as_secs_f64();
+
+    let done = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let workers: Vec<_> = (0..16)
+        .map(|_| {
+            let client = client.clone();
+            let done = done.clone();
+            tokio::spawn(async move {
+                while done.load(Ordering::Relaxed) < X16_CALLS && started.elapsed() < PHASE {
+                    client.call().await;
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.await.unwrap();
+    }
+    let x16 = done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64();
+    (seq, x16)
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_else(|_| "?".to_owned())
+}
+
+/// Starts the gateway on a runtime of its own; returns its MCP URL.
+fn start_gateway(upstream: &str, tree: &ConfigTree) -> String {
+    tree.write(
+        tree.user_file(),
+        &json!({
+            "mcpServers": {"kit": {"type": "http", "url": upstream}},
+            "permissions": {"allow": ["mcp__kit"]},
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let env: switchboard::config::Environment = tree.env().into_iter().collect();
+    let project = tree.project();
+    let output = tree.root().join("out");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let host = Host::builder()
+                .discover(project)
+                .env(env)
+                .output_dir(output)
+                .start()
+                .unwrap();
+            host.manager()
+                .wait_settled(Duration::from_secs(20))
+                .await
+                .unwrap();
+            let server = HttpGateway::bind(
+                Gateway::new(host, ToolFilter::default()),
+                SocketAddr::from(([127, 0, 0, 1], 0)),
+                HttpOptions {
+                    token: TOKEN.to_owned(),
+                    allowed_origins: Vec::new(),
+                    allow_remote: false,
+                },
+            )
+            .await
+            .unwrap();
+            tx.send(format!("http://{}/mcp", server.local_addr().unwrap()))
+                .unwrap();
+            server.run().await.unwrap();
+        });
+    });
+    rx.recv_timeout(Duration::from_secs(30))
+        .expect("the gateway started")
+}
+
+fn main() {
+    std::thread::spawn(|| {
+        std::thread::sleep(WATCHDOG);
+        eprintln!("gateway bench: watchdog after {} s", WATCHDOG.as_secs());
+        std::process::exit(2);
+    });
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let reps: usize = std::env::var("GATEWAY_BENCH_REPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3)
+        .max(1);
+    let bin = switchboard_testkit::server_bin();
+    if !bin.exists() {
+        eprintln!(
+            "gateway bench: {} is missing; build it with `cargo build --release -p switchboard-testkit --bin testkit-server`",
+            bin.display()
+        );
+        std::process::exit(1);
+    }
+    let upstream = TestServer::start(Transport::Http, std::iter::empty::<&str>())
+        .expect("the upstream testkit-server");
+    let tree = ConfigTree::new().unwrap();
+    let gateway_url = start_gateway(upstream.url(), &tree);
+    let load_before = loadavg();
+    let started = Instant::now();
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (direct, through) = runtime.block_on(async {
+        let http = reqwest::Client::builder()
+            .tcp_nodelay(true)
+            .pool_max_idle_per_host(32)
+            .build()
+            .unwrap();
+        let mut direct = Vec::new();
+        let mut through = Vec::new();
+        for _ in 0..reps {
+            let d = RawClient::connect(http.clone(), upstream.url(), "echo").await;
+            direct.push(measure(&d).await);
+            let g = RawClient::connect(http.clone(), &gateway_url, "mcp__kit__echo").await;
+            through.push(measure(&g).await);
+        }
+        (direct, through)
+    });
+    let load_after = loadavg();
+
+    println!(
+        "gateway bench: {reps} repetitions in {:.1} s; nproc {}; loadavg before {load_before}, after {load_after}",
+        started.elapsed().as_secs_f64(),
+        std::thread::available_parallelism().map_or(0, usize::from),
+    );
+    println!();
+    println!("| phase | direct calls/s | gateway calls/s | gateway ÷ direct | target ≥ 0.7× |");
+    println!("|---|--:|--:|--:|---|");
+    for (phase, pick) in [
+        ("seq", (|p: &(f64, f64)| p.0) as fn(&(f64, f64)) -> f64),
+        ("x16", |p: &(f64, f64)| p.1),
+    ] {
+        let d = median(direct.iter().map(pick).collect());
+        let g = median(through.iter().map(pick).collect());
+        let ratio = median(
+            direct
+                .iter()
+                .zip(&through)
+                .map(|(d, g)| pick(g) / pick(d))
+                .collect(),
+        );
+        let verdict = if ratio >= 0.7 { "PASS" } else { "FAIL" };
+        println!("| {phase} | {d:.0} | {g:.0} | {ratio:.2}× | {verdict} |");
+    }
+}

@@ -144,6 +144,9 @@ impl RootsSource for Downstream {
     }
 }
 
+/// How long a person has to answer an approval.
+const APPROVAL_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// Asks the downstream client, with a form elicitation, whether a call may go ahead.
 #[derive(Debug)]
 pub struct ElicitingPrompter {
@@ -188,7 +191,16 @@ impl PermissionPrompter for ElicitingPrompter {
                     reason: Some("the approval form could not be built".to_owned()),
                 };
             };
-            match self.peer.create_elicitation(form).await {
+            let asked = tokio::time::timeout(APPROVAL_WAIT, self.peer.create_elicitation(form));
+            let Ok(answer) = asked.await else {
+                return PermissionAnswer::Deny {
+                    reason: Some(format!(
+                        "no answer from the gateway's client within {} s",
+                        APPROVAL_WAIT.as_secs()
+                    )),
+                };
+            };
+            match answer {
                 Ok(ElicitResult {
                     action: ElicitationAction::Accept,
                     content: Some(content),

@@ -28,6 +28,9 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use crate::forward::{ElicitingPrompter, downstream_interaction};
 use crate::{Gateway, uri};
 
+/// The most a result waits for the progress notifications before it.
+const PROGRESS_DRAIN: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// The handler of one downstream session. Dropped when the session ends, which stops its
 /// notification fan-out.
 #[derive(Debug)]
@@ -335,8 +338,9 @@ impl ServerHandler for Session {
             }
         };
         if let Some(task) = forward_progress {
-            // Every progress notification goes out before the result.
-            let _ = task.await;
+            // Every progress notification goes out before the result (the channel closes when
+            // the call is over; bounded all the same).
+            let _ = tokio::time::timeout(PROGRESS_DRAIN, task).await;
         }
         match outcome {
             Ok(outcome) => serde_json::from_value::<CallToolResult>(outcome.result)
