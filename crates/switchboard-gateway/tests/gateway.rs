@@ -521,23 +521,66 @@ async fn ask_goes_to_the_calling_client_as_an_elicitation_or_is_denied() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_2026_client_lists_and_calls_without_a_session() {
+async fn a_2026_client_discovers_lists_and_calls_without_a_session() {
     let (_tree, _host, url) =
         gateway(json!({"kit": testkit(&[])}), json!({"allow": ["mcp__kit"]})).await;
-    // rmcp's default client speaks 2026-07-28 when the server does (server/discover).
-    let transport = StreamableHttpClientTransport::from_config(
-        StreamableHttpClientTransportConfig::with_uri(url.clone()).auth_header(TOKEN),
-    );
-    let client = ().serve(transport).await.unwrap();
-    let tools = client.peer().list_all_tools().await.unwrap();
-    assert!(tools.iter().any(|t| t.name == "mcp__kit__add"));
-    let sum = client
-        .peer()
-        .call_tool(call("mcp__kit__add", json!({"a": 2, "b": 3})))
+    let http = reqwest::Client::new();
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw-2026", "version": "1"},
+    });
+    let send = |id: Value, method: &str, mut params: Value| {
+        params["_meta"] = meta.clone();
+        // SEP-2243: the method, and the tool's name, in headers too.
+        let mut request = http.post(&url).header("mcp-method", method);
+        if let Some(name) = params.get("name").and_then(Value::as_str) {
+            request = request.header("mcp-name", name);
+        }
+        request
+            .bearer_auth(TOKEN)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .body(
+                json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string(),
+            )
+            .send()
+    };
+    let discovered = send(json!("d-1"), "server/discover", json!({}))
         .await
         .unwrap();
-    assert_eq!(sum.structured_content, Some(json!({"sum": 5})));
-    client.cancel().await.unwrap();
+    assert!(discovered.headers().get("mcp-session-id").is_none());
+    let discovered = messages(discovered).await;
+    let discovered = discovered.iter().find(|m| m["id"] == "d-1").unwrap();
+    let versions = discovered["result"]["supportedVersions"].to_string();
+    assert!(versions.contains("2026-07-28"), "{discovered}");
+    assert!(versions.contains("2025-06-18"), "{discovered}");
+
+    let listed = messages(send(json!(2), "tools/list", json!({})).await.unwrap()).await;
+    let listed = listed.iter().find(|m| m["id"] == 2).unwrap();
+    assert!(
+        listed["result"]["tools"]
+            .to_string()
+            .contains("mcp__kit__add"),
+        "{listed}"
+    );
+    let called = messages(
+        send(
+            json!("c-3"),
+            "tools/call",
+            json!({"name": "mcp__kit__add", "arguments": {"a": 2, "b": 3}}),
+        )
+        .await
+        .unwrap(),
+    )
+    .await;
+    let called = called.iter().find(|m| m["id"] == "c-3").unwrap();
+    assert_eq!(
+        called["result"]["structuredContent"],
+        json!({"sum": 5}),
+        "{called}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
