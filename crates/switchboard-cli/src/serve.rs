@@ -19,6 +19,13 @@ const TOKEN_FILE: &str = "gateway-token";
 
 pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
     let addr = args.http.as_deref().map(parse_addr).transpose()?;
+    if let Some(addr) = addr
+        && !addr.ip().is_loopback()
+        && !args.allow_remote
+    {
+        // Before any server starts or a token is made.
+        return Err(switchboard_gateway::http::HttpError::NotLoopback(addr).into());
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
