@@ -7,6 +7,7 @@
 //! should build it first with `cargo build -p switchboard-testkit --bins`.
 //! [`server_bin`] finds it and [`TestServer`] runs it on a network transport.
 
+pub mod ask;
 mod bridge;
 pub mod config_tree;
 mod filter;

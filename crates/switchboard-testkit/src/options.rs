@@ -98,6 +98,11 @@ pub struct Options {
     #[arg(long = "tool-name", value_name = "NAME")]
     pub tool_names: Vec<String>,
 
+    /// Also offer the tools that ask the client (`ask_form`, `ask_url`, `ask_sample`,
+    /// `ask_roots`), in both protocol generations.
+    #[arg(long)]
+    pub ask_tools: bool,
+
     /// Give the `echo` tool a description of N characters.
     #[arg(long, value_name = "N")]
     pub description_chars: Option<usize>,

@@ -39,6 +39,8 @@ struct Shared {
     /// The tool list: the fixed tools, the generated and named ones, and those `add_tool`
     /// added at run time.
     tools: std::sync::Mutex<Vec<Tool>>,
+    /// `ask_url`'s counters (initialize era).
+    url_counters: crate::ask::UrlCounters,
 }
 
 /// A 4×2 red PNG, for the `image` tool.
@@ -53,6 +55,9 @@ impl Toolbox {
         for name in &options.tool_names {
             tools.push(echo_like(name.clone()));
         }
+        if options.ask_tools {
+            tools.extend(crate::ask::tools());
+        }
         Toolbox {
             shared: Arc::new(Shared {
                 protocol: options.protocol,
@@ -62,6 +67,7 @@ impl Toolbox {
                 page_size: options.page_size,
                 endless_pages: options.endless_pages,
                 tools: std::sync::Mutex::new(tools),
+                url_counters: crate::ask::UrlCounters::default(),
             }),
         }
     }
@@ -389,6 +395,14 @@ impl ServerHandler for Toolbox {
                 answered + 1
             );
             std::process::exit(3);
+        }
+        if crate::ask::ASK_TOOLS.contains(&request.name.as_ref())
+            && self.tools().iter().any(|t| t.name == request.name)
+        {
+            let result =
+                crate::ask::run(&request.name, &request, &context, &self.shared.url_counters).await;
+            self.shared.answered.fetch_add(1, Ordering::SeqCst);
+            return result;
         }
         let args = request.arguments.unwrap_or_default();
         let result = self.run_tool(&request.name, &args, &context).await;

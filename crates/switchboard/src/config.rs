@@ -131,6 +131,9 @@ pub struct ServerConfig {
     pub disabled_tools: Vec<String>,
     /// Overrides `MAX_MCP_OUTPUT_TOKENS` for this server's results.
     pub max_output_tokens: Option<u64>,
+    /// The log level asked of the server (`logLevel`: `debug` … `emergency`), sent with
+    /// `logging/setLevel` to an initialize-era server that offers logging.
+    pub log_level: Option<String>,
     /// Keys Switchboard does not know, kept as written (another host may own them).
     pub extra: BTreeMap<String, serde_json::Value>,
 }
@@ -156,6 +159,7 @@ impl ServerConfig {
             enabled_tools: None,
             disabled_tools: Vec::new(),
             max_output_tokens: None,
+            log_level: None,
             extra: BTreeMap::new(),
         }
     }

@@ -5,6 +5,7 @@
 
 mod handler;
 mod handshake;
+mod interact;
 mod requests;
 
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use handler::ClientSide;
 pub(crate) use handler::Notice;
 pub use handshake::Generation;
 use handshake::{HandshakeError, Plan, handshake, latest_initialize_version};
+pub(crate) use requests::CallContext;
 pub use requests::{Annotations, MAX_LIST_PAGES, Progress, RequestError, ToolDef};
 
 use crate::config::{ProtocolPin, ServerConfig, Transport};
@@ -156,6 +158,9 @@ pub(crate) struct ConnectOptions {
     pub(crate) env: crate::config::Environment,
     /// The program's factory for this server, when it runs in process.
     pub(crate) in_process: Option<crate::manager::InProcessFactory>,
+    /// Who answers the server's questions, and the roots it is given.
+    pub(crate) interaction: crate::interaction::Interaction,
+    pub(crate) roots: Option<crate::interaction::Roots>,
 }
 
 impl std::fmt::Debug for ConnectOptions {
@@ -223,6 +228,7 @@ pub(crate) struct Session {
     stderr: Option<crate::transport::stdio::StderrTail>,
     exit: Option<tokio::sync::watch::Receiver<Option<std::process::ExitStatus>>>,
     progress: rmcp::handler::client::progress::ProgressDispatcher,
+    asker: Arc<interact::Asker>,
     pub(crate) info: Arc<ServerInfo>,
 }
 
@@ -246,10 +252,17 @@ impl Session {
         let cancel = std::sync::Mutex::new(Some(service.cancellation_token()));
         let (ended_tx, ended) = tokio::sync::watch::channel(false);
         let progress = service.service().progress.clone();
+        let asker = service.service().asker.clone();
         tokio::spawn(async move {
             let _ = service.waiting().await;
             let _ = ended_tx.send(true);
         });
+        // 2026-07-28 has no session to notify: each request carries what it needs.
+        if generation == Generation::Initialize
+            && let Some(roots) = asker.roots_served()
+        {
+            tell_roots_changes(asker.server(), roots.subscribe(), &peer, ended.clone());
+        }
         let pid = process.as_ref().map(ChildProcess::pid);
         let stderr = process.as_ref().map(ChildProcess::stderr);
         let exit = process.as_ref().map(ChildProcess::exit_watch);
@@ -262,7 +275,28 @@ impl Session {
             stderr,
             exit,
             progress,
+            asker,
             info,
+        }
+    }
+
+    /// `logging/setLevel` for an initialize-era server that offers logging.
+    #[allow(deprecated)] // logging is what initialize-era servers speak
+    pub(crate) async fn set_log_level(&self, level: &str) {
+        if self.info.generation != Generation::Initialize || !self.info.capabilities.logging {
+            return;
+        }
+        let Ok(level) = serde_json::from_value::<rmcp::model::LoggingLevel>(
+            serde_json::Value::String(level.to_owned()),
+        ) else {
+            return;
+        };
+        let sent = self
+            .peer
+            .set_level(rmcp::model::SetLevelRequestParams::new(level))
+            .await;
+        if let Err(e) = sent {
+            tracing::warn!(server = %self.asker.server(), "logging/setLevel failed: {e}");
         }
     }
 
@@ -349,7 +383,12 @@ pub(crate) async fn open(
         }
         (ProtocolPin::Auto, None) => Plan::Probe,
     };
-    let handler = ClientSide::new(config.name.as_str(), notices);
+    let asker = interact::Asker::new(
+        config.name.as_str(),
+        options.interaction.clone(),
+        options.roots.clone(),
+    );
+    let handler = ClientSide::new(config.name.as_str(), notices, asker);
     let timeout = config.connect_timeout.unwrap_or(options.connect_timeout);
     match &config.transport {
         Transport::Stdio(stdio_config) => {
@@ -456,6 +495,36 @@ pub(crate) async fn open(
             }
         }
     }
+}
+
+/// Sends `notifications/roots/list_changed` each time the roots change, until the session
+/// ends.
+fn tell_roots_changes(
+    server: &str,
+    mut roots: tokio::sync::watch::Receiver<Vec<std::path::PathBuf>>,
+    peer: &Peer<RoleClient>,
+    mut ended: tokio::sync::watch::Receiver<bool>,
+) {
+    let peer = peer.clone();
+    let server = server.to_owned();
+    roots.mark_unchanged();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                changed = roots.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    #[allow(deprecated)] // roots are what initialize-era servers speak
+                    let sent = peer.notify_roots_list_changed().await;
+                    if let Err(e) = sent {
+                        tracing::debug!(server, "roots/list_changed not sent: {e}");
+                    }
+                }
+                () = async { let _ = ended.wait_for(|e| *e).await; } => return,
+            }
+        }
+    });
 }
 
 /// Bounds a transport's own connecting (the SSE endpoint event, the WebSocket upgrade).

@@ -16,6 +16,7 @@
 //! The call pipeline: find the tool (reconnecting its server if it is not connected) → check
 //! the arguments against its `inputSchema` → permissions and hooks → `tools/call` with the
 //! tool timeout, progress forwarded, a log line every 30 s, cancelled when the caller goes away
+//! (the server's questions on the way go to the call's own `Interaction`, else the host's)
 //! → a session that expired is renewed and the call retried once → `isError` is a tool error,
 //! not a failure → `structuredContent` checked against `outputSchema` → the output budget.
 
@@ -29,7 +30,7 @@ use tokio::sync::mpsc;
 use crate::budget::{Budgeted, OutputBudget};
 use crate::catalog::{BuiltinTool, Catalog, CatalogError, SchemaKind, Tool};
 use crate::config::{ConfigPaths, ConfigSet, Environment, ServerConfig};
-use crate::connection::{Progress, RequestError, ServerState};
+use crate::connection::{CallContext, Progress, RequestError, ServerState};
 use crate::env_vars::{EnvVarError, Limits};
 use crate::interaction::{Interaction, Roots};
 use crate::manager::{
@@ -187,6 +188,8 @@ impl HostBuilder {
             limits,
             state_dir: Some(config.paths.state_dir.clone()),
             env,
+            interaction: self.interaction.clone(),
+            roots: Some(roots.clone()),
             ..ManagerOptions::default()
         };
         for (name, factory) in self.in_process {
@@ -447,6 +450,7 @@ impl Host {
                     arguments.clone(),
                     timeout,
                     options.progress.clone(),
+                    options.interaction.clone(),
                 )
                 .await;
             match attempt {
@@ -532,10 +536,16 @@ impl Host {
         arguments: Map<String, Value>,
         timeout: Duration,
         progress: Option<mpsc::UnboundedSender<Progress>>,
+        interaction: Option<Interaction>,
     ) -> Result<Value, RequestFailure> {
         let name = tool.name.clone();
+        let context = CallContext {
+            qualified: tool.qualified_name.clone(),
+            interaction,
+        };
         let call = self.manager.request(server, |s| async move {
-            s.call_tool(&name, arguments, timeout, progress).await
+            s.call_tool(&name, arguments, timeout, progress, context)
+                .await
         });
         tokio::pin!(call);
         let started = tokio::time::Instant::now();

@@ -56,6 +56,11 @@ pub struct ManagerOptions {
     pub in_process: BTreeMap<String, InProcessFactory>,
     /// How the manager waits between reconnect attempts (replace it to observe the schedule).
     pub sleeper: Sleeper,
+    /// Who answers servers' elicitation and sampling requests (capabilities are declared only
+    /// for what is set here).
+    pub interaction: crate::interaction::Interaction,
+    /// The roots served to servers; `None` declares no roots capability.
+    pub roots: Option<crate::interaction::Roots>,
 }
 
 impl std::fmt::Debug for ManagerOptions {
@@ -77,6 +82,8 @@ impl Default for ManagerOptions {
             env: crate::config::Environment::capture(),
             in_process: BTreeMap::new(),
             sleeper: Arc::new(|d| Box::pin(tokio::time::sleep(d))),
+            interaction: crate::interaction::Interaction::default(),
+            roots: None,
         }
     }
 }
@@ -555,7 +562,11 @@ impl ServerManager {
         timeout: Duration,
     ) -> Result<serde_json::Value, ManagerError> {
         self.request(name, |s| async move {
-            s.call_tool(tool, arguments, timeout, None).await
+            let call = connection::CallContext {
+                qualified: format!("mcp__{name}__{tool}"),
+                interaction: None,
+            };
+            s.call_tool(tool, arguments, timeout, None, call).await
         })
         .await
         .map_err(|e| e.into_manager_error(name))
@@ -814,6 +825,8 @@ impl Supervisor {
             max_line_length: self.shared.options.max_line_length,
             env: self.shared.options.env.clone(),
             in_process: self.shared.options.in_process.get(self.name()).cloned(),
+            interaction: self.shared.options.interaction.clone(),
+            roots: self.shared.options.roots.clone(),
         };
         let remembered = self
             .shared
@@ -822,6 +835,9 @@ impl Supervisor {
         let (notices_tx, notices_rx) = mpsc::unbounded_channel();
         let session = connection::open(&self.config, &options, remembered, notices_tx).await?;
         self.forward_notices(notices_rx);
+        if let Some(level) = &self.config.log_level {
+            session.set_log_level(level).await;
+        }
         Ok(session)
     }
 

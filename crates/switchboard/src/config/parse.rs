@@ -31,7 +31,19 @@ const PROTOCOL_VERSIONS: [&str; 5] = [
     "2026-07-28",
 ];
 
-const COMMON_FIELDS: [&str; 11] = [
+/// The values `logLevel` may take (the MCP logging levels).
+pub(crate) const LOG_LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+const COMMON_FIELDS: [&str; 12] = [
     "type",
     "disabled",
     "required",
@@ -43,6 +55,7 @@ const COMMON_FIELDS: [&str; 11] = [
     "disabledTools",
     "maxOutputTokens",
     "description",
+    "logLevel",
 ];
 
 /// Variables that let whoever controls them take over the child process. A project's
@@ -287,6 +300,24 @@ impl<'a> Walker<'a> {
             },
         };
 
+        let log_level = match get(obj, "logLevel") {
+            None => None,
+            Some(p) => {
+                let level = self.string(p, "logLevel")?;
+                if !LOG_LEVELS.contains(&level.as_str()) {
+                    return Err(self.issue_at(
+                        range_of(&p.value).start,
+                        "logLevel",
+                        format!(
+                            "unknown log level `{level}`; use one of {}",
+                            LOG_LEVELS.join(", ")
+                        ),
+                    ));
+                }
+                Some(level)
+            }
+        };
+
         Ok(ServerConfig {
             name: server_name,
             origin,
@@ -308,6 +339,7 @@ impl<'a> Walker<'a> {
             max_output_tokens: get(obj, "maxOutputTokens")
                 .map(|p| self.positive_int(p, "maxOutputTokens"))
                 .transpose()?,
+            log_level,
             extra,
         })
     }

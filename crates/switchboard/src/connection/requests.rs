@@ -5,14 +5,16 @@
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, ClientRequest, GetPromptRequestParams, PaginatedRequestParams,
-    ReadResourceRequestParams, ServerResult,
+    CallToolRequestParams, ClientRequest, ElicitRequestParams, GetPromptRequestParams,
+    InputRequest, InputResponses, PaginatedRequestParams, ReadResourceRequestParams, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, RequestHandle, RoleClient};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
 use super::Session;
+use super::interact::CallGuard;
+use crate::interaction::{MAX_INPUT_ROUNDS, MAX_URL_ELICITATION_RETRIES, URL_ELICITATION_REQUIRED};
 
 /// The most pages a listing follows before it stops with an error.
 pub const MAX_LIST_PAGES: usize = 100;
@@ -55,12 +57,22 @@ pub enum RequestError {
     Unexpected { what: &'static str },
     #[error("no answer within {} ms", .0.as_millis())]
     Timeout(Duration),
-    #[error(
-        "the server asks for input first (elicitation, sampling or roots: {requests}); Switchboard does not answer input requests yet"
-    )]
+    #[error("the server asks for input Switchboard cannot answer ({requests})")]
     InputRequired { requests: String },
     #[error("the connection closed")]
     Closed,
+    /// A URL the call needs was not visited: declined, cancelled, or no go-ahead in time.
+    #[error("the server needs the user to open {url}: {message}")]
+    UrlElicitation { url: String, message: String },
+    #[error(
+        "the server still asks for a URL to be opened after {retries} retries; giving up ({message})"
+    )]
+    UrlRetries { retries: usize, message: String },
+    #[error("the server asked for input more than {rounds} rounds; giving up")]
+    TooManyRounds { rounds: usize },
+    /// The server's question could not be answered (an invalid form answer, a failed sampler).
+    #[error("{0}")]
+    Answer(String),
     #[error("the server answered with an error: {message} (code {code})")]
     Refused {
         code: i32,
@@ -270,14 +282,105 @@ impl Session {
 
     /// `tools/call`: the result as MCP JSON. Progress goes to `progress`; dropping the future
     /// before it resolves sends `notifications/cancelled` for the request.
+    ///
+    /// The server's questions are answered on the way: 2026-07-28 input requests with the
+    /// call's own interaction (at most [`MAX_INPUT_ROUNDS`] rounds), and an initialize-era
+    /// "URL elicitation required" (-32042) by showing the URLs, waiting for the go-ahead or the
+    /// completion, and sending the call again (at most [`MAX_URL_ELICITATION_RETRIES`] times).
     pub(crate) async fn call_tool(
         &self,
         tool: &str,
         arguments: Map<String, Value>,
         timeout: Duration,
         progress: Option<mpsc::UnboundedSender<Progress>>,
+        call: CallContext,
     ) -> Result<Value, RequestError> {
-        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let guard = self.asker.begin_call(&call.qualified, call.interaction);
+        let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let mut url_rounds = 0usize;
+        let mut rounds = 0usize;
+        loop {
+            let answer = self
+                .send_call(params.clone(), timeout, progress.clone(), &guard)
+                .await;
+            let (asked_urls, last) = match answer {
+                Ok(ServerResult::CallToolResult(result)) => return Ok(as_value(&result)),
+                // 2026-07-28: a multi round-trip call that needs answers before it can finish.
+                Ok(ServerResult::InputRequiredResult(input)) => {
+                    rounds += 1;
+                    if rounds > MAX_INPUT_ROUNDS {
+                        return Err(RequestError::TooManyRounds {
+                            rounds: MAX_INPUT_ROUNDS,
+                        });
+                    }
+                    let requests = input.input_requests.unwrap_or_default();
+                    let asked_urls = requests.values().any(|r| {
+                        matches!(
+                            r,
+                            InputRequest::Elicitation(e)
+                                if matches!(e.params, ElicitRequestParams::UrlElicitationParams { .. })
+                        )
+                    });
+                    if asked_urls && url_rounds >= MAX_URL_ELICITATION_RETRIES {
+                        return Err(RequestError::UrlRetries {
+                            retries: MAX_URL_ELICITATION_RETRIES,
+                            message: "the server asked for another URL".to_owned(),
+                        });
+                    }
+                    let mut responses = InputResponses::new();
+                    for (key, request) in requests {
+                        let (response, _) =
+                            self.asker.answer_input(guard.key, request, timeout).await?;
+                        responses.insert(key, response);
+                    }
+                    params.input_responses = (!responses.is_empty()).then_some(responses);
+                    params.request_state = input.request_state;
+                    (asked_urls, "the server asked for another URL".to_owned())
+                }
+                Ok(_) => return Err(RequestError::Unexpected { what: "tools/call" }),
+                Err(RequestError::Refused {
+                    code: URL_ELICITATION_REQUIRED,
+                    message,
+                    data,
+                }) => {
+                    let urls = url_elicitations(data.as_ref());
+                    if urls.is_empty() {
+                        return Err(RequestError::Refused {
+                            code: URL_ELICITATION_REQUIRED,
+                            message,
+                            data,
+                        });
+                    }
+                    if url_rounds < MAX_URL_ELICITATION_RETRIES {
+                        let route = self.asker.route_for_call(&guard);
+                        for url in urls {
+                            self.asker.await_url(&route, url, timeout).await?;
+                        }
+                    }
+                    (true, message)
+                }
+                Err(e) => return Err(e),
+            };
+            if asked_urls {
+                url_rounds += 1;
+                if url_rounds > MAX_URL_ELICITATION_RETRIES {
+                    return Err(RequestError::UrlRetries {
+                        retries: MAX_URL_ELICITATION_RETRIES,
+                        message: last,
+                    });
+                }
+            }
+        }
+    }
+
+    /// One `tools/call` request: the raw answer.
+    async fn send_call(
+        &self,
+        params: CallToolRequestParams,
+        timeout: Duration,
+        progress: Option<mpsc::UnboundedSender<Progress>>,
+        guard: &CallGuard,
+    ) -> Result<ServerResult, RequestError> {
         let request = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params));
         let mut options = PeerRequestOptions::no_options();
         options.timeout = Some(timeout);
@@ -285,7 +388,8 @@ impl Session {
             .peer()
             .send_request_with_option(request, options)
             .await?;
-        let mut guard = CancelOnDrop {
+        guard.sent(handle.id.clone(), handle.progress_token.clone());
+        let mut cancel = CancelOnDrop {
             peer: Some(self.peer().clone()),
             id: handle.id.clone(),
         };
@@ -312,30 +416,33 @@ impl Session {
             None => None,
         };
         let response = handle.await_response().await;
-        guard.peer = None;
+        cancel.peer = None;
         if let Some(task) = forwarding {
             task.abort();
         }
-        match response? {
-            ServerResult::CallToolResult(result) => Ok(as_value(&result)),
-            // 2026-07-28: a multi round-trip call that needs answers before it can finish.
-            ServerResult::InputRequiredResult(input) => {
-                let asked = as_value(&input);
-                let requests = asked
-                    .get("inputRequests")
-                    .and_then(Value::as_object)
-                    .map(|m| {
-                        m.values()
-                            .filter_map(|r| r.get("method").and_then(Value::as_str))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    })
-                    .unwrap_or_default();
-                Err(RequestError::InputRequired { requests })
-            }
-            _ => Err(RequestError::Unexpected { what: "tools/call" }),
-        }
+        Ok(response?)
     }
+}
+
+/// The URL elicitations in the `data` of a -32042 error (`{"elicitations": [...]}`).
+fn url_elicitations(data: Option<&Value>) -> Vec<ElicitRequestParams> {
+    data.and_then(|d| d.get("elicitations"))
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|item| serde_json::from_value(item.clone()).ok())
+                .filter(|p| matches!(p, ElicitRequestParams::UrlElicitationParams { .. }))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Who a call is for: its qualified name, and its own interaction when it has one.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CallContext {
+    pub(crate) qualified: String,
+    pub(crate) interaction: Option<crate::interaction::Interaction>,
 }
 
 /// Sends `notifications/cancelled` for a request whose caller went away.
