@@ -82,7 +82,12 @@ fn start(ctx: &Context, only: Option<Vec<String>>) -> anyhow::Result<Host> {
             }
         }
     }
-    let mut builder = Host::builder().config(config).env(ctx.env.clone());
+    let (interaction, roots) = crate::interact::setup(ctx)?;
+    let mut builder = Host::builder()
+        .config(config)
+        .env(ctx.env.clone())
+        .interaction(interaction)
+        .roots(roots);
     if let Some(only) = only {
         builder = builder.only(only);
     }
@@ -195,6 +200,16 @@ async fn tools(
     Ok(ExitCode::SUCCESS)
 }
 
+/// The spinner of the running call, so a question to the user can take it off the terminal.
+static SPINNER: std::sync::Mutex<Option<indicatif::ProgressBar>> = std::sync::Mutex::new(None);
+
+/// Clears the call's spinner for good: a server is asking the user something.
+pub(crate) fn stop_spinner() {
+    if let Some(bar) = SPINNER.lock().ok().and_then(|mut s| s.take()) {
+        bar.finish_and_clear();
+    }
+}
+
 /// Builds the arguments from a JSON object and `--arg k=v` pairs; a value is taken as JSON when
 /// the tool's schema wants something other than a string.
 fn arguments(
@@ -267,6 +282,9 @@ async fn call(
         bar.enable_steady_tick(Duration::from_millis(80));
         bar
     });
+    if let (Some(bar), Ok(mut spinner)) = (&bar, SPINNER.lock()) {
+        *spinner = Some(bar.clone());
+    }
     let show = {
         let bar = bar.clone();
         async move {

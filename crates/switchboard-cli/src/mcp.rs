@@ -23,6 +23,10 @@ use crate::probe::probe;
 pub(crate) struct Context {
     pub(crate) env: Environment,
     pub(crate) paths: ConfigPaths,
+    /// `--elicit-json`: scripted answers to servers' forms.
+    pub(crate) elicit_json: Option<PathBuf>,
+    /// `--add-dir`: more roots.
+    pub(crate) add_dir: Vec<PathBuf>,
 }
 
 impl Context {
@@ -37,7 +41,12 @@ impl Context {
         let env = Environment::capture();
         let mut paths = ConfigPaths::discover(&cwd, &env);
         paths.dynamic = global.mcp_config.clone();
-        Ok(Context { env, paths })
+        Ok(Context {
+            env,
+            paths,
+            elicit_json: global.elicit_json.clone(),
+            add_dir: global.add_dir.clone(),
+        })
     }
 
     /// Loads every scope. Files are found afresh each time: a command may have just created

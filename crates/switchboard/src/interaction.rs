@@ -15,6 +15,14 @@
 // Roots are deprecated for 2026-07-28 (SEP-2577), but initialize-era servers still ask for them.
 #![allow(deprecated)]
 
+mod command;
+mod settings;
+
+pub use command::CommandSampler;
+pub use settings::{
+    DEFAULT_SAMPLING_TIMEOUT, InteractionSettings, SamplingSettings, ServerSampling,
+};
+
 use std::path::PathBuf;
 use std::sync::Arc;
 

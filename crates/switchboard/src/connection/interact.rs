@@ -257,7 +257,7 @@ impl Asker {
     ) -> Result<CreateMessageResult, AnswerError> {
         let Some(sampler) = route.sampler.clone() else {
             return Err(AnswerError::Sampling(format!(
-                "sampling is not configured on this host: `{}` cannot use the model (configure a sampler)",
+                "`{}` asked for sampling, but no sampler is configured (the switchboard CLI runs the command set as `sampling.command` in the user file, mcp.json)",
                 self.server
             )));
         };
