@@ -412,3 +412,28 @@ fn a_terminal_shows_a_url_and_goes_on_after_the_go_ahead() {
     assert_eq!(code, Some(0), "{stdout}");
     assert_eq!(stdout.trim(), "signed in after 2 URL(s)");
 }
+
+#[test]
+fn a_servers_log_level_is_set_from_config_and_its_messages_reach_the_log() {
+    let tree = ConfigTree::new().unwrap();
+    let mut kit = testkit("legacy");
+    kit["logLevel"] = json!("warning");
+    user_file(&tree, json!({"kit": kit}), json!({}));
+    let out = command(&tree, &["call", "kit", "log"])
+        .env("SWITCHBOARD_LOG", "switchboard::server=debug")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "logged at warning, error");
+    let stderr = text(&out.stderr);
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("testkit log at error"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        line.contains("ERROR") && line.contains("server=kit"),
+        "{line}"
+    );
+    assert!(!stderr.contains("testkit log at info"), "{stderr}");
+}

@@ -24,6 +24,30 @@ const URL_ELICITATION_REQUIRED: i32 = -32042;
 /// The names of the asking tools.
 pub(crate) const ASK_TOOLS: [&str; 4] = ["ask_form", "ask_url", "ask_sample", "ask_roots"];
 
+/// The levels the `log` tool logs at, lowest first.
+const LOG_LEVELS: [&str; 4] = ["debug", "info", "warning", "error"];
+
+/// The `log` tool: one `notifications/message` at each level at or above the level the client
+/// set (`logging/setLevel`; all of them when it set none).
+pub(crate) async fn log(context: &RequestContext<RoleServer>, set: Option<&str>) -> CallToolResult {
+    let floor = set
+        .and_then(|s| LOG_LEVELS.iter().position(|l| *l == s))
+        .unwrap_or(0);
+    let mut sent = Vec::new();
+    for level in &LOG_LEVELS[floor..] {
+        let notification: Result<ServerNotification, _> = serde_json::from_value(json!({
+            "method": "notifications/message",
+            "params": {"level": level, "logger": "testkit", "data": format!("testkit log at {level}")}
+        }));
+        if let Ok(notification) = notification
+            && context.peer.send_notification(notification).await.is_ok()
+        {
+            sent.push(*level);
+        }
+    }
+    text(format!("logged at {}", sent.join(", ")))
+}
+
 /// The form `ask_form` asks for: one field of every type the restricted schema allows.
 pub fn form_schema() -> Value {
     json!({
@@ -72,6 +96,11 @@ pub(crate) fn tools() -> Vec<Tool> {
                 "properties": {"prompt": {"type": "string"}},
                 "required": ["prompt"]
             })),
+        ),
+        Tool::new(
+            "log",
+            "Sends a log message at each level the client's logging/setLevel lets through.",
+            schema(json!({"type": "object", "properties": {}})),
         ),
         Tool::new(
             "ask_roots",

@@ -41,6 +41,10 @@ struct Shared {
     tools: std::sync::Mutex<Vec<Tool>>,
     /// `ask_url`'s counters (initialize era).
     url_counters: crate::ask::UrlCounters,
+    /// `--ask-tools`: also offer logging.
+    ask_tools: bool,
+    /// The level the client set with `logging/setLevel`.
+    log_level: std::sync::Mutex<Option<String>>,
 }
 
 /// A 4×2 red PNG, for the `image` tool.
@@ -68,6 +72,8 @@ impl Toolbox {
                 endless_pages: options.endless_pages,
                 tools: std::sync::Mutex::new(tools),
                 url_counters: crate::ask::UrlCounters::default(),
+                ask_tools: options.ask_tools,
+                log_level: std::sync::Mutex::new(None),
             }),
         }
     }
@@ -313,19 +319,21 @@ impl Toolbox {
 
 impl ServerHandler for Toolbox {
     fn get_info(&self) -> ServerConfig {
-        let config = ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .build(),
-        )
-        .with_server_info(Implementation::new(
-            "switchboard-testkit",
-            env!("CARGO_PKG_VERSION"),
-        ))
-        .with_instructions(
-            "A test server: echo, add, slow, fail, add_tool, image, blob, big, pid.",
-        );
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        if self.shared.ask_tools {
+            capabilities.logging = Some(JsonObject::new());
+        }
+        let config = ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new(
+                "switchboard-testkit",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(
+                "A test server: echo, add, slow, fail, add_tool, image, blob, big, pid.",
+            );
         match self.shared.protocol {
             ProtocolMode::Legacy => {
                 config.with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
@@ -375,6 +383,25 @@ impl ServerHandler for Toolbox {
         Ok(result)
     }
 
+    #[allow(deprecated)] // logging is what initialize-era clients speak
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let level = serde_json::to_value(request.level)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned));
+        eprintln!(
+            "testkit-server: log level set to {}",
+            level.as_deref().unwrap_or("?")
+        );
+        if let Ok(mut current) = self.shared.log_level.lock() {
+            *current = level;
+        }
+        Ok(())
+    }
+
     fn get_tool(&self, name: &str) -> Option<Tool> {
         self.tools().into_iter().find(|tool| tool.name == name)
     }
@@ -395,6 +422,11 @@ impl ServerHandler for Toolbox {
                 answered + 1
             );
             std::process::exit(3);
+        }
+        if request.name == "log" && self.shared.ask_tools {
+            let level = self.shared.log_level.lock().ok().and_then(|l| l.clone());
+            let result = crate::ask::log(&context, level.as_deref()).await;
+            return Ok(result.into());
         }
         if crate::ask::ASK_TOOLS.contains(&request.name.as_ref())
             && self.tools().iter().any(|t| t.name == request.name)
