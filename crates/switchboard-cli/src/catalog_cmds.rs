@@ -527,11 +527,18 @@ async fn prompt(host: &Host, name: &str, pairs: &[String], json: bool) -> anyhow
         .list_prompts(server)
         .await
         .map_err(failure_text)?;
-    let prompt = list
+    let definition = list
         .iter()
-        .filter_map(|p| p.get("name").and_then(Value::as_str))
-        .find(|p| switchboard::catalog::qualified_name(server, p, false) == name)
-        .with_context(|| format!("server `{server}` has no prompt `{name}`"))?
+        .find(|p| {
+            p.get("name")
+                .and_then(Value::as_str)
+                .is_some_and(|p| switchboard::catalog::qualified_name(server, p, false) == name)
+        })
+        .with_context(|| format!("server `{server}` has no prompt `{name}`"))?;
+    let prompt = definition
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
         .to_owned();
     let mut args = Map::new();
     for pair in pairs {
@@ -540,6 +547,12 @@ async fn prompt(host: &Host, name: &str, pairs: &[String], json: bool) -> anyhow
             .with_context(|| format!("--arg `{pair}` must look like KEY=VALUE"))?;
         args.insert(k.to_owned(), Value::String(v.to_owned()));
     }
+    let definitions = definition
+        .get("arguments")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    crate::interact::ask_prompt_arguments(host, server, &prompt, &definitions, &mut args).await;
     let result = host
         .manager()
         .get_prompt(server, &prompt, args)

@@ -397,3 +397,103 @@ async fn ask_field(name: &str, field: &Value, required: bool) -> Field {
         }
     }
 }
+
+/// Asks on the terminal for the prompt arguments not given with `--arg`, one at a time, with
+/// the server's completions: its suggestions are listed, `PREFIX?` lists those starting with
+/// PREFIX, a number picks a listed one.
+pub(crate) async fn ask_prompt_arguments(
+    host: &switchboard::host::Host,
+    server: &str,
+    prompt: &str,
+    definitions: &[Value],
+    given: &mut Map<String, Value>,
+) {
+    use switchboard::connection::{CompletionTarget, ServerState};
+    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        return;
+    }
+    let completes = matches!(
+        host.manager().state(server),
+        Some(ServerState::Connected(info)) if info.capabilities.completions
+    );
+    let target = CompletionTarget::Prompt(prompt.to_owned());
+    for definition in definitions {
+        let Some(name) = definition.get("name").and_then(Value::as_str) else {
+            continue;
+        };
+        if given.contains_key(name) {
+            continue;
+        }
+        let required = definition
+            .get("required")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let mut label = name.to_owned();
+        if let Some(description) = definition.get("description").and_then(Value::as_str) {
+            label.push_str(&format!(" ({description})"));
+        }
+        if required {
+            label.push_str(" *");
+        }
+        let context: std::collections::BTreeMap<String, String> = given
+            .iter()
+            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+            .collect();
+        let suggest = |prefix: String| {
+            let context = context.clone();
+            let target = target.clone();
+            async move {
+                if !completes {
+                    return Vec::new();
+                }
+                match host
+                    .manager()
+                    .complete(server, &target, name, &prefix, &context)
+                    .await
+                {
+                    Ok(c) => c.values,
+                    Err(e) => {
+                        say(&format!("    (no suggestions: {e})"));
+                        Vec::new()
+                    }
+                }
+            }
+        };
+        let mut shown = suggest(String::new()).await;
+        loop {
+            if !shown.is_empty() {
+                let listed: Vec<String> = shown
+                    .iter()
+                    .take(20)
+                    .enumerate()
+                    .map(|(i, v)| format!("{}) {v}", i + 1))
+                    .collect();
+                say(&format!("  {name}: {}", listed.join("  ")));
+            }
+            let Some(line) = ask_line(format!("  {label}: ")).await else {
+                return;
+            };
+            let text = line.trim();
+            if let Some(prefix) = text.strip_suffix('?') {
+                shown = suggest(prefix.to_owned()).await;
+                if shown.is_empty() {
+                    say("    no suggestions");
+                }
+                continue;
+            }
+            if text.is_empty() {
+                if required {
+                    say("    required: please answer");
+                    continue;
+                }
+                break;
+            }
+            let value = match text.parse::<usize>() {
+                Ok(n) if (1..=shown.len().min(20)).contains(&n) => shown[n - 1].clone(),
+                _ => text.to_owned(),
+            };
+            given.insert(name.to_owned(), Value::String(value));
+            break;
+        }
+    }
+}

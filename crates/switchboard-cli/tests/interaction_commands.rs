@@ -437,3 +437,31 @@ fn a_servers_log_level_is_set_from_config_and_its_messages_reach_the_log() {
     );
     assert!(!stderr.contains("testkit log at info"), "{stderr}");
 }
+
+#[test]
+fn the_prompt_command_asks_for_arguments_with_the_servers_completions() {
+    let tree = ConfigTree::new().unwrap();
+    user_file(
+        &tree,
+        json!({"everything": {"command": partner("SWITCHBOARD_PARTNER_EVERYTHING"), "args": ["stdio"]}}),
+        json!({}),
+    );
+    let mut term = OnTerminal::start(command(
+        &tree,
+        &["prompt", "mcp__everything__completable-prompt"],
+    ));
+    term.expect("department: 1) Engineering  2) Sales  3) Marketing  4) Support");
+    term.expect("department (Choose the department.) *: ");
+    term.answer("S?");
+    term.expect("department: 1) Sales  2) Support");
+    term.answer("2");
+    // The second argument's suggestions follow the first.
+    term.expect("name: 1) John  2) Kim  3) Lee");
+    term.answer("1");
+    let (code, stdout) = term.finish();
+    assert_eq!(code, Some(0), "{stdout}");
+    assert_eq!(
+        stdout.trim(),
+        "[user] Please promote John to the head of the Support team."
+    );
+}

@@ -20,7 +20,9 @@ pub(crate) use handler::Notice;
 pub use handshake::Generation;
 use handshake::{HandshakeError, Plan, handshake, latest_initialize_version};
 pub(crate) use requests::CallContext;
-pub use requests::{Annotations, MAX_LIST_PAGES, Progress, RequestError, ToolDef};
+pub use requests::{
+    Annotations, Completion, CompletionTarget, MAX_LIST_PAGES, Progress, RequestError, ToolDef,
+};
 
 use crate::config::{ProtocolPin, ServerConfig, Transport};
 use crate::transport::remote::{RemoteError, auth_challenge};

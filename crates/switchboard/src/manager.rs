@@ -547,6 +547,22 @@ impl ServerManager {
         .await
     }
 
+    /// Argument completion (`completion/complete`) for a prompt or a resource template of a
+    /// connected server that offers completions.
+    pub async fn complete(
+        &self,
+        name: &str,
+        target: &connection::CompletionTarget,
+        argument: &str,
+        value: &str,
+        context: &BTreeMap<String, String>,
+    ) -> Result<connection::Completion, RequestFailure> {
+        self.request(name, |s| async move {
+            s.complete(target, argument, value, context).await
+        })
+        .await
+    }
+
     /// The last lines a connected stdio server wrote to stderr.
     pub fn stderr_tail(&self, name: &str) -> Option<String> {
         self.session(name).ok()?.stderr_tail()

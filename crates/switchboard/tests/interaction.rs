@@ -842,3 +842,42 @@ async fn no_elicitor_means_no_capability_and_a_clear_call_error_for_urls() {
     assert!(err.to_string().contains("no elicitor"), "{err}");
     host.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_completes_prompt_and_resource_template_arguments() {
+    use std::collections::BTreeMap;
+    use switchboard::connection::CompletionTarget;
+    let tree = ConfigTree::new().unwrap();
+    let host = start_host(
+        &tree,
+        json!({"everything": everything()}),
+        Interaction::default(),
+        Roots::default(),
+    )
+    .await;
+    let prompt = CompletionTarget::Prompt("completable-prompt".to_owned());
+    let departments = host
+        .manager()
+        .complete("everything", &prompt, "department", "S", &BTreeMap::new())
+        .await
+        .unwrap();
+    assert_eq!(departments.values, ["Sales", "Support"]);
+    // The second argument's suggestions depend on the first, given as context.
+    let context = BTreeMap::from([("department".to_owned(), "Engineering".to_owned())]);
+    let names = host
+        .manager()
+        .complete("everything", &prompt, "name", "", &context)
+        .await
+        .unwrap();
+    assert_eq!(names.values, ["Alice", "Bob", "Charlie"]);
+
+    let template =
+        CompletionTarget::ResourceTemplate("demo://resource/dynamic/text/{resourceId}".to_owned());
+    let ids = host
+        .manager()
+        .complete("everything", &template, "resourceId", "7", &BTreeMap::new())
+        .await
+        .unwrap();
+    assert_eq!(ids.values, ["7"]);
+    host.shutdown().await;
+}

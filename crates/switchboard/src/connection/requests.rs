@@ -19,6 +19,25 @@ use crate::interaction::{MAX_INPUT_ROUNDS, MAX_URL_ELICITATION_RETRIES, URL_ELIC
 /// The most pages a listing follows before it stops with an error.
 pub const MAX_LIST_PAGES: usize = 100;
 
+/// What an argument is completed for (`completion/complete`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CompletionTarget {
+    /// A prompt, by its name on the server.
+    Prompt(String),
+    /// A resource template, by its URI template.
+    ResourceTemplate(String),
+}
+
+/// A server's suggestions for one argument.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Completion {
+    /// At most 100 values, best first.
+    pub values: Vec<String>,
+    pub total: Option<u32>,
+    pub has_more: bool,
+}
+
 /// A tool as its server describes it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolDef {
@@ -267,6 +286,42 @@ impl Session {
             super::Generation::Initialize => Ok(()),
             super::Generation::Discover => Err(RequestError::NotYetSupported(what)),
         }
+    }
+
+    /// `completion/complete`: suggestions for `argument` starting from `value`, given the
+    /// arguments already chosen (`context`).
+    pub(crate) async fn complete(
+        &self,
+        target: &CompletionTarget,
+        argument: &str,
+        value: &str,
+        context: &std::collections::BTreeMap<String, String>,
+    ) -> Result<Completion, RequestError> {
+        let context = (!context.is_empty()).then(|| {
+            rmcp::model::CompletionContext::with_arguments(
+                context
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            )
+        });
+        let info = match target {
+            CompletionTarget::Prompt(name) => {
+                self.peer()
+                    .complete_prompt_argument(name, argument, value, context)
+                    .await?
+            }
+            CompletionTarget::ResourceTemplate(uri) => {
+                self.peer()
+                    .complete_resource_argument(uri, argument, value, context)
+                    .await?
+            }
+        };
+        Ok(Completion {
+            values: info.values,
+            total: info.total,
+            has_more: info.has_more.unwrap_or(false),
+        })
     }
 
     /// `prompts/get`, as MCP JSON (`{"description"?, "messages": [...]}`).
