@@ -160,6 +160,7 @@ impl CliElicitor {
             say("  waiting for the server to confirm (open the link in a browser)…");
             return std::future::pending().await;
         }
+        open_browser(url);
         match ask_line("  press Enter once done, or type n to decline: ".to_owned()).await {
             Some(line) if line.trim().eq_ignore_ascii_case("n") => {
                 ElicitResult::new(ElicitationAction::Decline)
@@ -229,6 +230,34 @@ impl CliElicitor {
             say(&format!("  the answer does not fit the form: {e}"));
         }
         ElicitResult::new(ElicitationAction::Accept).with_content(content)
+    }
+}
+
+/// Opens the URL in a browser where one exists: `$BROWSER`, else `open` on macOS, else
+/// `xdg-open` on a graphical session. Best effort: the URL is printed either way.
+fn open_browser(url: &str) {
+    let program = match std::env::var("BROWSER") {
+        Ok(browser) if !browser.trim().is_empty() => browser,
+        _ if cfg!(target_os = "macos") => "open".to_owned(),
+        _ if std::env::var_os("DISPLAY").is_some()
+            || std::env::var_os("WAYLAND_DISPLAY").is_some() =>
+        {
+            "xdg-open".to_owned()
+        }
+        _ => return,
+    };
+    let spawned = std::process::Command::new(&program)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    match spawned {
+        // Reap it when it exits; the call goes on meanwhile.
+        Ok(mut child) => {
+            std::thread::spawn(move || child.wait());
+        }
+        Err(e) => say(&format!("  (could not start `{program}` to open it: {e})")),
     }
 }
 

@@ -399,10 +399,25 @@ fn a_terminal_prompts_for_each_field_with_defaults_and_choices() {
 fn a_terminal_shows_a_url_and_goes_on_after_the_go_ahead() {
     let tree = ConfigTree::new().unwrap();
     user_file(&tree, json!({"kit": testkit("legacy")}), json!({}));
-    let mut term = OnTerminal::start(command(
-        &tree,
-        &["call", "kit", "ask_url", "--arg", "completions=2"],
-    ));
+    // A "browser" that notes the URLs it was given.
+    let opened = tree.root().join("opened.txt");
+    let browser = tree.root().join("browser.sh");
+    std::fs::write(
+        &browser,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$1\" >> '{}'\n",
+            opened.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &browser,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let mut call = command(&tree, &["call", "kit", "ask_url", "--arg", "completions=2"]);
+    call.env("BROWSER", &browser);
+    let mut term = OnTerminal::start(call);
     for step in 1..=2 {
         term.expect(&format!("https://login.example.test/login?step={step}"));
         term.expect("press Enter once done, or type n to decline: ");
@@ -411,6 +426,27 @@ fn a_terminal_shows_a_url_and_goes_on_after_the_go_ahead() {
     let (code, stdout) = term.finish();
     assert_eq!(code, Some(0), "{stdout}");
     assert_eq!(stdout.trim(), "signed in after 2 URL(s)");
+    let deadline = Instant::now() + WAIT;
+    let opened_both = || {
+        let mut lines: Vec<String> = std::fs::read_to_string(&opened)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        lines.sort();
+        lines
+            == [
+                "https://login.example.test/login?step=1",
+                "https://login.example.test/login?step=2",
+            ]
+    };
+    while !opened_both() {
+        assert!(
+            Instant::now() < deadline,
+            "the browser was not started for each URL"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 #[test]

@@ -881,3 +881,104 @@ async fn everything_completes_prompt_and_resource_template_arguments() {
     assert_eq!(ids.values, ["7"]);
     host.shutdown().await;
 }
+
+/// Starts a long `slow` call on `server` with `own` as its interaction, and returns once the
+/// server reported progress (the call is in flight). Dropping the handle cancels it.
+async fn in_flight(
+    host: &Host,
+    server: &str,
+    own: Option<Interaction>,
+) -> tokio::task::JoinHandle<()> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let host = host.clone();
+    let name = format!("mcp__{server}__slow");
+    let call = tokio::spawn(async move {
+        let options = CallOptions {
+            progress: Some(tx),
+            interaction: own,
+            ..cli()
+        };
+        let _ = host
+            .call(&name, args(json!({"ms": 60_000, "steps": 600})), options)
+            .await;
+    });
+    tokio::time::timeout(SETTLE, rx.recv())
+        .await
+        .expect("the slow call reported progress");
+    call
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn initialize_era_routing_takes_the_only_call_with_its_own_interaction_else_the_hosts() {
+    let tree = ConfigTree::new().unwrap();
+    let hosts = Scripted::accepting(json!({"name": "Host", "age": 1}));
+    let mine = Scripted::accepting(json!({"name": "Mine", "age": 2}));
+    let other = Scripted::accepting(json!({"name": "Other", "age": 3}));
+    let host = start_host(
+        &tree,
+        json!({"kit": testkit("legacy")}),
+        elicit_only(hosts.clone()),
+        Roots::default(),
+    )
+    .await;
+
+    // Another call is in flight without its own interaction: ours is the only one with one.
+    let slow = in_flight(&host, "kit", None).await;
+    let options = CallOptions {
+        interaction: Some(elicit_only(mine.clone())),
+        ..cli()
+    };
+    let out = host
+        .call("mcp__kit__ask_form", Map::new(), options)
+        .await
+        .unwrap();
+    assert_eq!(out.result["structuredContent"]["name"], "Mine");
+    slow.abort();
+
+    // Two calls with their own interactions: over stdio nothing says which call asked, so the
+    // question goes to the host's elicitor, never to the other caller's.
+    let slow = in_flight(&host, "kit", Some(elicit_only(other.clone()))).await;
+    let options = CallOptions {
+        interaction: Some(elicit_only(mine.clone())),
+        ..cli()
+    };
+    let out = host
+        .call("mcp__kit__ask_form", Map::new(), options)
+        .await
+        .unwrap();
+    assert_eq!(out.result["structuredContent"]["name"], "Host");
+    assert!(other.seen().is_empty());
+    slow.abort();
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_streamable_http_a_question_goes_to_the_call_whose_stream_carried_it() {
+    use switchboard_testkit::{TestServer, Transport};
+    let server =
+        TestServer::start(Transport::Http, ["--ask-tools", "--protocol", "legacy"]).unwrap();
+    let tree = ConfigTree::new().unwrap();
+    let hosts = Scripted::accepting(json!({"name": "Host", "age": 1}));
+    let mine = Scripted::accepting(json!({"name": "Mine", "age": 2}));
+    let other = Scripted::accepting(json!({"name": "Other", "age": 3}));
+    let host = start_host(
+        &tree,
+        json!({"web": {"type": "http", "url": server.url()}}),
+        elicit_only(hosts.clone()),
+        Roots::default(),
+    )
+    .await;
+    let slow = in_flight(&host, "web", Some(elicit_only(other.clone()))).await;
+    let options = CallOptions {
+        interaction: Some(elicit_only(mine.clone())),
+        ..cli()
+    };
+    let out = host
+        .call("mcp__web__ask_form", Map::new(), options)
+        .await
+        .unwrap();
+    assert_eq!(out.result["structuredContent"]["name"], "Mine");
+    assert!(other.seen().is_empty() && hosts.seen().is_empty());
+    slow.abort();
+    host.shutdown().await;
+}
