@@ -982,3 +982,43 @@ async fn over_streamable_http_a_question_goes_to_the_call_whose_stream_carried_i
     slow.abort();
     host.shutdown().await;
 }
+
+#[test]
+fn broken_interaction_settings_name_the_file_and_field() {
+    use switchboard::config::{ConfigPaths, Environment};
+    use switchboard::interaction::InteractionSettings;
+    let tree = ConfigTree::new().unwrap();
+    tree.write(
+        tree.user_file(),
+        r#"{"sampling": {"command": "model", "server": {}}, "roots": "not a list"}"#,
+    )
+    .unwrap();
+    let env: Environment = tree.env().into_iter().collect();
+    let paths = ConfigPaths::discover(&tree.project(), &env);
+    let (settings, issues) = InteractionSettings::load(&paths, &env);
+    assert!(settings.sampling.is_none());
+    let fields: Vec<_> = issues.iter().map(|i| i.field.clone().unwrap()).collect();
+    assert_eq!(fields, ["sampling", "roots"]);
+    assert!(
+        issues[0].message.contains("unknown field `server`"),
+        "{}",
+        issues[0]
+    );
+    assert_eq!(issues[0].file.as_deref(), Some(tree.user_file().as_path()));
+
+    tree.write(
+        tree.user_file(),
+        r#"{"mcpServers": {"kit": {"command": "x", "logLevel": "loud"}}}"#,
+    )
+    .unwrap();
+    let config = switchboard::config::ConfigSet::load(paths, &env);
+    let issue = config
+        .issues
+        .iter()
+        .find(|i| i.field.as_deref() == Some("logLevel"))
+        .expect("an issue for logLevel");
+    assert!(
+        issue.message.contains("unknown log level `loud`"),
+        "{issue}"
+    );
+}

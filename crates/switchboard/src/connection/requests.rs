@@ -16,6 +16,9 @@ use super::Session;
 use super::interact::CallGuard;
 use crate::interaction::{MAX_INPUT_ROUNDS, MAX_URL_ELICITATION_RETRIES, URL_ELICITATION_REQUIRED};
 
+/// The pause before sending again a call answered with request state only, times the round.
+const STATE_ONLY_PAUSE: Duration = Duration::from_millis(50);
+
 /// The most pages a listing follows before it stops with an error.
 pub const MAX_LIST_PAGES: usize = 100;
 
@@ -369,6 +372,11 @@ impl Session {
                         });
                     }
                     let requests = input.input_requests.unwrap_or_default();
+                    if requests.is_empty() {
+                        // Only request state: the server is working; do not spin.
+                        tokio::time::sleep(STATE_ONLY_PAUSE * u32::try_from(rounds).unwrap_or(1))
+                            .await;
+                    }
                     let asked_urls = requests.values().any(|r| {
                         matches!(
                             r,
