@@ -347,3 +347,70 @@ pub(crate) async fn run(
         )),
     }
 }
+
+/// The prompts offered with `--ask-tools`: `greet` asks for a name first.
+pub(crate) fn prompts() -> Vec<rmcp::model::Prompt> {
+    serde_json::from_value(json!([{
+        "name": "greet",
+        "description": "Greets someone; asks the user for their name first."
+    }]))
+    .unwrap_or_default()
+}
+
+fn name_form() -> Value {
+    json!({
+        "mode": "form",
+        "message": "Who should be greeted?",
+        "requestedSchema": {
+            "type": "object",
+            "properties": {"name": {"type": "string", "title": "Name"}},
+            "required": ["name"]
+        }
+    })
+}
+
+fn greeting(answer: &Value) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
+    let name = answer
+        .pointer("/content/name")
+        .and_then(Value::as_str)
+        .unwrap_or("nobody");
+    serde_json::from_value::<rmcp::model::GetPromptResult>(json!({
+        "messages": [{"role": "user", "content": {"type": "text", "text": format!("Hello, {name}!")}}]
+    }))
+    .map(rmcp::model::GetPromptResponse::Complete)
+    .map_err(|e| ErrorData::internal_error(e.to_string(), None))
+}
+
+/// `prompts/get` of `greet`, in both generations.
+pub(crate) async fn get_prompt(
+    request: &rmcp::model::GetPromptRequestParams,
+    context: &RequestContext<RoleServer>,
+) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
+    if request.name != "greet" {
+        return Err(ErrorData::invalid_params(
+            format!("no prompt named {:?}", request.name),
+            None,
+        ));
+    }
+    if !modern(context) {
+        let answer = ask(context, "elicitation/create", name_form())
+            .await
+            .map_err(|m| ErrorData::internal_error(m, None))?;
+        return greeting(&answer);
+    }
+    match request.input_responses.as_ref().and_then(|r| r.get("name")) {
+        Some(answer) => greeting(answer),
+        None => {
+            let ask: InputRequest = serde_json::from_value(
+                json!({"method": "elicitation/create", "params": name_form()}),
+            )
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+            Ok(rmcp::model::GetPromptResponse::InputRequired(
+                InputRequiredResult::new(
+                    Some(BTreeMap::from([("name".to_owned(), ask)])),
+                    Some("greet".to_owned()),
+                ),
+            ))
+        }
+    }
+}

@@ -325,6 +325,7 @@ impl ServerHandler for Toolbox {
             .build();
         if self.shared.ask_tools {
             capabilities.logging = Some(JsonObject::new());
+            capabilities.prompts = Some(Default::default());
         }
         let config = ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
@@ -381,6 +382,27 @@ impl ServerHandler for Toolbox {
         let mut result = ListToolsResult::with_all_items(page);
         result.next_cursor = next;
         Ok(result)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
+        let prompts = if self.shared.ask_tools {
+            crate::ask::prompts()
+        } else {
+            Vec::new()
+        };
+        Ok(rmcp::model::ListPromptsResult::with_all_items(prompts))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
+        crate::ask::get_prompt(&request, &context).await
     }
 
     #[allow(deprecated)] // logging is what initialize-era clients speak

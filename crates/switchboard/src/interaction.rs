@@ -163,6 +163,10 @@ pub const URL_ELICITATION_REQUIRED: i32 = -32042;
 /// How many times a call is retried after URL elicitations before it fails.
 pub const MAX_URL_ELICITATION_RETRIES: usize = 3;
 
+/// The longest a call waits for the answer to one question (a URL's go-ahead or completion, a
+/// form, a sample) before it fails; shorter when the call's own timeout is.
+pub const MAX_ANSWER_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// The most 2026-07-28 input rounds one call goes through before it fails.
 pub const MAX_INPUT_ROUNDS: usize = 10;
 

@@ -579,7 +579,7 @@ impl ServerManager {
     ) -> Result<serde_json::Value, ManagerError> {
         self.request(name, |s| async move {
             let call = connection::CallContext {
-                qualified: format!("mcp__{name}__{tool}"),
+                qualified: crate::catalog::qualified_name(name, tool, false),
                 interaction: None,
             };
             s.call_tool(tool, arguments, timeout, None, call).await

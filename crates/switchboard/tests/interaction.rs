@@ -1022,3 +1022,30 @@ fn broken_interaction_settings_name_the_file_and_field() {
         "{issue}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_that_asks_first_is_answered_in_both_generations() {
+    let tree = ConfigTree::new().unwrap();
+    let elicitor = Scripted::accepting(json!({"name": "Ada"}));
+    let servers = json!({"old": testkit("legacy"), "new": testkit("modern")});
+    let host = start_host(
+        &tree,
+        servers,
+        elicit_only(elicitor.clone()),
+        Roots::default(),
+    )
+    .await;
+    for server in ["old", "new"] {
+        let prompt = host
+            .manager()
+            .get_prompt(server, "greet", Map::new())
+            .await
+            .unwrap_or_else(|e| panic!("{server}: {e}"));
+        assert_eq!(
+            prompt["messages"][0]["content"]["text"], "Hello, Ada!",
+            "{server}"
+        );
+    }
+    assert_eq!(elicitor.seen().len(), 2);
+    host.shutdown().await;
+}

@@ -379,6 +379,23 @@ impl Asker {
         request: InputRequest,
         wait: Duration,
     ) -> Result<(Value, bool), RequestError> {
+        tokio::time::timeout(wait, self.answer_input_unbounded(key, request, wait))
+            .await
+            .map_err(|_| {
+                RequestError::Answer(format!(
+                    "`{}` asked a question that got no answer within {} s",
+                    self.server,
+                    wait.as_secs()
+                ))
+            })?
+    }
+
+    async fn answer_input_unbounded(
+        &self,
+        key: u64,
+        request: InputRequest,
+        wait: Duration,
+    ) -> Result<(Value, bool), RequestError> {
         let route = self.route_for_key(key);
         let as_json = |v: Result<Value, serde_json::Error>| v.unwrap_or(Value::Null);
         match request {

@@ -14,7 +14,9 @@ use tokio::sync::mpsc;
 
 use super::Session;
 use super::interact::CallGuard;
-use crate::interaction::{MAX_INPUT_ROUNDS, MAX_URL_ELICITATION_RETRIES, URL_ELICITATION_REQUIRED};
+use crate::interaction::{
+    MAX_ANSWER_WAIT, MAX_INPUT_ROUNDS, MAX_URL_ELICITATION_RETRIES, URL_ELICITATION_REQUIRED,
+};
 
 /// The pause before sending again a call answered with request state only, times the round.
 const STATE_ONLY_PAUSE: Duration = Duration::from_millis(50);
@@ -254,12 +256,30 @@ impl Session {
     }
 
     /// `resources/read`, as MCP JSON (`{"contents": [...]}`).
+    /// 2026-07-28 input requests on the way are answered with the host's interaction.
     pub(crate) async fn read_resource(&self, uri: &str) -> Result<Value, RequestError> {
-        let result = self
-            .peer()
-            .read_resource(ReadResourceRequestParams::new(uri))
-            .await?;
-        Ok(as_value(&result))
+        use rmcp::model::ReadResourceResponse;
+        let guard = self.asker.begin_call(uri, None);
+        let mut params = ReadResourceRequestParams::new(uri);
+        let (mut rounds, mut url_rounds) = (0, 0);
+        loop {
+            match self.peer().read_resource_once(params.clone()).await? {
+                ReadResourceResponse::Complete(result) => return Ok(as_value(&result)),
+                ReadResourceResponse::InputRequired(input) => {
+                    let (responses, state, asked_urls) = self
+                        .answer_round(&guard, input, &mut rounds, url_rounds, MAX_ANSWER_WAIT)
+                        .await?;
+                    url_rounds += usize::from(asked_urls);
+                    params.input_responses = responses;
+                    params.request_state = state;
+                }
+                _ => {
+                    return Err(RequestError::Unexpected {
+                        what: "resources/read",
+                    });
+                }
+            }
+        }
     }
 
     /// `resources/subscribe` (initialize era): the server sends
@@ -333,9 +353,28 @@ impl Session {
         name: &str,
         arguments: Map<String, Value>,
     ) -> Result<Value, RequestError> {
-        let params = GetPromptRequestParams::new(name).with_arguments(arguments);
-        let result = self.peer().get_prompt(params).await?;
-        Ok(as_value(&result))
+        use rmcp::model::GetPromptResponse;
+        let guard = self.asker.begin_call(name, None);
+        let mut params = GetPromptRequestParams::new(name).with_arguments(arguments);
+        let (mut rounds, mut url_rounds) = (0, 0);
+        loop {
+            match self.peer().get_prompt_once(params.clone()).await? {
+                GetPromptResponse::Complete(result) => return Ok(as_value(&result)),
+                GetPromptResponse::InputRequired(input) => {
+                    let (responses, state, asked_urls) = self
+                        .answer_round(&guard, input, &mut rounds, url_rounds, MAX_ANSWER_WAIT)
+                        .await?;
+                    url_rounds += usize::from(asked_urls);
+                    params.input_responses = responses;
+                    params.request_state = state;
+                }
+                _ => {
+                    return Err(RequestError::Unexpected {
+                        what: "prompts/get",
+                    });
+                }
+            }
+        }
     }
 
     /// `tools/call`: the result as MCP JSON. Progress goes to `progress`; dropping the future
@@ -354,6 +393,7 @@ impl Session {
         call: CallContext,
     ) -> Result<Value, RequestError> {
         let guard = self.asker.begin_call(&call.qualified, call.interaction);
+        let wait = timeout.min(MAX_ANSWER_WAIT);
         let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
         let mut url_rounds = 0usize;
         let mut rounds = 0usize;
@@ -365,39 +405,11 @@ impl Session {
                 Ok(ServerResult::CallToolResult(result)) => return Ok(as_value(&result)),
                 // 2026-07-28: a multi round-trip call that needs answers before it can finish.
                 Ok(ServerResult::InputRequiredResult(input)) => {
-                    rounds += 1;
-                    if rounds > MAX_INPUT_ROUNDS {
-                        return Err(RequestError::TooManyRounds {
-                            rounds: MAX_INPUT_ROUNDS,
-                        });
-                    }
-                    let requests = input.input_requests.unwrap_or_default();
-                    if requests.is_empty() {
-                        // Only request state: the server is working; do not spin.
-                        tokio::time::sleep(STATE_ONLY_PAUSE * u32::try_from(rounds).unwrap_or(1))
-                            .await;
-                    }
-                    let asked_urls = requests.values().any(|r| {
-                        matches!(
-                            r,
-                            InputRequest::Elicitation(e)
-                                if matches!(e.params, ElicitRequestParams::UrlElicitationParams { .. })
-                        )
-                    });
-                    if asked_urls && url_rounds >= MAX_URL_ELICITATION_RETRIES {
-                        return Err(RequestError::UrlRetries {
-                            retries: MAX_URL_ELICITATION_RETRIES,
-                            message: "the server asked for another URL".to_owned(),
-                        });
-                    }
-                    let mut responses = InputResponses::new();
-                    for (key, request) in requests {
-                        let (response, _) =
-                            self.asker.answer_input(guard.key, request, timeout).await?;
-                        responses.insert(key, response);
-                    }
-                    params.input_responses = (!responses.is_empty()).then_some(responses);
-                    params.request_state = input.request_state;
+                    let (responses, state, asked_urls) = self
+                        .answer_round(&guard, input, &mut rounds, url_rounds, wait)
+                        .await?;
+                    params.input_responses = responses;
+                    params.request_state = state;
                     (asked_urls, "the server asked for another URL".to_owned())
                 }
                 Ok(_) => return Err(RequestError::Unexpected { what: "tools/call" }),
@@ -417,7 +429,7 @@ impl Session {
                     if url_rounds < MAX_URL_ELICITATION_RETRIES {
                         let route = self.asker.route_for_call(&guard);
                         for url in urls {
-                            self.asker.await_url(&route, url, timeout).await?;
+                            self.asker.await_url(&route, url, wait).await?;
                         }
                     }
                     (true, message)
@@ -434,6 +446,52 @@ impl Session {
                 }
             }
         }
+    }
+
+    /// Answers one 2026-07-28 round of input requests with the call's interaction: the
+    /// responses and the request state to send back, and whether the round asked for a URL.
+    async fn answer_round(
+        &self,
+        guard: &CallGuard,
+        input: rmcp::model::InputRequiredResult,
+        rounds: &mut usize,
+        url_rounds: usize,
+        timeout: Duration,
+    ) -> Result<(Option<InputResponses>, Option<String>, bool), RequestError> {
+        *rounds += 1;
+        if *rounds > MAX_INPUT_ROUNDS {
+            return Err(RequestError::TooManyRounds {
+                rounds: MAX_INPUT_ROUNDS,
+            });
+        }
+        let requests = input.input_requests.unwrap_or_default();
+        if requests.is_empty() {
+            // Only request state: the server is working; do not spin.
+            tokio::time::sleep(STATE_ONLY_PAUSE * u32::try_from(*rounds).unwrap_or(1)).await;
+        }
+        let asked_urls = requests.values().any(|r| {
+            matches!(
+                r,
+                InputRequest::Elicitation(e)
+                    if matches!(e.params, ElicitRequestParams::UrlElicitationParams { .. })
+            )
+        });
+        if asked_urls && url_rounds >= MAX_URL_ELICITATION_RETRIES {
+            return Err(RequestError::UrlRetries {
+                retries: MAX_URL_ELICITATION_RETRIES,
+                message: "the server asked for another URL".to_owned(),
+            });
+        }
+        let mut responses = InputResponses::new();
+        for (key, request) in requests {
+            let (response, _) = self.asker.answer_input(guard.key, request, timeout).await?;
+            responses.insert(key, response);
+        }
+        Ok((
+            (!responses.is_empty()).then_some(responses),
+            input.request_state,
+            asked_urls,
+        ))
     }
 
     /// One `tools/call` request: the raw answer.
