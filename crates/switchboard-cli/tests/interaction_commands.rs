@@ -131,6 +131,14 @@ fn without_a_sampler_sampling_is_not_offered() {
     let tools = text(&out.stdout);
     assert!(!tools.contains("trigger-sampling-request"), "{tools}");
     assert!(tools.contains("trigger-elicitation-request"), "{tools}");
+
+    // A server that asks anyway is told how sampling gets configured.
+    user_file(&tree, json!({"kit": testkit("legacy")}), json!({}));
+    let out = run(&tree, &["call", "kit", "ask_sample", "--arg", "prompt=hi"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("no sampler is configured"), "{stdout}");
+    assert!(stdout.contains("`sampling.command`"), "{stdout}");
 }
 
 #[test]
