@@ -39,7 +39,8 @@ pub use rmcp::model::{
 pub struct ElicitationRequest {
     /// The server that asks.
     pub server: String,
-    /// The qualified name of the tool whose call caused the request, when known.
+    /// The qualified name of the tool whose call caused the request (or of the prompt being
+    /// got), when known.
     pub tool: Option<String>,
     pub params: ElicitRequestParams,
 }

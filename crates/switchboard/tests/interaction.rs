@@ -1046,6 +1046,13 @@ async fn a_prompt_that_asks_first_is_answered_in_both_generations() {
             "{server}"
         );
     }
-    assert_eq!(elicitor.seen().len(), 2);
+    let asked_for: Vec<Option<String>> = elicitor.seen().into_iter().map(|r| r.tool).collect();
+    assert_eq!(
+        asked_for,
+        [
+            Some("mcp__old__greet".to_owned()),
+            Some("mcp__new__greet".to_owned())
+        ]
+    );
     host.shutdown().await;
 }

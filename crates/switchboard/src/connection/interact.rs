@@ -63,7 +63,8 @@ struct InFlight {
     key: u64,
     request_id: Option<RequestId>,
     progress_token: Option<ProgressToken>,
-    tool: String,
+    /// The qualified tool (or prompt) name, for the elicitor and sampler to show.
+    tool: Option<String>,
     interaction: Option<Interaction>,
 }
 
@@ -134,7 +135,7 @@ impl Asker {
     /// Registers a call in flight; dropping the guard ends it.
     pub(crate) fn begin_call(
         self: &Arc<Self>,
-        tool: &str,
+        tool: Option<String>,
         interaction: Option<Interaction>,
     ) -> CallGuard {
         let key = self.next_key.fetch_add(1, Ordering::Relaxed);
@@ -143,7 +144,7 @@ impl Asker {
                 key,
                 request_id: None,
                 progress_token: None,
-                tool: tool.to_owned(),
+                tool,
                 interaction,
             });
         }
@@ -160,13 +161,13 @@ impl Asker {
                 interaction: Some(own),
                 ..
             }) => Route {
-                tool: Some(tool.clone()),
+                tool: tool.clone(),
                 elicitor: own.elicitor.clone(),
                 sampler: own.sampler.clone(),
                 roots: own.roots.clone().or_else(|| self.host.roots.clone()),
             },
             Some(InFlight { tool, .. }) => Route {
-                tool: Some(tool.clone()),
+                tool: tool.clone(),
                 ..self.host_route()
             },
             None => self.host_route(),

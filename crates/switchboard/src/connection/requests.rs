@@ -259,7 +259,7 @@ impl Session {
     /// 2026-07-28 input requests on the way are answered with the host's interaction.
     pub(crate) async fn read_resource(&self, uri: &str) -> Result<Value, RequestError> {
         use rmcp::model::ReadResourceResponse;
-        let guard = self.asker.begin_call(uri, None);
+        let guard = self.asker.begin_call(None, None);
         let mut params = ReadResourceRequestParams::new(uri);
         let (mut rounds, mut url_rounds) = (0, 0);
         loop {
@@ -354,7 +354,8 @@ impl Session {
         arguments: Map<String, Value>,
     ) -> Result<Value, RequestError> {
         use rmcp::model::GetPromptResponse;
-        let guard = self.asker.begin_call(name, None);
+        let qualified = crate::catalog::qualified_name(self.asker.server(), name, false);
+        let guard = self.asker.begin_call(Some(qualified), None);
         let mut params = GetPromptRequestParams::new(name).with_arguments(arguments);
         let (mut rounds, mut url_rounds) = (0, 0);
         loop {
@@ -392,7 +393,9 @@ impl Session {
         progress: Option<mpsc::UnboundedSender<Progress>>,
         call: CallContext,
     ) -> Result<Value, RequestError> {
-        let guard = self.asker.begin_call(&call.qualified, call.interaction);
+        let guard = self
+            .asker
+            .begin_call(Some(call.qualified.clone()), call.interaction);
         let wait = timeout.min(MAX_ANSWER_WAIT);
         let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
         let mut url_rounds = 0usize;
