@@ -364,11 +364,20 @@ async fn ask_field(name: &str, field: &Value, required: bool) -> Field {
         label.push_str(" [y/n]");
     }
     if let Some(d) = &default {
+        // A choice's default is shown by its label.
+        let label_of = |v: &Value| {
+            single
+                .as_ref()
+                .or(multi.as_ref())
+                .and_then(|list| list.iter().find(|(value, _)| value == v))
+                .map(|(_, l)| l.clone())
+                .unwrap_or_else(|| plain(v))
+        };
         let shown = match d {
-            Value::Array(items) => items.iter().map(plain).collect::<Vec<_>>().join(", "),
+            Value::Array(items) => items.iter().map(label_of).collect::<Vec<_>>().join(", "),
             Value::Bool(true) => "y".to_owned(),
             Value::Bool(false) => "n".to_owned(),
-            other => plain(other),
+            other => label_of(other),
         };
         label.push_str(&format!(" [{shown}]"));
     }
