@@ -296,6 +296,14 @@ struct OnTerminal {
     seen: String,
 }
 
+impl Drop for OnTerminal {
+    /// A failed test must not leave the command waiting for input.
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 impl OnTerminal {
     fn start(mut command: Command) -> OnTerminal {
         let pty = nix::pty::openpty(None, None).unwrap();
@@ -351,7 +359,7 @@ impl OnTerminal {
         self.input.flush().unwrap();
     }
 
-    fn finish(mut self) -> (Option<i32>, String) {
+    fn finish(&mut self) -> (Option<i32>, String) {
         let mut stdout = String::new();
         self.child
             .stdout
