@@ -231,6 +231,12 @@ pub(crate) struct Session {
     exit: Option<tokio::sync::watch::Receiver<Option<std::process::ExitStatus>>>,
     progress: rmcp::handler::client::progress::ProgressDispatcher,
     asker: Arc<interact::Asker>,
+    /// The direct `tools/call` lane of a line-based transport (stdio, in-process), with the
+    /// `_meta` every request carries on protocol 2026-07-28.
+    lane: Option<(
+        crate::transport::lane::Lane,
+        Option<rmcp::model::RequestMetaObject>,
+    )>,
     pub(crate) info: Arc<ServerInfo>,
 }
 
@@ -248,8 +254,26 @@ impl Session {
         service: RunningService<RoleClient, ClientSide>,
         generation: Generation,
         process: Option<ChildProcess>,
+        lane: Option<crate::transport::lane::Lane>,
     ) -> Session {
         let info = Arc::new(info_of(&service, generation));
+        let lane = lane.map(|lane| {
+            let meta = (generation == Generation::Discover).then(|| {
+                use rmcp::ClientHandler;
+                let client = service.service().get_info();
+                let mut meta = rmcp::model::RequestMetaObject::new();
+                meta.set_protocol_version(client.protocol_version.clone());
+                if let Ok(version) =
+                    serde_json::from_value(serde_json::Value::String(info.protocol_version.clone()))
+                {
+                    meta.set_protocol_version(version);
+                }
+                meta.set_client_info(client.client_info);
+                meta.set_client_capabilities(client.capabilities);
+                meta
+            });
+            (lane, meta)
+        });
         let peer = service.peer().clone();
         let cancel = std::sync::Mutex::new(Some(service.cancellation_token()));
         let (ended_tx, ended) = tokio::sync::watch::channel(false);
@@ -278,6 +302,7 @@ impl Session {
             exit,
             progress,
             asker,
+            lane,
             info,
         }
     }
@@ -396,15 +421,19 @@ pub(crate) async fn open(
         Transport::Stdio(stdio_config) => {
             let child = stdio::spawn(config.name.as_str(), stdio_config, options.max_line_length)?;
             let process = child.process;
+            let lane = child.lane;
             let stderr = process.stderr();
             let mut exit = process.exit_watch();
             let attempt =
                 tokio::time::timeout(timeout, handshake(handler, child.transport, plan, true))
                     .await;
             match attempt {
-                Ok(Ok((service, generation))) => {
-                    Ok(Session::start(service, generation, Some(process)))
-                }
+                Ok(Ok((service, generation))) => Ok(Session::start(
+                    service,
+                    generation,
+                    Some(process),
+                    Some(lane),
+                )),
                 Ok(Err(error)) => {
                     // The server may have exited: say how, with what it said on stderr. Only a
                     // closed connection waits for the exit status (bounded; slow under load).
@@ -484,11 +513,19 @@ pub(crate) async fn open(
                     "no in-process server of this name is registered by the program".to_owned(),
                 ));
             };
+            // The same line guard and lane as a child's pipes.
             let (read, write) = tokio::io::split(factory());
-            let transport = rmcp::transport::async_rw::AsyncRwTransport::new_client(read, write)
-                .with_max_line_length(options.max_line_length);
+            let (lane, inbox, writer) = crate::transport::lane::lane(write);
+            let transport = rmcp::transport::async_rw::AsyncRwTransport::new_client(
+                crate::transport::line_guard::LineGuard::new(read, options.max_line_length)
+                    .with_lane(inbox),
+                writer,
+            )
+            .with_max_line_length(options.max_line_length.saturating_add(1024 * 1024));
             match tokio::time::timeout(timeout, handshake(handler, transport, plan, true)).await {
-                Ok(Ok((service, generation))) => Ok(Session::start(service, generation, None)),
+                Ok(Ok((service, generation))) => {
+                    Ok(Session::start(service, generation, None, Some(lane)))
+                }
                 Ok(Err(error)) => Err(ConnectError::Handshake {
                     message: error.to_string(),
                     stderr: None,
@@ -567,7 +604,7 @@ where
     T: rmcp::transport::Transport<RoleClient> + 'static,
 {
     match tokio::time::timeout(timeout, handshake(handler, transport, plan, false)).await {
-        Ok(Ok((service, generation))) => Ok(Session::start(service, generation, None)),
+        Ok(Ok((service, generation))) => Ok(Session::start(service, generation, None, None)),
         Ok(Err(error)) => match auth_challenge(&error) {
             Some(challenge) => Err(ConnectError::NeedsAuth(needs_auth_message(
                 challenge.status,

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, ClientRequest, ElicitRequestParams, GetPromptRequestParams,
-    InputRequest, InputResponses, PaginatedRequestParams, ReadResourceRequestParams, ServerResult,
+    InputRequest, InputResponses, NumberOrString, PaginatedRequestParams, ProgressToken,
+    ReadResourceRequestParams, RequestMetaObject, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, RequestHandle, RoleClient};
 use serde_json::{Map, Value};
@@ -17,6 +18,7 @@ use super::interact::CallGuard;
 use crate::interaction::{
     MAX_ANSWER_WAIT, MAX_INPUT_ROUNDS, MAX_URL_ELICITATION_RETRIES, URL_ELICITATION_REQUIRED,
 };
+use crate::transport::lane::{Lane, LaneError};
 
 /// The pause before sending again a call answered with request state only, times the round.
 const STATE_ONLY_PAUSE: Duration = Duration::from_millis(50);
@@ -401,9 +403,29 @@ impl Session {
         let mut url_rounds = 0usize;
         let mut rounds = 0usize;
         loop {
-            let answer = self
-                .send_call(params.clone(), timeout, progress.clone(), &guard)
-                .await;
+            let answer = match &self.lane {
+                Some((lane, meta)) => {
+                    match self
+                        .send_call_on_lane(
+                            lane,
+                            meta,
+                            params.clone(),
+                            timeout,
+                            progress.clone(),
+                            &guard,
+                        )
+                        .await
+                    {
+                        Ok(LaneAnswer::Complete(result)) => return Ok(result),
+                        Ok(LaneAnswer::Other(result)) => Ok(*result),
+                        Err(e) => Err(e),
+                    }
+                }
+                None => {
+                    self.send_call(params.clone(), timeout, progress.clone(), &guard)
+                        .await
+                }
+            };
             let (asked_urls, last) = match answer {
                 Ok(ServerResult::CallToolResult(result)) => return Ok(as_value(&result)),
                 // 2026-07-28: a multi round-trip call that needs answers before it can finish.
@@ -567,6 +589,129 @@ fn url_elicitations(data: Option<&Value>) -> Vec<ElicitRequestParams> {
 pub(crate) struct CallContext {
     pub(crate) qualified: String,
     pub(crate) interaction: Option<crate::interaction::Interaction>,
+}
+
+/// What a `tools/call` on the lane came back with.
+enum LaneAnswer {
+    /// The tool's result, as MCP JSON.
+    Complete(Value),
+    /// Anything else (input requests), typed for the round loop.
+    Other(Box<ServerResult>),
+}
+
+impl Session {
+    /// One `tools/call` on the direct lane (see `transport/lane.rs`): the same request, answer,
+    /// progress, timeout and cancellation as through rmcp; a complete result is parsed once,
+    /// straight into JSON.
+    async fn send_call_on_lane(
+        &self,
+        lane: &Lane,
+        meta: &Option<RequestMetaObject>,
+        mut params: CallToolRequestParams,
+        timeout: Duration,
+        progress: Option<mpsc::UnboundedSender<Progress>>,
+        guard: &CallGuard,
+    ) -> Result<LaneAnswer, RequestError> {
+        let token = ProgressToken(NumberOrString::String(lane.progress_token().into()));
+        let mut request_meta = meta.clone().unwrap_or_default();
+        if let Some(own) = params.meta.take() {
+            request_meta.extend(own);
+        }
+        request_meta.set_progress_token(token.clone());
+        params.meta = Some(request_meta);
+        let forwarding = match progress {
+            Some(tx) => {
+                let mut subscriber = self.progress.subscribe(token.clone()).await;
+                Some(tokio::spawn(async move {
+                    use futures::StreamExt;
+                    while let Some(p) = subscriber.next().await {
+                        let progress = Progress {
+                            progress: p.progress,
+                            total: p.total,
+                            message: p.message.clone(),
+                        };
+                        if tx.send(progress).is_err() {
+                            break;
+                        }
+                    }
+                }))
+            }
+            None => None,
+        };
+        let answer = match lane.send("tools/call", &params) {
+            Ok((id, pending)) => {
+                guard.sent(NumberOrString::String(id.clone().into()), token);
+                let mut cancel = LaneCancel {
+                    lane: Some(lane.clone()),
+                    id,
+                };
+                let answer = tokio::time::timeout(timeout, pending.answer()).await;
+                if answer.is_ok() {
+                    cancel.lane = None;
+                }
+                answer
+            }
+            Err(LaneError::Closed) => Ok(Err(LaneError::Closed)),
+        };
+        if let Some(task) = forwarding {
+            task.abort();
+        }
+        let mut answer = match answer {
+            Err(_) => return Err(RequestError::Timeout(timeout)),
+            Ok(Err(LaneError::Closed)) => return Err(RequestError::Closed),
+            Ok(Ok(Value::Object(answer))) => answer,
+            Ok(Ok(_)) => return Err(RequestError::Unexpected { what: "tools/call" }),
+        };
+        if let Some(error) = answer.remove("error") {
+            return Err(RequestError::Refused {
+                code: error
+                    .get("code")
+                    .and_then(Value::as_i64)
+                    .and_then(|c| i32::try_from(c).ok())
+                    .unwrap_or(-32603),
+                message: error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                data: error.get("data").cloned(),
+            });
+        }
+        let Some(Value::Object(mut result)) = answer.remove("result") else {
+            return Err(RequestError::Unexpected { what: "tools/call" });
+        };
+        match result.get("resultType").and_then(Value::as_str) {
+            Some("complete") | None => {
+                // As rmcp's typed result would have it: no `resultType`, `content` present.
+                result.remove("resultType");
+                result
+                    .entry("content")
+                    .or_insert_with(|| Value::Array(Vec::new()));
+                Ok(LaneAnswer::Complete(Value::Object(result)))
+            }
+            // 2026-07-28 input requests (and anything else) take the typed road.
+            Some(_) => serde_json::from_value::<ServerResult>(Value::Object(result))
+                .map(|r| LaneAnswer::Other(Box::new(r)))
+                .map_err(|_| RequestError::Unexpected { what: "tools/call" }),
+        }
+    }
+}
+
+/// Sends `notifications/cancelled` for a lane request whose caller went away or timed out.
+struct LaneCancel {
+    lane: Option<Lane>,
+    id: String,
+}
+
+impl Drop for LaneCancel {
+    fn drop(&mut self) {
+        if let Some(lane) = self.lane.take() {
+            lane.notify(
+                "notifications/cancelled",
+                &serde_json::json!({"requestId": self.id, "reason": "the caller cancelled"}),
+            );
+        }
+    }
 }
 
 /// Sends `notifications/cancelled` for a request whose caller went away.
