@@ -247,6 +247,10 @@ pub struct OAuthConfig {
     pub client_secret_env: Option<String>,
     pub callback_port: Option<u16>,
     pub scopes: Vec<String>,
+    /// `grantType: "client_credentials"`: a machine-to-machine client, no user and no browser.
+    pub client_credentials: bool,
+    /// A Client ID Metadata Document URL used as the client id where the server supports it.
+    pub client_metadata_url: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -21,7 +21,7 @@ use handshake::{HandshakeError, Plan, handshake, latest_initialize_version};
 pub use requests::{Annotations, MAX_LIST_PAGES, Progress, RequestError, ToolDef};
 
 use crate::config::{ProtocolPin, ServerConfig, Transport};
-use crate::transport::remote::{RemoteError, auth_challenge};
+use crate::transport::remote::{RemoteError, auth_challenge, auth_failure};
 use crate::transport::stdio::{self, ChildProcess, SpawnError};
 use crate::transport::{http, ide, proxy, sse, ws};
 
@@ -156,6 +156,8 @@ pub(crate) struct ConnectOptions {
     pub(crate) env: crate::config::Environment,
     /// The program's factory for this server, when it runs in process.
     pub(crate) in_process: Option<crate::manager::InProcessFactory>,
+    /// OAuth for remote servers: the token store, whether to run the browser flow inline.
+    pub(crate) auth: crate::auth::AuthOptions,
 }
 
 impl std::fmt::Debug for ConnectOptions {
@@ -405,7 +407,8 @@ pub(crate) async fn open(
             }
         }
         Transport::Http(remote) => {
-            let transport = http::streamable_http(&remote.url, &remote.headers)?;
+            let authorizer = authorizer_for(config, remote, options);
+            let transport = http::streamable_http_oauth(&remote.url, &remote.headers, authorizer)?;
             remote_handshake(handler, transport, plan, timeout).await
         }
         Transport::Sse(remote) => {
@@ -458,6 +461,34 @@ pub(crate) async fn open(
     }
 }
 
+/// The OAuth authorizer of a Streamable HTTP server: every server with an `oauth` entry, and
+/// every one without a configured `Authorization` header (a 401 may ask for OAuth).
+fn authorizer_for(
+    config: &ServerConfig,
+    remote: &crate::config::RemoteTransport,
+    options: &ConnectOptions,
+) -> Option<Arc<crate::auth::Authorizer>> {
+    let has_header = remote
+        .headers
+        .keys()
+        .any(|k| k.trim().eq_ignore_ascii_case("authorization"));
+    if remote.oauth.is_none() && has_header {
+        return None;
+    }
+    let mut auth = options.auth.clone();
+    let oauth = remote.oauth.clone().unwrap_or_default();
+    if oauth.client_metadata_url.is_some() {
+        auth.client_metadata_url = oauth.client_metadata_url.clone();
+    }
+    Some(Arc::new(crate::auth::Authorizer::new(
+        config.name.as_str(),
+        &remote.url,
+        oauth,
+        options.env.clone(),
+        auth,
+    )))
+}
+
 /// Bounds a transport's own connecting (the SSE endpoint event, the WebSocket upgrade).
 async fn bounded<T>(
     timeout: Duration,
@@ -471,9 +502,24 @@ async fn bounded<T>(
 }
 
 fn remote_failure(e: RemoteError) -> ConnectError {
+    if let Some((message, needs_login)) = auth_failure(&e) {
+        return auth_connect_error(message, needs_login);
+    }
     match auth_challenge(&e) {
         Some(challenge) => ConnectError::NeedsAuth(needs_auth_message(challenge.status)),
         None => ConnectError::Remote(e),
+    }
+}
+
+/// An OAuth failure: `needs-auth` when the user has to log in, else `failed` with the reason.
+fn auth_connect_error(message: String, needs_login: bool) -> ConnectError {
+    if needs_login {
+        ConnectError::NeedsAuth(message)
+    } else {
+        ConnectError::Handshake {
+            message: format!("authorization failed: {message}"),
+            stderr: None,
+        }
     }
 }
 
@@ -498,6 +544,9 @@ where
     match tokio::time::timeout(timeout, handshake(handler, transport, plan, false)).await {
         Ok(Ok((service, generation))) => Ok(Session::start(service, generation, None)),
         Ok(Err(error)) => match auth_challenge(&error) {
+            _ if let Some((message, needs_login)) = auth_failure(&error) => {
+                Err(auth_connect_error(message, needs_login))
+            }
             Some(challenge) => Err(ConnectError::NeedsAuth(needs_auth_message(
                 challenge.status,
             ))),

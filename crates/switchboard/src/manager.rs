@@ -56,6 +56,9 @@ pub struct ManagerOptions {
     pub in_process: BTreeMap<String, InProcessFactory>,
     /// How the manager waits between reconnect attempts (replace it to observe the schedule).
     pub sleeper: Sleeper,
+    /// OAuth for remote servers; `None`: tokens in `state_dir` (else in memory), no inline
+    /// browser flow (a server that wants a login goes to `needs-auth`).
+    pub auth: Option<crate::auth::AuthOptions>,
 }
 
 impl std::fmt::Debug for ManagerOptions {
@@ -77,6 +80,7 @@ impl Default for ManagerOptions {
             env: crate::config::Environment::capture(),
             in_process: BTreeMap::new(),
             sleeper: Arc::new(|d| Box::pin(tokio::time::sleep(d))),
+            auth: None,
         }
     }
 }
@@ -86,6 +90,12 @@ impl ManagerOptions {
     /// start it with [`ServerConfig::in_process`]).
     pub fn with_in_process(mut self, name: &str, factory: InProcessFactory) -> Self {
         self.in_process.insert(name.to_owned(), factory);
+        self
+    }
+
+    /// How the manager authorizes remote servers (OAuth).
+    pub fn with_auth(mut self, auth: crate::auth::AuthOptions) -> Self {
+        self.auth = Some(auth);
         self
     }
 
@@ -186,6 +196,7 @@ struct Slot {
 
 struct Shared {
     options: ManagerOptions,
+    auth: crate::auth::AuthOptions,
     memory: Memory,
     events: broadcast::Sender<ServerEvent>,
     local_slots: Arc<Semaphore>,
@@ -215,7 +226,18 @@ impl ServerManager {
         options: ManagerOptions,
     ) -> ServerManager {
         let (events, _) = broadcast::channel(1024);
+        let auth = options.auth.clone().unwrap_or_else(|| {
+            let store = match &options.state_dir {
+                Some(dir) => crate::auth::TokenStore::in_dir(dir),
+                None => crate::auth::TokenStore::in_memory(),
+            };
+            crate::auth::AuthOptions {
+                store,
+                ..crate::auth::AuthOptions::default()
+            }
+        });
         let shared = Arc::new(Shared {
+            auth,
             memory: Memory::load(options.state_dir.as_deref()),
             local_slots: Arc::new(Semaphore::new(
                 options.limits.local_connect_concurrency.max(1),
@@ -814,6 +836,7 @@ impl Supervisor {
             max_line_length: self.shared.options.max_line_length,
             env: self.shared.options.env.clone(),
             in_process: self.shared.options.in_process.get(self.name()).cloned(),
+            auth: self.shared.auth.clone(),
         };
         let remembered = self
             .shared
