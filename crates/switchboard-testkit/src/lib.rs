@@ -13,6 +13,7 @@ mod filter;
 mod harness;
 mod http;
 mod net;
+mod oauth;
 pub mod options;
 pub mod server;
 mod sse;

@@ -158,7 +158,11 @@ impl Authorizer {
             Some(tokens) if tokens.refresh_token.is_some() => {
                 match self.refresh(Some(&tokens.access_token)).await {
                     Ok(token) => Ok(Some(token)),
-                    // Still valid for a moment: use it; a 401 will say when it is not.
+                    // Refused: log in again (inline when interactive: the 401 starts it).
+                    Err(AuthError::NeedsLogin(_)) if self.options.interactive => Ok(None),
+                    Err(e @ AuthError::NeedsLogin(_)) => Err(e),
+                    // The server could not be asked; the token is still valid for a moment:
+                    // use it, a 401 will say when it is not.
                     Err(_) if !tokens.expires_within(std::time::Duration::ZERO) => {
                         Ok(Some(tokens.access_token))
                     }
@@ -304,7 +308,8 @@ impl Authorizer {
         let lock = self.options.store.lock().await?;
         let mut record = self.options.store.load(&self.key).await?;
         let Some(tokens) = record.tokens.clone() else {
-            return Err(self.needs_login("not logged in"));
+            return Err(self
+                .needs_login("the server wants authorization (HTTP 401) and no token is stored"));
         };
         if sent.is_some_and(|s| s != tokens.access_token) && !tokens.expires_within(REFRESH_MARGIN)
         {
