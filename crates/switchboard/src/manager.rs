@@ -218,6 +218,12 @@ impl std::fmt::Debug for ServerManager {
     }
 }
 
+/// Forgets that `name` needed authorization (after a login), so the next start connects
+/// instead of showing `needs-auth` from memory.
+pub fn forget_needs_auth(state_dir: &std::path::Path, name: &str) {
+    Memory::load(Some(state_dir)).clear_needs_auth(name);
+}
+
 impl ServerManager {
     /// Starts every server in the background and returns at once. Call it inside a Tokio
     /// runtime.
