@@ -224,7 +224,88 @@ pub fn forget_needs_auth(state_dir: &std::path::Path, name: &str) {
     Memory::load(Some(state_dir)).clear_needs_auth(name);
 }
 
+/// Where the login's first outcome goes: the URL, or why there is none.
+type UrlSlot = Arc<Mutex<Option<oneshot::Sender<Result<String, String>>>>>;
+
+/// Hands the authorization URL back to whoever started the flow, then shows it to the user
+/// as the configured opener does.
+struct CapturingOpener {
+    inner: Arc<dyn crate::auth::Opener>,
+    url: UrlSlot,
+}
+
+impl crate::auth::Opener for CapturingOpener {
+    fn open(&self, server: &str, url: &str) -> BoxFuture<'static, Result<(), String>> {
+        if let Some(tx) = self.url.lock().ok().and_then(|mut u| u.take()) {
+            let _ = tx.send(Ok(url.to_owned()));
+        }
+        self.inner.open(server, url)
+    }
+}
+
 impl ServerManager {
+    /// Starts the OAuth login of a Streamable HTTP server (the `mcp__<server>__authenticate`
+    /// pseudo-tool): returns the authorization URL once it is known and finishes in the
+    /// background — on success the server's `needs-auth` is forgotten and it reconnects, so
+    /// its real tools replace the pseudo-tool.
+    pub async fn authenticate(&self, name: &str) -> Result<String, ManagerError> {
+        let config = self
+            .config(name)
+            .ok_or_else(|| ManagerError::NoSuchServer(name.to_owned()))?;
+        let crate::config::Transport::Http(remote) = &config.transport else {
+            return Err(ManagerError::Request {
+                server: name.to_owned(),
+                message: "OAuth login is for `http` (Streamable HTTP) servers".to_owned(),
+            });
+        };
+        let (tx, rx) = oneshot::channel();
+        let slot: UrlSlot = Arc::new(Mutex::new(Some(tx)));
+        let mut auth = self.shared.auth.clone();
+        auth.interactive = true;
+        auth.opener = Arc::new(CapturingOpener {
+            inner: self.shared.auth.opener.clone(),
+            url: slot.clone(),
+        });
+        let oauth = remote.oauth.clone().unwrap_or_default();
+        if oauth.client_metadata_url.is_some() {
+            auth.client_metadata_url = oauth.client_metadata_url.clone();
+        }
+        let authorizer = crate::auth::Authorizer::new(
+            name,
+            &remote.url,
+            oauth,
+            self.shared.options.env.clone(),
+            auth,
+        );
+        let manager = self.clone();
+        let server = name.to_owned();
+        tokio::spawn(async move {
+            match authorizer.login().await {
+                Ok(()) => {
+                    manager.shared.memory.clear_needs_auth(&server);
+                    let _ = manager.reconnect(&server);
+                }
+                Err(e) => {
+                    tracing::warn!(target: "switchboard::auth", server = %server, "login failed: {e}");
+                    if let Some(tx) = slot.lock().ok().and_then(|mut u| u.take()) {
+                        let _ = tx.send(Err(e.to_string()));
+                    }
+                }
+            }
+        });
+        match tokio::time::timeout(crate::auth::OAUTH_TIMEOUT, rx).await {
+            Ok(Ok(Ok(url))) => Ok(url),
+            Ok(Ok(Err(message))) => Err(ManagerError::Request {
+                server: name.to_owned(),
+                message,
+            }),
+            _ => Err(ManagerError::Request {
+                server: name.to_owned(),
+                message: "the login did not produce an authorization URL in time".to_owned(),
+            }),
+        }
+    }
+
     /// Starts every server in the background and returns at once. Call it inside a Tokio
     /// runtime.
     pub fn start(

@@ -256,3 +256,78 @@ async fn a_resource_that_is_not_this_server_is_refused() {
     assert_eq!(browser.opened.load(Ordering::SeqCst), 0);
     manager.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_authenticate_pseudo_tool_logs_in_and_gives_way_to_the_real_tools() {
+    use switchboard::host::{CallOptions, Host};
+    let server = oauth_server(&[]);
+    let tree = switchboard_testkit::config_tree::ConfigTree::new().unwrap();
+    tree.write(
+        tree.user_file(),
+        &json!({"mcpServers": {"guarded": {"type": "http", "url": server.url()}}}).to_string(),
+    )
+    .unwrap();
+    let env: switchboard::config::Environment = tree.env().into_iter().collect();
+    let browser = Arc::new(Browser::default());
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let host = Host::builder()
+        .discover(tree.project())
+        .env(env)
+        .output_dir(tree.root().join("out"))
+        .auth(AuthOptions {
+            store: TokenStore::in_dir(tree.state_dir()),
+            opener: browser.clone(),
+            ..AuthOptions::default()
+        })
+        .start()
+        .unwrap();
+    let state = host.manager().wait_for("guarded", SETTLE).await.unwrap();
+    assert_eq!(state.label(), "needs-auth");
+    let names = |snapshot: switchboard::catalog::Snapshot| -> Vec<String> {
+        snapshot
+            .tools
+            .into_iter()
+            .map(|t| t.qualified_name)
+            .collect()
+    };
+    assert_eq!(
+        names(host.catalog().snapshot().await),
+        ["mcp__guarded__authenticate"],
+        "only the pseudo-tool while the server needs authorization"
+    );
+
+    let mut states = host.manager().watch("guarded").unwrap();
+    let outcome = host
+        .call(
+            "mcp__guarded__authenticate",
+            Default::default(),
+            CallOptions::default(),
+        )
+        .await
+        .unwrap();
+    let text = outcome.result.to_string();
+    assert!(
+        text.contains("Open this URL to authorize `guarded`"),
+        "{text}"
+    );
+    assert!(text.contains("/authorize?response_type=code"), "{text}");
+
+    // The browser stand-in completes the login in the background; the server connects.
+    tokio::time::timeout(SETTLE, states.wait_for(|s| s.label() == "connected"))
+        .await
+        .expect("connected after the login")
+        .unwrap();
+    let tools = names(host.catalog().snapshot().await);
+    assert!(
+        tools.contains(&"mcp__guarded__echo".to_owned()),
+        "{tools:?}"
+    );
+    assert!(
+        !tools.iter().any(|t| t.ends_with("__authenticate")),
+        "{tools:?}"
+    );
+    let listed = host.manager().list_tools("guarded").await.unwrap();
+    assert!(listed.iter().any(|t| t.name == "echo"));
+    assert_eq!(browser.opened.load(Ordering::SeqCst), 1);
+    host.shutdown().await;
+}
