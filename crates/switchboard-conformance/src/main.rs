@@ -75,6 +75,10 @@ async fn run() -> Result<(), String> {
         env.set("CONFORMANCE_CLIENT_SECRET", secret);
         oauth.client_secret_env = Some("CONFORMANCE_CLIENT_SECRET".to_owned());
     }
+    if let Some(key) = context.get("private_key_pem").and_then(|v| v.as_str()) {
+        env.set("CONFORMANCE_PRIVATE_KEY", key);
+        oauth.private_key_env = Some("CONFORMANCE_PRIVATE_KEY".to_owned());
+    }
     if scenario.starts_with("auth/client-credentials") {
         oauth.client_credentials = true;
     }

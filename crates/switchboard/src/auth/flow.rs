@@ -509,6 +509,21 @@ impl Authorizer {
             ),
             None => None,
         };
+        if let Some(var) = &self.config.private_key_env {
+            if self.env.get(var).is_none_or(|k| k.trim().is_empty()) {
+                return Err(AuthError::Config(format!(
+                    "server `{}`, field `oauth.privateKeyEnv`: the environment variable `{var}` is not set",
+                    self.server
+                )));
+            }
+            return Ok(Some(ClientIdentity {
+                issuer: discovery.issuer.clone(),
+                client_id,
+                client_secret: None,
+                auth: ClientAuth::PrivateKeyJwt,
+                redirect_uri: None,
+            }));
+        }
         let auth = choose_auth(
             secret.is_some(),
             &discovery.metadata.token_endpoint_auth_methods_supported,
@@ -832,6 +847,15 @@ impl Authorizer {
                 params.push(("client_id", client.client_id.clone()));
                 params.push(("client_secret", secret.clone()));
             }
+            (ClientAuth::PrivateKeyJwt, _) => {
+                let assertion = self.client_assertion(client, endpoint)?;
+                params.push(("client_id", client.client_id.clone()));
+                params.push((
+                    "client_assertion_type",
+                    "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".to_owned(),
+                ));
+                params.push(("client_assertion", assertion));
+            }
             _ => params.push(("client_id", client.client_id.clone())),
         }
         let body = url::form_urlencoded::Serializer::new(String::new())
@@ -859,6 +883,73 @@ impl Authorizer {
             .await
             .map_err(|e| AuthError::Token(describe(&e)))?;
         Ok((status, bytes.to_vec()))
+    }
+}
+
+impl Authorizer {
+    /// An RFC 7523 client assertion: `iss` and `sub` the client id, `aud` the issuer (else the
+    /// token endpoint), five minutes long, signed ES256 with the key from `oauth.privateKeyEnv`.
+    fn client_assertion(
+        &self,
+        client: &ClientIdentity,
+        endpoint: &Url,
+    ) -> Result<String, AuthError> {
+        let field = |why: String| {
+            AuthError::Config(format!(
+                "server `{}`, field `oauth.privateKeyEnv`: {why}",
+                self.server
+            ))
+        };
+        let var = self
+            .config
+            .private_key_env
+            .as_deref()
+            .ok_or_else(|| field("not set".to_owned()))?;
+        let pem = self
+            .env
+            .get(var)
+            .ok_or_else(|| field(format!("the environment variable `{var}` is not set")))?;
+        let der: String = pem
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with("-----"))
+            .collect();
+        let der = STANDARD
+            .decode(der)
+            .map_err(|_| field(format!("`{var}` does not hold a PEM key")))?;
+        let rng = ring::rand::SystemRandom::new();
+        let key = ring::signature::EcdsaKeyPair::from_pkcs8(
+            &ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING,
+            &der,
+            &rng,
+        )
+        .map_err(|_| field(format!("`{var}` does not hold a PKCS#8 P-256 key")))?;
+        let now = now();
+        let audience = client
+            .issuer
+            .clone()
+            .unwrap_or_else(|| endpoint.to_string());
+        let header = serde_json::json!({"alg": "ES256", "typ": "JWT"});
+        let claims = serde_json::json!({
+            "iss": client.client_id,
+            "sub": client.client_id,
+            "aud": audience,
+            "iat": now,
+            "exp": now + 300,
+            "jti": random_token()?,
+        });
+        let signing_input = format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(header.to_string()),
+            URL_SAFE_NO_PAD.encode(claims.to_string())
+        );
+        let signature = key
+            .sign(&rng, signing_input.as_bytes())
+            .map_err(|_| AuthError::Token("signing the client assertion failed".to_owned()))?;
+        Ok(format!(
+            "{signing_input}.{}",
+            URL_SAFE_NO_PAD.encode(signature.as_ref())
+        ))
     }
 }
 

@@ -28,6 +28,8 @@ pub(crate) enum ClientAuth {
     None,
     ClientSecretBasic,
     ClientSecretPost,
+    /// A signed JWT assertion (RFC 7523); the key comes from the environment, never stored.
+    PrivateKeyJwt,
 }
 
 /// Who the client is at one authorization server.

@@ -542,6 +542,9 @@ impl<'a> Walker<'a> {
                         ));
                     }
                 },
+                "privateKeyEnv" => {
+                    oauth.private_key_env = Some(self.string(p, "oauth.privateKeyEnv")?)
+                }
                 "clientMetadataUrl" => {
                     let value = self.expanded(p, "oauth.clientMetadataUrl")?;
                     if !value.starts_with("https://") {
