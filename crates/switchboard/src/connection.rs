@@ -412,11 +412,13 @@ pub(crate) async fn open(
             remote_handshake(handler, transport, plan, timeout).await
         }
         Transport::Sse(remote) => {
-            let transport = bounded(timeout, sse::sse(&remote.url, &remote.headers)).await?;
+            let headers = with_stored_token(config, remote, options).await?;
+            let transport = bounded(timeout, sse::sse(&remote.url, &headers)).await?;
             remote_handshake(handler, transport, plan, timeout).await
         }
         Transport::WebSocket(remote) => {
-            let transport = bounded(timeout, ws::websocket(&remote.url, &remote.headers)).await?;
+            let headers = with_stored_token(config, remote, options).await?;
+            let transport = bounded(timeout, ws::websocket(&remote.url, &headers)).await?;
             remote_handshake(handler, transport, plan, timeout).await
         }
         Transport::SseIde(ide_config) => {
@@ -487,6 +489,30 @@ fn authorizer_for(
         options.env.clone(),
         auth,
     )))
+}
+
+/// The configured headers plus `Authorization: Bearer` with the stored OAuth token (refreshed
+/// when about to expire), for the transports that send headers once (legacy SSE, WebSocket).
+async fn with_stored_token(
+    config: &ServerConfig,
+    remote: &crate::config::RemoteTransport,
+    options: &ConnectOptions,
+) -> Result<std::collections::BTreeMap<String, String>, ConnectError> {
+    let mut headers = remote.headers.clone();
+    let Some(authorizer) = authorizer_for(config, remote, options) else {
+        return Ok(headers);
+    };
+    match authorizer.access_token().await {
+        Ok(Some(token)) => {
+            headers.insert("Authorization".to_owned(), format!("Bearer {token}"));
+            Ok(headers)
+        }
+        Ok(None) => Ok(headers),
+        Err(e @ crate::auth::AuthError::NeedsLogin(_)) => {
+            Err(ConnectError::NeedsAuth(e.to_string()))
+        }
+        Err(e) => Err(auth_connect_error(e.to_string(), false)),
+    }
 }
 
 /// Bounds a transport's own connecting (the SSE endpoint event, the WebSocket upgrade).
