@@ -42,8 +42,9 @@ pub struct Authorizer {
     config: OAuthConfig,
     env: Environment,
     options: AuthOptions,
-    /// The access token last handed out, so a 401 for an older one is not a reason to refresh.
-    current: Mutex<Option<String>>,
+    /// The tokens as last read or written (`None`: not read yet), so a request does not read
+    /// the store file; a 401 re-reads it under the lock.
+    cached: Mutex<Option<Option<Tokens>>>,
     step_ups: AtomicU32,
     /// Serialises refreshes and flows within this process (the store lock does it across).
     busy: tokio::sync::Mutex<()>,
@@ -113,7 +114,7 @@ impl Authorizer {
             config,
             env,
             options,
-            current: Mutex::new(None),
+            cached: Mutex::new(None),
             step_ups: AtomicU32::new(0),
             busy: tokio::sync::Mutex::new(()),
         }
@@ -127,9 +128,9 @@ impl Authorizer {
         AuthError::NeedsLogin(format!("{why}; {}", login_hint(&self.server)))
     }
 
-    fn remember(&self, token: &str) {
-        if let Ok(mut current) = self.current.lock() {
-            *current = Some(token.to_owned());
+    fn remember(&self, tokens: Option<&Tokens>) {
+        if let Ok(mut cached) = self.cached.lock() {
+            *cached = Some(tokens.cloned());
         }
     }
 
@@ -149,12 +150,17 @@ impl Authorizer {
     /// The token to send: the stored one, refreshed first when it is about to expire; for a
     /// client-credentials server a new one when none is stored. `None`: send no token.
     pub async fn access_token(&self) -> Result<Option<String>, AuthError> {
-        let record = self.options.store.load(&self.key).await?;
-        match record.tokens {
-            Some(tokens) if !tokens.expires_within(REFRESH_MARGIN) => {
-                self.remember(&tokens.access_token);
-                Ok(Some(tokens.access_token))
+        let cached = self.cached.lock().ok().and_then(|c| c.clone());
+        let tokens = match cached {
+            Some(tokens) => tokens,
+            None => {
+                let tokens = self.options.store.load(&self.key).await?.tokens;
+                self.remember(tokens.as_ref());
+                tokens
             }
+        };
+        match tokens {
+            Some(tokens) if !tokens.expires_within(REFRESH_MARGIN) => Ok(Some(tokens.access_token)),
             Some(tokens) if tokens.refresh_token.is_some() => {
                 match self.refresh(Some(&tokens.access_token)).await {
                     Ok(token) => Ok(Some(token)),
@@ -274,6 +280,7 @@ impl Authorizer {
         }
         self.options.store.save(&self.key, None).await?;
         drop(lock);
+        self.remember(None);
         Ok(had)
     }
 
@@ -313,7 +320,7 @@ impl Authorizer {
         };
         if sent.is_some_and(|s| s != tokens.access_token) && !tokens.expires_within(REFRESH_MARGIN)
         {
-            self.remember(&tokens.access_token);
+            self.remember(Some(&tokens));
             return Ok(tokens.access_token);
         }
         let (Some(refresh_token), Some(client)) =
@@ -341,11 +348,11 @@ impl Authorizer {
                     tokens.scope.clone(),
                 );
                 let token = fresh.access_token.clone();
+                self.remember(Some(&fresh));
                 record.tokens = Some(fresh);
                 self.options.store.save(&self.key, Some(record)).await?;
                 drop(lock);
                 tracing::debug!(target: "switchboard::auth", server = %self.server, "refreshed the access token");
-                self.remember(&token);
                 Ok(token)
             }
             Err(TokenFailure::OAuth(code, description))
@@ -358,6 +365,7 @@ impl Authorizer {
                 record.tokens = None;
                 self.options.store.save(&self.key, Some(record)).await?;
                 drop(lock);
+                self.remember(None);
                 let why = match description {
                     Some(d) => format!(
                         "the authorization server refused the refresh token ({code}: {})",
@@ -433,6 +441,7 @@ impl Authorizer {
             Some(scopes.join(" ")).filter(|s| !s.is_empty()),
         );
         let token = tokens.access_token.clone();
+        self.remember(Some(&tokens));
         let lock = self.options.store.lock().await?;
         self.options
             .store
@@ -445,7 +454,6 @@ impl Authorizer {
             )
             .await?;
         drop(lock);
-        self.remember(&token);
         Ok(token)
     }
 
@@ -777,7 +785,7 @@ impl Authorizer {
             .await?;
         drop(lock);
         tracing::info!(target: "switchboard::auth", server = %self.server, "authorized");
-        self.remember(&tokens.access_token);
+        self.remember(Some(&tokens));
         Ok(tokens)
     }
 
