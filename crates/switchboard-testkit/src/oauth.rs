@@ -7,7 +7,8 @@
 //! - `POST /register` (RFC 7591), `GET /authorize` (answers at once with a redirect carrying
 //!   the code, `state` and `iss`), `POST /token` (authorization_code with PKCE S256 checked,
 //!   refresh_token with rotation: a spent refresh token is refused and `oauth: refresh token
-//!   reused` goes to stderr), `POST /revoke` (RFC 7009), `POST /test/revoke-all`.
+//!   reused` goes to stderr), `POST /revoke` (RFC 7009), `POST /test/revoke-all`,
+//!   `POST /test/expire-access`.
 //! - `/mcp` wants a live access token (401 with `resource_metadata` and `scope` otherwise);
 //!   `--oauth-tool-scope TOOL=SCOPE` answers a call of TOOL without SCOPE with 403
 //!   `insufficient_scope`.
@@ -129,6 +130,7 @@ pub(crate) fn protect(mcp: Router, options: &Options) -> Router {
         .route("/token", post(token))
         .route("/revoke", post(revoke))
         .route("/test/revoke-all", post(revoke_all))
+        .route("/test/expire-access", post(expire_access))
         .with_state(server);
     guarded.merge(auth)
 }
@@ -321,6 +323,13 @@ async fn revoke_all(State(server): State<Arc<Server>>) -> Response {
     books.refresh.clear();
     books.access.clear();
     eprintln!("oauth: revoked every token");
+    StatusCode::OK.into_response()
+}
+
+/// Every access token stops working (refresh tokens stay): a 401 in the middle of a session.
+async fn expire_access(State(server): State<Arc<Server>>) -> Response {
+    server.books().access.clear();
+    eprintln!("oauth: expired every access token");
     StatusCode::OK.into_response()
 }
 

@@ -163,6 +163,47 @@ async fn a_token_about_to_expire_is_refreshed_before_use() {
     assert!(!server.stderr().contains("reused"));
 }
 
+async fn post(server: &TestServer, path: &str) {
+    let url = format!("{}{path}", server.url().trim_end_matches("/mcp"));
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::builder()
+        .tls_backend_rustls()
+        .build()
+        .unwrap();
+    assert!(client.post(url).send().await.unwrap().status().is_success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_401_in_the_middle_of_a_session_refreshes_and_the_call_goes_through() {
+    let server = oauth_server(&[]);
+    let state = tempfile::tempdir().unwrap();
+    let browser = Arc::new(Browser::default());
+    let manager = manager(config(&server), state.path(), &browser, false);
+    // Not logged in: needs-auth; log in the way `mcp login` does, then connect.
+    assert_eq!(settled(&manager).await.label(), "needs-auth");
+    manager.shutdown().await;
+    switchboard::manager::forget_needs_auth(state.path(), "guarded");
+    let interactive = self::manager(config(&server), state.path(), &browser, true);
+    assert_eq!(settled(&interactive).await.label(), "connected");
+    interactive.shutdown().await;
+
+    let manager = self::manager(config(&server), state.path(), &browser, false);
+    assert_eq!(settled(&manager).await.label(), "connected");
+    assert!(echo(&manager, "before").await.contains("before"));
+    post(&server, "/test/expire-access").await;
+    assert!(echo(&manager, "after").await.contains("after"));
+    let log = server.stderr();
+    let after = &log[log.find("oauth: expired every access token").unwrap()..];
+    assert!(after.contains("oauth: 401 (bad token)"), "{after}");
+    assert!(after.contains("oauth: refreshed"), "{after}");
+    assert_eq!(
+        browser.opened.load(Ordering::SeqCst),
+        1,
+        "a refresh, not a login"
+    );
+    manager.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_revoked_refresh_token_means_needs_auth_with_how_to_log_in() {
     let server = oauth_server(&["--oauth-token-ttl", "30"]);
