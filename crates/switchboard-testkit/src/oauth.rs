@@ -41,6 +41,7 @@ struct Config {
     token_ttl: Duration,
     issuer: Option<String>,
     resource: Option<String>,
+    no_pkce: bool,
     tool_scope: Option<(String, String)>,
 }
 
@@ -107,6 +108,7 @@ pub(crate) fn protect(mcp: Router, options: &Options) -> Router {
             token_ttl: Duration::from_secs(options.oauth_token_ttl),
             issuer: options.oauth_issuer.clone(),
             resource: options.oauth_resource.clone(),
+            no_pkce: options.oauth_no_pkce,
             tool_scope: options
                 .oauth_tool_scope
                 .as_deref()
@@ -156,9 +158,17 @@ async fn resource_metadata(State(server): State<Arc<Server>>, headers: HeaderMap
 async fn server_metadata(State(server): State<Arc<Server>>, headers: HeaderMap) -> Response {
     let base = base(&headers);
     let issuer = server.config.issuer.clone().unwrap_or_else(|| base.clone());
-    json_response(
-        StatusCode::OK,
-        json!({
+    let mut metadata = server_metadata_json(&base, &issuer);
+    if server.config.no_pkce
+        && let Some(object) = metadata.as_object_mut()
+    {
+        object.remove("code_challenge_methods_supported");
+    }
+    json_response(StatusCode::OK, metadata)
+}
+
+fn server_metadata_json(base: &str, issuer: &str) -> Value {
+    json!({
             "issuer": issuer,
             "authorization_endpoint": format!("{base}/authorize"),
             "token_endpoint": format!("{base}/token"),
@@ -170,8 +180,7 @@ async fn server_metadata(State(server): State<Arc<Server>>, headers: HeaderMap) 
             "token_endpoint_auth_methods_supported": ["none"],
             "scopes_supported": ["mcp", "admin"],
             "authorization_response_iss_parameter_supported": true,
-        }),
-    )
+    })
 }
 
 async fn register(State(server): State<Arc<Server>>, body: axum::body::Bytes) -> Response {

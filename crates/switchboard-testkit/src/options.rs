@@ -120,6 +120,10 @@ pub struct Options {
     #[arg(long, value_name = "URL")]
     pub oauth_resource: Option<String>,
 
+    /// (oauth) The metadata advertises no PKCE methods (a refusal test).
+    #[arg(long)]
+    pub oauth_no_pkce: bool,
+
     /// (oauth) Calling TOOL needs SCOPE besides `mcp` (403 insufficient_scope otherwise).
     #[arg(long, value_name = "TOOL=SCOPE")]
     pub oauth_tool_scope: Option<String>,

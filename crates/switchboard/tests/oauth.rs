@@ -372,3 +372,19 @@ async fn the_authenticate_pseudo_tool_logs_in_and_gives_way_to_the_real_tools() 
     assert_eq!(browser.opened.load(Ordering::SeqCst), 1);
     host.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_authorization_server_that_advertises_no_pkce_is_refused() {
+    let server = oauth_server(&["--oauth-no-pkce"]);
+    let state = tempfile::tempdir().unwrap();
+    let browser = Arc::new(Browser::default());
+    let manager = manager(config(&server), state.path(), &browser, true);
+    let text = message(&settled(&manager).await);
+    assert!(
+        text.contains("refused: the authorization server metadata advertises no PKCE methods"),
+        "{text}"
+    );
+    assert_eq!(browser.opened.load(Ordering::SeqCst), 0);
+    assert!(!server.stderr().contains("oauth: authorize"));
+    manager.shutdown().await;
+}
