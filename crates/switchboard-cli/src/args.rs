@@ -142,6 +142,11 @@ pub(crate) enum McpCommand {
     },
     /// Reject a server from this project's .mcp.json: it will not start.
     Reject { name: String },
+    /// Log in to a remote server with OAuth: opens the browser (`BROWSER`, else the
+    /// platform's opener) and prints the URL; tokens go to the owner-only token store.
+    Login { name: String },
+    /// Forget a remote server's OAuth tokens (revoking them where the server allows).
+    Logout { name: String },
 }
 
 #[derive(Debug, Args)]

@@ -7,6 +7,7 @@ mod args;
 mod catalog_cmds;
 mod interact;
 mod mcp;
+mod mcp_auth;
 mod mcp_import;
 mod output;
 mod probe;

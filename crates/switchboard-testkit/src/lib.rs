@@ -14,6 +14,7 @@ mod filter;
 mod harness;
 mod http;
 mod net;
+mod oauth;
 pub mod options;
 pub mod server;
 mod sse;

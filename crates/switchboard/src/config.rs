@@ -251,6 +251,13 @@ pub struct OAuthConfig {
     pub client_secret_env: Option<String>,
     pub callback_port: Option<u16>,
     pub scopes: Vec<String>,
+    /// `grantType: "client_credentials"`: a machine-to-machine client, no user and no browser.
+    pub client_credentials: bool,
+    /// A Client ID Metadata Document URL used as the client id where the server supports it.
+    pub client_metadata_url: Option<String>,
+    /// Name of the environment variable holding a PKCS#8 PEM P-256 key: the client
+    /// authenticates with a signed assertion (`private_key_jwt`, ES256) instead of a secret.
+    pub private_key_env: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -25,7 +25,7 @@ pub use requests::{
 };
 
 use crate::config::{ProtocolPin, ServerConfig, Transport};
-use crate::transport::remote::{RemoteError, auth_challenge};
+use crate::transport::remote::{RemoteError, auth_challenge, auth_failure};
 use crate::transport::stdio::{self, ChildProcess, SpawnError};
 use crate::transport::{http, ide, proxy, sse, ws};
 
@@ -163,6 +163,8 @@ pub(crate) struct ConnectOptions {
     /// Who answers the server's questions, and the roots it is given.
     pub(crate) interaction: crate::interaction::Interaction,
     pub(crate) roots: Option<crate::interaction::Roots>,
+    /// OAuth for remote servers: the token store, whether to run the browser flow inline.
+    pub(crate) auth: crate::auth::AuthOptions,
 }
 
 impl std::fmt::Debug for ConnectOptions {
@@ -475,15 +477,18 @@ pub(crate) async fn open(
             }
         }
         Transport::Http(remote) => {
-            let transport = http::streamable_http(&remote.url, &remote.headers)?;
+            let authorizer = authorizer_for(config, remote, options);
+            let transport = http::streamable_http_oauth(&remote.url, &remote.headers, authorizer)?;
             remote_handshake(handler, transport, plan, timeout).await
         }
         Transport::Sse(remote) => {
-            let transport = bounded(timeout, sse::sse(&remote.url, &remote.headers)).await?;
+            let headers = with_stored_token(config, remote, options).await?;
+            let transport = bounded(timeout, sse::sse(&remote.url, &headers)).await?;
             remote_handshake(handler, transport, plan, timeout).await
         }
         Transport::WebSocket(remote) => {
-            let transport = bounded(timeout, ws::websocket(&remote.url, &remote.headers)).await?;
+            let headers = with_stored_token(config, remote, options).await?;
+            let transport = bounded(timeout, ws::websocket(&remote.url, &headers)).await?;
             remote_handshake(handler, transport, plan, timeout).await
         }
         Transport::SseIde(ide_config) => {
@@ -566,6 +571,58 @@ fn tell_roots_changes(
     });
 }
 
+/// The OAuth authorizer of a Streamable HTTP server: every server with an `oauth` entry, and
+/// every one without a configured `Authorization` header (a 401 may ask for OAuth).
+fn authorizer_for(
+    config: &ServerConfig,
+    remote: &crate::config::RemoteTransport,
+    options: &ConnectOptions,
+) -> Option<Arc<crate::auth::Authorizer>> {
+    let has_header = remote
+        .headers
+        .keys()
+        .any(|k| k.trim().eq_ignore_ascii_case("authorization"));
+    if remote.oauth.is_none() && has_header {
+        return None;
+    }
+    let mut auth = options.auth.clone();
+    let oauth = remote.oauth.clone().unwrap_or_default();
+    if oauth.client_metadata_url.is_some() {
+        auth.client_metadata_url = oauth.client_metadata_url.clone();
+    }
+    Some(Arc::new(crate::auth::Authorizer::new(
+        config.name.as_str(),
+        &remote.url,
+        oauth,
+        options.env.clone(),
+        auth,
+    )))
+}
+
+/// The configured headers plus `Authorization: Bearer` with the stored OAuth token (refreshed
+/// when about to expire), for the transports that send headers once (legacy SSE, WebSocket).
+async fn with_stored_token(
+    config: &ServerConfig,
+    remote: &crate::config::RemoteTransport,
+    options: &ConnectOptions,
+) -> Result<std::collections::BTreeMap<String, String>, ConnectError> {
+    let mut headers = remote.headers.clone();
+    let Some(authorizer) = authorizer_for(config, remote, options) else {
+        return Ok(headers);
+    };
+    match authorizer.access_token().await {
+        Ok(Some(token)) => {
+            headers.insert("Authorization".to_owned(), format!("Bearer {token}"));
+            Ok(headers)
+        }
+        Ok(None) => Ok(headers),
+        Err(e @ crate::auth::AuthError::NeedsLogin(_)) => {
+            Err(ConnectError::NeedsAuth(e.to_string()))
+        }
+        Err(e) => Err(auth_connect_error(e.to_string(), false)),
+    }
+}
+
 /// Bounds a transport's own connecting (the SSE endpoint event, the WebSocket upgrade).
 async fn bounded<T>(
     timeout: Duration,
@@ -579,9 +636,24 @@ async fn bounded<T>(
 }
 
 fn remote_failure(e: RemoteError) -> ConnectError {
+    if let Some((message, needs_login)) = auth_failure(&e) {
+        return auth_connect_error(message, needs_login);
+    }
     match auth_challenge(&e) {
         Some(challenge) => ConnectError::NeedsAuth(needs_auth_message(challenge.status)),
         None => ConnectError::Remote(e),
+    }
+}
+
+/// An OAuth failure: `needs-auth` when the user has to log in, else `failed` with the reason.
+fn auth_connect_error(message: String, needs_login: bool) -> ConnectError {
+    if needs_login {
+        ConnectError::NeedsAuth(message)
+    } else {
+        ConnectError::Handshake {
+            message: format!("authorization failed: {message}"),
+            stderr: None,
+        }
     }
 }
 
@@ -606,6 +678,9 @@ where
     match tokio::time::timeout(timeout, handshake(handler, transport, plan, false)).await {
         Ok(Ok((service, generation))) => Ok(Session::start(service, generation, None, None)),
         Ok(Err(error)) => match auth_challenge(&error) {
+            _ if let Some((message, needs_login)) = auth_failure(&error) => {
+                Err(auth_connect_error(message, needs_login))
+            }
             Some(challenge) => Err(ConnectError::NeedsAuth(needs_auth_message(
                 challenge.status,
             ))),

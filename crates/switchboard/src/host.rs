@@ -60,6 +60,7 @@ pub struct HostBuilder {
     in_process: Vec<(String, InProcessFactory)>,
     interaction: Interaction,
     roots: Option<Roots>,
+    auth: Option<crate::auth::AuthOptions>,
 }
 
 impl std::fmt::Debug for HostBuilder {
@@ -139,6 +140,13 @@ impl HostBuilder {
         self
     }
 
+    /// How remote servers are authorized (default: tokens in the state folder, no inline
+    /// browser flow; the `mcp__<server>__authenticate` pseudo-tool starts one).
+    pub fn auth(mut self, auth: crate::auth::AuthOptions) -> Self {
+        self.auth = Some(auth);
+        self
+    }
+
     /// The roots served to servers (default: the working directory).
     pub fn roots(mut self, roots: Roots) -> Self {
         self.roots = Some(roots);
@@ -190,6 +198,7 @@ impl HostBuilder {
             env,
             interaction: self.interaction.clone(),
             roots: Some(roots.clone()),
+            auth: self.auth,
             ..ManagerOptions::default()
         };
         for (name, factory) in self.in_process {
@@ -388,6 +397,28 @@ impl Host {
         }
     }
 
+    /// The `mcp__<server>__authenticate` pseudo-tool: starts the login, answers the URL.
+    async fn authenticate(&self, server: &str, qualified: &str) -> Result<CallOutcome, CallError> {
+        let url = self
+            .manager
+            .authenticate(server)
+            .await
+            .map_err(|e| CallError::Other {
+                tool: qualified.to_owned(),
+                message: e.to_string(),
+            })?;
+        let text = format!(
+            "Open this URL to authorize `{server}`:\n{url}\nOnce the login completes, `{server}` connects and its tools replace this one."
+        );
+        Ok(CallOutcome {
+            result: serde_json::json!({"content": [{"type": "text", "text": text}], "isError": false}),
+            is_error: false,
+            estimated_tokens: u64::try_from(text.len() / 4).unwrap_or(u64::MAX),
+            files: Vec::new(),
+            notes: Vec::new(),
+        })
+    }
+
     /// Calls a tool by its qualified name.
     pub async fn call(
         &self,
@@ -395,6 +426,9 @@ impl Host {
         arguments: Map<String, Value>,
         options: CallOptions,
     ) -> Result<CallOutcome, CallError> {
+        if let Some(server) = self.catalog.authenticate_target(qualified) {
+            return self.authenticate(&server, qualified).await;
+        }
         if let Some(server) = crate::catalog::server_of(qualified) {
             self.ensure_connected(server, qualified).await?;
         }

@@ -563,6 +563,31 @@ impl<'a> Walker<'a> {
                     })?);
                 }
                 "scopes" => oauth.scopes = self.string_list(p, "oauth.scopes", false)?,
+                "grantType" => match self.string(p, "oauth.grantType")?.as_str() {
+                    "client_credentials" => oauth.client_credentials = true,
+                    "authorization_code" => oauth.client_credentials = false,
+                    _ => {
+                        return Err(self.issue_at(
+                            range_of(&p.value).start,
+                            "oauth.grantType",
+                            "must be \"authorization_code\" or \"client_credentials\"",
+                        ));
+                    }
+                },
+                "privateKeyEnv" => {
+                    oauth.private_key_env = Some(self.string(p, "oauth.privateKeyEnv")?)
+                }
+                "clientMetadataUrl" => {
+                    let value = self.expanded(p, "oauth.clientMetadataUrl")?;
+                    if !value.starts_with("https://") {
+                        return Err(self.issue_at(
+                            range_of(&p.value).start,
+                            "oauth.clientMetadataUrl",
+                            "must be an https:// URL",
+                        ));
+                    }
+                    oauth.client_metadata_url = Some(value);
+                }
                 other => self.warnings.borrow_mut().push(
                     ConfigIssue::warning("unknown field; ignored")
                         .in_file(&self.doc.path)
