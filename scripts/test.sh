@@ -11,3 +11,7 @@ set -a
 . "$partners/partners.env"
 set +a
 cargo test --workspace --locked "$@"
+# The MCP conformance suite's client scenarios (both suite versions, both protocol
+# generations) against the conformance client built on the library.
+cargo build -p switchboard-conformance --locked
+bash scripts/conformance.sh

@@ -25,6 +25,13 @@ pub(crate) struct GlobalArgs {
     /// Extra servers for this run: a JSON file, or inline JSON (`{"mcpServers": {...}}`).
     #[arg(long = "mcp-config", global = true, value_name = "FILE|JSON")]
     pub(crate) mcp_config: Vec<String>,
+    /// Answer servers' form questions from this file (the fields as a JSON object, or
+    /// `{"action": "decline"}`) instead of asking on the terminal.
+    #[arg(long = "elicit-json", global = true, value_name = "FILE")]
+    pub(crate) elicit_json: Option<PathBuf>,
+    /// Also serve this folder to servers as a root (repeatable; the working directory always is).
+    #[arg(long = "add-dir", global = true, value_name = "DIR")]
+    pub(crate) add_dir: Vec<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -137,6 +144,11 @@ pub(crate) enum McpCommand {
     },
     /// Reject a server from this project's .mcp.json: it will not start.
     Reject { name: String },
+    /// Log in to a remote server with OAuth: opens the browser (`BROWSER`, else the
+    /// platform's opener) and prints the URL; tokens go to the owner-only token store.
+    Login { name: String },
+    /// Forget a remote server's OAuth tokens (revoking them where the server allows).
+    Logout { name: String },
 }
 
 #[derive(Debug, Args)]

@@ -87,7 +87,12 @@ pub(crate) fn builder(ctx: &Context, only: Option<Vec<String>>) -> anyhow::Resul
             }
         }
     }
-    let mut builder = Host::builder().config(config).env(ctx.env.clone());
+    let (interaction, roots) = crate::interact::setup(ctx)?;
+    let mut builder = Host::builder()
+        .config(config)
+        .env(ctx.env.clone())
+        .interaction(interaction)
+        .roots(roots);
     if let Some(only) = only {
         builder = builder.only(only);
     }
@@ -200,6 +205,16 @@ async fn tools(
     Ok(ExitCode::SUCCESS)
 }
 
+/// The spinner of the running call, so a question to the user can take it off the terminal.
+static SPINNER: std::sync::Mutex<Option<indicatif::ProgressBar>> = std::sync::Mutex::new(None);
+
+/// Clears the call's spinner for good: a server is asking the user something.
+pub(crate) fn stop_spinner() {
+    if let Some(bar) = SPINNER.lock().ok().and_then(|mut s| s.take()) {
+        bar.finish_and_clear();
+    }
+}
+
 /// Builds the arguments from a JSON object and `--arg k=v` pairs; a value is taken as JSON when
 /// the tool's schema wants something other than a string.
 fn arguments(
@@ -272,6 +287,9 @@ async fn call(
         bar.enable_steady_tick(Duration::from_millis(80));
         bar
     });
+    if let (Some(bar), Ok(mut spinner)) = (&bar, SPINNER.lock()) {
+        *spinner = Some(bar.clone());
+    }
     let show = {
         let bar = bar.clone();
         async move {
@@ -514,11 +532,18 @@ async fn prompt(host: &Host, name: &str, pairs: &[String], json: bool) -> anyhow
         .list_prompts(server)
         .await
         .map_err(failure_text)?;
-    let prompt = list
+    let definition = list
         .iter()
-        .filter_map(|p| p.get("name").and_then(Value::as_str))
-        .find(|p| switchboard::catalog::qualified_name(server, p, false) == name)
-        .with_context(|| format!("server `{server}` has no prompt `{name}`"))?
+        .find(|p| {
+            p.get("name")
+                .and_then(Value::as_str)
+                .is_some_and(|p| switchboard::catalog::qualified_name(server, p, false) == name)
+        })
+        .with_context(|| format!("server `{server}` has no prompt `{name}`"))?;
+    let prompt = definition
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
         .to_owned();
     let mut args = Map::new();
     for pair in pairs {
@@ -527,6 +552,12 @@ async fn prompt(host: &Host, name: &str, pairs: &[String], json: bool) -> anyhow
             .with_context(|| format!("--arg `{pair}` must look like KEY=VALUE"))?;
         args.insert(k.to_owned(), Value::String(v.to_owned()));
     }
+    let definitions = definition
+        .get("arguments")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    crate::interact::ask_prompt_arguments(host, server, &prompt, &definitions, &mut args).await;
     let result = host
         .manager()
         .get_prompt(server, &prompt, args)

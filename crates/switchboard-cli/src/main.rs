@@ -5,7 +5,9 @@
 
 mod args;
 mod catalog_cmds;
+mod interact;
 mod mcp;
+mod mcp_auth;
 mod mcp_import;
 mod output;
 mod probe;
@@ -35,10 +37,8 @@ fn main() -> ExitCode {
     }
 }
 
-/// Diagnostics go to stderr, `warn` and above unless `SWITCHBOARD_LOG` says otherwise; colour
-/// only on a terminal and never with `NO_COLOR`.
+/// Diagnostics go to stderr, `warn` and above unless `SWITCHBOARD_LOG` says otherwise.
 fn init_logging() {
-    use std::io::IsTerminal;
     let filter = std::env::var(switchboard::env_vars::EnvVars::SWITCHBOARD_LOG)
         .unwrap_or_else(|_| "warn".to_owned());
     let filter = tracing_subscriber::EnvFilter::try_new(&filter)
@@ -46,7 +46,9 @@ fn init_logging() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
+        // Plain text: tracing-subscriber is built without its `ansi` feature, and asking it for
+        // colours then panics (a terminal on stderr used to crash every command).
+        .with_ansi(false)
         .without_time()
         .try_init();
 }

@@ -23,6 +23,10 @@ use crate::probe::probe;
 pub(crate) struct Context {
     pub(crate) env: Environment,
     pub(crate) paths: ConfigPaths,
+    /// `--elicit-json`: scripted answers to servers' forms.
+    pub(crate) elicit_json: Option<PathBuf>,
+    /// `--add-dir`: more roots.
+    pub(crate) add_dir: Vec<PathBuf>,
 }
 
 impl Context {
@@ -37,7 +41,12 @@ impl Context {
         let env = Environment::capture();
         let mut paths = ConfigPaths::discover(&cwd, &env);
         paths.dynamic = global.mcp_config.clone();
-        Ok(Context { env, paths })
+        Ok(Context {
+            env,
+            paths,
+            elicit_json: global.elicit_json.clone(),
+            add_dir: global.add_dir.clone(),
+        })
     }
 
     /// Loads every scope. Files are found afresh each time: a command may have just created
@@ -94,6 +103,8 @@ pub(crate) fn run(ctx: &Context, cmd: McpCommand) -> anyhow::Result<ExitCode> {
         McpCommand::Import(args) => crate::mcp_import::run(ctx, args),
         McpCommand::Approve { name, all } => decide(ctx, name.as_deref(), all, Decision::Approved),
         McpCommand::Reject { name } => decide(ctx, Some(&name), false, Decision::Rejected),
+        McpCommand::Login { name } => runtime()?.block_on(crate::mcp_auth::login(ctx, &name)),
+        McpCommand::Logout { name } => runtime()?.block_on(crate::mcp_auth::logout(ctx, &name)),
     }
 }
 
@@ -308,7 +319,7 @@ fn remove(ctx: &Context, name: &str, scope: Option<Scope>) -> anyhow::Result<Exi
     }
 }
 
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?)
@@ -452,6 +463,9 @@ fn get(ctx: &Context, name: &str, json: bool, connect: bool) -> anyhow::Result<E
         writeln!(out, "  overrides: {shadowed}")?;
     }
     writeln!(out, "  config:  {}", serde_json::to_string(&entry.raw)?)?;
+    if let Some(auth) = runtime()?.block_on(crate::mcp_auth::status_line(ctx, entry)) {
+        writeln!(out, "  auth:    {auth}")?;
+    }
     match probed.as_ref().map(|p| &p.state) {
         Some(switchboard::connection::ServerState::Connected(info)) => {
             let server = [info.name.as_deref(), info.version.as_deref()]

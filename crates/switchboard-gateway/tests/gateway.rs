@@ -629,7 +629,6 @@ async fn a_downstream_cancel_cancels_the_upstream_call() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the interaction wiring (issue 5)"]
 async fn elicitation_and_sampling_reach_only_the_client_that_made_the_call() {
     let everything = std::env::var("SWITCHBOARD_PARTNER_EVERYTHING").expect(
         "SWITCHBOARD_PARTNER_EVERYTHING is not set: run the tests with `bash scripts/test.sh`",

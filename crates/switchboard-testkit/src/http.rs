@@ -39,6 +39,11 @@ pub(crate) async fn serve(options: &Options) -> std::io::Result<()> {
     let router = Router::new()
         .route_service("/mcp", service)
         .layer(axum::middleware::from_fn_with_state(guard, guard_requests));
+    let router = if options.oauth {
+        crate::oauth::protect(router, options)
+    } else {
+        router
+    };
     crate::net::serve(options, "http", "/mcp", router).await
 }
 

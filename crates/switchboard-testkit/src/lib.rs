@@ -7,12 +7,14 @@
 //! should build it first with `cargo build -p switchboard-testkit --bins`.
 //! [`server_bin`] finds it and [`TestServer`] runs it on a network transport.
 
+pub mod ask;
 mod bridge;
 pub mod config_tree;
 mod filter;
 mod harness;
 mod http;
 mod net;
+mod oauth;
 pub mod options;
 pub mod server;
 mod sse;

@@ -98,9 +98,40 @@ pub struct Options {
     #[arg(long = "tool-name", value_name = "NAME")]
     pub tool_names: Vec<String>,
 
+    /// Also offer the tools that ask the client (`ask_form`, `ask_url`, `ask_sample`,
+    /// `ask_roots`), in both protocol generations.
+    #[arg(long)]
+    pub ask_tools: bool,
+
     /// Give the `echo` tool a description of N characters.
     #[arg(long, value_name = "N")]
     pub description_chars: Option<usize>,
+
+    /// (http) Protect `/mcp` with OAuth: the same origin serves the protected resource
+    /// metadata and a real authorization server (registration, an authorize endpoint that
+    /// answers at once, tokens with refresh rotation, revocation). See `oauth.rs`.
+    #[arg(long)]
+    pub oauth: bool,
+
+    /// (oauth) Access tokens live this many seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 3600)]
+    pub oauth_token_ttl: u64,
+
+    /// (oauth) The authorization server metadata names this issuer (a mismatch test).
+    #[arg(long, value_name = "URL")]
+    pub oauth_issuer: Option<String>,
+
+    /// (oauth) The protected resource metadata names this resource (a mismatch test).
+    #[arg(long, value_name = "URL")]
+    pub oauth_resource: Option<String>,
+
+    /// (oauth) The metadata advertises no PKCE methods (a refusal test).
+    #[arg(long)]
+    pub oauth_no_pkce: bool,
+
+    /// (oauth) Calling TOOL needs SCOPE besides `mcp` (403 insufficient_scope otherwise).
+    #[arg(long, value_name = "TOOL=SCOPE")]
+    pub oauth_tool_scope: Option<String>,
 }
 
 /// The transports `testkit-server` can serve.

@@ -39,6 +39,12 @@ struct Shared {
     /// The tool list: the fixed tools, the generated and named ones, and those `add_tool`
     /// added at run time.
     tools: std::sync::Mutex<Vec<Tool>>,
+    /// `ask_url`'s counters (initialize era).
+    url_counters: crate::ask::UrlCounters,
+    /// `--ask-tools`: also offer logging.
+    ask_tools: bool,
+    /// The level the client set with `logging/setLevel`.
+    log_level: std::sync::Mutex<Option<String>>,
 }
 
 /// A 4×2 red PNG, for the `image` tool.
@@ -53,6 +59,9 @@ impl Toolbox {
         for name in &options.tool_names {
             tools.push(echo_like(name.clone()));
         }
+        if options.ask_tools {
+            tools.extend(crate::ask::tools());
+        }
         Toolbox {
             shared: Arc::new(Shared {
                 protocol: options.protocol,
@@ -62,6 +71,9 @@ impl Toolbox {
                 page_size: options.page_size,
                 endless_pages: options.endless_pages,
                 tools: std::sync::Mutex::new(tools),
+                url_counters: crate::ask::UrlCounters::default(),
+                ask_tools: options.ask_tools,
+                log_level: std::sync::Mutex::new(None),
             }),
         }
     }
@@ -307,19 +319,22 @@ impl Toolbox {
 
 impl ServerHandler for Toolbox {
     fn get_info(&self) -> ServerConfig {
-        let config = ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .build(),
-        )
-        .with_server_info(Implementation::new(
-            "switchboard-testkit",
-            env!("CARGO_PKG_VERSION"),
-        ))
-        .with_instructions(
-            "A test server: echo, add, slow, fail, add_tool, image, blob, big, pid.",
-        );
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        if self.shared.ask_tools {
+            capabilities.logging = Some(JsonObject::new());
+            capabilities.prompts = Some(Default::default());
+        }
+        let config = ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new(
+                "switchboard-testkit",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(
+                "A test server: echo, add, slow, fail, add_tool, image, blob, big, pid.",
+            );
         match self.shared.protocol {
             ProtocolMode::Legacy => {
                 config.with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
@@ -369,6 +384,46 @@ impl ServerHandler for Toolbox {
         Ok(result)
     }
 
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
+        let prompts = if self.shared.ask_tools {
+            crate::ask::prompts()
+        } else {
+            Vec::new()
+        };
+        Ok(rmcp::model::ListPromptsResult::with_all_items(prompts))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
+        crate::ask::get_prompt(&request, &context).await
+    }
+
+    #[allow(deprecated)] // logging is what initialize-era clients speak
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let level = serde_json::to_value(request.level)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned));
+        eprintln!(
+            "testkit-server: log level set to {}",
+            level.as_deref().unwrap_or("?")
+        );
+        if let Ok(mut current) = self.shared.log_level.lock() {
+            *current = level;
+        }
+        Ok(())
+    }
+
     fn get_tool(&self, name: &str) -> Option<Tool> {
         self.tools().into_iter().find(|tool| tool.name == name)
     }
@@ -389,6 +444,19 @@ impl ServerHandler for Toolbox {
                 answered + 1
             );
             std::process::exit(3);
+        }
+        if request.name == "log" && self.shared.ask_tools {
+            let level = self.shared.log_level.lock().ok().and_then(|l| l.clone());
+            let result = crate::ask::log(&context, level.as_deref()).await;
+            return Ok(result.into());
+        }
+        if crate::ask::ASK_TOOLS.contains(&request.name.as_ref())
+            && self.tools().iter().any(|t| t.name == request.name)
+        {
+            let result =
+                crate::ask::run(&request.name, &request, &context, &self.shared.url_counters).await;
+            self.shared.answered.fetch_add(1, Ordering::SeqCst);
+            return result;
         }
         let args = request.arguments.unwrap_or_default();
         let result = self.run_tool(&request.name, &args, &context).await;

@@ -325,9 +325,13 @@ impl Catalog {
                 traits: builtin.traits,
             });
         }
-        let connected: Vec<String> = self
-            .manager
-            .states()
+        let states = self.manager.states();
+        for (server, _) in &states {
+            if self.offers_authenticate(server) {
+                snapshot.tools.push(authenticate_tool(server));
+            }
+        }
+        let connected: Vec<String> = states
             .into_iter()
             .filter(|(_, s)| matches!(s, ServerState::Connected(_)))
             .map(|(n, _)| n)
@@ -361,8 +365,30 @@ impl Catalog {
         snapshot
     }
 
+    /// The server whose `mcp__<server>__authenticate` pseudo-tool `qualified` is: a
+    /// Streamable HTTP server in `needs-auth`.
+    pub fn authenticate_target(&self, qualified: &str) -> Option<String> {
+        let server = server_of(qualified)?;
+        (qualified == qualified_name(server, AUTHENTICATE, false)
+            && self.offers_authenticate(server))
+        .then(|| server.to_owned())
+    }
+
+    fn offers_authenticate(&self, server: &str) -> bool {
+        matches!(
+            self.manager.state(server),
+            Some(ServerState::NeedsAuth { .. })
+        ) && self
+            .manager
+            .config(server)
+            .is_some_and(|c| matches!(c.transport, crate::config::Transport::Http(_)))
+    }
+
     /// Finds a tool by its qualified name (copying only that tool).
     pub async fn find(&self, qualified: &str) -> Result<Tool, CatalogError> {
+        if let Some(server) = self.authenticate_target(qualified) {
+            return Ok(authenticate_tool(&server));
+        }
         if let Some(b) = self.builtins.iter().find(|b| b.name == qualified) {
             return Ok(Tool {
                 qualified_name: b.name.clone(),
@@ -412,6 +438,30 @@ impl Catalog {
         });
         validators.insert(key, compiled.clone());
         compiled
+    }
+}
+
+/// The pseudo-tool of a server that needs authorization: `mcp__<server>__authenticate`.
+pub const AUTHENTICATE: &str = "authenticate";
+
+fn authenticate_tool(server: &str) -> Tool {
+    Tool {
+        qualified_name: qualified_name(server, AUTHENTICATE, false),
+        server: Some(server.to_owned()),
+        name: AUTHENTICATE.to_owned(),
+        display_name: format!("Authenticate {server}"),
+        description: Some(format!(
+            "The MCP server `{server}` needs authorization. Call this to start the OAuth login: it returns a URL for the user to open; once they have logged in, `{server}`'s own tools replace this one."
+        )),
+        input_schema: serde_json::json!({"type": "object", "properties": {}}),
+        output_schema: None,
+        traits: ToolTraits {
+            read_only: false,
+            concurrency_safe: false,
+            destructive: false,
+            idempotent: true,
+            open_world: true,
+        },
     }
 }
 

@@ -131,6 +131,9 @@ pub struct ServerConfig {
     pub disabled_tools: Vec<String>,
     /// Overrides `MAX_MCP_OUTPUT_TOKENS` for this server's results.
     pub max_output_tokens: Option<u64>,
+    /// The log level asked of the server (`logLevel`: `debug` … `emergency`), sent with
+    /// `logging/setLevel` to an initialize-era server that offers logging.
+    pub log_level: Option<String>,
     /// Keys Switchboard does not know, kept as written (another host may own them).
     pub extra: BTreeMap<String, serde_json::Value>,
 }
@@ -156,6 +159,7 @@ impl ServerConfig {
             enabled_tools: None,
             disabled_tools: Vec::new(),
             max_output_tokens: None,
+            log_level: None,
             extra: BTreeMap::new(),
         }
     }
@@ -247,6 +251,13 @@ pub struct OAuthConfig {
     pub client_secret_env: Option<String>,
     pub callback_port: Option<u16>,
     pub scopes: Vec<String>,
+    /// `grantType: "client_credentials"`: a machine-to-machine client, no user and no browser.
+    pub client_credentials: bool,
+    /// A Client ID Metadata Document URL used as the client id where the server supports it.
+    pub client_metadata_url: Option<String>,
+    /// Name of the environment variable holding a PKCS#8 PEM P-256 key: the client
+    /// authenticates with a signed assertion (`private_key_jwt`, ES256) instead of a secret.
+    pub private_key_env: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

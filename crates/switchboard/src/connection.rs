@@ -5,6 +5,7 @@
 
 mod handler;
 mod handshake;
+mod interact;
 mod requests;
 
 use std::sync::Arc;
@@ -18,10 +19,13 @@ use handler::ClientSide;
 pub(crate) use handler::Notice;
 pub use handshake::Generation;
 use handshake::{HandshakeError, Plan, handshake, latest_initialize_version};
-pub use requests::{Annotations, MAX_LIST_PAGES, Progress, RequestError, ToolDef};
+pub(crate) use requests::CallContext;
+pub use requests::{
+    Annotations, Completion, CompletionTarget, MAX_LIST_PAGES, Progress, RequestError, ToolDef,
+};
 
 use crate::config::{ProtocolPin, ServerConfig, Transport};
-use crate::transport::remote::{RemoteError, auth_challenge};
+use crate::transport::remote::{RemoteError, auth_challenge, auth_failure};
 use crate::transport::stdio::{self, ChildProcess, SpawnError};
 use crate::transport::{http, ide, proxy, sse, ws};
 
@@ -156,6 +160,11 @@ pub(crate) struct ConnectOptions {
     pub(crate) env: crate::config::Environment,
     /// The program's factory for this server, when it runs in process.
     pub(crate) in_process: Option<crate::manager::InProcessFactory>,
+    /// Who answers the server's questions, and the roots it is given.
+    pub(crate) interaction: crate::interaction::Interaction,
+    pub(crate) roots: Option<crate::interaction::Roots>,
+    /// OAuth for remote servers: the token store, whether to run the browser flow inline.
+    pub(crate) auth: crate::auth::AuthOptions,
 }
 
 impl std::fmt::Debug for ConnectOptions {
@@ -223,6 +232,13 @@ pub(crate) struct Session {
     stderr: Option<crate::transport::stdio::StderrTail>,
     exit: Option<tokio::sync::watch::Receiver<Option<std::process::ExitStatus>>>,
     progress: rmcp::handler::client::progress::ProgressDispatcher,
+    asker: Arc<interact::Asker>,
+    /// The direct `tools/call` lane of a line-based transport (stdio, in-process), with the
+    /// `_meta` every request carries on protocol 2026-07-28.
+    lane: Option<(
+        crate::transport::lane::Lane,
+        Option<rmcp::model::RequestMetaObject>,
+    )>,
     pub(crate) info: Arc<ServerInfo>,
 }
 
@@ -240,16 +256,41 @@ impl Session {
         service: RunningService<RoleClient, ClientSide>,
         generation: Generation,
         process: Option<ChildProcess>,
+        lane: Option<crate::transport::lane::Lane>,
     ) -> Session {
         let info = Arc::new(info_of(&service, generation));
+        let lane = lane.map(|lane| {
+            let meta = (generation == Generation::Discover).then(|| {
+                use rmcp::ClientHandler;
+                let client = service.service().get_info();
+                let mut meta = rmcp::model::RequestMetaObject::new();
+                meta.set_protocol_version(client.protocol_version.clone());
+                if let Ok(version) =
+                    serde_json::from_value(serde_json::Value::String(info.protocol_version.clone()))
+                {
+                    meta.set_protocol_version(version);
+                }
+                meta.set_client_info(client.client_info);
+                meta.set_client_capabilities(client.capabilities);
+                meta
+            });
+            (lane, meta)
+        });
         let peer = service.peer().clone();
         let cancel = std::sync::Mutex::new(Some(service.cancellation_token()));
         let (ended_tx, ended) = tokio::sync::watch::channel(false);
         let progress = service.service().progress.clone();
+        let asker = service.service().asker.clone();
         tokio::spawn(async move {
             let _ = service.waiting().await;
             let _ = ended_tx.send(true);
         });
+        // 2026-07-28 has no session to notify: each request carries what it needs.
+        if generation == Generation::Initialize
+            && let Some(roots) = asker.roots_served()
+        {
+            tell_roots_changes(asker.server(), roots.subscribe(), &peer, ended.clone());
+        }
         let pid = process.as_ref().map(ChildProcess::pid);
         let stderr = process.as_ref().map(ChildProcess::stderr);
         let exit = process.as_ref().map(ChildProcess::exit_watch);
@@ -262,7 +303,29 @@ impl Session {
             stderr,
             exit,
             progress,
+            asker,
+            lane,
             info,
+        }
+    }
+
+    /// `logging/setLevel` for an initialize-era server that offers logging.
+    #[allow(deprecated)] // logging is what initialize-era servers speak
+    pub(crate) async fn set_log_level(&self, level: &str) {
+        if self.info.generation != Generation::Initialize || !self.info.capabilities.logging {
+            return;
+        }
+        let Ok(level) = serde_json::from_value::<rmcp::model::LoggingLevel>(
+            serde_json::Value::String(level.to_owned()),
+        ) else {
+            return;
+        };
+        let sent = self
+            .peer
+            .set_level(rmcp::model::SetLevelRequestParams::new(level))
+            .await;
+        if let Err(e) = sent {
+            tracing::warn!(server = %self.asker.server(), "logging/setLevel failed: {e}");
         }
     }
 
@@ -349,21 +412,30 @@ pub(crate) async fn open(
         }
         (ProtocolPin::Auto, None) => Plan::Probe,
     };
-    let handler = ClientSide::new(config.name.as_str(), notices);
+    let asker = interact::Asker::new(
+        config.name.as_str(),
+        options.interaction.clone(),
+        options.roots.clone(),
+    );
+    let handler = ClientSide::new(config.name.as_str(), notices, asker);
     let timeout = config.connect_timeout.unwrap_or(options.connect_timeout);
     match &config.transport {
         Transport::Stdio(stdio_config) => {
             let child = stdio::spawn(config.name.as_str(), stdio_config, options.max_line_length)?;
             let process = child.process;
+            let lane = child.lane;
             let stderr = process.stderr();
             let mut exit = process.exit_watch();
             let attempt =
                 tokio::time::timeout(timeout, handshake(handler, child.transport, plan, true))
                     .await;
             match attempt {
-                Ok(Ok((service, generation))) => {
-                    Ok(Session::start(service, generation, Some(process)))
-                }
+                Ok(Ok((service, generation))) => Ok(Session::start(
+                    service,
+                    generation,
+                    Some(process),
+                    Some(lane),
+                )),
                 Ok(Err(error)) => {
                     // The server may have exited: say how, with what it said on stderr. Only a
                     // closed connection waits for the exit status (bounded; slow under load).
@@ -405,15 +477,18 @@ pub(crate) async fn open(
             }
         }
         Transport::Http(remote) => {
-            let transport = http::streamable_http(&remote.url, &remote.headers)?;
+            let authorizer = authorizer_for(config, remote, options);
+            let transport = http::streamable_http_oauth(&remote.url, &remote.headers, authorizer)?;
             remote_handshake(handler, transport, plan, timeout).await
         }
         Transport::Sse(remote) => {
-            let transport = bounded(timeout, sse::sse(&remote.url, &remote.headers)).await?;
+            let headers = with_stored_token(config, remote, options).await?;
+            let transport = bounded(timeout, sse::sse(&remote.url, &headers)).await?;
             remote_handshake(handler, transport, plan, timeout).await
         }
         Transport::WebSocket(remote) => {
-            let transport = bounded(timeout, ws::websocket(&remote.url, &remote.headers)).await?;
+            let headers = with_stored_token(config, remote, options).await?;
+            let transport = bounded(timeout, ws::websocket(&remote.url, &headers)).await?;
             remote_handshake(handler, transport, plan, timeout).await
         }
         Transport::SseIde(ide_config) => {
@@ -443,11 +518,19 @@ pub(crate) async fn open(
                     "no in-process server of this name is registered by the program".to_owned(),
                 ));
             };
+            // The same line guard and lane as a child's pipes.
             let (read, write) = tokio::io::split(factory());
-            let transport = rmcp::transport::async_rw::AsyncRwTransport::new_client(read, write)
-                .with_max_line_length(options.max_line_length);
+            let (lane, inbox, writer) = crate::transport::lane::lane(write);
+            let transport = rmcp::transport::async_rw::AsyncRwTransport::new_client(
+                crate::transport::line_guard::LineGuard::new(read, options.max_line_length)
+                    .with_lane(inbox),
+                writer,
+            )
+            .with_max_line_length(options.max_line_length.saturating_add(1024 * 1024));
             match tokio::time::timeout(timeout, handshake(handler, transport, plan, true)).await {
-                Ok(Ok((service, generation))) => Ok(Session::start(service, generation, None)),
+                Ok(Ok((service, generation))) => {
+                    Ok(Session::start(service, generation, None, Some(lane)))
+                }
                 Ok(Err(error)) => Err(ConnectError::Handshake {
                     message: error.to_string(),
                     stderr: None,
@@ -455,6 +538,88 @@ pub(crate) async fn open(
                 Err(_) => Err(ConnectError::Timeout(timeout, None)),
             }
         }
+    }
+}
+
+/// Sends `notifications/roots/list_changed` each time the roots change, until the session
+/// ends.
+fn tell_roots_changes(
+    server: &str,
+    mut roots: tokio::sync::watch::Receiver<Vec<std::path::PathBuf>>,
+    peer: &Peer<RoleClient>,
+    mut ended: tokio::sync::watch::Receiver<bool>,
+) {
+    let peer = peer.clone();
+    let server = server.to_owned();
+    roots.mark_unchanged();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                changed = roots.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    #[allow(deprecated)] // roots are what initialize-era servers speak
+                    let sent = peer.notify_roots_list_changed().await;
+                    if let Err(e) = sent {
+                        tracing::debug!(server, "roots/list_changed not sent: {e}");
+                    }
+                }
+                () = async { let _ = ended.wait_for(|e| *e).await; } => return,
+            }
+        }
+    });
+}
+
+/// The OAuth authorizer of a Streamable HTTP server: every server with an `oauth` entry, and
+/// every one without a configured `Authorization` header (a 401 may ask for OAuth).
+fn authorizer_for(
+    config: &ServerConfig,
+    remote: &crate::config::RemoteTransport,
+    options: &ConnectOptions,
+) -> Option<Arc<crate::auth::Authorizer>> {
+    let has_header = remote
+        .headers
+        .keys()
+        .any(|k| k.trim().eq_ignore_ascii_case("authorization"));
+    if remote.oauth.is_none() && has_header {
+        return None;
+    }
+    let mut auth = options.auth.clone();
+    let oauth = remote.oauth.clone().unwrap_or_default();
+    if oauth.client_metadata_url.is_some() {
+        auth.client_metadata_url = oauth.client_metadata_url.clone();
+    }
+    Some(Arc::new(crate::auth::Authorizer::new(
+        config.name.as_str(),
+        &remote.url,
+        oauth,
+        options.env.clone(),
+        auth,
+    )))
+}
+
+/// The configured headers plus `Authorization: Bearer` with the stored OAuth token (refreshed
+/// when about to expire), for the transports that send headers once (legacy SSE, WebSocket).
+async fn with_stored_token(
+    config: &ServerConfig,
+    remote: &crate::config::RemoteTransport,
+    options: &ConnectOptions,
+) -> Result<std::collections::BTreeMap<String, String>, ConnectError> {
+    let mut headers = remote.headers.clone();
+    let Some(authorizer) = authorizer_for(config, remote, options) else {
+        return Ok(headers);
+    };
+    match authorizer.access_token().await {
+        Ok(Some(token)) => {
+            headers.insert("Authorization".to_owned(), format!("Bearer {token}"));
+            Ok(headers)
+        }
+        Ok(None) => Ok(headers),
+        Err(e @ crate::auth::AuthError::NeedsLogin(_)) => {
+            Err(ConnectError::NeedsAuth(e.to_string()))
+        }
+        Err(e) => Err(auth_connect_error(e.to_string(), false)),
     }
 }
 
@@ -471,9 +636,24 @@ async fn bounded<T>(
 }
 
 fn remote_failure(e: RemoteError) -> ConnectError {
+    if let Some((message, needs_login)) = auth_failure(&e) {
+        return auth_connect_error(message, needs_login);
+    }
     match auth_challenge(&e) {
         Some(challenge) => ConnectError::NeedsAuth(needs_auth_message(challenge.status)),
         None => ConnectError::Remote(e),
+    }
+}
+
+/// An OAuth failure: `needs-auth` when the user has to log in, else `failed` with the reason.
+fn auth_connect_error(message: String, needs_login: bool) -> ConnectError {
+    if needs_login {
+        ConnectError::NeedsAuth(message)
+    } else {
+        ConnectError::Handshake {
+            message: format!("authorization failed: {message}"),
+            stderr: None,
+        }
     }
 }
 
@@ -496,8 +676,11 @@ where
     T: rmcp::transport::Transport<RoleClient> + 'static,
 {
     match tokio::time::timeout(timeout, handshake(handler, transport, plan, false)).await {
-        Ok(Ok((service, generation))) => Ok(Session::start(service, generation, None)),
+        Ok(Ok((service, generation))) => Ok(Session::start(service, generation, None, None)),
         Ok(Err(error)) => match auth_challenge(&error) {
+            _ if let Some((message, needs_login)) = auth_failure(&error) => {
+                Err(auth_connect_error(message, needs_login))
+            }
             Some(challenge) => Err(ConnectError::NeedsAuth(needs_auth_message(
                 challenge.status,
             ))),

@@ -16,6 +16,7 @@
 //! The call pipeline: find the tool (reconnecting its server if it is not connected) → check
 //! the arguments against its `inputSchema` → permissions and hooks → `tools/call` with the
 //! tool timeout, progress forwarded, a log line every 30 s, cancelled when the caller goes away
+//! (the server's questions on the way go to the call's own `Interaction`, else the host's)
 //! → a session that expired is renewed and the call retried once → `isError` is a tool error,
 //! not a failure → `structuredContent` checked against `outputSchema` → the output budget.
 
@@ -29,7 +30,7 @@ use tokio::sync::mpsc;
 use crate::budget::{Budgeted, OutputBudget};
 use crate::catalog::{BuiltinTool, Catalog, CatalogError, SchemaKind, Tool};
 use crate::config::{ConfigPaths, ConfigSet, Environment, ServerConfig};
-use crate::connection::{Progress, RequestError, ServerState};
+use crate::connection::{CallContext, Progress, RequestError, ServerState};
 use crate::env_vars::{EnvVarError, Limits};
 use crate::interaction::{Interaction, Roots};
 use crate::manager::{
@@ -59,6 +60,7 @@ pub struct HostBuilder {
     in_process: Vec<(String, InProcessFactory)>,
     interaction: Interaction,
     roots: Option<Roots>,
+    auth: Option<crate::auth::AuthOptions>,
 }
 
 impl std::fmt::Debug for HostBuilder {
@@ -138,6 +140,13 @@ impl HostBuilder {
         self
     }
 
+    /// How remote servers are authorized (default: tokens in the state folder, no inline
+    /// browser flow; the `mcp__<server>__authenticate` pseudo-tool starts one).
+    pub fn auth(mut self, auth: crate::auth::AuthOptions) -> Self {
+        self.auth = Some(auth);
+        self
+    }
+
     /// The roots served to servers (default: the working directory).
     pub fn roots(mut self, roots: Roots) -> Self {
         self.roots = Some(roots);
@@ -187,6 +196,9 @@ impl HostBuilder {
             limits,
             state_dir: Some(config.paths.state_dir.clone()),
             env,
+            interaction: self.interaction.clone(),
+            roots: Some(roots.clone()),
+            auth: self.auth,
             ..ManagerOptions::default()
         };
         for (name, factory) in self.in_process {
@@ -401,6 +413,28 @@ impl Host {
         }
     }
 
+    /// The `mcp__<server>__authenticate` pseudo-tool: starts the login, answers the URL.
+    async fn authenticate(&self, server: &str, qualified: &str) -> Result<CallOutcome, CallError> {
+        let url = self
+            .manager
+            .authenticate(server)
+            .await
+            .map_err(|e| CallError::Other {
+                tool: qualified.to_owned(),
+                message: e.to_string(),
+            })?;
+        let text = format!(
+            "Open this URL to authorize `{server}`:\n{url}\nOnce the login completes, `{server}` connects and its tools replace this one."
+        );
+        Ok(CallOutcome {
+            result: serde_json::json!({"content": [{"type": "text", "text": text}], "isError": false}),
+            is_error: false,
+            estimated_tokens: u64::try_from(text.len() / 4).unwrap_or(u64::MAX),
+            files: Vec::new(),
+            notes: Vec::new(),
+        })
+    }
+
     /// Calls a tool by its qualified name.
     pub async fn call(
         &self,
@@ -408,6 +442,9 @@ impl Host {
         arguments: Map<String, Value>,
         options: CallOptions,
     ) -> Result<CallOutcome, CallError> {
+        if let Some(server) = self.catalog.authenticate_target(qualified) {
+            return self.authenticate(&server, qualified).await;
+        }
         if let Some(server) = crate::catalog::server_of(qualified) {
             self.ensure_connected(server, qualified).await?;
         }
@@ -467,6 +504,7 @@ impl Host {
                     arguments.clone(),
                     timeout,
                     options.progress.clone(),
+                    options.interaction.clone(),
                 )
                 .await;
             match attempt {
@@ -552,10 +590,16 @@ impl Host {
         arguments: Map<String, Value>,
         timeout: Duration,
         progress: Option<mpsc::UnboundedSender<Progress>>,
+        interaction: Option<Interaction>,
     ) -> Result<Value, RequestFailure> {
         let name = tool.name.clone();
+        let context = CallContext {
+            qualified: tool.qualified_name.clone(),
+            interaction,
+        };
         let call = self.manager.request(server, |s| async move {
-            s.call_tool(&name, arguments, timeout, progress).await
+            s.call_tool(&name, arguments, timeout, progress, context)
+                .await
         });
         tokio::pin!(call);
         let started = tokio::time::Instant::now();

@@ -15,6 +15,14 @@
 // Roots are deprecated for 2026-07-28 (SEP-2577), but initialize-era servers still ask for them.
 #![allow(deprecated)]
 
+mod command;
+mod settings;
+
+pub use command::CommandSampler;
+pub use settings::{
+    DEFAULT_SAMPLING_TIMEOUT, InteractionSettings, SamplingSettings, ServerSampling,
+};
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -31,7 +39,8 @@ pub use rmcp::model::{
 pub struct ElicitationRequest {
     /// The server that asks.
     pub server: String,
-    /// The qualified name of the tool whose call caused the request, when known.
+    /// The qualified name of the tool whose call caused the request (or of the prompt being
+    /// got), when known.
     pub tool: Option<String>,
     pub params: ElicitRequestParams,
 }
@@ -145,5 +154,49 @@ impl Roots {
 impl Default for Roots {
     fn default() -> Self {
         Roots::new(Vec::new())
+    }
+}
+
+/// The JSON-RPC code of "URL elicitation required" (initialize era): the call can go on once
+/// the user has visited the URLs in the error's `data.elicitations`.
+pub const URL_ELICITATION_REQUIRED: i32 = -32042;
+
+/// How many times a call is retried after URL elicitations before it fails.
+pub const MAX_URL_ELICITATION_RETRIES: usize = 3;
+
+/// The longest a call waits for the answer to one question (a URL's go-ahead or completion, a
+/// form, a sample) before it fails; shorter when the call's own timeout is.
+pub const MAX_ANSWER_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// The most 2026-07-28 input rounds one call goes through before it fails.
+pub const MAX_INPUT_ROUNDS: usize = 10;
+
+/// Checks accepted form content against the schema the server requested. The message names
+/// the field, e.g. ``field `age`: "x" is not of type "integer"``.
+pub fn check_answer(schema: &serde_json::Value, content: &serde_json::Value) -> Result<(), String> {
+    if !content.is_object() {
+        return Err("the answer is not an object of fields".to_owned());
+    }
+    let validator = jsonschema::options()
+        .should_validate_formats(true)
+        .build(schema)
+        .map_err(|e| format!("the requested schema does not compile: {e}"))?;
+    let errors: Vec<String> = validator
+        .iter_errors(content)
+        .take(3)
+        .map(|e| {
+            let path = e.instance_path().to_string();
+            let path = path.trim_start_matches('/').replace('/', ".");
+            if path.is_empty() {
+                e.to_string()
+            } else {
+                format!("field `{path}`: {e}")
+            }
+        })
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.join("; "))
     }
 }

@@ -5,6 +5,7 @@
 //! tools into one catalogue and running calls. The `switchboard` binary and the gateway are two
 //! programs that embed it.
 
+pub mod auth;
 pub mod budget;
 pub mod catalog;
 pub mod config;

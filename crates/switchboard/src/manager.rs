@@ -56,6 +56,14 @@ pub struct ManagerOptions {
     pub in_process: BTreeMap<String, InProcessFactory>,
     /// How the manager waits between reconnect attempts (replace it to observe the schedule).
     pub sleeper: Sleeper,
+    /// Who answers servers' elicitation and sampling requests (capabilities are declared only
+    /// for what is set here).
+    pub interaction: crate::interaction::Interaction,
+    /// The roots served to servers; `None` declares no roots capability.
+    pub roots: Option<crate::interaction::Roots>,
+    /// OAuth for remote servers; `None`: tokens in `state_dir` (else in memory), no inline
+    /// browser flow (a server that wants a login goes to `needs-auth`).
+    pub auth: Option<crate::auth::AuthOptions>,
 }
 
 impl std::fmt::Debug for ManagerOptions {
@@ -77,6 +85,9 @@ impl Default for ManagerOptions {
             env: crate::config::Environment::capture(),
             in_process: BTreeMap::new(),
             sleeper: Arc::new(|d| Box::pin(tokio::time::sleep(d))),
+            interaction: crate::interaction::Interaction::default(),
+            roots: None,
+            auth: None,
         }
     }
 }
@@ -86,6 +97,12 @@ impl ManagerOptions {
     /// start it with [`ServerConfig::in_process`]).
     pub fn with_in_process(mut self, name: &str, factory: InProcessFactory) -> Self {
         self.in_process.insert(name.to_owned(), factory);
+        self
+    }
+
+    /// How the manager authorizes remote servers (OAuth).
+    pub fn with_auth(mut self, auth: crate::auth::AuthOptions) -> Self {
+        self.auth = Some(auth);
         self
     }
 
@@ -186,6 +203,7 @@ struct Slot {
 
 struct Shared {
     options: ManagerOptions,
+    auth: crate::auth::AuthOptions,
     memory: Memory,
     events: broadcast::Sender<ServerEvent>,
     local_slots: Arc<Semaphore>,
@@ -207,7 +225,94 @@ impl std::fmt::Debug for ServerManager {
     }
 }
 
+/// Forgets that `name` needed authorization (after a login), so the next start connects
+/// instead of showing `needs-auth` from memory.
+pub fn forget_needs_auth(state_dir: &std::path::Path, name: &str) {
+    Memory::load(Some(state_dir)).clear_needs_auth(name);
+}
+
+/// Where the login's first outcome goes: the URL, or why there is none.
+type UrlSlot = Arc<Mutex<Option<oneshot::Sender<Result<String, String>>>>>;
+
+/// Hands the authorization URL back to whoever started the flow, then shows it to the user
+/// as the configured opener does.
+struct CapturingOpener {
+    inner: Arc<dyn crate::auth::Opener>,
+    url: UrlSlot,
+}
+
+impl crate::auth::Opener for CapturingOpener {
+    fn open(&self, server: &str, url: &str) -> BoxFuture<'static, Result<(), String>> {
+        if let Some(tx) = self.url.lock().ok().and_then(|mut u| u.take()) {
+            let _ = tx.send(Ok(url.to_owned()));
+        }
+        self.inner.open(server, url)
+    }
+}
+
 impl ServerManager {
+    /// Starts the OAuth login of a Streamable HTTP server (the `mcp__<server>__authenticate`
+    /// pseudo-tool): returns the authorization URL once it is known and finishes in the
+    /// background — on success the server's `needs-auth` is forgotten and it reconnects, so
+    /// its real tools replace the pseudo-tool.
+    pub async fn authenticate(&self, name: &str) -> Result<String, ManagerError> {
+        let config = self
+            .config(name)
+            .ok_or_else(|| ManagerError::NoSuchServer(name.to_owned()))?;
+        let crate::config::Transport::Http(remote) = &config.transport else {
+            return Err(ManagerError::Request {
+                server: name.to_owned(),
+                message: "OAuth login is for `http` (Streamable HTTP) servers".to_owned(),
+            });
+        };
+        let (tx, rx) = oneshot::channel();
+        let slot: UrlSlot = Arc::new(Mutex::new(Some(tx)));
+        let mut auth = self.shared.auth.clone();
+        auth.interactive = true;
+        auth.opener = Arc::new(CapturingOpener {
+            inner: self.shared.auth.opener.clone(),
+            url: slot.clone(),
+        });
+        let oauth = remote.oauth.clone().unwrap_or_default();
+        if oauth.client_metadata_url.is_some() {
+            auth.client_metadata_url = oauth.client_metadata_url.clone();
+        }
+        let authorizer = crate::auth::Authorizer::new(
+            name,
+            &remote.url,
+            oauth,
+            self.shared.options.env.clone(),
+            auth,
+        );
+        let manager = self.clone();
+        let server = name.to_owned();
+        tokio::spawn(async move {
+            match authorizer.login().await {
+                Ok(()) => {
+                    manager.shared.memory.clear_needs_auth(&server);
+                    let _ = manager.reconnect(&server);
+                }
+                Err(e) => {
+                    tracing::warn!(target: "switchboard::auth", server = %server, "login failed: {e}");
+                    if let Some(tx) = slot.lock().ok().and_then(|mut u| u.take()) {
+                        let _ = tx.send(Err(e.to_string()));
+                    }
+                }
+            }
+        });
+        match tokio::time::timeout(crate::auth::OAUTH_TIMEOUT, rx).await {
+            Ok(Ok(Ok(url))) => Ok(url),
+            Ok(Ok(Err(message))) => Err(ManagerError::Request {
+                server: name.to_owned(),
+                message,
+            }),
+            _ => Err(ManagerError::Request {
+                server: name.to_owned(),
+                message: "the login did not produce an authorization URL in time".to_owned(),
+            }),
+        }
+    }
+
     /// Starts every server in the background and returns at once. Call it inside a Tokio
     /// runtime.
     pub fn start(
@@ -215,7 +320,18 @@ impl ServerManager {
         options: ManagerOptions,
     ) -> ServerManager {
         let (events, _) = broadcast::channel(1024);
+        let auth = options.auth.clone().unwrap_or_else(|| {
+            let store = match &options.state_dir {
+                Some(dir) => crate::auth::TokenStore::in_dir(dir),
+                None => crate::auth::TokenStore::in_memory(),
+            };
+            crate::auth::AuthOptions {
+                store,
+                ..crate::auth::AuthOptions::default()
+            }
+        });
         let shared = Arc::new(Shared {
+            auth,
             memory: Memory::load(options.state_dir.as_deref()),
             local_slots: Arc::new(Semaphore::new(
                 options.limits.local_connect_concurrency.max(1),
@@ -540,6 +656,22 @@ impl ServerManager {
         .await
     }
 
+    /// Argument completion (`completion/complete`) for a prompt or a resource template of a
+    /// connected server that offers completions.
+    pub async fn complete(
+        &self,
+        name: &str,
+        target: &connection::CompletionTarget,
+        argument: &str,
+        value: &str,
+        context: &BTreeMap<String, String>,
+    ) -> Result<connection::Completion, RequestFailure> {
+        self.request(name, |s| async move {
+            s.complete(target, argument, value, context).await
+        })
+        .await
+    }
+
     /// The last lines a connected stdio server wrote to stderr.
     pub fn stderr_tail(&self, name: &str) -> Option<String> {
         self.session(name).ok()?.stderr_tail()
@@ -555,7 +687,11 @@ impl ServerManager {
         timeout: Duration,
     ) -> Result<serde_json::Value, ManagerError> {
         self.request(name, |s| async move {
-            s.call_tool(tool, arguments, timeout, None).await
+            let call = connection::CallContext {
+                qualified: crate::catalog::qualified_name(name, tool, false),
+                interaction: None,
+            };
+            s.call_tool(tool, arguments, timeout, None, call).await
         })
         .await
         .map_err(|e| e.into_manager_error(name))
@@ -814,6 +950,9 @@ impl Supervisor {
             max_line_length: self.shared.options.max_line_length,
             env: self.shared.options.env.clone(),
             in_process: self.shared.options.in_process.get(self.name()).cloned(),
+            interaction: self.shared.options.interaction.clone(),
+            roots: self.shared.options.roots.clone(),
+            auth: self.shared.auth.clone(),
         };
         let remembered = self
             .shared
@@ -822,6 +961,9 @@ impl Supervisor {
         let (notices_tx, notices_rx) = mpsc::unbounded_channel();
         let session = connection::open(&self.config, &options, remembered, notices_tx).await?;
         self.forward_notices(notices_rx);
+        if let Some(level) = &self.config.log_level {
+            session.set_log_level(level).await;
+        }
         Ok(session)
     }
 

@@ -3,6 +3,7 @@
 
 pub(crate) mod http;
 pub(crate) mod ide;
+pub(crate) mod lane;
 pub(crate) mod line_guard;
 pub(crate) mod proxy;
 pub(crate) mod remote;

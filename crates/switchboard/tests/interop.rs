@@ -207,10 +207,12 @@ async fn reference_servers_end_to_end_through_the_call_pipeline() {
     if let Ok(path) = std::env::var("PATH") {
         env.set("PATH", path);
     }
+    // server-filesystem follows the roots a client serves: serve the folder it works in.
     let host = Host::builder()
         .discover(tree.project())
         .env(env)
         .output_dir(tree.root().join("out"))
+        .roots(switchboard::interaction::Roots::new(vec![files.clone()]))
         .start()
         .unwrap();
     host.manager().wait_settled(SETTLE).await.unwrap();

@@ -111,7 +111,7 @@ async fn a_401_is_needs_auth_and_is_remembered_across_runs() {
     let state = manager.wait_for("locked", SETTLE).await.unwrap();
     assert_eq!(
         label(&state),
-        "needs-auth: the server wants authorization (HTTP 401)"
+        "needs-auth: the server wants authorization (HTTP 401) and no token is stored; run `switchboard mcp login locked` to authorize"
     );
     manager.shutdown().await;
 
@@ -121,7 +121,7 @@ async fn a_401_is_needs_auth_and_is_remembered_across_runs() {
     let state = manager.wait_for("locked", SETTLE).await.unwrap();
     assert_eq!(
         label(&state),
-        "needs-auth: the server wants authorization (HTTP 401)"
+        "needs-auth: the server wants authorization (HTTP 401) and no token is stored; run `switchboard mcp login locked` to authorize"
     );
     manager.shutdown().await;
 }

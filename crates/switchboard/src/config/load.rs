@@ -126,7 +126,14 @@ impl ConfigSet {
         loader.read_file(
             &paths.user_file(),
             Scope::User,
-            &["mcpServers", "permissions", "hooks", "$schema"],
+            &[
+                "mcpServers",
+                "permissions",
+                "hooks",
+                "sampling",
+                "roots",
+                "$schema",
+            ],
             &[],
         );
         for file in paths.project_files.iter().rev() {

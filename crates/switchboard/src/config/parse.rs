@@ -31,7 +31,19 @@ const PROTOCOL_VERSIONS: [&str; 5] = [
     "2026-07-28",
 ];
 
-const COMMON_FIELDS: [&str; 11] = [
+/// The values `logLevel` may take (the MCP logging levels).
+pub(crate) const LOG_LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+const COMMON_FIELDS: [&str; 12] = [
     "type",
     "disabled",
     "required",
@@ -43,6 +55,7 @@ const COMMON_FIELDS: [&str; 11] = [
     "disabledTools",
     "maxOutputTokens",
     "description",
+    "logLevel",
 ];
 
 /// Variables that let whoever controls them take over the child process. A project's
@@ -287,6 +300,24 @@ impl<'a> Walker<'a> {
             },
         };
 
+        let log_level = match get(obj, "logLevel") {
+            None => None,
+            Some(p) => {
+                let level = self.string(p, "logLevel")?;
+                if !LOG_LEVELS.contains(&level.as_str()) {
+                    return Err(self.issue_at(
+                        range_of(&p.value).start,
+                        "logLevel",
+                        format!(
+                            "unknown log level `{level}`; use one of {}",
+                            LOG_LEVELS.join(", ")
+                        ),
+                    ));
+                }
+                Some(level)
+            }
+        };
+
         Ok(ServerConfig {
             name: server_name,
             origin,
@@ -308,6 +339,7 @@ impl<'a> Walker<'a> {
             max_output_tokens: get(obj, "maxOutputTokens")
                 .map(|p| self.positive_int(p, "maxOutputTokens"))
                 .transpose()?,
+            log_level,
             extra,
         })
     }
@@ -531,6 +563,31 @@ impl<'a> Walker<'a> {
                     })?);
                 }
                 "scopes" => oauth.scopes = self.string_list(p, "oauth.scopes", false)?,
+                "grantType" => match self.string(p, "oauth.grantType")?.as_str() {
+                    "client_credentials" => oauth.client_credentials = true,
+                    "authorization_code" => oauth.client_credentials = false,
+                    _ => {
+                        return Err(self.issue_at(
+                            range_of(&p.value).start,
+                            "oauth.grantType",
+                            "must be \"authorization_code\" or \"client_credentials\"",
+                        ));
+                    }
+                },
+                "privateKeyEnv" => {
+                    oauth.private_key_env = Some(self.string(p, "oauth.privateKeyEnv")?)
+                }
+                "clientMetadataUrl" => {
+                    let value = self.expanded(p, "oauth.clientMetadataUrl")?;
+                    if !value.starts_with("https://") {
+                        return Err(self.issue_at(
+                            range_of(&p.value).start,
+                            "oauth.clientMetadataUrl",
+                            "must be an https:// URL",
+                        ));
+                    }
+                    oauth.client_metadata_url = Some(value);
+                }
                 other => self.warnings.borrow_mut().push(
                     ConfigIssue::warning("unknown field; ignored")
                         .in_file(&self.doc.path)

@@ -1,20 +1,24 @@
-//! The client side of one session: what Switchboard says it is, and what it does with the
-//! notifications a server sends. Server-to-client requests (elicitation, sampling, roots) are
-//! declined until the interaction layer lands: rmcp's defaults answer them with errors.
+//! The client side of one session: what Switchboard says it is, what it does with the
+//! notifications a server sends, and the server-to-client requests of the initialize era
+//! (elicitation, sampling, roots), which [`super::interact::Asker`] answers.
 
 // Logging is deprecated for 2026-07-28 (SEP-2577), but servers of the initialize era still
 // send `notifications/message`, and their logs must still reach the user.
 #![allow(deprecated)]
 
-use rmcp::ClientHandler;
+use std::sync::Arc;
+
 use rmcp::handler::client::progress::ProgressDispatcher;
-use rmcp::model::ProgressNotificationParam;
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, LoggingLevel,
-    LoggingMessageNotificationParam, ResourceUpdatedNotificationParam,
+    ClientConfig, CreateMessageRequestParams, CreateMessageResult, CustomNotification,
+    ElicitRequestParams, ElicitResult, Implementation, ListRootsResult, LoggingLevel,
+    LoggingMessageNotificationParam, ProgressNotificationParam, ResourceUpdatedNotificationParam,
 };
-use rmcp::service::{NotificationContext, RoleClient};
+use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext, RoleClient};
+use rmcp::{ClientHandler, ErrorData};
 use tokio::sync::mpsc;
+
+use super::interact::{AnswerError, Asker, Origin};
 
 /// Something a server told us that invalidates what we know about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,6 +35,8 @@ pub(crate) struct ClientSide {
     notices: mpsc::UnboundedSender<Notice>,
     /// Routes `notifications/progress` to the call that asked for it.
     pub(crate) progress: ProgressDispatcher,
+    /// Answers elicitation, sampling and roots requests.
+    pub(crate) asker: Arc<Asker>,
 }
 
 impl std::fmt::Debug for ClientSide {
@@ -42,14 +48,41 @@ impl std::fmt::Debug for ClientSide {
 }
 
 impl ClientSide {
-    pub(crate) fn new(server: &str, notices: mpsc::UnboundedSender<Notice>) -> Self {
+    pub(crate) fn new(
+        server: &str,
+        notices: mpsc::UnboundedSender<Notice>,
+        asker: Arc<Asker>,
+    ) -> Self {
         ClientSide {
             server: server.to_owned(),
             notices,
             progress: ProgressDispatcher::new(),
+            asker,
         }
     }
 }
+
+/// Where a server-to-client request came from: the response stream of one of our requests
+/// (Streamable HTTP), or a progress token in its `_meta`.
+fn origin(context: &RequestContext<RoleClient>) -> Origin {
+    Origin {
+        request_id: match context.extensions.get::<InboundStreamOrigin>() {
+            Some(InboundStreamOrigin::OutboundRequest(id)) => Some(id.clone()),
+            _ => None,
+        },
+        progress_token: context.meta.get_progress_token(),
+    }
+}
+
+fn answer_error(e: AnswerError) -> ErrorData {
+    match e {
+        AnswerError::InvalidAnswer(message) => ErrorData::invalid_params(message, None),
+        AnswerError::Sampling(message) => ErrorData::internal_error(message, None),
+    }
+}
+
+/// The initialize-era notification that a URL elicitation finished.
+const ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
 
 pub(crate) fn client_info() -> Implementation {
     let mut implementation = Implementation::default();
@@ -61,7 +94,58 @@ pub(crate) fn client_info() -> Implementation {
 
 impl ClientHandler for ClientSide {
     fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(ClientCapabilities::default(), client_info())
+        ClientConfig::new(self.asker.capabilities(), client_info())
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let route = self.asker.route(&origin(&context));
+        self.asker
+            .elicit(&route, request)
+            .await
+            .map_err(answer_error)
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let route = self.asker.route(&origin(&context));
+        self.asker
+            .sample(&route, params)
+            .await
+            .map_err(answer_error)
+    }
+
+    async fn list_roots(
+        &self,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        let route = self.asker.route(&origin(&context));
+        Ok(self.asker.roots(&route).await)
+    }
+
+    async fn on_custom_notification(
+        &self,
+        notification: CustomNotification,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if notification.method != ELICITATION_COMPLETE {
+            tracing::debug!(server = %self.server, method = %notification.method, "an unknown notification");
+            return;
+        }
+        let id = notification
+            .params
+            .as_ref()
+            .and_then(|p| p.get("elicitationId"))
+            .and_then(|v| v.as_str());
+        if let Some(id) = id {
+            self.asker.note_completed(id);
+        }
     }
 
     async fn on_progress(

@@ -5,17 +5,45 @@
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, ClientRequest, GetPromptRequestParams, PaginatedRequestParams,
-    ReadResourceRequestParams, ServerResult,
+    CallToolRequestParams, ClientRequest, ElicitRequestParams, GetPromptRequestParams,
+    InputRequest, InputResponses, NumberOrString, PaginatedRequestParams, ProgressToken,
+    ReadResourceRequestParams, RequestMetaObject, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, RequestHandle, RoleClient};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
 use super::Session;
+use super::interact::CallGuard;
+use crate::interaction::{
+    MAX_ANSWER_WAIT, MAX_INPUT_ROUNDS, MAX_URL_ELICITATION_RETRIES, URL_ELICITATION_REQUIRED,
+};
+use crate::transport::lane::{Lane, LaneError};
+
+/// The pause before sending again a call answered with request state only, times the round.
+const STATE_ONLY_PAUSE: Duration = Duration::from_millis(50);
 
 /// The most pages a listing follows before it stops with an error.
 pub const MAX_LIST_PAGES: usize = 100;
+
+/// What an argument is completed for (`completion/complete`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CompletionTarget {
+    /// A prompt, by its name on the server.
+    Prompt(String),
+    /// A resource template, by its URI template.
+    ResourceTemplate(String),
+}
+
+/// A server's suggestions for one argument.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Completion {
+    /// At most 100 values, best first.
+    pub values: Vec<String>,
+    pub total: Option<u32>,
+    pub has_more: bool,
+}
 
 /// A tool as its server describes it.
 #[derive(Debug, Clone, PartialEq)]
@@ -55,12 +83,22 @@ pub enum RequestError {
     Unexpected { what: &'static str },
     #[error("no answer within {} ms", .0.as_millis())]
     Timeout(Duration),
-    #[error(
-        "the server asks for input first (elicitation, sampling or roots: {requests}); Switchboard does not answer input requests yet"
-    )]
+    #[error("the server asks for input Switchboard cannot answer ({requests})")]
     InputRequired { requests: String },
     #[error("the connection closed")]
     Closed,
+    /// A URL the call needs was not visited: declined, cancelled, or no go-ahead in time.
+    #[error("the server needs the user to open {url}: {message}")]
+    UrlElicitation { url: String, message: String },
+    #[error(
+        "the server still asks for a URL to be opened after {retries} retries; giving up ({message})"
+    )]
+    UrlRetries { retries: usize, message: String },
+    #[error("the server asked for input more than {rounds} rounds; giving up")]
+    TooManyRounds { rounds: usize },
+    /// The server's question could not be answered (an invalid form answer, a failed sampler).
+    #[error("{0}")]
+    Answer(String),
     #[error("the server answered with an error: {message} (code {code})")]
     Refused {
         code: i32,
@@ -220,12 +258,30 @@ impl Session {
     }
 
     /// `resources/read`, as MCP JSON (`{"contents": [...]}`).
+    /// 2026-07-28 input requests on the way are answered with the host's interaction.
     pub(crate) async fn read_resource(&self, uri: &str) -> Result<Value, RequestError> {
-        let result = self
-            .peer()
-            .read_resource(ReadResourceRequestParams::new(uri))
-            .await?;
-        Ok(as_value(&result))
+        use rmcp::model::ReadResourceResponse;
+        let guard = self.asker.begin_call(None, None);
+        let mut params = ReadResourceRequestParams::new(uri);
+        let (mut rounds, mut url_rounds) = (0, 0);
+        loop {
+            match self.peer().read_resource_once(params.clone()).await? {
+                ReadResourceResponse::Complete(result) => return Ok(as_value(&result)),
+                ReadResourceResponse::InputRequired(input) => {
+                    let (responses, state, asked_urls) = self
+                        .answer_round(&guard, input, &mut rounds, url_rounds, MAX_ANSWER_WAIT)
+                        .await?;
+                    url_rounds += usize::from(asked_urls);
+                    params.input_responses = responses;
+                    params.request_state = state;
+                }
+                _ => {
+                    return Err(RequestError::Unexpected {
+                        what: "resources/read",
+                    });
+                }
+            }
+        }
     }
 
     /// `resources/subscribe` (initialize era): the server sends
@@ -257,27 +313,220 @@ impl Session {
         }
     }
 
+    /// `completion/complete`: suggestions for `argument` starting from `value`, given the
+    /// arguments already chosen (`context`).
+    pub(crate) async fn complete(
+        &self,
+        target: &CompletionTarget,
+        argument: &str,
+        value: &str,
+        context: &std::collections::BTreeMap<String, String>,
+    ) -> Result<Completion, RequestError> {
+        let context = (!context.is_empty()).then(|| {
+            rmcp::model::CompletionContext::with_arguments(
+                context
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            )
+        });
+        let info = match target {
+            CompletionTarget::Prompt(name) => {
+                self.peer()
+                    .complete_prompt_argument(name, argument, value, context)
+                    .await?
+            }
+            CompletionTarget::ResourceTemplate(uri) => {
+                self.peer()
+                    .complete_resource_argument(uri, argument, value, context)
+                    .await?
+            }
+        };
+        Ok(Completion {
+            values: info.values,
+            total: info.total,
+            has_more: info.has_more.unwrap_or(false),
+        })
+    }
+
     /// `prompts/get`, as MCP JSON (`{"description"?, "messages": [...]}`).
     pub(crate) async fn get_prompt(
         &self,
         name: &str,
         arguments: Map<String, Value>,
     ) -> Result<Value, RequestError> {
-        let params = GetPromptRequestParams::new(name).with_arguments(arguments);
-        let result = self.peer().get_prompt(params).await?;
-        Ok(as_value(&result))
+        use rmcp::model::GetPromptResponse;
+        let qualified = crate::catalog::qualified_name(self.asker.server(), name, false);
+        let guard = self.asker.begin_call(Some(qualified), None);
+        let mut params = GetPromptRequestParams::new(name).with_arguments(arguments);
+        let (mut rounds, mut url_rounds) = (0, 0);
+        loop {
+            match self.peer().get_prompt_once(params.clone()).await? {
+                GetPromptResponse::Complete(result) => return Ok(as_value(&result)),
+                GetPromptResponse::InputRequired(input) => {
+                    let (responses, state, asked_urls) = self
+                        .answer_round(&guard, input, &mut rounds, url_rounds, MAX_ANSWER_WAIT)
+                        .await?;
+                    url_rounds += usize::from(asked_urls);
+                    params.input_responses = responses;
+                    params.request_state = state;
+                }
+                _ => {
+                    return Err(RequestError::Unexpected {
+                        what: "prompts/get",
+                    });
+                }
+            }
+        }
     }
 
     /// `tools/call`: the result as MCP JSON. Progress goes to `progress`; dropping the future
     /// before it resolves sends `notifications/cancelled` for the request.
+    ///
+    /// The server's questions are answered on the way: 2026-07-28 input requests with the
+    /// call's own interaction (at most [`MAX_INPUT_ROUNDS`] rounds), and an initialize-era
+    /// "URL elicitation required" (-32042) by showing the URLs, waiting for the go-ahead or the
+    /// completion, and sending the call again (at most [`MAX_URL_ELICITATION_RETRIES`] times).
     pub(crate) async fn call_tool(
         &self,
         tool: &str,
         arguments: Map<String, Value>,
         timeout: Duration,
         progress: Option<mpsc::UnboundedSender<Progress>>,
+        call: CallContext,
     ) -> Result<Value, RequestError> {
-        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let guard = self
+            .asker
+            .begin_call(Some(call.qualified.clone()), call.interaction);
+        let wait = timeout.min(MAX_ANSWER_WAIT);
+        let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let mut url_rounds = 0usize;
+        let mut rounds = 0usize;
+        loop {
+            let answer = match &self.lane {
+                Some((lane, meta)) => {
+                    match self
+                        .send_call_on_lane(
+                            lane,
+                            meta,
+                            params.clone(),
+                            timeout,
+                            progress.clone(),
+                            &guard,
+                        )
+                        .await
+                    {
+                        Ok(LaneAnswer::Complete(result)) => return Ok(result),
+                        Ok(LaneAnswer::Other(result)) => Ok(*result),
+                        Err(e) => Err(e),
+                    }
+                }
+                None => {
+                    self.send_call(params.clone(), timeout, progress.clone(), &guard)
+                        .await
+                }
+            };
+            let (asked_urls, last) = match answer {
+                Ok(ServerResult::CallToolResult(result)) => return Ok(as_value(&result)),
+                // 2026-07-28: a multi round-trip call that needs answers before it can finish.
+                Ok(ServerResult::InputRequiredResult(input)) => {
+                    let (responses, state, asked_urls) = self
+                        .answer_round(&guard, input, &mut rounds, url_rounds, wait)
+                        .await?;
+                    params.input_responses = responses;
+                    params.request_state = state;
+                    (asked_urls, "the server asked for another URL".to_owned())
+                }
+                Ok(_) => return Err(RequestError::Unexpected { what: "tools/call" }),
+                Err(RequestError::Refused {
+                    code: URL_ELICITATION_REQUIRED,
+                    message,
+                    data,
+                }) => {
+                    let urls = url_elicitations(data.as_ref());
+                    if urls.is_empty() {
+                        return Err(RequestError::Refused {
+                            code: URL_ELICITATION_REQUIRED,
+                            message,
+                            data,
+                        });
+                    }
+                    if url_rounds < MAX_URL_ELICITATION_RETRIES {
+                        let route = self.asker.route_for_call(&guard);
+                        for url in urls {
+                            self.asker.await_url(&route, url, wait).await?;
+                        }
+                    }
+                    (true, message)
+                }
+                Err(e) => return Err(e),
+            };
+            if asked_urls {
+                url_rounds += 1;
+                if url_rounds > MAX_URL_ELICITATION_RETRIES {
+                    return Err(RequestError::UrlRetries {
+                        retries: MAX_URL_ELICITATION_RETRIES,
+                        message: last,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Answers one 2026-07-28 round of input requests with the call's interaction: the
+    /// responses and the request state to send back, and whether the round asked for a URL.
+    async fn answer_round(
+        &self,
+        guard: &CallGuard,
+        input: rmcp::model::InputRequiredResult,
+        rounds: &mut usize,
+        url_rounds: usize,
+        timeout: Duration,
+    ) -> Result<(Option<InputResponses>, Option<String>, bool), RequestError> {
+        *rounds += 1;
+        if *rounds > MAX_INPUT_ROUNDS {
+            return Err(RequestError::TooManyRounds {
+                rounds: MAX_INPUT_ROUNDS,
+            });
+        }
+        let requests = input.input_requests.unwrap_or_default();
+        if requests.is_empty() {
+            // Only request state: the server is working; do not spin.
+            tokio::time::sleep(STATE_ONLY_PAUSE * u32::try_from(*rounds).unwrap_or(1)).await;
+        }
+        let asked_urls = requests.values().any(|r| {
+            matches!(
+                r,
+                InputRequest::Elicitation(e)
+                    if matches!(e.params, ElicitRequestParams::UrlElicitationParams { .. })
+            )
+        });
+        if asked_urls && url_rounds >= MAX_URL_ELICITATION_RETRIES {
+            return Err(RequestError::UrlRetries {
+                retries: MAX_URL_ELICITATION_RETRIES,
+                message: "the server asked for another URL".to_owned(),
+            });
+        }
+        let mut responses = InputResponses::new();
+        for (key, request) in requests {
+            let (response, _) = self.asker.answer_input(guard.key, request, timeout).await?;
+            responses.insert(key, response);
+        }
+        Ok((
+            (!responses.is_empty()).then_some(responses),
+            input.request_state,
+            asked_urls,
+        ))
+    }
+
+    /// One `tools/call` request: the raw answer.
+    async fn send_call(
+        &self,
+        params: CallToolRequestParams,
+        timeout: Duration,
+        progress: Option<mpsc::UnboundedSender<Progress>>,
+        guard: &CallGuard,
+    ) -> Result<ServerResult, RequestError> {
         let request = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params));
         let mut options = PeerRequestOptions::no_options();
         options.timeout = Some(timeout);
@@ -285,7 +534,8 @@ impl Session {
             .peer()
             .send_request_with_option(request, options)
             .await?;
-        let mut guard = CancelOnDrop {
+        guard.sent(handle.id.clone(), handle.progress_token.clone());
+        let mut cancel = CancelOnDrop {
             peer: Some(self.peer().clone()),
             id: handle.id.clone(),
         };
@@ -312,28 +562,154 @@ impl Session {
             None => None,
         };
         let response = handle.await_response().await;
-        guard.peer = None;
+        cancel.peer = None;
         if let Some(task) = forwarding {
             task.abort();
         }
-        match response? {
-            ServerResult::CallToolResult(result) => Ok(as_value(&result)),
-            // 2026-07-28: a multi round-trip call that needs answers before it can finish.
-            ServerResult::InputRequiredResult(input) => {
-                let asked = as_value(&input);
-                let requests = asked
-                    .get("inputRequests")
-                    .and_then(Value::as_object)
-                    .map(|m| {
-                        m.values()
-                            .filter_map(|r| r.get("method").and_then(Value::as_str))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    })
-                    .unwrap_or_default();
-                Err(RequestError::InputRequired { requests })
+        Ok(response?)
+    }
+}
+
+/// The URL elicitations in the `data` of a -32042 error (`{"elicitations": [...]}`).
+fn url_elicitations(data: Option<&Value>) -> Vec<ElicitRequestParams> {
+    data.and_then(|d| d.get("elicitations"))
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|item| serde_json::from_value(item.clone()).ok())
+                .filter(|p| matches!(p, ElicitRequestParams::UrlElicitationParams { .. }))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Who a call is for: its qualified name, and its own interaction when it has one.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CallContext {
+    pub(crate) qualified: String,
+    pub(crate) interaction: Option<crate::interaction::Interaction>,
+}
+
+/// What a `tools/call` on the lane came back with.
+enum LaneAnswer {
+    /// The tool's result, as MCP JSON.
+    Complete(Value),
+    /// Anything else (input requests), typed for the round loop.
+    Other(Box<ServerResult>),
+}
+
+impl Session {
+    /// One `tools/call` on the direct lane (see `transport/lane.rs`): the same request, answer,
+    /// progress, timeout and cancellation as through rmcp; a complete result is parsed once,
+    /// straight into JSON.
+    async fn send_call_on_lane(
+        &self,
+        lane: &Lane,
+        meta: &Option<RequestMetaObject>,
+        mut params: CallToolRequestParams,
+        timeout: Duration,
+        progress: Option<mpsc::UnboundedSender<Progress>>,
+        guard: &CallGuard,
+    ) -> Result<LaneAnswer, RequestError> {
+        let token = ProgressToken(NumberOrString::String(lane.progress_token().into()));
+        let mut request_meta = meta.clone().unwrap_or_default();
+        if let Some(own) = params.meta.take() {
+            request_meta.extend(own);
+        }
+        request_meta.set_progress_token(token.clone());
+        params.meta = Some(request_meta);
+        let forwarding = match progress {
+            Some(tx) => {
+                let mut subscriber = self.progress.subscribe(token.clone()).await;
+                Some(tokio::spawn(async move {
+                    use futures::StreamExt;
+                    while let Some(p) = subscriber.next().await {
+                        let progress = Progress {
+                            progress: p.progress,
+                            total: p.total,
+                            message: p.message.clone(),
+                        };
+                        if tx.send(progress).is_err() {
+                            break;
+                        }
+                    }
+                }))
             }
-            _ => Err(RequestError::Unexpected { what: "tools/call" }),
+            None => None,
+        };
+        let answer = match lane.send("tools/call", &params) {
+            Ok((id, pending)) => {
+                guard.sent(NumberOrString::String(id.clone().into()), token);
+                let mut cancel = LaneCancel {
+                    lane: Some(lane.clone()),
+                    id,
+                };
+                let answer = tokio::time::timeout(timeout, pending.answer()).await;
+                if answer.is_ok() {
+                    cancel.lane = None;
+                }
+                answer
+            }
+            Err(LaneError::Closed) => Ok(Err(LaneError::Closed)),
+        };
+        if let Some(task) = forwarding {
+            task.abort();
+        }
+        let mut answer = match answer {
+            Err(_) => return Err(RequestError::Timeout(timeout)),
+            Ok(Err(LaneError::Closed)) => return Err(RequestError::Closed),
+            Ok(Ok(Value::Object(answer))) => answer,
+            Ok(Ok(_)) => return Err(RequestError::Unexpected { what: "tools/call" }),
+        };
+        if let Some(error) = answer.remove("error") {
+            return Err(RequestError::Refused {
+                code: error
+                    .get("code")
+                    .and_then(Value::as_i64)
+                    .and_then(|c| i32::try_from(c).ok())
+                    .unwrap_or(-32603),
+                message: error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                data: error.get("data").cloned(),
+            });
+        }
+        let Some(Value::Object(mut result)) = answer.remove("result") else {
+            return Err(RequestError::Unexpected { what: "tools/call" });
+        };
+        match result.get("resultType").and_then(Value::as_str) {
+            Some("complete") | None => {
+                // As rmcp's typed result would have it: no `resultType`, `content` present.
+                result.remove("resultType");
+                result
+                    .entry("content")
+                    .or_insert_with(|| Value::Array(Vec::new()));
+                Ok(LaneAnswer::Complete(Value::Object(result)))
+            }
+            // 2026-07-28 input requests (and anything else) take the typed road.
+            Some(_) => serde_json::from_value::<ServerResult>(Value::Object(result))
+                .map(|r| LaneAnswer::Other(Box::new(r)))
+                .map_err(|_| RequestError::Unexpected { what: "tools/call" }),
+        }
+    }
+}
+
+/// Sends `notifications/cancelled` for a lane request whose caller went away or timed out.
+struct LaneCancel {
+    lane: Option<Lane>,
+    id: String,
+}
+
+impl Drop for LaneCancel {
+    fn drop(&mut self) {
+        if let Some(lane) = self.lane.take() {
+            lane.notify(
+                "notifications/cancelled",
+                &serde_json::json!({"requestId": self.id, "reason": "the caller cancelled"}),
+            );
         }
     }
 }

@@ -26,6 +26,7 @@ use rmcp::transport::streamable_http_client::{
 use sse_stream::Sse;
 
 use super::remote::{DEFAULT_RESPONSE_TIMEOUT, RemoteError, header_map, http_client};
+use crate::auth::{AuthError, Authorizer, Challenge};
 
 /// The Streamable HTTP transport as rmcp drives it.
 pub(crate) type HttpTransport = StreamableHttpClientTransport<TimedClient>;
@@ -39,13 +40,65 @@ const RESERVED: &[&str] = &["accept", "mcp-session-id", "last-event-id"];
 pub(crate) struct TimedClient {
     client: reqwest::Client,
     response_timeout: Duration,
+    /// OAuth: the token for each request, refresh or re-authorization after a 401, step-up
+    /// after a 403 `insufficient_scope`.
+    auth: Option<Arc<Authorizer>>,
 }
+
+/// At most this many authorization retries for one request (a refresh, a step-up …).
+const AUTH_RETRIES: u32 = 3;
 
 impl TimedClient {
     pub(crate) fn new(client: reqwest::Client, response_timeout: Duration) -> Self {
         TimedClient {
             client,
             response_timeout,
+            auth: None,
+        }
+    }
+
+    pub(crate) fn with_auth(mut self, auth: Option<Arc<Authorizer>>) -> Self {
+        self.auth = auth;
+        self
+    }
+
+    /// Runs `call` with the authorizer's token (or rmcp's `auth_header` without one), and
+    /// after a 401 or a 403 `insufficient_scope` asks the authorizer for a better token and
+    /// runs it again (bounded).
+    async fn authorized<T, F, Fut>(
+        &self,
+        auth_header: Option<String>,
+        call: F,
+    ) -> Result<T, StreamableHttpError<reqwest::Error>>
+    where
+        F: Fn(Option<String>) -> Fut,
+        Fut: Future<Output = Result<T, StreamableHttpError<reqwest::Error>>>,
+    {
+        let Some(auth) = &self.auth else {
+            return self.bounded(call(auth_header)).await;
+        };
+        let mut token = auth.access_token().await.map_err(auth_error)?;
+        let mut retries = 0;
+        loop {
+            let error = match self.bounded(call(token.clone())).await {
+                Ok(value) => return Ok(value),
+                Err(error) => error,
+            };
+            if retries >= AUTH_RETRIES {
+                return Err(error);
+            }
+            retries += 1;
+            token = match auth_status(&error) {
+                Some((401, www)) => Some(
+                    auth.unauthorized(www.as_deref(), token.as_deref())
+                        .await
+                        .map_err(auth_error)?,
+                ),
+                Some((403, Some(www))) if Challenge::parse(&www).is_insufficient_scope() => {
+                    Some(auth.insufficient_scope(&www).await.map_err(auth_error)?)
+                }
+                _ => return Err(error),
+            };
         }
     }
 
@@ -63,6 +116,35 @@ impl TimedClient {
             )),
         }
     }
+}
+
+/// The status and challenge of a 401 or 403, however rmcp or [`classify`] reported it.
+fn auth_status(error: &StreamableHttpError<reqwest::Error>) -> Option<(u16, Option<String>)> {
+    let non_empty = |s: &str| Some(s.to_owned()).filter(|s| !s.trim().is_empty());
+    match error {
+        StreamableHttpError::AuthRequired(e) => Some((401, non_empty(&e.www_authenticate_header))),
+        StreamableHttpError::InsufficientScope(e) => {
+            Some((403, non_empty(&e.www_authenticate_header)))
+        }
+        StreamableHttpError::Io(io) => match io.get_ref()?.downcast_ref::<RemoteError>()? {
+            RemoteError::Unauthorized { www_authenticate } => Some((401, www_authenticate.clone())),
+            RemoteError::Forbidden { www_authenticate } => Some((403, www_authenticate.clone())),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// An authorization failure as the transport reports it: its message never holds a token.
+fn auth_error(error: AuthError) -> StreamableHttpError<reqwest::Error> {
+    let needs_login = matches!(error, AuthError::NeedsLogin(_));
+    io_error(
+        std::io::ErrorKind::PermissionDenied,
+        RemoteError::Auth {
+            message: error.to_string(),
+            needs_login,
+        },
+    )
 }
 
 fn io_error(kind: std::io::ErrorKind, error: RemoteError) -> StreamableHttpError<reqwest::Error> {
@@ -107,13 +189,15 @@ impl StreamableHttpClient for TimedClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
-        self.bounded(self.client.post_message(
-            uri,
-            message,
-            session_id,
-            auth_header,
-            custom_headers,
-        ))
+        self.authorized(auth_header, |auth| {
+            self.client.post_message(
+                uri.clone(),
+                message.clone(),
+                session_id.clone(),
+                auth,
+                custom_headers.clone(),
+            )
+        })
         .await
     }
 
@@ -126,14 +210,16 @@ impl StreamableHttpClient for TimedClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
-        self.bounded(self.client.post_message_with_max_sse_event_size(
-            uri,
-            message,
-            session_id,
-            auth_header,
-            custom_headers,
-            max_sse_event_size,
-        ))
+        self.authorized(auth_header, |auth| {
+            self.client.post_message_with_max_sse_event_size(
+                uri.clone(),
+                message.clone(),
+                session_id.clone(),
+                auth,
+                custom_headers.clone(),
+                max_sse_event_size,
+            )
+        })
         .await
     }
 
@@ -146,14 +232,16 @@ impl StreamableHttpClient for TimedClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
-        self.bounded(self.client.post_message_with_response_limits(
-            uri,
-            message,
-            session_id,
-            auth_header,
-            custom_headers,
-            limits,
-        ))
+        self.authorized(auth_header, |auth| {
+            self.client.post_message_with_response_limits(
+                uri.clone(),
+                message.clone(),
+                session_id.clone(),
+                auth,
+                custom_headers.clone(),
+                limits,
+            )
+        })
         .await
     }
 
@@ -164,10 +252,14 @@ impl StreamableHttpClient for TimedClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), StreamableHttpError<Self::Error>> {
-        self.bounded(
-            self.client
-                .delete_session(uri, session_id, auth_header, custom_headers),
-        )
+        self.authorized(auth_header, |auth| {
+            self.client.delete_session(
+                uri.clone(),
+                session_id.clone(),
+                auth,
+                custom_headers.clone(),
+            )
+        })
         .await
     }
 
@@ -179,13 +271,15 @@ impl StreamableHttpClient for TimedClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
-        self.bounded(self.client.get_stream(
-            uri,
-            session_id,
-            last_event_id,
-            auth_header,
-            custom_headers,
-        ))
+        self.authorized(auth_header, |auth| {
+            self.client.get_stream(
+                uri.clone(),
+                session_id.clone(),
+                last_event_id.clone(),
+                auth,
+                custom_headers.clone(),
+            )
+        })
         .await
     }
 
@@ -198,25 +292,47 @@ impl StreamableHttpClient for TimedClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
-        self.bounded(self.client.get_stream_with_max_sse_event_size(
-            uri,
-            session_id,
-            last_event_id,
-            auth_header,
-            custom_headers,
-            max_sse_event_size,
-        ))
+        self.authorized(auth_header, |auth| {
+            self.client.get_stream_with_max_sse_event_size(
+                uri.clone(),
+                session_id.clone(),
+                last_event_id.clone(),
+                auth,
+                custom_headers.clone(),
+                max_sse_event_size,
+            )
+        })
         .await
     }
 }
 
 /// A Streamable HTTP transport to `url` with the configured `headers`, each request bounded by
 /// [`DEFAULT_RESPONSE_TIMEOUT`]. Call it inside a tokio runtime: rmcp starts its worker task.
+#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn streamable_http(
     url: &url::Url,
     headers: &BTreeMap<String, String>,
 ) -> Result<HttpTransport, RemoteError> {
     streamable_http_with(url, headers, None, DEFAULT_RESPONSE_TIMEOUT)
+}
+
+/// Like [`streamable_http`], each request authorized by `auth` (OAuth) when given.
+pub(crate) fn streamable_http_oauth(
+    url: &url::Url,
+    headers: &BTreeMap<String, String>,
+    auth: Option<Arc<Authorizer>>,
+) -> Result<HttpTransport, RemoteError> {
+    let mut transport_headers = headers.clone();
+    if auth.is_some() {
+        transport_headers.retain(|name, _| !name.trim().eq_ignore_ascii_case("authorization"));
+    }
+    build(
+        url,
+        &transport_headers,
+        None,
+        DEFAULT_RESPONSE_TIMEOUT,
+        auth,
+    )
 }
 
 /// Like [`streamable_http`], with a bearer token sent as `Authorization: Bearer <token>` (it
@@ -226,6 +342,16 @@ pub(crate) fn streamable_http_with(
     headers: &BTreeMap<String, String>,
     bearer: Option<String>,
     response_timeout: Duration,
+) -> Result<HttpTransport, RemoteError> {
+    build(url, headers, bearer, response_timeout, None)
+}
+
+fn build(
+    url: &url::Url,
+    headers: &BTreeMap<String, String>,
+    bearer: Option<String>,
+    response_timeout: Duration,
+    auth: Option<Arc<Authorizer>>,
 ) -> Result<HttpTransport, RemoteError> {
     check_http_url(url)?;
     let mut custom: HashMap<HeaderName, HeaderValue> = HashMap::new();
@@ -252,7 +378,7 @@ pub(crate) fn streamable_http_with(
     if let Some(token) = bearer {
         config = config.auth_header(token);
     }
-    let client = TimedClient::new(http_client()?, response_timeout);
+    let client = TimedClient::new(http_client()?, response_timeout).with_auth(auth);
     Ok(StreamableHttpClientTransport::with_client(client, config))
 }
 

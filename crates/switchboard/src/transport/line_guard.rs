@@ -43,6 +43,8 @@ pub(crate) struct LineGuard<R> {
     dropping: Option<Dropping>,
     /// The inner reader reported end of file.
     eof: bool,
+    /// Takes the answers to the stdio lane's requests out of the stream.
+    lane: Option<super::lane::LaneInbox>,
 }
 
 #[derive(Debug)]
@@ -63,7 +65,14 @@ impl<R> LineGuard<R> {
             out_pos: 0,
             dropping: None,
             eof: false,
+            lane: None,
         }
+    }
+
+    /// Hands the answers to lane requests to the lane instead of the reader.
+    pub(crate) fn with_lane(mut self, inbox: super::lane::LaneInbox) -> Self {
+        self.lane = Some(inbox);
+        self
     }
 
     /// Handles bytes that cannot go straight through: appends what is to be handed out to `out`
@@ -92,12 +101,20 @@ impl<R> LineGuard<R> {
             if !ends {
                 self.held.extend_from_slice(segment);
             } else if self.held.is_empty() {
+                if let Some(lane) = &self.lane
+                    && lane.take(segment)
+                {
+                    continue;
+                }
                 self.out.extend_from_slice(segment);
                 self.out.push(b'\n');
             } else {
                 self.held.extend_from_slice(segment);
                 self.held.push(b'\n');
-                if self.out.is_empty() {
+                let lane_took = self.lane.as_ref().is_some_and(|lane| lane.take(&self.held));
+                if lane_took {
+                    self.held.clear();
+                } else if self.out.is_empty() {
                     std::mem::swap(&mut self.out, &mut self.held);
                 } else {
                     self.out.extend_from_slice(&self.held);
@@ -127,7 +144,13 @@ impl<R> LineGuard<R> {
                 "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-32603,\"message\":\"the server's message was over the {limit}-byte limit ({seen} bytes so far); it was dropped\"}}}}\n",
                 limit = self.limit,
             );
-            self.out.extend_from_slice(line.as_bytes());
+            let lane_took = self
+                .lane
+                .as_ref()
+                .is_some_and(|lane| lane.take(line.as_bytes()));
+            if !lane_took {
+                self.out.extend_from_slice(line.as_bytes());
+            }
         }
         self.dropping = Some(Dropping { id, seen });
     }
@@ -193,6 +216,9 @@ impl<R: AsyncRead + Unpin> AsyncRead for LineGuard<R> {
             let new = &buf.filled()[before..];
             if new.is_empty() {
                 this.eof = true;
+                if let Some(lane) = &this.lane {
+                    lane.close();
+                }
                 if this.dropping.is_some() {
                     this.finish_dropping();
                 }
@@ -205,7 +231,9 @@ impl<R: AsyncRead + Unpin> AsyncRead for LineGuard<R> {
             // Fast path: at the start of a line with nothing pending, the complete lines of this
             // read go through untouched, as long as each is within the limit.
             let mut through = 0;
-            if this.held.is_empty() && this.dropping.is_none() && this.out.is_empty() {
+            let for_lane =
+                this.lane.is_some() && memchr::memmem::find(new, super::lane::MARKER).is_some();
+            if !for_lane && this.held.is_empty() && this.dropping.is_none() && this.out.is_empty() {
                 let Some(last) = memchr::memrchr(b'\n', new) else {
                     this.process(new);
                     buf.set_filled(before);

@@ -68,6 +68,9 @@ pub enum RemoteError {
     },
     #[error("the connection is closed")]
     Closed,
+    /// OAuth did not produce a token; `needs_login`: the user has to log in.
+    #[error("{message}")]
+    Auth { message: String, needs_login: bool },
 }
 
 /// A 401 or 403 answer, and the server's `WWW-Authenticate` challenge when it sent one.
@@ -75,6 +78,34 @@ pub enum RemoteError {
 pub(crate) struct AuthChallenge {
     pub(crate) status: u16,
     pub(crate) www_authenticate: Option<String>,
+}
+
+/// An OAuth failure somewhere in `err`'s chain: its message, and whether the user has to log in.
+pub(crate) fn auth_failure(err: &(dyn std::error::Error + 'static)) -> Option<(String, bool)> {
+    let mut next = Some(err);
+    for _ in 0..32 {
+        let current = next?;
+        if let Some(RemoteError::Auth {
+            message,
+            needs_login,
+        }) = current.downcast_ref::<RemoteError>()
+        {
+            return Some((message.clone(), *needs_login));
+        }
+        if let Some(io) = current.downcast_ref::<std::io::Error>()
+            && let Some(RemoteError::Auth {
+                message,
+                needs_login,
+            }) = io.get_ref().and_then(|e| e.downcast_ref::<RemoteError>())
+        {
+            return Some((message.clone(), *needs_login));
+        }
+        next = match current.downcast_ref::<ClientInitializeError>() {
+            Some(ClientInitializeError::TransportError { error, .. }) => Some(error),
+            _ => current.source(),
+        };
+    }
+    None
 }
 
 /// Whether `err`, or any error in its `source()` chain, says the server wants authorization.

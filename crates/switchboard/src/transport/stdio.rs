@@ -21,7 +21,7 @@ use nix::unistd::Pid;
 use rmcp::service::RoleClient;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use tokio::io::AsyncReadExt;
-use tokio::process::{ChildStdin, ChildStdout, Command};
+use tokio::process::{ChildStdout, Command};
 use tokio::sync::watch;
 
 use crate::config::StdioTransport;
@@ -116,8 +116,13 @@ impl StderrTail {
 
 /// A started server: the transport to hand to rmcp, and the process behind it.
 pub(crate) struct StdioChild {
-    pub(crate) transport:
-        AsyncRwTransport<RoleClient, super::line_guard::LineGuard<ChildStdout>, ChildStdin>,
+    pub(crate) transport: AsyncRwTransport<
+        RoleClient,
+        super::line_guard::LineGuard<ChildStdout>,
+        super::lane::LaneWriter,
+    >,
+    /// The direct lane for `tools/call` on the same pipes.
+    pub(crate) lane: super::lane::Lane,
     pub(crate) process: ChildProcess,
 }
 
@@ -183,13 +188,15 @@ pub(crate) fn spawn(
     });
     // The guard's limit answers an over-long line with an error for its call; rmcp's is set
     // above it, so rmcp never drops a line on its own.
+    let (lane, inbox, writer) = super::lane::lane(stdin);
     let transport = AsyncRwTransport::new_client(
-        super::line_guard::LineGuard::new(stdout, max_line_length),
-        stdin,
+        super::line_guard::LineGuard::new(stdout, max_line_length).with_lane(inbox),
+        writer,
     )
     .with_max_line_length(max_line_length.saturating_add(1024 * 1024));
     Ok(StdioChild {
         transport,
+        lane,
         process: ChildProcess {
             pid,
             exit,

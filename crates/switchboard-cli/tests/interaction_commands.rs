@@ -1,0 +1,519 @@
+//! Servers' questions from the command line: forms (a terminal, `--elicit-json`, or a
+//! decline that says how to answer), URLs, sampling through the configured command, roots.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{Read, Write};
+use std::process::{Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use switchboard_testkit::config_tree::ConfigTree;
+
+const WAIT: Duration = Duration::from_secs(60);
+
+fn command(tree: &ConfigTree, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_switchboard"));
+    command
+        .args(args)
+        .current_dir(tree.project())
+        .env_clear()
+        .envs(tree.env());
+    command
+}
+
+fn run(tree: &ConfigTree, args: &[&str]) -> Output {
+    command(tree, args).stdin(Stdio::null()).output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn testkit(protocol: &str) -> Value {
+    json!({"command": switchboard_testkit::server_bin(), "args": ["--ask-tools", "--protocol", protocol]})
+}
+
+fn partner(var: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| {
+        panic!("{var} is not set: run the tests with `bash scripts/test.sh`, which installs the pinned test partners")
+    })
+}
+
+/// The user file: these servers, plus top-level settings.
+fn user_file(tree: &ConfigTree, servers: Value, extra: Value) {
+    let mut file = json!({"mcpServers": servers});
+    if let (Some(file), Value::Object(extra)) = (file.as_object_mut(), extra) {
+        file.extend(extra);
+    }
+    tree.write(tree.user_file(), &file.to_string()).unwrap();
+}
+
+/// A sampler command (a shell script, builtins only: the tests clear PATH) that saves its
+/// input to `seen` and answers with `text`.
+fn parrot(tree: &ConfigTree, text: &str) -> (Value, std::path::PathBuf) {
+    let seen = tree.root().join("sampler-input.json");
+    let answer = json!({"model": "parrot-1", "role": "assistant", "content": {"type": "text", "text": text}});
+    let script = format!(
+        "IFS= read -r line || true; printf '%s' \"$line\" > '{}'; printf '%s' '{}'",
+        seen.display(),
+        answer
+    );
+    (json!({"command": "/bin/sh", "args": ["-c", script]}), seen)
+}
+
+#[test]
+fn sampling_runs_the_configured_command_within_the_allow_list_and_token_cap() {
+    let tree = ConfigTree::new().unwrap();
+    let (mut sampling, seen) = parrot(&tree, "a fine answer");
+    sampling["servers"] = json!({"kit": {"maxTokens": 7}});
+    user_file(
+        &tree,
+        json!({"kit": testkit("legacy"), "other": testkit("modern")}),
+        json!({"sampling": sampling}),
+    );
+    let out = run(&tree, &["call", "kit", "ask_sample", "--arg", "prompt=hi"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "the model said: a fine answer");
+    let input: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+    assert_eq!(
+        input["maxTokens"], 7,
+        "the server asked for 50; the cap is 7"
+    );
+    assert_eq!(input["messages"][0]["content"]["text"], "hi");
+
+    // A server not on the allow-list is refused, and the message says where to allow it.
+    let out = run(
+        &tree,
+        &["call", "other", "ask_sample", "--arg", "prompt=hi"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("server `other` may not use sampling"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("sampling.servers"), "{stderr}");
+}
+
+#[test]
+fn a_failing_sampler_command_is_reported_to_the_server() {
+    let tree = ConfigTree::new().unwrap();
+    let sampling = json!({
+        "command": "/bin/sh",
+        "args": ["-c", "echo 'no model here' >&2; exit 3"],
+        "servers": {"kit": {}}
+    });
+    user_file(
+        &tree,
+        json!({"kit": testkit("legacy")}),
+        json!({"sampling": sampling}),
+    );
+    let out = run(&tree, &["call", "kit", "ask_sample", "--arg", "prompt=hi"]);
+    assert_eq!(out.status.code(), Some(1), "the tool reports an error");
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("failed (exit code 3): no model here"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn without_a_sampler_sampling_is_not_offered() {
+    let tree = ConfigTree::new().unwrap();
+    user_file(
+        &tree,
+        json!({"everything": {"command": partner("SWITCHBOARD_PARTNER_EVERYTHING"), "args": ["stdio"]}}),
+        json!({}),
+    );
+    let out = run(&tree, &["tools", "everything"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let tools = text(&out.stdout);
+    assert!(!tools.contains("trigger-sampling-request"), "{tools}");
+    assert!(tools.contains("trigger-elicitation-request"), "{tools}");
+
+    // A server that asks anyway is told how sampling gets configured.
+    user_file(&tree, json!({"kit": testkit("legacy")}), json!({}));
+    let out = run(&tree, &["call", "kit", "ask_sample", "--arg", "prompt=hi"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("no sampler is configured"), "{stdout}");
+    assert!(stdout.contains("`sampling.command`"), "{stdout}");
+}
+
+#[test]
+fn everything_samples_through_the_configured_command() {
+    let tree = ConfigTree::new().unwrap();
+    let (mut sampling, _) = parrot(&tree, "sampled by the command");
+    sampling["servers"] = json!({"everything": {}});
+    user_file(
+        &tree,
+        json!({"everything": {"command": partner("SWITCHBOARD_PARTNER_EVERYTHING"), "args": ["stdio"]}}),
+        json!({"sampling": sampling}),
+    );
+    let out = run(
+        &tree,
+        &[
+            "call",
+            "everything",
+            "trigger-sampling-request",
+            "--arg",
+            "prompt=hello",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("sampled by the command"), "{stdout}");
+}
+
+#[test]
+fn without_a_terminal_a_form_is_declined_with_how_to_answer() {
+    let tree = ConfigTree::new().unwrap();
+    user_file(&tree, json!({"kit": testkit("legacy")}), json!({}));
+    let out = run(&tree, &["call", "kit", "ask_form"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "declined");
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("server `kit` asks: Tell us about yourself"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--elicit-json FILE"), "{stderr}");
+}
+
+#[test]
+fn elicit_json_answers_everythings_form_or_declines_it() {
+    let tree = ConfigTree::new().unwrap();
+    user_file(
+        &tree,
+        json!({"everything": {"command": partner("SWITCHBOARD_PARTNER_EVERYTHING"), "args": ["stdio"]}}),
+        json!({}),
+    );
+    let answer = tree.root().join("answer.json");
+    std::fs::write(
+        &answer,
+        r#"{"name": "Grace Hopper", "check": true, "integer": 12}"#,
+    )
+    .unwrap();
+    let answer = answer.display().to_string();
+    let out = run(
+        &tree,
+        &[
+            "call",
+            "everything",
+            "trigger-elicitation-request",
+            "--elicit-json",
+            &answer,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("- Name: Grace Hopper"), "{stdout}");
+    assert!(stdout.contains("- Favorite Integer: 12"), "{stdout}");
+
+    let decline = tree.root().join("decline.json");
+    std::fs::write(&decline, r#"{"action": "decline"}"#).unwrap();
+    let decline = decline.display().to_string();
+    let out = run(
+        &tree,
+        &[
+            "call",
+            "everything",
+            "trigger-elicitation-request",
+            "--elicit-json",
+            &decline,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("User declined"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn an_invalid_scripted_answer_is_rejected_with_the_field_named() {
+    let tree = ConfigTree::new().unwrap();
+    user_file(&tree, json!({"kit": testkit("modern")}), json!({}));
+    let answer = tree.root().join("answer.json");
+    std::fs::write(&answer, r#"{"name": "Ada", "age": "old"}"#).unwrap();
+    let answer = answer.display().to_string();
+    let out = run(
+        &tree,
+        &["call", "kit", "ask_form", "--elicit-json", &answer],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("field `age`"), "{stderr}");
+}
+
+#[test]
+fn add_dir_and_the_config_serve_more_roots() {
+    let tree = ConfigTree::new().unwrap();
+    let extra = tree.root().join("extra");
+    let configured = tree.root().join("configured");
+    std::fs::create_dir_all(&extra).unwrap();
+    std::fs::create_dir_all(&configured).unwrap();
+    user_file(
+        &tree,
+        json!({"kit": testkit("legacy")}),
+        json!({"roots": [configured]}),
+    );
+    let extra_arg = extra.display().to_string();
+    let out = run(
+        &tree,
+        &[
+            "call",
+            "kit",
+            "ask_roots",
+            "--add-dir",
+            &extra_arg,
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let uris: Vec<String> = result["result"]["structuredContent"]["roots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap().to_owned())
+        .collect();
+    let uri = |p: &std::path::Path| format!("file://{}", p.display());
+    assert_eq!(
+        uris,
+        [uri(&tree.project()), uri(&configured), uri(&extra)],
+        "the working directory, the configured roots, then --add-dir"
+    );
+}
+
+/// A child on a pseudo-terminal: what it prints is read in the background.
+struct OnTerminal {
+    child: std::process::Child,
+    input: std::fs::File,
+    output: mpsc::Receiver<Vec<u8>>,
+    seen: String,
+}
+
+impl Drop for OnTerminal {
+    /// A failed test must not leave the command waiting for input.
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl OnTerminal {
+    fn start(mut command: Command) -> OnTerminal {
+        let pty = nix::pty::openpty(None, None).unwrap();
+        let slave = std::fs::File::from(pty.slave);
+        command
+            .stdin(Stdio::from(slave.try_clone().unwrap()))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(slave));
+        let child = command.spawn().unwrap();
+        let master = std::fs::File::from(pty.master);
+        let input = master.try_clone().unwrap();
+        let (tx, output) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut master = master;
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = master.read(&mut buf) {
+                if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                    break;
+                }
+            }
+        });
+        OnTerminal {
+            child,
+            input,
+            output,
+            seen: String::new(),
+        }
+    }
+
+    /// Waits (bounded) until the terminal shows `needle` after what was already matched.
+    fn expect(&mut self, needle: &str) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(at) = self.seen.find(needle) {
+                self.seen.drain(..at + needle.len());
+                return;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.output.recv_timeout(left) {
+                Ok(bytes) => self.seen.push_str(&String::from_utf8_lossy(&bytes)),
+                Err(_) => panic!(
+                    "the terminal never showed {needle:?}; it shows:\n{}",
+                    self.seen
+                ),
+            }
+        }
+    }
+
+    fn answer(&mut self, line: &str) {
+        self.input
+            .write_all(format!("{line}\n").as_bytes())
+            .unwrap();
+        self.input.flush().unwrap();
+    }
+
+    fn finish(&mut self) -> (Option<i32>, String) {
+        let mut stdout = String::new();
+        self.child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut stdout)
+            .unwrap();
+        let status = self.child.wait().unwrap();
+        (status.code(), stdout)
+    }
+}
+
+#[test]
+fn a_terminal_prompts_for_each_field_with_defaults_and_choices() {
+    for generation in ["legacy", "modern"] {
+        let tree = ConfigTree::new().unwrap();
+        user_file(&tree, json!({"kit": testkit(generation)}), json!({}));
+        let mut term = OnTerminal::start(command(&tree, &["call", "kit", "ask_form", "--json"]));
+        term.expect("server `kit` asks: Tell us about yourself");
+        term.expect("answer? [Y]es, [n]o (decline), [c]ancel: ");
+        term.answer("y");
+        term.expect("Name (Your name) *: ");
+        term.answer("");
+        term.expect("required: please answer");
+        term.answer("Ada");
+        term.expect("Email: ");
+        term.answer("not-an-email");
+        term.expect("is not a \"email\"");
+        term.answer("ada@example.com");
+        term.expect("Age *: ");
+        term.answer("200");
+        term.expect("200 is greater than the maximum of 150");
+        term.answer("36");
+        term.expect("Height (m) [1.75]: ");
+        term.answer("");
+        term.expect("Subscribe [y/n] [n]: ");
+        term.answer("y");
+        term.expect("Colour: 1) red  2) green  3) blue");
+        term.expect("choose [green]: ");
+        term.answer("3");
+        let (code, stdout) = term.finish();
+        assert_eq!(code, Some(0), "{generation}: {stdout}");
+        let out: Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(
+            out["result"]["structuredContent"],
+            json!({"name": "Ada", "email": "ada@example.com", "age": 36, "height": 1.75, "subscribe": true, "color": "blue"}),
+            "{generation}"
+        );
+    }
+}
+
+#[test]
+fn a_terminal_shows_a_url_and_goes_on_after_the_go_ahead() {
+    let tree = ConfigTree::new().unwrap();
+    user_file(&tree, json!({"kit": testkit("legacy")}), json!({}));
+    // A "browser" that notes the URLs it was given.
+    let opened = tree.root().join("opened.txt");
+    let browser = tree.root().join("browser.sh");
+    std::fs::write(
+        &browser,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$1\" >> '{}'\n",
+            opened.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &browser,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let mut call = command(&tree, &["call", "kit", "ask_url", "--arg", "completions=2"]);
+    call.env("BROWSER", &browser);
+    let mut term = OnTerminal::start(call);
+    for step in 1..=2 {
+        term.expect(&format!("https://login.example.test/login?step={step}"));
+        term.expect("press Enter once done, or type n to decline: ");
+        term.answer("");
+    }
+    let (code, stdout) = term.finish();
+    assert_eq!(code, Some(0), "{stdout}");
+    assert_eq!(stdout.trim(), "signed in after 2 URL(s)");
+    let deadline = Instant::now() + WAIT;
+    let opened_both = || {
+        let mut lines: Vec<String> = std::fs::read_to_string(&opened)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        lines.sort();
+        lines
+            == [
+                "https://login.example.test/login?step=1",
+                "https://login.example.test/login?step=2",
+            ]
+    };
+    while !opened_both() {
+        assert!(
+            Instant::now() < deadline,
+            "the browser was not started for each URL"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_servers_log_level_is_set_from_config_and_its_messages_reach_the_log() {
+    let tree = ConfigTree::new().unwrap();
+    let mut kit = testkit("legacy");
+    kit["logLevel"] = json!("warning");
+    user_file(&tree, json!({"kit": kit}), json!({}));
+    let out = command(&tree, &["call", "kit", "log"])
+        .env("SWITCHBOARD_LOG", "switchboard::server=debug")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "logged at warning, error");
+    let stderr = text(&out.stderr);
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("testkit log at error"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        line.contains("ERROR") && line.contains("server=kit"),
+        "{line}"
+    );
+    assert!(!stderr.contains("testkit log at info"), "{stderr}");
+}
+
+#[test]
+fn the_prompt_command_asks_for_arguments_with_the_servers_completions() {
+    let tree = ConfigTree::new().unwrap();
+    user_file(
+        &tree,
+        json!({"everything": {"command": partner("SWITCHBOARD_PARTNER_EVERYTHING"), "args": ["stdio"]}}),
+        json!({}),
+    );
+    let mut term = OnTerminal::start(command(
+        &tree,
+        &["prompt", "mcp__everything__completable-prompt"],
+    ));
+    term.expect("department: 1) Engineering  2) Sales  3) Marketing  4) Support");
+    term.expect("department (Choose the department.) *: ");
+    term.answer("S?");
+    term.expect("department: 1) Sales  2) Support");
+    term.answer("2");
+    // The second argument's suggestions follow the first.
+    term.expect("name: 1) John  2) Kim  3) Lee");
+    term.answer("1");
+    let (code, stdout) = term.finish();
+    assert_eq!(code, Some(0), "{stdout}");
+    assert_eq!(
+        stdout.trim(),
+        "[user] Please promote John to the head of the Support team."
+    );
+}

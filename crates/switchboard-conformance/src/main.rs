@@ -1,0 +1,171 @@
+//! The client the MCP conformance suite runs (`conformance client --command …`): the suite
+//! starts a scenario server and runs `conformance-client <server-url>` with the scenario in
+//! `MCP_CONFORMANCE_SCENARIO` (and credentials in `MCP_CONFORMANCE_CONTEXT` for some).
+//!
+//! It is Switchboard's library end to end: a [`ServerManager`] with one Streamable HTTP server,
+//! OAuth in interactive mode with an opener that plays the browser (it follows the
+//! authorization server's redirects to the loopback listener, as a user who clicks "allow"
+//! would), then the tools are listed and called. Exit status 0 when the server connected and
+//! answered, 1 otherwise (several scenarios expect a refusal).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use switchboard::auth::{AuthOptions, Opener, TokenStore};
+use switchboard::config::{
+    Environment, OAuthConfig, RemoteTransport, ServerConfig, ServerName, Transport,
+};
+use switchboard::connection::ServerState;
+use switchboard::manager::{ManagerOptions, ServerManager};
+
+/// The Client ID Metadata Document URL the suite expects (it never fetches it).
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+const SERVER: &str = "conformance";
+const WAIT: Duration = Duration::from_secs(25);
+
+/// Plays the user's browser: GETs the authorization URL and follows the redirects to the
+/// loopback listener.
+struct FollowRedirects(reqwest::Client);
+
+impl Opener for FollowRedirects {
+    fn open(&self, _server: &str, url: &str) -> BoxFuture<'static, Result<(), String>> {
+        let client = self.0.clone();
+        let url = url.to_owned();
+        Box::pin(async move {
+            client
+                .get(url)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| format!("the browser stand-in failed: {e}"))
+        })
+    }
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    match run().await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("conformance-client: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> Result<(), String> {
+    let url = std::env::args()
+        .next_back()
+        .ok_or("usage: conformance-client <server-url>")?;
+    let url = url::Url::parse(&url).map_err(|e| format!("`{url}` is not a URL: {e}"))?;
+    let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    let context: serde_json::Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok())
+        .unwrap_or_default();
+    eprintln!("conformance-client: scenario `{scenario}` at {url}");
+
+    let mut env = Environment::default();
+    let mut oauth = OAuthConfig::default();
+    if let Some(id) = context.get("client_id").and_then(|v| v.as_str()) {
+        oauth.client_id = Some(id.to_owned());
+    }
+    if let Some(secret) = context.get("client_secret").and_then(|v| v.as_str()) {
+        env.set("CONFORMANCE_CLIENT_SECRET", secret);
+        oauth.client_secret_env = Some("CONFORMANCE_CLIENT_SECRET".to_owned());
+    }
+    if let Some(key) = context.get("private_key_pem").and_then(|v| v.as_str()) {
+        env.set("CONFORMANCE_PRIVATE_KEY", key);
+        oauth.private_key_env = Some("CONFORMANCE_PRIVATE_KEY".to_owned());
+    }
+    if scenario.starts_with("auth/client-credentials") {
+        oauth.client_credentials = true;
+    }
+
+    let name = ServerName::new(SERVER).map_err(|e| e.to_string())?;
+    let mut config = ServerConfig::in_process(name);
+    config.transport = Transport::Http(RemoteTransport {
+        url,
+        headers: Default::default(),
+        oauth: Some(oauth),
+    });
+    config.connect_timeout = Some(WAIT);
+
+    rustls::crypto::ring::default_provider()
+        .install_default()
+        .map_err(|_| "cannot install the TLS provider")?;
+    let browser = reqwest::Client::builder()
+        .tls_backend_rustls()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let auth = AuthOptions {
+        store: TokenStore::in_memory(),
+        interactive: true,
+        opener: Arc::new(FollowRedirects(browser)),
+        client_metadata_url: Some(CLIENT_METADATA_URL.to_owned()),
+        login_timeout: WAIT,
+        client_name: "switchboard-conformance".to_owned(),
+    };
+    let state_dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let options = ManagerOptions {
+        state_dir: Some(state_dir.path().to_owned()),
+        env,
+        ..ManagerOptions::default()
+    }
+    .with_auth(auth);
+    let manager = ServerManager::start([config], options);
+    let outcome = exercise(&manager).await;
+    manager.shutdown().await;
+    outcome
+}
+
+async fn exercise(manager: &ServerManager) -> Result<(), String> {
+    let state = manager
+        .wait_for(SERVER, WAIT)
+        .await
+        .map_err(|e| e.to_string())?;
+    match state {
+        ServerState::Connected(info) => {
+            eprintln!(
+                "conformance-client: connected, protocol {}",
+                info.protocol_version
+            );
+        }
+        other => return Err(format!("not connected: {other:?}")),
+    }
+    let tools = manager
+        .list_tools(SERVER)
+        .await
+        .map_err(|e| format!("tools/list: {e}"))?;
+    eprintln!("conformance-client: {} tools", tools.len());
+    // A scenario judges the calls by what reached its server; a tool that answers with an
+    // error (some scenario servers serve no calls at all) is reported, not fatal. An
+    // authorization failure is: the login did not work.
+    let mut outcome = Ok(());
+    for tool in tools {
+        match manager
+            .call_tool_raw(SERVER, &tool.name, arguments_for(&tool.name), WAIT)
+            .await
+        {
+            Ok(result) => eprintln!("conformance-client: called {}: {result}", tool.name),
+            Err(e) => {
+                let text = e.to_string();
+                eprintln!("conformance-client: tools/call {}: {text}", tool.name);
+                if text.contains("authoriz") || text.contains("refused") {
+                    outcome = Err(format!("tools/call {}: {text}", tool.name));
+                }
+            }
+        }
+    }
+    outcome
+}
+
+/// Arguments the scenario servers' tools accept.
+fn arguments_for(tool: &str) -> serde_json::Map<String, serde_json::Value> {
+    let value = match tool {
+        "add_numbers" => serde_json::json!({"a": 5, "b": 3}),
+        _ => serde_json::json!({}),
+    };
+    value.as_object().cloned().unwrap_or_default()
+}

@@ -1,0 +1,436 @@
+//! `--oauth`: a real OAuth 2.1 authorization server on the same origin as the MCP endpoint,
+//! and the resource server's guard in front of `/mcp`.
+//!
+//! - `/.well-known/oauth-protected-resource/mcp` (RFC 9728) and
+//!   `/.well-known/oauth-authorization-server` (RFC 8414; `--oauth-issuer` / `--oauth-resource`
+//!   make them lie, for the refusal tests).
+//! - `POST /register` (RFC 7591), `GET /authorize` (answers at once with a redirect carrying
+//!   the code, `state` and `iss`), `POST /token` (authorization_code with PKCE S256 checked,
+//!   refresh_token with rotation: a spent refresh token is refused and `oauth: refresh token
+//!   reused` goes to stderr), `POST /revoke` (RFC 7009), `POST /test/revoke-all`,
+//!   `POST /test/expire-access`.
+//! - `/mcp` wants a live access token (401 with `resource_metadata` and `scope` otherwise);
+//!   `--oauth-tool-scope TOOL=SCOPE` answers a call of TOOL without SCOPE with 403
+//!   `insufficient_scope`.
+//!
+//! stderr gets one line per event (`oauth: issued …`, `oauth: refreshed …`), never a token.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::{Body, to_bytes};
+use axum::extract::{Request, State};
+use axum::http::Uri;
+use axum::http::header::CONTENT_TYPE;
+use axum::http::header::{AUTHORIZATION, HOST, LOCATION, WWW_AUTHENTICATE};
+use axum::http::{HeaderMap, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use base64::Engine;
+use serde_json::{Value, json};
+
+use crate::options::Options;
+
+const BODY_LIMIT: usize = 1024 * 1024;
+
+#[derive(Debug)]
+struct Config {
+    token_ttl: Duration,
+    issuer: Option<String>,
+    resource: Option<String>,
+    no_pkce: bool,
+    tool_scope: Option<(String, String)>,
+}
+
+#[derive(Debug)]
+struct Grant {
+    challenge: String,
+    scope: String,
+    redirect_uri: String,
+}
+
+#[derive(Debug)]
+struct Access {
+    scope: String,
+    expires: Instant,
+}
+
+#[derive(Debug, Default)]
+struct Books {
+    counter: u64,
+    codes: HashMap<String, Grant>,
+    access: HashMap<String, Access>,
+    /// Live refresh tokens and their scope.
+    refresh: HashMap<String, String>,
+    /// Rotated-away refresh tokens: presenting one again is a reuse.
+    spent: std::collections::HashSet<String>,
+}
+
+#[derive(Debug)]
+struct Server {
+    config: Config,
+    books: Mutex<Books>,
+}
+
+impl Server {
+    fn books(&self) -> std::sync::MutexGuard<'_, Books> {
+        self.books.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+fn fresh(books: &mut Books, kind: &str) -> String {
+    books.counter += 1;
+    let mut bytes = [0u8; 12];
+    // Without randomness the counter alone keeps tokens apart.
+    let _ = getrandom::fill(&mut bytes);
+    format!(
+        "{kind}-{}-{}",
+        books.counter,
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+    )
+}
+
+/// The origin requests came to, from the `Host` header.
+fn base(headers: &HeaderMap) -> String {
+    let host = headers
+        .get(HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("127.0.0.1");
+    format!("http://{host}")
+}
+
+pub(crate) fn protect(mcp: Router, options: &Options) -> Router {
+    let server = Arc::new(Server {
+        config: Config {
+            token_ttl: Duration::from_secs(options.oauth_token_ttl),
+            issuer: options.oauth_issuer.clone(),
+            resource: options.oauth_resource.clone(),
+            no_pkce: options.oauth_no_pkce,
+            tool_scope: options
+                .oauth_tool_scope
+                .as_deref()
+                .and_then(|s| s.split_once('='))
+                .map(|(t, s)| (t.to_owned(), s.to_owned())),
+        },
+        books: Mutex::default(),
+    });
+    let guarded = mcp.layer(axum::middleware::from_fn_with_state(server.clone(), guard));
+    let auth = Router::new()
+        .route(
+            "/.well-known/oauth-protected-resource/mcp",
+            get(resource_metadata),
+        )
+        .route(
+            "/.well-known/oauth-authorization-server",
+            get(server_metadata),
+        )
+        .route("/register", post(register))
+        .route("/authorize", get(authorize))
+        .route("/token", post(token))
+        .route("/revoke", post(revoke))
+        .route("/test/revoke-all", post(revoke_all))
+        .route("/test/expire-access", post(expire_access))
+        .with_state(server);
+    guarded.merge(auth)
+}
+
+async fn resource_metadata(State(server): State<Arc<Server>>, headers: HeaderMap) -> Response {
+    let base = base(&headers);
+    let resource = server
+        .config
+        .resource
+        .clone()
+        .unwrap_or_else(|| format!("{base}/mcp"));
+    json_response(
+        StatusCode::OK,
+        json!({
+            "resource": resource,
+            "authorization_servers": [base],
+            "scopes_supported": ["mcp"],
+            "bearer_methods_supported": ["header"],
+        }),
+    )
+}
+
+async fn server_metadata(State(server): State<Arc<Server>>, headers: HeaderMap) -> Response {
+    let base = base(&headers);
+    let issuer = server.config.issuer.clone().unwrap_or_else(|| base.clone());
+    let mut metadata = server_metadata_json(&base, &issuer);
+    if server.config.no_pkce
+        && let Some(object) = metadata.as_object_mut()
+    {
+        object.remove("code_challenge_methods_supported");
+    }
+    json_response(StatusCode::OK, metadata)
+}
+
+fn server_metadata_json(base: &str, issuer: &str) -> Value {
+    json!({
+            "issuer": issuer,
+            "authorization_endpoint": format!("{base}/authorize"),
+            "token_endpoint": format!("{base}/token"),
+            "registration_endpoint": format!("{base}/register"),
+            "revocation_endpoint": format!("{base}/revoke"),
+            "response_types_supported": ["code"],
+            "grant_types_supported": ["authorization_code", "refresh_token"],
+            "code_challenge_methods_supported": ["S256"],
+            "token_endpoint_auth_methods_supported": ["none"],
+            "scopes_supported": ["mcp", "admin"],
+            "authorization_response_iss_parameter_supported": true,
+    })
+}
+
+async fn register(State(server): State<Arc<Server>>, body: axum::body::Bytes) -> Response {
+    let request: Value = serde_json::from_slice(&body).unwrap_or_default();
+    let client_id = fresh(&mut server.books(), "client");
+    eprintln!("oauth: registered a client");
+    json_response(
+        StatusCode::CREATED,
+        json!({
+            "client_id": client_id,
+            "redirect_uris": request.get("redirect_uris").cloned().unwrap_or(json!([])),
+            "token_endpoint_auth_method": "none",
+            "grant_types": ["authorization_code", "refresh_token"],
+        }),
+    )
+}
+
+async fn authorize(State(server): State<Arc<Server>>, headers: HeaderMap, uri: Uri) -> Response {
+    let query: HashMap<String, String> =
+        url::form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
+            .into_owned()
+            .collect();
+    let Some(redirect_uri) = query.get("redirect_uri").cloned() else {
+        return (StatusCode::BAD_REQUEST, "no redirect_uri\n").into_response();
+    };
+    if query.get("code_challenge_method").map(String::as_str) != Some("S256") {
+        return (StatusCode::BAD_REQUEST, "PKCE S256 required\n").into_response();
+    }
+    let mut books = server.books();
+    let code = fresh(&mut books, "code");
+    books.codes.insert(
+        code.clone(),
+        Grant {
+            challenge: query.get("code_challenge").cloned().unwrap_or_default(),
+            scope: query
+                .get("scope")
+                .cloned()
+                .unwrap_or_else(|| "mcp".to_owned()),
+            redirect_uri: redirect_uri.clone(),
+        },
+    );
+    drop(books);
+    eprintln!(
+        "oauth: authorize scope={:?} resource={:?}",
+        query.get("scope").map(String::as_str).unwrap_or(""),
+        query.get("resource").map(String::as_str).unwrap_or("")
+    );
+    let issuer = server
+        .config
+        .issuer
+        .clone()
+        .unwrap_or_else(|| base(&headers));
+    let Ok(mut location) = url::Url::parse(&redirect_uri) else {
+        return (StatusCode::BAD_REQUEST, "bad redirect_uri\n").into_response();
+    };
+    location
+        .query_pairs_mut()
+        .append_pair("code", &code)
+        .append_pair("iss", &issuer);
+    if let Some(state) = query.get("state") {
+        location.query_pairs_mut().append_pair("state", state);
+    }
+    (StatusCode::FOUND, [(LOCATION, location.to_string())]).into_response()
+}
+
+fn token_error(code: &str, description: &str) -> Response {
+    json_response(
+        StatusCode::BAD_REQUEST,
+        json!({"error": code, "error_description": description}),
+    )
+}
+
+fn issue(server: &Server, books: &mut Books, scope: &str) -> Value {
+    let access = fresh(books, "at");
+    let refresh = fresh(books, "rt");
+    books.access.insert(
+        access.clone(),
+        Access {
+            scope: scope.to_owned(),
+            expires: Instant::now() + server.config.token_ttl,
+        },
+    );
+    books.refresh.insert(refresh.clone(), scope.to_owned());
+    json!({
+        "access_token": access,
+        "token_type": "Bearer",
+        "expires_in": server.config.token_ttl.as_secs(),
+        "refresh_token": refresh,
+        "scope": scope,
+    })
+}
+
+async fn token(State(server): State<Arc<Server>>, body: axum::body::Bytes) -> Response {
+    let form: HashMap<String, String> = url::form_urlencoded::parse(&body).into_owned().collect();
+    let mut books = server.books();
+    match form.get("grant_type").map(String::as_str) {
+        Some("authorization_code") => {
+            let Some(grant) = form.get("code").and_then(|c| books.codes.remove(c)) else {
+                return token_error("invalid_grant", "unknown or used code");
+            };
+            let verifier = form.get("code_verifier").cloned().unwrap_or_default();
+            let computed = base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .encode(sha256(verifier.as_bytes()));
+            if computed != grant.challenge {
+                return token_error("invalid_grant", "PKCE verification failed");
+            }
+            if form.get("redirect_uri") != Some(&grant.redirect_uri) {
+                return token_error("invalid_grant", "redirect_uri differs");
+            }
+            let answer = issue(&server, &mut books, &grant.scope);
+            eprintln!("oauth: issued tokens for scope {:?}", grant.scope);
+            json_response(StatusCode::OK, answer)
+        }
+        Some("refresh_token") => {
+            let presented = form.get("refresh_token").cloned().unwrap_or_default();
+            if books.spent.contains(&presented) {
+                eprintln!("oauth: refresh token reused");
+                return token_error("invalid_grant", "refresh token already used");
+            }
+            let Some(scope) = books.refresh.remove(&presented) else {
+                eprintln!("oauth: unknown refresh token");
+                return token_error("invalid_grant", "refresh token revoked or unknown");
+            };
+            books.spent.insert(presented);
+            let answer = issue(&server, &mut books, &scope);
+            eprintln!("oauth: refreshed");
+            json_response(StatusCode::OK, answer)
+        }
+        _ => token_error(
+            "unsupported_grant_type",
+            "use authorization_code or refresh_token",
+        ),
+    }
+}
+
+async fn revoke(State(server): State<Arc<Server>>, body: axum::body::Bytes) -> Response {
+    let form: HashMap<String, String> = url::form_urlencoded::parse(&body).into_owned().collect();
+    if let Some(token) = form.get("token") {
+        let mut books = server.books();
+        books.refresh.remove(token);
+        books.access.remove(token);
+        eprintln!("oauth: revoked a token");
+    }
+    StatusCode::OK.into_response()
+}
+
+async fn revoke_all(State(server): State<Arc<Server>>) -> Response {
+    let mut books = server.books();
+    books.refresh.clear();
+    books.access.clear();
+    eprintln!("oauth: revoked every token");
+    StatusCode::OK.into_response()
+}
+
+/// Every access token stops working (refresh tokens stay): a 401 in the middle of a session.
+async fn expire_access(State(server): State<Arc<Server>>) -> Response {
+    server.books().access.clear();
+    eprintln!("oauth: expired every access token");
+    StatusCode::OK.into_response()
+}
+
+/// The guard in front of `/mcp`.
+async fn guard(State(server): State<Arc<Server>>, request: Request, next: Next) -> Response {
+    let base = base(request.headers());
+    let metadata = format!("{base}/.well-known/oauth-protected-resource/mcp");
+    let presented = request
+        .headers()
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::to_owned);
+    let scope = presented.as_ref().and_then(|token| {
+        let books = server.books();
+        books
+            .access
+            .get(token)
+            .filter(|a| a.expires > Instant::now())
+            .map(|a| a.scope.clone())
+    });
+    let Some(scope) = scope else {
+        let challenge = if presented.is_some() {
+            format!(r#"Bearer error="invalid_token", resource_metadata="{metadata}", scope="mcp""#)
+        } else {
+            format!(r#"Bearer resource_metadata="{metadata}", scope="mcp""#)
+        };
+        eprintln!(
+            "oauth: 401 ({})",
+            if presented.is_some() {
+                "bad token"
+            } else {
+                "no token"
+            }
+        );
+        return (
+            StatusCode::UNAUTHORIZED,
+            [(WWW_AUTHENTICATE, challenge)],
+            "authorization required\n",
+        )
+            .into_response();
+    };
+    let Some((tool, needed)) = server.config.tool_scope.clone() else {
+        return next.run(request).await;
+    };
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = to_bytes(body, BODY_LIMIT).await else {
+        return StatusCode::PAYLOAD_TOO_LARGE.into_response();
+    };
+    let calls_tool = serde_json::from_slice::<Value>(&bytes).is_ok_and(|v| {
+        v.get("method").and_then(Value::as_str) == Some("tools/call")
+            && v.pointer("/params/name").and_then(Value::as_str) == Some(tool.as_str())
+    });
+    if calls_tool && !scope.split_whitespace().any(|s| s == needed) {
+        eprintln!("oauth: 403 insufficient_scope for {tool}");
+        let challenge = format!(
+            r#"Bearer error="insufficient_scope", scope="mcp {needed}", resource_metadata="{metadata}""#
+        );
+        return (
+            StatusCode::FORBIDDEN,
+            [(WWW_AUTHENTICATE, challenge)],
+            "insufficient scope\n",
+        )
+            .into_response();
+    }
+    next.run(Request::from_parts(parts, Body::from(bytes)))
+        .await
+}
+
+fn json_response(status: StatusCode, value: Value) -> Response {
+    (
+        status,
+        [(CONTENT_TYPE, "application/json")],
+        value.to_string(),
+    )
+        .into_response()
+}
+
+fn sha256(data: &[u8]) -> Vec<u8> {
+    use sha2::Digest;
+    sha2::Sha256::digest(data).to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sha256_of_abc() {
+        let digest = super::sha256(b"abc");
+        assert_eq!(
+            digest[..4],
+            [0xba, 0x78, 0x16, 0xbf],
+            "the FIPS 180-2 test vector"
+        );
+    }
+}

@@ -1,0 +1,465 @@
+//! Answers what a server asks of the host, for one connection: elicitation, sampling, roots.
+//!
+//! Both generations come here. Initialize-era server-to-client requests arrive through the
+//! `ClientHandler` ([`super::handler`]) and are routed to a call by [`Asker::route`]; 2026-07-28
+//! input requests come back in the answer of one `tools/call` and are answered with that call's
+//! [`Interaction`] exactly ([`Asker::answer_input`]).
+//!
+//! Routing of an initialize-era request, first match wins:
+//! 1. the request arrived on the response stream of an in-flight call (Streamable HTTP marks
+//!    this), or carries that call's progress token in `_meta`: that call;
+//! 2. exactly one call is in flight on this server: that call;
+//! 3. exactly one in-flight call carries its own interaction: that call;
+//! 4. otherwise the host's interaction, with no tool named.
+//!
+//! A call's own [`Interaction`] replaces the host's elicitor and sampler as a whole (a missing
+//! one declines); its roots fall back to the host's [`Roots`].
+
+// Roots and sampling are deprecated for 2026-07-28 (SEP-2577), not for the initialize era.
+#![allow(deprecated)]
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, ElicitationAction, InputRequest, ListRootsResult, ProgressToken, RequestId, Root,
+};
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use super::RequestError;
+use crate::interaction::{
+    ElicitationRequest, Elicitor, Interaction, Roots, Sampler, SamplingError, SamplingRequest,
+    check_answer,
+};
+
+/// How many completed URL elicitation ids a connection remembers (a completion may arrive
+/// before the host starts waiting for it).
+const REMEMBERED_COMPLETIONS: usize = 64;
+
+/// One connection's answerer. Shared by the connection's handler and its calls.
+pub(crate) struct Asker {
+    server: String,
+    host: Interaction,
+    roots: Option<Roots>,
+    calls: Mutex<Vec<InFlight>>,
+    next_key: AtomicU64,
+    completed: watch::Sender<VecDeque<String>>,
+}
+
+impl std::fmt::Debug for Asker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Asker")
+            .field("server", &self.server)
+            .field("host", &self.host)
+            .finish_non_exhaustive()
+    }
+}
+
+struct InFlight {
+    key: u64,
+    request_id: Option<RequestId>,
+    progress_token: Option<ProgressToken>,
+    /// The qualified tool (or prompt) name, for the elicitor and sampler to show.
+    tool: Option<String>,
+    interaction: Option<Interaction>,
+}
+
+/// Who answers one request.
+#[derive(Clone)]
+pub(crate) struct Route {
+    pub(crate) tool: Option<String>,
+    elicitor: Option<Arc<dyn Elicitor>>,
+    sampler: Option<Arc<dyn Sampler>>,
+    roots: Option<Arc<dyn crate::interaction::RootsSource>>,
+}
+
+/// Where an initialize-era request came from, as far as the transport can tell.
+#[derive(Debug, Default)]
+pub(crate) struct Origin {
+    pub(crate) request_id: Option<RequestId>,
+    pub(crate) progress_token: Option<ProgressToken>,
+}
+
+/// Why a request could not be answered. The message reaches the server (initialize era) or
+/// the caller (2026-07-28).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum AnswerError {
+    #[error("{0}")]
+    InvalidAnswer(String),
+    #[error("{0}")]
+    Sampling(String),
+}
+
+impl Asker {
+    pub(crate) fn new(server: &str, host: Interaction, roots: Option<Roots>) -> Arc<Self> {
+        Arc::new(Asker {
+            server: server.to_owned(),
+            host,
+            roots,
+            calls: Mutex::new(Vec::new()),
+            next_key: AtomicU64::new(1),
+            completed: watch::Sender::new(VecDeque::new()),
+        })
+    }
+
+    pub(crate) fn server(&self) -> &str {
+        &self.server
+    }
+
+    pub(crate) fn roots_served(&self) -> Option<&Roots> {
+        self.roots.as_ref()
+    }
+
+    /// The client capabilities: only what the host configured.
+    pub(crate) fn capabilities(&self) -> ClientCapabilities {
+        let mut caps = serde_json::Map::new();
+        if self.host.elicitor.is_some() {
+            caps.insert(
+                "elicitation".to_owned(),
+                json!({"form": {"schemaValidation": true}, "url": {}}),
+            );
+        }
+        if self.host.sampler.is_some() {
+            caps.insert("sampling".to_owned(), json!({}));
+        }
+        if self.roots.is_some() || self.host.roots.is_some() {
+            caps.insert("roots".to_owned(), json!({"listChanged": true}));
+        }
+        serde_json::from_value(Value::Object(caps)).unwrap_or_default()
+    }
+
+    /// Registers a call in flight; dropping the guard ends it.
+    pub(crate) fn begin_call(
+        self: &Arc<Self>,
+        tool: Option<String>,
+        interaction: Option<Interaction>,
+    ) -> CallGuard {
+        let key = self.next_key.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut calls) = self.calls.lock() {
+            calls.push(InFlight {
+                key,
+                request_id: None,
+                progress_token: None,
+                tool,
+                interaction,
+            });
+        }
+        CallGuard {
+            asker: self.clone(),
+            key,
+        }
+    }
+
+    fn route_of(&self, call: Option<&InFlight>) -> Route {
+        match call {
+            Some(InFlight {
+                tool,
+                interaction: Some(own),
+                ..
+            }) => Route {
+                tool: tool.clone(),
+                elicitor: own.elicitor.clone(),
+                sampler: own.sampler.clone(),
+                roots: own.roots.clone().or_else(|| self.host.roots.clone()),
+            },
+            Some(InFlight { tool, .. }) => Route {
+                tool: tool.clone(),
+                ..self.host_route()
+            },
+            None => self.host_route(),
+        }
+    }
+
+    fn host_route(&self) -> Route {
+        Route {
+            tool: None,
+            elicitor: self.host.elicitor.clone(),
+            sampler: self.host.sampler.clone(),
+            roots: self.host.roots.clone(),
+        }
+    }
+
+    /// Finds the call an initialize-era request belongs to (see the module's rules).
+    pub(crate) fn route(&self, origin: &Origin) -> Route {
+        let Ok(calls) = self.calls.lock() else {
+            return self.host_route();
+        };
+        let by_origin = calls.iter().find(|c| {
+            (origin.request_id.is_some() && c.request_id == origin.request_id)
+                || (origin.progress_token.is_some() && c.progress_token == origin.progress_token)
+        });
+        if let Some(call) = by_origin {
+            return self.route_of(Some(call));
+        }
+        if calls.len() == 1 {
+            return self.route_of(calls.first());
+        }
+        let mut own = calls.iter().filter(|c| c.interaction.is_some());
+        match (own.next(), own.next()) {
+            (Some(call), None) => self.route_of(Some(call)),
+            _ => self.host_route(),
+        }
+    }
+
+    fn route_for_key(&self, key: u64) -> Route {
+        let Ok(calls) = self.calls.lock() else {
+            return self.host_route();
+        };
+        self.route_of(calls.iter().find(|c| c.key == key))
+    }
+
+    /// Asks for a form or a URL. Accepted form content is checked against the requested
+    /// schema; no elicitor declines.
+    pub(crate) async fn elicit(
+        &self,
+        route: &Route,
+        params: ElicitRequestParams,
+    ) -> Result<ElicitResult, AnswerError> {
+        let Some(elicitor) = route.elicitor.clone() else {
+            tracing::warn!(
+                server = %self.server,
+                "declined an elicitation: no elicitor is configured for this call"
+            );
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        let request = ElicitationRequest {
+            server: self.server.clone(),
+            tool: route.tool.clone(),
+            params: params.clone(),
+        };
+        let result = elicitor.elicit(&request).await;
+        if let (
+            ElicitationAction::Accept,
+            ElicitRequestParams::FormElicitationParams {
+                requested_schema, ..
+            },
+        ) = (&result.action, &params)
+        {
+            let schema = serde_json::to_value(requested_schema).unwrap_or(Value::Null);
+            let content = result.content.clone().unwrap_or_else(|| json!({}));
+            check_answer(&schema, &content).map_err(|message| {
+                AnswerError::InvalidAnswer(format!(
+                    "the answer to `{}`'s form does not match its schema: {message}",
+                    self.server
+                ))
+            })?;
+        }
+        Ok(result)
+    }
+
+    pub(crate) async fn sample(
+        &self,
+        route: &Route,
+        params: CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, AnswerError> {
+        let Some(sampler) = route.sampler.clone() else {
+            return Err(AnswerError::Sampling(format!(
+                "`{}` asked for sampling, but no sampler is configured (the switchboard CLI runs the command set as `sampling.command` in the user file, mcp.json)",
+                self.server
+            )));
+        };
+        let request = SamplingRequest {
+            server: self.server.clone(),
+            tool: route.tool.clone(),
+            params,
+        };
+        sampler
+            .sample(&request)
+            .await
+            .map_err(|SamplingError(message)| AnswerError::Sampling(message))
+    }
+
+    pub(crate) async fn roots(&self, route: &Route) -> ListRootsResult {
+        let roots: Vec<Root> = match &route.roots {
+            Some(source) => source.roots(&self.server).await,
+            None => self.roots.as_ref().map(Roots::as_mcp).unwrap_or_default(),
+        };
+        ListRootsResult::new(roots)
+    }
+
+    /// The server said a URL elicitation is complete.
+    pub(crate) fn note_completed(&self, elicitation_id: &str) {
+        self.completed.send_modify(|ids| {
+            ids.push_back(elicitation_id.to_owned());
+            while ids.len() > REMEMBERED_COMPLETIONS {
+                ids.pop_front();
+            }
+        });
+        let mut told: Vec<Arc<dyn Elicitor>> = Vec::new();
+        let mut tell = |e: &Arc<dyn Elicitor>| {
+            if !told.iter().any(|t| Arc::ptr_eq(t, e)) {
+                e.completed(&self.server, elicitation_id);
+                told.push(e.clone());
+            }
+        };
+        if let Some(e) = &self.host.elicitor {
+            tell(e);
+        }
+        let own: Vec<Arc<dyn Elicitor>> = self
+            .calls
+            .lock()
+            .map(|calls| {
+                calls
+                    .iter()
+                    .filter_map(|c| c.interaction.as_ref()?.elicitor.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        for e in &own {
+            tell(e);
+        }
+    }
+
+    /// Shows a URL the call needs (-32042, or a URL input request) and waits for the user's
+    /// go-ahead (the elicitor accepts) or the server's completion notification, at most
+    /// `wait`. Decline, cancel and no elicitor end the call.
+    pub(crate) async fn await_url(
+        &self,
+        route: &Route,
+        params: ElicitRequestParams,
+        wait: Duration,
+    ) -> Result<ElicitResult, RequestError> {
+        let id = match &params {
+            ElicitRequestParams::UrlElicitationParams { elicitation_id, .. } => {
+                elicitation_id.clone()
+            }
+            _ => String::new(),
+        };
+        let url = match &params {
+            ElicitRequestParams::UrlElicitationParams { url, .. } => url.clone(),
+            _ => String::new(),
+        };
+        let mut completed = self.completed.subscribe();
+        let done = async {
+            if id.is_empty() {
+                return std::future::pending::<()>().await;
+            }
+            let _ = completed.wait_for(|ids| ids.contains(&id)).await;
+        };
+        let asked = self.elicit(route, params);
+        let outcome = tokio::time::timeout(wait, async {
+            tokio::select! {
+                answer = asked => Some(answer),
+                () = done => None,
+            }
+        })
+        .await;
+        match outcome {
+            Err(_) => Err(RequestError::UrlElicitation {
+                url,
+                message: format!("no go-ahead and no completion within {} s", wait.as_secs()),
+            }),
+            Ok(None) => Ok(ElicitResult::new(ElicitationAction::Accept)),
+            Ok(Some(Ok(result))) if result.action == ElicitationAction::Accept => Ok(result),
+            Ok(Some(Ok(result))) => Err(RequestError::UrlElicitation {
+                url,
+                message: match (&result.action, route.elicitor.is_some()) {
+                    (_, false) => {
+                        "no elicitor is configured to show it, so it was declined".to_owned()
+                    }
+                    (ElicitationAction::Cancel, _) => "the user cancelled".to_owned(),
+                    _ => "the user declined".to_owned(),
+                },
+            }),
+            Ok(Some(Err(e))) => Err(RequestError::UrlElicitation {
+                url,
+                message: e.to_string(),
+            }),
+        }
+    }
+
+    /// Answers one 2026-07-28 input request with the call's own route. Returns the response
+    /// JSON and whether it was a URL elicitation.
+    pub(crate) async fn answer_input(
+        &self,
+        key: u64,
+        request: InputRequest,
+        wait: Duration,
+    ) -> Result<(Value, bool), RequestError> {
+        tokio::time::timeout(wait, self.answer_input_unbounded(key, request, wait))
+            .await
+            .map_err(|_| {
+                RequestError::Answer(format!(
+                    "`{}` asked a question that got no answer within {} s",
+                    self.server,
+                    wait.as_secs()
+                ))
+            })?
+    }
+
+    async fn answer_input_unbounded(
+        &self,
+        key: u64,
+        request: InputRequest,
+        wait: Duration,
+    ) -> Result<(Value, bool), RequestError> {
+        let route = self.route_for_key(key);
+        let as_json = |v: Result<Value, serde_json::Error>| v.unwrap_or(Value::Null);
+        match request {
+            InputRequest::Elicitation(request) => match request.params {
+                url @ ElicitRequestParams::UrlElicitationParams { .. } => {
+                    let result = self.await_url(&route, url, wait).await?;
+                    Ok((as_json(serde_json::to_value(result)), true))
+                }
+                form => {
+                    let result = self
+                        .elicit(&route, form)
+                        .await
+                        .map_err(|e| RequestError::Answer(e.to_string()))?;
+                    Ok((as_json(serde_json::to_value(result)), false))
+                }
+            },
+            InputRequest::CreateMessage(request) => {
+                let result = self
+                    .sample(&route, request.params)
+                    .await
+                    .map_err(|e| RequestError::Answer(e.to_string()))?;
+                Ok((as_json(serde_json::to_value(result)), false))
+            }
+            InputRequest::ListRoots(_) => {
+                let result = self.roots(&route).await;
+                Ok((as_json(serde_json::to_value(result)), false))
+            }
+            other => Err(RequestError::InputRequired {
+                requests: serde_json::to_value(&other)
+                    .ok()
+                    .and_then(|v| v.get("method").and_then(Value::as_str).map(str::to_owned))
+                    .unwrap_or_else(|| "an unknown request".to_owned()),
+            }),
+        }
+    }
+
+    pub(crate) fn route_for_call(&self, guard: &CallGuard) -> Route {
+        self.route_for_key(guard.key)
+    }
+}
+
+/// A call in flight on one connection; dropping it ends the registration.
+pub(crate) struct CallGuard {
+    asker: Arc<Asker>,
+    pub(crate) key: u64,
+}
+
+impl CallGuard {
+    /// The request id and progress token of the call's current `tools/call`.
+    pub(crate) fn sent(&self, id: RequestId, progress_token: ProgressToken) {
+        if let Ok(mut calls) = self.asker.calls.lock()
+            && let Some(call) = calls.iter_mut().find(|c| c.key == self.key)
+        {
+            call.request_id = Some(id);
+            call.progress_token = Some(progress_token);
+        }
+    }
+}
+
+impl Drop for CallGuard {
+    fn drop(&mut self) {
+        if let Ok(mut calls) = self.asker.calls.lock() {
+            calls.retain(|c| c.key != self.key);
+        }
+    }
+}

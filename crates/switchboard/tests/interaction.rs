@@ -1,0 +1,1058 @@
+//! Server-initiated interaction through `Host`: elicitation (form and URL), sampling and roots,
+//! in both protocol generations, against the testkit and the reference servers.
+#![allow(clippy::unwrap_used, clippy::expect_used, deprecated)]
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use pretty_assertions::assert_eq;
+use serde_json::{Map, Value, json};
+use switchboard::host::{CallError, CallOptions, Host};
+use switchboard::interaction::{
+    CreateMessageResult, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationRequest,
+    Elicitor, Interaction, Roots, Sampler, SamplingError, SamplingRequest,
+};
+use switchboard::permissions::CallSource;
+use switchboard_testkit::config_tree::ConfigTree;
+
+const SETTLE: Duration = Duration::from_secs(60);
+
+/// What the scripted elicitor does with a URL.
+#[derive(Clone, Copy, PartialEq)]
+enum OnUrl {
+    /// The user's go-ahead at once.
+    GoAhead,
+    /// Never answers: only the server's completion notification lets the call go on.
+    Silent,
+    Decline,
+}
+
+/// Answers forms with a fixed answer and records every request.
+struct Scripted {
+    form: ElicitResult,
+    on_url: OnUrl,
+    seen: Mutex<Vec<ElicitationRequest>>,
+    completed: Mutex<Vec<String>>,
+}
+
+impl Scripted {
+    fn new(form: ElicitResult, on_url: OnUrl) -> Arc<Self> {
+        Arc::new(Scripted {
+            form,
+            on_url,
+            seen: Mutex::new(Vec::new()),
+            completed: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn accepting(content: Value) -> Arc<Self> {
+        Scripted::new(
+            ElicitResult::new(ElicitationAction::Accept).with_content(content),
+            OnUrl::GoAhead,
+        )
+    }
+
+    fn seen(&self) -> Vec<ElicitationRequest> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    fn urls(&self) -> Vec<String> {
+        self.seen()
+            .into_iter()
+            .filter_map(|r| match r.params {
+                ElicitRequestParams::UrlElicitationParams { url, .. } => Some(url),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+impl Elicitor for Scripted {
+    fn elicit<'a>(&'a self, request: &'a ElicitationRequest) -> BoxFuture<'a, ElicitResult> {
+        self.seen.lock().unwrap().push(request.clone());
+        Box::pin(async move {
+            match (&request.params, self.on_url) {
+                (ElicitRequestParams::FormElicitationParams { .. }, _) => self.form.clone(),
+                (_, OnUrl::GoAhead) => ElicitResult::new(ElicitationAction::Accept),
+                (_, OnUrl::Decline) => ElicitResult::new(ElicitationAction::Decline),
+                (_, OnUrl::Silent) => std::future::pending().await,
+            }
+        })
+    }
+
+    fn completed(&self, _server: &str, elicitation_id: &str) {
+        self.completed
+            .lock()
+            .unwrap()
+            .push(elicitation_id.to_owned());
+    }
+}
+
+/// A model that repeats the prompt, or fails.
+struct Parrot {
+    fail: bool,
+    seen: Mutex<Vec<SamplingRequest>>,
+}
+
+impl Parrot {
+    fn new(fail: bool) -> Arc<Self> {
+        Arc::new(Parrot {
+            fail,
+            seen: Mutex::new(Vec::new()),
+        })
+    }
+}
+
+impl Sampler for Parrot {
+    fn sample<'a>(
+        &'a self,
+        request: &'a SamplingRequest,
+    ) -> BoxFuture<'a, Result<CreateMessageResult, SamplingError>> {
+        self.seen.lock().unwrap().push(request.clone());
+        Box::pin(async move {
+            if self.fail {
+                return Err(SamplingError("the model is on strike".to_owned()));
+            }
+            let prompt = serde_json::to_value(&request.params.messages)
+                .unwrap()
+                .pointer("/0/content/text")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            Ok(serde_json::from_value(json!({
+                "model": "parrot-1",
+                "role": "assistant",
+                "content": {"type": "text", "text": format!("you said: {prompt}")},
+                "stopReason": "endTurn"
+            }))
+            .unwrap())
+        })
+    }
+}
+
+fn testkit(protocol: &str) -> Value {
+    json!({
+        "command": switchboard_testkit::server_bin(),
+        "args": ["--ask-tools", "--protocol", protocol]
+    })
+}
+
+fn partner(var: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| {
+        panic!("{var} is not set: run the tests with `bash scripts/test.sh`, which installs the pinned test partners")
+    })
+}
+
+/// A host over a temporary tree whose user file holds these servers.
+async fn start_host(
+    tree: &ConfigTree,
+    servers: Value,
+    interaction: Interaction,
+    roots: Roots,
+) -> Host {
+    tree.write(
+        tree.user_file(),
+        &json!({"mcpServers": servers}).to_string(),
+    )
+    .unwrap();
+    let env: switchboard::config::Environment = tree.env().into_iter().collect();
+    let host = Host::builder()
+        .discover(tree.project())
+        .env(env)
+        .output_dir(tree.root().join("out"))
+        .interaction(interaction)
+        .roots(roots)
+        .start()
+        .unwrap();
+    host.manager().wait_settled(SETTLE).await.unwrap();
+    host
+}
+
+fn elicit_only(elicitor: Arc<Scripted>) -> Interaction {
+    Interaction {
+        elicitor: Some(elicitor),
+        ..Interaction::default()
+    }
+}
+
+fn cli() -> CallOptions {
+    CallOptions {
+        source: CallSource::CommandLine,
+        ..CallOptions::default()
+    }
+}
+
+fn args(value: Value) -> Map<String, Value> {
+    value.as_object().cloned().unwrap_or_default()
+}
+
+fn text_of(result: &Value) -> String {
+    result["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+const GENERATIONS: [&str; 2] = ["legacy", "modern"];
+
+fn full_answer() -> Value {
+    json!({
+        "name": "Ada",
+        "email": "ada@example.com",
+        "age": 36,
+        "height": 1.65,
+        "subscribe": true,
+        "color": "blue"
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_form_with_every_field_type_is_answered_in_both_generations() {
+    let tree = ConfigTree::new().unwrap();
+    let elicitor = Scripted::accepting(full_answer());
+    let servers = json!({"old": testkit("legacy"), "new": testkit("modern")});
+    let host = start_host(
+        &tree,
+        servers,
+        elicit_only(elicitor.clone()),
+        Roots::default(),
+    )
+    .await;
+    for (server, generation) in [("old", "legacy"), ("new", "modern")] {
+        let out = host
+            .call(&format!("mcp__{server}__ask_form"), Map::new(), cli())
+            .await
+            .unwrap_or_else(|e| panic!("{generation}: {e}"));
+        assert!(!out.is_error, "{generation}: {}", out.result);
+        assert_eq!(
+            out.result["structuredContent"],
+            full_answer(),
+            "{generation}"
+        );
+    }
+    let seen = elicitor.seen();
+    assert_eq!(seen.len(), 2);
+    for (request, server) in seen.iter().zip(["old", "new"]) {
+        assert_eq!(request.server, server);
+        assert_eq!(
+            request.tool.as_deref(),
+            Some(format!("mcp__{server}__ask_form").as_str())
+        );
+        let ElicitRequestParams::FormElicitationParams {
+            requested_schema, ..
+        } = &request.params
+        else {
+            panic!("not a form: {request:?}");
+        };
+        let schema = serde_json::to_value(requested_schema).unwrap();
+        let mut fields: Vec<&String> = schema["properties"].as_object().unwrap().keys().collect();
+        fields.sort();
+        assert_eq!(
+            fields,
+            ["age", "color", "email", "height", "name", "subscribe"]
+        );
+    }
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invalid_answer_is_rejected_with_the_field_named() {
+    let tree = ConfigTree::new().unwrap();
+    let mut answer = full_answer();
+    answer["age"] = json!("very old");
+    let elicitor = Scripted::accepting(answer);
+    let servers = json!({"old": testkit("legacy"), "new": testkit("modern")});
+    let host = start_host(&tree, servers, elicit_only(elicitor), Roots::default()).await;
+
+    // Initialize era: the server gets the error, and its tool reports it.
+    let out = host
+        .call("mcp__old__ask_form", Map::new(), cli())
+        .await
+        .unwrap();
+    assert!(out.is_error, "{}", out.result);
+    let text = text_of(&out.result);
+    assert!(text.contains("field `age`"), "{text}");
+    assert!(
+        !text.contains("very old\"}"),
+        "the answer never reached the server: {text}"
+    );
+
+    // 2026-07-28: the answer is never sent; the call fails with the field named.
+    let err = host
+        .call("mcp__new__ask_form", Map::new(), cli())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("field `age`"), "{err}");
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_declined_form_and_a_host_without_an_elicitor_both_decline() {
+    let tree = ConfigTree::new().unwrap();
+    let elicitor = Scripted::new(
+        ElicitResult::new(ElicitationAction::Decline),
+        OnUrl::GoAhead,
+    );
+    let servers = json!({"old": testkit("legacy"), "new": testkit("modern")});
+    let with = start_host(
+        &tree,
+        servers.clone(),
+        elicit_only(elicitor),
+        Roots::default(),
+    )
+    .await;
+    for server in ["old", "new"] {
+        let out = with
+            .call(&format!("mcp__{server}__ask_form"), Map::new(), cli())
+            .await
+            .unwrap();
+        assert_eq!(text_of(&out.result), "declined", "{server}");
+    }
+    with.shutdown().await;
+
+    let tree = ConfigTree::new().unwrap();
+    let without = start_host(&tree, servers, Interaction::default(), Roots::default()).await;
+    for server in ["old", "new"] {
+        let out = without
+            .call(&format!("mcp__{server}__ask_form"), Map::new(), cli())
+            .await
+            .unwrap();
+        assert_eq!(text_of(&out.result), "declined", "{server}");
+    }
+    without.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_url_needed_twice_completes_and_one_needed_four_times_fails_after_three_retries() {
+    for generation in GENERATIONS {
+        let tree = ConfigTree::new().unwrap();
+        let elicitor = Scripted::accepting(json!({}));
+        let servers = json!({"kit": testkit(generation)});
+        let host = start_host(
+            &tree,
+            servers,
+            elicit_only(elicitor.clone()),
+            Roots::default(),
+        )
+        .await;
+
+        let out = host
+            .call(
+                "mcp__kit__ask_url",
+                args(json!({"completions": 2, "key": "two"})),
+                cli(),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{generation}: {e}"));
+        assert_eq!(
+            text_of(&out.result),
+            "signed in after 2 URL(s)",
+            "{generation}"
+        );
+        assert_eq!(
+            elicitor.urls(),
+            [
+                "https://login.example.test/two?step=1",
+                "https://login.example.test/two?step=2"
+            ],
+            "{generation}"
+        );
+
+        let err = host
+            .call(
+                "mcp__kit__ask_url",
+                args(json!({"completions": 4, "key": "four"})),
+                cli(),
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("after 3 retries"),
+            "{generation}: {err}"
+        );
+        let four = elicitor
+            .urls()
+            .into_iter()
+            .filter(|u| u.contains("/four"))
+            .count();
+        assert_eq!(
+            four, 3,
+            "{generation}: the user saw three URLs, not a fourth"
+        );
+        host.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_completion_notification_lets_a_url_call_go_on_and_a_decline_stops_it() {
+    let tree = ConfigTree::new().unwrap();
+    let silent = Scripted::new(ElicitResult::new(ElicitationAction::Decline), OnUrl::Silent);
+    let host_silent = start_host(
+        &tree,
+        json!({"kit": testkit("legacy")}),
+        elicit_only(silent.clone()),
+        Roots::default(),
+    )
+    .await;
+    let out = host_silent
+        .call(
+            "mcp__kit__ask_url",
+            args(json!({"completions": 1, "notify": true})),
+            cli(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(text_of(&out.result), "signed in after 1 URL(s)");
+    assert_eq!(*silent.completed.lock().unwrap(), ["login-1"]);
+    host_silent.shutdown().await;
+
+    let tree = ConfigTree::new().unwrap();
+    let declining = Scripted::new(
+        ElicitResult::new(ElicitationAction::Decline),
+        OnUrl::Decline,
+    );
+    let host = start_host(
+        &tree,
+        json!({"kit": testkit("legacy")}),
+        elicit_only(declining),
+        Roots::default(),
+    )
+    .await;
+    let err = host
+        .call("mcp__kit__ask_url", args(json!({"completions": 1})), cli())
+        .await
+        .unwrap_err();
+    let message = err.to_string();
+    assert!(
+        message.contains("https://login.example.test/login?step=1"),
+        "{message}"
+    );
+    assert!(message.contains("declined"), "{message}");
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sampling_reaches_the_sampler_and_a_failing_sampler_is_reported() {
+    for generation in GENERATIONS {
+        let tree = ConfigTree::new().unwrap();
+        let parrot = Parrot::new(false);
+        let interaction = Interaction {
+            sampler: Some(parrot.clone()),
+            ..Interaction::default()
+        };
+        let host = start_host(
+            &tree,
+            json!({"kit": testkit(generation)}),
+            interaction,
+            Roots::default(),
+        )
+        .await;
+        let out = host
+            .call(
+                "mcp__kit__ask_sample",
+                args(json!({"prompt": "hello"})),
+                cli(),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{generation}: {e}"));
+        assert_eq!(
+            text_of(&out.result),
+            "the model said: you said: hello",
+            "{generation}"
+        );
+        assert_eq!(
+            parrot.seen.lock().unwrap()[0].tool.as_deref(),
+            Some("mcp__kit__ask_sample")
+        );
+        host.shutdown().await;
+
+        let tree = ConfigTree::new().unwrap();
+        let interaction = Interaction {
+            sampler: Some(Parrot::new(true)),
+            ..Interaction::default()
+        };
+        let host = start_host(
+            &tree,
+            json!({"kit": testkit(generation)}),
+            interaction,
+            Roots::default(),
+        )
+        .await;
+        let failed = host
+            .call(
+                "mcp__kit__ask_sample",
+                args(json!({"prompt": "hello"})),
+                cli(),
+            )
+            .await;
+        let message = match failed {
+            // Initialize era: the server got the error and reports it.
+            Ok(out) => {
+                assert!(out.is_error, "{generation}");
+                text_of(&out.result)
+            }
+            // 2026-07-28: the call cannot go on without the answer.
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            message.contains("the model is on strike"),
+            "{generation}: {message}"
+        );
+        host.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn roots_are_served_in_both_generations() {
+    let tree = ConfigTree::new().unwrap();
+    let dir = tree.root().join("work");
+    std::fs::create_dir_all(&dir).unwrap();
+    let servers = json!({"old": testkit("legacy"), "new": testkit("modern")});
+    let host = start_host(
+        &tree,
+        servers,
+        Interaction::default(),
+        Roots::new(vec![dir.clone()]),
+    )
+    .await;
+    let uri = url::Url::from_directory_path(&dir).unwrap().to_string();
+    for server in ["old", "new"] {
+        let out = host
+            .call(&format!("mcp__{server}__ask_roots"), Map::new(), cli())
+            .await
+            .unwrap();
+        assert_eq!(
+            out.result["structuredContent"]["roots"],
+            json!([{"uri": uri.trim_end_matches('/'), "name": "work"}]),
+            "{server}"
+        );
+    }
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_calls_own_interaction_answers_instead_of_the_hosts() {
+    let tree = ConfigTree::new().unwrap();
+    let hosts = Scripted::accepting(json!({"name": "Host", "age": 1}));
+    let own = Scripted::accepting(json!({"name": "Caller", "age": 2}));
+    let servers = json!({"old": testkit("legacy"), "new": testkit("modern")});
+    let host = start_host(&tree, servers, elicit_only(hosts.clone()), Roots::default()).await;
+    for server in ["old", "new"] {
+        let options = CallOptions {
+            interaction: Some(elicit_only(own.clone())),
+            ..cli()
+        };
+        let out = host
+            .call(&format!("mcp__{server}__ask_form"), Map::new(), options)
+            .await
+            .unwrap();
+        assert_eq!(
+            out.result["structuredContent"]["name"], "Caller",
+            "{server}"
+        );
+    }
+    assert_eq!(own.seen().len(), 2);
+    assert!(hosts.seen().is_empty());
+    host.shutdown().await;
+}
+
+// ---- the reference servers ----
+
+fn everything() -> Value {
+    json!({"command": partner("SWITCHBOARD_PARTNER_EVERYTHING"), "args": ["stdio"]})
+}
+
+async fn tool_names(host: &Host, server: &str) -> Vec<String> {
+    host.catalog()
+        .server_tools(server)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_offers_its_asking_tools_only_when_we_declare_the_capabilities() {
+    let tree = ConfigTree::new().unwrap();
+    let bare = start_host(
+        &tree,
+        json!({"everything": everything()}),
+        Interaction::default(),
+        Roots::default(),
+    )
+    .await;
+    let tools = tool_names(&bare, "everything").await;
+    let asking = [
+        "trigger-elicitation-request",
+        "trigger-url-elicitation",
+        "trigger-sampling-request",
+    ];
+    for name in asking {
+        assert!(!tools.iter().any(|t| t == name), "{tools:?}");
+    }
+    bare.shutdown().await;
+
+    let tree = ConfigTree::new().unwrap();
+    let interaction = Interaction {
+        elicitor: Some(Scripted::accepting(json!({}))),
+        sampler: Some(Parrot::new(false)),
+        roots: None,
+    };
+    let full = start_host(
+        &tree,
+        json!({"everything": everything()}),
+        interaction,
+        Roots::default(),
+    )
+    .await;
+    let tools = tool_names(&full, "everything").await;
+    for name in asking.into_iter().chain(["get-roots-list"]) {
+        assert!(tools.iter().any(|t| t == name), "{name}: {tools:?}");
+    }
+    full.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_elicitation_completes_with_a_scripted_answer_and_with_a_decline() {
+    let tree = ConfigTree::new().unwrap();
+    let elicitor = Scripted::accepting(json!({
+        "name": "Ada Lovelace",
+        "check": true,
+        "email": "ada@example.com",
+        "integer": 7,
+        "untitledSingleSelectEnum": "Ross"
+    }));
+    let host = start_host(
+        &tree,
+        json!({"everything": everything()}),
+        elicit_only(elicitor.clone()),
+        Roots::default(),
+    )
+    .await;
+    let out = host
+        .call(
+            "mcp__everything__trigger-elicitation-request",
+            Map::new(),
+            cli(),
+        )
+        .await
+        .unwrap();
+    let text = text_of(&out.result);
+    assert!(text.contains("- Name: Ada Lovelace"), "{text}");
+    assert!(text.contains("- Favorite Integer: 7"), "{text}");
+    host.shutdown().await;
+
+    let tree = ConfigTree::new().unwrap();
+    let decliner = Scripted::new(
+        ElicitResult::new(ElicitationAction::Decline),
+        OnUrl::Decline,
+    );
+    let host = start_host(
+        &tree,
+        json!({"everything": everything()}),
+        elicit_only(decliner),
+        Roots::default(),
+    )
+    .await;
+    let out = host
+        .call(
+            "mcp__everything__trigger-elicitation-request",
+            Map::new(),
+            cli(),
+        )
+        .await
+        .unwrap();
+    let text = text_of(&out.result);
+    assert!(text.contains("User declined"), "{text}");
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_url_elicitation_flow_completes_through_the_retry() {
+    let tree = ConfigTree::new().unwrap();
+    let elicitor = Scripted::accepting(json!({}));
+    let host = start_host(
+        &tree,
+        json!({"everything": everything()}),
+        elicit_only(elicitor.clone()),
+        Roots::default(),
+    )
+    .await;
+    let out = host
+        .call(
+            "mcp__everything__trigger-url-elicitation",
+            args(json!({"url": "https://example.com/consent", "errorPath": true})),
+            cli(),
+        )
+        .await
+        .unwrap();
+    let text = text_of(&out.result);
+    assert!(
+        text.contains("User completed the URL elicitation flow"),
+        "{text}"
+    );
+    // First the prerequisite (-32042), then the request path after the retry.
+    assert_eq!(
+        elicitor.urls(),
+        [
+            "https://modelcontextprotocol.io",
+            "https://example.com/consent"
+        ]
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_sampling_goes_through_our_sampler() {
+    let tree = ConfigTree::new().unwrap();
+    let interaction = Interaction {
+        sampler: Some(Parrot::new(false)),
+        ..Interaction::default()
+    };
+    let host = start_host(
+        &tree,
+        json!({"everything": everything()}),
+        interaction,
+        Roots::default(),
+    )
+    .await;
+    let out = host
+        .call(
+            "mcp__everything__trigger-sampling-request",
+            args(json!({"prompt": "a haiku", "maxTokens": 20})),
+            cli(),
+        )
+        .await
+        .unwrap();
+    let text = text_of(&out.result);
+    assert!(
+        text.contains("you said: Resource trigger-sampling-request context: a haiku"),
+        "{text}"
+    );
+    assert!(text.contains("parrot-1"), "{text}");
+    host.shutdown().await;
+}
+
+/// Calls `tool` until its text contains `needle` (bounded): a server learns of new roots
+/// through a notification, then asks for them.
+async fn eventually_contains(host: &Host, tool: &str, needle: &str) -> String {
+    let mut last = String::new();
+    let attempt = async {
+        loop {
+            let out = host.call(tool, Map::new(), cli()).await.unwrap();
+            last = text_of(&out.result);
+            if last.contains(needle) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    let _ = tokio::time::timeout(SETTLE, attempt).await;
+    last
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_lists_our_roots_and_follows_a_change() {
+    let tree = ConfigTree::new().unwrap();
+    let first = tree.root().join("first");
+    let second = tree.root().join("second");
+    std::fs::create_dir_all(&first).unwrap();
+    std::fs::create_dir_all(&second).unwrap();
+    let roots = Roots::new(vec![first.clone()]);
+    let host = start_host(
+        &tree,
+        json!({"everything": everything()}),
+        Interaction::default(),
+        roots.clone(),
+    )
+    .await;
+    let uri = |dir: &PathBuf| {
+        url::Url::from_directory_path(dir)
+            .unwrap()
+            .to_string()
+            .trim_end_matches('/')
+            .to_owned()
+    };
+    let text = eventually_contains(&host, "mcp__everything__get-roots-list", &uri(&first)).await;
+    assert!(text.contains("1 total"), "{text}");
+
+    host.roots().set(vec![first.clone(), second.clone()]);
+    let text = eventually_contains(&host, "mcp__everything__get-roots-list", &uri(&second)).await;
+    assert!(text.contains("2 total"), "{text}");
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn filesystem_allowed_directories_follow_our_roots() {
+    let tree = ConfigTree::new().unwrap();
+    let configured = tree.root().join("configured");
+    let ours = tree.root().join("ours");
+    let later = tree.root().join("later");
+    for dir in [&configured, &ours, &later] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    let host = start_host(
+        &tree,
+        json!({"fs": {"command": partner("SWITCHBOARD_PARTNER_FILESYSTEM"), "args": [configured]}}),
+        Interaction::default(),
+        Roots::new(vec![ours.clone()]),
+    )
+    .await;
+    let canonical = |p: &PathBuf| p.canonicalize().unwrap().to_string_lossy().into_owned();
+    let text = eventually_contains(
+        &host,
+        "mcp__fs__list_allowed_directories",
+        &canonical(&ours),
+    )
+    .await;
+    assert!(!text.contains(&canonical(&configured)), "{text}");
+
+    host.roots().set(vec![later.clone()]);
+    let text = eventually_contains(
+        &host,
+        "mcp__fs__list_allowed_directories",
+        &canonical(&later),
+    )
+    .await;
+    assert!(!text.contains(&canonical(&ours)), "{text}");
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_elicitor_means_no_capability_and_a_clear_call_error_for_urls() {
+    let tree = ConfigTree::new().unwrap();
+    let host = start_host(
+        &tree,
+        json!({"kit": testkit("legacy")}),
+        Interaction::default(),
+        Roots::default(),
+    )
+    .await;
+    let err = host
+        .call("mcp__kit__ask_url", args(json!({"completions": 1})), cli())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CallError::Request { .. }), "{err:?}");
+    assert!(err.to_string().contains("no elicitor"), "{err}");
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_completes_prompt_and_resource_template_arguments() {
+    use std::collections::BTreeMap;
+    use switchboard::connection::CompletionTarget;
+    let tree = ConfigTree::new().unwrap();
+    let host = start_host(
+        &tree,
+        json!({"everything": everything()}),
+        Interaction::default(),
+        Roots::default(),
+    )
+    .await;
+    let prompt = CompletionTarget::Prompt("completable-prompt".to_owned());
+    let departments = host
+        .manager()
+        .complete("everything", &prompt, "department", "S", &BTreeMap::new())
+        .await
+        .unwrap();
+    assert_eq!(departments.values, ["Sales", "Support"]);
+    // The second argument's suggestions depend on the first, given as context.
+    let context = BTreeMap::from([("department".to_owned(), "Engineering".to_owned())]);
+    let names = host
+        .manager()
+        .complete("everything", &prompt, "name", "", &context)
+        .await
+        .unwrap();
+    assert_eq!(names.values, ["Alice", "Bob", "Charlie"]);
+
+    let template =
+        CompletionTarget::ResourceTemplate("demo://resource/dynamic/text/{resourceId}".to_owned());
+    let ids = host
+        .manager()
+        .complete("everything", &template, "resourceId", "7", &BTreeMap::new())
+        .await
+        .unwrap();
+    assert_eq!(ids.values, ["7"]);
+    host.shutdown().await;
+}
+
+/// Starts a long `slow` call on `server` with `own` as its interaction, and returns once the
+/// server reported progress (the call is in flight). Dropping the handle cancels it.
+async fn in_flight(
+    host: &Host,
+    server: &str,
+    own: Option<Interaction>,
+) -> tokio::task::JoinHandle<()> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let host = host.clone();
+    let name = format!("mcp__{server}__slow");
+    let call = tokio::spawn(async move {
+        let options = CallOptions {
+            progress: Some(tx),
+            interaction: own,
+            ..cli()
+        };
+        let _ = host
+            .call(&name, args(json!({"ms": 60_000, "steps": 600})), options)
+            .await;
+    });
+    tokio::time::timeout(SETTLE, rx.recv())
+        .await
+        .expect("the slow call reported progress");
+    call
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn initialize_era_routing_takes_the_only_call_with_its_own_interaction_else_the_hosts() {
+    let tree = ConfigTree::new().unwrap();
+    let hosts = Scripted::accepting(json!({"name": "Host", "age": 1}));
+    let mine = Scripted::accepting(json!({"name": "Mine", "age": 2}));
+    let other = Scripted::accepting(json!({"name": "Other", "age": 3}));
+    let host = start_host(
+        &tree,
+        json!({"kit": testkit("legacy")}),
+        elicit_only(hosts.clone()),
+        Roots::default(),
+    )
+    .await;
+
+    // Another call is in flight without its own interaction: ours is the only one with one.
+    let slow = in_flight(&host, "kit", None).await;
+    let options = CallOptions {
+        interaction: Some(elicit_only(mine.clone())),
+        ..cli()
+    };
+    let out = host
+        .call("mcp__kit__ask_form", Map::new(), options)
+        .await
+        .unwrap();
+    assert_eq!(out.result["structuredContent"]["name"], "Mine");
+    slow.abort();
+
+    // Two calls with their own interactions: over stdio nothing says which call asked, so the
+    // question goes to the host's elicitor, never to the other caller's.
+    let slow = in_flight(&host, "kit", Some(elicit_only(other.clone()))).await;
+    let options = CallOptions {
+        interaction: Some(elicit_only(mine.clone())),
+        ..cli()
+    };
+    let out = host
+        .call("mcp__kit__ask_form", Map::new(), options)
+        .await
+        .unwrap();
+    assert_eq!(out.result["structuredContent"]["name"], "Host");
+    assert!(other.seen().is_empty());
+    slow.abort();
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_streamable_http_a_question_goes_to_the_call_whose_stream_carried_it() {
+    use switchboard_testkit::{TestServer, Transport};
+    let server =
+        TestServer::start(Transport::Http, ["--ask-tools", "--protocol", "legacy"]).unwrap();
+    let tree = ConfigTree::new().unwrap();
+    let hosts = Scripted::accepting(json!({"name": "Host", "age": 1}));
+    let mine = Scripted::accepting(json!({"name": "Mine", "age": 2}));
+    let other = Scripted::accepting(json!({"name": "Other", "age": 3}));
+    let host = start_host(
+        &tree,
+        json!({"web": {"type": "http", "url": server.url()}}),
+        elicit_only(hosts.clone()),
+        Roots::default(),
+    )
+    .await;
+    let slow = in_flight(&host, "web", Some(elicit_only(other.clone()))).await;
+    let options = CallOptions {
+        interaction: Some(elicit_only(mine.clone())),
+        ..cli()
+    };
+    let out = host
+        .call("mcp__web__ask_form", Map::new(), options)
+        .await
+        .unwrap();
+    assert_eq!(out.result["structuredContent"]["name"], "Mine");
+    assert!(other.seen().is_empty() && hosts.seen().is_empty());
+    slow.abort();
+    host.shutdown().await;
+}
+
+#[test]
+fn broken_interaction_settings_name_the_file_and_field() {
+    use switchboard::config::{ConfigPaths, Environment};
+    use switchboard::interaction::InteractionSettings;
+    let tree = ConfigTree::new().unwrap();
+    tree.write(
+        tree.user_file(),
+        r#"{"sampling": {"command": "model", "server": {}}, "roots": "not a list"}"#,
+    )
+    .unwrap();
+    let env: Environment = tree.env().into_iter().collect();
+    let paths = ConfigPaths::discover(&tree.project(), &env);
+    let (settings, issues) = InteractionSettings::load(&paths, &env);
+    assert!(settings.sampling.is_none());
+    let fields: Vec<_> = issues.iter().map(|i| i.field.clone().unwrap()).collect();
+    assert_eq!(fields, ["sampling", "roots"]);
+    assert!(
+        issues[0].message.contains("unknown field `server`"),
+        "{}",
+        issues[0]
+    );
+    assert_eq!(issues[0].file.as_deref(), Some(tree.user_file().as_path()));
+
+    tree.write(
+        tree.user_file(),
+        r#"{"mcpServers": {"kit": {"command": "x", "logLevel": "loud"}}}"#,
+    )
+    .unwrap();
+    let config = switchboard::config::ConfigSet::load(paths, &env);
+    let issue = config
+        .issues
+        .iter()
+        .find(|i| i.field.as_deref() == Some("logLevel"))
+        .expect("an issue for logLevel");
+    assert!(
+        issue.message.contains("unknown log level `loud`"),
+        "{issue}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_that_asks_first_is_answered_in_both_generations() {
+    let tree = ConfigTree::new().unwrap();
+    let elicitor = Scripted::accepting(json!({"name": "Ada"}));
+    let servers = json!({"old": testkit("legacy"), "new": testkit("modern")});
+    let host = start_host(
+        &tree,
+        servers,
+        elicit_only(elicitor.clone()),
+        Roots::default(),
+    )
+    .await;
+    for server in ["old", "new"] {
+        let prompt = host
+            .manager()
+            .get_prompt(server, "greet", Map::new())
+            .await
+            .unwrap_or_else(|e| panic!("{server}: {e}"));
+        assert_eq!(
+            prompt["messages"][0]["content"]["text"], "Hello, Ada!",
+            "{server}"
+        );
+    }
+    let asked_for: Vec<Option<String>> = elicitor.seen().into_iter().map(|r| r.tool).collect();
+    assert_eq!(
+        asked_for,
+        [
+            Some("mcp__old__greet".to_owned()),
+            Some("mcp__new__greet".to_owned())
+        ]
+    );
+    host.shutdown().await;
+}

@@ -1,0 +1,390 @@
+//! OAuth against the testkit's authorization server (`testkit-server --oauth`): the whole
+//! flow, refresh before expiry, a revoked refresh token, step-up, and the refusals.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde_json::json;
+use switchboard::auth::{AuthOptions, Opener, TokenStore};
+use switchboard::config::ServerConfig;
+use switchboard::connection::ServerState;
+use switchboard::manager::{ManagerOptions, ServerManager};
+use switchboard_testkit::{TestServer, Transport};
+
+const SETTLE: Duration = Duration::from_secs(30);
+
+/// Plays the user's browser: follows the authorization server's redirect to the listener.
+#[derive(Default)]
+struct Browser {
+    opened: AtomicUsize,
+}
+
+impl Opener for Browser {
+    fn open(&self, _server: &str, url: &str) -> BoxFuture<'static, Result<(), String>> {
+        self.opened.fetch_add(1, Ordering::SeqCst);
+        let url = url.to_owned();
+        Box::pin(async move {
+            let client = reqwest::Client::builder()
+                .tls_backend_rustls()
+                .build()
+                .map_err(|e| e.to_string())?;
+            client
+                .get(url)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })
+    }
+}
+
+fn oauth_server(args: &[&str]) -> TestServer {
+    let mut all = vec!["--oauth"];
+    all.extend_from_slice(args);
+    TestServer::start(Transport::Http, all).expect("testkit-server starts")
+}
+
+fn config(server: &TestServer) -> ServerConfig {
+    common::server(
+        "guarded",
+        json!({"type": "http", "url": server.url(), "oauth": {}}),
+    )
+}
+
+fn manager(
+    config: ServerConfig,
+    state: &std::path::Path,
+    browser: &Arc<Browser>,
+    interactive: bool,
+) -> ServerManager {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let auth = AuthOptions {
+        store: TokenStore::in_dir(state),
+        interactive,
+        opener: browser.clone(),
+        ..AuthOptions::default()
+    };
+    let options = ManagerOptions {
+        state_dir: Some(state.to_owned()),
+        ..ManagerOptions::default()
+    }
+    .with_auth(auth);
+    ServerManager::start([config], options)
+}
+
+async fn settled(manager: &ServerManager) -> ServerState {
+    manager.wait_for("guarded", SETTLE).await.unwrap()
+}
+
+async fn echo(manager: &ServerManager, text: &str) -> String {
+    let result = manager
+        .call_tool_raw(
+            "guarded",
+            "echo",
+            json!({"text": text}).as_object().cloned().unwrap(),
+            SETTLE,
+        )
+        .await
+        .unwrap();
+    result.to_string()
+}
+
+fn message(state: &ServerState) -> String {
+    match state {
+        ServerState::NeedsAuth { message } => format!("needs-auth: {message}"),
+        ServerState::Failed(f) => format!("failed: {}", f.message),
+        other => other.label().to_owned(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_whole_flow_connects_and_stores_tokens_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let server = oauth_server(&[]);
+    let state = tempfile::tempdir().unwrap();
+    let browser = Arc::new(Browser::default());
+    let manager = manager(config(&server), state.path(), &browser, true);
+    assert_eq!(settled(&manager).await.label(), "connected");
+    assert!(echo(&manager, "through").await.contains("through"));
+    assert_eq!(browser.opened.load(Ordering::SeqCst), 1);
+    manager.shutdown().await;
+    assert!(server.stderr().contains("oauth: registered a client"));
+    assert!(server.stderr().contains(r#"oauth: authorize scope="mcp""#));
+
+    let file = state.path().join("oauth-tokens.json");
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "the token file is the owner's only");
+    assert!(
+        std::fs::read_to_string(&file)
+            .unwrap()
+            .contains("\"access_token\": \"at-")
+    );
+
+    // A second run uses the stored token: no browser.
+    let manager = manager_again(&server, state.path(), &browser).await;
+    assert_eq!(settled(&manager).await.label(), "connected");
+    assert_eq!(browser.opened.load(Ordering::SeqCst), 1);
+    manager.shutdown().await;
+}
+
+async fn manager_again(
+    server: &TestServer,
+    state: &std::path::Path,
+    browser: &Arc<Browser>,
+) -> ServerManager {
+    manager(config(server), state, browser, false)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_about_to_expire_is_refreshed_before_use() {
+    // 30 s tokens are inside the 60 s refresh margin: each connect refreshes first.
+    let server = oauth_server(&["--oauth-token-ttl", "30"]);
+    let state = tempfile::tempdir().unwrap();
+    let browser = Arc::new(Browser::default());
+    let first = manager(config(&server), state.path(), &browser, true);
+    assert_eq!(settled(&first).await.label(), "connected");
+    first.shutdown().await;
+
+    let second = manager(config(&server), state.path(), &browser, false);
+    assert_eq!(settled(&second).await.label(), "connected");
+    assert!(echo(&second, "fresh").await.contains("fresh"));
+    second.shutdown().await;
+    assert_eq!(browser.opened.load(Ordering::SeqCst), 1, "no second login");
+    assert!(
+        server.stderr().contains("oauth: refreshed"),
+        "{}",
+        server.stderr()
+    );
+    assert!(!server.stderr().contains("reused"));
+}
+
+async fn post(server: &TestServer, path: &str) {
+    let url = format!("{}{path}", server.url().trim_end_matches("/mcp"));
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::builder()
+        .tls_backend_rustls()
+        .build()
+        .unwrap();
+    assert!(client.post(url).send().await.unwrap().status().is_success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_401_in_the_middle_of_a_session_refreshes_and_the_call_goes_through() {
+    let server = oauth_server(&[]);
+    let state = tempfile::tempdir().unwrap();
+    let browser = Arc::new(Browser::default());
+    let manager = manager(config(&server), state.path(), &browser, false);
+    // Not logged in: needs-auth; log in the way `mcp login` does, then connect.
+    assert_eq!(settled(&manager).await.label(), "needs-auth");
+    manager.shutdown().await;
+    switchboard::manager::forget_needs_auth(state.path(), "guarded");
+    let interactive = self::manager(config(&server), state.path(), &browser, true);
+    assert_eq!(settled(&interactive).await.label(), "connected");
+    interactive.shutdown().await;
+
+    let manager = self::manager(config(&server), state.path(), &browser, false);
+    assert_eq!(settled(&manager).await.label(), "connected");
+    assert!(echo(&manager, "before").await.contains("before"));
+    post(&server, "/test/expire-access").await;
+    assert!(echo(&manager, "after").await.contains("after"));
+    let log = server.stderr();
+    let after = &log[log.find("oauth: expired every access token").unwrap()..];
+    assert!(after.contains("oauth: 401 (bad token)"), "{after}");
+    assert!(after.contains("oauth: refreshed"), "{after}");
+    assert_eq!(
+        browser.opened.load(Ordering::SeqCst),
+        1,
+        "a refresh, not a login"
+    );
+    manager.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_refresh_token_means_needs_auth_with_how_to_log_in() {
+    let server = oauth_server(&["--oauth-token-ttl", "30"]);
+    let state = tempfile::tempdir().unwrap();
+    let browser = Arc::new(Browser::default());
+    let first = manager(config(&server), state.path(), &browser, true);
+    assert_eq!(settled(&first).await.label(), "connected");
+    first.shutdown().await;
+
+    let revoke = format!("{}/test/revoke-all", server.url().trim_end_matches("/mcp"));
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::builder()
+        .tls_backend_rustls()
+        .build()
+        .unwrap();
+    assert!(
+        client
+            .post(revoke)
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .is_success()
+    );
+
+    let second = manager(config(&server), state.path(), &browser, false);
+    let state_now = settled(&second).await;
+    let text = message(&state_now);
+    assert!(text.starts_with("needs-auth: "), "{text}");
+    assert!(
+        text.contains("refused the refresh token (invalid_grant"),
+        "{text}"
+    );
+    assert!(text.contains("switchboard mcp login guarded"), "{text}");
+    second.shutdown().await;
+    assert_eq!(browser.opened.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn insufficient_scope_steps_up_with_the_union_of_scopes() {
+    let server = oauth_server(&["--oauth-tool-scope", "echo=admin"]);
+    let state = tempfile::tempdir().unwrap();
+    let browser = Arc::new(Browser::default());
+    let manager = manager(config(&server), state.path(), &browser, true);
+    assert_eq!(settled(&manager).await.label(), "connected");
+    assert!(echo(&manager, "admin only").await.contains("admin only"));
+    manager.shutdown().await;
+    let log = server.stderr();
+    assert!(
+        log.contains("oauth: 403 insufficient_scope for echo"),
+        "{log}"
+    );
+    assert!(
+        log.contains(r#"oauth: authorize scope="mcp admin""#),
+        "{log}"
+    );
+    assert_eq!(browser.opened.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_issuer_that_does_not_match_is_refused() {
+    let server = oauth_server(&["--oauth-issuer", "https://issuer.invalid"]);
+    let state = tempfile::tempdir().unwrap();
+    let browser = Arc::new(Browser::default());
+    let manager = manager(config(&server), state.path(), &browser, true);
+    let text = message(&settled(&manager).await);
+    assert!(
+        text.starts_with("failed: authorization failed: refused"),
+        "{text}"
+    );
+    assert!(text.contains("issuer `https://issuer.invalid`"), "{text}");
+    assert_eq!(
+        browser.opened.load(Ordering::SeqCst),
+        0,
+        "no browser for a mismatch"
+    );
+    manager.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resource_that_is_not_this_server_is_refused() {
+    let server = oauth_server(&["--oauth-resource", "http://127.0.0.1:1/elsewhere"]);
+    let state = tempfile::tempdir().unwrap();
+    let browser = Arc::new(Browser::default());
+    let manager = manager(config(&server), state.path(), &browser, true);
+    let text = message(&settled(&manager).await);
+    assert!(
+        text.contains("refused: the protected resource metadata is for another resource"),
+        "{text}"
+    );
+    assert_eq!(browser.opened.load(Ordering::SeqCst), 0);
+    manager.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_authenticate_pseudo_tool_logs_in_and_gives_way_to_the_real_tools() {
+    use switchboard::host::{CallOptions, Host};
+    let server = oauth_server(&[]);
+    let tree = switchboard_testkit::config_tree::ConfigTree::new().unwrap();
+    tree.write(
+        tree.user_file(),
+        &json!({"mcpServers": {"guarded": {"type": "http", "url": server.url()}}}).to_string(),
+    )
+    .unwrap();
+    let env: switchboard::config::Environment = tree.env().into_iter().collect();
+    let browser = Arc::new(Browser::default());
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let host = Host::builder()
+        .discover(tree.project())
+        .env(env)
+        .output_dir(tree.root().join("out"))
+        .auth(AuthOptions {
+            store: TokenStore::in_dir(tree.state_dir()),
+            opener: browser.clone(),
+            ..AuthOptions::default()
+        })
+        .start()
+        .unwrap();
+    let state = host.manager().wait_for("guarded", SETTLE).await.unwrap();
+    assert_eq!(state.label(), "needs-auth");
+    let names = |snapshot: switchboard::catalog::Snapshot| -> Vec<String> {
+        snapshot
+            .tools
+            .into_iter()
+            .map(|t| t.qualified_name)
+            .collect()
+    };
+    assert_eq!(
+        names(host.catalog().snapshot().await),
+        ["mcp__guarded__authenticate"],
+        "only the pseudo-tool while the server needs authorization"
+    );
+
+    let mut states = host.manager().watch("guarded").unwrap();
+    let outcome = host
+        .call(
+            "mcp__guarded__authenticate",
+            Default::default(),
+            CallOptions::default(),
+        )
+        .await
+        .unwrap();
+    let text = outcome.result.to_string();
+    assert!(
+        text.contains("Open this URL to authorize `guarded`"),
+        "{text}"
+    );
+    assert!(text.contains("/authorize?response_type=code"), "{text}");
+
+    // The browser stand-in completes the login in the background; the server connects.
+    tokio::time::timeout(SETTLE, states.wait_for(|s| s.label() == "connected"))
+        .await
+        .expect("connected after the login")
+        .unwrap();
+    let tools = names(host.catalog().snapshot().await);
+    assert!(
+        tools.contains(&"mcp__guarded__echo".to_owned()),
+        "{tools:?}"
+    );
+    assert!(
+        !tools.iter().any(|t| t.ends_with("__authenticate")),
+        "{tools:?}"
+    );
+    let listed = host.manager().list_tools("guarded").await.unwrap();
+    assert!(listed.iter().any(|t| t.name == "echo"));
+    assert_eq!(browser.opened.load(Ordering::SeqCst), 1);
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_authorization_server_that_advertises_no_pkce_is_refused() {
+    let server = oauth_server(&["--oauth-no-pkce"]);
+    let state = tempfile::tempdir().unwrap();
+    let browser = Arc::new(Browser::default());
+    let manager = manager(config(&server), state.path(), &browser, true);
+    let text = message(&settled(&manager).await);
+    assert!(
+        text.contains("refused: the authorization server metadata advertises no PKCE methods"),
+        "{text}"
+    );
+    assert_eq!(browser.opened.load(Ordering::SeqCst), 0);
+    assert!(!server.stderr().contains("oauth: authorize"));
+    manager.shutdown().await;
+}
