@@ -17,6 +17,9 @@ use switchboard::config::{
     Environment, OAuthConfig, RemoteTransport, ServerConfig, ServerName, Transport,
 };
 use switchboard::connection::ServerState;
+use switchboard::interaction::{
+    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationRequest, Elicitor, Interaction,
+};
 use switchboard::manager::{ManagerOptions, ServerManager};
 
 /// The Client ID Metadata Document URL the suite expects (it never fetches it).
@@ -39,6 +42,34 @@ impl Opener for FollowRedirects {
                 .await
                 .map(|_| ())
                 .map_err(|e| format!("the browser stand-in failed: {e}"))
+        })
+    }
+}
+
+/// Plays the user at a form: accepts it with the defaults the schema gives (the elicitation
+/// scenarios check that a client fills them in); URL elicitations are declined.
+struct AcceptDefaults;
+
+impl Elicitor for AcceptDefaults {
+    fn elicit<'a>(&'a self, request: &'a ElicitationRequest) -> BoxFuture<'a, ElicitResult> {
+        Box::pin(async move {
+            let ElicitRequestParams::FormElicitationParams {
+                requested_schema, ..
+            } = &request.params
+            else {
+                return ElicitResult::new(ElicitationAction::Decline);
+            };
+            let schema = serde_json::to_value(requested_schema).unwrap_or_default();
+            let mut content = serde_json::Map::new();
+            if let Some(properties) = schema.get("properties").and_then(|p| p.as_object()) {
+                for (name, property) in properties {
+                    if let Some(default) = property.get("default") {
+                        content.insert(name.clone(), default.clone());
+                    }
+                }
+            }
+            ElicitResult::new(ElicitationAction::Accept)
+                .with_content(serde_json::Value::Object(content))
         })
     }
 }
@@ -111,6 +142,10 @@ async fn run() -> Result<(), String> {
     let options = ManagerOptions {
         state_dir: Some(state_dir.path().to_owned()),
         env,
+        interaction: Interaction {
+            elicitor: Some(Arc::new(AcceptDefaults)),
+            ..Interaction::default()
+        },
         ..ManagerOptions::default()
     }
     .with_auth(auth);

@@ -539,32 +539,13 @@ impl Session {
             peer: Some(self.peer().clone()),
             id: handle.id.clone(),
         };
-        let forwarding = match progress {
-            Some(tx) => {
-                let mut subscriber = self.progress.subscribe(handle.progress_token.clone()).await;
-                Some(tokio::spawn(async move {
-                    use futures::StreamExt;
-                    while let Some(p) = subscriber.next().await {
-                        let message = p.message.clone();
-                        if tx
-                            .send(Progress {
-                                progress: p.progress,
-                                total: p.total,
-                                message,
-                            })
-                            .is_err()
-                        {
-                            break;
-                        }
-                    }
-                }))
-            }
-            None => None,
-        };
+        let forwarding = self
+            .forward_progress(&handle.progress_token, progress)
+            .await;
         let response = handle.await_response().await;
         cancel.peer = None;
-        if let Some(task) = forwarding {
-            task.abort();
+        if let Some(forwarding) = forwarding {
+            forwarding.finish().await;
         }
         Ok(response?)
     }
@@ -589,6 +570,74 @@ fn url_elicitations(data: Option<&Value>) -> Vec<ElicitRequestParams> {
 pub(crate) struct CallContext {
     pub(crate) qualified: String,
     pub(crate) interaction: Option<crate::interaction::Interaction>,
+}
+
+/// How many times a finished call yields before it stops forwarding progress.
+const PROGRESS_DRAIN_YIELDS: usize = 4;
+/// The longest a finished call waits for the progress already received to reach its caller.
+const PROGRESS_DRAIN_WAIT: Duration = Duration::from_millis(100);
+
+/// Forwards one call's progress notifications to its caller while the call runs.
+struct ProgressForward {
+    task: tokio::task::JoinHandle<()>,
+    dispatcher: rmcp::handler::client::progress::ProgressDispatcher,
+    token: ProgressToken,
+}
+
+impl Session {
+    /// Starts forwarding the progress sent for `token` to `progress` (if the caller wants it).
+    async fn forward_progress(
+        &self,
+        token: &ProgressToken,
+        progress: Option<mpsc::UnboundedSender<Progress>>,
+    ) -> Option<ProgressForward> {
+        let tx = progress?;
+        let mut subscriber = self.progress.subscribe(token.clone()).await;
+        let task = tokio::spawn(async move {
+            use futures::StreamExt;
+            while let Some(p) = subscriber.next().await {
+                let progress = Progress {
+                    progress: p.progress,
+                    total: p.total,
+                    message: p.message.clone(),
+                };
+                if tx.send(progress).is_err() {
+                    break;
+                }
+            }
+        });
+        Some(ProgressForward {
+            task,
+            dispatcher: self.progress.clone(),
+            token: token.clone(),
+        })
+    }
+}
+
+impl ProgressForward {
+    /// The call has its answer. Progress the server sent before it may still be on its way:
+    /// rmcp handles each notification in a task of its own, and a lane answer does not pass
+    /// through rmcp at all. A few yields let those tasks run; then the subscription ends, and
+    /// what it holds still reaches the caller (bounded).
+    async fn finish(mut self) {
+        for _ in 0..PROGRESS_DRAIN_YIELDS {
+            tokio::task::yield_now().await;
+        }
+        self.dispatcher.unsubscribe(&self.token).await;
+        if tokio::time::timeout(PROGRESS_DRAIN_WAIT, &mut self.task)
+            .await
+            .is_err()
+        {
+            self.task.abort();
+        }
+    }
+}
+
+impl Drop for ProgressForward {
+    /// A call dropped before its answer (cancelled) stops forwarding at once.
+    fn drop(&mut self) {
+        self.task.abort();
+    }
 }
 
 /// What a `tools/call` on the lane came back with.
@@ -619,25 +668,7 @@ impl Session {
         }
         request_meta.set_progress_token(token.clone());
         params.meta = Some(request_meta);
-        let forwarding = match progress {
-            Some(tx) => {
-                let mut subscriber = self.progress.subscribe(token.clone()).await;
-                Some(tokio::spawn(async move {
-                    use futures::StreamExt;
-                    while let Some(p) = subscriber.next().await {
-                        let progress = Progress {
-                            progress: p.progress,
-                            total: p.total,
-                            message: p.message.clone(),
-                        };
-                        if tx.send(progress).is_err() {
-                            break;
-                        }
-                    }
-                }))
-            }
-            None => None,
-        };
+        let forwarding = self.forward_progress(&token, progress).await;
         let answer = match lane.send("tools/call", &params) {
             Ok((id, pending)) => {
                 guard.sent(NumberOrString::String(id.clone().into()), token);
@@ -653,8 +684,8 @@ impl Session {
             }
             Err(LaneError::Closed) => Ok(Err(LaneError::Closed)),
         };
-        if let Some(task) = forwarding {
-            task.abort();
+        if let Some(forwarding) = forwarding {
+            forwarding.finish().await;
         }
         let mut answer = match answer {
             Err(_) => return Err(RequestError::Timeout(timeout)),
