@@ -69,6 +69,42 @@ impl Session {
             .collect()
     }
 
+    /// Lists `what` on every connected server that offers it, all at once; `rename` turns each
+    /// item's server-local name or URI into the gateway's. A server whose listing fails is
+    /// logged and left out.
+    async fn gather<Fut>(
+        &self,
+        what: &str,
+        offers: Offers,
+        list: impl Fn(String) -> Fut,
+        rename: impl Fn(&str, &mut Value),
+    ) -> Vec<Value>
+    where
+        Fut: Future<Output = (String, Result<Vec<Value>, RequestFailure>)>,
+    {
+        let lists = self
+            .connected()
+            .into_iter()
+            .filter(|(_, resources, prompts)| match offers {
+                Offers::Resources => *resources,
+                Offers::Prompts => *prompts,
+            })
+            .map(|(name, _, _)| list(name));
+        let mut all = Vec::new();
+        for (server, listed) in futures::future::join_all(lists).await {
+            match listed {
+                Ok(items) => {
+                    for mut item in items {
+                        rename(&server, &mut item);
+                        all.push(item);
+                    }
+                }
+                Err(e) => tracing::warn!(server, "{what} not listed: {e}"),
+            }
+        }
+        all
+    }
+
     fn tools_json(&self, tools: &[catalog::Tool]) -> Vec<Tool> {
         tools
             .iter()
@@ -193,13 +229,18 @@ fn invalid_result(what: &str, e: serde_json::Error) -> ErrorData {
     ErrorData::internal_error(format!("{what}: an unexpected result: {e}"), None)
 }
 
-/// Replaces the `field` of each item with its gateway URI.
-fn rewrite_uris(server: &str, items: &mut [Value], field: &str) {
-    for item in items {
-        if let Some(Value::String(original)) = item.get_mut(field) {
-            *original = uri::to_gateway(server, original);
-        }
+/// Replaces the `field` of an item with its gateway URI.
+fn rewrite_uri(server: &str, item: &mut Value, field: &str) {
+    if let Some(Value::String(original)) = item.get_mut(field) {
+        *original = uri::to_gateway(server, original);
     }
+}
+
+/// Which listing a server must offer to be asked for it.
+#[derive(Clone, Copy)]
+enum Offers {
+    Resources,
+    Prompts,
 }
 
 impl ServerHandler for Session {
@@ -378,24 +419,17 @@ impl ServerHandler for Session {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let manager = self.gateway.host().manager();
-        let lists = self
-            .connected()
-            .into_iter()
-            .filter(|(_, resources, _)| *resources)
-            .map(|(name, _, _)| async move {
-                let listed = manager.list_resources(&name).await;
-                (name, listed)
-            });
-        let mut all = Vec::new();
-        for (server, listed) in futures::future::join_all(lists).await {
-            match listed {
-                Ok(mut items) => {
-                    rewrite_uris(&server, &mut items, "uri");
-                    all.extend(items);
-                }
-                Err(e) => tracing::warn!(server, "resources not listed: {e}"),
-            }
-        }
+        let all = self
+            .gather(
+                "resources",
+                Offers::Resources,
+                |name| async move {
+                    let listed = manager.list_resources(&name).await;
+                    (name, listed)
+                },
+                |server, item| rewrite_uri(server, item, "uri"),
+            )
+            .await;
         let resources = serde_json::from_value(Value::Array(all))
             .map_err(|e| invalid_result("resources", e))?;
         Ok(ListResourcesResult::with_all_items(resources))
@@ -407,24 +441,17 @@ impl ServerHandler for Session {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let manager = self.gateway.host().manager();
-        let lists = self
-            .connected()
-            .into_iter()
-            .filter(|(_, resources, _)| *resources)
-            .map(|(name, _, _)| async move {
-                let listed = manager.list_resource_templates(&name).await;
-                (name, listed)
-            });
-        let mut all = Vec::new();
-        for (server, listed) in futures::future::join_all(lists).await {
-            match listed {
-                Ok(mut items) => {
-                    rewrite_uris(&server, &mut items, "uriTemplate");
-                    all.extend(items);
-                }
-                Err(e) => tracing::warn!(server, "resource templates not listed: {e}"),
-            }
-        }
+        let all = self
+            .gather(
+                "resource templates",
+                Offers::Resources,
+                |name| async move {
+                    let listed = manager.list_resource_templates(&name).await;
+                    (name, listed)
+                },
+                |server, item| rewrite_uri(server, item, "uriTemplate"),
+            )
+            .await;
         let templates = serde_json::from_value(Value::Array(all))
             .map_err(|e| invalid_result("resource templates", e))?;
         Ok(ListResourceTemplatesResult::with_all_items(templates))
@@ -452,7 +479,9 @@ impl ServerHandler for Session {
             .await
             .map_err(|e| failure(server, e))?;
         if let Some(Value::Array(contents)) = result.get_mut("contents") {
-            rewrite_uris(server, contents, "uri");
+            for item in contents {
+                rewrite_uri(server, item, "uri");
+            }
         }
         serde_json::from_value::<ReadResourceResult>(result)
             .map(ReadResourceResponse::Complete)
@@ -502,28 +531,21 @@ impl ServerHandler for Session {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         let manager = self.gateway.host().manager();
-        let lists = self
-            .connected()
-            .into_iter()
-            .filter(|(_, _, prompts)| *prompts)
-            .map(|(name, _, _)| async move {
-                let listed = manager.list_prompts(&name).await;
-                (name, listed)
-            });
-        let mut all = Vec::new();
-        for (server, listed) in futures::future::join_all(lists).await {
-            match listed {
-                Ok(items) => {
-                    for mut prompt in items {
-                        if let Some(Value::String(name)) = prompt.get_mut("name") {
-                            *name = catalog::qualified_name(&server, name, false);
-                        }
-                        all.push(prompt);
+        let all = self
+            .gather(
+                "prompts",
+                Offers::Prompts,
+                |name| async move {
+                    let listed = manager.list_prompts(&name).await;
+                    (name, listed)
+                },
+                |server, prompt| {
+                    if let Some(Value::String(name)) = prompt.get_mut("name") {
+                        *name = catalog::qualified_name(server, name, false);
                     }
-                }
-                Err(e) => tracing::warn!(server, "prompts not listed: {e}"),
-            }
-        }
+                },
+            )
+            .await;
         let prompts =
             serde_json::from_value(Value::Array(all)).map_err(|e| invalid_result("prompts", e))?;
         Ok(ListPromptsResult::with_all_items(prompts))
