@@ -264,12 +264,12 @@ impl Session {
                 use rmcp::ClientHandler;
                 let client = service.service().get_info();
                 let mut meta = rmcp::model::RequestMetaObject::new();
-                meta.set_protocol_version(client.protocol_version.clone());
-                if let Ok(version) =
-                    serde_json::from_value(serde_json::Value::String(info.protocol_version.clone()))
-                {
-                    meta.set_protocol_version(version);
-                }
+                // The negotiated version; the one we offered if it does not parse back.
+                let version = serde_json::from_value(serde_json::Value::String(
+                    info.protocol_version.clone(),
+                ))
+                .unwrap_or(client.protocol_version);
+                meta.set_protocol_version(version);
                 meta.set_client_info(client.client_info);
                 meta.set_client_capabilities(client.capabilities);
                 meta

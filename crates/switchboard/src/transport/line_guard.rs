@@ -69,6 +69,12 @@ impl<R> LineGuard<R> {
         }
     }
 
+    /// Whether `line` (whole, with or without its newline) answers a lane request and went to
+    /// the lane; it is then not handed out.
+    fn lane_takes(&self, line: &[u8]) -> bool {
+        self.lane.as_ref().is_some_and(|lane| lane.take(line))
+    }
+
     /// Hands the answers to lane requests to the lane instead of the reader.
     pub(crate) fn with_lane(mut self, inbox: super::lane::LaneInbox) -> Self {
         self.lane = Some(inbox);
@@ -101,9 +107,7 @@ impl<R> LineGuard<R> {
             if !ends {
                 self.held.extend_from_slice(segment);
             } else if self.held.is_empty() {
-                if let Some(lane) = &self.lane
-                    && lane.take(segment)
-                {
+                if self.lane_takes(segment) {
                     continue;
                 }
                 self.out.extend_from_slice(segment);
@@ -111,8 +115,7 @@ impl<R> LineGuard<R> {
             } else {
                 self.held.extend_from_slice(segment);
                 self.held.push(b'\n');
-                let lane_took = self.lane.as_ref().is_some_and(|lane| lane.take(&self.held));
-                if lane_took {
+                if self.lane_takes(&self.held) {
                     self.held.clear();
                 } else if self.out.is_empty() {
                     std::mem::swap(&mut self.out, &mut self.held);
@@ -144,11 +147,7 @@ impl<R> LineGuard<R> {
                 "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-32603,\"message\":\"the server's message was over the {limit}-byte limit ({seen} bytes so far); it was dropped\"}}}}\n",
                 limit = self.limit,
             );
-            let lane_took = self
-                .lane
-                .as_ref()
-                .is_some_and(|lane| lane.take(line.as_bytes()));
-            if !lane_took {
+            if !self.lane_takes(line.as_bytes()) {
                 self.out.extend_from_slice(line.as_bytes());
             }
         }
