@@ -233,10 +233,10 @@ pub(crate) struct Session {
     exit: Option<tokio::sync::watch::Receiver<Option<std::process::ExitStatus>>>,
     progress: rmcp::handler::client::progress::ProgressDispatcher,
     asker: Arc<interact::Asker>,
-    /// The direct `tools/call` lane of a line-based transport (stdio, in-process), with the
-    /// `_meta` every request carries on protocol 2026-07-28.
+    /// The direct `tools/call` lane (stdio, in-process, Streamable HTTP), with the `_meta`
+    /// every request carries on protocol 2026-07-28.
     lane: Option<(
-        crate::transport::lane::Lane,
+        crate::transport::lane::CallLane,
         Option<rmcp::model::RequestMetaObject>,
     )>,
     pub(crate) info: Arc<ServerInfo>,
@@ -256,9 +256,16 @@ impl Session {
         service: RunningService<RoleClient, ClientSide>,
         generation: Generation,
         process: Option<ChildProcess>,
-        lane: Option<crate::transport::lane::Lane>,
+        lane: Option<crate::transport::lane::CallLane>,
     ) -> Session {
+        use crate::transport::lane::CallLane;
         let info = Arc::new(info_of(&service, generation));
+        let lane = lane.map(|lane| match lane {
+            CallLane::Http(lane) => {
+                CallLane::Http(Box::new(lane.for_version(&info.protocol_version)))
+            }
+            lines => lines,
+        });
         let lane = lane.map(|lane| {
             let meta = (generation == Generation::Discover).then(|| {
                 use rmcp::ClientHandler;
@@ -331,6 +338,14 @@ impl Session {
 
     pub(crate) fn peer(&self) -> &Peer<RoleClient> {
         &self.peer
+    }
+
+    /// The Streamable HTTP call lane, when the session has one.
+    pub(crate) fn http_lane(&self) -> Option<&crate::transport::http_lane::HttpLane> {
+        match &self.lane {
+            Some((crate::transport::lane::CallLane::Http(lane), _)) => Some(lane),
+            _ => None,
+        }
     }
 
     pub(crate) fn pid(&self) -> Option<u32> {
@@ -434,7 +449,7 @@ pub(crate) async fn open(
                     service,
                     generation,
                     Some(process),
-                    Some(lane),
+                    Some(crate::transport::lane::CallLane::Lines(lane)),
                 )),
                 Ok(Err(error)) => {
                     // The server may have exited: say how, with what it said on stderr. Only a
@@ -478,36 +493,37 @@ pub(crate) async fn open(
         }
         Transport::Http(remote) => {
             let authorizer = authorizer_for(config, remote, options);
-            let transport = http::streamable_http_oauth(&remote.url, &remote.headers, authorizer)?;
-            remote_handshake(handler, transport, plan, timeout).await
+            let (transport, lane) =
+                http::streamable_http_oauth(&remote.url, &remote.headers, authorizer)?;
+            remote_handshake(handler, transport, plan, timeout, Some(lane)).await
         }
         Transport::Sse(remote) => {
             let headers = with_stored_token(config, remote, options).await?;
             let transport = bounded(timeout, sse::sse(&remote.url, &headers)).await?;
-            remote_handshake(handler, transport, plan, timeout).await
+            remote_handshake(handler, transport, plan, timeout, None).await
         }
         Transport::WebSocket(remote) => {
             let headers = with_stored_token(config, remote, options).await?;
             let transport = bounded(timeout, ws::websocket(&remote.url, &headers)).await?;
-            remote_handshake(handler, transport, plan, timeout).await
+            remote_handshake(handler, transport, plan, timeout, None).await
         }
         Transport::SseIde(ide_config) => {
             let transport = bounded(timeout, ide::sse_ide(ide_config)).await?;
-            remote_handshake(handler, transport, plan, timeout).await
+            remote_handshake(handler, transport, plan, timeout, None).await
         }
         Transport::WsIde(ide_config) => {
             let transport = bounded(timeout, ide::ws_ide(ide_config)).await?;
-            remote_handshake(handler, transport, plan, timeout).await
+            remote_handshake(handler, transport, plan, timeout, None).await
         }
         Transport::Proxy(proxy_config) => {
             // One retry after a 401, with a freshly fetched token.
             let transport =
                 bounded(timeout, proxy::proxy(proxy_config, &options.env, false)).await?;
-            match remote_handshake(handler.clone(), transport, plan.clone(), timeout).await {
+            match remote_handshake(handler.clone(), transport, plan.clone(), timeout, None).await {
                 Err(ConnectError::NeedsAuth(_)) => {
                     let transport =
                         bounded(timeout, proxy::proxy(proxy_config, &options.env, true)).await?;
-                    remote_handshake(handler, transport, plan, timeout).await
+                    remote_handshake(handler, transport, plan, timeout, None).await
                 }
                 other => other,
             }
@@ -528,9 +544,12 @@ pub(crate) async fn open(
             )
             .with_max_line_length(options.max_line_length.saturating_add(1024 * 1024));
             match tokio::time::timeout(timeout, handshake(handler, transport, plan, true)).await {
-                Ok(Ok((service, generation))) => {
-                    Ok(Session::start(service, generation, None, Some(lane)))
-                }
+                Ok(Ok((service, generation))) => Ok(Session::start(
+                    service,
+                    generation,
+                    None,
+                    Some(crate::transport::lane::CallLane::Lines(lane)),
+                )),
                 Ok(Err(error)) => Err(ConnectError::Handshake {
                     message: error.to_string(),
                     stderr: None,
@@ -671,12 +690,18 @@ async fn remote_handshake<T>(
     transport: T,
     plan: Plan,
     timeout: Duration,
+    lane: Option<crate::transport::http_lane::HttpLane>,
 ) -> Result<Session, ConnectError>
 where
     T: rmcp::transport::Transport<RoleClient> + 'static,
 {
     match tokio::time::timeout(timeout, handshake(handler, transport, plan, false)).await {
-        Ok(Ok((service, generation))) => Ok(Session::start(service, generation, None, None)),
+        Ok(Ok((service, generation))) => Ok(Session::start(
+            service,
+            generation,
+            None,
+            lane.map(|lane| crate::transport::lane::CallLane::Http(Box::new(lane))),
+        )),
         Ok(Err(error)) => match auth_challenge(&error) {
             _ if let Some((message, needs_login)) = auth_failure(&error) => {
                 Err(auth_connect_error(message, needs_login))

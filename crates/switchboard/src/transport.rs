@@ -2,6 +2,7 @@
 //! configuration into something rmcp can drive; nothing here knows about handshakes or states.
 
 pub(crate) mod http;
+pub(crate) mod http_lane;
 pub(crate) mod ide;
 pub(crate) mod lane;
 pub(crate) mod line_guard;

@@ -276,6 +276,88 @@ async fn dropping_a_call_cancels_it_on_the_server_and_progress_arrives() {
     host.shutdown().await;
 }
 
+/// Over Streamable HTTP a `tools/call` takes the direct lane (`transport/http_lane.rs`): the
+/// server sees the lane's own request id, progress on the call's stream still reaches the
+/// caller, a timed-out call is cancelled on the server, and an expired session is renewed by
+/// rmcp (the lane falls back) with no call lost. Both protocol generations.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_calls_take_the_lane_with_progress_cancellation_and_session_renewal() {
+    for protocol in ["legacy", "auto"] {
+        let start = |extra: &[&str]| {
+            let mut flags = vec!["--protocol", protocol];
+            flags.extend_from_slice(extra);
+            switchboard_testkit::TestServer::start(switchboard_testkit::Transport::Http, flags)
+                .unwrap()
+        };
+        let server = start(&[]);
+        // Legacy: the session expires after 3 POSTs (2026-07-28 has no session to expire).
+        let expiring = start(&["--expire-session-after", "3"]);
+        let tree = ConfigTree::new().unwrap();
+        let host = host_with(
+            &tree,
+            json!({
+                "kit": {"type": "http", "url": server.url()},
+                "expiring": {"type": "http", "url": expiring.url()},
+            }),
+        )
+        .await;
+
+        for n in 0..12 {
+            for name in ["kit", "expiring"] {
+                let out = host
+                    .call(
+                        &format!("mcp__{name}__echo"),
+                        args(json!({"text": format!("call {n}")})),
+                        cli(),
+                    )
+                    .await
+                    .unwrap_or_else(|e| panic!("{protocol}: {name}: call {n}: {e}"));
+                assert_eq!(out.result["content"][0]["text"], format!("call {n}"));
+            }
+        }
+
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let options = CallOptions {
+            progress: Some(tx),
+            ..cli()
+        };
+        let out = host
+            .call(
+                "mcp__kit__slow",
+                args(json!({"ms": 60, "steps": 3})),
+                options,
+            )
+            .await
+            .unwrap();
+        assert_eq!(out.result["content"][0]["text"], "done");
+        let mut steps = Vec::new();
+        while let Ok(progress) = rx.try_recv() {
+            steps.push(progress.progress);
+        }
+        assert!(
+            !steps.is_empty(),
+            "{protocol}: no progress reached the caller"
+        );
+
+        let slow = CallOptions {
+            timeout: Some(Duration::from_millis(300)),
+            ..cli()
+        };
+        let err = host
+            .call("mcp__kit__slow", args(json!({"ms": 20000})), slow)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("no answer within 300 ms"), "{err}");
+        // The server names the request it cancelled: the lane's id, not rmcp's.
+        assert!(
+            server.wait_for_stderr("cancelled sb~", SETTLE),
+            "{protocol}: the server never saw the lane's call cancelled; stderr:\n{}",
+            server.stderr()
+        );
+        host.shutdown().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn large_results_go_to_a_file_and_names_never_escape_the_output_folder() {
     let tree = ConfigTree::new().unwrap();

@@ -18,7 +18,8 @@ use super::interact::CallGuard;
 use crate::interaction::{
     MAX_ANSWER_WAIT, MAX_INPUT_ROUNDS, MAX_URL_ELICITATION_RETRIES, URL_ELICITATION_REQUIRED,
 };
-use crate::transport::lane::{Lane, LaneError};
+use crate::transport::http_lane::{HttpLane, HttpLaneError};
+use crate::transport::lane::{CallLane, Lane, LaneError};
 
 /// The pause before sending again a call answered with request state only, times the round.
 const STATE_ONLY_PAUSE: Duration = Duration::from_millis(50);
@@ -177,10 +178,15 @@ where
 impl Session {
     pub(crate) async fn list_tools(&self) -> Result<Vec<ToolDef>, RequestError> {
         let peer = self.peer().clone();
+        let lane = self.http_lane().cloned();
         paged("tools", |params| {
             let peer = peer.clone();
+            let lane = lane.clone();
             async move {
                 let result = peer.list_tools(params).await?;
+                if let Some(lane) = &lane {
+                    lane.watch().saw_tools(&result.tools);
+                }
                 let tools = result
                     .tools
                     .into_iter()
@@ -418,6 +424,10 @@ impl Session {
                     {
                         Ok(LaneAnswer::Complete(result)) => return Ok(result),
                         Ok(LaneAnswer::Other(result)) => Ok(*result),
+                        Ok(LaneAnswer::Fallback) => {
+                            self.send_call(params.clone(), timeout, progress.clone(), &guard)
+                                .await
+                        }
                         Err(e) => Err(e),
                     }
                 }
@@ -646,6 +656,8 @@ enum LaneAnswer {
     Complete(Value),
     /// Anything else (input requests), typed for the round loop.
     Other(Box<ServerResult>),
+    /// The lane did not send the call (see `transport/http_lane.rs`): rmcp sends it.
+    Fallback,
 }
 
 impl Session {
@@ -654,7 +666,7 @@ impl Session {
     /// straight into JSON.
     async fn send_call_on_lane(
         &self,
-        lane: &Lane,
+        lane: &CallLane,
         meta: &Option<RequestMetaObject>,
         mut params: CallToolRequestParams,
         timeout: Duration,
@@ -669,27 +681,56 @@ impl Session {
         request_meta.set_progress_token(token.clone());
         params.meta = Some(request_meta);
         let forwarding = self.forward_progress(&token, progress).await;
-        let answer = match lane.send("tools/call", &params) {
-            Ok((id, pending)) => {
+        let answer = match lane {
+            CallLane::Lines(lane) => match lane.send("tools/call", &params) {
+                Ok((id, pending)) => {
+                    guard.sent(NumberOrString::String(id.clone().into()), token);
+                    let mut cancel = LaneCancel {
+                        lane: Some(lane.clone()),
+                        id,
+                    };
+                    let answer = tokio::time::timeout(timeout, pending.answer()).await;
+                    if answer.is_ok() {
+                        cancel.lane = None;
+                    }
+                    answer.map(|a| a.map_err(|_| RequestError::Closed))
+                }
+                Err(LaneError::Closed) => Ok(Err(RequestError::Closed)),
+            },
+            CallLane::Http(lane) => {
+                let id = lane.next_id();
                 guard.sent(NumberOrString::String(id.clone().into()), token);
-                let mut cancel = LaneCancel {
-                    lane: Some(lane.clone()),
-                    id,
+                let mut cancel = HttpLaneCancel {
+                    lane: Some((**lane).clone()),
+                    id: id.clone(),
                 };
-                let answer = tokio::time::timeout(timeout, pending.answer()).await;
+                let answer =
+                    tokio::time::timeout(timeout, lane.call(&id, &params.name, &params)).await;
                 if answer.is_ok() {
                     cancel.lane = None;
                 }
-                answer
+                match answer {
+                    Ok(Err(HttpLaneError::Fallback)) => {
+                        // Not sent: no cancellation is owed, and rmcp sends the call.
+                        if let Some(forwarding) = forwarding {
+                            forwarding.finish().await;
+                        }
+                        return Ok(LaneAnswer::Fallback);
+                    }
+                    Err(elapsed) => Err(elapsed),
+                    Ok(Err(HttpLaneError::Failed(message))) => {
+                        Ok(Err(RequestError::Transport(message)))
+                    }
+                    Ok(Ok(answer)) => Ok(Ok(answer)),
+                }
             }
-            Err(LaneError::Closed) => Ok(Err(LaneError::Closed)),
         };
         if let Some(forwarding) = forwarding {
             forwarding.finish().await;
         }
         let mut answer = match answer {
             Err(_) => return Err(RequestError::Timeout(timeout)),
-            Ok(Err(LaneError::Closed)) => return Err(RequestError::Closed),
+            Ok(Err(e)) => return Err(e),
             Ok(Ok(Value::Object(answer))) => answer,
             Ok(Ok(_)) => return Err(RequestError::Unexpected { what: "tools/call" }),
         };
@@ -740,6 +781,23 @@ impl Drop for LaneCancel {
             lane.notify(
                 "notifications/cancelled",
                 &serde_json::json!({"requestId": self.id, "reason": "the caller cancelled"}),
+            );
+        }
+    }
+}
+
+/// Sends `notifications/cancelled` for an HTTP lane request whose caller went away or timed out.
+struct HttpLaneCancel {
+    lane: Option<HttpLane>,
+    id: String,
+}
+
+impl Drop for HttpLaneCancel {
+    fn drop(&mut self) {
+        if let Some(lane) = self.lane.take() {
+            lane.notify(
+                "notifications/cancelled",
+                serde_json::json!({"requestId": self.id, "reason": "the caller cancelled"}),
             );
         }
     }

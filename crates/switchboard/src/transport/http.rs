@@ -25,6 +25,7 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::Sse;
 
+use super::http_lane::{HttpLane, LaneHttpTransport};
 use super::remote::{DEFAULT_RESPONSE_TIMEOUT, RemoteError, header_map, http_client};
 use crate::auth::{AuthError, Authorizer, Challenge};
 
@@ -43,6 +44,8 @@ pub(crate) struct TimedClient {
     /// OAuth: the token for each request, refresh or re-authorization after a 401, step-up
     /// after a 403 `insufficient_scope`.
     auth: Option<Arc<Authorizer>>,
+    /// The call lane's watch: told which session every posted message used.
+    watch: Option<Arc<super::http_lane::LaneWatch>>,
 }
 
 /// At most this many authorization retries for one request (a refresh, a step-up …).
@@ -54,6 +57,25 @@ impl TimedClient {
             client,
             response_timeout,
             auth: None,
+            watch: None,
+        }
+    }
+
+    pub(crate) fn auth(&self) -> Option<&Arc<Authorizer>> {
+        self.auth.as_ref()
+    }
+
+    pub(crate) fn reqwest(&self) -> &reqwest::Client {
+        &self.client
+    }
+
+    pub(crate) fn response_timeout(&self) -> Duration {
+        self.response_timeout
+    }
+
+    fn observe(&self, message: &ClientJsonRpcMessage, session_id: Option<&Arc<str>>) {
+        if let Some(watch) = &self.watch {
+            watch.observe(message, session_id);
         }
     }
 
@@ -189,6 +211,7 @@ impl StreamableHttpClient for TimedClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        self.observe(&message, session_id.as_ref());
         self.authorized(auth_header, |auth| {
             self.client.post_message(
                 uri.clone(),
@@ -210,6 +233,7 @@ impl StreamableHttpClient for TimedClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        self.observe(&message, session_id.as_ref());
         self.authorized(auth_header, |auth| {
             self.client.post_message_with_max_sse_event_size(
                 uri.clone(),
@@ -232,6 +256,7 @@ impl StreamableHttpClient for TimedClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        self.observe(&message, session_id.as_ref());
         self.authorized(auth_header, |auth| {
             self.client.post_message_with_response_limits(
                 uri.clone(),
@@ -316,23 +341,33 @@ pub(crate) fn streamable_http(
     streamable_http_with(url, headers, None, DEFAULT_RESPONSE_TIMEOUT)
 }
 
-/// Like [`streamable_http`], each request authorized by `auth` (OAuth) when given.
+/// Like [`streamable_http`], each request authorized by `auth` (OAuth) when given, with the
+/// direct `tools/call` lane (see [`http_lane`](super::http_lane)) beside rmcp's session.
 pub(crate) fn streamable_http_oauth(
     url: &url::Url,
     headers: &BTreeMap<String, String>,
     auth: Option<Arc<Authorizer>>,
-) -> Result<HttpTransport, RemoteError> {
+) -> Result<(LaneHttpTransport, HttpLane), RemoteError> {
     let mut transport_headers = headers.clone();
     if auth.is_some() {
         transport_headers.retain(|name, _| !name.trim().eq_ignore_ascii_case("authorization"));
     }
-    build(
+    let (mut client, config) = parts(
         url,
         &transport_headers,
         None,
         DEFAULT_RESPONSE_TIMEOUT,
         auth,
-    )
+    )?;
+    let (lane, watch, injected) = super::http_lane::http_lane(
+        client.clone(),
+        url.as_str(),
+        &config.custom_headers,
+        config.auth_header.clone(),
+    );
+    client.watch = Some(watch);
+    let transport = StreamableHttpClientTransport::with_client(client, config);
+    Ok((LaneHttpTransport::new(transport, injected), lane))
 }
 
 /// Like [`streamable_http`], with a bearer token sent as `Authorization: Bearer <token>` (it
@@ -343,16 +378,17 @@ pub(crate) fn streamable_http_with(
     bearer: Option<String>,
     response_timeout: Duration,
 ) -> Result<HttpTransport, RemoteError> {
-    build(url, headers, bearer, response_timeout, None)
+    let (client, config) = parts(url, headers, bearer, response_timeout, None)?;
+    Ok(StreamableHttpClientTransport::with_client(client, config))
 }
 
-fn build(
+fn parts(
     url: &url::Url,
     headers: &BTreeMap<String, String>,
     bearer: Option<String>,
     response_timeout: Duration,
     auth: Option<Arc<Authorizer>>,
-) -> Result<HttpTransport, RemoteError> {
+) -> Result<(TimedClient, StreamableHttpClientTransportConfig), RemoteError> {
     check_http_url(url)?;
     let mut custom: HashMap<HeaderName, HeaderValue> = HashMap::new();
     for (name, value) in header_map(headers)? {
@@ -379,7 +415,7 @@ fn build(
         config = config.auth_header(token);
     }
     let client = TimedClient::new(http_client()?, response_timeout).with_auth(auth);
-    Ok(StreamableHttpClientTransport::with_client(client, config))
+    Ok((client, config))
 }
 
 pub(crate) fn check_http_url(url: &url::Url) -> Result<(), RemoteError> {

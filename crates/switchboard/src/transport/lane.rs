@@ -52,6 +52,24 @@ pub(crate) struct Lane {
     shared: Arc<Shared>,
 }
 
+/// The direct `tools/call` lane of a session: over a line-based transport (stdio, in-process)
+/// or over Streamable HTTP.
+#[derive(Debug, Clone)]
+pub(crate) enum CallLane {
+    Lines(Lane),
+    Http(Box<super::http_lane::HttpLane>),
+}
+
+impl CallLane {
+    /// A progress token no other request of this session uses.
+    pub(crate) fn progress_token(&self) -> String {
+        match self {
+            CallLane::Lines(lane) => lane.progress_token(),
+            CallLane::Http(lane) => lane.progress_token(),
+        }
+    }
+}
+
 /// The lane's receiving side, held by the line reader. When the reader goes (end of file, or
 /// the session was dropped without reading to the end), every waiting call fails.
 #[derive(Debug)]

@@ -1,0 +1,540 @@
+//! A direct lane for `tools/call` over Streamable HTTP, beside rmcp's session to the same
+//! server (the HTTP twin of [`lane`](super::lane)).
+//!
+//! rmcp's Streamable HTTP client sends every message through its worker task: the typed message
+//! is encoded, posted, and the answer decoded into rmcp's model (the `ServerResult` union, tried
+//! variant by variant) before it is turned into JSON again for the catalogue and the output
+//! budget. The lane posts the call itself, on the process's shared keep-alive client, with the
+//! session id and protocol version the worker last used, and parses the answer once into JSON.
+//!
+//! - Everything else in the answer's event stream (progress, log messages, server-to-client
+//!   requests) is handed to rmcp's session through [`LaneHttpTransport`], marked as arriving
+//!   on the call's stream, exactly as the worker would hand it; rmcp answers the server's
+//!   requests through its worker as usual.
+//! - The lane only takes the road it knows is safe. Before the request could have run — no
+//!   handshake seen yet, a refused connection, HTTP 400/401/403/404 (a rejected token, an
+//!   expired session), a tool whose schema asks for `x-mcp-header` parameters or whose name
+//!   cannot be a header value — it answers [`HttpLaneError::Fallback`] and the call is sent
+//!   through rmcp, which knows how to refresh a token, renew a session and retry.
+//! - A stream that ends before the answer is resumed with `Last-Event-ID` when the server gave
+//!   event ids (a bounded number of times), as rmcp's worker does.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::{FutureExt, StreamExt};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientRequest, GetExtensions, RequestId, ServerJsonRpcMessage,
+};
+use rmcp::service::{InboundStreamOrigin, RoleClient};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::http::{HttpTransport, TimedClient};
+
+/// Lane request ids: the same id space as the stdio lane's.
+const ID_PREFIX: &str = "sb~";
+/// How many times a call's stream that ended before its answer is resumed.
+const MAX_RESUMES: usize = 3;
+/// The longest wait a server's `retry:` field can ask for before a resumption.
+const MAX_RETRY_WAIT: Duration = Duration::from_secs(5);
+/// How long the rest of a stream is read after the answer, so the connection can be reused.
+const DRAIN_WAIT: Duration = Duration::from_millis(50);
+/// The first protocol version with the standard request headers (`Mcp-Method`, `Mcp-Name`).
+const STANDARD_HEADERS_VERSION: &str = "2026-07-28";
+
+/// What rmcp's worker last sent with: the lane sends the same.
+#[derive(Debug, Default)]
+struct Observed {
+    /// A message after the handshake was posted: the session is usable.
+    ready: bool,
+    session: Option<Arc<str>>,
+}
+
+/// Shared between the [`TimedClient`] (which watches the worker's requests), the lane, and the
+/// transport that hands the lane's extra messages to rmcp.
+#[derive(Debug)]
+pub(crate) struct LaneWatch {
+    observed: Mutex<Observed>,
+    injected: mpsc::UnboundedSender<ServerJsonRpcMessage>,
+    next: AtomicU64,
+    /// Tools whose input schema has `x-mcp-header` annotations: their calls go through rmcp,
+    /// which adds the `Mcp-Param-*` headers.
+    header_tools: Mutex<std::collections::HashSet<String>>,
+}
+
+impl LaneWatch {
+    /// Called for every message rmcp's worker posts: an `initialize` starts a new session (the
+    /// lane waits until the handshake is done), anything else records the session id in use.
+    pub(crate) fn observe(&self, message: &ClientJsonRpcMessage, session: Option<&Arc<str>>) {
+        let initialize = matches!(
+            message,
+            ClientJsonRpcMessage::Request(r) if matches!(r.request, ClientRequest::InitializeRequest(_))
+        );
+        let Ok(mut observed) = self.observed.lock() else {
+            return;
+        };
+        if initialize {
+            *observed = Observed::default();
+        } else {
+            observed.ready = true;
+            observed.session = session.cloned();
+        }
+    }
+
+    /// Remembers which of a listed page of tools need `Mcp-Param-*` headers.
+    pub(crate) fn saw_tools(&self, tools: &[rmcp::model::Tool]) {
+        let Ok(mut names) = self.header_tools.lock() else {
+            return;
+        };
+        for tool in tools {
+            if mentions_header_annotation(&tool.input_schema) {
+                names.insert(tool.name.to_string());
+            }
+        }
+    }
+}
+
+fn mentions_header_annotation(schema: &serde_json::Map<String, Value>) -> bool {
+    schema.iter().any(|(key, value)| {
+        key == "x-mcp-header"
+            || match value {
+                Value::Object(inner) => mentions_header_annotation(inner),
+                Value::Array(items) => items.iter().any(|item| match item {
+                    Value::Object(inner) => mentions_header_annotation(inner),
+                    _ => false,
+                }),
+                _ => false,
+            }
+    })
+}
+
+/// Why the lane did not bring an answer.
+#[derive(Debug)]
+pub(crate) enum HttpLaneError {
+    /// The request did not run (or could not be sent this way): send it through rmcp.
+    Fallback,
+    /// The request may have run, and failed on the way; the message names no secret.
+    Failed(String),
+}
+
+/// The lane's sending side. Cheap to clone.
+#[derive(Debug, Clone)]
+pub(crate) struct HttpLane {
+    watch: Arc<LaneWatch>,
+    client: TimedClient,
+    uri: Arc<str>,
+    /// The configured headers (an `Authorization` among them when configured).
+    headers: HeaderMap,
+    /// A bearer token given to the transport (it replaces a configured `Authorization`).
+    bearer: Option<String>,
+    /// The negotiated protocol version, set when the session starts.
+    version: Option<HeaderValue>,
+    /// Protocol 2026-07-28 onward: the standard request headers go with each call.
+    standard_headers: bool,
+}
+
+/// Creates the lane for one Streamable HTTP transport: the lane, and the watch its client and
+/// transport share.
+pub(crate) fn http_lane(
+    client: TimedClient,
+    uri: &str,
+    headers: &HashMap<HeaderName, HeaderValue>,
+    bearer: Option<String>,
+) -> (
+    HttpLane,
+    Arc<LaneWatch>,
+    mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
+) {
+    let (injected, inbox) = mpsc::unbounded_channel();
+    let watch = Arc::new(LaneWatch {
+        observed: Mutex::new(Observed::default()),
+        injected,
+        next: AtomicU64::new(1),
+        header_tools: Mutex::new(std::collections::HashSet::new()),
+    });
+    let lane = HttpLane {
+        watch: watch.clone(),
+        client,
+        uri: uri.into(),
+        headers: headers
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        bearer,
+        version: None,
+        standard_headers: false,
+    };
+    (lane, watch, inbox)
+}
+
+/// The answer stream of one call, as the lane reads it.
+type Events = std::pin::Pin<
+    Box<dyn futures::Stream<Item = Result<sse_stream::Sse, sse_stream::Error>> + Send>,
+>;
+
+impl HttpLane {
+    /// The lane for a session on `version` (the negotiated protocol version).
+    pub(crate) fn for_version(mut self, version: &str) -> Self {
+        self.version = HeaderValue::from_str(version).ok();
+        self.standard_headers = version >= STANDARD_HEADERS_VERSION;
+        self
+    }
+
+    /// The watch the session reports listed tools to.
+    pub(crate) fn watch(&self) -> &LaneWatch {
+        &self.watch
+    }
+
+    /// A request id no other request of this session uses.
+    pub(crate) fn next_id(&self) -> String {
+        let number = self.watch.next.fetch_add(1, Ordering::Relaxed);
+        format!("{ID_PREFIX}{number}")
+    }
+
+    /// A progress token no other request of this session uses.
+    pub(crate) fn progress_token(&self) -> String {
+        let number = self.watch.next.fetch_add(1, Ordering::Relaxed);
+        format!("sb-progress-{number}")
+    }
+
+    /// Posts `tools/call` with `id` and waits for its answer: the whole JSON-RPC response
+    /// (`result` or `error`). Other messages on the answer's stream go to rmcp.
+    pub(crate) async fn call<P: serde::Serialize>(
+        &self,
+        id: &str,
+        tool: &str,
+        params: &P,
+    ) -> Result<Value, HttpLaneError> {
+        if self
+            .watch
+            .header_tools
+            .lock()
+            .map_or(true, |names| names.contains(tool))
+        {
+            return Err(HttpLaneError::Fallback);
+        }
+        let session = {
+            let observed = self
+                .watch
+                .observed
+                .lock()
+                .map_err(|_| HttpLaneError::Fallback)?;
+            if !observed.ready {
+                return Err(HttpLaneError::Fallback);
+            }
+            observed.session.clone()
+        };
+        let body = serde_json::to_vec(&serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "method": "tools/call",
+            "params": params,
+        }))
+        .map_err(|_| HttpLaneError::Fallback)?;
+        let mut headers = self.headers.clone();
+        headers.insert(
+            ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Some(version) = &self.version {
+            headers.insert(
+                HeaderName::from_static("mcp-protocol-version"),
+                version.clone(),
+            );
+        }
+        if let Some(session) = &session {
+            let value = HeaderValue::from_str(session).map_err(|_| HttpLaneError::Fallback)?;
+            headers.insert(HeaderName::from_static("mcp-session-id"), value);
+        }
+        if self.standard_headers {
+            // A name that needs the Base64 form is left to rmcp.
+            if !tool.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
+                return Err(HttpLaneError::Fallback);
+            }
+            let name = HeaderValue::from_str(tool).map_err(|_| HttpLaneError::Fallback)?;
+            headers.insert(
+                HeaderName::from_static("mcp-method"),
+                HeaderValue::from_static("tools/call"),
+            );
+            headers.insert(HeaderName::from_static("mcp-name"), name);
+        }
+        let token = match self.client.auth() {
+            Some(auth) => match auth.access_token().await {
+                Ok(token) => token,
+                Err(_) => return Err(HttpLaneError::Fallback),
+            },
+            None => self.bearer.clone(),
+        };
+        let mut request = self
+            .client
+            .reqwest()
+            .post(self.uri.as_ref())
+            .headers(headers)
+            .body(body);
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response =
+            match tokio::time::timeout(self.client.response_timeout(), request.send()).await {
+                Err(_) => {
+                    return Err(HttpLaneError::Failed(format!(
+                        "no response within {:?}",
+                        self.client.response_timeout()
+                    )));
+                }
+                Ok(Err(e)) if e.is_connect() => return Err(HttpLaneError::Fallback),
+                Ok(Err(e)) => return Err(HttpLaneError::Failed(e.without_url().to_string())),
+                Ok(Ok(response)) => response,
+            };
+        let status = response.status().as_u16();
+        if matches!(status, 400 | 401 | 403 | 404 | 405 | 406 | 415 | 429) {
+            return Err(HttpLaneError::Fallback);
+        }
+        let is_stream = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| ct.trim_start().starts_with("text/event-stream"));
+        if status == 200 && is_stream {
+            let events: Events = Box::pin(sse_stream::SseStream::from_bytes_stream(
+                response.bytes_stream(),
+            ));
+            return self.read_stream(id, events, session).await;
+        }
+        // A JSON answer, or a failure status with (perhaps) a JSON-RPC error in its body.
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| HttpLaneError::Failed(e.without_url().to_string()))?;
+        match serde_json::from_slice::<Value>(&bytes) {
+            Ok(message) if answers(&message, id) => Ok(message),
+            _ if status == 200 => Err(HttpLaneError::Failed(
+                "the server answered the call with something else than its response".into(),
+            )),
+            _ => Err(HttpLaneError::Failed(format!(
+                "the server answered HTTP {status}"
+            ))),
+        }
+    }
+
+    /// Reads the call's event stream to its answer, handing everything else to rmcp.
+    async fn read_stream(
+        &self,
+        id: &str,
+        mut events: Events,
+        session: Option<Arc<str>>,
+    ) -> Result<Value, HttpLaneError> {
+        let mut last_event_id: Option<String> = None;
+        let mut retry: Option<Duration> = None;
+        let mut resumes = 0usize;
+        loop {
+            while let Some(event) = events.next().await {
+                let event = event.map_err(|e| {
+                    HttpLaneError::Failed(format!("the call's event stream broke: {e}"))
+                })?;
+                if let Some(event_id) = event.id.filter(|i| !i.is_empty()) {
+                    last_event_id = Some(event_id);
+                }
+                if let Some(ms) = event.retry {
+                    retry = Some(Duration::from_millis(ms));
+                }
+                let Some(data) = event.data.filter(|d| !d.trim().is_empty()) else {
+                    continue;
+                };
+                let Ok(message) = serde_json::from_str::<Value>(&data) else {
+                    tracing::debug!("ignored an event that is not JSON on a call's stream");
+                    continue;
+                };
+                if answers(&message, id) {
+                    drain(events);
+                    return Ok(message);
+                }
+                self.hand_to_rmcp(message, id);
+            }
+            // The stream ended before the answer: resume it where it stopped, if we can.
+            let Some(event_id) = last_event_id.clone() else {
+                return Err(HttpLaneError::Failed(
+                    "the server closed the call's event stream before answering".into(),
+                ));
+            };
+            if resumes >= MAX_RESUMES {
+                return Err(HttpLaneError::Failed(format!(
+                    "the server closed the call's event stream {MAX_RESUMES} times before answering"
+                )));
+            }
+            resumes += 1;
+            if let Some(wait) = retry {
+                tokio::time::sleep(wait.min(MAX_RETRY_WAIT)).await;
+            }
+            events = self.resume(session.as_deref(), &event_id).await?;
+        }
+    }
+
+    /// `GET` with `Last-Event-ID`: the rest of a call's stream.
+    async fn resume(&self, session: Option<&str>, last: &str) -> Result<Events, HttpLaneError> {
+        let mut headers = self.headers.clone();
+        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        if let Some(version) = &self.version {
+            headers.insert(
+                HeaderName::from_static("mcp-protocol-version"),
+                version.clone(),
+            );
+        }
+        let failed = |what: &str| HttpLaneError::Failed(format!("cannot resume the call: {what}"));
+        if let Some(session) = session {
+            let value = HeaderValue::from_str(session).map_err(|_| failed("session id"))?;
+            headers.insert(HeaderName::from_static("mcp-session-id"), value);
+        }
+        let value = HeaderValue::from_str(last).map_err(|_| failed("event id"))?;
+        headers.insert(HeaderName::from_static("last-event-id"), value);
+        let token = match self.client.auth() {
+            Some(auth) => auth.access_token().await.map_err(|_| failed("no token"))?,
+            None => self.bearer.clone(),
+        };
+        let mut request = self
+            .client
+            .reqwest()
+            .get(self.uri.as_ref())
+            .headers(headers);
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = tokio::time::timeout(self.client.response_timeout(), request.send())
+            .await
+            .map_err(|_| failed("no response"))?
+            .map_err(|e| failed(&e.without_url().to_string()))?;
+        if !response.status().is_success() {
+            return Err(failed(&format!("HTTP {}", response.status().as_u16())));
+        }
+        Ok(Box::pin(sse_stream::SseStream::from_bytes_stream(
+            response.bytes_stream(),
+        )))
+    }
+
+    /// A message on the call's stream that is not its answer goes to rmcp's session; a request
+    /// is marked as arriving on the call's stream (its questions go to this call).
+    fn hand_to_rmcp(&self, message: Value, id: &str) {
+        match serde_json::from_value::<ServerJsonRpcMessage>(message) {
+            Ok(mut message) => {
+                if let ServerJsonRpcMessage::Request(request) = &mut message {
+                    request
+                        .request
+                        .extensions_mut()
+                        .insert(InboundStreamOrigin::OutboundRequest(RequestId::String(
+                            id.into(),
+                        )));
+                }
+                let _ = self.watch.injected.send(message);
+            }
+            Err(e) => tracing::debug!("ignored a message rmcp cannot read on a call's stream: {e}"),
+        }
+    }
+
+    /// Sends a notification (a cancellation, say) without waiting for it.
+    pub(crate) fn notify(&self, method: &str, params: Value) {
+        let lane = self.clone();
+        let method = method.to_owned();
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        runtime.spawn(async move {
+            let session = lane
+                .watch
+                .observed
+                .lock()
+                .ok()
+                .and_then(|o| o.session.clone());
+            let body = serde_json::json!({"jsonrpc": "2.0", "method": method, "params": params});
+            let mut request = lane
+                .client
+                .reqwest()
+                .post(lane.uri.as_ref())
+                .headers(lane.headers.clone())
+                .header(ACCEPT, "application/json, text/event-stream")
+                .json(&body);
+            if let Some(version) = &lane.version {
+                request = request.header("mcp-protocol-version", version.clone());
+            }
+            if let Some(session) = session {
+                request = request.header("mcp-session-id", session.as_ref());
+            }
+            if lane.standard_headers {
+                request = request.header("mcp-method", method.as_str());
+            }
+            let token = match lane.client.auth() {
+                Some(auth) => auth.access_token().await.ok().flatten(),
+                None => lane.bearer.clone(),
+            };
+            if let Some(token) = token {
+                request = request.bearer_auth(token);
+            }
+            let _ = tokio::time::timeout(lane.client.response_timeout(), request.send()).await;
+        });
+    }
+}
+
+/// Whether `message` is the response to the request `id`.
+fn answers(message: &Value, id: &str) -> bool {
+    message.get("id").and_then(Value::as_str) == Some(id) && message.get("method").is_none()
+}
+
+/// Reads what is left of an answered stream, briefly, so its connection goes back to the pool.
+fn drain(mut events: Events) {
+    match events.next().now_or_never() {
+        Some(None) => {}
+        _ => {
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(async move {
+                    let _ = tokio::time::timeout(DRAIN_WAIT, async {
+                        while events.next().await.is_some() {}
+                    })
+                    .await;
+                });
+            }
+        }
+    }
+}
+
+/// rmcp's Streamable HTTP transport, with the messages the lane found on its calls' streams
+/// merged into what rmcp receives.
+pub(crate) struct LaneHttpTransport {
+    inner: HttpTransport,
+    injected: mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
+}
+
+impl LaneHttpTransport {
+    pub(crate) fn new(
+        inner: HttpTransport,
+        injected: mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
+    ) -> Self {
+        LaneHttpTransport { inner, injected }
+    }
+}
+
+impl rmcp::transport::Transport<RoleClient> for LaneHttpTransport {
+    type Error = <HttpTransport as rmcp::transport::Transport<RoleClient>>::Error;
+
+    fn send(
+        &mut self,
+        item: ClientJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<ServerJsonRpcMessage> {
+        // Both receivers are channels: a message not taken by the losing branch stays queued.
+        tokio::select! {
+            message = self.inner.receive() => message,
+            Some(message) = self.injected.recv() => Some(message),
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.inner.close().await
+    }
+}
