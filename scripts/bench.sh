@@ -13,6 +13,14 @@ benches=("$@")
 if [ ${#benches[@]} -eq 0 ]; then
   benches=(startup calls gateway)
 fi
+# The gateway bench also measures server-everything (the reference server) when the test
+# partners are installed (scripts/install-partners.sh).
+if [ -f .partners/partners.env ]; then
+  set -a
+  # shellcheck disable=SC1091
+  . .partners/partners.env
+  set +a
+fi
 echo "nproc: $(nproc); uptime: $(uptime)"
 # Two builds: `--bin` applies to every selected package, so one command with `--bin
 # testkit-server -p switchboard-cli` would leave the CLI unbuilt (and `mcp list` measured on a

@@ -47,18 +47,26 @@ const X16_CALLS: u64 = 8000;
 const WARMUP: u64 = 200;
 const TOKEN: &str = "bench-token";
 
+/// What a target is called with, and what its answer must say.
+#[derive(Clone, Copy)]
+struct Echo {
+    tool: &'static str,
+    arguments: fn() -> Value,
+    expected: &'static str,
+}
+
 /// One MCP session over HTTP, by hand.
 #[derive(Clone)]
 struct RawClient {
     http: reqwest::Client,
     url: String,
     session: String,
-    tool: &'static str,
+    echo: Echo,
     next_id: Arc<AtomicU64>,
 }
 
 impl RawClient {
-    async fn connect(http: reqwest::Client, url: &str, tool: &'static str) -> RawClient {
+    async fn connect(http: reqwest::Client, url: &str, echo: Echo) -> RawClient {
         let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {},
             "clientInfo": {"name": "gateway-bench", "version": "1"}}});
@@ -77,7 +85,7 @@ impl RawClient {
             http,
             url: url.to_owned(),
             session,
-            tool,
+            echo,
             next_id: Arc::new(AtomicU64::new(1)),
         }
     }
@@ -85,11 +93,14 @@ impl RawClient {
     async fn call(&self) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {"name": self.tool, "arguments": {"text": "hello"}}});
+            "params": {"name": self.echo.tool, "arguments": (self.echo.arguments)()}});
         let response = post(&self.http, &self.url, Some(&self.session), &request).await;
         let answer = answer(response).await;
         assert_eq!(answer["id"], json!(id), "{answer}");
-        assert_eq!(answer["result"]["content"][0]["text"], "hello", "{answer}");
+        assert_eq!(
+            answer["result"]["content"][0]["text"], self.echo.expected,
+            "{answer}"
+        );
     }
 }
 
@@ -176,15 +187,20 @@ fn loadavg() -> String {
         .unwrap_or_else(|_| "?".to_owned())
 }
 
-/// Starts the gateway on a runtime of its own; returns its MCP URL.
-fn start_gateway(upstream: &str, tree: &ConfigTree) -> String {
+/// Starts the gateway on a runtime of its own, serving `upstreams` (name → URL); returns its
+/// MCP URL.
+fn start_gateway(upstreams: &[(&str, String)], tree: &ConfigTree) -> String {
+    let servers: serde_json::Map<String, Value> = upstreams
+        .iter()
+        .map(|(name, url)| ((*name).to_owned(), json!({"type": "http", "url": url})))
+        .collect();
+    let allow: Vec<String> = upstreams
+        .iter()
+        .map(|(name, _)| format!("mcp__{name}"))
+        .collect();
     tree.write(
         tree.user_file(),
-        &json!({
-            "mcpServers": {"kit": {"type": "http", "url": upstream}},
-            "permissions": {"allow": ["mcp__kit"]},
-        })
-        .to_string(),
+        &json!({"mcpServers": servers, "permissions": {"allow": allow}}).to_string(),
     )
     .unwrap();
     let env: switchboard::config::Environment = tree.env().into_iter().collect();
@@ -228,6 +244,77 @@ fn start_gateway(upstream: &str, tree: &ConfigTree) -> String {
         .expect("the gateway started")
 }
 
+/// server-everything (the TypeScript reference server) over Streamable HTTP on a free loopback
+/// port, when the partners are installed (`SWITCHBOARD_PARTNER_EVERYTHING`); killed on drop.
+struct Everything {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Everything {
+    fn start() -> Option<Everything> {
+        use std::io::BufRead;
+        let bin = std::env::var_os("SWITCHBOARD_PARTNER_EVERYTHING")?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .ok()?
+            .local_addr()
+            .ok()?
+            .port();
+        let mut child = std::process::Command::new(bin)
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .ok()?;
+        let stderr = child.stderr.take()?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if line.contains("port") {
+                    let _ = tx.send(());
+                }
+            }
+        });
+        let started = Everything {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        };
+        rx.recv_timeout(Duration::from_secs(30)).ok()?;
+        Some(started)
+    }
+}
+
+impl Drop for Everything {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const KIT_ECHO: Echo = Echo {
+    tool: "echo",
+    arguments: || json!({"text": "hello"}),
+    expected: "hello",
+};
+const KIT_THROUGH: Echo = Echo {
+    tool: "mcp__kit__echo",
+    ..KIT_ECHO
+};
+const EVERYTHING_ECHO: Echo = Echo {
+    tool: "echo",
+    arguments: || json!({"message": "hello"}),
+    expected: "Echo: hello",
+};
+const EVERYTHING_THROUGH: Echo = Echo {
+    tool: "mcp__everything__echo",
+    ..EVERYTHING_ECHO
+};
+
 fn main() {
     std::thread::spawn(|| {
         std::thread::sleep(WATCHDOG);
@@ -250,30 +337,59 @@ fn main() {
     }
     let upstream = TestServer::start(Transport::Http, std::iter::empty::<&str>())
         .expect("the upstream testkit-server");
+    let everything = Everything::start();
+    if everything.is_none() {
+        eprintln!(
+            "gateway bench: server-everything is not installed (scripts/install-partners.sh, then \
+             `set -a; . .partners/partners.env; set +a`): measuring the testkit upstream only"
+        );
+    }
+    let mut upstreams = vec![("kit", upstream.url().to_owned())];
+    if let Some(everything) = &everything {
+        upstreams.push(("everything", everything.url.clone()));
+    }
     let tree = ConfigTree::new().unwrap();
-    let gateway_url = start_gateway(upstream.url(), &tree);
+    let gateway_url = start_gateway(&upstreams, &tree);
     let load_before = loadavg();
     let started = Instant::now();
 
+    let mut targets = vec![(
+        "testkit-server (Rust)",
+        upstream.url().to_owned(),
+        KIT_ECHO,
+        KIT_THROUGH,
+    )];
+    if let Some(everything) = &everything {
+        targets.push((
+            "server-everything (TypeScript)",
+            everything.url.clone(),
+            EVERYTHING_ECHO,
+            EVERYTHING_THROUGH,
+        ));
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    let (direct, through) = runtime.block_on(async {
+    let results = runtime.block_on(async {
         let http = reqwest::Client::builder()
             .tcp_nodelay(true)
             .pool_max_idle_per_host(32)
             .build()
             .unwrap();
-        let mut direct = Vec::new();
-        let mut through = Vec::new();
-        for _ in 0..reps {
-            let d = RawClient::connect(http.clone(), upstream.url(), "echo").await;
-            direct.push(measure(&d).await);
-            let g = RawClient::connect(http.clone(), &gateway_url, "mcp__kit__echo").await;
-            through.push(measure(&g).await);
+        let mut results = Vec::new();
+        for (_, url, direct_echo, through_echo) in &targets {
+            let mut direct = Vec::new();
+            let mut through = Vec::new();
+            for _ in 0..reps {
+                let d = RawClient::connect(http.clone(), url, *direct_echo).await;
+                direct.push(measure(&d).await);
+                let g = RawClient::connect(http.clone(), &gateway_url, *through_echo).await;
+                through.push(measure(&g).await);
+            }
+            results.push((direct, through));
         }
-        (direct, through)
+        results
     });
     let load_after = loadavg();
 
@@ -283,22 +399,26 @@ fn main() {
         std::thread::available_parallelism().map_or(0, usize::from),
     );
     println!();
-    println!("| phase | direct calls/s | gateway calls/s | gateway ÷ direct | target ≥ 0.7× |");
-    println!("|---|--:|--:|--:|---|");
-    for (phase, pick) in [
-        ("seq", (|p: &(f64, f64)| p.0) as fn(&(f64, f64)) -> f64),
-        ("x16", |p: &(f64, f64)| p.1),
-    ] {
-        let d = median(direct.iter().map(pick).collect());
-        let g = median(through.iter().map(pick).collect());
-        let ratio = median(
-            direct
-                .iter()
-                .zip(&through)
-                .map(|(d, g)| pick(g) / pick(d))
-                .collect(),
-        );
-        let verdict = if ratio >= 0.7 { "PASS" } else { "FAIL" };
-        println!("| {phase} | {d:.0} | {g:.0} | {ratio:.2}× | {verdict} |");
+    println!(
+        "| upstream | phase | direct calls/s | gateway calls/s | gateway ÷ direct | target ≥ 0.7× |"
+    );
+    println!("|---|---|--:|--:|--:|---|");
+    for ((label, ..), (direct, through)) in targets.iter().zip(&results) {
+        for (phase, pick) in [
+            ("seq", (|p: &(f64, f64)| p.0) as fn(&(f64, f64)) -> f64),
+            ("x16", |p: &(f64, f64)| p.1),
+        ] {
+            let d = median(direct.iter().map(pick).collect());
+            let g = median(through.iter().map(pick).collect());
+            let ratio = median(
+                direct
+                    .iter()
+                    .zip(through)
+                    .map(|(d, g)| pick(g) / pick(d))
+                    .collect(),
+            );
+            let verdict = if ratio >= 0.7 { "PASS" } else { "FAIL" };
+            println!("| {label} | {phase} | {d:.0} | {g:.0} | {ratio:.2}× | {verdict} |");
+        }
     }
 }

@@ -361,7 +361,7 @@ pub(crate) fn streamable_http_oauth(
     )?;
     let (lane, watch, injected) = super::http_lane::http_lane(
         client.clone(),
-        url.as_str(),
+        url,
         &config.custom_headers,
         config.auth_header.clone(),
     );

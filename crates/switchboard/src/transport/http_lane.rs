@@ -126,13 +126,15 @@ pub(crate) enum HttpLaneError {
 pub(crate) struct HttpLane {
     watch: Arc<LaneWatch>,
     client: TimedClient,
-    uri: Arc<str>,
-    /// The configured headers (an `Authorization` among them when configured).
+    uri: reqwest::Url,
+    /// The configured headers (an `Authorization` among them when configured), and, once the
+    /// session starts, the protocol version.
     headers: HeaderMap,
+    /// `headers` with what every call sends: `Accept`, `Content-Type`, and from 2026-07-28
+    /// `Mcp-Method`.
+    call_headers: HeaderMap,
     /// A bearer token given to the transport (it replaces a configured `Authorization`).
     bearer: Option<String>,
-    /// The negotiated protocol version, set when the session starts.
-    version: Option<HeaderValue>,
     /// Protocol 2026-07-28 onward: the standard request headers go with each call.
     standard_headers: bool,
 }
@@ -141,7 +143,7 @@ pub(crate) struct HttpLane {
 /// transport share.
 pub(crate) fn http_lane(
     client: TimedClient,
-    uri: &str,
+    uri: &url::Url,
     headers: &HashMap<HeaderName, HeaderValue>,
     bearer: Option<String>,
 ) -> (
@@ -156,16 +158,17 @@ pub(crate) fn http_lane(
         next: AtomicU64::new(1),
         header_tools: Mutex::new(std::collections::HashSet::new()),
     });
+    let headers: HeaderMap = headers
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     let lane = HttpLane {
         watch: watch.clone(),
         client,
-        uri: uri.into(),
-        headers: headers
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
+        uri: uri.clone(),
+        call_headers: headers.clone(),
+        headers,
         bearer,
-        version: None,
         standard_headers: false,
     };
     (lane, watch, inbox)
@@ -179,8 +182,24 @@ type Events = std::pin::Pin<
 impl HttpLane {
     /// The lane for a session on `version` (the negotiated protocol version).
     pub(crate) fn for_version(mut self, version: &str) -> Self {
-        self.version = HeaderValue::from_str(version).ok();
         self.standard_headers = version >= STANDARD_HEADERS_VERSION;
+        if let Ok(version) = HeaderValue::from_str(version) {
+            self.headers
+                .insert(HeaderName::from_static("mcp-protocol-version"), version);
+        }
+        self.call_headers = self.headers.clone();
+        self.call_headers.insert(
+            ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        self.call_headers
+            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if self.standard_headers {
+            self.call_headers.insert(
+                HeaderName::from_static("mcp-method"),
+                HeaderValue::from_static("tools/call"),
+            );
+        }
         self
     }
 
@@ -228,25 +247,14 @@ impl HttpLane {
             }
             observed.session.clone()
         };
-        let body = serde_json::to_vec(&serde_json::json!({
-            "jsonrpc": "2.0",
-            "id": id,
-            "method": "tools/call",
-            "params": params,
-        }))
+        let body = serde_json::to_vec(&Request {
+            jsonrpc: "2.0",
+            id,
+            method: "tools/call",
+            params,
+        })
         .map_err(|_| HttpLaneError::Fallback)?;
-        let mut headers = self.headers.clone();
-        headers.insert(
-            ACCEPT,
-            HeaderValue::from_static("application/json, text/event-stream"),
-        );
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        if let Some(version) = &self.version {
-            headers.insert(
-                HeaderName::from_static("mcp-protocol-version"),
-                version.clone(),
-            );
-        }
+        let mut headers = self.call_headers.clone();
         if let Some(session) = &session {
             let value = HeaderValue::from_str(session).map_err(|_| HttpLaneError::Fallback)?;
             headers.insert(HeaderName::from_static("mcp-session-id"), value);
@@ -257,10 +265,6 @@ impl HttpLane {
                 return Err(HttpLaneError::Fallback);
             }
             let name = HeaderValue::from_str(tool).map_err(|_| HttpLaneError::Fallback)?;
-            headers.insert(
-                HeaderName::from_static("mcp-method"),
-                HeaderValue::from_static("tools/call"),
-            );
             headers.insert(HeaderName::from_static("mcp-name"), name);
         }
         let token = match self.client.auth() {
@@ -273,7 +277,7 @@ impl HttpLane {
         let mut request = self
             .client
             .reqwest()
-            .post(self.uri.as_ref())
+            .post(self.uri.clone())
             .headers(headers)
             .body(body);
         if let Some(token) = token {
@@ -379,12 +383,6 @@ impl HttpLane {
     async fn resume(&self, session: Option<&str>, last: &str) -> Result<Events, HttpLaneError> {
         let mut headers = self.headers.clone();
         headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
-        if let Some(version) = &self.version {
-            headers.insert(
-                HeaderName::from_static("mcp-protocol-version"),
-                version.clone(),
-            );
-        }
         let failed = |what: &str| HttpLaneError::Failed(format!("cannot resume the call: {what}"));
         if let Some(session) = session {
             let value = HeaderValue::from_str(session).map_err(|_| failed("session id"))?;
@@ -396,11 +394,7 @@ impl HttpLane {
             Some(auth) => auth.access_token().await.map_err(|_| failed("no token"))?,
             None => self.bearer.clone(),
         };
-        let mut request = self
-            .client
-            .reqwest()
-            .get(self.uri.as_ref())
-            .headers(headers);
+        let mut request = self.client.reqwest().get(self.uri.clone()).headers(headers);
         if let Some(token) = token {
             request = request.bearer_auth(token);
         }
@@ -453,13 +447,10 @@ impl HttpLane {
             let mut request = lane
                 .client
                 .reqwest()
-                .post(lane.uri.as_ref())
+                .post(lane.uri.clone())
                 .headers(lane.headers.clone())
                 .header(ACCEPT, "application/json, text/event-stream")
                 .json(&body);
-            if let Some(version) = &lane.version {
-                request = request.header("mcp-protocol-version", version.clone());
-            }
             if let Some(session) = session {
                 request = request.header("mcp-session-id", session.as_ref());
             }
@@ -476,6 +467,15 @@ impl HttpLane {
             let _ = tokio::time::timeout(lane.client.response_timeout(), request.send()).await;
         });
     }
+}
+
+/// A JSON-RPC request, written straight from its parts.
+#[derive(serde::Serialize)]
+struct Request<'a, P> {
+    jsonrpc: &'static str,
+    id: &'a str,
+    method: &'static str,
+    params: &'a P,
 }
 
 /// Whether `message` is the response to the request `id`.
