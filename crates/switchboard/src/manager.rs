@@ -322,7 +322,7 @@ impl ServerManager {
         let (events, _) = broadcast::channel(1024);
         let auth = options.auth.clone().unwrap_or_else(|| {
             let store = match &options.state_dir {
-                Some(dir) => crate::auth::TokenStore::in_dir(dir),
+                Some(dir) => crate::auth::TokenStore::from_env(dir, &options.env),
                 None => crate::auth::TokenStore::in_memory(),
             };
             crate::auth::AuthOptions {
