@@ -174,6 +174,30 @@ fn an_explicit_keychain_without_one_is_an_error_naming_the_setting() {
     assert!(!tree.state_dir().join("oauth-tokens.json").exists());
 }
 
+/// A pre-registered client whose secret is in the keychain, on a build without one: the
+/// error names the server and the field.
+#[cfg(all(target_os = "linux", not(feature = "secret-service")))]
+#[test]
+fn a_client_secret_from_a_missing_keychain_names_the_field() {
+    let (tree, server) = setup(&[]);
+    tree.write(
+        tree.user_file(),
+        &format!(
+            r#"{{"mcpServers": {{"guarded": {{"type": "http", "url": "{}",
+                "oauth": {{"clientId": "pre", "clientSecretKeychain": "guarded-secret"}}}}}}}}"#,
+            server.url()
+        ),
+    )
+    .unwrap();
+    let output = run(&tree, &["mcp", "login", "guarded"]);
+    let text = all_output(&output);
+    assert!(!output.status.success(), "{text}");
+    assert!(
+        text.contains("server `guarded`, field `oauth.clientSecretKeychain`"),
+        "{text}"
+    );
+}
+
 /// A real Secret Service: a private D-Bus session bus and GNOME Keyring (Debian packages
 /// `dbus-daemon`, `gnome-keyring`, `libsecret-tools`), ended on drop.
 #[cfg(feature = "secret-service")]
@@ -383,4 +407,63 @@ fn tokens_in_the_secret_service_from_login_to_logout() {
     for token in &tokens {
         assert!(!logs.contains(token.as_str()), "a token reached the logs");
     }
+}
+
+/// `oauth.clientSecretKeychain`: the secret is read from the Secret Service entry of service
+/// `switchboard` and that account; a missing entry is an error naming the field.
+#[cfg(feature = "secret-service")]
+#[test]
+fn a_client_secret_from_the_secret_service() {
+    let (tree, server) = setup(&[]);
+    let secrets = SecretService::start();
+    tree.write(
+        tree.user_file(),
+        &format!(
+            r#"{{"mcpServers": {{"guarded": {{"type": "http", "url": "{}",
+                "oauth": {{"clientId": "pre", "clientSecretKeychain": "guarded-secret"}}}}}}}}"#,
+            server.url()
+        ),
+    )
+    .unwrap();
+    let login = || {
+        command(&tree, &["mcp", "login", "guarded"])
+            .env("DBUS_SESSION_BUS_ADDRESS", &secrets.address)
+            .output()
+            .unwrap()
+    };
+    let missing = login();
+    let text = all_output(&missing);
+    assert!(!missing.status.success(), "{text}");
+    assert!(
+        text.contains("field `oauth.clientSecretKeychain`: the Secret Service has no entry for service `switchboard`, account `guarded-secret`"),
+        "{text}"
+    );
+
+    let mut store = Command::new("secret-tool")
+        .args([
+            "store",
+            "--label=test",
+            "service",
+            "switchboard",
+            "username",
+            "guarded-secret",
+        ])
+        .env("DBUS_SESSION_BUS_ADDRESS", &secrets.address)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        store
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(b"s3cret-value")
+            .unwrap();
+    }
+    assert!(store.wait().unwrap().success());
+    let found = login();
+    let text = all_output(&found);
+    assert!(found.status.success(), "{text}");
+    assert!(!text.contains("s3cret-value"), "{text}");
 }
