@@ -24,7 +24,7 @@ fn authorizer(ctx: &Context, entry: &ServerEntry) -> anyhow::Result<Authorizer> 
     };
     let oauth = remote.oauth.clone().unwrap_or_default();
     let options = AuthOptions {
-        store: TokenStore::in_dir(&ctx.paths.state_dir),
+        store: TokenStore::from_env(&ctx.paths.state_dir, &ctx.env),
         interactive: true,
         opener: Arc::new(SystemOpener {
             browser: ctx.env.get("BROWSER").map(str::to_owned),

@@ -152,3 +152,318 @@ fn two_processes_never_both_spend_a_rotating_refresh_token() {
     );
     assert!(!log.contains("unknown refresh token"), "{log}");
 }
+
+/// This build has no OS keychain on Linux (the Secret Service is the `secret-service`
+/// feature): `SWITCHBOARD_TOKEN_STORE=keychain` is an error naming the setting, never a
+/// silent file; the default (`auto`) uses the owner-only file (the tests above).
+#[cfg(all(target_os = "linux", not(feature = "secret-service")))]
+#[test]
+fn an_explicit_keychain_without_one_is_an_error_naming_the_setting() {
+    let (tree, _server) = setup(&[]);
+    let output = command(&tree, &["mcp", "login", "guarded"])
+        .env("SWITCHBOARD_TOKEN_STORE", "keychain")
+        .output()
+        .unwrap();
+    let text = all_output(&output);
+    assert!(!output.status.success(), "{text}");
+    assert!(
+        text.contains("SWITCHBOARD_TOKEN_STORE=keychain cannot be used"),
+        "{text}"
+    );
+    assert!(text.contains("Secret Service"), "{text}");
+    assert!(!tree.state_dir().join("oauth-tokens.json").exists());
+}
+
+/// A pre-registered client whose secret is in the keychain, on a build without one: the
+/// error names the server and the field.
+#[cfg(all(target_os = "linux", not(feature = "secret-service")))]
+#[test]
+fn a_client_secret_from_a_missing_keychain_names_the_field() {
+    let (tree, server) = setup(&[]);
+    tree.write(
+        tree.user_file(),
+        &format!(
+            r#"{{"mcpServers": {{"guarded": {{"type": "http", "url": "{}",
+                "oauth": {{"clientId": "pre", "clientSecretKeychain": "guarded-secret"}}}}}}}}"#,
+            server.url()
+        ),
+    )
+    .unwrap();
+    let output = run(&tree, &["mcp", "login", "guarded"]);
+    let text = all_output(&output);
+    assert!(!output.status.success(), "{text}");
+    assert!(
+        text.contains("server `guarded`, field `oauth.clientSecretKeychain`"),
+        "{text}"
+    );
+}
+
+/// A real Secret Service: a private D-Bus session bus and GNOME Keyring (Debian packages
+/// `dbus-daemon`, `gnome-keyring`, `libsecret-tools`), ended on drop.
+#[cfg(feature = "secret-service")]
+struct SecretService {
+    _dir: tempfile::TempDir,
+    address: String,
+    children: Vec<std::process::Child>,
+}
+
+#[cfg(feature = "secret-service")]
+impl SecretService {
+    fn start() -> SecretService {
+        use std::io::{BufRead, Write};
+        use std::os::unix::fs::PermissionsExt;
+        use std::process::Stdio;
+        let dir = tempfile::tempdir().unwrap();
+        let runtime = dir.path().join("run");
+        std::fs::create_dir(&runtime).unwrap();
+        std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let mut bus = Command::new("dbus-daemon")
+            .args(["--session", "--nofork", "--nopidfile", "--print-address=1"])
+            .arg(format!(
+                "--address=unix:path={}",
+                dir.path().join("bus").display()
+            ))
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("dbus-daemon (Debian package dbus-daemon)");
+        let mut address = String::new();
+        std::io::BufReader::new(bus.stdout.take().unwrap())
+            .read_line(&mut address)
+            .unwrap();
+        let address = address.trim().to_owned();
+        let mut keyring = Command::new("gnome-keyring-daemon")
+            .args(["--foreground", "--components=secrets", "--unlock"])
+            .env_clear()
+            .env("DBUS_SESSION_BUS_ADDRESS", &address)
+            .env("HOME", dir.path())
+            .env("XDG_DATA_HOME", dir.path().join("data"))
+            .env("XDG_RUNTIME_DIR", &runtime)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("gnome-keyring-daemon (Debian package gnome-keyring)");
+        // The login keyring's password, then end of input: the keyring is created unlocked.
+        let mut stdin = keyring.stdin.take().unwrap();
+        stdin.write_all(b"test").unwrap();
+        drop(stdin);
+        let service = SecretService {
+            _dir: dir,
+            address,
+            children: vec![keyring, bus],
+        };
+        // Ready when the keyring owns its bus name (bounded).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let owned = Command::new("dbus-send")
+                .args([
+                    "--session",
+                    "--print-reply",
+                    "--dest=org.freedesktop.DBus",
+                    "/org/freedesktop/DBus",
+                    "org.freedesktop.DBus.NameHasOwner",
+                    "string:org.freedesktop.secrets",
+                ])
+                .env("DBUS_SESSION_BUS_ADDRESS", &service.address)
+                .output()
+                .unwrap();
+            if String::from_utf8_lossy(&owned.stdout).contains("boolean true") {
+                break service;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the Secret Service did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    /// Every secret stored under service `switchboard`.
+    fn secrets(&self) -> Vec<String> {
+        let output = Command::new("secret-tool")
+            .args(["search", "--all", "--unlock", "service", "switchboard"])
+            .env("DBUS_SESSION_BUS_ADDRESS", &self.address)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .filter_map(|l| l.strip_prefix("secret = "))
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+#[cfg(feature = "secret-service")]
+impl Drop for SecretService {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Run with `cargo test -p switchboard-cli --features secret-service --test oauth_commands`
+/// (needs the Debian packages above; not part of CI, whose build stays without zbus).
+#[cfg(feature = "secret-service")]
+#[test]
+fn tokens_in_the_secret_service_from_login_to_logout() {
+    // 30 s tokens: every request refreshes, rotating the refresh token.
+    let (tree, server) = setup(&["--oauth-token-ttl", "30"]);
+    let secrets = SecretService::start();
+    let run_with = |store: &str, args: &[&str]| {
+        command(&tree, args)
+            .env("DBUS_SESSION_BUS_ADDRESS", &secrets.address)
+            .env("SWITCHBOARD_TOKEN_STORE", store)
+            .output()
+            .unwrap()
+    };
+    let mut logs = String::new();
+
+    // Tokens stored in the file before the keychain was chosen keep working.
+    assert!(
+        run_with("file", &["mcp", "login", "guarded"])
+            .status
+            .success()
+    );
+    assert_eq!(stored_tokens(&tree).len(), 2);
+    let get = run_with("keychain", &["mcp", "get", "guarded"]);
+    let text = all_output(&get);
+    assert!(text.contains("status:  ✓ connected"), "{text}");
+    logs.push_str(&text);
+    // That refresh moved them into the keychain: none stay in the file.
+    assert!(
+        stored_tokens(&tree).is_empty(),
+        "{:?}",
+        stored_tokens(&tree)
+    );
+    assert_eq!(secrets.secrets().len(), 1);
+
+    let login = run_with("keychain", &["mcp", "login", "guarded"]);
+    let text = all_output(&login);
+    assert!(login.status.success(), "{text}");
+    logs.push_str(&text);
+    assert!(stored_tokens(&tree).is_empty());
+    let stored = secrets.secrets();
+    assert_eq!(stored.len(), 1, "one record for the one server");
+    let record: serde_json::Value = serde_json::from_str(&stored[0]).unwrap();
+    let mut tokens = vec![
+        record["tokens"]["access_token"]
+            .as_str()
+            .unwrap()
+            .to_owned(),
+    ];
+
+    // Two processes refreshing at once through the keychain: the file lock still holds.
+    let children: Vec<_> = (0..2)
+        .map(|_| {
+            command(&tree, &["mcp", "get", "guarded"])
+                .env("DBUS_SESSION_BUS_ADDRESS", &secrets.address)
+                .env("SWITCHBOARD_TOKEN_STORE", "auto")
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let text = all_output(&child.wait_with_output().unwrap());
+        assert!(text.contains("status:  ✓ connected"), "{text}");
+        assert!(text.contains("auth:    logged in"), "{text}");
+        logs.push_str(&text);
+    }
+    let log = server.stderr();
+    assert!(
+        !log.contains("reused"),
+        "a refresh token was spent twice:\n{log}"
+    );
+    assert!(stored_tokens(&tree).is_empty());
+    let record: serde_json::Value = serde_json::from_str(&secrets.secrets()[0]).unwrap();
+    tokens.push(
+        record["tokens"]["access_token"]
+            .as_str()
+            .unwrap()
+            .to_owned(),
+    );
+    tokens.push(
+        record["tokens"]["refresh_token"]
+            .as_str()
+            .unwrap()
+            .to_owned(),
+    );
+
+    let logout = run_with("keychain", &["mcp", "logout", "guarded"]);
+    let text = all_output(&logout);
+    assert!(text.contains("Logged out of `guarded`"), "{text}");
+    logs.push_str(&text);
+    assert!(
+        secrets.secrets().is_empty(),
+        "logout removed the keychain entry"
+    );
+    let after = run_with("keychain", &["mcp", "get", "guarded"]);
+    let text = all_output(&after);
+    assert!(text.contains("status:  ! needs auth"), "{text}");
+    logs.push_str(&text);
+    for token in &tokens {
+        assert!(!logs.contains(token.as_str()), "a token reached the logs");
+    }
+}
+
+/// `oauth.clientSecretKeychain`: the secret is read from the Secret Service entry of service
+/// `switchboard` and that account; a missing entry is an error naming the field.
+#[cfg(feature = "secret-service")]
+#[test]
+fn a_client_secret_from_the_secret_service() {
+    let (tree, server) = setup(&[]);
+    let secrets = SecretService::start();
+    tree.write(
+        tree.user_file(),
+        &format!(
+            r#"{{"mcpServers": {{"guarded": {{"type": "http", "url": "{}",
+                "oauth": {{"clientId": "pre", "clientSecretKeychain": "guarded-secret"}}}}}}}}"#,
+            server.url()
+        ),
+    )
+    .unwrap();
+    let login = || {
+        command(&tree, &["mcp", "login", "guarded"])
+            .env("DBUS_SESSION_BUS_ADDRESS", &secrets.address)
+            .output()
+            .unwrap()
+    };
+    let missing = login();
+    let text = all_output(&missing);
+    assert!(!missing.status.success(), "{text}");
+    assert!(
+        text.contains("field `oauth.clientSecretKeychain`: the Secret Service has no entry for service `switchboard`, account `guarded-secret`"),
+        "{text}"
+    );
+
+    let mut store = Command::new("secret-tool")
+        .args([
+            "store",
+            "--label=test",
+            "service",
+            "switchboard",
+            "username",
+            "guarded-secret",
+        ])
+        .env("DBUS_SESSION_BUS_ADDRESS", &secrets.address)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        store
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(b"s3cret-value")
+            .unwrap();
+    }
+    assert!(store.wait().unwrap().success());
+    let found = login();
+    let text = all_output(&found);
+    assert!(found.status.success(), "{text}");
+    assert!(!text.contains("s3cret-value"), "{text}");
+}

@@ -13,6 +13,7 @@
 
 pub mod forward;
 pub mod http;
+pub mod page;
 pub mod session;
 pub mod uri;
 

@@ -7,18 +7,20 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorCode, GetPromptRequestParams,
-    GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    CompletionInfo, ErrorCode, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
+    Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
     ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig, SubscribeRequestParams,
-    SubscriptionFilter, Tool, UnsubscribeRequestParams,
+    Reference, ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
 use switchboard::catalog::{self, CatalogEvent};
-use switchboard::connection::{RequestError, ServerState};
+use switchboard::connection::{CompletionTarget, LogLevel, RequestError, ServerLog, ServerState};
 use switchboard::host::{CallError, CallOptions};
 use switchboard::manager::{RequestFailure, ServerEvent};
 use switchboard::permissions::CallSource;
@@ -26,6 +28,7 @@ use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::forward::{ElicitingPrompter, downstream_interaction};
+use crate::page::{PAGE_SIZE, page};
 use crate::{Gateway, uri};
 
 /// The most a result waits for the progress notifications before it.
@@ -38,6 +41,9 @@ pub struct Session {
     gateway: Gateway,
     /// The resources this session subscribed to (gateway URIs).
     subscribed: Arc<Mutex<HashSet<String>>>,
+    /// The level the client set with `logging/setLevel`: servers' log messages at or above it
+    /// are passed on; none before the client sets one.
+    log_level: Arc<Mutex<Option<LogLevel>>>,
     ended: CancellationToken,
     _end_on_drop: DropGuard,
 }
@@ -48,6 +54,7 @@ impl Session {
         Session {
             gateway,
             subscribed: Arc::default(),
+            log_level: Arc::default(),
             _end_on_drop: ended.clone().drop_guard(),
             ended,
         }
@@ -120,9 +127,17 @@ impl Session {
                         "openWorldHint": t.traits.open_world,
                     },
                 });
+                if let Some(title) = &t.title {
+                    tool["title"] = json!(title);
+                }
                 if t.display_name != t.name {
-                    tool["title"] = json!(t.display_name);
                     tool["annotations"]["title"] = json!(t.display_name);
+                }
+                if let Some(icons) = &t.icons {
+                    tool["icons"] = icons.clone();
+                }
+                if let Some(meta) = &t.meta {
+                    tool["_meta"] = meta.clone();
                 }
                 if let Some(description) = &t.description {
                     tool["description"] = json!(description);
@@ -146,12 +161,28 @@ impl Session {
     fn fan_out(&self, peer: Peer<RoleServer>) {
         let mut catalog = self.gateway.host().catalog().events();
         let mut servers = self.gateway.host().manager().events();
+        let mut logs = self.gateway.host().manager().logs();
         let ended = self.ended.clone();
         let subscribed = self.subscribed.clone();
+        let log_level = self.log_level.clone();
         tokio::spawn(async move {
             loop {
                 let sent = tokio::select! {
                     () = ended.cancelled() => return,
+                    log = logs.recv() => match log {
+                        Ok(log) => {
+                            let wanted = *log_level.lock().unwrap_or_else(PoisonError::into_inner);
+                            match log_message(log, wanted) {
+                                Some(message) => peer.notify_logging_message(message).await,
+                                None => Ok(()),
+                            }
+                        }
+                        Err(broadcast::error::RecvError::Lagged(missed)) => {
+                            tracing::debug!("{missed} server log messages were not passed on (slow client)");
+                            Ok(())
+                        }
+                        Err(broadcast::error::RecvError::Closed) => return,
+                    },
                     event = catalog.recv() => match event {
                         Ok(CatalogEvent::ToolsChanged { .. }) | Err(broadcast::error::RecvError::Lagged(_)) => {
                             peer.notify_tool_list_changed().await
@@ -225,8 +256,38 @@ fn failure(server: &str, e: RequestFailure) -> ErrorData {
     }
 }
 
+/// A server's log message as the downstream client sees it, when it is at or above the
+/// client's level: the logger names the server (`<server>` or `<server>/<logger>`).
+fn log_message(
+    log: ServerLog,
+    wanted: Option<LogLevel>,
+) -> Option<LoggingMessageNotificationParam> {
+    let wanted = wanted?;
+    if log.level < wanted {
+        return None;
+    }
+    let level: LoggingLevel = serde_json::from_value(json!(log.level.as_str())).ok()?;
+    let logger = match log.logger {
+        Some(logger) if !logger.is_empty() => format!("{}/{logger}", log.server),
+        _ => log.server,
+    };
+    let mut message = LoggingMessageNotificationParam::new(level, log.data);
+    message.logger = Some(logger);
+    Some(message)
+}
+
 fn invalid_result(what: &str, e: serde_json::Error) -> ErrorData {
     ErrorData::internal_error(format!("{what}: an unexpected result: {e}"), None)
+}
+
+/// The cursor a list request carries.
+fn cursor(request: &Option<PaginatedRequestParams>) -> Option<&str> {
+    request.as_ref().and_then(|r| r.cursor.as_deref())
+}
+
+/// A listed item's key for paging (its URI, URI template or name).
+fn key_of<'a>(item: &'a Value, field: &str) -> &'a str {
+    item.get(field).and_then(Value::as_str).unwrap_or_default()
 }
 
 /// Replaces the `field` of an item with its gateway URI.
@@ -253,6 +314,8 @@ impl ServerHandler for Session {
             .enable_resources_list_changed()
             .enable_prompts()
             .enable_prompts_list_changed()
+            .enable_logging()
+            .enable_completions()
             .build();
         let mut instructions = String::from(
             "Switchboard: the tools of every configured MCP server, named mcp__<server>__<tool>.",
@@ -314,13 +377,19 @@ impl ServerHandler for Session {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let snapshot = self.gateway.host().catalog().snapshot().await;
-        Ok(ListToolsResult::with_all_items(
+        let (tools, next) = page(
             self.tools_json(&snapshot.tools),
-        ))
+            |t| t.name.as_ref(),
+            cursor(&request),
+            PAGE_SIZE,
+        )?;
+        let mut result = ListToolsResult::with_all_items(tools);
+        result.next_cursor = next;
+        Ok(result)
     }
 
     fn get_tool(&self, _name: &str) -> Option<Tool> {
@@ -415,7 +484,7 @@ impl ServerHandler for Session {
 
     async fn list_resources(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let manager = self.gateway.host().manager();
@@ -430,14 +499,17 @@ impl ServerHandler for Session {
                 |server, item| rewrite_uri(server, item, "uri"),
             )
             .await;
+        let (all, next) = page(all, |r| key_of(r, "uri"), cursor(&request), PAGE_SIZE)?;
         let resources = serde_json::from_value(Value::Array(all))
             .map_err(|e| invalid_result("resources", e))?;
-        Ok(ListResourcesResult::with_all_items(resources))
+        let mut result = ListResourcesResult::with_all_items(resources);
+        result.next_cursor = next;
+        Ok(result)
     }
 
     async fn list_resource_templates(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let manager = self.gateway.host().manager();
@@ -452,9 +524,17 @@ impl ServerHandler for Session {
                 |server, item| rewrite_uri(server, item, "uriTemplate"),
             )
             .await;
+        let (all, next) = page(
+            all,
+            |t| key_of(t, "uriTemplate"),
+            cursor(&request),
+            PAGE_SIZE,
+        )?;
         let templates = serde_json::from_value(Value::Array(all))
             .map_err(|e| invalid_result("resource templates", e))?;
-        Ok(ListResourceTemplatesResult::with_all_items(templates))
+        let mut result = ListResourceTemplatesResult::with_all_items(templates);
+        result.next_cursor = next;
+        Ok(result)
     }
 
     async fn read_resource(
@@ -527,7 +607,7 @@ impl ServerHandler for Session {
 
     async fn list_prompts(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         let manager = self.gateway.host().manager();
@@ -546,9 +626,12 @@ impl ServerHandler for Session {
                 },
             )
             .await;
+        let (all, next) = page(all, |p| key_of(p, "name"), cursor(&request), PAGE_SIZE)?;
         let prompts =
             serde_json::from_value(Value::Array(all)).map_err(|e| invalid_result("prompts", e))?;
-        Ok(ListPromptsResult::with_all_items(prompts))
+        let mut result = ListPromptsResult::with_all_items(prompts);
+        result.next_cursor = next;
+        Ok(result)
     }
 
     async fn get_prompt(
@@ -568,5 +651,100 @@ impl ServerHandler for Session {
         serde_json::from_value::<GetPromptResult>(result)
             .map(GetPromptResponse::Complete)
             .map_err(|e| invalid_result(&request.name, e))
+    }
+
+    /// The level of servers' log messages this session gets. Upstream levels stay as the
+    /// configuration set them (`logLevel`): one client's choice never changes what another
+    /// gets, so a message below a server's own level never arrives.
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let name = serde_json::to_value(request.level)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let level = LogLevel::parse(&name)
+            .ok_or_else(|| ErrorData::invalid_params(format!("no log level `{name}`"), None))?;
+        *self
+            .log_level
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(level);
+        Ok(())
+    }
+
+    /// Argument completion for a prompt (`mcp__<server>__<prompt>`) or a resource template
+    /// (`switchboard://<server>/<template>`), asked of its server; a server that offers no
+    /// completions has no suggestions.
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let (server, target) = match &request.r#ref {
+            Reference::Prompt(prompt) => {
+                let (server, own) = self.prompt_target(&prompt.name).await?;
+                (server, CompletionTarget::Prompt(own))
+            }
+            Reference::Resource(template) => {
+                let (server, original) = uri::from_gateway(&template.uri).ok_or_else(|| {
+                    ErrorData::invalid_params(
+                        format!(
+                            "`{}` is not a gateway URI (switchboard://<server>/<uri>)",
+                            template.uri
+                        ),
+                        None,
+                    )
+                })?;
+                (
+                    server.to_owned(),
+                    CompletionTarget::ResourceTemplate(original.to_owned()),
+                )
+            }
+            _ => {
+                return Err(ErrorData::invalid_params(
+                    "completion is for a prompt (ref/prompt) or a resource template (ref/resource)",
+                    None,
+                ));
+            }
+        };
+        let offers = self
+            .gateway
+            .host()
+            .manager()
+            .states()
+            .into_iter()
+            .any(|(name, state)| {
+                name == server
+                    && matches!(&state, ServerState::Connected(info) if info.capabilities.completions)
+            });
+        if !offers {
+            return Ok(CompleteResult::new(CompletionInfo::default()));
+        }
+        let context = request
+            .context
+            .and_then(|c| c.arguments)
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
+        let completion = self
+            .gateway
+            .host()
+            .manager()
+            .complete(
+                &server,
+                &target,
+                &request.argument.name,
+                &request.argument.value,
+                &context,
+            )
+            .await
+            .map_err(|e| failure(&server, e))?;
+        let mut info = CompletionInfo::default();
+        info.values = completion.values;
+        info.total = completion.total;
+        info.has_more = Some(completion.has_more);
+        Ok(CompleteResult::new(info))
     }
 }

@@ -69,6 +69,7 @@ async fn gateway(servers: Value, permissions: Value) -> (ConfigTree, Host, Strin
 #[derive(Debug)]
 enum Seen {
     Progress(ProgressNotificationParam),
+    Log(rmcp::model::LoggingMessageNotificationParam),
     ToolsChanged,
     Elicited(String),
     Sampled,
@@ -105,6 +106,14 @@ impl ClientHandler for Recorder {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         let _ = self.seen.send(Seen::ToolsChanged);
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.seen.send(Seen::Log(params));
     }
 
     async fn create_elicitation(
@@ -683,4 +692,248 @@ async fn elicitation_and_sampling_reach_only_the_client_that_made_the_call() {
     assert_eq!(kinds(&mut seen_b), vec!["sampled"]);
     a.cancel().await.unwrap();
     b.cancel().await.unwrap();
+}
+
+/// The log messages a client gets (level, logger) until it has seen every level in `want`;
+/// then, after one more round trip to the gateway (anything sent before it has arrived by
+/// then), whatever else came. rmcp hands each notification to its own task, so the order
+/// within the list is not the order sent.
+async fn logs_of(
+    client: &Client,
+    rx: &mut mpsc::UnboundedReceiver<Seen>,
+    want: &[&str],
+) -> Vec<(String, String)> {
+    fn entry(log: rmcp::model::LoggingMessageNotificationParam) -> (String, String) {
+        let level = serde_json::to_value(log.level).unwrap();
+        (
+            level.as_str().unwrap().to_owned(),
+            log.logger.unwrap_or_default(),
+        )
+    }
+    let mut got = Vec::new();
+    let complete = next_matching(rx, |seen| match seen {
+        Seen::Log(log) => {
+            got.push(entry(log));
+            want.iter()
+                .all(|w| got.iter().any(|(level, _)| level == w))
+                .then_some(())
+        }
+        _ => None,
+    })
+    .await;
+    assert!(
+        complete.is_some(),
+        "not every level of {want:?} came; got {got:?}"
+    );
+    client.peer().list_tools(None).await.unwrap();
+    while let Ok(seen) = rx.try_recv() {
+        if let Seen::Log(log) = seen {
+            got.push(entry(log));
+        }
+    }
+    got.sort();
+    got
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_logs_reach_each_client_at_or_above_its_own_level() {
+    use rmcp::model::{LoggingLevel, SetLevelRequestParams};
+    let (_tree, _host, url) = gateway(
+        json!({"kit": testkit(&["--ask-tools"])}),
+        json!({"allow": ["mcp__kit"]}),
+    )
+    .await;
+    let (a, mut seen_a) = connect(&url, "a", false).await;
+    let (b, mut seen_b) = connect(&url, "b", false).await;
+    let (c, mut seen_c) = connect(&url, "c", false).await;
+    a.peer()
+        .set_level(SetLevelRequestParams::new(LoggingLevel::Info))
+        .await
+        .unwrap();
+    b.peer()
+        .set_level(SetLevelRequestParams::new(LoggingLevel::Error))
+        .await
+        .unwrap();
+
+    // The upstream server's level is untouched (no `logLevel` configured): the testkit's
+    // `log` tool logs at debug, info, warning and error, and the gateway passes on to each
+    // client what its own level lets through.
+    let logged = a
+        .peer()
+        .call_tool(call("mcp__kit__log", json!({})))
+        .await
+        .unwrap();
+    assert!(text_of(&logged).contains("debug"), "{}", text_of(&logged));
+
+    let logger = "kit/testkit".to_owned();
+    let got_a = logs_of(&a, &mut seen_a, &["info", "warning", "error"]).await;
+    assert_eq!(
+        got_a,
+        [
+            ("error".to_owned(), logger.clone()),
+            ("info".to_owned(), logger.clone()),
+            ("warning".to_owned(), logger.clone()),
+        ]
+    );
+    let got_b = logs_of(&b, &mut seen_b, &["error"]).await;
+    assert_eq!(got_b, [("error".to_owned(), logger.clone())]);
+    // A client that set no level gets no server logs.
+    c.peer().list_tools(None).await.unwrap();
+    let mut logs_c = 0;
+    while let Ok(seen) = seen_c.try_recv() {
+        logs_c += usize::from(matches!(seen, Seen::Log(_)));
+    }
+    assert_eq!(logs_c, 0);
+    a.cancel().await.unwrap();
+    b.cancel().await.unwrap();
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn completions_round_trip_for_prompts_and_resource_templates() {
+    use rmcp::model::CompletionContext;
+    let everything = std::env::var("SWITCHBOARD_PARTNER_EVERYTHING").expect(
+        "SWITCHBOARD_PARTNER_EVERYTHING is not set: run the tests with `bash scripts/test.sh`",
+    );
+    let (_tree, _host, url) = gateway(
+        json!({"everything": {"command": everything}, "kit": testkit(&["--ask-tools"])}),
+        json!({}),
+    )
+    .await;
+    let (client, _seen) = connect(&url, "a", false).await;
+    let info = client.peer().peer_info().unwrap();
+    assert!(info.capabilities.completions.is_some());
+
+    let peer = client.peer();
+    let departments = peer
+        .complete_prompt_argument(
+            "mcp__everything__completable-prompt",
+            "department",
+            "S",
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(departments.values, ["Sales", "Support"]);
+    // The arguments already chosen reach the server.
+    let context = CompletionContext::with_arguments(
+        [("department".to_owned(), "Engineering".to_owned())].into(),
+    );
+    let names = peer
+        .complete_prompt_argument(
+            "mcp__everything__completable-prompt",
+            "name",
+            "",
+            Some(context),
+        )
+        .await
+        .unwrap();
+    assert_eq!(names.values, ["Alice", "Bob", "Charlie"]);
+
+    let templates = peer.list_all_resource_templates().await.unwrap();
+    let template = templates
+        .iter()
+        .map(|t| t.uri_template.clone())
+        .find(|t| t.starts_with("switchboard://everything/") && t.contains("{resourceId}"))
+        .expect("a template with {resourceId}");
+    let ids = peer
+        .complete_resource_argument(template, "resourceId", "7", None)
+        .await
+        .unwrap();
+    assert_eq!(ids.values, ["7"]);
+
+    // A server that offers no completions has no suggestions (not an error).
+    let prompts = peer.list_all_prompts().await.unwrap();
+    let kit_prompt = prompts
+        .iter()
+        .find(|p| p.name.starts_with("mcp__kit__"))
+        .expect("a testkit prompt");
+    let none = peer
+        .complete_prompt_argument(kit_prompt.name.clone(), "x", "", None)
+        .await
+        .unwrap();
+    assert!(none.values.is_empty());
+    let unknown = peer
+        .complete_prompt_argument("mcp__everything__no-such-prompt", "x", "", None)
+        .await;
+    assert!(unknown.is_err());
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_keeps_its_title_icons_and_meta() {
+    let (_tree, _host, url) =
+        gateway(json!({"kit": testkit(&["--decorated-tool"])}), json!({})).await;
+    let (client, _seen) = connect(&url, "a", false).await;
+    let tools = client.peer().list_all_tools().await.unwrap();
+    let tool = tools
+        .iter()
+        .find(|t| t.name == "mcp__kit__decorated")
+        .expect("the decorated tool is served");
+    let served = serde_json::to_value(tool).unwrap();
+    assert_eq!(served["title"], "Decorated Echo");
+    assert_eq!(
+        served["icons"],
+        json!([
+            {"src": "https://example.test/icon.png", "mimeType": "image/png", "sizes": ["48x48"]},
+            {"src": "data:image/svg+xml;base64,PHN2Zy8+", "mimeType": "image/svg+xml"}
+        ])
+    );
+    assert_eq!(
+        served["_meta"],
+        json!({"example.test/owner": "testkit", "tier": 2})
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_catalogue_comes_in_pages_with_every_tool_exactly_once() {
+    use rmcp::model::PaginatedRequestParams;
+    // 1100 generated tools and the 9 fixed ones: three pages of at most 500.
+    let (_tree, host, url) = gateway(
+        json!({"kit": testkit(&["--extra-tools", "1100"])}),
+        json!({}),
+    )
+    .await;
+    let (client, _seen) = connect(&url, "a", false).await;
+    let mut names = Vec::new();
+    let mut cursor = None;
+    let mut pages = 0;
+    loop {
+        let params = PaginatedRequestParams::default().with_cursor(cursor.clone());
+        let page = client.peer().list_tools(Some(params)).await.unwrap();
+        pages += 1;
+        assert!(page.tools.len() <= switchboard_gateway::page::PAGE_SIZE);
+        names.extend(page.tools.iter().map(|t| t.name.to_string()));
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+        assert!(pages < 10, "the cursors never end");
+    }
+    assert_eq!(pages, 3);
+    let mut unique = names.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), names.len(), "a tool came twice");
+    let mut catalogue: Vec<String> = host
+        .catalog()
+        .snapshot()
+        .await
+        .tools
+        .into_iter()
+        .map(|t| t.qualified_name)
+        .collect();
+    catalogue.sort();
+    assert_eq!(unique, catalogue);
+    assert_eq!(names.len(), 1109);
+    // A cursor the gateway never gave is refused.
+    let bad = client
+        .peer()
+        .list_tools(Some(
+            PaginatedRequestParams::default().with_cursor(Some("nonsense".to_owned())),
+        ))
+        .await;
+    assert!(bad.is_err());
+    client.cancel().await.unwrap();
 }

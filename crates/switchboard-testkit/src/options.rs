@@ -94,6 +94,10 @@ pub struct Options {
     #[arg(long)]
     pub endless_pages: bool,
 
+    /// Also offer `decorated`: a tool with a `title`, `icons` and `_meta` (echoes its `text`).
+    #[arg(long)]
+    pub decorated_tool: bool,
+
     /// Also offer a tool with exactly this name (repeatable): odd characters, long names.
     #[arg(long = "tool-name", value_name = "NAME")]
     pub tool_names: Vec<String>,

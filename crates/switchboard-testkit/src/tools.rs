@@ -59,6 +59,9 @@ impl Toolbox {
         for name in &options.tool_names {
             tools.push(echo_like(name.clone()));
         }
+        if options.decorated_tool {
+            tools.push(decorated());
+        }
         if options.ask_tools {
             tools.extend(crate::ask::tools());
         }
@@ -463,6 +466,19 @@ impl ServerHandler for Toolbox {
         self.shared.answered.fetch_add(1, Ordering::SeqCst);
         result.map(CallToolResponse::from)
     }
+}
+
+/// `--decorated-tool`: every optional field a tool may carry besides annotations.
+fn decorated() -> Tool {
+    let mut tool = echo_like("decorated".to_owned());
+    tool.title = Some("Decorated Echo".to_owned());
+    tool.icons = serde_json::from_value(json!([
+        {"src": "https://example.test/icon.png", "mimeType": "image/png", "sizes": ["48x48"]},
+        {"src": "data:image/svg+xml;base64,PHN2Zy8+", "mimeType": "image/svg+xml"}
+    ]))
+    .ok();
+    tool.meta = serde_json::from_value(json!({"example.test/owner": "testkit", "tier": 2})).ok();
+    tool
 }
 
 fn echo_like(name: String) -> Tool {

@@ -17,6 +17,7 @@ mod callback;
 mod challenge;
 mod discovery;
 mod flow;
+mod keychain;
 mod store;
 
 use std::sync::Arc;
@@ -25,7 +26,7 @@ use std::time::Duration;
 pub use callback::{Opener, SystemOpener};
 pub(crate) use challenge::Challenge;
 pub use flow::{AuthStatus, Authorizer};
-pub use store::TokenStore;
+pub use store::{StoreKind, TokenStore};
 
 /// The bound on each OAuth request (metadata, registration, token).
 pub const OAUTH_TIMEOUT: Duration = Duration::from_secs(60);

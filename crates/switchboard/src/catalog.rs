@@ -57,10 +57,15 @@ pub struct Tool {
     pub name: String,
     /// `title` (annotation or tool), else the name.
     pub display_name: String,
+    /// The tool's own `title`, as its server sent it.
+    pub title: Option<String>,
     pub description: Option<String>,
     pub input_schema: Value,
     pub output_schema: Option<Value>,
     pub traits: ToolTraits,
+    /// The server's `icons` (JSON array) and `_meta` (JSON object), passed on untouched.
+    pub icons: Option<Value>,
+    pub meta: Option<Value>,
 }
 
 /// A tool the embedding program provides itself; it wins a clash with an MCP tool.
@@ -319,10 +324,13 @@ impl Catalog {
                 server: None,
                 name: builtin.name.clone(),
                 display_name: builtin.name.clone(),
+                title: None,
                 description: builtin.description.clone(),
                 input_schema: builtin.input_schema.clone(),
                 output_schema: None,
                 traits: builtin.traits,
+                icons: None,
+                meta: None,
             });
         }
         let states = self.manager.states();
@@ -395,10 +403,13 @@ impl Catalog {
                 server: None,
                 name: b.name.clone(),
                 display_name: b.name.clone(),
+                title: None,
                 description: b.description.clone(),
                 input_schema: b.input_schema.clone(),
                 output_schema: None,
                 traits: b.traits,
+                icons: None,
+                meta: None,
             });
         }
         let server =
@@ -450,6 +461,7 @@ fn authenticate_tool(server: &str) -> Tool {
         server: Some(server.to_owned()),
         name: AUTHENTICATE.to_owned(),
         display_name: format!("Authenticate {server}"),
+        title: Some(format!("Authenticate {server}")),
         description: Some(format!(
             "The MCP server `{server}` needs authorization. Call this to start the OAuth login: it returns a URL for the user to open; once they have logged in, `{server}`'s own tools replace this one."
         )),
@@ -462,6 +474,8 @@ fn authenticate_tool(server: &str) -> Tool {
             idempotent: true,
             open_world: true,
         },
+        icons: None,
+        meta: None,
     }
 }
 
@@ -538,6 +552,7 @@ fn build(config: &ServerConfig, defs: Vec<ToolDef>) -> ServerTools {
                     .clone()
                     .or(d.title.clone())
                     .unwrap_or_else(|| d.name.clone()),
+                title: d.title,
                 description: d.description.map(cap_description),
                 input_schema: d.input_schema,
                 output_schema: d.output_schema,
@@ -548,6 +563,8 @@ fn build(config: &ServerConfig, defs: Vec<ToolDef>) -> ServerTools {
                     idempotent: d.annotations.idempotent.unwrap_or(false),
                     open_world: d.annotations.open_world.unwrap_or(true),
                 },
+                icons: d.icons,
+                meta: d.meta,
                 name: d.name,
             }
         })

@@ -249,6 +249,8 @@ pub struct OAuthConfig {
     pub client_id: Option<String>,
     /// Name of the environment variable holding a pre-registered client's secret.
     pub client_secret_env: Option<String>,
+    /// The account of a keychain entry (service `switchboard`) holding that secret.
+    pub client_secret_keychain: Option<String>,
     pub callback_port: Option<u16>,
     pub scopes: Vec<String>,
     /// `grantType: "client_credentials"`: a machine-to-machine client, no user and no browser.

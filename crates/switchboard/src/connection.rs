@@ -17,6 +17,7 @@ use tokio::sync::mpsc;
 
 use handler::ClientSide;
 pub(crate) use handler::Notice;
+pub use handler::{LogLevel, ServerLog};
 pub use handshake::Generation;
 use handshake::{HandshakeError, Plan, handshake, latest_initialize_version};
 pub(crate) use requests::CallContext;

@@ -24,6 +24,9 @@ impl EnvVars {
     pub const SWITCHBOARD_CONFIG_DIR: &'static str = "SWITCHBOARD_CONFIG_DIR";
     /// Overrides the state directory (default `$XDG_STATE_HOME/switchboard`).
     pub const SWITCHBOARD_STATE_DIR: &'static str = "SWITCHBOARD_STATE_DIR";
+    /// Where OAuth tokens are kept: `auto` (default: the OS keychain where one answers, else
+    /// the owner-only file), `file` or `keychain`.
+    pub const SWITCHBOARD_TOKEN_STORE: &'static str = "SWITCHBOARD_TOKEN_STORE";
     /// Overrides the managed (administrator) configuration file.
     pub const SWITCHBOARD_MANAGED_CONFIG: &'static str = "SWITCHBOARD_MANAGED_CONFIG";
     /// Log filter of the `switchboard` binary (`warn` by default; e.g. `info`,

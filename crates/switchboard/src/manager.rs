@@ -33,6 +33,8 @@ use memory::Memory;
 pub const RECONNECT_ATTEMPTS: u32 = 5;
 /// Consecutive terminal request errors after which a connection is dropped and redone.
 pub const TERMINAL_ERRORS_BEFORE_RECONNECT: u32 = 3;
+/// Server log messages kept for slow receivers of [`ServerManager::logs`].
+const LOG_BUFFER: usize = 256;
 
 /// Opens a connection to a server the embedding program runs in this process: it returns the
 /// client's end of an in-memory stream (e.g. `tokio::io::duplex`) and serves MCP on the other.
@@ -206,6 +208,7 @@ struct Shared {
     auth: crate::auth::AuthOptions,
     memory: Memory,
     events: broadcast::Sender<ServerEvent>,
+    logs: broadcast::Sender<connection::ServerLog>,
     local_slots: Arc<Semaphore>,
     remote_slots: Arc<Semaphore>,
 }
@@ -320,9 +323,10 @@ impl ServerManager {
         options: ManagerOptions,
     ) -> ServerManager {
         let (events, _) = broadcast::channel(1024);
+        let (logs, _) = broadcast::channel(LOG_BUFFER);
         let auth = options.auth.clone().unwrap_or_else(|| {
             let store = match &options.state_dir {
-                Some(dir) => crate::auth::TokenStore::in_dir(dir),
+                Some(dir) => crate::auth::TokenStore::from_env(dir, &options.env),
                 None => crate::auth::TokenStore::in_memory(),
             };
             crate::auth::AuthOptions {
@@ -340,6 +344,7 @@ impl ServerManager {
                 options.limits.remote_connect_concurrency.max(1),
             )),
             events,
+            logs,
             options,
         });
         let manager = ServerManager {
@@ -429,6 +434,13 @@ impl ServerManager {
     /// Every state change and catalogue change, from now on.
     pub fn events(&self) -> broadcast::Receiver<ServerEvent> {
         self.shared.events.subscribe()
+    }
+
+    /// Every log message servers send (`notifications/message`), from now on. Which levels a
+    /// server sends is its own choice, or the entry's `logLevel` (sent on connect); a slow
+    /// receiver loses the oldest messages (`Lagged`), never blocks a server.
+    pub fn logs(&self) -> broadcast::Receiver<connection::ServerLog> {
+        self.shared.logs.subscribe()
     }
 
     /// Waits until no server is `pending`, at most `timeout`. Fails when a `required` server
@@ -969,11 +981,17 @@ impl Supervisor {
 
     fn forward_notices(&self, mut notices: mpsc::UnboundedReceiver<Notice>) {
         let events = self.shared.events.clone();
+        let logs = self.shared.logs.clone();
         let server = self.name().to_owned();
         tokio::spawn(async move {
             while let Some(notice) = notices.recv().await {
                 let server = server.clone();
                 let event = match notice {
+                    Notice::Log(log) => {
+                        // Nobody listening is fine: the log line was written already.
+                        let _ = logs.send(log);
+                        continue;
+                    }
                     Notice::ToolsChanged => ServerEvent::ToolsChanged { server },
                     Notice::ResourcesChanged => ServerEvent::ResourcesChanged { server },
                     Notice::PromptsChanged => ServerEvent::PromptsChanged { server },

@@ -545,7 +545,7 @@ fn every_transport_type_parses_into_its_own_variant() {
         tree.user_file(),
         r#"{"mcpServers": {
           "s": {"command": "x"},
-          "h": {"type": "http", "url": "https://h/mcp", "oauth": {"clientId": "abc", "callbackPort": 8976, "scopes": ["read"]}},
+          "h": {"type": "http", "url": "https://h/mcp", "oauth": {"clientId": "abc", "callbackPort": 8976, "scopes": ["read"], "clientSecretKeychain": "h-secret"}},
           "e": {"type": "sse", "url": "http://127.0.0.1:1/sse"},
           "w": {"url": "wss://h/ws"},
           "si": {"type": "sse-ide", "url": "http://127.0.0.1:2/sse", "ideName": "vscode", "lockFile": "/tmp/ide.lock"},
@@ -601,4 +601,8 @@ fn every_transport_type_parses_into_its_own_variant() {
         panic!()
     };
     assert_eq!(h.oauth.as_ref().unwrap().callback_port, Some(8976));
+    assert_eq!(
+        h.oauth.as_ref().unwrap().client_secret_keychain.as_deref(),
+        Some("h-secret")
+    );
 }

@@ -412,9 +412,9 @@ impl Authorizer {
             challenge.and_then(Challenge::resource_metadata),
         )
         .await?;
-        let client = self.preregistered(&discovery)?.ok_or_else(|| {
+        let client = self.preregistered(&discovery).await?.ok_or_else(|| {
             AuthError::Config(format!(
-                "server `{}`: the client-credentials grant needs `oauth.clientId` and a secret (`oauth.clientSecretEnv`)",
+                "server `{}`: the client-credentials grant needs `oauth.clientId` and a secret (`oauth.clientSecretEnv` or `oauth.clientSecretKeychain`)",
                 self.server
             ))
         })?;
@@ -496,12 +496,26 @@ impl Authorizer {
         scopes
     }
 
-    /// A pre-registered client (`oauth.clientId`, the secret from `oauth.clientSecretEnv`).
-    fn preregistered(&self, discovery: &Discovery) -> Result<Option<ClientIdentity>, AuthError> {
+    /// A pre-registered client (`oauth.clientId`, the secret from `oauth.clientSecretEnv` or
+    /// the keychain entry `oauth.clientSecretKeychain`).
+    async fn preregistered(
+        &self,
+        discovery: &Discovery,
+    ) -> Result<Option<ClientIdentity>, AuthError> {
         let Some(client_id) = self.config.client_id.clone() else {
             return Ok(None);
         };
+        let from_keychain = match &self.config.client_secret_keychain {
+            Some(account) => Some(
+                self.options
+                    .store
+                    .client_secret(&self.server, account)
+                    .await?,
+            ),
+            None => None,
+        };
         let secret = match &self.config.client_secret_env {
+            _ if from_keychain.is_some() => from_keychain,
             Some(var) => Some(
                 self.env
                     .get(var)
@@ -553,7 +567,7 @@ impl Authorizer {
         redirect_uri: &str,
         stored: Option<ClientIdentity>,
     ) -> Result<ClientIdentity, AuthError> {
-        if let Some(client) = self.preregistered(discovery)? {
+        if let Some(client) = self.preregistered(discovery).await? {
             return Ok(client);
         }
         if let Some(client) = stored

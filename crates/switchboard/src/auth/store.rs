@@ -1,10 +1,16 @@
 //! The token store: per server (name and URL), the client identity and the tokens.
 //!
-//! A JSON file readable by the owner only (`0600` in a `0700` folder), written atomically
-//! (temporary file + rename). Changes happen under an exclusive lock on a sibling lock file,
+//! Where the records live is chosen by `SWITCHBOARD_TOKEN_STORE` ([`StoreKind`]): the OS
+//! keychain (`keychain.rs`), or a JSON file readable by the owner only (`0600` in a `0700`
+//! folder), written atomically (temporary file + rename). `auto`, the default, uses the
+//! keychain where one answers and the file otherwise. With a keychain, the file is still read
+//! when the keychain has no entry (tokens stored before keep working; the next save moves
+//! them), and written when the keychain refuses a write under `auto`.
+//!
+//! Whatever holds the records, changes happen under an exclusive lock on a sibling lock file,
 //! so two Switchboard processes never both spend a rotating refresh token: the one that gets
-//! the lock second re-reads the file and finds the new tokens. Without a state folder the
-//! store lives in memory. Secrets never appear in `Debug` output.
+//! the lock second re-reads the store and finds the new tokens. Without a state folder the
+//! store lives in memory. Secrets never appear in `Debug` output or in error messages.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -15,6 +21,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use super::AuthError;
+use super::keychain::Keychain;
+use crate::config::Environment;
+use crate::env_vars::{EnvVarError, EnvVars};
 
 /// How long a process waits for another to finish a refresh.
 const LOCK_WAIT: Duration = Duration::from_secs(30);
@@ -122,6 +131,45 @@ pub(crate) fn now() -> u64 {
         .unwrap_or_default()
 }
 
+/// Which store holds the tokens (`SWITCHBOARD_TOKEN_STORE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum StoreKind {
+    /// The OS keychain where one answers (probed once, bounded), else the file.
+    #[default]
+    Auto,
+    /// The owner-only file only.
+    File,
+    /// The OS keychain (macOS Keychain, Windows Credential Manager, Linux Secret Service);
+    /// an error when there is none, never a silent file.
+    Keychain,
+}
+
+impl StoreKind {
+    /// `SWITCHBOARD_TOKEN_STORE`: unset or empty is `auto`; anything unknown is an error.
+    pub fn from_env(env: &Environment) -> Result<StoreKind, EnvVarError> {
+        let name = EnvVars::SWITCHBOARD_TOKEN_STORE;
+        match env.get(name).map(str::trim).unwrap_or("") {
+            "" | "auto" => Ok(StoreKind::Auto),
+            "file" => Ok(StoreKind::File),
+            "keychain" => Ok(StoreKind::Keychain),
+            other => Err(EnvVarError {
+                name,
+                value: other.to_owned(),
+                expected: "auto, file or keychain",
+            }),
+        }
+    }
+
+    fn setting(self) -> &'static str {
+        match self {
+            StoreKind::Auto => "auto",
+            StoreKind::File => "file",
+            StoreKind::Keychain => "keychain",
+        }
+    }
+}
+
 /// Where tokens are kept. Cheap to clone.
 #[derive(Clone)]
 pub struct TokenStore {
@@ -129,7 +177,20 @@ pub struct TokenStore {
 }
 
 enum Inner {
-    File { dir: PathBuf },
+    File {
+        dir: PathBuf,
+    },
+    /// Records in `keychain`; the file in `dir` is read when the keychain has none, and
+    /// written when the keychain refuses and `fall_back` (the `auto` choice) is set.
+    Keychain {
+        dir: PathBuf,
+        keychain: Keychain,
+        fall_back: bool,
+    },
+    /// The chosen store cannot be used: every operation fails with this message.
+    Unavailable {
+        message: String,
+    },
     Memory(Mutex<FileContents>),
 }
 
@@ -137,16 +198,78 @@ impl std::fmt::Debug for TokenStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &*self.inner {
             Inner::File { dir } => f.debug_tuple("TokenStore").field(dir).finish(),
+            Inner::Keychain { dir, keychain, .. } => f
+                .debug_tuple("TokenStore")
+                .field(keychain)
+                .field(dir)
+                .finish(),
+            Inner::Unavailable { .. } => f.write_str("TokenStore(unavailable)"),
             Inner::Memory(_) => f.write_str("TokenStore(memory)"),
         }
     }
 }
+
+const FILE_NAME: &str = "oauth-tokens.json";
+const LOCK_NAME: &str = "oauth-tokens.lock";
 
 impl TokenStore {
     /// A store in `dir` (created `0700` when missing): `oauth-tokens.json` and its lock.
     pub fn in_dir(dir: impl Into<PathBuf>) -> TokenStore {
         TokenStore {
             inner: Arc::new(Inner::File { dir: dir.into() }),
+        }
+    }
+
+    /// The store `SWITCHBOARD_TOKEN_STORE` in `env` chooses, with its file and lock in `dir`.
+    /// A malformed value gives a store whose every use fails with a message naming it.
+    pub fn from_env(dir: impl Into<PathBuf>, env: &Environment) -> TokenStore {
+        match StoreKind::from_env(env) {
+            Ok(kind) => TokenStore::open(dir, kind),
+            Err(e) => TokenStore {
+                inner: Arc::new(Inner::Unavailable {
+                    message: e.to_string(),
+                }),
+            },
+        }
+    }
+
+    /// The store of `kind`, with its file (fallback, migration) and lock in `dir`.
+    pub fn open(dir: impl Into<PathBuf>, kind: StoreKind) -> TokenStore {
+        let dir = dir.into();
+        let chosen = match kind {
+            StoreKind::File => return TokenStore::in_dir(dir),
+            StoreKind::Auto => match Keychain::platform() {
+                Ok(keychain) => Ok(keychain),
+                Err(why) => {
+                    tracing::debug!(
+                        "no OS keychain for OAuth tokens ({why}); using {}",
+                        dir.join(FILE_NAME).display()
+                    );
+                    return TokenStore::in_dir(dir);
+                }
+            },
+            StoreKind::Keychain => Keychain::platform(),
+        };
+        let inner = match chosen {
+            Ok(keychain) => {
+                tracing::debug!("OAuth tokens are kept in {}", keychain.name());
+                Inner::Keychain {
+                    dir,
+                    keychain,
+                    fall_back: kind == StoreKind::Auto,
+                }
+            }
+            Err(why) => Inner::Unavailable {
+                message: format!(
+                    "{}={} cannot be used: {why}; set it to `file` (or `auto`) to keep tokens in {}",
+                    EnvVars::SWITCHBOARD_TOKEN_STORE,
+                    kind.setting(),
+                    dir.join(FILE_NAME).display()
+                ),
+            },
+        };
+        TokenStore {
+            inner: Arc::new(inner),
         }
     }
 
@@ -157,26 +280,103 @@ impl TokenStore {
         }
     }
 
-    /// The file tokens are written to, when the store is a file.
+    /// The file tokens are written to (with a keychain: read from when it has no entry).
     pub fn path(&self) -> Option<PathBuf> {
         match &*self.inner {
-            Inner::File { dir } => Some(dir.join("oauth-tokens.json")),
-            Inner::Memory(_) => None,
+            Inner::File { dir } | Inner::Keychain { dir, .. } => Some(dir.join(FILE_NAME)),
+            Inner::Unavailable { .. } | Inner::Memory(_) => None,
         }
+    }
+
+    /// Where the records live, for people: a keychain's name, a file's path, ….
+    pub fn describe(&self) -> String {
+        match &*self.inner {
+            Inner::File { dir } => dir.join(FILE_NAME).display().to_string(),
+            Inner::Keychain { keychain, .. } => keychain.name().to_owned(),
+            Inner::Unavailable { message } => format!("unavailable: {message}"),
+            Inner::Memory(_) => "memory".to_owned(),
+        }
+    }
+
+    /// A pre-registered client's secret from the keychain entry (service `switchboard`,
+    /// account `account`): this store's keychain, else the platform's.
+    pub(crate) async fn client_secret(
+        &self,
+        server: &str,
+        account: &str,
+    ) -> Result<String, AuthError> {
+        let keychain = match &*self.inner {
+            Inner::Keychain { keychain, .. } => Ok(keychain.clone()),
+            _ => Err(()),
+        };
+        let (server, account) = (server.to_owned(), account.to_owned());
+        blocking(move || {
+            let field = format!("server `{server}`, field `oauth.clientSecretKeychain`");
+            let keychain = match keychain {
+                Ok(keychain) => keychain,
+                Err(()) => Keychain::platform()
+                    .map_err(|why| AuthError::Config(format!("{field}: {why}")))?,
+            };
+            match keychain.get(&account) {
+                Ok(Some(secret)) if !secret.trim().is_empty() => Ok(secret.trim().to_owned()),
+                Ok(_) => Err(AuthError::Config(format!(
+                    "{field}: {} has no entry for service `{}`, account `{account}`",
+                    keychain.name(),
+                    super::keychain::SERVICE
+                ))),
+                Err(e) => Err(AuthError::Config(format!(
+                    "{field}: cannot read {}: {e}",
+                    keychain.name()
+                ))),
+            }
+        })
+        .await
     }
 
     /// The record stored under `key`.
     pub(crate) async fn load(&self, key: &str) -> Result<Record, AuthError> {
         match &*self.inner {
             Inner::File { dir } => {
-                let path = dir.join("oauth-tokens.json");
-                let contents = tokio::task::spawn_blocking(move || read(&path))
-                    .await
-                    .map_err(|e| {
-                        AuthError::Store(format!("reading the token store failed: {e}"))
-                    })??;
-                Ok(contents.servers.get(key).cloned().unwrap_or_default())
+                let path = dir.join(FILE_NAME);
+                let key = key.to_owned();
+                blocking(move || Ok(read(&path)?.servers.remove(&key).unwrap_or_default())).await
             }
+            Inner::Keychain {
+                dir,
+                keychain,
+                fall_back,
+            } => {
+                let path = dir.join(FILE_NAME);
+                let (keychain, fall_back, key) = (keychain.clone(), *fall_back, key.to_owned());
+                blocking(move || {
+                    match keychain.get(&key) {
+                        Ok(Some(secret)) => {
+                            return serde_json::from_str(&secret).map_err(|_| {
+                                AuthError::Store(format!(
+                                    "the entry `{key}` in {} is not a token record; `switchboard mcp logout` of that server removes it",
+                                    keychain.name()
+                                ))
+                            });
+                        }
+                        Ok(None) => {}
+                        Err(e) if fall_back => tracing::debug!(
+                            "cannot read {} ({e}); trying {}",
+                            keychain.name(),
+                            path.display()
+                        ),
+                        Err(e) => {
+                            return Err(AuthError::Store(format!(
+                                "cannot read {}: {e}",
+                                keychain.name()
+                            )));
+                        }
+                    }
+                    // Not in the keychain: a record stored before it was chosen.
+                    Ok(read(&path)?.servers.remove(&key).unwrap_or_default())
+                })
+                .await
+            }
+            Inner::Unavailable { message } => Err(AuthError::Store(message.clone())),
             Inner::Memory(m) => Ok(m
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
@@ -187,12 +387,13 @@ impl TokenStore {
         }
     }
 
-    /// Takes the store's lock (bounded wait): only one process at a time changes it.
+    /// Takes the store's lock (bounded wait): only one process at a time changes it. Always a
+    /// lock file, whichever store holds the records.
     pub(crate) async fn lock(&self) -> Result<StoreLock, AuthError> {
         match &*self.inner {
-            Inner::File { dir } => {
+            Inner::File { dir } | Inner::Keychain { dir, .. } => {
                 ensure_dir(dir)?;
-                let path = dir.join("oauth-tokens.lock");
+                let path = dir.join(LOCK_NAME);
                 let file = std::fs::OpenOptions::new()
                     .create(true)
                     .truncate(false)
@@ -223,28 +424,56 @@ impl TokenStore {
                     }
                 }
             }
+            Inner::Unavailable { message } => Err(AuthError::Store(message.clone())),
             Inner::Memory(_) => Ok(StoreLock { _file: None }),
         }
     }
 
-    /// Replaces the record under `key` (`None` removes it). Call it holding [`Self::lock`].
+    /// Replaces the record under `key` (`None` removes it, from the keychain and the file).
+    /// Call it holding [`Self::lock`].
     pub(crate) async fn save(&self, key: &str, record: Option<Record>) -> Result<(), AuthError> {
         match &*self.inner {
             Inner::File { dir } => {
-                let dir = dir.clone();
+                let (dir, key) = (dir.clone(), key.to_owned());
+                blocking(move || save_file(&dir, key, record)).await
+            }
+            Inner::Keychain {
+                dir,
+                keychain,
+                fall_back,
+            } => {
+                let (dir, keychain, fall_back) = (dir.clone(), keychain.clone(), *fall_back);
                 let key = key.to_owned();
-                tokio::task::spawn_blocking(move || {
-                    let path = dir.join("oauth-tokens.json");
-                    let mut contents = read(&path)?;
-                    match record {
-                        Some(record) => contents.servers.insert(key, record),
-                        None => contents.servers.remove(&key),
+                blocking(move || {
+                    let written = match &record {
+                        Some(record) => {
+                            let text = serde_json::to_string(record).map_err(|_| {
+                                AuthError::Store("cannot encode a token record".to_owned())
+                            })?;
+                            keychain.set(&key, &text)
+                        }
+                        None => keychain.delete(&key).map(|_| ()),
                     };
-                    write(&dir, &path, &contents)
+                    match written {
+                        // In the keychain (or gone from it): no copy stays in the file.
+                        Ok(()) => remove_from_file(&dir, &key),
+                        Err(e) if fall_back => {
+                            tracing::debug!(
+                                "cannot write to {} ({e}); using {}",
+                                keychain.name(),
+                                dir.join(FILE_NAME).display()
+                            );
+                            save_file(&dir, key, record)
+                        }
+                        Err(e) => Err(AuthError::Store(format!(
+                            "cannot write to {}: {e}",
+                            keychain.name()
+                        ))),
+                    }
                 })
                 .await
-                .map_err(|e| AuthError::Store(format!("writing the token store failed: {e}")))?
             }
+            Inner::Unavailable { message } => Err(AuthError::Store(message.clone())),
             Inner::Memory(m) => {
                 let mut contents = m.lock().unwrap_or_else(PoisonError::into_inner);
                 match record {
@@ -255,6 +484,35 @@ impl TokenStore {
             }
         }
     }
+}
+
+/// Runs file or keychain work off the async threads.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, AuthError> + Send + 'static,
+) -> Result<T, AuthError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| AuthError::Store(format!("the token store's task failed: {e}")))?
+}
+
+fn save_file(dir: &Path, key: String, record: Option<Record>) -> Result<(), AuthError> {
+    let path = dir.join(FILE_NAME);
+    let mut contents = read(&path)?;
+    match record {
+        Some(record) => contents.servers.insert(key, record),
+        None => contents.servers.remove(&key),
+    };
+    write(dir, &path, &contents)
+}
+
+/// Drops `key` from the file when the file has it (a record now in the keychain, or removed).
+fn remove_from_file(dir: &Path, key: &str) -> Result<(), AuthError> {
+    let path = dir.join(FILE_NAME);
+    let mut contents = read(&path)?;
+    if contents.servers.remove(key).is_some() {
+        write(dir, &path, &contents)?;
+    }
+    Ok(())
 }
 
 /// Held while a process changes the store; dropping it releases the lock.
@@ -354,5 +612,67 @@ mod tests {
         assert!(!format!("{record:?}").contains("secret-access"));
         assert!(tokens("x").expires_within(Duration::from_secs(60)));
         assert!(!tokens("x").expires_within(Duration::from_secs(1)));
+    }
+
+    fn record(access: &str) -> Record {
+        Record {
+            client: None,
+            tokens: Some(tokens(access)),
+        }
+    }
+
+    fn file_text(store: &TokenStore) -> String {
+        std::fs::read_to_string(store.path().unwrap()).unwrap_or_default()
+    }
+
+    /// This machine has no Secret Service (no D-Bus session bus), and the default build has
+    /// no Secret Service support: `auto` is the owner-only file, `keychain` an error that
+    /// names the setting.
+    #[cfg(all(target_os = "linux", not(feature = "secret-service")))]
+    #[tokio::test]
+    async fn without_a_keychain_auto_is_the_file_and_keychain_is_an_error() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        let auto = TokenStore::open(&state, StoreKind::Auto);
+        assert_eq!(auto.describe(), state.join(FILE_NAME).display().to_string());
+        let lock = auto.lock().await.unwrap();
+        auto.save("k", Some(record("auto-access"))).await.unwrap();
+        drop(lock);
+        assert!(file_text(&auto).contains("auto-access"));
+        let mode = std::fs::metadata(auto.path().unwrap())
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+
+        let explicit = TokenStore::open(&state, StoreKind::Keychain);
+        let err = explicit.load("k").await.unwrap_err().to_string();
+        assert!(err.contains("SWITCHBOARD_TOKEN_STORE=keychain"), "{err}");
+        assert!(err.contains("Secret Service"), "{err}");
+        assert!(!err.contains("auto-access"), "{err}");
+        let err = explicit.lock().await.unwrap_err().to_string();
+        assert!(err.contains("SWITCHBOARD_TOKEN_STORE=keychain"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn the_setting_is_read_from_the_environment() {
+        let env = |v: &str| Environment::from_iter([(EnvVars::SWITCHBOARD_TOKEN_STORE, v)]);
+        assert_eq!(StoreKind::from_env(&env("")).unwrap(), StoreKind::Auto);
+        assert_eq!(StoreKind::from_env(&env("file")).unwrap(), StoreKind::File);
+        assert_eq!(
+            StoreKind::from_env(&env("keychain")).unwrap(),
+            StoreKind::Keychain
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let store = TokenStore::from_env(dir.path(), &env("vault"));
+        let err = store.load("k").await.unwrap_err().to_string();
+        assert!(err.contains("SWITCHBOARD_TOKEN_STORE"), "{err}");
+        assert!(err.contains("vault"), "{err}");
+        let file = TokenStore::from_env(dir.path(), &env("file"));
+        assert_eq!(
+            file.describe(),
+            dir.path().join(FILE_NAME).display().to_string()
+        );
     }
 }

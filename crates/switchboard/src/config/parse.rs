@@ -552,6 +552,10 @@ impl<'a> Walker<'a> {
                 "clientSecretEnv" => {
                     oauth.client_secret_env = Some(self.string(p, "oauth.clientSecretEnv")?)
                 }
+                "clientSecretKeychain" => {
+                    oauth.client_secret_keychain =
+                        Some(self.string(p, "oauth.clientSecretKeychain")?)
+                }
                 "callbackPort" => {
                     let port = self.positive_int(p, "oauth.callbackPort")?;
                     oauth.callback_port = Some(u16::try_from(port).map_err(|_| {

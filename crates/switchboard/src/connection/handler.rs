@@ -20,13 +20,85 @@ use tokio::sync::mpsc;
 
 use super::interact::{AnswerError, Asker, Origin};
 
-/// Something a server told us that invalidates what we know about it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Something a server told us that invalidates what we know about it, or a log message.
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Notice {
     ToolsChanged,
     ResourcesChanged,
     PromptsChanged,
     ResourceUpdated(String),
+    Log(ServerLog),
+}
+
+/// The severity of a server's log message, lowest first (RFC 5424's names, as MCP has them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum LogLevel {
+    Debug,
+    Info,
+    Notice,
+    Warning,
+    Error,
+    Critical,
+    Alert,
+    Emergency,
+}
+
+impl LogLevel {
+    /// Every level, lowest first.
+    pub const ALL: [LogLevel; 8] = [
+        LogLevel::Debug,
+        LogLevel::Info,
+        LogLevel::Notice,
+        LogLevel::Warning,
+        LogLevel::Error,
+        LogLevel::Critical,
+        LogLevel::Alert,
+        LogLevel::Emergency,
+    ];
+
+    /// The protocol's name: `debug` … `emergency`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogLevel::Debug => "debug",
+            LogLevel::Info => "info",
+            LogLevel::Notice => "notice",
+            LogLevel::Warning => "warning",
+            LogLevel::Error => "error",
+            LogLevel::Critical => "critical",
+            LogLevel::Alert => "alert",
+            LogLevel::Emergency => "emergency",
+        }
+    }
+
+    /// The level of a protocol name.
+    pub fn parse(name: &str) -> Option<LogLevel> {
+        LogLevel::ALL.into_iter().find(|l| l.as_str() == name)
+    }
+
+    fn from_rmcp(level: LoggingLevel) -> LogLevel {
+        match level {
+            LoggingLevel::Debug => LogLevel::Debug,
+            LoggingLevel::Info => LogLevel::Info,
+            LoggingLevel::Notice => LogLevel::Notice,
+            LoggingLevel::Warning => LogLevel::Warning,
+            LoggingLevel::Error => LogLevel::Error,
+            LoggingLevel::Critical => LogLevel::Critical,
+            LoggingLevel::Alert => LogLevel::Alert,
+            LoggingLevel::Emergency => LogLevel::Emergency,
+        }
+    }
+}
+
+/// A log message a server sent (`notifications/message`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerLog {
+    pub server: String,
+    pub level: LogLevel,
+    /// The server's own logger name, if it gave one.
+    pub logger: Option<String>,
+    /// Any JSON: a string, or an object with details.
+    pub data: serde_json::Value,
 }
 
 #[derive(Clone)]
@@ -181,6 +253,12 @@ impl ClientHandler for ClientSide {
         params: LoggingMessageNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
+        let _ = self.notices.send(Notice::Log(ServerLog {
+            server: self.server.clone(),
+            level: LogLevel::from_rmcp(params.level),
+            logger: params.logger.clone(),
+            data: params.data.clone(),
+        }));
         let server = &self.server;
         let data = params.data;
         let logger = params.logger.unwrap_or_default();

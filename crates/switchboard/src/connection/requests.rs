@@ -55,6 +55,10 @@ pub struct ToolDef {
     pub input_schema: Value,
     pub output_schema: Option<Value>,
     pub annotations: Annotations,
+    /// `icons` as the server sent them (JSON array), for surfaces that show or pass them on.
+    pub icons: Option<Value>,
+    /// `_meta` as the server sent it (JSON object).
+    pub meta: Option<Value>,
 }
 
 /// The hints a server gives about a tool (all optional in the protocol).
@@ -208,6 +212,8 @@ impl Session {
                                 idempotent: a.idempotent_hint,
                                 open_world: a.open_world_hint,
                             },
+                            icons: t.icons.as_ref().and_then(|i| serde_json::to_value(i).ok()),
+                            meta: t.meta.as_ref().and_then(|m| serde_json::to_value(m).ok()),
                         }
                     })
                     .collect();
