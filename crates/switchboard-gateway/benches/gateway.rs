@@ -90,6 +90,17 @@ impl RawClient {
         }
     }
 
+    /// Ends the session (`DELETE`), so a server does not keep the bench's sessions alive.
+    async fn close(&self) {
+        let request = self
+            .http
+            .delete(&self.url)
+            .bearer_auth(TOKEN)
+            .header("mcp-session-id", &self.session)
+            .header("mcp-protocol-version", "2025-06-18");
+        let _ = tokio::time::timeout(REQUEST_TIMEOUT, request.send()).await;
+    }
+
     async fn call(&self) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
@@ -189,7 +200,7 @@ fn loadavg() -> String {
 
 /// Starts the gateway on a runtime of its own, serving `upstreams` (name → URL); returns its
 /// MCP URL.
-fn start_gateway(upstreams: &[(&str, String)], tree: &ConfigTree) -> String {
+fn start_gateway(upstreams: &[(&str, String)], tree: &ConfigTree, multi_thread: bool) -> String {
     let servers: serde_json::Map<String, Value> = upstreams
         .iter()
         .map(|(name, url)| ((*name).to_owned(), json!({"type": "http", "url": url})))
@@ -208,11 +219,17 @@ fn start_gateway(upstreams: &[(&str, String)], tree: &ConfigTree) -> String {
     let output = tree.root().join("out");
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
+        let runtime = if multi_thread {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+        } else {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+        }
+        .unwrap();
         runtime.block_on(async move {
             let host = Host::builder()
                 .discover(project)
@@ -349,7 +366,9 @@ fn main() {
         upstreams.push(("everything", everything.url.clone()));
     }
     let tree = ConfigTree::new().unwrap();
-    let gateway_url = start_gateway(&upstreams, &tree);
+    let gateway_mt = start_gateway(&upstreams, &tree, true);
+    let tree_ct = ConfigTree::new().unwrap();
+    let gateway_ct = start_gateway(&upstreams, &tree_ct, false);
     let load_before = loadavg();
     let started = Instant::now();
 
@@ -380,14 +399,33 @@ fn main() {
         let mut results = Vec::new();
         for (_, url, direct_echo, through_echo) in &targets {
             let mut direct = Vec::new();
-            let mut through = Vec::new();
-            for _ in 0..reps {
-                let d = RawClient::connect(http.clone(), url, *direct_echo).await;
-                direct.push(measure(&d).await);
-                let g = RawClient::connect(http.clone(), &gateway_url, *through_echo).await;
-                through.push(measure(&g).await);
+            let mut through_mt = Vec::new();
+            let mut through_ct = Vec::new();
+            for rep in 0..reps {
+                // The order turns each repetition, so no target always goes first.
+                for turn in 0..3 {
+                    match (rep + turn) % 3 {
+                        0 => {
+                            let d = RawClient::connect(http.clone(), url, *direct_echo).await;
+                            direct.push(measure(&d).await);
+                            d.close().await;
+                        }
+                        1 => {
+                            let g =
+                                RawClient::connect(http.clone(), &gateway_mt, *through_echo).await;
+                            through_mt.push(measure(&g).await);
+                            g.close().await;
+                        }
+                        _ => {
+                            let g =
+                                RawClient::connect(http.clone(), &gateway_ct, *through_echo).await;
+                            through_ct.push(measure(&g).await);
+                            g.close().await;
+                        }
+                    }
+                }
             }
-            results.push((direct, through));
+            results.push((direct, through_mt, through_ct));
         }
         results
     });
@@ -400,25 +438,32 @@ fn main() {
     );
     println!();
     println!(
-        "| upstream | phase | direct calls/s | gateway calls/s | gateway ÷ direct | target ≥ 0.7× |"
+        "| upstream | gateway runtime | phase | direct calls/s | gateway calls/s | gateway ÷ direct | target ≥ 0.7× |"
     );
-    println!("|---|---|--:|--:|--:|---|");
-    for ((label, ..), (direct, through)) in targets.iter().zip(&results) {
-        for (phase, pick) in [
-            ("seq", (|p: &(f64, f64)| p.0) as fn(&(f64, f64)) -> f64),
-            ("x16", |p: &(f64, f64)| p.1),
+    println!("|---|---|---|--:|--:|--:|---|");
+    for ((label, ..), (direct, through_mt, through_ct)) in targets.iter().zip(&results) {
+        for (runtime, through) in [
+            ("current-thread", through_ct),
+            ("multi-thread, 2 workers", through_mt),
         ] {
-            let d = median(direct.iter().map(pick).collect());
-            let g = median(through.iter().map(pick).collect());
-            let ratio = median(
-                direct
-                    .iter()
-                    .zip(through)
-                    .map(|(d, g)| pick(g) / pick(d))
-                    .collect(),
-            );
-            let verdict = if ratio >= 0.7 { "PASS" } else { "FAIL" };
-            println!("| {label} | {phase} | {d:.0} | {g:.0} | {ratio:.2}× | {verdict} |");
+            for (phase, pick) in [
+                ("seq", (|p: &(f64, f64)| p.0) as fn(&(f64, f64)) -> f64),
+                ("x16", |p: &(f64, f64)| p.1),
+            ] {
+                let d = median(direct.iter().map(pick).collect());
+                let g = median(through.iter().map(pick).collect());
+                let ratio = median(
+                    direct
+                        .iter()
+                        .zip(through)
+                        .map(|(d, g)| pick(g) / pick(d))
+                        .collect(),
+                );
+                let verdict = if ratio >= 0.7 { "PASS" } else { "FAIL" };
+                println!(
+                    "| {label} | {runtime} | {phase} | {d:.0} | {g:.0} | {ratio:.2}× | {verdict} |"
+                );
+            }
         }
     }
 }

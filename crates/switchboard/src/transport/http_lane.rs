@@ -297,7 +297,10 @@ impl HttpLane {
             };
         let status = response.status().as_u16();
         if matches!(status, 400 | 401 | 403 | 404 | 405 | 406 | 415 | 429) {
-            tracing::debug!(status, "the call lane hands a call to rmcp after HTTP {status}");
+            tracing::debug!(
+                status,
+                "the call lane hands a call to rmcp after HTTP {status}"
+            );
             return Err(HttpLaneError::Fallback);
         }
         let is_stream = response
