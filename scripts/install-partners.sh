@@ -19,6 +19,8 @@
 #                                     MCP Inspector's CLI, @modelcontextprotocol/inspector-cli @
 #                                     1.0.3 (the full inspector 2.x cannot be pinned here: its
 #                                     vite wants an optional package this registry does not serve)
+#   Debian packages (not pinned: Debian stable's) dbus-daemon, gnome-keyring, libsecret-tools,
+#                                     for the Secret Service keychain tests; apt, as root, if missing
 #   requirements.txt                  PyPI: mcp==2.3.0, mcp-server-time==2026.10.19 and
 #                                     every resolved dependency, sha256-hashed
 #
@@ -284,6 +286,24 @@ write_env() {
   } >"$tmp"
   mv -f -- "$tmp" "$ENV_FILE"
 }
+
+# The Secret Service that the keychain tests start (Linux; the CLI builds the `secret-service`
+# feature by default): Debian's dbus-daemon, gnome-keyring and libsecret-tools, installed with
+# apt when one is missing and this runs as root. Debian stable pins them; without them the
+# keychain tests fail and name the package.
+DEBIAN_PACKAGES=(dbus-daemon gnome-keyring libsecret-tools)
+install_debian() {
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -q --no-install-recommends "${DEBIAN_PACKAGES[@]}" \
+    || { apt-get update -q && apt-get install -y -q --no-install-recommends "${DEBIAN_PACKAGES[@]}"; }
+}
+if [[ $(uname -s) == Linux ]] && { ! command -v dbus-daemon >/dev/null || ! command -v gnome-keyring-daemon >/dev/null || ! command -v secret-tool >/dev/null; }; then
+  if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+    step "apt-get install ${DEBIAN_PACKAGES[*]} (the Secret Service for the keychain tests)" install_debian
+  else
+    say "not root or no apt-get: install ${DEBIAN_PACKAGES[*]} yourself for the keychain tests"
+  fi
+fi
 
 stamp=$(want_stamp)
 if ((!force)) && [[ -f $STAMP && $(<"$STAMP") == "$stamp" ]] && entry_points_present; then

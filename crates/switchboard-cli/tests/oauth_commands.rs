@@ -153,14 +153,20 @@ fn two_processes_never_both_spend_a_rotating_refresh_token() {
     assert!(!log.contains("unknown refresh token"), "{log}");
 }
 
-/// This build has no OS keychain on Linux (the Secret Service is the `secret-service`
-/// feature): `SWITCHBOARD_TOKEN_STORE=keychain` is an error naming the setting, never a
-/// silent file; the default (`auto`) uses the owner-only file (the tests above).
-#[cfg(all(target_os = "linux", not(feature = "secret-service")))]
+/// A D-Bus session bus address where nothing listens: no Secret Service answers.
+#[cfg(target_os = "linux")]
+const NO_BUS: &str = "unix:path=/nonexistent/switchboard-test-bus";
+
+/// No OS keychain answers (on Linux: no D-Bus session bus, or a build without the
+/// `secret-service` feature): `SWITCHBOARD_TOKEN_STORE=keychain` is an error naming the
+/// setting, never a silent file; the default (`auto`) uses the owner-only file (the tests
+/// above).
+#[cfg(target_os = "linux")]
 #[test]
 fn an_explicit_keychain_without_one_is_an_error_naming_the_setting() {
     let (tree, _server) = setup(&[]);
     let output = command(&tree, &["mcp", "login", "guarded"])
+        .env("DBUS_SESSION_BUS_ADDRESS", NO_BUS)
         .env("SWITCHBOARD_TOKEN_STORE", "keychain")
         .output()
         .unwrap();
@@ -174,9 +180,9 @@ fn an_explicit_keychain_without_one_is_an_error_naming_the_setting() {
     assert!(!tree.state_dir().join("oauth-tokens.json").exists());
 }
 
-/// A pre-registered client whose secret is in the keychain, on a build without one: the
+/// A pre-registered client whose secret is in the keychain, where no keychain answers: the
 /// error names the server and the field.
-#[cfg(all(target_os = "linux", not(feature = "secret-service")))]
+#[cfg(target_os = "linux")]
 #[test]
 fn a_client_secret_from_a_missing_keychain_names_the_field() {
     let (tree, server) = setup(&[]);
@@ -189,7 +195,10 @@ fn a_client_secret_from_a_missing_keychain_names_the_field() {
         ),
     )
     .unwrap();
-    let output = run(&tree, &["mcp", "login", "guarded"]);
+    let output = command(&tree, &["mcp", "login", "guarded"])
+        .env("DBUS_SESSION_BUS_ADDRESS", NO_BUS)
+        .output()
+        .unwrap();
     let text = all_output(&output);
     assert!(!output.status.success(), "{text}");
     assert!(
@@ -303,8 +312,8 @@ impl Drop for SecretService {
     }
 }
 
-/// Run with `cargo test -p switchboard-cli --features secret-service --test oauth_commands`
-/// (needs the Debian packages above; not part of CI, whose build stays without zbus).
+/// Part of `cargo test` through the CLI's default feature `secret-service`; the Debian packages
+/// above come from `scripts/install-partners.sh`.
 #[cfg(feature = "secret-service")]
 #[test]
 fn tokens_in_the_secret_service_from_login_to_logout() {

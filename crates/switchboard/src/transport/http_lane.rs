@@ -376,6 +376,11 @@ impl HttpLane {
                 )));
             }
             resumes += 1;
+            tracing::debug!(
+                resumes,
+                ?retry,
+                "the call's stream ended before its answer: resuming it"
+            );
             if let Some(wait) = retry {
                 tokio::time::sleep(wait.min(MAX_RETRY_WAIT)).await;
             }
