@@ -614,6 +614,7 @@ mod tests {
         assert!(!tokens("x").expires_within(Duration::from_secs(1)));
     }
 
+    #[cfg(all(target_os = "linux", not(feature = "secret-service")))]
     fn record(access: &str) -> Record {
         Record {
             client: None,
@@ -621,13 +622,15 @@ mod tests {
         }
     }
 
+    #[cfg(all(target_os = "linux", not(feature = "secret-service")))]
     fn file_text(store: &TokenStore) -> String {
         std::fs::read_to_string(store.path().unwrap()).unwrap_or_default()
     }
 
-    /// This machine has no Secret Service (no D-Bus session bus), and the default build has
-    /// no Secret Service support: `auto` is the owner-only file, `keychain` an error that
-    /// names the setting.
+    /// A build of the library without Secret Service support (`cargo test -p switchboard`;
+    /// a workspace build gets the CLI's default feature, and the CLI's tests cover the same
+    /// through a dead D-Bus address): `auto` is the owner-only file, `keychain` an error
+    /// that names the setting.
     #[cfg(all(target_os = "linux", not(feature = "secret-service")))]
     #[tokio::test]
     async fn without_a_keychain_auto_is_the_file_and_keychain_is_an_error() {
