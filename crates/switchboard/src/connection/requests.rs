@@ -18,8 +18,8 @@ use super::interact::CallGuard;
 use crate::interaction::{
     MAX_ANSWER_WAIT, MAX_INPUT_ROUNDS, MAX_URL_ELICITATION_RETRIES, URL_ELICITATION_REQUIRED,
 };
-use crate::transport::http_lane::{HttpLane, HttpLaneError};
-use crate::transport::lane::{CallLane, Lane, LaneError};
+use crate::transport::http_lane::HttpLaneError;
+use crate::transport::lane::{CallLane, LaneError};
 
 /// The pause before sending again a call answered with request state only, times the round.
 const STATE_ONLY_PAUSE: Duration = Duration::from_millis(50);
@@ -551,15 +551,12 @@ impl Session {
             .send_request_with_option(request, options)
             .await?;
         guard.sent(handle.id.clone(), handle.progress_token.clone());
-        let mut cancel = CancelOnDrop {
-            peer: Some(self.peer().clone()),
-            id: handle.id.clone(),
-        };
+        let mut cancel = CancelOnDrop::peer(self.peer(), handle.id.clone());
         let forwarding = self
             .forward_progress(&handle.progress_token, progress)
             .await;
         let response = handle.await_response().await;
-        cancel.peer = None;
+        cancel.disarm();
         if let Some(forwarding) = forwarding {
             forwarding.finish().await;
         }
@@ -691,13 +688,10 @@ impl Session {
             CallLane::Lines(lane) => match lane.send("tools/call", &params) {
                 Ok((id, pending)) => {
                     guard.sent(NumberOrString::String(id.clone().into()), token);
-                    let mut cancel = LaneCancel {
-                        lane: Some(lane.clone()),
-                        id,
-                    };
+                    let mut cancel = CancelOnDrop::lane(CallLane::Lines(lane.clone()), id);
                     let answer = tokio::time::timeout(timeout, pending.answer()).await;
                     if answer.is_ok() {
-                        cancel.lane = None;
+                        cancel.disarm();
                     }
                     answer.map(|a| a.map_err(|_| RequestError::Closed))
                 }
@@ -706,14 +700,11 @@ impl Session {
             CallLane::Http(lane) => {
                 let id = lane.next_id();
                 guard.sent(NumberOrString::String(id.clone().into()), token);
-                let mut cancel = HttpLaneCancel {
-                    lane: Some((**lane).clone()),
-                    id: id.clone(),
-                };
+                let mut cancel = CancelOnDrop::lane(CallLane::Http(lane.clone()), id.clone());
                 let answer =
                     tokio::time::timeout(timeout, lane.call(&id, &params.name, &params)).await;
                 if answer.is_ok() {
-                    cancel.lane = None;
+                    cancel.disarm();
                 }
                 match answer {
                     Ok(Err(HttpLaneError::Fallback)) => {
@@ -775,59 +766,51 @@ impl Session {
     }
 }
 
-/// Sends `notifications/cancelled` for a lane request whose caller went away or timed out.
-struct LaneCancel {
-    lane: Option<Lane>,
-    id: String,
+/// Sends `notifications/cancelled` for a request whose caller went away (or timed out), on the
+/// road the request took: rmcp's session, or the call lane with the lane's own id.
+/// [`disarm`](CancelOnDrop::disarm) once the answer is in.
+struct CancelOnDrop(Option<CancelTarget>);
+
+enum CancelTarget {
+    Peer(rmcp::service::Peer<RoleClient>, rmcp::model::RequestId),
+    Lane(CallLane, String),
 }
 
-impl Drop for LaneCancel {
-    fn drop(&mut self) {
-        if let Some(lane) = self.lane.take() {
-            lane.notify(
-                "notifications/cancelled",
-                &serde_json::json!({"requestId": self.id, "reason": "the caller cancelled"}),
-            );
-        }
+impl CancelOnDrop {
+    fn peer(peer: &rmcp::service::Peer<RoleClient>, id: rmcp::model::RequestId) -> Self {
+        CancelOnDrop(Some(CancelTarget::Peer(peer.clone(), id)))
     }
-}
 
-/// Sends `notifications/cancelled` for an HTTP lane request whose caller went away or timed out.
-struct HttpLaneCancel {
-    lane: Option<HttpLane>,
-    id: String,
-}
-
-impl Drop for HttpLaneCancel {
-    fn drop(&mut self) {
-        if let Some(lane) = self.lane.take() {
-            lane.notify(
-                "notifications/cancelled",
-                serde_json::json!({"requestId": self.id, "reason": "the caller cancelled"}),
-            );
-        }
+    fn lane(lane: CallLane, id: String) -> Self {
+        CancelOnDrop(Some(CancelTarget::Lane(lane, id)))
     }
-}
 
-/// Sends `notifications/cancelled` for a request whose caller went away.
-struct CancelOnDrop {
-    peer: Option<rmcp::service::Peer<RoleClient>>,
-    id: rmcp::model::RequestId,
+    fn disarm(&mut self) {
+        self.0 = None;
+    }
 }
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
-        let Some(peer) = self.peer.take() else { return };
-        let id = self.id.clone();
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                let params = rmcp::model::CancelledNotificationParam::new(
-                    Some(id),
-                    Some("the caller cancelled".to_owned()),
-                );
-                let notification = rmcp::model::CancelledNotification::new(params);
-                let _ = peer.send_notification(notification.into()).await;
-            });
+        const REASON: &str = "the caller cancelled";
+        match self.0.take() {
+            None => {}
+            Some(CancelTarget::Lane(lane, id)) => lane.notify(
+                "notifications/cancelled",
+                serde_json::json!({"requestId": id, "reason": REASON}),
+            ),
+            Some(CancelTarget::Peer(peer, id)) => {
+                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                    runtime.spawn(async move {
+                        let params = rmcp::model::CancelledNotificationParam::new(
+                            Some(id),
+                            Some(REASON.to_owned()),
+                        );
+                        let notification = rmcp::model::CancelledNotification::new(params);
+                        let _ = peer.send_notification(notification.into()).await;
+                    });
+                }
+            }
         }
     }
 }

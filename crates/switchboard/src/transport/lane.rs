@@ -61,6 +61,14 @@ pub(crate) enum CallLane {
 }
 
 impl CallLane {
+    /// Sends a notification (a cancellation, say) without waiting for it.
+    pub(crate) fn notify(&self, method: &str, params: Value) {
+        match self {
+            CallLane::Lines(lane) => lane.notify(method, &params),
+            CallLane::Http(lane) => lane.notify(method, params),
+        }
+    }
+
     /// A progress token no other request of this session uses.
     pub(crate) fn progress_token(&self) -> String {
         match self {
