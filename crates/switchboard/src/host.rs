@@ -443,6 +443,20 @@ impl Host {
         options: CallOptions,
     ) -> Result<CallOutcome, CallError> {
         if let Some(server) = self.catalog.authenticate_target(qualified) {
+            // Starting a login (a browser on this machine) is a call like any other: rules,
+            // hooks and the question apply, so a gateway client cannot open it unasked.
+            let request = PermissionRequest {
+                qualified_tool: qualified.to_owned(),
+                server: server.clone(),
+                tool: "authenticate".to_owned(),
+                arguments: Value::Object(arguments),
+                source: options.source.clone(),
+                read_only: false,
+                destructive: false,
+            };
+            self.gate
+                .check_with(request, options.prompter.as_ref())
+                .await?;
             return self.authenticate(&server, qualified).await;
         }
         if let Some(server) = crate::catalog::server_of(qualified) {

@@ -337,12 +337,32 @@ async fn the_authenticate_pseudo_tool_logs_in_and_gives_way_to_the_real_tools() 
         "only the pseudo-tool while the server needs authorization"
     );
 
+    // Like any MCP tool it is `ask`: an embedding program's call with nobody to ask is
+    // denied, and no browser opens.
+    let denied = host
+        .call(
+            "mcp__guarded__authenticate",
+            Default::default(),
+            CallOptions::default(),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(denied, switchboard::host::CallError::Denied(_)),
+        "{denied}"
+    );
+    assert_eq!(browser.opened.load(Ordering::SeqCst), 0);
+
+    // A person's call on the command line is their approval.
     let mut states = host.manager().watch("guarded").unwrap();
     let outcome = host
         .call(
             "mcp__guarded__authenticate",
             Default::default(),
-            CallOptions::default(),
+            CallOptions {
+                source: switchboard::permissions::CallSource::CommandLine,
+                ..CallOptions::default()
+            },
         )
         .await
         .unwrap();
