@@ -255,10 +255,7 @@ impl HttpLane {
         })
         .map_err(|_| HttpLaneError::Fallback)?;
         let mut headers = self.call_headers.clone();
-        if let Some(session) = &session {
-            let value = HeaderValue::from_str(session).map_err(|_| HttpLaneError::Fallback)?;
-            headers.insert(HeaderName::from_static("mcp-session-id"), value);
-        }
+        with_session(&mut headers, session.as_deref()).ok_or(HttpLaneError::Fallback)?;
         if self.standard_headers {
             // A name that needs the Base64 form is left to rmcp.
             if !tool.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
@@ -267,22 +264,16 @@ impl HttpLane {
             let name = HeaderValue::from_str(tool).map_err(|_| HttpLaneError::Fallback)?;
             headers.insert(HeaderName::from_static("mcp-name"), name);
         }
-        let token = match self.client.auth() {
-            Some(auth) => match auth.access_token().await {
-                Ok(token) => token,
-                Err(_) => return Err(HttpLaneError::Fallback),
-            },
-            None => self.bearer.clone(),
-        };
-        let mut request = self
+        let request = self
             .client
             .reqwest()
             .post(self.uri.clone())
             .headers(headers)
             .body(body);
-        if let Some(token) = token {
-            request = request.bearer_auth(token);
-        }
+        let request = self
+            .authorized(request)
+            .await
+            .ok_or(HttpLaneError::Fallback)?;
         let response =
             match tokio::time::timeout(self.client.response_timeout(), request.send()).await {
                 Err(_) => {
@@ -393,20 +384,14 @@ impl HttpLane {
         let mut headers = self.headers.clone();
         headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
         let failed = |what: &str| HttpLaneError::Failed(format!("cannot resume the call: {what}"));
-        if let Some(session) = session {
-            let value = HeaderValue::from_str(session).map_err(|_| failed("session id"))?;
-            headers.insert(HeaderName::from_static("mcp-session-id"), value);
-        }
+        with_session(&mut headers, session).ok_or_else(|| failed("session id"))?;
         let value = HeaderValue::from_str(last).map_err(|_| failed("event id"))?;
         headers.insert(HeaderName::from_static("last-event-id"), value);
-        let token = match self.client.auth() {
-            Some(auth) => auth.access_token().await.map_err(|_| failed("no token"))?,
-            None => self.bearer.clone(),
-        };
-        let mut request = self.client.reqwest().get(self.uri.clone()).headers(headers);
-        if let Some(token) = token {
-            request = request.bearer_auth(token);
-        }
+        let request = self.client.reqwest().get(self.uri.clone()).headers(headers);
+        let request = self
+            .authorized(request)
+            .await
+            .ok_or_else(|| failed("no token"))?;
         let response = tokio::time::timeout(self.client.response_timeout(), request.send())
             .await
             .map_err(|_| failed("no response"))?
@@ -417,6 +402,22 @@ impl HttpLane {
         Ok(Box::pin(sse_stream::SseStream::from_bytes_stream(
             response.bytes_stream(),
         )))
+    }
+
+    /// `request` with the session's token: the authorizer's (OAuth) or the configured bearer.
+    /// `None` when the authorizer has no token to give.
+    async fn authorized(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Option<reqwest::RequestBuilder> {
+        let token = match self.client.auth() {
+            Some(auth) => auth.access_token().await.ok()?,
+            None => self.bearer.clone(),
+        };
+        Some(match token {
+            Some(token) => request.bearer_auth(token),
+            None => request,
+        })
     }
 
     /// A message on the call's stream that is not its answer goes to rmcp's session; a request
@@ -453,29 +454,38 @@ impl HttpLane {
                 .ok()
                 .and_then(|o| o.session.clone());
             let body = serde_json::json!({"jsonrpc": "2.0", "method": method, "params": params});
+            let mut headers = lane.headers.clone();
+            headers.insert(
+                ACCEPT,
+                HeaderValue::from_static("application/json, text/event-stream"),
+            );
+            if with_session(&mut headers, session.as_deref()).is_none() {
+                return;
+            }
             let mut request = lane
                 .client
                 .reqwest()
                 .post(lane.uri.clone())
-                .headers(lane.headers.clone())
-                .header(ACCEPT, "application/json, text/event-stream")
+                .headers(headers)
                 .json(&body);
-            if let Some(session) = session {
-                request = request.header("mcp-session-id", session.as_ref());
-            }
             if lane.standard_headers {
                 request = request.header("mcp-method", method.as_str());
             }
-            let token = match lane.client.auth() {
-                Some(auth) => auth.access_token().await.ok().flatten(),
-                None => lane.bearer.clone(),
+            let Some(request) = lane.authorized(request).await else {
+                return;
             };
-            if let Some(token) = token {
-                request = request.bearer_auth(token);
-            }
             let _ = tokio::time::timeout(lane.client.response_timeout(), request.send()).await;
         });
     }
+}
+
+/// Adds `Mcp-Session-Id` when the session has one; `None` when the id cannot be a header.
+fn with_session(headers: &mut HeaderMap, session: Option<&str>) -> Option<()> {
+    if let Some(session) = session {
+        let value = HeaderValue::from_str(session).ok()?;
+        headers.insert(HeaderName::from_static("mcp-session-id"), value);
+    }
+    Some(())
 }
 
 /// A JSON-RPC request, written straight from its parts.
