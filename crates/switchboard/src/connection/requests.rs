@@ -275,25 +275,21 @@ impl Session {
         use rmcp::model::ReadResourceResponse;
         let guard = self.asker.begin_call(None, None);
         let mut params = ReadResourceRequestParams::new(uri);
-        let (mut rounds, mut url_rounds) = (0, 0);
-        loop {
-            match self.peer().read_resource_once(params.clone()).await? {
-                ReadResourceResponse::Complete(result) => return Ok(as_value(&result)),
-                ReadResourceResponse::InputRequired(input) => {
-                    let (responses, state, asked_urls) = self
-                        .answer_round(&guard, input, &mut rounds, url_rounds, MAX_ANSWER_WAIT)
-                        .await?;
-                    url_rounds += usize::from(asked_urls);
-                    params.input_responses = responses;
-                    params.request_state = state;
-                }
-                _ => {
-                    return Err(RequestError::Unexpected {
-                        what: "resources/read",
-                    });
-                }
+        self.with_input_rounds(&guard, "resources/read", |answers| {
+            if let Some((responses, state)) = answers {
+                params.input_responses = responses;
+                params.request_state = state;
             }
-        }
+            let (peer, params) = (self.peer().clone(), params.clone());
+            async move {
+                Ok(match peer.read_resource_once(params).await? {
+                    ReadResourceResponse::Complete(result) => Round::Complete(as_value(&result)),
+                    ReadResourceResponse::InputRequired(input) => Round::Input(input),
+                    _ => Round::Unexpected,
+                })
+            }
+        })
+        .await
     }
 
     /// `resources/subscribe` (initialize era): the server sends
@@ -371,25 +367,21 @@ impl Session {
         let qualified = crate::catalog::qualified_name(self.asker.server(), name, false);
         let guard = self.asker.begin_call(Some(qualified), None);
         let mut params = GetPromptRequestParams::new(name).with_arguments(arguments);
-        let (mut rounds, mut url_rounds) = (0, 0);
-        loop {
-            match self.peer().get_prompt_once(params.clone()).await? {
-                GetPromptResponse::Complete(result) => return Ok(as_value(&result)),
-                GetPromptResponse::InputRequired(input) => {
-                    let (responses, state, asked_urls) = self
-                        .answer_round(&guard, input, &mut rounds, url_rounds, MAX_ANSWER_WAIT)
-                        .await?;
-                    url_rounds += usize::from(asked_urls);
-                    params.input_responses = responses;
-                    params.request_state = state;
-                }
-                _ => {
-                    return Err(RequestError::Unexpected {
-                        what: "prompts/get",
-                    });
-                }
+        self.with_input_rounds(&guard, "prompts/get", |answers| {
+            if let Some((responses, state)) = answers {
+                params.input_responses = responses;
+                params.request_state = state;
             }
-        }
+            let (peer, params) = (self.peer().clone(), params.clone());
+            async move {
+                Ok(match peer.get_prompt_once(params).await? {
+                    GetPromptResponse::Complete(result) => Round::Complete(as_value(&result)),
+                    GetPromptResponse::InputRequired(input) => Round::Input(input),
+                    _ => Round::Unexpected,
+                })
+            }
+        })
+        .await
     }
 
     /// `tools/call`: the result as MCP JSON. Progress goes to `progress`; dropping the future
@@ -491,6 +483,36 @@ impl Session {
 
     /// Answers one 2026-07-28 round of input requests with the call's interaction: the
     /// responses and the request state to send back, and whether the round asked for a URL.
+    /// Sends a request (`send`, given the answers of the last round, if any) until it completes,
+    /// answering 2026-07-28 input requests on the way with the host's interaction (at most
+    /// [`MAX_INPUT_ROUNDS`] rounds). `what` names the method in an unexpected-answer error.
+    async fn with_input_rounds<F, Fut>(
+        &self,
+        guard: &CallGuard,
+        what: &'static str,
+        mut send: F,
+    ) -> Result<Value, RequestError>
+    where
+        F: FnMut(Option<(Option<InputResponses>, Option<String>)>) -> Fut,
+        Fut: Future<Output = Result<Round, RequestError>>,
+    {
+        let (mut rounds, mut url_rounds) = (0, 0);
+        let mut answers = None;
+        loop {
+            match send(answers.take()).await? {
+                Round::Complete(result) => return Ok(result),
+                Round::Input(input) => {
+                    let (responses, state, asked_urls) = self
+                        .answer_round(guard, input, &mut rounds, url_rounds, MAX_ANSWER_WAIT)
+                        .await?;
+                    url_rounds += usize::from(asked_urls);
+                    answers = Some((responses, state));
+                }
+                Round::Unexpected => return Err(RequestError::Unexpected { what }),
+            }
+        }
+    }
+
     async fn answer_round(
         &self,
         guard: &CallGuard,
@@ -651,6 +673,13 @@ impl Drop for ProgressForward {
     fn drop(&mut self) {
         self.task.abort();
     }
+}
+
+/// One answer of a request that may ask for input first (2026-07-28).
+enum Round {
+    Complete(Value),
+    Input(rmcp::model::InputRequiredResult),
+    Unexpected,
 }
 
 /// What a `tools/call` on the lane came back with.
