@@ -180,12 +180,10 @@ fn an_explicit_keychain_without_one_is_an_error_naming_the_setting() {
     assert!(!tree.state_dir().join("oauth-tokens.json").exists());
 }
 
-/// A pre-registered client whose secret is in the keychain, where no keychain answers: the
-/// error names the server and the field.
+/// Configures `guarded` as a pre-registered client whose secret is the keychain entry
+/// `guarded-secret`.
 #[cfg(target_os = "linux")]
-#[test]
-fn a_client_secret_from_a_missing_keychain_names_the_field() {
-    let (tree, server) = setup(&[]);
+fn keychain_secret_client(tree: &ConfigTree, server: &TestServer) {
     tree.write(
         tree.user_file(),
         &format!(
@@ -195,6 +193,15 @@ fn a_client_secret_from_a_missing_keychain_names_the_field() {
         ),
     )
     .unwrap();
+}
+
+/// A pre-registered client whose secret is in the keychain, where no keychain answers: the
+/// error names the server and the field.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_client_secret_from_a_missing_keychain_names_the_field() {
+    let (tree, server) = setup(&[]);
+    keychain_secret_client(&tree, &server);
     let output = command(&tree, &["mcp", "login", "guarded"])
         .env("DBUS_SESSION_BUS_ADDRESS", NO_BUS)
         .output()
@@ -425,15 +432,7 @@ fn tokens_in_the_secret_service_from_login_to_logout() {
 fn a_client_secret_from_the_secret_service() {
     let (tree, server) = setup(&[]);
     let secrets = SecretService::start();
-    tree.write(
-        tree.user_file(),
-        &format!(
-            r#"{{"mcpServers": {{"guarded": {{"type": "http", "url": "{}",
-                "oauth": {{"clientId": "pre", "clientSecretKeychain": "guarded-secret"}}}}}}}}"#,
-            server.url()
-        ),
-    )
-    .unwrap();
+    keychain_secret_client(&tree, &server);
     let login = || {
         command(&tree, &["mcp", "login", "guarded"])
             .env("DBUS_SESSION_BUS_ADDRESS", &secrets.address)
