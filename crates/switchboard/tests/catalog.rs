@@ -53,6 +53,19 @@ async fn server_logged(host: &Host, server: &str, needle: &str) -> bool {
     tokio::time::timeout(SETTLE, seen).await.is_ok()
 }
 
+/// `kit`'s `slow` tool, given 300 ms for 20 s of work, fails with the timeout.
+async fn slow_call_times_out(host: &Host) {
+    let slow = CallOptions {
+        timeout: Some(Duration::from_millis(300)),
+        ..cli()
+    };
+    let err = host
+        .call("mcp__kit__slow", args(json!({"ms": 20000})), slow)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("no answer within 300 ms"), "{err}");
+}
+
 fn cli() -> CallOptions {
     CallOptions {
         source: CallSource::CommandLine,
@@ -225,15 +238,7 @@ async fn calls_check_arguments_report_tool_errors_and_time_out_with_a_cancel() {
     assert!(out.is_error);
     assert_eq!(out.result["content"][0]["text"], "nope");
 
-    let slow = CallOptions {
-        timeout: Some(Duration::from_millis(300)),
-        ..cli()
-    };
-    let err = host
-        .call("mcp__kit__slow", args(json!({"ms": 20000})), slow)
-        .await
-        .unwrap_err();
-    assert!(err.to_string().contains("no answer within 300 ms"), "{err}");
+    slow_call_times_out(&host).await;
     // The server was told: it logs the cancellation on stderr.
     assert!(
         server_logged(&host, "kit", "cancelled").await,
@@ -339,15 +344,7 @@ async fn http_calls_take_the_lane_with_progress_cancellation_and_session_renewal
             "{protocol}: no progress reached the caller"
         );
 
-        let slow = CallOptions {
-            timeout: Some(Duration::from_millis(300)),
-            ..cli()
-        };
-        let err = host
-            .call("mcp__kit__slow", args(json!({"ms": 20000})), slow)
-            .await
-            .unwrap_err();
-        assert!(err.to_string().contains("no answer within 300 ms"), "{err}");
+        slow_call_times_out(&host).await;
         // The server names the request it cancelled: the lane's id, not rmcp's.
         assert!(
             server.wait_for_stderr("cancelled sb~", SETTLE),
