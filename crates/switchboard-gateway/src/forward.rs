@@ -1,6 +1,10 @@
 //! Questions that go to the downstream client that made a call: the servers' elicitations,
-//! sampling and roots requests ([`downstream_interaction`]), and the permission question when a
+//! sampling and roots requests ([`forwarding_interaction`]), and the permission question when a
 //! rule says `ask` ([`ElicitingPrompter`]).
+//!
+//! An [`Asker`] carries the questions: over an initialize-era session they are requests to the
+//! client ([`downstream_interaction`]); a 2026-07-28 client cannot be sent requests, so its
+//! questions become the call's input rounds ([`crate::rounds`]).
 
 // Sampling and roots are deprecated for 2026-07-28, but initialize-era clients still serve them.
 #![allow(deprecated)]
@@ -11,8 +15,8 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use rmcp::RoleServer;
 use rmcp::model::{
-    ClientCapabilities, CreateMessageResult, ElicitRequestParams, ElicitResult, ElicitationAction,
-    ProtocolVersion, Root,
+    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, ElicitationAction, ProtocolVersion, Root,
 };
 use rmcp::service::Peer;
 use serde_json::json;
@@ -31,12 +35,34 @@ pub fn client_capabilities(peer: &Peer<RoleServer>) -> Option<ClientCapabilities
     Some(info.capabilities.clone())
 }
 
-/// The interaction of one call: each question goes to `peer`, for what it declared.
+/// Puts one call's questions to its downstream client; an `Err` says why it could not be asked.
+pub trait Asker: Send + Sync + std::fmt::Debug {
+    fn elicit(&self, params: ElicitRequestParams) -> BoxFuture<'_, Result<ElicitResult, String>>;
+    fn sample(
+        &self,
+        params: CreateMessageRequestParams,
+    ) -> BoxFuture<'_, Result<CreateMessageResult, String>>;
+    fn roots(&self) -> BoxFuture<'_, Result<Vec<Root>, String>>;
+}
+
+/// The interaction of one call of an initialize-era client: each question is a request to
+/// `peer`, for what it declared.
 pub fn downstream_interaction(peer: &Peer<RoleServer>) -> Interaction {
-    let Some(capabilities) = client_capabilities(peer) else {
-        return upstream_interaction();
-    };
-    let forward = Arc::new(Downstream { peer: peer.clone() });
+    match client_capabilities(peer) {
+        Some(capabilities) => {
+            forwarding_interaction(&capabilities, Arc::new(PeerAsker { peer: peer.clone() }))
+        }
+        None => upstream_interaction(),
+    }
+}
+
+/// The interaction of one call: each question the client declared it can answer goes to
+/// `asker`; the rest are declined (no roots: the servers get none).
+pub fn forwarding_interaction(
+    capabilities: &ClientCapabilities,
+    asker: Arc<dyn Asker>,
+) -> Interaction {
+    let forward = Arc::new(Forward { asker });
     let declined = upstream_interaction();
     Interaction {
         elicitor: if capabilities.elicitation.is_some() {
@@ -90,16 +116,58 @@ impl Sampler for Nobody {
     }
 }
 
-/// Forwards to one downstream client.
+/// Asks over an initialize-era session: requests to the client.
 #[derive(Debug)]
-struct Downstream {
+struct PeerAsker {
     peer: Peer<RoleServer>,
 }
 
-impl Elicitor for Downstream {
+impl Asker for PeerAsker {
+    fn elicit(&self, params: ElicitRequestParams) -> BoxFuture<'_, Result<ElicitResult, String>> {
+        async move {
+            self.peer
+                .create_elicitation(params)
+                .await
+                .map_err(|e| e.to_string())
+        }
+        .boxed()
+    }
+
+    fn sample(
+        &self,
+        params: CreateMessageRequestParams,
+    ) -> BoxFuture<'_, Result<CreateMessageResult, String>> {
+        async move {
+            self.peer
+                .create_message(params)
+                .await
+                .map_err(|e| e.to_string())
+        }
+        .boxed()
+    }
+
+    fn roots(&self) -> BoxFuture<'_, Result<Vec<Root>, String>> {
+        async move {
+            self.peer
+                .list_roots()
+                .await
+                .map(|result| result.roots)
+                .map_err(|e| e.to_string())
+        }
+        .boxed()
+    }
+}
+
+/// The servers' questions of one call, put to its client.
+#[derive(Debug)]
+struct Forward {
+    asker: Arc<dyn Asker>,
+}
+
+impl Elicitor for Forward {
     fn elicit<'a>(&'a self, request: &'a ElicitationRequest) -> BoxFuture<'a, ElicitResult> {
         async move {
-            match self.peer.create_elicitation(request.params.clone()).await {
+            match self.asker.elicit(request.params.clone()).await {
                 Ok(result) => result,
                 Err(e) => {
                     tracing::warn!(
@@ -114,14 +182,14 @@ impl Elicitor for Downstream {
     }
 }
 
-impl Sampler for Downstream {
+impl Sampler for Forward {
     fn sample<'a>(
         &'a self,
         request: &'a SamplingRequest,
     ) -> BoxFuture<'a, Result<CreateMessageResult, SamplingError>> {
         async move {
-            self.peer
-                .create_message(request.params.clone())
+            self.asker
+                .sample(request.params.clone())
                 .await
                 .map_err(|e| SamplingError(format!("the gateway's client did not sample: {e}")))
         }
@@ -129,11 +197,11 @@ impl Sampler for Downstream {
     }
 }
 
-impl RootsSource for Downstream {
+impl RootsSource for Forward {
     fn roots<'a>(&'a self, server: &'a str) -> BoxFuture<'a, Vec<Root>> {
         async move {
-            match self.peer.list_roots().await {
-                Ok(result) => result.roots,
+            match self.asker.roots().await {
+                Ok(roots) => roots,
                 Err(e) => {
                     tracing::warn!(server, "the downstream client did not list its roots: {e}");
                     Vec::new()
@@ -150,15 +218,23 @@ const APPROVAL_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
 /// Asks the downstream client, with a form elicitation, whether a call may go ahead.
 #[derive(Debug)]
 pub struct ElicitingPrompter {
-    peer: Peer<RoleServer>,
+    asker: Arc<dyn Asker>,
 }
 
 impl ElicitingPrompter {
     /// `None` when the client did not declare elicitation (the call is then denied).
     pub fn for_peer(peer: &Peer<RoleServer>) -> Option<Arc<dyn PermissionPrompter>> {
         let capabilities = client_capabilities(peer)?;
+        Self::for_client(&capabilities, Arc::new(PeerAsker { peer: peer.clone() }))
+    }
+
+    /// Asks through `asker`; `None` when the client did not declare elicitation.
+    pub fn for_client(
+        capabilities: &ClientCapabilities,
+        asker: Arc<dyn Asker>,
+    ) -> Option<Arc<dyn PermissionPrompter>> {
         capabilities.elicitation.as_ref()?;
-        Some(Arc::new(ElicitingPrompter { peer: peer.clone() }))
+        Some(Arc::new(ElicitingPrompter { asker }))
     }
 }
 
@@ -191,7 +267,7 @@ impl PermissionPrompter for ElicitingPrompter {
                     reason: Some("the approval form could not be built".to_owned()),
                 };
             };
-            let asked = tokio::time::timeout(APPROVAL_WAIT, self.peer.create_elicitation(form));
+            let asked = tokio::time::timeout(APPROVAL_WAIT, self.asker.elicit(form));
             let Ok(answer) = asked.await else {
                 return PermissionAnswer::Deny {
                     reason: Some(format!(

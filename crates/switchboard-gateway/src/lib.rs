@@ -14,6 +14,7 @@
 pub mod forward;
 pub mod http;
 pub mod page;
+pub mod rounds;
 pub mod session;
 pub mod uri;
 
@@ -54,12 +55,18 @@ pub struct Gateway {
 struct Inner {
     host: Host,
     filter: ToolFilter,
+    /// The calls of 2026-07-28 clients that wait for their answers.
+    rounds: rounds::Rounds,
 }
 
 impl Gateway {
     pub fn new(host: Host, filter: ToolFilter) -> Self {
         Gateway {
-            inner: Arc::new(Inner { host, filter }),
+            inner: Arc::new(Inner {
+                host,
+                filter,
+                rounds: rounds::Rounds::default(),
+            }),
         }
     }
 
@@ -69,6 +76,11 @@ impl Gateway {
 
     pub fn filter(&self) -> &ToolFilter {
         &self.inner.filter
+    }
+
+    /// The calls of 2026-07-28 clients that wait for their answers.
+    pub fn rounds(&self) -> &rounds::Rounds {
+        &self.inner.rounds
     }
 
     /// A handler for one new downstream session.

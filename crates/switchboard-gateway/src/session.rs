@@ -6,14 +6,15 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use futures::FutureExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
     CompletionInfo, ErrorCode, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
     Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
     ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
-    ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    Reference, ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
+    ProgressNotificationParam, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Reference, ResourceUpdatedNotificationParam, ServerCapabilities,
+    ServerConfig, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
     UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, SubscriptionContext};
@@ -21,13 +22,13 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
 use switchboard::catalog::{self, CatalogEvent};
 use switchboard::connection::{CompletionTarget, LogLevel, RequestError, ServerLog, ServerState};
-use switchboard::host::{CallError, CallOptions};
+use switchboard::host::{CallError, CallOptions, CallOutcome};
 use switchboard::manager::{RequestFailure, ServerEvent};
 use switchboard::permissions::CallSource;
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use crate::forward::{ElicitingPrompter, downstream_interaction};
+use crate::forward::{ElicitingPrompter, downstream_interaction, forwarding_interaction};
 use crate::page::{PAGE_SIZE, page};
 use crate::{Gateway, uri};
 
@@ -223,6 +224,51 @@ impl Session {
         });
     }
 
+    /// A call of a 2026-07-28 client: its questions come back to it as input rounds
+    /// ([`crate::rounds`]); a call that carries a `requestState` goes on where it stopped.
+    async fn call_in_rounds(
+        &self,
+        name: String,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let rounds = self.gateway.rounds();
+        let running = match request.request_state.as_deref() {
+            Some(state) => {
+                rounds.resume(state, &name, request.input_responses.unwrap_or_default())?
+            }
+            None => {
+                let capabilities = context.client_capabilities().unwrap_or_default();
+                let client = context
+                    .client_info()
+                    .map(|info| info.name)
+                    .unwrap_or_else(|| "unknown".to_owned());
+                let host = self.gateway.host().clone();
+                let arguments = request.arguments.unwrap_or_default();
+                let tool = name.clone();
+                rounds.start(&tool, move |asker, progress| {
+                    async move {
+                        let options = CallOptions {
+                            source: CallSource::Gateway { client },
+                            progress: Some(progress),
+                            interaction: Some(forwarding_interaction(&capabilities, asker.clone())),
+                            prompter: ElicitingPrompter::for_client(&capabilities, asker),
+                            ..CallOptions::default()
+                        };
+                        let outcome = host.call(&name, arguments, options).await;
+                        call_response(&name, outcome)
+                    }
+                    .boxed()
+                })
+            }
+        };
+        let progress_to = context
+            .meta
+            .get_progress_token()
+            .map(|token| (context.peer.clone(), token));
+        rounds.next(running, progress_to, context.ct.clone()).await
+    }
+
     /// Finds a prompt's server and its own name.
     async fn prompt_target(&self, name: &str) -> Result<(String, String), ErrorData> {
         let unknown = || ErrorData::invalid_params(format!("no prompt named `{name}`"), None);
@@ -253,6 +299,41 @@ fn failure(server: &str, e: RequestFailure) -> ErrorData {
             data,
         }) => ErrorData::new(ErrorCode(code), message, data),
         other => ErrorData::internal_error(format!("server `{server}`: {other}"), None),
+    }
+}
+
+/// A call's outcome as the downstream client sees it.
+fn call_response(
+    name: &str,
+    outcome: Result<CallOutcome, CallError>,
+) -> Result<CallToolResponse, ErrorData> {
+    match outcome {
+        Ok(outcome) => serde_json::from_value::<CallToolResult>(outcome.result)
+            .map(CallToolResponse::Complete)
+            .map_err(|e| invalid_result(name, e)),
+        Err(CallError::NoSuchTool(tool)) => Err(ErrorData::invalid_params(
+            format!("no tool named `{tool}`"),
+            None,
+        )),
+        Err(e @ CallError::InvalidArguments { .. }) => {
+            Err(ErrorData::invalid_params(e.to_string(), None))
+        }
+        Err(CallError::Request {
+            source:
+                RequestError::Refused {
+                    code,
+                    message,
+                    data,
+                },
+            ..
+        }) => Err(ErrorData::new(ErrorCode(code), message, data)),
+        // Denials and failures are the tool's error: the model reads why.
+        Err(e) => serde_json::from_value::<CallToolResult>(json!({
+            "content": [{"type": "text", "text": e.to_string()}],
+            "isError": true,
+        }))
+        .map(CallToolResponse::Complete)
+        .map_err(|e| invalid_result(name, e)),
     }
 }
 
@@ -408,6 +489,12 @@ impl ServerHandler for Session {
                 None,
             ));
         }
+        if context
+            .protocol_version()
+            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+        {
+            return self.call_in_rounds(name, request, context).await;
+        }
         let arguments = request.arguments.unwrap_or_default();
         let peer = context.peer.clone();
         let client = peer
@@ -452,34 +539,7 @@ impl ServerHandler for Session {
             // the call is over; bounded all the same).
             let _ = tokio::time::timeout(PROGRESS_DRAIN, task).await;
         }
-        match outcome {
-            Ok(outcome) => serde_json::from_value::<CallToolResult>(outcome.result)
-                .map(CallToolResponse::Complete)
-                .map_err(|e| invalid_result(&name, e)),
-            Err(CallError::NoSuchTool(tool)) => Err(ErrorData::invalid_params(
-                format!("no tool named `{tool}`"),
-                None,
-            )),
-            Err(e @ CallError::InvalidArguments { .. }) => {
-                Err(ErrorData::invalid_params(e.to_string(), None))
-            }
-            Err(CallError::Request {
-                source:
-                    RequestError::Refused {
-                        code,
-                        message,
-                        data,
-                    },
-                ..
-            }) => Err(ErrorData::new(ErrorCode(code), message, data)),
-            // Denials and failures are the tool's error: the model reads why.
-            Err(e) => serde_json::from_value::<CallToolResult>(json!({
-                "content": [{"type": "text", "text": e.to_string()}],
-                "isError": true,
-            }))
-            .map(CallToolResponse::Complete)
-            .map_err(|e| invalid_result(&name, e)),
-        }
+        call_response(&name, outcome)
     }
 
     async fn list_resources(

@@ -12,7 +12,9 @@ use rmcp::model::{
     ElicitationAction, Implementation, ProgressNotificationParam, ProgressToken, ProtocolVersion,
     RequestMetaObject,
 };
-use rmcp::service::{NotificationContext, RequestContext, RunningService};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt, NotificationContext, RequestContext, RunningService,
+};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
@@ -73,6 +75,7 @@ enum Seen {
     ToolsChanged,
     Elicited(String),
     Sampled,
+    RootsListed,
 }
 
 /// A downstream client that records what the gateway sends it.
@@ -81,19 +84,32 @@ struct Recorder {
     seen: mpsc::UnboundedSender<Seen>,
     elicitation: bool,
     name: &'static str,
+    /// Speaks 2026-07-28 (and, when it answers questions, offers its roots too).
+    modern: bool,
 }
 
 impl ClientHandler for Recorder {
     fn get_info(&self) -> ClientConfig {
         let mut capabilities = ClientCapabilities::default();
-        if self.elicitation {
+        if self.elicitation && self.modern {
+            capabilities = ClientCapabilities::builder()
+                .enable_elicitation()
+                .enable_sampling()
+                .enable_roots()
+                .build();
+        } else if self.elicitation {
             capabilities = ClientCapabilities::builder()
                 .enable_elicitation()
                 .enable_sampling()
                 .build();
         }
+        let version = if self.modern {
+            ProtocolVersion::V_2026_07_28
+        } else {
+            ProtocolVersion::LATEST_WITH_INITIALIZE
+        };
         ClientConfig::new(capabilities, Implementation::new(self.name, "1"))
-            .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+            .with_protocol_version(version)
     }
 
     async fn on_progress(
@@ -121,15 +137,37 @@ impl ClientHandler for Recorder {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        let message = match &request {
-            ElicitRequestParams::FormElicitationParams { message, .. } => message.clone(),
-            _ => String::new(),
+        let (message, schema) = match &request {
+            ElicitRequestParams::FormElicitationParams {
+                message,
+                requested_schema,
+                ..
+            } => (
+                message.clone(),
+                serde_json::to_value(requested_schema).unwrap(),
+            ),
+            _ => (String::new(), Value::Null),
         };
         let _ = self.seen.send(Seen::Elicited(message));
         let mut result = ElicitResult::new(ElicitationAction::Accept);
-        // Fits both the gateway's approval form and server-everything's form.
-        result.content = Some(json!({"allow": true, "name": format!("client {}", self.name)}));
+        // Fits the gateway's approval form, server-everything's form and the testkit's.
+        let mut content = json!({"allow": true, "name": format!("client {}", self.name)});
+        if schema.pointer("/properties/age").is_some() {
+            content["age"] = json!(30);
+        }
+        result.content = Some(content);
         Ok(result)
+    }
+
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, ErrorData> {
+        let _ = self.seen.send(Seen::RootsListed);
+        Ok(serde_json::from_value(
+            json!({"roots": [{"uri": format!("file:///clients/{}", self.name), "name": self.name}]}),
+        )
+        .unwrap())
     }
 
     async fn create_message(
@@ -163,8 +201,37 @@ async fn connect(
         seen,
         elicitation,
         name,
+        modern: false,
     }
     .serve(transport)
+    .await
+    .unwrap();
+    (client, rx)
+}
+
+/// A 2026-07-28 client: no session, `server/discover`; rmcp's client answers the gateway's
+/// input rounds through the handler and sends each call again.
+async fn connect_modern(
+    url: &str,
+    name: &'static str,
+    elicitation: bool,
+) -> (Client, mpsc::UnboundedReceiver<Seen>) {
+    let (seen, rx) = mpsc::unbounded_channel();
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(TOKEN),
+    );
+    let client = Recorder {
+        seen,
+        elicitation,
+        name,
+        modern: true,
+    }
+    .serve_with_lifecycle(
+        transport,
+        ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        },
+    )
     .await
     .unwrap();
     (client, rx)
@@ -526,33 +593,39 @@ async fn ask_goes_to_the_calling_client_as_an_elicitation_or_is_denied() {
     cannot.cancel().await.unwrap();
 }
 
+/// Sends one 2026-07-28 request, with its per-request metadata and headers.
+fn post_2026(
+    http: &reqwest::Client,
+    url: &str,
+    id: Value,
+    method: &str,
+    mut params: Value,
+) -> impl Future<Output = reqwest::Result<reqwest::Response>> + use<> {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw-2026", "version": "1"},
+    });
+    // SEP-2243: the method, and the tool's name, in headers too.
+    let mut request = http.post(url).header("mcp-method", method);
+    if let Some(name) = params.get("name").and_then(Value::as_str) {
+        request = request.header("mcp-name", name);
+    }
+    request
+        .bearer_auth(TOKEN)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .body(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string())
+        .send()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_2026_client_discovers_lists_and_calls_without_a_session() {
     let (_tree, _host, url) =
         gateway(json!({"kit": testkit(&[])}), json!({"allow": ["mcp__kit"]})).await;
     let http = reqwest::Client::new();
-    let meta = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "raw-2026", "version": "1"},
-    });
-    let send = |id: Value, method: &str, mut params: Value| {
-        params["_meta"] = meta.clone();
-        // SEP-2243: the method, and the tool's name, in headers too.
-        let mut request = http.post(&url).header("mcp-method", method);
-        if let Some(name) = params.get("name").and_then(Value::as_str) {
-            request = request.header("mcp-name", name);
-        }
-        request
-            .bearer_auth(TOKEN)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2026-07-28")
-            .body(
-                json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string(),
-            )
-            .send()
-    };
+    let send = |id: Value, method: &str, params: Value| post_2026(&http, &url, id, method, params);
     let discovered = send(json!("d-1"), "server/discover", json!({}))
         .await
         .unwrap();
@@ -587,6 +660,247 @@ async fn a_2026_client_discovers_lists_and_calls_without_a_session() {
         json!({"sum": 5}),
         "{called}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_client_answers_the_servers_questions_in_input_rounds() {
+    // `new` speaks 2026-07-28 and asks with input rounds of its own; `old` is initialize-era
+    // and sends requests. Either way the question reaches the 2026-07-28 client as an input
+    // request of the gateway's, and the same call goes on with the answer.
+    let (_tree, _host, url) = gateway(
+        json!({
+            "new": testkit(&["--ask-tools"]),
+            "old": testkit(&["--ask-tools", "--protocol", "legacy"]),
+        }),
+        json!({"allow": ["mcp__new", "mcp__old"]}),
+    )
+    .await;
+    let (client, mut seen) = connect_modern(&url, "m", true).await;
+    for server in ["new", "old"] {
+        let form = client
+            .call_tool(call(&format!("mcp__{server}__ask_form"), json!({})))
+            .await
+            .unwrap();
+        assert_eq!(form.is_error, Some(false), "{server}: {}", text_of(&form));
+        assert_eq!(
+            form.structured_content.as_ref().unwrap()["name"],
+            "client m",
+            "{server}: {}",
+            text_of(&form)
+        );
+        let sampled = client
+            .call_tool(call(
+                &format!("mcp__{server}__ask_sample"),
+                json!({"prompt": "hello"}),
+            ))
+            .await
+            .unwrap();
+        assert!(
+            text_of(&sampled).contains("the model said: sampled by client m"),
+            "{server}: {}",
+            text_of(&sampled)
+        );
+        let roots = client
+            .call_tool(call(&format!("mcp__{server}__ask_roots"), json!({})))
+            .await
+            .unwrap();
+        assert_eq!(
+            roots.structured_content.as_ref().unwrap()["roots"][0]["uri"],
+            "file:///clients/m",
+            "{server}: {}",
+            text_of(&roots)
+        );
+    }
+    let mut asked = Vec::new();
+    while let Ok(event) = seen.try_recv() {
+        match event {
+            Seen::Elicited(_) => asked.push("elicited"),
+            Seen::Sampled => asked.push("sampled"),
+            Seen::RootsListed => asked.push("roots"),
+            _ => {}
+        }
+    }
+    asked.sort_unstable();
+    assert_eq!(
+        asked,
+        [
+            "elicited", "elicited", "roots", "roots", "sampled", "sampled"
+        ]
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_client_is_asked_for_approval_in_an_input_round_or_denied() {
+    // No allow rule: gateway calls are asked.
+    let (_tree, _host, url) = gateway(json!({"kit": testkit(&[])}), json!({})).await;
+    let (asks, mut seen_asks) = connect_modern(&url, "asks", true).await;
+    let (cannot, _) = connect_modern(&url, "cannot", false).await;
+
+    let allowed = asks
+        .call_tool(call("mcp__kit__echo", json!({"text": "approved"})))
+        .await
+        .unwrap();
+    assert!(
+        text_of(&allowed).contains("approved"),
+        "{}",
+        text_of(&allowed)
+    );
+    let question = next_matching(&mut seen_asks, |s| match s {
+        Seen::Elicited(message) => Some(message),
+        _ => None,
+    })
+    .await
+    .unwrap();
+    assert!(question.contains("`echo`"), "{question}");
+
+    let denied = cannot
+        .call_tool(call("mcp__kit__echo", json!({"text": "no"})))
+        .await
+        .unwrap();
+    assert_eq!(denied.is_error, Some(true));
+    assert!(
+        text_of(&denied).contains("needs approval"),
+        "{}",
+        text_of(&denied)
+    );
+    asks.cancel().await.unwrap();
+    cannot.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_input_round_goes_on_only_with_its_own_request_state() {
+    let (_tree, _host, url) = gateway(
+        json!({"kit": testkit(&["--ask-tools"])}),
+        json!({"allow": ["mcp__kit"]}),
+    )
+    .await;
+    let http = reqwest::Client::new();
+    let answer_of = |messages: Vec<Value>, id: &str| {
+        messages
+            .into_iter()
+            .find(|m| m["id"] == id)
+            .unwrap_or_else(|| panic!("no answer to {id}"))
+    };
+    let first = answer_of(
+        messages(
+            post_2026(
+                &http,
+                &url,
+                json!("r-1"),
+                "tools/call",
+                json!({"name": "mcp__kit__ask_form", "arguments": {}}),
+            )
+            .await
+            .unwrap(),
+        )
+        .await,
+        "r-1",
+    );
+    let result = &first["result"];
+    assert_eq!(result["resultType"], "input_required", "{first}");
+    let (key, question) = result["inputRequests"]
+        .as_object()
+        .and_then(|requests| requests.iter().next())
+        .unwrap_or_else(|| panic!("no input request: {first}"));
+    assert_eq!(question["method"], "elicitation/create", "{first}");
+    assert_eq!(question["params"]["message"], "Tell us about yourself");
+    let state = result["requestState"].as_str().unwrap().to_owned();
+    let answers = json!({key.clone(): {"action": "accept", "content": {"name": "Ada", "age": 36}}});
+
+    // A state the gateway never gave out, and the right state on another tool: refused, by name.
+    let unknown = answer_of(
+        messages(
+            post_2026(
+                &http,
+                &url,
+                json!("r-2"),
+                "tools/call",
+                json!({
+                    "name": "mcp__kit__ask_form", "arguments": {},
+                    "inputResponses": answers, "requestState": "not-a-state",
+                }),
+            )
+            .await
+            .unwrap(),
+        )
+        .await,
+        "r-2",
+    );
+    assert!(
+        unknown["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("unknown or has expired")),
+        "{unknown}"
+    );
+    let foreign = answer_of(
+        messages(
+            post_2026(
+                &http,
+                &url,
+                json!("r-3"),
+                "tools/call",
+                json!({
+                    "name": "mcp__kit__echo", "arguments": {"text": "x"},
+                    "inputResponses": answers, "requestState": state,
+                }),
+            )
+            .await
+            .unwrap(),
+        )
+        .await,
+        "r-3",
+    );
+    assert!(
+        foreign["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("belongs to a call of `mcp__kit__ask_form`")),
+        "{foreign}"
+    );
+
+    // The call itself still waits, and goes on with the answer; its state is then spent.
+    let done = answer_of(
+        messages(
+            post_2026(
+                &http,
+                &url,
+                json!("r-4"),
+                "tools/call",
+                json!({
+                    "name": "mcp__kit__ask_form", "arguments": {},
+                    "inputResponses": answers, "requestState": state,
+                }),
+            )
+            .await
+            .unwrap(),
+        )
+        .await,
+        "r-4",
+    );
+    assert_eq!(
+        done["result"]["structuredContent"],
+        json!({"name": "Ada", "age": 36}),
+        "{done}"
+    );
+    let again = answer_of(
+        messages(
+            post_2026(
+                &http,
+                &url,
+                json!("r-5"),
+                "tools/call",
+                json!({
+                    "name": "mcp__kit__ask_form", "arguments": {},
+                    "inputResponses": answers, "requestState": state,
+                }),
+            )
+            .await
+            .unwrap(),
+        )
+        .await,
+        "r-5",
+    );
+    assert!(again["error"].is_object(), "{again}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

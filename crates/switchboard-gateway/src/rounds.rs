@@ -1,0 +1,338 @@
+//! The questions of a 2026-07-28 client's calls, asked as input rounds.
+//!
+//! The protocol forbids a server to send requests to a 2026-07-28 client. When such a client's
+//! call needs an answer (an upstream server's elicitation, sampling or roots request, or the
+//! approval a rule that says `ask` wants), the gateway answers the `tools/call` with an
+//! `input_required` result: the questions, and a `requestState`. The call itself keeps running
+//! upstream, parked here under that state, its questions waiting. The client sends the call
+//! again with its `inputResponses` and the `requestState`; the answers go to the waiting
+//! questions and the same call goes on, to its result or to the next round.
+//!
+//! The state is an opaque random handle: nothing the client sends back is trusted beyond
+//! finding the parked call, which must be the same tool. A call nobody comes back for is
+//! dropped after [`PARK_FOR`], which cancels it upstream; at most [`MAX_PARKED`] wait at once.
+
+// Sampling and roots are deprecated for 2026-07-28, but they are what upstream servers ask.
+#![allow(deprecated)]
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use rmcp::model::{
+    CallToolResponse, CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequest, ElicitRequestParams, ElicitResult, InputRequest, InputRequests,
+    InputRequiredResult, InputResponses, ListRootsRequest, ListRootsResult,
+    ProgressNotificationParam, ProgressToken, Root,
+};
+use rmcp::service::Peer;
+use rmcp::{ErrorData, RoleServer};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use switchboard::connection::Progress;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::forward::Asker;
+
+/// How long a call waits for its client to come back with the answers.
+pub const PARK_FOR: Duration = Duration::from_secs(300);
+
+/// The most calls that wait for answers at once; more are refused.
+pub const MAX_PARKED: usize = 256;
+
+/// The calls waiting for their clients' answers, by `requestState`. Cheap to clone.
+#[derive(Debug, Clone, Default)]
+pub struct Rounds {
+    parked: Arc<Mutex<HashMap<String, Running>>>,
+}
+
+/// What a running call tells the round that waits on it.
+enum Event {
+    /// A question, and where its answer goes.
+    Ask(InputRequest, oneshot::Sender<Value>),
+    /// The call's result.
+    Done(Result<CallToolResponse, ErrorData>),
+}
+
+/// A call that runs on behalf of a 2026-07-28 client; dropping it cancels the call.
+#[derive(Debug)]
+pub struct Running {
+    tool: String,
+    events: mpsc::UnboundedReceiver<Event>,
+    progress: mpsc::UnboundedReceiver<Progress>,
+    /// The questions asked in the last round, by their key, waiting for answers.
+    waiting: HashMap<String, oneshot::Sender<Value>>,
+    asked: u64,
+    task: tokio::task::AbortHandle,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl std::fmt::Debug for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Event::Ask(..) => f.write_str("Ask"),
+            Event::Done(_) => f.write_str("Done"),
+        }
+    }
+}
+
+impl Rounds {
+    /// Starts `call` for `tool`. It is given the asker its questions go through and the sender
+    /// of its progress.
+    pub fn start<F>(&self, tool: &str, call: F) -> Running
+    where
+        F: FnOnce(
+            Arc<dyn Asker>,
+            mpsc::UnboundedSender<Progress>,
+        ) -> BoxFuture<'static, Result<CallToolResponse, ErrorData>>,
+    {
+        let (events_tx, events) = mpsc::unbounded_channel();
+        let (progress_tx, progress) = mpsc::unbounded_channel();
+        let asker = Arc::new(RoundAsker {
+            events: events_tx.clone(),
+        });
+        let call = call(asker, progress_tx);
+        let task = tokio::spawn(async move {
+            let result = call.await;
+            let _ = events_tx.send(Event::Done(result));
+        });
+        Running {
+            tool: tool.to_owned(),
+            events,
+            progress,
+            waiting: HashMap::new(),
+            asked: 0,
+            task: task.abort_handle(),
+        }
+    }
+
+    /// The call parked under `state`, given the client's answers. The state must be one this
+    /// gateway gave out for the same tool and not yet used.
+    pub fn resume(
+        &self,
+        state: &str,
+        tool: &str,
+        mut answers: InputResponses,
+    ) -> Result<Running, ErrorData> {
+        let mut parked = self.parked.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(mut running) = parked.remove(state) else {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "this requestState is unknown or has expired (a call waits {} s for its \
+                     input); call `{tool}` again without it",
+                    PARK_FOR.as_secs()
+                ),
+                None,
+            ));
+        };
+        if running.tool != tool {
+            let error = ErrorData::invalid_params(
+                format!(
+                    "this requestState belongs to a call of `{}`, not `{tool}`",
+                    running.tool
+                ),
+                None,
+            );
+            parked.insert(state.to_owned(), running);
+            return Err(error);
+        }
+        drop(parked);
+        for (key, answer) in running.waiting.drain() {
+            match answers.remove(&key) {
+                Some(value) => {
+                    let _ = answer.send(value);
+                }
+                // Dropping the sender tells the question it got no answer.
+                None => tracing::debug!(tool, key, "the client sent no answer to an input request"),
+            }
+        }
+        Ok(running)
+    }
+
+    /// Waits for the call's result, or for its next questions, which park it and become an
+    /// `input_required` result. Progress goes to `progress_to` meanwhile. When `cancelled`
+    /// fires (the client gave up this request), the call is cancelled.
+    pub async fn next(
+        &self,
+        mut running: Running,
+        progress_to: Option<(Peer<RoleServer>, ProgressToken)>,
+        cancelled: CancellationToken,
+    ) -> Result<CallToolResponse, ErrorData> {
+        loop {
+            tokio::select! {
+                () = cancelled.cancelled() => {
+                    return Err(ErrorData::internal_error("cancelled by the client", None));
+                }
+                Some(progress) = running.progress.recv() => {
+                    send_progress(&progress_to, progress).await;
+                }
+                event = running.events.recv() => match event {
+                    Some(Event::Done(result)) => {
+                        // Every progress notification goes out before the result.
+                        while let Ok(progress) = running.progress.try_recv() {
+                            send_progress(&progress_to, progress).await;
+                        }
+                        return result;
+                    }
+                    Some(Event::Ask(request, answer)) => {
+                        let mut requests = InputRequests::new();
+                        running.add(&mut requests, request, answer);
+                        // Questions asked together go out in one round.
+                        while let Ok(event) = running.events.try_recv() {
+                            match event {
+                                Event::Ask(request, answer) => running.add(&mut requests, request, answer),
+                                Event::Done(result) => return result,
+                            }
+                        }
+                        return self.park(running, requests);
+                    }
+                    None => {
+                        return Err(ErrorData::internal_error(
+                            format!("the call of `{}` stopped without a result", running.tool),
+                            None,
+                        ));
+                    }
+                },
+            }
+        }
+    }
+
+    fn park(
+        &self,
+        running: Running,
+        requests: InputRequests,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let mut bytes = [0u8; 24];
+        getrandom::fill(&mut bytes).map_err(|e| {
+            ErrorData::internal_error(format!("no random request state: {e}"), None)
+        })?;
+        let state: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        {
+            let mut parked = self.parked.lock().unwrap_or_else(PoisonError::into_inner);
+            if parked.len() >= MAX_PARKED {
+                drop(parked);
+                drop(running);
+                return Err(ErrorData::internal_error(
+                    format!(
+                        "{MAX_PARKED} calls already wait for their clients' input; try again later"
+                    ),
+                    None,
+                ));
+            }
+            parked.insert(state.clone(), running);
+        }
+        let parked = Arc::downgrade(&self.parked);
+        let expiring = state.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(PARK_FOR).await;
+            expire(&parked, &expiring);
+        });
+        Ok(CallToolResponse::InputRequired(InputRequiredResult::new(
+            Some(requests),
+            Some(state),
+        )))
+    }
+
+    /// How many calls wait for their clients' answers.
+    pub fn parked(&self) -> usize {
+        self.parked
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+}
+
+/// Drops the call still parked under `state` (which cancels it upstream).
+fn expire(parked: &Weak<Mutex<HashMap<String, Running>>>, state: &str) {
+    let Some(parked) = parked.upgrade() else {
+        return;
+    };
+    let removed = parked
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .remove(state);
+    if let Some(running) = removed {
+        tracing::info!(
+            tool = running.tool,
+            "a call waited {} s for its client's input and was cancelled",
+            PARK_FOR.as_secs()
+        );
+    }
+}
+
+impl Running {
+    fn add(
+        &mut self,
+        requests: &mut InputRequests,
+        request: InputRequest,
+        answer: oneshot::Sender<Value>,
+    ) {
+        self.asked += 1;
+        let key = format!("q{}", self.asked);
+        requests.insert(key.clone(), request);
+        self.waiting.insert(key, answer);
+    }
+}
+
+async fn send_progress(to: &Option<(Peer<RoleServer>, ProgressToken)>, progress: Progress) {
+    let Some((peer, token)) = to else {
+        return;
+    };
+    let mut param = ProgressNotificationParam::new(token.clone(), progress.progress);
+    param.total = progress.total;
+    param.message = progress.message;
+    let _ = peer.notify_progress(param).await;
+}
+
+/// Asks through the call's rounds: each question waits until the client comes back.
+#[derive(Debug)]
+struct RoundAsker {
+    events: mpsc::UnboundedSender<Event>,
+}
+
+impl RoundAsker {
+    async fn ask<T: DeserializeOwned>(&self, request: InputRequest) -> Result<T, String> {
+        let (answer, answered) = oneshot::channel();
+        self.events
+            .send(Event::Ask(request, answer))
+            .map_err(|_| "the call is no longer waited for".to_owned())?;
+        let value = answered
+            .await
+            .map_err(|_| "the client sent no answer to it".to_owned())?;
+        serde_json::from_value(value).map_err(|e| format!("the client's answer is not one: {e}"))
+    }
+}
+
+impl Asker for RoundAsker {
+    fn elicit(&self, params: ElicitRequestParams) -> BoxFuture<'_, Result<ElicitResult, String>> {
+        self.ask(InputRequest::Elicitation(ElicitRequest::new(params)))
+            .boxed()
+    }
+
+    fn sample(
+        &self,
+        params: CreateMessageRequestParams,
+    ) -> BoxFuture<'_, Result<CreateMessageResult, String>> {
+        self.ask(InputRequest::CreateMessage(CreateMessageRequest::new(
+            params,
+        )))
+        .boxed()
+    }
+
+    fn roots(&self) -> BoxFuture<'_, Result<Vec<Root>, String>> {
+        async move {
+            self.ask::<ListRootsResult>(InputRequest::ListRoots(ListRootsRequest::default()))
+                .await
+                .map(|listed| listed.roots)
+        }
+        .boxed()
+    }
+}
