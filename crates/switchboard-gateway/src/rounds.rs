@@ -1,16 +1,18 @@
-//! The questions of a 2026-07-28 client's calls, asked as input rounds.
+//! The questions of a 2026-07-28 client's requests, asked as input rounds.
 //!
 //! The protocol forbids a server to send requests to a 2026-07-28 client. When such a client's
-//! call needs an answer (an upstream server's elicitation, sampling or roots request, or the
-//! approval a rule that says `ask` wants), the gateway answers the `tools/call` with an
-//! `input_required` result: the questions, and a `requestState`. The call itself keeps running
-//! upstream, parked here under that state, its questions waiting. The client sends the call
-//! again with its `inputResponses` and the `requestState`; the answers go to the waiting
-//! questions and the same call goes on, to its result or to the next round.
+//! `tools/call`, `prompts/get` or `resources/read` needs an answer (an upstream server's
+//! elicitation, sampling or roots request, or the approval a rule that says `ask` wants), the
+//! gateway answers it with an `input_required` result: the questions, and a `requestState`. The
+//! request itself keeps running upstream, parked here under that state, its questions waiting.
+//! The client sends the request again with its `inputResponses` and the `requestState`; the
+//! answers go to the waiting questions and the same request goes on, to its result or to the
+//! next round.
 //!
 //! The state is an opaque random handle: nothing the client sends back is trusted beyond
-//! finding the parked call, which must be the same tool. A call nobody comes back for is
-//! dropped after [`PARK_FOR`], which cancels it upstream; at most [`MAX_PARKED`] wait at once.
+//! finding the parked request, which must be the same one (method and name or URI). A request
+//! nobody comes back for is dropped after [`PARK_FOR`], which cancels it upstream; at most
+//! [`MAX_PARKED`] wait at once.
 
 // Sampling and roots are deprecated for 2026-07-28, but they are what upstream servers ask.
 #![allow(deprecated)]
@@ -22,10 +24,10 @@ use std::time::Duration;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use rmcp::model::{
-    CallToolResponse, CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult,
-    ElicitRequest, ElicitRequestParams, ElicitResult, InputRequest, InputRequests,
-    InputRequiredResult, InputResponses, ListRootsRequest, ListRootsResult,
-    ProgressNotificationParam, ProgressToken, Root,
+    CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult, ElicitRequest,
+    ElicitRequestParams, ElicitResult, InputRequest, InputRequests, InputRequiredResult,
+    InputResponses, ListRootsRequest, ListRootsResult, ProgressNotificationParam, ProgressToken,
+    Root,
 };
 use rmcp::service::Peer;
 use rmcp::{ErrorData, RoleServer};
@@ -37,13 +39,13 @@ use tokio_util::sync::CancellationToken;
 
 use crate::forward::Asker;
 
-/// How long a call waits for its client to come back with the answers.
+/// How long a request waits for its client to come back with the answers.
 pub const PARK_FOR: Duration = Duration::from_secs(300);
 
-/// The most calls that wait for answers at once; more are refused.
+/// The most requests that wait for answers at once; more are refused.
 pub const MAX_PARKED: usize = 256;
 
-/// The calls waiting for their clients' answers, by `requestState`. Cheap to clone.
+/// The requests waiting for their clients' answers, by `requestState`. Cheap to clone.
 #[derive(Debug, Clone, Default)]
 pub struct Rounds {
     parked: Arc<Mutex<HashMap<String, Running>>>,
@@ -52,15 +54,25 @@ pub struct Rounds {
 /// What a running call tells the round that waits on it.
 enum Event {
     /// A question, and where its answer goes.
-    Ask(InputRequest, oneshot::Sender<Value>),
-    /// The call's result.
-    Done(Result<CallToolResponse, ErrorData>),
+    Ask(Box<InputRequest>, oneshot::Sender<Value>),
+    /// The request's result, as MCP JSON.
+    Done(Result<Value, ErrorData>),
 }
 
-/// A call that runs on behalf of a 2026-07-28 client; dropping it cancels the call.
+/// Where a request of a 2026-07-28 client stands.
+#[derive(Debug)]
+pub enum Step {
+    /// Its result, as MCP JSON.
+    Done(Value),
+    /// Its questions: the client answers them and sends the request again.
+    Input(InputRequiredResult),
+}
+
+/// A request that runs on behalf of a 2026-07-28 client; dropping it cancels the request.
 #[derive(Debug)]
 pub struct Running {
-    tool: String,
+    /// The request: method and name or URI (`tools/call mcp__s__t`).
+    what: String,
     events: mpsc::UnboundedReceiver<Event>,
     progress: mpsc::UnboundedReceiver<Progress>,
     /// The questions asked in the last round, by their key, waiting for answers.
@@ -85,27 +97,27 @@ impl std::fmt::Debug for Event {
 }
 
 impl Rounds {
-    /// Starts `call` for `tool`. It is given the asker its questions go through and the sender
-    /// of its progress.
-    pub fn start<F>(&self, tool: &str, call: F) -> Running
+    /// Starts `run`, the request `what` (method and name or URI). It is given the asker its
+    /// questions go through and the sender of its progress.
+    pub fn start<F>(&self, what: &str, run: F) -> Running
     where
         F: FnOnce(
             Arc<dyn Asker>,
             mpsc::UnboundedSender<Progress>,
-        ) -> BoxFuture<'static, Result<CallToolResponse, ErrorData>>,
+        ) -> BoxFuture<'static, Result<Value, ErrorData>>,
     {
         let (events_tx, events) = mpsc::unbounded_channel();
         let (progress_tx, progress) = mpsc::unbounded_channel();
         let asker = Arc::new(RoundAsker {
             events: events_tx.clone(),
         });
-        let call = call(asker, progress_tx);
+        let run = run(asker, progress_tx);
         let task = tokio::spawn(async move {
-            let result = call.await;
+            let result = run.await;
             let _ = events_tx.send(Event::Done(result));
         });
         Running {
-            tool: tool.to_owned(),
+            what: what.to_owned(),
             events,
             progress,
             waiting: HashMap::new(),
@@ -114,30 +126,30 @@ impl Rounds {
         }
     }
 
-    /// The call parked under `state`, given the client's answers. The state must be one this
-    /// gateway gave out for the same tool and not yet used.
+    /// The request parked under `state`, given the client's answers. The state must be one
+    /// this gateway gave out for the same request (`what`) and not yet used.
     pub fn resume(
         &self,
         state: &str,
-        tool: &str,
+        what: &str,
         mut answers: InputResponses,
     ) -> Result<Running, ErrorData> {
         let mut parked = self.parked.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(mut running) = parked.remove(state) else {
             return Err(ErrorData::invalid_params(
                 format!(
-                    "this requestState is unknown or has expired (a call waits {} s for its \
-                     input); call `{tool}` again without it",
+                    "this requestState is unknown or has expired (a request waits {} s for \
+                     its input); send `{what}` again without it",
                     PARK_FOR.as_secs()
                 ),
                 None,
             ));
         };
-        if running.tool != tool {
+        if running.what != what {
             let error = ErrorData::invalid_params(
                 format!(
-                    "this requestState belongs to a call of `{}`, not `{tool}`",
-                    running.tool
+                    "this requestState belongs to `{}`, not `{what}`",
+                    running.what
                 ),
                 None,
             );
@@ -151,21 +163,21 @@ impl Rounds {
                     let _ = answer.send(value);
                 }
                 // Dropping the sender tells the question it got no answer.
-                None => tracing::debug!(tool, key, "the client sent no answer to an input request"),
+                None => tracing::debug!(what, key, "the client sent no answer to an input request"),
             }
         }
         Ok(running)
     }
 
-    /// Waits for the call's result, or for its next questions, which park it and become an
-    /// `input_required` result. Progress goes to `progress_to` meanwhile. When `cancelled`
-    /// fires (the client gave up this request), the call is cancelled.
+    /// Waits for the request's result, or for its next questions, which park it. Progress goes
+    /// to `progress_to` meanwhile. When `cancelled` fires (the client gave up this request),
+    /// the request is cancelled.
     pub async fn next(
         &self,
         mut running: Running,
         progress_to: Option<(Peer<RoleServer>, ProgressToken)>,
         cancelled: CancellationToken,
-    ) -> Result<CallToolResponse, ErrorData> {
+    ) -> Result<Step, ErrorData> {
         loop {
             tokio::select! {
                 () = cancelled.cancelled() => {
@@ -180,7 +192,7 @@ impl Rounds {
                         while let Ok(progress) = running.progress.try_recv() {
                             send_progress(&progress_to, progress).await;
                         }
-                        return result;
+                        return result.map(Step::Done);
                     }
                     Some(Event::Ask(request, answer)) => {
                         let mut requests = InputRequests::new();
@@ -189,14 +201,14 @@ impl Rounds {
                         while let Ok(event) = running.events.try_recv() {
                             match event {
                                 Event::Ask(request, answer) => running.add(&mut requests, request, answer),
-                                Event::Done(result) => return result,
+                                Event::Done(result) => return result.map(Step::Done),
                             }
                         }
                         return self.park(running, requests);
                     }
                     None => {
                         return Err(ErrorData::internal_error(
-                            format!("the call of `{}` stopped without a result", running.tool),
+                            format!("the call of `{}` stopped without a result", running.what),
                             None,
                         ));
                     }
@@ -205,11 +217,7 @@ impl Rounds {
         }
     }
 
-    fn park(
-        &self,
-        running: Running,
-        requests: InputRequests,
-    ) -> Result<CallToolResponse, ErrorData> {
+    fn park(&self, running: Running, requests: InputRequests) -> Result<Step, ErrorData> {
         let mut bytes = [0u8; 24];
         getrandom::fill(&mut bytes).map_err(|e| {
             ErrorData::internal_error(format!("no random request state: {e}"), None)
@@ -222,7 +230,7 @@ impl Rounds {
                 drop(running);
                 return Err(ErrorData::internal_error(
                     format!(
-                        "{MAX_PARKED} calls already wait for their clients' input; try again later"
+                        "{MAX_PARKED} requests already wait for their clients' input; try again later"
                     ),
                     None,
                 ));
@@ -235,13 +243,13 @@ impl Rounds {
             tokio::time::sleep(PARK_FOR).await;
             expire(&parked, &expiring);
         });
-        Ok(CallToolResponse::InputRequired(InputRequiredResult::new(
+        Ok(Step::Input(InputRequiredResult::new(
             Some(requests),
             Some(state),
         )))
     }
 
-    /// How many calls wait for their clients' answers.
+    /// How many requests wait for their clients' answers.
     pub fn parked(&self) -> usize {
         self.parked
             .lock()
@@ -250,7 +258,7 @@ impl Rounds {
     }
 }
 
-/// Drops the call still parked under `state` (which cancels it upstream).
+/// Drops the request still parked under `state` (which cancels it upstream).
 fn expire(parked: &Weak<Mutex<HashMap<String, Running>>>, state: &str) {
     let Some(parked) = parked.upgrade() else {
         return;
@@ -261,7 +269,7 @@ fn expire(parked: &Weak<Mutex<HashMap<String, Running>>>, state: &str) {
         .remove(state);
     if let Some(running) = removed {
         tracing::info!(
-            tool = running.tool,
+            tool = running.what,
             "a call waited {} s for its client's input and was cancelled",
             PARK_FOR.as_secs()
         );
@@ -272,12 +280,12 @@ impl Running {
     fn add(
         &mut self,
         requests: &mut InputRequests,
-        request: InputRequest,
+        request: Box<InputRequest>,
         answer: oneshot::Sender<Value>,
     ) {
         self.asked += 1;
         let key = format!("q{}", self.asked);
-        requests.insert(key.clone(), request);
+        requests.insert(key.clone(), *request);
         self.waiting.insert(key, answer);
     }
 }
@@ -302,8 +310,8 @@ impl RoundAsker {
     async fn ask<T: DeserializeOwned>(&self, request: InputRequest) -> Result<T, String> {
         let (answer, answered) = oneshot::channel();
         self.events
-            .send(Event::Ask(request, answer))
-            .map_err(|_| "the call is no longer waited for".to_owned())?;
+            .send(Event::Ask(Box::new(request), answer))
+            .map_err(|_| "the request is no longer waited for".to_owned())?;
         let value = answered
             .await
             .map_err(|_| "the client sent no answer to it".to_owned())?;

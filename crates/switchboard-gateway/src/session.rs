@@ -7,29 +7,34 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::FutureExt;
+use futures::future::BoxFuture;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
     CompletionInfo, ErrorCode, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
-    Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
-    ProgressNotificationParam, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, Reference, ResourceUpdatedNotificationParam, ServerCapabilities,
-    ServerConfig, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
-    UnsubscribeRequestParams,
+    Implementation, InputResponses, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
+    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Reference, ResourceUpdatedNotificationParam,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+    SubscriptionFilter, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
 use switchboard::catalog::{self, CatalogEvent};
-use switchboard::connection::{CompletionTarget, LogLevel, RequestError, ServerLog, ServerState};
+use switchboard::connection::{
+    CompletionTarget, LogLevel, Progress, RequestError, ServerLog, ServerState,
+};
 use switchboard::host::{CallError, CallOptions, CallOutcome};
+use switchboard::interaction::Interaction;
 use switchboard::manager::{RequestFailure, ServerEvent};
-use switchboard::permissions::CallSource;
+use switchboard::permissions::{CallSource, PermissionPrompter};
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::forward::{ElicitingPrompter, downstream_interaction, forwarding_interaction};
 use crate::page::{PAGE_SIZE, page};
+use crate::rounds::Step;
 use crate::{Gateway, uri};
 
 /// The most a result waits for the progress notifications before it.
@@ -224,41 +229,36 @@ impl Session {
         });
     }
 
-    /// A call of a 2026-07-28 client: its questions come back to it as input rounds
-    /// ([`crate::rounds`]); a call that carries a `requestState` goes on where it stopped.
-    async fn call_in_rounds(
+    /// Runs a request of a 2026-07-28 client, whose questions come back to it as input rounds
+    /// ([`crate::rounds`]): `run` gets the interaction and permission prompter that ask in
+    /// rounds, and the sender of its progress. A request that carries a `requestState` goes on
+    /// where it stopped instead.
+    async fn in_rounds<F>(
         &self,
-        name: String,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
+        what: String,
+        state: Option<String>,
+        answers: Option<InputResponses>,
+        context: &RequestContext<RoleServer>,
+        run: F,
+    ) -> Result<Step, ErrorData>
+    where
+        F: FnOnce(
+            Interaction,
+            Option<Arc<dyn PermissionPrompter>>,
+            mpsc::UnboundedSender<Progress>,
+        ) -> BoxFuture<'static, Result<Value, ErrorData>>,
+    {
         let rounds = self.gateway.rounds();
-        let running = match request.request_state.as_deref() {
-            Some(state) => {
-                rounds.resume(state, &name, request.input_responses.unwrap_or_default())?
-            }
+        let running = match state {
+            Some(state) => rounds.resume(&state, &what, answers.unwrap_or_default())?,
             None => {
                 let capabilities = context.client_capabilities().unwrap_or_default();
-                let client = context
-                    .client_info()
-                    .map(|info| info.name)
-                    .unwrap_or_else(|| "unknown".to_owned());
-                let host = self.gateway.host().clone();
-                let arguments = request.arguments.unwrap_or_default();
-                let tool = name.clone();
-                rounds.start(&tool, move |asker, progress| {
-                    async move {
-                        let options = CallOptions {
-                            source: CallSource::Gateway { client },
-                            progress: Some(progress),
-                            interaction: Some(forwarding_interaction(&capabilities, asker.clone())),
-                            prompter: ElicitingPrompter::for_client(&capabilities, asker),
-                            ..CallOptions::default()
-                        };
-                        let outcome = host.call(&name, arguments, options).await;
-                        call_response(&name, outcome)
-                    }
-                    .boxed()
+                rounds.start(&what, move |asker, progress| {
+                    run(
+                        forwarding_interaction(&capabilities, asker.clone()),
+                        ElicitingPrompter::for_client(&capabilities, asker),
+                        progress,
+                    )
                 })
             }
         };
@@ -267,6 +267,49 @@ impl Session {
             .get_progress_token()
             .map(|token| (context.peer.clone(), token));
         rounds.next(running, progress_to, context.ct.clone()).await
+    }
+
+    /// A call of a 2026-07-28 client ([`Self::in_rounds`]).
+    async fn call_in_rounds(
+        &self,
+        name: String,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let client = context
+            .client_info()
+            .map(|info| info.name)
+            .unwrap_or_else(|| "unknown".to_owned());
+        let host = self.gateway.host().clone();
+        let arguments = request.arguments.unwrap_or_default();
+        let tool = name.clone();
+        let step = self
+            .in_rounds(
+                format!("tools/call {name}"),
+                request.request_state,
+                request.input_responses,
+                &context,
+                move |interaction, prompter, progress| {
+                    async move {
+                        let options = CallOptions {
+                            source: CallSource::Gateway { client },
+                            progress: Some(progress),
+                            interaction: Some(interaction),
+                            prompter,
+                            ..CallOptions::default()
+                        };
+                        call_value(host.call(&tool, arguments, options).await)
+                    }
+                    .boxed()
+                },
+            )
+            .await?;
+        Ok(match step {
+            Step::Done(result) => CallToolResponse::Complete(
+                serde_json::from_value(result).map_err(|e| invalid_result(&name, e))?,
+            ),
+            Step::Input(input) => CallToolResponse::InputRequired(input),
+        })
     }
 
     /// Finds a prompt's server and its own name.
@@ -302,15 +345,28 @@ fn failure(server: &str, e: RequestFailure) -> ErrorData {
     }
 }
 
+/// Whether the request's client speaks 2026-07-28, which is asked in input rounds.
+fn speaks_rounds(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
 /// A call's outcome as the downstream client sees it.
 fn call_response(
     name: &str,
     outcome: Result<CallOutcome, CallError>,
 ) -> Result<CallToolResponse, ErrorData> {
+    serde_json::from_value::<CallToolResult>(call_value(outcome)?)
+        .map(CallToolResponse::Complete)
+        .map_err(|e| invalid_result(name, e))
+}
+
+/// A call's outcome as the downstream client sees it, as MCP JSON: the result, the server's
+/// own refusal, or a denial or failure as the tool's error (the model reads why).
+fn call_value(outcome: Result<CallOutcome, CallError>) -> Result<Value, ErrorData> {
     match outcome {
-        Ok(outcome) => serde_json::from_value::<CallToolResult>(outcome.result)
-            .map(CallToolResponse::Complete)
-            .map_err(|e| invalid_result(name, e)),
+        Ok(outcome) => Ok(outcome.result),
         Err(CallError::NoSuchTool(tool)) => Err(ErrorData::invalid_params(
             format!("no tool named `{tool}`"),
             None,
@@ -327,13 +383,10 @@ fn call_response(
                 },
             ..
         }) => Err(ErrorData::new(ErrorCode(code), message, data)),
-        // Denials and failures are the tool's error: the model reads why.
-        Err(e) => serde_json::from_value::<CallToolResult>(json!({
+        Err(e) => Ok(json!({
             "content": [{"type": "text", "text": e.to_string()}],
             "isError": true,
-        }))
-        .map(CallToolResponse::Complete)
-        .map_err(|e| invalid_result(name, e)),
+        })),
     }
 }
 
@@ -489,10 +542,7 @@ impl ServerHandler for Session {
                 None,
             ));
         }
-        if context
-            .protocol_version()
-            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
-        {
+        if speaks_rounds(&context) {
             return self.call_in_rounds(name, request, context).await;
         }
         let arguments = request.arguments.unwrap_or_default();
@@ -600,7 +650,7 @@ impl ServerHandler for Session {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let Some((server, original)) = uri::from_gateway(&request.uri) else {
             return Err(ErrorData::resource_not_found(
@@ -611,18 +661,37 @@ impl ServerHandler for Session {
                 None,
             ));
         };
-        let mut result = self
-            .gateway
-            .host()
-            .manager()
-            .read_resource(server, original)
-            .await
-            .map_err(|e| failure(server, e))?;
-        if let Some(Value::Array(contents)) = result.get_mut("contents") {
-            for item in contents {
-                rewrite_uri(server, item, "uri");
+        let (server, original) = (server.to_owned(), original.to_owned());
+        let manager = self.gateway.host().manager().clone();
+        let read = move |interaction| async move {
+            let mut result = manager
+                .read_resource_asking(&server, &original, interaction)
+                .await
+                .map_err(|e| failure(&server, e))?;
+            if let Some(Value::Array(contents)) = result.get_mut("contents") {
+                for item in contents {
+                    rewrite_uri(&server, item, "uri");
+                }
             }
-        }
+            Ok(result)
+        };
+        let result = if speaks_rounds(&context) {
+            let step = self
+                .in_rounds(
+                    format!("resources/read {}", request.uri),
+                    request.request_state,
+                    request.input_responses,
+                    &context,
+                    move |interaction, _, _| read(interaction).boxed(),
+                )
+                .await?;
+            match step {
+                Step::Done(result) => result,
+                Step::Input(input) => return Ok(ReadResourceResponse::InputRequired(input)),
+            }
+        } else {
+            read(downstream_interaction(&context.peer)).await?
+        };
         serde_json::from_value::<ReadResourceResult>(result)
             .map(ReadResourceResponse::Complete)
             .map_err(|e| invalid_result(&request.uri, e))
@@ -697,17 +766,34 @@ impl ServerHandler for Session {
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let (server, own) = self.prompt_target(&request.name).await?;
         let arguments: Map<String, Value> = request.arguments.unwrap_or_default();
-        let result = self
-            .gateway
-            .host()
-            .manager()
-            .get_prompt(&server, &own, arguments)
-            .await
-            .map_err(|e| failure(&server, e))?;
+        let manager = self.gateway.host().manager().clone();
+        let get = move |interaction| async move {
+            manager
+                .get_prompt_asking(&server, &own, arguments, interaction)
+                .await
+                .map_err(|e| failure(&server, e))
+        };
+        let result = if speaks_rounds(&context) {
+            let step = self
+                .in_rounds(
+                    format!("prompts/get {}", request.name),
+                    request.request_state,
+                    request.input_responses,
+                    &context,
+                    move |interaction, _, _| get(interaction).boxed(),
+                )
+                .await?;
+            match step {
+                Step::Done(result) => result,
+                Step::Input(input) => return Ok(GetPromptResponse::InputRequired(input)),
+            }
+        } else {
+            get(downstream_interaction(&context.peer)).await?
+        };
         serde_json::from_value::<GetPromptResult>(result)
             .map(GetPromptResponse::Complete)
             .map_err(|e| invalid_result(&request.name, e))

@@ -769,6 +769,59 @@ async fn a_2026_client_is_asked_for_approval_in_an_input_round_or_denied() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_that_asks_reaches_the_client_that_got_it_in_either_generation() {
+    // `greet` asks who to greet: an elicitation request (initialize era) or an input request
+    // (2026-07-28) from the server, put by the gateway to the client that asked for the prompt.
+    let (_tree, _host, url) = gateway(
+        json!({
+            "new": testkit(&["--ask-tools"]),
+            "old": testkit(&["--ask-tools", "--protocol", "legacy"]),
+        }),
+        json!({}),
+    )
+    .await;
+    let (modern, mut seen_modern) = connect_modern(&url, "m", true).await;
+    let (session, mut seen_session) = connect(&url, "s", true).await;
+    let greeting = |result: rmcp::model::GetPromptResult| {
+        serde_json::to_value(&result.messages).unwrap().to_string()
+    };
+    for server in ["new", "old"] {
+        let name = format!("mcp__{server}__greet");
+        let got = modern
+            .get_prompt(rmcp::model::GetPromptRequestParams::new(&name))
+            .await
+            .unwrap();
+        assert!(
+            greeting(got.clone()).contains("Hello, client m!"),
+            "{server}: {}",
+            greeting(got)
+        );
+        let got = session
+            .peer()
+            .get_prompt(rmcp::model::GetPromptRequestParams::new(&name))
+            .await
+            .unwrap();
+        assert!(
+            greeting(got.clone()).contains("Hello, client s!"),
+            "{server}: {}",
+            greeting(got)
+        );
+    }
+    for seen in [&mut seen_modern, &mut seen_session] {
+        let mut asked = 0;
+        while let Ok(event) = seen.try_recv() {
+            if let Seen::Elicited(message) = event {
+                assert_eq!(message, "Who should be greeted?");
+                asked += 1;
+            }
+        }
+        assert_eq!(asked, 2);
+    }
+    modern.cancel().await.unwrap();
+    session.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_input_round_goes_on_only_with_its_own_request_state() {
     let (_tree, _host, url) = gateway(
         json!({"kit": testkit(&["--ask-tools"])}),
@@ -854,7 +907,7 @@ async fn an_input_round_goes_on_only_with_its_own_request_state() {
     assert!(
         foreign["error"]["message"]
             .as_str()
-            .is_some_and(|m| m.contains("belongs to a call of `mcp__kit__ask_form`")),
+            .is_some_and(|m| m.contains("belongs to `tools/call mcp__kit__ask_form`")),
         "{foreign}"
     );
 

@@ -639,8 +639,22 @@ impl ServerManager {
         name: &str,
         uri: &str,
     ) -> Result<serde_json::Value, RequestFailure> {
-        self.request(name, |s| async move { s.read_resource(uri).await })
+        self.request(name, |s| async move { s.read_resource(uri, None).await })
             .await
+    }
+
+    /// [`read_resource`](Self::read_resource) whose questions on the way (the server's
+    /// elicitations, sampling and roots requests) go to `interaction` instead of the host's.
+    pub async fn read_resource_asking(
+        &self,
+        name: &str,
+        uri: &str,
+        interaction: crate::interaction::Interaction,
+    ) -> Result<serde_json::Value, RequestFailure> {
+        self.request(name, |s| async move {
+            s.read_resource(uri, Some(interaction)).await
+        })
+        .await
     }
 
     /// Subscribes to updates of a resource; they arrive as [`ServerEvent::ResourceUpdated`].
@@ -661,10 +675,24 @@ impl ServerManager {
         prompt: &str,
         arguments: serde_json::Map<String, serde_json::Value>,
     ) -> Result<serde_json::Value, RequestFailure> {
-        self.request(
-            name,
-            |s| async move { s.get_prompt(prompt, arguments).await },
-        )
+        self.request(name, |s| async move {
+            s.get_prompt(prompt, arguments, None).await
+        })
+        .await
+    }
+
+    /// [`get_prompt`](Self::get_prompt) whose questions on the way go to `interaction` instead
+    /// of the host's.
+    pub async fn get_prompt_asking(
+        &self,
+        name: &str,
+        prompt: &str,
+        arguments: serde_json::Map<String, serde_json::Value>,
+        interaction: crate::interaction::Interaction,
+    ) -> Result<serde_json::Value, RequestFailure> {
+        self.request(name, |s| async move {
+            s.get_prompt(prompt, arguments, Some(interaction)).await
+        })
         .await
     }
 

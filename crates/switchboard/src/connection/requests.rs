@@ -16,7 +16,8 @@ use tokio::sync::mpsc;
 use super::Session;
 use super::interact::CallGuard;
 use crate::interaction::{
-    MAX_ANSWER_WAIT, MAX_INPUT_ROUNDS, MAX_URL_ELICITATION_RETRIES, URL_ELICITATION_REQUIRED,
+    Interaction, MAX_ANSWER_WAIT, MAX_INPUT_ROUNDS, MAX_URL_ELICITATION_RETRIES,
+    URL_ELICITATION_REQUIRED,
 };
 use crate::transport::http_lane::HttpLaneError;
 use crate::transport::lane::{CallLane, LaneError};
@@ -269,11 +270,15 @@ impl Session {
         .await
     }
 
-    /// `resources/read`, as MCP JSON (`{"contents": [...]}`).
-    /// 2026-07-28 input requests on the way are answered with the host's interaction.
-    pub(crate) async fn read_resource(&self, uri: &str) -> Result<Value, RequestError> {
+    /// `resources/read`, as MCP JSON (`{"contents": [...]}`). The server's questions on the
+    /// way are answered with `interaction`, or the host's when `None`.
+    pub(crate) async fn read_resource(
+        &self,
+        uri: &str,
+        interaction: Option<Interaction>,
+    ) -> Result<Value, RequestError> {
         use rmcp::model::ReadResourceResponse;
-        let guard = self.asker.begin_call(None, None);
+        let guard = self.asker.begin_call(None, interaction);
         let mut params = ReadResourceRequestParams::new(uri);
         self.with_input_rounds(&guard, "resources/read", |answers| {
             if let Some((responses, state)) = answers {
@@ -357,15 +362,17 @@ impl Session {
         })
     }
 
-    /// `prompts/get`, as MCP JSON (`{"description"?, "messages": [...]}`).
+    /// `prompts/get`, as MCP JSON (`{"description"?, "messages": [...]}`). The server's
+    /// questions on the way are answered with `interaction`, or the host's when `None`.
     pub(crate) async fn get_prompt(
         &self,
         name: &str,
         arguments: Map<String, Value>,
+        interaction: Option<Interaction>,
     ) -> Result<Value, RequestError> {
         use rmcp::model::GetPromptResponse;
         let qualified = crate::catalog::qualified_name(self.asker.server(), name, false);
-        let guard = self.asker.begin_call(Some(qualified), None);
+        let guard = self.asker.begin_call(Some(qualified), interaction);
         let mut params = GetPromptRequestParams::new(name).with_arguments(arguments);
         self.with_input_rounds(&guard, "prompts/get", |answers| {
             if let Some((responses, state)) = answers {
