@@ -601,11 +601,18 @@ fn post_2026(
     method: &str,
     mut params: Value,
 ) -> impl Future<Output = reqwest::Result<reqwest::Response>> + use<> {
-    params["_meta"] = json!({
+    let mut meta = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
         "io.modelcontextprotocol/clientInfo": {"name": "raw-2026", "version": "1"},
     });
+    // The request's own metadata (a progress token) joins the protocol's.
+    if let Some(Value::Object(own)) = params.get("_meta") {
+        for (key, value) in own {
+            meta[key] = value.clone();
+        }
+    }
+    params["_meta"] = meta;
     // SEP-2243: the method, and the tool's name, in headers too.
     let mut request = http.post(url).header("mcp-method", method);
     if let Some(name) = params.get("name").and_then(Value::as_str) {
@@ -819,6 +826,47 @@ async fn a_prompt_that_asks_reaches_the_client_that_got_it_in_either_generation(
     }
     modern.cancel().await.unwrap();
     session.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_client_gets_its_calls_progress_before_the_result() {
+    let (_tree, _host, url) =
+        gateway(json!({"kit": testkit(&[])}), json!({"allow": ["mcp__kit"]})).await;
+    let http = reqwest::Client::new();
+    let sent = post_2026(
+        &http,
+        &url,
+        json!("p-1"),
+        "tools/call",
+        json!({
+            "name": "mcp__kit__slow",
+            "arguments": {"ms": 200, "steps": 4},
+            "_meta": {"progressToken": "mine"},
+        }),
+    )
+    .await
+    .unwrap();
+    let stream = messages(sent).await;
+    let result_at = stream
+        .iter()
+        .position(|m| m["id"] == "p-1")
+        .unwrap_or_else(|| panic!("no result: {stream:?}"));
+    assert_eq!(stream[result_at]["result"]["content"][0]["text"], "done");
+    // Steps 1-3 come 50 ms apart before the last; each is for this request's token.
+    let progress: Vec<&Value> = stream[..result_at]
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .collect();
+    assert!(progress.len() >= 3, "{stream:?}");
+    for (step, message) in progress.iter().enumerate() {
+        assert_eq!(message["params"]["progressToken"], "mine", "{message}");
+        assert_eq!(
+            message["params"]["progress"],
+            json!(step as f64 + 1.0),
+            "{message}"
+        );
+        assert_eq!(message["params"]["total"], json!(4.0), "{message}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
