@@ -10,13 +10,13 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
-    CompletionInfo, ErrorCode, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
-    Implementation, InputResponses, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
-    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, Reference, ResourceUpdatedNotificationParam,
-    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
-    SubscriptionFilter, Tool, UnsubscribeRequestParams,
+    CompletionInfo, ErrorCode, GetPromptRequestParams, GetPromptResponse, Implementation,
+    InputResponses, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
+    ProgressNotificationParam, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    Reference, ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -267,6 +267,31 @@ impl Session {
             .get_progress_token()
             .map(|token| (context.peer.clone(), token));
         rounds.next(running, progress_to, context.ct.clone()).await
+    }
+
+    /// Runs a request (a prompt, a read) whose server's questions go to the client that sent
+    /// it: over its session (initialize era), or in input rounds (2026-07-28).
+    async fn asking<F>(
+        &self,
+        what: String,
+        state: Option<String>,
+        answers: Option<InputResponses>,
+        context: &RequestContext<RoleServer>,
+        run: F,
+    ) -> Result<Step, ErrorData>
+    where
+        F: FnOnce(Interaction) -> BoxFuture<'static, Result<Value, ErrorData>>,
+    {
+        if speaks_rounds(context) {
+            self.in_rounds(what, state, answers, context, move |interaction, _, _| {
+                run(interaction)
+            })
+            .await
+        } else {
+            run(downstream_interaction(&context.peer))
+                .await
+                .map(Step::Done)
+        }
     }
 
     /// A call of a 2026-07-28 client ([`Self::in_rounds`]).
@@ -675,26 +700,21 @@ impl ServerHandler for Session {
             }
             Ok(result)
         };
-        let result = if speaks_rounds(&context) {
-            let step = self
-                .in_rounds(
-                    format!("resources/read {}", request.uri),
-                    request.request_state,
-                    request.input_responses,
-                    &context,
-                    move |interaction, _, _| read(interaction).boxed(),
-                )
-                .await?;
-            match step {
-                Step::Done(result) => result,
-                Step::Input(input) => return Ok(ReadResourceResponse::InputRequired(input)),
-            }
-        } else {
-            read(downstream_interaction(&context.peer)).await?
-        };
-        serde_json::from_value::<ReadResourceResult>(result)
-            .map(ReadResourceResponse::Complete)
-            .map_err(|e| invalid_result(&request.uri, e))
+        let step = self
+            .asking(
+                format!("resources/read {}", request.uri),
+                request.request_state,
+                request.input_responses,
+                &context,
+                move |interaction| read(interaction).boxed(),
+            )
+            .await?;
+        Ok(match step {
+            Step::Done(result) => ReadResourceResponse::Complete(
+                serde_json::from_value(result).map_err(|e| invalid_result(&request.uri, e))?,
+            ),
+            Step::Input(input) => ReadResourceResponse::InputRequired(input),
+        })
     }
 
     async fn subscribe(
@@ -777,26 +797,21 @@ impl ServerHandler for Session {
                 .await
                 .map_err(|e| failure(&server, e))
         };
-        let result = if speaks_rounds(&context) {
-            let step = self
-                .in_rounds(
-                    format!("prompts/get {}", request.name),
-                    request.request_state,
-                    request.input_responses,
-                    &context,
-                    move |interaction, _, _| get(interaction).boxed(),
-                )
-                .await?;
-            match step {
-                Step::Done(result) => result,
-                Step::Input(input) => return Ok(GetPromptResponse::InputRequired(input)),
-            }
-        } else {
-            get(downstream_interaction(&context.peer)).await?
-        };
-        serde_json::from_value::<GetPromptResult>(result)
-            .map(GetPromptResponse::Complete)
-            .map_err(|e| invalid_result(&request.name, e))
+        let step = self
+            .asking(
+                format!("prompts/get {}", request.name),
+                request.request_state,
+                request.input_responses,
+                &context,
+                move |interaction| get(interaction).boxed(),
+            )
+            .await?;
+        Ok(match step {
+            Step::Done(result) => GetPromptResponse::Complete(
+                serde_json::from_value(result).map_err(|e| invalid_result(&request.name, e))?,
+            ),
+            Step::Input(input) => GetPromptResponse::InputRequired(input),
+        })
     }
 
     /// The level of servers' log messages this session gets. Upstream levels stay as the

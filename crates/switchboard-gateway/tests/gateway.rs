@@ -877,27 +877,22 @@ async fn an_input_round_goes_on_only_with_its_own_request_state() {
     )
     .await;
     let http = reqwest::Client::new();
-    let answer_of = |messages: Vec<Value>, id: &str| {
-        messages
-            .into_iter()
-            .find(|m| m["id"] == id)
-            .unwrap_or_else(|| panic!("no answer to {id}"))
+    // The answer to a `tools/call` with this id.
+    let answer = |id: &'static str, params: Value| {
+        let sent = post_2026(&http, &url, json!(id), "tools/call", params);
+        async move {
+            messages(sent.await.unwrap())
+                .await
+                .into_iter()
+                .find(|m| m["id"] == id)
+                .unwrap_or_else(|| panic!("no answer to {id}"))
+        }
     };
-    let first = answer_of(
-        messages(
-            post_2026(
-                &http,
-                &url,
-                json!("r-1"),
-                "tools/call",
-                json!({"name": "mcp__kit__ask_form", "arguments": {}}),
-            )
-            .await
-            .unwrap(),
-        )
-        .await,
+    let first = answer(
         "r-1",
-    );
+        json!({"name": "mcp__kit__ask_form", "arguments": {}}),
+    )
+    .await;
     let result = &first["result"];
     assert_eq!(result["resultType"], "input_required", "{first}");
     let (key, question) = result["inputRequests"]
@@ -910,48 +905,28 @@ async fn an_input_round_goes_on_only_with_its_own_request_state() {
     let answers = json!({key.clone(): {"action": "accept", "content": {"name": "Ada", "age": 36}}});
 
     // A state the gateway never gave out, and the right state on another tool: refused, by name.
-    let unknown = answer_of(
-        messages(
-            post_2026(
-                &http,
-                &url,
-                json!("r-2"),
-                "tools/call",
-                json!({
-                    "name": "mcp__kit__ask_form", "arguments": {},
-                    "inputResponses": answers, "requestState": "not-a-state",
-                }),
-            )
-            .await
-            .unwrap(),
-        )
-        .await,
+    let unknown = answer(
         "r-2",
-    );
+        json!({
+            "name": "mcp__kit__ask_form", "arguments": {},
+            "inputResponses": answers, "requestState": "not-a-state",
+        }),
+    )
+    .await;
     assert!(
         unknown["error"]["message"]
             .as_str()
             .is_some_and(|m| m.contains("unknown or has expired")),
         "{unknown}"
     );
-    let foreign = answer_of(
-        messages(
-            post_2026(
-                &http,
-                &url,
-                json!("r-3"),
-                "tools/call",
-                json!({
-                    "name": "mcp__kit__echo", "arguments": {"text": "x"},
-                    "inputResponses": answers, "requestState": state,
-                }),
-            )
-            .await
-            .unwrap(),
-        )
-        .await,
+    let foreign = answer(
         "r-3",
-    );
+        json!({
+            "name": "mcp__kit__echo", "arguments": {"text": "x"},
+            "inputResponses": answers, "requestState": state,
+        }),
+    )
+    .await;
     assert!(
         foreign["error"]["message"]
             .as_str()
@@ -960,47 +935,27 @@ async fn an_input_round_goes_on_only_with_its_own_request_state() {
     );
 
     // The call itself still waits, and goes on with the answer; its state is then spent.
-    let done = answer_of(
-        messages(
-            post_2026(
-                &http,
-                &url,
-                json!("r-4"),
-                "tools/call",
-                json!({
-                    "name": "mcp__kit__ask_form", "arguments": {},
-                    "inputResponses": answers, "requestState": state,
-                }),
-            )
-            .await
-            .unwrap(),
-        )
-        .await,
+    let done = answer(
         "r-4",
-    );
+        json!({
+            "name": "mcp__kit__ask_form", "arguments": {},
+            "inputResponses": answers, "requestState": state,
+        }),
+    )
+    .await;
     assert_eq!(
         done["result"]["structuredContent"],
         json!({"name": "Ada", "age": 36}),
         "{done}"
     );
-    let again = answer_of(
-        messages(
-            post_2026(
-                &http,
-                &url,
-                json!("r-5"),
-                "tools/call",
-                json!({
-                    "name": "mcp__kit__ask_form", "arguments": {},
-                    "inputResponses": answers, "requestState": state,
-                }),
-            )
-            .await
-            .unwrap(),
-        )
-        .await,
+    let again = answer(
         "r-5",
-    );
+        json!({
+            "name": "mcp__kit__ask_form", "arguments": {},
+            "inputResponses": answers, "requestState": state,
+        }),
+    )
+    .await;
     assert!(again["error"].is_object(), "{again}");
 }
 
