@@ -10,10 +10,11 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
-    CompletionInfo, ErrorCode, GetPromptRequestParams, GetPromptResponse, Implementation,
-    InputResponses, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
-    ProgressNotificationParam, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    CompletionInfo, ErrorCode, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
+    Implementation, InputRequiredResult, InputResponses, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
+    LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
     Reference, ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig,
     SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
     UnsubscribeRequestParams,
@@ -329,12 +330,7 @@ impl Session {
                 },
             )
             .await?;
-        Ok(match step {
-            Step::Done(result) => CallToolResponse::Complete(
-                serde_json::from_value(result).map_err(|e| invalid_result(&name, e))?,
-            ),
-            Step::Input(input) => CallToolResponse::InputRequired(input),
-        })
+        respond::<CallToolResult, _>(step, &name)
     }
 
     /// Finds a prompt's server and its own name.
@@ -368,6 +364,21 @@ fn failure(server: &str, e: RequestFailure) -> ErrorData {
         }) => ErrorData::new(ErrorCode(code), message, data),
         other => ErrorData::internal_error(format!("server `{server}`: {other}"), None),
     }
+}
+
+/// A request's step as the response to its client: the result (`T`, read from MCP JSON), or
+/// the questions of the next input round.
+fn respond<T, R>(step: Step, what: &str) -> Result<R, ErrorData>
+where
+    T: serde::de::DeserializeOwned,
+    R: From<T> + From<InputRequiredResult>,
+{
+    Ok(match step {
+        Step::Done(result) => {
+            R::from(serde_json::from_value::<T>(result).map_err(|e| invalid_result(what, e))?)
+        }
+        Step::Input(input) => R::from(input),
+    })
 }
 
 /// Whether the request's client speaks 2026-07-28, which is asked in input rounds.
@@ -709,12 +720,7 @@ impl ServerHandler for Session {
                 move |interaction| read(interaction).boxed(),
             )
             .await?;
-        Ok(match step {
-            Step::Done(result) => ReadResourceResponse::Complete(
-                serde_json::from_value(result).map_err(|e| invalid_result(&request.uri, e))?,
-            ),
-            Step::Input(input) => ReadResourceResponse::InputRequired(input),
-        })
+        respond::<ReadResourceResult, _>(step, &request.uri)
     }
 
     async fn subscribe(
@@ -806,12 +812,7 @@ impl ServerHandler for Session {
                 move |interaction| get(interaction).boxed(),
             )
             .await?;
-        Ok(match step {
-            Step::Done(result) => GetPromptResponse::Complete(
-                serde_json::from_value(result).map_err(|e| invalid_result(&request.name, e))?,
-            ),
-            Step::Input(input) => GetPromptResponse::InputRequired(input),
-        })
+        respond::<GetPromptResult, _>(step, &request.name)
     }
 
     /// The level of servers' log messages this session gets. Upstream levels stay as the

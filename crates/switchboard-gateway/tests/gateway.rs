@@ -188,53 +188,50 @@ impl ClientHandler for Recorder {
 
 type Client = RunningService<RoleClient, Recorder>;
 
+/// An initialize-era client (a session), or a 2026-07-28 one (`modern`: no session,
+/// `server/discover`; rmcp's client answers the gateway's input rounds through the handler and
+/// sends each request again).
+async fn connect_as(
+    url: &str,
+    name: &'static str,
+    elicitation: bool,
+    modern: bool,
+) -> (Client, mpsc::UnboundedReceiver<Seen>) {
+    let (seen, rx) = mpsc::unbounded_channel();
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(TOKEN),
+    );
+    let recorder = Recorder {
+        seen,
+        elicitation,
+        name,
+        modern,
+    };
+    let client = if modern {
+        let lifecycle = ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        };
+        recorder.serve_with_lifecycle(transport, lifecycle).await
+    } else {
+        recorder.serve(transport).await
+    };
+    (client.unwrap(), rx)
+}
+
 async fn connect(
     url: &str,
     name: &'static str,
     elicitation: bool,
 ) -> (Client, mpsc::UnboundedReceiver<Seen>) {
-    let (seen, rx) = mpsc::unbounded_channel();
-    let transport = StreamableHttpClientTransport::from_config(
-        StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(TOKEN),
-    );
-    let client = Recorder {
-        seen,
-        elicitation,
-        name,
-        modern: false,
-    }
-    .serve(transport)
-    .await
-    .unwrap();
-    (client, rx)
+    connect_as(url, name, elicitation, false).await
 }
 
-/// A 2026-07-28 client: no session, `server/discover`; rmcp's client answers the gateway's
-/// input rounds through the handler and sends each call again.
 async fn connect_modern(
     url: &str,
     name: &'static str,
     elicitation: bool,
 ) -> (Client, mpsc::UnboundedReceiver<Seen>) {
-    let (seen, rx) = mpsc::unbounded_channel();
-    let transport = StreamableHttpClientTransport::from_config(
-        StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(TOKEN),
-    );
-    let client = Recorder {
-        seen,
-        elicitation,
-        name,
-        modern: true,
-    }
-    .serve_with_lifecycle(
-        transport,
-        ClientLifecycleMode::Discover {
-            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-        },
-    )
-    .await
-    .unwrap();
-    (client, rx)
+    connect_as(url, name, elicitation, true).await
 }
 
 fn call(name: &str, arguments: Value) -> CallToolRequestParams {
