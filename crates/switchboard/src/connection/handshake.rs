@@ -72,6 +72,7 @@ pub(crate) enum HandshakeError {
 }
 
 const DISCOVER_ID: &str = "switchboard-discover";
+const DISCOVER_RETRY_ID: &str = "switchboard-discover-again";
 const PING_ID: &str = "switchboard-probe-ping";
 const INITIALIZE_ID: &str = "switchboard-initialize";
 
@@ -116,22 +117,26 @@ where
         )
     };
 
-    let mut initialize_sent = false;
-    let mut discover_pending = false;
-    if let Some(version) = &modern {
+    let discover_msg = |version: ProtocolVersion, request_id: &str| {
         let meta = RequestMetaObject::with_client_context(
-            version.clone(),
+            version,
             info.client_info.clone(),
             info.capabilities.clone(),
         );
         let mut discover = DiscoverRequest::new(DiscoverRequestParams {});
         discover.extensions.insert(meta);
+        ClientJsonRpcMessage::request(ClientRequest::DiscoverRequest(discover), id(request_id))
+    };
+
+    let mut initialize_sent = false;
+    let mut discover_pending = false;
+    // The id of the `server/discover` in flight: a second one, after the server named the
+    // versions it supports, gets an id of its own.
+    let mut discover_id = DISCOVER_ID;
+    if let Some(version) = &modern {
         send(
             &mut transport,
-            ClientJsonRpcMessage::request(
-                ClientRequest::DiscoverRequest(discover),
-                id(DISCOVER_ID),
-            ),
+            discover_msg(version.clone(), discover_id),
             "server/discover request",
         )
         .await?;
@@ -187,7 +192,7 @@ where
         };
         match message {
             JsonRpcMessage::Response(response)
-                if response.id == id(DISCOVER_ID) && discover_pending =>
+                if response.id == id(discover_id) && discover_pending =>
             {
                 let ServerResult::DiscoverResult(result) = response.result else {
                     // An older server that answers unknown methods with an empty result (seen
@@ -234,10 +239,26 @@ where
                 ));
             }
             JsonRpcMessage::Error(error)
-                if error.id == Some(id(DISCOVER_ID)) && discover_pending =>
+                if error.id == Some(id(discover_id)) && discover_pending =>
             {
                 discover_pending = false;
                 let code = error.error.code;
+                // "Unsupported protocol version", naming a modern one we speak: ask again with
+                // it (once), rather than falling back to the older handshake.
+                if let Some(version) = (discover_id == DISCOVER_ID)
+                    .then(|| modern_supported(&error.error, modern.as_ref()))
+                    .flatten()
+                {
+                    discover_id = DISCOVER_RETRY_ID;
+                    send(
+                        &mut transport,
+                        discover_msg(version, discover_id),
+                        "server/discover request",
+                    )
+                    .await?;
+                    discover_pending = true;
+                    continue;
+                }
                 let modern_rejection = code == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
                     || code == ErrorCode::HEADER_MISMATCH;
                 match (&legacy_version, modern_rejection) {
@@ -311,6 +332,23 @@ where
     }
 }
 
+/// The modern version to ask for again, when `error` is "unsupported protocol version"
+/// (-32022) and its `data.supported` lists the one we asked for, or 2026-07-28.
+fn modern_supported(
+    error: &rmcp::model::ErrorData,
+    asked: Option<&ProtocolVersion>,
+) -> Option<ProtocolVersion> {
+    if error.code != ErrorCode::UNSUPPORTED_PROTOCOL_VERSION {
+        return None;
+    }
+    let supported = error.data.as_ref()?.get("supported")?.as_array()?;
+    let speaks = |v: &ProtocolVersion| supported.iter().any(|s| s.as_str() == Some(v.as_str()));
+    asked
+        .filter(|v| speaks(v))
+        .cloned()
+        .or_else(|| speaks(&ProtocolVersion::V_2026_07_28).then_some(ProtocolVersion::V_2026_07_28))
+}
+
 /// The server is alive and answered the ping; its answer to `server/discover` gets a short
 /// grace before the older handshake is tried.
 fn on_ping_answer(fallback_at: &mut Option<tokio::time::Instant>) {
@@ -341,4 +379,33 @@ fn versions(list: &[ProtocolVersion]) -> String {
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::ErrorData;
+    use serde_json::json;
+
+    fn unsupported(data: serde_json::Value) -> ErrorData {
+        ErrorData::new(
+            ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
+            "Unsupported protocol version",
+            Some(data),
+        )
+    }
+
+    #[test]
+    fn an_unsupported_version_answer_naming_a_modern_one_we_speak_asks_again_with_it() {
+        let modern = ProtocolVersion::V_2026_07_28;
+        let named = unsupported(json!({"supported": ["2026-07-28"], "requested": "2026-07-28"}));
+        assert_eq!(modern_supported(&named, Some(&modern)), Some(modern.clone()));
+        // Only older versions: the older handshake, not a second discover.
+        let older = unsupported(json!({"supported": ["2025-06-18", "2025-11-25"]}));
+        assert_eq!(modern_supported(&older, Some(&modern)), None);
+        // Another error, or no list: no second discover either.
+        let other = ErrorData::new(ErrorCode::METHOD_NOT_FOUND, "no", None);
+        assert_eq!(modern_supported(&other, Some(&modern)), None);
+        assert_eq!(modern_supported(&unsupported(json!({})), Some(&modern)), None);
+    }
 }
