@@ -150,12 +150,12 @@ async fn run() -> Result<(), String> {
     }
     .with_auth(auth);
     let manager = ServerManager::start([config], options);
-    let outcome = exercise(&manager).await;
+    let outcome = exercise(&manager, &context).await;
     manager.shutdown().await;
     outcome
 }
 
-async fn exercise(manager: &ServerManager) -> Result<(), String> {
+async fn exercise(manager: &ServerManager, context: &serde_json::Value) -> Result<(), String> {
     let state = manager
         .wait_for(SERVER, WAIT)
         .await
@@ -174,21 +174,39 @@ async fn exercise(manager: &ServerManager) -> Result<(), String> {
         .await
         .map_err(|e| format!("tools/list: {e}"))?;
     eprintln!("conformance-client: {} tools", tools.len());
+    // The calls the scenario asks for (`toolCalls` in its context: names and arguments), or
+    // else each listed tool once.
+    let calls: Vec<(String, serde_json::Map<String, serde_json::Value>)> =
+        match context.get("toolCalls").and_then(|c| c.as_array()) {
+            Some(asked) => asked
+                .iter()
+                .filter_map(|call| {
+                    let name = call.get("name")?.as_str()?.to_owned();
+                    let arguments = call
+                        .get("arguments")
+                        .and_then(|a| a.as_object())
+                        .cloned()
+                        .unwrap_or_default();
+                    Some((name, arguments))
+                })
+                .collect(),
+            None => tools
+                .iter()
+                .map(|tool| (tool.name.clone(), arguments_for(&tool.name)))
+                .collect(),
+        };
     // A scenario judges the calls by what reached its server; a tool that answers with an
     // error (some scenario servers serve no calls at all) is reported, not fatal. An
     // authorization failure is: the login did not work.
     let mut outcome = Ok(());
-    for tool in tools {
-        match manager
-            .call_tool_raw(SERVER, &tool.name, arguments_for(&tool.name), WAIT)
-            .await
-        {
-            Ok(result) => eprintln!("conformance-client: called {}: {result}", tool.name),
+    for (tool, arguments) in calls {
+        match manager.call_tool_raw(SERVER, &tool, arguments, WAIT).await {
+            Ok(result) => eprintln!("conformance-client: called {tool}: {result}"),
             Err(e) => {
                 let text = e.to_string();
-                eprintln!("conformance-client: tools/call {}: {text}", tool.name);
+                eprintln!("conformance-client: tools/call {tool}: {text}");
                 if text.contains("authoriz") || text.contains("refused") {
-                    outcome = Err(format!("tools/call {}: {text}", tool.name));
+                    outcome = Err(format!("tools/call {tool}: {text}"));
                 }
             }
         }
