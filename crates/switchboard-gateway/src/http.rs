@@ -1,5 +1,6 @@
 //! The gateway over Streamable HTTP: rmcp's service at `/mcp` (a session, and a handler, per
-//! client), `GET /healthz`, and `GET /status` (every upstream server's state).
+//! client), `GET /healthz`, and `GET /status` (every upstream server's state, and the requests
+//! that wait for their clients' answers).
 //!
 //! Security: every route but `/healthz` wants `Authorization: Bearer <token>` (401 without);
 //! a request whose `Origin` is not on the allow-list is refused with 403 before anything else
@@ -244,7 +245,8 @@ fn origin_allowed(allowed: &[String], origin: &str) -> bool {
     })
 }
 
-/// Every upstream server: state, tool count, last error.
+/// Every upstream server (state, tool count, last error), and how many requests of 2026-07-28
+/// clients wait for their answers.
 async fn status(State(gateway): State<Gateway>) -> Response {
     let host = gateway.host();
     let mut servers = Vec::new();
@@ -270,7 +272,11 @@ async fn status(State(gateway): State<Gateway>) -> Response {
             "lastError": error,
         }));
     }
-    let body = json!({ "servers": servers }).to_string();
+    let body = json!({
+        "servers": servers,
+        "waitingForInput": gateway.rounds().parked(),
+    })
+    .to_string();
     Response::builder()
         .header(CONTENT_TYPE, "application/json")
         .body(Body::from(body))

@@ -325,7 +325,10 @@ async fn without_the_token_401_with_a_foreign_origin_403_and_healthz_is_open() {
     .unwrap();
     assert_eq!(
         status,
-        json!({"servers": [{"name": "kit", "state": "connected", "tools": 9, "lastError": null}]})
+        json!({
+            "servers": [{"name": "kit", "state": "connected", "tools": 9, "lastError": null}],
+            "waitingForInput": 0,
+        })
     );
 }
 
@@ -900,6 +903,18 @@ async fn an_input_round_goes_on_only_with_its_own_request_state() {
     assert_eq!(question["params"]["message"], "Tell us about yourself");
     let state = result["requestState"].as_str().unwrap().to_owned();
     let answers = json!({key.clone(): {"action": "accept", "content": {"name": "Ada", "age": 36}}});
+    let waiting = || {
+        let status = http
+            .get(url.replace("/mcp", "/status"))
+            .bearer_auth(TOKEN)
+            .send();
+        async move {
+            let status: Value =
+                serde_json::from_str(&status.await.unwrap().text().await.unwrap()).unwrap();
+            status["waitingForInput"].as_u64().unwrap()
+        }
+    };
+    assert_eq!(waiting().await, 1);
 
     // A state the gateway never gave out, and the right state on another tool: refused, by name.
     let unknown = answer(
@@ -945,6 +960,7 @@ async fn an_input_round_goes_on_only_with_its_own_request_state() {
         json!({"name": "Ada", "age": 36}),
         "{done}"
     );
+    assert_eq!(waiting().await, 0);
     let again = answer(
         "r-5",
         json!({

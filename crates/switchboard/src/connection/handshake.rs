@@ -399,13 +399,19 @@ mod tests {
     fn an_unsupported_version_answer_naming_a_modern_one_we_speak_asks_again_with_it() {
         let modern = ProtocolVersion::V_2026_07_28;
         let named = unsupported(json!({"supported": ["2026-07-28"], "requested": "2026-07-28"}));
-        assert_eq!(modern_supported(&named, Some(&modern)), Some(modern.clone()));
+        assert_eq!(
+            modern_supported(&named, Some(&modern)),
+            Some(modern.clone())
+        );
         // Only older versions: the older handshake, not a second discover.
         let older = unsupported(json!({"supported": ["2025-06-18", "2025-11-25"]}));
         assert_eq!(modern_supported(&older, Some(&modern)), None);
         // Another error, or no list: no second discover either.
         let other = ErrorData::new(ErrorCode::METHOD_NOT_FOUND, "no", None);
         assert_eq!(modern_supported(&other, Some(&modern)), None);
-        assert_eq!(modern_supported(&unsupported(json!({})), Some(&modern)), None);
+        assert_eq!(
+            modern_supported(&unsupported(json!({})), Some(&modern)),
+            None
+        );
     }
 }
