@@ -14,17 +14,23 @@
 //!   (like `switchboard serve`), one current-thread. A call through a gateway is the whole
 //!   pipeline: catalogue lookup, input schema, permissions, timeout, output budget, then the
 //!   upstream call.
+//! - **relays** (the ceiling): per upstream, two bare reverse proxies written here, on the same
+//!   two runtime kinds, each with its own pooled keep-alive reqwest client (TCP_NODELAY both
+//!   sides): the request's body bytes and Streamable HTTP headers go up unchanged, the status,
+//!   content type, session id and streamed body come back. They parse nothing, so what they
+//!   reach is the most any gateway (one HTTP hop in, one out) can reach on this machine.
 //! - **client**: one hand-written JSON-RPC client for all, on protocol 2025-11-25 (a keep-alive
 //!   reqwest client with TCP_NODELAY on a current-thread runtime): `initialize`, then POSTs with
 //!   the session id and the bearer token, answers read from the SSE `data:` line; each measured
 //!   session ends with `DELETE`.
 //!
 //! Each target: 200 warm-up calls, then *seq* (one call at a time, ≤ 4000 calls or 1.5 s) and
-//! *x16* (16 tasks taking calls from a shared counter, ≤ 8000 calls or 1.5 s). The three targets
-//! of an upstream take turns, the first changing each repetition, `GATEWAY_BENCH_REPS` times
-//! (default 3); figures are medians, the ratio is the median of per-repetition ratios. Target
+//! *x16* (16 tasks taking calls from a shared counter, ≤ 8000 calls or 1.5 s). The five targets
+//! of an upstream (direct, two gateways, two relays) take turns, the first changing each
+//! repetition, `GATEWAY_BENCH_REPS` times (default 3); figures are medians, each ratio is the
+//! median of per-repetition ratios (gateway ÷ direct, relay ÷ direct, gateway ÷ relay). Target
 //! (issue 7): through the gateway at least 0.7× of direct. Every wait is bounded (20 s a
-//! request, 240 s watchdog on the run).
+//! request, 300 s watchdog on the run).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -44,7 +50,7 @@ use switchboard_gateway::{Gateway, ToolFilter};
 use switchboard_testkit::config_tree::ConfigTree;
 use switchboard_testkit::{TestServer, Transport};
 
-const WATCHDOG: Duration = Duration::from_secs(240);
+const WATCHDOG: Duration = Duration::from_secs(300);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
 const PHASE: Duration = Duration::from_millis(1500);
 const SEQ_CALLS: u64 = 4000;
@@ -208,6 +214,104 @@ fn loadavg() -> String {
         .unwrap_or_else(|_| "?".to_owned())
 }
 
+/// The ceiling: a bare transparent reverse proxy, the least any gateway must do — accept a
+/// request, make the same request upstream on a pooled keep-alive client, stream the answer
+/// back. It parses nothing (no JSON, no SSE, no session, no token check): the body's bytes and
+/// the headers below go up, the status, the content type, the session id and the body's
+/// chunks come back.
+struct Relay {
+    http: reqwest::Client,
+    upstream: String,
+}
+
+/// Request headers the relay passes on (Streamable HTTP's own, plus the body's type).
+const RELAYED_UP: [&str; 5] = [
+    "accept",
+    "content-type",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+];
+/// Response headers the relay passes back.
+const RELAYED_DOWN: [&str; 3] = ["content-type", "mcp-session-id", "cache-control"];
+
+async fn relay(
+    axum::extract::State(relay): axum::extract::State<Arc<Relay>>,
+    request: axum::extract::Request,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let (parts, body) = request.into_parts();
+    let Ok(body) = axum::body::to_bytes(body, 16 << 20).await else {
+        return axum::http::StatusCode::BAD_REQUEST.into_response();
+    };
+    let mut upstream = relay.http.request(parts.method, &relay.upstream).body(body);
+    for name in RELAYED_UP {
+        if let Some(value) = parts.headers.get(name) {
+            upstream = upstream.header(name, value.clone());
+        }
+    }
+    let response = match tokio::time::timeout(REQUEST_TIMEOUT, upstream.send()).await {
+        Ok(Ok(response)) => response,
+        _ => return axum::http::StatusCode::BAD_GATEWAY.into_response(),
+    };
+    let mut answer = axum::response::Response::builder().status(response.status());
+    for name in RELAYED_DOWN {
+        if let Some(value) = response.headers().get(name) {
+            answer = answer.header(name, value.clone());
+        }
+    }
+    answer
+        .body(axum::body::Body::from_stream(response.bytes_stream()))
+        .unwrap()
+}
+
+/// Starts a relay to `upstream` on a runtime of its own (the kinds the gateways get), with an
+/// HTTP client of its own (TCP_NODELAY, keep-alive pool); returns its `/mcp` URL.
+fn start_relay(upstream: &str, multi_thread: bool) -> String {
+    let upstream = upstream.to_owned();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        runtime(multi_thread).block_on(async move {
+            use axum::serve::ListenerExt;
+            let http = reqwest::Client::builder()
+                .tcp_nodelay(true)
+                .pool_max_idle_per_host(32)
+                .connect_timeout(REQUEST_TIMEOUT)
+                .build()
+                .unwrap();
+            let router = axum::Router::new()
+                .route("/mcp", axum::routing::any(relay))
+                .with_state(Arc::new(Relay { http, upstream }));
+            let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
+                .await
+                .unwrap();
+            tx.send(format!("http://{}/mcp", listener.local_addr().unwrap()))
+                .unwrap();
+            let listener = listener.tap_io(|stream| {
+                let _ = stream.set_nodelay(true);
+            });
+            axum::serve(listener, router).await.unwrap();
+        });
+    });
+    rx.recv_timeout(Duration::from_secs(30))
+        .expect("the relay started")
+}
+
+/// A Tokio runtime of the kind a gateway (or relay) gets: 2 workers, or current-thread.
+fn runtime(multi_thread: bool) -> tokio::runtime::Runtime {
+    if multi_thread {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    }
+    .unwrap()
+}
+
 /// Starts the gateway on a runtime of its own, serving `upstreams` (name → URL); returns its
 /// MCP URL.
 fn start_gateway(upstreams: &[(&str, String)], tree: &ConfigTree, multi_thread: bool) -> String {
@@ -229,18 +333,7 @@ fn start_gateway(upstreams: &[(&str, String)], tree: &ConfigTree, multi_thread: 
     let output = tree.root().join("out");
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let runtime = if multi_thread {
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-        } else {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-        }
-        .unwrap();
-        runtime.block_on(async move {
+        runtime(multi_thread).block_on(async move {
             let host = Host::builder()
                 .discover(project)
                 .env(env)
@@ -379,63 +472,59 @@ fn main() {
     let gateway_mt = start_gateway(&upstreams, &tree, true);
     let tree_ct = ConfigTree::new().unwrap();
     let gateway_ct = start_gateway(&upstreams, &tree_ct, false);
+    let mut targets = vec![Upstream {
+        label: "testkit-server (Rust)",
+        direct: upstream.url().to_owned(),
+        echo: KIT_ECHO,
+        through: KIT_THROUGH,
+    }];
+    if let Some(everything) = &everything {
+        targets.push(Upstream {
+            label: "server-everything (TypeScript)",
+            direct: everything.url.clone(),
+            echo: EVERYTHING_ECHO,
+            through: EVERYTHING_THROUGH,
+        });
+    }
+    // Each upstream's five targets: direct, the two gateways, the two relays (the ceiling).
+    let plans: Vec<[(String, Echo); TARGETS]> = targets
+        .iter()
+        .map(|t| {
+            [
+                (t.direct.clone(), t.echo),
+                (gateway_mt.clone(), t.through),
+                (gateway_ct.clone(), t.through),
+                (start_relay(&t.direct, true), t.echo),
+                (start_relay(&t.direct, false), t.echo),
+            ]
+        })
+        .collect();
     let load_before = loadavg();
     let started = Instant::now();
-
-    let mut targets = vec![(
-        "testkit-server (Rust)",
-        upstream.url().to_owned(),
-        KIT_ECHO,
-        KIT_THROUGH,
-    )];
-    if let Some(everything) = &everything {
-        targets.push((
-            "server-everything (TypeScript)",
-            everything.url.clone(),
-            EVERYTHING_ECHO,
-            EVERYTHING_THROUGH,
-        ));
-    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    let results = runtime.block_on(async {
+    let results: Vec<[Vec<(f64, f64)>; TARGETS]> = runtime.block_on(async {
         let http = reqwest::Client::builder()
             .tcp_nodelay(true)
             .pool_max_idle_per_host(32)
             .build()
             .unwrap();
         let mut results = Vec::new();
-        for (_, url, direct_echo, through_echo) in &targets {
-            let mut direct = Vec::new();
-            let mut through_mt = Vec::new();
-            let mut through_ct = Vec::new();
+        for plan in &plans {
+            let mut figures: [Vec<(f64, f64)>; TARGETS] = Default::default();
             for rep in 0..reps {
                 // The order turns each repetition, so no target always goes first.
-                for turn in 0..3 {
-                    match (rep + turn) % 3 {
-                        0 => {
-                            let d = RawClient::connect(http.clone(), url, *direct_echo).await;
-                            direct.push(measure(&d).await);
-                            d.close().await;
-                        }
-                        1 => {
-                            let g =
-                                RawClient::connect(http.clone(), &gateway_mt, *through_echo).await;
-                            through_mt.push(measure(&g).await);
-                            g.close().await;
-                        }
-                        _ => {
-                            let g =
-                                RawClient::connect(http.clone(), &gateway_ct, *through_echo).await;
-                            through_ct.push(measure(&g).await);
-                            g.close().await;
-                        }
-                    }
+                for turn in 0..TARGETS {
+                    let target = (rep + turn) % TARGETS;
+                    let (url, echo) = &plan[target];
+                    let client = RawClient::connect(http.clone(), url, *echo).await;
+                    figures[target].push(measure(&client).await);
+                    client.close().await;
                 }
             }
-            results.push((direct, through_mt, through_ct));
+            results.push(figures);
         }
         results
     });
@@ -446,34 +535,60 @@ fn main() {
         started.elapsed().as_secs_f64(),
         std::thread::available_parallelism().map_or(0, usize::from),
     );
+    println!(
+        "relay = the ceiling: a bare reverse proxy on the same runtime kind (forwards bytes and \
+         headers on a pooled client, parses nothing); no gateway can beat it"
+    );
     println!();
     println!(
-        "| upstream | gateway runtime | phase | direct calls/s | gateway calls/s | gateway ÷ direct | target ≥ 0.7× |"
+        "| upstream | runtime | phase | direct calls/s | gateway calls/s | relay (ceiling) calls/s \
+         | gateway ÷ direct | relay ÷ direct | gateway ÷ relay | target ≥ 0.7× |"
     );
-    println!("|---|---|---|--:|--:|--:|---|");
-    for ((label, ..), (direct, through_mt, through_ct)) in targets.iter().zip(&results) {
-        for (runtime, through) in [
-            ("current-thread", through_ct),
-            ("multi-thread, 2 workers", through_mt),
+    println!("|---|---|---|--:|--:|--:|--:|--:|--:|---|");
+    for (upstream, figures) in targets.iter().zip(&results) {
+        let [direct, gateway_mt, gateway_ct, relay_mt, relay_ct] = figures;
+        for (runtime, gateway, relay) in [
+            ("current-thread", gateway_ct, relay_ct),
+            ("multi-thread, 2 workers", gateway_mt, relay_mt),
         ] {
             for (phase, pick) in [
                 ("seq", (|p: &(f64, f64)| p.0) as fn(&(f64, f64)) -> f64),
                 ("x16", |p: &(f64, f64)| p.1),
             ] {
-                let d = median(direct.iter().map(pick).collect());
-                let g = median(through.iter().map(pick).collect());
-                let ratio = median(
-                    direct
-                        .iter()
-                        .zip(through)
-                        .map(|(d, g)| pick(g) / pick(d))
-                        .collect(),
-                );
-                let verdict = if ratio >= 0.7 { "PASS" } else { "FAIL" };
+                let rate = |runs: &Vec<(f64, f64)>| median(runs.iter().map(pick).collect());
+                // The median of the per-repetition ratios.
+                let ratio = |over: &Vec<(f64, f64)>, under: &Vec<(f64, f64)>| {
+                    median(
+                        over.iter()
+                            .zip(under)
+                            .map(|(o, u)| pick(o) / pick(u))
+                            .collect(),
+                    )
+                };
+                let through = ratio(gateway, direct);
+                let verdict = if through >= 0.7 { "PASS" } else { "FAIL" };
                 println!(
-                    "| {label} | {runtime} | {phase} | {d:.0} | {g:.0} | {ratio:.2}× | {verdict} |"
+                    "| {} | {runtime} | {phase} | {:.0} | {:.0} | {:.0} | {through:.2}× | {:.2}× | {:.2}× | {verdict} |",
+                    upstream.label,
+                    rate(direct),
+                    rate(gateway),
+                    rate(relay),
+                    ratio(relay, direct),
+                    ratio(gateway, relay),
                 );
             }
         }
     }
+}
+
+/// The five targets of an upstream: direct, gateway (2 workers), gateway (current-thread),
+/// relay (2 workers), relay (current-thread).
+const TARGETS: usize = 5;
+
+/// An upstream server and how its `echo` is called, directly and through a gateway.
+struct Upstream {
+    label: &'static str,
+    direct: String,
+    echo: Echo,
+    through: Echo,
 }
