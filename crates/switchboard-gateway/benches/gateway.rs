@@ -31,6 +31,11 @@
 //! median of per-repetition ratios (gateway ÷ direct, relay ÷ direct, gateway ÷ relay). Target
 //! (issue 7): through the gateway at least 0.7× of direct. Every wait is bounded (20 s a
 //! request, 300 s watchdog on the run).
+//!
+//! A second table gives each target's CPU per call (µs, from `/proc/*/task/*/schedstat` before
+//! and after the target's turn): the client's threads, the gateways' threads (`gateway-mt`,
+//! `gateway-ct`; their runtimes' threads are named so, for `perf report --comm` too), the
+//! relays' threads, and the upstream servers (the bench's child processes).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -169,8 +174,9 @@ async fn answer(response: reqwest::Response) -> Value {
         .unwrap_or(Value::Null)
 }
 
-/// Calls per second: one at a time, then 16 in flight.
-async fn measure(client: &RawClient) -> (f64, f64) {
+/// Calls per second: one at a time, then 16 in flight; and how many calls were made in all
+/// (warm-up included).
+async fn measure(client: &RawClient) -> ((f64, f64), u64) {
     for _ in 0..WARMUP {
         client.call().await;
     }
@@ -199,8 +205,51 @@ async fn measure(client: &RawClient) -> (f64, f64) {
     for worker in workers {
         worker.await.unwrap();
     }
-    let x16 = done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64();
-    (seq, x16)
+    let x16_calls = done.load(Ordering::Relaxed);
+    let x16 = x16_calls as f64 / started.elapsed().as_secs_f64();
+    ((seq, x16), WARMUP + calls + x16_calls)
+}
+
+/// CPU time so far (ns, from `schedstat`) of: this process's client threads, its gateway
+/// threads (`gateway-mt`, `gateway-ct`), its relay threads (`relay-mt`, `relay-ct`), and the
+/// upstream servers (every thread of every child process).
+fn cpu_now() -> [u64; 4] {
+    fn ns(task: &std::path::Path) -> u64 {
+        std::fs::read_to_string(task.join("schedstat"))
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
+    }
+    fn tasks(pid: &str) -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|dir| dir.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+            .unwrap_or_default()
+    }
+    let mut cpu = [0u64; 4];
+    for task in tasks("self") {
+        let comm = std::fs::read_to_string(task.join("comm")).unwrap_or_default();
+        let group = match comm.trim() {
+            "gateway-mt" | "gateway-ct" => 1,
+            "relay-mt" | "relay-ct" => 2,
+            _ => 0,
+        };
+        cpu[group] += ns(&task);
+    }
+    let me = std::process::id().to_string();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let pid = entry.file_name().to_string_lossy().into_owned();
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // The parent's pid is the second field after the command's closing parenthesis.
+        let parent = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1));
+        if parent == Some(me.as_str()) {
+            cpu[3] += tasks(&pid).iter().map(|t| ns(t)).sum::<u64>();
+        }
+    }
+    cpu
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -270,8 +319,8 @@ async fn relay(
 fn start_relay(upstream: &str, multi_thread: bool) -> String {
     let upstream = upstream.to_owned();
     let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        runtime(multi_thread).block_on(async move {
+    spawn_named(relay_thread(multi_thread), move || {
+        runtime(multi_thread, relay_thread(multi_thread)).block_on(async move {
             use axum::serve::ListenerExt;
             let http = reqwest::Client::builder()
                 .tcp_nodelay(true)
@@ -297,11 +346,13 @@ fn start_relay(upstream: &str, multi_thread: bool) -> String {
         .expect("the relay started")
 }
 
-/// A Tokio runtime of the kind a gateway (or relay) gets: 2 workers, or current-thread.
-fn runtime(multi_thread: bool) -> tokio::runtime::Runtime {
+/// A Tokio runtime of the kind a gateway (or relay) gets: 2 workers, or current-thread. Its
+/// threads are named (`gateway-mt`, `relay-ct`, …), so `perf report --comm NAME` shows one.
+fn runtime(multi_thread: bool, name: &str) -> tokio::runtime::Runtime {
     if multi_thread {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
+            .thread_name(name)
             .enable_all()
             .build()
     } else {
@@ -310,6 +361,25 @@ fn runtime(multi_thread: bool) -> tokio::runtime::Runtime {
             .build()
     }
     .unwrap()
+}
+
+fn gateway_thread(multi_thread: bool) -> &'static str {
+    if multi_thread {
+        "gateway-mt"
+    } else {
+        "gateway-ct"
+    }
+}
+
+fn relay_thread(multi_thread: bool) -> &'static str {
+    if multi_thread { "relay-mt" } else { "relay-ct" }
+}
+
+fn spawn_named(name: &str, run: impl FnOnce() + Send + 'static) {
+    std::thread::Builder::new()
+        .name(name.to_owned())
+        .spawn(run)
+        .unwrap();
 }
 
 /// Starts the gateway on a runtime of its own, serving `upstreams` (name → URL); returns its
@@ -332,8 +402,8 @@ fn start_gateway(upstreams: &[(&str, String)], tree: &ConfigTree, multi_thread: 
     let project = tree.project();
     let output = tree.root().join("out");
     let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        runtime(multi_thread).block_on(async move {
+    spawn_named(gateway_thread(multi_thread), move || {
+        runtime(multi_thread, gateway_thread(multi_thread)).block_on(async move {
             let host = Host::builder()
                 .discover(project)
                 .env(env)
@@ -505,7 +575,7 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let results: Vec<[Vec<(f64, f64)>; TARGETS]> = runtime.block_on(async {
+    let results: Vec<Measured> = runtime.block_on(async {
         let http = reqwest::Client::builder()
             .tcp_nodelay(true)
             .pool_max_idle_per_host(32)
@@ -514,17 +584,24 @@ fn main() {
         let mut results = Vec::new();
         for plan in &plans {
             let mut figures: [Vec<(f64, f64)>; TARGETS] = Default::default();
+            let mut cpu: [Vec<[f64; 4]>; TARGETS] = Default::default();
             for rep in 0..reps {
                 // The order turns each repetition, so no target always goes first.
                 for turn in 0..TARGETS {
                     let target = (rep + turn) % TARGETS;
                     let (url, echo) = &plan[target];
                     let client = RawClient::connect(http.clone(), url, *echo).await;
-                    figures[target].push(measure(&client).await);
+                    let before = cpu_now();
+                    let (rates, calls) = measure(&client).await;
+                    let after = cpu_now();
+                    figures[target].push(rates);
+                    cpu[target].push(std::array::from_fn(|i| {
+                        after[i].saturating_sub(before[i]) as f64 / 1000.0 / calls as f64
+                    }));
                     client.close().await;
                 }
             }
-            results.push(figures);
+            results.push((figures, cpu));
         }
         results
     });
@@ -545,7 +622,7 @@ fn main() {
          | gateway ÷ direct | relay ÷ direct | gateway ÷ relay | target ≥ 0.7× |"
     );
     println!("|---|---|---|--:|--:|--:|--:|--:|--:|---|");
-    for (upstream, figures) in targets.iter().zip(&results) {
+    for (upstream, (figures, _)) in targets.iter().zip(&results) {
         let [direct, gateway_mt, gateway_ct, relay_mt, relay_ct] = figures;
         for (runtime, gateway, relay) in [
             ("current-thread", gateway_ct, relay_ct),
@@ -579,11 +656,44 @@ fn main() {
             }
         }
     }
+    println!();
+    println!(
+        "CPU per call (µs, median; warm-up, seq and x16 together; threads by name, upstream = \
+         the child processes):"
+    );
+    println!();
+    println!("| upstream | target | client | gateway threads | relay threads | upstream | total |");
+    println!("|---|---|--:|--:|--:|--:|--:|");
+    for (upstream, (_, cpu)) in targets.iter().zip(&results) {
+        for (name, runs) in TARGET_NAMES.iter().zip(cpu) {
+            let part = |i: usize| median(runs.iter().map(|r| r[i]).collect());
+            let total = median(runs.iter().map(|r| r.iter().sum()).collect());
+            println!(
+                "| {} | {name} | {:.0} | {:.0} | {:.0} | {:.0} | {total:.0} |",
+                upstream.label,
+                part(0),
+                part(1),
+                part(2),
+                part(3),
+            );
+        }
+    }
 }
 
 /// The five targets of an upstream: direct, gateway (2 workers), gateway (current-thread),
 /// relay (2 workers), relay (current-thread).
 const TARGETS: usize = 5;
+/// An upstream's figures, per target and repetition: calls/s (seq, x16), and CPU µs per call
+/// (client, gateway threads, relay threads, upstream).
+type Measured = ([Vec<(f64, f64)>; TARGETS], [Vec<[f64; 4]>; TARGETS]);
+
+const TARGET_NAMES: [&str; TARGETS] = [
+    "direct",
+    "gateway, multi-thread",
+    "gateway, current-thread",
+    "relay, multi-thread",
+    "relay, current-thread",
+];
 
 /// An upstream server and how its `echo` is called, directly and through a gateway.
 struct Upstream {
