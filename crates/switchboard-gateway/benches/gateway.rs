@@ -67,6 +67,12 @@ const TOKEN: &str = "bench-token";
 /// upstreams (the reference server costs about 2 ms more per call on it than on 2025-06-18, so
 /// a client on an older version would not be measured against the same server work).
 const PROTOCOL: &str = "2025-11-25";
+/// The stateless protocol the gateway's host speaks to the testkit server upstream (it
+/// negotiates the newest version a server offers; rmcp's server offers 2026-07-28): no session,
+/// `_meta` in every request, `Mcp-Method`/`Mcp-Name` headers. The bench's "direct, 2026-07-28"
+/// target calls the testkit server that way, so the upstream's work per call is the same as
+/// through the gateway.
+const STATELESS: &str = "2026-07-28";
 
 /// What a target is called with, and what its answer must say.
 #[derive(Clone, Copy)]
@@ -76,12 +82,12 @@ struct Echo {
     expected: &'static str,
 }
 
-/// One MCP session over HTTP, by hand.
+/// One MCP session over HTTP, by hand (or, with no session, stateless 2026-07-28 calls).
 #[derive(Clone)]
 struct RawClient {
     http: reqwest::Client,
     url: String,
-    session: String,
+    session: Option<String>,
     echo: Echo,
     next_id: Arc<AtomicU64>,
 }
@@ -91,7 +97,7 @@ impl RawClient {
         let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": PROTOCOL, "capabilities": {},
             "clientInfo": {"name": "gateway-bench", "version": "1"}}});
-        let response = post(&http, url, None, &init).await;
+        let response = post(&http, url, None, None, &init).await;
         let session = response
             .headers()
             .get("mcp-session-id")
@@ -101,11 +107,22 @@ impl RawClient {
             .to_owned();
         answer(response).await;
         let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        let _ = post(&http, url, Some(&session), &initialized).await;
+        let _ = post(&http, url, Some(&session), None, &initialized).await;
         RawClient {
             http,
             url: url.to_owned(),
-            session,
+            session: Some(session),
+            echo,
+            next_id: Arc::new(AtomicU64::new(1)),
+        }
+    }
+
+    /// A 2026-07-28 client: no handshake, every call carries its own `_meta`.
+    fn stateless(http: reqwest::Client, url: &str, echo: Echo) -> RawClient {
+        RawClient {
+            http,
+            url: url.to_owned(),
+            session: None,
             echo,
             next_id: Arc::new(AtomicU64::new(1)),
         }
@@ -113,20 +130,41 @@ impl RawClient {
 
     /// Ends the session (`DELETE`), so a server does not keep the bench's sessions alive.
     async fn close(&self) {
+        let Some(session) = &self.session else {
+            return;
+        };
         let request = self
             .http
             .delete(&self.url)
             .bearer_auth(TOKEN)
-            .header("mcp-session-id", &self.session)
+            .header("mcp-session-id", session)
             .header("mcp-protocol-version", PROTOCOL);
         let _ = tokio::time::timeout(REQUEST_TIMEOUT, request.send()).await;
     }
 
     async fn call(&self) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        let mut request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
             "params": {"name": self.echo.tool, "arguments": (self.echo.arguments)()}});
-        let response = post(&self.http, &self.url, Some(&self.session), &request).await;
+        let stateless = self.session.is_none().then_some(self.echo.tool);
+        if stateless.is_some() {
+            // What the gateway's lane sends upstream (capabilities and a progress token too).
+            request["params"]["_meta"] = json!({
+                "io.modelcontextprotocol/protocolVersion": STATELESS,
+                "io.modelcontextprotocol/clientInfo": {"name": "gateway-bench", "version": "1"},
+                "io.modelcontextprotocol/clientCapabilities": {"roots": {"listChanged": true},
+                    "sampling": {}, "elicitation": {"form": {"schemaValidation": true}, "url": {}}},
+                "progressToken": format!("bench-progress-{id}"),
+            });
+        }
+        let response = post(
+            &self.http,
+            &self.url,
+            self.session.as_deref(),
+            stateless,
+            &request,
+        )
+        .await;
         let answer = answer(response).await;
         assert_eq!(answer["id"], json!(id), "{answer}");
         assert_eq!(
@@ -136,19 +174,27 @@ impl RawClient {
     }
 }
 
+/// POSTs `body`; `stateless` is the tool of a 2026-07-28 `tools/call` (its headers).
 async fn post(
     http: &reqwest::Client,
     url: &str,
     session: Option<&str>,
+    stateless: Option<&str>,
     body: &Value,
 ) -> reqwest::Response {
     let mut request = http
         .post(url)
         .bearer_auth(TOKEN)
         .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", PROTOCOL)
-        .body(body.to_string());
+        .header("accept", "application/json, text/event-stream");
+    request = match stateless {
+        Some(tool) => request
+            .header("mcp-protocol-version", STATELESS)
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", tool),
+        None => request.header("mcp-protocol-version", PROTOCOL),
+    };
+    request = request.body(body.to_string());
     if let Some(session) = session {
         request = request.header("mcp-session-id", session);
     }
@@ -274,12 +320,14 @@ struct Relay {
 }
 
 /// Request headers the relay passes on (Streamable HTTP's own, plus the body's type).
-const RELAYED_UP: [&str; 5] = [
+const RELAYED_UP: [&str; 7] = [
     "accept",
     "content-type",
     "mcp-session-id",
     "mcp-protocol-version",
     "last-event-id",
+    "mcp-method",
+    "mcp-name",
 ];
 /// Response headers the relay passes back.
 const RELAYED_DOWN: [&str; 3] = ["content-type", "mcp-session-id", "cache-control"];
@@ -547,6 +595,7 @@ fn main() {
         direct: upstream.url().to_owned(),
         echo: KIT_ECHO,
         through: KIT_THROUGH,
+        stateless_upstream: true,
     }];
     if let Some(everything) = &everything {
         targets.push(Upstream {
@@ -554,19 +603,34 @@ fn main() {
             direct: everything.url.clone(),
             echo: EVERYTHING_ECHO,
             through: EVERYTHING_THROUGH,
+            stateless_upstream: false,
         });
     }
-    // Each upstream's five targets: direct, the two gateways, the two relays (the ceiling).
-    let plans: Vec<[(String, Echo); TARGETS]> = targets
+    // Each upstream's targets: direct, the two gateways, the two relays (the ceiling), and for
+    // an upstream the gateway speaks 2026-07-28 to, direct on 2026-07-28.
+    let plans: Vec<Vec<Target>> = targets
         .iter()
         .map(|t| {
-            [
-                (t.direct.clone(), t.echo),
-                (gateway_mt.clone(), t.through),
-                (gateway_ct.clone(), t.through),
-                (start_relay(&t.direct, true), t.echo),
-                (start_relay(&t.direct, false), t.echo),
-            ]
+            let mut plan = vec![
+                Target::session("direct", t.direct.clone(), t.echo),
+                Target::session("gateway, multi-thread", gateway_mt.clone(), t.through),
+                Target::session("gateway, current-thread", gateway_ct.clone(), t.through),
+                Target::session("relay, multi-thread", start_relay(&t.direct, true), t.echo),
+                Target::session(
+                    "relay, current-thread",
+                    start_relay(&t.direct, false),
+                    t.echo,
+                ),
+            ];
+            if t.stateless_upstream {
+                plan.push(Target {
+                    name: "direct, 2026-07-28 stateless",
+                    url: t.direct.clone(),
+                    echo: t.echo,
+                    stateless: true,
+                });
+            }
+            plan
         })
         .collect();
     let load_before = loadavg();
@@ -583,14 +647,23 @@ fn main() {
             .unwrap();
         let mut results = Vec::new();
         for plan in &plans {
-            let mut figures: [Vec<(f64, f64)>; TARGETS] = Default::default();
-            let mut cpu: [Vec<[f64; 4]>; TARGETS] = Default::default();
+            let mut figures = vec![Vec::new(); plan.len()];
+            let mut cpu = vec![Vec::new(); plan.len()];
             for rep in 0..reps {
                 // The order turns each repetition, so no target always goes first.
-                for turn in 0..TARGETS {
-                    let target = (rep + turn) % TARGETS;
-                    let (url, echo) = &plan[target];
-                    let client = RawClient::connect(http.clone(), url, *echo).await;
+                for turn in 0..plan.len() {
+                    let target = (rep + turn) % plan.len();
+                    let Target {
+                        url,
+                        echo,
+                        stateless,
+                        ..
+                    } = &plan[target];
+                    let client = if *stateless {
+                        RawClient::stateless(http.clone(), url, *echo)
+                    } else {
+                        RawClient::connect(http.clone(), url, *echo).await
+                    };
                     let before = cpu_now();
                     let (rates, calls) = measure(&client).await;
                     let after = cpu_now();
@@ -623,7 +696,9 @@ fn main() {
     );
     println!("|---|---|---|--:|--:|--:|--:|--:|--:|---|");
     for (upstream, (figures, _)) in targets.iter().zip(&results) {
-        let [direct, gateway_mt, gateway_ct, relay_mt, relay_ct] = figures;
+        let [direct, gateway_mt, gateway_ct, relay_mt, relay_ct] = &figures[..5] else {
+            unreachable!("every plan has the five targets");
+        };
         for (runtime, gateway, relay) in [
             ("current-thread", gateway_ct, relay_ct),
             ("multi-thread, 2 workers", gateway_mt, relay_mt),
@@ -656,6 +731,42 @@ fn main() {
             }
         }
     }
+    for ((upstream, (figures, _)), plan) in targets.iter().zip(&results).zip(&plans) {
+        let Some(stateless) = plan.iter().position(|t| t.stateless) else {
+            continue;
+        };
+        println!();
+        println!(
+            "{}: the gateway's host speaks {STATELESS} (stateless) to it; direct on that protocol:",
+            upstream.label
+        );
+        println!();
+        println!(
+            "| phase | direct {PROTOCOL} calls/s | direct {STATELESS} calls/s | gateway multi-thread ÷ it | gateway current-thread ÷ it |"
+        );
+        println!("|---|--:|--:|--:|--:|");
+        for (phase, pick) in [
+            ("seq", (|p: &(f64, f64)| p.0) as fn(&(f64, f64)) -> f64),
+            ("x16", |p: &(f64, f64)| p.1),
+        ] {
+            let rate = |runs: &Vec<(f64, f64)>| median(runs.iter().map(pick).collect());
+            let ratio = |over: &Vec<(f64, f64)>, under: &Vec<(f64, f64)>| {
+                median(
+                    over.iter()
+                        .zip(under)
+                        .map(|(o, u)| pick(o) / pick(u))
+                        .collect(),
+                )
+            };
+            println!(
+                "| {phase} | {:.0} | {:.0} | {:.2}× | {:.2}× |",
+                rate(&figures[0]),
+                rate(&figures[stateless]),
+                ratio(&figures[1], &figures[stateless]),
+                ratio(&figures[2], &figures[stateless]),
+            );
+        }
+    }
     println!();
     println!(
         "CPU per call (µs, median; warm-up, seq and x16 together; threads by name, upstream = \
@@ -664,8 +775,8 @@ fn main() {
     println!();
     println!("| upstream | target | client | gateway threads | relay threads | upstream | total |");
     println!("|---|---|--:|--:|--:|--:|--:|");
-    for (upstream, (_, cpu)) in targets.iter().zip(&results) {
-        for (name, runs) in TARGET_NAMES.iter().zip(cpu) {
+    for ((upstream, (_, cpu)), plan) in targets.iter().zip(&results).zip(&plans) {
+        for (Target { name, .. }, runs) in plan.iter().zip(cpu) {
             let part = |i: usize| median(runs.iter().map(|r| r[i]).collect());
             let total = median(runs.iter().map(|r| r.iter().sum()).collect());
             println!(
@@ -680,20 +791,29 @@ fn main() {
     }
 }
 
-/// The five targets of an upstream: direct, gateway (2 workers), gateway (current-thread),
-/// relay (2 workers), relay (current-thread).
-const TARGETS: usize = 5;
-/// An upstream's figures, per target and repetition: calls/s (seq, x16), and CPU µs per call
-/// (client, gateway threads, relay threads, upstream).
-type Measured = ([Vec<(f64, f64)>; TARGETS], [Vec<[f64; 4]>; TARGETS]);
+/// An upstream's figures, per target (in its plan's order) and repetition: calls/s (seq, x16),
+/// and CPU µs per call (client, gateway threads, relay threads, upstream).
+type Measured = (Vec<Vec<(f64, f64)>>, Vec<Vec<[f64; 4]>>);
 
-const TARGET_NAMES: [&str; TARGETS] = [
-    "direct",
-    "gateway, multi-thread",
-    "gateway, current-thread",
-    "relay, multi-thread",
-    "relay, current-thread",
-];
+/// One target: direct, gateway (2 workers), gateway (current-thread), relay (2 workers), relay
+/// (current-thread), and maybe direct on the stateless protocol.
+struct Target {
+    name: &'static str,
+    url: String,
+    echo: Echo,
+    stateless: bool,
+}
+
+impl Target {
+    fn session(name: &'static str, url: String, echo: Echo) -> Target {
+        Target {
+            name,
+            url,
+            echo,
+            stateless: false,
+        }
+    }
+}
 
 /// An upstream server and how its `echo` is called, directly and through a gateway.
 struct Upstream {
@@ -701,4 +821,7 @@ struct Upstream {
     direct: String,
     echo: Echo,
     through: Echo,
+    /// The gateway's host speaks the stateless 2026-07-28 protocol to it (rmcp's server offers
+    /// it; server-everything does not).
+    stateless_upstream: bool,
 }
