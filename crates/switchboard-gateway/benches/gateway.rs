@@ -462,6 +462,19 @@ fn start_gateway(upstreams: &[(&str, String)], tree: &ConfigTree, multi_thread: 
                 .wait_settled(Duration::from_secs(20))
                 .await
                 .unwrap();
+            if multi_thread {
+                // Each downstream call's handler task holds this future inline (tokio moves the
+                // task into place when rmcp spawns it, and again when it completes).
+                let call = host.call(
+                    "mcp__kit__echo",
+                    serde_json::Map::new(),
+                    switchboard::host::CallOptions::default(),
+                );
+                println!(
+                    "gateway bench: a Host::call future is {} bytes",
+                    std::mem::size_of_val(&call)
+                );
+            }
             let server = HttpGateway::bind(
                 Gateway::new(host, ToolFilter::default()),
                 SocketAddr::from(([127, 0, 0, 1], 0)),
