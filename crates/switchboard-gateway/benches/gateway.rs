@@ -22,11 +22,14 @@
 //! - **client**: one hand-written JSON-RPC client for all, on protocol 2025-11-25 (a keep-alive
 //!   reqwest client with TCP_NODELAY on a current-thread runtime): `initialize`, then POSTs with
 //!   the session id and the bearer token, answers read from the SSE `data:` line; each measured
-//!   session ends with `DELETE`.
+//!   session ends with `DELETE`. For the testkit upstream also **direct on 2026-07-28**: the
+//!   same client making stateless calls with the `_meta` the gateway's HTTP call lane sends,
+//!   the protocol the gateway's host negotiates with rmcp's server (server-everything gets
+//!   2025-11-25 from it).
 //!
 //! Each target: 200 warm-up calls, then *seq* (one call at a time, ≤ 4000 calls or 1.5 s) and
-//! *x16* (16 tasks taking calls from a shared counter, ≤ 8000 calls or 1.5 s). The five targets
-//! of an upstream (direct, two gateways, two relays) take turns, the first changing each
+//! *x16* (16 tasks taking calls from a shared counter, ≤ 8000 calls or 1.5 s). The targets of
+//! an upstream (direct, two gateways, two relays, maybe direct on 2026-07-28) take turns, the first changing each
 //! repetition, `GATEWAY_BENCH_REPS` times (default 3); figures are medians, each ratio is the
 //! median of per-repetition ratios (gateway ÷ direct, relay ÷ direct, gateway ÷ relay). Target
 //! (issue 7): through the gateway at least 0.7× of direct. Every wait is bounded (20 s a
@@ -35,7 +38,8 @@
 //! A second table gives each target's CPU per call (µs, from `/proc/*/task/*/schedstat` before
 //! and after the target's turn): the client's threads, the gateways' threads (`gateway-mt`,
 //! `gateway-ct`; their runtimes' threads are named so, for `perf report --comm` too), the
-//! relays' threads, and the upstream servers (the bench's child processes).
+//! relays' threads, and the upstream servers (the bench's child processes). The bench also
+//! prints the size of a `Host::call` future (the handler task rmcp spawns per call holds it).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
