@@ -3,7 +3,8 @@
 # their tables:
 #   cargo bench -p switchboard --bench startup   (connections: start-up, `mcp list`)
 #   cargo bench -p switchboard --bench calls     (tool calls: Switchboard vs rmcp vs raw)
-#   cargo bench -p switchboard-gateway --bench gateway   (calls through `serve` vs direct)
+#   cargo bench -p switchboard-gateway --bench gateway   (calls through `serve` vs direct and
+#                                                         vs a bare relay, the ceiling)
 # `scripts/bench.sh startup`, `calls` or `gateway` runs one of them.
 # Figures and how to read them: BENCHMARKS.md.
 set -euo pipefail

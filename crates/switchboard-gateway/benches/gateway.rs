@@ -14,17 +14,32 @@
 //!   (like `switchboard serve`), one current-thread. A call through a gateway is the whole
 //!   pipeline: catalogue lookup, input schema, permissions, timeout, output budget, then the
 //!   upstream call.
+//! - **relays** (the ceiling): per upstream, two bare reverse proxies written here, on the same
+//!   two runtime kinds, each with its own pooled keep-alive reqwest client (TCP_NODELAY both
+//!   sides): the request's body bytes and Streamable HTTP headers go up unchanged, the status,
+//!   content type, session id and streamed body come back. They parse nothing, so what they
+//!   reach is the most any gateway (one HTTP hop in, one out) can reach on this machine.
 //! - **client**: one hand-written JSON-RPC client for all, on protocol 2025-11-25 (a keep-alive
 //!   reqwest client with TCP_NODELAY on a current-thread runtime): `initialize`, then POSTs with
 //!   the session id and the bearer token, answers read from the SSE `data:` line; each measured
-//!   session ends with `DELETE`.
+//!   session ends with `DELETE`. For the testkit upstream also **direct on 2026-07-28**: the
+//!   same client making stateless calls with the `_meta` the gateway's HTTP call lane sends,
+//!   the protocol the gateway's host negotiates with rmcp's server (server-everything gets
+//!   2025-11-25 from it).
 //!
 //! Each target: 200 warm-up calls, then *seq* (one call at a time, ≤ 4000 calls or 1.5 s) and
-//! *x16* (16 tasks taking calls from a shared counter, ≤ 8000 calls or 1.5 s). The three targets
-//! of an upstream take turns, the first changing each repetition, `GATEWAY_BENCH_REPS` times
-//! (default 3); figures are medians, the ratio is the median of per-repetition ratios. Target
+//! *x16* (16 tasks taking calls from a shared counter, ≤ 8000 calls or 1.5 s). The targets of
+//! an upstream (direct, two gateways, two relays, maybe direct on 2026-07-28) take turns, the first changing each
+//! repetition, `GATEWAY_BENCH_REPS` times (default 3); figures are medians, each ratio is the
+//! median of per-repetition ratios (gateway ÷ direct, relay ÷ direct, gateway ÷ relay). Target
 //! (issue 7): through the gateway at least 0.7× of direct. Every wait is bounded (20 s a
-//! request, 240 s watchdog on the run).
+//! request, 300 s watchdog on the run).
+//!
+//! A second table gives each target's CPU per call (µs, from `/proc/*/task/*/schedstat` before
+//! and after the target's turn): the client's threads, the gateways' threads (`gateway-mt`,
+//! `gateway-ct`; their runtimes' threads are named so, for `perf report --comm` too), the
+//! relays' threads, and the upstream servers (the bench's child processes). The bench also
+//! prints the size of a `Host::call` future (the handler task rmcp spawns per call holds it).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -44,7 +59,7 @@ use switchboard_gateway::{Gateway, ToolFilter};
 use switchboard_testkit::config_tree::ConfigTree;
 use switchboard_testkit::{TestServer, Transport};
 
-const WATCHDOG: Duration = Duration::from_secs(240);
+const WATCHDOG: Duration = Duration::from_secs(300);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
 const PHASE: Duration = Duration::from_millis(1500);
 const SEQ_CALLS: u64 = 4000;
@@ -56,6 +71,12 @@ const TOKEN: &str = "bench-token";
 /// upstreams (the reference server costs about 2 ms more per call on it than on 2025-06-18, so
 /// a client on an older version would not be measured against the same server work).
 const PROTOCOL: &str = "2025-11-25";
+/// The stateless protocol the gateway's host speaks to the testkit server upstream (it
+/// negotiates the newest version a server offers; rmcp's server offers 2026-07-28): no session,
+/// `_meta` in every request, `Mcp-Method`/`Mcp-Name` headers. The bench's "direct, 2026-07-28"
+/// target calls the testkit server that way, so the upstream's work per call is the same as
+/// through the gateway.
+const STATELESS: &str = "2026-07-28";
 
 /// What a target is called with, and what its answer must say.
 #[derive(Clone, Copy)]
@@ -65,12 +86,12 @@ struct Echo {
     expected: &'static str,
 }
 
-/// One MCP session over HTTP, by hand.
+/// One MCP session over HTTP, by hand (or, with no session, stateless 2026-07-28 calls).
 #[derive(Clone)]
 struct RawClient {
     http: reqwest::Client,
     url: String,
-    session: String,
+    session: Option<String>,
     echo: Echo,
     next_id: Arc<AtomicU64>,
 }
@@ -80,7 +101,7 @@ impl RawClient {
         let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": PROTOCOL, "capabilities": {},
             "clientInfo": {"name": "gateway-bench", "version": "1"}}});
-        let response = post(&http, url, None, &init).await;
+        let response = post(&http, url, None, None, &init).await;
         let session = response
             .headers()
             .get("mcp-session-id")
@@ -90,11 +111,22 @@ impl RawClient {
             .to_owned();
         answer(response).await;
         let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        let _ = post(&http, url, Some(&session), &initialized).await;
+        let _ = post(&http, url, Some(&session), None, &initialized).await;
         RawClient {
             http,
             url: url.to_owned(),
-            session,
+            session: Some(session),
+            echo,
+            next_id: Arc::new(AtomicU64::new(1)),
+        }
+    }
+
+    /// A 2026-07-28 client: no handshake, every call carries its own `_meta`.
+    fn stateless(http: reqwest::Client, url: &str, echo: Echo) -> RawClient {
+        RawClient {
+            http,
+            url: url.to_owned(),
+            session: None,
             echo,
             next_id: Arc::new(AtomicU64::new(1)),
         }
@@ -102,20 +134,41 @@ impl RawClient {
 
     /// Ends the session (`DELETE`), so a server does not keep the bench's sessions alive.
     async fn close(&self) {
+        let Some(session) = &self.session else {
+            return;
+        };
         let request = self
             .http
             .delete(&self.url)
             .bearer_auth(TOKEN)
-            .header("mcp-session-id", &self.session)
+            .header("mcp-session-id", session)
             .header("mcp-protocol-version", PROTOCOL);
         let _ = tokio::time::timeout(REQUEST_TIMEOUT, request.send()).await;
     }
 
     async fn call(&self) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        let mut request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
             "params": {"name": self.echo.tool, "arguments": (self.echo.arguments)()}});
-        let response = post(&self.http, &self.url, Some(&self.session), &request).await;
+        let stateless = self.session.is_none().then_some(self.echo.tool);
+        if stateless.is_some() {
+            // What the gateway's lane sends upstream (capabilities and a progress token too).
+            request["params"]["_meta"] = json!({
+                "io.modelcontextprotocol/protocolVersion": STATELESS,
+                "io.modelcontextprotocol/clientInfo": {"name": "gateway-bench", "version": "1"},
+                "io.modelcontextprotocol/clientCapabilities": {"roots": {"listChanged": true},
+                    "sampling": {}, "elicitation": {"form": {"schemaValidation": true}, "url": {}}},
+                "progressToken": format!("bench-progress-{id}"),
+            });
+        }
+        let response = post(
+            &self.http,
+            &self.url,
+            self.session.as_deref(),
+            stateless,
+            &request,
+        )
+        .await;
         let answer = answer(response).await;
         assert_eq!(answer["id"], json!(id), "{answer}");
         assert_eq!(
@@ -125,19 +178,27 @@ impl RawClient {
     }
 }
 
+/// POSTs `body`; `stateless` is the tool of a 2026-07-28 `tools/call` (its headers).
 async fn post(
     http: &reqwest::Client,
     url: &str,
     session: Option<&str>,
+    stateless: Option<&str>,
     body: &Value,
 ) -> reqwest::Response {
     let mut request = http
         .post(url)
         .bearer_auth(TOKEN)
         .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", PROTOCOL)
-        .body(body.to_string());
+        .header("accept", "application/json, text/event-stream");
+    request = match stateless {
+        Some(tool) => request
+            .header("mcp-protocol-version", STATELESS)
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", tool),
+        None => request.header("mcp-protocol-version", PROTOCOL),
+    };
+    request = request.body(body.to_string());
     if let Some(session) = session {
         request = request.header("mcp-session-id", session);
     }
@@ -163,8 +224,9 @@ async fn answer(response: reqwest::Response) -> Value {
         .unwrap_or(Value::Null)
 }
 
-/// Calls per second: one at a time, then 16 in flight.
-async fn measure(client: &RawClient) -> (f64, f64) {
+/// Calls per second: one at a time, then 16 in flight; and how many calls were made in all
+/// (warm-up included).
+async fn measure(client: &RawClient) -> ((f64, f64), u64) {
     for _ in 0..WARMUP {
         client.call().await;
     }
@@ -193,8 +255,51 @@ async fn measure(client: &RawClient) -> (f64, f64) {
     for worker in workers {
         worker.await.unwrap();
     }
-    let x16 = done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64();
-    (seq, x16)
+    let x16_calls = done.load(Ordering::Relaxed);
+    let x16 = x16_calls as f64 / started.elapsed().as_secs_f64();
+    ((seq, x16), WARMUP + calls + x16_calls)
+}
+
+/// CPU time so far (ns, from `schedstat`) of: this process's client threads, its gateway
+/// threads (`gateway-mt`, `gateway-ct`), its relay threads (`relay-mt`, `relay-ct`), and the
+/// upstream servers (every thread of every child process).
+fn cpu_now() -> [u64; 4] {
+    fn ns(task: &std::path::Path) -> u64 {
+        std::fs::read_to_string(task.join("schedstat"))
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
+    }
+    fn tasks(pid: &str) -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|dir| dir.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+            .unwrap_or_default()
+    }
+    let mut cpu = [0u64; 4];
+    for task in tasks("self") {
+        let comm = std::fs::read_to_string(task.join("comm")).unwrap_or_default();
+        let group = match comm.trim() {
+            "gateway-mt" | "gateway-ct" => 1,
+            "relay-mt" | "relay-ct" => 2,
+            _ => 0,
+        };
+        cpu[group] += ns(&task);
+    }
+    let me = std::process::id().to_string();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let pid = entry.file_name().to_string_lossy().into_owned();
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // The parent's pid is the second field after the command's closing parenthesis.
+        let parent = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1));
+        if parent == Some(me.as_str()) {
+            cpu[3] += tasks(&pid).iter().map(|t| ns(t)).sum::<u64>();
+        }
+    }
+    cpu
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -206,6 +311,127 @@ fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|s| s.trim().to_owned())
         .unwrap_or_else(|_| "?".to_owned())
+}
+
+/// The ceiling: a bare transparent reverse proxy, the least any gateway must do — accept a
+/// request, make the same request upstream on a pooled keep-alive client, stream the answer
+/// back. It parses nothing (no JSON, no SSE, no session, no token check): the body's bytes and
+/// the headers below go up, the status, the content type, the session id and the body's
+/// chunks come back.
+struct Relay {
+    http: reqwest::Client,
+    upstream: String,
+}
+
+/// Request headers the relay passes on (Streamable HTTP's own, plus the body's type).
+const RELAYED_UP: [&str; 7] = [
+    "accept",
+    "content-type",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+    "mcp-method",
+    "mcp-name",
+];
+/// Response headers the relay passes back.
+const RELAYED_DOWN: [&str; 3] = ["content-type", "mcp-session-id", "cache-control"];
+
+async fn relay(
+    axum::extract::State(relay): axum::extract::State<Arc<Relay>>,
+    request: axum::extract::Request,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let (parts, body) = request.into_parts();
+    let Ok(body) = axum::body::to_bytes(body, 16 << 20).await else {
+        return axum::http::StatusCode::BAD_REQUEST.into_response();
+    };
+    let mut upstream = relay.http.request(parts.method, &relay.upstream).body(body);
+    for name in RELAYED_UP {
+        if let Some(value) = parts.headers.get(name) {
+            upstream = upstream.header(name, value.clone());
+        }
+    }
+    let response = match tokio::time::timeout(REQUEST_TIMEOUT, upstream.send()).await {
+        Ok(Ok(response)) => response,
+        _ => return axum::http::StatusCode::BAD_GATEWAY.into_response(),
+    };
+    let mut answer = axum::response::Response::builder().status(response.status());
+    for name in RELAYED_DOWN {
+        if let Some(value) = response.headers().get(name) {
+            answer = answer.header(name, value.clone());
+        }
+    }
+    answer
+        .body(axum::body::Body::from_stream(response.bytes_stream()))
+        .unwrap()
+}
+
+/// Starts a relay to `upstream` on a runtime of its own (the kinds the gateways get), with an
+/// HTTP client of its own (TCP_NODELAY, keep-alive pool); returns its `/mcp` URL.
+fn start_relay(upstream: &str, multi_thread: bool) -> String {
+    let upstream = upstream.to_owned();
+    let (tx, rx) = std::sync::mpsc::channel();
+    spawn_named(relay_thread(multi_thread), move || {
+        runtime(multi_thread, relay_thread(multi_thread)).block_on(async move {
+            use axum::serve::ListenerExt;
+            let http = reqwest::Client::builder()
+                .tcp_nodelay(true)
+                .pool_max_idle_per_host(32)
+                .connect_timeout(REQUEST_TIMEOUT)
+                .build()
+                .unwrap();
+            let router = axum::Router::new()
+                .route("/mcp", axum::routing::any(relay))
+                .with_state(Arc::new(Relay { http, upstream }));
+            let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
+                .await
+                .unwrap();
+            tx.send(format!("http://{}/mcp", listener.local_addr().unwrap()))
+                .unwrap();
+            let listener = listener.tap_io(|stream| {
+                let _ = stream.set_nodelay(true);
+            });
+            axum::serve(listener, router).await.unwrap();
+        });
+    });
+    rx.recv_timeout(Duration::from_secs(30))
+        .expect("the relay started")
+}
+
+/// A Tokio runtime of the kind a gateway (or relay) gets: 2 workers, or current-thread. Its
+/// threads are named (`gateway-mt`, `relay-ct`, …), so `perf report --comm NAME` shows one.
+fn runtime(multi_thread: bool, name: &str) -> tokio::runtime::Runtime {
+    if multi_thread {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name(name)
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    }
+    .unwrap()
+}
+
+fn gateway_thread(multi_thread: bool) -> &'static str {
+    if multi_thread {
+        "gateway-mt"
+    } else {
+        "gateway-ct"
+    }
+}
+
+fn relay_thread(multi_thread: bool) -> &'static str {
+    if multi_thread { "relay-mt" } else { "relay-ct" }
+}
+
+fn spawn_named(name: &str, run: impl FnOnce() + Send + 'static) {
+    std::thread::Builder::new()
+        .name(name.to_owned())
+        .spawn(run)
+        .unwrap();
 }
 
 /// Starts the gateway on a runtime of its own, serving `upstreams` (name → URL); returns its
@@ -228,19 +454,8 @@ fn start_gateway(upstreams: &[(&str, String)], tree: &ConfigTree, multi_thread: 
     let project = tree.project();
     let output = tree.root().join("out");
     let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let runtime = if multi_thread {
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-        } else {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-        }
-        .unwrap();
-        runtime.block_on(async move {
+    spawn_named(gateway_thread(multi_thread), move || {
+        runtime(multi_thread, gateway_thread(multi_thread)).block_on(async move {
             let host = Host::builder()
                 .discover(project)
                 .env(env)
@@ -251,6 +466,19 @@ fn start_gateway(upstreams: &[(&str, String)], tree: &ConfigTree, multi_thread: 
                 .wait_settled(Duration::from_secs(20))
                 .await
                 .unwrap();
+            if multi_thread {
+                // Each downstream call's handler task holds this future inline (tokio moves the
+                // task into place when rmcp spawns it, and again when it completes).
+                let call = host.call(
+                    "mcp__kit__echo",
+                    serde_json::Map::new(),
+                    switchboard::host::CallOptions::default(),
+                );
+                println!(
+                    "gateway bench: a Host::call future is {} bytes",
+                    std::mem::size_of_val(&call)
+                );
+            }
             let server = HttpGateway::bind(
                 Gateway::new(host, ToolFilter::default()),
                 SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -379,63 +607,91 @@ fn main() {
     let gateway_mt = start_gateway(&upstreams, &tree, true);
     let tree_ct = ConfigTree::new().unwrap();
     let gateway_ct = start_gateway(&upstreams, &tree_ct, false);
+    let mut targets = vec![Upstream {
+        label: "testkit-server (Rust)",
+        direct: upstream.url().to_owned(),
+        echo: KIT_ECHO,
+        through: KIT_THROUGH,
+        stateless_upstream: true,
+    }];
+    if let Some(everything) = &everything {
+        targets.push(Upstream {
+            label: "server-everything (TypeScript)",
+            direct: everything.url.clone(),
+            echo: EVERYTHING_ECHO,
+            through: EVERYTHING_THROUGH,
+            stateless_upstream: false,
+        });
+    }
+    // Each upstream's targets: direct, the two gateways, the two relays (the ceiling), and for
+    // an upstream the gateway speaks 2026-07-28 to, direct on 2026-07-28.
+    let plans: Vec<Vec<Target>> = targets
+        .iter()
+        .map(|t| {
+            let mut plan = vec![
+                Target::session("direct", t.direct.clone(), t.echo),
+                Target::session("gateway, multi-thread", gateway_mt.clone(), t.through),
+                Target::session("gateway, current-thread", gateway_ct.clone(), t.through),
+                Target::session("relay, multi-thread", start_relay(&t.direct, true), t.echo),
+                Target::session(
+                    "relay, current-thread",
+                    start_relay(&t.direct, false),
+                    t.echo,
+                ),
+            ];
+            if t.stateless_upstream {
+                plan.push(Target {
+                    name: "direct, 2026-07-28 stateless",
+                    url: t.direct.clone(),
+                    echo: t.echo,
+                    stateless: true,
+                });
+            }
+            plan
+        })
+        .collect();
     let load_before = loadavg();
     let started = Instant::now();
-
-    let mut targets = vec![(
-        "testkit-server (Rust)",
-        upstream.url().to_owned(),
-        KIT_ECHO,
-        KIT_THROUGH,
-    )];
-    if let Some(everything) = &everything {
-        targets.push((
-            "server-everything (TypeScript)",
-            everything.url.clone(),
-            EVERYTHING_ECHO,
-            EVERYTHING_THROUGH,
-        ));
-    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    let results = runtime.block_on(async {
+    let results: Vec<Measured> = runtime.block_on(async {
         let http = reqwest::Client::builder()
             .tcp_nodelay(true)
             .pool_max_idle_per_host(32)
             .build()
             .unwrap();
         let mut results = Vec::new();
-        for (_, url, direct_echo, through_echo) in &targets {
-            let mut direct = Vec::new();
-            let mut through_mt = Vec::new();
-            let mut through_ct = Vec::new();
+        for plan in &plans {
+            let mut figures = vec![Vec::new(); plan.len()];
+            let mut cpu = vec![Vec::new(); plan.len()];
             for rep in 0..reps {
                 // The order turns each repetition, so no target always goes first.
-                for turn in 0..3 {
-                    match (rep + turn) % 3 {
-                        0 => {
-                            let d = RawClient::connect(http.clone(), url, *direct_echo).await;
-                            direct.push(measure(&d).await);
-                            d.close().await;
-                        }
-                        1 => {
-                            let g =
-                                RawClient::connect(http.clone(), &gateway_mt, *through_echo).await;
-                            through_mt.push(measure(&g).await);
-                            g.close().await;
-                        }
-                        _ => {
-                            let g =
-                                RawClient::connect(http.clone(), &gateway_ct, *through_echo).await;
-                            through_ct.push(measure(&g).await);
-                            g.close().await;
-                        }
-                    }
+                for turn in 0..plan.len() {
+                    let target = (rep + turn) % plan.len();
+                    let Target {
+                        url,
+                        echo,
+                        stateless,
+                        ..
+                    } = &plan[target];
+                    let client = if *stateless {
+                        RawClient::stateless(http.clone(), url, *echo)
+                    } else {
+                        RawClient::connect(http.clone(), url, *echo).await
+                    };
+                    let before = cpu_now();
+                    let (rates, calls) = measure(&client).await;
+                    let after = cpu_now();
+                    figures[target].push(rates);
+                    cpu[target].push(std::array::from_fn(|i| {
+                        after[i].saturating_sub(before[i]) as f64 / 1000.0 / calls as f64
+                    }));
+                    client.close().await;
                 }
             }
-            results.push((direct, through_mt, through_ct));
+            results.push((figures, cpu));
         }
         results
     });
@@ -446,34 +702,143 @@ fn main() {
         started.elapsed().as_secs_f64(),
         std::thread::available_parallelism().map_or(0, usize::from),
     );
+    println!(
+        "relay = the ceiling: a bare reverse proxy on the same runtime kind (forwards bytes and \
+         headers on a pooled client, parses nothing); no gateway can beat it"
+    );
     println!();
     println!(
-        "| upstream | gateway runtime | phase | direct calls/s | gateway calls/s | gateway ÷ direct | target ≥ 0.7× |"
+        "| upstream | runtime | phase | direct calls/s | gateway calls/s | relay (ceiling) calls/s \
+         | gateway ÷ direct | relay ÷ direct | gateway ÷ relay | target ≥ 0.7× |"
     );
-    println!("|---|---|---|--:|--:|--:|---|");
-    for ((label, ..), (direct, through_mt, through_ct)) in targets.iter().zip(&results) {
-        for (runtime, through) in [
-            ("current-thread", through_ct),
-            ("multi-thread, 2 workers", through_mt),
+    println!("|---|---|---|--:|--:|--:|--:|--:|--:|---|");
+    for (upstream, (figures, _)) in targets.iter().zip(&results) {
+        let [direct, gateway_mt, gateway_ct, relay_mt, relay_ct] = &figures[..5] else {
+            unreachable!("every plan has the five targets");
+        };
+        for (runtime, gateway, relay) in [
+            ("current-thread", gateway_ct, relay_ct),
+            ("multi-thread, 2 workers", gateway_mt, relay_mt),
         ] {
             for (phase, pick) in [
                 ("seq", (|p: &(f64, f64)| p.0) as fn(&(f64, f64)) -> f64),
                 ("x16", |p: &(f64, f64)| p.1),
             ] {
-                let d = median(direct.iter().map(pick).collect());
-                let g = median(through.iter().map(pick).collect());
-                let ratio = median(
-                    direct
-                        .iter()
-                        .zip(through)
-                        .map(|(d, g)| pick(g) / pick(d))
-                        .collect(),
-                );
-                let verdict = if ratio >= 0.7 { "PASS" } else { "FAIL" };
+                let rate = |runs: &Vec<(f64, f64)>| median(runs.iter().map(pick).collect());
+                // The median of the per-repetition ratios.
+                let ratio = |over: &Vec<(f64, f64)>, under: &Vec<(f64, f64)>| {
+                    median(
+                        over.iter()
+                            .zip(under)
+                            .map(|(o, u)| pick(o) / pick(u))
+                            .collect(),
+                    )
+                };
+                let through = ratio(gateway, direct);
+                let verdict = if through >= 0.7 { "PASS" } else { "FAIL" };
                 println!(
-                    "| {label} | {runtime} | {phase} | {d:.0} | {g:.0} | {ratio:.2}× | {verdict} |"
+                    "| {} | {runtime} | {phase} | {:.0} | {:.0} | {:.0} | {through:.2}× | {:.2}× | {:.2}× | {verdict} |",
+                    upstream.label,
+                    rate(direct),
+                    rate(gateway),
+                    rate(relay),
+                    ratio(relay, direct),
+                    ratio(gateway, relay),
                 );
             }
         }
     }
+    for ((upstream, (figures, _)), plan) in targets.iter().zip(&results).zip(&plans) {
+        let Some(stateless) = plan.iter().position(|t| t.stateless) else {
+            continue;
+        };
+        println!();
+        println!(
+            "{}: the gateway's host speaks {STATELESS} (stateless) to it; direct on that protocol:",
+            upstream.label
+        );
+        println!();
+        println!(
+            "| phase | direct {PROTOCOL} calls/s | direct {STATELESS} calls/s | gateway multi-thread ÷ it | gateway current-thread ÷ it |"
+        );
+        println!("|---|--:|--:|--:|--:|");
+        for (phase, pick) in [
+            ("seq", (|p: &(f64, f64)| p.0) as fn(&(f64, f64)) -> f64),
+            ("x16", |p: &(f64, f64)| p.1),
+        ] {
+            let rate = |runs: &Vec<(f64, f64)>| median(runs.iter().map(pick).collect());
+            let ratio = |over: &Vec<(f64, f64)>, under: &Vec<(f64, f64)>| {
+                median(
+                    over.iter()
+                        .zip(under)
+                        .map(|(o, u)| pick(o) / pick(u))
+                        .collect(),
+                )
+            };
+            println!(
+                "| {phase} | {:.0} | {:.0} | {:.2}× | {:.2}× |",
+                rate(&figures[0]),
+                rate(&figures[stateless]),
+                ratio(&figures[1], &figures[stateless]),
+                ratio(&figures[2], &figures[stateless]),
+            );
+        }
+    }
+    println!();
+    println!(
+        "CPU per call (µs, median; warm-up, seq and x16 together; threads by name, upstream = \
+         the child processes):"
+    );
+    println!();
+    println!("| upstream | target | client | gateway threads | relay threads | upstream | total |");
+    println!("|---|---|--:|--:|--:|--:|--:|");
+    for ((upstream, (_, cpu)), plan) in targets.iter().zip(&results).zip(&plans) {
+        for (Target { name, .. }, runs) in plan.iter().zip(cpu) {
+            let part = |i: usize| median(runs.iter().map(|r| r[i]).collect());
+            let total = median(runs.iter().map(|r| r.iter().sum()).collect());
+            println!(
+                "| {} | {name} | {:.0} | {:.0} | {:.0} | {:.0} | {total:.0} |",
+                upstream.label,
+                part(0),
+                part(1),
+                part(2),
+                part(3),
+            );
+        }
+    }
+}
+
+/// An upstream's figures, per target (in its plan's order) and repetition: calls/s (seq, x16),
+/// and CPU µs per call (client, gateway threads, relay threads, upstream).
+type Measured = (Vec<Vec<(f64, f64)>>, Vec<Vec<[f64; 4]>>);
+
+/// One target: direct, gateway (2 workers), gateway (current-thread), relay (2 workers), relay
+/// (current-thread), and maybe direct on the stateless protocol.
+struct Target {
+    name: &'static str,
+    url: String,
+    echo: Echo,
+    stateless: bool,
+}
+
+impl Target {
+    fn session(name: &'static str, url: String, echo: Echo) -> Target {
+        Target {
+            name,
+            url,
+            echo,
+            stateless: false,
+        }
+    }
+}
+
+/// An upstream server and how its `echo` is called, directly and through a gateway.
+struct Upstream {
+    label: &'static str,
+    direct: String,
+    echo: Echo,
+    through: Echo,
+    /// The gateway's host speaks the stateless 2026-07-28 protocol to it (rmcp's server offers
+    /// it; server-everything does not).
+    stateless_upstream: bool,
 }
