@@ -612,7 +612,9 @@ impl ServerHandler for Session {
             prompter: ElicitingPrompter::for_peer(&peer),
             ..CallOptions::default()
         };
-        let call = self.gateway.host().call(&name, arguments, options);
+        // Boxed: the call's future is large (about 9 KB), and the task rmcp spawns for each
+        // request would otherwise hold and copy it inline.
+        let call = Box::pin(self.gateway.host().call(&name, arguments, options));
         let outcome = tokio::select! {
             outcome = call => outcome,
             () = context.ct.cancelled() => {
