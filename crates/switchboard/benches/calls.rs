@@ -26,6 +26,8 @@
 //! `/proc/<pid>/stat` (utime + stime, 10 ms ticks) over the phase ÷ calls, for the client and
 //! for the server process. The cases are interleaved and repeated (`CALLS_BENCH_REPS`, default
 //! 3); figures are medians over repetitions, ratios are medians of per-repetition ratios.
+//! `CALLS_BENCH_PROTOCOL=<revision>` pins Switchboard's server entry to that protocol revision
+//! (`"protocol"`), e.g. 2025-11-25, the one rmcp's bare client ends up on.
 //!
 //! Every wait is bounded: 20 s per connect, 10 s per call, 60 s per case process, a 220 s
 //! watchdog on the whole run.
@@ -74,6 +76,8 @@ const PHASE_CAP: Duration = Duration::from_secs(1);
 const TICKS_PER_SEC: f64 = 100.0;
 
 const CASE_ARG: &str = "--calls-case";
+/// Pins the protocol revision Switchboard's server entry asks for (`"protocol"`).
+const PROTOCOL_ENV: &str = "CALLS_BENCH_PROTOCOL";
 const TEXT: &str = "hello";
 
 const STDIO_TARGET: f64 = 1.0;
@@ -240,6 +244,9 @@ fn parent(smoke: bool, reps: usize) {
         PHASE_CAP.as_secs_f64()
     );
 
+    if let Ok(version) = std::env::var(PROTOCOL_ENV) {
+        println!("{PROTOCOL_ENV}={version}: Switchboard's server entry is pinned to it");
+    }
     let mut keys = Vec::new();
     for wire in [Wire::Stdio, Wire::Http] {
         for client in Client::ALL {
@@ -638,10 +645,16 @@ async fn connect(
     let server = switchboard_testkit::server_bin();
     let conn = match (client, wire) {
         (Client::Switchboard, _) => {
-            let entry = match http {
+            let mut entry = match http {
                 Some(http) => json!({"type": "http", "url": http.url()}),
                 None => json!({"command": server, "args": stdio_args}),
             };
+            // `CALLS_BENCH_PROTOCOL=2025-11-25` pins Switchboard's server to that revision
+            // (rmcp's bare client ends up on 2025-11-25 with the testkit server; Switchboard
+            // speaks 2026-07-28 by default, whose requests carry `_meta` the server parses).
+            if let Ok(version) = std::env::var(PROTOCOL_ENV) {
+                entry["protocol"] = Value::String(version);
+            }
             tree.write(
                 tree.user_file(),
                 &json!({"mcpServers": {"kit": entry}}).to_string(),
