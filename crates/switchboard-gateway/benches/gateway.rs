@@ -302,6 +302,35 @@ fn cpu_now() -> [u64; 4] {
     cpu
 }
 
+/// Picks one phase's calls per second out of a repetition's (seq, x16).
+type Phase = fn(&(f64, f64)) -> f64;
+
+fn seq(p: &(f64, f64)) -> f64 {
+    p.0
+}
+
+fn x16(p: &(f64, f64)) -> f64 {
+    p.1
+}
+
+/// The two phases: one call at a time, and 16 in flight.
+const PHASES: [(&str, Phase); 2] = [("seq", seq), ("x16", x16)];
+
+/// A target's median calls per second in one phase.
+fn rate_of(runs: &[(f64, f64)], pick: Phase) -> f64 {
+    median(runs.iter().map(pick).collect())
+}
+
+/// The median of the per-repetition ratios of two targets in one phase.
+fn ratio_of(over: &[(f64, f64)], under: &[(f64, f64)], pick: Phase) -> f64 {
+    median(
+        over.iter()
+            .zip(under)
+            .map(|(o, u)| pick(o) / pick(u))
+            .collect(),
+    )
+}
+
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
@@ -720,20 +749,10 @@ fn main() {
             ("current-thread", gateway_ct, relay_ct),
             ("multi-thread, 2 workers", gateway_mt, relay_mt),
         ] {
-            for (phase, pick) in [
-                ("seq", (|p: &(f64, f64)| p.0) as fn(&(f64, f64)) -> f64),
-                ("x16", |p: &(f64, f64)| p.1),
-            ] {
-                let rate = |runs: &Vec<(f64, f64)>| median(runs.iter().map(pick).collect());
-                // The median of the per-repetition ratios.
-                let ratio = |over: &Vec<(f64, f64)>, under: &Vec<(f64, f64)>| {
-                    median(
-                        over.iter()
-                            .zip(under)
-                            .map(|(o, u)| pick(o) / pick(u))
-                            .collect(),
-                    )
-                };
+            for (phase, pick) in PHASES {
+                let rate = |runs: &Vec<(f64, f64)>| rate_of(runs, pick);
+                let ratio =
+                    |over: &Vec<(f64, f64)>, under: &Vec<(f64, f64)>| ratio_of(over, under, pick);
                 let through = ratio(gateway, direct);
                 let verdict = if through >= 0.7 { "PASS" } else { "FAIL" };
                 println!(
@@ -762,19 +781,10 @@ fn main() {
             "| phase | direct {PROTOCOL} calls/s | direct {STATELESS} calls/s | gateway multi-thread ÷ it | gateway current-thread ÷ it |"
         );
         println!("|---|--:|--:|--:|--:|");
-        for (phase, pick) in [
-            ("seq", (|p: &(f64, f64)| p.0) as fn(&(f64, f64)) -> f64),
-            ("x16", |p: &(f64, f64)| p.1),
-        ] {
-            let rate = |runs: &Vec<(f64, f64)>| median(runs.iter().map(pick).collect());
-            let ratio = |over: &Vec<(f64, f64)>, under: &Vec<(f64, f64)>| {
-                median(
-                    over.iter()
-                        .zip(under)
-                        .map(|(o, u)| pick(o) / pick(u))
-                        .collect(),
-                )
-            };
+        for (phase, pick) in PHASES {
+            let rate = |runs: &Vec<(f64, f64)>| rate_of(runs, pick);
+            let ratio =
+                |over: &Vec<(f64, f64)>, under: &Vec<(f64, f64)>| ratio_of(over, under, pick);
             println!(
                 "| {phase} | {:.0} | {:.0} | {:.2}× | {:.2}× |",
                 rate(&figures[0]),
