@@ -488,11 +488,10 @@ impl Session {
         }
     }
 
-    /// Answers one 2026-07-28 round of input requests with the call's interaction: the
-    /// responses and the request state to send back, and whether the round asked for a URL.
     /// Sends a request (`send`, given the answers of the last round, if any) until it completes,
-    /// answering 2026-07-28 input requests on the way with the host's interaction (at most
-    /// [`MAX_INPUT_ROUNDS`] rounds). `what` names the method in an unexpected-answer error.
+    /// answering 2026-07-28 input requests on the way with the interaction of `guard`'s call
+    /// (the request's own, or the host's; at most [`MAX_INPUT_ROUNDS`] rounds). `what` names
+    /// the method in an unexpected-answer error.
     async fn with_input_rounds<F, Fut>(
         &self,
         guard: &CallGuard,
@@ -520,6 +519,8 @@ impl Session {
         }
     }
 
+    /// Answers one 2026-07-28 round of input requests with the call's interaction: the
+    /// responses and the request state to send back, and whether the round asked for a URL.
     async fn answer_round(
         &self,
         guard: &CallGuard,
