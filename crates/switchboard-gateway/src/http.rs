@@ -83,9 +83,7 @@ pub fn load_or_create_token(path: &Path) -> Result<(String, bool), HttpError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(error(e)),
     }
-    let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes).map_err(|e| error(std::io::Error::other(e.to_string())))?;
-    let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let token = crate::random_hex(32).map_err(|e| error(std::io::Error::other(e.to_string())))?;
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(error)?;
     }

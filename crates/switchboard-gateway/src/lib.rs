@@ -89,6 +89,24 @@ impl Gateway {
     }
 }
 
+/// `bytes` random bytes as lowercase hex: the gateway's bearer token, a `requestState`.
+pub(crate) fn random_hex(bytes: usize) -> Result<String, getrandom::Error> {
+    let mut buffer = vec![0u8; bytes];
+    getrandom::fill(&mut buffer)?;
+    Ok(buffer.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// A server's progress as the notification for the downstream client's `token`.
+pub(crate) fn progress_notification(
+    token: rmcp::model::ProgressToken,
+    progress: switchboard::connection::Progress,
+) -> rmcp::model::ProgressNotificationParam {
+    let mut param = rmcp::model::ProgressNotificationParam::new(token, progress.progress);
+    param.total = progress.total;
+    param.message = progress.message;
+    param
+}
+
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ServeError {

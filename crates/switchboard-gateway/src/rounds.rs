@@ -26,8 +26,7 @@ use futures::future::BoxFuture;
 use rmcp::model::{
     CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult, ElicitRequest,
     ElicitRequestParams, ElicitResult, InputRequest, InputRequests, InputRequiredResult,
-    InputResponses, ListRootsRequest, ListRootsResult, ProgressNotificationParam, ProgressToken,
-    Root,
+    InputResponses, ListRootsRequest, ListRootsResult, ProgressToken, Root,
 };
 use rmcp::service::Peer;
 use rmcp::{ErrorData, RoleServer};
@@ -51,7 +50,7 @@ pub struct Rounds {
     parked: Arc<Mutex<HashMap<String, Running>>>,
 }
 
-/// What a running call tells the round that waits on it.
+/// What a running request tells the round that waits on it.
 enum Event {
     /// A question, and where its answer goes.
     Ask(Box<InputRequest>, oneshot::Sender<Value>),
@@ -208,7 +207,7 @@ impl Rounds {
                     }
                     None => {
                         return Err(ErrorData::internal_error(
-                            format!("the call of `{}` stopped without a result", running.what),
+                            format!("`{}` stopped without a result", running.what),
                             None,
                         ));
                     }
@@ -218,11 +217,9 @@ impl Rounds {
     }
 
     fn park(&self, running: Running, requests: InputRequests) -> Result<Step, ErrorData> {
-        let mut bytes = [0u8; 24];
-        getrandom::fill(&mut bytes).map_err(|e| {
+        let state = crate::random_hex(24).map_err(|e| {
             ErrorData::internal_error(format!("no random request state: {e}"), None)
         })?;
-        let state: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
         {
             let mut parked = self.parked.lock().unwrap_or_else(PoisonError::into_inner);
             if parked.len() >= MAX_PARKED {
@@ -269,8 +266,8 @@ fn expire(parked: &Weak<Mutex<HashMap<String, Running>>>, state: &str) {
         .remove(state);
     if let Some(running) = removed {
         tracing::info!(
-            tool = running.what,
-            "a call waited {} s for its client's input and was cancelled",
+            request = running.what,
+            "a request waited {} s for its client's input and was cancelled",
             PARK_FOR.as_secs()
         );
     }
@@ -294,13 +291,12 @@ async fn send_progress(to: &Option<(Peer<RoleServer>, ProgressToken)>, progress:
     let Some((peer, token)) = to else {
         return;
     };
-    let mut param = ProgressNotificationParam::new(token.clone(), progress.progress);
-    param.total = progress.total;
-    param.message = progress.message;
-    let _ = peer.notify_progress(param).await;
+    let _ = peer
+        .notify_progress(crate::progress_notification(token.clone(), progress))
+        .await;
 }
 
-/// Asks through the call's rounds: each question waits until the client comes back.
+/// Asks through the request's rounds: each question waits until the client comes back.
 #[derive(Debug)]
 struct RoundAsker {
     events: mpsc::UnboundedSender<Event>,

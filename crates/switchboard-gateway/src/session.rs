@@ -13,11 +13,10 @@ use rmcp::model::{
     CompletionInfo, ErrorCode, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
     Implementation, InputRequiredResult, InputResponses, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
-    LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
-    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    Reference, ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
-    UnsubscribeRequestParams,
+    LoggingMessageNotificationParam, PaginatedRequestParams, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference,
+    ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -595,9 +594,7 @@ impl ServerHandler for Session {
                 let peer = peer.clone();
                 let task = tokio::spawn(async move {
                     while let Some(p) = rx.recv().await {
-                        let mut param = ProgressNotificationParam::new(token.clone(), p.progress);
-                        param.total = p.total;
-                        param.message = p.message;
+                        let param = crate::progress_notification(token.clone(), p);
                         let _ = peer.notify_progress(param).await;
                     }
                 });
