@@ -387,16 +387,6 @@ fn speaks_rounds(context: &RequestContext<RoleServer>) -> bool {
         .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
 }
 
-/// A call's outcome as the downstream client sees it.
-fn call_response(
-    name: &str,
-    outcome: Result<CallOutcome, CallError>,
-) -> Result<CallToolResponse, ErrorData> {
-    serde_json::from_value::<CallToolResult>(call_value(outcome)?)
-        .map(CallToolResponse::Complete)
-        .map_err(|e| invalid_result(name, e))
-}
-
 /// A call's outcome as the downstream client sees it, as MCP JSON: the result, the server's
 /// own refusal, or a denial or failure as the tool's error (the model reads why).
 fn call_value(outcome: Result<CallOutcome, CallError>) -> Result<Value, ErrorData> {
@@ -624,7 +614,7 @@ impl ServerHandler for Session {
             // the call is over; bounded all the same).
             let _ = tokio::time::timeout(PROGRESS_DRAIN, task).await;
         }
-        call_response(&name, outcome)
+        respond::<CallToolResult, _>(Step::Done(call_value(outcome)?), &name)
     }
 
     async fn list_resources(
@@ -698,25 +688,27 @@ impl ServerHandler for Session {
         };
         let (server, original) = (server.to_owned(), original.to_owned());
         let manager = self.gateway.host().manager().clone();
-        let read = move |interaction| async move {
-            let mut result = manager
-                .read_resource_asking(&server, &original, interaction)
-                .await
-                .map_err(|e| failure(&server, e))?;
-            if let Some(Value::Array(contents)) = result.get_mut("contents") {
-                for item in contents {
-                    rewrite_uri(&server, item, "uri");
-                }
-            }
-            Ok(result)
-        };
         let step = self
             .asking(
                 format!("resources/read {}", request.uri),
                 request.request_state,
                 request.input_responses,
                 &context,
-                move |interaction| read(interaction).boxed(),
+                move |interaction| {
+                    async move {
+                        let mut result = manager
+                            .read_resource_asking(&server, &original, interaction)
+                            .await
+                            .map_err(|e| failure(&server, e))?;
+                        if let Some(Value::Array(contents)) = result.get_mut("contents") {
+                            for item in contents {
+                                rewrite_uri(&server, item, "uri");
+                            }
+                        }
+                        Ok(result)
+                    }
+                    .boxed()
+                },
             )
             .await?;
         respond::<ReadResourceResult, _>(step, &request.uri)
@@ -796,19 +788,21 @@ impl ServerHandler for Session {
         let (server, own) = self.prompt_target(&request.name).await?;
         let arguments: Map<String, Value> = request.arguments.unwrap_or_default();
         let manager = self.gateway.host().manager().clone();
-        let get = move |interaction| async move {
-            manager
-                .get_prompt_asking(&server, &own, arguments, interaction)
-                .await
-                .map_err(|e| failure(&server, e))
-        };
         let step = self
             .asking(
                 format!("prompts/get {}", request.name),
                 request.request_state,
                 request.input_responses,
                 &context,
-                move |interaction| get(interaction).boxed(),
+                move |interaction| {
+                    async move {
+                        manager
+                            .get_prompt_asking(&server, &own, arguments, interaction)
+                            .await
+                            .map_err(|e| failure(&server, e))
+                    }
+                    .boxed()
+                },
             )
             .await?;
         respond::<GetPromptResult, _>(step, &request.name)
