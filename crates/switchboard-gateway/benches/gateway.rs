@@ -57,7 +57,7 @@ use switchboard::host::Host;
 use switchboard_gateway::http::{HttpGateway, HttpOptions};
 use switchboard_gateway::{Gateway, ToolFilter};
 use switchboard_testkit::config_tree::ConfigTree;
-use switchboard_testkit::{TestServer, Transport};
+use switchboard_testkit::{ReferenceServer, TestServer, Transport};
 
 const WATCHDOG: Duration = Duration::from_secs(300);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
@@ -528,56 +528,13 @@ fn start_gateway(upstreams: &[(&str, String)], tree: &ConfigTree, multi_thread: 
         .expect("the gateway started")
 }
 
-/// server-everything (the TypeScript reference server) over Streamable HTTP on a free loopback
-/// port, when the partners are installed (`SWITCHBOARD_PARTNER_EVERYTHING`); killed on drop.
-struct Everything {
-    child: std::process::Child,
-    url: String,
-}
-
-impl Everything {
-    fn start() -> Option<Everything> {
-        use std::io::BufRead;
-        let bin = std::env::var_os("SWITCHBOARD_PARTNER_EVERYTHING")?;
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .ok()?
-            .local_addr()
-            .ok()?
-            .port();
-        let mut child = std::process::Command::new(bin)
-            .arg("streamableHttp")
-            .env("PORT", port.to_string())
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .ok()?;
-        let stderr = child.stderr.take()?;
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stderr)
-                .lines()
-                .map_while(Result::ok)
-            {
-                if line.contains("port") {
-                    let _ = tx.send(());
-                }
-            }
-        });
-        let started = Everything {
-            child,
-            url: format!("http://127.0.0.1:{port}/mcp"),
-        };
-        rx.recv_timeout(Duration::from_secs(30)).ok()?;
-        Some(started)
-    }
-}
-
-impl Drop for Everything {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// server-everything (the TypeScript reference server) over Streamable HTTP, when the partners
+/// are installed (`SWITCHBOARD_PARTNER_EVERYTHING`): the server, killed on drop, and its URL.
+fn start_everything() -> Option<(ReferenceServer, String)> {
+    let bin = std::env::var_os("SWITCHBOARD_PARTNER_EVERYTHING")?;
+    let server = ReferenceServer::start(&bin, "streamableHttp", Duration::from_secs(30)).ok()?;
+    let url = format!("http://127.0.0.1:{}/mcp", server.port());
+    Some((server, url))
 }
 
 const KIT_ECHO: Echo = Echo {
@@ -621,7 +578,7 @@ fn main() {
     }
     let upstream = TestServer::start(Transport::Http, std::iter::empty::<&str>())
         .expect("the upstream testkit-server");
-    let everything = Everything::start();
+    let everything = start_everything();
     if everything.is_none() {
         eprintln!(
             "gateway bench: server-everything is not installed (scripts/install-partners.sh, then \
@@ -629,8 +586,8 @@ fn main() {
         );
     }
     let mut upstreams = vec![("kit", upstream.url().to_owned())];
-    if let Some(everything) = &everything {
-        upstreams.push(("everything", everything.url.clone()));
+    if let Some((_, url)) = &everything {
+        upstreams.push(("everything", url.clone()));
     }
     let tree = ConfigTree::new().unwrap();
     let gateway_mt = start_gateway(&upstreams, &tree, true);
@@ -643,10 +600,10 @@ fn main() {
         through: KIT_THROUGH,
         stateless_upstream: true,
     }];
-    if let Some(everything) = &everything {
+    if let Some((_, url)) = &everything {
         targets.push(Upstream {
             label: "server-everything (TypeScript)",
-            direct: everything.url.clone(),
+            direct: url.clone(),
             echo: EVERYTHING_ECHO,
             through: EVERYTHING_THROUGH,
             stateless_upstream: false,

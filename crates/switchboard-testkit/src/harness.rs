@@ -252,3 +252,58 @@ impl StderrLog {
         }
     }
 }
+
+/// server-everything (the TypeScript reference server, one of the installed test partners) in
+/// a network mode (`streamableHttp`, `sse`) on a free loopback port; killed on drop.
+#[derive(Debug)]
+pub struct ReferenceServer {
+    child: Child,
+    port: u16,
+}
+
+impl ReferenceServer {
+    /// Starts `bin` in `mode` and waits, at most `wait`, until it says on stderr that it
+    /// listens (read in a thread, so the wait is bounded).
+    pub fn start(bin: &OsStr, mode: &str, wait: Duration) -> std::io::Result<ReferenceServer> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        let mut child = Command::new(bin)
+            .arg(mode)
+            .env("PORT", port.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        let stderr = child.stderr.take();
+        // Killed on drop from here on, whatever happens next.
+        let server = ReferenceServer { child, port };
+        let stderr = stderr.ok_or_else(|| std::io::Error::other("no stderr pipe"))?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if line.contains("port") {
+                    let _ = tx.send(());
+                }
+            }
+        });
+        rx.recv_timeout(wait).map_err(|_| {
+            std::io::Error::other(format!(
+                "server-everything ({mode}) did not say it listens within {wait:?}"
+            ))
+        })?;
+        Ok(server)
+    }
+
+    /// The loopback port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+}
+
+impl Drop for ReferenceServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -23,5 +23,7 @@ pub use stdio::serve_in_memory;
 mod tools;
 mod ws;
 
-pub use harness::{DEFAULT_START_WAIT, SERVER_BIN_ENV, TestServer, TestServerError, server_bin};
+pub use harness::{
+    DEFAULT_START_WAIT, ReferenceServer, SERVER_BIN_ENV, TestServer, TestServerError, server_bin,
+};
 pub use options::{Options, ProtocolMode, Transport};

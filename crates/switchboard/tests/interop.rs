@@ -10,6 +10,7 @@ use serde_json::json;
 use switchboard::config::Environment;
 use switchboard::connection::{Generation, ServerState};
 use switchboard::manager::{ManagerOptions, ServerManager};
+use switchboard_testkit::ReferenceServer;
 
 const SETTLE: Duration = Duration::from_secs(60);
 
@@ -96,66 +97,25 @@ async fn reference_servers_over_stdio_connect_and_list_tools() {
 }
 
 /// server-everything in a network mode, on a free loopback port; killed on drop.
-struct Everything {
-    child: std::process::Child,
-    port: u16,
-}
-
-impl Everything {
-    fn start(mode: &str) -> Everything {
-        use std::io::BufRead;
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let mut child = std::process::Command::new(partner("SWITCHBOARD_PARTNER_EVERYTHING"))
-            .arg(mode)
-            .env("PORT", port.to_string())
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        // It says on stderr when it listens; read in a thread so the wait is bounded.
-        let stderr = child.stderr.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stderr)
-                .lines()
-                .map_while(Result::ok)
-            {
-                if line.contains("port") {
-                    let _ = tx.send(());
-                }
-            }
-        });
-        rx.recv_timeout(SETTLE)
-            .expect("server-everything did not start listening");
-        Everything { child, port }
-    }
-}
-
-impl Drop for Everything {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+fn everything(mode: &str) -> ReferenceServer {
+    let bin = partner("SWITCHBOARD_PARTNER_EVERYTHING");
+    ReferenceServer::start(bin.as_ref(), mode, SETTLE)
+        .expect("server-everything did not start listening")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reference_server_over_streamable_http_and_legacy_sse() {
-    let http = Everything::start("streamableHttp");
-    let sse = Everything::start("sse");
+    let http = everything("streamableHttp");
+    let sse = everything("sse");
     let manager = ServerManager::start(
         [
             server(
                 "http",
-                json!({"type": "http", "url": format!("http://127.0.0.1:{}/mcp", http.port)}),
+                json!({"type": "http", "url": format!("http://127.0.0.1:{}/mcp", http.port())}),
             ),
             server(
                 "sse",
-                json!({"type": "sse", "url": format!("http://127.0.0.1:{}/sse", sse.port)}),
+                json!({"type": "sse", "url": format!("http://127.0.0.1:{}/sse", sse.port())}),
             ),
         ],
         ManagerOptions::default(),
