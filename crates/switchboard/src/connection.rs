@@ -238,7 +238,7 @@ pub(crate) struct Session {
     /// every request carries on protocol 2026-07-28.
     lane: Option<(
         crate::transport::lane::CallLane,
-        Option<rmcp::model::RequestMetaObject>,
+        crate::transport::lane::LaneMeta,
     )>,
     pub(crate) info: Arc<ServerInfo>,
 }
@@ -282,7 +282,7 @@ impl Session {
                 meta.set_client_capabilities(client.capabilities);
                 meta
             });
-            (lane, meta)
+            (lane, crate::transport::lane::LaneMeta::new(meta))
         });
         let peer = service.peer().clone();
         let cancel = std::sync::Mutex::new(Some(service.cancellation_token()));

@@ -446,12 +446,12 @@ pub(crate) struct CallGuard {
 
 impl CallGuard {
     /// The request id and progress token of the call's current `tools/call`.
-    pub(crate) fn sent(&self, id: RequestId, progress_token: ProgressToken) {
+    pub(crate) fn sent(&self, id: RequestId, progress_token: Option<ProgressToken>) {
         if let Ok(mut calls) = self.asker.calls.lock()
             && let Some(call) = calls.iter_mut().find(|c| c.key == self.key)
         {
             call.request_id = Some(id);
-            call.progress_token = Some(progress_token);
+            call.progress_token = progress_token;
         }
     }
 }

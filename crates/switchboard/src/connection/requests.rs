@@ -7,7 +7,7 @@ use std::time::Duration;
 use rmcp::model::{
     CallToolRequestParams, ClientRequest, ElicitRequestParams, GetPromptRequestParams,
     InputRequest, InputResponses, NumberOrString, PaginatedRequestParams, ProgressToken,
-    ReadResourceRequestParams, RequestMetaObject, ServerResult,
+    ReadResourceRequestParams, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, RequestHandle, RoleClient};
 use serde_json::{Map, Value};
@@ -20,7 +20,7 @@ use crate::interaction::{
     URL_ELICITATION_REQUIRED,
 };
 use crate::transport::http_lane::HttpLaneError;
-use crate::transport::lane::{CallLane, LaneError};
+use crate::transport::lane::{CallLane, LaneError, LaneMeta};
 
 /// The pause before sending again a call answered with request state only, times the round.
 const STATE_ONLY_PAUSE: Duration = Duration::from_millis(50);
@@ -417,14 +417,7 @@ impl Session {
             let answer = match &self.lane {
                 Some((lane, meta)) => {
                     match self
-                        .send_call_on_lane(
-                            lane,
-                            meta,
-                            params.clone(),
-                            timeout,
-                            progress.clone(),
-                            &guard,
-                        )
+                        .send_call_on_lane(lane, meta, &params, timeout, progress.clone(), &guard)
                         .await
                     {
                         Ok(LaneAnswer::Complete(result)) => return Ok(result),
@@ -580,7 +573,7 @@ impl Session {
             .peer()
             .send_request_with_option(request, options)
             .await?;
-        guard.sent(handle.id.clone(), handle.progress_token.clone());
+        guard.sent(handle.id.clone(), Some(handle.progress_token.clone()));
         let mut cancel = CancelOnDrop::peer(self.peer(), handle.id.clone());
         let forwarding = self
             .forward_progress(&handle.progress_token, progress)
@@ -707,22 +700,25 @@ impl Session {
     async fn send_call_on_lane(
         &self,
         lane: &CallLane,
-        meta: &Option<RequestMetaObject>,
-        mut params: CallToolRequestParams,
+        meta: &LaneMeta,
+        params: &CallToolRequestParams,
         timeout: Duration,
         progress: Option<mpsc::UnboundedSender<Progress>>,
         guard: &CallGuard,
     ) -> Result<LaneAnswer, RequestError> {
-        let token = ProgressToken(NumberOrString::String(lane.progress_token().into()));
-        let mut request_meta = meta.clone().unwrap_or_default();
-        if let Some(own) = params.meta.take() {
-            request_meta.extend(own);
-        }
-        request_meta.set_progress_token(token.clone());
-        params.meta = Some(request_meta);
-        let forwarding = self.forward_progress(&token, progress).await;
+        // A progress token when somebody listens, or when an initialize-era server's questions
+        // may name the call by it (2026-07-28 servers ask in the result instead).
+        let token = (progress.is_some() || !meta.per_request()).then(|| lane.progress_token());
+        let body = meta
+            .params(params, token.as_deref())
+            .map_err(|e| RequestError::Transport(e.to_string()))?;
+        let token = token.map(|t| ProgressToken(NumberOrString::String(t.into())));
+        let forwarding = match &token {
+            Some(token) => self.forward_progress(token, progress).await,
+            None => None,
+        };
         let answer = match lane {
-            CallLane::Lines(lane) => match lane.send("tools/call", &params) {
+            CallLane::Lines(lane) => match lane.send("tools/call", &body) {
                 Ok((id, pending)) => {
                     guard.sent(NumberOrString::String(id.clone().into()), token);
                     let mut cancel = CancelOnDrop::lane(CallLane::Lines(lane.clone()), id);
@@ -739,7 +735,7 @@ impl Session {
                 guard.sent(NumberOrString::String(id.clone().into()), token);
                 let mut cancel = CancelOnDrop::lane(CallLane::Http(lane.clone()), id.clone());
                 let answer =
-                    tokio::time::timeout(timeout, lane.call(&id, &params.name, &params)).await;
+                    tokio::time::timeout(timeout, lane.call(&id, &params.name, &body)).await;
                 if answer.is_ok() {
                     cancel.disarm();
                 }

@@ -222,11 +222,12 @@ impl HttpLane {
 
     /// Posts `tools/call` with `id` and waits for its answer: the whole JSON-RPC response
     /// (`result` or `error`). Other messages on the answer's stream go to rmcp.
-    pub(crate) async fn call<P: serde::Serialize>(
+    /// `params` is JSON text already (see [`LaneMeta`](super::lane::LaneMeta)).
+    pub(crate) async fn call(
         &self,
         id: &str,
         tool: &str,
-        params: &P,
+        params: &[u8],
     ) -> Result<Value, HttpLaneError> {
         if self
             .watch
@@ -247,13 +248,7 @@ impl HttpLane {
             }
             observed.session.clone()
         };
-        let body = serde_json::to_vec(&Request {
-            jsonrpc: "2.0",
-            id,
-            method: "tools/call",
-            params,
-        })
-        .map_err(|_| HttpLaneError::Fallback)?;
+        let body = super::lane::request_bytes(id, "tools/call", params);
         let mut headers = self.call_headers.clone();
         with_session(&mut headers, session.as_deref()).ok_or(HttpLaneError::Fallback)?;
         if self.standard_headers {
@@ -486,15 +481,6 @@ fn with_session(headers: &mut HeaderMap, session: Option<&str>) -> Option<()> {
         headers.insert(HeaderName::from_static("mcp-session-id"), value);
     }
     Some(())
-}
-
-/// A JSON-RPC request, written straight from its parts.
-#[derive(serde::Serialize)]
-struct Request<'a, P> {
-    jsonrpc: &'static str,
-    id: &'a str,
-    method: &'static str,
-    params: &'a P,
 }
 
 /// Whether `message` is the response to the request `id`.

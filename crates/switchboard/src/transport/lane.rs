@@ -95,12 +95,99 @@ pub(crate) struct Pending {
     done: bool,
 }
 
-#[derive(serde::Serialize)]
-struct Request<'a, P> {
-    jsonrpc: &'static str,
-    id: &'a str,
-    method: &'a str,
-    params: &'a P,
+/// The `_meta` every lane call of a session carries, serialized once when the session starts.
+///
+/// On 2026-07-28 that is the protocol version, the client's info and its capabilities (about
+/// 380 bytes); an initialize-era session has none. A call's own params are serialized as they
+/// come, and the session's members spliced in front of them, with the call's progress token:
+/// no copy of the metadata is cloned or serialized again per call.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LaneMeta {
+    /// The metadata, for a call that brings `_meta` of its own (merged, the slow way).
+    meta: Option<rmcp::model::RequestMetaObject>,
+    /// Its members as JSON text, without the braces (empty when there are none).
+    members: String,
+}
+
+impl LaneMeta {
+    pub(crate) fn new(meta: Option<rmcp::model::RequestMetaObject>) -> LaneMeta {
+        let members = meta
+            .as_ref()
+            .and_then(|m| serde_json::to_string(m).ok())
+            .and_then(|text| {
+                text.strip_prefix('{')
+                    .and_then(|t| t.strip_suffix('}'))
+                    .map(str::to_owned)
+            })
+            .unwrap_or_default();
+        LaneMeta { meta, members }
+    }
+
+    /// Whether requests carry the metadata themselves (2026-07-28 and later).
+    pub(crate) fn per_request(&self) -> bool {
+        self.meta.is_some()
+    }
+
+    /// `params` as JSON, with `_meta`: the session's members, the caller's own (`params.meta`,
+    /// which win a clash) and `progress_token`.
+    pub(crate) fn params(
+        &self,
+        params: &rmcp::model::CallToolRequestParams,
+        progress_token: Option<&str>,
+    ) -> serde_json::Result<Vec<u8>> {
+        if params.meta.is_some() {
+            let mut params = params.clone();
+            let mut meta = self.meta.clone().unwrap_or_default();
+            if let Some(own) = params.meta.take() {
+                meta.extend(own);
+            }
+            if let Some(token) = progress_token {
+                meta.set_progress_token(rmcp::model::ProgressToken(
+                    rmcp::model::NumberOrString::String(token.into()),
+                ));
+            }
+            params.meta = Some(meta);
+            return serde_json::to_vec(&params);
+        }
+        let body = serde_json::to_vec(params)?;
+        if self.members.is_empty() && progress_token.is_none() {
+            return Ok(body);
+        }
+        let mut out = Vec::with_capacity(body.len() + self.members.len() + 48);
+        out.extend_from_slice(b"{\"_meta\":{");
+        out.extend_from_slice(self.members.as_bytes());
+        if let Some(token) = progress_token {
+            if !self.members.is_empty() {
+                out.push(b',');
+            }
+            out.extend_from_slice(b"\"progressToken\":");
+            serde_json::to_writer(&mut out, token)?;
+        }
+        out.push(b'}');
+        // `body` is an object with at least the tool's name: `{"name":…}`.
+        match body.strip_prefix(b"{") {
+            Some(rest) if rest != b"}" => {
+                out.push(b',');
+                out.extend_from_slice(rest);
+            }
+            _ => out.push(b'}'),
+        }
+        Ok(out)
+    }
+}
+
+/// A JSON-RPC request line (or body) from its parts; `params` is JSON already.
+pub(crate) fn request_bytes(id: &str, method: &str, params: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(params.len() + id.len() + method.len() + 48);
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    // Ids and method names are ours; writing them as JSON strings cannot fail.
+    let _ = serde_json::to_writer(&mut out, id);
+    out.extend_from_slice(b",\"method\":");
+    let _ = serde_json::to_writer(&mut out, method);
+    out.extend_from_slice(b",\"params\":");
+    out.extend_from_slice(params);
+    out.push(b'}');
+    out
 }
 
 /// Creates the lane for one child: the lane, the inbox for its reader, the writer for rmcp,
@@ -165,13 +252,9 @@ fn close(shared: &Shared) {
 }
 
 impl Lane {
-    /// Sends a request whose `params` are already JSON; `id` is the lane's. Returns the id (for
-    /// a cancellation) and the answer to wait on.
-    pub(crate) fn send<P: serde::Serialize>(
-        &self,
-        method: &str,
-        params: &P,
-    ) -> Result<(String, Pending), LaneError> {
+    /// Sends a request whose `params` are already JSON text; the id is the lane's. Returns the
+    /// id (for a cancellation) and the answer to wait on.
+    pub(crate) fn send(&self, method: &str, params: &[u8]) -> Result<(String, Pending), LaneError> {
         if self.shared.closed.load(Ordering::SeqCst) {
             return Err(LaneError::Closed);
         }
@@ -189,13 +272,7 @@ impl Lane {
             answer,
             done: false,
         };
-        let message = Request {
-            jsonrpc: "2.0",
-            id: &id,
-            method,
-            params,
-        };
-        let mut line = serde_json::to_vec(&message).map_err(|_| LaneError::Closed)?;
+        let mut line = request_bytes(&id, method, params);
         line.push(b'\n');
         self.shared
             .lines
@@ -350,7 +427,7 @@ mod tests {
             .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,")
             .await
             .unwrap();
-        let (id, pending) = lane.send("tools/call", &json!({"name": "echo"})).unwrap();
+        let (id, pending) = lane.send("tools/call", br#"{"name":"echo"}"#).unwrap();
         writer.write_all(b"\"method\":\"ping\"}\n").await.unwrap();
         assert_eq!(id, "sb~1");
 
@@ -405,9 +482,65 @@ mod tests {
         let (_server_out, client_in) = tokio::io::duplex(64);
         let (lane, inbox, _writer) = lane(client_out);
         let reader = LineGuard::new(client_in, 1 << 20).with_lane(inbox);
-        let (_, pending) = lane.send("tools/call", &json!({})).unwrap();
+        let (_, pending) = lane.send("tools/call", b"{}").unwrap();
         drop(reader);
         assert_eq!(pending.answer().await, Err(LaneError::Closed));
-        assert!(lane.send("tools/call", &json!({})).is_err());
+        assert!(lane.send("tools/call", b"{}").is_err());
+    }
+
+    /// The params a lane call writes are the call's own with the session's `_meta` and the
+    /// progress token in them, whichever way they were put together.
+    #[test]
+    fn lane_params_carry_the_sessions_meta_and_the_token() {
+        use rmcp::model::{CallToolRequestParams, RequestMetaObject};
+        let mut arguments = serde_json::Map::new();
+        arguments.insert("text".into(), json!("a \"quoted\" line"));
+        let call = CallToolRequestParams::new("echo").with_arguments(arguments);
+        let mut session: RequestMetaObject = serde_json::from_value(
+            json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {"roots": {}}}),
+        )
+        .unwrap();
+        let modern = LaneMeta::new(Some(session.clone()));
+        assert!(modern.per_request());
+        let parse = |bytes: Vec<u8>| serde_json::from_slice::<Value>(&bytes).unwrap();
+
+        let both = parse(modern.params(&call, Some("sb-progress-7")).unwrap());
+        assert_eq!(
+            both,
+            json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {"roots": {}},
+                    "progressToken": "sb-progress-7"},
+                "name": "echo", "arguments": {"text": "a \"quoted\" line"}})
+        );
+        let no_token = parse(modern.params(&call, None).unwrap());
+        assert_eq!(no_token["_meta"].as_object().unwrap().len(), 2);
+        assert_eq!(no_token["arguments"], both["arguments"]);
+
+        // An initialize-era session: only the token, or nothing at all.
+        let legacy = LaneMeta::new(None);
+        assert!(!legacy.per_request());
+        let token_only = parse(legacy.params(&call, Some("t")).unwrap());
+        assert_eq!(token_only["_meta"], json!({"progressToken": "t"}));
+        let bare = parse(legacy.params(&call, None).unwrap());
+        assert_eq!(
+            bare,
+            json!({"name": "echo", "arguments": {"text": "a \"quoted\" line"}})
+        );
+
+        // The call's own `_meta` is merged in and wins a clash.
+        session.insert(
+            "io.modelcontextprotocol/protocolVersion".into(),
+            json!("mine"),
+        );
+        let mut own = call.clone();
+        own.meta = Some(session);
+        let merged = parse(modern.params(&own, Some("t")).unwrap());
+        assert_eq!(
+            merged["_meta"]["io.modelcontextprotocol/protocolVersion"],
+            "mine"
+        );
+        assert_eq!(merged["_meta"]["progressToken"], "t");
+        assert_eq!(merged["name"], "echo");
     }
 }
