@@ -12,7 +12,16 @@
 //!   child's `(stdout, stdin)` — the same `AsyncRwTransport` that `TokioChildProcess` wraps,
 //!   without the `transport-child-process` feature. HTTP:
 //!   `StreamableHttpClientTransport::from_uri(url)` (its default reqwest client, which keeps no
-//!   idle connection: a new TCP connection per request).
+//!   idle connection: a new TCP connection per request). It negotiates 2025-11-25 with
+//!   `initialize`.
+//! - **rmcp-0728**: the same client and transports, started with
+//!   `serve_with_lifecycle(…, ClientLifecycleMode::Discover { 2026-07-28 })`: `server/discover`,
+//!   then every request carries its `_meta` (protocol version, client info and capabilities),
+//!   as Switchboard's do by default. The server's work per call depends on the revision (it
+//!   decodes and checks that `_meta` on every request), so the targets compare Switchboard with
+//!   rmcp on the revision Switchboard speaks: `rmcp-0728` by default, `rmcp` when
+//!   `CALLS_BENCH_PROTOCOL` pins Switchboard to an initialize-era revision. Both ratios are
+//!   printed.
 //! - **raw**: a hand-written JSON-RPC client. Stdio: one in flight writes a line and reads lines
 //!   until its answer; 16 in flight share a writer and a reader task that routes answers by id.
 //!   HTTP: a pooled keep-alive reqwest client with TCP_NODELAY, `initialize` by hand, then POSTs
@@ -29,8 +38,8 @@
 //! `CALLS_BENCH_PROTOCOL=<revision>` pins Switchboard's server entry to that protocol revision
 //! (`"protocol"`), e.g. 2025-11-25, the one rmcp's bare client ends up on.
 //!
-//! Every wait is bounded: 20 s per connect, 10 s per call, 60 s per case process, a 220 s
-//! watchdog on the whole run.
+//! Every wait is bounded: 20 s per connect, 10 s per call, 60 s per case process, a watchdog of
+//! 80 s per repetition (plus 80 s) on the whole run.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -46,7 +55,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rmcp::ServiceExt;
-use rmcp::model::CallToolRequestParams;
+use rmcp::model::{CallToolRequestParams, ProtocolVersion};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
 use rmcp::service::{Peer, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::{Map, Value, json};
@@ -58,8 +68,8 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::sync::oneshot;
 
-/// The whole run is killed after this.
-const WATCHDOG: Duration = Duration::from_secs(220);
+/// The whole run is killed after this much per repetition (plus one repetition's worth).
+const WATCHDOG_PER_REP: Duration = Duration::from_secs(80);
 /// One case process.
 const CASE_WAIT: Duration = Duration::from_secs(60);
 /// A connect (handshake, settle).
@@ -87,6 +97,8 @@ const HTTP_TARGET: f64 = 1.5;
 enum Client {
     Switchboard,
     Rmcp,
+    /// rmcp's client on 2026-07-28 (`server/discover`, per-request `_meta`).
+    RmcpModern,
     Raw,
 }
 
@@ -103,11 +115,17 @@ enum Runtime {
 }
 
 impl Client {
-    const ALL: [Client; 3] = [Client::Switchboard, Client::Rmcp, Client::Raw];
+    const ALL: [Client; 4] = [
+        Client::Switchboard,
+        Client::Rmcp,
+        Client::RmcpModern,
+        Client::Raw,
+    ];
     fn name(self) -> &'static str {
         match self {
             Client::Switchboard => "switchboard",
             Client::Rmcp => "rmcp",
+            Client::RmcpModern => "rmcp-0728",
             Client::Raw => "raw",
         }
     }
@@ -158,14 +176,6 @@ fn main() {
     // `cargo bench` passes `--bench`; `cargo test --benches` runs us without it: then only
     // check that every case runs, with a few calls each.
     let smoke = !args.iter().any(|a| a == "--bench");
-    std::thread::spawn(|| {
-        std::thread::sleep(WATCHDOG);
-        eprintln!(
-            "calls bench: still running after {} s, giving up",
-            WATCHDOG.as_secs()
-        );
-        std::process::exit(2);
-    });
     let reps: usize = if smoke {
         1
     } else {
@@ -174,6 +184,15 @@ fn main() {
             .and_then(|v| v.parse().ok())
             .unwrap_or(3)
     };
+    let watchdog = WATCHDOG_PER_REP * (reps.max(1) as u32 + 1);
+    std::thread::spawn(move || {
+        std::thread::sleep(watchdog);
+        eprintln!(
+            "calls bench: still running after {} s, giving up",
+            watchdog.as_secs()
+        );
+        std::process::exit(2);
+    });
     parent(smoke, reps.max(1));
 }
 
@@ -344,8 +363,17 @@ fn parent(smoke: bool, reps: usize) {
     }
 
     println!();
+    // The targets compare Switchboard with rmcp on the protocol revision Switchboard speaks.
+    let pinned = std::env::var(PROTOCOL_ENV).ok();
+    let same = match pinned.as_deref() {
+        Some(v) if v < "2026-07-28" => Client::Rmcp,
+        _ => Client::RmcpModern,
+    };
     println!(
-        "Targets (calls/s ratio, median of per-repetition ratios, same runtime on both sides)"
+        "Targets (calls/s ratio, median of per-repetition ratios, same runtime on both sides; \
+         judged against rmcp on Switchboard's revision, {}: {})",
+        pinned.as_deref().unwrap_or("2026-07-28"),
+        same.name()
     );
     let mut all_pass = true;
     for (wire, target) in [(Wire::Stdio, STDIO_TARGET), (Wire::Http, HTTP_TARGET)] {
@@ -357,21 +385,29 @@ fn parent(smoke: bool, reps: usize) {
                 ),
                 ("16 in flight", |r: &CaseRun| r.par.clone()),
             ] {
-                let r = ratio(
-                    &runs,
-                    (Client::Switchboard, wire, runtime),
-                    (Client::Rmcp, wire, runtime),
-                    pick,
-                );
+                let vs = |other: Client| {
+                    ratio(
+                        &runs,
+                        (Client::Switchboard, wire, runtime),
+                        (other, wire, runtime),
+                        pick,
+                    )
+                };
+                let shown = |r: Option<f64>| r.map_or("-".to_owned(), |r| format!("{r:.2}x"));
+                let r = vs(same);
                 let pass = r.is_some_and(|r| r >= target);
                 all_pass &= pass;
                 println!(
-                    "  {:<5} {:<5} {:<2} {:<12}: switchboard / rmcp = {} (target >= {target:.1}x){}",
+                    "  {:<5} {:<5} {:<2} {:<12}: switchboard / {} = {} (target >= {target:.1}x); \
+                     / rmcp = {}, / rmcp-0728 = {}{}",
                     pass_fail(pass),
                     wire.name(),
                     runtime.name(),
                     phase,
-                    r.map_or("-".to_owned(), |r| format!("{r:.2}x")),
+                    same.name(),
+                    shown(r),
+                    shown(vs(Client::Rmcp)),
+                    shown(vs(Client::RmcpModern)),
                     if runtime == Runtime::Current {
                         "  <- the CLI's runtime"
                     } else {
@@ -671,23 +707,23 @@ async fn connect(
             assert!(matches!(settled, Ok(true)), "not settled: {settled:?}");
             Conn::Host(host)
         }
-        (Client::Rmcp, Wire::Stdio) => {
+        (Client::Rmcp | Client::RmcpModern, Wire::Stdio) => {
             let mut child = spawn_stdio(&server, &stdio_args);
             let io = (
                 child.stdout.take().expect("piped"),
                 child.stdin.take().expect("piped"),
             );
-            let service = ().serve(io).await.expect("rmcp handshake");
+            let service = rmcp_client(client, io).await;
             Conn::Rmcp {
                 peer: service.peer().clone(),
                 service: tokio::sync::Mutex::new(Some(service)),
                 child: Some(tokio::sync::Mutex::new(child)),
             }
         }
-        (Client::Rmcp, Wire::Http) => {
+        (Client::Rmcp | Client::RmcpModern, Wire::Http) => {
             let url = http.expect("a server").url().to_owned();
             let transport = StreamableHttpClientTransport::from_uri(url);
-            let service = ().serve(transport).await.expect("rmcp handshake");
+            let service = rmcp_client(client, transport).await;
             Conn::Rmcp {
                 peer: service.peer().clone(),
                 service: tokio::sync::Mutex::new(Some(service)),
@@ -718,6 +754,36 @@ async fn connect(
         }
     };
     (conn, pid)
+}
+
+/// rmcp's default client over `transport`: `initialize` (rmcp) or `server/discover` on
+/// 2026-07-28 (rmcp-0728).
+async fn rmcp_client<T, E, A>(client: Client, transport: T) -> RunningService<RoleClient, ()>
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let service = if client == Client::RmcpModern {
+        ().serve_with_lifecycle(
+            transport,
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+    } else {
+        ().serve(transport).await
+    };
+    let service = service.expect("rmcp handshake");
+    let version = service
+        .peer()
+        .peer_info()
+        .map(|i| i.protocol_version.clone());
+    let want = (client == Client::RmcpModern).then_some(ProtocolVersion::V_2026_07_28);
+    if let Some(want) = want {
+        assert_eq!(version, Some(want), "rmcp-0728 negotiated another revision");
+    }
+    service
 }
 
 fn spawn_stdio(server: &Path, args: &[String]) -> Child {
