@@ -94,6 +94,11 @@ pub struct Options {
     #[arg(long)]
     pub endless_pages: bool,
 
+    /// Write `tools/list answered` to stderr for each `tools/list` (each page), so a test can
+    /// count them.
+    #[arg(long)]
+    pub log_lists: bool,
+
     /// Also offer `decorated`: a tool with a `title`, `icons` and `_meta` (echoes its `text`).
     #[arg(long)]
     pub decorated_tool: bool,

@@ -36,6 +36,7 @@ struct Shared {
     answered: AtomicU64,
     page_size: Option<usize>,
     endless_pages: bool,
+    log_lists: bool,
     /// The tool list: the fixed tools, the generated and named ones, and those `add_tool`
     /// added at run time.
     tools: std::sync::Mutex<Vec<Tool>>,
@@ -73,6 +74,7 @@ impl Toolbox {
                 answered: AtomicU64::new(0),
                 page_size: options.page_size,
                 endless_pages: options.endless_pages,
+                log_lists: options.log_lists,
                 tools: std::sync::Mutex::new(tools),
                 url_counters: crate::ask::UrlCounters::default(),
                 ask_tools: options.ask_tools,
@@ -361,6 +363,9 @@ impl ServerHandler for Toolbox {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        if self.shared.log_lists {
+            eprintln!("tools/list answered");
+        }
         let tools = self.tools();
         let Some(size) = self.shared.page_size.filter(|s| *s > 0) else {
             return Ok(ListToolsResult::with_all_items(tools));

@@ -11,13 +11,14 @@
 
 mod naming;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::num::NonZeroUsize;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use lru::LruCache;
 use serde_json::Value;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 use wildmatch::WildMatch;
 
 pub use naming::{MAX_QUALIFIED_NAME, qualified_name, sanitize, server_of};
@@ -122,6 +123,8 @@ pub enum CatalogError {
 /// One server's tools, as the catalogue shows them.
 #[derive(Debug, Default)]
 struct ServerTools {
+    /// Which `tools/list` this is (later ones have higher numbers).
+    number: u64,
     tools: Vec<Tool>,
     issues: Vec<CatalogIssue>,
     /// Input-schema validators, compiled on first use; they go with the list when it is
@@ -144,9 +147,21 @@ type Hide = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 pub struct Catalog {
     manager: ServerManager,
     cache: Arc<Mutex<LruCache<String, Arc<ServerTools>>>>,
+    /// The `tools/list` in flight for each server, which a lookup that finds no cached list
+    /// waits for instead of sending its own (a call right after the connect would otherwise
+    /// list the tools a second time).
+    fetching: Arc<Mutex<HashMap<String, Fetching>>>,
     builtins: Arc<Vec<BuiltinTool>>,
     hide: Hide,
     events: broadcast::Sender<CatalogEvent>,
+}
+
+/// A `tools/list` in flight: its number, and what it came to (`None` until then; `Some(None)`
+/// when it failed, and a waiter asks for itself to get the error).
+#[derive(Clone)]
+struct Fetching {
+    number: u64,
+    done: watch::Receiver<Option<Option<Arc<ServerTools>>>>,
 }
 
 impl std::fmt::Debug for Catalog {
@@ -166,6 +181,7 @@ impl Catalog {
         let catalog = Catalog {
             manager,
             cache: Arc::new(Mutex::new(LruCache::new(capacity))),
+            fetching: Arc::default(),
             builtins: Arc::new(builtins),
             hide: hide.unwrap_or_else(|| Arc::new(|_| false)),
             events,
@@ -189,11 +205,13 @@ impl Catalog {
         tokio::spawn(async move {
             loop {
                 match events.recv().await {
-                    Ok(ServerEvent::ToolsChanged { server }) => catalog.refresh(&server).await,
+                    Ok(ServerEvent::ToolsChanged { server }) => {
+                        catalog.refresh(&server, true).await;
+                    }
                     Ok(ServerEvent::State {
                         server,
                         state: ServerState::Connected(_),
-                    }) => catalog.refresh(&server).await,
+                    }) => catalog.refresh(&server, false).await,
                     Ok(ServerEvent::State { server, .. }) => catalog.forget(&server),
                     Ok(_) => {}
                     Err(broadcast::error::RecvError::Lagged(_)) => {
@@ -223,11 +241,14 @@ impl Catalog {
         }
     }
 
-    /// Lists a server's tools again and tells what changed, compared with the list that was
-    /// cached at the moment the new one replaces it (so concurrent fetches cannot confuse it).
-    async fn refresh(&self, server: &str) {
-        let new = match self.fetch(server).await {
-            Ok(tools) => tools,
+    /// Brings a server's list up to date after it connected (`changed` false: a list fetched
+    /// since, or in flight, will do) or said its list changed (a new `tools/list` always).
+    async fn refresh(&self, server: &str, changed: bool) {
+        if !changed && self.cached(server).is_some() {
+            return;
+        }
+        match self.fetch(server, changed).await {
+            Ok(_) => {}
             // The server went away meanwhile (a shutdown, a crash): its state says so already.
             Err(e)
                 if matches!(
@@ -239,14 +260,26 @@ impl Catalog {
                 ) || !matches!(self.manager.state(server), Some(ServerState::Connected(_))) =>
             {
                 tracing::debug!(server, "{e}");
+            }
+            Err(e) => tracing::warn!("{e}"),
+        }
+    }
+
+    /// Caches a server's list, unless a list fetched later is there already, and tells what
+    /// changed, compared with the list it replaces (so concurrent fetches cannot confuse it).
+    fn store(&self, server: &str, new: &Arc<ServerTools>) {
+        let old = {
+            let Ok(mut cache) = self.cache.lock() else {
+                return;
+            };
+            if cache
+                .peek(server)
+                .is_some_and(|old| old.number > new.number)
+            {
                 return;
             }
-            Err(e) => {
-                tracing::warn!("{e}");
-                return;
-            }
+            cache.put(server.to_owned(), new.clone())
         };
-        let old = self.store(server, new.clone());
         let names = |t: &ServerTools| {
             t.tools
                 .iter()
@@ -254,7 +287,7 @@ impl Catalog {
                 .collect::<BTreeSet<_>>()
         };
         let before = old.as_deref().map(names).unwrap_or_default();
-        let after = names(&new);
+        let after = names(new);
         let added: Vec<String> = after.difference(&before).cloned().collect();
         let removed: Vec<String> = before.difference(&after).cloned().collect();
         if !added.is_empty() || !removed.is_empty() {
@@ -266,16 +299,52 @@ impl Catalog {
         }
     }
 
-    /// Caches a server's list; returns the one it replaces.
-    fn store(&self, server: &str, tools: Arc<ServerTools>) -> Option<Arc<ServerTools>> {
-        self.cache
-            .lock()
-            .ok()
-            .and_then(|mut cache| cache.put(server.to_owned(), tools))
+    /// Lists a server's tools and caches them (telling what changed). Unless `fresh`, a
+    /// `tools/list` already in flight for the server is waited for instead of sending another
+    /// (a call right after the connect would otherwise list the tools a second time); when
+    /// that one fails, this one lists for itself, to have the error.
+    async fn fetch(&self, server: &str, fresh: bool) -> Result<Arc<ServerTools>, CatalogError> {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        let number = NEXT.fetch_add(1, Ordering::Relaxed);
+        let (done, receiver) = watch::channel(None);
+        let waiting = {
+            let Ok(mut fetching) = self.fetching.lock() else {
+                return self.list(server, number).await;
+            };
+            match fetching.get(server) {
+                Some(other) if !fresh => Some(other.clone()),
+                _ => {
+                    let mine = Fetching {
+                        number,
+                        done: receiver,
+                    };
+                    fetching.insert(server.to_owned(), mine);
+                    None
+                }
+            }
+        };
+        if let Some(mut other) = waiting {
+            if let Ok(answer) = other.done.wait_for(Option::is_some).await
+                && let Some(Some(tools)) = answer.clone()
+            {
+                return Ok(tools);
+            }
+            return Box::pin(self.fetch(server, true)).await;
+        }
+        let result = self.list(server, number).await;
+        if let Ok(tools) = &result {
+            self.store(server, tools);
+        }
+        let _ = done.send(Some(result.as_ref().ok().cloned()));
+        if let Ok(mut fetching) = self.fetching.lock()
+            && fetching.get(server).is_some_and(|f| f.number == number)
+        {
+            fetching.remove(server);
+        }
+        result
     }
 
-    /// Lists a server's tools (not cached here).
-    async fn fetch(&self, server: &str) -> Result<Arc<ServerTools>, CatalogError> {
+    async fn list(&self, server: &str, number: u64) -> Result<Arc<ServerTools>, CatalogError> {
         let config = self
             .manager
             .config(server)
@@ -291,16 +360,16 @@ impl Catalog {
                     source,
                 },
             })?;
-        Ok(Arc::new(build(&config, defs)))
+        let mut tools = build(&config, defs);
+        tools.number = number;
+        Ok(Arc::new(tools))
     }
 
     async fn server_tools_raw(&self, server: &str) -> Result<Arc<ServerTools>, CatalogError> {
         if let Some(tools) = self.cached(server) {
             return Ok(tools);
         }
-        let tools = self.fetch(server).await?;
-        self.store(server, tools.clone());
-        Ok(tools)
+        self.fetch(server, false).await
     }
 
     /// One connected server's tools.
@@ -570,6 +639,7 @@ fn build(config: &ServerConfig, defs: Vec<ToolDef>) -> ServerTools {
         })
         .collect();
     ServerTools {
+        number: 0,
         tools,
         issues,
         validators: Mutex::default(),

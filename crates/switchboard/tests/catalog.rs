@@ -213,6 +213,44 @@ async fn a_list_changed_notification_updates_the_catalogue_and_says_what_changed
     host.shutdown().await;
 }
 
+/// A call made while its server is still connecting lists the server's tools once: the
+/// call's lookup and the catalogue's own listing after the connect share one `tools/list`, and
+/// the library tells of the new tools once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_during_the_connect_lists_the_tools_once() {
+    let tree = ConfigTree::new().unwrap();
+    let servers = json!({"mcpServers": {"kit": testkit(&["--log-lists"])}});
+    tree.write(tree.user_file(), &servers.to_string()).unwrap();
+    let env: switchboard::config::Environment = tree.env().into_iter().collect();
+    let host = Host::builder()
+        .discover(tree.project())
+        .env(env)
+        .output_dir(tree.root().join("out"))
+        .start()
+        .unwrap();
+    let mut events = host.catalog().events();
+    let out = host
+        .call("mcp__kit__echo", args(json!({"text": "hi"})), cli())
+        .await
+        .unwrap();
+    assert!(!out.is_error);
+    host.manager().wait_settled(SETTLE).await.unwrap();
+    let _ = host.catalog().snapshot().await;
+    let mut told = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        if let CatalogEvent::ToolsChanged { server, added, .. } = event
+            && server == "kit"
+        {
+            told.push(added);
+        }
+    }
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert!(told[0].contains(&"mcp__kit__echo".to_owned()), "{told:?}");
+    let log = host.manager().stderr_tail("kit").unwrap_or_default();
+    assert_eq!(log.matches("tools/list answered").count(), 1, "{log}");
+    host.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_check_arguments_report_tool_errors_and_time_out_with_a_cancel() {
     let tree = ConfigTree::new().unwrap();
