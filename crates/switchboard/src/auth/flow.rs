@@ -2,8 +2,8 @@
 //! step-up, client credentials, logout.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
@@ -149,7 +149,7 @@ impl Authorizer {
 
     /// The token to send: the stored one, refreshed first when it is about to expire; for a
     /// client-credentials server a new one when none is stored. `None`: send no token.
-    pub async fn access_token(&self) -> Result<Option<String>, AuthError> {
+    pub async fn access_token(self: &Arc<Self>) -> Result<Option<String>, AuthError> {
         let cached = self.cached.lock().ok().and_then(|c| c.clone());
         let tokens = match cached {
             Some(tokens) => tokens,
@@ -184,7 +184,7 @@ impl Authorizer {
     /// After a 401 for `sent`: a token another task or process stored meanwhile, a refreshed
     /// one, new client credentials, the whole flow (when interactive) — or `NeedsLogin`.
     pub async fn unauthorized(
-        &self,
+        self: &Arc<Self>,
         www_authenticate: Option<&str>,
         sent: Option<&str>,
     ) -> Result<String, AuthError> {
@@ -309,9 +309,20 @@ impl Authorizer {
         }
     }
 
+    /// Refreshes under the store lock, in a task of its own: a caller that goes away (a request
+    /// cancelled, a shutdown) does not stop it between spending the refresh token and storing
+    /// the new one, which would leave a spent refresh token stored.
+    async fn refresh(self: &Arc<Self>, sent: Option<&str>) -> Result<String, AuthError> {
+        let this = self.clone();
+        let sent = sent.map(str::to_owned);
+        tokio::spawn(async move { this.refresh_locked(sent.as_deref()).await })
+            .await
+            .unwrap_or_else(|e| Err(AuthError::Store(format!("the token refresh failed: {e}"))))
+    }
+
     /// Refreshes under the store lock. When the stored token differs from `sent`, another
     /// task or process already replaced it: that one is used, the refresh token not spent.
-    async fn refresh(&self, sent: Option<&str>) -> Result<String, AuthError> {
+    async fn refresh_locked(&self, sent: Option<&str>) -> Result<String, AuthError> {
         let lock = self.options.store.lock().await?;
         let mut record = self.options.store.load(&self.key).await?;
         let Some(tokens) = record.tokens.clone() else {
