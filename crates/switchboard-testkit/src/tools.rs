@@ -5,12 +5,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use rmcp::model::SubscriptionFilter;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
     ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext, SubscriptionSink};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
@@ -46,6 +47,8 @@ struct Shared {
     ask_tools: bool,
     /// The level the client set with `logging/setLevel`.
     log_level: std::sync::Mutex<Option<String>>,
+    /// Open `subscriptions/listen` streams (2026-07-28), where list changes go.
+    listeners: std::sync::Mutex<Vec<SubscriptionSink>>,
 }
 
 /// A 4×2 red PNG, for the `image` tool.
@@ -79,6 +82,7 @@ impl Toolbox {
                 url_counters: crate::ask::UrlCounters::default(),
                 ask_tools: options.ask_tools,
                 log_level: std::sync::Mutex::new(None),
+                listeners: std::sync::Mutex::default(),
             }),
         }
     }
@@ -249,7 +253,20 @@ impl Toolbox {
                 if let Ok(mut tools) = self.shared.tools.lock() {
                     tools.push(echo_like(new.to_owned()));
                 }
-                let _ = context.peer.notify_tool_list_changed().await;
+                // A 2026-07-28 client hears of it on its `subscriptions/listen` streams only.
+                if context.meta.protocol_version().is_some() {
+                    let listeners = self
+                        .shared
+                        .listeners
+                        .lock()
+                        .map(|l| l.clone())
+                        .unwrap_or_default();
+                    for listener in listeners {
+                        let _ = listener.notify_tool_list_changed().await;
+                    }
+                } else {
+                    let _ = context.peer.notify_tool_list_changed().await;
+                }
                 Ok(CallToolResult::success(vec![ContentBlock::text(format!(
                     "added {new}"
                 ))]))
@@ -356,6 +373,28 @@ impl ServerHandler for Toolbox {
             )),
             ProtocolMode::Modern => Cow::Borrowed(MODERN_ONLY),
         }
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        // rmcp keeps only what was asked for and what `get_info` offers.
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let sink = context.sink().clone();
+        let id = sink.id().clone();
+        if let Ok(mut listeners) = self.shared.listeners.lock() {
+            listeners.push(sink);
+        }
+        eprintln!("testkit-server: subscriptions/listen opened");
+        context.cancelled().await;
+        if let Ok(mut listeners) = self.shared.listeners.lock() {
+            listeners.retain(|l| *l.id() != id);
+        }
+        Ok(())
     }
 
     async fn list_tools(

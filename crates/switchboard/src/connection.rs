@@ -289,10 +289,21 @@ impl Session {
         let (ended_tx, ended) = tokio::sync::watch::channel(false);
         let progress = service.service().progress.clone();
         let asker = service.service().asker.clone();
+        let notices = service.service().notices();
         tokio::spawn(async move {
             let _ = service.waiting().await;
             let _ = ended_tx.send(true);
         });
+        // 2026-07-28: list changes come only on a `subscriptions/listen` stream.
+        if generation == Generation::Discover {
+            listen_for_changes(
+                asker.server(),
+                &info.capabilities,
+                &peer,
+                notices,
+                ended.clone(),
+            );
+        }
         // 2026-07-28 has no session to notify: each request carries what it needs.
         if generation == Generation::Initialize
             && let Some(roots) = asker.roots_served()
@@ -587,6 +598,85 @@ fn tell_roots_changes(
                 }
                 () = async { let _ = ended.wait_for(|e| *e).await; } => return,
             }
+        }
+    });
+}
+
+/// How many times a `subscriptions/listen` stream that ends or fails is opened again, a
+/// second apart times the attempt, before the session goes on without live list changes.
+const LISTEN_ATTEMPTS: u32 = 3;
+
+/// 2026-07-28: opens a `subscriptions/listen` stream for the lists the server says change
+/// (tools, resources, prompts) and turns what comes on it into the session's notices, until the
+/// session ends. A stream that ends or fails is opened again, at most [`LISTEN_ATTEMPTS`]
+/// times in a row.
+fn listen_for_changes(
+    server: &str,
+    capabilities: &Capabilities,
+    peer: &Peer<RoleClient>,
+    notices: tokio::sync::mpsc::UnboundedSender<handler::Notice>,
+    mut ended: tokio::sync::watch::Receiver<bool>,
+) {
+    use rmcp::model::{ServerNotification, SubscriptionFilter};
+    let mut filter = SubscriptionFilter::builder();
+    if capabilities.tools_list_changed {
+        filter = filter.tools_list_changed();
+    }
+    if capabilities.resources_list_changed {
+        filter = filter.resources_list_changed();
+    }
+    if capabilities.prompts_list_changed {
+        filter = filter.prompts_list_changed();
+    }
+    let filter = filter.build();
+    if filter == SubscriptionFilter::default() {
+        return;
+    }
+    let (peer, server) = (peer.clone(), server.to_owned());
+    tokio::spawn(async move {
+        let follow = async {
+            let mut failures = 0;
+            while failures < LISTEN_ATTEMPTS {
+                match peer.listen(filter.clone()).await {
+                    Ok(mut subscription) => {
+                        failures = 0;
+                        loop {
+                            let notice = match subscription.next().await {
+                                Ok(Some(ServerNotification::ToolListChangedNotification(_))) => {
+                                    handler::Notice::ToolsChanged
+                                }
+                                Ok(Some(ServerNotification::ResourceListChangedNotification(
+                                    _,
+                                ))) => handler::Notice::ResourcesChanged,
+                                Ok(Some(ServerNotification::PromptListChangedNotification(_))) => {
+                                    handler::Notice::PromptsChanged
+                                }
+                                Ok(Some(_)) => continue,
+                                Ok(None) => break,
+                                Err(e) => {
+                                    tracing::debug!(server, "subscriptions/listen: {e}");
+                                    break;
+                                }
+                            };
+                            if notices.send(notice).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                    Err(e) => tracing::debug!(server, "subscriptions/listen refused: {e}"),
+                }
+                failures += 1;
+                tokio::time::sleep(std::time::Duration::from_secs(u64::from(failures))).await;
+            }
+            tracing::warn!(
+                server,
+                "list changes are not followed: subscriptions/listen failed {LISTEN_ATTEMPTS} \
+                 times in a row"
+            );
+        };
+        tokio::select! {
+            () = follow => {}
+            () = async { let _ = ended.wait_for(|e| *e).await; } => {}
         }
     });
 }

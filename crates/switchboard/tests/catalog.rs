@@ -164,15 +164,27 @@ async fn pagination_follows_every_page_and_stops_a_server_that_never_ends() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_list_changed_notification_updates_the_catalogue_and_says_what_changed() {
+    // Initialize era: `notifications/tools/list_changed` on the session. 2026-07-28: only on
+    // the `subscriptions/listen` stream the host opens (the testkit sends nothing else then).
+    let http = |protocol: &str| {
+        let flags = ["--protocol", protocol];
+        switchboard_testkit::TestServer::start(switchboard_testkit::Transport::Http, flags).unwrap()
+    };
+    let (old_http, new_http) = (http("legacy"), http("auto"));
     let tree = ConfigTree::new().unwrap();
     let host = host_with(
         &tree,
-        json!({"old": testkit(&["--protocol", "legacy"]), "new": testkit(&[])}),
+        json!({
+            "old": testkit(&["--protocol", "legacy"]),
+            "new": testkit(&[]),
+            "oldhttp": {"type": "http", "url": old_http.url()},
+            "newhttp": {"type": "http", "url": new_http.url()},
+        }),
     )
     .await;
     // Fill the cache, then follow changes.
     let _ = host.catalog().snapshot().await;
-    for server in ["old", "new"] {
+    for server in ["old", "new", "oldhttp", "newhttp"] {
         let mut events = host.catalog().events();
         let out = host
             .call(

@@ -120,6 +120,11 @@ impl std::fmt::Debug for ClientSide {
 }
 
 impl ClientSide {
+    /// Where the session's notices go (the connection's owner reads them).
+    pub(crate) fn notices(&self) -> mpsc::UnboundedSender<Notice> {
+        self.notices.clone()
+    }
+
     pub(crate) fn new(
         server: &str,
         notices: mpsc::UnboundedSender<Notice>,
