@@ -497,10 +497,19 @@ async fn two_clients_each_see_only_their_own_progress() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upstream_list_changed_reaches_every_client() {
+    // The upstream speaks 2026-07-28 with the gateway's host: it tells of the new tool only on
+    // the host's `subscriptions/listen` stream. Downstream: two initialize-era clients hear of
+    // it on their sessions, a 2026-07-28 client on the stream it opened.
     let (_tree, _host, url) =
         gateway(json!({"kit": testkit(&[])}), json!({"allow": ["mcp__kit"]})).await;
     let (a, mut seen_a) = connect(&url, "a", false).await;
     let (b, mut seen_b) = connect(&url, "b", false).await;
+    let (modern, _) = connect_modern(&url, "m", false).await;
+    let filter = rmcp::model::SubscriptionFilter::builder()
+        .tools_list_changed()
+        .build();
+    let mut subscription = modern.peer().listen(filter).await.unwrap();
+    assert_eq!(subscription.acknowledged().tools_list_changed, Some(true));
     let added = a
         .peer()
         .call_tool(call("mcp__kit__add_tool", json!({"name": "fresh"})))
@@ -511,10 +520,22 @@ async fn an_upstream_list_changed_reaches_every_client() {
         let changed = next_matching(seen, |s| matches!(s, Seen::ToolsChanged).then_some(())).await;
         assert!(changed.is_some(), "a client was not told the tools changed");
     }
+    let heard = tokio::time::timeout(WAIT, subscription.next()).await;
+    assert!(
+        matches!(
+            heard,
+            Ok(Ok(Some(
+                rmcp::model::ServerNotification::ToolListChangedNotification(_)
+            )))
+        ),
+        "the 2026-07-28 client was not told: {heard:?}"
+    );
     let tools = b.peer().list_all_tools().await.unwrap();
     assert!(tools.iter().any(|t| t.name == "mcp__kit__fresh"));
+    subscription.cancel().await.unwrap();
     a.cancel().await.unwrap();
     b.cancel().await.unwrap();
+    modern.cancel().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
