@@ -12,22 +12,27 @@ use switchboard_testkit::config_tree::ConfigTree;
 
 const SETTLE: Duration = Duration::from_secs(30);
 
-/// A host over a temporary tree whose user file holds these servers.
+/// A host over a temporary tree whose user file holds these servers, once they settled.
 async fn host_with(tree: &ConfigTree, servers: Value) -> Host {
+    let host = start_host(tree, servers);
+    host.manager().wait_settled(SETTLE).await.unwrap();
+    host
+}
+
+/// A host over a temporary tree whose user file holds these servers, just started.
+fn start_host(tree: &ConfigTree, servers: Value) -> Host {
     tree.write(
         tree.user_file(),
         &json!({"mcpServers": servers}).to_string(),
     )
     .unwrap();
     let env: switchboard::config::Environment = tree.env().into_iter().collect();
-    let host = Host::builder()
+    Host::builder()
         .discover(tree.project())
         .env(env)
         .output_dir(tree.root().join("out"))
         .start()
-        .unwrap();
-    host.manager().wait_settled(SETTLE).await.unwrap();
-    host
+        .unwrap()
 }
 
 fn testkit(args: &[&str]) -> Value {
@@ -231,15 +236,7 @@ async fn a_list_changed_notification_updates_the_catalogue_and_says_what_changed
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_during_the_connect_lists_the_tools_once() {
     let tree = ConfigTree::new().unwrap();
-    let servers = json!({"mcpServers": {"kit": testkit(&["--log-lists"])}});
-    tree.write(tree.user_file(), &servers.to_string()).unwrap();
-    let env: switchboard::config::Environment = tree.env().into_iter().collect();
-    let host = Host::builder()
-        .discover(tree.project())
-        .env(env)
-        .output_dir(tree.root().join("out"))
-        .start()
-        .unwrap();
+    let host = start_host(&tree, json!({"kit": testkit(&["--log-lists"])}));
     let mut events = host.catalog().events();
     let out = host
         .call("mcp__kit__echo", args(json!({"text": "hi"})), cli())
