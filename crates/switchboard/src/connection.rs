@@ -663,6 +663,13 @@ fn listen_for_changes(
                             }
                         }
                     }
+                    // A server without the method will not have it a second later.
+                    Err(rmcp::ServiceError::McpError(e))
+                        if e.code == rmcp::model::ErrorCode::METHOD_NOT_FOUND =>
+                    {
+                        tracing::debug!(server, "no subscriptions/listen: {}", e.message);
+                        return;
+                    }
                     Err(e) => tracing::debug!(server, "subscriptions/listen refused: {e}"),
                 }
                 failures += 1;
