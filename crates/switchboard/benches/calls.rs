@@ -779,9 +779,9 @@ where
         .peer()
         .peer_info()
         .map(|i| i.protocol_version.clone());
-    let want = (client == Client::RmcpModern).then_some(ProtocolVersion::V_2026_07_28);
-    if let Some(want) = want {
-        assert_eq!(version, Some(want), "rmcp-0728 negotiated another revision");
+    if client == Client::RmcpModern {
+        let want = Some(ProtocolVersion::V_2026_07_28);
+        assert_eq!(version, want, "rmcp-0728 negotiated another revision");
     }
     service
 }

@@ -360,9 +360,7 @@ impl Catalog {
                     source,
                 },
             })?;
-        let mut tools = build(&config, defs);
-        tools.number = number;
-        Ok(Arc::new(tools))
+        Ok(Arc::new(build(&config, defs, number)))
     }
 
     async fn server_tools_raw(&self, server: &str) -> Result<Arc<ServerTools>, CatalogError> {
@@ -560,7 +558,7 @@ pub(crate) enum SchemaKind {
 }
 
 /// Turns a server's tool definitions into catalogue tools.
-fn build(config: &ServerConfig, defs: Vec<ToolDef>) -> ServerTools {
+fn build(config: &ServerConfig, defs: Vec<ToolDef>, number: u64) -> ServerTools {
     let server = config.name.as_str();
     let enabled: Option<Vec<WildMatch>> = config
         .enabled_tools
@@ -639,7 +637,7 @@ fn build(config: &ServerConfig, defs: Vec<ToolDef>) -> ServerTools {
         })
         .collect();
     ServerTools {
-        number: 0,
+        number,
         tools,
         issues,
         validators: Mutex::default(),

@@ -617,7 +617,7 @@ fn listen_for_changes(
     notices: tokio::sync::mpsc::UnboundedSender<handler::Notice>,
     mut ended: tokio::sync::watch::Receiver<bool>,
 ) {
-    use rmcp::model::{ServerNotification, SubscriptionFilter};
+    use rmcp::model::SubscriptionFilter;
     let mut filter = SubscriptionFilter::builder();
     if capabilities.tools_list_changed {
         filter = filter.tools_list_changed();
@@ -641,25 +641,19 @@ fn listen_for_changes(
                     Ok(mut subscription) => {
                         failures = 0;
                         loop {
-                            let notice = match subscription.next().await {
-                                Ok(Some(ServerNotification::ToolListChangedNotification(_))) => {
-                                    handler::Notice::ToolsChanged
+                            match subscription.next().await {
+                                Ok(Some(notification)) => {
+                                    if let Some(notice) = notice_of(&notification)
+                                        && notices.send(notice).is_err()
+                                    {
+                                        return;
+                                    }
                                 }
-                                Ok(Some(ServerNotification::ResourceListChangedNotification(
-                                    _,
-                                ))) => handler::Notice::ResourcesChanged,
-                                Ok(Some(ServerNotification::PromptListChangedNotification(_))) => {
-                                    handler::Notice::PromptsChanged
-                                }
-                                Ok(Some(_)) => continue,
                                 Ok(None) => break,
                                 Err(e) => {
                                     tracing::debug!(server, "subscriptions/listen: {e}");
                                     break;
                                 }
-                            };
-                            if notices.send(notice).is_err() {
-                                return;
                             }
                         }
                     }
@@ -686,6 +680,17 @@ fn listen_for_changes(
             () = async { let _ = ended.wait_for(|e| *e).await; } => {}
         }
     });
+}
+
+/// What a list-change notification on a `subscriptions/listen` stream tells the session.
+fn notice_of(notification: &rmcp::model::ServerNotification) -> Option<handler::Notice> {
+    use rmcp::model::ServerNotification as N;
+    match notification {
+        N::ToolListChangedNotification(_) => Some(handler::Notice::ToolsChanged),
+        N::ResourceListChangedNotification(_) => Some(handler::Notice::ResourcesChanged),
+        N::PromptListChangedNotification(_) => Some(handler::Notice::PromptsChanged),
+        _ => None,
+    }
 }
 
 /// The OAuth authorizer of a Streamable HTTP server: every server with an `oauth` entry, and

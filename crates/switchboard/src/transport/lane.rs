@@ -97,8 +97,8 @@ pub(crate) struct Pending {
 
 /// The `_meta` every lane call of a session carries, serialized once when the session starts.
 ///
-/// On 2026-07-28 that is the protocol version, the client's info and its capabilities (about
-/// 380 bytes); an initialize-era session has none. A call's own params are serialized as they
+/// On 2026-07-28 that is the protocol version, the client's info and its capabilities (a few
+/// hundred bytes); an initialize-era session has none. A call's own params are serialized as they
 /// come, and the session's members spliced in front of them, with the call's progress token:
 /// no copy of the metadata is cloned or serialized again per call.
 #[derive(Debug, Clone, Default)]
