@@ -536,10 +536,22 @@ fn decide(
             }
             vec![entry]
         }
-        None if all => project
-            .into_iter()
-            .filter(|e| !matches!(e.approval, Approval::Approved))
-            .collect(),
+        // `--all` decides what is waiting: never an approved entry, and never lifts a
+        // rejection (only `mcp approve NAME` does that).
+        None if all => {
+            for e in project.iter().filter(|e| {
+                decision == Decision::Approved && matches!(e.approval, Approval::Rejected)
+            }) {
+                eprintln!(
+                    "`{}` stays rejected: run `switchboard mcp approve {}` to approve it",
+                    e.name, e.name
+                );
+            }
+            project
+                .into_iter()
+                .filter(|e| matches!(e.approval, Approval::Pending | Approval::Changed))
+                .collect()
+        }
         None => Vec::new(),
     };
     if chosen.is_empty() {

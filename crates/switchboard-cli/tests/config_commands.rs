@@ -317,7 +317,23 @@ fn project_servers_need_approval_and_an_edit_asks_again() {
             ("web".into(), "rejected".into())
         ]
     );
-    ok(&tree, &run(&tree, &["mcp", "approve", "--all"]));
+    // `--all` approves what waits; a rejected server stays rejected, even once edited.
+    tree.write(tree.project_file(), r#"{"mcpServers": {"db": {"command": "db-server", "args": ["--drop-everything"]}, "web": {"command": "web-server", "args": ["-v"]}}}"#).unwrap();
+    let all = run(&tree, &["mcp", "approve", "--all"]);
+    ok(&tree, &all);
+    assert!(
+        stderr(&tree, &all).contains("`web` stays rejected: run `switchboard mcp approve web`"),
+        "{}",
+        stderr(&tree, &all)
+    );
+    assert_eq!(
+        statuses(&tree),
+        [
+            ("db".into(), "ready".into()),
+            ("web".into(), "rejected".into())
+        ]
+    );
+    ok(&tree, &run(&tree, &["mcp", "approve", "web"]));
     assert_eq!(
         statuses(&tree),
         [

@@ -82,17 +82,15 @@ impl ApprovalStore {
         })
     }
 
+    /// The state of one entry. A rejection holds whatever the entry becomes: an edit to a
+    /// rejected entry does not make it pending again (nor approvable by `approve --all`), only
+    /// an approval that names it lifts it.
     pub fn approval(&self, project: &str, name: &str, hash: &ConfigHash) -> Approval {
         match self.data.projects.get(project).and_then(|p| p.get(name)) {
             None => Approval::Pending,
-            Some(r) if r.hash != hash.0 => match r.decision {
-                Decision::Approved => Approval::Changed,
-                Decision::Rejected => Approval::Pending,
-            },
-            Some(r) => match r.decision {
-                Decision::Approved => Approval::Approved,
-                Decision::Rejected => Approval::Rejected,
-            },
+            Some(r) if r.decision == Decision::Rejected => Approval::Rejected,
+            Some(r) if r.hash != hash.0 => Approval::Changed,
+            Some(_) => Approval::Approved,
         }
     }
 
