@@ -85,9 +85,14 @@ pub(crate) enum Command {
     },
     /// Serve every configured server's tools, resources and prompts as one MCP server.
     Serve(ServeArgs),
-    /// Get a prompt's messages: `prompt mcp__server__name --arg k=v`.
+    /// Get a prompt's messages: `prompt mcp__server__name --arg k=v`, or `prompt SERVER NAME`.
     Prompt {
+        /// The qualified name (`mcp__<server>__<prompt>`), or the server's name followed by
+        /// the prompt's.
         name: String,
+        /// The prompt's own name, when NAME is a server.
+        #[arg(num_args = 0..=1)]
+        rest: Vec<String>,
         #[arg(long = "arg", value_name = "KEY=VALUE")]
         args: Vec<String>,
         #[arg(long)]

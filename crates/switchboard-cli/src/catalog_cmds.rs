@@ -9,8 +9,7 @@ use anyhow::{Context as _, anyhow, bail};
 use serde_json::{Map, Value, json};
 use switchboard::catalog::server_of;
 use switchboard::connection::ServerState;
-use switchboard::host::{CallOptions, Host, HostBuilder};
-use switchboard::manager::RequestFailure;
+use switchboard::host::{CallOptions, Host, HostBuilder, HostError, Listing, RequestOptions};
 use switchboard::permissions::CallSource;
 
 use crate::args::Command;
@@ -87,22 +86,42 @@ pub(crate) fn builder(ctx: &Context, only: Option<Vec<String>>) -> anyhow::Resul
             }
         }
     }
-    let (interaction, roots) = crate::interact::setup(ctx)?;
-    let mut builder = Host::builder()
-        .config(config)
-        .env(ctx.env.clone())
-        .interaction(interaction)
-        .roots(roots);
+    // A `required` server is started by every command: none runs without it.
+    let only = only.map(|mut names| {
+        for required in config.startable().filter(|c| c.required) {
+            if !names.iter().any(|n| n == required.name.as_str()) {
+                names.push(required.name.as_str().to_owned());
+            }
+        }
+        names
+    });
+    let mut builder = host_builder(ctx, config)?;
     if let Some(only) = only {
         builder = builder.only(only);
     }
     Ok(builder)
 }
 
-pub(crate) async fn settle(host: &Host) {
+/// Waits for the servers to connect and says which did not. A `required` server that did not
+/// connect fails the command.
+/// The host every command builds: the command line's interaction (terminal questions,
+/// `--elicit-json`, the sampling command) and roots, over `config`.
+pub(crate) fn host_builder(
+    ctx: &Context,
+    config: switchboard::config::ConfigSet,
+) -> anyhow::Result<HostBuilder> {
+    let (interaction, roots) = crate::interact::setup(ctx)?;
+    Ok(Host::builder()
+        .config(config)
+        .env(ctx.env.clone())
+        .interaction(interaction)
+        .roots(roots))
+}
+
+pub(crate) async fn settle(host: &Host) -> anyhow::Result<()> {
     let bound = host.limits().connect_timeout + Duration::from_secs(5);
-    let _ = host.manager().wait_settled(bound).await;
-    for (name, state) in host.manager().states() {
+    let readiness = host.wait_settled(bound).await;
+    for (name, state) in host.servers() {
         match state {
             ServerState::Failed(f) => eprintln!("warning: server `{name}` failed: {}", f.message),
             ServerState::NeedsAuth { message } => {
@@ -111,10 +130,34 @@ pub(crate) async fn settle(host: &Host) {
             _ => {}
         }
     }
+    readiness?;
+    Ok(())
+}
+
+/// Says on stderr which servers a listing could not ask, and why.
+fn warn_failures<T>(listing: &Listing<T>) {
+    for failure in &listing.failures {
+        eprintln!("warning: {}", chain(failure));
+    }
+}
+
+/// An error and its causes on one line, each cause once.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        let more = e.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        cause = e.source();
+    }
+    text
 }
 
 async fn dispatch(host: &Host, command: Command) -> anyhow::Result<ExitCode> {
-    settle(host).await;
+    settle(host).await?;
     match command {
         Command::Tools {
             server,
@@ -131,7 +174,12 @@ async fn dispatch(host: &Host, command: Command) -> anyhow::Result<ExitCode> {
         Command::Resources { server, json } => resources(host, server.as_deref(), json).await,
         Command::Read { server, uri, json } => read(host, &server, &uri, json).await,
         Command::Prompts { server, json } => prompts(host, server.as_deref(), json).await,
-        Command::Prompt { name, args, json } => prompt(host, &name, &args, json).await,
+        Command::Prompt {
+            name,
+            rest,
+            args,
+            json,
+        } => prompt(host, &name, &rest, &args, json).await,
         Command::Mcp(_) | Command::Serve(_) => unreachable_mcp(),
     }
 }
@@ -146,7 +194,7 @@ async fn tools(
     json: bool,
     schema: bool,
 ) -> anyhow::Result<ExitCode> {
-    let snapshot = host.catalog().snapshot().await;
+    let snapshot = host.tools().await;
     for issue in &snapshot.issues {
         eprintln!("warning: {issue}");
     }
@@ -261,22 +309,11 @@ async fn call(
         Some(_) => (name.to_owned(), rest.first().map(String::as_str)),
         None => {
             let tool = rest.first().with_context(|| format!("name the tool: `switchboard call {name} TOOL`, or `switchboard call mcp__{name}__TOOL`"))?;
-            let qualified = host
-                .catalog()
-                .server_tools(name)
-                .await?
-                .into_iter()
-                .find(|t| &t.name == tool || &t.qualified_name == tool)
-                .map(|t| t.qualified_name)
-                .unwrap_or_else(|| switchboard::catalog::qualified_name(name, tool, false));
+            let qualified = host.tool_name(name, tool).await?;
             (qualified, rest.get(1).map(String::as_str))
         }
     };
-    let tool = host
-        .catalog()
-        .find(&qualified)
-        .await
-        .map_err(|e| anyhow!("{e}"))?;
+    let tool = host.tool(&qualified).await.map_err(|e| anyhow!("{e}"))?;
     let args = arguments(&tool.input_schema, inline, pairs)?;
 
     let (progress_tx, mut progress_rx) =
@@ -391,115 +428,110 @@ fn print_content(result: &Value) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn failure_text(e: RequestFailure) -> anyhow::Error {
-    anyhow!("{e}")
-}
-
-fn connected(host: &Host, server: Option<&str>) -> Vec<String> {
-    host.manager()
-        .states()
-        .into_iter()
-        .filter(|(n, s)| {
-            matches!(s, ServerState::Connected(_)) && server.is_none_or(|want| want == n)
-        })
-        .map(|(n, _)| n)
-        .collect()
-}
-
 async fn resources(host: &Host, server: Option<&str>, json: bool) -> anyhow::Result<ExitCode> {
-    let mut all = Vec::new();
-    for name in connected(host, server) {
-        let info = host.manager().state(&name);
-        let supports = matches!(&info, Some(ServerState::Connected(i)) if i.capabilities.resources);
-        if !supports {
-            continue;
-        }
-        for resource in host
-            .manager()
-            .list_resources(&name)
-            .await
-            .map_err(failure_text)?
-        {
-            all.push((name.clone(), resource));
-        }
-    }
+    let (resources, templates) =
+        tokio::join!(host.resources(server), host.resource_templates(server));
+    warn_failures(&resources);
+    // A server that failed its resources already said so once.
+    let templates = Listing {
+        failures: templates
+            .failures
+            .into_iter()
+            .filter(|t| {
+                !resources
+                    .failures
+                    .iter()
+                    .any(|r| r.server().is_some() && r.server() == t.server())
+            })
+            .collect(),
+        items: templates.items,
+    };
+    warn_failures(&templates);
     if json {
         print_json(&Value::Array(
-            all.iter()
-                .map(|(s, r)| json!({"server": s, "resource": r}))
+            resources
+                .items
+                .iter()
+                .map(|r| json!({"server": r.server, "resource": r.item}))
+                .chain(
+                    templates
+                        .items
+                        .iter()
+                        .map(|t| json!({"server": t.server, "template": t.item, "uriTemplate": t.item.get("uriTemplate")})),
+                )
                 .collect(),
         ))?;
     } else {
-        let rows: Vec<Vec<String>> = all
+        let field = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+        let rows: Vec<Vec<String>> = resources
+            .items
             .iter()
-            .map(|(s, r)| {
-                let field = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
-                vec![s.clone(), field("uri"), field("name"), field("mimeType")]
+            .map(|r| {
+                vec![
+                    r.server.clone(),
+                    field(&r.item, "uri"),
+                    field(&r.item, "name"),
+                    field(&r.item, "mimeType"),
+                ]
             })
+            .chain(templates.items.iter().map(|t| {
+                vec![
+                    t.server.clone(),
+                    field(&t.item, "uriTemplate"),
+                    format!("{} (template)", field(&t.item, "name")),
+                    field(&t.item, "mimeType"),
+                ]
+            }))
             .collect();
         print_table(&rows)?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(listing_exit(server, &resources))
+}
+
+/// A listing of one server (`SERVER` given) fails when that server could not answer; a
+/// listing of all of them lists what it could and warns about the rest.
+fn listing_exit<T>(server: Option<&str>, listing: &Listing<T>) -> ExitCode {
+    if server.is_some() && !listing.failures.is_empty() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 async fn read(host: &Host, server: &str, uri: &str, json: bool) -> anyhow::Result<ExitCode> {
-    let result = host
-        .manager()
-        .read_resource(server, uri)
-        .await
-        .map_err(failure_text)?;
-    let budgeted = host.budget().apply_to_resource(server, result)?;
-    for note in &budgeted.notes {
+    let read = host
+        .read_resource(server, uri, RequestOptions::default())
+        .await?;
+    for note in &read.notes {
         eprintln!("note: {note}");
     }
     if json {
-        print_json(&json!({"result": budgeted.result, "files": budgeted.files}))?;
+        print_json(&json!({"result": read.result, "files": read.files}))?;
     } else {
-        print_content(&budgeted.result)?;
+        print_content(&read.result)?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
 async fn prompts(host: &Host, server: Option<&str>, json: bool) -> anyhow::Result<ExitCode> {
-    let mut all = Vec::new();
-    for name in connected(host, server) {
-        let supports = matches!(host.manager().state(&name), Some(ServerState::Connected(i)) if i.capabilities.prompts);
-        if !supports {
-            continue;
-        }
-        for p in host
-            .manager()
-            .list_prompts(&name)
-            .await
-            .map_err(failure_text)?
-        {
-            let prompt = p
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned();
-            all.push((
-                switchboard::catalog::qualified_name(&name, &prompt, false),
-                name.clone(),
-                p,
-            ));
-        }
-    }
+    let listing = host.prompts(server).await;
+    warn_failures(&listing);
     if json {
         print_json(&Value::Array(
-            all.iter()
-                .map(|(q, s, p)| json!({"name": q, "server": s, "prompt": p}))
+            listing
+                .items
+                .iter()
+                .map(|p| json!({"name": p.name, "server": p.server, "prompt": p.definition}))
                 .collect(),
         ))?;
     } else {
-        let rows: Vec<Vec<String>> = all
+        let rows: Vec<Vec<String>> = listing
+            .items
             .iter()
-            .map(|(q, _, p)| {
+            .map(|p| {
                 let args: Vec<String> = p
-                    .get("arguments")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
+                    .arguments()
+                    .iter()
                     .map(|a| {
                         let n = a.get("name").and_then(Value::as_str).unwrap_or("?");
                         if a.get("required").and_then(Value::as_bool).unwrap_or(false) {
@@ -510,9 +542,10 @@ async fn prompts(host: &Host, server: Option<&str>, json: bool) -> anyhow::Resul
                     })
                     .collect();
                 vec![
-                    q.clone(),
+                    p.name.clone(),
                     args.join(" "),
-                    p.get("description")
+                    p.definition
+                        .get("description")
                         .and_then(Value::as_str)
                         .unwrap_or("")
                         .to_owned(),
@@ -521,30 +554,27 @@ async fn prompts(host: &Host, server: Option<&str>, json: bool) -> anyhow::Resul
             .collect();
         print_table(&rows)?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(listing_exit(server, &listing))
 }
 
-async fn prompt(host: &Host, name: &str, pairs: &[String], json: bool) -> anyhow::Result<ExitCode> {
-    let server = server_of(name)
-        .with_context(|| format!("`{name}` is not a prompt name like mcp__server__prompt"))?;
-    let list = host
-        .manager()
-        .list_prompts(server)
-        .await
-        .map_err(failure_text)?;
-    let definition = list
-        .iter()
-        .find(|p| {
-            p.get("name")
-                .and_then(Value::as_str)
-                .is_some_and(|p| switchboard::catalog::qualified_name(server, p, false) == name)
-        })
-        .with_context(|| format!("server `{server}` has no prompt `{name}`"))?;
-    let prompt = definition
-        .get("name")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
+async fn prompt(
+    host: &Host,
+    name: &str,
+    rest: &[String],
+    pairs: &[String],
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let found = match (server_of(name), rest.first()) {
+        (Some(_), _) => host.find_prompt(name).await,
+        (None, Some(prompt)) => host.find_server_prompt(name, prompt).await,
+        (None, None) => Err(HostError::NotAPromptName(name.to_owned())),
+    };
+    let prompt = found.map_err(|e| match e {
+        HostError::NotAPromptName(_) => anyhow!(
+            "`{name}` is not a prompt name: name it `mcp__<server>__<prompt>` or `SERVER PROMPT`"
+        ),
+        e => e.into(),
+    })?;
     let mut args = Map::new();
     for pair in pairs {
         let (k, v) = pair
@@ -552,17 +582,27 @@ async fn prompt(host: &Host, name: &str, pairs: &[String], json: bool) -> anyhow
             .with_context(|| format!("--arg `{pair}` must look like KEY=VALUE"))?;
         args.insert(k.to_owned(), Value::String(v.to_owned()));
     }
-    let definitions = definition
-        .get("arguments")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    crate::interact::ask_prompt_arguments(host, server, &prompt, &definitions, &mut args).await;
+    crate::interact::ask_prompt_arguments(host, &prompt, &mut args).await;
+    let missing = prompt.missing_arguments(&args);
+    if !missing.is_empty() {
+        bail!(
+            "`{}` needs {}: give {}",
+            prompt.name,
+            missing
+                .iter()
+                .map(|m| format!("`{m}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            missing
+                .iter()
+                .map(|m| format!("--arg {m}=VALUE"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+    }
     let result = host
-        .manager()
-        .get_prompt(server, &prompt, args)
-        .await
-        .map_err(failure_text)?;
+        .get_prompt(&prompt, args, RequestOptions::default())
+        .await?;
     if json {
         print_json(&result)?;
         return Ok(ExitCode::SUCCESS);

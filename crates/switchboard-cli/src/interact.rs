@@ -441,21 +441,17 @@ async fn ask_field(name: &str, field: &Value, required: bool) -> Field {
 /// PREFIX, a number picks a listed one.
 pub(crate) async fn ask_prompt_arguments(
     host: &switchboard::host::Host,
-    server: &str,
-    prompt: &str,
-    definitions: &[Value],
+    prompt: &switchboard::host::PromptEntry,
     given: &mut Map<String, Value>,
 ) {
-    use switchboard::connection::{CompletionTarget, ServerState};
+    use switchboard::connection::CompletionTarget;
     if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
         return;
     }
-    let completes = matches!(
-        host.manager().state(server),
-        Some(ServerState::Connected(info)) if info.capabilities.completions
-    );
-    let target = CompletionTarget::Prompt(prompt.to_owned());
-    for definition in definitions {
+    let server = prompt.server.as_str();
+    let definitions = prompt.arguments();
+    let target = CompletionTarget::Prompt(prompt.prompt.clone());
+    for definition in &definitions {
         let Some(name) = definition.get("name").and_then(Value::as_str) else {
             continue;
         };
@@ -481,11 +477,7 @@ pub(crate) async fn ask_prompt_arguments(
             let context = context.clone();
             let target = target.clone();
             async move {
-                if !completes {
-                    return Vec::new();
-                }
                 match host
-                    .manager()
                     .complete(server, &target, name, &prefix, &context)
                     .await
                 {

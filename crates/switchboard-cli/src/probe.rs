@@ -8,7 +8,6 @@ use std::time::Duration;
 use switchboard::config::ConfigSet;
 use switchboard::connection::ServerState;
 use switchboard::env_vars::Limits;
-use switchboard::manager::{ManagerOptions, ServerManager};
 
 use crate::mcp::Context;
 
@@ -28,21 +27,20 @@ pub(crate) async fn probe(
     only: Option<&str>,
 ) -> anyhow::Result<BTreeMap<String, Probed>> {
     let limits = Limits::from_env(&ctx.env)?;
-    let configs: Vec<_> = set
+    let total = set
         .startable()
         .filter(|c| only.is_none_or(|n| c.name.as_str() == n))
-        .cloned()
-        .collect();
-    if configs.is_empty() {
+        .count();
+    if total == 0 {
         return Ok(BTreeMap::new());
     }
-    let total = configs.len();
-    let options = ManagerOptions {
-        limits,
-        state_dir: Some(ctx.paths.state_dir.clone()),
-        ..ManagerOptions::default()
-    };
-    let manager = ServerManager::start(configs, options);
+    // The same host as every other command's (capabilities, roots, permissions), so a server
+    // lists here what it lists to `tools`.
+    let mut builder = crate::catalog_cmds::host_builder(ctx, set.clone())?;
+    if let Some(only) = only {
+        builder = builder.only(vec![only.to_owned()]);
+    }
+    let host = builder.start()?;
 
     let spinner = std::io::stderr().is_terminal().then(|| {
         let bar = indicatif::ProgressBar::new_spinner();
@@ -50,12 +48,12 @@ pub(crate) async fn probe(
         bar.enable_steady_tick(Duration::from_millis(80));
         bar
     });
-    let mut events = manager.events();
+    let mut events = host.events();
     let progress = async {
-        while events.recv().await.is_ok() {
+        while events.recv().await.is_some() {
             if let Some(bar) = &spinner {
-                let settled = manager
-                    .states()
+                let settled = host
+                    .servers()
                     .iter()
                     .filter(|(_, s)| s.is_settled())
                     .count();
@@ -66,11 +64,11 @@ pub(crate) async fn probe(
     // Every server has its own connect timeout; this only guards against a stuck supervisor.
     let bound = limits.connect_timeout + Duration::from_secs(5);
     tokio::select! {
-        _ = manager.wait_settled(bound) => {}
+        _ = host.wait_settled(bound) => {}
         _ = progress => {}
         _ = interrupted() => {
             if let Some(bar) = &spinner { bar.finish_and_clear(); }
-            manager.shutdown().await;
+            host.shutdown().await;
             std::process::exit(130);
         }
     }
@@ -78,12 +76,19 @@ pub(crate) async fn probe(
         bar.finish_and_clear();
     }
 
-    let states = manager.states();
+    let states = host.servers();
     let lookups = states.iter().map(|(name, state)| {
-        let manager = &manager;
+        let host = &host;
         async move {
             let tools = match state {
-                ServerState::Connected(_) => manager.list_tools(name).await.ok().map(|t| t.len()),
+                ServerState::Connected(_) => {
+                    // Bounded like a connect: a server that never answers is not waited for.
+                    tokio::time::timeout(limits.connect_timeout, host.server_tools(name))
+                        .await
+                        .ok()
+                        .and_then(Result::ok)
+                        .map(|t| t.len())
+                }
                 _ => None,
             };
             let stderr = match state {
@@ -104,7 +109,7 @@ pub(crate) async fn probe(
         .await
         .into_iter()
         .collect();
-    manager.shutdown().await;
+    host.shutdown().await;
     Ok(found)
 }
 

@@ -34,7 +34,10 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         let host = crate::catalog_cmds::builder(ctx, args.servers.clone())?
             .interaction(switchboard_gateway::forward::upstream_interaction())
             .start()?;
-        crate::catalog_cmds::settle(&host).await;
+        if let Err(e) = crate::catalog_cmds::settle(&host).await {
+            host.shutdown().await;
+            return Err(e);
+        }
         let gateway = Gateway::new(
             host.clone(),
             ToolFilter::new(&args.allow_tools, &args.deny_tools),

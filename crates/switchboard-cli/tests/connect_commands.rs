@@ -110,6 +110,22 @@ fn a_required_server_that_fails_makes_list_exit_non_zero() {
     );
     let out = run(&tree, &["mcp", "list"]);
     assert_eq!(out.status.code(), Some(1));
+    // Every command that connects honours `required`, not only `mcp list`.
+    for args in [
+        &["tools"][..],
+        &["call", "fine", "echo", "{\"text\": \"hi\"}"],
+        &["resources"],
+        &["prompts"],
+        &["serve", "--stdio"],
+    ] {
+        let out = run(&tree, args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
+        assert!(
+            text(&out.stderr, &tree).contains("required server(s) did not connect: needed"),
+            "{args:?}: {}",
+            text(&out.stderr, &tree)
+        );
+    }
 }
 
 #[test]

@@ -294,58 +294,19 @@ fn servers_and_tool_patterns_narrow_what_is_served() {
         &json!({"mcpServers": {"kit": {"command": bin}, "other": {"command": bin}}}).to_string(),
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(serve_args(
-            &tree,
-            &[
-                "--stdio",
-                "--servers",
-                "kit",
-                "--allow-tool",
-                "mcp__kit__*",
-                "--deny-tool",
-                "mcp__kit__a*",
-            ],
-        ))
-        .env_clear()
-        .envs(tree.env())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel::<Value>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { return };
-            if let Ok(value) = serde_json::from_str(&line) {
-                let _ = tx.send(value);
-            }
-        }
-    });
-    let mut send = |message: Value| {
-        writeln!(stdin, "{message}").unwrap();
-        stdin.flush().unwrap();
-    };
-    send(
-        json!({"jsonrpc": "2.0", "id": "first", "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}),
+    let mut gateway = RawStdio::start(
+        &tree,
+        &[
+            "--stdio",
+            "--servers",
+            "kit",
+            "--allow-tool",
+            "mcp__kit__*",
+            "--deny-tool",
+            "mcp__kit__a*",
+        ],
     );
-    let answer = |rx: &mpsc::Receiver<Value>, id: &Value| loop {
-        let message = rx.recv_timeout(WAIT).unwrap();
-        if &message["id"] == id {
-            return message;
-        }
-    };
-    assert_eq!(
-        answer(&rx, &json!("first"))["result"]["serverInfo"]["name"],
-        "switchboard"
-    );
-    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
-    let listed = answer(&rx, &json!(2));
+    let listed = gateway.request("tools/list", json!({}));
     let mut names: Vec<&str> = listed["result"]["tools"]
         .as_array()
         .unwrap()
@@ -362,14 +323,177 @@ fn servers_and_tool_patterns_narrow_what_is_served() {
         !names.iter().any(|n| n.starts_with("mcp__other")),
         "{names:?}"
     );
-    send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-                "params": {"name": "mcp__kit__add", "arguments": {"a": 1, "b": 2}}}));
-    assert_eq!(answer(&rx, &json!(3))["error"]["code"], -32602);
-    drop(stdin);
-    // Closing stdin ends the session and the process.
-    let (done_tx, done_rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = done_tx.send(child.wait());
-    });
-    assert!(done_rx.recv_timeout(WAIT).unwrap().unwrap().success());
+    let call = gateway.request(
+        "tools/call",
+        json!({"name": "mcp__kit__add", "arguments": {"a": 1, "b": 2}}),
+    );
+    assert_eq!(call["error"]["code"], -32602);
+    gateway.finish();
+}
+
+/// `switchboard serve --stdio` spoken to in raw JSON-RPC lines, initialized (2025-06-18).
+struct RawStdio {
+    child: Child,
+    stdin: Option<std::process::ChildStdin>,
+    messages: mpsc::Receiver<Value>,
+    next_id: u64,
+}
+
+impl RawStdio {
+    fn start(tree: &ConfigTree, args: &[&str]) -> RawStdio {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .args(serve_args(tree, args))
+            .env_clear()
+            .envs(tree.env())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, messages) = mpsc::channel::<Value>();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                if let Ok(value) = serde_json::from_str(&line) {
+                    let _ = tx.send(value);
+                }
+            }
+        });
+        let mut raw = RawStdio {
+            child,
+            stdin,
+            messages,
+            next_id: 0,
+        };
+        let init = raw.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "raw", "version": "1"}}),
+        );
+        assert_eq!(
+            init["result"]["serverInfo"]["name"], "switchboard",
+            "{init}"
+        );
+        raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        raw
+    }
+
+    fn send(&mut self, message: Value) {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Sends a request and returns its answer (bounded by `WAIT`).
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = json!(self.next_id);
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let message = self.messages.recv_timeout(WAIT).unwrap();
+            if message["id"] == id {
+                return message;
+            }
+        }
+    }
+
+    /// Closes stdin, which ends the session and the process; it must exit 0.
+    fn finish(mut self) {
+        drop(self.stdin.take());
+        let (done_tx, done_rx) = mpsc::channel();
+        let mut child = self.child;
+        std::thread::spawn(move || {
+            let _ = done_tx.send(child.wait());
+        });
+        assert!(done_rx.recv_timeout(WAIT).unwrap().unwrap().success());
+    }
+}
+
+/// The command line and the gateway are two surfaces of one host: a read larger than the
+/// output budget is budgeted the same through both, and a listing with one failing server
+/// lists the others' items and leaves that server out in both.
+#[test]
+fn reads_and_listings_behave_the_same_through_the_command_line_and_the_gateway() {
+    let tree = ConfigTree::new().unwrap();
+    let bin = switchboard_testkit::server_bin();
+    tree.write(
+        tree.user_file(),
+        &json!({"mcpServers": {
+            "kit": {"command": bin, "args": ["--big-resource", "200000"]},
+            "broken": {"command": bin, "args": ["--fail-lists"]},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let cli = |args: &[&str]| {
+        let mut all = vec!["-C".to_owned(), tree.project().display().to_string()];
+        all.extend(args.iter().map(|a| (*a).to_owned()));
+        Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .args(all)
+            .env_clear()
+            .envs(tree.env())
+            .output()
+            .unwrap()
+    };
+    // The budget's file is named by process and time: the two surfaces differ only there.
+    let same_paths = |text: &str| {
+        text.lines()
+            .map(|line| {
+                if line.contains("/output/") {
+                    "<file>"
+                } else {
+                    line
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+
+    let read = cli(&["read", "kit", "test://big", "--json"]);
+    assert!(read.status.success(), "{read:?}");
+    let read: Value = serde_json::from_slice(&read.stdout).unwrap();
+    let cli_text = read["result"]["contents"][0]["text"].as_str().unwrap();
+    assert!(
+        cli_text.len() < 200_000,
+        "not budgeted: {} bytes",
+        cli_text.len()
+    );
+
+    let listed = cli(&["resources", "--json"]);
+    assert!(listed.status.success(), "{listed:?}");
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let cli_uris: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["resource"]["uri"].as_str())
+        .collect();
+    assert_eq!(cli_uris, ["test://big"]);
+    let prompts = cli(&["prompts", "--json"]);
+    assert!(prompts.status.success(), "{prompts:?}");
+    assert!(
+        String::from_utf8_lossy(&prompts.stderr).contains("server `broken`"),
+        "{prompts:?}"
+    );
+
+    let mut gateway = RawStdio::start(&tree, &["--stdio"]);
+    let served = gateway.request(
+        "resources/read",
+        json!({"uri": "switchboard://kit/test://big"}),
+    );
+    let gateway_text = served["result"]["contents"][0]["text"].as_str().unwrap();
+    assert_eq!(same_paths(gateway_text), same_paths(cli_text));
+    let listed = gateway.request("resources/list", json!({}));
+    let gateway_uris: Vec<&str> = listed["result"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["uri"].as_str())
+        .collect();
+    assert_eq!(gateway_uris, ["switchboard://kit/test://big"]);
+    let prompts = gateway.request("prompts/list", json!({}));
+    assert_eq!(prompts["result"]["prompts"], json!([]), "{prompts}");
+    gateway.finish();
 }

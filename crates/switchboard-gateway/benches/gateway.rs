@@ -491,10 +491,7 @@ fn start_gateway(upstreams: &[(&str, String)], tree: &ConfigTree, multi_thread: 
                 .output_dir(output)
                 .start()
                 .unwrap();
-            host.manager()
-                .wait_settled(Duration::from_secs(20))
-                .await
-                .unwrap();
+            host.wait_settled(Duration::from_secs(20)).await.unwrap();
             if multi_thread {
                 // Each downstream call's handler task holds this future inline (tokio moves the
                 // task into place when rmcp spawns it, and again when it completes).

@@ -248,14 +248,9 @@ fn origin_allowed(allowed: &[String], origin: &str) -> bool {
 async fn status(State(gateway): State<Gateway>) -> Response {
     let host = gateway.host();
     let mut servers = Vec::new();
-    for (name, state) in host.manager().states() {
+    for (name, state) in host.servers() {
         let tools = match &state {
-            ServerState::Connected(_) => host
-                .catalog()
-                .server_tools(&name)
-                .await
-                .map(|t| t.len())
-                .ok(),
+            ServerState::Connected(_) => host.server_tools(&name).await.map(|t| t.len()).ok(),
             _ => None,
         };
         let error = match &state {

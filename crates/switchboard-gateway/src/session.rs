@@ -25,11 +25,14 @@ use switchboard::catalog::{self, CatalogEvent};
 use switchboard::connection::{
     CompletionTarget, LogLevel, Progress, RequestError, ServerLog, ServerState,
 };
-use switchboard::host::{CallError, CallOptions, CallOutcome};
+use switchboard::host::{
+    CallError, CallOptions, CallOutcome, EventKind, HostError, HostEvent, Listing, PromptEntry,
+    RequestOptions,
+};
 use switchboard::interaction::Interaction;
-use switchboard::manager::{RequestFailure, ServerEvent};
+use switchboard::manager::ServerEvent;
 use switchboard::permissions::{CallSource, PermissionPrompter};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::forward::{ElicitingPrompter, downstream_interaction, forwarding_interaction};
@@ -66,56 +69,13 @@ impl Session {
         }
     }
 
-    /// Connected servers (name, whether it has resources, whether it has prompts).
-    fn connected(&self) -> Vec<(String, bool, bool)> {
-        self.gateway
-            .host()
-            .manager()
-            .states()
-            .into_iter()
-            .filter_map(|(name, state)| match state {
-                ServerState::Connected(info) => {
-                    Some((name, info.capabilities.resources, info.capabilities.prompts))
-                }
-                _ => None,
-            })
-            .collect()
-    }
-
-    /// Lists `what` on every connected server that offers it, all at once; `rename` turns each
-    /// item's server-local name or URI into the gateway's. A server whose listing fails is
-    /// logged and left out.
-    async fn gather<Fut>(
-        &self,
-        what: &str,
-        offers: Offers,
-        list: impl Fn(String) -> Fut,
-        rename: impl Fn(&str, &mut Value),
-    ) -> Vec<Value>
-    where
-        Fut: Future<Output = (String, Result<Vec<Value>, RequestFailure>)>,
-    {
-        let lists = self
-            .connected()
-            .into_iter()
-            .filter(|(_, resources, prompts)| match offers {
-                Offers::Resources => *resources,
-                Offers::Prompts => *prompts,
-            })
-            .map(|(name, _, _)| list(name));
-        let mut all = Vec::new();
-        for (server, listed) in futures::future::join_all(lists).await {
-            match listed {
-                Ok(items) => {
-                    for mut item in items {
-                        rename(&server, &mut item);
-                        all.push(item);
-                    }
-                }
-                Err(e) => tracing::warn!(server, "{what} not listed: {e}"),
-            }
+    /// A listing's items, each renamed by `rename` into the gateway's names; a server whose
+    /// listing failed is logged and left out, as the host's listings do for every surface.
+    fn served<T>(what: &str, listing: Listing<T>, rename: impl Fn(T) -> Value) -> Vec<Value> {
+        for failure in &listing.failures {
+            tracing::warn!("{what} not listed: {failure}");
         }
-        all
+        listing.items.into_iter().map(rename).collect()
     }
 
     fn tools_json(&self, tools: &[catalog::Tool]) -> Vec<Tool> {
@@ -165,62 +125,73 @@ impl Session {
     /// Follows the catalogue and the servers for this session until it ends, telling the
     /// client what changed.
     fn fan_out(&self, peer: Peer<RoleServer>) {
-        let mut catalog = self.gateway.host().catalog().events();
-        let mut servers = self.gateway.host().manager().events();
-        let mut logs = self.gateway.host().manager().logs();
+        let mut events = self.gateway.host().events();
         let ended = self.ended.clone();
         let subscribed = self.subscribed.clone();
         let log_level = self.log_level.clone();
         tokio::spawn(async move {
             loop {
-                let sent = tokio::select! {
+                let event = tokio::select! {
                     () = ended.cancelled() => return,
-                    log = logs.recv() => match log {
-                        Ok(log) => {
-                            let wanted = *log_level.lock().unwrap_or_else(PoisonError::into_inner);
-                            match log_message(log, wanted) {
-                                Some(message) => peer.notify_logging_message(message).await,
-                                None => Ok(()),
-                            }
+                    event = events.recv() => event,
+                };
+                let sent = match event {
+                    None => return,
+                    Some(HostEvent::Log(log)) => {
+                        let wanted = *log_level.lock().unwrap_or_else(PoisonError::into_inner);
+                        match log_message(log, wanted) {
+                            Some(message) => peer.notify_logging_message(message).await,
+                            None => Ok(()),
                         }
-                        Err(broadcast::error::RecvError::Lagged(missed)) => {
-                            tracing::debug!("{missed} server log messages were not passed on (slow client)");
+                    }
+                    Some(HostEvent::Lagged {
+                        kind: EventKind::Log,
+                        missed,
+                    }) => {
+                        tracing::debug!(
+                            "{missed} server log messages were not passed on (slow client)"
+                        );
+                        Ok(())
+                    }
+                    Some(HostEvent::Catalog(CatalogEvent::ToolsChanged { .. }))
+                    | Some(HostEvent::Lagged {
+                        kind: EventKind::Catalog,
+                        ..
+                    }) => peer.notify_tool_list_changed().await,
+                    Some(HostEvent::Server(ServerEvent::ResourcesChanged { .. })) => {
+                        peer.notify_resource_list_changed().await
+                    }
+                    Some(HostEvent::Server(ServerEvent::PromptsChanged { .. })) => {
+                        peer.notify_prompt_list_changed().await
+                    }
+                    Some(HostEvent::Server(ServerEvent::State { .. }))
+                    | Some(HostEvent::Lagged {
+                        kind: EventKind::Server,
+                        ..
+                    }) => {
+                        // A server came or went: its resources and prompts with it.
+                        match peer.notify_resource_list_changed().await {
+                            Ok(()) => peer.notify_prompt_list_changed().await,
+                            Err(e) => Err(e),
+                        }
+                    }
+                    Some(HostEvent::Server(ServerEvent::ResourceUpdated {
+                        server,
+                        uri: original,
+                    })) => {
+                        let uri = uri::to_gateway(&server, &original);
+                        let wanted = subscribed
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .contains(&uri);
+                        if wanted {
+                            peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
+                                .await
+                        } else {
                             Ok(())
                         }
-                        Err(broadcast::error::RecvError::Closed) => return,
-                    },
-                    event = catalog.recv() => match event {
-                        Ok(CatalogEvent::ToolsChanged { .. }) | Err(broadcast::error::RecvError::Lagged(_)) => {
-                            peer.notify_tool_list_changed().await
-                        }
-                        Ok(_) => Ok(()),
-                        Err(broadcast::error::RecvError::Closed) => return,
-                    },
-                    event = servers.recv() => match event {
-                        Ok(ServerEvent::ResourcesChanged { .. }) => peer.notify_resource_list_changed().await,
-                        Ok(ServerEvent::PromptsChanged { .. }) => peer.notify_prompt_list_changed().await,
-                        Ok(ServerEvent::State { .. }) | Err(broadcast::error::RecvError::Lagged(_)) => {
-                            // A server came or went: its resources and prompts with it.
-                            match peer.notify_resource_list_changed().await {
-                                Ok(()) => peer.notify_prompt_list_changed().await,
-                                Err(e) => Err(e),
-                            }
-                        }
-                        Ok(ServerEvent::ResourceUpdated { server, uri: original }) => {
-                            let uri = uri::to_gateway(&server, &original);
-                            let wanted = subscribed
-                                .lock()
-                                .unwrap_or_else(PoisonError::into_inner)
-                                .contains(&uri);
-                            if wanted {
-                                peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri)).await
-                            } else {
-                                Ok(())
-                            }
-                        }
-                        Ok(_) => Ok(()),
-                        Err(broadcast::error::RecvError::Closed) => return,
-                    },
+                    }
+                    Some(_) => Ok(()),
                 };
                 if sent.is_err() && peer.is_transport_closed() {
                     return;
@@ -332,36 +303,29 @@ impl Session {
         respond::<CallToolResult, _>(step, &name)
     }
 
-    /// Finds a prompt's server and its own name.
-    async fn prompt_target(&self, name: &str) -> Result<(String, String), ErrorData> {
-        let unknown = || ErrorData::invalid_params(format!("no prompt named `{name}`"), None);
-        let server = catalog::server_of(name).ok_or_else(unknown)?.to_owned();
-        let prompts = self
-            .gateway
+    /// Finds a prompt by the name the gateway gives it.
+    async fn prompt_target(&self, name: &str) -> Result<PromptEntry, ErrorData> {
+        self.gateway
             .host()
-            .manager()
-            .list_prompts(&server)
+            .find_prompt(name)
             .await
-            .map_err(|e| failure(&server, e))?;
-        prompts
-            .iter()
-            .filter_map(|p| p.get("name").and_then(Value::as_str))
-            .find(|own| catalog::qualified_name(&server, own, false) == name)
-            .map(|own| (server.clone(), own.to_owned()))
-            .ok_or_else(unknown)
+            .map_err(|e| match e {
+                HostError::NotAPromptName(_) | HostError::NoSuchPrompt { .. } => {
+                    ErrorData::invalid_params(format!("no prompt named `{name}`"), None)
+                }
+                e => failure(e),
+            })
     }
 }
 
 /// An upstream failure as the downstream client sees it: the server's own error passes
 /// through with its code; anything else is an internal error naming the server.
-fn failure(server: &str, e: RequestFailure) -> ErrorData {
-    match e {
-        RequestFailure::Request(RequestError::Refused {
-            code,
-            message,
-            data,
-        }) => ErrorData::new(ErrorCode(code), message, data),
-        other => ErrorData::internal_error(format!("server `{server}`: {other}"), None),
+fn failure(e: HostError) -> ErrorData {
+    match e.refusal() {
+        Some((code, message, data)) => {
+            ErrorData::new(ErrorCode(code), message.to_owned(), data.cloned())
+        }
+        None => ErrorData::internal_error(e.to_string(), None),
     }
 }
 
@@ -456,13 +420,6 @@ fn rewrite_uri(server: &str, item: &mut Value, field: &str) {
     }
 }
 
-/// Which listing a server must offer to be asked for it.
-#[derive(Clone, Copy)]
-enum Offers {
-    Resources,
-    Prompts,
-}
-
 impl ServerHandler for Session {
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
@@ -479,7 +436,7 @@ impl ServerHandler for Session {
         let mut instructions = String::from(
             "Switchboard: the tools of every configured MCP server, named mcp__<server>__<tool>.",
         );
-        for (name, state) in self.gateway.host().manager().states() {
+        for (name, state) in self.gateway.host().servers() {
             if let ServerState::Connected(info) = state
                 && let Some(text) = &info.instructions
             {
@@ -508,25 +465,27 @@ impl ServerHandler for Session {
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        let mut catalog = self.gateway.host().catalog().events();
-        let mut servers = self.gateway.host().manager().events();
+        let mut events = self.gateway.host().events();
         let sink = context.sink().clone();
         loop {
-            let sent = tokio::select! {
+            let event = tokio::select! {
                 () = context.cancelled() => return Ok(()),
-                event = catalog.recv() => match event {
-                    Ok(CatalogEvent::ToolsChanged { .. }) | Err(broadcast::error::RecvError::Lagged(_)) => {
-                        sink.notify_tool_list_changed().await
-                    }
-                    Ok(_) => Ok(()),
-                    Err(broadcast::error::RecvError::Closed) => return Ok(()),
-                },
-                event = servers.recv() => match event {
-                    Ok(ServerEvent::ResourcesChanged { .. }) => sink.notify_resource_list_changed().await,
-                    Ok(ServerEvent::PromptsChanged { .. }) => sink.notify_prompt_list_changed().await,
-                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => Ok(()),
-                    Err(broadcast::error::RecvError::Closed) => return Ok(()),
-                },
+                event = events.recv() => event,
+            };
+            let sent = match event {
+                None => return Ok(()),
+                Some(HostEvent::Catalog(CatalogEvent::ToolsChanged { .. }))
+                | Some(HostEvent::Lagged {
+                    kind: EventKind::Catalog,
+                    ..
+                }) => sink.notify_tool_list_changed().await,
+                Some(HostEvent::Server(ServerEvent::ResourcesChanged { .. })) => {
+                    sink.notify_resource_list_changed().await
+                }
+                Some(HostEvent::Server(ServerEvent::PromptsChanged { .. })) => {
+                    sink.notify_prompt_list_changed().await
+                }
+                Some(_) => Ok(()),
             };
             if let Err(e) = sent {
                 tracing::debug!("a subscription notification was not sent: {e}");
@@ -539,7 +498,7 @@ impl ServerHandler for Session {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let snapshot = self.gateway.host().catalog().snapshot().await;
+        let snapshot = self.gateway.host().tools().await;
         let (tools, next) = page(
             self.tools_json(&snapshot.tools),
             |t| t.name.as_ref(),
@@ -622,18 +581,11 @@ impl ServerHandler for Session {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let manager = self.gateway.host().manager();
-        let all = self
-            .gather(
-                "resources",
-                Offers::Resources,
-                |name| async move {
-                    let listed = manager.list_resources(&name).await;
-                    (name, listed)
-                },
-                |server, item| rewrite_uri(server, item, "uri"),
-            )
-            .await;
+        let listing = self.gateway.host().resources(None).await;
+        let all = Self::served("resources", listing, |mut r| {
+            rewrite_uri(&r.server, &mut r.item, "uri");
+            r.item
+        });
         let (all, next) = page(all, |r| key_of(r, "uri"), cursor(&request), PAGE_SIZE)?;
         let resources = serde_json::from_value(Value::Array(all))
             .map_err(|e| invalid_result("resources", e))?;
@@ -647,18 +599,11 @@ impl ServerHandler for Session {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        let manager = self.gateway.host().manager();
-        let all = self
-            .gather(
-                "resource templates",
-                Offers::Resources,
-                |name| async move {
-                    let listed = manager.list_resource_templates(&name).await;
-                    (name, listed)
-                },
-                |server, item| rewrite_uri(server, item, "uriTemplate"),
-            )
-            .await;
+        let listing = self.gateway.host().resource_templates(None).await;
+        let all = Self::served("resource templates", listing, |mut t| {
+            rewrite_uri(&t.server, &mut t.item, "uriTemplate");
+            t.item
+        });
         let (all, next) = page(
             all,
             |t| key_of(t, "uriTemplate"),
@@ -687,7 +632,7 @@ impl ServerHandler for Session {
             ));
         };
         let (server, original) = (server.to_owned(), original.to_owned());
-        let manager = self.gateway.host().manager().clone();
+        let host = self.gateway.host().clone();
         let step = self
             .asking(
                 format!("resources/read {}", request.uri),
@@ -696,10 +641,15 @@ impl ServerHandler for Session {
                 &context,
                 move |interaction| {
                     async move {
-                        let mut result = manager
-                            .read_resource_asking(&server, &original, interaction)
+                        let options = RequestOptions {
+                            interaction: Some(interaction),
+                            ..RequestOptions::default()
+                        };
+                        let mut result = host
+                            .read_resource(&server, &original, options)
                             .await
-                            .map_err(|e| failure(&server, e))?;
+                            .map_err(failure)?
+                            .result;
                         if let Some(Value::Array(contents)) = result.get_mut("contents") {
                             for item in contents {
                                 rewrite_uri(&server, item, "uri");
@@ -727,10 +677,9 @@ impl ServerHandler for Session {
         };
         self.gateway
             .host()
-            .manager()
             .subscribe_resource(server, original)
             .await
-            .map_err(|e| failure(server, e))?;
+            .map_err(failure)?;
         self.subscribed
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -756,22 +705,12 @@ impl ServerHandler for Session {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let manager = self.gateway.host().manager();
-        let all = self
-            .gather(
-                "prompts",
-                Offers::Prompts,
-                |name| async move {
-                    let listed = manager.list_prompts(&name).await;
-                    (name, listed)
-                },
-                |server, prompt| {
-                    if let Some(Value::String(name)) = prompt.get_mut("name") {
-                        *name = catalog::qualified_name(server, name, false);
-                    }
-                },
-            )
-            .await;
+        let listing = self.gateway.host().prompts(None).await;
+        let all = Self::served("prompts", listing, |p| {
+            let mut definition = p.definition;
+            definition["name"] = Value::String(p.name);
+            definition
+        });
         let (all, next) = page(all, |p| key_of(p, "name"), cursor(&request), PAGE_SIZE)?;
         let prompts =
             serde_json::from_value(Value::Array(all)).map_err(|e| invalid_result("prompts", e))?;
@@ -785,9 +724,9 @@ impl ServerHandler for Session {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let (server, own) = self.prompt_target(&request.name).await?;
+        let prompt = self.prompt_target(&request.name).await?;
         let arguments: Map<String, Value> = request.arguments.unwrap_or_default();
-        let manager = self.gateway.host().manager().clone();
+        let host = self.gateway.host().clone();
         let step = self
             .asking(
                 format!("prompts/get {}", request.name),
@@ -796,10 +735,13 @@ impl ServerHandler for Session {
                 &context,
                 move |interaction| {
                     async move {
-                        manager
-                            .get_prompt_asking(&server, &own, arguments, interaction)
+                        let options = RequestOptions {
+                            interaction: Some(interaction),
+                            ..RequestOptions::default()
+                        };
+                        host.get_prompt(&prompt, arguments, options)
                             .await
-                            .map_err(|e| failure(&server, e))
+                            .map_err(failure)
                     }
                     .boxed()
                 },
@@ -839,8 +781,8 @@ impl ServerHandler for Session {
     ) -> Result<CompleteResult, ErrorData> {
         let (server, target) = match &request.r#ref {
             Reference::Prompt(prompt) => {
-                let (server, own) = self.prompt_target(&prompt.name).await?;
-                (server, CompletionTarget::Prompt(own))
+                let prompt = self.prompt_target(&prompt.name).await?;
+                (prompt.server, CompletionTarget::Prompt(prompt.prompt))
             }
             Reference::Resource(template) => {
                 let (server, original) = uri::from_gateway(&template.uri).ok_or_else(|| {
@@ -864,29 +806,15 @@ impl ServerHandler for Session {
                 ));
             }
         };
-        let offers = self
-            .gateway
-            .host()
-            .manager()
-            .states()
-            .into_iter()
-            .any(|(name, state)| {
-                name == server
-                    && matches!(&state, ServerState::Connected(info) if info.capabilities.completions)
-            });
-        if !offers {
-            return Ok(CompleteResult::new(CompletionInfo::default()));
-        }
         let context = request
             .context
             .and_then(|c| c.arguments)
             .unwrap_or_default()
             .into_iter()
             .collect();
-        let completion = self
+        let completion = match self
             .gateway
             .host()
-            .manager()
             .complete(
                 &server,
                 &target,
@@ -895,7 +823,12 @@ impl ServerHandler for Session {
                 &context,
             )
             .await
-            .map_err(|e| failure(&server, e))?;
+        {
+            Ok(completion) => completion,
+            // A server that is not connected has no suggestions, as one without completions.
+            Err(HostError::NotConnected { .. } | HostError::NoSuchServer(_)) => Default::default(),
+            Err(e) => return Err(failure(e)),
+        };
         let mut info = CompletionInfo::default();
         info.values = completion.values;
         info.total = completion.total;

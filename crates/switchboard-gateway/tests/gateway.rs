@@ -51,7 +51,7 @@ async fn gateway(servers: Value, permissions: Value) -> (ConfigTree, Host, Strin
         .interaction(switchboard_gateway::forward::upstream_interaction())
         .start()
         .unwrap();
-    host.manager().wait_settled(SETTLE).await.unwrap();
+    host.wait_settled(SETTLE).await.unwrap();
     let server = HttpGateway::bind(
         Gateway::new(host.clone(), ToolFilter::default()),
         SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -1018,7 +1018,6 @@ async fn a_downstream_cancel_cancels_the_upstream_call() {
     a.peer().notify_cancelled(cancel).await.unwrap();
     let seen = tokio::time::timeout(WAIT, async {
         while !host
-            .manager()
             .stderr_tail("kit")
             .unwrap_or_default()
             .contains("cancelled")
@@ -1321,8 +1320,7 @@ async fn a_large_catalogue_comes_in_pages_with_every_tool_exactly_once() {
     unique.dedup();
     assert_eq!(unique.len(), names.len(), "a tool came twice");
     let mut catalogue: Vec<String> = host
-        .catalog()
-        .snapshot()
+        .tools()
         .await
         .tools
         .into_iter()

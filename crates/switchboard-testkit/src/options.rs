@@ -82,6 +82,14 @@ pub struct Options {
     #[arg(long, value_name = "PATH")]
     pub pid_file: Option<PathBuf>,
 
+    /// Offer resources: `test://big`, a text of exactly BYTES bytes.
+    #[arg(long, value_name = "BYTES")]
+    pub big_resource: Option<u64>,
+
+    /// Offer resources and prompts, and answer every listing of them with an error.
+    #[arg(long)]
+    pub fail_lists: bool,
+
     /// Also offer N generated tools, `tool_0000` … (each echoes its `text`).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub extra_tools: usize,

@@ -49,6 +49,18 @@ struct Shared {
     log_level: std::sync::Mutex<Option<String>>,
     /// Open `subscriptions/listen` streams (2026-07-28), where list changes go.
     listeners: std::sync::Mutex<Vec<SubscriptionSink>>,
+    /// `--big-resource`: the size of `test://big`.
+    big_resource: Option<u64>,
+    /// `--fail-lists`: resource and prompt listings answer an error.
+    fail_lists: bool,
+}
+
+/// The URI of `--big-resource`.
+const BIG_RESOURCE: &str = "test://big";
+
+/// What `--fail-lists` answers to a listing.
+fn broken_listing() -> ErrorData {
+    ErrorData::internal_error("listings fail on purpose (--fail-lists)", None)
 }
 
 /// A 4×2 red PNG, for the `image` tool.
@@ -83,6 +95,8 @@ impl Toolbox {
                 ask_tools: options.ask_tools,
                 log_level: std::sync::Mutex::new(None),
                 listeners: std::sync::Mutex::default(),
+                big_resource: options.big_resource,
+                fail_lists: options.fail_lists,
             }),
         }
     }
@@ -349,6 +363,12 @@ impl ServerHandler for Toolbox {
             capabilities.logging = Some(JsonObject::new());
             capabilities.prompts = Some(Default::default());
         }
+        if self.shared.big_resource.is_some() || self.shared.fail_lists {
+            capabilities.resources = Some(Default::default());
+        }
+        if self.shared.fail_lists {
+            capabilities.prompts = Some(Default::default());
+        }
         let config = ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
                 "switchboard-testkit",
@@ -431,11 +451,65 @@ impl ServerHandler for Toolbox {
         Ok(result)
     }
 
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
+        if self.shared.fail_lists {
+            return Err(broken_listing());
+        }
+        let resources = self
+            .shared
+            .big_resource
+            .map(|bytes| {
+                rmcp::model::Resource::new(BIG_RESOURCE, "big")
+                    .with_mime_type("text/plain")
+                    .with_size(bytes)
+            })
+            .into_iter()
+            .collect();
+        Ok(rmcp::model::ListResourcesResult::with_all_items(resources))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, ErrorData> {
+        if self.shared.fail_lists {
+            return Err(broken_listing());
+        }
+        Ok(rmcp::model::ListResourceTemplatesResult::with_all_items(
+            Vec::new(),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
+        match self.shared.big_resource {
+            Some(bytes) if request.uri == BIG_RESOURCE => {
+                let contents = rmcp::model::ResourceContents::text(big_text(bytes), BIG_RESOURCE);
+                Ok(rmcp::model::ReadResourceResult::new(vec![contents]).into())
+            }
+            _ => Err(ErrorData::resource_not_found(
+                format!("no resource `{}`", request.uri),
+                None,
+            )),
+        }
+    }
+
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
+        if self.shared.fail_lists {
+            return Err(broken_listing());
+        }
         let prompts = if self.shared.ask_tools {
             crate::ask::prompts()
         } else {

@@ -703,8 +703,11 @@ async fn connect(
                 .output_dir(tree.root().join("out"))
                 .start()
                 .expect("a host");
-            let settled = host.manager().wait_settled(CONNECT_WAIT).await;
-            assert!(matches!(settled, Ok(true)), "not settled: {settled:?}");
+            let settled = host.wait_settled(CONNECT_WAIT).await;
+            assert!(
+                matches!(settled, Ok(switchboard::host::Readiness::Settled)),
+                "not settled: {settled:?}"
+            );
             Conn::Host(host)
         }
         (Client::Rmcp | Client::RmcpModern, Wire::Stdio) => {

@@ -5,8 +5,8 @@
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use switchboard::host::{CallOptions, Host};
 //! let host = Host::builder().discover(std::env::current_dir()?).start()?;
-//! host.manager().wait_settled(std::time::Duration::from_secs(30)).await?;
-//! for tool in host.catalog().snapshot().await.tools {
+//! host.wait_settled(std::time::Duration::from_secs(30)).await?;
+//! for tool in host.tools().await.tools {
 //!     println!("{}", tool.qualified_name);
 //! }
 //! let out = host.call("mcp__github__list_issues", Default::default(), CallOptions::default()).await?;
@@ -20,6 +20,10 @@
 //! → a session that expired is renewed and the call retried once → `isError` is a tool error,
 //! not a failure → `structuredContent` checked against `outputSchema` → the output budget.
 
+mod error;
+mod requests;
+mod servers;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,7 +32,7 @@ use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
 use crate::budget::{Budgeted, OutputBudget};
-use crate::catalog::{BuiltinTool, Catalog, CatalogError, SchemaKind, Tool};
+use crate::catalog::{BuiltinTool, Catalog, CatalogError, SchemaKind, Snapshot, Tool};
 use crate::config::{ConfigPaths, ConfigSet, Environment, ServerConfig};
 use crate::connection::{CallContext, Progress, RequestError, ServerState};
 use crate::env_vars::{EnvVarError, Limits};
@@ -39,6 +43,10 @@ use crate::manager::{
 use crate::permissions::{
     CallSource, Denied, Gate, PermissionPrompter, PermissionRequest, PermissionSettings,
 };
+
+pub use error::HostError;
+pub use requests::{Listed, Listing, PromptEntry, ReadOutcome, RequestOptions};
+pub use servers::{EventKind, Events, HostEvent, Readiness};
 
 /// How often a long call logs that it is still running.
 pub const LONG_CALL_LOG_INTERVAL: Duration = Duration::from_secs(30);
@@ -328,6 +336,49 @@ pub enum CallError {
     Other { tool: String, message: String },
 }
 
+impl CallError {
+    /// The server the call went to, when it got that far.
+    pub fn server(&self) -> Option<&str> {
+        match self {
+            CallError::NotConnected { server, .. } | CallError::Request { server, .. } => {
+                Some(server)
+            }
+            CallError::Denied(denied) => crate::catalog::server_of(denied.tool()),
+            CallError::NoSuchTool(tool)
+            | CallError::InvalidArguments { tool, .. }
+            | CallError::OutputSchema { tool, .. }
+            | CallError::Other { tool, .. } => crate::catalog::server_of(tool),
+        }
+    }
+
+    /// The server did not answer within the call's timeout.
+    pub fn is_timeout(&self) -> bool {
+        matches!(
+            self,
+            CallError::Request {
+                source: RequestError::Timeout(_),
+                ..
+            }
+        )
+    }
+
+    /// The server waits for a login (`switchboard mcp login NAME`).
+    pub fn needs_auth(&self) -> bool {
+        matches!(
+            self,
+            CallError::NotConnected {
+                state: "needs-auth",
+                ..
+            }
+        )
+    }
+
+    /// A permission rule, a hook or the user refused the call.
+    pub fn is_denied(&self) -> bool {
+        matches!(self, CallError::Denied(_))
+    }
+}
+
 impl From<Denied> for CallError {
     fn from(denied: Denied) -> Self {
         CallError::Denied(Box::new(denied))
@@ -343,12 +394,41 @@ impl Host {
         &self.config
     }
 
-    pub fn manager(&self) -> &ServerManager {
-        &self.manager
+    /// Every tool of every connected server (and the program's own), as the catalogue names
+    /// them, with the problems found on the way.
+    pub async fn tools(&self) -> Snapshot {
+        self.catalog.snapshot().await
     }
 
-    pub fn catalog(&self) -> &Catalog {
-        &self.catalog
+    /// One server's tools (listed now if they are not cached).
+    pub async fn server_tools(&self, server: &str) -> Result<Vec<Tool>, CatalogError> {
+        self.catalog.server_tools(server).await
+    }
+
+    /// A tool by its qualified name (`mcp__<server>__<tool>`).
+    pub async fn tool(&self, qualified: &str) -> Result<Tool, CatalogError> {
+        self.catalog.find(qualified).await
+    }
+
+    /// The qualified name of `server`'s tool `tool` (its own name or its qualified name).
+    pub async fn tool_name(&self, server: &str, tool: &str) -> Result<String, CatalogError> {
+        Ok(self
+            .catalog
+            .server_tools(server)
+            .await?
+            .into_iter()
+            .find(|t| t.name == tool || t.qualified_name == tool)
+            .map(|t| t.qualified_name)
+            .unwrap_or_else(|| crate::catalog::qualified_name(server, tool, false)))
+    }
+
+    /// Waits until one server is settled (not connecting), at most `timeout`; its state then.
+    pub async fn wait_for(
+        &self,
+        server: &str,
+        timeout: Duration,
+    ) -> Result<ServerState, HostError> {
+        Ok(self.manager.wait_for(server, timeout).await?)
     }
 
     pub fn limits(&self) -> &Limits {
@@ -367,11 +447,6 @@ impl Host {
     /// The roots served to servers; `set` on it tells them.
     pub fn roots(&self) -> &Roots {
         &self.roots
-    }
-
-    /// Stops every server (bounded).
-    pub async fn shutdown(&self) {
-        self.manager.shutdown().await;
     }
 
     /// Makes sure a server is connected: a failed one is reconnected once, within its connect

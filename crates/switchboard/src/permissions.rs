@@ -235,6 +235,21 @@ pub enum Denied {
     NoWayToAsk { tool: String, server: String },
 }
 
+impl Denied {
+    /// The qualified name of the tool that was denied.
+    pub fn tool(&self) -> &str {
+        match self {
+            Denied::Rule { tool, .. }
+            | Denied::ManagedSettingsBroken { tool, .. }
+            | Denied::Hook { tool, .. }
+            | Denied::HookFailed { tool, .. }
+            | Denied::HookInvalid { tool, .. }
+            | Denied::ByUser { tool, .. }
+            | Denied::NoWayToAsk { tool, .. } => tool,
+        }
+    }
+}
+
 /// The permission check of one process: the settings, the prompter, and the tools a person
 /// allowed "always" while it runs.
 pub struct Gate {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use pretty_assertions::assert_eq;
 use serde_json::{Map, Value, json};
 use switchboard::catalog::{CatalogEvent, MAX_QUALIFIED_NAME};
-use switchboard::host::{CallError, CallOptions, Host};
+use switchboard::host::{CallError, CallOptions, Host, HostEvent};
 use switchboard::permissions::CallSource;
 use switchboard_testkit::config_tree::ConfigTree;
 
@@ -15,7 +15,7 @@ const SETTLE: Duration = Duration::from_secs(30);
 /// A host over a temporary tree whose user file holds these servers, once they settled.
 async fn host_with(tree: &ConfigTree, servers: Value) -> Host {
     let host = start_host(tree, servers);
-    host.manager().wait_settled(SETTLE).await.unwrap();
+    host.wait_settled(SETTLE).await.unwrap();
     host
 }
 
@@ -47,7 +47,6 @@ fn args(value: Value) -> Map<String, Value> {
 async fn server_logged(host: &Host, server: &str, needle: &str) -> bool {
     let seen = async {
         while !host
-            .manager()
             .stderr_tail(server)
             .unwrap_or_default()
             .contains(needle)
@@ -83,7 +82,7 @@ async fn names_traits_and_descriptions_fit_model_limits() {
     let tree = ConfigTree::new().unwrap();
     let long = "t".repeat(100);
     let host = host_with(&tree, json!({"kit": testkit(&["--tool-name", "a.b", "--tool-name", "a_b", "--tool-name", &long, "--description-chars", "5000"])})).await;
-    let snapshot = host.catalog().snapshot().await;
+    let snapshot = host.tools().await;
     let find = |name: &str| {
         snapshot
             .tools
@@ -157,9 +156,9 @@ async fn pagination_follows_every_page_and_stops_a_server_that_never_ends() {
         }),
     )
     .await;
-    let paged = host.catalog().server_tools("paged").await.unwrap();
+    let paged = host.server_tools("paged").await.unwrap();
     assert_eq!(paged.len(), 9 + 250);
-    let err = host.catalog().server_tools("endless").await.unwrap_err();
+    let err = host.server_tools("endless").await.unwrap_err();
     assert_eq!(
         err.to_string(),
         "server `endless`: cannot list tools: more than 100 pages of tools; the listing was stopped"
@@ -188,9 +187,9 @@ async fn a_list_changed_notification_updates_the_catalogue_and_says_what_changed
     )
     .await;
     // Fill the cache, then follow changes.
-    let _ = host.catalog().snapshot().await;
+    let _ = host.tools().await;
     for server in ["old", "new", "oldhttp", "newhttp"] {
-        let mut events = host.catalog().events();
+        let mut events = host.events();
         let out = host
             .call(
                 &format!("mcp__{server}__add_tool"),
@@ -202,11 +201,11 @@ async fn a_list_changed_notification_updates_the_catalogue_and_says_what_changed
         assert!(!out.is_error);
         let event = tokio::time::timeout(SETTLE, async {
             loop {
-                if let Ok(CatalogEvent::ToolsChanged {
+                if let Some(HostEvent::Catalog(CatalogEvent::ToolsChanged {
                     server: s,
                     added,
                     removed,
-                }) = events.recv().await
+                })) = events.recv().await
                     && s == server
                 {
                     return (added, removed);
@@ -220,12 +219,7 @@ async fn a_list_changed_notification_updates_the_catalogue_and_says_what_changed
             (vec![format!("mcp__{server}__fresh")], vec![]),
             "{server}"
         );
-        assert!(
-            host.catalog()
-                .find(&format!("mcp__{server}__fresh"))
-                .await
-                .is_ok()
-        );
+        assert!(host.tool(&format!("mcp__{server}__fresh")).await.is_ok());
     }
     host.shutdown().await;
 }
@@ -237,17 +231,17 @@ async fn a_list_changed_notification_updates_the_catalogue_and_says_what_changed
 async fn a_call_during_the_connect_lists_the_tools_once() {
     let tree = ConfigTree::new().unwrap();
     let host = start_host(&tree, json!({"kit": testkit(&["--log-lists"])}));
-    let mut events = host.catalog().events();
+    let mut events = host.events();
     let out = host
         .call("mcp__kit__echo", args(json!({"text": "hi"})), cli())
         .await
         .unwrap();
     assert!(!out.is_error);
-    host.manager().wait_settled(SETTLE).await.unwrap();
-    let _ = host.catalog().snapshot().await;
+    host.wait_settled(SETTLE).await.unwrap();
+    let _ = host.tools().await;
     let mut told = Vec::new();
-    while let Ok(event) = events.try_recv() {
-        if let CatalogEvent::ToolsChanged { server, added, .. } = event
+    while let Some(event) = events.try_recv() {
+        if let HostEvent::Catalog(CatalogEvent::ToolsChanged { server, added, .. }) = event
             && server == "kit"
         {
             told.push(added);
@@ -255,7 +249,7 @@ async fn a_call_during_the_connect_lists_the_tools_once() {
     }
     assert_eq!(told.len(), 1, "{told:?}");
     assert!(told[0].contains(&"mcp__kit__echo".to_owned()), "{told:?}");
-    let log = host.manager().stderr_tail("kit").unwrap_or_default();
+    let log = host.stderr_tail("kit").unwrap_or_default();
     assert_eq!(log.matches("tools/list answered").count(), 1, "{log}");
     host.shutdown().await;
 }
@@ -460,10 +454,9 @@ async fn permissions_hide_denied_tools_and_ask_the_program() {
         .output_dir(tree.root().join("out"))
         .start()
         .unwrap();
-    host.manager().wait_settled(SETTLE).await.unwrap();
+    host.wait_settled(SETTLE).await.unwrap();
     let names: Vec<String> = host
-        .catalog()
-        .snapshot()
+        .tools()
         .await
         .tools
         .into_iter()
@@ -529,9 +522,8 @@ async fn tool_filters_and_the_programs_own_tools_shape_the_catalogue() {
         .builtin_tools(vec![builtin("read_file"), builtin("mcp__all__pid")])
         .start()
         .unwrap();
-    host.manager().wait_settled(SETTLE).await.unwrap();
+    host.wait_settled(SETTLE).await.unwrap();
     let names: Vec<String> = host
-        .catalog()
         .server_tools("some")
         .await
         .unwrap()
@@ -539,7 +531,7 @@ async fn tool_filters_and_the_programs_own_tools_shape_the_catalogue() {
         .map(|t| t.name)
         .collect();
     assert_eq!(names, ["add"]);
-    let snapshot = host.catalog().snapshot().await;
+    let snapshot = host.tools().await;
     let pid: Vec<_> = snapshot
         .tools
         .iter()

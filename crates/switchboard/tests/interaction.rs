@@ -166,7 +166,7 @@ async fn start_host(
         .roots(roots)
         .start()
         .unwrap();
-    host.manager().wait_settled(SETTLE).await.unwrap();
+    host.wait_settled(SETTLE).await.unwrap();
     host
 }
 
@@ -568,8 +568,7 @@ fn everything() -> Value {
 }
 
 async fn tool_names(host: &Host, server: &str) -> Vec<String> {
-    host.catalog()
-        .server_tools(server)
+    host.server_tools(server)
         .await
         .unwrap()
         .into_iter()
@@ -857,7 +856,6 @@ async fn everything_completes_prompt_and_resource_template_arguments() {
     .await;
     let prompt = CompletionTarget::Prompt("completable-prompt".to_owned());
     let departments = host
-        .manager()
         .complete("everything", &prompt, "department", "S", &BTreeMap::new())
         .await
         .unwrap();
@@ -865,7 +863,6 @@ async fn everything_completes_prompt_and_resource_template_arguments() {
     // The second argument's suggestions depend on the first, given as context.
     let context = BTreeMap::from([("department".to_owned(), "Engineering".to_owned())]);
     let names = host
-        .manager()
         .complete("everything", &prompt, "name", "", &context)
         .await
         .unwrap();
@@ -874,7 +871,6 @@ async fn everything_completes_prompt_and_resource_template_arguments() {
     let template =
         CompletionTarget::ResourceTemplate("demo://resource/dynamic/text/{resourceId}".to_owned());
     let ids = host
-        .manager()
         .complete("everything", &template, "resourceId", "7", &BTreeMap::new())
         .await
         .unwrap();
@@ -1036,9 +1032,12 @@ async fn a_prompt_that_asks_first_is_answered_in_both_generations() {
     )
     .await;
     for server in ["old", "new"] {
+        let greet = host
+            .find_server_prompt(server, "greet")
+            .await
+            .unwrap_or_else(|e| panic!("{server}: {e}"));
         let prompt = host
-            .manager()
-            .get_prompt(server, "greet", Map::new())
+            .get_prompt(&greet, Map::new(), Default::default())
             .await
             .unwrap_or_else(|e| panic!("{server}: {e}"));
         assert_eq!(

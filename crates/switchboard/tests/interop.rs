@@ -175,7 +175,7 @@ async fn reference_servers_end_to_end_through_the_call_pipeline() {
         .roots(switchboard::interaction::Roots::new(vec![files.clone()]))
         .start()
         .unwrap();
-    host.manager().wait_settled(SETTLE).await.unwrap();
+    host.wait_settled(SETTLE).await.unwrap();
     let cli = || CallOptions {
         source: CallSource::CommandLine,
         ..CallOptions::default()
@@ -183,7 +183,7 @@ async fn reference_servers_end_to_end_through_the_call_pipeline() {
     let object = |v: serde_json::Value| v.as_object().cloned().unwrap_or_default();
 
     // Traits from server-everything's annotations.
-    let tools = host.catalog().server_tools("everything").await.unwrap();
+    let tools = host.server_tools("everything").await.unwrap();
     let sum = tools.iter().find(|t| t.name == "get-sum").unwrap();
     assert_eq!(sum.qualified_name, "mcp__everything__get-sum");
     assert!(sum.traits.read_only);
@@ -288,27 +288,31 @@ async fn reference_servers_end_to_end_through_the_call_pipeline() {
     }
     assert!(seen >= 1, "no progress arrived");
 
-    let resources = host.manager().list_resources("everything").await.unwrap();
-    let uri = resources[0]["uri"].as_str().unwrap().to_owned();
+    let resources = host.resources(Some("everything")).await;
+    assert!(resources.failures.is_empty(), "{:?}", resources.failures);
+    let uri = resources.items[0].item["uri"].as_str().unwrap().to_owned();
     let read = host
-        .manager()
-        .read_resource("everything", &uri)
+        .read_resource("everything", &uri, Default::default())
         .await
-        .unwrap();
+        .unwrap()
+        .result;
     assert!(
         read["contents"][0]["text"]
             .as_str()
             .is_some_and(|t| !t.is_empty()),
         "{read}"
     );
-    let prompts = host.manager().list_prompts("everything").await.unwrap();
-    assert!(prompts.iter().any(|p| p["name"] == "simple-prompt"));
+    let prompts = host.prompts(Some("everything")).await;
+    assert!(prompts.items.iter().any(|p| p.prompt == "simple-prompt"));
+    let args_prompt = host
+        .find_server_prompt("everything", "args-prompt")
+        .await
+        .unwrap();
     let prompt = host
-        .manager()
         .get_prompt(
-            "everything",
-            "args-prompt",
+            &args_prompt,
             object(json!({"city": "Paris"})),
+            Default::default(),
         )
         .await
         .unwrap();

@@ -322,7 +322,7 @@ async fn the_authenticate_pseudo_tool_logs_in_and_gives_way_to_the_real_tools() 
         })
         .start()
         .unwrap();
-    let state = host.manager().wait_for("guarded", SETTLE).await.unwrap();
+    let state = host.wait_for("guarded", SETTLE).await.unwrap();
     assert_eq!(state.label(), "needs-auth");
     let names = |snapshot: switchboard::catalog::Snapshot| -> Vec<String> {
         snapshot
@@ -332,7 +332,7 @@ async fn the_authenticate_pseudo_tool_logs_in_and_gives_way_to_the_real_tools() 
             .collect()
     };
     assert_eq!(
-        names(host.catalog().snapshot().await),
+        names(host.tools().await),
         ["mcp__guarded__authenticate"],
         "only the pseudo-tool while the server needs authorization"
     );
@@ -354,7 +354,7 @@ async fn the_authenticate_pseudo_tool_logs_in_and_gives_way_to_the_real_tools() 
     assert_eq!(browser.opened.load(Ordering::SeqCst), 0);
 
     // A person's call on the command line is their approval.
-    let mut states = host.manager().watch("guarded").unwrap();
+    let mut events = host.events();
     let outcome = host
         .call(
             "mcp__guarded__authenticate",
@@ -374,11 +374,21 @@ async fn the_authenticate_pseudo_tool_logs_in_and_gives_way_to_the_real_tools() 
     assert!(text.contains("/authorize?response_type=code"), "{text}");
 
     // The browser stand-in completes the login in the background; the server connects.
-    tokio::time::timeout(SETTLE, states.wait_for(|s| s.label() == "connected"))
-        .await
-        .expect("connected after the login")
-        .unwrap();
-    let tools = names(host.catalog().snapshot().await);
+    tokio::time::timeout(SETTLE, async {
+        loop {
+            if let Some(switchboard::host::HostEvent::Server(
+                switchboard::manager::ServerEvent::State { server, state },
+            )) = events.recv().await
+                && server == "guarded"
+                && state.label() == "connected"
+            {
+                return;
+            }
+        }
+    })
+    .await
+    .expect("connected after the login");
+    let tools = names(host.tools().await);
     assert!(
         tools.contains(&"mcp__guarded__echo".to_owned()),
         "{tools:?}"
@@ -387,7 +397,7 @@ async fn the_authenticate_pseudo_tool_logs_in_and_gives_way_to_the_real_tools() 
         !tools.iter().any(|t| t.ends_with("__authenticate")),
         "{tools:?}"
     );
-    let listed = host.manager().list_tools("guarded").await.unwrap();
+    let listed = host.server_tools("guarded").await.unwrap();
     assert!(listed.iter().any(|t| t.name == "echo"));
     assert_eq!(browser.opened.load(Ordering::SeqCst), 1);
     host.shutdown().await;

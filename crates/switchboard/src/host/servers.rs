@@ -1,0 +1,182 @@
+//! The servers behind a [`Host`]: their states, one stream of everything that happens to them,
+//! readiness, and what a program may do to one (reconnect, enable, disable, log in).
+
+use std::time::Duration;
+
+use tokio::sync::broadcast;
+
+use super::{Host, HostError};
+use crate::catalog::CatalogEvent;
+use crate::config::ServerConfig;
+use crate::connection::{ServerLog, ServerState};
+use crate::manager::ServerEvent;
+
+/// What [`Host::wait_settled`] saw.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Readiness {
+    /// Every server is connected, failed, waiting for a login or disabled.
+    Settled,
+    /// These servers were still connecting when the time was up.
+    TimedOut { pending: Vec<String> },
+}
+
+/// Something that happened behind the host.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum HostEvent {
+    /// A server's state changed, a reconnect is scheduled, or a server said its resources or
+    /// prompts changed.
+    Server(ServerEvent),
+    /// A server's tools changed in the catalogue.
+    Catalog(CatalogEvent),
+    /// A server's log message (`notifications/message`).
+    Log(ServerLog),
+    /// This receiver was too slow and missed `missed` events of one kind: whoever keeps a
+    /// copy of that kind of state should fetch it again.
+    Lagged { kind: EventKind, missed: u64 },
+}
+
+/// The kinds of [`HostEvent`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKind {
+    Server,
+    Catalog,
+    Log,
+}
+
+/// A receiver of [`HostEvent`]s from the moment it was made.
+#[derive(Debug)]
+pub struct Events {
+    servers: broadcast::Receiver<ServerEvent>,
+    catalog: broadcast::Receiver<CatalogEvent>,
+    logs: broadcast::Receiver<ServerLog>,
+}
+
+impl Events {
+    /// The next event; `None` once the host is gone.
+    pub async fn recv(&mut self) -> Option<HostEvent> {
+        use broadcast::error::RecvError;
+        let lagged = |kind, missed| Some(HostEvent::Lagged { kind, missed });
+        tokio::select! {
+            event = self.servers.recv() => match event {
+                Ok(e) => Some(HostEvent::Server(e)),
+                Err(RecvError::Lagged(n)) => lagged(EventKind::Server, n),
+                Err(RecvError::Closed) => None,
+            },
+            event = self.catalog.recv() => match event {
+                Ok(e) => Some(HostEvent::Catalog(e)),
+                Err(RecvError::Lagged(n)) => lagged(EventKind::Catalog, n),
+                Err(RecvError::Closed) => None,
+            },
+            event = self.logs.recv() => match event {
+                Ok(e) => Some(HostEvent::Log(e)),
+                Err(RecvError::Lagged(n)) => lagged(EventKind::Log, n),
+                Err(RecvError::Closed) => None,
+            },
+        }
+    }
+}
+
+impl Events {
+    /// The next event already waiting, without waiting; `None` when there is none.
+    pub fn try_recv(&mut self) -> Option<HostEvent> {
+        use broadcast::error::TryRecvError;
+        let lagged = |kind, missed| Some(HostEvent::Lagged { kind, missed });
+        match self.servers.try_recv() {
+            Ok(e) => return Some(HostEvent::Server(e)),
+            Err(TryRecvError::Lagged(n)) => return lagged(EventKind::Server, n),
+            Err(_) => {}
+        }
+        match self.catalog.try_recv() {
+            Ok(e) => return Some(HostEvent::Catalog(e)),
+            Err(TryRecvError::Lagged(n)) => return lagged(EventKind::Catalog, n),
+            Err(_) => {}
+        }
+        match self.logs.try_recv() {
+            Ok(e) => Some(HostEvent::Log(e)),
+            Err(TryRecvError::Lagged(n)) => lagged(EventKind::Log, n),
+            Err(_) => None,
+        }
+    }
+}
+
+impl Host {
+    /// Every server's current state, sorted by name.
+    pub fn servers(&self) -> Vec<(String, ServerState)> {
+        self.manager.states()
+    }
+
+    /// One server's current state.
+    pub fn server_state(&self, name: &str) -> Option<ServerState> {
+        self.manager.state(name)
+    }
+
+    /// The configuration a server runs with.
+    pub fn server_config(&self, name: &str) -> Option<ServerConfig> {
+        self.manager.config(name)
+    }
+
+    /// The last lines a connected stdio server wrote to stderr.
+    pub fn stderr_tail(&self, name: &str) -> Option<String> {
+        self.manager.stderr_tail(name)
+    }
+
+    /// The process id of a connected stdio server.
+    pub fn process_id(&self, name: &str) -> Option<u32> {
+        self.manager.process_id(name)
+    }
+
+    /// Every server event, catalogue change and server log message from now on.
+    pub fn events(&self) -> Events {
+        Events {
+            servers: self.manager.events(),
+            catalog: self.catalog.events(),
+            logs: self.manager.logs(),
+        }
+    }
+
+    /// Waits until no server is connecting, at most `timeout`. A `required` server that did
+    /// not connect is an error ([`HostError::RequiredFailed`]) whether or not time ran out.
+    pub async fn wait_settled(&self, timeout: Duration) -> Result<Readiness, HostError> {
+        let settled = self.manager.wait_settled(timeout).await?;
+        if settled {
+            return Ok(Readiness::Settled);
+        }
+        let pending = self
+            .manager
+            .states()
+            .into_iter()
+            .filter(|(_, state)| !state.is_settled())
+            .map(|(name, _)| name)
+            .collect();
+        Ok(Readiness::TimedOut { pending })
+    }
+
+    /// `required` servers that settled in a state other than `connected`.
+    pub fn required_failures(&self) -> Vec<String> {
+        self.manager.required_failures()
+    }
+
+    /// Drops the server's connection (if any) and connects again, forgetting a `needs-auth`.
+    pub fn reconnect(&self, name: &str) -> Result<(), HostError> {
+        Ok(self.manager.reconnect(name)?)
+    }
+
+    /// Enabling connects the server; disabling shuts it down (its tools leave the catalogue).
+    pub fn set_enabled(&self, name: &str, enabled: bool) -> Result<(), HostError> {
+        Ok(self.manager.set_enabled(name, enabled)?)
+    }
+
+    /// Starts the OAuth login of a remote server and returns the authorization URL once it
+    /// is known (the configured opener shows it too). The login finishes in the background:
+    /// on success the server reconnects and its tools replace the `authenticate` pseudo-tool.
+    pub async fn login(&self, name: &str) -> Result<String, HostError> {
+        Ok(self.manager.authenticate(name).await?)
+    }
+
+    /// Stops every server (bounded).
+    pub async fn shutdown(&self) {
+        self.manager.shutdown().await;
+    }
+}
