@@ -53,6 +53,8 @@ pub struct Options {
     pub stderr_flood: Option<u64>,
 
     /// (http) After N POSTs carrying a session id, answer 404 to that session id.
+    /// (stdio) After N tool calls, answer every further `tools/call` with -32001
+    /// "Session expired".
     #[arg(long, value_name = "N")]
     pub expire_session_after: Option<u64>,
 

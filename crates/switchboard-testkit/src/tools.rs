@@ -53,6 +53,8 @@ struct Shared {
     big_resource: Option<u64>,
     /// `--fail-lists`: resource and prompt listings answer an error.
     fail_lists: bool,
+    /// `--expire-session-after` over stdio: calls after this many answer -32001.
+    expire_calls_after: Option<u64>,
 }
 
 /// The URI of `--big-resource`.
@@ -97,6 +99,10 @@ impl Toolbox {
                 listeners: std::sync::Mutex::default(),
                 big_resource: options.big_resource,
                 fail_lists: options.fail_lists,
+                expire_calls_after: match options.transport {
+                    crate::options::Transport::Stdio => options.expire_session_after,
+                    _ => None,
+                },
             }),
         }
     }
@@ -565,6 +571,18 @@ impl ServerHandler for Toolbox {
                 answered + 1
             );
             std::process::exit(3);
+        }
+        if self
+            .shared
+            .expire_calls_after
+            .is_some_and(|limit| answered >= limit)
+        {
+            eprintln!("testkit-server: session expired (--expire-session-after)");
+            return Err(ErrorData::new(
+                rmcp::model::ErrorCode(-32001),
+                "Session expired",
+                None,
+            ));
         }
         if request.name == "log" && self.shared.ask_tools {
             let level = self.shared.log_level.lock().ok().and_then(|l| l.clone());

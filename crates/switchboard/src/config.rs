@@ -194,6 +194,11 @@ pub enum Transport {
 }
 
 impl Transport {
+    /// A server reached over the network (not a child process, not in this process).
+    pub fn is_remote(&self) -> bool {
+        !matches!(self, Transport::Stdio(_) | Transport::Sdk)
+    }
+
     /// The `type` value this transport is written as.
     pub fn type_name(&self) -> &'static str {
         match self {

@@ -52,6 +52,8 @@ pub use servers::{EventKind, Events, HostEvent, Readiness};
 pub const LONG_CALL_LOG_INTERVAL: Duration = Duration::from_secs(30);
 /// JSON-RPC code of an expired session.
 const SESSION_EXPIRED: i32 = -32001;
+/// JSON-RPC code of a closed connection (the TypeScript SDK's `ConnectionClosed`).
+const CONNECTION_CLOSED: i32 = -32000;
 
 /// Builds a [`Host`].
 #[derive(Default)]
@@ -597,15 +599,16 @@ impl Host {
                 )
                 .await;
             match attempt {
-                Err(RequestFailure::Request(e))
-                    if e.code() == Some(SESSION_EXPIRED) && !retried =>
-                {
+                Err(RequestFailure::Request(e)) if session_expired(&e, &config) && !retried => {
                     retried = true;
                     tracing::info!(
                         server,
                         "the session expired: reconnecting and retrying once"
                     );
-                    let _ = self.manager.reconnect(&server);
+                    let _ = self
+                        .manager
+                        .renew(&server, self.limits.connect_timeout)
+                        .await;
                     self.ensure_connected(&server, qualified).await?;
                 }
                 Err(RequestFailure::Request(source)) => {
@@ -702,6 +705,19 @@ impl Host {
                 }
             }
         }
+    }
+}
+
+/// Whether a request failed because its session is gone, so that it is retried once on a new
+/// one: -32001 "session expired" from any server, and, as the seeds' host does, -32000
+/// "Connection closed" from a remote one.
+fn session_expired(error: &RequestError, config: &ServerConfig) -> bool {
+    match error {
+        RequestError::Refused { code, .. } if *code == SESSION_EXPIRED => true,
+        RequestError::Refused { code, message, .. } if *code == CONNECTION_CLOSED => {
+            config.transport.is_remote() && message.eq_ignore_ascii_case("connection closed")
+        }
+        _ => false,
     }
 }
 

@@ -512,6 +512,39 @@ impl ServerManager {
         self.control(name, Control::Reconnect)
     }
 
+    /// Replaces the server's session with a new one and waits (at most `timeout`) until the
+    /// new one is connected or the server settled otherwise: a request retried after a
+    /// session expired must reach the new session, never the one that is closing.
+    pub(crate) async fn renew(&self, name: &str, timeout: Duration) -> Result<(), ManagerError> {
+        let old = self.session(name).ok();
+        let mut rx = self
+            .watch(name)
+            .ok_or_else(|| ManagerError::NoSuchServer(name.to_owned()))?;
+        rx.mark_unchanged();
+        self.reconnect(name)?;
+        let renewed = async {
+            while rx.changed().await.is_ok() {
+                let state = rx.borrow_and_update().clone();
+                match state {
+                    ServerState::Pending { .. } => {}
+                    ServerState::Connected(_) => {
+                        let new = self.session(name).ok();
+                        let same = match (&old, &new) {
+                            (Some(old), Some(new)) => Arc::ptr_eq(old, new),
+                            _ => false,
+                        };
+                        if !same {
+                            return;
+                        }
+                    }
+                    _ => return,
+                }
+            }
+        };
+        let _ = tokio::time::timeout(timeout, renewed).await;
+        Ok(())
+    }
+
     /// Disabling shuts the server down; enabling connects it.
     pub fn set_enabled(&self, name: &str, enabled: bool) -> Result<(), ManagerError> {
         self.control(name, Control::Enable(enabled))

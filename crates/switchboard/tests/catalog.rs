@@ -550,3 +550,30 @@ async fn tool_filters_and_the_programs_own_tools_shape_the_catalogue() {
     );
     host.shutdown().await;
 }
+
+/// A stdio server that answers a call with -32001 (session expired) gets the call once more,
+/// on a new session: the retry waits for the new connection instead of going to the one that
+/// is closing (which answered "the connection closed").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_whose_stdio_session_expired_is_retried_on_a_new_session() {
+    let tree = ConfigTree::new().unwrap();
+    let host = host_with(
+        &tree,
+        json!({"kit": testkit(&["--expire-session-after", "1"])}),
+    )
+    .await;
+    let first = host
+        .call("mcp__kit__echo", args(json!({"text": "one"})), cli())
+        .await
+        .unwrap();
+    assert!(first.result.to_string().contains("one"), "{first:?}");
+    let old = host.process_id("kit").expect("a pid");
+    let second = host
+        .call("mcp__kit__echo", args(json!({"text": "two"})), cli())
+        .await
+        .unwrap();
+    assert!(second.result.to_string().contains("two"), "{second:?}");
+    let new = host.process_id("kit").expect("a pid");
+    assert_ne!(old, new, "the retry did not reach a new session");
+    host.shutdown().await;
+}
