@@ -193,3 +193,39 @@ fn tools_and_call_work_from_the_command_line() {
     let out = run(&tree, &["call", "mcp__nope__x"]);
     insta::assert_snapshot!(text(&out.stderr, &tree).trim(), @"error: no server named `nope`");
 }
+
+#[test]
+fn a_fixed_entry_is_not_kept_needing_auth_from_memory() {
+    use switchboard_testkit::{TestServer, Transport};
+    let server = TestServer::start(Transport::Http, ["--require-token", "right"]).unwrap();
+    let tree = ConfigTree::new().unwrap();
+    let add = |token: &str| {
+        let header = format!("Authorization: Bearer {token}");
+        let out = run(
+            &tree,
+            &[
+                "mcp",
+                "add",
+                "--scope",
+                "user",
+                "api",
+                server.url(),
+                "-H",
+                &header,
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr, &tree));
+    };
+    add("wrong");
+    let out = run(&tree, &["mcp", "list"]);
+    let listed = text(&out.stdout, &tree);
+    assert!(listed.contains("! needs auth"), "{listed}");
+
+    // The header fixed by removing and adding the entry again: a new entry, tried at once.
+    let out = run(&tree, &["mcp", "remove", "api"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr, &tree));
+    add("right");
+    let out = run(&tree, &["mcp", "list"]);
+    let listed = text(&out.stdout, &tree);
+    assert!(listed.contains("✓ connected"), "{listed}");
+}
