@@ -229,3 +229,22 @@ fn a_fixed_entry_is_not_kept_needing_auth_from_memory() {
     let listed = text(&out.stdout, &tree);
     assert!(listed.contains("✓ connected"), "{listed}");
 }
+
+#[test]
+fn a_command_given_as_a_path_says_what_is_wrong_with_the_file() {
+    let tree = ConfigTree::new().unwrap();
+    let plain = tree.write("plain-file", "not a program").unwrap();
+    tree.write(
+        tree.user_file(),
+        &format!(
+            r#"{{"mcpServers": {{"missing": {{"command": "/nonexistent"}}, "plain": {{"command": "{}"}}}}}}"#,
+            plain.display()
+        ),
+    )
+    .unwrap();
+    let out = run(&tree, &["mcp", "list"]);
+    insta::assert_snapshot!(cells(&text(&out.stdout, &tree)), @r"
+    missing | user | stdio | /nonexistent | ✗ failed: `/nonexistent` does not exist
+    plain | user | stdio | [TMP]/plain-file | ✗ failed: `[TMP]/plain-file` cannot be executed: it has no execute permission
+    ");
+}
