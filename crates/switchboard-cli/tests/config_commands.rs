@@ -563,3 +563,33 @@ fn import_brings_servers_over_from_other_hosts_without_clobbering() {
         "error: no Cursor configuration at [TMP]/home/.cursor/mcp.json"
     );
 }
+
+#[test]
+fn import_from_claude_code_keeps_the_oauth_settings_switchboard_supports() {
+    let tree = ConfigTree::new().unwrap();
+    tree.write(
+        tree.home().join(".claude.json"),
+        r#"{"mcpServers": {"notes": {"type": "http", "url": "https://notes.example/mcp",
+            "oauth": {"clientId": "abc", "callbackPort": 8765, "scopes": ["read", "write"], "somethingElse": 1}}}}"#,
+    )
+    .unwrap();
+    let out = run(&tree, &["mcp", "import", "--from", "claude-code"]);
+    ok(&tree, &out);
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(tree.user_file()).unwrap()).unwrap();
+    assert_eq!(
+        json["mcpServers"]["notes"]["oauth"],
+        serde_json::json!({"clientId": "abc", "callbackPort": 8765, "scopes": ["read", "write"]})
+    );
+    let notes = stderr(&tree, &out);
+    assert!(
+        notes.contains("note: `notes`: OAuth setting `somethingElse` not imported"),
+        "{notes}"
+    );
+    let entry: Value = serde_json::from_str(&ok_json(
+        &tree,
+        &["mcp", "get", "notes", "--json", "--no-connect"],
+    ))
+    .unwrap();
+    assert_eq!(entry["status"], "ready", "{entry}");
+}
