@@ -230,6 +230,70 @@ fn a_fixed_entry_is_not_kept_needing_auth_from_memory() {
     assert!(listed.contains("✓ connected"), "{listed}");
 }
 
+fn run_with(tree: &ConfigTree, args: &[&str], env: &[(&str, &str)]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(args)
+        .current_dir(tree.project())
+        .env_clear()
+        .envs(tree.env())
+        .envs(env.iter().copied())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn old_output_files_are_removed_at_start() {
+    let tree = ConfigTree::new().unwrap();
+    user_config(&tree, &[("kit", &[], "")]);
+    let output = tree.state_dir().join("output");
+    let write = |dir: &str, days_old: u64| {
+        let path = output.join(dir).join("kit__big__1.txt");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, "x").unwrap();
+        let when = std::time::SystemTime::now()
+            - std::time::Duration::from_secs(days_old * 24 * 3600 + 60);
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(when)
+            .unwrap();
+        // The folder's own time, as when that file was its last one written.
+        std::fs::File::open(path.parent().unwrap())
+            .unwrap()
+            .set_modified(when)
+            .unwrap();
+        path
+    };
+    let old = write("1001", 8);
+    let recent = write("1002", 6);
+    let out = run_with(
+        &tree,
+        &["tools", "kit"],
+        &[("SWITCHBOARD_OUTPUT_MAX_AGE_DAYS", "10")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr, &tree));
+    assert!(old.exists() && recent.exists(), "10 days keeps both");
+
+    let out = run(&tree, &["tools", "kit"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr, &tree));
+    assert!(!old.exists(), "older than 7 days");
+    assert!(!old.parent().unwrap().exists(), "its emptied folder too");
+    assert!(recent.exists());
+
+    let out = run_with(
+        &tree,
+        &["tools", "kit"],
+        &[("SWITCHBOARD_OUTPUT_MAX_AGE_DAYS", "soon")],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr, &tree).contains("SWITCHBOARD_OUTPUT_MAX_AGE_DAYS=\"soon\""),
+        "{}",
+        text(&out.stderr, &tree)
+    );
+}
+
 #[test]
 fn a_command_given_as_a_path_says_what_is_wrong_with_the_file() {
     let tree = ConfigTree::new().unwrap();
