@@ -88,7 +88,9 @@ pub(crate) fn builder(ctx: &Context, only: Option<Vec<String>>) -> anyhow::Resul
         }
     }
     let (interaction, roots) = crate::interact::setup(ctx)?;
+    let trusted = crate::trust::check_settings(&config.paths, &ctx.env);
     let mut builder = Host::builder()
+        .trust_project(trusted)
         .config(config)
         .env(ctx.env.clone())
         .interaction(interaction)
@@ -132,7 +134,9 @@ async fn dispatch(host: &Host, command: Command) -> anyhow::Result<ExitCode> {
         Command::Read { server, uri, json } => read(host, &server, &uri, json).await,
         Command::Prompts { server, json } => prompts(host, server.as_deref(), json).await,
         Command::Prompt { name, args, json } => prompt(host, &name, &args, json).await,
-        Command::Mcp(_) | Command::Serve(_) => unreachable_mcp(),
+        Command::Mcp(_) | Command::Serve(_) | Command::Completions { .. } | Command::Man => {
+            unreachable_mcp()
+        }
     }
 }
 

@@ -35,6 +35,8 @@ impl EnvVars {
     /// Log filter of the `switchboard` binary (`warn` by default; e.g. `info`,
     /// `switchboard::server=debug` for servers' stderr and log messages).
     pub const SWITCHBOARD_LOG: &'static str = "SWITCHBOARD_LOG";
+    /// The usual Rust log filter, used by the binary when `SWITCHBOARD_LOG` is not set.
+    pub const RUST_LOG: &'static str = "RUST_LOG";
     pub const XDG_CONFIG_HOME: &'static str = "XDG_CONFIG_HOME";
     pub const XDG_STATE_HOME: &'static str = "XDG_STATE_HOME";
     pub const HOME: &'static str = "HOME";
