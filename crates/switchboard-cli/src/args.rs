@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(
     name = "switchboard",
-    version,
+    version = crate::VERSION,
     about = "An MCP host: configure, inspect and call Model Context Protocol servers."
 )]
 pub(crate) struct Cli {
@@ -32,6 +32,10 @@ pub(crate) struct GlobalArgs {
     /// Also serve this folder to servers as a root (repeatable; the working directory always is).
     #[arg(long = "add-dir", global = true, value_name = "DIR")]
     pub(crate) add_dir: Vec<PathBuf>,
+    /// Log more on stderr (`info`, the MCP SDK's own messages included); `SWITCHBOARD_LOG` or
+    /// `RUST_LOG` set a filter of their own.
+    #[arg(short = 'v', long = "verbose", global = true)]
+    pub(crate) verbose: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -41,7 +45,9 @@ pub(crate) enum Command {
     Mcp(McpCommand),
     /// List the tools of every connected server (or one), under their qualified names.
     Tools {
+        /// Only this server's tools.
         server: Option<String>,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
         /// Show each tool's input schema.
@@ -58,6 +64,7 @@ pub(crate) enum Command {
         /// number, boolean, array or object.
         #[arg(long = "arg", value_name = "KEY=VALUE")]
         args: Vec<String>,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
         /// Overrides the tool timeout (milliseconds).
@@ -66,25 +73,40 @@ pub(crate) enum Command {
     },
     /// List resources of every connected server (or one).
     Resources {
+        /// Only this server's resources.
         server: Option<String>,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Read a resource: text is printed, binary content saved to a file.
     Read {
+        /// The server that has the resource.
         server: String,
+        /// The resource's URI, as `resources` lists it.
         uri: String,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// List prompts of every connected server (or one), as `mcp__server__prompt`.
     Prompts {
+        /// Only this server's prompts.
         server: Option<String>,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Serve every configured server's tools, resources and prompts as one MCP server.
     Serve(ServeArgs),
+    /// Print a shell completion script: `switchboard completions bash > ~/.local/share/bash-completion/completions/switchboard`.
+    Completions {
+        /// The shell to complete for.
+        #[arg(value_enum)]
+        shell: ShellArg,
+    },
+    /// Print the manual page (roff): `switchboard man | man -l -`.
+    Man,
     /// Get a prompt's messages: `prompt mcp__server__name --arg k=v`, or `prompt SERVER NAME`.
     Prompt {
         /// The qualified name (`mcp__<server>__<prompt>`), or the server's name followed by
@@ -93,8 +115,10 @@ pub(crate) enum Command {
         /// The prompt's own name, when NAME is a server.
         #[arg(num_args = 0..=1)]
         rest: Vec<String>,
+        /// One argument of the prompt (repeatable).
         #[arg(long = "arg", value_name = "KEY=VALUE")]
         args: Vec<String>,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -106,6 +130,7 @@ pub(crate) enum McpCommand {
     Add(AddArgs),
     /// Add a server from its JSON definition.
     AddJson {
+        /// The server's name (letters, digits, `-` and `_`).
         name: String,
         /// The entry, e.g. '{"command": "npx", "args": ["-y", "pkg"]}'.
         json: String,
@@ -114,6 +139,7 @@ pub(crate) enum McpCommand {
     },
     /// Remove a server.
     Remove {
+        /// The server to remove.
         name: String,
         /// The scope to remove it from (needed when several scopes define it).
         #[arg(short, long, value_enum)]
@@ -121,6 +147,7 @@ pub(crate) enum McpCommand {
     },
     /// List configured servers, connecting to each to show its state.
     List {
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
         /// Show the configuration only; start nothing.
@@ -129,7 +156,9 @@ pub(crate) enum McpCommand {
     },
     /// Show one server in detail, connecting to it.
     Get {
+        /// The server to show.
         name: String,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
         /// Show the configuration only; start nothing.
@@ -148,22 +177,47 @@ pub(crate) enum McpCommand {
         all: bool,
     },
     /// Reject a server from this project's .mcp.json: it will not start.
-    Reject { name: String },
+    Reject {
+        /// The server to reject.
+        name: String,
+    },
     /// Log in to a remote server with OAuth: opens the browser (`BROWSER`, else the
     /// platform's opener) and prints the URL; tokens go to the owner-only token store.
-    Login { name: String },
+    Login {
+        /// The `http` server to log in to.
+        name: String,
+    },
     /// Forget a remote server's OAuth tokens (revoking them where the server allows).
-    Logout { name: String },
+    Logout {
+        /// The server whose tokens to forget.
+        name: String,
+    },
+    /// Let a server start again: removes `"disabled": true` from its entry, in its own file.
+    Enable {
+        /// The server to enable.
+        name: String,
+    },
+    /// Keep a server from starting: writes `"disabled": true` into its entry, in its own file.
+    Disable {
+        /// The server to disable.
+        name: String,
+    },
+    /// Trust this project: its .switchboard/settings.json allow rules and hooks apply.
+    Trust,
+    /// Stop trusting this project: its .switchboard/settings.json allow rules and hooks are
+    /// ignored again (its ask and deny rules always apply).
+    Untrust,
 }
 
 #[derive(Debug, Args)]
 pub(crate) struct AddArgs {
+    /// The server's name (letters, digits, `-` and `_`).
     pub(crate) name: String,
     /// Where to keep it: local (you, this project), project (.mcp.json, shared), user (you, everywhere).
     #[arg(short, long, value_enum, default_value_t = ScopeArg::Local)]
     pub(crate) scope: ScopeArg,
     /// Transport; inferred from the target when not given (a URL means http, or ws for ws://).
-    #[arg(short, long, value_enum)]
+    #[arg(short, long, value_enum, value_name = "TYPE")]
     pub(crate) transport: Option<TransportArg>,
     /// Environment variable for a local server (repeatable).
     #[arg(short = 'e', long = "env", value_name = "KEY=VALUE")]
@@ -171,8 +225,22 @@ pub(crate) struct AddArgs {
     /// HTTP header for a remote server (repeatable).
     #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
     pub(crate) headers: Vec<String>,
-    /// The URL, or the command and its arguments (after `--` when they start with `-`).
-    #[arg(required = true, num_args = 1.., value_name = "COMMAND_OR_URL")]
+    /// (sse-ide, ws-ide) The IDE's name, as its lock file gives it.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) ide_name: Option<String>,
+    /// (sse-ide, ws-ide) The lock file the IDE writes, holding the token it wants.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) lock_file: Option<String>,
+    /// (proxy) The environment variable holding the bearer token.
+    #[arg(long, value_name = "VAR", conflicts_with = "token_command")]
+    pub(crate) token_env: Option<String>,
+    /// (proxy) A command that prints the bearer token: the program and its arguments,
+    /// separated by spaces.
+    #[arg(long, value_name = "COMMAND")]
+    pub(crate) token_command: Option<String>,
+    /// The URL, or the command and its arguments (after `--` when they start with `-`); none
+    /// for `--transport sdk`.
+    #[arg(num_args = 1.., value_name = "COMMAND_OR_URL")]
     pub(crate) target: Vec<String>,
 }
 
@@ -193,6 +261,7 @@ pub(crate) struct ImportArgs {
     /// Show what would be imported; write nothing.
     #[arg(long)]
     pub(crate) dry_run: bool,
+    /// Print JSON instead of text.
     #[arg(long)]
     pub(crate) json: bool,
     /// Import only these servers (default: all).
@@ -206,12 +275,50 @@ pub(crate) enum ScopeArg {
     User,
 }
 
+/// Every `type` the configuration accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum TransportArg {
+    /// A local command speaking MCP on stdin and stdout.
     Stdio,
+    /// Streamable HTTP.
     Http,
+    /// The legacy HTTP+SSE transport (2024-11-05).
     Sse,
+    /// WebSocket.
     Ws,
+    /// An IDE's local SSE endpoint (token from its lock file).
+    #[value(name = "sse-ide")]
+    SseIde,
+    /// An IDE's local WebSocket endpoint (token from its lock file).
+    #[value(name = "ws-ide")]
+    WsIde,
+    /// Streamable HTTP with a bearer token from a variable or a command.
+    Proxy,
+    /// A server the embedding program registers in code (no target).
+    Sdk,
+}
+
+impl TransportArg {
+    /// The `type` value written to the entry.
+    pub(crate) fn type_name(self) -> &'static str {
+        match self {
+            TransportArg::Stdio => "stdio",
+            TransportArg::Http => "http",
+            TransportArg::Sse => "sse",
+            TransportArg::Ws => "ws",
+            TransportArg::SseIde => "sse-ide",
+            TransportArg::WsIde => "ws-ide",
+            TransportArg::Proxy => "proxy",
+            TransportArg::Sdk => "sdk",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ShellArg {
+    Bash,
+    Zsh,
+    Fish,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -252,4 +359,28 @@ pub(crate) struct ServeArgs {
     /// Never serve tools matching this pattern (wins over --allow-tool; repeatable).
     #[arg(long = "deny-tool", value_name = "PATTERN")]
     pub(crate) deny_tools: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Every positional argument and every `--json` flag of every command says what it is.
+    #[test]
+    fn every_positional_and_json_flag_has_help() {
+        fn walk(command: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in command.get_arguments() {
+                let needs_help = arg.is_positional() || arg.get_long() == Some("json");
+                if needs_help && arg.get_help().is_none() {
+                    missing.push(format!("{path} {}", arg.get_id()));
+                }
+            }
+            for sub in command.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&super::Cli::command(), "switchboard", &mut missing);
+        assert!(missing.is_empty(), "without help: {missing:#?}");
+    }
 }

@@ -111,7 +111,9 @@ pub(crate) fn host_builder(
     config: switchboard::config::ConfigSet,
 ) -> anyhow::Result<HostBuilder> {
     let (interaction, roots) = crate::interact::setup(ctx)?;
+    let trusted = crate::trust::check_settings(&config.paths, &ctx.env);
     Ok(Host::builder()
+        .trust_project(trusted)
         .config(config)
         .env(ctx.env.clone())
         .interaction(interaction)
@@ -180,7 +182,9 @@ async fn dispatch(host: &Host, command: Command) -> anyhow::Result<ExitCode> {
             args,
             json,
         } => prompt(host, &name, &rest, &args, json).await,
-        Command::Mcp(_) | Command::Serve(_) => unreachable_mcp(),
+        Command::Mcp(_) | Command::Serve(_) | Command::Completions { .. } | Command::Man => {
+            unreachable_mcp()
+        }
     }
 }
 

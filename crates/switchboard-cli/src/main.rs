@@ -5,6 +5,7 @@
 
 mod args;
 mod catalog_cmds;
+mod completions;
 mod interact;
 mod mcp;
 mod mcp_auth;
@@ -12,15 +13,29 @@ mod mcp_import;
 mod output;
 mod probe;
 mod serve;
+mod trust;
 
 use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
 
+/// `--version`: the crate's version and the commit it was built from.
+pub(crate) const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("SWITCHBOARD_COMMIT"),
+    ")"
+);
+
+/// Switchboard's own messages, `warn` and above. The MCP SDK (rmcp) logs a failed connection
+/// at `ERROR` too; Switchboard reports that itself (the server's state), so the SDK's line only
+/// looked like a crash and is left out unless asked for.
+const DEFAULT_LOG: &str = "warn,rmcp=off";
+
 fn main() -> ExitCode {
     let cli = args::Cli::parse();
-    init_logging();
+    init_logging(cli.global.verbose);
     match run(cli) {
         Ok(code) => code,
         Err(err) => {
@@ -28,21 +43,36 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             let mut stderr = std::io::stderr().lock();
-            let _ = writeln!(stderr, "error: {err}");
+            let mut previous = err.to_string();
+            let _ = writeln!(stderr, "error: {previous}");
             for cause in err.chain().skip(1) {
-                let _ = writeln!(stderr, "  caused by: {cause}");
+                // Many messages already end with their cause ("cannot read X: Is a directory").
+                let text = cause.to_string();
+                if previous.contains(&text) {
+                    continue;
+                }
+                let _ = writeln!(stderr, "  caused by: {text}");
+                previous = text;
             }
             ExitCode::FAILURE
         }
     }
 }
 
-/// Diagnostics go to stderr, `warn` and above unless `SWITCHBOARD_LOG` says otherwise.
-fn init_logging() {
-    let filter = std::env::var(switchboard::env_vars::EnvVars::SWITCHBOARD_LOG)
-        .unwrap_or_else(|_| "warn".to_owned());
+/// Diagnostics go to stderr: `SWITCHBOARD_LOG` (else `RUST_LOG`) when set, `info` with
+/// `--verbose`, else [`DEFAULT_LOG`].
+fn init_logging(verbose: bool) {
+    use switchboard::env_vars::EnvVars;
+    let explicit = [EnvVars::SWITCHBOARD_LOG, EnvVars::RUST_LOG]
+        .into_iter()
+        .find_map(|name| std::env::var(name).ok().filter(|v| !v.trim().is_empty()));
+    let filter = match explicit {
+        Some(filter) => filter,
+        None if verbose => "info".to_owned(),
+        None => DEFAULT_LOG.to_owned(),
+    };
     let filter = tracing_subscriber::EnvFilter::try_new(&filter)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -54,6 +84,11 @@ fn init_logging() {
 }
 
 fn run(cli: args::Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        args::Command::Completions { shell } => return completions::completions(shell),
+        args::Command::Man => return completions::man(),
+        _ => {}
+    }
     let ctx = mcp::Context::new(&cli.global)?;
     match cli.command {
         args::Command::Mcp(cmd) => mcp::run(&ctx, cmd),

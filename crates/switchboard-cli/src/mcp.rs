@@ -105,6 +105,10 @@ pub(crate) fn run(ctx: &Context, cmd: McpCommand) -> anyhow::Result<ExitCode> {
         McpCommand::Reject { name } => decide(ctx, Some(&name), false, Decision::Rejected),
         McpCommand::Login { name } => runtime()?.block_on(crate::mcp_auth::login(ctx, &name)),
         McpCommand::Logout { name } => runtime()?.block_on(crate::mcp_auth::logout(ctx, &name)),
+        McpCommand::Enable { name } => set_disabled(ctx, &name, false),
+        McpCommand::Disable { name } => set_disabled(ctx, &name, true),
+        McpCommand::Trust => crate::trust::run(ctx, true),
+        McpCommand::Untrust => crate::trust::run(ctx, false),
     }
 }
 
@@ -117,6 +121,7 @@ pub(crate) fn scope_of(arg: ScopeArg) -> Scope {
 }
 
 fn entry_from_args(args: &AddArgs) -> anyhow::Result<Value> {
+    let name = &args.name;
     let first = args.target.first().map(String::as_str).unwrap_or_default();
     let looks_like_url = ["http://", "https://", "ws://", "wss://"]
         .iter()
@@ -126,63 +131,110 @@ fn entry_from_args(args: &AddArgs) -> anyhow::Result<Value> {
         _ if looks_like_url => TransportArg::Http,
         _ => TransportArg::Stdio,
     });
+    let kind = transport.type_name();
+    let refuse = |flag: &str, applies: &str| {
+        anyhow::anyhow!("{flag} applies to {applies} servers; `{name}` is a `{kind}` server")
+    };
+    let ide = matches!(transport, TransportArg::SseIde | TransportArg::WsIde);
+    if !ide && args.ide_name.is_some() {
+        return Err(refuse("--ide-name", "`sse-ide` and `ws-ide`"));
+    }
+    if !ide && args.lock_file.is_some() {
+        return Err(refuse("--lock-file", "`sse-ide` and `ws-ide`"));
+    }
+    if transport != TransportArg::Proxy && args.token_env.is_some() {
+        return Err(refuse("--token-env", "`proxy`"));
+    }
+    if transport != TransportArg::Proxy && args.token_command.is_some() {
+        return Err(refuse("--token-command", "`proxy`"));
+    }
     let mut entry = Map::new();
-    if transport == TransportArg::Stdio {
-        if !args.headers.is_empty() {
-            bail!(
-                "--header applies to remote servers; `{}` is a local (stdio) server",
-                args.name
-            );
-        }
-        entry.insert("type".into(), json!("stdio"));
-        entry.insert("command".into(), json!(first));
-        if args.target.len() > 1 {
-            entry.insert("args".into(), json!(args.target[1..]));
-        }
-        if !args.env.is_empty() {
-            let mut env = Map::new();
-            for pair in &args.env {
-                let (key, value) = pair
-                    .split_once('=')
-                    .filter(|(k, _)| !k.is_empty())
-                    .with_context(|| format!("--env `{pair}` must look like KEY=VALUE"))?;
-                env.insert(key.to_owned(), json!(value));
+    entry.insert("type".into(), json!(kind));
+    match transport {
+        TransportArg::Stdio => {
+            if !args.headers.is_empty() {
+                bail!("--header applies to remote servers; `{name}` is a local (stdio) server");
             }
-            entry.insert("env".into(), Value::Object(env));
-        }
-    } else {
-        if !args.env.is_empty() {
-            bail!(
-                "--env applies to local servers; `{}` is a remote server (set headers with -H)",
-                args.name
-            );
-        }
-        if args.target.len() > 1 {
-            bail!(
-                "a remote server takes one URL; found extra arguments: {}",
-                args.target[1..].join(" ")
-            );
-        }
-        let kind = match transport {
-            TransportArg::Http => "http",
-            TransportArg::Sse => "sse",
-            _ => "ws",
-        };
-        entry.insert("type".into(), json!(kind));
-        entry.insert("url".into(), json!(first));
-        if !args.headers.is_empty() {
-            let mut headers = Map::new();
-            for header in &args.headers {
-                let (name, value) = header
-                    .split_once(':')
-                    .filter(|(n, _)| !n.trim().is_empty())
-                    .with_context(|| {
-                        format!("--header `{header}` must look like \"Name: value\"")
-                    })?;
-                headers.insert(name.trim().to_owned(), json!(value.trim()));
+            if first.is_empty() {
+                bail!(
+                    "server `{name}` needs a command: `switchboard mcp add {name} -- COMMAND [ARGS...]`"
+                );
             }
-            entry.insert("headers".into(), Value::Object(headers));
+            entry.insert("command".into(), json!(first));
+            if args.target.len() > 1 {
+                entry.insert("args".into(), json!(args.target[1..]));
+            }
+            if !args.env.is_empty() {
+                let mut env = Map::new();
+                for pair in &args.env {
+                    let (key, value) = pair
+                        .split_once('=')
+                        .filter(|(k, _)| !k.is_empty())
+                        .with_context(|| format!("--env `{pair}` must look like KEY=VALUE"))?;
+                    env.insert(key.to_owned(), json!(value));
+                }
+                entry.insert("env".into(), Value::Object(env));
+            }
+            return Ok(Value::Object(entry));
         }
+        TransportArg::Sdk => {
+            if !args.target.is_empty() {
+                bail!(
+                    "a `sdk` server runs inside the program that registers it and takes no command or URL; found: {}",
+                    args.target.join(" ")
+                );
+            }
+        }
+        _ if first.is_empty() => {
+            bail!(
+                "server `{name}` needs a URL: `switchboard mcp add --transport {kind} {name} URL`"
+            );
+        }
+        _ => {
+            if args.target.len() > 1 {
+                bail!(
+                    "a remote server takes one URL; found extra arguments: {}",
+                    args.target[1..].join(" ")
+                );
+            }
+            entry.insert("url".into(), json!(first));
+        }
+    }
+    if !args.env.is_empty() {
+        if transport == TransportArg::Sdk {
+            return Err(refuse("--env", "local (stdio)"));
+        }
+        bail!("--env applies to local servers; `{name}` is a remote server (set headers with -H)");
+    }
+    if !args.headers.is_empty() {
+        if ide || transport == TransportArg::Sdk {
+            return Err(refuse("--header", "`http`, `sse`, `ws` and `proxy`"));
+        }
+        let mut headers = Map::new();
+        for header in &args.headers {
+            let (name, value) = header
+                .split_once(':')
+                .filter(|(n, _)| !n.trim().is_empty())
+                .with_context(|| format!("--header `{header}` must look like \"Name: value\""))?;
+            headers.insert(name.trim().to_owned(), json!(value.trim()));
+        }
+        entry.insert("headers".into(), Value::Object(headers));
+    }
+    if let Some(ide_name) = &args.ide_name {
+        entry.insert("ideName".into(), json!(ide_name));
+    }
+    if let Some(lock_file) = &args.lock_file {
+        entry.insert("lockFile".into(), json!(lock_file));
+    }
+    if let Some(var) = &args.token_env {
+        entry.insert("tokenEnv".into(), json!(var));
+    }
+    if let Some(command) = &args.token_command {
+        let argv: Vec<&str> = command.split_whitespace().collect();
+        if argv.is_empty() {
+            bail!("--token-command is empty; give the program that prints the token");
+        }
+        entry.insert("tokenCommand".into(), json!(argv));
     }
     Ok(Value::Object(entry))
 }
@@ -270,6 +322,55 @@ pub(crate) fn approve_own(
     }
     store.save()?;
     Ok(())
+}
+
+/// `mcp enable` / `mcp disable`: `"disabled": true` written into (or removed from) the entry
+/// in the file that defines it, the rest of the entry untouched.
+fn set_disabled(ctx: &Context, name: &str, disabled: bool) -> anyhow::Result<ExitCode> {
+    let loaded = ctx.load();
+    let Some(entry) = loaded.get(name) else {
+        return Err(ConfigError::NotFound {
+            name: name.to_owned(),
+            scope: None,
+        }
+        .into());
+    };
+    let scope = entry.origin.scope;
+    let (default_file, location, mode) = ctx.scope_file(scope);
+    if !Scope::WRITABLE.contains(&scope) {
+        bail!(
+            "server `{name}` comes from {}, which switchboard does not edit",
+            entry.origin
+        );
+    }
+    let verb = if disabled { "disabled" } else { "enabled" };
+    let now_disabled = entry.raw.get("disabled").and_then(Value::as_bool) == Some(true);
+    if now_disabled == disabled {
+        eprintln!("Server `{name}` is already {verb} ({})", entry.origin);
+        return Ok(ExitCode::SUCCESS);
+    }
+    // Disabling is the user's own edit: an approved project entry stays approved.
+    let was_approved = scope == Scope::Project && entry.approval == Approval::Approved;
+    let file = entry.origin.file.clone().unwrap_or(default_file);
+    let mut edit = ConfigEdit::open(&file, location, mode)?;
+    let value = json!(true);
+    if !edit.set_field(name, "disabled", disabled.then_some(&value))? {
+        return Err(ConfigError::NotFound {
+            name: name.to_owned(),
+            scope: Some(scope),
+        }
+        .into());
+    }
+    edit.save()?;
+    if was_approved {
+        approve_own(ctx, &[name.to_owned()], Decision::Approved)?;
+    }
+    let verb = if disabled { "Disabled" } else { "Enabled" };
+    eprintln!(
+        "{verb} server `{name}` in {scope} scope ({})",
+        edit.path().display()
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 fn remove(ctx: &Context, name: &str, scope: Option<Scope>) -> anyhow::Result<ExitCode> {

@@ -579,3 +579,230 @@ fn import_brings_servers_over_from_other_hosts_without_clobbering() {
         "error: no Cursor configuration at [TMP]/home/.cursor/mcp.json"
     );
 }
+
+#[test]
+fn an_error_chain_does_not_repeat_its_cause() {
+    let tree = ConfigTree::new().unwrap();
+    // The user file is a folder: reading it fails, and the message already says why.
+    std::fs::create_dir_all(tree.user_file()).unwrap();
+    let out = run(&tree, &["mcp", "add", "--scope", "user", "x", "--", "cmd"]);
+    assert_eq!(out.status.code(), Some(1));
+    insta::assert_snapshot!(stderr(&tree, &out).trim_end(), @"error: cannot read [TMP]/home/.config/switchboard/mcp.json: Is a directory (os error 21)");
+}
+
+#[test]
+fn add_creates_every_transport_type_the_configuration_accepts() {
+    let tree = ConfigTree::new().unwrap();
+    let cases: &[(&str, &[&str], Value)] = &[
+        (
+            "events",
+            &["--transport", "sse", "https://h.example/sse"],
+            serde_json::json!({"type": "sse", "url": "https://h.example/sse"}),
+        ),
+        (
+            "socket",
+            &["ws://127.0.0.1:7000/mcp"],
+            serde_json::json!({"type": "ws", "url": "ws://127.0.0.1:7000/mcp"}),
+        ),
+        (
+            "editor",
+            &[
+                "--transport",
+                "sse-ide",
+                "http://127.0.0.1:5000/sse",
+                "--ide-name",
+                "vscode",
+                "--lock-file",
+                "/tmp/ide.lock",
+            ],
+            serde_json::json!({"type": "sse-ide", "url": "http://127.0.0.1:5000/sse", "ideName": "vscode", "lockFile": "/tmp/ide.lock"}),
+        ),
+        (
+            "editor-ws",
+            &["--transport", "ws-ide", "ws://127.0.0.1:5001/"],
+            serde_json::json!({"type": "ws-ide", "url": "ws://127.0.0.1:5001/"}),
+        ),
+        (
+            "gate",
+            &[
+                "--transport",
+                "proxy",
+                "https://proxy.example/mcp",
+                "--token-env",
+                "PROXY_TOKEN",
+                "-H",
+                "X-Team: a",
+            ],
+            serde_json::json!({"type": "proxy", "url": "https://proxy.example/mcp", "headers": {"X-Team": "a"}, "tokenEnv": "PROXY_TOKEN"}),
+        ),
+        (
+            "gate2",
+            &[
+                "--transport",
+                "proxy",
+                "https://proxy.example/mcp",
+                "--token-command",
+                "get-token --audience mcp",
+            ],
+            serde_json::json!({"type": "proxy", "url": "https://proxy.example/mcp", "tokenCommand": ["get-token", "--audience", "mcp"]}),
+        ),
+        (
+            "inproc",
+            &["--transport", "sdk"],
+            serde_json::json!({"type": "sdk"}),
+        ),
+    ];
+    for (name, args, expected) in cases {
+        let mut all = vec!["mcp", "add", "--scope", "user", name];
+        all.extend_from_slice(args);
+        ok(&tree, &run(&tree, &all));
+        let entry: Value = serde_json::from_str(&ok_json(
+            &tree,
+            &["mcp", "get", name, "--json", "--no-connect"],
+        ))
+        .unwrap();
+        assert_eq!(&entry["config"], expected, "{name}");
+        assert_eq!(entry["status"], "ready", "{name}: {entry}");
+    }
+    // A flag of another transport is refused, naming it.
+    let out = run(
+        &tree,
+        &[
+            "mcp",
+            "add",
+            "--scope",
+            "user",
+            "bad",
+            "https://h.example/mcp",
+            "--token-env",
+            "T",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    insta::assert_snapshot!(stderr(&tree, &out).trim_end(), @"error: --token-env applies to `proxy` servers; `bad` is a `http` server");
+}
+
+#[test]
+fn disable_and_enable_edit_the_entry_in_its_own_file() {
+    let tree = ConfigTree::new().unwrap();
+    let text = "{\n  // mine\n  \"mcpServers\": {\n    \"kit\": {\n      \"command\": \"/nonexistent/kit\",\n      \"args\": [\"-v\"]\n    }\n  }\n}\n";
+    tree.write(tree.user_file(), text).unwrap();
+
+    ok(&tree, &run(&tree, &["mcp", "disable", "kit"]));
+    let disabled = std::fs::read_to_string(tree.user_file()).unwrap();
+    assert!(disabled.contains("// mine"), "{disabled}");
+    let json: Value = serde_json::from_str(&disabled.replace("// mine", "")).unwrap();
+    assert_eq!(json["mcpServers"]["kit"]["disabled"], true);
+    // Listed as disabled, and nothing started (the command does not even exist).
+    let out = run(&tree, &["mcp", "list"]);
+    ok(&tree, &out);
+    let listed = stdout(&out);
+    assert!(listed.trim_end().ends_with("- disabled"), "{listed}");
+    let out = run(&tree, &["tools", "kit"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&tree, &out).trim_end(),
+        "error: server `kit` is disabled"
+    );
+
+    ok(&tree, &run(&tree, &["mcp", "enable", "kit"]));
+    assert_eq!(std::fs::read_to_string(tree.user_file()).unwrap(), text);
+    let out = run(&tree, &["mcp", "enable", "nope"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&tree, &out).trim_end(),
+        "error: no server named `nope`"
+    );
+
+    // A project server keeps its approval through disable and enable.
+    tree.write(
+        tree.project_file(),
+        r#"{"mcpServers": {"shared": {"command": "/nonexistent/shared"}}}"#,
+    )
+    .unwrap();
+    ok(&tree, &run(&tree, &["mcp", "approve", "shared"]));
+    ok(&tree, &run(&tree, &["mcp", "disable", "shared"]));
+    let listed = stdout(&run(&tree, &["mcp", "list", "--no-connect"]));
+    assert!(
+        listed
+            .lines()
+            .any(|l| l.starts_with("shared") && l.ends_with("disabled")),
+        "{listed}"
+    );
+    ok(&tree, &run(&tree, &["mcp", "enable", "shared"]));
+    let listed = stdout(&run(&tree, &["mcp", "list", "--no-connect"]));
+    assert!(
+        listed
+            .lines()
+            .any(|l| l.starts_with("shared") && l.ends_with("ready")),
+        "{listed}"
+    );
+}
+
+#[test]
+fn import_from_claude_code_keeps_the_oauth_settings_switchboard_supports() {
+    let tree = ConfigTree::new().unwrap();
+    tree.write(
+        tree.home().join(".claude.json"),
+        r#"{"mcpServers": {"notes": {"type": "http", "url": "https://notes.example/mcp",
+            "oauth": {"clientId": "abc", "callbackPort": 8765, "scopes": ["read", "write"], "somethingElse": 1}}}}"#,
+    )
+    .unwrap();
+    let out = run(&tree, &["mcp", "import", "--from", "claude-code"]);
+    ok(&tree, &out);
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(tree.user_file()).unwrap()).unwrap();
+    assert_eq!(
+        json["mcpServers"]["notes"]["oauth"],
+        serde_json::json!({"clientId": "abc", "callbackPort": 8765, "scopes": ["read", "write"]})
+    );
+    let notes = stderr(&tree, &out);
+    assert!(
+        notes.contains("note: `notes`: OAuth setting `somethingElse` not imported"),
+        "{notes}"
+    );
+    let entry: Value = serde_json::from_str(&ok_json(
+        &tree,
+        &["mcp", "get", "notes", "--json", "--no-connect"],
+    ))
+    .unwrap();
+    assert_eq!(entry["status"], "ready", "{entry}");
+}
+
+#[test]
+fn completions_man_page_and_version() {
+    let tree = ConfigTree::new().unwrap();
+    for (shell, marker) in [
+        ("bash", "complete -F _switchboard"),
+        ("zsh", "#compdef switchboard"),
+        ("fish", "complete -c switchboard"),
+    ] {
+        let out = run(&tree, &["completions", shell]);
+        ok(&tree, &out);
+        let script = stdout(&out);
+        assert!(script.contains(marker), "{shell}: {script}");
+        assert!(
+            script.contains("approve"),
+            "{shell}: subcommands are completed"
+        );
+    }
+    let out = run(&tree, &["man"]);
+    ok(&tree, &out);
+    let page = stdout(&out);
+    assert!(page.contains(".TH switchboard"), "{page}");
+    assert!(page.contains("mcp"), "{page}");
+
+    let out = run(&tree, &["--version"]);
+    ok(&tree, &out);
+    let version = stdout(&out);
+    let rest = version
+        .trim_end()
+        .strip_prefix(&format!("switchboard {} (", env!("CARGO_PKG_VERSION")))
+        .and_then(|r| r.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("{version}"));
+    assert!(
+        rest == "unknown commit"
+            || (rest.len() >= 7 && rest.chars().all(|c| c.is_ascii_hexdigit())),
+        "{version}"
+    );
+}

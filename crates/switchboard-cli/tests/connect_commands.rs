@@ -209,3 +209,206 @@ fn tools_and_call_work_from_the_command_line() {
     let out = run(&tree, &["call", "mcp__nope__x"]);
     insta::assert_snapshot!(text(&out.stderr, &tree).trim(), @"error: no server named `nope`");
 }
+
+#[test]
+fn a_fixed_entry_is_not_kept_needing_auth_from_memory() {
+    use switchboard_testkit::{TestServer, Transport};
+    let server = TestServer::start(Transport::Http, ["--require-token", "right"]).unwrap();
+    let tree = ConfigTree::new().unwrap();
+    let add = |token: &str| {
+        let header = format!("Authorization: Bearer {token}");
+        let out = run(
+            &tree,
+            &[
+                "mcp",
+                "add",
+                "--scope",
+                "user",
+                "api",
+                server.url(),
+                "-H",
+                &header,
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr, &tree));
+    };
+    add("wrong");
+    let out = run(&tree, &["mcp", "list"]);
+    let listed = text(&out.stdout, &tree);
+    assert!(listed.contains("! needs auth"), "{listed}");
+
+    // The header fixed by removing and adding the entry again: a new entry, tried at once.
+    let out = run(&tree, &["mcp", "remove", "api"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr, &tree));
+    add("right");
+    let out = run(&tree, &["mcp", "list"]);
+    let listed = text(&out.stdout, &tree);
+    assert!(listed.contains("✓ connected"), "{listed}");
+}
+
+#[test]
+fn rmcp_log_lines_stay_out_of_stderr_by_default() {
+    use switchboard_testkit::{TestServer, Transport};
+    let server = TestServer::start(Transport::Http, ["--require-token", "right"]).unwrap();
+    let tree = ConfigTree::new().unwrap();
+    tree.write(
+        tree.user_file(),
+        &format!(
+            r#"{{"mcpServers": {{
+                "locked": {{"type": "http", "url": "{}"}},
+                "gone": {{"type": "http", "url": "http://127.0.0.1:9/mcp"}}
+            }}}}"#,
+            server.url()
+        ),
+    )
+    .unwrap();
+    let out = run(&tree, &["mcp", "list"]);
+    let listed = text(&out.stdout, &tree);
+    assert!(
+        listed.contains("! needs auth") && listed.contains("✗ failed"),
+        "{listed}"
+    );
+    let stderr = text(&out.stderr, &tree);
+    assert!(!stderr.contains("rmcp"), "{stderr}");
+}
+
+fn run_with(tree: &ConfigTree, args: &[&str], env: &[(&str, &str)]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(args)
+        .current_dir(tree.project())
+        .env_clear()
+        .envs(tree.env())
+        .envs(env.iter().copied())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_bad_permission_rule_is_reported_with_its_position() {
+    let tree = ConfigTree::new().unwrap();
+    let bin = serde_json::to_string(&switchboard_testkit::server_bin()).unwrap();
+    tree.write(
+        tree.user_file(),
+        &format!(
+            "{{\"mcpServers\": {{\"kit\": {{\"command\": {bin}}}}},\n \"permissions\": {{\"deny\": [42, \"mcp__kit__fail\"]}}}}"
+        ),
+    )
+    .unwrap();
+    let out = run(&tree, &["tools", "kit"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr, &tree));
+    insta::assert_snapshot!(text(&out.stderr, &tree).trim_end(), @"error: [TMP]/home/.config/switchboard/mcp.json:2:27: field `permissions.deny[0]`: expected a tool pattern, found a number");
+    // The good rule still applies.
+    assert!(!text(&out.stdout, &tree).contains("mcp__kit__fail"));
+}
+
+#[test]
+fn project_settings_apply_once_the_project_is_trusted() {
+    let tree = ConfigTree::new().unwrap();
+    user_config(&tree, &[("kit", &[], "")]);
+    let settings = tree
+        .write(
+            tree.project().join(".switchboard/settings.json"),
+            r#"{"hooks": {"preCall": [{"match": "mcp__kit__echo", "command": ["sh", "-c", "echo ran >> hook-ran"]}]}}"#,
+        )
+        .unwrap();
+    let marker = tree.project().join("hook-ran");
+    let call = ["call", "kit", "echo", "--arg", "text=hi"];
+
+    let out = run(&tree, &call);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr, &tree));
+    insta::assert_snapshot!(text(&out.stderr, &tree).trim_end(), @"note: [TMP]/project/.switchboard/settings.json: its allow rules and hooks are ignored until you trust this project (`switchboard mcp trust`)");
+    assert!(!marker.exists(), "an untrusted project's hook ran");
+
+    let out = run(&tree, &["mcp", "trust"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr, &tree));
+    insta::assert_snapshot!(text(&out.stderr, &tree).trim_end(), @"Trusted [TMP]/project: its .switchboard/settings.json allow rules and hooks apply");
+    let trust_file = tree.state_dir().join("trusted-projects.json");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&trust_file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let out = run(&tree, &call);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr, &tree));
+    assert_eq!(text(&out.stderr, &tree), "");
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "ran\n");
+
+    let out = run(&tree, &["mcp", "untrust"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr, &tree));
+    let out = run(&tree, &call);
+    assert!(text(&out.stderr, &tree).contains("switchboard mcp trust"));
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "ran\n");
+    drop(settings);
+}
+
+#[test]
+fn old_output_files_are_removed_at_start() {
+    let tree = ConfigTree::new().unwrap();
+    user_config(&tree, &[("kit", &[], "")]);
+    let output = tree.state_dir().join("output");
+    let write = |dir: &str, days_old: u64| {
+        let path = output.join(dir).join("kit__big__1.txt");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, "x").unwrap();
+        let when = std::time::SystemTime::now()
+            - std::time::Duration::from_secs(days_old * 24 * 3600 + 60);
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(when)
+            .unwrap();
+        // The folder's own time, as when that file was its last one written.
+        std::fs::File::open(path.parent().unwrap())
+            .unwrap()
+            .set_modified(when)
+            .unwrap();
+        path
+    };
+    let old = write("1001", 8);
+    let recent = write("1002", 6);
+    let out = run_with(
+        &tree,
+        &["tools", "kit"],
+        &[("SWITCHBOARD_OUTPUT_MAX_AGE_DAYS", "10")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr, &tree));
+    assert!(old.exists() && recent.exists(), "10 days keeps both");
+
+    let out = run(&tree, &["tools", "kit"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr, &tree));
+    assert!(!old.exists(), "older than 7 days");
+    assert!(!old.parent().unwrap().exists(), "its emptied folder too");
+    assert!(recent.exists());
+
+    let out = run_with(
+        &tree,
+        &["tools", "kit"],
+        &[("SWITCHBOARD_OUTPUT_MAX_AGE_DAYS", "soon")],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr, &tree).contains("SWITCHBOARD_OUTPUT_MAX_AGE_DAYS=\"soon\""),
+        "{}",
+        text(&out.stderr, &tree)
+    );
+}
+
+#[test]
+fn a_command_given_as_a_path_says_what_is_wrong_with_the_file() {
+    let tree = ConfigTree::new().unwrap();
+    let plain = tree.write("plain-file", "not a program").unwrap();
+    tree.write(
+        tree.user_file(),
+        &format!(
+            r#"{{"mcpServers": {{"missing": {{"command": "/nonexistent"}}, "plain": {{"command": "{}"}}}}}}"#,
+            plain.display()
+        ),
+    )
+    .unwrap();
+    let out = run(&tree, &["mcp", "list"]);
+    insta::assert_snapshot!(cells(&text(&out.stdout, &tree)), @r"
+    missing | user | stdio | /nonexistent | ✗ failed: `/nonexistent` does not exist
+    plain | user | stdio | [TMP]/plain-file | ✗ failed: `[TMP]/plain-file` cannot be executed: it has no execute permission
+    ");
+}

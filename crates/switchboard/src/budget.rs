@@ -24,6 +24,8 @@
 mod files;
 mod picture;
 
+pub(crate) use files::remove_old as remove_old_output;
+
 use std::io;
 use std::path::PathBuf;
 

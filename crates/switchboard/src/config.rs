@@ -21,6 +21,7 @@ mod name;
 mod parse;
 mod paths;
 mod policy;
+mod trust;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -42,6 +43,7 @@ pub use name::{MAX_SERVER_NAME, NameError, ServerName};
 pub use parse::{TRANSPORT_TYPES, entry_hash, parse_entry_value};
 pub use paths::ConfigPaths;
 pub use policy::{Policy, PolicyRule, PolicyVerdict};
+pub use trust::TrustStore;
 
 /// Where a server entry came from. Precedence rises in declaration order: a `Local` entry
 /// overrides a `Project` entry of the same name, and a `Managed` entry overrides all.

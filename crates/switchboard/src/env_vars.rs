@@ -29,9 +29,14 @@ impl EnvVars {
     pub const SWITCHBOARD_TOKEN_STORE: &'static str = "SWITCHBOARD_TOKEN_STORE";
     /// Overrides the managed (administrator) configuration file.
     pub const SWITCHBOARD_MANAGED_CONFIG: &'static str = "SWITCHBOARD_MANAGED_CONFIG";
+    /// Files the output budget wrote are removed at start once older than this many days
+    /// (default 7).
+    pub const SWITCHBOARD_OUTPUT_MAX_AGE_DAYS: &'static str = "SWITCHBOARD_OUTPUT_MAX_AGE_DAYS";
     /// Log filter of the `switchboard` binary (`warn` by default; e.g. `info`,
     /// `switchboard::server=debug` for servers' stderr and log messages).
     pub const SWITCHBOARD_LOG: &'static str = "SWITCHBOARD_LOG";
+    /// The usual Rust log filter, used by the binary when `SWITCHBOARD_LOG` is not set.
+    pub const RUST_LOG: &'static str = "RUST_LOG";
     pub const XDG_CONFIG_HOME: &'static str = "XDG_CONFIG_HOME";
     pub const XDG_STATE_HOME: &'static str = "XDG_STATE_HOME";
     pub const HOME: &'static str = "HOME";
@@ -46,6 +51,8 @@ pub struct EnvVarError {
     pub expected: &'static str,
 }
 
+const DAY_SECS: u64 = 24 * 60 * 60;
+
 /// Time and size limits, from the environment or their defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -56,6 +63,8 @@ pub struct Limits {
     pub warn_output_tokens: u64,
     pub local_connect_concurrency: usize,
     pub remote_connect_concurrency: usize,
+    /// Output files (large results, binaries) older than this are removed at start.
+    pub output_max_age: Duration,
 }
 
 impl Default for Limits {
@@ -67,6 +76,7 @@ impl Default for Limits {
             warn_output_tokens: 10_000,
             local_connect_concurrency: 3,
             remote_connect_concurrency: 20,
+            output_max_age: Duration::from_secs(7 * DAY_SECS),
         }
     }
 }
@@ -89,6 +99,9 @@ impl Limits {
                 .unwrap_or(d.local_connect_concurrency),
             remote_connect_concurrency: count(EnvVars::MCP_REMOTE_SERVER_CONNECTION_BATCH_SIZE)?
                 .unwrap_or(d.remote_connect_concurrency),
+            output_max_age: positive(env, EnvVars::SWITCHBOARD_OUTPUT_MAX_AGE_DAYS)?
+                .map(|days| Duration::from_secs(days.saturating_mul(DAY_SECS)))
+                .unwrap_or(d.output_max_age),
         })
     }
 }

@@ -193,6 +193,11 @@ impl HostBuilder {
                 .join("output")
                 .join(format!("{}", std::process::id()))
         });
+        crate::budget::remove_old_output(
+            &config.paths.state_dir.join("output"),
+            limits.output_max_age,
+            &output_dir,
+        );
         let configs: Vec<ServerConfig> = config
             .startable()
             .filter(|c| {

@@ -866,7 +866,11 @@ impl Supervisor {
                     (Next::Stop(done), _) => return finish(done),
                 }
             }
-            if let Some(message) = self.shared.memory.needs_auth(self.name()) {
+            if let Some(message) = self
+                .shared
+                .memory
+                .needs_auth(self.name(), &self.config.hash)
+            {
                 self.set(ServerState::NeedsAuth { message });
                 match self.idle(&mut control, enabled).await {
                     (Next::Restart, now_enabled) => {
@@ -923,7 +927,9 @@ impl Supervisor {
                 match connected {
                     Ok(session) => break Some(session),
                     Err(ConnectError::NeedsAuth(message)) => {
-                        self.shared.memory.set_needs_auth(self.name(), &message);
+                        self.shared
+                            .memory
+                            .set_needs_auth(self.name(), &self.config.hash, &message);
                         break None;
                     }
                     Err(error) => {

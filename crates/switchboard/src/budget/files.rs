@@ -5,7 +5,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Longest a sanitised name part may be, in characters.
 const PART_MAX: usize = 64;
@@ -116,6 +116,49 @@ impl<'a> Folder<'a> {
         }
         Err(last)
     }
+}
+
+/// Removes the files under `root`'s per-process folders (`<root>/<pid>/…`) last changed more
+/// than `max_age` ago, and the folders that leaves empty; `keep` (this process's folder) is
+/// left alone. Best effort: what cannot be read or removed stays. Links are never followed.
+/// Returns how many files were removed.
+pub(crate) fn remove_old(root: &Path, max_age: Duration, keep: &Path) -> usize {
+    let Some(cutoff) = SystemTime::now().checked_sub(max_age) else {
+        return 0;
+    };
+    let is_old = |meta: &std::fs::Metadata| meta.modified().is_ok_and(|t| t < cutoff);
+    let Ok(folders) = std::fs::read_dir(root) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for folder in folders.flatten() {
+        let folder = folder.path();
+        let Ok(meta) = std::fs::symlink_metadata(&folder) else {
+            continue;
+        };
+        if folder == keep || !meta.is_dir() {
+            continue;
+        }
+        let Ok(files) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for file in files.flatten() {
+            let path = file.path();
+            let old = std::fs::symlink_metadata(&path).is_ok_and(|m| !m.is_dir() && is_old(&m));
+            if old && std::fs::remove_file(&path).is_ok() {
+                removed += 1;
+            }
+        }
+        // Only an empty folder goes; one that was new when the scan began stays even so (its
+        // process may be about to write into it).
+        if is_old(&meta) {
+            let _ = std::fs::remove_dir(&folder);
+        }
+    }
+    if removed > 0 {
+        tracing::debug!(root = %root.display(), "removed {removed} old output file(s)");
+    }
+    removed
 }
 
 #[cfg(unix)]

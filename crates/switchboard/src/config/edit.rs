@@ -151,6 +151,35 @@ impl ConfigEdit {
         Ok(())
     }
 
+    /// Sets (`Some`) or removes (`None`) one key of an entry, leaving the rest of the entry
+    /// as written; `false` when there is no such entry.
+    pub fn set_field(
+        &mut self,
+        name: &str,
+        key: &str,
+        value: Option<&serde_json::Value>,
+    ) -> Result<bool, ConfigError> {
+        let Some(prop) = self.servers(false)?.and_then(|s| s.get(name)) else {
+            return Ok(false);
+        };
+        let Some(entry) = prop.object_value() else {
+            return Err(ConfigIssue::error(format!(
+                "server `{name}` is not an object; the file was not changed"
+            ))
+            .in_file(&self.path)
+            .into());
+        };
+        match (entry.get(key), value) {
+            (Some(field), Some(value)) => field.set_value(to_input(value)),
+            (None, Some(value)) => {
+                entry.append(key, to_input(value));
+            }
+            (Some(field), None) => field.remove(),
+            (None, None) => {}
+        }
+        Ok(true)
+    }
+
     /// Removes an entry; `false` when there was none.
     pub fn remove(&mut self, name: &str) -> Result<bool, ConfigError> {
         match self.servers(false)?.and_then(|s| s.get(name)) {

@@ -83,6 +83,11 @@ impl ConfigPaths {
         self.state_dir.join("approvals.json")
     }
 
+    /// The projects whose own settings (`.switchboard/settings.json`) the user trusts.
+    pub fn trusted_projects_file(&self) -> PathBuf {
+        self.state_dir.join("trusted-projects.json")
+    }
+
     /// Where `--scope project` writes: the nearest existing `.mcp.json`, else one at the root.
     pub fn project_file(&self) -> PathBuf {
         self.project_files

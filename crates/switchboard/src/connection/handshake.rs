@@ -59,7 +59,7 @@ pub(crate) enum HandshakeError {
         what: &'static str,
         source: Box<dyn std::error::Error + Send + Sync + 'static>,
     },
-    #[error("the server refused the {what}: {message} (code {code})")]
+    #[error("the server refused the {what}: {message}{}", super::requests::code_note(*code, message))]
     Refused {
         what: &'static str,
         code: i32,

@@ -105,7 +105,7 @@ pub enum RequestError {
     /// The server's question could not be answered (an invalid form answer, a failed sampler).
     #[error("{0}")]
     Answer(String),
-    #[error("the server answered with an error: {message} (code {code})")]
+    #[error("the server answered with an error: {message}{}", code_note(*code, message))]
     Refused {
         code: i32,
         message: String,
@@ -115,6 +115,16 @@ pub enum RequestError {
     Transport(String),
     #[error("{0} over protocol 2026-07-28 (subscriptions/listen) is not supported yet")]
     NotYetSupported(&'static str),
+}
+
+/// ` (code N)` after a server's message, unless the message already names the code (servers
+/// built on the TypeScript SDK send "MCP error -32602: …").
+pub(crate) fn code_note(code: i32, message: &str) -> String {
+    if message.contains(&code.to_string()) {
+        String::new()
+    } else {
+        format!(" (code {code})")
+    }
 }
 
 impl RequestError {
@@ -845,5 +855,27 @@ impl Drop for CancelOnDrop {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RequestError;
+
+    #[test]
+    fn a_refusal_names_its_code_once() {
+        let refused = |message: &str| RequestError::Refused {
+            code: -32602,
+            message: message.to_owned(),
+            data: None,
+        };
+        assert_eq!(
+            refused("MCP error -32602: Invalid arguments for tool add").to_string(),
+            "the server answered with an error: MCP error -32602: Invalid arguments for tool add"
+        );
+        assert_eq!(
+            refused("no tool named \"x\"").to_string(),
+            "the server answered with an error: no tool named \"x\" (code -32602)"
+        );
     }
 }

@@ -39,6 +39,8 @@ pub(super) struct Draft {
     pub(super) cwd: Option<String>,
     pub(super) url: Option<String>,
     pub(super) headers: BTreeMap<String, String>,
+    /// `oauth`, with only the keys Switchboard's configuration reads.
+    pub(super) oauth: Option<Map<String, Value>>,
     pub(super) disabled: bool,
     pub(super) timeout_ms: Option<u64>,
     pub(super) tool_timeout_ms: Option<u64>,
@@ -56,6 +58,7 @@ impl Draft {
             cwd: None,
             url: None,
             headers: BTreeMap::new(),
+            oauth: None,
             disabled: false,
             timeout_ms: None,
             tool_timeout_ms: None,
@@ -97,6 +100,9 @@ impl Draft {
         }
         if !self.headers.is_empty() {
             entry.insert("headers".into(), string_map(self.headers));
+        }
+        if let Some(oauth) = self.oauth {
+            entry.insert("oauth".into(), Value::Object(oauth));
         }
         if self.disabled {
             entry.insert("disabled".into(), true.into());

@@ -243,7 +243,7 @@ fn json_entry(
     notes: &mut Vec<String>,
 ) -> Result<Draft, Skip> {
     let transport = json_transport(host, f)?;
-    let draft = match transport {
+    let mut draft = match transport {
         Transport::Stdio => read_stdio(f)?,
         remote => read_remote(f, remote)?,
     };
@@ -255,8 +255,16 @@ fn json_entry(
                      helpers; put the headers it prints under `headers`"
                 ));
             }
-            if f.ignore("oauth") {
-                notes.push("OAuth client settings (`oauth`) not imported".into());
+            if let Some(oauth) = f.take("oauth") {
+                if matches!(transport, Transport::Http | Transport::Sse) {
+                    draft.oauth = claude_code_oauth(oauth, notes);
+                } else {
+                    notes.push(
+                        "`oauth` not imported: Switchboard uses OAuth for `http` and `sse` \
+                         servers only"
+                            .into(),
+                    );
+                }
             }
         }
         ImportHost::Cursor | ImportHost::VsCode => {
@@ -278,6 +286,56 @@ fn json_entry(
         _ => {}
     }
     Ok(draft)
+}
+
+/// The parts of Claude Code's `oauth` that Switchboard's `oauth` reads too: `clientId`,
+/// `callbackPort` and `scopes` (a list, or one space-separated string); a note for the rest.
+fn claude_code_oauth(
+    value: &Value,
+    notes: &mut Vec<String>,
+) -> Option<serde_json::Map<String, Value>> {
+    let Value::Object(source) = value else {
+        notes.push(format!(
+            "`oauth` is {}, not an object; not imported",
+            kind(value)
+        ));
+        return None;
+    };
+    let mut oauth = serde_json::Map::new();
+    let mut dropped = Vec::new();
+    for (key, value) in source {
+        let kept = match (key.as_str(), value) {
+            ("clientId", Value::String(id)) if !id.is_empty() => Some(value.clone()),
+            ("callbackPort", Value::Number(n))
+                if n.as_u64()
+                    .is_some_and(|p| (1..=u64::from(u16::MAX)).contains(&p)) =>
+            {
+                Some(value.clone())
+            }
+            ("scopes", Value::Array(items)) if items.iter().all(Value::is_string) => {
+                Some(value.clone())
+            }
+            ("scopes", Value::String(list)) => Some(Value::Array(
+                list.split_whitespace().map(|s| s.into()).collect(),
+            )),
+            _ => None,
+        };
+        match kept {
+            Some(kept) => {
+                oauth.insert(key.clone(), kept);
+            }
+            None => dropped.push(format!("`{key}`")),
+        }
+    }
+    match dropped.as_slice() {
+        [] => {}
+        [one] => notes.push(format!("OAuth setting {one} not imported")),
+        several => notes.push(format!(
+            "OAuth settings {} not imported",
+            several.join(", ")
+        )),
+    }
+    (!oauth.is_empty()).then_some(oauth)
 }
 
 /// Claude Code: user scope (top-level `mcpServers`) and the local scope of

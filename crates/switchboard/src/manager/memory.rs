@@ -1,6 +1,7 @@
 //! What the manager remembers across runs, in the state directory: which protocol generation
 //! answered each server (so the probe runs once), and which servers need authorization (for
-//! 15 minutes, so a restart does not prompt again).
+//! 15 minutes, so a restart does not prompt again). Both are bound to the entry's hash: an
+//! edited entry (a fixed header, a new URL) starts fresh.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -30,6 +31,10 @@ struct Remembered {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct NeedsAuth {
+    /// The entry's hash when it needed authorization; a record from before hashes were kept
+    /// (empty) matches no entry.
+    #[serde(default)]
+    hash: String,
     /// Seconds since the epoch until which the server is not tried.
     until: u64,
     message: String,
@@ -94,21 +99,22 @@ impl Memory {
         });
     }
 
-    /// The message of a still-valid needs-auth record.
-    pub(crate) fn needs_auth(&self, name: &str) -> Option<String> {
+    /// The message of a still-valid needs-auth record of this very entry.
+    pub(crate) fn needs_auth(&self, name: &str, hash: &ConfigHash) -> Option<String> {
         let file = self.file.lock().ok()?;
         file.needs_auth
             .get(name)
-            .filter(|n| n.until > now())
+            .filter(|n| n.hash == hash.0 && n.until > now())
             .map(|n| n.message.clone())
     }
 
-    pub(crate) fn set_needs_auth(&self, name: &str, message: &str) {
+    pub(crate) fn set_needs_auth(&self, name: &str, hash: &ConfigHash, message: &str) {
         self.update(|file| {
             let until = now() + NEEDS_AUTH_TTL.as_secs();
             file.needs_auth.insert(
                 name.to_owned(),
                 NeedsAuth {
+                    hash: hash.0.clone(),
                     until,
                     message: message.to_owned(),
                 },
@@ -117,6 +123,7 @@ impl Memory {
         });
     }
 
+    /// Forgets the record of `name`, whatever entry it was for (after a login).
     pub(crate) fn clear_needs_auth(&self, name: &str) {
         self.update(|file| file.needs_auth.remove(name).is_some());
     }

@@ -41,6 +41,9 @@ const GROUP_GONE_WAIT: Duration = Duration::from_millis(100);
 pub(crate) enum SpawnError {
     #[error("command `{command}` was not found on PATH")]
     NotFound { command: String, path: String },
+    /// The command was given as a path (it has a `/`), and nothing is there.
+    #[error("`{}` does not exist", path.display())]
+    NoSuchFile { path: PathBuf },
     #[error("`{}` cannot be executed: {reason}", path.display())]
     NotExecutable { path: PathBuf, reason: String },
     #[error("working directory {} does not exist", cwd.display())]
@@ -66,6 +69,10 @@ impl SpawnError {
                 "docker" => "install Docker, or give the full path".to_owned(),
                 _ => format!("check that it is installed, or give the full path; PATH is {path}"),
             }),
+            SpawnError::NoSuchFile { .. } => Some(
+                "check the path in the server's `command` (a relative path starts from `cwd`)"
+                    .to_owned(),
+            ),
             SpawnError::NotExecutable { path, .. } => Some(format!(
                 "check the file's permissions: chmod +x {}",
                 path.display()
@@ -216,15 +223,16 @@ fn resolve(config: &StdioTransport, cwd: Option<&Path>) -> Result<PathBuf, Spawn
     if command.contains('/') {
         let path = base.join(command);
         return match std::fs::metadata(&path) {
-            Ok(meta) if meta.is_file() => Ok(path),
+            Ok(meta) if meta.is_file() && is_executable(&meta) => Ok(path),
+            Ok(meta) if meta.is_file() => Err(SpawnError::NotExecutable {
+                path,
+                reason: "it has no execute permission".to_owned(),
+            }),
             Ok(_) => Err(SpawnError::NotExecutable {
                 path,
                 reason: "it is not a file".to_owned(),
             }),
-            Err(_) => Err(SpawnError::NotFound {
-                command: command.clone(),
-                path: path.display().to_string(),
-            }),
+            Err(_) => Err(SpawnError::NoSuchFile { path }),
         };
     }
     let search_path = config
@@ -237,6 +245,17 @@ fn resolve(config: &StdioTransport, cwd: Option<&Path>) -> Result<PathBuf, Spawn
         command: command.clone(),
         path: search_path,
     })
+}
+
+#[cfg(unix)]
+fn is_executable(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    meta.permissions().mode() & 0o111 != 0
+}
+
+#[cfg(not(unix))]
+fn is_executable(_: &std::fs::Metadata) -> bool {
+    true
 }
 
 async fn read_stderr(server: String, mut stderr: tokio::process::ChildStderr, tail: StderrTail) {

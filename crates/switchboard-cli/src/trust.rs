@@ -1,0 +1,75 @@
+//! `switchboard mcp trust` / `mcp untrust`, and what the commands that load permission
+//! settings say about them: every problem in a rule or hook (file, line, column, field), and
+//! one line when a project's settings are ignored because the project is not trusted.
+
+use std::process::ExitCode;
+
+use switchboard::config::{ConfigIssue, ConfigPaths, Environment, Severity, TrustStore};
+use switchboard::permissions::PermissionSettings;
+
+use crate::mcp::Context;
+use crate::output::print_issues;
+
+/// Whether the user trusts this project; a broken record trusts nothing (and says so).
+fn is_trusted(paths: &ConfigPaths) -> bool {
+    match TrustStore::load(&paths.trusted_projects_file()) {
+        Ok(store) => store.is_trusted(&paths.project_key()),
+        Err(issue) => {
+            print_issues(&[issue]);
+            false
+        }
+    }
+}
+
+/// Reports the permission settings' problems on stderr and returns whether the project is
+/// trusted, for `HostBuilder::trust_project`.
+pub(crate) fn check_settings(paths: &ConfigPaths, env: &Environment) -> bool {
+    let trusted = is_trusted(paths);
+    let (_, issues) = PermissionSettings::load(paths, env, trusted);
+    let project_file = PermissionSettings::project_settings_file(paths);
+    // The library warns once per ignored part; one line for the whole file says it better.
+    let ignored = |issue: &ConfigIssue| {
+        !trusted
+            && issue.severity == Severity::Warning
+            && issue.file.as_deref() == Some(project_file.as_path())
+            && issue.message.ends_with("this project is not trusted")
+    };
+    let (untrusted, shown): (Vec<ConfigIssue>, Vec<ConfigIssue>) =
+        issues.into_iter().partition(ignored);
+    print_issues(&shown);
+    if !untrusted.is_empty() {
+        eprintln!(
+            "note: {}: its allow rules and hooks are ignored until you trust this project (`switchboard mcp trust`)",
+            project_file.display()
+        );
+    }
+    trusted
+}
+
+/// `mcp trust` (`trusted`) and `mcp untrust`.
+pub(crate) fn run(ctx: &Context, trusted: bool) -> anyhow::Result<ExitCode> {
+    let paths = &ctx.paths;
+    let mut store = TrustStore::load(&paths.trusted_projects_file())?;
+    let key = paths.project_key();
+    let changed = store.set(&key, trusted);
+    if changed {
+        store.save()?;
+    }
+    let settings = PermissionSettings::project_settings_file(paths);
+    let relative = settings
+        .strip_prefix(&paths.project_root)
+        .unwrap_or(&settings)
+        .display()
+        .to_string();
+    match (trusted, changed) {
+        (true, true) => {
+            eprintln!("Trusted {key}: its {relative} allow rules and hooks apply")
+        }
+        (true, false) => eprintln!("{key} was already trusted"),
+        (false, true) => {
+            eprintln!("No longer trusting {key}: its {relative} allow rules and hooks are ignored")
+        }
+        (false, false) => eprintln!("{key} was not trusted"),
+    }
+    Ok(ExitCode::SUCCESS)
+}

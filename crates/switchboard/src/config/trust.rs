@@ -1,0 +1,76 @@
+//! Trusted projects: a project's own `.switchboard/settings.json` may allow tools and run hooks
+//! on the user's machine, so its `allow` rules and hooks apply only once the user trusts that
+//! project root (`switchboard mcp trust`). Kept as a list of project keys
+//! ([`ConfigPaths::project_key`](super::ConfigPaths::project_key)) in one owner-only file.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::edit::write_atomic;
+use super::{ConfigError, ConfigIssue};
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct TrustFile {
+    version: u32,
+    /// Project roots, as their keys.
+    projects: BTreeSet<String>,
+}
+
+/// The projects the user trusts.
+#[derive(Debug, Clone)]
+pub struct TrustStore {
+    path: PathBuf,
+    data: TrustFile,
+}
+
+impl TrustStore {
+    /// Reads the record; a missing file trusts nothing.
+    pub fn load(path: &Path) -> Result<TrustStore, ConfigIssue> {
+        let data = match std::fs::read_to_string(path) {
+            Ok(text) => serde_json::from_str(&text).map_err(|e| {
+                ConfigIssue::error(format!("cannot parse the trusted projects: {e}"))
+                    .in_file(path)
+                    .at((e.line(), e.column()))
+                    .hint("fix or delete the file; no project is trusted until then")
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => TrustFile {
+                version: 1,
+                ..TrustFile::default()
+            },
+            Err(e) => {
+                return Err(
+                    ConfigIssue::error(format!("cannot read the trusted projects: {e}"))
+                        .in_file(path),
+                );
+            }
+        };
+        Ok(TrustStore {
+            path: path.to_owned(),
+            data,
+        })
+    }
+
+    pub fn is_trusted(&self, project: &str) -> bool {
+        self.data.projects.contains(project)
+    }
+
+    /// Trusts or stops trusting a project; `false` when that was already so.
+    pub fn set(&mut self, project: &str, trusted: bool) -> bool {
+        if trusted {
+            self.data.projects.insert(project.to_owned())
+        } else {
+            self.data.projects.remove(project)
+        }
+    }
+
+    pub fn save(&self) -> Result<(), ConfigError> {
+        let mut text = serde_json::to_string_pretty(&self.data).unwrap_or_default();
+        text.push('\n');
+        write_atomic(&self.path, text.as_bytes(), 0o600).map_err(|source| ConfigError::Write {
+            path: self.path.clone(),
+            source,
+        })
+    }
+}
