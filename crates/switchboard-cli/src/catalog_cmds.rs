@@ -317,7 +317,7 @@ async fn call(
             (qualified, rest.get(1).map(String::as_str))
         }
     };
-    let tool = host.tool(&qualified).await.map_err(|e| anyhow!("{e}"))?;
+    let tool = host.tool(&qualified).await?;
     let args = arguments(&tool.input_schema, inline, pairs)?;
 
     let (progress_tx, mut progress_rx) =

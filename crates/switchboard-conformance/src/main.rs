@@ -2,7 +2,7 @@
 //! starts a scenario server and runs `conformance-client <server-url>` with the scenario in
 //! `MCP_CONFORMANCE_SCENARIO` (and credentials in `MCP_CONFORMANCE_CONTEXT` for some).
 //!
-//! It is Switchboard's library end to end: a [`ServerManager`] with one Streamable HTTP server,
+//! It is Switchboard's library end to end: a [`Host`] with one Streamable HTTP server,
 //! OAuth in interactive mode with an opener that plays the browser (it follows the
 //! authorization server's redirects to the loopback listener, as a user who clicks "allow"
 //! would), then the tools are listed and called. Exit status 0 when the server connected and
@@ -17,10 +17,11 @@ use switchboard::config::{
     Environment, OAuthConfig, RemoteTransport, ServerConfig, ServerName, Transport,
 };
 use switchboard::connection::ServerState;
+use switchboard::host::{CallOptions, Host};
 use switchboard::interaction::{
     ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationRequest, Elicitor, Interaction,
 };
-use switchboard::manager::{ManagerOptions, ServerManager};
+use switchboard::permissions::{PermissionAnswer, PermissionPrompter, PermissionRequest};
 
 /// The Client ID Metadata Document URL the suite expects (it never fetches it).
 const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
@@ -71,6 +72,15 @@ impl Elicitor for AcceptDefaults {
             ElicitResult::new(ElicitationAction::Accept)
                 .with_content(serde_json::Value::Object(content))
         })
+    }
+}
+
+/// The user, who allows the calls the scenario asks for.
+struct Allow;
+
+impl PermissionPrompter for Allow {
+    fn ask(&self, _request: &PermissionRequest) -> BoxFuture<'_, PermissionAnswer> {
+        Box::pin(async { PermissionAnswer::AllowOnce })
     }
 }
 
@@ -139,23 +149,25 @@ async fn run() -> Result<(), String> {
         client_name: "switchboard-conformance".to_owned(),
     };
     let state_dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let options = ManagerOptions {
-        state_dir: Some(state_dir.path().to_owned()),
-        env,
-        interaction: Interaction {
+    let host = Host::builder()
+        .discover(state_dir.path().to_owned())
+        .env(env)
+        .servers(vec![config])
+        .state_dir(state_dir.path().to_owned())
+        .interaction(Interaction {
             elicitor: Some(Arc::new(AcceptDefaults)),
             ..Interaction::default()
-        },
-        ..ManagerOptions::default()
-    }
-    .with_auth(auth);
-    let manager = ServerManager::start([config], options);
-    let outcome = exercise(&manager, &context).await;
-    manager.shutdown().await;
+        })
+        .auth(auth)
+        .permissions(Arc::new(Allow))
+        .start()
+        .map_err(|e| e.to_string())?;
+    let outcome = exercise(&host, &context).await;
+    host.shutdown().await;
     outcome
 }
 
-async fn exercise(manager: &ServerManager, context: &serde_json::Value) -> Result<(), String> {
+async fn exercise(manager: &Host, context: &serde_json::Value) -> Result<(), String> {
     let state = manager
         .wait_for(SERVER, WAIT)
         .await
@@ -170,7 +182,7 @@ async fn exercise(manager: &ServerManager, context: &serde_json::Value) -> Resul
         other => return Err(format!("not connected: {other:?}")),
     }
     let tools = manager
-        .list_tools(SERVER)
+        .server_tools(SERVER)
         .await
         .map_err(|e| format!("tools/list: {e}"))?;
     eprintln!("conformance-client: {} tools", tools.len());
@@ -182,17 +194,27 @@ async fn exercise(manager: &ServerManager, context: &serde_json::Value) -> Resul
                 .iter()
                 .filter_map(|call| {
                     let name = call.get("name")?.as_str()?.to_owned();
+                    // A null argument is an omitted one (what a model means by it); the
+                    // host's schema check would refuse it for a non-nullable type.
                     let arguments = call
                         .get("arguments")
                         .and_then(|a| a.as_object())
-                        .cloned()
-                        .unwrap_or_default();
+                        .into_iter()
+                        .flatten()
+                        .filter(|(_, value)| !value.is_null())
+                        .map(|(key, value)| (key.clone(), value.clone()))
+                        .collect();
                     Some((name, arguments))
                 })
                 .collect(),
             None => tools
                 .iter()
-                .map(|tool| (tool.name.clone(), arguments_for(&tool.name)))
+                .map(|tool| {
+                    (
+                        tool.name.clone(),
+                        arguments_for(&tool.name, &tool.input_schema),
+                    )
+                })
                 .collect(),
         };
     // A scenario judges the calls by what reached its server; a tool that answers with an
@@ -200,7 +222,19 @@ async fn exercise(manager: &ServerManager, context: &serde_json::Value) -> Resul
     // authorization failure is: the login did not work.
     let mut outcome = Ok(());
     for (tool, arguments) in calls {
-        match manager.call_tool_raw(SERVER, &tool, arguments, WAIT).await {
+        let options = CallOptions {
+            timeout: Some(WAIT),
+            ..CallOptions::default()
+        };
+        let called = match manager.tool_name(SERVER, &tool).await {
+            Ok(qualified) => manager
+                .call(&qualified, arguments, options)
+                .await
+                .map(|outcome| outcome.result)
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        match called {
             Ok(result) => eprintln!("conformance-client: called {tool}: {result}"),
             Err(e) => {
                 let text = e.to_string();
@@ -214,11 +248,53 @@ async fn exercise(manager: &ServerManager, context: &serde_json::Value) -> Resul
     outcome
 }
 
-/// Arguments the scenario servers' tools accept.
-fn arguments_for(tool: &str) -> serde_json::Map<String, serde_json::Value> {
-    let value = match tool {
-        "add_numbers" => serde_json::json!({"a": 5, "b": 3}),
-        _ => serde_json::json!({}),
-    };
-    value.as_object().cloned().unwrap_or_default()
+/// Arguments the scenario servers' tools accept: a value for each required property of the
+/// input schema (its default, its first enum value, else one of its type), so the call passes
+/// the host's schema check and reaches the server.
+fn arguments_for(
+    tool: &str,
+    schema: &serde_json::Value,
+) -> serde_json::Map<String, serde_json::Value> {
+    use serde_json::{Value, json};
+    if tool == "add_numbers" {
+        return json!({"a": 5, "b": 3})
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+    }
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let required = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str);
+    let mut arguments = serde_json::Map::new();
+    for name in required {
+        let property = properties
+            .and_then(|p| p.get(name))
+            .cloned()
+            .unwrap_or_default();
+        let value = property
+            .get("default")
+            .cloned()
+            .or_else(|| property.pointer("/enum/0").cloned())
+            .unwrap_or_else(|| {
+                let kind = match property.get("type") {
+                    Some(Value::Array(kinds)) => kinds.first().and_then(Value::as_str),
+                    Some(kind) => kind.as_str(),
+                    None => None,
+                };
+                match kind {
+                    Some("integer") | Some("number") => json!(1),
+                    Some("boolean") => json!(true),
+                    Some("array") => json!([]),
+                    Some("object") => json!({}),
+                    Some("null") => Value::Null,
+                    _ => json!("test"),
+                }
+            });
+        arguments.insert(name.to_owned(), value);
+    }
+    arguments
 }

@@ -1,4 +1,4 @@
-//! Start-up benchmark (not a test): how long Switchboard takes from `ServerManager::start` to
+//! Start-up benchmark (not a test): how long Switchboard takes from `Host::start` to
 //! every stdio testkit server connected, beside a server's own start.
 //!
 //! `scripts/bench.sh`, or `cargo build --release -p switchboard-testkit --bin testkit-server
@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use switchboard::config::{Environment, Origin, Scope, ServerConfig, parse_entry_value};
 use switchboard::connection::ServerState;
-use switchboard::manager::{ManagerOptions, ServerManager};
+use switchboard::host::{Host, Readiness};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 /// The whole run is killed after this.
@@ -221,7 +221,7 @@ async fn run(server: PathBuf, reps: impl Fn(usize) -> usize) {
     }
     println!();
     println!(
-        "Through Switchboard: ServerManager::start -> wait_settled (all connected) -> list_tools \
+        "Through Switchboard: Host::start -> wait_settled (all connected) -> list_tools \
          answered for all (ms, median); bound = ceil(N/3) x one start (list median) x 1.1"
     );
     println!(
@@ -512,34 +512,39 @@ struct Through {
     listed: Duration,
 }
 
-/// Starts `n` servers through the manager with default options (3 local connects at a time).
+/// Starts `n` servers through the host with default options (3 local connects at a time);
+/// with no `state_dir`, a fresh one (nothing remembered).
 async fn through_manager(server: &Path, n: usize, mode: Mode, state_dir: Option<&Path>) -> Through {
     let configs: Vec<ServerConfig> = (0..n)
         .map(|i| testkit_config(&format!("s{i:02}"), server, mode))
         .collect();
-    let options = ManagerOptions {
-        state_dir: state_dir.map(Path::to_owned),
-        ..ManagerOptions::default()
-    };
+    let fresh = tempfile::tempdir().expect("a temporary folder");
+    let state = state_dir.unwrap_or(fresh.path()).to_owned();
     let started = Instant::now();
-    let manager = ServerManager::start(configs, options);
+    let manager = Host::builder()
+        .discover(fresh.path().to_owned())
+        .env(Environment::default())
+        .servers(configs)
+        .state_dir(state)
+        .start()
+        .expect("a host");
     let settled = manager.wait_settled(WAIT * 2).await;
     let connected = started.elapsed();
     assert!(
-        matches!(settled, Ok(true)),
+        matches!(settled, Ok(Readiness::Settled)),
         "servers did not settle: {settled:?}"
     );
-    for (name, state) in manager.states() {
+    for (name, state) in manager.servers() {
         assert!(
             matches!(state, ServerState::Connected(_)),
             "{name}: {state:?}"
         );
     }
-    let names = manager.names();
+    let names: Vec<String> = manager.servers().into_iter().map(|(n, _)| n).collect();
     let lists = futures::future::join_all(
         names
             .iter()
-            .map(|name| tokio::time::timeout(WAIT, manager.list_tools(name))),
+            .map(|name| tokio::time::timeout(WAIT, manager.server_tools(name))),
     )
     .await;
     let listed = started.elapsed();

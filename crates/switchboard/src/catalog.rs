@@ -12,6 +12,7 @@
 mod naming;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::error::Error as _;
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -111,10 +112,11 @@ pub enum CatalogEvent {
 pub enum CatalogError {
     #[error(transparent)]
     Manager(#[from] ManagerError),
-    #[error("server `{server}`: cannot list tools: {source}")]
+    #[error("server `{server}`: cannot list tools")]
     List {
         server: String,
-        source: RequestError,
+        #[source]
+        source: Box<RequestError>,
     },
     #[error("no tool named `{0}`")]
     NoSuchTool(String),
@@ -251,17 +253,18 @@ impl Catalog {
             Ok(_) => {}
             // The server went away meanwhile (a shutdown, a crash): its state says so already.
             Err(e)
-                if matches!(
-                    e,
-                    CatalogError::List {
-                        source: RequestError::Closed,
-                        ..
-                    } | CatalogError::Manager(_)
-                ) || !matches!(self.manager.state(server), Some(ServerState::Connected(_))) =>
+                if match &e {
+                    CatalogError::List { source, .. } => matches!(**source, RequestError::Closed),
+                    CatalogError::Manager(_) => true,
+                    _ => false,
+                } || !matches!(self.manager.state(server), Some(ServerState::Connected(_))) =>
             {
                 tracing::debug!(server, "{e}");
             }
-            Err(e) => tracing::warn!("{e}"),
+            Err(e) => tracing::warn!(
+                "{e}: {}",
+                e.source().map(|s| s.to_string()).unwrap_or_default()
+            ),
         }
     }
 
@@ -357,7 +360,7 @@ impl Catalog {
                 crate::manager::RequestFailure::Manager(e) => CatalogError::Manager(e),
                 crate::manager::RequestFailure::Request(source) => CatalogError::List {
                     server: server.to_owned(),
-                    source,
+                    source: Box::new(source),
                 },
             })?;
         Ok(Arc::new(build(&config, defs, number)))

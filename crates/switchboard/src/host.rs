@@ -66,6 +66,8 @@ pub struct HostBuilder {
     prompter: Option<Arc<dyn PermissionPrompter>>,
     builtins: Vec<BuiltinTool>,
     output_dir: Option<PathBuf>,
+    state_dir: Option<PathBuf>,
+    servers: Option<Vec<ServerConfig>>,
     project_trusted: bool,
     in_process: Vec<(String, InProcessFactory)>,
     interaction: Interaction,
@@ -131,6 +133,21 @@ impl HostBuilder {
         self
     }
 
+    /// Where the host remembers what it learnt of servers (protocol generations, needs-auth)
+    /// and keeps OAuth tokens and output files (default: the configuration's state folder).
+    pub fn state_dir(mut self, dir: PathBuf) -> Self {
+        self.state_dir = Some(dir);
+        self
+    }
+
+    /// Starts these entries instead of the configured ones (the configuration still gives
+    /// the settings: permissions, hooks, sampling, roots). For a program that builds its own
+    /// entries (`config::parse_entry_value`) or tests a single server.
+    pub fn servers(mut self, servers: Vec<ServerConfig>) -> Self {
+        self.servers = Some(servers);
+        self
+    }
+
     /// Whether the project's own settings (`.switchboard/settings.json` allows and hooks) apply.
     pub fn trust_project(mut self, trusted: bool) -> Self {
         self.project_trusted = trusted;
@@ -173,7 +190,7 @@ impl HostBuilder {
                     .unwrap_or_else(|| std::env::current_dir().unwrap_or_default()),
             ])
         });
-        let config = match self.config {
+        let mut config = match self.config {
             Some(config) => config,
             None => {
                 let cwd = self
@@ -184,6 +201,9 @@ impl HostBuilder {
                 ConfigSet::load(paths, &env)
             }
         };
+        if let Some(dir) = self.state_dir {
+            config.paths.state_dir = dir;
+        }
         let limits = Limits::from_env(&env)?;
         let (settings, _) = PermissionSettings::load(&config.paths, &env, self.project_trusted);
         let output_dir = self.output_dir.unwrap_or_else(|| {
@@ -198,15 +218,15 @@ impl HostBuilder {
             limits.output_max_age,
             &output_dir,
         );
-        let configs: Vec<ServerConfig> = config
-            .startable()
-            .filter(|c| {
-                self.only
-                    .as_ref()
-                    .is_none_or(|o| o.iter().any(|n| n == c.name.as_str()))
-            })
-            .cloned()
-            .collect();
+        let wanted = |c: &ServerConfig| {
+            self.only
+                .as_ref()
+                .is_none_or(|o| o.iter().any(|n| n == c.name.as_str()))
+        };
+        let configs: Vec<ServerConfig> = match self.servers {
+            Some(servers) => servers.into_iter().filter(|c| wanted(c)).collect(),
+            None => config.startable().filter(|c| wanted(c)).cloned().collect(),
+        };
         let mut options = ManagerOptions {
             limits,
             state_dir: Some(config.paths.state_dir.clone()),

@@ -12,6 +12,8 @@
 //!   server answered with, so the handshake probe runs once per server definition.
 
 mod memory;
+#[cfg(test)]
+mod tests;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;

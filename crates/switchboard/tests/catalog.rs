@@ -159,9 +159,13 @@ async fn pagination_follows_every_page_and_stops_a_server_that_never_ends() {
     let paged = host.server_tools("paged").await.unwrap();
     assert_eq!(paged.len(), 9 + 250);
     let err = host.server_tools("endless").await.unwrap_err();
+    let cause = std::error::Error::source(&err).map(|c| c.to_string());
     assert_eq!(
-        err.to_string(),
-        "server `endless`: cannot list tools: more than 100 pages of tools; the listing was stopped"
+        (err.to_string(), cause),
+        (
+            "server `endless`: cannot list tools".to_owned(),
+            Some("more than 100 pages of tools; the listing was stopped".to_owned())
+        )
     );
     host.shutdown().await;
 }

@@ -8,8 +8,10 @@ use std::time::Duration;
 
 use serde_json::json;
 use switchboard::config::Environment;
+use switchboard::config::ServerConfig;
 use switchboard::connection::{Generation, ServerState};
-use switchboard::manager::{ManagerOptions, ServerManager};
+use switchboard::host::Host;
+use switchboard::permissions::{PermissionAnswer, PermissionPrompter, PermissionRequest};
 use switchboard_testkit::ReferenceServer;
 
 const SETTLE: Duration = Duration::from_secs(60);
@@ -23,9 +25,34 @@ fn partner(var: &str) -> String {
 
 use common::server;
 
-async fn tools_of(manager: &ServerManager, name: &str) -> Vec<String> {
+/// Allows every call: these tests are about speaking to the servers.
+struct Allow;
+
+impl PermissionPrompter for Allow {
+    fn ask(
+        &self,
+        _request: &PermissionRequest,
+    ) -> futures::future::BoxFuture<'_, PermissionAnswer> {
+        Box::pin(async { PermissionAnswer::AllowOnce })
+    }
+}
+
+/// A host with exactly these servers, its state in a folder of its own (kept alive with it).
+fn start(servers: Vec<ServerConfig>) -> (Host, tempfile::TempDir) {
+    let state = tempfile::tempdir().unwrap();
+    let host = Host::builder()
+        .discover(state.path().to_owned())
+        .servers(servers)
+        .state_dir(state.path().to_owned())
+        .permissions(std::sync::Arc::new(Allow))
+        .start()
+        .unwrap();
+    (host, state)
+}
+
+async fn tools_of(manager: &Host, name: &str) -> Vec<String> {
     let mut tools: Vec<String> = manager
-        .list_tools(name)
+        .server_tools(name)
         .await
         .unwrap()
         .into_iter()
@@ -38,29 +65,26 @@ async fn tools_of(manager: &ServerManager, name: &str) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reference_servers_over_stdio_connect_and_list_tools() {
     let memory_file = tempfile::NamedTempFile::new().unwrap();
-    let manager = ServerManager::start(
-        [
-            server(
-                "everything",
-                json!({"command": partner("SWITCHBOARD_PARTNER_EVERYTHING"), "args": ["stdio"]}),
-            ),
-            server(
-                "time",
-                json!({"command": partner("SWITCHBOARD_PARTNER_TIME")}),
-            ),
-            server(
-                "filesystem",
-                json!({"command": partner("SWITCHBOARD_PARTNER_FILESYSTEM"), "args": [std::env::temp_dir()]}),
-            ),
-            server(
-                "memory",
-                json!({"command": partner("SWITCHBOARD_PARTNER_MEMORY"), "env": {"MEMORY_FILE_PATH": memory_file.path()}}),
-            ),
-        ],
-        ManagerOptions::default(),
-    );
+    let (manager, _state) = start(vec![
+        server(
+            "everything",
+            json!({"command": partner("SWITCHBOARD_PARTNER_EVERYTHING"), "args": ["stdio"]}),
+        ),
+        server(
+            "time",
+            json!({"command": partner("SWITCHBOARD_PARTNER_TIME")}),
+        ),
+        server(
+            "filesystem",
+            json!({"command": partner("SWITCHBOARD_PARTNER_FILESYSTEM"), "args": [std::env::temp_dir()]}),
+        ),
+        server(
+            "memory",
+            json!({"command": partner("SWITCHBOARD_PARTNER_MEMORY"), "env": {"MEMORY_FILE_PATH": memory_file.path()}}),
+        ),
+    ]);
     manager.wait_settled(SETTLE).await.unwrap();
-    let generation = |name: &str| match manager.state(name).unwrap() {
+    let generation = |name: &str| match manager.server_state(name).unwrap() {
         ServerState::Connected(info) => (info.generation, info.protocol_version.clone()),
         other => panic!("{name}: {other:?}"),
     };
@@ -107,22 +131,19 @@ fn everything(mode: &str) -> ReferenceServer {
 async fn reference_server_over_streamable_http_and_legacy_sse() {
     let http = everything("streamableHttp");
     let sse = everything("sse");
-    let manager = ServerManager::start(
-        [
-            server(
-                "http",
-                json!({"type": "http", "url": format!("http://127.0.0.1:{}/mcp", http.port())}),
-            ),
-            server(
-                "sse",
-                json!({"type": "sse", "url": format!("http://127.0.0.1:{}/sse", sse.port())}),
-            ),
-        ],
-        ManagerOptions::default(),
-    );
+    let (manager, _state) = start(vec![
+        server(
+            "http",
+            json!({"type": "http", "url": format!("http://127.0.0.1:{}/mcp", http.port())}),
+        ),
+        server(
+            "sse",
+            json!({"type": "sse", "url": format!("http://127.0.0.1:{}/sse", sse.port())}),
+        ),
+    ]);
     manager.wait_settled(SETTLE).await.unwrap();
     for name in ["http", "sse"] {
-        match manager.state(name).unwrap() {
+        match manager.server_state(name).unwrap() {
             ServerState::Connected(info) => {
                 assert_eq!(info.generation, Generation::Initialize, "{name}")
             }
@@ -132,9 +153,10 @@ async fn reference_server_over_streamable_http_and_legacy_sse() {
         assert!(tools.contains(&"echo".to_owned()), "{name}: {tools:?}");
         let args = serde_json::Map::from_iter([("message".to_owned(), json!("over the wire"))]);
         let result = manager
-            .call_tool_raw(name, "echo", args, SETTLE)
+            .call(&format!("mcp__{name}__echo"), args, Default::default())
             .await
-            .unwrap();
+            .unwrap()
+            .result;
         assert!(
             result["content"][0]["text"]
                 .as_str()
@@ -362,34 +384,32 @@ async fn reference_servers_end_to_end_through_the_call_pipeline() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resource_subscriptions_deliver_updates() {
+    use switchboard::host::HostEvent;
     use switchboard::manager::ServerEvent;
-    let manager = ServerManager::start(
-        [server(
-            "everything",
-            json!({"command": partner("SWITCHBOARD_PARTNER_EVERYTHING"), "args": ["stdio"]}),
-        )],
-        ManagerOptions::default(),
-    );
+    let (manager, _state) = start(vec![server(
+        "everything",
+        json!({"command": partner("SWITCHBOARD_PARTNER_EVERYTHING"), "args": ["stdio"]}),
+    )]);
     manager.wait_settled(SETTLE).await.unwrap();
-    let resources = manager.list_resources("everything").await.unwrap();
-    let uri = resources[0]["uri"].as_str().unwrap().to_owned();
+    let resources = manager.resources(Some("everything")).await;
+    let uri = resources.items[0].item["uri"].as_str().unwrap().to_owned();
     let mut events = manager.events();
     manager
         .subscribe_resource("everything", &uri)
         .await
         .unwrap();
     manager
-        .call_tool_raw(
-            "everything",
-            "toggle-subscriber-updates",
+        .call(
+            "mcp__everything__toggle-subscriber-updates",
             serde_json::Map::new(),
-            SETTLE,
+            Default::default(),
         )
         .await
         .unwrap();
     let updated = tokio::time::timeout(SETTLE, async {
         loop {
-            if let Ok(ServerEvent::ResourceUpdated { server, uri: got }) = events.recv().await
+            if let Some(HostEvent::Server(ServerEvent::ResourceUpdated { server, uri: got })) =
+                events.recv().await
                 && server == "everything"
                 && got == uri
             {

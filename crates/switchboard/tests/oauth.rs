@@ -13,7 +13,8 @@ use serde_json::json;
 use switchboard::auth::{AuthOptions, Opener, TokenStore};
 use switchboard::config::ServerConfig;
 use switchboard::connection::ServerState;
-use switchboard::manager::{ManagerOptions, ServerManager};
+use switchboard::host::Host;
+use switchboard::permissions::{PermissionAnswer, PermissionPrompter, PermissionRequest};
 use switchboard_testkit::{TestServer, Transport};
 
 const SETTLE: Duration = Duration::from_secs(30);
@@ -56,12 +57,22 @@ fn config(server: &TestServer) -> ServerConfig {
     )
 }
 
+/// The person at the keyboard, who allows every call (these tests are about authorization).
+struct Allow;
+
+impl PermissionPrompter for Allow {
+    fn ask(&self, _request: &PermissionRequest) -> BoxFuture<'_, PermissionAnswer> {
+        Box::pin(async { PermissionAnswer::AllowOnce })
+    }
+}
+
+/// A host with only `config`, its state (tokens included) in `state`.
 fn manager(
     config: ServerConfig,
     state: &std::path::Path,
     browser: &Arc<Browser>,
     interactive: bool,
-) -> ServerManager {
+) -> Host {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let auth = AuthOptions {
         store: TokenStore::in_dir(state),
@@ -69,29 +80,31 @@ fn manager(
         opener: browser.clone(),
         ..AuthOptions::default()
     };
-    let options = ManagerOptions {
-        state_dir: Some(state.to_owned()),
-        ..ManagerOptions::default()
-    }
-    .with_auth(auth);
-    ServerManager::start([config], options)
+    Host::builder()
+        .discover(state.to_owned())
+        .env(switchboard::config::Environment::default())
+        .servers(vec![config])
+        .state_dir(state.to_owned())
+        .auth(auth)
+        .permissions(Arc::new(Allow))
+        .start()
+        .unwrap()
 }
 
-async fn settled(manager: &ServerManager) -> ServerState {
-    manager.wait_for("guarded", SETTLE).await.unwrap()
+async fn settled(host: &Host) -> ServerState {
+    host.wait_for("guarded", SETTLE).await.unwrap()
 }
 
-async fn echo(manager: &ServerManager, text: &str) -> String {
-    let result = manager
-        .call_tool_raw(
-            "guarded",
-            "echo",
+async fn echo(host: &Host, text: &str) -> String {
+    let outcome = host
+        .call(
+            "mcp__guarded__echo",
             json!({"text": text}).as_object().cloned().unwrap(),
-            SETTLE,
+            Default::default(),
         )
         .await
         .unwrap();
-    result.to_string()
+    outcome.result.to_string()
 }
 
 fn message(state: &ServerState) -> String {
@@ -136,7 +149,7 @@ async fn manager_again(
     server: &TestServer,
     state: &std::path::Path,
     browser: &Arc<Browser>,
-) -> ServerManager {
+) -> Host {
     manager(config(server), state, browser, false)
 }
 

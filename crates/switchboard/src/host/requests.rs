@@ -268,6 +268,15 @@ impl Host {
             .map_err(|e| HostError::from_failure(server, "resources/subscribe", e))
     }
 
+    /// Stops the updates [`subscribe_resource`](Self::subscribe_resource) asked for.
+    pub async fn unsubscribe_resource(&self, server: &str, uri: &str) -> Result<(), HostError> {
+        let timeout = self.limits.connect_timeout;
+        let request = self.manager.unsubscribe_resource(server, uri);
+        bounded(server, "resources/unsubscribe", timeout, request)
+            .await?
+            .map_err(|e| HostError::from_failure(server, "resources/unsubscribe", e))
+    }
+
     /// Argument completion (`completion/complete`) for a prompt or a resource template of
     /// `server`; a server that offers no completions has no suggestions.
     pub async fn complete(

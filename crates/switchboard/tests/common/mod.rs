@@ -18,17 +18,3 @@ pub(crate) fn server_in(name: &str, entry: serde_json::Value, env: &Environment)
 pub(crate) fn server(name: &str, entry: serde_json::Value) -> ServerConfig {
     server_in(name, entry, &Environment::capture())
 }
-
-/// A reconnect sleeper that returns at once and records every delay it was asked for.
-pub(crate) fn recording_sleeper() -> (
-    switchboard::manager::Sleeper,
-    std::sync::Arc<std::sync::Mutex<Vec<std::time::Duration>>>,
-) {
-    let waited = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let record = waited.clone();
-    let sleeper: switchboard::manager::Sleeper = std::sync::Arc::new(move |d| {
-        record.lock().unwrap().push(d);
-        Box::pin(async {})
-    });
-    (sleeper, waited)
-}

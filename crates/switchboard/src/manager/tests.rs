@@ -2,22 +2,20 @@
 //! and the manager's state machine around it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+mod remote;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::config::ServerConfig;
+use crate::connection::{Generation, ServerState};
+use crate::env_vars::Limits;
+use crate::manager::{ManagerError, ManagerOptions, ServerManager};
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use switchboard::config::ServerConfig;
-use switchboard::connection::{Generation, ServerState};
-use switchboard::env_vars::Limits;
-use switchboard::manager::{ManagerError, ManagerOptions, ServerManager};
 
 /// Long enough for any start on a loaded 2-core machine; tests never wait it out on success.
 const SETTLE: Duration = Duration::from_secs(30);
-
-use common::server;
 
 fn testkit(name: &str, args: &[&str]) -> ServerConfig {
     let bin = switchboard_testkit::server_bin();
@@ -41,14 +39,14 @@ fn pid_alive(pid: u32) -> bool {
     }
 }
 
-fn connected(state: &ServerState) -> &switchboard::connection::ServerInfo {
+fn connected(state: &ServerState) -> &crate::connection::ServerInfo {
     match state {
         ServerState::Connected(info) => info,
         other => panic!("expected connected, got {other:?}"),
     }
 }
 
-fn failure(state: &ServerState) -> &switchboard::connection::Failure {
+fn failure(state: &ServerState) -> &crate::connection::Failure {
     match state {
         ServerState::Failed(f) => f,
         other => panic!("expected failed, got {other:?}"),
@@ -311,7 +309,7 @@ async fn shutdown_leaves_no_process_of_the_tree_even_one_that_ignores_signals() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_policy_retries_with_the_backoff_schedule_then_fails() {
-    let (sleeper, waited) = common::recording_sleeper();
+    let (sleeper, waited) = recording_sleeper();
     let always_exits = server(
         "flaky",
         json!({"command": switchboard_testkit::server_bin(), "args": ["--exit-at-start", "1"], "restart": "on-failure"}),
@@ -336,7 +334,7 @@ async fn a_restart_policy_retries_with_the_backoff_schedule_then_fails() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_policy_brings_a_crashed_server_back() {
-    let sleeper: switchboard::manager::Sleeper = Arc::new(|_| Box::pin(async {}));
+    let sleeper: crate::manager::Sleeper = Arc::new(|_| Box::pin(async {}));
     let config = server(
         "phoenix",
         json!({"command": switchboard_testkit::server_bin(), "args": ["--crash-after", "0"], "restart": "on-failure"}),
@@ -385,7 +383,7 @@ async fn reload_keeps_unchanged_connections_and_redoes_changed_ones() {
     let (same, edited, gone) = (pid("same"), pid("edited"), pid("gone"));
 
     let mut changed = testkit("edited", &["--garbage-stdout"]);
-    changed.hash = switchboard::config::ConfigHash("changed".into());
+    changed.hash = crate::config::ConfigHash("changed".into());
     manager
         .reload([testkit("same", &[]), changed, testkit("new", &[])])
         .await;
@@ -453,9 +451,9 @@ async fn a_required_server_that_fails_fails_start_up() {
 async fn an_in_process_server_connects_with_no_process_and_no_socket() {
     use clap::Parser;
     let options = switchboard_testkit::Options::parse_from(["testkit-server"]);
-    let factory: switchboard::manager::InProcessFactory =
+    let factory: crate::manager::InProcessFactory =
         Arc::new(move || switchboard_testkit::serve_in_memory(&options));
-    let name = switchboard::config::ServerName::new("embedded").unwrap();
+    let name = crate::config::ServerName::new("embedded").unwrap();
     let manager = ServerManager::start(
         [
             ServerConfig::in_process(name),
@@ -513,4 +511,38 @@ async fn a_result_over_the_line_limit_fails_its_call_and_the_server_stays_usable
     assert_eq!(result["content"][0]["text"], "still in sync");
     connected(&manager.state("bigmouth").unwrap());
     manager.shutdown().await;
+}
+
+// Helpers shared with `remote`.
+
+use crate::config::{Environment, Origin, Scope, parse_entry_value};
+
+/// A user-scope server entry, checked as configuration would be, expanded against `env`.
+pub(super) fn server_in(name: &str, entry: serde_json::Value, env: &Environment) -> ServerConfig {
+    let origin = Origin {
+        scope: Scope::User,
+        file: None,
+    };
+    parse_entry_value(name, &entry, origin, env, "<test>")
+        .unwrap()
+        .0
+}
+
+/// [`server_in`] with the process's own environment.
+pub(super) fn server(name: &str, entry: serde_json::Value) -> ServerConfig {
+    server_in(name, entry, &Environment::capture())
+}
+
+/// A reconnect sleeper that returns at once and records every delay it was asked for.
+pub(super) fn recording_sleeper() -> (
+    crate::manager::Sleeper,
+    std::sync::Arc<std::sync::Mutex<Vec<std::time::Duration>>>,
+) {
+    let waited = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = waited.clone();
+    let sleeper: crate::manager::Sleeper = std::sync::Arc::new(move |d| {
+        record.lock().unwrap().push(d);
+        Box::pin(async {})
+    });
+    (sleeper, waited)
 }

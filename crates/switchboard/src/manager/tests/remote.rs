@@ -2,23 +2,21 @@
 //! expiry, and reconnection after a server goes away.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::config::{Environment, ServerConfig};
+use crate::connection::ServerState;
+use crate::manager::{ManagerOptions, ServerManager, Sleeper};
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use switchboard::config::{Environment, ServerConfig};
-use switchboard::connection::ServerState;
-use switchboard::manager::{ManagerOptions, ServerManager, Sleeper};
 use switchboard_testkit::{TestServer, Transport};
 
 const SETTLE: Duration = Duration::from_secs(30);
 
 fn server(name: &str, entry: serde_json::Value) -> ServerConfig {
     let env: Environment = [("PROXY_TOKEN", "s3cret")].into_iter().collect();
-    common::server_in(name, entry, &env)
+    super::server_in(name, entry, &env)
 }
 
 fn options() -> ManagerOptions {
@@ -154,7 +152,7 @@ async fn an_expired_http_session_is_renewed_and_the_call_goes_through() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_server_that_goes_away_is_retried_on_the_backoff_schedule() {
-    let (sleeper, waited) = common::recording_sleeper();
+    let (sleeper, waited) = super::recording_sleeper();
     let mut sse = TestServer::start(Transport::Sse, Vec::<String>::new()).unwrap();
     let manager = ServerManager::start(
         [server("fragile", json!({"type": "sse", "url": sse.url()}))],
@@ -242,7 +240,7 @@ async fn a_remote_server_that_comes_back_is_reconnected() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_http_server_that_dies_is_reconnected_on_the_backoff_schedule() {
-    let (sleeper, waited) = common::recording_sleeper();
+    let (sleeper, waited) = super::recording_sleeper();
     let mut http = TestServer::start(Transport::Http, Vec::<String>::new()).unwrap();
     let manager = ServerManager::start(
         [server("gone", json!({"type": "http", "url": http.url()}))],
