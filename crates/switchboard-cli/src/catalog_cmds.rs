@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use anyhow::{Context as _, anyhow, bail};
 use serde_json::{Map, Value, json};
-use switchboard::catalog::server_of;
-use switchboard::connection::ServerState;
+use switchboard::ServerState;
 use switchboard::host::{CallOptions, Host, HostBuilder, HostError, Listing, RequestOptions};
 use switchboard::permissions::CallSource;
+use switchboard::server_of;
 
 use crate::args::Command;
 use crate::mcp::Context;
@@ -321,7 +321,7 @@ async fn call(
     let args = arguments(&tool.input_schema, inline, pairs)?;
 
     let (progress_tx, mut progress_rx) =
-        tokio::sync::mpsc::unbounded_channel::<switchboard::connection::Progress>();
+        tokio::sync::mpsc::unbounded_channel::<switchboard::Progress>();
     let bar = std::io::stderr().is_terminal().then(|| {
         let bar = indicatif::ProgressBar::new_spinner();
         bar.set_message(format!("calling {qualified}…"));

@@ -444,7 +444,7 @@ pub(crate) async fn ask_prompt_arguments(
     prompt: &switchboard::host::PromptEntry,
     given: &mut Map<String, Value>,
 ) {
-    use switchboard::connection::CompletionTarget;
+    use switchboard::CompletionTarget;
     if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
         return;
     }

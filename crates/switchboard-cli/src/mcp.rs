@@ -440,7 +440,7 @@ fn list(ctx: &Context, json: bool, connect: bool) -> anyhow::Result<ExitCode> {
         let required = e.config.as_ref().is_ok_and(|c| c.required);
         let connected = probed
             .get(&e.name)
-            .is_some_and(|p| matches!(p.state, switchboard::connection::ServerState::Connected(_)));
+            .is_some_and(|p| matches!(p.state, switchboard::ServerState::Connected(_)));
         required && connect && !connected
     });
     if json {
@@ -568,7 +568,7 @@ fn get(ctx: &Context, name: &str, json: bool, connect: bool) -> anyhow::Result<E
         writeln!(out, "  auth:    {auth}")?;
     }
     match probed.as_ref().map(|p| &p.state) {
-        Some(switchboard::connection::ServerState::Connected(info)) => {
+        Some(switchboard::ServerState::Connected(info)) => {
             let server = [info.name.as_deref(), info.version.as_deref()]
                 .into_iter()
                 .flatten()
@@ -576,8 +576,8 @@ fn get(ctx: &Context, name: &str, json: bool, connect: bool) -> anyhow::Result<E
                 .join(" ");
             writeln!(out, "  server:  {server}")?;
             let generation = match info.generation {
-                switchboard::connection::Generation::Initialize => "initialize",
-                switchboard::connection::Generation::Discover => "server/discover",
+                switchboard::Generation::Initialize => "initialize",
+                switchboard::Generation::Discover => "server/discover",
             };
             writeln!(out, "  protocol: {} ({generation})", info.protocol_version)?;
             writeln!(
@@ -592,7 +592,7 @@ fn get(ctx: &Context, name: &str, json: bool, connect: bool) -> anyhow::Result<E
                 }
             }
         }
-        Some(switchboard::connection::ServerState::Failed(f)) => {
+        Some(switchboard::ServerState::Failed(f)) => {
             if let Some(hint) = &f.hint {
                 writeln!(out, "  hint:    {hint}")?;
             }

@@ -57,7 +57,7 @@ pub(crate) async fn login(ctx: &Context, name: &str) -> anyhow::Result<ExitCode>
         .login()
         .await
         .map_err(|e| anyhow!("cannot log in to `{name}`: {e}"))?;
-    switchboard::manager::forget_needs_auth(&ctx.paths.state_dir, name);
+    switchboard::forget_needs_auth(&ctx.paths.state_dir, name);
     println!("Logged in to `{name}`.");
     Ok(ExitCode::SUCCESS)
 }

@@ -4,8 +4,8 @@
 use std::io::Write;
 
 use serde_json::{Value, json};
+use switchboard::ServerState;
 use switchboard::config::{ConfigIssue, EntryStatus, ServerEntry, Severity};
-use switchboard::connection::ServerState;
 
 use crate::probe::Probed;
 

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::time::Duration;
 
+use switchboard::ServerState;
 use switchboard::config::ConfigSet;
-use switchboard::connection::ServerState;
 use switchboard::env_vars::Limits;
 
 use crate::mcp::Context;

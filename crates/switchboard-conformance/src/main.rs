@@ -12,11 +12,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use switchboard::ServerState;
 use switchboard::auth::{AuthOptions, Opener, TokenStore};
 use switchboard::config::{
     Environment, OAuthConfig, RemoteTransport, ServerConfig, ServerName, Transport,
 };
-use switchboard::connection::ServerState;
 use switchboard::host::{CallOptions, Host};
 use switchboard::interaction::{
     ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationRequest, Elicitor, Interaction,

@@ -26,7 +26,7 @@ use axum::serve::ListenerExt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
-use switchboard::connection::ServerState;
+use switchboard::ServerState;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 

@@ -99,7 +99,7 @@ pub(crate) fn random_hex(bytes: usize) -> Result<String, getrandom::Error> {
 /// A server's progress as the notification for the downstream client's `token`.
 pub(crate) fn progress_notification(
     token: rmcp::model::ProgressToken,
-    progress: switchboard::connection::Progress,
+    progress: switchboard::Progress,
 ) -> rmcp::model::ProgressNotificationParam {
     let mut param = rmcp::model::ProgressNotificationParam::new(token, progress.progress);
     param.total = progress.total;

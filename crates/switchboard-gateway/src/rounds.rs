@@ -32,7 +32,7 @@ use rmcp::service::Peer;
 use rmcp::{ErrorData, RoleServer};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use switchboard::connection::Progress;
+use switchboard::Progress;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 

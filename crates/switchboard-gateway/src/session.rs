@@ -21,17 +21,15 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, Peer, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
-use switchboard::catalog::{self, CatalogEvent};
-use switchboard::connection::{
-    CompletionTarget, LogLevel, Progress, RequestError, ServerLog, ServerState,
-};
+use switchboard::CatalogEvent;
+use switchboard::ServerEvent;
 use switchboard::host::{
     CallError, CallOptions, CallOutcome, EventKind, HostError, HostEvent, Listing, PromptEntry,
     RequestOptions,
 };
 use switchboard::interaction::Interaction;
-use switchboard::manager::ServerEvent;
 use switchboard::permissions::{CallSource, PermissionPrompter};
+use switchboard::{CompletionTarget, LogLevel, Progress, RequestError, ServerLog, ServerState};
 use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
@@ -78,7 +76,7 @@ impl Session {
         listing.items.into_iter().map(rename).collect()
     }
 
-    fn tools_json(&self, tools: &[catalog::Tool]) -> Vec<Tool> {
+    fn tools_json(&self, tools: &[switchboard::Tool]) -> Vec<Tool> {
         tools
             .iter()
             .filter(|t| t.server.is_some() && self.gateway.filter().serves(&t.qualified_name))
@@ -539,7 +537,7 @@ impl ServerHandler for Session {
 
         let (progress, forward_progress) = match context.meta.get_progress_token() {
             Some(token) => {
-                let (tx, mut rx) = mpsc::unbounded_channel::<switchboard::connection::Progress>();
+                let (tx, mut rx) = mpsc::unbounded_channel::<switchboard::Progress>();
                 let peer = peer.clone();
                 let task = tokio::spawn(async move {
                     while let Some(p) = rx.recv().await {

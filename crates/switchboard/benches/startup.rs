@@ -23,8 +23,8 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use switchboard::ServerState;
 use switchboard::config::{Environment, Origin, Scope, ServerConfig, parse_entry_value};
-use switchboard::connection::ServerState;
 use switchboard::host::{Host, Readiness};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 

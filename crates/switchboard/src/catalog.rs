@@ -31,7 +31,7 @@ use crate::manager::{ManagerError, ServerEvent, ServerManager};
 /// The longest tool description kept.
 pub const MAX_DESCRIPTION: usize = 2048;
 /// How many servers' tool lists are cached.
-pub const TOOL_CACHE_SERVERS: usize = 20;
+pub(crate) const TOOL_CACHE_SERVERS: usize = 20;
 
 /// What a tool is like, from its annotations.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -146,7 +146,7 @@ type Hide = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
 /// The live catalogue over a [`ServerManager`]. Cheap to clone.
 #[derive(Clone)]
-pub struct Catalog {
+pub(crate) struct Catalog {
     manager: ServerManager,
     cache: Arc<Mutex<LruCache<String, Arc<ServerTools>>>>,
     /// The `tools/list` in flight for each server, which a lookup that finds no cached list
@@ -177,7 +177,11 @@ impl std::fmt::Debug for Catalog {
 impl Catalog {
     /// Builds the catalogue and starts following the manager's events. `hide` says which
     /// qualified names must not appear (a permissions `deny`).
-    pub fn new(manager: ServerManager, builtins: Vec<BuiltinTool>, hide: Option<Hide>) -> Catalog {
+    pub(crate) fn new(
+        manager: ServerManager,
+        builtins: Vec<BuiltinTool>,
+        hide: Option<Hide>,
+    ) -> Catalog {
         let (events, _) = broadcast::channel(256);
         let capacity = NonZeroUsize::new(TOOL_CACHE_SERVERS).unwrap_or(NonZeroUsize::MIN);
         let catalog = Catalog {
@@ -192,12 +196,8 @@ impl Catalog {
         catalog
     }
 
-    pub fn manager(&self) -> &ServerManager {
-        &self.manager
-    }
-
     /// Changes of the catalogue, from now on.
-    pub fn events(&self) -> broadcast::Receiver<CatalogEvent> {
+    pub(crate) fn events(&self) -> broadcast::Receiver<CatalogEvent> {
         self.events.subscribe()
     }
 
@@ -374,7 +374,7 @@ impl Catalog {
     }
 
     /// One connected server's tools.
-    pub async fn server_tools(&self, server: &str) -> Result<Vec<Tool>, CatalogError> {
+    pub(crate) async fn server_tools(&self, server: &str) -> Result<Vec<Tool>, CatalogError> {
         let tools = self.server_tools_raw(server).await?;
         Ok(tools
             .tools
@@ -385,7 +385,7 @@ impl Catalog {
     }
 
     /// Every tool now: built-ins, then each connected server's.
-    pub async fn snapshot(&self) -> Snapshot {
+    pub(crate) async fn snapshot(&self) -> Snapshot {
         let mut snapshot = Snapshot::default();
         let builtin_names: BTreeSet<&str> = self.builtins.iter().map(|b| b.name.as_str()).collect();
         for builtin in self.builtins.iter() {
@@ -445,7 +445,7 @@ impl Catalog {
 
     /// The server whose `mcp__<server>__authenticate` pseudo-tool `qualified` is: a
     /// Streamable HTTP server in `needs-auth`.
-    pub fn authenticate_target(&self, qualified: &str) -> Option<String> {
+    pub(crate) fn authenticate_target(&self, qualified: &str) -> Option<String> {
         let server = server_of(qualified)?;
         (qualified == qualified_name(server, AUTHENTICATE, false)
             && self.offers_authenticate(server))
@@ -463,7 +463,7 @@ impl Catalog {
     }
 
     /// Finds a tool by its qualified name (copying only that tool).
-    pub async fn find(&self, qualified: &str) -> Result<Tool, CatalogError> {
+    pub(crate) async fn find(&self, qualified: &str) -> Result<Tool, CatalogError> {
         if let Some(server) = self.authenticate_target(qualified) {
             return Ok(authenticate_tool(&server));
         }
@@ -523,7 +523,7 @@ impl Catalog {
 }
 
 /// The pseudo-tool of a server that needs authorization: `mcp__<server>__authenticate`.
-pub const AUTHENTICATE: &str = "authenticate";
+pub(crate) const AUTHENTICATE: &str = "authenticate";
 
 fn authenticate_tool(server: &str) -> Tool {
     Tool {
@@ -649,7 +649,7 @@ fn build(config: &ServerConfig, defs: Vec<ToolDef>, number: u64) -> ServerTools 
 
 /// Cuts a description to [`MAX_DESCRIPTION`] characters (on a character boundary), ending it
 /// with a visible marker.
-pub fn cap_description(description: String) -> String {
+pub(crate) fn cap_description(description: String) -> String {
     if description.chars().count() <= MAX_DESCRIPTION {
         return description;
     }

@@ -32,9 +32,9 @@ use crate::env_vars::Limits;
 use memory::Memory;
 
 /// How many times a closed remote connection is retried.
-pub const RECONNECT_ATTEMPTS: u32 = 5;
+pub(crate) const RECONNECT_ATTEMPTS: u32 = 5;
 /// Consecutive terminal request errors after which a connection is dropped and redone.
-pub const TERMINAL_ERRORS_BEFORE_RECONNECT: u32 = 3;
+pub(crate) const TERMINAL_ERRORS_BEFORE_RECONNECT: u32 = 3;
 /// Server log messages kept for slow receivers of [`ServerManager::logs`].
 const LOG_BUFFER: usize = 256;
 
@@ -44,11 +44,11 @@ pub type InProcessFactory = Arc<dyn Fn() -> tokio::io::DuplexStream + Send + Syn
 
 /// How the manager waits between reconnect attempts. Tests replace it to observe the
 /// schedule without waiting it out.
-pub type Sleeper = Arc<dyn Fn(Duration) -> BoxFuture<'static, ()> + Send + Sync>;
+pub(crate) type Sleeper = Arc<dyn Fn(Duration) -> BoxFuture<'static, ()> + Send + Sync>;
 
 /// Settings of a [`ServerManager`].
 #[derive(Clone)]
-pub struct ManagerOptions {
+pub(crate) struct ManagerOptions {
     pub limits: Limits,
     /// Where to remember protocol generations and needs-auth; `None` keeps them in memory.
     pub state_dir: Option<PathBuf>,
@@ -99,19 +99,14 @@ impl Default for ManagerOptions {
 impl ManagerOptions {
     /// Registers a server that runs in this process; configure it as `{"type": "sdk"}` (or
     /// start it with [`ServerConfig::in_process`]).
-    pub fn with_in_process(mut self, name: &str, factory: InProcessFactory) -> Self {
+    pub(crate) fn with_in_process(mut self, name: &str, factory: InProcessFactory) -> Self {
         self.in_process.insert(name.to_owned(), factory);
         self
     }
 
-    /// How the manager authorizes remote servers (OAuth).
-    pub fn with_auth(mut self, auth: crate::auth::AuthOptions) -> Self {
-        self.auth = Some(auth);
-        self
-    }
-
     /// Replaces how the manager waits between reconnect attempts.
-    pub fn with_sleeper(mut self, sleeper: Sleeper) -> Self {
+    #[cfg(test)]
+    pub(crate) fn with_sleeper(mut self, sleeper: Sleeper) -> Self {
         self.sleeper = sleeper;
         self
     }
@@ -162,13 +157,14 @@ pub enum ManagerError {
 /// A request to a server that did not succeed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum RequestFailure {
+pub(crate) enum RequestFailure {
     #[error(transparent)]
     Manager(ManagerError),
     #[error(transparent)]
     Request(RequestError),
 }
 
+#[cfg(test)]
 impl RequestFailure {
     fn into_manager_error(self, server: &str) -> ManagerError {
         match self {
@@ -182,8 +178,9 @@ impl RequestFailure {
 }
 
 /// A tool as a server lists it (the catalogue adds naming and traits on top).
+#[cfg(test)]
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolSummary {
+pub(crate) struct ToolSummary {
     pub name: String,
     pub description: Option<String>,
     pub input_schema: serde_json::Value,
@@ -217,7 +214,7 @@ struct Shared {
 
 /// Every configured server, connected in the background. Cheap to clone.
 #[derive(Clone)]
-pub struct ServerManager {
+pub(crate) struct ServerManager {
     shared: Arc<Shared>,
     slots: Arc<Mutex<BTreeMap<String, Slot>>>,
 }
@@ -260,7 +257,7 @@ impl ServerManager {
     /// pseudo-tool): returns the authorization URL once it is known and finishes in the
     /// background — on success the server's `needs-auth` is forgotten and it reconnects, so
     /// its real tools replace the pseudo-tool.
-    pub async fn authenticate(&self, name: &str) -> Result<String, ManagerError> {
+    pub(crate) async fn authenticate(&self, name: &str) -> Result<String, ManagerError> {
         let config = self
             .config(name)
             .ok_or_else(|| ManagerError::NoSuchServer(name.to_owned()))?;
@@ -320,7 +317,7 @@ impl ServerManager {
 
     /// Starts every server in the background and returns at once. Call it inside a Tokio
     /// runtime.
-    pub fn start(
+    pub(crate) fn start(
         configs: impl IntoIterator<Item = ServerConfig>,
         options: ManagerOptions,
     ) -> ServerManager {
@@ -396,14 +393,15 @@ impl ServerManager {
     }
 
     /// Names of all servers, sorted.
-    pub fn names(&self) -> Vec<String> {
+    #[cfg(test)]
+    pub(crate) fn names(&self) -> Vec<String> {
         self.slots
             .lock()
             .map(|s| s.keys().cloned().collect())
             .unwrap_or_default()
     }
 
-    pub fn state(&self, name: &str) -> Option<ServerState> {
+    pub(crate) fn state(&self, name: &str) -> Option<ServerState> {
         self.slots
             .lock()
             .ok()?
@@ -412,7 +410,7 @@ impl ServerManager {
     }
 
     /// Every server's current state, sorted by name.
-    pub fn states(&self) -> Vec<(String, ServerState)> {
+    pub(crate) fn states(&self) -> Vec<(String, ServerState)> {
         self.slots
             .lock()
             .map(|s| {
@@ -424,30 +422,30 @@ impl ServerManager {
     }
 
     /// A receiver of one server's state.
-    pub fn watch(&self, name: &str) -> Option<watch::Receiver<ServerState>> {
+    pub(crate) fn watch(&self, name: &str) -> Option<watch::Receiver<ServerState>> {
         self.slots.lock().ok()?.get(name).map(|s| s.state.clone())
     }
 
     /// The configuration a server runs with.
-    pub fn config(&self, name: &str) -> Option<ServerConfig> {
+    pub(crate) fn config(&self, name: &str) -> Option<ServerConfig> {
         self.slots.lock().ok()?.get(name).map(|s| s.config.clone())
     }
 
     /// Every state change and catalogue change, from now on.
-    pub fn events(&self) -> broadcast::Receiver<ServerEvent> {
+    pub(crate) fn events(&self) -> broadcast::Receiver<ServerEvent> {
         self.shared.events.subscribe()
     }
 
     /// Every log message servers send (`notifications/message`), from now on. Which levels a
     /// server sends is its own choice, or the entry's `logLevel` (sent on connect); a slow
     /// receiver loses the oldest messages (`Lagged`), never blocks a server.
-    pub fn logs(&self) -> broadcast::Receiver<connection::ServerLog> {
+    pub(crate) fn logs(&self) -> broadcast::Receiver<connection::ServerLog> {
         self.shared.logs.subscribe()
     }
 
     /// Waits until no server is `pending`, at most `timeout`. Fails when a `required` server
     /// did not connect. Returns `Ok(false)` on timeout.
-    pub async fn wait_settled(&self, timeout: Duration) -> Result<bool, ManagerError> {
+    pub(crate) async fn wait_settled(&self, timeout: Duration) -> Result<bool, ManagerError> {
         let receivers: Vec<_> = self
             .slots
             .lock()
@@ -466,7 +464,7 @@ impl ServerManager {
     }
 
     /// Waits until one server is settled (not `pending`), at most `timeout`.
-    pub async fn wait_for(
+    pub(crate) async fn wait_for(
         &self,
         name: &str,
         timeout: Duration,
@@ -480,7 +478,7 @@ impl ServerManager {
     }
 
     /// `required` servers that settled in a state other than `connected`.
-    pub fn required_failures(&self) -> Vec<String> {
+    pub(crate) fn required_failures(&self) -> Vec<String> {
         let Ok(slots) = self.slots.lock() else {
             return Vec::new();
         };
@@ -510,7 +508,7 @@ impl ServerManager {
     }
 
     /// Drops the server's connection (if any) and connects again, clearing a `needs-auth`.
-    pub fn reconnect(&self, name: &str) -> Result<(), ManagerError> {
+    pub(crate) fn reconnect(&self, name: &str) -> Result<(), ManagerError> {
         self.control(name, Control::Reconnect)
     }
 
@@ -548,13 +546,14 @@ impl ServerManager {
     }
 
     /// Disabling shuts the server down; enabling connects it.
-    pub fn set_enabled(&self, name: &str, enabled: bool) -> Result<(), ManagerError> {
+    pub(crate) fn set_enabled(&self, name: &str, enabled: bool) -> Result<(), ManagerError> {
         self.control(name, Control::Enable(enabled))
     }
 
     /// Applies a new configuration: unchanged entries keep their connection, changed ones
     /// reconnect, removed ones shut down, new ones start.
-    pub async fn reload(&self, configs: impl IntoIterator<Item = ServerConfig>) {
+    #[cfg(test)]
+    pub(crate) async fn reload(&self, configs: impl IntoIterator<Item = ServerConfig>) {
         let wanted: BTreeMap<String, ServerConfig> = configs
             .into_iter()
             .map(|c| (c.name.as_str().to_owned(), c))
@@ -584,7 +583,7 @@ impl ServerManager {
 
     /// Shuts every server down in parallel: each stdio process gets SIGINT, SIGTERM, SIGKILL
     /// within 600 ms. Returns when all are down (bounded).
-    pub async fn shutdown(&self) {
+    pub(crate) async fn shutdown(&self) {
         let slots: Vec<Slot> = self
             .slots
             .lock()
@@ -609,7 +608,7 @@ impl ServerManager {
     }
 
     /// What a connected server reports about itself, and its process id (stdio).
-    pub fn process_id(&self, name: &str) -> Option<u32> {
+    pub(crate) fn process_id(&self, name: &str) -> Option<u32> {
         self.session(name).ok()?.pid()
     }
 
@@ -629,7 +628,8 @@ impl ServerManager {
     }
 
     /// Lists a connected server's tools (all pages, at most 100).
-    pub async fn list_tools(&self, name: &str) -> Result<Vec<ToolSummary>, ManagerError> {
+    #[cfg(test)]
+    pub(crate) async fn list_tools(&self, name: &str) -> Result<Vec<ToolSummary>, ManagerError> {
         let tools = self
             .request(name, |s| async move { s.list_tools().await })
             .await
@@ -645,7 +645,7 @@ impl ServerManager {
     }
 
     /// A connected server's resources (all pages), as MCP JSON.
-    pub async fn list_resources(
+    pub(crate) async fn list_resources(
         &self,
         name: &str,
     ) -> Result<Vec<serde_json::Value>, RequestFailure> {
@@ -654,7 +654,7 @@ impl ServerManager {
     }
 
     /// A connected server's resource templates (all pages), as MCP JSON.
-    pub async fn list_resource_templates(
+    pub(crate) async fn list_resource_templates(
         &self,
         name: &str,
     ) -> Result<Vec<serde_json::Value>, RequestFailure> {
@@ -663,77 +663,36 @@ impl ServerManager {
     }
 
     /// A connected server's prompts (all pages), as MCP JSON.
-    pub async fn list_prompts(&self, name: &str) -> Result<Vec<serde_json::Value>, RequestFailure> {
+    pub(crate) async fn list_prompts(
+        &self,
+        name: &str,
+    ) -> Result<Vec<serde_json::Value>, RequestFailure> {
         self.request(name, |s| async move { s.list_prompts().await })
             .await
     }
 
-    /// `resources/read` on a connected server, as MCP JSON.
-    pub async fn read_resource(
-        &self,
-        name: &str,
-        uri: &str,
-    ) -> Result<serde_json::Value, RequestFailure> {
-        self.request(name, |s| async move { s.read_resource(uri, None).await })
-            .await
-    }
-
-    /// [`read_resource`](Self::read_resource) whose questions on the way (the server's
-    /// elicitations, sampling and roots requests) go to `interaction` instead of the host's.
-    pub async fn read_resource_asking(
-        &self,
-        name: &str,
-        uri: &str,
-        interaction: crate::interaction::Interaction,
-    ) -> Result<serde_json::Value, RequestFailure> {
-        self.request(name, |s| async move {
-            s.read_resource(uri, Some(interaction)).await
-        })
-        .await
-    }
-
     /// Subscribes to updates of a resource; they arrive as [`ServerEvent::ResourceUpdated`].
-    pub async fn subscribe_resource(&self, name: &str, uri: &str) -> Result<(), RequestFailure> {
+    pub(crate) async fn subscribe_resource(
+        &self,
+        name: &str,
+        uri: &str,
+    ) -> Result<(), RequestFailure> {
         self.request(name, |s| async move { s.subscribe_resource(uri).await })
             .await
     }
 
-    pub async fn unsubscribe_resource(&self, name: &str, uri: &str) -> Result<(), RequestFailure> {
+    pub(crate) async fn unsubscribe_resource(
+        &self,
+        name: &str,
+        uri: &str,
+    ) -> Result<(), RequestFailure> {
         self.request(name, |s| async move { s.unsubscribe_resource(uri).await })
             .await
     }
 
-    /// `prompts/get` on a connected server, as MCP JSON.
-    pub async fn get_prompt(
-        &self,
-        name: &str,
-        prompt: &str,
-        arguments: serde_json::Map<String, serde_json::Value>,
-    ) -> Result<serde_json::Value, RequestFailure> {
-        self.request(name, |s| async move {
-            s.get_prompt(prompt, arguments, None).await
-        })
-        .await
-    }
-
-    /// [`get_prompt`](Self::get_prompt) whose questions on the way go to `interaction` instead
-    /// of the host's.
-    pub async fn get_prompt_asking(
-        &self,
-        name: &str,
-        prompt: &str,
-        arguments: serde_json::Map<String, serde_json::Value>,
-        interaction: crate::interaction::Interaction,
-    ) -> Result<serde_json::Value, RequestFailure> {
-        self.request(name, |s| async move {
-            s.get_prompt(prompt, arguments, Some(interaction)).await
-        })
-        .await
-    }
-
     /// Argument completion (`completion/complete`) for a prompt or a resource template of a
     /// connected server that offers completions.
-    pub async fn complete(
+    pub(crate) async fn complete(
         &self,
         name: &str,
         target: &connection::CompletionTarget,
@@ -748,13 +707,14 @@ impl ServerManager {
     }
 
     /// The last lines a connected stdio server wrote to stderr.
-    pub fn stderr_tail(&self, name: &str) -> Option<String> {
+    pub(crate) fn stderr_tail(&self, name: &str) -> Option<String> {
         self.session(name).ok()?.stderr_tail()
     }
 
     /// Calls a tool on a connected server and returns the raw result as JSON, bounded by
     /// `timeout`. (The call pipeline adds naming, permissions and budgets.)
-    pub async fn call_tool_raw(
+    #[cfg(test)]
+    pub(crate) async fn call_tool_raw(
         &self,
         name: &str,
         tool: &str,

@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use serde_json::{Map, Value, json};
-use switchboard::catalog::{CatalogEvent, MAX_QUALIFIED_NAME};
 use switchboard::host::{CallError, CallOptions, Host, HostEvent};
 use switchboard::permissions::CallSource;
+use switchboard::{CatalogEvent, MAX_QUALIFIED_NAME};
 use switchboard_testkit::config_tree::ConfigTree;
 
 const SETTLE: Duration = Duration::from_secs(30);
@@ -500,7 +500,7 @@ async fn permissions_hide_denied_tools_and_ask_the_program() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tool_filters_and_the_programs_own_tools_shape_the_catalogue() {
-    use switchboard::catalog::{BuiltinTool, ToolTraits};
+    use switchboard::{BuiltinTool, ToolTraits};
     let tree = ConfigTree::new().unwrap();
     let bin = switchboard_testkit::server_bin();
     tree.write(

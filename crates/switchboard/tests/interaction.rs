@@ -845,7 +845,7 @@ async fn no_elicitor_means_no_capability_and_a_clear_call_error_for_urls() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn everything_completes_prompt_and_resource_template_arguments() {
     use std::collections::BTreeMap;
-    use switchboard::connection::CompletionTarget;
+    use switchboard::CompletionTarget;
     let tree = ConfigTree::new().unwrap();
     let host = start_host(
         &tree,

@@ -9,9 +9,9 @@ use std::time::Duration;
 use serde_json::json;
 use switchboard::config::Environment;
 use switchboard::config::ServerConfig;
-use switchboard::connection::{Generation, ServerState};
 use switchboard::host::Host;
 use switchboard::permissions::{PermissionAnswer, PermissionPrompter, PermissionRequest};
+use switchboard::{Generation, ServerState};
 use switchboard_testkit::ReferenceServer;
 
 const SETTLE: Duration = Duration::from_secs(60);
@@ -384,8 +384,8 @@ async fn reference_servers_end_to_end_through_the_call_pipeline() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resource_subscriptions_deliver_updates() {
+    use switchboard::ServerEvent;
     use switchboard::host::HostEvent;
-    use switchboard::manager::ServerEvent;
     let (manager, _state) = start(vec![server(
         "everything",
         json!({"command": partner("SWITCHBOARD_PARTNER_EVERYTHING"), "args": ["stdio"]}),

@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde_json::json;
+use switchboard::ServerState;
 use switchboard::auth::{AuthOptions, Opener, TokenStore};
 use switchboard::config::ServerConfig;
-use switchboard::connection::ServerState;
 use switchboard::host::Host;
 use switchboard::permissions::{PermissionAnswer, PermissionPrompter, PermissionRequest};
 use switchboard_testkit::{TestServer, Transport};
@@ -195,7 +195,7 @@ async fn a_401_in_the_middle_of_a_session_refreshes_and_the_call_goes_through() 
     // Not logged in: needs-auth; log in the way `mcp login` does, then connect.
     assert_eq!(settled(&manager).await.label(), "needs-auth");
     manager.shutdown().await;
-    switchboard::manager::forget_needs_auth(state.path(), "guarded");
+    switchboard::forget_needs_auth(state.path(), "guarded");
     let interactive = self::manager(config(&server), state.path(), &browser, true);
     assert_eq!(settled(&interactive).await.label(), "connected");
     interactive.shutdown().await;
@@ -337,7 +337,7 @@ async fn the_authenticate_pseudo_tool_logs_in_and_gives_way_to_the_real_tools() 
         .unwrap();
     let state = host.wait_for("guarded", SETTLE).await.unwrap();
     assert_eq!(state.label(), "needs-auth");
-    let names = |snapshot: switchboard::catalog::Snapshot| -> Vec<String> {
+    let names = |snapshot: switchboard::Snapshot| -> Vec<String> {
         snapshot
             .tools
             .into_iter()
@@ -389,9 +389,10 @@ async fn the_authenticate_pseudo_tool_logs_in_and_gives_way_to_the_real_tools() 
     // The browser stand-in completes the login in the background; the server connects.
     tokio::time::timeout(SETTLE, async {
         loop {
-            if let Some(switchboard::host::HostEvent::Server(
-                switchboard::manager::ServerEvent::State { server, state },
-            )) = events.recv().await
+            if let Some(switchboard::host::HostEvent::Server(switchboard::ServerEvent::State {
+                server,
+                state,
+            })) = events.recv().await
                 && server == "guarded"
                 && state.label() == "connected"
             {

@@ -46,6 +46,9 @@ pub struct Authorizer {
     /// the store file; a 401 re-reads it under the lock.
     cached: Mutex<Option<Option<Tokens>>>,
     step_ups: AtomicU32,
+    /// Why this process last dropped the stored tokens (a refused refresh token): a request
+    /// that raced the refusal says the same, not that no token was ever stored.
+    dropped: Mutex<Option<String>>,
     /// Serialises refreshes and flows within this process (the store lock does it across).
     busy: tokio::sync::Mutex<()>,
 }
@@ -116,6 +119,7 @@ impl Authorizer {
             options,
             cached: Mutex::new(None),
             step_ups: AtomicU32::new(0),
+            dropped: Mutex::new(None),
             busy: tokio::sync::Mutex::new(()),
         }
     }
@@ -131,6 +135,11 @@ impl Authorizer {
     fn remember(&self, tokens: Option<&Tokens>) {
         if let Ok(mut cached) = self.cached.lock() {
             *cached = Some(tokens.cloned());
+        }
+        if tokens.is_some()
+            && let Ok(mut dropped) = self.dropped.lock()
+        {
+            *dropped = None;
         }
     }
 
@@ -326,8 +335,12 @@ impl Authorizer {
         let lock = self.options.store.lock().await?;
         let mut record = self.options.store.load(&self.key).await?;
         let Some(tokens) = record.tokens.clone() else {
-            return Err(self
-                .needs_login("the server wants authorization (HTTP 401) and no token is stored"));
+            let dropped = self.dropped.lock().ok().and_then(|d| d.clone());
+            let why = match (sent, dropped) {
+                (Some(_), Some(why)) => why,
+                _ => "the server wants authorization (HTTP 401) and no token is stored".to_owned(),
+            };
+            return Err(self.needs_login(&why));
         };
         if sent.is_some_and(|s| s != tokens.access_token) && !tokens.expires_within(REFRESH_MARGIN)
         {
@@ -384,6 +397,9 @@ impl Authorizer {
                     ),
                     None => format!("the authorization server refused the refresh token ({code})"),
                 };
+                if let Ok(mut dropped) = self.dropped.lock() {
+                    *dropped = Some(why.clone());
+                }
                 Err(self.needs_login(&why))
             }
             Err(failure) => Err(failure.into_error()),
