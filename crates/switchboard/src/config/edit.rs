@@ -49,10 +49,7 @@ impl ConfigEdit {
         };
         let text = original.clone().unwrap_or_default();
         // The AST parse gives the error position; the CST is built only from text that parses.
-        let doc = Document {
-            path: path.clone(),
-            text,
-        };
+        let doc = Document::new(path.clone(), text);
         let issue_suffix =
             |issue: ConfigIssue| issue.hint("the file was not changed; fix it by hand first");
         doc.root_object().map_err(issue_suffix)?;
