@@ -260,15 +260,15 @@ pub(crate) fn approve_own(
     decision: Decision,
 ) -> anyhow::Result<()> {
     let loaded = ctx.load();
-    let mut store = ApprovalStore::load(&ctx.paths.approvals_file())?;
-    for entry in loaded
-        .servers
-        .iter()
-        .filter(|e| e.origin.scope == Scope::Project && names.contains(&e.name))
-    {
-        store.record(&ctx.paths.project_key(), &entry.name, &entry.hash, decision);
-    }
-    store.save()?;
+    ApprovalStore::update(&ctx.paths.approvals_file(), |store| {
+        for entry in loaded
+            .servers
+            .iter()
+            .filter(|e| e.origin.scope == Scope::Project && names.contains(&e.name))
+        {
+            store.record(&ctx.paths.project_key(), &entry.name, &entry.hash, decision);
+        }
+    })?;
     Ok(())
 }
 
@@ -546,12 +546,12 @@ fn decide(
         eprintln!("No project servers are waiting for approval.");
         return Ok(ExitCode::SUCCESS);
     }
-    let mut store = ApprovalStore::load(&ctx.paths.approvals_file())?;
     let key = ctx.paths.project_key();
-    for entry in &chosen {
-        store.record(&key, &entry.name, &entry.hash, decision);
-    }
-    store.save()?;
+    ApprovalStore::update(&ctx.paths.approvals_file(), |store| {
+        for entry in &chosen {
+            store.record(&key, &entry.name, &entry.hash, decision);
+        }
+    })?;
     let verb = match decision {
         Decision::Approved => "Approved",
         Decision::Rejected => "Rejected",

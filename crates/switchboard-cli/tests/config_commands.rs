@@ -563,3 +563,103 @@ fn import_brings_servers_over_from_other_hosts_without_clobbering() {
         "error: no Cursor configuration at [TMP]/home/.cursor/mcp.json"
     );
 }
+
+/// Fifty processes edit the user, local and project files and the approval record at once:
+/// each edit waits for the file's lock and re-reads it, so every one of them takes effect.
+#[test]
+fn concurrent_edits_of_every_file_all_take_effect() {
+    let tree = ConfigTree::new().unwrap();
+    let mut user = String::from(r#"{"mcpServers": {"keep": {"command": "keep"}"#);
+    let mut project = String::from(r#"{"mcpServers": {"#);
+    for i in 0..5 {
+        user.push_str(&format!(r#", "gone{i}": {{"command": "gone"}}"#));
+    }
+    for i in 0..10 {
+        let comma = if i == 0 { "" } else { ", " };
+        project.push_str(&format!(r#"{comma}"p{i}": {{"command": "p{i}"}}"#));
+    }
+    tree.write(tree.user_file(), &(user + "}}\n")).unwrap();
+    tree.write(tree.project_file(), &(project + "}}\n"))
+        .unwrap();
+    for i in 0..5 {
+        let name = format!("lgone{i}");
+        ok(
+            &tree,
+            &run(&tree, &["mcp", "add", "--scope", "local", &name, "--", "x"]),
+        );
+    }
+
+    let mut commands: Vec<Vec<String>> = Vec::new();
+    let words = |s: &str| s.split(' ').map(str::to_owned).collect::<Vec<_>>();
+    for i in 0..10 {
+        commands.push(words(&format!("mcp add --scope user u{i} -- cmd-u{i}")));
+        commands.push(words(&format!("mcp add --scope local l{i} -- cmd-l{i}")));
+        commands.push(words(&format!("mcp approve p{i}")));
+    }
+    for i in 0..5 {
+        let mut add_json = words(&format!("mcp add-json --scope user j{i}"));
+        add_json.push(format!(r#"{{"command": "cmd-j{i}"}}"#));
+        commands.push(add_json);
+        commands.push(words(&format!("mcp remove --scope user gone{i}")));
+        commands.push(words(&format!("mcp remove --scope local lgone{i}")));
+        commands.push(words(&format!(
+            "mcp add --scope project np{i} -- cmd-np{i}"
+        )));
+    }
+    assert_eq!(commands.len(), 50);
+    let children: Vec<_> = commands
+        .iter()
+        .map(|args| {
+            let child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+                .args(args)
+                .current_dir(tree.project())
+                .env_clear()
+                .envs(tree.env())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            (args.join(" "), child)
+        })
+        .collect();
+    for (args, child) in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "`{args}` failed: {}",
+            stderr(&tree, &out)
+        );
+    }
+
+    let json: Value =
+        serde_json::from_str(&ok_json(&tree, &["mcp", "list", "--json", "--no-connect"])).unwrap();
+    let mut found: Vec<(String, String, String)> = json["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let field = |k: &str| s[k].as_str().unwrap().to_owned();
+            (field("name"), field("scope"), field("status"))
+        })
+        .collect();
+    found.sort();
+    let mut expected = vec![("keep".to_owned(), "user".to_owned(), "ready".to_owned())];
+    for i in 0..10 {
+        expected.push((format!("u{i}"), "user".into(), "ready".into()));
+        expected.push((format!("l{i}"), "local".into(), "ready".into()));
+        expected.push((format!("p{i}"), "project".into(), "ready".into()));
+    }
+    for i in 0..5 {
+        expected.push((format!("j{i}"), "user".into(), "ready".into()));
+        expected.push((format!("np{i}"), "project".into(), "ready".into()));
+    }
+    expected.sort();
+    assert_eq!(found, expected);
+    // No lock file is left beside any of them.
+    for dir in [tree.config_dir(), tree.project(), tree.state_dir()] {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let name = entry.unwrap().file_name();
+            assert!(!name.to_string_lossy().ends_with(".lock"), "{name:?} left");
+        }
+    }
+}

@@ -17,6 +17,7 @@ mod expand;
 mod issue;
 pub(crate) mod json;
 mod load;
+mod lock;
 mod name;
 mod parse;
 mod paths;
