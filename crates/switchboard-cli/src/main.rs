@@ -28,9 +28,10 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             let mut stderr = std::io::stderr().lock();
-            let _ = writeln!(stderr, "error: {err}");
+            // Errors may quote what a server or a file said.
+            let _ = writeln!(stderr, "error: {}", output::clean(&err.to_string()));
             for cause in err.chain().skip(1) {
-                let _ = writeln!(stderr, "  caused by: {cause}");
+                let _ = writeln!(stderr, "  caused by: {}", output::clean(&cause.to_string()));
             }
             ExitCode::FAILURE
         }

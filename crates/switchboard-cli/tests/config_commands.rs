@@ -663,3 +663,83 @@ fn concurrent_edits_of_every_file_all_take_effect() {
         }
     }
 }
+
+/// Names and arguments a file controls — 100 000 characters, wide and right-to-left scripts,
+/// control characters, terminal escape sequences — are listed without a panic, cut to a sane
+/// width, and never reach the terminal raw; `--json` keeps them exactly.
+#[test]
+fn hostile_names_and_arguments_are_listed_safely() {
+    let tree = ConfigTree::new().unwrap();
+    let long = "y".repeat(100_000);
+    let title = "\u{1b}]0;pwned\u{7}";
+    let link = "\u{1b}]8;;https://evil.example\u{1b}\\click\u{1b}]8;;\u{1b}\\";
+    let entries = serde_json::json!({"mcpServers": {
+        "long": {"command": "x", "args": [long]},
+        "wide": {"command": "日本語😀👩‍👩‍👧", "args": ["שלום", "مرحبا", "\u{202e}gnp.exe"]},
+        "controls": {"command": "x", "args": ["bell\u{7}", "back\u{8}space", "c1\u{9b}31m", "nl\nx"]},
+        "escapes": {"command": format!("x{title}"), "args": [link, "\u{1b}[2J\u{1b}[31mred"]},
+        format!("bad{title}name"): {"command": "x"},
+        "名前": {"command": "x"},
+    }});
+    tree.write(tree.user_file(), &entries.to_string()).unwrap();
+
+    let out = run(&tree, &["mcp", "list", "--no-connect"]);
+    // The two bad names are errors (exit 1), not a panic (101).
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&tree, &out));
+    let (listing, errors) = (stdout(&out), stderr(&tree, &out));
+    for text in [&listing, &errors] {
+        assert!(!text.contains('\u{1b}'), "raw ESC in:\n{text}");
+        assert!(
+            !text.contains('\u{7}') && !text.contains('\u{9b}'),
+            "{text}"
+        );
+    }
+    assert_eq!(listing.lines().count(), 6, "{listing}");
+    for line in listing.lines() {
+        // Five cells of at most 200 characters and their gaps.
+        assert!(line.chars().count() <= 5 * 200 + 4 * 2, "{}", line.len());
+    }
+    let row = |name: &str| {
+        listing
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no row {name} in\n{listing}"))
+    };
+    assert!(row("long").contains(&format!("x {}…", "y".repeat(197))));
+    assert!(row("wide").contains("日本語😀👩‍👩‍👧 שלום مرحبا \\u{202e}gnp.exe"));
+    assert!(row("controls").contains("bell\\u{7} back\\u{8}space c1\\u{9b}31m nl\\u{a}x"));
+    assert!(row("escapes").contains("x click red"), "{}", row("escapes"));
+    assert!(row("badname").contains("invalid"), "{listing}");
+    assert!(errors.contains("badname"), "{errors}");
+
+    let out = run(&tree, &["mcp", "get", "escapes", "--no-connect"]);
+    ok(&tree, &out);
+    assert!(!stdout(&out).contains('\u{1b}'), "{}", stdout(&out));
+
+    // JSON is data: every character as it was.
+    let json: Value = serde_json::from_str(&stdout(&run(
+        &tree,
+        &["mcp", "list", "--json", "--no-connect"],
+    )))
+    .unwrap();
+    let names: Vec<&str> = json["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&format!("bad{title}name").as_str()),
+        "{names:?}"
+    );
+    let long_entry = json["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "long")
+        .unwrap();
+    assert_eq!(
+        long_entry["config"]["args"][0].as_str().unwrap().len(),
+        100_000
+    );
+}
