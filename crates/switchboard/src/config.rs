@@ -30,6 +30,7 @@ use std::time::Duration;
 
 pub use approval::{Approval, ApprovalStore, Decision};
 pub use edit::{ConfigEdit, ServersLocation};
+pub(crate) use lock::FileLock;
 
 /// Writes a file owner-only and atomically (for state that may matter to security).
 pub(crate) fn write_private(path: &std::path::Path, contents: &[u8]) -> std::io::Result<()> {
