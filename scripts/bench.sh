@@ -3,16 +3,18 @@
 # their tables:
 #   cargo bench -p switchboard --bench startup   (connections: start-up, `mcp list`)
 #   cargo bench -p switchboard --bench calls     (tool calls: Switchboard vs rmcp vs raw)
+#   cargo bench -p switchboard --bench config    (loading a config of up to ~50 MB; needs no
+#                                                 servers, so `config` alone builds nothing else)
 #   cargo bench -p switchboard-gateway --bench gateway   (calls through `serve` vs direct and
 #                                                         vs a bare relay, the ceiling)
-# `scripts/bench.sh startup`, `calls` or `gateway` runs one of them.
+# `scripts/bench.sh startup`, `calls`, `gateway` or `config` runs one of them.
 # Figures and how to read them: BENCHMARKS.md.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 benches=("$@")
 if [ ${#benches[@]} -eq 0 ]; then
-  benches=(startup calls gateway)
+  benches=(startup calls gateway config)
 fi
 # The gateway bench also measures server-everything (the reference server) when the test
 # partners are installed (scripts/install-partners.sh).
@@ -26,8 +28,10 @@ echo "nproc: $(nproc); uptime: $(uptime)"
 # Two builds: `--bin` applies to every selected package, so one command with `--bin
 # testkit-server -p switchboard-cli` would leave the CLI unbuilt (and `mcp list` measured on a
 # stale binary).
-cargo build --release --locked -p switchboard-testkit --bin testkit-server
-cargo build --release --locked -p switchboard-cli --bin switchboard
+if [ "${benches[*]}" != config ]; then
+  cargo build --release --locked -p switchboard-testkit --bin testkit-server
+  cargo build --release --locked -p switchboard-cli --bin switchboard
+fi
 for bench in "${benches[@]}"; do
   echo "uptime before $bench: $(uptime)"
   case $bench in

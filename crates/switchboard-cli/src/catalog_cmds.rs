@@ -14,7 +14,7 @@ use switchboard::server_of;
 
 use crate::args::Command;
 use crate::mcp::Context;
-use crate::output::{print_issues, print_json, print_table};
+use crate::output::{clean, print_issues, print_json, print_table};
 
 pub(crate) fn run(ctx: &Context, command: Command) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -125,9 +125,14 @@ pub(crate) async fn settle(host: &Host) -> anyhow::Result<()> {
     let readiness = host.wait_settled(bound).await;
     for (name, state) in host.servers() {
         match state {
-            ServerState::Failed(f) => eprintln!("warning: server `{name}` failed: {}", f.message),
+            ServerState::Failed(f) => {
+                eprintln!("warning: server `{name}` failed: {}", clean(&f.message))
+            }
             ServerState::NeedsAuth { message } => {
-                eprintln!("warning: server `{name}` needs authorization: {message}")
+                eprintln!(
+                    "warning: server `{name}` needs authorization: {}",
+                    clean(&message)
+                )
             }
             _ => {}
         }
@@ -200,7 +205,7 @@ async fn tools(
 ) -> anyhow::Result<ExitCode> {
     let snapshot = host.tools().await;
     for issue in &snapshot.issues {
-        eprintln!("warning: {issue}");
+        eprintln!("warning: {}", clean(&issue.to_string()));
     }
     let tools: Vec<_> = snapshot
         .tools
@@ -241,7 +246,12 @@ async fn tools(
             .as_deref()
             .and_then(|d| d.lines().next())
             .unwrap_or("");
-        writeln!(out, "{}{traits}  {summary}", t.qualified_name)?;
+        writeln!(
+            out,
+            "{}{traits}  {}",
+            clean(&t.qualified_name),
+            crate::output::clean_line(summary)
+        )?;
         if schema {
             writeln!(out, "  {}", serde_json::to_string(&t.input_schema)?)?;
         }
@@ -342,6 +352,7 @@ async fn call(
                     }
                     bar.set_message(
                         p.message
+                            .map(|m| crate::output::clean_line(&m).into_owned())
                             .unwrap_or_else(|| format!("progress {}", p.progress)),
                     );
                 }
@@ -362,7 +373,7 @@ async fn call(
     }
     let outcome = outcome?;
     for note in &outcome.notes {
-        eprintln!("note: {note}");
+        eprintln!("note: {}", clean(note));
     }
     if json {
         print_json(
@@ -393,27 +404,27 @@ fn print_content(result: &Value) -> anyhow::Result<()> {
             "text" => writeln!(
                 out,
                 "{}",
-                item.get("text").and_then(Value::as_str).unwrap_or("")
+                clean(item.get("text").and_then(Value::as_str).unwrap_or(""))
             )?,
             "image" | "audio" => writeln!(
                 out,
                 "[{kind} {}, {} bytes of base64]",
-                item.get("mimeType").and_then(Value::as_str).unwrap_or("?"),
+                clean(item.get("mimeType").and_then(Value::as_str).unwrap_or("?")),
                 item.get("data").and_then(Value::as_str).map_or(0, str::len)
             )?,
             "resource_link" => writeln!(
                 out,
                 "[link {}]",
-                item.get("uri").and_then(Value::as_str).unwrap_or("")
+                clean(item.get("uri").and_then(Value::as_str).unwrap_or(""))
             )?,
             "resource" => {
                 let resource = item.get("resource").cloned().unwrap_or_default();
                 match resource.get("text").and_then(Value::as_str) {
-                    Some(text) => writeln!(out, "{text}")?,
+                    Some(text) => writeln!(out, "{}", clean(text))?,
                     None => writeln!(
                         out,
                         "[resource {}]",
-                        resource.get("uri").and_then(Value::as_str).unwrap_or("")
+                        clean(resource.get("uri").and_then(Value::as_str).unwrap_or(""))
                     )?,
                 }
             }
@@ -421,13 +432,13 @@ fn print_content(result: &Value) -> anyhow::Result<()> {
             "" if item.get("text").is_some() => writeln!(
                 out,
                 "{}",
-                item.get("text").and_then(Value::as_str).unwrap_or("")
+                clean(item.get("text").and_then(Value::as_str).unwrap_or(""))
             )?,
-            _ => writeln!(out, "{}", serde_json::to_string(item)?)?,
+            _ => writeln!(out, "{}", clean(&serde_json::to_string(item)?))?,
         }
     }
     if let (Some(structured), true) = (result.get("structuredContent"), items.is_empty()) {
-        writeln!(out, "{}", serde_json::to_string_pretty(structured)?)?;
+        writeln!(out, "{}", clean(&serde_json::to_string_pretty(structured)?))?;
     }
     Ok(())
 }
@@ -507,7 +518,7 @@ async fn read(host: &Host, server: &str, uri: &str, json: bool) -> anyhow::Resul
         .read_resource(server, uri, RequestOptions::default())
         .await?;
     for note in &read.notes {
-        eprintln!("note: {note}");
+        eprintln!("note: {}", clean(note));
     }
     if json {
         print_json(&json!({"result": read.result, "files": read.files}))?;
@@ -625,7 +636,7 @@ async fn prompt(
             .and_then(Value::as_str)
             .map(str::to_owned)
             .unwrap_or_else(|| content.to_string());
-        writeln!(out, "[{role}] {text}")?;
+        writeln!(out, "[{}] {}", clean(role), clean(&text))?;
     }
     Ok(ExitCode::SUCCESS)
 }

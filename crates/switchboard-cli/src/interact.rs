@@ -95,7 +95,7 @@ struct CliElicitor {
 
 fn say(text: &str) {
     let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "{text}");
+    let _ = writeln!(err, "{}", crate::output::clean(text));
     let _ = err.flush();
 }
 
@@ -103,7 +103,7 @@ fn say(text: &str) {
 async fn ask_line(prompt: String) -> Option<String> {
     tokio::task::spawn_blocking(move || {
         let mut err = std::io::stderr().lock();
-        let _ = write!(err, "{prompt}");
+        let _ = write!(err, "{}", crate::output::clean(&prompt));
         let _ = err.flush();
         drop(err);
         let mut line = String::new();

@@ -43,15 +43,16 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             let mut stderr = std::io::stderr().lock();
+            // Errors may quote what a server or a file said.
             let mut previous = err.to_string();
-            let _ = writeln!(stderr, "error: {previous}");
+            let _ = writeln!(stderr, "error: {}", output::clean(&previous));
             for cause in err.chain().skip(1) {
                 // Many messages already end with their cause ("cannot read X: Is a directory").
                 let text = cause.to_string();
                 if previous.contains(&text) {
                     continue;
                 }
-                let _ = writeln!(stderr, "  caused by: {text}");
+                let _ = writeln!(stderr, "  caused by: {}", output::clean(&text));
                 previous = text;
             }
             ExitCode::FAILURE

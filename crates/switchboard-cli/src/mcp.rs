@@ -14,8 +14,8 @@ use switchboard::config::{
 
 use crate::args::{AddArgs, GlobalArgs, McpCommand, ScopeArg, TransportArg};
 use crate::output::{
-    entry_json, issue_json, kind_and_target, print_issues, print_json, print_table, probed_status,
-    state_json, status,
+    clean, clean_line, entry_json, issue_json, kind_and_target, print_issues, print_json,
+    print_table, probed_status, state_json, status,
 };
 use crate::probe::probe;
 
@@ -312,15 +312,15 @@ pub(crate) fn approve_own(
     decision: Decision,
 ) -> anyhow::Result<()> {
     let loaded = ctx.load();
-    let mut store = ApprovalStore::load(&ctx.paths.approvals_file())?;
-    for entry in loaded
-        .servers
-        .iter()
-        .filter(|e| e.origin.scope == Scope::Project && names.contains(&e.name))
-    {
-        store.record(&ctx.paths.project_key(), &entry.name, &entry.hash, decision);
-    }
-    store.save()?;
+    ApprovalStore::update(&ctx.paths.approvals_file(), |store| {
+        for entry in loaded
+            .servers
+            .iter()
+            .filter(|e| e.origin.scope == Scope::Project && names.contains(&e.name))
+        {
+            store.record(&ctx.paths.project_key(), &entry.name, &entry.hash, decision);
+        }
+    })?;
     Ok(())
 }
 
@@ -538,14 +538,18 @@ fn get(ctx: &Context, name: &str, json: bool, connect: bool) -> anyhow::Result<E
         (s.to_owned(), r)
     };
     let (kind, target) = kind_and_target(entry);
+    // Everything below but the labels comes from files or the server: one line each, cleaned.
+    let status = clean_line(&status).into_owned();
+    let reason = reason.map(|r| clean_line(&r).into_owned());
+    let (kind, target) = (clean_line(&kind), clean_line(&target));
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{name}")?;
+    writeln!(out, "{}", clean_line(name))?;
     writeln!(
         out,
         "  status:  {status}{}",
         reason.map(|r| format!(": {r}")).unwrap_or_default()
     )?;
-    writeln!(out, "  scope:   {}", entry.origin)?;
+    writeln!(out, "  scope:   {}", clean_line(&entry.origin.to_string()))?;
     writeln!(out, "  type:    {kind}")?;
     writeln!(out, "  target:  {target}")?;
     if let Ok(switchboard::config::Transport::Stdio(stdio)) =
@@ -554,18 +558,22 @@ fn get(ctx: &Context, name: &str, json: bool, connect: bool) -> anyhow::Result<E
         if !stdio.env.is_empty() {
             // Names only: values may be secrets.
             let names: Vec<&str> = stdio.env.keys().map(String::as_str).collect();
-            writeln!(out, "  env:     {}", names.join(", "))?;
+            writeln!(out, "  env:     {}", clean_line(&names.join(", ")))?;
         }
         if let Some(cwd) = &stdio.cwd {
-            writeln!(out, "  cwd:     {}", cwd.display())?;
+            writeln!(out, "  cwd:     {}", clean_line(&cwd.display().to_string()))?;
         }
     }
     for shadowed in &entry.shadowed {
-        writeln!(out, "  overrides: {shadowed}")?;
+        writeln!(out, "  overrides: {}", clean_line(&shadowed.to_string()))?;
     }
-    writeln!(out, "  config:  {}", serde_json::to_string(&entry.raw)?)?;
+    writeln!(
+        out,
+        "  config:  {}",
+        clean_line(&serde_json::to_string(&entry.raw)?)
+    )?;
     if let Some(auth) = runtime()?.block_on(crate::mcp_auth::status_line(ctx, entry)) {
-        writeln!(out, "  auth:    {auth}")?;
+        writeln!(out, "  auth:    {}", clean_line(&auth))?;
     }
     match probed.as_ref().map(|p| &p.state) {
         Some(switchboard::ServerState::Connected(info)) => {
@@ -574,12 +582,16 @@ fn get(ctx: &Context, name: &str, json: bool, connect: bool) -> anyhow::Result<E
                 .flatten()
                 .collect::<Vec<_>>()
                 .join(" ");
-            writeln!(out, "  server:  {server}")?;
+            writeln!(out, "  server:  {}", clean_line(&server))?;
             let generation = match info.generation {
                 switchboard::Generation::Initialize => "initialize",
                 switchboard::Generation::Discover => "server/discover",
             };
-            writeln!(out, "  protocol: {} ({generation})", info.protocol_version)?;
+            writeln!(
+                out,
+                "  protocol: {} ({generation})",
+                clean_line(&info.protocol_version)
+            )?;
             writeln!(
                 out,
                 "  capabilities: {}",
@@ -588,18 +600,18 @@ fn get(ctx: &Context, name: &str, json: bool, connect: bool) -> anyhow::Result<E
             if let Some(instructions) = &info.instructions {
                 writeln!(out, "  instructions:")?;
                 for line in instructions.lines() {
-                    writeln!(out, "    {line}")?;
+                    writeln!(out, "    {}", clean_line(line))?;
                 }
             }
         }
         Some(switchboard::ServerState::Failed(f)) => {
             if let Some(hint) = &f.hint {
-                writeln!(out, "  hint:    {hint}")?;
+                writeln!(out, "  hint:    {}", clean(hint))?;
             }
             if let Some(stderr) = probed.as_ref().and_then(|p| p.stderr.as_ref()) {
                 writeln!(out, "  stderr (last lines):")?;
                 for line in stderr.lines() {
-                    writeln!(out, "    {line}")?;
+                    writeln!(out, "    {}", clean_line(line))?;
                 }
             }
         }
@@ -659,12 +671,12 @@ fn decide(
         eprintln!("No project servers are waiting for approval.");
         return Ok(ExitCode::SUCCESS);
     }
-    let mut store = ApprovalStore::load(&ctx.paths.approvals_file())?;
     let key = ctx.paths.project_key();
-    for entry in &chosen {
-        store.record(&key, &entry.name, &entry.hash, decision);
-    }
-    store.save()?;
+    ApprovalStore::update(&ctx.paths.approvals_file(), |store| {
+        for entry in &chosen {
+            store.record(&key, &entry.name, &entry.hash, decision);
+        }
+    })?;
     let verb = match decision {
         Decision::Approved => "Approved",
         Decision::Rejected => "Rejected",

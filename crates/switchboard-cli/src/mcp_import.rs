@@ -11,7 +11,7 @@ use switchboard::import::{ImportHost, ImportLocations, import_with};
 
 use crate::args::{HostArg, ImportArgs};
 use crate::mcp::{Context, approve_own, scope_of};
-use crate::output::print_table;
+use crate::output::{clean, print_table};
 
 pub(crate) fn run(ctx: &Context, args: ImportArgs) -> anyhow::Result<ExitCode> {
     let host = match args.from {
@@ -40,7 +40,7 @@ pub(crate) fn run(ctx: &Context, args: ImportArgs) -> anyhow::Result<ExitCode> {
     };
     let report = import_with(host, &path, &locations)?;
     for warning in &report.warnings {
-        eprintln!("warning: {warning}");
+        eprintln!("warning: {}", clean(warning));
     }
     for wanted in &args.names {
         if !report.servers.iter().any(|s| &s.name == wanted) {
@@ -65,7 +65,7 @@ pub(crate) fn run(ctx: &Context, args: ImportArgs) -> anyhow::Result<ExitCode> {
         .filter(|s| args.names.is_empty() || args.names.contains(&s.name))
     {
         for note in &server.notes {
-            eprintln!("note: `{}`: {note}", server.name);
+            eprintln!("note: `{}`: {}", clean(&server.name), clean(note));
         }
         let entry = Value::Object(server.entry.clone());
         let origin = Origin {

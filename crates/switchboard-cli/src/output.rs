@@ -1,7 +1,13 @@
 //! Presentation: tables and JSON for the configuration commands. stdout carries data only;
 //! diagnostics go to stderr.
+//!
+//! Text that a server or a file controls is shown to a person only through [`clean`] (or the
+//! table printer, which cleans each cell): a name or description can then not retitle the
+//! terminal, plant a hyperlink, or move the cursor over what was printed before. `--json`
+//! output is left as the data was.
 
-use std::io::Write;
+use std::borrow::Cow;
+use std::io::{IsTerminal as _, Write};
 
 use serde_json::{Value, json};
 use switchboard::ServerState;
@@ -17,7 +23,7 @@ pub(crate) fn print_issues(issues: &[ConfigIssue]) {
             Severity::Error => "error",
             Severity::Warning => "warning",
         };
-        let _ = writeln!(stderr, "{label}: {issue}");
+        let _ = writeln!(stderr, "{label}: {}", clean(&issue.to_string()));
     }
 }
 
@@ -168,35 +174,205 @@ pub(crate) fn entry_json(entry: &ServerEntry) -> Value {
     })
 }
 
-/// Prints rows as aligned columns (the last column is not padded).
+/// The widest a table cell is shown when stdout is not a terminal.
+const PIPED_CELL_WIDTH: usize = 200;
+
+/// Prints rows as aligned columns (the last column is not padded). Each cell is cleaned and cut
+/// (with `…`) to the terminal's width, or to 200 columns when stdout is not a terminal.
 pub(crate) fn print_table(rows: &[Vec<String>]) -> std::io::Result<()> {
-    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let limit = if std::io::stdout().is_terminal() {
+        console::Term::stdout()
+            .size_checked()
+            .map_or(PIPED_CELL_WIDTH, |(_, columns)| usize::from(columns))
+    } else {
+        PIPED_CELL_WIDTH
+    };
+    let mut out = std::io::stdout().lock();
+    for line in table_lines(rows, limit) {
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
+}
+
+/// The lines of a table whose cells are at most `limit` display columns wide.
+fn table_lines(rows: &[Vec<String>], limit: usize) -> Vec<String> {
+    let cells: Vec<Vec<(String, usize)>> = rows
+        .iter()
+        .map(|row| {
+            row.iter()
+                .map(|cell| fit(&clean_line(cell), limit))
+                .collect()
+        })
+        .collect();
+    let columns = cells.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..columns)
         .map(|c| {
-            rows.iter()
+            cells
+                .iter()
                 .filter_map(|r| r.get(c))
-                .map(|s| s.chars().count())
+                .map(|(_, width)| *width)
                 .max()
                 .unwrap_or(0)
         })
         .collect();
-    let mut out = std::io::stdout().lock();
-    for row in rows {
-        let mut line = String::new();
-        for (c, cell) in row.iter().enumerate() {
-            if c + 1 == row.len() {
+    cells
+        .iter()
+        .map(|row| {
+            let mut line = String::new();
+            for (c, (cell, width)) in row.iter().enumerate() {
                 line.push_str(cell);
-            } else {
-                line.push_str(&format!("{cell:<width$}  ", width = widths[c]));
+                if c + 1 < row.len() {
+                    // Padded by hand: a width as a format argument panics above 65 535.
+                    let pad = widths.get(c).copied().unwrap_or(0).saturating_sub(*width) + 2;
+                    line.extend(std::iter::repeat_n(' ', pad));
+                }
+            }
+            line.trim_end().to_owned()
+        })
+        .collect()
+}
+
+/// `text` cut to at most `limit` display columns (ending in `…` when cut), and its width.
+fn fit(text: &str, limit: usize) -> (String, usize) {
+    use unicode_width::UnicodeWidthChar as _;
+    let width = unicode_width::UnicodeWidthStr::width(text);
+    if width <= limit {
+        return (text.to_owned(), width);
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w + 1 > limit {
+            break;
+        }
+        out.push(c);
+        used += w;
+    }
+    if limit > 0 {
+        out.push('…');
+        used += 1;
+    }
+    (out, used)
+}
+
+/// Text a server or a file controls, safe to print for a person: escape sequences (CSI, OSC,
+/// and the rest) are dropped; other control characters (C0 but newline and tab, DEL, C1) and
+/// the bidirectional overrides that can make text read as something else are shown as
+/// `\u{…}` escapes. A CR before a newline goes. Borrowed when there is nothing to change.
+pub(crate) fn clean(text: &str) -> Cow<'_, str> {
+    sanitize(text, true)
+}
+
+/// [`clean`] for one line: newlines and tabs are escaped too.
+pub(crate) fn clean_line(text: &str) -> Cow<'_, str> {
+    sanitize(text, false)
+}
+
+fn sanitize(text: &str, multiline: bool) -> Cow<'_, str> {
+    let kept = |c: char| multiline && (c == '\n' || c == '\t');
+    if !text.chars().any(|c| needs_escape(c) && !kept(c)) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{1b}' => skip_escape_sequence(&mut chars),
+            '\r' if multiline && chars.peek() == Some(&'\n') => {}
+            c if kept(c) || !needs_escape(c) => out.push(c),
+            c => out.extend(c.escape_unicode()),
+        }
+    }
+    Cow::Owned(out)
+}
+
+fn needs_escape(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Skips what follows an ESC: a CSI sequence up to its final byte, an OSC/DCS/APC/PM/SOS
+/// string up to BEL or ST, else one character.
+fn skip_escape_sequence(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+    match chars.next() {
+        Some('[') => {
+            for c in chars.by_ref() {
+                if ('\u{40}'..='\u{7e}').contains(&c) {
+                    break;
+                }
             }
         }
-        writeln!(out, "{}", line.trim_end())?;
+        Some(']' | 'P' | '_' | '^' | 'X') => {
+            while let Some(c) = chars.next() {
+                if c == '\u{7}' || c == '\u{9c}' {
+                    break;
+                }
+                if c == '\u{1b}' && chars.peek() == Some(&'\\') {
+                    chars.next();
+                    break;
+                }
+            }
+        }
+        _ => {}
     }
-    Ok(())
 }
 
 pub(crate) fn print_json(value: &Value) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     serde_json::to_writer_pretty(&mut out, value)?;
     writeln!(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_sequences_go_and_control_characters_are_shown() {
+        assert!(matches!(clean("plain ✓ 日本語"), Cow::Borrowed(_)));
+        // A title change, a hyperlink, a colour, a cursor move.
+        let hostile = "\u{1b}]0;owned\u{7}a\u{1b}]8;;https://evil.example\u{1b}\\b\u{1b}]8;;\u{1b}\\\
+                       \u{1b}[31mc\u{1b}[0m\u{1b}[2Ad";
+        assert_eq!(clean(hostile), "abcd");
+        assert_eq!(
+            clean("bell\u{7} del\u{7f} c1\u{9b}"),
+            "bell\\u{7} del\\u{7f} c1\\u{9b}"
+        );
+        assert_eq!(clean("two\r\nlines\tkept\rx"), "two\nlines\tkept\\u{d}x");
+        assert_eq!(clean_line("one\nline\t"), "one\\u{a}line\\u{9}");
+        assert_eq!(clean("\u{202e}txt.exe"), "\\u{202e}txt.exe");
+        // An ESC at the very end, or an unterminated string, does not panic.
+        assert_eq!(clean("x\u{1b}"), "x");
+        assert_eq!(clean("x\u{1b}]0;never ends"), "x");
+    }
+
+    #[test]
+    fn the_table_cuts_long_wide_and_odd_cells_without_panicking() {
+        let long = "x".repeat(100_000);
+        let wide = "日本語😀".repeat(100);
+        let rtl = "שלום עולם مرحبا";
+        let rows = vec![
+            vec![long.clone(), "a".into(), long.clone()],
+            vec![wide.clone(), "\u{1b}]0;t\u{7}b\nc".into(), rtl.into()],
+            vec!["short".into()],
+        ];
+        let lines = table_lines(&rows, 200);
+        assert_eq!(lines.len(), 3);
+        let width = |s: &str| unicode_width::UnicodeWidthStr::width(s);
+        // Each cell is at most 200 columns, the padding 2: at most 3 × 200 + 2 × 2.
+        for line in &lines {
+            assert!(width(line) <= 604, "{}", width(line));
+            assert!(!line.contains('\u{1b}') && !line.contains('\n'));
+        }
+        // Columns line up by display width, whatever the characters.
+        let second = |line: &str| width(&line[..line.find("  a").or(line.find("  b")).unwrap()]);
+        assert_eq!(second(&lines[0]), second(&lines[1]));
+        assert!(lines[0].starts_with(&"x".repeat(199)) && lines[0].contains("x…  a"));
+        assert!(lines[1].contains("b\\u{a}c"));
+        assert!(lines[1].ends_with(rtl));
+        assert_eq!(lines[2], "short");
+        // A wide character that does not fit is left out whole.
+        assert_eq!(fit("日本", 3), ("日…".to_owned(), 3));
+        assert_eq!(fit("abc", 0), (String::new(), 0));
+    }
 }

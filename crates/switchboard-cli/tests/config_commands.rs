@@ -806,3 +806,183 @@ fn completions_man_page_and_version() {
         "{version}"
     );
 }
+
+/// Fifty processes edit the user, local and project files and the approval record at once:
+/// each edit waits for the file's lock and re-reads it, so every one of them takes effect.
+#[test]
+fn concurrent_edits_of_every_file_all_take_effect() {
+    let tree = ConfigTree::new().unwrap();
+    let mut user = String::from(r#"{"mcpServers": {"keep": {"command": "keep"}"#);
+    let mut project = String::from(r#"{"mcpServers": {"#);
+    for i in 0..5 {
+        user.push_str(&format!(r#", "gone{i}": {{"command": "gone"}}"#));
+    }
+    for i in 0..10 {
+        let comma = if i == 0 { "" } else { ", " };
+        project.push_str(&format!(r#"{comma}"p{i}": {{"command": "p{i}"}}"#));
+    }
+    tree.write(tree.user_file(), &(user + "}}\n")).unwrap();
+    tree.write(tree.project_file(), &(project + "}}\n"))
+        .unwrap();
+    for i in 0..5 {
+        let name = format!("lgone{i}");
+        ok(
+            &tree,
+            &run(&tree, &["mcp", "add", "--scope", "local", &name, "--", "x"]),
+        );
+    }
+
+    let mut commands: Vec<Vec<String>> = Vec::new();
+    let words = |s: &str| s.split(' ').map(str::to_owned).collect::<Vec<_>>();
+    for i in 0..10 {
+        commands.push(words(&format!("mcp add --scope user u{i} -- cmd-u{i}")));
+        commands.push(words(&format!("mcp add --scope local l{i} -- cmd-l{i}")));
+        commands.push(words(&format!("mcp approve p{i}")));
+    }
+    for i in 0..5 {
+        let mut add_json = words(&format!("mcp add-json --scope user j{i}"));
+        add_json.push(format!(r#"{{"command": "cmd-j{i}"}}"#));
+        commands.push(add_json);
+        commands.push(words(&format!("mcp remove --scope user gone{i}")));
+        commands.push(words(&format!("mcp remove --scope local lgone{i}")));
+        commands.push(words(&format!(
+            "mcp add --scope project np{i} -- cmd-np{i}"
+        )));
+    }
+    assert_eq!(commands.len(), 50);
+    let children: Vec<_> = commands
+        .iter()
+        .map(|args| {
+            let child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+                .args(args)
+                .current_dir(tree.project())
+                .env_clear()
+                .envs(tree.env())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            (args.join(" "), child)
+        })
+        .collect();
+    for (args, child) in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "`{args}` failed: {}",
+            stderr(&tree, &out)
+        );
+    }
+
+    let json: Value =
+        serde_json::from_str(&ok_json(&tree, &["mcp", "list", "--json", "--no-connect"])).unwrap();
+    let mut found: Vec<(String, String, String)> = json["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let field = |k: &str| s[k].as_str().unwrap().to_owned();
+            (field("name"), field("scope"), field("status"))
+        })
+        .collect();
+    found.sort();
+    let mut expected = vec![("keep".to_owned(), "user".to_owned(), "ready".to_owned())];
+    for i in 0..10 {
+        expected.push((format!("u{i}"), "user".into(), "ready".into()));
+        expected.push((format!("l{i}"), "local".into(), "ready".into()));
+        expected.push((format!("p{i}"), "project".into(), "ready".into()));
+    }
+    for i in 0..5 {
+        expected.push((format!("j{i}"), "user".into(), "ready".into()));
+        expected.push((format!("np{i}"), "project".into(), "ready".into()));
+    }
+    expected.sort();
+    assert_eq!(found, expected);
+    // No lock file is left beside any of them.
+    for dir in [tree.config_dir(), tree.project(), tree.state_dir()] {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let name = entry.unwrap().file_name();
+            assert!(!name.to_string_lossy().ends_with(".lock"), "{name:?} left");
+        }
+    }
+}
+
+/// Names and arguments a file controls — 100 000 characters, wide and right-to-left scripts,
+/// control characters, terminal escape sequences — are listed without a panic, cut to a sane
+/// width, and never reach the terminal raw; `--json` keeps them exactly.
+#[test]
+fn hostile_names_and_arguments_are_listed_safely() {
+    let tree = ConfigTree::new().unwrap();
+    let long = "y".repeat(100_000);
+    let title = "\u{1b}]0;pwned\u{7}";
+    let link = "\u{1b}]8;;https://evil.example\u{1b}\\click\u{1b}]8;;\u{1b}\\";
+    let entries = serde_json::json!({"mcpServers": {
+        "long": {"command": "x", "args": [long]},
+        "wide": {"command": "日本語😀👩‍👩‍👧", "args": ["שלום", "مرحبا", "\u{202e}gnp.exe"]},
+        "controls": {"command": "x", "args": ["bell\u{7}", "back\u{8}space", "c1\u{9b}31m", "nl\nx"]},
+        "escapes": {"command": format!("x{title}"), "args": [link, "\u{1b}[2J\u{1b}[31mred"]},
+        format!("bad{title}name"): {"command": "x"},
+        "名前": {"command": "x"},
+    }});
+    tree.write(tree.user_file(), &entries.to_string()).unwrap();
+
+    let out = run(&tree, &["mcp", "list", "--no-connect"]);
+    // The two bad names are errors (exit 1), not a panic (101).
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&tree, &out));
+    let (listing, errors) = (stdout(&out), stderr(&tree, &out));
+    for text in [&listing, &errors] {
+        assert!(!text.contains('\u{1b}'), "raw ESC in:\n{text}");
+        assert!(
+            !text.contains('\u{7}') && !text.contains('\u{9b}'),
+            "{text}"
+        );
+    }
+    assert_eq!(listing.lines().count(), 6, "{listing}");
+    for line in listing.lines() {
+        // Five cells of at most 200 characters and their gaps.
+        assert!(line.chars().count() <= 5 * 200 + 4 * 2, "{}", line.len());
+    }
+    let row = |name: &str| {
+        listing
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no row {name} in\n{listing}"))
+    };
+    assert!(row("long").contains(&format!("x {}…", "y".repeat(197))));
+    assert!(row("wide").contains("日本語😀👩‍👩‍👧 שלום مرحبا \\u{202e}gnp.exe"));
+    assert!(row("controls").contains("bell\\u{7} back\\u{8}space c1\\u{9b}31m nl\\u{a}x"));
+    assert!(row("escapes").contains("x click red"), "{}", row("escapes"));
+    assert!(row("badname").contains("invalid"), "{listing}");
+    assert!(errors.contains("badname"), "{errors}");
+
+    let out = run(&tree, &["mcp", "get", "escapes", "--no-connect"]);
+    ok(&tree, &out);
+    assert!(!stdout(&out).contains('\u{1b}'), "{}", stdout(&out));
+
+    // JSON is data: every character as it was.
+    let json: Value = serde_json::from_str(&stdout(&run(
+        &tree,
+        &["mcp", "list", "--json", "--no-connect"],
+    )))
+    .unwrap();
+    let names: Vec<&str> = json["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&format!("bad{title}name").as_str()),
+        "{names:?}"
+    );
+    let long_entry = json["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "long")
+        .unwrap();
+    assert_eq!(
+        long_entry["config"]["args"][0].as_str().unwrap().len(),
+        100_000
+    );
+}

@@ -412,3 +412,42 @@ fn a_command_given_as_a_path_says_what_is_wrong_with_the_file() {
     plain | user | stdio | [TMP]/plain-file | ✗ failed: `[TMP]/plain-file` cannot be executed: it has no execute permission
     ");
 }
+
+/// A server's tool description and results carry escape sequences (a title change, a hyperlink,
+/// a colour) and control characters: `tools` and `call` show the text without them reaching
+/// the terminal; `--json` keeps them as sent.
+#[test]
+fn escape_sequences_from_a_server_never_reach_the_terminal() {
+    let tree = ConfigTree::new().unwrap();
+    let hostile = "\u{1b}]0;pwned\u{7}Echo \u{1b}]8;;https://evil.example\u{1b}\\it\u{1b}]8;;\u{1b}\\ \u{1b}[31mback\u{9b}1A";
+    user_config(&tree, &[("kit", &["--echo-description", hostile], "")]);
+
+    let out = run(&tree, &["tools", "kit"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr, &tree));
+    let listing = text(&out.stdout, &tree);
+    assert!(
+        !listing.contains('\u{1b}') && !listing.contains('\u{9b}'),
+        "{listing}"
+    );
+    assert!(
+        listing.contains("mcp__kit__echo [read-only]  Echo it back\\u{9b}1A\n"),
+        "{listing}"
+    );
+    let out = run(&tree, &["tools", "kit", "--json"]);
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json[0]["description"], hostile);
+
+    let arguments = serde_json::json!({"text": format!("line one{hostile}\r\nline two\u{7}")});
+    let out = run(&tree, &["call", "mcp__kit__echo", &arguments.to_string()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr, &tree));
+    assert_eq!(
+        text(&out.stdout, &tree),
+        "line oneEcho it back\\u{9b}1A\nline two\\u{7}\n"
+    );
+    let out = run(
+        &tree,
+        &["call", "mcp__kit__echo", &arguments.to_string(), "--json"],
+    );
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["result"]["content"][0]["text"], arguments["text"]);
+}

@@ -126,6 +126,10 @@ pub struct Options {
     #[arg(long, value_name = "N")]
     pub description_chars: Option<usize>,
 
+    /// Give the `echo` tool exactly this description (escape sequences, control characters).
+    #[arg(long, value_name = "TEXT")]
+    pub echo_description: Option<String>,
+
     /// (http) Protect `/mcp` with OAuth: the same origin serves the protected resource
     /// metadata and a real authorization server (registration, an authorize endpoint that
     /// answers at once, tokens with refresh rotation, revocation). See `oauth.rs`.

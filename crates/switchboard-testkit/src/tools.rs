@@ -71,6 +71,11 @@ const TINY_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAQAAAACCAIAAADwyuo0AAAAEElEQVR4
 impl Toolbox {
     pub(crate) fn new(options: &Options) -> Self {
         let mut tools = Self::fixed_tools(options.description_chars);
+        if let Some(text) = &options.echo_description
+            && let Some(echo) = tools.iter_mut().find(|t| t.name == "echo")
+        {
+            echo.description = Some(Cow::Owned(text.clone()));
+        }
         for i in 0..options.extra_tools {
             tools.push(echo_like(format!("tool_{i:04}")));
         }

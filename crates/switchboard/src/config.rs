@@ -17,6 +17,7 @@ mod expand;
 mod issue;
 pub(crate) mod json;
 mod load;
+mod lock;
 mod name;
 mod parse;
 mod paths;
@@ -30,6 +31,7 @@ use std::time::Duration;
 
 pub use approval::{Approval, ApprovalStore, Decision};
 pub use edit::{ConfigEdit, ServersLocation};
+pub(crate) use lock::FileLock;
 
 /// Writes a file owner-only and atomically (for state that may matter to security).
 pub(crate) fn write_private(path: &std::path::Path, contents: &[u8]) -> std::io::Result<()> {

@@ -168,9 +168,10 @@ fn project_servers_wait_for_approval_bound_to_their_definition() {
     assert_eq!(db.status(), EntryStatus::PendingApproval);
     assert_eq!(set.startable().count(), 0);
 
-    let mut store = ApprovalStore::load(&set.paths.approvals_file()).unwrap();
-    store.record(&set.paths.project_key(), "db", &db.hash, Decision::Approved);
-    store.save().unwrap();
+    ApprovalStore::update(&set.paths.approvals_file(), |store| {
+        store.record(&set.paths.project_key(), "db", &db.hash, Decision::Approved)
+    })
+    .unwrap();
     let set = load(&tree);
     assert_eq!(set.get("db").unwrap().status(), EntryStatus::Ready);
     assert_eq!(

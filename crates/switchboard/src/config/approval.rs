@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::edit::write_atomic;
+use super::lock::FileLock;
 use super::{ConfigError, ConfigHash, ConfigIssue};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,6 +83,19 @@ impl ApprovalStore {
         })
     }
 
+    /// Changes the record at `path` as one step against other processes: locks it, reads it
+    /// afresh, applies `change` and writes it back (30 s at most waiting for another's change).
+    pub fn update<T>(
+        path: &Path,
+        change: impl FnOnce(&mut ApprovalStore) -> T,
+    ) -> Result<T, ConfigError> {
+        let _lock = FileLock::acquire(path)?;
+        let mut store = ApprovalStore::load(path)?;
+        let out = change(&mut store);
+        store.save()?;
+        Ok(out)
+    }
+
     /// The state of one entry. A rejection holds whatever the entry becomes: an edit to a
     /// rejected entry does not make it pending again (nor approvable by `approve --all`), only
     /// an approval that names it lifts it.
@@ -108,7 +122,8 @@ impl ApprovalStore {
             );
     }
 
-    pub fn save(&self) -> Result<(), ConfigError> {
+    /// Writes the record; only under the lock ([`Self::update`]), so no change is lost.
+    fn save(&self) -> Result<(), ConfigError> {
         let mut text = serde_json::to_string_pretty(&self.data).unwrap_or_default();
         text.push('\n');
         write_atomic(&self.path, text.as_bytes(), 0o600).map_err(|source| ConfigError::Write {

@@ -3,7 +3,8 @@
 //! The file is parsed into a concrete syntax tree (comments and whitespace kept), the entry is
 //! added or removed in it, and the result is written atomically (a temporary file in the same
 //! folder, then a rename) with the original file's permissions. A file that does not parse is
-//! never rewritten.
+//! never rewritten. From `open` until the edit is dropped the file is locked (`lock.rs`), so
+//! another process's edit waits instead of being lost.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -11,6 +12,7 @@ use std::path::{Path, PathBuf};
 use jsonc_parser::cst::{CstInputValue, CstObject, CstRootNode};
 
 use super::json::{Document, parse_options};
+use super::lock::FileLock;
 use super::{ConfigError, ConfigIssue};
 
 /// Where the `mcpServers` object sits in a file.
@@ -22,10 +24,12 @@ pub enum ServersLocation {
     Project(String),
 }
 
-/// An open configuration file, ready for edits.
+/// An open configuration file, ready for edits. The file stays locked against other
+/// Switchboard processes' edits until this is dropped.
 #[derive(Debug)]
 pub struct ConfigEdit {
     path: PathBuf,
+    _lock: FileLock,
     original: Option<String>,
     root: CstRootNode,
     location: ServersLocation,
@@ -33,8 +37,9 @@ pub struct ConfigEdit {
 }
 
 impl ConfigEdit {
-    /// Opens `path` for editing (a missing file starts empty). `new_file_mode` is the mode a
-    /// file created by the edit gets; an existing file keeps its own.
+    /// Locks and reads `path` for editing (a missing file starts empty). `new_file_mode` is the
+    /// mode a file created by the edit gets; an existing file keeps its own. Waits for another
+    /// process's edit of the file to finish (30 s at most).
     pub fn open(
         path: &Path,
         location: ServersLocation,
@@ -42,6 +47,7 @@ impl ConfigEdit {
     ) -> Result<ConfigEdit, ConfigError> {
         // Edit the file a symlink points to, so the link survives.
         let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+        let lock = FileLock::acquire(&path)?;
         let original = match std::fs::read_to_string(&path) {
             Ok(text) => Some(text),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -49,10 +55,7 @@ impl ConfigEdit {
         };
         let text = original.clone().unwrap_or_default();
         // The AST parse gives the error position; the CST is built only from text that parses.
-        let doc = Document {
-            path: path.clone(),
-            text,
-        };
+        let doc = Document::new(path.clone(), text);
         let issue_suffix =
             |issue: ConfigIssue| issue.hint("the file was not changed; fix it by hand first");
         doc.root_object().map_err(issue_suffix)?;
@@ -65,6 +68,7 @@ impl ConfigEdit {
         })?;
         let edit = ConfigEdit {
             path,
+            _lock: lock,
             original,
             root,
             location,
@@ -200,7 +204,8 @@ impl ConfigEdit {
         text
     }
 
-    /// Writes the edited file atomically. Refuses when the file changed since it was opened.
+    /// Writes the edited file atomically. Refuses when the file changed since it was opened
+    /// (only a writer that ignores the lock, such as a text editor, can do that).
     pub fn save(&self) -> Result<(), ConfigError> {
         let now = match std::fs::read_to_string(&self.path) {
             Ok(text) => Some(text),

@@ -116,6 +116,16 @@ pub enum ConfigError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("cannot lock {} for an edit: {source}", path.display())]
+    Lock {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("another process has been editing {} for more than {} s; nothing was written\n  hint: run the command again once it is done", path.display(), waited.as_secs())]
+    LockTimeout {
+        path: PathBuf,
+        waited: std::time::Duration,
+    },
     #[error("no server named `{name}`{}", in_scope(*.scope))]
     NotFound {
         name: String,

@@ -3,6 +3,7 @@
 //! Files are read as JSON with comments and trailing commas allowed (VS Code writes them);
 //! Switchboard never writes comments itself.
 
+use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
 
 use jsonc_parser::ast;
@@ -30,16 +31,23 @@ pub(crate) fn parse_options() -> ParseOptions {
 pub(crate) struct Document {
     pub(crate) path: PathBuf,
     pub(crate) text: String,
+    /// Built at the first position asked for, then shared by every later one.
+    lines: OnceCell<LineIndex>,
 }
 
 impl Document {
+    pub(crate) fn new(path: PathBuf, text: String) -> Document {
+        Document {
+            path,
+            text,
+            lines: OnceCell::new(),
+        }
+    }
+
     /// Reads a file; `Ok(None)` when it does not exist.
     pub(crate) fn read(path: &Path) -> Result<Option<Document>, ConfigIssue> {
         match std::fs::read_to_string(path) {
-            Ok(text) => Ok(Some(Document {
-                path: path.to_owned(),
-                text,
-            })),
+            Ok(text) => Ok(Some(Document::new(path.to_owned(), text))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(ConfigIssue::error(format!("cannot read the file: {e}")).in_file(path)),
         }
@@ -72,16 +80,82 @@ impl Document {
 
     /// 1-based line and column (in characters) of a byte offset.
     pub(crate) fn position(&self, offset: usize) -> (usize, usize) {
-        line_column(&self.text, offset)
+        self.lines
+            .get_or_init(|| LineIndex::new(&self.text))
+            .position(&self.text, offset)
     }
 }
 
-/// 1-based line and column (in characters) of a byte offset in `text`.
+/// 1-based line and column (in characters) of a byte offset in `text`. For one lookup; a
+/// [`Document`] keeps its index for many.
 pub(crate) fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let before = text.get(..offset).unwrap_or(text);
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    (line, before[line_start..].chars().count() + 1)
+    LineIndex::new(text).position(text, offset)
+}
+
+/// Bytes per block of [`LineIndex::chars_before_block`].
+const CHAR_BLOCK: usize = 4096;
+
+/// Where each line starts and how many characters precede each block of bytes, built in one
+/// pass, so a position costs a binary search and at most one block's scan — not a scan from
+/// the start of the text (which made loading a file with thousands of servers quadratic), nor
+/// from the start of a line (a minified file is one line).
+#[derive(Debug)]
+struct LineIndex {
+    /// Byte offset of the start of each line; the first is 0.
+    line_starts: Vec<usize>,
+    /// Characters in `text[..k * CHAR_BLOCK]`, for each block `k`.
+    chars_before_block: Vec<usize>,
+}
+
+impl LineIndex {
+    fn new(text: &str) -> LineIndex {
+        let bytes = text.as_bytes();
+        let line_starts = std::iter::once(0)
+            .chain(memchr::memchr_iter(b'\n', bytes).map(|i| i + 1))
+            .collect();
+        let mut chars = 0;
+        let mut chars_before_block = Vec::with_capacity(bytes.len() / CHAR_BLOCK + 1);
+        for block in bytes.chunks(CHAR_BLOCK) {
+            chars_before_block.push(chars);
+            chars += char_starts(block);
+        }
+        // For an offset at the very end when the text fills its last block.
+        chars_before_block.push(chars);
+        LineIndex {
+            line_starts,
+            chars_before_block,
+        }
+    }
+
+    fn position(&self, text: &str, offset: usize) -> (usize, usize) {
+        // Past the end or inside a character: the end of the text, as before.
+        let offset = if text.is_char_boundary(offset) {
+            offset
+        } else {
+            text.len()
+        };
+        // The first start is 0, so `line` is at least 1.
+        let line = self.line_starts.partition_point(|&start| start <= offset);
+        let line_start = self
+            .line_starts
+            .get(line.saturating_sub(1))
+            .copied()
+            .unwrap_or(0);
+        let column = self.chars_before(text, offset) - self.chars_before(text, line_start) + 1;
+        (line, column)
+    }
+
+    /// Characters in `text[..offset]` (`offset` on a character boundary).
+    fn chars_before(&self, text: &str, offset: usize) -> usize {
+        let block = offset / CHAR_BLOCK;
+        let counted = self.chars_before_block.get(block).copied().unwrap_or(0);
+        counted + char_starts(&text.as_bytes()[block * CHAR_BLOCK..offset])
+    }
+}
+
+/// Characters starting in `bytes`: every byte but UTF-8 continuation bytes.
+fn char_starts(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&b| b & 0xC0 != 0x80).count()
 }
 
 pub(crate) fn range_of(value: &ast::Value<'_>) -> jsonc_parser::common::Range {
@@ -170,6 +244,59 @@ mod tests {
     fn line_column_counts_characters() {
         assert_eq!(line_column("ab\ncdé f", 9), (2, 6));
         assert_eq!(line_column("x", 0), (1, 1));
+    }
+
+    /// The answer of the old whole-text scan, for comparison.
+    fn scanned(text: &str, offset: usize) -> (usize, usize) {
+        let before = &text[..offset];
+        let line = before.matches('\n').count() + 1;
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        (line, before[line_start..].chars().count() + 1)
+    }
+
+    #[test]
+    fn positions_deep_in_a_large_document_after_multibyte_and_crlf_lines() {
+        // Thousands of entries on CRLF lines with 2-, 3- and 4-byte characters, a long line
+        // that spans many index blocks, then an error near the end.
+        let mut text = String::from("{\r\n  \"mcpServers\": {\r\n");
+        for i in 0..3000 {
+            text.push_str(&format!(
+                "    \"s{i}\": {{\"command\": \"größe-✓-😀\", \"args\": [\"日本語\"]}},\r\n"
+            ));
+        }
+        text.push_str("    \"long\": \"");
+        text.push_str(&"é😀x".repeat(5000));
+        text.push_str("\",\r\n    \"bad\": tru\r\n  }\r\n}\r\n");
+        let doc = Document::new(PathBuf::from("big.json"), text.clone());
+        let issue = doc.parse().unwrap_err();
+        // The parser's own position, and ours from the same byte offset.
+        let bad = text.find("tru\r").unwrap();
+        assert_eq!(doc.position(bad), (3004, 12));
+        assert_eq!(issue.position, Some((3004, 12)));
+        // Every character boundary of the long line and around it agrees with a full scan.
+        let long = text.find("\"long\"").unwrap();
+        for offset in (long - 300..bad + 20).filter(|&o| text.is_char_boundary(o)) {
+            assert_eq!(
+                doc.position(offset),
+                scanned(&text, offset),
+                "offset {offset}"
+            );
+        }
+        for offset in [0, 1, 2, 3, 100, 4095, 4096, 4097, text.len()] {
+            assert_eq!(
+                doc.position(offset),
+                scanned(&text, offset),
+                "offset {offset}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_text_that_fills_its_last_block_has_a_position_at_its_end() {
+        let text = "a\n".repeat(CHAR_BLOCK);
+        assert_eq!(line_column(&text, text.len()), (CHAR_BLOCK + 1, 1));
+        let text = "é".repeat(CHAR_BLOCK);
+        assert_eq!(line_column(&text, text.len()), (1, CHAR_BLOCK + 1));
     }
 
     #[test]

@@ -209,10 +209,10 @@ impl ConfigSet {
 /// (relative to `cwd`).
 fn load_dynamic_text(spec: &str, cwd: &std::path::Path) -> Result<Document, ConfigIssue> {
     if spec.trim_start().starts_with('{') {
-        return Ok(Document {
-            path: PathBuf::from("<--mcp-config>"),
-            text: spec.to_owned(),
-        });
+        return Ok(Document::new(
+            PathBuf::from("<--mcp-config>"),
+            spec.to_owned(),
+        ));
     }
     let path = cwd.join(spec);
     Document::read(&path)?

@@ -149,10 +149,7 @@ pub fn parse_entry_value(
     label: &str,
 ) -> Result<(ServerConfig, Vec<ConfigIssue>), ConfigIssue> {
     let text = serde_json::to_string_pretty(entry).unwrap_or_default();
-    let doc = Document {
-        path: PathBuf::from(label),
-        text,
-    };
+    let doc = Document::new(PathBuf::from(label), text);
     let value = doc
         .parse()?
         .ok_or_else(|| ConfigIssue::error("empty entry").server(name))?;

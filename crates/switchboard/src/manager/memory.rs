@@ -2,6 +2,9 @@
 //! answered each server (so the probe runs once), and which servers need authorization (for
 //! 15 minutes, so a restart does not prompt again). Both are bound to the entry's hash: an
 //! edited entry (a fixed header, a new URL) starts fresh.
+//!
+//! Several processes share the file: a change is written under the file's edit lock, applied to
+//! the file as it is on disk then, so one process's records never erase another's.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,6 +17,9 @@ use crate::connection::Generation;
 
 /// How long a server stays `needs-auth` without being asked again.
 pub(crate) const NEEDS_AUTH_TTL: Duration = Duration::from_secs(15 * 60);
+/// How long a write waits for another process's: short, since the caller may be on an async
+/// thread and the file only saves time (a write given up on costs a probe later).
+const LOCK_WAIT: Duration = Duration::from_millis(500);
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct File {
@@ -128,18 +134,55 @@ impl Memory {
         self.update(|file| file.needs_auth.remove(name).is_some());
     }
 
-    fn update(&self, change: impl FnOnce(&mut File) -> bool) {
+    /// Applies `change` here and, when it changed something, to the file as it is on disk
+    /// under the file's lock.
+    fn update(&self, change: impl Fn(&mut File) -> bool) {
         let Ok(mut file) = self.file.lock() else {
             return;
         };
         if !change(&mut file) {
             return;
         }
-        let Some(path) = &self.path else { return };
-        let text = serde_json::to_string_pretty(&*file).unwrap_or_default();
         drop(file);
+        let Some(path) = &self.path else { return };
+        let _lock = match crate::config::FileLock::acquire_within(path, LOCK_WAIT) {
+            Ok(lock) => lock,
+            Err(e) => {
+                tracing::debug!("cannot write the server memory: {e}");
+                return;
+            }
+        };
+        let mut on_disk: File = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or_default();
+        change(&mut on_disk);
+        let text = serde_json::to_string_pretty(&on_disk).unwrap_or_default();
         if let Err(e) = crate::config::write_private(path, text.as_bytes()) {
             tracing::debug!(path = %path.display(), "cannot write the server memory: {e}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_processes_keep_each_others_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let hash = ConfigHash("h".to_owned());
+        // Both read the file before either writes, as two processes starting together do.
+        let first = Memory::load(Some(dir.path()));
+        let second = Memory::load(Some(dir.path()));
+        first.set_generation("a", &hash, Generation::Discover);
+        second.set_generation("b", &hash, Generation::Initialize);
+        second.set_needs_auth("c", &hash, "log in");
+        first.clear_needs_auth("c");
+        let later = Memory::load(Some(dir.path()));
+        assert_eq!(later.generation("a", &hash), Some(Generation::Discover));
+        assert_eq!(later.generation("b", &hash), Some(Generation::Initialize));
+        // `first` never saw `c`, so its clear changed nothing here and wrote nothing.
+        assert_eq!(later.needs_auth("c", &hash).as_deref(), Some("log in"));
     }
 }
