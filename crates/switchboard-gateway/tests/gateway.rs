@@ -1339,3 +1339,114 @@ async fn a_large_catalogue_comes_in_pages_with_every_tool_exactly_once() {
     assert!(bad.is_err());
     client.cancel().await.unwrap();
 }
+
+/// The upstream Streamable HTTP server restarts on the same port (`--protocol` `mode`): once
+/// the host is connected again, a tool the server adds still reaches the gateway's clients of
+/// both generations as `tools/list_changed`.
+async fn list_changes_are_followed_after_an_upstream_restart(mode: &str) {
+    use switchboard_testkit::{TestServer, Transport};
+    let mut upstream = TestServer::start(Transport::Http, ["--protocol", mode]).unwrap();
+    let url = upstream.url().to_owned();
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let (_tree, host, gateway_url) = gateway(
+        json!({"up": {"type": "http", "url": url}}),
+        json!({"allow": ["mcp__up"]}),
+    )
+    .await;
+    let (old, mut seen_old) = connect(&gateway_url, "old", false).await;
+    let (modern, _) = connect_modern(&gateway_url, "m", false).await;
+    let filter = rmcp::model::SubscriptionFilter::builder()
+        .tools_list_changed()
+        .build();
+    let mut subscription = modern.peer().listen(filter).await.unwrap();
+
+    let mut events = host.events();
+    upstream.kill();
+    let _again =
+        TestServer::start(Transport::Http, ["--protocol", mode, "--listen", &addr]).unwrap();
+    // The host notices the restart (a closed session or an expired one) and connects again:
+    // a call through the gateway reaches the new process.
+    let echoed = old
+        .peer()
+        .call_tool(call("mcp__up__echo", json!({"text": "back"})))
+        .await
+        .unwrap();
+    assert!(text_of(&echoed).contains("back"), "{}", text_of(&echoed));
+    // Wait until the host's connection settled on the new process before the change.
+    tokio::time::timeout(SETTLE, async {
+        loop {
+            if matches!(
+                host.server_state("up"),
+                Some(switchboard::connection::ServerState::Connected(_))
+            ) && events.try_recv().is_none()
+            {
+                return;
+            }
+            let _ = events.recv().await;
+        }
+    })
+    .await
+    .unwrap();
+
+    let added = old
+        .peer()
+        .call_tool(call("mcp__up__add_tool", json!({"name": "fresh"})))
+        .await
+        .unwrap();
+    assert_ne!(added.is_error, Some(true), "{}", text_of(&added));
+    let listed_fresh = || async {
+        old.peer()
+            .list_all_tools()
+            .await
+            .unwrap()
+            .iter()
+            .any(|t| t.name == "mcp__up__fresh")
+    };
+    let mut told = false;
+    while !told {
+        let changed = next_matching(&mut seen_old, |s| {
+            matches!(s, Seen::ToolsChanged).then_some(())
+        })
+        .await;
+        assert!(
+            changed.is_some(),
+            "{mode}: the initialize-era client was not told"
+        );
+        told = listed_fresh().await;
+    }
+    let mut heard = false;
+    while !heard {
+        let next = tokio::time::timeout(WAIT, subscription.next()).await;
+        assert!(
+            matches!(
+                next,
+                Ok(Ok(Some(
+                    rmcp::model::ServerNotification::ToolListChangedNotification(_)
+                )))
+            ),
+            "{mode}: the 2026-07-28 client was not told: {next:?}"
+        );
+        heard = modern
+            .list_all_tools()
+            .await
+            .unwrap()
+            .iter()
+            .any(|t| t.name == "mcp__up__fresh");
+    }
+    subscription.cancel().await.unwrap();
+    old.cancel().await.unwrap();
+    modern.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_changes_of_a_restarted_2026_upstream_are_followed() {
+    list_changes_are_followed_after_an_upstream_restart("modern").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_changes_of_a_restarted_initialize_era_upstream_are_followed() {
+    list_changes_are_followed_after_an_upstream_restart("legacy").await;
+}
