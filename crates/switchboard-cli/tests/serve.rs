@@ -646,3 +646,73 @@ fn the_typescript_sdk_client_answers_questions_through_serve_over_stdio_and_http
     );
     check_asking_client(&serde_json::from_slice(&out.stdout).unwrap(), "typescript");
 }
+
+/// `GET /status` of `serve --http`, with the token, as JSON (a plain HTTP/1.1 request).
+fn status_of(serve: &HttpServe, token: &str) -> Value {
+    use std::io::Read;
+    let url = serve.url.strip_prefix("http://").unwrap();
+    let (addr, _) = url.split_once('/').unwrap();
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(WAIT)).unwrap();
+    write!(
+        stream,
+        "GET /status HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (_, body) = response.split_once("\r\n\r\n").unwrap();
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {response}"))
+}
+
+/// A tool no rule names runs through the gateway by default, even for a client that declares
+/// no elicitation; `--ask deny` denies it, saying why; `/status` and `mcp get` say which
+/// default is in force.
+#[test]
+fn serve_ask_decides_what_a_call_of_a_tool_no_rule_names_does() {
+    let tree = ConfigTree::new().unwrap();
+    tree.write(
+        tree.user_file(),
+        &json!({"mcpServers": {"kit": {"command": switchboard_testkit::server_bin()}},
+                "permissions": {"ask": ["mcp__kit__add"]}})
+        .to_string(),
+    )
+    .unwrap();
+    let echo = json!({"name": "mcp__kit__echo", "arguments": {"text": "no rule"}});
+
+    let mut gateway = RawStdio::start(&tree, &["--stdio"]);
+    let ran = gateway.request("tools/call", echo.clone());
+    assert_eq!(ran["result"]["isError"], false, "{ran}");
+    assert!(ran.to_string().contains("no rule"), "{ran}");
+    let asked = gateway.request(
+        "tools/call",
+        json!({"name": "mcp__kit__add", "arguments": {"a": 1, "b": 2}}),
+    );
+    assert_eq!(asked["result"]["isError"], true, "{asked}");
+    assert!(asked.to_string().contains("cannot be asked"), "{asked}");
+    gateway.finish();
+
+    let mut gateway = RawStdio::start(&tree, &["--stdio", "--ask", "deny"]);
+    let denied = gateway.request("tools/call", echo);
+    assert_eq!(denied["result"]["isError"], true, "{denied}");
+    assert!(denied.to_string().contains("`--ask deny`"), "{denied}");
+    gateway.finish();
+
+    let serve = HttpServe::start(&tree, &["--ask", "elicit"]);
+    let status = status_of(&serve, &token(&tree));
+    serve.stop();
+    assert_eq!(status["ask"], "elicit", "{status}");
+
+    let got = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["-C", &tree.project().display().to_string()])
+        .args(["mcp", "get", "kit", "--no-connect"])
+        .env_clear()
+        .envs(tree.env())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&got.stdout);
+    assert!(
+        text.contains("a call of a tool no rule names runs") && text.contains("ask mcp__kit__add"),
+        "{text}"
+    );
+}
