@@ -33,7 +33,8 @@
 #                  SWITCHBOARD_PARTNER_TIME, SWITCHBOARD_NODE22 (a node >= 22 binary),
 #                  SWITCHBOARD_CONFORMANCE, SWITCHBOARD_CONFORMANCE_NEXT, SWITCHBOARD_INSPECTOR_CLI
 #                  (JS entry points: run them with $SWITCHBOARD_NODE22), SWITCHBOARD_NODE_MODULES
-#                  (for NODE_PATH, so a test's script can import @modelcontextprotocol/sdk)
+#                  (for NODE_PATH, so a test's script can import @modelcontextprotocol/sdk),
+#                  SWITCHBOARD_PYTHON (the venv's python, so a test's script can import mcp)
 #   .stamp         hash of the pin files, this script and the node/python versions;
 #                  when it matches and every entry point exists, nothing is installed
 #   install.log    npm/pip output of the last install (shown on failure)
@@ -116,6 +117,7 @@ TOOLS=(
   "conformance 0.2|SWITCHBOARD_CONFORMANCE_NEXT|$NODE_DIR/node_modules/conformance-next/dist/index.js"
   "inspector cli|SWITCHBOARD_INSPECTOR_CLI|$NODE_DIR/node_modules/@modelcontextprotocol/inspector-cli/build/index.js"
   "node_modules|SWITCHBOARD_NODE_MODULES|$NODE_DIR/node_modules"
+  "python venv|SWITCHBOARD_PYTHON|$PY_DIR/bin/python"
 )
 
 # One installer at a time per DIR (tests may call this concurrently).

@@ -359,6 +359,32 @@ pub(crate) struct ServeArgs {
     /// Never serve tools matching this pattern (wins over --allow-tool; repeatable).
     #[arg(long = "deny-tool", value_name = "PATTERN")]
     pub(crate) deny_tools: Vec<String>,
+    /// What a call of a tool that no permission rule names does: `client` runs it (the client
+    /// approves its own calls), `elicit` asks the client through an elicitation, `deny` denies
+    /// it. An `ask` rule always asks; a `deny` rule always hides the tool.
+    #[arg(long, value_enum, value_name = "WHO", default_value_t = AskArg::Client)]
+    pub(crate) ask: AskArg,
+}
+
+/// `serve --ask`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum AskArg {
+    /// The call runs: the client approves its own calls.
+    Client,
+    /// The client is asked through an elicitation (denied if it cannot answer one).
+    Elicit,
+    /// The call is denied.
+    Deny,
+}
+
+impl From<AskArg> for switchboard::permissions::GatewayAsk {
+    fn from(ask: AskArg) -> Self {
+        match ask {
+            AskArg::Client => Self::Client,
+            AskArg::Elicit => Self::Elicit,
+            AskArg::Deny => Self::Deny,
+        }
+    }
 }
 
 #[cfg(test)]

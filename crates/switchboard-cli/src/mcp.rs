@@ -521,9 +521,11 @@ fn get(ctx: &Context, name: &str, json: bool, connect: bool) -> anyhow::Result<E
     } else {
         None
     };
+    let gateway = gateway_permissions(ctx, &loaded, name);
     if json {
         let mut value = entry_json(entry);
         value["issues"] = own_issues.iter().map(issue_json).collect();
+        value["gateway"] = gateway.json;
         if let Some(p) = &probed {
             value["connection"] = state_json(p);
         }
@@ -575,6 +577,10 @@ fn get(ctx: &Context, name: &str, json: bool, connect: bool) -> anyhow::Result<E
     if let Some(auth) = runtime()?.block_on(crate::mcp_auth::status_line(ctx, entry)) {
         writeln!(out, "  auth:    {}", clean_line(&auth))?;
     }
+    writeln!(out, "  gateway: {}", gateway.line)?;
+    for rule in &gateway.rules {
+        writeln!(out, "    {rule}")?;
+    }
     match probed.as_ref().map(|p| &p.state) {
         Some(switchboard::ServerState::Connected(info)) => {
             let server = [info.name.as_deref(), info.version.as_deref()]
@@ -618,6 +624,58 @@ fn get(ctx: &Context, name: &str, json: bool, connect: bool) -> anyhow::Result<E
         _ => {}
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `switchboard serve` does with calls of a server's tools, for `mcp get`.
+struct GatewayPermissions {
+    line: String,
+    rules: Vec<String>,
+    json: serde_json::Value,
+}
+
+/// The default in force for calls through `switchboard serve` (`--ask`, `client` unless
+/// changed) and the permission rules that may name the server's tools.
+fn gateway_permissions(
+    ctx: &Context,
+    loaded: &switchboard::config::ConfigSet,
+    name: &str,
+) -> GatewayPermissions {
+    use switchboard::permissions::{GatewayAsk, PermissionSettings};
+    let trusted = crate::trust::is_trusted(&loaded.paths);
+    let (settings, _) = PermissionSettings::load(&loaded.paths, &ctx.env, trusted);
+    let rules: Vec<_> = settings
+        .rules()
+        .iter()
+        .filter(|r| r.pattern.names_server(name))
+        .collect();
+    let ask = GatewayAsk::default();
+    let line = format!(
+        "through `switchboard serve`, a call of a tool no rule names {} (`--ask {ask}`, the default); {}",
+        ask.describe(),
+        if rules.is_empty() {
+            "no rule names this server's tools".to_owned()
+        } else {
+            format!("{} rule(s) name its tools:", rules.len())
+        }
+    );
+    GatewayPermissions {
+        line,
+        rules: rules
+            .iter()
+            .map(|r| format!("{} {} ({})", r.effect.as_str(), r.pattern, r.origin))
+            .collect(),
+        json: serde_json::json!({
+            "ask": ask.as_str(),
+            "rules": rules
+                .iter()
+                .map(|r| serde_json::json!({
+                    "effect": r.effect.as_str(),
+                    "pattern": r.pattern.as_str(),
+                    "origin": r.origin.to_string(),
+                }))
+                .collect::<Vec<_>>(),
+        }),
+    }
 }
 
 fn decide(

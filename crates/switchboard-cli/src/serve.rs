@@ -33,6 +33,7 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
     runtime.block_on(async {
         let host = crate::catalog_cmds::builder(ctx, args.servers.clone())?
             .interaction(switchboard_gateway::forward::upstream_interaction())
+            .gateway_ask(args.ask.into())
             .start()?;
         if let Err(e) = crate::catalog_cmds::settle(&host).await {
             host.shutdown().await;

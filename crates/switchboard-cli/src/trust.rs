@@ -11,7 +11,7 @@ use crate::mcp::Context;
 use crate::output::print_issues;
 
 /// Whether the user trusts this project; a broken record trusts nothing (and says so).
-fn is_trusted(paths: &ConfigPaths) -> bool {
+pub(crate) fn is_trusted(paths: &ConfigPaths) -> bool {
     match TrustStore::load(&paths.trusted_projects_file()) {
         Ok(store) => store.is_trusted(&paths.project_key()),
         Err(issue) => {

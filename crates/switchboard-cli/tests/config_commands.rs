@@ -394,6 +394,7 @@ fn list_and_get_show_every_problem_and_fail_on_errors() {
       type:    stdio
       target:  x
       config:  {"command":"x","alwaysAllow":[]}
+      gateway: through `switchboard serve`, a call of a tool no rule names runs: the client approves its own calls (`--ask client`, the default); no rule names this server's tools
     "#);
 }
 

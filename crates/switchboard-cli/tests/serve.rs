@@ -497,3 +497,222 @@ fn reads_and_listings_behave_the_same_through_the_command_line_and_the_gateway()
     assert_eq!(prompts["result"]["prompts"], json!([]), "{prompts}");
     gateway.finish();
 }
+
+/// The testkit server behind the gateway as `kit`, with the tools that ask (elicitation,
+/// sampling), the `greet` prompt that asks, and a resource `test://big` (read through the
+/// output budget); its tools allowed.
+fn asking_tree() -> ConfigTree {
+    let tree = ConfigTree::new().unwrap();
+    tree.write(
+        tree.user_file(),
+        &json!({
+            "mcpServers": {"kit": {
+                "command": switchboard_testkit::server_bin(),
+                "args": ["--ask-tools", "--big-resource", "2000"],
+            }},
+            "permissions": {"allow": ["mcp__kit"]},
+        })
+        .to_string(),
+    )
+    .unwrap();
+    tree
+}
+
+/// The Python SDK's client (`tests/py/gateway_client.py`) through `serve --stdio`, in `mode`
+/// (`auto`: `server/discover` then 2026-07-28; `legacy`: `initialize`); what it saw.
+fn python_client(tree: &ConfigTree, mode: &str) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/gateway_client.py");
+    let out = Command::new(partner("SWITCHBOARD_PYTHON"))
+        .arg(script)
+        .arg(mode)
+        .arg(env!("CARGO_BIN_EXE_switchboard"))
+        .args(serve_args(tree, &["--stdio"]))
+        .current_dir(tree.root())
+        .env_clear()
+        .envs(tree.env())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the Python SDK client ({mode}) failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// What an SDK client saw going through every kind of request with `kit` behind the gateway.
+fn check_asking_client(seen: &Value, who: &str) {
+    let tools = seen["tools"].as_array().unwrap();
+    assert!(tools.contains(&json!("mcp__kit__ask_form")), "{seen}");
+    assert!(
+        seen["echo"].as_str().unwrap().contains("from the"),
+        "{seen}"
+    );
+    assert_eq!(seen["form"]["name"], who, "elicitation: {seen}");
+    assert_eq!(seen["form"]["age"], 30, "elicitation: {seen}");
+    assert!(
+        seen["sampled"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("the model said: sampled by {who}")),
+        "sampling: {seen}"
+    );
+    assert_eq!(seen["slow"], "done", "{seen}");
+    // Steps 1..=3 of 3, in order. (The last one may come after the result and be dropped by
+    // the client: only a non-empty, rising sequence is asserted.)
+    let progress: Vec<f64> = seen["progress"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_f64().unwrap())
+        .collect();
+    assert!(
+        !progress.is_empty() && progress.windows(2).all(|w| w[0] < w[1]) && progress.len() <= 3,
+        "progress: {seen}"
+    );
+    assert_eq!(
+        seen["read"],
+        json!(["switchboard://kit/test://big"]),
+        "{seen}"
+    );
+    assert_eq!(seen["readLength"], 2000, "{seen}");
+    assert_eq!(
+        seen["prompt"],
+        format!("Hello, {who}!"),
+        "prompts/get: {seen}"
+    );
+    assert_eq!(
+        seen["asked"],
+        json!(["elicitation", "sampling", "elicitation"]),
+        "{seen}"
+    );
+}
+
+#[test]
+fn the_python_sdk_client_works_through_serve_in_2026_07_28() {
+    let tree = asking_tree();
+    let seen = python_client(&tree, "auto");
+    assert_eq!(seen["protocol"], "2026-07-28", "{seen}");
+    check_asking_client(&seen, "python");
+}
+
+#[test]
+fn the_python_sdk_client_works_through_serve_with_initialize() {
+    let tree = asking_tree();
+    let seen = python_client(&tree, "legacy");
+    assert_ne!(seen["protocol"], "2026-07-28", "{seen}");
+    check_asking_client(&seen, "python");
+}
+
+fn asking_ts_client() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/js/gateway-asking-client.cjs")
+        .display()
+        .to_string()
+}
+
+/// The TypeScript SDK (1.32: the `initialize` handshake only; it has no 2026-07-28) answering
+/// the servers' questions, through `serve --stdio` and `serve --http`.
+#[test]
+fn the_typescript_sdk_client_answers_questions_through_serve_over_stdio_and_http() {
+    let tree = asking_tree();
+    let mut args = vec![
+        "stdio".to_owned(),
+        env!("CARGO_BIN_EXE_switchboard").to_owned(),
+    ];
+    args.extend(serve_args(&tree, &["--stdio"]));
+    let out = node(&tree, tree.root(), &asking_ts_client(), &args, None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    check_asking_client(&serde_json::from_slice(&out.stdout).unwrap(), "typescript");
+
+    let serve = HttpServe::start(&tree, &[]);
+    let token = token(&tree);
+    let out = node(
+        &tree,
+        tree.root(),
+        &asking_ts_client(),
+        &["http".to_owned(), serve.url.clone()],
+        Some(&token),
+    );
+    serve.stop();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    check_asking_client(&serde_json::from_slice(&out.stdout).unwrap(), "typescript");
+}
+
+/// `GET /status` of `serve --http`, with the token, as JSON (a plain HTTP/1.1 request).
+fn status_of(serve: &HttpServe, token: &str) -> Value {
+    use std::io::Read;
+    let url = serve.url.strip_prefix("http://").unwrap();
+    let (addr, _) = url.split_once('/').unwrap();
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(WAIT)).unwrap();
+    write!(
+        stream,
+        "GET /status HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (_, body) = response.split_once("\r\n\r\n").unwrap();
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {response}"))
+}
+
+/// A tool no rule names runs through the gateway by default, even for a client that declares
+/// no elicitation; `--ask deny` denies it, saying why; `/status` and `mcp get` say which
+/// default is in force.
+#[test]
+fn serve_ask_decides_what_a_call_of_a_tool_no_rule_names_does() {
+    let tree = ConfigTree::new().unwrap();
+    tree.write(
+        tree.user_file(),
+        &json!({"mcpServers": {"kit": {"command": switchboard_testkit::server_bin()}},
+                "permissions": {"ask": ["mcp__kit__add"]}})
+        .to_string(),
+    )
+    .unwrap();
+    let echo = json!({"name": "mcp__kit__echo", "arguments": {"text": "no rule"}});
+
+    let mut gateway = RawStdio::start(&tree, &["--stdio"]);
+    let ran = gateway.request("tools/call", echo.clone());
+    assert_eq!(ran["result"]["isError"], false, "{ran}");
+    assert!(ran.to_string().contains("no rule"), "{ran}");
+    let asked = gateway.request(
+        "tools/call",
+        json!({"name": "mcp__kit__add", "arguments": {"a": 1, "b": 2}}),
+    );
+    assert_eq!(asked["result"]["isError"], true, "{asked}");
+    assert!(asked.to_string().contains("cannot be asked"), "{asked}");
+    gateway.finish();
+
+    let mut gateway = RawStdio::start(&tree, &["--stdio", "--ask", "deny"]);
+    let denied = gateway.request("tools/call", echo);
+    assert_eq!(denied["result"]["isError"], true, "{denied}");
+    assert!(denied.to_string().contains("`--ask deny`"), "{denied}");
+    gateway.finish();
+
+    let serve = HttpServe::start(&tree, &["--ask", "elicit"]);
+    let status = status_of(&serve, &token(&tree));
+    serve.stop();
+    assert_eq!(status["ask"], "elicit", "{status}");
+
+    let got = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["-C", &tree.project().display().to_string()])
+        .args(["mcp", "get", "kit", "--no-connect"])
+        .env_clear()
+        .envs(tree.env())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&got.stdout);
+    assert!(
+        text.contains("a call of a tool no rule names runs") && text.contains("ask mcp__kit__add"),
+        "{text}"
+    );
+}

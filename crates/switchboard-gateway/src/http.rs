@@ -1,6 +1,7 @@
 //! The gateway over Streamable HTTP: rmcp's service at `/mcp` (a session, and a handler, per
-//! client), `GET /healthz`, and `GET /status` (every upstream server's state, and the requests
-//! that wait for their clients' answers).
+//! client), `GET /healthz`, and `GET /status` (every upstream server's state, `ask`: what a call
+//! of a tool no permission rule names does, and the requests that wait for their clients'
+//! answers).
 //!
 //! Security: every route but `/healthz` wants `Authorization: Bearer <token>` (401 without);
 //! a request whose `Origin` is not on the allow-list is refused with 403 before anything else
@@ -243,8 +244,8 @@ fn origin_allowed(allowed: &[String], origin: &str) -> bool {
     })
 }
 
-/// Every upstream server (state, tool count, last error), and how many requests of 2026-07-28
-/// clients wait for their answers.
+/// Every upstream server (state, tool count, last error), what a call of a tool no permission
+/// rule names does, and how many requests of 2026-07-28 clients wait for their answers.
 async fn status(State(gateway): State<Gateway>) -> Response {
     let host = gateway.host();
     let mut servers = Vec::new();
@@ -265,8 +266,11 @@ async fn status(State(gateway): State<Gateway>) -> Response {
             "lastError": error,
         }));
     }
+    let ask = host.gateway_ask();
     let body = json!({
         "servers": servers,
+        // What a call of a tool that no permission rule names does (`serve --ask`).
+        "ask": ask.as_str(),
         "waitingForInput": gateway.rounds().parked(),
     })
     .to_string();

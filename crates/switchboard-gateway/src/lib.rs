@@ -7,9 +7,11 @@
 //! schemas; resources get URIs that name their server (`switchboard://<server>/<uri>`, see
 //! [`uri`]); prompts are named like tools. A `list_changed` of any upstream server reaches every
 //! downstream session. Calls go through the host's whole pipeline (permissions, hooks, output
-//! budget) as [`CallSource::Gateway`](switchboard::permissions::CallSource::Gateway) calls; a
-//! rule that says `ask` asks the downstream client with an elicitation, or denies when the
-//! client cannot be asked.
+//! budget) as [`CallSource::Gateway`](switchboard::permissions::CallSource::Gateway) calls: a
+//! tool no rule names does what the host's
+//! [`GatewayAsk`](switchboard::permissions::GatewayAsk) says (by default it runs); a rule that
+//! says `ask` asks the downstream client with an elicitation, or denies when the client cannot
+//! be asked.
 
 pub mod forward;
 pub mod http;

@@ -329,13 +329,21 @@ fn failure(e: HostError) -> ErrorData {
 
 /// A request's step as the response to its client: the result (`T`, read from MCP JSON), or
 /// the questions of the next input round.
+///
+/// A result is complete here, whatever the upstream server's generation: 2026-07-28 requires
+/// `resultType` on it (an initialize-era server's result has none), and rmcp takes the field
+/// off again for an initialize-era client. (`ttlMs` / `cacheScope` of a cacheable result are
+/// rmcp's to fill in when missing.)
 fn respond<T, R>(step: Step, what: &str) -> Result<R, ErrorData>
 where
     T: serde::de::DeserializeOwned,
     R: From<T> + From<InputRequiredResult>,
 {
     Ok(match step {
-        Step::Done(result) => {
+        Step::Done(mut result) => {
+            if let Value::Object(fields) = &mut result {
+                fields.insert("resultType".to_owned(), json!("complete"));
+            }
             R::from(serde_json::from_value::<T>(result).map_err(|e| invalid_result(what, e))?)
         }
         Step::Input(input) => R::from(input),

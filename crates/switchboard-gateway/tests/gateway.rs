@@ -20,6 +20,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use switchboard::host::Host;
+use switchboard::permissions::GatewayAsk;
 use switchboard_gateway::http::{DEFAULT_ORIGINS, HttpError, HttpGateway, HttpOptions};
 use switchboard_gateway::{Gateway, ToolFilter};
 use switchboard_testkit::config_tree::ConfigTree;
@@ -36,6 +37,15 @@ fn testkit(args: &[&str]) -> Value {
 /// A gateway over a tree whose user file holds these servers and settings, served on
 /// 127.0.0.1 port 0. Returns the tree (keep it alive), the host and the MCP URL.
 async fn gateway(servers: Value, permissions: Value) -> (ConfigTree, Host, String) {
+    gateway_asking(servers, permissions, GatewayAsk::default()).await
+}
+
+/// [`gateway`], with `ask` deciding what a call of a tool no rule names does.
+async fn gateway_asking(
+    servers: Value,
+    permissions: Value,
+    ask: GatewayAsk,
+) -> (ConfigTree, Host, String) {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let tree = ConfigTree::new().unwrap();
     tree.write(
@@ -49,6 +59,7 @@ async fn gateway(servers: Value, permissions: Value) -> (ConfigTree, Host, Strin
         .env(env)
         .output_dir(tree.root().join("out"))
         .interaction(switchboard_gateway::forward::upstream_interaction())
+        .gateway_ask(ask)
         .start()
         .unwrap();
     host.wait_settled(SETTLE).await.unwrap();
@@ -327,6 +338,7 @@ async fn without_the_token_401_with_a_foreign_origin_403_and_healthz_is_open() {
         status,
         json!({
             "servers": [{"name": "kit", "state": "connected", "tools": 9, "lastError": null}],
+            "ask": "client",
             "waitingForInput": 0,
         })
     );
@@ -577,8 +589,9 @@ async fn an_upstream_crash_mid_call_is_an_error_and_the_rest_keeps_serving() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ask_goes_to_the_calling_client_as_an_elicitation_or_is_denied() {
-    // No allow rule: gateway calls are asked.
-    let (_tree, _host, url) = gateway(json!({"kit": testkit(&[])}), json!({})).await;
+    // An `ask` rule: gateway calls are asked.
+    let (_tree, _host, url) =
+        gateway(json!({"kit": testkit(&[])}), json!({"ask": ["mcp__kit"]})).await;
     let (asks, mut seen_asks) = connect(&url, "asks", true).await;
     let (cannot, mut seen_cannot) = connect(&url, "cannot", false).await;
 
@@ -603,13 +616,137 @@ async fn ask_goes_to_the_calling_client_as_an_elicitation_or_is_denied() {
         .unwrap();
     assert_eq!(denied.is_error, Some(true));
     assert!(
-        text_of(&denied).contains("needs approval"),
+        text_of(&denied).contains("needs approval (the rule `mcp__kit`")
+            && text_of(&denied).contains("client `cannot` cannot be asked"),
         "{}",
         text_of(&denied)
     );
     while let Ok(seen) = seen_cannot.try_recv() {
         assert!(!matches!(seen, Seen::Elicited(_)));
     }
+    asks.cancel().await.unwrap();
+    cannot.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_no_rule_names_runs_for_a_client_that_cannot_be_asked_unless_told_otherwise() {
+    // The client declares no elicitation, like most. By default (`serve --ask client`) a tool
+    // no rule names runs; `ask` still asks (and is denied here, saying why); `deny` hides.
+    let (_tree, _host, url) = gateway(
+        json!({"kit": testkit(&[])}),
+        json!({"ask": ["mcp__kit__add"], "deny": ["mcp__kit__fail"]}),
+    )
+    .await;
+    let (plain, _) = connect(&url, "plain", false).await;
+    let (modern, _) = connect_modern(&url, "m", false).await;
+    let ran = plain
+        .peer()
+        .call_tool(call("mcp__kit__echo", json!({"text": "no rule"})))
+        .await
+        .unwrap();
+    assert_eq!(ran.is_error, Some(false), "{}", text_of(&ran));
+    assert!(text_of(&ran).contains("no rule"), "{}", text_of(&ran));
+    let ran = modern
+        .call_tool(call("mcp__kit__echo", json!({"text": "no rule either"})))
+        .await
+        .unwrap();
+    assert!(
+        text_of(&ran).contains("no rule either"),
+        "{}",
+        text_of(&ran)
+    );
+
+    for denied in [
+        plain
+            .peer()
+            .call_tool(call("mcp__kit__add", json!({"a": 1, "b": 2})))
+            .await
+            .unwrap(),
+        modern
+            .call_tool(call("mcp__kit__add", json!({"a": 1, "b": 2})))
+            .await
+            .unwrap(),
+    ] {
+        assert_eq!(denied.is_error, Some(true), "{}", text_of(&denied));
+        let text = text_of(&denied);
+        assert!(
+            text.contains("needs approval (the rule `mcp__kit__add`")
+                && text.contains("cannot be asked: it does not declare elicitation"),
+            "{text}"
+        );
+    }
+
+    let tools = plain.peer().list_all_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "mcp__kit__echo"));
+    assert!(!tools.iter().any(|t| t.name == "mcp__kit__fail"));
+    let hidden = plain
+        .peer()
+        .call_tool(call("mcp__kit__fail", json!({})))
+        .await;
+    assert!(
+        hidden.is_err() || hidden.as_ref().unwrap().is_error == Some(true),
+        "{hidden:?}"
+    );
+    plain.cancel().await.unwrap();
+    modern.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_ask_deny_denies_and_elicit_asks_a_tool_no_rule_names() {
+    let (_tree, _host, url) = gateway_asking(
+        json!({"kit": testkit(&[])}),
+        json!({"allow": ["mcp__kit__add"]}),
+        GatewayAsk::Deny,
+    )
+    .await;
+    let (client, mut seen) = connect(&url, "asks", true).await;
+    let denied = client
+        .peer()
+        .call_tool(call("mcp__kit__echo", json!({"text": "no"})))
+        .await
+        .unwrap();
+    assert_eq!(denied.is_error, Some(true), "{}", text_of(&denied));
+    assert!(
+        text_of(&denied).contains("no permission rule names it and the gateway denies such calls"),
+        "{}",
+        text_of(&denied)
+    );
+    let allowed = client
+        .peer()
+        .call_tool(call("mcp__kit__add", json!({"a": 1, "b": 2})))
+        .await
+        .unwrap();
+    assert_eq!(allowed.is_error, Some(false), "{}", text_of(&allowed));
+    while let Ok(event) = seen.try_recv() {
+        assert!(!matches!(event, Seen::Elicited(_)), "nobody is asked");
+    }
+    client.cancel().await.unwrap();
+
+    let (_tree, _host, url) =
+        gateway_asking(json!({"kit": testkit(&[])}), json!({}), GatewayAsk::Elicit).await;
+    let (asks, mut seen) = connect(&url, "asks", true).await;
+    let (cannot, _) = connect(&url, "cannot", false).await;
+    let ran = asks
+        .peer()
+        .call_tool(call("mcp__kit__echo", json!({"text": "asked"})))
+        .await
+        .unwrap();
+    assert!(text_of(&ran).contains("asked"), "{}", text_of(&ran));
+    assert!(
+        next_matching(&mut seen, |s| matches!(s, Seen::Elicited(_)).then_some(()))
+            .await
+            .is_some()
+    );
+    let denied = cannot
+        .peer()
+        .call_tool(call("mcp__kit__echo", json!({"text": "no"})))
+        .await
+        .unwrap();
+    assert!(
+        text_of(&denied).contains("the gateway asks for every tool no rule names"),
+        "{}",
+        text_of(&denied)
+    );
     asks.cancel().await.unwrap();
     cannot.cancel().await.unwrap();
 }
@@ -760,8 +897,9 @@ async fn a_2026_client_answers_the_servers_questions_in_input_rounds() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_2026_client_is_asked_for_approval_in_an_input_round_or_denied() {
-    // No allow rule: gateway calls are asked.
-    let (_tree, _host, url) = gateway(json!({"kit": testkit(&[])}), json!({})).await;
+    // An `ask` rule: gateway calls are asked.
+    let (_tree, _host, url) =
+        gateway(json!({"kit": testkit(&[])}), json!({"ask": ["mcp__kit"]})).await;
     let (asks, mut seen_asks) = connect_modern(&url, "asks", true).await;
     let (cannot, _) = connect_modern(&url, "cannot", false).await;
 
@@ -1338,4 +1476,115 @@ async fn a_large_catalogue_comes_in_pages_with_every_tool_exactly_once() {
         .await;
     assert!(bad.is_err());
     client.cancel().await.unwrap();
+}
+
+/// The upstream Streamable HTTP server restarts on the same port (`--protocol` `mode`): once
+/// the host is connected again, a tool the server adds still reaches the gateway's clients of
+/// both generations as `tools/list_changed`.
+async fn list_changes_are_followed_after_an_upstream_restart(mode: &str) {
+    use switchboard_testkit::{TestServer, Transport};
+    let mut upstream = TestServer::start(Transport::Http, ["--protocol", mode]).unwrap();
+    let url = upstream.url().to_owned();
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let (_tree, host, gateway_url) = gateway(
+        json!({"up": {"type": "http", "url": url}}),
+        json!({"allow": ["mcp__up"]}),
+    )
+    .await;
+    let (old, mut seen_old) = connect(&gateway_url, "old", false).await;
+    let (modern, _) = connect_modern(&gateway_url, "m", false).await;
+    let filter = rmcp::model::SubscriptionFilter::builder()
+        .tools_list_changed()
+        .build();
+    let mut subscription = modern.peer().listen(filter).await.unwrap();
+
+    let mut events = host.events();
+    upstream.kill();
+    let _again =
+        TestServer::start(Transport::Http, ["--protocol", mode, "--listen", &addr]).unwrap();
+    // The host notices the restart (a closed session or an expired one) and connects again:
+    // a call through the gateway reaches the new process.
+    let echoed = old
+        .peer()
+        .call_tool(call("mcp__up__echo", json!({"text": "back"})))
+        .await
+        .unwrap();
+    assert!(text_of(&echoed).contains("back"), "{}", text_of(&echoed));
+    // Wait until the host's connection settled on the new process before the change.
+    tokio::time::timeout(SETTLE, async {
+        loop {
+            if matches!(
+                host.server_state("up"),
+                Some(switchboard::connection::ServerState::Connected(_))
+            ) && events.try_recv().is_none()
+            {
+                return;
+            }
+            let _ = events.recv().await;
+        }
+    })
+    .await
+    .unwrap();
+
+    let added = old
+        .peer()
+        .call_tool(call("mcp__up__add_tool", json!({"name": "fresh"})))
+        .await
+        .unwrap();
+    assert_ne!(added.is_error, Some(true), "{}", text_of(&added));
+    let listed_fresh = || async {
+        old.peer()
+            .list_all_tools()
+            .await
+            .unwrap()
+            .iter()
+            .any(|t| t.name == "mcp__up__fresh")
+    };
+    let mut told = false;
+    while !told {
+        let changed = next_matching(&mut seen_old, |s| {
+            matches!(s, Seen::ToolsChanged).then_some(())
+        })
+        .await;
+        assert!(
+            changed.is_some(),
+            "{mode}: the initialize-era client was not told"
+        );
+        told = listed_fresh().await;
+    }
+    let mut heard = false;
+    while !heard {
+        let next = tokio::time::timeout(WAIT, subscription.next()).await;
+        assert!(
+            matches!(
+                next,
+                Ok(Ok(Some(
+                    rmcp::model::ServerNotification::ToolListChangedNotification(_)
+                )))
+            ),
+            "{mode}: the 2026-07-28 client was not told: {next:?}"
+        );
+        heard = modern
+            .list_all_tools()
+            .await
+            .unwrap()
+            .iter()
+            .any(|t| t.name == "mcp__up__fresh");
+    }
+    subscription.cancel().await.unwrap();
+    old.cancel().await.unwrap();
+    modern.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_changes_of_a_restarted_2026_upstream_are_followed() {
+    list_changes_are_followed_after_an_upstream_restart("modern").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_changes_of_a_restarted_initialize_era_upstream_are_followed() {
+    list_changes_are_followed_after_an_upstream_restart("legacy").await;
 }

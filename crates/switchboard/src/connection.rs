@@ -286,6 +286,7 @@ impl Session {
         });
         let peer = service.peer().clone();
         let cancel = std::sync::Mutex::new(Some(service.cancellation_token()));
+        let end_listening = service.cancellation_token();
         let (ended_tx, ended) = tokio::sync::watch::channel(false);
         let progress = service.service().progress.clone();
         let asker = service.service().asker.clone();
@@ -301,7 +302,7 @@ impl Session {
                 &info.capabilities,
                 &peer,
                 notices,
-                ended.clone(),
+                (end_listening, ended.clone()),
             );
         }
         // 2026-07-28 has no session to notify: each request carries what it needs.
@@ -602,31 +603,45 @@ fn tell_roots_changes(
     });
 }
 
-/// How many times a `subscriptions/listen` stream that ends or fails is opened again, a
-/// second apart times the attempt, before the session goes on without live list changes.
+/// How many times in a row opening a `subscriptions/listen` stream may fail, a second apart
+/// times the attempt, before the server counts as gone.
 const LISTEN_ATTEMPTS: u32 = 3;
 
 /// 2026-07-28: opens a `subscriptions/listen` stream for the lists the server says change
 /// (tools, resources, prompts) and turns what comes on it into the session's notices, until the
-/// session ends. A stream that ends or fails is opened again, at most [`LISTEN_ATTEMPTS`]
-/// times in a row.
+/// session ends.
+///
+/// A stream that ends or fails is opened again. Whatever changed while none was open (a
+/// restarted server's lists, a change made before the new stream was acknowledged) was told
+/// to nobody, so each reopened stream is followed by a notice for every list it covers: the
+/// catalogue lists again and tells only what really changed. When the stream cannot be opened
+/// [`LISTEN_ATTEMPTS`] times in a row because the server cannot be reached, the session ends
+/// (`cancel`), as one whose connection closed: the manager connects again, and the new
+/// session listens anew. A server that refuses the request itself is not followed any more.
 fn listen_for_changes(
     server: &str,
     capabilities: &Capabilities,
     peer: &Peer<RoleClient>,
     notices: tokio::sync::mpsc::UnboundedSender<handler::Notice>,
-    mut ended: tokio::sync::watch::Receiver<bool>,
+    (cancel, mut ended): (
+        rmcp::service::RunningServiceCancellationToken,
+        tokio::sync::watch::Receiver<bool>,
+    ),
 ) {
     use rmcp::model::SubscriptionFilter;
     let mut filter = SubscriptionFilter::builder();
+    let mut missed = Vec::new();
     if capabilities.tools_list_changed {
         filter = filter.tools_list_changed();
+        missed.push(handler::Notice::ToolsChanged);
     }
     if capabilities.resources_list_changed {
         filter = filter.resources_list_changed();
+        missed.push(handler::Notice::ResourcesChanged);
     }
     if capabilities.prompts_list_changed {
         filter = filter.prompts_list_changed();
+        missed.push(handler::Notice::PromptsChanged);
     }
     let filter = filter.build();
     if filter == SubscriptionFilter::default() {
@@ -636,17 +651,26 @@ fn listen_for_changes(
     tokio::spawn(async move {
         let follow = async {
             let mut failures = 0;
+            let mut reopened = false;
             while failures < LISTEN_ATTEMPTS {
                 match peer.listen(filter.clone()).await {
                     Ok(mut subscription) => {
                         failures = 0;
+                        if reopened {
+                            for notice in &missed {
+                                if notices.send(notice.clone()).is_err() {
+                                    return true;
+                                }
+                            }
+                        }
+                        reopened = true;
                         loop {
                             match subscription.next().await {
                                 Ok(Some(notification)) => {
                                     if let Some(notice) = notice_of(&notification)
                                         && notices.send(notice).is_err()
                                     {
-                                        return;
+                                        return true;
                                     }
                                 }
                                 Ok(None) => break,
@@ -662,21 +686,35 @@ fn listen_for_changes(
                         if e.code == rmcp::model::ErrorCode::METHOD_NOT_FOUND =>
                     {
                         tracing::debug!(server, "no subscriptions/listen: {}", e.message);
-                        return;
+                        return true;
                     }
-                    Err(e) => tracing::debug!(server, "subscriptions/listen refused: {e}"),
+                    Err(rmcp::ServiceError::McpError(e)) => {
+                        tracing::warn!(
+                            server,
+                            "list changes are not followed: subscriptions/listen refused: {}",
+                            e.message
+                        );
+                        return true;
+                    }
+                    Err(e) => {
+                        tracing::debug!(server, "subscriptions/listen failed: {e}");
+                        reopened = true;
+                    }
                 }
                 failures += 1;
                 tokio::time::sleep(std::time::Duration::from_secs(u64::from(failures))).await;
             }
-            tracing::warn!(
-                server,
-                "list changes are not followed: subscriptions/listen failed {LISTEN_ATTEMPTS} \
-                 times in a row"
-            );
+            false
         };
         tokio::select! {
-            () = follow => {}
+            followed = follow => if !followed {
+                tracing::info!(
+                    server,
+                    "subscriptions/listen could not be opened {LISTEN_ATTEMPTS} times in a \
+                     row: reconnecting"
+                );
+                cancel.cancel();
+            },
             () = async { let _ = ended.wait_for(|e| *e).await; } => {}
         }
     });

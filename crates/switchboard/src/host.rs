@@ -41,7 +41,7 @@ use crate::manager::{
     InProcessFactory, ManagerError, ManagerOptions, RequestFailure, ServerManager,
 };
 use crate::permissions::{
-    CallSource, Denied, Gate, PermissionPrompter, PermissionRequest, PermissionSettings,
+    CallSource, Denied, Gate, GatewayAsk, PermissionPrompter, PermissionRequest, PermissionSettings,
 };
 
 pub use error::HostError;
@@ -73,6 +73,7 @@ pub struct HostBuilder {
     interaction: Interaction,
     roots: Option<Roots>,
     auth: Option<crate::auth::AuthOptions>,
+    gateway_ask: GatewayAsk,
 }
 
 impl std::fmt::Debug for HostBuilder {
@@ -118,6 +119,13 @@ impl HostBuilder {
     /// Who to ask when a rule says `ask`.
     pub fn permissions(mut self, prompter: Arc<dyn PermissionPrompter>) -> Self {
         self.prompter = Some(prompter);
+        self
+    }
+
+    /// What a gateway client's call of a tool that no permission rule names does (default:
+    /// [`GatewayAsk::Client`], it runs).
+    pub fn gateway_ask(mut self, gateway_ask: GatewayAsk) -> Self {
+        self.gateway_ask = gateway_ask;
         self
     }
 
@@ -250,7 +258,7 @@ impl HostBuilder {
             config: Arc::new(config),
             manager,
             catalog,
-            gate: Arc::new(Gate::new(settings, self.prompter)),
+            gate: Arc::new(Gate::new(settings, self.prompter).with_gateway_ask(self.gateway_ask)),
             budget: OutputBudget::from_limits(&limits, output_dir),
             limits,
             interaction: self.interaction,
@@ -464,6 +472,11 @@ impl Host {
 
     pub fn budget(&self) -> &OutputBudget {
         &self.budget
+    }
+
+    /// What a gateway client's call of a tool that no permission rule names does.
+    pub fn gateway_ask(&self) -> GatewayAsk {
+        self.gate.gateway_ask()
     }
 
     /// Who answers servers' questions when a call does not say.

@@ -45,13 +45,17 @@
 //!
 //! **Precedence.** A `deny` anywhere wins (and also hides the tool from the catalogue,
 //! [`PermissionSettings::is_hidden`]); a managed `ask` or `allow` beats every non-managed rule
-//! but a `deny`; then `ask` beats `allow`; a tool no rule names is `ask`. Specificity does not
-//! matter: `deny mcp__github` beats `allow mcp__github__get_issue`.
+//! but a `deny`; then `ask` beats `allow`; a tool no rule names is `ask` (for a gateway client,
+//! see [`GatewayAsk`]). Specificity does not matter: `deny mcp__github` beats
+//! `allow mcp__github__get_issue`.
 //!
 //! **Call sources** ([`CallSource`]). A call a person types on the command line is that person's
-//! approval: `ask` is satisfied there. Calls from an embedding program or from a gateway client
-//! are asked through the [`PermissionPrompter`]; without one they are denied. `deny` rules and
-//! hooks apply to every source.
+//! approval: `ask` is satisfied there. Calls from an embedding program are asked through the
+//! [`PermissionPrompter`]; without one they are denied. A gateway client's call of a tool that
+//! no rule names does what [`GatewayAsk`] says (by default it runs: the client approves its own
+//! calls); an `ask` rule asks the client through the prompter the gateway passes (an
+//! elicitation), and denies when the client cannot be asked. `deny` rules and hooks apply to
+//! every source.
 //!
 //! **Hooks** run without a shell: `command` is the program and its arguments (`${VAR}` and
 //! `${VAR:-default}` are expanded from the environment the settings were loaded with; a
@@ -118,6 +122,48 @@ impl CallSource {
             CallSource::Program => "program",
             CallSource::Gateway { .. } => "gateway",
         }
+    }
+}
+
+/// What a gateway client's call of a tool that no permission rule names does
+/// (`switchboard serve --ask`). An `ask` rule asks and a `deny` rule denies whatever this says.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum GatewayAsk {
+    /// The call runs: the gateway's client is the one that approves its own calls (most
+    /// clients ask their user before a call, and many cannot answer an elicitation).
+    #[default]
+    Client,
+    /// The client is asked with an elicitation; a client that cannot answer one is denied.
+    Elicit,
+    /// The call is denied.
+    Deny,
+}
+
+impl GatewayAsk {
+    /// The value of `serve --ask`: `client`, `elicit` or `deny`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GatewayAsk::Client => "client",
+            GatewayAsk::Elicit => "elicit",
+            GatewayAsk::Deny => "deny",
+        }
+    }
+
+    /// What a call of a tool no rule names does, in words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            GatewayAsk::Client => "runs: the client approves its own calls",
+            GatewayAsk::Elicit => {
+                "is asked through an elicitation, denied if the client cannot answer one"
+            }
+            GatewayAsk::Deny => "is denied",
+        }
+    }
+}
+
+impl fmt::Display for GatewayAsk {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -233,6 +279,18 @@ pub enum Denied {
         "`{tool}` needs approval and there is no way to ask: add an allow rule for `{tool}` (or `mcp__{server}` for every tool of the server) to the `permissions` of a settings file"
     )]
     NoWayToAsk { tool: String, server: String },
+    #[error(
+        "`{tool}` needs approval ({why}) and the gateway's client `{client}` cannot be asked: it does not declare elicitation"
+    )]
+    ClientCannotBeAsked {
+        tool: String,
+        client: String,
+        why: String,
+    },
+    #[error(
+        "`{tool}` is denied: no permission rule names it and the gateway denies such calls (`--ask deny`); add an allow rule for `{tool}` (or `mcp__{server}` for every tool of the server) to the `permissions` of a settings file"
+    )]
+    GatewayDefault { tool: String, server: String },
 }
 
 impl Denied {
@@ -245,7 +303,9 @@ impl Denied {
             | Denied::HookFailed { tool, .. }
             | Denied::HookInvalid { tool, .. }
             | Denied::ByUser { tool, .. }
-            | Denied::NoWayToAsk { tool, .. } => tool,
+            | Denied::NoWayToAsk { tool, .. }
+            | Denied::ClientCannotBeAsked { tool, .. }
+            | Denied::GatewayDefault { tool, .. } => tool,
         }
     }
 }
@@ -255,6 +315,7 @@ impl Denied {
 pub struct Gate {
     settings: PermissionSettings,
     prompter: Option<Arc<dyn PermissionPrompter>>,
+    gateway_ask: GatewayAsk,
     always: Mutex<HashSet<String>>,
 }
 
@@ -263,6 +324,7 @@ impl fmt::Debug for Gate {
         f.debug_struct("Gate")
             .field("settings", &self.settings)
             .field("prompter", &self.prompter.is_some())
+            .field("gateway_ask", &self.gateway_ask)
             .field("always", &self.always)
             .finish()
     }
@@ -276,12 +338,23 @@ impl Gate {
         Gate {
             settings,
             prompter,
+            gateway_ask: GatewayAsk::default(),
             always: Mutex::new(HashSet::new()),
         }
     }
 
+    /// What a gateway call of a tool that no rule names does (default: it runs).
+    pub fn with_gateway_ask(mut self, gateway_ask: GatewayAsk) -> Self {
+        self.gateway_ask = gateway_ask;
+        self
+    }
+
     pub fn settings(&self) -> &PermissionSettings {
         &self.settings
+    }
+
+    pub fn gateway_ask(&self) -> GatewayAsk {
+        self.gateway_ask
     }
 
     /// Runs the rules, the pre-call hooks, and asks when needed. Returns the arguments to send
@@ -303,7 +376,13 @@ impl Gate {
         prompter: Option<&Arc<dyn PermissionPrompter>>,
     ) -> Result<serde_json::Value, Denied> {
         let tool = request.qualified_tool.clone();
-        let effect = self.settings.evaluate(&tool)?;
+        let rule = self.settings.evaluate(&tool)?;
+        let effect = rule.map_or(Effect::Ask, |r| r.effect);
+        // Why the call would be asked, for a gateway client that cannot be.
+        let why = match rule {
+            Some(rule) => format!("the rule `{}` in {} says ask", rule.pattern, rule.origin),
+            None => "the gateway asks for every tool no rule names (`--ask elicit`)".to_owned(),
+        };
 
         let mut request = request;
         let mut hook_allowed = false;
@@ -342,13 +421,30 @@ impl Gate {
         if effect == Effect::Allow || hook_allowed || request.source == CallSource::CommandLine {
             return Ok(request.arguments);
         }
+        if rule.is_none()
+            && let CallSource::Gateway { .. } = request.source
+        {
+            match self.gateway_ask {
+                GatewayAsk::Client => return Ok(request.arguments),
+                GatewayAsk::Deny => {
+                    return Err(Denied::GatewayDefault {
+                        tool,
+                        server: request.server,
+                    });
+                }
+                GatewayAsk::Elicit => {}
+            }
+        }
         if self.remembered(&tool) {
             return Ok(request.arguments);
         }
         let Some(prompter) = prompter.or(self.prompter.as_ref()) else {
-            return Err(Denied::NoWayToAsk {
-                tool,
-                server: request.server,
+            return Err(match request.source {
+                CallSource::Gateway { client } => Denied::ClientCannotBeAsked { tool, client, why },
+                _ => Denied::NoWayToAsk {
+                    tool,
+                    server: request.server,
+                },
             });
         };
         match prompter.ask(&request).await {

@@ -12,8 +12,8 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use switchboard::config::{ConfigPaths, ConfigSet, Environment, Scope, Severity};
 use switchboard::permissions::{
-    CallSource, Decision, Denied, Gate, PermissionAnswer, PermissionPrompter, PermissionRequest,
-    PermissionSettings,
+    CallSource, Decision, Denied, Gate, GatewayAsk, PermissionAnswer, PermissionPrompter,
+    PermissionRequest, PermissionSettings,
 };
 use switchboard_testkit::config_tree::ConfigTree;
 
@@ -300,20 +300,34 @@ async fn each_source_meets_ask_its_own_way() {
             .unwrap_err();
         assert!(matches!(err, Denied::Rule { .. }), "{err}");
     }
-    // A program or a gateway client with nobody to ask is denied.
+    // A program with nobody to ask is denied.
     let err = gate
         .check(request("mcp__fs__read", CallSource::Program))
         .await
         .unwrap_err();
     assert!(matches!(err, Denied::NoWayToAsk { .. }), "{err}");
-    let err = gate
-        .check(request(
-            "mcp__fs__read",
-            CallSource::Gateway { client: "c".into() },
-        ))
+    // A gateway client's call of a tool no rule names runs by default (the client approves
+    // its own calls); `elicit` asks it (denied here: it cannot be asked); `deny` denies.
+    let gateway = || CallSource::Gateway { client: "c".into() };
+    gate.check(request("mcp__fs__read", gateway()))
+        .await
+        .unwrap();
+    let elicit = Gate::new(settings.clone(), None).with_gateway_ask(GatewayAsk::Elicit);
+    let err = elicit
+        .check(request("mcp__fs__read", gateway()))
         .await
         .unwrap_err();
-    assert!(matches!(err, Denied::NoWayToAsk { .. }), "{err}");
+    assert!(matches!(err, Denied::ClientCannotBeAsked { .. }), "{err}");
+    let deny = Gate::new(settings.clone(), None).with_gateway_ask(GatewayAsk::Deny);
+    let err = deny
+        .check(request("mcp__fs__read", gateway()))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Denied::GatewayDefault { .. }), "{err}");
+    // A rule decides whatever the default: `allow` runs even under `deny`.
+    deny.check(request("mcp__time__now", gateway()))
+        .await
+        .unwrap();
 
     // With a prompter: once, always (remembered for this process), and no.
     let prompter = Recorder::answering(vec![
@@ -323,7 +337,8 @@ async fn each_source_meets_ask_its_own_way() {
             reason: Some("not today".into()),
         },
     ]);
-    let gate = Gate::new(settings, Some(prompter.clone()));
+    // (`elicit`: the gateway's calls of tools no rule names are asked too.)
+    let gate = Gate::new(settings, Some(prompter.clone())).with_gateway_ask(GatewayAsk::Elicit);
     let gateway = CallSource::Gateway {
         client: "editor".into(),
     };

@@ -87,6 +87,11 @@ impl ToolPattern {
         &self.text
     }
 
+    /// Whether the pattern may name tools of this server (its server part matches).
+    pub fn names_server(&self, server: &str) -> bool {
+        self.server.matches(server)
+    }
+
     /// Whether the pattern names this qualified tool (`mcp__<server>__<tool>`).
     pub fn matches(&self, qualified_tool: &str) -> bool {
         let Some((server, tool)) = split_qualified(qualified_tool) else {
@@ -228,7 +233,10 @@ impl PermissionSettings {
 
     /// What the rules alone say about a tool (hooks and the call's source aside).
     pub fn decide(&self, qualified_tool: &str) -> Decision {
-        match self.evaluate(qualified_tool) {
+        match self
+            .evaluate(qualified_tool)
+            .map(|rule| rule.map_or(Effect::Ask, |r| r.effect))
+        {
             Ok(Effect::Allow) => Decision::Allow,
             Ok(Effect::Ask) => Decision::Ask,
             Ok(Effect::Deny) => Decision::Deny {
@@ -267,8 +275,9 @@ impl PermissionSettings {
         self.managed_broken.is_some()
     }
 
-    /// The rules' verdict: `Err` for a denial (naming the rule), else `Allow` or `Ask`.
-    pub(super) fn evaluate(&self, tool: &str) -> Result<Effect, Denied> {
+    /// The rules' verdict: `Err` for a denial (naming the rule), else the rule that decides
+    /// (`allow` or `ask`), or `None` when no rule names the tool.
+    pub(super) fn evaluate(&self, tool: &str) -> Result<Option<&Rule>, Denied> {
         if let Some(reason) = &self.managed_broken {
             return Err(Denied::ManagedSettingsBroken {
                 tool: tool.to_owned(),
@@ -292,12 +301,10 @@ impl PermissionSettings {
             matching
                 .iter()
                 .filter(|r| (r.origin.scope == Scope::Managed) == managed)
-                .map(|r| r.effect)
-                .max()
+                .max_by_key(|r| r.effect)
+                .copied()
         };
-        Ok(strongest(true)
-            .or_else(|| strongest(false))
-            .unwrap_or(Effect::Ask))
+        Ok(strongest(true).or_else(|| strongest(false)))
     }
 
     /// The pre-call hooks for a tool, in order; `Err` when a broken hook entry would have
