@@ -1518,7 +1518,7 @@ async fn list_changes_are_followed_after_an_upstream_restart(mode: &str) {
         loop {
             if matches!(
                 host.server_state("up"),
-                Some(switchboard::connection::ServerState::Connected(_))
+                Some(switchboard::ServerState::Connected(_))
             ) && events.try_recv().is_none()
             {
                 return;
