@@ -11,8 +11,8 @@ use anyhow::{Context as _, bail};
 use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
 use switchboard::interaction::{
-    CommandSampler, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationRequest,
-    Elicitor, Interaction, InteractionSettings, Roots, check_answer,
+    CommandSampler, ElicitAction, ElicitAnswer, Elicitation, ElicitationRequest, Elicitor,
+    Interaction, InteractionSettings, Roots, check_answer,
 };
 
 use crate::mcp::Context;
@@ -54,7 +54,7 @@ pub(crate) fn setup(ctx: &Context) -> anyhow::Result<(Interaction, Roots)> {
 
 /// `--elicit-json FILE`: `{"action": "accept" | "decline" | "cancel", "content": {...}}`, or
 /// just the fields (an accept).
-fn read_answer(file: &PathBuf) -> anyhow::Result<ElicitResult> {
+fn read_answer(file: &PathBuf) -> anyhow::Result<ElicitAnswer> {
     let text = std::fs::read_to_string(file)
         .with_context(|| format!("--elicit-json {}: cannot read the file", file.display()))?;
     let value: Value = serde_json::from_str(&text)
@@ -66,28 +66,23 @@ fn read_answer(file: &PathBuf) -> anyhow::Result<ElicitResult> {
         );
     };
     let action = match map.get("action").and_then(Value::as_str) {
-        None => {
-            return Ok(
-                ElicitResult::new(ElicitationAction::Accept).with_content(Value::Object(map))
-            );
-        }
-        Some("accept") => ElicitationAction::Accept,
-        Some("decline") => ElicitationAction::Decline,
-        Some("cancel") => ElicitationAction::Cancel,
+        None => return Ok(ElicitAnswer::accept(Value::Object(map))),
+        Some("accept") => ElicitAction::Accept,
+        Some("decline") => ElicitAction::Decline,
+        Some("cancel") => ElicitAction::Cancel,
         Some(other) => bail!(
             "--elicit-json {}: field `action`: `{other}` is not accept, decline or cancel",
             file.display()
         ),
     };
-    let mut result = ElicitResult::new(action);
-    if let Some(content) = map.get("content") {
-        result = result.with_content(content.clone());
-    }
-    Ok(result)
+    Ok(ElicitAnswer {
+        action,
+        content: map.get("content").cloned(),
+    })
 }
 
 struct CliElicitor {
-    scripted: Option<ElicitResult>,
+    scripted: Option<ElicitAnswer>,
     terminal: bool,
     /// One question on the terminal at a time.
     one_at_a_time: tokio::sync::Mutex<()>,
@@ -118,24 +113,17 @@ async fn ask_line(prompt: String) -> Option<String> {
 }
 
 impl Elicitor for CliElicitor {
-    fn elicit<'a>(&'a self, request: &'a ElicitationRequest) -> BoxFuture<'a, ElicitResult> {
+    fn elicit<'a>(&'a self, request: &'a ElicitationRequest) -> BoxFuture<'a, ElicitAnswer> {
         Box::pin(async move {
             let _turn = self.one_at_a_time.lock().await;
             crate::catalog_cmds::stop_spinner();
             match &request.params {
-                ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
-                    self.url(request, message, url).await
-                }
-                ElicitRequestParams::FormElicitationParams {
+                Elicitation::Url { message, url, .. } => self.url(request, message, url).await,
+                Elicitation::Form {
                     message,
                     requested_schema,
-                    ..
-                } => {
-                    let mut schema = serde_json::to_value(requested_schema).unwrap_or(Value::Null);
-                    let order = requested_schema.property_order.clone();
-                    self.form(request, message, &mut schema, order).await
-                }
-                _ => ElicitResult::new(ElicitationAction::Decline),
+                } => self.form(request, message, requested_schema).await,
+                _ => ElicitAnswer::decline(),
             }
         })
     }
@@ -148,25 +136,29 @@ impl Elicitor for CliElicitor {
 }
 
 impl CliElicitor {
-    async fn url(&self, request: &ElicitationRequest, message: &str, url: &str) -> ElicitResult {
+    async fn url(&self, request: &ElicitationRequest, message: &str, url: &str) -> ElicitAnswer {
         let server = &request.server;
         say(&format!(
             "server `{server}` asks you to open a link: {message}\n  {url}"
         ));
         if let Some(answer) = &self.scripted {
-            return ElicitResult::new(answer.action.clone());
+            return ElicitAnswer {
+                action: answer.action,
+                content: None,
+            };
         }
         if !self.terminal {
-            say("  waiting for the server to confirm (open the link in a browser)…");
-            return std::future::pending().await;
+            // Waiting here would hold the call up to the tool timeout (28 h by default).
+            say(
+                "  declined: there is no terminal to ask on. Answer with --elicit-json FILE ({\"action\": \"accept\"} once the link is open), or run switchboard on a terminal.",
+            );
+            return ElicitAnswer::decline();
         }
         open_browser(url);
         match ask_line("  press Enter once done, or type n to decline: ".to_owned()).await {
-            Some(line) if line.trim().eq_ignore_ascii_case("n") => {
-                ElicitResult::new(ElicitationAction::Decline)
-            }
-            Some(_) => ElicitResult::new(ElicitationAction::Accept),
-            None => ElicitResult::new(ElicitationAction::Cancel),
+            Some(line) if line.trim().eq_ignore_ascii_case("n") => ElicitAnswer::decline(),
+            Some(_) => ElicitAnswer::go_ahead(),
+            None => ElicitAnswer::cancel(),
         }
     }
 
@@ -174,9 +166,8 @@ impl CliElicitor {
         &self,
         request: &ElicitationRequest,
         message: &str,
-        schema: &mut Value,
-        order: Option<Vec<String>>,
-    ) -> ElicitResult {
+        schema: &Value,
+    ) -> ElicitAnswer {
         let server = &request.server;
         if let Some(answer) = &self.scripted {
             return answer.clone();
@@ -185,16 +176,16 @@ impl CliElicitor {
             say(&format!(
                 "server `{server}` asks: {message}\n  declined: there is no terminal to ask on. Answer with --elicit-json FILE (the fields as a JSON object, or {{\"action\": \"decline\"}}), or run switchboard on a terminal."
             ));
-            return ElicitResult::new(ElicitationAction::Decline);
+            return ElicitAnswer::decline();
         }
         say(&format!("server `{server}` asks: {message}"));
         match ask_line("  answer? [Y]es, [n]o (decline), [c]ancel: ".to_owned()).await {
-            None => return ElicitResult::new(ElicitationAction::Cancel),
+            None => return ElicitAnswer::cancel(),
             Some(l) if l.trim().eq_ignore_ascii_case("n") => {
-                return ElicitResult::new(ElicitationAction::Decline);
+                return ElicitAnswer::decline();
             }
             Some(l) if l.trim().eq_ignore_ascii_case("c") => {
-                return ElicitResult::new(ElicitationAction::Cancel);
+                return ElicitAnswer::cancel();
             }
             Some(_) => {}
         }
@@ -210,7 +201,8 @@ impl CliElicitor {
             .flatten()
             .filter_map(|v| v.as_str().map(str::to_owned))
             .collect();
-        let names = order.unwrap_or_else(|| properties.keys().cloned().collect());
+        // The server's order (JSON objects keep it here).
+        let names: Vec<String> = properties.keys().cloned().collect();
         let mut content = Map::new();
         for name in names {
             let Some(field) = properties.get(&name) else {
@@ -222,14 +214,14 @@ impl CliElicitor {
                     content.insert(name, v);
                 }
                 Field::Skip => {}
-                Field::Cancel => return ElicitResult::new(ElicitationAction::Cancel),
+                Field::Cancel => return ElicitAnswer::cancel(),
             }
         }
         let content = Value::Object(content);
         if let Err(e) = check_answer(schema, &content) {
             say(&format!("  the answer does not fit the form: {e}"));
         }
-        ElicitResult::new(ElicitationAction::Accept).with_content(content)
+        ElicitAnswer::accept(content)
     }
 }
 

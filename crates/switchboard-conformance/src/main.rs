@@ -19,7 +19,7 @@ use switchboard::config::{
 };
 use switchboard::host::{CallOptions, Host};
 use switchboard::interaction::{
-    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationRequest, Elicitor, Interaction,
+    ElicitAnswer, Elicitation, ElicitationRequest, Elicitor, Interaction,
 };
 use switchboard::permissions::{PermissionAnswer, PermissionPrompter, PermissionRequest};
 
@@ -52,15 +52,15 @@ impl Opener for FollowRedirects {
 struct AcceptDefaults;
 
 impl Elicitor for AcceptDefaults {
-    fn elicit<'a>(&'a self, request: &'a ElicitationRequest) -> BoxFuture<'a, ElicitResult> {
+    fn elicit<'a>(&'a self, request: &'a ElicitationRequest) -> BoxFuture<'a, ElicitAnswer> {
         Box::pin(async move {
-            let ElicitRequestParams::FormElicitationParams {
-                requested_schema, ..
+            let Elicitation::Form {
+                requested_schema: schema,
+                ..
             } = &request.params
             else {
-                return ElicitResult::new(ElicitationAction::Decline);
+                return ElicitAnswer::decline();
             };
-            let schema = serde_json::to_value(requested_schema).unwrap_or_default();
             let mut content = serde_json::Map::new();
             if let Some(properties) = schema.get("properties").and_then(|p| p.as_object()) {
                 for (name, property) in properties {
@@ -69,8 +69,7 @@ impl Elicitor for AcceptDefaults {
                     }
                 }
             }
-            ElicitResult::new(ElicitationAction::Accept)
-                .with_content(serde_json::Value::Object(content))
+            ElicitAnswer::accept(serde_json::Value::Object(content))
         })
     }
 }

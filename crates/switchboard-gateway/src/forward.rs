@@ -21,7 +21,8 @@ use rmcp::model::{
 use rmcp::service::Peer;
 use serde_json::json;
 use switchboard::interaction::{
-    ElicitationRequest, Elicitor, Interaction, RootsSource, Sampler, SamplingError, SamplingRequest,
+    ElicitAnswer, ElicitationRequest, Elicitor, Interaction, RootsSource, Sampler, SamplingError,
+    SamplingRequest,
 };
 use switchboard::permissions::{PermissionAnswer, PermissionPrompter, PermissionRequest};
 
@@ -99,8 +100,8 @@ pub fn upstream_interaction() -> Interaction {
 struct Nobody;
 
 impl Elicitor for Nobody {
-    fn elicit<'a>(&'a self, _request: &'a ElicitationRequest) -> BoxFuture<'a, ElicitResult> {
-        futures::future::ready(ElicitResult::new(ElicitationAction::Decline)).boxed()
+    fn elicit<'a>(&'a self, _request: &'a ElicitationRequest) -> BoxFuture<'a, ElicitAnswer> {
+        futures::future::ready(ElicitAnswer::decline()).boxed()
     }
 }
 
@@ -108,7 +109,7 @@ impl Sampler for Nobody {
     fn sample<'a>(
         &'a self,
         _request: &'a SamplingRequest,
-    ) -> BoxFuture<'a, Result<CreateMessageResult, SamplingError>> {
+    ) -> BoxFuture<'a, Result<serde_json::Value, SamplingError>> {
         futures::future::ready(Err(SamplingError(
             "no client of the gateway can sample for this request".to_owned(),
         )))
@@ -165,16 +166,28 @@ struct Forward {
 }
 
 impl Elicitor for Forward {
-    fn elicit<'a>(&'a self, request: &'a ElicitationRequest) -> BoxFuture<'a, ElicitResult> {
+    fn elicit<'a>(&'a self, request: &'a ElicitationRequest) -> BoxFuture<'a, ElicitAnswer> {
         async move {
-            match self.asker.elicit(request.params.clone()).await {
-                Ok(result) => result,
+            let asked = serde_json::from_value::<ElicitRequestParams>(request.params.to_mcp())
+                .map_err(|e| format!("cannot pass the question on: {e}"));
+            let answered = match asked {
+                Ok(params) => self.asker.elicit(params).await,
+                Err(e) => Err(e),
+            };
+            let answer = answered.and_then(|result| {
+                serde_json::to_value(&result)
+                    .ok()
+                    .and_then(|value| ElicitAnswer::from_mcp(&value))
+                    .ok_or_else(|| "the answer is not an elicitation result".to_owned())
+            });
+            match answer {
+                Ok(answer) => answer,
                 Err(e) => {
                     tracing::warn!(
                         server = request.server,
                         "the downstream client did not answer an elicitation: {e}"
                     );
-                    ElicitResult::new(ElicitationAction::Cancel)
+                    ElicitAnswer::cancel()
                 }
             }
         }
@@ -186,22 +199,35 @@ impl Sampler for Forward {
     fn sample<'a>(
         &'a self,
         request: &'a SamplingRequest,
-    ) -> BoxFuture<'a, Result<CreateMessageResult, SamplingError>> {
+    ) -> BoxFuture<'a, Result<serde_json::Value, SamplingError>> {
         async move {
-            self.asker
-                .sample(request.params.clone())
-                .await
-                .map_err(|e| SamplingError(format!("the gateway's client did not sample: {e}")))
+            let params =
+                serde_json::from_value::<CreateMessageRequestParams>(request.params.clone())
+                    .map_err(|e| {
+                        SamplingError(format!("cannot pass the sampling request on: {e}"))
+                    })?;
+            let result =
+                self.asker.sample(params).await.map_err(|e| {
+                    SamplingError(format!("the gateway's client did not sample: {e}"))
+                })?;
+            serde_json::to_value(&result)
+                .map_err(|e| SamplingError(format!("the gateway's client's sample: {e}")))
         }
         .boxed()
     }
 }
 
 impl RootsSource for Forward {
-    fn roots<'a>(&'a self, server: &'a str) -> BoxFuture<'a, Vec<Root>> {
+    fn roots<'a>(&'a self, server: &'a str) -> BoxFuture<'a, Vec<switchboard::interaction::Root>> {
         async move {
             match self.asker.roots().await {
-                Ok(roots) => roots,
+                Ok(roots) => roots
+                    .into_iter()
+                    .map(|root| switchboard::interaction::Root {
+                        uri: root.uri,
+                        name: root.name,
+                    })
+                    .collect(),
                 Err(e) => {
                     tracing::warn!(server, "the downstream client did not list its roots: {e}");
                     Vec::new()

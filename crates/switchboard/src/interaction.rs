@@ -29,10 +29,138 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use tokio::sync::watch;
 
-pub use rmcp::model::{
-    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
-    ElicitationAction, Root,
-};
+use serde_json::{Value, json};
+
+/// What a server asks a person (`elicitation/create`, or a 2026-07-28 input request).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Elicitation {
+    /// Fill in a form. `requested_schema` is the JSON Schema of an object whose properties
+    /// are primitive fields, in the order the server gave them.
+    Form {
+        message: String,
+        requested_schema: Value,
+    },
+    /// Open a URL (to sign in to a third party, to pay, …). `elicitation_id` names it in the
+    /// server's completion notice (empty on 2026-07-28, which has none).
+    Url {
+        message: String,
+        url: String,
+        elicitation_id: String,
+    },
+}
+
+impl Elicitation {
+    /// The message shown to the person.
+    pub fn message(&self) -> &str {
+        match self {
+            Elicitation::Form { message, .. } | Elicitation::Url { message, .. } => message,
+        }
+    }
+
+    /// The request's MCP params as JSON (`mode`, `message`, `requestedSchema` | `url`,
+    /// `elicitationId`), for a program that passes the question on over MCP.
+    pub fn to_mcp(&self) -> Value {
+        match self {
+            Elicitation::Form {
+                message,
+                requested_schema,
+            } => json!({"mode": "form", "message": message, "requestedSchema": requested_schema}),
+            Elicitation::Url {
+                message,
+                url,
+                elicitation_id,
+            } => {
+                json!({"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id})
+            }
+        }
+    }
+}
+
+/// What the person decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ElicitAction {
+    /// Filled in the form (with content) or agreed to open the URL.
+    Accept,
+    Decline,
+    /// Dismissed the question without deciding.
+    Cancel,
+}
+
+/// The answer to an [`Elicitation`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ElicitAnswer {
+    pub action: ElicitAction,
+    /// The form's fields (an object), when a form was accepted.
+    pub content: Option<Value>,
+}
+
+impl ElicitAnswer {
+    /// Accepts a form with these fields.
+    pub fn accept(content: Value) -> Self {
+        ElicitAnswer {
+            action: ElicitAction::Accept,
+            content: Some(content),
+        }
+    }
+
+    /// Accepts a URL elicitation (the person opened it, or will).
+    pub fn go_ahead() -> Self {
+        ElicitAnswer {
+            action: ElicitAction::Accept,
+            content: None,
+        }
+    }
+
+    pub fn decline() -> Self {
+        ElicitAnswer {
+            action: ElicitAction::Decline,
+            content: None,
+        }
+    }
+
+    pub fn cancel() -> Self {
+        ElicitAnswer {
+            action: ElicitAction::Cancel,
+            content: None,
+        }
+    }
+
+    /// The answer as MCP JSON (`action`, `content`).
+    pub fn to_mcp(&self) -> Value {
+        let action = match self.action {
+            ElicitAction::Accept => "accept",
+            ElicitAction::Decline => "decline",
+            ElicitAction::Cancel => "cancel",
+        };
+        match &self.content {
+            Some(content) => json!({"action": action, "content": content}),
+            None => json!({"action": action}),
+        }
+    }
+
+    /// An answer from MCP JSON (`action`, `content`); `None` when it is not one.
+    pub fn from_mcp(value: &Value) -> Option<Self> {
+        let action = match value.get("action")?.as_str()? {
+            "accept" => ElicitAction::Accept,
+            "decline" => ElicitAction::Decline,
+            "cancel" => ElicitAction::Cancel,
+            _ => return None,
+        };
+        Some(ElicitAnswer {
+            action,
+            content: value.get("content").cloned(),
+        })
+    }
+}
+
+/// A directory a server may work in (`roots/list`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Root {
+    /// A `file://` URI.
+    pub uri: String,
+    pub name: Option<String>,
+}
 
 /// A server asks the user for something: a form to fill in, or a URL to open.
 #[derive(Debug, Clone)]
@@ -42,14 +170,14 @@ pub struct ElicitationRequest {
     /// The qualified name of the tool whose call caused the request (or of the prompt being
     /// got), when known.
     pub tool: Option<String>,
-    pub params: ElicitRequestParams,
+    pub params: Elicitation,
 }
 
 /// Asks a person. Implemented by the embedding program (the CLI prompts on its terminal).
 pub trait Elicitor: Send + Sync {
     /// Answers one elicitation: accept (with content for a form), decline or cancel. The host
     /// checks accepted form content against the requested schema before it reaches the server.
-    fn elicit<'a>(&'a self, request: &'a ElicitationRequest) -> BoxFuture<'a, ElicitResult>;
+    fn elicit<'a>(&'a self, request: &'a ElicitationRequest) -> BoxFuture<'a, ElicitAnswer>;
 
     /// The server said a URL elicitation is complete (`notifications/elicitation/complete`).
     fn completed(&self, _server: &str, _elicitation_id: &str) {}
@@ -61,7 +189,9 @@ pub struct SamplingRequest {
     pub server: String,
     /// The qualified name of the tool whose call caused the request, when known.
     pub tool: Option<String>,
-    pub params: CreateMessageRequestParams,
+    /// The `sampling/createMessage` params as MCP JSON (`messages`, `maxTokens`,
+    /// `systemPrompt`, `modelPreferences`, …).
+    pub params: Value,
 }
 
 /// Why a sampling request was not answered. The message reaches the server.
@@ -71,10 +201,12 @@ pub struct SamplingError(pub String);
 
 /// Asks a model. Implemented by the embedding program (the CLI runs a configured command).
 pub trait Sampler: Send + Sync {
+    /// Answers with an MCP `CreateMessageResult` as JSON (`role`, `content`, `model`,
+    /// `stopReason`); the host checks its shape before it reaches the server.
     fn sample<'a>(
         &'a self,
         request: &'a SamplingRequest,
-    ) -> BoxFuture<'a, Result<CreateMessageResult, SamplingError>>;
+    ) -> BoxFuture<'a, Result<Value, SamplingError>>;
 }
 
 /// Says which roots to give a server that asks (`roots/list`).
@@ -134,17 +266,16 @@ impl Roots {
         self.dirs.subscribe()
     }
 
-    /// The roots as MCP `Root`s (`file://` URIs, named by the directory's last component).
-    pub fn as_mcp(&self) -> Vec<Root> {
+    /// The roots as MCP roots (`file://` URIs, named by the directory's last component).
+    pub fn as_roots(&self) -> Vec<Root> {
         self.dirs
             .borrow()
             .iter()
             .filter_map(|dir| {
                 let uri = url::Url::from_directory_path(dir).ok()?;
-                let root = Root::new(uri.as_str().trim_end_matches('/'));
-                Some(match dir.file_name() {
-                    Some(name) => root.with_name(name.to_string_lossy()),
-                    None => root,
+                Some(Root {
+                    uri: uri.as_str().trim_end_matches('/').to_owned(),
+                    name: dir.file_name().map(|n| n.to_string_lossy().into_owned()),
                 })
             })
             .collect()

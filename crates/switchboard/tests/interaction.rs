@@ -11,8 +11,8 @@ use pretty_assertions::assert_eq;
 use serde_json::{Map, Value, json};
 use switchboard::host::{CallError, CallOptions, Host};
 use switchboard::interaction::{
-    CreateMessageResult, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationRequest,
-    Elicitor, Interaction, Roots, Sampler, SamplingError, SamplingRequest,
+    ElicitAnswer, Elicitation, ElicitationRequest, Elicitor, Interaction, Roots, Sampler,
+    SamplingError, SamplingRequest,
 };
 use switchboard::permissions::CallSource;
 use switchboard_testkit::config_tree::ConfigTree;
@@ -31,14 +31,14 @@ enum OnUrl {
 
 /// Answers forms with a fixed answer and records every request.
 struct Scripted {
-    form: ElicitResult,
+    form: ElicitAnswer,
     on_url: OnUrl,
     seen: Mutex<Vec<ElicitationRequest>>,
     completed: Mutex<Vec<String>>,
 }
 
 impl Scripted {
-    fn new(form: ElicitResult, on_url: OnUrl) -> Arc<Self> {
+    fn new(form: ElicitAnswer, on_url: OnUrl) -> Arc<Self> {
         Arc::new(Scripted {
             form,
             on_url,
@@ -48,10 +48,7 @@ impl Scripted {
     }
 
     fn accepting(content: Value) -> Arc<Self> {
-        Scripted::new(
-            ElicitResult::new(ElicitationAction::Accept).with_content(content),
-            OnUrl::GoAhead,
-        )
+        Scripted::new(ElicitAnswer::accept(content), OnUrl::GoAhead)
     }
 
     fn seen(&self) -> Vec<ElicitationRequest> {
@@ -62,7 +59,7 @@ impl Scripted {
         self.seen()
             .into_iter()
             .filter_map(|r| match r.params {
-                ElicitRequestParams::UrlElicitationParams { url, .. } => Some(url),
+                Elicitation::Url { url, .. } => Some(url),
                 _ => None,
             })
             .collect()
@@ -70,13 +67,13 @@ impl Scripted {
 }
 
 impl Elicitor for Scripted {
-    fn elicit<'a>(&'a self, request: &'a ElicitationRequest) -> BoxFuture<'a, ElicitResult> {
+    fn elicit<'a>(&'a self, request: &'a ElicitationRequest) -> BoxFuture<'a, ElicitAnswer> {
         self.seen.lock().unwrap().push(request.clone());
         Box::pin(async move {
             match (&request.params, self.on_url) {
-                (ElicitRequestParams::FormElicitationParams { .. }, _) => self.form.clone(),
-                (_, OnUrl::GoAhead) => ElicitResult::new(ElicitationAction::Accept),
-                (_, OnUrl::Decline) => ElicitResult::new(ElicitationAction::Decline),
+                (Elicitation::Form { .. }, _) => self.form.clone(),
+                (_, OnUrl::GoAhead) => ElicitAnswer::go_ahead(),
+                (_, OnUrl::Decline) => ElicitAnswer::decline(),
                 (_, OnUrl::Silent) => std::future::pending().await,
             }
         })
@@ -109,25 +106,24 @@ impl Sampler for Parrot {
     fn sample<'a>(
         &'a self,
         request: &'a SamplingRequest,
-    ) -> BoxFuture<'a, Result<CreateMessageResult, SamplingError>> {
+    ) -> BoxFuture<'a, Result<Value, SamplingError>> {
         self.seen.lock().unwrap().push(request.clone());
         Box::pin(async move {
             if self.fail {
                 return Err(SamplingError("the model is on strike".to_owned()));
             }
-            let prompt = serde_json::to_value(&request.params.messages)
-                .unwrap()
-                .pointer("/0/content/text")
+            let prompt = request
+                .params
+                .pointer("/messages/0/content/text")
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_owned();
-            Ok(serde_json::from_value(json!({
+            Ok(json!({
                 "model": "parrot-1",
                 "role": "assistant",
                 "content": {"type": "text", "text": format!("you said: {prompt}")},
                 "stopReason": "endTurn"
             }))
-            .unwrap())
         })
     }
 }
@@ -243,13 +239,13 @@ async fn a_form_with_every_field_type_is_answered_in_both_generations() {
             request.tool.as_deref(),
             Some(format!("mcp__{server}__ask_form").as_str())
         );
-        let ElicitRequestParams::FormElicitationParams {
-            requested_schema, ..
+        let Elicitation::Form {
+            requested_schema: schema,
+            ..
         } = &request.params
         else {
             panic!("not a form: {request:?}");
         };
-        let schema = serde_json::to_value(requested_schema).unwrap();
         let mut fields: Vec<&String> = schema["properties"].as_object().unwrap().keys().collect();
         fields.sort();
         assert_eq!(
@@ -294,10 +290,7 @@ async fn an_invalid_answer_is_rejected_with_the_field_named() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_declined_form_and_a_host_without_an_elicitor_both_decline() {
     let tree = ConfigTree::new().unwrap();
-    let elicitor = Scripted::new(
-        ElicitResult::new(ElicitationAction::Decline),
-        OnUrl::GoAhead,
-    );
+    let elicitor = Scripted::new(ElicitAnswer::decline(), OnUrl::GoAhead);
     let servers = json!({"old": testkit("legacy"), "new": testkit("modern")});
     let with = start_host(
         &tree,
@@ -391,7 +384,7 @@ async fn a_url_needed_twice_completes_and_one_needed_four_times_fails_after_thre
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_completion_notification_lets_a_url_call_go_on_and_a_decline_stops_it() {
     let tree = ConfigTree::new().unwrap();
-    let silent = Scripted::new(ElicitResult::new(ElicitationAction::Decline), OnUrl::Silent);
+    let silent = Scripted::new(ElicitAnswer::decline(), OnUrl::Silent);
     let host_silent = start_host(
         &tree,
         json!({"kit": testkit("legacy")}),
@@ -412,10 +405,7 @@ async fn the_completion_notification_lets_a_url_call_go_on_and_a_decline_stops_i
     host_silent.shutdown().await;
 
     let tree = ConfigTree::new().unwrap();
-    let declining = Scripted::new(
-        ElicitResult::new(ElicitationAction::Decline),
-        OnUrl::Decline,
-    );
+    let declining = Scripted::new(ElicitAnswer::decline(), OnUrl::Decline);
     let host = start_host(
         &tree,
         json!({"kit": testkit("legacy")}),
@@ -648,10 +638,7 @@ async fn everything_elicitation_completes_with_a_scripted_answer_and_with_a_decl
     host.shutdown().await;
 
     let tree = ConfigTree::new().unwrap();
-    let decliner = Scripted::new(
-        ElicitResult::new(ElicitationAction::Decline),
-        OnUrl::Decline,
-    );
+    let decliner = Scripted::new(ElicitAnswer::decline(), OnUrl::Decline);
     let host = start_host(
         &tree,
         json!({"everything": everything()}),

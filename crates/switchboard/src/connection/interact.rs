@@ -32,8 +32,8 @@ use tokio::sync::watch;
 
 use super::RequestError;
 use crate::interaction::{
-    ElicitationRequest, Elicitor, Interaction, Roots, Sampler, SamplingError, SamplingRequest,
-    check_answer,
+    ElicitAction, ElicitAnswer, Elicitation, ElicitationRequest, Elicitor, Interaction, Roots,
+    Sampler, SamplingError, SamplingRequest, check_answer,
 };
 
 /// How many completed URL elicitation ids a connection remembers (a completion may arrive
@@ -226,29 +226,32 @@ impl Asker {
             );
             return Ok(ElicitResult::new(ElicitationAction::Decline));
         };
+        let Some(elicitation) = elicitation_of(params) else {
+            tracing::warn!(server = %self.server, "declined an elicitation of an unknown mode");
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
         let request = ElicitationRequest {
             server: self.server.clone(),
             tool: route.tool.clone(),
-            params: params.clone(),
+            params: elicitation,
         };
-        let result = elicitor.elicit(&request).await;
+        let answer = elicitor.elicit(&request).await;
         if let (
-            ElicitationAction::Accept,
-            ElicitRequestParams::FormElicitationParams {
+            ElicitAction::Accept,
+            Elicitation::Form {
                 requested_schema, ..
             },
-        ) = (&result.action, &params)
+        ) = (&answer.action, &request.params)
         {
-            let schema = serde_json::to_value(requested_schema).unwrap_or(Value::Null);
-            let content = result.content.clone().unwrap_or_else(|| json!({}));
-            check_answer(&schema, &content).map_err(|message| {
+            let content = answer.content.clone().unwrap_or_else(|| json!({}));
+            check_answer(requested_schema, &content).map_err(|message| {
                 AnswerError::InvalidAnswer(format!(
                     "the answer to `{}`'s form does not match its schema: {message}",
                     self.server
                 ))
             })?;
         }
-        Ok(result)
+        Ok(elicit_result(answer))
     }
 
     pub(crate) async fn sample(
@@ -265,20 +268,26 @@ impl Asker {
         let request = SamplingRequest {
             server: self.server.clone(),
             tool: route.tool.clone(),
-            params,
+            params: serde_json::to_value(&params).unwrap_or(Value::Null),
         };
-        sampler
+        let answer = sampler
             .sample(&request)
             .await
-            .map_err(|SamplingError(message)| AnswerError::Sampling(message))
+            .map_err(|SamplingError(message)| AnswerError::Sampling(message))?;
+        serde_json::from_value(answer).map_err(|e| {
+            AnswerError::Sampling(format!(
+                "the sampler's answer for `{}` is not a CreateMessageResult ({e}), e.g. {{\"model\": \"m\", \"role\": \"assistant\", \"content\": {{\"type\": \"text\", \"text\": \"...\"}}}}",
+                self.server
+            ))
+        })
     }
 
     pub(crate) async fn roots(&self, route: &Route) -> ListRootsResult {
-        let roots: Vec<Root> = match &route.roots {
+        let roots = match &route.roots {
             Some(source) => source.roots(&self.server).await,
-            None => self.roots.as_ref().map(Roots::as_mcp).unwrap_or_default(),
+            None => self.roots.as_ref().map(Roots::as_roots).unwrap_or_default(),
         };
-        ListRootsResult::new(roots)
+        ListRootsResult::new(roots.into_iter().map(mcp_root).collect())
     }
 
     /// The server said a URL elicitation is complete.
@@ -461,5 +470,52 @@ impl Drop for CallGuard {
         if let Ok(mut calls) = self.asker.calls.lock() {
             calls.retain(|c| c.key != self.key);
         }
+    }
+}
+
+/// A server's elicitation in our own terms; `None` for a mode this version does not know.
+fn elicitation_of(params: ElicitRequestParams) -> Option<Elicitation> {
+    Some(match params {
+        ElicitRequestParams::FormElicitationParams {
+            message,
+            requested_schema,
+            ..
+        } => Elicitation::Form {
+            message,
+            requested_schema: serde_json::to_value(&requested_schema).unwrap_or(Value::Null),
+        },
+        ElicitRequestParams::UrlElicitationParams {
+            message,
+            url,
+            elicitation_id,
+            ..
+        } => Elicitation::Url {
+            message,
+            url,
+            elicitation_id,
+        },
+        _ => return None,
+    })
+}
+
+/// An answer as the server is sent it.
+fn elicit_result(answer: ElicitAnswer) -> ElicitResult {
+    let action = match answer.action {
+        ElicitAction::Accept => ElicitationAction::Accept,
+        ElicitAction::Decline => ElicitationAction::Decline,
+        ElicitAction::Cancel => ElicitationAction::Cancel,
+    };
+    let result = ElicitResult::new(action);
+    match answer.content {
+        Some(content) if answer.action == ElicitAction::Accept => result.with_content(content),
+        _ => result,
+    }
+}
+
+fn mcp_root(root: crate::interaction::Root) -> Root {
+    let mcp = Root::new(root.uri);
+    match root.name {
+        Some(name) => mcp.with_name(name),
+        None => mcp,
     }
 }

@@ -13,7 +13,8 @@ use futures::future::BoxFuture;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::settings::SamplingSettings;
-use super::{CreateMessageResult, Sampler, SamplingError, SamplingRequest};
+use super::{Sampler, SamplingError, SamplingRequest};
+use serde_json::Value;
 
 /// The most a sampler command may print (stdout or stderr).
 const MAX_OUTPUT: u64 = 4 * 1024 * 1024;
@@ -29,7 +30,7 @@ impl CommandSampler {
         CommandSampler { settings }
     }
 
-    async fn run(&self, request: &SamplingRequest) -> Result<CreateMessageResult, SamplingError> {
+    async fn run(&self, request: &SamplingRequest) -> Result<Value, SamplingError> {
         let s = &self.settings;
         let Some(allowance) = s.servers.get(&request.server) else {
             return Err(SamplingError(format!(
@@ -39,8 +40,11 @@ impl CommandSampler {
             )));
         };
         let mut params = request.params.clone();
-        if let Some(cap) = allowance.max_tokens {
-            params.max_tokens = params.max_tokens.min(cap);
+        if let (Some(cap), Some(asked)) = (
+            allowance.max_tokens,
+            params.get("maxTokens").and_then(Value::as_u64),
+        ) {
+            params["maxTokens"] = Value::from(asked.min(u64::from(cap)));
         }
         let input = serde_json::to_vec(&params)
             .map_err(|e| SamplingError(format!("cannot encode the sampling request: {e}")))?;
@@ -110,11 +114,12 @@ impl CommandSampler {
                 stderr_tail()
             )));
         }
-        serde_json::from_slice::<CreateMessageResult>(&out).map_err(|e| {
-            SamplingError(format!(
-                "the sampling command `{program}` did not print a CreateMessageResult as JSON ({e}), e.g. {{\"model\": \"m\", \"role\": \"assistant\", \"content\": {{\"type\": \"text\", \"text\": \"...\"}}}}"
-            ))
-        })
+        match serde_json::from_slice::<Value>(&out) {
+            Ok(answer @ Value::Object(_)) => Ok(answer),
+            Ok(_) | Err(_) => Err(SamplingError(format!(
+                "the sampling command `{program}` did not print a CreateMessageResult as JSON, e.g. {{\"model\": \"m\", \"role\": \"assistant\", \"content\": {{\"type\": \"text\", \"text\": \"...\"}}}}"
+            ))),
+        }
     }
 }
 
@@ -122,7 +127,7 @@ impl Sampler for CommandSampler {
     fn sample<'a>(
         &'a self,
         request: &'a SamplingRequest,
-    ) -> BoxFuture<'a, Result<CreateMessageResult, SamplingError>> {
+    ) -> BoxFuture<'a, Result<Value, SamplingError>> {
         Box::pin(self.run(request))
     }
 }
