@@ -181,6 +181,44 @@ fn without_a_terminal_a_form_is_declined_with_how_to_answer() {
     assert!(stderr.contains("--elicit-json FILE"), "{stderr}");
 }
 
+/// A URL the server needs is declined at once without a terminal, as a form is: waiting would
+/// hold the call up to the tool timeout (28 h by default).
+#[test]
+fn without_a_terminal_a_url_is_declined_at_once_with_how_to_answer() {
+    let tree = ConfigTree::new().unwrap();
+    for protocol in ["legacy", "modern"] {
+        user_file(&tree, json!({"kit": testkit(protocol)}), json!({}));
+        let mut child = command(&tree, &["call", "kit", "ask_url", "--arg", "completions=1"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (tx, rx) = mpsc::channel();
+        let pid = child.id();
+        std::thread::spawn(move || {
+            let mut stderr = String::new();
+            let _ = child.stderr.take().unwrap().read_to_string(&mut stderr);
+            let _ = tx.send((child.wait().unwrap(), stderr));
+        });
+        let Ok((status, stderr)) = rx.recv_timeout(WAIT) else {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            panic!("{protocol}: the call still waits for the URL's go-ahead");
+        };
+        assert_eq!(status.code(), Some(1), "{protocol}: {stderr}");
+        assert!(
+            stderr.contains("declined: there is no terminal to ask on"),
+            "{protocol}: {stderr}"
+        );
+        assert!(
+            stderr.contains("--elicit-json FILE"),
+            "{protocol}: {stderr}"
+        );
+    }
+}
+
 #[test]
 fn elicit_json_answers_everythings_form_or_declines_it() {
     let tree = ConfigTree::new().unwrap();
