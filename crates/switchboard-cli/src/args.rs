@@ -165,6 +165,15 @@ pub(crate) enum McpCommand {
         #[arg(long)]
         no_connect: bool,
     },
+    /// Connect to one server afresh (a remembered "needs auth" is forgotten) and show it as
+    /// `get` does.
+    Reconnect {
+        /// The server to reconnect.
+        name: String,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Import servers from another MCP host's configuration.
     Import(ImportArgs),
     /// Approve servers from this project's .mcp.json so they may start.

@@ -207,6 +207,22 @@ async fn tools(
     for issue in &snapshot.issues {
         eprintln!("warning: {}", clean(&issue.to_string()));
     }
+    // Servers that did not start have no tools to show: say which, and why.
+    for entry in host
+        .config()
+        .servers
+        .iter()
+        .filter(|e| e.startable().is_none() && server.is_none_or(|s| s == e.name))
+    {
+        let (status, reason) = crate::output::status(entry);
+        eprintln!(
+            "note: server `{}` is not shown: {status}{}",
+            clean(&entry.name),
+            reason
+                .map(|r| format!(": {}", clean(&r)))
+                .unwrap_or_default()
+        );
+    }
     let tools: Vec<_> = snapshot
         .tools
         .into_iter()
@@ -285,9 +301,15 @@ fn arguments(
     pairs: &[String],
 ) -> anyhow::Result<Map<String, Value>> {
     let mut args = match inline {
-        Some(text) => match serde_json::from_str::<Value>(text)
-            .with_context(|| format!("the arguments are not valid JSON: {text}"))?
-        {
+        Some(text) => match serde_json::from_str::<Value>(text).with_context(|| {
+            let hint = match text.split_once('=') {
+                Some((key, value)) if !text.trim_start().starts_with('{') => {
+                    format!("; for one argument write `--arg {key}={value}`")
+                }
+                _ => String::from("; write them as an object, like '{\"key\": \"value\"}', or use --arg KEY=VALUE"),
+            };
+            format!("the arguments are not valid JSON: {text}{hint}")
+        })? {
             Value::Object(map) => map,
             _ => bail!("the arguments must be a JSON object, like '{{\"key\": \"value\"}}'"),
         },

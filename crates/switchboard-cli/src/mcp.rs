@@ -100,6 +100,12 @@ pub(crate) fn run(ctx: &Context, cmd: McpCommand) -> anyhow::Result<ExitCode> {
             json,
             no_connect,
         } => get(ctx, &name, json, !no_connect),
+        McpCommand::Reconnect { name, json } => {
+            if ctx.load().get(&name).is_some() {
+                switchboard::forget_needs_auth(&ctx.paths.state_dir, &name);
+            }
+            get(ctx, &name, json, true)
+        }
         McpCommand::Import(args) => crate::mcp_import::run(ctx, args),
         McpCommand::Approve { name, all } => decide(ctx, name.as_deref(), all, Decision::Approved),
         McpCommand::Reject { name } => decide(ctx, Some(&name), false, Decision::Rejected),

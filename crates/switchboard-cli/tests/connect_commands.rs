@@ -451,3 +451,128 @@ fn escape_sequences_from_a_server_never_reach_the_terminal() {
     let json: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["result"]["content"][0]["text"], arguments["text"]);
 }
+
+fn partner(var: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| {
+        panic!("{var} is not set: run the tests with `bash scripts/test.sh`, which installs the pinned test partners")
+    })
+}
+
+/// The rough edges a new user met with the catalogue commands, each as they saw it.
+#[test]
+fn the_catalogue_commands_say_what_is_missing_and_why() {
+    let tree = ConfigTree::new().unwrap();
+    let bin = switchboard_testkit::server_bin();
+    tree.write(
+        tree.user_file(),
+        &serde_json::json!({
+            "mcpServers": {
+                "kit": {"command": bin},
+                "off": {"command": bin, "disabled": true},
+            },
+            "permissions": {"deny": ["mcp__kit__add"]},
+        })
+        .to_string(),
+    )
+    .unwrap();
+    tree.write(
+        tree.project_file(),
+        &serde_json::json!({"mcpServers": {"pending": {"command": bin}}}).to_string(),
+    )
+    .unwrap();
+
+    // `tools` names each server it does not show, and why.
+    let out = run(&tree, &["tools"]);
+    assert!(out.status.success(), "{out:?}");
+    let stderr = text(&out.stderr, &tree);
+    assert!(
+        stderr.contains("note: server `off` is not shown: disabled"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "note: server `pending` is not shown: pending approval: run `switchboard mcp approve pending`"
+        ),
+        "{stderr}"
+    );
+
+    // A tool a rule denies is not "no tool named …": the rule and its file are named.
+    let out = run(&tree, &["call", "kit", "add", r#"{"a": 1, "b": 2}"#]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = text(&out.stderr, &tree);
+    assert!(
+        stderr.contains("`mcp__kit__add` is denied by the rule `mcp__kit__add` in"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("no tool named"), "{stderr}");
+
+    // `KEY=VALUE` where JSON was expected suggests `--arg`.
+    let out = run(&tree, &["call", "kit", "echo", "text=hi"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = text(&out.stderr, &tree);
+    assert!(stderr.contains("write `--arg text=hi`"), "{stderr}");
+
+    // `mcp reconnect` connects the server afresh and shows it.
+    let out = run(&tree, &["mcp", "reconnect", "kit"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(text(&out.stdout, &tree).contains("connected"), "{out:?}");
+    let out = run(&tree, &["mcp", "reconnect", "nosuch"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+}
+
+/// Prompts by server and name, required arguments checked before sending, resource templates
+/// listed, and the same tools in `mcp list` as in `tools` (one host configuration everywhere).
+#[test]
+fn prompts_templates_and_tool_counts_against_the_reference_server() {
+    let tree = ConfigTree::new().unwrap();
+    tree.write(
+        tree.user_file(),
+        &serde_json::json!({"mcpServers": {
+            "everything": {"command": partner("SWITCHBOARD_PARTNER_EVERYTHING")},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+
+    let out = run(
+        &tree,
+        &["prompt", "everything", "args-prompt", "--arg", "city=Paris"],
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert!(text(&out.stdout, &tree).contains("Paris"), "{out:?}");
+    let out = run(&tree, &["prompt", "everything", "args-prompt"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = text(&out.stderr, &tree);
+    assert!(
+        stderr.contains("needs `city`: give --arg city=VALUE"),
+        "{stderr}"
+    );
+
+    let out = run(&tree, &["resources", "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let templates: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["uriTemplate"].as_str())
+        .collect();
+    assert!(
+        templates.iter().any(|t| t.contains("{resourceId}")),
+        "{listed}"
+    );
+    let out = run(&tree, &["resources"]);
+    assert!(
+        text(&out.stdout, &tree).contains("(template)"),
+        "{}",
+        text(&out.stdout, &tree)
+    );
+
+    let out = run(&tree, &["mcp", "list", "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let in_list = list["servers"][0]["connection"]["tools"].as_u64().unwrap();
+    let out = run(&tree, &["tools", "everything", "--json"]);
+    let tools: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(in_list, tools.as_array().unwrap().len() as u64);
+}

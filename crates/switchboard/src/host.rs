@@ -441,8 +441,24 @@ impl Host {
     }
 
     /// A tool by its qualified name (`mcp__<server>__<tool>`).
-    pub async fn tool(&self, qualified: &str) -> Result<Tool, CatalogError> {
-        self.catalog.find(qualified).await
+    /// A tool a rule denies is not in the catalogue; asking for it names the rule
+    /// ([`CallError::Denied`]) rather than saying there is no such tool.
+    pub async fn tool(&self, qualified: &str) -> Result<Tool, CallError> {
+        self.find_tool(qualified).await
+    }
+
+    async fn find_tool(&self, qualified: &str) -> Result<Tool, CallError> {
+        self.catalog.find(qualified).await.map_err(|e| match e {
+            // Hidden from the catalogue by a rule: say which rule, not "no tool".
+            CatalogError::NoSuchTool(name) => match self.gate.settings().denial(&name) {
+                Some(denied) => CallError::from(denied),
+                None => CallError::NoSuchTool(name),
+            },
+            other => CallError::Other {
+                tool: qualified.to_owned(),
+                message: other.to_string(),
+            },
+        })
     }
 
     /// The qualified name of `server`'s tool `tool` (its own name or its qualified name).
@@ -577,13 +593,7 @@ impl Host {
         if let Some(server) = crate::catalog::server_of(qualified) {
             self.ensure_connected(server, qualified).await?;
         }
-        let tool = self.catalog.find(qualified).await.map_err(|e| match e {
-            CatalogError::NoSuchTool(name) => CallError::NoSuchTool(name),
-            other => CallError::Other {
-                tool: qualified.to_owned(),
-                message: other.to_string(),
-            },
-        })?;
+        let tool = self.find_tool(qualified).await?;
         let Some(server) = tool.server.clone() else {
             return Err(CallError::Other {
                 tool: qualified.to_owned(),

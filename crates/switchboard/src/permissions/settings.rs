@@ -248,6 +248,11 @@ impl PermissionSettings {
         }
     }
 
+    /// Why the rules deny a tool (the rule and the file that say so), if they do.
+    pub fn denial(&self, qualified_tool: &str) -> Option<Denied> {
+        self.evaluate(qualified_tool).err()
+    }
+
     /// Whether the tool is left out of the catalogue: a denied tool is not shown at all.
     pub fn is_hidden(&self, qualified_tool: &str) -> bool {
         matches!(self.decide(qualified_tool), Decision::Deny { .. })
