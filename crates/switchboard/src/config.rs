@@ -11,6 +11,7 @@
 #![allow(clippy::result_large_err)]
 
 mod approval;
+mod de;
 mod edit;
 mod environment;
 mod expand;
@@ -22,6 +23,7 @@ mod name;
 mod parse;
 mod paths;
 mod policy;
+pub(crate) mod settings;
 mod trust;
 
 use std::collections::BTreeMap;

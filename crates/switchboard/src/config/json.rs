@@ -66,9 +66,17 @@ impl Document {
 
     /// Parses the text and requires an object at the top.
     pub(crate) fn root_object(&self) -> Result<Option<ast::Object<'_>>, ConfigIssue> {
+        match self.root_value()? {
+            Some(ast::Value::Object(obj)) => Ok(Some(obj)),
+            _ => Ok(None),
+        }
+    }
+
+    /// [`Document::root_object`] as a value, for [`super::de`].
+    pub(crate) fn root_value(&self) -> Result<Option<ast::Value<'_>>, ConfigIssue> {
         match self.parse()? {
             None => Ok(None),
-            Some(ast::Value::Object(obj)) => Ok(Some(obj)),
+            Some(obj @ ast::Value::Object(_)) => Ok(Some(obj)),
             Some(other) => Err(ConfigIssue::error(format!(
                 "the file must hold a JSON object, found {}",
                 kind_name(&other)

@@ -6,8 +6,12 @@ use std::path::PathBuf;
 use jsonc_parser::ast;
 
 use super::approval::{Approval, ApprovalStore};
+use serde::de::DeserializeOwned;
+
+use super::de;
 use super::json::{Document, get, kind_name, prop_name, range_of};
 use super::parse::{ParsedEntry, parse_entry};
+use super::settings::{LocalFile, ManagedFile, ProjectFile, UserFile};
 use super::{
     ConfigHash, ConfigIssue, ConfigPaths, Environment, Origin, Policy, PolicyVerdict, Scope,
     ServerConfig,
@@ -123,42 +127,20 @@ impl ConfigSet {
             }
         };
 
-        loader.read_file(
-            &paths.user_file(),
-            Scope::User,
-            &[
-                "mcpServers",
-                "permissions",
-                "hooks",
-                "sampling",
-                "roots",
-                "$schema",
-            ],
-            &[],
-        );
+        loader.read_file::<UserFile>(&paths.user_file(), Scope::User, &[]);
         for file in paths.project_files.iter().rev() {
-            loader.read_file(file, Scope::Project, &["mcpServers", "$schema"], &[]);
+            loader.read_file::<ProjectFile>(file, Scope::Project, &[]);
         }
         let key = paths.project_key();
-        loader.read_file(
-            &paths.local_file(),
-            Scope::Local,
-            &["projects", "$schema"],
-            &["projects", &key],
-        );
+        loader.read_file::<LocalFile>(&paths.local_file(), Scope::Local, &["projects", &key]);
         for spec in &paths.dynamic {
             match load_dynamic_text(spec, &paths.cwd) {
-                Ok(doc) => loader.read_doc(&doc, Scope::Dynamic, &["mcpServers", "$schema"], &[]),
+                Ok(doc) => loader.read_doc::<ProjectFile>(&doc, Scope::Dynamic, &[]),
                 Err(issue) => loader.issues.push(issue),
             }
         }
         if let (Some(doc), true) = (&managed, managed_parses) {
-            loader.read_doc(
-                doc,
-                Scope::Managed,
-                &["mcpServers", "policy", "permissions", "hooks", "$schema"],
-                &[],
-            );
+            loader.read_doc::<ManagedFile>(doc, Scope::Managed, &[]);
         }
 
         let approvals = match ApprovalStore::load(&paths.approvals_file()) {
@@ -226,33 +208,45 @@ struct Loader<'e> {
 }
 
 impl Loader<'_> {
-    fn read_file(&mut self, path: &std::path::Path, scope: Scope, known: &[&str], nest: &[&str]) {
+    fn read_file<F: DeserializeOwned>(
+        &mut self,
+        path: &std::path::Path,
+        scope: Scope,
+        nest: &[&str],
+    ) {
         match Document::read(path) {
             Err(issue) => self.issues.push(issue),
             Ok(None) => {}
-            Ok(Some(doc)) => self.read_doc(&doc, scope, known, nest),
+            Ok(Some(doc)) => self.read_doc::<F>(&doc, scope, nest),
         }
     }
 
     /// Reads the `mcpServers` object of a document, found under the `nest` keys
-    /// (`projects/<root>` in the local file).
-    fn read_doc(&mut self, doc: &Document, scope: Scope, known: &[&str], nest: &[&str]) {
-        let root = match doc.root_object() {
+    /// (`projects/<root>` in the local file). `F`, the file's struct, says which top-level
+    /// keys it knows; others are warned about.
+    fn read_doc<F: DeserializeOwned>(&mut self, doc: &Document, scope: Scope, nest: &[&str]) {
+        let root = match doc.root_value() {
             Ok(Some(root)) => root,
             Ok(None) => return,
             Err(issue) => return self.issues.push(issue),
         };
-        for prop in &root.properties {
-            let key = prop_name(prop);
-            if !known.contains(&key) {
-                self.issues.push(
-                    ConfigIssue::warning("unknown field; kept as written and ignored")
-                        .in_file(&doc.path)
-                        .at(doc.position(prop.range.start))
-                        .field(key),
-                );
+        // The sections' own problems are reported by the modules that read them.
+        match de::from_ast::<F>(&root, "") {
+            Ok(file) => {
+                for unknown in file.unknown.iter().filter(|u| u.field == u.key) {
+                    self.issues.push(
+                        ConfigIssue::warning("unknown field; kept as written and ignored")
+                            .in_file(&doc.path)
+                            .at(doc.position(unknown.offset))
+                            .field(unknown.key.clone()),
+                    );
+                }
             }
+            Err(e) => self.issues.push(e.issue(doc)),
         }
+        let ast::Value::Object(root) = root else {
+            return;
+        };
         let mut obj = &root;
         let mut path = String::new();
         for key in nest {

@@ -18,9 +18,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde::Deserialize;
-
-use crate::config::json::{Document, get, range_of, to_json};
+use crate::config::json::Document;
+use crate::config::settings::{UserFile, read_file};
 use crate::config::{ConfigIssue, ConfigPaths, Environment, expand_vars};
 use crate::env_vars::EnvVars;
 
@@ -54,111 +53,95 @@ pub struct InteractionSettings {
     pub roots: Vec<PathBuf>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct RawSampling {
-    command: String,
-    #[serde(default)]
-    args: Vec<String>,
-    timeout_ms: Option<u64>,
-    #[serde(default)]
-    servers: BTreeMap<String, RawServer>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct RawServer {
-    max_tokens: Option<u32>,
-}
-
 impl InteractionSettings {
     /// Reads `sampling` and `roots` from the user file. A broken value is an issue naming the
     /// file, position and field; the rest still loads.
     pub fn load(paths: &ConfigPaths, env: &Environment) -> (InteractionSettings, Vec<ConfigIssue>) {
         let mut settings = InteractionSettings::default();
-        let mut issues = Vec::new();
-        let file = paths.user_file();
-        let doc = match Document::read(&file) {
+        let doc = match Document::read(&paths.user_file()) {
             Ok(Some(doc)) => doc,
-            Ok(None) => return (settings, issues),
+            Ok(None) => return (settings, Vec::new()),
             Err(issue) => return (settings, vec![issue]),
         };
-        let root = match doc.root_object() {
-            Ok(Some(root)) => root,
-            Ok(None) => return (settings, issues),
+        let file = match read_file::<UserFile>(&doc) {
+            Ok(Some(file)) => file,
+            Ok(None) => return (settings, Vec::new()),
             Err(issue) => return (settings, vec![issue]),
         };
-        let issue = |field: &str, at: usize, message: String| {
-            ConfigIssue::error(message)
-                .in_file(&doc.path)
-                .at(doc.position(at))
-                .field(field)
-        };
-        if let Some(prop) = get(&root, "sampling") {
-            let at = range_of(&prop.value).start;
-            match serde_json::from_value::<RawSampling>(to_json(&prop.value)) {
-                Ok(raw) if raw.command.trim().is_empty() => {
-                    issues.push(issue("sampling.command", at, "is empty".to_owned()));
+        let mut issues: Vec<ConfigIssue> = file
+            .errors
+            .iter()
+            .map(|e| {
+                let issue = e.issue(&doc);
+                if e.field() != "sampling" {
+                    return issue;
                 }
-                Ok(raw) => match expand_vars(&raw.command, env) {
-                    Ok(command) => {
-                        settings.sampling = Some(SamplingSettings {
-                            command,
-                            args: raw
-                                .args
-                                .iter()
-                                .map(|a| expand_vars(a, env).unwrap_or_else(|_| a.clone()))
-                                .collect(),
-                            timeout: raw
-                                .timeout_ms
-                                .map(Duration::from_millis)
-                                .unwrap_or(DEFAULT_SAMPLING_TIMEOUT),
-                            servers: raw
-                                .servers
-                                .into_iter()
-                                .map(|(name, s)| {
-                                    (
-                                        name,
-                                        ServerSampling {
-                                            max_tokens: s.max_tokens,
-                                        },
-                                    )
-                                })
-                                .collect(),
-                            file: doc.path.clone(),
-                        });
-                    }
-                    Err(e) => issues.push(issue("sampling.command", at, e.to_string())),
-                },
-                Err(e) => issues.push(issue(
-                    "sampling",
-                    at,
-                    format!(
-                        "{e}; expected {{\"command\": \"...\", \"args\": [...], \"timeoutMs\": N, \"servers\": {{\"NAME\": {{\"maxTokens\": N}}}}}}"
+                ConfigIssue {
+                    message: format!(
+                        "{}; expected {{\"command\": \"...\", \"args\": [...], \"timeoutMs\": N, \"servers\": {{\"NAME\": {{\"maxTokens\": N}}}}}}",
+                        issue.message
                     ),
-                )),
-            }
-        }
-        if let Some(prop) = get(&root, "roots") {
-            let at = range_of(&prop.value).start;
-            match serde_json::from_value::<Vec<String>>(to_json(&prop.value)) {
-                Ok(dirs) => {
-                    let home = env.path(EnvVars::HOME);
-                    settings.roots = dirs
-                        .into_iter()
-                        .map(|d| match (d.strip_prefix("~/"), &home) {
-                            (Some(rest), Some(home)) => home.join(rest),
-                            _ => PathBuf::from(d),
-                        })
-                        .collect();
+                    ..issue
                 }
-                Err(_) => issues.push(issue(
-                    "roots",
-                    at,
-                    "must be a list of folder paths".to_owned(),
-                )),
+            })
+            .collect();
+        let UserFile {
+            sampling, roots, ..
+        } = file.value;
+        if let Some(raw) = sampling.ok() {
+            let command = raw.command;
+            let issue = |message: String| {
+                ConfigIssue::error(message)
+                    .in_file(&doc.path)
+                    .at(doc.position(command.offset))
+                    .field("sampling.command")
+            };
+            match expand_vars(&command.value, env) {
+                Ok(_) if command.value.trim().is_empty() => {
+                    issues.push(issue("is empty".to_owned()));
+                }
+                Ok(expanded) => {
+                    settings.sampling = Some(SamplingSettings {
+                        command: expanded,
+                        args: raw
+                            .args
+                            .iter()
+                            .map(|a| expand_vars(a, env).unwrap_or_else(|_| a.clone()))
+                            .collect(),
+                        timeout: raw
+                            .timeout_ms
+                            .map(Duration::from_millis)
+                            .unwrap_or(DEFAULT_SAMPLING_TIMEOUT),
+                        servers: raw
+                            .servers
+                            .into_iter()
+                            .map(|(name, s)| {
+                                (
+                                    name,
+                                    ServerSampling {
+                                        max_tokens: s.max_tokens,
+                                    },
+                                )
+                            })
+                            .collect(),
+                        file: doc.path.clone(),
+                    });
+                }
+                Err(e) => issues.push(issue(e.to_string())),
             }
         }
+        if let Some(dirs) = roots.ok() {
+            let home = env.path(EnvVars::HOME);
+            settings.roots = dirs
+                .0
+                .into_iter()
+                .map(|d| match (d.strip_prefix("~/"), &home) {
+                    (Some(rest), Some(home)) => home.join(rest),
+                    _ => PathBuf::from(d),
+                })
+                .collect();
+        }
+        issues.sort_by_key(|issue| issue.position);
         (settings, issues)
     }
 }

@@ -1,0 +1,555 @@
+//! Serde over the parsed JSON(C) AST, so a settings file is read into plain structs while every
+//! problem keeps its byte position and field path (`sampling.servers.kit.maxTokens`,
+//! `permissions.allow[2]`).
+//!
+//! Three wrapper types talk to this deserializer:
+//! - [`Spanned<T>`]: a value with the byte offset where it was written, for checks made after
+//!   deserializing (an empty command, a bad pattern) that still name their position.
+//! - [`Checked<T>`]: a value that may be broken without breaking what holds it; its problem is
+//!   collected and the rest of the file still loads (`sampling` broken, `roots` still read).
+//! - [`Skipped`]: a key that is known but read elsewhere (or not at all).
+//!
+//! Keys a struct does not declare are collected with their positions (see [`Read::unknown`]),
+//! so the list of known keys is the struct itself.
+
+use std::cell::RefCell;
+use std::fmt;
+use std::marker::PhantomData;
+
+use jsonc_parser::ast;
+use serde::de::value::{StrDeserializer, UsizeDeserializer};
+use serde::de::{self, DeserializeSeed, IntoDeserializer, Visitor};
+use serde::forward_to_deserialize_any;
+
+use super::ConfigIssue;
+use super::json::{Document, prop_name, range_of};
+
+/// A problem found while deserializing: the message, and (once known) where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Error {
+    pub(crate) message: String,
+    /// Byte offset and field path of the innermost value the problem was raised for.
+    pub(crate) at: Option<(usize, String)>,
+}
+
+impl Error {
+    fn located(mut self, offset: usize, path: &Path<'_>) -> Error {
+        if self.at.is_none() {
+            self.at = Some((offset, path.to_string()));
+        }
+        self
+    }
+
+    /// As a [`ConfigIssue`] naming the document, position and field (if any).
+    pub(crate) fn issue(&self, doc: &Document) -> ConfigIssue {
+        let issue = ConfigIssue::error(self.message.clone()).in_file(&doc.path);
+        match &self.at {
+            Some((offset, field)) if field.is_empty() => issue.at(doc.position(*offset)),
+            Some((offset, field)) => issue.at(doc.position(*offset)).field(field.clone()),
+            None => issue,
+        }
+    }
+
+    pub(crate) fn field(&self) -> &str {
+        self.at.as_ref().map_or("", |(_, field)| field.as_str())
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl de::Error for Error {
+    fn custom<T: fmt::Display>(msg: T) -> Self {
+        Error {
+            message: msg.to_string(),
+            at: None,
+        }
+    }
+}
+
+/// A key no struct declares, where it was written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Unknown {
+    /// The full field path (`sampling.servers.kit.extra`).
+    pub(crate) field: String,
+    /// The key's name alone.
+    pub(crate) key: String,
+    pub(crate) offset: usize,
+}
+
+/// The outcome of reading a value: what deserialized, the problems of its [`Checked`] parts,
+/// and the keys no struct declares.
+#[derive(Debug)]
+pub(crate) struct Read<T> {
+    pub(crate) value: T,
+    pub(crate) errors: Vec<Error>,
+    pub(crate) unknown: Vec<Unknown>,
+}
+
+/// Deserializes `value`; `prefix` is the field path of `value` itself ("" for a file's root).
+pub(crate) fn from_ast<'de, T: de::Deserialize<'de>>(
+    value: &ast::Value<'_>,
+    prefix: &str,
+) -> Result<Read<T>, Error> {
+    let sink = Sink::default();
+    let path = if prefix.is_empty() {
+        Path::Root
+    } else {
+        Path::Prefix(prefix)
+    };
+    let value = T::deserialize(ValueDe {
+        value,
+        path,
+        sink: &sink,
+    })?;
+    Ok(Read {
+        value,
+        errors: sink.errors.into_inner(),
+        unknown: sink.unknown.into_inner(),
+    })
+}
+
+#[derive(Default)]
+struct Sink {
+    errors: RefCell<Vec<Error>>,
+    unknown: RefCell<Vec<Unknown>>,
+}
+
+/// Where a value sits in the file, built only when a message needs it.
+#[derive(Clone, Copy)]
+enum Path<'p> {
+    Root,
+    Prefix(&'p str),
+    Key(&'p Path<'p>, &'p str),
+    Index(&'p Path<'p>, usize),
+}
+
+impl fmt::Display for Path<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Path::Root => Ok(()),
+            Path::Prefix(p) => f.write_str(p),
+            Path::Key(Path::Root, key) => f.write_str(key),
+            Path::Key(parent, key) => write!(f, "{parent}.{key}"),
+            Path::Index(parent, i) => write!(f, "{parent}[{i}]"),
+        }
+    }
+}
+
+const SPANNED: &str = "$switchboard::Spanned";
+const CHECKED: &str = "$switchboard::Checked";
+
+/// A value and the byte offset where it starts.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Spanned<T> {
+    pub(crate) offset: usize,
+    pub(crate) value: T,
+}
+
+impl<'de, T: de::Deserialize<'de>> de::Deserialize<'de> for Spanned<T> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(PhantomData<T>);
+        impl<'de, T: de::Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = Spanned<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a value")
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let offset = seq
+                    .next_element()?
+                    .ok_or_else(|| de::Error::invalid_length(0, &self))?;
+                let value = seq
+                    .next_element()?
+                    .ok_or_else(|| de::Error::invalid_length(1, &self))?;
+                Ok(Spanned { offset, value })
+            }
+        }
+        d.deserialize_struct(SPANNED, &[], V(PhantomData))
+    }
+}
+
+/// A value whose problem stays its own: a broken one is collected into [`Read::errors`] and
+/// what holds it still deserializes. `Absent` when the key is not written.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) enum Checked<T> {
+    #[default]
+    Absent,
+    Broken,
+    Ok(T),
+}
+
+impl<T> Checked<T> {
+    pub(crate) fn ok(self) -> Option<T> {
+        match self {
+            Checked::Ok(value) => Some(value),
+            Checked::Absent | Checked::Broken => None,
+        }
+    }
+}
+
+impl<'de, T: de::Deserialize<'de>> de::Deserialize<'de> for Checked<T> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(PhantomData<T>);
+        impl<'de, T: de::Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = Checked<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a value")
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                Ok(seq.next_element()?.map_or(Checked::Broken, Checked::Ok))
+            }
+        }
+        d.deserialize_struct(CHECKED, &[], V(PhantomData))
+    }
+}
+
+/// A key that is known here but read by another module (or nowhere): accepted as anything.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Skipped;
+
+impl<'de> de::Deserialize<'de> for Skipped {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        <de::IgnoredAny as de::Deserialize>::deserialize(d).map(|_| Skipped)
+    }
+}
+
+struct ValueDe<'v, 'a, 'p, 's> {
+    value: &'v ast::Value<'a>,
+    path: Path<'p>,
+    sink: &'s Sink,
+}
+
+impl ValueDe<'_, '_, '_, '_> {
+    fn start(&self) -> usize {
+        range_of(self.value).start
+    }
+}
+
+impl<'de> de::Deserializer<'de> for ValueDe<'_, '_, '_, '_> {
+    type Error = Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        let start = self.start();
+        let result = match self.value {
+            ast::Value::StringLit(s) => visitor.visit_str(&s.value),
+            ast::Value::BooleanLit(b) => visitor.visit_bool(b.value),
+            ast::Value::NullKeyword(_) => visitor.visit_unit(),
+            ast::Value::NumberLit(n) => {
+                if let Ok(v) = n.value.parse::<u64>() {
+                    visitor.visit_u64(v)
+                } else if let Ok(v) = n.value.parse::<i64>() {
+                    visitor.visit_i64(v)
+                } else if let Ok(v) = n.value.parse::<f64>() {
+                    visitor.visit_f64(v)
+                } else {
+                    Err(de::Error::custom(format!("invalid number `{}`", n.value)))
+                }
+            }
+            ast::Value::Array(a) => visitor.visit_seq(SeqDe {
+                elements: &a.elements,
+                index: 0,
+                path: &self.path,
+                sink: self.sink,
+            }),
+            ast::Value::Object(o) => visitor.visit_map(MapDe {
+                props: &o.properties,
+                index: 0,
+                fields: None,
+                path: &self.path,
+                sink: self.sink,
+            }),
+        };
+        result.map_err(|e| e.located(start, &self.path))
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        match self.value {
+            ast::Value::NullKeyword(_) => visitor.visit_none(),
+            _ => visitor.visit_some(self),
+        }
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        let (start, path) = (self.start(), self.path);
+        let result = match (name, self.value) {
+            (SPANNED, _) => visitor.visit_seq(Wrapped {
+                de: Some(self),
+                checked: false,
+                offset: Some(start),
+            }),
+            (CHECKED, _) => visitor.visit_seq(Wrapped {
+                de: Some(self),
+                checked: true,
+                offset: None,
+            }),
+            (_, ast::Value::Object(o)) => visitor.visit_map(MapDe {
+                props: &o.properties,
+                index: 0,
+                fields: Some(fields),
+                path: &self.path,
+                sink: self.sink,
+            }),
+            _ => return self.deserialize_any(visitor),
+        };
+        result.map_err(|e| e.located(start, &path))
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        match self.value {
+            ast::Value::StringLit(s) => {
+                let start = self.start();
+                let de: StrDeserializer<'_, Error> = s.value.as_ref().into_deserializer();
+                visitor
+                    .visit_enum(de)
+                    .map_err(|e| e.located(start, &self.path))
+            }
+            _ => self.deserialize_any(visitor),
+        }
+    }
+
+    forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf unit unit_struct seq tuple tuple_struct map identifier ignored_any
+    }
+}
+
+/// The two-element sequence [`Spanned`] reads (offset, value), or the one-element sequence
+/// [`Checked`] reads (the value, or nothing when it is broken).
+struct Wrapped<'v, 'a, 'p, 's> {
+    de: Option<ValueDe<'v, 'a, 'p, 's>>,
+    checked: bool,
+    offset: Option<usize>,
+}
+
+impl<'de> de::SeqAccess<'de> for Wrapped<'_, '_, '_, '_> {
+    type Error = Error;
+
+    fn next_element_seed<T: DeserializeSeed<'de>>(
+        &mut self,
+        seed: T,
+    ) -> Result<Option<T::Value>, Error> {
+        if let Some(offset) = self.offset.take() {
+            let de: UsizeDeserializer<Error> = offset.into_deserializer();
+            return seed.deserialize(de).map(Some);
+        }
+        let Some(de) = self.de.take() else {
+            return Ok(None);
+        };
+        if !self.checked {
+            return seed.deserialize(de).map(Some);
+        }
+        let (start, path, sink) = (de.start(), de.path, de.sink);
+        match seed.deserialize(de) {
+            Ok(value) => Ok(Some(value)),
+            Err(e) => {
+                sink.errors.borrow_mut().push(e.located(start, &path));
+                Ok(None)
+            }
+        }
+    }
+}
+
+struct SeqDe<'v, 'a, 'p, 's> {
+    elements: &'v [ast::Value<'a>],
+    index: usize,
+    path: &'p Path<'p>,
+    sink: &'s Sink,
+}
+
+impl<'de> de::SeqAccess<'de> for SeqDe<'_, '_, '_, '_> {
+    type Error = Error;
+
+    fn next_element_seed<T: DeserializeSeed<'de>>(
+        &mut self,
+        seed: T,
+    ) -> Result<Option<T::Value>, Error> {
+        let Some(value) = self.elements.get(self.index) else {
+            return Ok(None);
+        };
+        let index = self.index;
+        self.index += 1;
+        seed.deserialize(ValueDe {
+            value,
+            path: Path::Index(self.path, index),
+            sink: self.sink,
+        })
+        .map(Some)
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        Some(self.elements.len() - self.index)
+    }
+}
+
+struct MapDe<'v, 'a, 'p, 's> {
+    props: &'v [ast::ObjectProp<'a>],
+    index: usize,
+    /// The struct's declared keys; `None` for a map, which takes any key.
+    fields: Option<&'static [&'static str]>,
+    path: &'p Path<'p>,
+    sink: &'s Sink,
+}
+
+impl<'de> de::MapAccess<'de> for MapDe<'_, '_, '_, '_> {
+    type Error = Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, Error> {
+        // A struct takes the last of keys written twice, as JSON parsers do (a map does so
+        // by itself).
+        while self.fields.is_some()
+            && let Some(prop) = self.props.get(self.index)
+            && self.props[self.index + 1..]
+                .iter()
+                .any(|later| prop_name(later) == prop_name(prop))
+        {
+            self.index += 1;
+        }
+        let Some(prop) = self.props.get(self.index) else {
+            return Ok(None);
+        };
+        let key = prop_name(prop);
+        if let Some(fields) = self.fields
+            && !fields.contains(&key)
+        {
+            self.sink.unknown.borrow_mut().push(Unknown {
+                field: Path::Key(self.path, key).to_string(),
+                key: key.to_owned(),
+                offset: prop.range.start,
+            });
+        }
+        let de: StrDeserializer<'_, Error> = key.into_deserializer();
+        seed.deserialize(de)
+            .map(Some)
+            .map_err(|e| e.located(prop.range.start, &Path::Key(self.path, key)))
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Error> {
+        let Some(prop) = self.props.get(self.index) else {
+            return Err(de::Error::custom("a value without a key"));
+        };
+        self.index += 1;
+        seed.deserialize(ValueDe {
+            value: &prop.value,
+            path: Path::Key(self.path, prop_name(prop)),
+            sink: self.sink,
+        })
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        Some(self.props.len() - self.index)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::path::PathBuf;
+
+    use serde::Deserialize;
+
+    use super::*;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Top {
+        #[serde(default)]
+        good: Checked<Inner>,
+        #[serde(default)]
+        bad: Checked<Inner>,
+        #[serde(default)]
+        list: Vec<Spanned<String>>,
+        #[serde(rename = "other", default)]
+        _other: Skipped,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    struct Inner {
+        max_tokens: Option<u32>,
+        #[serde(default)]
+        servers: BTreeMap<String, u32>,
+    }
+
+    fn read(text: &str) -> (Document, Read<Top>) {
+        let doc = Document::new(PathBuf::from("f.json"), text.to_owned());
+        let read = {
+            let root = doc.parse().unwrap().unwrap();
+            from_ast::<Top>(&root, "").unwrap()
+        };
+        (doc, read)
+    }
+
+    #[test]
+    fn problems_name_their_position_and_field_and_spare_the_rest() {
+        let (doc, read) = read(
+            "{\n  \"good\": {\"maxTokens\": 5},\n  \"bad\": {\"servers\": {\"kit\": \"x\"}},\n  \"list\": [\"a\", \"b\"],\n  \"other\": [1, {}],\n  \"extra\": 1\n}",
+        );
+        assert!(matches!(
+            read.value.good,
+            Checked::Ok(Inner {
+                max_tokens: Some(5),
+                ..
+            })
+        ));
+        assert_eq!(read.value.bad, Checked::Broken);
+        let issue = read.errors[0].issue(&doc);
+        assert_eq!(issue.position, Some((3, 30)));
+        assert_eq!(issue.field.as_deref(), Some("bad.servers.kit"));
+        assert!(issue.message.contains("expected u32"), "{issue}");
+        assert_eq!(read.value.list[1].value, "b");
+        assert_eq!(doc.position(read.value.list[1].offset), (4, 17));
+        assert_eq!(read.unknown.len(), 1);
+        assert_eq!(read.unknown[0].field, "extra");
+        assert_eq!(doc.position(read.unknown[0].offset), (6, 3));
+    }
+
+    #[test]
+    fn problems_name_the_struct_or_the_key() {
+        let (_, first) = read(r#"{"good": {"maxTokens": 1, "nope": 2}, "bad": "x", "good": 3}"#);
+        // The last `good` is the one read, as JSON parsers do.
+        assert_eq!(first.errors[0].field(), "bad");
+        assert!(first.errors[0].message.contains("expected struct Inner"));
+        assert_eq!(first.errors[1].field(), "good");
+        assert!(
+            first.errors[1]
+                .message
+                .contains("invalid type: integer `3`")
+        );
+        let (_, read) = read(r#"{"good": {"maxTokens": 1, "nope": 2}}"#);
+        assert_eq!(read.errors[0].field(), "good.nope");
+        assert!(read.errors[0].message.contains("unknown field `nope`"));
+        assert_eq!(read.unknown[0].field, "good.nope");
+    }
+
+    impl PartialEq for Inner {
+        fn eq(&self, other: &Self) -> bool {
+            self.max_tokens == other.max_tokens && self.servers == other.servers
+        }
+    }
+}
