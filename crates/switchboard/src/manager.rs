@@ -397,6 +397,11 @@ impl ServerManager {
             .unwrap_or_default()
     }
 
+    /// The time and size limits the manager was started with.
+    pub(crate) fn limits(&self) -> Limits {
+        self.shared.options.limits
+    }
+
     pub(crate) fn state(&self, name: &str) -> Option<ServerState> {
         self.slots
             .lock()
