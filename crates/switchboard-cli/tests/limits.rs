@@ -131,3 +131,102 @@ fn a_malformed_message_limit_is_refused_by_name() {
     assert_ne!(out.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("SWITCHBOARD_MAX_MESSAGE_BYTES"), "{stderr}");
 }
+
+fn stdio_config(tree: &ConfigTree, servers: &[(&str, &[&str])]) {
+    let bin = serde_json::to_string(&switchboard_testkit::server_bin()).unwrap();
+    let entries: Vec<String> = servers
+        .iter()
+        .map(|(name, args)| {
+            let args = serde_json::to_string(args).unwrap();
+            format!("\"{name}\": {{\"command\": {bin}, \"args\": {args}}}")
+        })
+        .collect();
+    tree.write(
+        tree.user_file(),
+        &format!("{{\"mcpServers\": {{{}}}}}", entries.join(", ")),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_server_that_never_lists_its_tools_is_left_out_and_named() {
+    let tree = ConfigTree::new().unwrap();
+    stdio_config(&tree, &[("healthy", &[]), ("hung", &["--hang-tools-list"])]);
+    let env = [("MCP_TIMEOUT", "2000")];
+    let out = run(&tree, &["tools"], &env);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(stdout.contains("mcp__healthy__echo"), "{stdout}\n{stderr}");
+    assert!(!stdout.contains("mcp__hung__"), "{stdout}");
+    assert!(
+        format!("{stdout}{stderr}")
+            .contains("server `hung`: no answer to tools/list within 2000ms"),
+        "{stdout}\n{stderr}"
+    );
+
+    let out = run(&tree, &["mcp", "list"], &env);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("healthy"), "{stdout}");
+    assert!(stdout.contains("hung"), "{stdout}");
+
+    let out = run(&tree, &["call", "hung", "echo", "--arg", "text=x"], &env);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("no answer to tools/list within 2000ms"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn sigterm_stops_mcp_list_waiting_on_a_hung_listing_and_leaves_no_child() {
+    use std::io::BufRead;
+    let tree = ConfigTree::new().unwrap();
+    let pid_file = tree.root().join("hung.pid");
+    let pid_arg = pid_file.display().to_string();
+    stdio_config(
+        &tree,
+        &[("hung", &["--hang-tools-list", "--pid-file", &pid_arg])],
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["mcp", "list"])
+        .current_dir(tree.project())
+        .env_clear()
+        .envs(tree.env())
+        .env("MCP_TIMEOUT", "600000")
+        .env("SWITCHBOARD_LOG", "switchboard::server=debug")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The server's stderr comes through the CLI's log: wait until the listing is in flight.
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    assert!(
+        lines.any(|l| l.is_ok_and(|l| l.contains("tools/list hangs"))),
+        "the listing never started"
+    );
+    let server_pid = std::fs::read_to_string(&pid_file).unwrap();
+    let server_pid = server_pid.lines().next().unwrap().trim().to_owned();
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    let status = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("mcp list did not stop on SIGTERM")
+        .unwrap();
+    assert_eq!(status.code(), Some(130));
+    let stat = std::fs::read_to_string(format!("/proc/{server_pid}/stat")).unwrap_or_default();
+    let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+    assert!(
+        stat.is_empty() || state.starts_with('Z') || state.starts_with('X'),
+        "the server is still running: {stat}"
+    );
+}
