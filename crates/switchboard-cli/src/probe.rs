@@ -63,10 +63,15 @@ pub(crate) async fn probe(
     };
     // Every server has its own connect timeout; this only guards against a stuck supervisor.
     let bound = limits.connect_timeout + Duration::from_secs(5);
+    // One listener for the whole probe: once tokio has installed its handler, a signal that
+    // arrives while nobody listens is swallowed, not fatal (the tool lookups below ignored
+    // Ctrl-C and SIGTERM that way).
+    let interrupted = interrupted();
+    tokio::pin!(interrupted);
     tokio::select! {
         _ = host.wait_settled(bound) => {}
         _ = progress => {}
-        _ = interrupted() => {
+        _ = &mut interrupted => {
             if let Some(bar) = &spinner { bar.finish_and_clear(); }
             host.shutdown().await;
             std::process::exit(130);
@@ -105,10 +110,13 @@ pub(crate) async fn probe(
             )
         }
     });
-    let found: BTreeMap<String, Probed> = futures::future::join_all(lookups)
-        .await
-        .into_iter()
-        .collect();
+    let found: BTreeMap<String, Probed> = tokio::select! {
+        found = futures::future::join_all(lookups) => found.into_iter().collect(),
+        _ = &mut interrupted => {
+            host.shutdown().await;
+            std::process::exit(130);
+        }
+    };
     host.shutdown().await;
     Ok(found)
 }

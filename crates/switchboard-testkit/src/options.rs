@@ -44,6 +44,15 @@ pub struct Options {
     #[arg(long, value_name = "TOOL")]
     pub hang_on: Option<String>,
 
+    /// `tools/list` never answers (the handshake and calls still do; cancellation is observed).
+    #[arg(long)]
+    pub hang_tools_list: bool,
+
+    /// (sse) Once a `tools/call` is posted, the event stream sends one event that never ends:
+    /// `data:` lines of 64 KiB, forever, with no blank line (the call itself is not served).
+    #[arg(long)]
+    pub endless_event: bool,
+
     /// (stdio) Print non-JSON lines to stdout before serving, and one after each response.
     #[arg(long)]
     pub garbage_stdout: bool,

@@ -11,14 +11,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::Router;
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::State;
+use axum::http::header::CONTENT_TYPE;
 use axum::http::{StatusCode, Uri};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use futures::Stream;
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 
 use crate::bridge;
 use crate::filter::MethodFilter;
@@ -31,6 +31,7 @@ pub(crate) async fn serve(options: &Options) -> std::io::Result<()> {
         filter: MethodFilter::new(options),
         sessions: Mutex::new(HashMap::new()),
         next_id: AtomicU64::new(1),
+        endless_event: options.endless_event,
     });
     let router = Router::new()
         .route("/sse", get(open_stream))
@@ -43,9 +44,22 @@ pub(crate) async fn serve(options: &Options) -> std::io::Result<()> {
 struct SseState {
     toolbox: Toolbox,
     filter: MethodFilter,
-    /// Open streams by session id: where a POSTed message goes.
-    sessions: Mutex<HashMap<String, mpsc::Sender<String>>>,
+    /// Open streams by session id: where a POSTed message goes, and (`--endless-event`) what
+    /// starts the endless event.
+    sessions: Mutex<HashMap<String, SessionEnds>>,
     next_id: AtomicU64,
+    endless_event: bool,
+}
+
+/// Where a session's POSTed messages go, and what starts its endless event.
+type SessionEnds = (mpsc::Sender<String>, Arc<Notify>);
+
+/// One line of the endless event: `data: xxx…` (64 KiB), no blank line ever follows.
+fn flood_line() -> Bytes {
+    let mut line = b"data: ".to_vec();
+    line.resize(64 * 1024, b'x');
+    line.push(b'\n');
+    Bytes::from(line)
 }
 
 impl SseState {
@@ -57,7 +71,7 @@ impl SseState {
         format!("{:x}{nanos:08x}{n:04x}", std::process::id())
     }
 
-    fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, mpsc::Sender<String>>> {
+    fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, SessionEnds>> {
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -75,12 +89,16 @@ impl Drop for SessionGuard {
     }
 }
 
-async fn open_stream(
-    State(state): State<Arc<SseState>>,
-) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+async fn open_stream(State(state): State<Arc<SseState>>) -> Response {
     let id = state.new_session_id();
     let session = bridge::start(state.toolbox.clone(), state.filter);
-    state.sessions().insert(id.clone(), session.incoming);
+    let endless = Arc::new(Notify::new());
+    state
+        .sessions()
+        .insert(id.clone(), (session.incoming, endless.clone()));
+    if state.endless_event {
+        return raw_stream(id, session.outgoing, endless, state);
+    }
     let endpoint = Event::default()
         .event("endpoint")
         .data(format!("/message?sessionId={id}"));
@@ -90,13 +108,58 @@ async fn open_stream(
         |(mut outgoing, guard)| async move {
             let message = outgoing.recv().await?;
             Some((
-                Ok(Event::default().event("message").data(message)),
+                Ok::<_, Infallible>(Event::default().event("message").data(message)),
                 (outgoing, guard),
             ))
         },
     );
     let events = futures::StreamExt::chain(futures::stream::once(async { Ok(endpoint) }), messages);
-    Sse::new(events).keep_alive(KeepAlive::default())
+    Sse::new(events)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+/// The event stream written by hand, so that one event can go on forever once `endless` fires.
+fn raw_stream(
+    id: String,
+    outgoing: mpsc::Receiver<String>,
+    endless: Arc<Notify>,
+    state: Arc<SseState>,
+) -> Response {
+    let endpoint = Bytes::from(format!(
+        "event: endpoint\ndata: /message?sessionId={id}\n\n"
+    ));
+    let guard = SessionGuard { id, state };
+    let flood = flood_line();
+    let rest = futures::stream::unfold(
+        (outgoing, guard, endless, false),
+        move |(mut outgoing, guard, endless, flooding)| {
+            let flood = flood.clone();
+            async move {
+                if flooding {
+                    return Some((Ok(flood), (outgoing, guard, endless, true)));
+                }
+                tokio::select! {
+                    message = outgoing.recv() => {
+                        let chunk = Bytes::from(format!("event: message\ndata: {}\n\n", message?));
+                        Some((Ok(chunk), (outgoing, guard, endless, false)))
+                    }
+                    () = endless.notified() => {
+                        let start = Bytes::from_static(b"event: message\ndata: {\"jsonrpc\":\"2.0\",\n");
+                        Some((Ok(start), (outgoing, guard, endless, true)))
+                    }
+                }
+            }
+        },
+    );
+    let body = futures::StreamExt::chain(
+        futures::stream::once(async move { Ok::<_, Infallible>(endpoint) }),
+        rest,
+    );
+    Response::builder()
+        .header(CONTENT_TYPE, "text/event-stream")
+        .body(Body::from_stream(body))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
 async fn post_message(State(state): State<Arc<SseState>>, uri: Uri, body: Bytes) -> Response {
@@ -108,7 +171,7 @@ async fn post_message(State(state): State<Arc<SseState>>, uri: Uri, body: Bytes)
     let Some(id) = id else {
         return (StatusCode::BAD_REQUEST, "missing sessionId\n").into_response();
     };
-    let Some(incoming) = state.sessions().get(id).cloned() else {
+    let Some((incoming, endless)) = state.sessions().get(id).cloned() else {
         return (StatusCode::NOT_FOUND, "unknown session\n").into_response();
     };
     let Ok(message) = String::from_utf8(body.to_vec()) else {
@@ -116,6 +179,10 @@ async fn post_message(State(state): State<Arc<SseState>>, uri: Uri, body: Bytes)
     };
     // Lines are our framing inside the bridge; JSON needs no raw newlines.
     let message = message.replace(['\r', '\n'], " ");
+    if state.endless_event && message.contains("\"tools/call\"") {
+        endless.notify_one();
+        return (StatusCode::ACCEPTED, "Accepted").into_response();
+    }
     if incoming.send(message).await.is_err() {
         return (StatusCode::NOT_FOUND, "session ended\n").into_response();
     }

@@ -38,6 +38,8 @@ struct Shared {
     page_size: Option<usize>,
     endless_pages: bool,
     log_lists: bool,
+    /// `--hang-tools-list`: `tools/list` never answers.
+    hang_tools_list: bool,
     /// The tool list: the fixed tools, the generated and named ones, and those `add_tool`
     /// added at run time.
     tools: std::sync::Mutex<Vec<Tool>>,
@@ -97,6 +99,7 @@ impl Toolbox {
                 page_size: options.page_size,
                 endless_pages: options.endless_pages,
                 log_lists: options.log_lists,
+                hang_tools_list: options.hang_tools_list,
                 tools: std::sync::Mutex::new(tools),
                 url_counters: crate::ask::UrlCounters::default(),
                 ask_tools: options.ask_tools,
@@ -433,6 +436,10 @@ impl ServerHandler for Toolbox {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        if self.shared.hang_tools_list {
+            eprintln!("tools/list hangs");
+            std::future::pending::<()>().await;
+        }
         if self.shared.log_lists {
             eprintln!("tools/list answered");
         }

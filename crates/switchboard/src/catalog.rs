@@ -16,6 +16,7 @@ use std::error::Error as _;
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use lru::LruCache;
 use serde_json::Value;
@@ -120,6 +121,9 @@ pub enum CatalogError {
     },
     #[error("no tool named `{0}`")]
     NoSuchTool(String),
+    /// The server did not answer `tools/list` within the connect timeout (`MCP_TIMEOUT`).
+    #[error("server `{server}`: no answer to tools/list within {}ms (MCP_TIMEOUT); its tools are left out", after.as_millis())]
+    ListTimeout { server: String, after: Duration },
 }
 
 /// One server's tools, as the catalogue shows them.
@@ -352,10 +356,18 @@ impl Catalog {
             .manager
             .config(server)
             .ok_or_else(|| ManagerError::NoSuchServer(server.to_owned()))?;
-        let defs = self
+        // Bounded like a connect: a server that answers the handshake but never the listing
+        // must not stop every lookup (the gateway's tools/list, `switchboard tools`) with it.
+        let bound = self.manager.limits().connect_timeout;
+        let listing = self
             .manager
-            .request(server, |session| async move { session.list_tools().await })
+            .request(server, |session| async move { session.list_tools().await });
+        let defs = tokio::time::timeout(bound, listing)
             .await
+            .map_err(|_| CatalogError::ListTimeout {
+                server: server.to_owned(),
+                after: bound,
+            })?
             .map_err(|e| match e {
                 crate::manager::RequestFailure::Manager(e) => CatalogError::Manager(e),
                 crate::manager::RequestFailure::Request(source) => CatalogError::List {

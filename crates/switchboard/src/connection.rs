@@ -28,7 +28,7 @@ pub use requests::{
 use crate::config::{ProtocolPin, ServerConfig, Transport};
 use crate::transport::remote::{RemoteError, auth_challenge, auth_failure};
 use crate::transport::stdio::{self, ChildProcess, SpawnError};
-use crate::transport::{http, ide, proxy, sse, ws};
+use crate::transport::{MessageLimit, http, ide, proxy, sse, ws};
 
 /// The state of one server, as published to watchers.
 #[derive(Debug, Clone, PartialEq)]
@@ -155,8 +155,8 @@ impl Capabilities {
 #[derive(Clone)]
 pub(crate) struct ConnectOptions {
     pub(crate) connect_timeout: Duration,
-    /// The longest stdio message accepted.
-    pub(crate) max_line_length: usize,
+    /// The longest message accepted from a server (`SWITCHBOARD_MAX_MESSAGE_BYTES`).
+    pub(crate) max_message_bytes: usize,
     /// Where `tokenEnv` and the like are read.
     pub(crate) env: crate::config::Environment,
     /// The program's factory for this server, when it runs in process.
@@ -447,9 +447,10 @@ pub(crate) async fn open(
     );
     let handler = ClientSide::new(config.name.as_str(), notices, asker);
     let timeout = config.connect_timeout.unwrap_or(options.connect_timeout);
+    let limit = MessageLimit::new(config.name.as_str(), options.max_message_bytes);
     match &config.transport {
         Transport::Stdio(stdio_config) => {
-            let child = stdio::spawn(config.name.as_str(), stdio_config, options.max_line_length)?;
+            let child = stdio::spawn(config.name.as_str(), stdio_config, limit.clone())?;
             let process = child.process;
             let lane = child.lane;
             let stderr = process.stderr();
@@ -507,35 +508,41 @@ pub(crate) async fn open(
         Transport::Http(remote) => {
             let authorizer = authorizer_for(config, remote, options);
             let (transport, lane) =
-                http::streamable_http_oauth(&remote.url, &remote.headers, authorizer)?;
+                http::streamable_http_oauth(&remote.url, &remote.headers, authorizer, limit)?;
             remote_handshake(handler, transport, plan, timeout, Some(lane)).await
         }
         Transport::Sse(remote) => {
             let headers = with_stored_token(config, remote, options).await?;
-            let transport = bounded(timeout, sse::sse(&remote.url, &headers)).await?;
+            let transport = bounded(timeout, sse::sse(&remote.url, &headers, limit)).await?;
             remote_handshake(handler, transport, plan, timeout, None).await
         }
         Transport::WebSocket(remote) => {
             let headers = with_stored_token(config, remote, options).await?;
-            let transport = bounded(timeout, ws::websocket(&remote.url, &headers)).await?;
+            let transport = bounded(timeout, ws::websocket(&remote.url, &headers, limit)).await?;
             remote_handshake(handler, transport, plan, timeout, None).await
         }
         Transport::SseIde(ide_config) => {
-            let transport = bounded(timeout, ide::sse_ide(ide_config)).await?;
+            let transport = bounded(timeout, ide::sse_ide(ide_config, limit)).await?;
             remote_handshake(handler, transport, plan, timeout, None).await
         }
         Transport::WsIde(ide_config) => {
-            let transport = bounded(timeout, ide::ws_ide(ide_config)).await?;
+            let transport = bounded(timeout, ide::ws_ide(ide_config, limit)).await?;
             remote_handshake(handler, transport, plan, timeout, None).await
         }
         Transport::Proxy(proxy_config) => {
             // One retry after a 401, with a freshly fetched token.
-            let transport =
-                bounded(timeout, proxy::proxy(proxy_config, &options.env, false)).await?;
+            let transport = bounded(
+                timeout,
+                proxy::proxy(proxy_config, &options.env, false, limit.clone()),
+            )
+            .await?;
             match remote_handshake(handler.clone(), transport, plan.clone(), timeout, None).await {
                 Err(ConnectError::NeedsAuth(_)) => {
-                    let transport =
-                        bounded(timeout, proxy::proxy(proxy_config, &options.env, true)).await?;
+                    let transport = bounded(
+                        timeout,
+                        proxy::proxy(proxy_config, &options.env, true, limit),
+                    )
+                    .await?;
                     remote_handshake(handler, transport, plan, timeout, None).await
                 }
                 other => other,
@@ -551,11 +558,10 @@ pub(crate) async fn open(
             let (read, write) = tokio::io::split(factory());
             let (lane, inbox, writer) = crate::transport::lane::lane(write);
             let transport = rmcp::transport::async_rw::AsyncRwTransport::new_client(
-                crate::transport::line_guard::LineGuard::new(read, options.max_line_length)
-                    .with_lane(inbox),
+                crate::transport::line_guard::LineGuard::new(read, limit).with_lane(inbox),
                 writer,
             )
-            .with_max_line_length(options.max_line_length.saturating_add(1024 * 1024));
+            .with_max_line_length(options.max_message_bytes.saturating_add(1024 * 1024));
             match tokio::time::timeout(timeout, handshake(handler, transport, plan, true)).await {
                 Ok(Ok((service, generation))) => Ok(Session::start(
                     service,

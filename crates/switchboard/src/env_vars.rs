@@ -32,6 +32,10 @@ impl EnvVars {
     /// Files the output budget wrote are removed at start once older than this many days
     /// (default 7).
     pub const SWITCHBOARD_OUTPUT_MAX_AGE_DAYS: &'static str = "SWITCHBOARD_OUTPUT_MAX_AGE_DAYS";
+    /// The most bytes one message from a server may have, on every transport: a stdio line, an
+    /// HTTP body, an event of an event stream, a WebSocket message (default 67 108 864, 64 MiB).
+    /// A message over it fails its request; it is never read into memory past the limit.
+    pub const SWITCHBOARD_MAX_MESSAGE_BYTES: &'static str = "SWITCHBOARD_MAX_MESSAGE_BYTES";
     /// Log filter of the `switchboard` binary (`warn` by default; e.g. `info`,
     /// `switchboard::server=debug` for servers' stderr and log messages).
     pub const SWITCHBOARD_LOG: &'static str = "SWITCHBOARD_LOG";
@@ -65,6 +69,8 @@ pub struct Limits {
     pub remote_connect_concurrency: usize,
     /// Output files (large results, binaries) older than this are removed at start.
     pub output_max_age: Duration,
+    /// The most bytes one message from a server may have (every transport).
+    pub max_message_bytes: usize,
 }
 
 impl Default for Limits {
@@ -77,6 +83,7 @@ impl Default for Limits {
             local_connect_concurrency: 3,
             remote_connect_concurrency: 20,
             output_max_age: Duration::from_secs(7 * DAY_SECS),
+            max_message_bytes: 64 * 1024 * 1024,
         }
     }
 }
@@ -102,6 +109,8 @@ impl Limits {
             output_max_age: positive(env, EnvVars::SWITCHBOARD_OUTPUT_MAX_AGE_DAYS)?
                 .map(|days| Duration::from_secs(days.saturating_mul(DAY_SECS)))
                 .unwrap_or(d.output_max_age),
+            max_message_bytes: count(EnvVars::SWITCHBOARD_MAX_MESSAGE_BYTES)?
+                .unwrap_or(d.max_message_bytes),
         })
     }
 }
@@ -136,6 +145,7 @@ mod tests {
             ("MCP_TIMEOUT", "5000"),
             ("MCP_TOOL_TIMEOUT", "60000"),
             ("MAX_MCP_OUTPUT_TOKENS", "1000"),
+            ("SWITCHBOARD_MAX_MESSAGE_BYTES", "4096"),
         ]
         .into_iter()
         .collect();
@@ -143,6 +153,7 @@ mod tests {
         assert_eq!(limits.connect_timeout, Duration::from_secs(5));
         assert_eq!(limits.tool_timeout, Duration::from_secs(60));
         assert_eq!(limits.max_output_tokens, 1000);
+        assert_eq!(limits.max_message_bytes, 4096);
     }
 
     #[test]

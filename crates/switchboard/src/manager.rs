@@ -52,8 +52,6 @@ pub(crate) struct ManagerOptions {
     pub limits: Limits,
     /// Where to remember protocol generations and needs-auth; `None` keeps them in memory.
     pub state_dir: Option<PathBuf>,
-    /// The longest message accepted from a stdio server.
-    pub max_line_length: usize,
     /// The environment variables remote servers' token sources read.
     pub env: crate::config::Environment,
     /// In-process servers (`"type": "sdk"`), by server name.
@@ -75,7 +73,6 @@ impl std::fmt::Debug for ManagerOptions {
         f.debug_struct("ManagerOptions")
             .field("limits", &self.limits)
             .field("state_dir", &self.state_dir)
-            .field("max_line_length", &self.max_line_length)
             .finish_non_exhaustive()
     }
 }
@@ -85,7 +82,6 @@ impl Default for ManagerOptions {
         ManagerOptions {
             limits: Limits::default(),
             state_dir: None,
-            max_line_length: 64 * 1024 * 1024,
             env: crate::config::Environment::capture(),
             in_process: BTreeMap::new(),
             sleeper: Arc::new(|d| Box::pin(tokio::time::sleep(d))),
@@ -399,6 +395,11 @@ impl ServerManager {
             .lock()
             .map(|s| s.keys().cloned().collect())
             .unwrap_or_default()
+    }
+
+    /// The time and size limits the manager was started with.
+    pub(crate) fn limits(&self) -> Limits {
+        self.shared.options.limits
     }
 
     pub(crate) fn state(&self, name: &str) -> Option<ServerState> {
@@ -988,7 +989,7 @@ impl Supervisor {
         let _permit = slots.acquire().await;
         let options = ConnectOptions {
             connect_timeout: self.shared.options.limits.connect_timeout,
-            max_line_length: self.shared.options.max_line_length,
+            max_message_bytes: self.shared.options.limits.max_message_bytes,
             env: self.shared.options.env.clone(),
             in_process: self.shared.options.in_process.get(self.name()).cloned(),
             interaction: self.shared.options.interaction.clone(),

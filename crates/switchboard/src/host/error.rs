@@ -62,7 +62,9 @@ impl HostError {
             | HostError::Budget { server, .. }
             | HostError::Other { server, .. } => Some(server),
             HostError::Catalog(e) => match &**e {
-                CatalogError::List { server, .. } => Some(server),
+                CatalogError::List { server, .. } | CatalogError::ListTimeout { server, .. } => {
+                    Some(server)
+                }
                 _ => None,
             },
             _ => None,

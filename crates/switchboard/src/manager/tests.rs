@@ -486,7 +486,10 @@ async fn a_result_over_the_line_limit_fails_its_call_and_the_server_stays_usable
     let manager = ServerManager::start(
         [testkit("bigmouth", &[])],
         ManagerOptions {
-            max_line_length: 1024 * 1024,
+            limits: Limits {
+                max_message_bytes: 1024 * 1024,
+                ..Limits::default()
+            },
             ..Default::default()
         },
     );
@@ -498,7 +501,7 @@ async fn a_result_over_the_line_limit_fails_its_call_and_the_server_stays_usable
         .unwrap_err();
     let text = err.to_string();
     assert!(
-        text.contains("the server's message was over the 1048576-byte limit"),
+        text.contains("a message from server `bigmouth` was over the 1048576-byte limit (SWITCHBOARD_MAX_MESSAGE_BYTES)"),
         "{text}"
     );
     assert!(!text.contains("no answer within"), "{text}");

@@ -25,6 +25,7 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::Sse;
 
+use super::MessageLimit;
 use super::http_lane::{HttpLane, LaneHttpTransport};
 use super::remote::{DEFAULT_RESPONSE_TIMEOUT, RemoteError, header_map, http_client};
 use crate::auth::{AuthError, Authorizer, Challenge};
@@ -46,18 +47,25 @@ pub(crate) struct TimedClient {
     auth: Option<Arc<Authorizer>>,
     /// The call lane's watch: told which session every posted message used.
     watch: Option<Arc<super::http_lane::LaneWatch>>,
+    /// The most one message from the server may have (a JSON body, an event).
+    limit: MessageLimit,
 }
 
 /// At most this many authorization retries for one request (a refresh, a step-up …).
 const AUTH_RETRIES: u32 = 3;
 
 impl TimedClient {
-    pub(crate) fn new(client: reqwest::Client, response_timeout: Duration) -> Self {
+    pub(crate) fn new(
+        client: reqwest::Client,
+        response_timeout: Duration,
+        limit: MessageLimit,
+    ) -> Self {
         TimedClient {
             client,
             response_timeout,
             auth: None,
             watch: None,
+            limit,
         }
     }
 
@@ -67,6 +75,10 @@ impl TimedClient {
 
     pub(crate) fn reqwest(&self) -> &reqwest::Client {
         &self.client
+    }
+
+    pub(crate) fn limit(&self) -> &MessageLimit {
+        &self.limit
     }
 
     pub(crate) fn response_timeout(&self) -> Duration {
@@ -131,6 +143,10 @@ impl TimedClient {
         request: impl Future<Output = Result<T, StreamableHttpError<reqwest::Error>>>,
     ) -> Result<T, StreamableHttpError<reqwest::Error>> {
         match tokio::time::timeout(self.response_timeout, request).await {
+            Ok(Err(StreamableHttpError::ResponseBodyTooLarge { .. })) => Err(io_error(
+                std::io::ErrorKind::InvalidData,
+                RemoteError::Protocol(self.limit.exceeded(None)),
+            )),
             Ok(result) => result.map_err(classify),
             Err(_) => Err(io_error(
                 std::io::ErrorKind::TimedOut,
@@ -337,8 +353,9 @@ impl StreamableHttpClient for TimedClient {
 pub(crate) fn streamable_http(
     url: &url::Url,
     headers: &BTreeMap<String, String>,
+    limit: MessageLimit,
 ) -> Result<HttpTransport, RemoteError> {
-    streamable_http_with(url, headers, None, DEFAULT_RESPONSE_TIMEOUT)
+    streamable_http_with(url, headers, None, DEFAULT_RESPONSE_TIMEOUT, limit)
 }
 
 /// Like [`streamable_http`], each request authorized by `auth` (OAuth) when given, with the
@@ -347,6 +364,7 @@ pub(crate) fn streamable_http_oauth(
     url: &url::Url,
     headers: &BTreeMap<String, String>,
     auth: Option<Arc<Authorizer>>,
+    limit: MessageLimit,
 ) -> Result<(LaneHttpTransport, HttpLane), RemoteError> {
     let mut transport_headers = headers.clone();
     if auth.is_some() {
@@ -358,6 +376,7 @@ pub(crate) fn streamable_http_oauth(
         None,
         DEFAULT_RESPONSE_TIMEOUT,
         auth,
+        limit,
     )?;
     let (lane, watch, injected) = super::http_lane::http_lane(
         client.clone(),
@@ -377,8 +396,9 @@ pub(crate) fn streamable_http_with(
     headers: &BTreeMap<String, String>,
     bearer: Option<String>,
     response_timeout: Duration,
+    limit: MessageLimit,
 ) -> Result<HttpTransport, RemoteError> {
-    let (client, config) = parts(url, headers, bearer, response_timeout, None)?;
+    let (client, config) = parts(url, headers, bearer, response_timeout, None, limit)?;
     Ok(StreamableHttpClientTransport::with_client(client, config))
 }
 
@@ -388,6 +408,7 @@ fn parts(
     bearer: Option<String>,
     response_timeout: Duration,
     auth: Option<Arc<Authorizer>>,
+    limit: MessageLimit,
 ) -> Result<(TimedClient, StreamableHttpClientTransportConfig), RemoteError> {
     check_http_url(url)?;
     let mut custom: HashMap<HeaderName, HeaderValue> = HashMap::new();
@@ -411,10 +432,13 @@ fn parts(
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
         .custom_headers(custom)
         .reinit_on_expired_session(true);
+    // rmcp reads JSON bodies and events up to these bounds, never past them.
+    config.max_sse_event_size = limit.bytes;
+    config.max_json_response_size = limit.bytes;
     if let Some(token) = bearer {
         config = config.auth_header(token);
     }
-    let client = TimedClient::new(http_client()?, response_timeout).with_auth(auth);
+    let client = TimedClient::new(http_client()?, response_timeout, limit).with_auth(auth);
     Ok((client, config))
 }
 
@@ -440,7 +464,7 @@ mod tests {
     use super::*;
     use crate::transport::remote::auth_challenge;
     use crate::transport::remote::test_support::{
-        WAIT, bounded, echo, list_and_echo, server, session,
+        WAIT, bounded, echo, list_and_echo, server, session, test_limit,
     };
 
     fn url(server: &switchboard_testkit::TestServer) -> url::Url {
@@ -471,7 +495,8 @@ mod tests {
         // Ours keeps them: the initialize, initialized, tools/list and the calls share the
         // pooled connection; the standalone event stream holds one more.
         let testkit = server(Transport::Http, &["--log-connections"]);
-        let client = session(streamable_http(&url(&testkit), &BTreeMap::new()).unwrap()).await;
+        let client =
+            session(streamable_http(&url(&testkit), &BTreeMap::new(), test_limit()).unwrap()).await;
         assert_eq!(list_and_echo(&client, "hello").await, "hello");
         for n in 0..CALLS {
             assert_eq!(
@@ -495,7 +520,7 @@ mod tests {
     #[tokio::test]
     async fn unauthorized_is_recognised_and_the_header_gets_in() {
         let testkit = server(Transport::Http, &["--require-token", "sesame"]);
-        let transport = streamable_http(&url(&testkit), &BTreeMap::new()).unwrap();
+        let transport = streamable_http(&url(&testkit), &BTreeMap::new(), test_limit()).unwrap();
         let err = bounded(
             "the refused handshake",
             ClientConfig::default().serve(transport),
@@ -507,14 +532,15 @@ mod tests {
         assert_eq!(challenge.www_authenticate.as_deref(), Some("Bearer"));
 
         let headers = BTreeMap::from([("Authorization".to_owned(), "Bearer sesame".to_owned())]);
-        let client = session(streamable_http(&url(&testkit), &headers).unwrap()).await;
+        let client =
+            session(streamable_http(&url(&testkit), &headers, test_limit()).unwrap()).await;
         assert_eq!(list_and_echo(&client, "in").await, "in");
     }
 
     #[tokio::test]
     async fn unauthorized_without_a_challenge_is_recognised() {
         let testkit = server(Transport::Http, &["--require-header", "X-Key=k"]);
-        let transport = streamable_http(&url(&testkit), &BTreeMap::new()).unwrap();
+        let transport = streamable_http(&url(&testkit), &BTreeMap::new(), test_limit()).unwrap();
         let err = bounded(
             "the refused handshake",
             ClientConfig::default().serve(transport),
@@ -528,7 +554,8 @@ mod tests {
     #[tokio::test]
     async fn an_expired_session_is_replaced() {
         let testkit = server(Transport::Http, &["--expire-session-after", "3"]);
-        let client = session(streamable_http(&url(&testkit), &BTreeMap::new()).unwrap()).await;
+        let client =
+            session(streamable_http(&url(&testkit), &BTreeMap::new(), test_limit()).unwrap()).await;
         // Each call is a POST in the session: the server forgets it after the third.
         for n in 0..6 {
             assert_eq!(
@@ -542,7 +569,11 @@ mod tests {
     async fn each_request_has_a_timer_of_its_own() {
         // The server never answers an unknown method: no response headers ever come.
         let testkit = server(Transport::Http, &["--ignore-unknown-methods"]);
-        let client = TimedClient::new(http_client().unwrap(), Duration::from_millis(300));
+        let client = TimedClient::new(
+            http_client().unwrap(),
+            Duration::from_millis(300),
+            test_limit(),
+        );
         let message = ClientJsonRpcMessage::request(
             ClientRequest::CustomRequest(CustomRequest::new("x/never", None)),
             RequestId::Number(1),
@@ -567,7 +598,10 @@ mod tests {
     fn reserved_headers_are_refused_by_name() {
         let url = url::Url::parse("http://127.0.0.1:1/mcp").unwrap();
         let headers = BTreeMap::from([("Mcp-Session-Id".to_owned(), "secret".to_owned())]);
-        let err = streamable_http(&url, &headers).err().unwrap().to_string();
+        let err = streamable_http(&url, &headers, test_limit())
+            .err()
+            .unwrap()
+            .to_string();
         assert!(
             err.contains("mcp-session-id") && !err.contains("secret"),
             "{err}"

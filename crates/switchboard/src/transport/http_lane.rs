@@ -296,15 +296,14 @@ impl HttpLane {
             .is_some_and(|ct| ct.trim_start().starts_with("text/event-stream"));
         if status == 200 && is_stream {
             let events: Events = Box::pin(sse_stream::SseStream::from_bytes_stream(
-                response.bytes_stream(),
+                super::EventLimiter::new(response.bytes_stream(), self.client.limit().clone()),
             ));
             return self.read_stream(id, events, session).await;
         }
         // A JSON answer, or a failure status with (perhaps) a JSON-RPC error in its body.
-        let bytes = response
-            .bytes()
+        let bytes = super::read_limited(response, self.client.limit())
             .await
-            .map_err(|e| HttpLaneError::Failed(e.without_url().to_string()))?;
+            .map_err(HttpLaneError::Failed)?;
         match serde_json::from_slice::<Value>(&bytes) {
             Ok(message) if answers(&message, id) => Ok(message),
             _ if status == 200 => Err(HttpLaneError::Failed(
@@ -329,7 +328,10 @@ impl HttpLane {
         loop {
             while let Some(event) = events.next().await {
                 let event = event.map_err(|e| {
-                    HttpLaneError::Failed(format!("the call's event stream broke: {e}"))
+                    HttpLaneError::Failed(
+                        super::over_limit_of(&e)
+                            .unwrap_or_else(|| format!("the call's event stream broke: {e}")),
+                    )
                 })?;
                 if let Some(event_id) = event.id.filter(|i| !i.is_empty()) {
                     last_event_id = Some(event_id);
@@ -395,7 +397,7 @@ impl HttpLane {
             return Err(failed(&format!("HTTP {}", response.status().as_u16())));
         }
         Ok(Box::pin(sse_stream::SseStream::from_bytes_stream(
-            response.bytes_stream(),
+            super::EventLimiter::new(response.bytes_stream(), self.client.limit().clone()),
         )))
     }
 

@@ -11,6 +11,7 @@ use std::path::Path;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
+use super::MessageLimit;
 use super::remote::{ChannelTransport, DEFAULT_RESPONSE_TIMEOUT, RemoteError};
 use super::sse::sse_with;
 use super::ws::websocket_with;
@@ -21,13 +22,31 @@ pub(crate) const IDE_AUTH_HEADER: HeaderName =
     HeaderName::from_static("x-switchboard-ide-authorization");
 
 /// `sse-ide`: the legacy SSE transport with the IDE's token.
-pub(crate) async fn sse_ide(config: &IdeTransport) -> Result<ChannelTransport, RemoteError> {
-    sse_with(&config.url, ide_headers(config)?, DEFAULT_RESPONSE_TIMEOUT).await
+pub(crate) async fn sse_ide(
+    config: &IdeTransport,
+    limit: MessageLimit,
+) -> Result<ChannelTransport, RemoteError> {
+    sse_with(
+        &config.url,
+        ide_headers(config)?,
+        DEFAULT_RESPONSE_TIMEOUT,
+        limit,
+    )
+    .await
 }
 
 /// `ws-ide`: the WebSocket transport with the IDE's token.
-pub(crate) async fn ws_ide(config: &IdeTransport) -> Result<ChannelTransport, RemoteError> {
-    websocket_with(&config.url, ide_headers(config)?, DEFAULT_RESPONSE_TIMEOUT).await
+pub(crate) async fn ws_ide(
+    config: &IdeTransport,
+    limit: MessageLimit,
+) -> Result<ChannelTransport, RemoteError> {
+    websocket_with(
+        &config.url,
+        ide_headers(config)?,
+        DEFAULT_RESPONSE_TIMEOUT,
+        limit,
+    )
+    .await
 }
 
 fn ide_headers(config: &IdeTransport) -> Result<HeaderMap, RemoteError> {
@@ -74,7 +93,9 @@ mod tests {
 
     use super::*;
     use crate::transport::remote::auth_challenge;
-    use crate::transport::remote::test_support::{bounded, list_and_echo, server, session};
+    use crate::transport::remote::test_support::{
+        bounded, list_and_echo, server, session, test_limit,
+    };
 
     fn config(server: &switchboard_testkit::TestServer, lock_file: Option<&Path>) -> IdeTransport {
         IdeTransport {
@@ -101,22 +122,28 @@ mod tests {
         );
 
         let testkit = server(Transport::Sse, &["--require-header", REQUIRE]);
-        let transport = bounded("sse-ide", sse_ide(&config(&testkit, Some(&path))))
-            .await
-            .unwrap();
+        let transport = bounded(
+            "sse-ide",
+            sse_ide(&config(&testkit, Some(&path)), test_limit()),
+        )
+        .await
+        .unwrap();
         assert_eq!(
             list_and_echo(&session(transport).await, "sse-ide").await,
             "sse-ide"
         );
-        let refused = bounded("sse-ide", sse_ide(&config(&testkit, None)))
+        let refused = bounded("sse-ide", sse_ide(&config(&testkit, None), test_limit()))
             .await
             .unwrap_err();
         assert_eq!(auth_challenge(&refused).map(|c| c.status), Some(401));
 
         let testkit = server(Transport::Ws, &["--require-header", REQUIRE]);
-        let transport = bounded("ws-ide", ws_ide(&config(&testkit, Some(&path))))
-            .await
-            .unwrap();
+        let transport = bounded(
+            "ws-ide",
+            ws_ide(&config(&testkit, Some(&path)), test_limit()),
+        )
+        .await
+        .unwrap();
         assert_eq!(
             list_and_echo(&session(transport).await, "ws-ide").await,
             "ws-ide"

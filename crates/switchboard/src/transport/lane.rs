@@ -420,7 +420,9 @@ mod tests {
         let (client_out, server_in) = tokio::io::duplex(64);
         let (mut server_out, client_in) = tokio::io::duplex(64);
         let (lane, inbox, mut writer) = lane(client_out);
-        let mut reader = LineGuard::new(client_in, 1 << 20).with_lane(inbox);
+        let mut reader =
+            LineGuard::new(client_in, crate::transport::MessageLimit::new("t", 1 << 20))
+                .with_lane(inbox);
 
         // rmcp writes a frame in two pieces; the lane's line comes between them.
         writer
@@ -481,7 +483,8 @@ mod tests {
         let (client_out, _server_in) = tokio::io::duplex(64);
         let (_server_out, client_in) = tokio::io::duplex(64);
         let (lane, inbox, _writer) = lane(client_out);
-        let reader = LineGuard::new(client_in, 1 << 20).with_lane(inbox);
+        let reader = LineGuard::new(client_in, crate::transport::MessageLimit::new("t", 1 << 20))
+            .with_lane(inbox);
         let (_, pending) = lane.send("tools/call", b"{}").unwrap();
         drop(reader);
         assert_eq!(pending.answer().await, Err(LaneError::Closed));

@@ -34,6 +34,8 @@ pub(crate) struct LineGuard<R> {
     inner: R,
     /// The most bytes a line may have, not counting its newline.
     limit: usize,
+    /// The same, with the server it bounds, for the error.
+    message_limit: super::MessageLimit,
     /// The start of the current line, read but not yet handed out: it has no newline yet.
     held: Vec<u8>,
     /// Bytes ready to hand out (whole lines, synthetic errors), from `out_pos` on.
@@ -56,10 +58,11 @@ struct Dropping {
 }
 
 impl<R> LineGuard<R> {
-    pub(crate) fn new(inner: R, limit: usize) -> Self {
+    pub(crate) fn new(inner: R, limit: super::MessageLimit) -> Self {
         Self {
             inner,
-            limit,
+            limit: limit.bytes,
+            message_limit: limit,
             held: Vec::new(),
             out: Vec::new(),
             out_pos: 0,
@@ -143,9 +146,9 @@ impl<R> LineGuard<R> {
                 %id,
                 "a message from the server is over the line limit; it is dropped and its request fails"
             );
+            let message = Value::String(self.message_limit.exceeded(Some(seen)));
             let line = format!(
-                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-32603,\"message\":\"the server's message was over the {limit}-byte limit ({seen} bytes so far); it was dropped\"}}}}\n",
-                limit = self.limit,
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-32603,\"message\":{message}}}}}\n",
             );
             if !self.lane_takes(line.as_bytes()) {
                 self.out.extend_from_slice(line.as_bytes());
@@ -387,7 +390,10 @@ mod tests {
     /// Everything the guard hands out, read `read_size` bytes at a time.
     async fn run(chunks: &[&[u8]], limit: usize, read_size: usize) -> Vec<u8> {
         let chunks = chunks.iter().map(|c| c.to_vec()).collect();
-        let mut guard = LineGuard::new(Chunks(chunks), limit);
+        let mut guard = LineGuard::new(
+            Chunks(chunks),
+            crate::transport::MessageLimit::new("t", limit),
+        );
         let mut out = Vec::new();
         let mut buf = vec![0; read_size];
         loop {
@@ -438,7 +444,7 @@ mod tests {
 
     fn dropped(id: Value, limit: usize, so_far: usize) -> Value {
         json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": format!(
-            "the server's message was over the {limit}-byte limit ({so_far} bytes so far); it was dropped"
+            "a message from server `t` was over the {limit}-byte limit (SWITCHBOARD_MAX_MESSAGE_BYTES) ({so_far} bytes so far); it was dropped"
         )}})
     }
 
@@ -478,7 +484,9 @@ mod tests {
         assert_eq!(out[1]["error"]["code"], json!(-32603));
         let message = out[1]["error"]["message"].as_str().unwrap();
         assert!(
-            message.starts_with("the server's message was over the 100-byte limit ("),
+            message.starts_with(
+                "a message from server `t` was over the 100-byte limit (SWITCHBOARD_MAX_MESSAGE_BYTES) ("
+            ),
             "{message}"
         );
         assert_eq!(out[2], json!({"id": 2}));

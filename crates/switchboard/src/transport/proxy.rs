@@ -20,6 +20,7 @@ use std::process::Stdio;
 use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
+use super::MessageLimit;
 use super::http::{HttpTransport, streamable_http_with};
 use super::remote::{DEFAULT_RESPONSE_TIMEOUT, RemoteError, cut};
 use crate::config::{Environment, ProxyTransport, TokenSource};
@@ -35,6 +36,7 @@ pub(crate) async fn proxy(
     config: &ProxyTransport,
     env: &Environment,
     fresh: bool,
+    limit: MessageLimit,
 ) -> Result<HttpTransport, RemoteError> {
     let token = proxy_token(&config.token, env, fresh).await?;
     streamable_http_with(
@@ -42,6 +44,7 @@ pub(crate) async fn proxy(
         &config.headers,
         Some(token),
         DEFAULT_RESPONSE_TIMEOUT,
+        limit,
     )
 }
 
@@ -141,7 +144,9 @@ mod tests {
     use switchboard_testkit::Transport;
 
     use super::*;
-    use crate::transport::remote::test_support::{bounded, list_and_echo, server, session};
+    use crate::transport::remote::test_support::{
+        bounded, list_and_echo, server, session, test_limit,
+    };
 
     fn proxy_config(
         server: &switchboard_testkit::TestServer,
@@ -160,14 +165,14 @@ mod tests {
         let env: Environment = [("PROXY_TOKEN", "proxy-secret")].into_iter().collect();
 
         let config = proxy_config(&testkit, TokenSource::Env("PROXY_TOKEN".to_owned()));
-        let transport = proxy(&config, &env, false).await.unwrap();
+        let transport = proxy(&config, &env, false, test_limit()).await.unwrap();
         assert_eq!(list_and_echo(&session(transport).await, "env").await, "env");
 
         let command = ["sh", "-c", "echo '  proxy-secret  '"]
             .map(str::to_owned)
             .to_vec();
         let config = proxy_config(&testkit, TokenSource::Command(command));
-        let transport = proxy(&config, &env, false).await.unwrap();
+        let transport = proxy(&config, &env, false, test_limit()).await.unwrap();
         assert_eq!(
             list_and_echo(&session(transport).await, "command").await,
             "command"

@@ -341,7 +341,12 @@ pub(crate) enum Outgoing {
 #[derive(Debug)]
 pub(crate) struct ChannelTransport {
     outgoing: mpsc::UnboundedSender<Outgoing>,
-    incoming: mpsc::Receiver<ServerJsonRpcMessage>,
+    incoming: mpsc::Receiver<Incoming>,
+    /// Requests sent and not answered yet: when the reader breaks with a reason, each is
+    /// answered with an error that gives it (rather than rmcp's bare "transport closed").
+    outstanding: std::collections::HashSet<rmcp::model::RequestId>,
+    /// Those errors, waiting to be received.
+    failed: std::collections::VecDeque<ServerJsonRpcMessage>,
     /// The task that writes; `close` waits for it (bounded) so a goodbye can be sent.
     writer: Option<tokio::task::JoinHandle<()>>,
     /// Tasks stopped when the transport is closed or dropped.
@@ -350,6 +355,9 @@ pub(crate) struct ChannelTransport {
 
 /// How long `close` waits for the writer to say goodbye.
 const CLOSE_WAIT: Duration = Duration::from_secs(2);
+/// What a reader task delivers: a message, or why it stopped (its last delivery).
+pub(crate) type Incoming = Result<ServerJsonRpcMessage, String>;
+
 /// How many received messages may wait for rmcp before reading pauses.
 pub(crate) const INCOMING_BUFFER: usize = 64;
 
@@ -365,13 +373,15 @@ impl std::fmt::Debug for Outgoing {
 impl ChannelTransport {
     pub(crate) fn new(
         outgoing: mpsc::UnboundedSender<Outgoing>,
-        incoming: mpsc::Receiver<ServerJsonRpcMessage>,
+        incoming: mpsc::Receiver<Incoming>,
         writer: tokio::task::JoinHandle<()>,
         abort_on_drop: Vec<AbortHandle>,
     ) -> Self {
         ChannelTransport {
             outgoing,
             incoming,
+            outstanding: std::collections::HashSet::new(),
+            failed: std::collections::VecDeque::new(),
             writer: Some(writer),
             abort_on_drop,
         }
@@ -395,6 +405,9 @@ impl rmcp::transport::Transport<RoleClient> for ChannelTransport {
         item: ClientJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let (done, outcome) = oneshot::channel();
+        if let ClientJsonRpcMessage::Request(request) = &item {
+            self.outstanding.insert(request.id.clone());
+        }
         let queued = match serde_json::to_string(&item) {
             Ok(text) => self
                 .outgoing
@@ -410,8 +423,42 @@ impl rmcp::transport::Transport<RoleClient> for ChannelTransport {
         }
     }
 
-    fn receive(&mut self) -> impl Future<Output = Option<ServerJsonRpcMessage>> + Send {
-        self.incoming.recv()
+    async fn receive(&mut self) -> Option<ServerJsonRpcMessage> {
+        loop {
+            if let Some(error) = self.failed.pop_front() {
+                return Some(error);
+            }
+            match self.incoming.recv().await? {
+                Ok(message) => {
+                    match &message {
+                        ServerJsonRpcMessage::Response(r) => {
+                            self.outstanding.remove(&r.id);
+                        }
+                        ServerJsonRpcMessage::Error(e) => {
+                            if let Some(id) = &e.id {
+                                self.outstanding.remove(id);
+                            }
+                        }
+                        _ => {}
+                    }
+                    return Some(message);
+                }
+                Err(reason) => {
+                    tracing::warn!(target: "switchboard::transport", "{reason}");
+                    for id in self.outstanding.drain() {
+                        let error = serde_json::json!({
+                            "jsonrpc": "2.0",
+                            "id": id,
+                            "error": {"code": -32603, "message": reason},
+                        });
+                        if let Ok(error) = serde_json::from_value(error) {
+                            self.failed.push_back(error);
+                        }
+                    }
+                    self.incoming.close();
+                }
+            }
+        }
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
@@ -456,6 +503,14 @@ pub(crate) mod test_support {
 
     /// Every wait in these tests is bounded by this; none of them sleeps.
     pub(crate) const WAIT: Duration = Duration::from_secs(20);
+
+    /// The message limit of the transports' tests: the default size.
+    pub(crate) fn test_limit() -> crate::transport::MessageLimit {
+        crate::transport::MessageLimit::new(
+            "test",
+            crate::env_vars::Limits::default().max_message_bytes,
+        )
+    }
 
     pub(crate) async fn bounded<T>(what: &str, future: impl Future<Output = T>) -> T {
         tokio::time::timeout(WAIT, future)

@@ -22,9 +22,10 @@ use tokio::sync::mpsc;
 
 use super::http::check_http_url;
 use super::remote::{
-    ChannelTransport, DEFAULT_RESPONSE_TIMEOUT, INCOMING_BUFFER, Outgoing, RemoteError, describe,
-    header_map, http_client, parse_incoming, status_error,
+    ChannelTransport, DEFAULT_RESPONSE_TIMEOUT, INCOMING_BUFFER, Incoming, Outgoing, RemoteError,
+    describe, header_map, http_client, parse_incoming, status_error,
 };
+use super::{EventLimiter, MessageLimit, over_limit_of};
 
 /// How long the server may take to name its message endpoint once the stream is open.
 const ENDPOINT_WAIT: Duration = Duration::from_secs(30);
@@ -36,8 +37,9 @@ const POST_BODY_BYTES: usize = 64 * 1024;
 pub(crate) async fn sse(
     url: &url::Url,
     headers: &BTreeMap<String, String>,
+    limit: MessageLimit,
 ) -> Result<ChannelTransport, RemoteError> {
-    sse_with(url, header_map(headers)?, DEFAULT_RESPONSE_TIMEOUT).await
+    sse_with(url, header_map(headers)?, DEFAULT_RESPONSE_TIMEOUT, limit).await
 }
 
 /// Like [`sse`], with headers already checked and a chosen bound on each response's headers.
@@ -45,6 +47,7 @@ pub(crate) async fn sse_with(
     url: &url::Url,
     headers: HeaderMap,
     response_timeout: Duration,
+    limit: MessageLimit,
 ) -> Result<ChannelTransport, RemoteError> {
     check_http_url(url)?;
     let client = http_client()?;
@@ -69,7 +72,11 @@ pub(crate) async fn sse_with(
             "the server answered `{content_type}`, not an event stream"
         )));
     }
-    let mut events = Box::pin(SseStream::from_bytes_stream(response.bytes_stream()));
+    // No event is buffered past the limit, not even one that never ends.
+    let mut events = Box::pin(SseStream::from_bytes_stream(EventLimiter::new(
+        response.bytes_stream(),
+        limit,
+    )));
 
     let mut early = Vec::new();
     let endpoint = tokio::time::timeout(ENDPOINT_WAIT, async {
@@ -81,9 +88,9 @@ pub(crate) async fn sse_with(
                     ));
                 }
                 Some(Err(e)) => {
-                    return Err(RemoteError::Protocol(format!(
-                        "the event stream broke: {e}"
-                    )));
+                    return Err(RemoteError::Protocol(
+                        over_limit_of(&e).unwrap_or_else(|| format!("the event stream broke: {e}")),
+                    ));
                 }
                 Some(Ok(event)) => match event.event.as_deref() {
                     Some("endpoint") => return Ok(event.data.unwrap_or_default()),
@@ -140,16 +147,15 @@ fn message_of(event: &Sse) -> Option<ServerJsonRpcMessage> {
     parse_incoming(event.data.as_deref()?, "sse")
 }
 
-async fn read_events<S, E>(
+async fn read_events<S>(
     mut events: S,
     early: Vec<ServerJsonRpcMessage>,
-    deliver: mpsc::Sender<ServerJsonRpcMessage>,
+    deliver: mpsc::Sender<Incoming>,
 ) where
-    S: Stream<Item = Result<Sse, E>> + Unpin,
-    E: std::fmt::Display,
+    S: Stream<Item = Result<Sse, sse_stream::Error>> + Unpin,
 {
     for message in early {
-        if deliver.send(message).await.is_err() {
+        if deliver.send(Ok(message)).await.is_err() {
             return;
         }
     }
@@ -157,13 +163,15 @@ async fn read_events<S, E>(
         let event = match event {
             Ok(event) => event,
             Err(e) => {
-                tracing::debug!(target: "switchboard::transport", "the event stream broke: {e}");
+                let reason =
+                    over_limit_of(&e).unwrap_or_else(|| format!("the event stream broke: {e}"));
+                let _ = deliver.send(Err(reason)).await;
                 break;
             }
         };
         if matches!(event.event.as_deref(), None | Some("message"))
             && let Some(message) = message_of(&event)
-            && deliver.send(message).await.is_err()
+            && deliver.send(Ok(message)).await.is_err()
         {
             return;
         }
@@ -228,7 +236,7 @@ mod tests {
     use super::*;
     use crate::transport::remote::auth_challenge;
     use crate::transport::remote::test_support::{
-        WAIT, bounded, list_and_echo, progress_of_slow, server, session,
+        WAIT, bounded, list_and_echo, progress_of_slow, server, session, test_limit,
     };
 
     fn url(server: &switchboard_testkit::TestServer) -> url::Url {
@@ -238,9 +246,12 @@ mod tests {
     #[tokio::test]
     async fn lists_calls_and_reuses_one_connection_for_posts() {
         let testkit = server(Transport::Sse, &["--log-connections"]);
-        let transport = bounded("the event stream", sse(&url(&testkit), &BTreeMap::new()))
-            .await
-            .unwrap();
+        let transport = bounded(
+            "the event stream",
+            sse(&url(&testkit), &BTreeMap::new(), test_limit()),
+        )
+        .await
+        .unwrap();
         let client = session(transport).await;
         assert_eq!(list_and_echo(&client, "over sse").await, "over sse");
         for n in 0..5 {
@@ -259,18 +270,24 @@ mod tests {
     #[tokio::test]
     async fn progress_notifications_arrive() {
         let testkit = server(Transport::Sse, &[]);
-        let transport = bounded("the event stream", sse(&url(&testkit), &BTreeMap::new()))
-            .await
-            .unwrap();
+        let transport = bounded(
+            "the event stream",
+            sse(&url(&testkit), &BTreeMap::new(), test_limit()),
+        )
+        .await
+        .unwrap();
         assert_eq!(progress_of_slow(transport, 3).await, vec![1.0, 2.0, 3.0]);
     }
 
     #[tokio::test]
     async fn unauthorized_is_recognised_and_the_header_gets_in() {
         let testkit = server(Transport::Sse, &["--require-token", "sesame"]);
-        let err = bounded("the refused stream", sse(&url(&testkit), &BTreeMap::new()))
-            .await
-            .expect_err("no token, no stream");
+        let err = bounded(
+            "the refused stream",
+            sse(&url(&testkit), &BTreeMap::new(), test_limit()),
+        )
+        .await
+        .expect_err("no token, no stream");
         let challenge = auth_challenge(&err).expect("a 401");
         assert_eq!(
             (challenge.status, challenge.www_authenticate.as_deref()),
@@ -278,9 +295,12 @@ mod tests {
         );
 
         let headers = BTreeMap::from([("Authorization".to_owned(), "Bearer sesame".to_owned())]);
-        let transport = bounded("the event stream", sse(&url(&testkit), &headers))
-            .await
-            .unwrap();
+        let transport = bounded(
+            "the event stream",
+            sse(&url(&testkit), &headers, test_limit()),
+        )
+        .await
+        .unwrap();
         let client = session(transport).await;
         assert_eq!(list_and_echo(&client, "in").await, "in");
     }
@@ -289,9 +309,12 @@ mod tests {
     async fn a_closed_stream_ends_the_transport() {
         use rmcp::transport::Transport as _;
         let mut testkit = server(Transport::Sse, &[]);
-        let mut transport = bounded("the event stream", sse(&url(&testkit), &BTreeMap::new()))
-            .await
-            .unwrap();
+        let mut transport = bounded(
+            "the event stream",
+            sse(&url(&testkit), &BTreeMap::new(), test_limit()),
+        )
+        .await
+        .unwrap();
         testkit.kill();
         assert!(
             bounded("the end of the stream", transport.receive())

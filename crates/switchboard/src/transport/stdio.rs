@@ -146,7 +146,7 @@ pub(crate) struct ChildProcess {
 pub(crate) fn spawn(
     server: &str,
     config: &StdioTransport,
-    max_line_length: usize,
+    limit: super::MessageLimit,
 ) -> Result<StdioChild, SpawnError> {
     let cwd = match &config.cwd {
         Some(cwd) if !cwd.is_dir() => return Err(SpawnError::MissingCwd { cwd: cwd.clone() }),
@@ -196,11 +196,12 @@ pub(crate) fn spawn(
     // The guard's limit answers an over-long line with an error for its call; rmcp's is set
     // above it, so rmcp never drops a line on its own.
     let (lane, inbox, writer) = super::lane::lane(stdin);
+    let max = limit.bytes;
     let transport = AsyncRwTransport::new_client(
-        super::line_guard::LineGuard::new(stdout, max_line_length).with_lane(inbox),
+        super::line_guard::LineGuard::new(stdout, limit).with_lane(inbox),
         writer,
     )
-    .with_max_line_length(max_line_length.saturating_add(1024 * 1024));
+    .with_max_line_length(max.saturating_add(1024 * 1024));
     Ok(StdioChild {
         transport,
         lane,

@@ -14,7 +14,6 @@ use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use reqwest::header::{HeaderMap, HeaderValue, SEC_WEBSOCKET_PROTOCOL};
-use rmcp::model::ServerJsonRpcMessage;
 use rustls_platform_verifier::ConfigVerifierExt;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
@@ -22,10 +21,12 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_tungstenite::{Connector, WebSocketStream};
 
+use super::MessageLimit;
 use super::remote::{
-    ChannelTransport, DEFAULT_RESPONSE_TIMEOUT, INCOMING_BUFFER, Outgoing, RemoteError, cut,
-    header_map, install_crypto_provider, parse_incoming,
+    ChannelTransport, DEFAULT_RESPONSE_TIMEOUT, INCOMING_BUFFER, Incoming, Outgoing, RemoteError,
+    cut, header_map, install_crypto_provider, parse_incoming,
 };
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 /// How long the goodbye (our close frame) may take.
 const CLOSE_WAIT: Duration = Duration::from_secs(1);
@@ -34,8 +35,9 @@ const CLOSE_WAIT: Duration = Duration::from_secs(1);
 pub(crate) async fn websocket(
     url: &url::Url,
     headers: &BTreeMap<String, String>,
+    limit: MessageLimit,
 ) -> Result<ChannelTransport, RemoteError> {
-    websocket_with(url, header_map(headers)?, DEFAULT_RESPONSE_TIMEOUT).await
+    websocket_with(url, header_map(headers)?, DEFAULT_RESPONSE_TIMEOUT, limit).await
 }
 
 /// Like [`websocket`], with headers already checked and a bound on connecting and upgrading.
@@ -43,6 +45,7 @@ pub(crate) async fn websocket_with(
     url: &url::Url,
     headers: HeaderMap,
     timeout: Duration,
+    limit: MessageLimit,
 ) -> Result<ChannelTransport, RemoteError> {
     let connector = match url.scheme() {
         "ws" => None,
@@ -61,7 +64,12 @@ pub(crate) async fn websocket_with(
     request
         .headers_mut()
         .insert(SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static("mcp"));
-    let connect = tokio_tungstenite::connect_async_tls_with_config(request, None, true, connector);
+    // tungstenite refuses a frame or a message over the limit before buffering it.
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(limit.bytes))
+        .max_frame_size(Some(limit.bytes));
+    let connect =
+        tokio_tungstenite::connect_async_tls_with_config(request, Some(config), true, connector);
     let (socket, _response) = tokio::time::timeout(timeout, connect)
         .await
         .map_err(|_| RemoteError::Timeout(timeout))?
@@ -69,7 +77,7 @@ pub(crate) async fn websocket_with(
 
     let (outgoing, queue) = mpsc::unbounded_channel();
     let (deliver, incoming) = mpsc::channel(INCOMING_BUFFER);
-    let task = tokio::spawn(run(socket, queue, deliver));
+    let task = tokio::spawn(run(socket, queue, deliver, limit));
     Ok(ChannelTransport::new(outgoing, incoming, task, Vec::new()))
 }
 
@@ -105,7 +113,8 @@ fn upgrade_error(error: tungstenite::Error) -> RemoteError {
 async fn run<S>(
     mut socket: WebSocketStream<S>,
     mut queue: mpsc::UnboundedReceiver<Outgoing>,
-    deliver: mpsc::Sender<ServerJsonRpcMessage>,
+    deliver: mpsc::Sender<Incoming>,
+    limit: MessageLimit,
 ) where
     S: AsyncRead + AsyncWrite + Unpin,
 {
@@ -121,10 +130,19 @@ async fn run<S>(
                         continue;
                     }
                     Some(Ok(Message::Pong(_) | Message::Frame(_))) => continue,
-                    Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
+                    Some(Ok(Message::Close(_))) | None => break,
+                    Some(Err(tungstenite::Error::Capacity(e))) => {
+                        tracing::debug!(target: "switchboard::transport", "WebSocket: {e}");
+                        let _ = deliver.send(Err(limit.exceeded(None))).await;
+                        break;
+                    }
+                    Some(Err(e)) => {
+                        let _ = deliver.send(Err(format!("the WebSocket connection broke: {e}"))).await;
+                        break;
+                    }
                 };
                 if let Some(message) = parse_incoming(&text, "ws")
-                    && deliver.send(message).await.is_err()
+                    && deliver.send(Ok(message)).await.is_err()
                 {
                     break;
                 }
@@ -164,7 +182,7 @@ mod tests {
     use super::*;
     use crate::transport::remote::auth_challenge;
     use crate::transport::remote::test_support::{
-        bounded, list_and_echo, progress_of_slow, server, session,
+        bounded, list_and_echo, progress_of_slow, server, session, test_limit,
     };
 
     fn url(server: &switchboard_testkit::TestServer) -> url::Url {
@@ -174,15 +192,21 @@ mod tests {
     #[tokio::test]
     async fn lists_calls_and_reports_progress() {
         let testkit = server(Transport::Ws, &[]);
-        let transport = bounded("the upgrade", websocket(&url(&testkit), &BTreeMap::new()))
-            .await
-            .unwrap();
+        let transport = bounded(
+            "the upgrade",
+            websocket(&url(&testkit), &BTreeMap::new(), test_limit()),
+        )
+        .await
+        .unwrap();
         let client = session(transport).await;
         assert_eq!(list_and_echo(&client, "over ws").await, "over ws");
 
-        let transport = bounded("the upgrade", websocket(&url(&testkit), &BTreeMap::new()))
-            .await
-            .unwrap();
+        let transport = bounded(
+            "the upgrade",
+            websocket(&url(&testkit), &BTreeMap::new(), test_limit()),
+        )
+        .await
+        .unwrap();
         assert_eq!(progress_of_slow(transport, 3).await, vec![1.0, 2.0, 3.0]);
     }
 
@@ -191,7 +215,7 @@ mod tests {
         let testkit = server(Transport::Ws, &["--require-token", "sesame"]);
         let err = bounded(
             "the refused upgrade",
-            websocket(&url(&testkit), &BTreeMap::new()),
+            websocket(&url(&testkit), &BTreeMap::new(), test_limit()),
         )
         .await
         .expect_err("no token, no socket");
@@ -202,9 +226,12 @@ mod tests {
         );
 
         let headers = BTreeMap::from([("Authorization".to_owned(), "Bearer sesame".to_owned())]);
-        let transport = bounded("the upgrade", websocket(&url(&testkit), &headers))
-            .await
-            .unwrap();
+        let transport = bounded(
+            "the upgrade",
+            websocket(&url(&testkit), &headers, test_limit()),
+        )
+        .await
+        .unwrap();
         let client = session(transport).await;
         assert_eq!(list_and_echo(&client, "in").await, "in");
     }
@@ -249,9 +276,12 @@ mod tests {
             (protocol, pong)
         });
         let url = url::Url::parse(&format!("ws://{address}/")).unwrap();
-        let mut transport = bounded("the upgrade", websocket(&url, &BTreeMap::new()))
-            .await
-            .unwrap();
+        let mut transport = bounded(
+            "the upgrade",
+            websocket(&url, &BTreeMap::new(), test_limit()),
+        )
+        .await
+        .unwrap();
         let message = bounded("the message", transport.receive())
             .await
             .expect("a message");
