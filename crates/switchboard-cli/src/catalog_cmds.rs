@@ -144,23 +144,8 @@ pub(crate) async fn settle(host: &Host) -> anyhow::Result<()> {
 /// Says on stderr which servers a listing could not ask, and why.
 fn warn_failures<T>(listing: &Listing<T>) {
     for failure in &listing.failures {
-        eprintln!("warning: {}", chain(failure));
+        eprintln!("warning: {}", clean(&switchboard::error_chain(failure)));
     }
-}
-
-/// An error and its causes on one line, each cause once.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(e) = cause {
-        let more = e.to_string();
-        if !text.contains(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        cause = e.source();
-    }
-    text
 }
 
 async fn dispatch(host: &Host, command: Command) -> anyhow::Result<ExitCode> {

@@ -12,7 +12,6 @@
 mod naming;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::error::Error as _;
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -261,10 +260,7 @@ impl Catalog {
             {
                 tracing::debug!(server, "{e}");
             }
-            Err(e) => tracing::warn!(
-                "{e}: {}",
-                e.source().map(|s| s.to_string()).unwrap_or_default()
-            ),
+            Err(e) => tracing::warn!("{}", crate::error_chain(&e)),
         }
     }
 
@@ -436,7 +432,7 @@ impl Catalog {
                 }
                 Err(e) => snapshot.issues.push(CatalogIssue {
                     server: Some(server.clone()),
-                    message: e.to_string(),
+                    message: crate::error_chain(&e),
                 }),
             }
         }

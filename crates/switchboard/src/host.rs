@@ -31,14 +31,14 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
-use crate::budget::{Budgeted, OutputBudget};
+use crate::budget::{BudgetError, Budgeted, OutputBudget};
 use crate::catalog::{BuiltinTool, Catalog, CatalogError, SchemaKind, Snapshot, Tool};
 use crate::config::{ConfigPaths, ConfigSet, Environment, ServerConfig};
 use crate::connection::{CallContext, Progress, RequestError, ServerState};
 use crate::env_vars::{EnvVarError, Limits};
 use crate::interaction::{Interaction, Roots};
 use crate::manager::{
-    InProcessFactory, ManagerError, ManagerOptions, RequestFailure, ServerManager,
+    InProcessFactory, LoginError, ManagerError, ManagerOptions, RequestFailure, ServerManager,
 };
 use crate::permissions::{
     CallSource, Denied, Gate, GatewayAsk, PermissionPrompter, PermissionRequest, PermissionSettings,
@@ -367,45 +367,79 @@ pub enum CallError {
         "`{tool}` returned structured content that does not match its output schema: {message}"
     )]
     OutputSchema { tool: String, message: String },
-    #[error("`{tool}`: {message}")]
-    Other { tool: String, message: String },
+    /// The catalogue could not look the tool up (its server's `tools/list` failed).
+    #[error("cannot look up `{tool}`")]
+    Catalog {
+        tool: String,
+        #[source]
+        source: Box<CatalogError>,
+    },
+    /// One of the embedding program's own tools: the program runs it, not the host.
+    #[error("`{tool}`: the program's own tools are called by the program")]
+    Builtin { tool: String },
+    /// The server went away between the lookup and the call.
+    #[error("`{tool}` on server `{server}`: cannot reach the server")]
+    Server {
+        server: String,
+        tool: String,
+        #[source]
+        source: Box<ManagerError>,
+    },
+    /// The result could not be put through the output budget.
+    #[error("`{tool}` on server `{server}`: the output budget")]
+    Budget {
+        server: String,
+        tool: String,
+        #[source]
+        source: BudgetError,
+    },
+    /// The `authenticate` pseudo-tool could not start the server's login.
+    #[error("`{tool}`: cannot log in to server `{server}`")]
+    Login {
+        server: String,
+        tool: String,
+        #[source]
+        source: LoginError,
+    },
 }
 
 impl CallError {
     /// The server the call went to, when it got that far.
     pub fn server(&self) -> Option<&str> {
         match self {
-            CallError::NotConnected { server, .. } | CallError::Request { server, .. } => {
-                Some(server)
-            }
+            CallError::NotConnected { server, .. }
+            | CallError::Request { server, .. }
+            | CallError::Server { server, .. }
+            | CallError::Budget { server, .. }
+            | CallError::Login { server, .. } => Some(server),
             CallError::Denied(denied) => crate::catalog::server_of(denied.tool()),
             CallError::NoSuchTool(tool)
             | CallError::InvalidArguments { tool, .. }
             | CallError::OutputSchema { tool, .. }
-            | CallError::Other { tool, .. } => crate::catalog::server_of(tool),
+            | CallError::Catalog { tool, .. } => crate::catalog::server_of(tool),
+            CallError::Builtin { .. } => None,
         }
     }
 
-    /// The server did not answer within the call's timeout.
+    /// The server did not answer within the call's timeout (or, looking the tool up, within
+    /// the listing's).
     pub fn is_timeout(&self) -> bool {
-        matches!(
-            self,
-            CallError::Request {
-                source: RequestError::Timeout(_),
-                ..
-            }
-        )
+        match self {
+            CallError::Request { source, .. } => matches!(source, RequestError::Timeout(_)),
+            CallError::Catalog { source, .. } => error::catalog_timeout(source),
+            _ => false,
+        }
     }
 
-    /// The server waits for a login (`switchboard mcp login NAME`).
+    /// The server waits for a login (`switchboard mcp login NAME`), or the login the
+    /// `authenticate` pseudo-tool started did not get as far as an authorization URL.
     pub fn needs_auth(&self) -> bool {
-        matches!(
-            self,
-            CallError::NotConnected {
-                state: "needs-auth",
-                ..
-            }
-        )
+        match self {
+            CallError::NotConnected { state, .. } => *state == "needs-auth",
+            CallError::Login { source, .. } => error::login_pending(source),
+            CallError::Catalog { source, .. } => error::catalog_needs_auth(source),
+            _ => false,
+        }
     }
 
     /// A permission rule, a hook or the user refused the call.
@@ -534,9 +568,17 @@ impl Host {
             .manager
             .authenticate(server)
             .await
-            .map_err(|e| CallError::Other {
-                tool: qualified.to_owned(),
-                message: e.to_string(),
+            .map_err(|e| match e {
+                ManagerError::Login { server, source } => CallError::Login {
+                    server,
+                    tool: qualified.to_owned(),
+                    source,
+                },
+                other => CallError::Server {
+                    server: server.to_owned(),
+                    tool: qualified.to_owned(),
+                    source: Box::new(other),
+                },
             })?;
         let text = format!(
             "Open this URL to authorize `{server}`:\n{url}\nOnce the login completes, `{server}` connects and its tools replace this one."
@@ -579,15 +621,14 @@ impl Host {
         }
         let tool = self.catalog.find(qualified).await.map_err(|e| match e {
             CatalogError::NoSuchTool(name) => CallError::NoSuchTool(name),
-            other => CallError::Other {
+            other => CallError::Catalog {
                 tool: qualified.to_owned(),
-                message: other.to_string(),
+                source: Box::new(other),
             },
         })?;
         let Some(server) = tool.server.clone() else {
-            return Err(CallError::Other {
+            return Err(CallError::Builtin {
                 tool: qualified.to_owned(),
-                message: "the program's own tools are called by the program".to_owned(),
             });
         };
         if let Some(validator) = self.catalog.validator(qualified, SchemaKind::Input).await {
@@ -663,9 +704,10 @@ impl Host {
                             tool: qualified.to_owned(),
                             state,
                         },
-                        other => CallError::Other {
+                        other => CallError::Server {
+                            server,
                             tool: qualified.to_owned(),
-                            message: other.to_string(),
+                            source: Box::new(other),
                         },
                     });
                 }
@@ -696,9 +738,10 @@ impl Host {
             .budget
             .for_server(&config)
             .apply_to_tool_result(&server, &tool.name, result)
-            .map_err(|e| CallError::Other {
+            .map_err(|source| CallError::Budget {
+                server: server.clone(),
                 tool: qualified.to_owned(),
-                message: e.to_string(),
+                source,
             })?;
         if estimated_tokens > self.budget.warn_tokens {
             tracing::warn!(tool = qualified, estimated_tokens, "a large tool result");

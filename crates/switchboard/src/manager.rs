@@ -148,10 +148,48 @@ pub enum ManagerError {
     NoSuchServer(String),
     #[error("server `{server}` is {state}")]
     NotConnected { server: String, state: &'static str },
-    #[error("server `{server}`: {message}")]
-    Request { server: String, message: String },
+    /// A request to the server failed (its transport, or the server's own error).
+    #[error("server `{server}`: the request failed")]
+    Request {
+        server: String,
+        #[source]
+        source: Box<RequestError>,
+    },
+    /// The OAuth login of the server could not start.
+    #[error("server `{server}`: cannot log in")]
+    Login {
+        server: String,
+        #[source]
+        source: LoginError,
+    },
     #[error("required server(s) failed to start: {}", .0.join(", "))]
     RequiredFailed(Vec<String>),
+}
+
+impl ManagerError {
+    /// The server the error is about, when there is one.
+    pub fn server(&self) -> Option<&str> {
+        match self {
+            ManagerError::NoSuchServer(server)
+            | ManagerError::NotConnected { server, .. }
+            | ManagerError::Request { server, .. }
+            | ManagerError::Login { server, .. } => Some(server),
+            ManagerError::RequiredFailed(_) => None,
+        }
+    }
+}
+
+/// Why the OAuth login of a server (`Host::login`, the `authenticate` pseudo-tool) did not
+/// produce an authorization URL. Messages never carry tokens, codes or secrets.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoginError {
+    #[error("OAuth login is for `http` (Streamable HTTP) servers")]
+    NotHttp,
+    #[error("the login did not produce an authorization URL in time")]
+    NoUrl,
+    #[error("the authorization failed")]
+    Auth(#[source] crate::auth::AuthError),
 }
 
 /// A request to a server that did not succeed.
@@ -171,7 +209,7 @@ impl RequestFailure {
             RequestFailure::Manager(e) => e,
             RequestFailure::Request(e) => ManagerError::Request {
                 server: server.to_owned(),
-                message: e.to_string(),
+                source: Box::new(e),
             },
         }
     }
@@ -234,7 +272,7 @@ pub fn forget_needs_auth(state_dir: &std::path::Path, name: &str) {
 }
 
 /// Where the login's first outcome goes: the URL, or why there is none.
-type UrlSlot = Arc<Mutex<Option<oneshot::Sender<Result<String, String>>>>>;
+type UrlSlot = Arc<Mutex<Option<oneshot::Sender<Result<String, crate::auth::AuthError>>>>>;
 
 /// Hands the authorization URL back to whoever started the flow, then shows it to the user
 /// as the configured opener does.
@@ -262,9 +300,9 @@ impl ServerManager {
             .config(name)
             .ok_or_else(|| ManagerError::NoSuchServer(name.to_owned()))?;
         let crate::config::Transport::Http(remote) = &config.transport else {
-            return Err(ManagerError::Request {
+            return Err(ManagerError::Login {
                 server: name.to_owned(),
-                message: "OAuth login is for `http` (Streamable HTTP) servers".to_owned(),
+                source: LoginError::NotHttp,
             });
         };
         let (tx, rx) = oneshot::channel();
@@ -297,20 +335,20 @@ impl ServerManager {
                 Err(e) => {
                     tracing::warn!(target: "switchboard::auth", server = %server, "login failed: {e}");
                     if let Some(tx) = slot.lock().ok().and_then(|mut u| u.take()) {
-                        let _ = tx.send(Err(e.to_string()));
+                        let _ = tx.send(Err(e));
                     }
                 }
             }
         });
         match tokio::time::timeout(crate::auth::OAUTH_TIMEOUT, rx).await {
             Ok(Ok(Ok(url))) => Ok(url),
-            Ok(Ok(Err(message))) => Err(ManagerError::Request {
+            Ok(Ok(Err(e))) => Err(ManagerError::Login {
                 server: name.to_owned(),
-                message,
+                source: LoginError::Auth(e),
             }),
-            _ => Err(ManagerError::Request {
+            _ => Err(ManagerError::Login {
                 server: name.to_owned(),
-                message: "the login did not produce an authorization URL in time".to_owned(),
+                source: LoginError::NoUrl,
             }),
         }
     }
