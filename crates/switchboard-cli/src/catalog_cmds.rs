@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use anyhow::{Context as _, anyhow, bail};
 use serde_json::{Map, Value, json};
+use switchboard::QualifiedName;
 use switchboard::ServerState;
 use switchboard::host::{CallOptions, Host, HostBuilder, HostError, Listing, RequestOptions};
 use switchboard::permissions::CallSource;
-use switchboard::server_of;
 
 use crate::args::Command;
 use crate::mcp::Context;
@@ -49,10 +49,12 @@ fn servers_needed(command: &Command) -> Option<Vec<String>> {
             server: Some(s), ..
         } => one(s),
         Command::Read { server, .. } => one(server),
-        Command::Call { name, .. } | Command::Prompt { name, .. } => match server_of(name) {
-            Some(server) => one(server),
-            None => one(name),
-        },
+        Command::Call { name, .. } | Command::Prompt { name, .. } => {
+            match QualifiedName::split(name) {
+                Some((server, _)) => one(server),
+                None => one(name),
+            }
+        }
         _ => None,
     }
 }
@@ -304,7 +306,7 @@ async fn call(
     json: bool,
     timeout: Option<u64>,
 ) -> anyhow::Result<ExitCode> {
-    let (qualified, inline) = match server_of(name) {
+    let (qualified, inline) = match QualifiedName::split(name) {
         Some(_) => (name.to_owned(), rest.first().map(String::as_str)),
         None => {
             let tool = rest.first().with_context(|| format!("name the tool: `switchboard call {name} TOOL`, or `switchboard call mcp__{name}__TOOL`"))?;
@@ -564,7 +566,7 @@ async fn prompt(
     pairs: &[String],
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let found = match (server_of(name), rest.first()) {
+    let found = match (QualifiedName::split(name), rest.first()) {
         (Some(_), _) => host.find_prompt(name).await,
         (None, Some(prompt)) => host.find_server_prompt(name, prompt).await,
         (None, None) => Err(HostError::NotAPromptName(name.to_owned())),

@@ -1,15 +1,13 @@
 //! The catalogue: every connected server's tools under stable qualified names, merged with the
 //! embedding program's own tools.
 //!
-//! - Names: `mcp__<server>__<tool>` ([`qualified_name`]); two tools that sanitise alike both get
+//! - Names: `mcp__<server>__<tool>` ([`QualifiedName`]); two tools that sanitise alike both get
 //!   a hash, and the collision is reported — never settled by start or list order.
 //! - Descriptions are capped at 2048 characters with a visible marker.
 //! - Annotations become [`ToolTraits`] (the protocol's defaults where a hint is missing).
 //! - Per-server `enabledTools` / `disabledTools` globs, and a hide rule (permissions' `deny`).
 //! - Tool lists are cached for at most 20 servers (LRU) and dropped when a server disconnects
 //!   or says its list changed; the catalogue then tells its user what changed.
-
-mod naming;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::num::NonZeroUsize;
@@ -21,11 +19,10 @@ use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 use wildmatch::WildMatch;
 
-pub use naming::{MAX_QUALIFIED_NAME, qualified_name, sanitize, server_of};
-
 use crate::config::ServerConfig;
 use crate::connection::{RequestError, ServerState, ToolDef};
 use crate::manager::{ManagerError, ServerEvent, ServerManager};
+use crate::name::QualifiedName;
 
 /// The longest tool description kept.
 pub const MAX_DESCRIPTION: usize = 2048;
@@ -442,10 +439,8 @@ impl Catalog {
     /// The server whose `mcp__<server>__authenticate` pseudo-tool `qualified` is: a
     /// Streamable HTTP server in `needs-auth`.
     pub(crate) fn authenticate_target(&self, qualified: &str) -> Option<String> {
-        let server = server_of(qualified)?;
-        (qualified == qualified_name(server, AUTHENTICATE, false)
-            && self.offers_authenticate(server))
-        .then(|| server.to_owned())
+        let (server, tool) = QualifiedName::split(qualified)?;
+        (tool == AUTHENTICATE && self.offers_authenticate(server)).then(|| server.to_owned())
     }
 
     fn offers_authenticate(&self, server: &str) -> bool {
@@ -478,8 +473,8 @@ impl Catalog {
                 meta: None,
             });
         }
-        let server =
-            server_of(qualified).ok_or_else(|| CatalogError::NoSuchTool(qualified.to_owned()))?;
+        let (server, _) = QualifiedName::split(qualified)
+            .ok_or_else(|| CatalogError::NoSuchTool(qualified.to_owned()))?;
         let list = self.server_tools_raw(server).await?;
         list.tools
             .iter()
@@ -495,7 +490,8 @@ impl Catalog {
         qualified: &str,
         which: SchemaKind,
     ) -> Option<Arc<jsonschema::Validator>> {
-        let list = self.server_tools_raw(server_of(qualified)?).await.ok()?;
+        let (server, _) = QualifiedName::split(qualified)?;
+        let list = self.server_tools_raw(server).await.ok()?;
         let mut validators = list.validators.lock().ok()?;
         let key = (qualified.to_owned(), which);
         if let Some(cached) = validators.get(&key) {
@@ -523,7 +519,7 @@ pub(crate) const AUTHENTICATE: &str = "authenticate";
 
 fn authenticate_tool(server: &str) -> Tool {
     Tool {
-        qualified_name: qualified_name(server, AUTHENTICATE, false),
+        qualified_name: QualifiedName::new(server, AUTHENTICATE).into_string(),
         server: Some(server.to_owned()),
         name: AUTHENTICATE.to_owned(),
         display_name: format!("Authenticate {server}"),
@@ -583,7 +579,7 @@ fn build(config: &ServerConfig, defs: Vec<ToolDef>, number: u64) -> ServerTools 
     let mut by_clean: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for d in &defs {
         by_clean
-            .entry(sanitize(&d.name))
+            .entry(QualifiedName::sanitize(&d.name))
             .or_default()
             .push(d.name.clone());
     }
@@ -598,16 +594,21 @@ fn build(config: &ServerConfig, defs: Vec<ToolDef>, number: u64) -> ServerTools 
             server: Some(server.to_owned()),
             message: format!(
                 "tools {listed} would all be named `{}`; each that needed renaming got a hash",
-                qualified_name(server, clean, false)
+                QualifiedName::new(server, clean)
             ),
         });
     }
     let tools = defs
         .into_iter()
         .map(|d| {
-            let clean = sanitize(&d.name);
+            let clean = QualifiedName::sanitize(&d.name);
             let collides = by_clean.get(&clean).is_some_and(|n| n.len() > 1);
-            let qualified = qualified_name(server, &d.name, collides && clean != d.name);
+            let qualified = if collides && clean != d.name {
+                QualifiedName::hashed(server, &d.name)
+            } else {
+                QualifiedName::new(server, &d.name)
+            }
+            .into_string();
             let read_only = d.annotations.read_only == Some(true);
             Tool {
                 qualified_name: qualified,

@@ -40,6 +40,7 @@ use crate::interaction::{Interaction, Roots};
 use crate::manager::{
     InProcessFactory, LoginError, ManagerError, ManagerOptions, RequestFailure, ServerManager,
 };
+use crate::name::QualifiedName;
 use crate::permissions::{
     CallSource, Denied, Gate, GatewayAsk, PermissionPrompter, PermissionRequest, PermissionSettings,
 };
@@ -412,11 +413,11 @@ impl CallError {
             | CallError::Server { server, .. }
             | CallError::Budget { server, .. }
             | CallError::Login { server, .. } => Some(server),
-            CallError::Denied(denied) => crate::catalog::server_of(denied.tool()),
+            CallError::Denied(denied) => server_of(denied.tool()),
             CallError::NoSuchTool(tool)
             | CallError::InvalidArguments { tool, .. }
             | CallError::OutputSchema { tool, .. }
-            | CallError::Catalog { tool, .. } => crate::catalog::server_of(tool),
+            | CallError::Catalog { tool, .. } => server_of(tool),
             CallError::Builtin { .. } => None,
         }
     }
@@ -488,7 +489,7 @@ impl Host {
             .into_iter()
             .find(|t| t.name == tool || t.qualified_name == tool)
             .map(|t| t.qualified_name)
-            .unwrap_or_else(|| crate::catalog::qualified_name(server, tool, false)))
+            .unwrap_or_else(|| QualifiedName::new(server, tool).into_string()))
     }
 
     /// Waits until one server is settled (not connecting), at most `timeout`; its state then.
@@ -616,7 +617,7 @@ impl Host {
                 .await?;
             return self.authenticate(&server, qualified).await;
         }
-        if let Some(server) = crate::catalog::server_of(qualified) {
+        if let Some(server) = server_of(qualified) {
             self.ensure_connected(server, qualified).await?;
         }
         let tool = self.catalog.find(qualified).await.map_err(|e| match e {
@@ -787,6 +788,11 @@ impl Host {
             }
         }
     }
+}
+
+/// The server part of a qualified name.
+fn server_of(qualified: &str) -> Option<&str> {
+    QualifiedName::split(qualified).map(|(server, _)| server)
 }
 
 /// Whether a request failed because its session is gone, so that it is retried once on a new

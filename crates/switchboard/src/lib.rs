@@ -21,12 +21,13 @@ pub mod host;
 pub mod import;
 pub mod interaction;
 mod manager;
+mod name;
 pub mod permissions;
 pub(crate) mod transport;
 
 pub use catalog::{
-    BuiltinTool, CatalogError, CatalogEvent, CatalogIssue, MAX_DESCRIPTION, MAX_QUALIFIED_NAME,
-    Snapshot, Tool, ToolTraits, qualified_name, sanitize, server_of,
+    BuiltinTool, CatalogError, CatalogEvent, CatalogIssue, MAX_DESCRIPTION, Snapshot, Tool,
+    ToolTraits,
 };
 pub use connection::{
     Annotations, Capabilities, Completion, CompletionTarget, Failure, Generation, LogLevel,
@@ -37,6 +38,7 @@ pub use host::{
     Listing, PromptEntry, ReadOutcome, Readiness, RequestOptions,
 };
 pub use manager::{InProcessFactory, LoginError, ManagerError, ServerEvent, forget_needs_auth};
+pub use name::{MAX_QUALIFIED_NAME, QualifiedName};
 
 /// An error and its causes on one line (`error: cause: cause`), each cause once: a cause whose
 /// text the line already holds is not repeated. For surfaces that show an error as one text

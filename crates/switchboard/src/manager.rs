@@ -761,7 +761,7 @@ impl ServerManager {
     ) -> Result<serde_json::Value, ManagerError> {
         self.request(name, |s| async move {
             let call = connection::CallContext {
-                qualified: crate::catalog::qualified_name(name, tool, false),
+                qualified: crate::name::QualifiedName::new(name, tool).into_string(),
                 interaction: None,
             };
             s.call_tool(tool, arguments, timeout, None, call).await
