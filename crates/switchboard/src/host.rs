@@ -32,7 +32,7 @@ use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
 use crate::budget::{BudgetError, Budgeted, OutputBudget};
-use crate::catalog::{BuiltinTool, Catalog, CatalogError, SchemaKind, Snapshot, Tool};
+use crate::catalog::{BuiltinTool, Catalog, CatalogError, Snapshot, Tool, ToolRef};
 use crate::config::{ConfigPaths, ConfigSet, Environment, ServerConfig};
 use crate::connection::{CallContext, Progress, RequestError, ServerState};
 use crate::env_vars::{EnvVarError, Limits};
@@ -594,19 +594,26 @@ impl Host {
     }
 
     /// Calls a tool by its qualified name.
+    ///
+    /// The name is resolved once ([`Catalog::resolve`]) into the tool, its server and its
+    /// compiled schemas; every later step works from that.
     pub async fn call(
         &self,
         qualified: &str,
         arguments: Map<String, Value>,
         options: CallOptions,
     ) -> Result<CallOutcome, CallError> {
-        if let Some(server) = self.catalog.authenticate_target(qualified) {
+        let name = QualifiedName::parse(qualified);
+        if let Some(server) = name
+            .as_ref()
+            .and_then(|n| self.catalog.authenticate_target(n))
+        {
             // Starting a login (a browser on this machine) is a call like any other: rules,
             // hooks and the question apply, so a gateway client cannot open it unasked.
             let request = PermissionRequest {
                 qualified_tool: qualified.to_owned(),
-                server: server.clone(),
-                tool: "authenticate".to_owned(),
+                server: server.to_owned(),
+                tool: crate::catalog::AUTHENTICATE.to_owned(),
                 arguments: Value::Object(arguments),
                 source: options.source.clone(),
                 read_only: false,
@@ -615,26 +622,42 @@ impl Host {
             self.gate
                 .check_with(request, options.prompter.as_ref())
                 .await?;
-            return self.authenticate(&server, qualified).await;
+            return self.authenticate(server, qualified).await;
         }
-        if let Some(server) = server_of(qualified) {
-            self.ensure_connected(server, qualified).await?;
+        if let Some(name) = &name {
+            self.ensure_connected(name.server(), qualified).await?;
         }
-        let tool = self.catalog.find(qualified).await.map_err(|e| match e {
-            CatalogError::NoSuchTool(name) => CallError::NoSuchTool(name),
-            other => CallError::Catalog {
+        let target = self
+            .catalog
+            .resolve(qualified, name.as_ref())
+            .await
+            .map_err(|e| match e {
+                CatalogError::NoSuchTool(name) => CallError::NoSuchTool(name),
+                other => CallError::Catalog {
+                    tool: qualified.to_owned(),
+                    source: Box::new(other),
+                },
+            })?
+            .ok_or_else(|| CallError::Builtin {
                 tool: qualified.to_owned(),
-                source: Box::new(other),
-            },
-        })?;
-        let Some(server) = tool.server.clone() else {
-            return Err(CallError::Builtin {
-                tool: qualified.to_owned(),
-            });
-        };
-        if let Some(validator) = self.catalog.validator(qualified, SchemaKind::Input).await {
+            })?;
+        self.call_resolved(&target, arguments, options).await
+    }
+
+    /// The call pipeline after the name is resolved: arguments, permissions, the request (a
+    /// session that expired renewed once), the output schema, the budget.
+    async fn call_resolved(
+        &self,
+        target: &ToolRef,
+        arguments: Map<String, Value>,
+        options: CallOptions,
+    ) -> Result<CallOutcome, CallError> {
+        let qualified = target.name.as_str();
+        let server = target.server();
+        let tool = &target.tool;
+        if let Some(validator) = &target.input {
             let as_value = Value::Object(arguments.clone());
-            check_with(&validator, &as_value).map_err(|message| CallError::InvalidArguments {
+            check_with(validator, &as_value).map_err(|message| CallError::InvalidArguments {
                 tool: qualified.to_owned(),
                 message,
             })?;
@@ -642,7 +665,7 @@ impl Host {
 
         let request = PermissionRequest {
             qualified_tool: tool.qualified_name.clone(),
-            server: server.clone(),
+            server: server.to_owned(),
             tool: tool.name.clone(),
             arguments: Value::Object(arguments),
             source: options.source.clone(),
@@ -659,7 +682,7 @@ impl Host {
         };
         let config = self
             .manager
-            .config(&server)
+            .config(server)
             .ok_or_else(|| CallError::NoSuchTool(qualified.to_owned()))?;
         let timeout = options
             .timeout
@@ -670,8 +693,7 @@ impl Host {
         let result = loop {
             let attempt = self
                 .send(
-                    &server,
-                    &tool,
+                    target,
                     arguments.clone(),
                     timeout,
                     options.progress.clone(),
@@ -687,13 +709,13 @@ impl Host {
                     );
                     let _ = self
                         .manager
-                        .renew(&server, self.limits.connect_timeout)
+                        .renew(server, self.limits.connect_timeout)
                         .await;
-                    self.ensure_connected(&server, qualified).await?;
+                    self.ensure_connected(server, qualified).await?;
                 }
                 Err(RequestFailure::Request(source)) => {
                     return Err(CallError::Request {
-                        server,
+                        server: server.to_owned(),
                         tool: qualified.to_owned(),
                         source,
                     });
@@ -701,12 +723,12 @@ impl Host {
                 Err(RequestFailure::Manager(e)) => {
                     return Err(match e {
                         ManagerError::NotConnected { state, .. } => CallError::NotConnected {
-                            server,
+                            server: server.to_owned(),
                             tool: qualified.to_owned(),
                             state,
                         },
                         other => CallError::Server {
-                            server,
+                            server: server.to_owned(),
                             tool: qualified.to_owned(),
                             source: Box::new(other),
                         },
@@ -720,10 +742,10 @@ impl Host {
             .get("isError")
             .and_then(Value::as_bool)
             .unwrap_or(false);
-        if let (false, Some(structured)) = (is_error, result.get("structuredContent"))
-            && let Some(validator) = self.catalog.validator(qualified, SchemaKind::Output).await
+        if let (false, Some(structured), Some(validator)) =
+            (is_error, result.get("structuredContent"), &target.output)
         {
-            check_with(&validator, structured).map_err(|message| CallError::OutputSchema {
+            check_with(validator, structured).map_err(|message| CallError::OutputSchema {
                 tool: qualified.to_owned(),
                 message,
             })?;
@@ -738,9 +760,9 @@ impl Host {
         } = self
             .budget
             .for_server(&config)
-            .apply_to_tool_result(&server, &tool.name, result)
+            .apply_to_tool_result(server, &tool.name, result)
             .map_err(|source| CallError::Budget {
-                server: server.clone(),
+                server: server.to_owned(),
                 tool: qualified.to_owned(),
                 source,
             })?;
@@ -759,13 +781,14 @@ impl Host {
     /// Sends `tools/call`, logging a line every 30 s while it runs.
     async fn send(
         &self,
-        server: &str,
-        tool: &Tool,
+        target: &ToolRef,
         arguments: Map<String, Value>,
         timeout: Duration,
         progress: Option<mpsc::UnboundedSender<Progress>>,
         interaction: Option<Interaction>,
     ) -> Result<Value, RequestFailure> {
+        let server = target.server();
+        let tool = &target.tool;
         let name = tool.name.clone();
         let context = CallContext {
             qualified: tool.qualified_name.clone(),
