@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use anyhow::{Context as _, anyhow, bail};
 use serde_json::{Map, Value, json};
+use switchboard::QualifiedName;
 use switchboard::ServerState;
 use switchboard::host::{CallOptions, Host, HostBuilder, HostError, Listing, RequestOptions};
 use switchboard::permissions::CallSource;
-use switchboard::server_of;
 
 use crate::args::Command;
 use crate::mcp::Context;
@@ -49,10 +49,12 @@ fn servers_needed(command: &Command) -> Option<Vec<String>> {
             server: Some(s), ..
         } => one(s),
         Command::Read { server, .. } => one(server),
-        Command::Call { name, .. } | Command::Prompt { name, .. } => match server_of(name) {
-            Some(server) => one(server),
-            None => one(name),
-        },
+        Command::Call { name, .. } | Command::Prompt { name, .. } => {
+            match QualifiedName::split(name) {
+                Some((server, _)) => one(server),
+                None => one(name),
+            }
+        }
         _ => None,
     }
 }
@@ -144,23 +146,8 @@ pub(crate) async fn settle(host: &Host) -> anyhow::Result<()> {
 /// Says on stderr which servers a listing could not ask, and why.
 fn warn_failures<T>(listing: &Listing<T>) {
     for failure in &listing.failures {
-        eprintln!("warning: {}", chain(failure));
+        eprintln!("warning: {}", clean(&switchboard::error_chain(failure)));
     }
-}
-
-/// An error and its causes on one line, each cause once.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(e) = cause {
-        let more = e.to_string();
-        if !text.contains(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        cause = e.source();
-    }
-    text
 }
 
 async fn dispatch(host: &Host, command: Command) -> anyhow::Result<ExitCode> {
@@ -341,7 +328,7 @@ async fn call(
     json: bool,
     timeout: Option<u64>,
 ) -> anyhow::Result<ExitCode> {
-    let (qualified, inline) = match server_of(name) {
+    let (qualified, inline) = match QualifiedName::split(name) {
         Some(_) => (name.to_owned(), rest.first().map(String::as_str)),
         None => {
             let tool = rest.first().with_context(|| format!("name the tool: `switchboard call {name} TOOL`, or `switchboard call mcp__{name}__TOOL`"))?;
@@ -601,7 +588,7 @@ async fn prompt(
     pairs: &[String],
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let found = match (server_of(name), rest.first()) {
+    let found = match (QualifiedName::split(name), rest.first()) {
         (Some(_), _) => host.find_prompt(name).await,
         (None, Some(prompt)) => host.find_server_prompt(name, prompt).await,
         (None, None) => Err(HostError::NotAPromptName(name.to_owned())),

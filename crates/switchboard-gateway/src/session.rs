@@ -323,7 +323,7 @@ fn failure(e: HostError) -> ErrorData {
         Some((code, message, data)) => {
             ErrorData::new(ErrorCode(code), message.to_owned(), data.cloned())
         }
-        None => ErrorData::internal_error(e.to_string(), None),
+        None => ErrorData::internal_error(switchboard::error_chain(&e), None),
     }
 }
 
@@ -358,7 +358,8 @@ fn speaks_rounds(context: &RequestContext<RoleServer>) -> bool {
 }
 
 /// A call's outcome as the downstream client sees it, as MCP JSON: the result, the server's
-/// own refusal, or a denial or failure as the tool's error (the model reads why).
+/// own refusal, or a denial or failure as the tool's error with its causes (the model reads
+/// why).
 fn call_value(outcome: Result<CallOutcome, CallError>) -> Result<Value, ErrorData> {
     match outcome {
         Ok(outcome) => Ok(outcome.result),
@@ -379,7 +380,7 @@ fn call_value(outcome: Result<CallOutcome, CallError>) -> Result<Value, ErrorDat
             ..
         }) => Err(ErrorData::new(ErrorCode(code), message, data)),
         Err(e) => Ok(json!({
-            "content": [{"type": "text", "text": e.to_string()}],
+            "content": [{"type": "text", "text": switchboard::error_chain(&e)}],
             "isError": true,
         })),
     }

@@ -1,7 +1,7 @@
 //! The catalogue: every connected server's tools under stable qualified names, merged with the
 //! embedding program's own tools.
 //!
-//! - Names: `mcp__<server>__<tool>` ([`qualified_name`]); two tools that sanitise alike both get
+//! - Names: `mcp__<server>__<tool>` ([`QualifiedName`]); two tools that sanitise alike both get
 //!   a hash, and the collision is reported — never settled by start or list order.
 //! - Descriptions are capped at 2048 characters with a visible marker.
 //! - Annotations become [`ToolTraits`] (the protocol's defaults where a hint is missing).
@@ -9,10 +9,7 @@
 //! - Tool lists are cached for at most 20 servers (LRU) and dropped when a server disconnects
 //!   or says its list changed; the catalogue then tells its user what changed.
 
-mod naming;
-
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::error::Error as _;
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -23,11 +20,10 @@ use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 use wildmatch::WildMatch;
 
-pub use naming::{MAX_QUALIFIED_NAME, qualified_name, sanitize, server_of};
-
 use crate::config::ServerConfig;
 use crate::connection::{RequestError, ServerState, ToolDef};
 use crate::manager::{ManagerError, ServerEvent, ServerManager};
+use crate::name::QualifiedName;
 
 /// The longest tool description kept.
 pub const MAX_DESCRIPTION: usize = 2048;
@@ -265,10 +261,7 @@ impl Catalog {
             {
                 tracing::debug!(server, "{e}");
             }
-            Err(e) => tracing::warn!(
-                "{e}: {}",
-                e.source().map(|s| s.to_string()).unwrap_or_default()
-            ),
+            Err(e) => tracing::warn!("{}", crate::error_chain(&e)),
         }
     }
 
@@ -448,20 +441,18 @@ impl Catalog {
                 }
                 Err(e) => snapshot.issues.push(CatalogIssue {
                     server: Some(server.clone()),
-                    message: e.to_string(),
+                    message: crate::error_chain(&e),
                 }),
             }
         }
         snapshot
     }
 
-    /// The server whose `mcp__<server>__authenticate` pseudo-tool `qualified` is: a
-    /// Streamable HTTP server in `needs-auth`.
-    pub(crate) fn authenticate_target(&self, qualified: &str) -> Option<String> {
-        let server = server_of(qualified)?;
-        (qualified == qualified_name(server, AUTHENTICATE, false)
-            && self.offers_authenticate(server))
-        .then(|| server.to_owned())
+    /// The server whose `mcp__<server>__authenticate` pseudo-tool `name` is: a Streamable
+    /// HTTP server in `needs-auth`.
+    pub(crate) fn authenticate_target<'n>(&self, name: &'n QualifiedName) -> Option<&'n str> {
+        (name.tool_part() == AUTHENTICATE && self.offers_authenticate(name.server()))
+            .then(|| name.server())
     }
 
     fn offers_authenticate(&self, server: &str) -> bool {
@@ -476,48 +467,114 @@ impl Catalog {
 
     /// Finds a tool by its qualified name (copying only that tool).
     pub(crate) async fn find(&self, qualified: &str) -> Result<Tool, CatalogError> {
-        if let Some(server) = self.authenticate_target(qualified) {
-            return Ok(authenticate_tool(&server));
-        }
-        if let Some(b) = self.builtins.iter().find(|b| b.name == qualified) {
-            return Ok(Tool {
-                qualified_name: b.name.clone(),
-                server: None,
-                name: b.name.clone(),
-                display_name: b.name.clone(),
-                title: None,
-                description: b.description.clone(),
-                input_schema: b.input_schema.clone(),
-                output_schema: None,
-                traits: b.traits,
-                icons: None,
-                meta: None,
-            });
-        }
-        let server =
-            server_of(qualified).ok_or_else(|| CatalogError::NoSuchTool(qualified.to_owned()))?;
-        let list = self.server_tools_raw(server).await?;
-        list.tools
-            .iter()
-            .find(|t| t.qualified_name == qualified && !(self.hide)(&t.qualified_name))
-            .cloned()
-            .ok_or_else(|| CatalogError::NoSuchTool(qualified.to_owned()))
+        let name = QualifiedName::parse(qualified);
+        Ok(match self.lookup(qualified, name.as_ref()).await? {
+            Found::Authenticate(server) => authenticate_tool(server),
+            Found::Builtin(b) => builtin_tool(b),
+            Found::Listed(list, i) => list.tools[i].clone(),
+        })
     }
 
-    /// The compiled validator of one of a tool's schemas (compiled once per tool list); `None`
-    /// when the tool is unknown, has no such schema, or its schema does not compile.
-    pub(crate) async fn validator(
+    /// Resolves the name a call was made with, once, into what the call needs: its server,
+    /// the tool and its compiled schemas. `name` is `qualified` parsed (`None` when it is not
+    /// a qualified name). `Ok(None)`: one of the program's own tools, which the host does not
+    /// call.
+    pub(crate) async fn resolve(
         &self,
         qualified: &str,
-        which: SchemaKind,
-    ) -> Option<Arc<jsonschema::Validator>> {
-        let list = self.server_tools_raw(server_of(qualified)?).await.ok()?;
-        let mut validators = list.validators.lock().ok()?;
-        let key = (qualified.to_owned(), which);
-        if let Some(cached) = validators.get(&key) {
+        name: Option<&QualifiedName>,
+    ) -> Result<Option<ToolRef>, CatalogError> {
+        let not_found = || CatalogError::NoSuchTool(qualified.to_owned());
+        Ok(Some(match self.lookup(qualified, name).await? {
+            Found::Builtin(_) => return Ok(None),
+            Found::Authenticate(server) => ToolRef {
+                name: QualifiedName::new(server, AUTHENTICATE),
+                tool: authenticate_tool(server),
+                input: None,
+                output: None,
+            },
+            Found::Listed(list, i) => {
+                let tool = list.tools[i].clone();
+                let (input, output) = validators(&list, &tool);
+                ToolRef {
+                    name: name.cloned().ok_or_else(not_found)?,
+                    tool,
+                    input,
+                    output,
+                }
+            }
+        }))
+    }
+
+    /// Where a name is found: the `authenticate` pseudo-tool, a built-in (which wins over a
+    /// server's tool of that name), or a server's list (not hidden).
+    async fn lookup<'a>(
+        &'a self,
+        qualified: &str,
+        name: Option<&'a QualifiedName>,
+    ) -> Result<Found<'a>, CatalogError> {
+        if let Some(server) = name.and_then(|n| self.authenticate_target(n)) {
+            return Ok(Found::Authenticate(server));
+        }
+        if let Some(b) = self.builtins.iter().find(|b| b.name == qualified) {
+            return Ok(Found::Builtin(b));
+        }
+        let name = name.ok_or_else(|| CatalogError::NoSuchTool(qualified.to_owned()))?;
+        let list = self.server_tools_raw(name.server()).await?;
+        list.tools
+            .iter()
+            .position(|t| t.qualified_name == qualified && !(self.hide)(&t.qualified_name))
+            .map(|i| Found::Listed(list.clone(), i))
+            .ok_or_else(|| CatalogError::NoSuchTool(qualified.to_owned()))
+    }
+}
+
+/// Where [`Catalog::lookup`] found a name.
+enum Found<'a> {
+    Authenticate(&'a str),
+    Builtin(&'a BuiltinTool),
+    /// The list, and the tool's place in it.
+    Listed(Arc<ServerTools>, usize),
+}
+
+/// A tool a call goes to, resolved once from the name it was called by
+/// ([`Catalog::resolve`]): every step of the call works from it.
+#[derive(Debug, Clone)]
+pub(crate) struct ToolRef {
+    /// The name it was called by.
+    pub(crate) name: QualifiedName,
+    /// The tool; its `name` is the server's own.
+    pub(crate) tool: Tool,
+    /// The compiled `inputSchema` (`None`: the schema does not compile; nothing is checked).
+    pub(crate) input: Option<Arc<jsonschema::Validator>>,
+    /// The compiled `outputSchema` (`None`: none, or it does not compile).
+    pub(crate) output: Option<Arc<jsonschema::Validator>>,
+}
+
+impl ToolRef {
+    /// The server the tool belongs to.
+    pub(crate) fn server(&self) -> &str {
+        self.name.server()
+    }
+}
+
+/// The compiled validators of a tool's input and output schemas, compiled once per tool list
+/// (a schema that does not compile is remembered as `None` and logged once).
+fn validators(
+    list: &ServerTools,
+    tool: &Tool,
+) -> (
+    Option<Arc<jsonschema::Validator>>,
+    Option<Arc<jsonschema::Validator>>,
+) {
+    let Ok(mut cache) = list.validators.lock() else {
+        return (None, None);
+    };
+    let mut compiled = |which: SchemaKind| {
+        let key = (tool.qualified_name.clone(), which);
+        if let Some(cached) = cache.get(&key) {
             return cached.clone();
         }
-        let tool = list.tools.iter().find(|t| t.qualified_name == qualified)?;
         let schema = match which {
             SchemaKind::Input => Some(&tool.input_schema),
             SchemaKind::Output => tool.output_schema.as_ref(),
@@ -525,12 +582,29 @@ impl Catalog {
         let compiled = schema.and_then(|schema| match jsonschema::validator_for(schema) {
             Ok(v) => Some(Arc::new(v)),
             Err(e) => {
-                tracing::debug!(tool = qualified, "cannot compile the {which:?} schema: {e}");
+                tracing::debug!(tool = %tool.qualified_name, "cannot compile the {which:?} schema: {e}");
                 None
             }
         });
-        validators.insert(key, compiled.clone());
+        cache.insert(key, compiled.clone());
         compiled
+    };
+    (compiled(SchemaKind::Input), compiled(SchemaKind::Output))
+}
+
+fn builtin_tool(b: &BuiltinTool) -> Tool {
+    Tool {
+        qualified_name: b.name.clone(),
+        server: None,
+        name: b.name.clone(),
+        display_name: b.name.clone(),
+        title: None,
+        description: b.description.clone(),
+        input_schema: b.input_schema.clone(),
+        output_schema: None,
+        traits: b.traits,
+        icons: None,
+        meta: None,
     }
 }
 
@@ -539,7 +613,7 @@ pub(crate) const AUTHENTICATE: &str = "authenticate";
 
 fn authenticate_tool(server: &str) -> Tool {
     Tool {
-        qualified_name: qualified_name(server, AUTHENTICATE, false),
+        qualified_name: QualifiedName::new(server, AUTHENTICATE).into_string(),
         server: Some(server.to_owned()),
         name: AUTHENTICATE.to_owned(),
         display_name: format!("Authenticate {server}"),
@@ -567,7 +641,7 @@ type Validators =
 
 /// Which of a tool's schemas.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum SchemaKind {
+enum SchemaKind {
     Input,
     Output,
 }
@@ -599,7 +673,7 @@ fn build(config: &ServerConfig, defs: Vec<ToolDef>, number: u64) -> ServerTools 
     let mut by_clean: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for d in &defs {
         by_clean
-            .entry(sanitize(&d.name))
+            .entry(QualifiedName::sanitize(&d.name))
             .or_default()
             .push(d.name.clone());
     }
@@ -614,16 +688,21 @@ fn build(config: &ServerConfig, defs: Vec<ToolDef>, number: u64) -> ServerTools 
             server: Some(server.to_owned()),
             message: format!(
                 "tools {listed} would all be named `{}`; each that needed renaming got a hash",
-                qualified_name(server, clean, false)
+                QualifiedName::new(server, clean)
             ),
         });
     }
     let tools = defs
         .into_iter()
         .map(|d| {
-            let clean = sanitize(&d.name);
+            let clean = QualifiedName::sanitize(&d.name);
             let collides = by_clean.get(&clean).is_some_and(|n| n.len() > 1);
-            let qualified = qualified_name(server, &d.name, collides && clean != d.name);
+            let qualified = if collides && clean != d.name {
+                QualifiedName::hashed(server, &d.name)
+            } else {
+                QualifiedName::new(server, &d.name)
+            }
+            .into_string();
             let read_only = d.annotations.read_only == Some(true);
             Tool {
                 qualified_name: qualified,

@@ -31,15 +31,16 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
-use crate::budget::{Budgeted, OutputBudget};
-use crate::catalog::{BuiltinTool, Catalog, CatalogError, SchemaKind, Snapshot, Tool};
+use crate::budget::{BudgetError, Budgeted, OutputBudget};
+use crate::catalog::{BuiltinTool, Catalog, CatalogError, Snapshot, Tool, ToolRef};
 use crate::config::{ConfigPaths, ConfigSet, Environment, ServerConfig};
 use crate::connection::{CallContext, Progress, RequestError, ServerState};
 use crate::env_vars::{EnvVarError, Limits};
 use crate::interaction::{Interaction, Roots};
 use crate::manager::{
-    InProcessFactory, ManagerError, ManagerOptions, RequestFailure, ServerManager,
+    InProcessFactory, LoginError, ManagerError, ManagerOptions, RequestFailure, ServerManager,
 };
+use crate::name::QualifiedName;
 use crate::permissions::{
     CallSource, Denied, Gate, GatewayAsk, PermissionPrompter, PermissionRequest, PermissionSettings,
 };
@@ -367,45 +368,79 @@ pub enum CallError {
         "`{tool}` returned structured content that does not match its output schema: {message}"
     )]
     OutputSchema { tool: String, message: String },
-    #[error("`{tool}`: {message}")]
-    Other { tool: String, message: String },
+    /// The catalogue could not look the tool up (its server's `tools/list` failed).
+    #[error("cannot look up `{tool}`")]
+    Catalog {
+        tool: String,
+        #[source]
+        source: Box<CatalogError>,
+    },
+    /// One of the embedding program's own tools: the program runs it, not the host.
+    #[error("`{tool}`: the program's own tools are called by the program")]
+    Builtin { tool: String },
+    /// The server went away between the lookup and the call.
+    #[error("`{tool}` on server `{server}`: cannot reach the server")]
+    Server {
+        server: String,
+        tool: String,
+        #[source]
+        source: Box<ManagerError>,
+    },
+    /// The result could not be put through the output budget.
+    #[error("`{tool}` on server `{server}`: the output budget")]
+    Budget {
+        server: String,
+        tool: String,
+        #[source]
+        source: BudgetError,
+    },
+    /// The `authenticate` pseudo-tool could not start the server's login.
+    #[error("`{tool}`: cannot log in to server `{server}`")]
+    Login {
+        server: String,
+        tool: String,
+        #[source]
+        source: LoginError,
+    },
 }
 
 impl CallError {
     /// The server the call went to, when it got that far.
     pub fn server(&self) -> Option<&str> {
         match self {
-            CallError::NotConnected { server, .. } | CallError::Request { server, .. } => {
-                Some(server)
-            }
-            CallError::Denied(denied) => crate::catalog::server_of(denied.tool()),
+            CallError::NotConnected { server, .. }
+            | CallError::Request { server, .. }
+            | CallError::Server { server, .. }
+            | CallError::Budget { server, .. }
+            | CallError::Login { server, .. } => Some(server),
+            CallError::Denied(denied) => server_of(denied.tool()),
             CallError::NoSuchTool(tool)
             | CallError::InvalidArguments { tool, .. }
             | CallError::OutputSchema { tool, .. }
-            | CallError::Other { tool, .. } => crate::catalog::server_of(tool),
+            | CallError::Catalog { tool, .. } => server_of(tool),
+            CallError::Builtin { .. } => None,
         }
     }
 
-    /// The server did not answer within the call's timeout.
+    /// The server did not answer within the call's timeout (or, looking the tool up, within
+    /// the listing's).
     pub fn is_timeout(&self) -> bool {
-        matches!(
-            self,
-            CallError::Request {
-                source: RequestError::Timeout(_),
-                ..
-            }
-        )
+        match self {
+            CallError::Request { source, .. } => matches!(source, RequestError::Timeout(_)),
+            CallError::Catalog { source, .. } => error::catalog_timeout(source),
+            _ => false,
+        }
     }
 
-    /// The server waits for a login (`switchboard mcp login NAME`).
+    /// The server waits for a login (`switchboard mcp login NAME`), or the login the
+    /// `authenticate` pseudo-tool started did not get as far as an authorization URL.
     pub fn needs_auth(&self) -> bool {
-        matches!(
-            self,
-            CallError::NotConnected {
-                state: "needs-auth",
-                ..
-            }
-        )
+        match self {
+            CallError::NotConnected { state, .. } => *state == "needs-auth",
+            CallError::Login { source, .. } => error::login_pending(source),
+            CallError::Catalog { source, .. } => error::catalog_needs_auth(source),
+            _ => false,
+        }
     }
 
     /// A permission rule, a hook or the user refused the call.
@@ -448,17 +483,25 @@ impl Host {
     }
 
     async fn find_tool(&self, qualified: &str) -> Result<Tool, CallError> {
-        self.catalog.find(qualified).await.map_err(|e| match e {
-            // Hidden from the catalogue by a rule: say which rule, not "no tool".
+        self.catalog
+            .find(qualified)
+            .await
+            .map_err(|e| self.lookup_error(qualified, e))
+    }
+
+    /// A failed lookup as the caller sees it: a tool hidden from the catalogue by a rule names
+    /// the rule (not "no tool named …"); other failures keep their cause.
+    fn lookup_error(&self, qualified: &str, error: CatalogError) -> CallError {
+        match error {
             CatalogError::NoSuchTool(name) => match self.gate.settings().denial(&name) {
                 Some(denied) => CallError::from(denied),
                 None => CallError::NoSuchTool(name),
             },
-            other => CallError::Other {
+            other => CallError::Catalog {
                 tool: qualified.to_owned(),
-                message: other.to_string(),
+                source: Box::new(other),
             },
-        })
+        }
     }
 
     /// The qualified name of `server`'s tool `tool` (its own name or its qualified name).
@@ -470,7 +513,7 @@ impl Host {
             .into_iter()
             .find(|t| t.name == tool || t.qualified_name == tool)
             .map(|t| t.qualified_name)
-            .unwrap_or_else(|| crate::catalog::qualified_name(server, tool, false)))
+            .unwrap_or_else(|| QualifiedName::new(server, tool).into_string()))
     }
 
     /// Waits until one server is settled (not connecting), at most `timeout`; its state then.
@@ -550,9 +593,17 @@ impl Host {
             .manager
             .authenticate(server)
             .await
-            .map_err(|e| CallError::Other {
-                tool: qualified.to_owned(),
-                message: e.to_string(),
+            .map_err(|e| match e {
+                ManagerError::Login { server, source } => CallError::Login {
+                    server,
+                    tool: qualified.to_owned(),
+                    source,
+                },
+                other => CallError::Server {
+                    server: server.to_owned(),
+                    tool: qualified.to_owned(),
+                    source: Box::new(other),
+                },
             })?;
         let text = format!(
             "Open this URL to authorize `{server}`:\n{url}\nOnce the login completes, `{server}` connects and its tools replace this one."
@@ -567,19 +618,26 @@ impl Host {
     }
 
     /// Calls a tool by its qualified name.
+    ///
+    /// The name is resolved once ([`Catalog::resolve`]) into the tool, its server and its
+    /// compiled schemas; every later step works from that.
     pub async fn call(
         &self,
         qualified: &str,
         arguments: Map<String, Value>,
         options: CallOptions,
     ) -> Result<CallOutcome, CallError> {
-        if let Some(server) = self.catalog.authenticate_target(qualified) {
+        let name = QualifiedName::parse(qualified);
+        if let Some(server) = name
+            .as_ref()
+            .and_then(|n| self.catalog.authenticate_target(n))
+        {
             // Starting a login (a browser on this machine) is a call like any other: rules,
             // hooks and the question apply, so a gateway client cannot open it unasked.
             let request = PermissionRequest {
                 qualified_tool: qualified.to_owned(),
-                server: server.clone(),
-                tool: "authenticate".to_owned(),
+                server: server.to_owned(),
+                tool: crate::catalog::AUTHENTICATE.to_owned(),
                 arguments: Value::Object(arguments),
                 source: options.source.clone(),
                 read_only: false,
@@ -588,21 +646,36 @@ impl Host {
             self.gate
                 .check_with(request, options.prompter.as_ref())
                 .await?;
-            return self.authenticate(&server, qualified).await;
+            return self.authenticate(server, qualified).await;
         }
-        if let Some(server) = crate::catalog::server_of(qualified) {
-            self.ensure_connected(server, qualified).await?;
+        if let Some(name) = &name {
+            self.ensure_connected(name.server(), qualified).await?;
         }
-        let tool = self.find_tool(qualified).await?;
-        let Some(server) = tool.server.clone() else {
-            return Err(CallError::Other {
+        let target = self
+            .catalog
+            .resolve(qualified, name.as_ref())
+            .await
+            .map_err(|e| self.lookup_error(qualified, e))?
+            .ok_or_else(|| CallError::Builtin {
                 tool: qualified.to_owned(),
-                message: "the program's own tools are called by the program".to_owned(),
-            });
-        };
-        if let Some(validator) = self.catalog.validator(qualified, SchemaKind::Input).await {
+            })?;
+        self.call_resolved(&target, arguments, options).await
+    }
+
+    /// The call pipeline after the name is resolved: arguments, permissions, the request (a
+    /// session that expired renewed once), the output schema, the budget.
+    async fn call_resolved(
+        &self,
+        target: &ToolRef,
+        arguments: Map<String, Value>,
+        options: CallOptions,
+    ) -> Result<CallOutcome, CallError> {
+        let qualified = target.name.as_str();
+        let server = target.server();
+        let tool = &target.tool;
+        if let Some(validator) = &target.input {
             let as_value = Value::Object(arguments.clone());
-            check_with(&validator, &as_value).map_err(|message| CallError::InvalidArguments {
+            check_with(validator, &as_value).map_err(|message| CallError::InvalidArguments {
                 tool: qualified.to_owned(),
                 message,
             })?;
@@ -610,7 +683,7 @@ impl Host {
 
         let request = PermissionRequest {
             qualified_tool: tool.qualified_name.clone(),
-            server: server.clone(),
+            server: server.to_owned(),
             tool: tool.name.clone(),
             arguments: Value::Object(arguments),
             source: options.source.clone(),
@@ -627,7 +700,7 @@ impl Host {
         };
         let config = self
             .manager
-            .config(&server)
+            .config(server)
             .ok_or_else(|| CallError::NoSuchTool(qualified.to_owned()))?;
         let timeout = options
             .timeout
@@ -638,8 +711,7 @@ impl Host {
         let result = loop {
             let attempt = self
                 .send(
-                    &server,
-                    &tool,
+                    target,
                     arguments.clone(),
                     timeout,
                     options.progress.clone(),
@@ -655,13 +727,13 @@ impl Host {
                     );
                     let _ = self
                         .manager
-                        .renew(&server, self.limits.connect_timeout)
+                        .renew(server, self.limits.connect_timeout)
                         .await;
-                    self.ensure_connected(&server, qualified).await?;
+                    self.ensure_connected(server, qualified).await?;
                 }
                 Err(RequestFailure::Request(source)) => {
                     return Err(CallError::Request {
-                        server,
+                        server: server.to_owned(),
                         tool: qualified.to_owned(),
                         source,
                     });
@@ -669,13 +741,14 @@ impl Host {
                 Err(RequestFailure::Manager(e)) => {
                     return Err(match e {
                         ManagerError::NotConnected { state, .. } => CallError::NotConnected {
-                            server,
+                            server: server.to_owned(),
                             tool: qualified.to_owned(),
                             state,
                         },
-                        other => CallError::Other {
+                        other => CallError::Server {
+                            server: server.to_owned(),
                             tool: qualified.to_owned(),
-                            message: other.to_string(),
+                            source: Box::new(other),
                         },
                     });
                 }
@@ -687,10 +760,10 @@ impl Host {
             .get("isError")
             .and_then(Value::as_bool)
             .unwrap_or(false);
-        if let (false, Some(structured)) = (is_error, result.get("structuredContent"))
-            && let Some(validator) = self.catalog.validator(qualified, SchemaKind::Output).await
+        if let (false, Some(structured), Some(validator)) =
+            (is_error, result.get("structuredContent"), &target.output)
         {
-            check_with(&validator, structured).map_err(|message| CallError::OutputSchema {
+            check_with(validator, structured).map_err(|message| CallError::OutputSchema {
                 tool: qualified.to_owned(),
                 message,
             })?;
@@ -705,10 +778,11 @@ impl Host {
         } = self
             .budget
             .for_server(&config)
-            .apply_to_tool_result(&server, &tool.name, result)
-            .map_err(|e| CallError::Other {
+            .apply_to_tool_result(server, &tool.name, result)
+            .map_err(|source| CallError::Budget {
+                server: server.to_owned(),
                 tool: qualified.to_owned(),
-                message: e.to_string(),
+                source,
             })?;
         if estimated_tokens > self.budget.warn_tokens {
             tracing::warn!(tool = qualified, estimated_tokens, "a large tool result");
@@ -725,13 +799,14 @@ impl Host {
     /// Sends `tools/call`, logging a line every 30 s while it runs.
     async fn send(
         &self,
-        server: &str,
-        tool: &Tool,
+        target: &ToolRef,
         arguments: Map<String, Value>,
         timeout: Duration,
         progress: Option<mpsc::UnboundedSender<Progress>>,
         interaction: Option<Interaction>,
     ) -> Result<Value, RequestFailure> {
+        let server = target.server();
+        let tool = &target.tool;
         let name = tool.name.clone();
         let context = CallContext {
             qualified: tool.qualified_name.clone(),
@@ -754,6 +829,11 @@ impl Host {
             }
         }
     }
+}
+
+/// The server part of a qualified name.
+fn server_of(qualified: &str) -> Option<&str> {
+    QualifiedName::split(qualified).map(|(server, _)| server)
 }
 
 /// Whether a request failed because its session is gone, so that it is retried once on a new

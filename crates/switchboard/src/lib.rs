@@ -21,12 +21,13 @@ pub mod host;
 pub mod import;
 pub mod interaction;
 mod manager;
+mod name;
 pub mod permissions;
 pub(crate) mod transport;
 
 pub use catalog::{
-    BuiltinTool, CatalogError, CatalogEvent, CatalogIssue, MAX_DESCRIPTION, MAX_QUALIFIED_NAME,
-    Snapshot, Tool, ToolTraits, qualified_name, sanitize, server_of,
+    BuiltinTool, CatalogError, CatalogEvent, CatalogIssue, MAX_DESCRIPTION, Snapshot, Tool,
+    ToolTraits,
 };
 pub use connection::{
     Annotations, Capabilities, Completion, CompletionTarget, Failure, Generation, LogLevel,
@@ -36,4 +37,23 @@ pub use host::{
     CallError, CallOptions, CallOutcome, Events, Host, HostBuilder, HostError, HostEvent, Listed,
     Listing, PromptEntry, ReadOutcome, Readiness, RequestOptions,
 };
-pub use manager::{InProcessFactory, ManagerError, ServerEvent, forget_needs_auth};
+pub use manager::{InProcessFactory, LoginError, ManagerError, ServerEvent, forget_needs_auth};
+pub use name::{MAX_QUALIFIED_NAME, QualifiedName};
+
+/// An error and its causes on one line (`error: cause: cause`), each cause once: a cause whose
+/// text the line already holds is not repeated. For surfaces that show an error as one text
+/// (a tool's error result, a warning) and would otherwise lose its causes: the errors of this
+/// library keep their causes as [`source`](std::error::Error::source)s, not in their message.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        let more = e.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        cause = e.source();
+    }
+    text
+}

@@ -381,7 +381,7 @@ impl Session {
         interaction: Option<Interaction>,
     ) -> Result<Value, RequestError> {
         use rmcp::model::GetPromptResponse;
-        let qualified = crate::catalog::qualified_name(self.asker.server(), name, false);
+        let qualified = crate::name::QualifiedName::new(self.asker.server(), name).into_string();
         let guard = self.asker.begin_call(Some(qualified), interaction);
         let mut params = GetPromptRequestParams::new(name).with_arguments(arguments);
         self.with_input_rounds(&guard, "prompts/get", |answers| {

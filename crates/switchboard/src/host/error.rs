@@ -5,7 +5,7 @@ use std::time::Duration;
 use crate::budget::BudgetError;
 use crate::catalog::CatalogError;
 use crate::connection::RequestError;
-use crate::manager::{ManagerError, RequestFailure};
+use crate::manager::{LoginError, ManagerError, RequestFailure};
 
 /// A request to a server through the host (a listing, a read, a prompt, a completion, a login)
 /// that did not succeed. Each variant names the server; the cause is kept as a source.
@@ -45,8 +45,13 @@ pub enum HostError {
     Catalog(Box<CatalogError>),
     #[error("required server(s) did not connect: {}", .0.join(", "))]
     RequiredFailed(Vec<String>),
-    #[error("server `{server}`: {message}")]
-    Other { server: String, message: String },
+    /// The OAuth login of the server could not start ([`Host::login`](super::Host::login)).
+    #[error("server `{server}`: cannot log in")]
+    Login {
+        server: String,
+        #[source]
+        source: LoginError,
+    },
 }
 
 impl HostError {
@@ -60,11 +65,12 @@ impl HostError {
             | HostError::Timeout { server, .. }
             | HostError::Request { server, .. }
             | HostError::Budget { server, .. }
-            | HostError::Other { server, .. } => Some(server),
+            | HostError::Login { server, .. } => Some(server),
             HostError::Catalog(e) => match &**e {
                 CatalogError::List { server, .. } | CatalogError::ListTimeout { server, .. } => {
                     Some(server)
                 }
+                CatalogError::Manager(e) => e.server(),
                 _ => None,
             },
             _ => None,
@@ -76,19 +82,20 @@ impl HostError {
         match self {
             HostError::Timeout { .. } => true,
             HostError::Request { source, .. } => matches!(**source, RequestError::Timeout(_)),
+            HostError::Catalog(e) => catalog_timeout(e),
             _ => false,
         }
     }
 
-    /// The server waits for a login (`switchboard mcp login NAME`).
+    /// The server waits for a login (`switchboard mcp login NAME`), or a login started for it
+    /// did not get as far as an authorization URL.
     pub fn needs_auth(&self) -> bool {
-        matches!(
-            self,
-            HostError::NotConnected {
-                state: "needs-auth",
-                ..
-            }
-        )
+        match self {
+            HostError::NotConnected { state, .. } => *state == NEEDS_AUTH,
+            HostError::Login { source, .. } => login_pending(source),
+            HostError::Catalog(e) => catalog_needs_auth(e),
+            _ => false,
+        }
     }
 
     /// A rule or the user refused it. (Listings, reads and prompts are not gated today.)
@@ -137,7 +144,150 @@ impl From<ManagerError> for HostError {
                 HostError::NotConnected { server, state }
             }
             ManagerError::RequiredFailed(servers) => HostError::RequiredFailed(servers),
-            ManagerError::Request { server, message } => HostError::Other { server, message },
+            ManagerError::Request { server, source } => HostError::Request {
+                server,
+                what: "request",
+                source,
+            },
+            ManagerError::Login { server, source } => HostError::Login { server, source },
         }
+    }
+}
+
+/// The label of a server's `needs-auth` state.
+const NEEDS_AUTH: &str = "needs-auth";
+
+/// A login that failed or ran out of time leaves its server waiting for one; a server that
+/// cannot log in (not Streamable HTTP) does not wait for one.
+pub(super) fn login_pending(error: &LoginError) -> bool {
+    !matches!(error, LoginError::NotHttp)
+}
+
+/// A catalogue lookup failed because the server's `tools/list` got no answer in time.
+pub(super) fn catalog_timeout(error: &CatalogError) -> bool {
+    match error {
+        CatalogError::List { source, .. } => matches!(**source, RequestError::Timeout(_)),
+        CatalogError::Manager(ManagerError::Request { source, .. }) => {
+            matches!(**source, RequestError::Timeout(_))
+        }
+        _ => false,
+    }
+}
+
+/// A catalogue lookup failed because the server waits for a login.
+pub(super) fn catalog_needs_auth(error: &CatalogError) -> bool {
+    match error {
+        CatalogError::Manager(ManagerError::NotConnected { state, .. }) => *state == NEEDS_AUTH,
+        CatalogError::Manager(ManagerError::Login { source, .. }) => login_pending(source),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::auth::AuthError;
+    use crate::budget::BudgetError;
+    use crate::host::CallError;
+
+    #[test]
+    fn a_call_error_keeps_its_cause_out_of_its_message_and_in_its_chain() {
+        let error = CallError::Catalog {
+            tool: "mcp__s__t".to_owned(),
+            source: Box::new(CatalogError::List {
+                server: "s".to_owned(),
+                source: Box::new(RequestError::Timeout(Duration::from_millis(5))),
+            }),
+        };
+        assert_eq!(error.to_string(), "cannot look up `mcp__s__t`");
+        assert_eq!(
+            crate::error_chain(&error),
+            "cannot look up `mcp__s__t`: server `s`: cannot list tools: no answer within 5 ms"
+        );
+        assert_eq!(error.server(), Some("s"));
+        assert!(error.is_timeout());
+        assert!(!error.needs_auth());
+
+        let budget = CallError::Budget {
+            server: "s".to_owned(),
+            tool: "mcp__s__t".to_owned(),
+            source: BudgetError::NotAnObject {
+                what: "tool result",
+            },
+        };
+        assert_eq!(
+            crate::error_chain(&budget),
+            "`mcp__s__t` on server `s`: the output budget: a tool result must be a JSON object"
+        );
+        assert_eq!(budget.server(), Some("s"));
+        assert!(!budget.is_timeout() && !budget.needs_auth() && !budget.is_denied());
+    }
+
+    #[test]
+    fn a_failed_login_names_its_server_and_still_needs_auth() {
+        let failed = CallError::Login {
+            server: "s".to_owned(),
+            tool: "mcp__s__authenticate".to_owned(),
+            source: LoginError::Auth(AuthError::Discovery("no metadata".to_owned())),
+        };
+        assert_eq!(
+            failed.to_string(),
+            "`mcp__s__authenticate`: cannot log in to server `s`"
+        );
+        assert_eq!(
+            crate::error_chain(&failed),
+            "`mcp__s__authenticate`: cannot log in to server `s`: the authorization failed: \
+             OAuth discovery failed: no metadata"
+        );
+        assert_eq!(failed.server(), Some("s"));
+        assert!(failed.needs_auth());
+
+        let host = HostError::from(ManagerError::Login {
+            server: "s".to_owned(),
+            source: LoginError::NotHttp,
+        });
+        assert_eq!(host.to_string(), "server `s`: cannot log in");
+        assert_eq!(host.server(), Some("s"));
+        assert!(!host.needs_auth(), "a stdio server waits for no login");
+        let host = HostError::from(ManagerError::Login {
+            server: "s".to_owned(),
+            source: LoginError::NoUrl,
+        });
+        assert!(host.needs_auth());
+    }
+
+    #[test]
+    fn a_transport_error_of_the_manager_stays_a_request_error_of_the_host() {
+        let host = HostError::from(ManagerError::Request {
+            server: "s".to_owned(),
+            source: Box::new(RequestError::Timeout(Duration::from_millis(7))),
+        });
+        assert!(host.is_timeout());
+        assert_eq!(host.server(), Some("s"));
+        assert_eq!(
+            crate::error_chain(&host),
+            "server `s`: request: no answer within 7 ms"
+        );
+        let catalog = HostError::from(CatalogError::Manager(ManagerError::NotConnected {
+            server: "s".to_owned(),
+            state: "needs-auth",
+        }));
+        assert_eq!(catalog.server(), Some("s"));
+        assert!(catalog.needs_auth());
+    }
+
+    #[test]
+    fn a_chain_repeats_no_cause_the_message_holds() {
+        let error = CallError::Request {
+            server: "s".to_owned(),
+            tool: "mcp__s__t".to_owned(),
+            source: RequestError::Closed,
+        };
+        assert_eq!(
+            crate::error_chain(&error),
+            "`mcp__s__t` on server `s`: the connection closed"
+        );
     }
 }

@@ -9,9 +9,9 @@ use serde_json::{Map, Value};
 
 use super::{Host, HostError};
 use crate::budget::Budgeted;
-use crate::catalog::{qualified_name, server_of};
 use crate::connection::{Capabilities, Completion, CompletionTarget, ServerState};
 use crate::interaction::Interaction;
+use crate::name::QualifiedName;
 
 /// How a request other than a tool call is made (a read, a prompt).
 #[derive(Clone, Default)]
@@ -175,7 +175,8 @@ impl Host {
     /// Finds a prompt by its name (`mcp__<server>__<prompt>`), or by its server and its own
     /// name.
     pub async fn find_prompt(&self, name: &str) -> Result<PromptEntry, HostError> {
-        let server = server_of(name).ok_or_else(|| HostError::NotAPromptName(name.to_owned()))?;
+        let (server, _) =
+            QualifiedName::split(name).ok_or_else(|| HostError::NotAPromptName(name.to_owned()))?;
         self.find_server_prompt(server, name).await
     }
 
@@ -406,7 +407,7 @@ fn prompt_entry(server: String, definition: Value) -> PromptEntry {
         .unwrap_or_default()
         .to_owned();
     PromptEntry {
-        name: qualified_name(&server, &prompt, false),
+        name: QualifiedName::new(&server, &prompt).into_string(),
         server,
         prompt,
         definition,

@@ -274,7 +274,9 @@ async fn a_crashed_stdio_server_is_failed_with_its_exit_and_a_hung_call_leaves_i
         .call_tool_raw("hangs", "echo", args, Duration::from_millis(300))
         .await
         .unwrap_err();
-    assert!(err.to_string().contains("no answer within 300 ms"), "{err}");
+    // The cause is the error's source, not part of its message.
+    let text = crate::error_chain(&err);
+    assert!(text.contains("no answer within 300 ms"), "{text}");
     connected(&manager.state("hangs").unwrap());
     manager.shutdown().await;
 }
@@ -499,7 +501,7 @@ async fn a_result_over_the_line_limit_fails_its_call_and_the_server_stays_usable
         .call_tool_raw("bigmouth", "big", args, SETTLE)
         .await
         .unwrap_err();
-    let text = err.to_string();
+    let text = crate::error_chain(&err);
     assert!(
         text.contains("a message from server `bigmouth` was over the 1048576-byte limit (SWITCHBOARD_MAX_MESSAGE_BYTES)"),
         "{text}"

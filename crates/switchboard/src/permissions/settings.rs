@@ -12,6 +12,7 @@ use wildmatch::WildMatch;
 use super::{Decision, Denied, SettingOrigin};
 use crate::config::json::{Document, get, kind_name, prop_name, range_of};
 use crate::config::{ConfigIssue, ConfigPaths, Environment, Scope, expand_vars};
+use crate::name::{PREFIX, QualifiedName, SEPARATOR};
 
 /// How long a hook may run when its entry sets no `timeoutMs`.
 pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(10);
@@ -49,12 +50,12 @@ pub struct ToolPattern {
 impl ToolPattern {
     /// Parses a pattern; the error says what is wrong with it.
     pub fn parse(text: &str) -> Result<ToolPattern, String> {
-        let Some(rest) = text.strip_prefix("mcp__") else {
+        let Some(rest) = text.strip_prefix(PREFIX) else {
             return Err(format!(
                 "`{text}` is not an MCP tool pattern: write `mcp__<server>` or `mcp__<server>__<tool>`"
             ));
         };
-        let (server, tool) = match rest.split_once("__") {
+        let (server, tool) = match rest.split_once(SEPARATOR) {
             Some((server, tool)) => (server, Some(tool)),
             None => (rest, None),
         };
@@ -94,7 +95,7 @@ impl ToolPattern {
 
     /// Whether the pattern names this qualified tool (`mcp__<server>__<tool>`).
     pub fn matches(&self, qualified_tool: &str) -> bool {
-        let Some((server, tool)) = split_qualified(qualified_tool) else {
+        let Some((server, tool)) = QualifiedName::split(qualified_tool) else {
             return false;
         };
         self.server.matches(server) && self.tool.as_ref().is_none_or(|t| t.matches(tool))
@@ -105,12 +106,6 @@ impl std::fmt::Display for ToolPattern {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.text)
     }
-}
-
-/// `mcp__<server>__<tool>` → (server, tool). Server names never hold `__`, so the first `__`
-/// after the prefix ends the server's name.
-fn split_qualified(qualified: &str) -> Option<(&str, &str)> {
-    qualified.strip_prefix("mcp__")?.split_once("__")
 }
 
 /// One `allow`, `ask` or `deny` entry.
