@@ -449,7 +449,12 @@ pub(crate) async fn open(
     let timeout = config.connect_timeout.unwrap_or(options.connect_timeout);
     match &config.transport {
         Transport::Stdio(stdio_config) => {
-            let child = stdio::spawn(config.name.as_str(), stdio_config, options.max_line_length)?;
+            let child = stdio::spawn(
+                config.name.as_str(),
+                stdio_config,
+                &options.env,
+                options.max_line_length,
+            )?;
             let process = child.process;
             let lane = child.lane;
             let stderr = process.stderr();

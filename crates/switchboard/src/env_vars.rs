@@ -37,9 +37,19 @@ impl EnvVars {
     pub const SWITCHBOARD_LOG: &'static str = "SWITCHBOARD_LOG";
     /// The usual Rust log filter, used by the binary when `SWITCHBOARD_LOG` is not set.
     pub const RUST_LOG: &'static str = "RUST_LOG";
+    /// The user configuration's base directory (default `~/.config`).
     pub const XDG_CONFIG_HOME: &'static str = "XDG_CONFIG_HOME";
+    /// The state folder's base directory (default `~/.local/state`).
     pub const XDG_STATE_HOME: &'static str = "XDG_STATE_HOME";
+    /// The user's home directory.
     pub const HOME: &'static str = "HOME";
+    /// The user's home directory on Windows.
+    pub const USERPROFILE: &'static str = "USERPROFILE";
+    /// The configuration base directory on Windows (imports from other hosts).
+    pub const APPDATA: &'static str = "APPDATA";
+    /// Where stdio servers' and hooks' commands are looked up (a server entry's own `env`
+    /// may set another).
+    pub const PATH: &'static str = "PATH";
 }
 
 /// A variable that is set but cannot be used.

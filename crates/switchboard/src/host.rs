@@ -192,18 +192,16 @@ impl HostBuilder {
     pub fn start(self) -> Result<Host, EnvVarError> {
         let env = self.env.unwrap_or_else(Environment::capture);
         let roots = self.roots.unwrap_or_else(|| {
-            Roots::new(vec![
-                self.cwd
-                    .clone()
-                    .unwrap_or_else(|| std::env::current_dir().unwrap_or_default()),
-            ])
+            Roots::new(vec![self.cwd.clone().unwrap_or_else(|| {
+                env.current_dir().map(PathBuf::from).unwrap_or_default()
+            })])
         });
         let mut config = match self.config {
             Some(config) => config,
             None => {
                 let cwd = self
                     .cwd
-                    .unwrap_or_else(|| std::env::current_dir().unwrap_or_default());
+                    .unwrap_or_else(|| env.current_dir().map(PathBuf::from).unwrap_or_default());
                 let mut paths = ConfigPaths::discover(&cwd, &env);
                 paths.dynamic = self.dynamic;
                 ConfigSet::load(paths, &env)
