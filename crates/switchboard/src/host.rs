@@ -19,6 +19,10 @@
 //! (the server's questions on the way go to the call's own `Interaction`, else the host's)
 //! → a session that expired is renewed and the call retried once → `isError` is a tool error,
 //! not a failure → `structuredContent` checked against `outputSchema` → the output budget.
+//!
+//! `examples/embed.rs` at the repository's root is a whole program built this way.
+
+#![warn(missing_docs)]
 
 mod error;
 mod requests;
@@ -86,7 +90,9 @@ impl std::fmt::Debug for HostBuilder {
 }
 
 impl HostBuilder {
-    /// Finds the configuration of every scope for this working directory.
+    /// Finds the configuration of every scope for this working directory (default: the
+    /// environment's, [`Environment::current_dir`]); it is also the root served to servers
+    /// unless [`roots`](Self::roots) says otherwise.
     pub fn discover(mut self, cwd: PathBuf) -> Self {
         self.cwd = Some(cwd);
         self
@@ -98,7 +104,8 @@ impl HostBuilder {
         self
     }
 
-    /// Reads variables from this environment instead of the process's.
+    /// Reads variables (and the default working directory) from this environment instead of
+    /// the process's ([`Environment::capture`]).
     pub fn env(mut self, env: Environment) -> Self {
         self.env = Some(env);
         self
@@ -188,7 +195,8 @@ impl HostBuilder {
         self
     }
 
-    /// Starts every startable server in the background and returns at once.
+    /// Starts every startable server in the background and returns at once; see
+    /// [`Host::wait_settled`]. Fails only when a variable of [`Limits`] is set but not valid.
     pub fn start(self) -> Result<Host, EnvVarError> {
         let env = self.env.unwrap_or_else(Environment::capture);
         let roots = self.roots.unwrap_or_else(|| {
@@ -289,6 +297,8 @@ impl std::fmt::Debug for Host {
 /// How a call is made.
 #[derive(Clone)]
 pub struct CallOptions {
+    /// Who makes the call, which decides what an `ask` rule does (default:
+    /// [`CallSource::Program`], the prompter is asked).
     pub source: CallSource,
     /// Where the server's progress notifications go.
     pub progress: Option<mpsc::UnboundedSender<Progress>>,
@@ -333,6 +343,7 @@ pub struct CallOutcome {
     pub result: Value,
     /// The tool reported an error (`isError`): the call itself worked.
     pub is_error: bool,
+    /// The result's size in tokens, as the budget estimates it (after the budget).
     pub estimated_tokens: u64,
     /// Files the budget wrote (a large result, images that could not be decoded, binaries).
     pub files: Vec<PathBuf>,
@@ -340,33 +351,63 @@ pub struct CallOutcome {
     pub notes: Vec<String>,
 }
 
+/// A tool call that did not succeed. A tool that ran and reported an error (`isError`) is not
+/// one: that is a [`CallOutcome`] with `is_error`.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CallError {
+    /// No server offers a tool by this name (or its server is not configured).
     #[error("no tool named `{0}`")]
     NoSuchTool(String),
+    /// The tool's server is not connected, even after a reconnect was tried.
     #[error("server `{server}` is {state}: cannot call `{tool}`")]
     NotConnected {
+        /// The tool's server.
         server: String,
+        /// The tool's qualified name.
         tool: String,
+        /// The server's state ([`ServerState::label`]): `failed`, `needs-auth`, `disabled`…
         state: &'static str,
     },
+    /// The arguments do not match the tool's `inputSchema`; the call was not sent.
     #[error("invalid arguments for `{tool}`: {message}")]
-    InvalidArguments { tool: String, message: String },
+    InvalidArguments {
+        /// The tool's qualified name.
+        tool: String,
+        /// What does not match, naming the field.
+        message: String,
+    },
+    /// A permission rule, a hook or the user refused the call.
     #[error(transparent)]
     Denied(Box<Denied>),
+    /// The request failed: the server refused it, did not answer in time, or went away.
     #[error("`{tool}` on server `{server}`: {source}")]
     Request {
+        /// The tool's server.
         server: String,
+        /// The tool's qualified name.
         tool: String,
+        /// What went wrong.
         source: RequestError,
     },
+    /// The tool's `structuredContent` does not match its `outputSchema`.
     #[error(
         "`{tool}` returned structured content that does not match its output schema: {message}"
     )]
-    OutputSchema { tool: String, message: String },
+    OutputSchema {
+        /// The tool's qualified name.
+        tool: String,
+        /// What does not match, naming the field.
+        message: String,
+    },
+    /// Anything else (the output budget could not write a file, a login could not start…).
     #[error("`{tool}`: {message}")]
-    Other { tool: String, message: String },
+    Other {
+        /// The tool's qualified name.
+        tool: String,
+        /// What went wrong.
+        message: String,
+    },
 }
 
 impl CallError {
@@ -419,10 +460,13 @@ impl From<Denied> for CallError {
 }
 
 impl Host {
+    /// A builder with the defaults: the process's environment and working directory, no
+    /// prompter, nobody to answer servers' questions.
     pub fn builder() -> HostBuilder {
         HostBuilder::default()
     }
 
+    /// The configuration the host was started with (its issues included).
     pub fn config(&self) -> &ConfigSet {
         &self.config
     }
@@ -464,10 +508,12 @@ impl Host {
         Ok(self.manager.wait_for(server, timeout).await?)
     }
 
+    /// The time and size limits in force (from the environment, or their defaults).
     pub fn limits(&self) -> &Limits {
         &self.limits
     }
 
+    /// The output budget results go through.
     pub fn budget(&self) -> &OutputBudget {
         &self.budget
     }
