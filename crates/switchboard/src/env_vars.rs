@@ -56,8 +56,11 @@ impl EnvVars {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("environment variable {name}={value:?} is not valid: expected {expected}")]
 pub struct EnvVarError {
+    /// The variable.
     pub name: &'static str,
+    /// Its value.
     pub value: String,
+    /// What it should be, e.g. "a positive whole number".
     pub expected: &'static str,
 }
 
@@ -66,12 +69,19 @@ const DAY_SECS: u64 = 24 * 60 * 60;
 /// Time and size limits, from the environment or their defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
+    /// How long a server gets to connect ([`EnvVars::MCP_TIMEOUT`]).
     pub connect_timeout: Duration,
+    /// How long a tool call may take ([`EnvVars::MCP_TOOL_TIMEOUT`]).
     pub tool_timeout: Duration,
+    /// The token budget of one result ([`EnvVars::MAX_MCP_OUTPUT_TOKENS`]).
     pub max_output_tokens: u64,
     /// A result above this many tokens is logged as large.
     pub warn_output_tokens: u64,
+    /// How many local servers connect at once
+    /// ([`EnvVars::MCP_SERVER_CONNECTION_BATCH_SIZE`]).
     pub local_connect_concurrency: usize,
+    /// How many remote servers connect at once
+    /// ([`EnvVars::MCP_REMOTE_SERVER_CONNECTION_BATCH_SIZE`]).
     pub remote_connect_concurrency: usize,
     /// Output files (large results, binaries) older than this are removed at start.
     pub output_max_age: Duration,
