@@ -19,8 +19,8 @@ bash scripts/conformance.sh
 # (no user or managed files, its own state): it must settle, list the tools, call `echo`,
 # print the echoed text and the events it saw, and exit 0.
 target="${CARGO_TARGET_DIR:-$root/target}/debug"
-cargo build -p switchboard --example embed --locked
-cargo build -p switchboard-testkit --bin testkit-server --locked
+# Built with the workspace's features, as `cargo test --workspace` just did: nothing to rebuild.
+cargo build --workspace --locked --example embed --bin testkit-server
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 printf '{"mcpServers": {"kit": {"command": "%s"}}}\n' "$target/testkit-server" >"$scratch/mcp.json"
