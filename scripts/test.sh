@@ -15,3 +15,26 @@ cargo test --workspace --locked "$@"
 # generations) against the conformance client built on the library.
 cargo build -p switchboard-conformance --locked
 bash scripts/conformance.sh
+# The embedding example (examples/embed.rs) against the test server, in a scratch configuration
+# (no user or managed files, its own state): it must settle, list the tools, call `echo`,
+# print the echoed text and the events it saw, and exit 0.
+target="${CARGO_TARGET_DIR:-$root/target}/debug"
+# Built with the workspace's features, as `cargo test --workspace` just did: nothing to rebuild.
+cargo build --workspace --locked --example embed --bin testkit-server
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+printf '{"mcpServers": {"kit": {"command": "%s"}}}\n' "$target/testkit-server" >"$scratch/mcp.json"
+if ! out="$(cd "$scratch" && HOME="$scratch" SWITCHBOARD_CONFIG_DIR="$scratch/config" \
+    SWITCHBOARD_STATE_DIR="$scratch/state" SWITCHBOARD_MANAGED_CONFIG="$scratch/managed.json" \
+    "$target/examples/embed" mcp.json mcp__kit__echo '{"text": "hello from embed"}' 2>&1)"; then
+    printf 'examples/embed.rs failed:\n%s\n' "$out" >&2
+    exit 1
+fi
+for expected in 'readiness: Settled' 'server kit: connected' '  mcp__kit__echo - ' \
+    '"text": "hello from embed"' 'Catalog(ToolsChanged { server: "kit"'; do
+    if ! grep -qF -- "$expected" <<<"$out"; then
+        printf 'examples/embed.rs: no `%s` in its output:\n%s\n' "$expected" "$out" >&2
+        exit 1
+    fi
+done
+echo "examples/embed.rs: ok"

@@ -40,6 +40,9 @@
 //!
 //! Every wait is bounded: 20 s per connect, 10 s per call, 60 s per case process, a watchdog of
 //! 80 s per repetition (plus 80 s) on the whole run.
+
+// A benchmark program, not the library: it may read the process's environment.
+#![allow(clippy::disallowed_methods)]
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

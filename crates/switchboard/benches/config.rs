@@ -8,6 +8,9 @@
 //! per server of the largest file stays within 3× of the smallest's (`FAIL` when not; the
 //! process exits 0 either way). `cargo test --benches` runs it on the smallest size only;
 //! `CONFIG_BENCH_SERVERS=1500,6000` chooses the sizes.
+
+// A benchmark program, not the library: it may read the process's environment.
+#![allow(clippy::disallowed_methods)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::fmt::Write as _;

@@ -16,6 +16,9 @@
 //!
 //! Every wait is bounded and a watchdog ends the process after 170 s. Repetitions can be
 //! scaled with `STARTUP_BENCH_REPS=<factor>` (e.g. 0.3 for a quick look).
+
+// A benchmark program, not the library: it may read the process's environment.
+#![allow(clippy::disallowed_methods)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::path::{Path, PathBuf};

@@ -58,28 +58,39 @@ pub struct Tool {
     pub display_name: String,
     /// The tool's own `title`, as its server sent it.
     pub title: Option<String>,
+    /// What it does (at most [`MAX_DESCRIPTION`] characters).
     pub description: Option<String>,
+    /// The JSON Schema of its arguments.
     pub input_schema: Value,
+    /// The JSON Schema of its `structuredContent`, if any.
     pub output_schema: Option<Value>,
+    /// What the server's hints say about it.
     pub traits: ToolTraits,
     /// The server's `icons` (JSON array) and `_meta` (JSON object), passed on untouched.
     pub icons: Option<Value>,
+    /// The server's `_meta` (JSON object).
     pub meta: Option<Value>,
 }
 
 /// A tool the embedding program provides itself; it wins a clash with an MCP tool.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BuiltinTool {
+    /// Its name in the catalogue, as is.
     pub name: String,
+    /// What it does.
     pub description: Option<String>,
+    /// The JSON Schema of its arguments.
     pub input_schema: Value,
+    /// What it does to the world.
     pub traits: ToolTraits,
 }
 
 /// Something in the catalogue the user should know about.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CatalogIssue {
+    /// The server it is about, if one.
     pub server: Option<String>,
+    /// What happened (a tool left out, a description cut…).
     pub message: String,
 }
 
@@ -98,23 +109,32 @@ impl std::fmt::Display for CatalogIssue {
 pub enum CatalogEvent {
     /// A server's tools changed: qualified names added and removed.
     ToolsChanged {
+        /// The server.
         server: String,
+        /// Qualified names of the tools that came.
         added: Vec<String>,
+        /// Qualified names of the tools that went.
         removed: Vec<String>,
     },
 }
 
+/// A catalogue lookup that did not succeed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CatalogError {
+    /// The server is unknown or not connected.
     #[error(transparent)]
     Manager(#[from] ManagerError),
+    /// The server's `tools/list` failed.
     #[error("server `{server}`: cannot list tools")]
     List {
+        /// The server.
         server: String,
+        /// Why.
         #[source]
         source: Box<RequestError>,
     },
+    /// No tool has this name.
     #[error("no tool named `{0}`")]
     NoSuchTool(String),
     /// The server did not answer `tools/list` within the connect timeout (`MCP_TIMEOUT`).
@@ -139,6 +159,7 @@ struct ServerTools {
 pub struct Snapshot {
     /// Built-ins first, then each connected server's tools (servers sorted by name).
     pub tools: Vec<Tool>,
+    /// What the user should know about (tools left out, descriptions cut, failed listings).
     pub issues: Vec<CatalogIssue>,
 }
 

@@ -35,15 +35,21 @@ use crate::transport::{MessageLimit, http, ide, proxy, sse, ws};
 pub enum ServerState {
     /// Connecting, or waiting to retry: `attempt` counts from 1, up to `max_attempts`.
     Pending {
+        /// This attempt, from 1.
         attempt: u32,
+        /// How many attempts this connect makes at most.
         max_attempts: u32,
     },
+    /// Connected; what the server said about itself.
     Connected(Arc<ServerInfo>),
+    /// The connection failed or was lost (a reconnect may be scheduled).
     Failed(Failure),
     /// The server wants authorization the user has to give.
     NeedsAuth {
+        /// What to do, e.g. "run `switchboard mcp login NAME`".
         message: String,
     },
+    /// Disabled in the configuration or by the program; not started.
     Disabled,
 }
 
@@ -59,6 +65,7 @@ impl ServerState {
         }
     }
 
+    /// Not connecting any more: anything but [`Pending`](Self::Pending).
     pub fn is_settled(&self) -> bool {
         !matches!(self, ServerState::Pending { .. })
     }
@@ -67,7 +74,9 @@ impl ServerState {
 /// Why a server is not connected.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {
+    /// What went wrong.
     pub message: String,
+    /// What the user can do about it, when we know.
     pub hint: Option<String>,
     /// The last lines a stdio server wrote to stderr.
     pub stderr: Option<String>,
@@ -82,26 +91,42 @@ impl std::fmt::Display for Failure {
 /// What a connected server told us about itself.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerInfo {
+    /// The protocol revision agreed on, e.g. `2025-06-18`.
     pub protocol_version: String,
+    /// How the session was opened (`initialize` or `server/discover`).
     pub generation: Generation,
+    /// The server's own name (`serverInfo.name`).
     pub name: Option<String>,
+    /// Its display name (`serverInfo.title`).
     pub title: Option<String>,
+    /// Its version (`serverInfo.version`).
     pub version: Option<String>,
+    /// What the server says about using it, meant for the model.
     pub instructions: Option<String>,
+    /// What it offers.
     pub capabilities: Capabilities,
 }
 
 /// The capabilities a server declared, in our own terms.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Capabilities {
+    /// It offers tools.
     pub tools: bool,
+    /// It says when its tools change.
     pub tools_list_changed: bool,
+    /// It offers resources.
     pub resources: bool,
+    /// Its resources can be subscribed to.
     pub resources_subscribe: bool,
+    /// It says when its resources change.
     pub resources_list_changed: bool,
+    /// It offers prompts.
     pub prompts: bool,
+    /// It says when its prompts change.
     pub prompts_list_changed: bool,
+    /// It sends log messages.
     pub logging: bool,
+    /// It completes arguments of prompts and resource templates.
     pub completions: bool,
 }
 
@@ -450,7 +475,12 @@ pub(crate) async fn open(
     let limit = MessageLimit::new(config.name.as_str(), options.max_message_bytes);
     match &config.transport {
         Transport::Stdio(stdio_config) => {
-            let child = stdio::spawn(config.name.as_str(), stdio_config, limit.clone())?;
+            let child = stdio::spawn(
+                config.name.as_str(),
+                stdio_config,
+                &options.env,
+                limit.clone(),
+            )?;
             let process = child.process;
             let lane = child.lane;
             let stderr = process.stderr();

@@ -41,17 +41,30 @@ impl EnvVars {
     pub const SWITCHBOARD_LOG: &'static str = "SWITCHBOARD_LOG";
     /// The usual Rust log filter, used by the binary when `SWITCHBOARD_LOG` is not set.
     pub const RUST_LOG: &'static str = "RUST_LOG";
+    /// The user configuration's base directory (default `~/.config`).
     pub const XDG_CONFIG_HOME: &'static str = "XDG_CONFIG_HOME";
+    /// The state folder's base directory (default `~/.local/state`).
     pub const XDG_STATE_HOME: &'static str = "XDG_STATE_HOME";
+    /// The user's home directory.
     pub const HOME: &'static str = "HOME";
+    /// The user's home directory on Windows.
+    pub const USERPROFILE: &'static str = "USERPROFILE";
+    /// The configuration base directory on Windows (imports from other hosts).
+    pub const APPDATA: &'static str = "APPDATA";
+    /// Where stdio servers' and hooks' commands are looked up (a server entry's own `env`
+    /// may set another).
+    pub const PATH: &'static str = "PATH";
 }
 
 /// A variable that is set but cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("environment variable {name}={value:?} is not valid: expected {expected}")]
 pub struct EnvVarError {
+    /// The variable.
     pub name: &'static str,
+    /// Its value.
     pub value: String,
+    /// What it should be, e.g. "a positive whole number".
     pub expected: &'static str,
 }
 
@@ -60,12 +73,19 @@ const DAY_SECS: u64 = 24 * 60 * 60;
 /// Time and size limits, from the environment or their defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
+    /// How long a server gets to connect ([`EnvVars::MCP_TIMEOUT`]).
     pub connect_timeout: Duration,
+    /// How long a tool call may take ([`EnvVars::MCP_TOOL_TIMEOUT`]).
     pub tool_timeout: Duration,
+    /// The token budget of one result ([`EnvVars::MAX_MCP_OUTPUT_TOKENS`]).
     pub max_output_tokens: u64,
     /// A result above this many tokens is logged as large.
     pub warn_output_tokens: u64,
+    /// How many local servers connect at once
+    /// ([`EnvVars::MCP_SERVER_CONNECTION_BATCH_SIZE`]).
     pub local_connect_concurrency: usize,
+    /// How many remote servers connect at once
+    /// ([`EnvVars::MCP_REMOTE_SERVER_CONNECTION_BATCH_SIZE`]).
     pub remote_connect_concurrency: usize,
     /// Output files (large results, binaries) older than this are removed at start.
     pub output_max_age: Duration,

@@ -19,6 +19,10 @@
 //! (the server's questions on the way go to the call's own `Interaction`, else the host's)
 //! → a session that expired is renewed and the call retried once → `isError` is a tool error,
 //! not a failure → `structuredContent` checked against `outputSchema` → the output budget.
+//!
+//! `examples/embed.rs` at the repository's root is a whole program built this way.
+
+#![warn(missing_docs)]
 
 mod error;
 mod requests;
@@ -87,7 +91,9 @@ impl std::fmt::Debug for HostBuilder {
 }
 
 impl HostBuilder {
-    /// Finds the configuration of every scope for this working directory.
+    /// Finds the configuration of every scope for this working directory (default: the
+    /// environment's, [`Environment::current_dir`]); it is also the root served to servers
+    /// unless [`roots`](Self::roots) says otherwise.
     pub fn discover(mut self, cwd: PathBuf) -> Self {
         self.cwd = Some(cwd);
         self
@@ -99,7 +105,8 @@ impl HostBuilder {
         self
     }
 
-    /// Reads variables from this environment instead of the process's.
+    /// Reads variables (and the default working directory) from this environment instead of
+    /// the process's ([`Environment::capture`]).
     pub fn env(mut self, env: Environment) -> Self {
         self.env = Some(env);
         self
@@ -189,22 +196,21 @@ impl HostBuilder {
         self
     }
 
-    /// Starts every startable server in the background and returns at once.
+    /// Starts every startable server in the background and returns at once; see
+    /// [`Host::wait_settled`]. Fails only when a variable of [`Limits`] is set but not valid.
     pub fn start(self) -> Result<Host, EnvVarError> {
         let env = self.env.unwrap_or_else(Environment::capture);
         let roots = self.roots.unwrap_or_else(|| {
-            Roots::new(vec![
-                self.cwd
-                    .clone()
-                    .unwrap_or_else(|| std::env::current_dir().unwrap_or_default()),
-            ])
+            Roots::new(vec![self.cwd.clone().unwrap_or_else(|| {
+                env.current_dir().map(PathBuf::from).unwrap_or_default()
+            })])
         });
         let mut config = match self.config {
             Some(config) => config,
             None => {
                 let cwd = self
                     .cwd
-                    .unwrap_or_else(|| std::env::current_dir().unwrap_or_default());
+                    .unwrap_or_else(|| env.current_dir().map(PathBuf::from).unwrap_or_default());
                 let mut paths = ConfigPaths::discover(&cwd, &env);
                 paths.dynamic = self.dynamic;
                 ConfigSet::load(paths, &env)
@@ -292,6 +298,8 @@ impl std::fmt::Debug for Host {
 /// How a call is made.
 #[derive(Clone)]
 pub struct CallOptions {
+    /// Who makes the call, which decides what an `ask` rule does (default:
+    /// [`CallSource::Program`], the prompter is asked).
     pub source: CallSource,
     /// Where the server's progress notifications go.
     pub progress: Option<mpsc::UnboundedSender<Progress>>,
@@ -336,6 +344,7 @@ pub struct CallOutcome {
     pub result: Value,
     /// The tool reported an error (`isError`): the call itself worked.
     pub is_error: bool,
+    /// The result's size in tokens, as the budget estimates it (after the budget).
     pub estimated_tokens: u64,
     /// Files the budget wrote (a large result, images that could not be decoded, binaries).
     pub files: Vec<PathBuf>,
@@ -343,62 +352,100 @@ pub struct CallOutcome {
     pub notes: Vec<String>,
 }
 
+/// A tool call that did not succeed. A tool that ran and reported an error (`isError`) is not
+/// one: that is a [`CallOutcome`] with `is_error`.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CallError {
+    /// No server offers a tool by this name (or its server is not configured).
     #[error("no tool named `{0}`")]
     NoSuchTool(String),
+    /// The tool's server is not connected, even after a reconnect was tried.
     #[error("server `{server}` is {state}: cannot call `{tool}`")]
     NotConnected {
+        /// The tool's server.
         server: String,
+        /// The tool's qualified name.
         tool: String,
+        /// The server's state ([`ServerState::label`]): `failed`, `needs-auth`, `disabled`…
         state: &'static str,
     },
+    /// The arguments do not match the tool's `inputSchema`; the call was not sent.
     #[error("invalid arguments for `{tool}`: {message}")]
-    InvalidArguments { tool: String, message: String },
+    InvalidArguments {
+        /// The tool's qualified name.
+        tool: String,
+        /// What does not match, naming the field.
+        message: String,
+    },
+    /// A permission rule, a hook or the user refused the call.
     #[error(transparent)]
     Denied(Box<Denied>),
+    /// The request failed: the server refused it, did not answer in time, or went away.
     #[error("`{tool}` on server `{server}`: {source}")]
     Request {
+        /// The tool's server.
         server: String,
+        /// The tool's qualified name.
         tool: String,
+        /// What went wrong.
         source: RequestError,
     },
+    /// The tool's `structuredContent` does not match its `outputSchema`.
     #[error(
         "`{tool}` returned structured content that does not match its output schema: {message}"
     )]
-    OutputSchema { tool: String, message: String },
+    OutputSchema {
+        /// The tool's qualified name.
+        tool: String,
+        /// What does not match, naming the field.
+        message: String,
+    },
     /// The catalogue could not look the tool up (its server's `tools/list` failed).
     #[error("cannot look up `{tool}`")]
     Catalog {
+        /// The tool's qualified name.
         tool: String,
+        /// Why.
         #[source]
         source: Box<CatalogError>,
     },
     /// One of the embedding program's own tools: the program runs it, not the host.
     #[error("`{tool}`: the program's own tools are called by the program")]
-    Builtin { tool: String },
+    Builtin {
+        /// The tool's qualified name.
+        tool: String,
+    },
     /// The server went away between the lookup and the call.
     #[error("`{tool}` on server `{server}`: cannot reach the server")]
     Server {
+        /// The server.
         server: String,
+        /// The tool's qualified name.
         tool: String,
+        /// Why.
         #[source]
         source: Box<ManagerError>,
     },
     /// The result could not be put through the output budget.
     #[error("`{tool}` on server `{server}`: the output budget")]
     Budget {
+        /// The server.
         server: String,
+        /// The tool's qualified name.
         tool: String,
+        /// Why.
         #[source]
         source: BudgetError,
     },
     /// The `authenticate` pseudo-tool could not start the server's login.
     #[error("`{tool}`: cannot log in to server `{server}`")]
     Login {
+        /// The server.
         server: String,
+        /// The tool's qualified name.
         tool: String,
+        /// Why.
         #[source]
         source: LoginError,
     },
@@ -456,10 +503,13 @@ impl From<Denied> for CallError {
 }
 
 impl Host {
+    /// A builder with the defaults: the process's environment and working directory, no
+    /// prompter, nobody to answer servers' questions.
     pub fn builder() -> HostBuilder {
         HostBuilder::default()
     }
 
+    /// The configuration the host was started with (its issues included).
     pub fn config(&self) -> &ConfigSet {
         &self.config
     }
@@ -525,10 +575,12 @@ impl Host {
         Ok(self.manager.wait_for(server, timeout).await?)
     }
 
+    /// The time and size limits in force (from the environment, or their defaults).
     pub fn limits(&self) -> &Limits {
         &self.limits
     }
 
+    /// The output budget results go through.
     pub fn budget(&self) -> &OutputBudget {
         &self.budget
     }
@@ -619,7 +671,7 @@ impl Host {
 
     /// Calls a tool by its qualified name.
     ///
-    /// The name is resolved once ([`Catalog::resolve`]) into the tool, its server and its
+    /// The name is resolved once (by the catalogue) into the tool, its server and its
     /// compiled schemas; every later step works from that.
     pub async fn call(
         &self,

@@ -19,6 +19,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::config::Environment;
+use crate::env_vars::EnvVars;
+
 /// A host whose MCP server configuration can be imported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -119,14 +122,15 @@ impl ImportLocations {
     /// Locations from this process's environment, or `None` when the home
     /// directory cannot be found.
     pub fn from_env(project_dir: PathBuf) -> Option<Self> {
-        let home = std::env::home_dir().filter(|home| !home.as_os_str().is_empty())?;
+        let env = Environment::capture();
+        let home = home_dir(&env)?;
         let var = if cfg!(windows) {
-            "APPDATA"
+            EnvVars::APPDATA
         } else {
-            "XDG_CONFIG_HOME"
+            EnvVars::XDG_CONFIG_HOME
         };
-        let config_home = std::env::var_os(var)
-            .map(PathBuf::from)
+        let config_home = env
+            .path(var)
             .filter(|dir| dir.is_absolute())
             .unwrap_or_else(|| home.join(".config"));
         Some(Self {
@@ -214,8 +218,18 @@ pub fn import_from(
     path: &Path,
     project_dir: &Path,
 ) -> Result<ImportReport, ImportError> {
-    let home = std::env::home_dir().filter(|home| !home.as_os_str().is_empty());
+    let home = home_dir(&Environment::capture());
     hosts::import(host, path, project_dir, home.as_deref())
+}
+
+/// The home directory `env` names (`USERPROFILE` on Windows, else `HOME`), when set and
+/// not empty.
+fn home_dir(env: &Environment) -> Option<PathBuf> {
+    env.path(if cfg!(windows) {
+        EnvVars::USERPROFILE
+    } else {
+        EnvVars::HOME
+    })
 }
 
 /// Like [`import_from`], with the home directory and project taken from `loc`.

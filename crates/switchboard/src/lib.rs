@@ -10,6 +10,37 @@
 //! [`config`] (reading and editing configuration), [`interaction`] and [`permissions`] (what
 //! the program answers), [`auth`] (OAuth options and token stores), [`budget`], [`import`] and
 //! [`env_vars`]. The types the façade hands out are re-exported here.
+//!
+//! Build, settle, list, call:
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::time::Duration;
+//! use switchboard::{CallOptions, Host, Readiness};
+//!
+//! // Every scope's configuration for the working directory, plus a `--mcp-config` file.
+//! let host = Host::builder()
+//!     .dynamic_config(vec!["mcp.json".to_owned()])
+//!     .start()?;
+//! // The servers connect in the background; wait until none is still connecting.
+//! if let Readiness::TimedOut { pending } = host.wait_settled(Duration::from_secs(30)).await? {
+//!     eprintln!("still connecting: {pending:?}");
+//! }
+//! for tool in host.tools().await.tools {
+//!     println!("{}", tool.qualified_name);
+//! }
+//! let arguments = serde_json::json!({"text": "hello"});
+//! let arguments = arguments.as_object().cloned().unwrap_or_default();
+//! let outcome = host
+//!     .call("mcp__echo__echo", arguments, CallOptions::default())
+//!     .await?;
+//! println!("{}", outcome.result);
+//! host.shutdown().await;
+//! # Ok(()) }
+//! ```
+//!
+//! `examples/embed.rs` at the repository's root is the same as a whole program (events,
+//! permissions, exit codes): `cargo run -p switchboard --example embed -- CONFIG TOOL ARGS`.
 
 pub mod auth;
 pub mod budget;

@@ -112,49 +112,76 @@ impl ManagerOptions {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum ServerEvent {
+    /// The server's state changed.
     State {
+        /// The server.
         server: String,
+        /// Its new state.
         state: ServerState,
     },
     /// A reconnect attempt is scheduled after `delay`.
     Reconnecting {
+        /// The server.
         server: String,
+        /// Which attempt, from 1.
         attempt: u32,
+        /// When it is made.
         delay: Duration,
     },
+    /// The server said its tools changed (the catalogue lists them again).
     ToolsChanged {
+        /// The server.
         server: String,
     },
+    /// The server said its resources changed.
     ResourcesChanged {
+        /// The server.
         server: String,
     },
+    /// The server said its prompts changed.
     PromptsChanged {
+        /// The server.
         server: String,
     },
+    /// A resource subscribed to changed.
     ResourceUpdated {
+        /// The server.
         server: String,
+        /// The resource.
         uri: String,
     },
 }
 
+/// What the servers' supervisor could not do.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ManagerError {
+    /// No server has this name.
     #[error("no server named `{0}`")]
     NoSuchServer(String),
+    /// The server is not connected.
     #[error("server `{server}` is {state}")]
-    NotConnected { server: String, state: &'static str },
+    NotConnected {
+        /// The server.
+        server: String,
+        /// Its state ([`ServerState::label`]).
+        state: &'static str,
+    },
     /// A request to the server failed (its transport, or the server's own error).
     #[error("server `{server}`: the request failed")]
     Request {
+        /// The server.
         server: String,
+        /// The request's error.
         #[source]
         source: Box<RequestError>,
     },
     /// The OAuth login of the server could not start.
     #[error("server `{server}`: cannot log in")]
     Login {
+        /// The server.
         server: String,
+        /// Why.
         #[source]
         source: LoginError,
     },

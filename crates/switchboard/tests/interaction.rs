@@ -1,5 +1,8 @@
 //! Server-initiated interaction through `Host`: elicitation (form and URL), sampling and roots,
 //! in both protocol generations, against the testkit and the reference servers.
+
+// A test, not the library: it may read the process's environment.
+#![allow(clippy::disallowed_methods)]
 #![allow(clippy::unwrap_used, clippy::expect_used, deprecated)]
 
 use std::path::PathBuf;

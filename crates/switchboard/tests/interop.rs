@@ -1,5 +1,8 @@
 //! Interoperability with the official reference servers and SDKs, installed pinned by
 //! `scripts/install-partners.sh` (which `scripts/test.sh` runs first).
+
+// A test, not the library: it may read the process's environment.
+#![allow(clippy::disallowed_methods)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;

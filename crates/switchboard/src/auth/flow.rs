@@ -335,11 +335,11 @@ impl Authorizer {
         let lock = self.options.store.lock().await?;
         let mut record = self.options.store.load(&self.key).await?;
         let Some(tokens) = record.tokens.clone() else {
-            let dropped = self.dropped.lock().ok().and_then(|d| d.clone());
-            let why = match (sent, dropped) {
-                (Some(_), Some(why)) => why,
-                _ => "the server wants authorization (HTTP 401) and no token is stored".to_owned(),
-            };
+            // When this process dropped them (a refused refresh token), that is why there are
+            // none, also for a request that raced the refusal and went out with no token.
+            let why = self.dropped.lock().ok().and_then(|d| d.clone()).unwrap_or_else(|| {
+                "the server wants authorization (HTTP 401) and no token is stored".to_owned()
+            });
             return Err(self.needs_login(&why));
         };
         if sent.is_some_and(|s| s != tokens.access_token) && !tokens.expires_within(REFRESH_MARGIN)

@@ -34,13 +34,21 @@ pub(crate) enum Notice {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[non_exhaustive]
 pub enum LogLevel {
+    /// `debug`.
     Debug,
+    /// `info`.
     Info,
+    /// `notice`.
     Notice,
+    /// `warning`.
     Warning,
+    /// `error`.
     Error,
+    /// `critical`.
     Critical,
+    /// `alert`.
     Alert,
+    /// `emergency`.
     Emergency,
 }
 
@@ -93,7 +101,9 @@ impl LogLevel {
 /// A log message a server sent (`notifications/message`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerLog {
+    /// The server that sent it.
     pub server: String,
+    /// Its severity.
     pub level: LogLevel,
     /// The server's own logger name, if it gave one.
     pub logger: Option<String>,

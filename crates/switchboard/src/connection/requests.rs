@@ -43,18 +43,26 @@ pub enum CompletionTarget {
 pub struct Completion {
     /// At most 100 values, best first.
     pub values: Vec<String>,
+    /// How many values there are in all, when the server says.
     pub total: Option<u32>,
+    /// There are more values than these.
     pub has_more: bool,
 }
 
 /// A tool as its server describes it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolDef {
+    /// The tool's name on its server.
     pub name: String,
+    /// Its display name (`title`).
     pub title: Option<String>,
+    /// What it does, as the server says.
     pub description: Option<String>,
+    /// The JSON Schema of its arguments (`inputSchema`).
     pub input_schema: Value,
+    /// The JSON Schema of its `structuredContent` (`outputSchema`), if any.
     pub output_schema: Option<Value>,
+    /// The server's hints about it.
     pub annotations: Annotations,
     /// `icons` as the server sent them (JSON array), for surfaces that show or pass them on.
     pub icons: Option<Value>,
@@ -65,54 +73,98 @@ pub struct ToolDef {
 /// The hints a server gives about a tool (all optional in the protocol).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Annotations {
+    /// `title`: a display name.
     pub title: Option<String>,
+    /// `readOnlyHint`: it changes nothing.
     pub read_only: Option<bool>,
+    /// `destructiveHint`: it may destroy or overwrite.
     pub destructive: Option<bool>,
+    /// `idempotentHint`: calling it twice does no more than once.
     pub idempotent: Option<bool>,
+    /// `openWorldHint`: it reaches outside the server (the web, other systems).
     pub open_world: Option<bool>,
 }
 
 /// Progress a server reported for a call.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Progress {
+    /// How far along (it only grows).
     pub progress: f64,
+    /// Out of how much, when the server knows.
     pub total: Option<f64>,
+    /// What it is doing.
     pub message: Option<String>,
 }
 
+/// A request a server did not answer with a result.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RequestError {
+    /// A listing went on past [`MAX_LIST_PAGES`] pages.
     #[error("more than {MAX_LIST_PAGES} pages of {what}; the listing was stopped")]
-    TooManyPages { what: &'static str },
+    TooManyPages {
+        /// The listing, e.g. `tools`.
+        what: &'static str,
+    },
+    /// The result was not shaped as the protocol says.
     #[error("the server answered {what} with an unexpected result")]
-    Unexpected { what: &'static str },
+    Unexpected {
+        /// The request, e.g. `tools/list`.
+        what: &'static str,
+    },
+    /// No answer within this time (the request was cancelled).
     #[error("no answer within {} ms", .0.as_millis())]
     Timeout(Duration),
+    /// The server asked for input the host has no way to give.
     #[error("the server asks for input Switchboard cannot answer ({requests})")]
-    InputRequired { requests: String },
+    InputRequired {
+        /// The kinds of input asked for.
+        requests: String,
+    },
+    /// The connection closed before the answer.
     #[error("the connection closed")]
     Closed,
     /// A URL the call needs was not visited: declined, cancelled, or no go-ahead in time.
     #[error("the server needs the user to open {url}: {message}")]
-    UrlElicitation { url: String, message: String },
+    UrlElicitation {
+        /// The URL.
+        url: String,
+        /// The server's reason for it.
+        message: String,
+    },
+    /// The server kept asking for a URL to be opened.
     #[error(
         "the server still asks for a URL to be opened after {retries} retries; giving up ({message})"
     )]
-    UrlRetries { retries: usize, message: String },
+    UrlRetries {
+        /// How many times the call was retried.
+        retries: usize,
+        /// The server's last message.
+        message: String,
+    },
+    /// The server kept asking for input.
     #[error("the server asked for input more than {rounds} rounds; giving up")]
-    TooManyRounds { rounds: usize },
+    TooManyRounds {
+        /// The most rounds allowed.
+        rounds: usize,
+    },
     /// The server's question could not be answered (an invalid form answer, a failed sampler).
     #[error("{0}")]
     Answer(String),
+    /// The server answered with a JSON-RPC error.
     #[error("the server answered with an error: {message}{}", code_note(*code, message))]
     Refused {
+        /// The error's `code`.
         code: i32,
+        /// Its `message`.
         message: String,
+        /// Its `data`, if any.
         data: Option<Value>,
     },
+    /// The transport failed (HTTP, the pipe, the socket).
     #[error("{0}")]
     Transport(String),
+    /// Not supported over this protocol revision yet.
     #[error("{0} over protocol 2026-07-28 (subscriptions/listen) is not supported yet")]
     NotYetSupported(&'static str),
 }

@@ -12,43 +12,79 @@ use crate::manager::{LoginError, ManagerError, RequestFailure};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum HostError {
+    /// No server has this name.
     #[error("no server named `{0}`")]
     NoSuchServer(String),
+    /// The server is not connected (even after a reconnect was tried, for a request).
     #[error("server `{server}` is {state}")]
-    NotConnected { server: String, state: &'static str },
+    NotConnected {
+        /// The server.
+        server: String,
+        /// Its state ([`ServerState::label`](crate::ServerState::label)): `failed`,
+        /// `needs-auth`, `disabled`…
+        state: &'static str,
+    },
+    /// The server did not declare the capability the request needs.
     #[error("server `{server}` offers no {what}")]
-    NotOffered { server: String, what: &'static str },
+    NotOffered {
+        /// The server.
+        server: String,
+        /// What it does not offer: `resources`, `prompts`.
+        what: &'static str,
+    },
+    /// The server lists no prompt by this name.
     #[error("server `{server}` has no prompt `{name}`")]
-    NoSuchPrompt { server: String, name: String },
+    NoSuchPrompt {
+        /// The server.
+        server: String,
+        /// The name asked for.
+        name: String,
+    },
+    /// The name is not shaped like a prompt's qualified name.
     #[error("`{0}` is not a prompt name like mcp__<server>__<prompt>")]
     NotAPromptName(String),
+    /// The server did not answer in time.
     #[error("server `{server}`: {what}: no answer within {} ms", .after.as_millis())]
     Timeout {
+        /// The server.
         server: String,
+        /// The request: `resources/read`, `prompts/list`…
         what: &'static str,
+        /// How long it was given.
         after: Duration,
     },
+    /// The request failed: the server refused it or went away.
     #[error("server `{server}`: {what}")]
     Request {
+        /// The server.
         server: String,
+        /// The request: `resources/read`, `prompts/list`…
         what: &'static str,
+        /// What went wrong.
         #[source]
         source: Box<RequestError>,
     },
+    /// The output budget could not handle the answer (a file could not be written).
     #[error("server `{server}`: the output budget")]
     Budget {
+        /// The server.
         server: String,
+        /// What went wrong.
         #[source]
         source: BudgetError,
     },
+    /// The catalogue could not list a server's tools.
     #[error(transparent)]
     Catalog(Box<CatalogError>),
+    /// These `required` servers settled in a state other than `connected`.
     #[error("required server(s) did not connect: {}", .0.join(", "))]
     RequiredFailed(Vec<String>),
     /// The OAuth login of the server could not start ([`Host::login`](super::Host::login)).
     #[error("server `{server}`: cannot log in")]
     Login {
+        /// The server.
         server: String,
+        /// Why.
         #[source]
         source: LoginError,
     },

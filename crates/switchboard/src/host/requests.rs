@@ -36,14 +36,18 @@ impl std::fmt::Debug for RequestOptions {
 /// why each of the others did not. A failing server never hides the others' items.
 #[derive(Debug, Default)]
 pub struct Listing<T> {
+    /// The items of the servers that answered, server by server.
     pub items: Vec<T>,
+    /// One error for each server that did not answer, naming it.
     pub failures: Vec<HostError>,
 }
 
 /// A resource or resource template, as its server lists it (MCP JSON).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Listed {
+    /// The server that lists it.
     pub server: String,
+    /// The resource or template as MCP JSON (`uri` or `uriTemplate`, `name`, `mimeType`…).
     pub item: Value,
 }
 
@@ -52,6 +56,7 @@ pub struct Listed {
 pub struct PromptEntry {
     /// `mcp__<server>__<prompt>`.
     pub name: String,
+    /// The server that offers it.
     pub server: String,
     /// The server's own name of the prompt.
     pub prompt: String,
@@ -86,6 +91,7 @@ impl PromptEntry {
 pub struct ReadOutcome {
     /// The `resources/read` result as MCP JSON (`contents`).
     pub result: Value,
+    /// The result's size in tokens, as the budget estimates it (after the budget).
     pub estimated_tokens: u64,
     /// Files the budget wrote (a large result, binaries).
     pub files: Vec<std::path::PathBuf>,

@@ -17,8 +17,11 @@ use crate::manager::ServerEvent;
 pub enum Readiness {
     /// Every server is connected, failed, waiting for a login or disabled.
     Settled,
-    /// These servers were still connecting when the time was up.
-    TimedOut { pending: Vec<String> },
+    /// Some servers were still connecting when the time was up.
+    TimedOut {
+        /// Their names, sorted.
+        pending: Vec<String>,
+    },
 }
 
 /// Something that happened behind the host.
@@ -34,14 +37,22 @@ pub enum HostEvent {
     Log(ServerLog),
     /// This receiver was too slow and missed `missed` events of one kind: whoever keeps a
     /// copy of that kind of state should fetch it again.
-    Lagged { kind: EventKind, missed: u64 },
+    Lagged {
+        /// The kind of the events missed.
+        kind: EventKind,
+        /// How many.
+        missed: u64,
+    },
 }
 
 /// The kinds of [`HostEvent`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventKind {
+    /// [`HostEvent::Server`].
     Server,
+    /// [`HostEvent::Catalog`].
     Catalog,
+    /// [`HostEvent::Log`].
     Log,
 }
 

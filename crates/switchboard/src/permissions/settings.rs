@@ -190,7 +190,10 @@ impl PermissionSettings {
             env,
             settings: PermissionSettings {
                 working_dir: paths.project_root.clone(),
-                search_path: env.get("PATH").unwrap_or_default().to_owned(),
+                search_path: env
+                    .get(crate::env_vars::EnvVars::PATH)
+                    .unwrap_or_default()
+                    .to_owned(),
                 ..PermissionSettings::default()
             },
         };

@@ -24,7 +24,8 @@ use tokio::io::AsyncReadExt;
 use tokio::process::{ChildStdout, Command};
 use tokio::sync::watch;
 
-use crate::config::StdioTransport;
+use crate::config::{Environment, StdioTransport};
+use crate::env_vars::EnvVars;
 
 /// How much of a server's stderr is kept.
 pub(crate) const STDERR_TAIL_BYTES: usize = 64 * 1024;
@@ -142,10 +143,12 @@ pub(crate) struct ChildProcess {
     done: bool,
 }
 
-/// Starts the server. Returns at once; the handshake is the caller's.
+/// Starts the server. Returns at once; the handshake is the caller's. The command is looked
+/// up on `env`'s `PATH` (the entry's own `PATH` first) from the entry's `cwd`, else `env`'s.
 pub(crate) fn spawn(
     server: &str,
     config: &StdioTransport,
+    env: &Environment,
     limit: super::MessageLimit,
 ) -> Result<StdioChild, SpawnError> {
     let cwd = match &config.cwd {
@@ -153,7 +156,7 @@ pub(crate) fn spawn(
         Some(cwd) => Some(cwd.clone()),
         None => None,
     };
-    let program = resolve(config, cwd.as_deref())?;
+    let program = resolve(config, cwd.as_deref(), env)?;
     let mut command = Command::new(&program);
     command
         .args(&config.args)
@@ -215,12 +218,18 @@ pub(crate) fn spawn(
 }
 
 /// Finds the program the way a shell would, so a missing one is reported before spawning.
-fn resolve(config: &StdioTransport, cwd: Option<&Path>) -> Result<PathBuf, SpawnError> {
+/// Without a working directory (neither the entry's nor `env`'s), a relative path stays
+/// relative: the child then starts from the process's, as the OS resolves it.
+fn resolve(
+    config: &StdioTransport,
+    cwd: Option<&Path>,
+    env: &Environment,
+) -> Result<PathBuf, SpawnError> {
     let command = &config.command;
-    let base = match cwd {
-        Some(cwd) => cwd.to_owned(),
-        None => std::env::current_dir().unwrap_or_default(),
-    };
+    let base = cwd
+        .or_else(|| env.current_dir())
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
     if command.contains('/') {
         let path = base.join(command);
         return match std::fs::metadata(&path) {
@@ -238,9 +247,9 @@ fn resolve(config: &StdioTransport, cwd: Option<&Path>) -> Result<PathBuf, Spawn
     }
     let search_path = config
         .env
-        .get("PATH")
+        .get(EnvVars::PATH)
         .cloned()
-        .or_else(|| std::env::var("PATH").ok())
+        .or_else(|| env.get(EnvVars::PATH).map(str::to_owned))
         .unwrap_or_default();
     which::which_in(command, Some(&search_path), &base).map_err(|_| SpawnError::NotFound {
         command: command.clone(),

@@ -1,0 +1,484 @@
+//! The call engine: `tools/call` on a connected server with progress, cancellation on drop,
+//! 2026-07-28 input rounds (also used by reads and prompts), initialize-era URL elicitation
+//! retries, and the direct lanes (stdio and Streamable HTTP) beside rmcp.
+
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, ClientRequest, ElicitRequestParams, InputRequest, InputResponses,
+    NumberOrString, ProgressToken, ServerResult,
+};
+use rmcp::service::{PeerRequestOptions, RequestHandle, RoleClient};
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+
+use super::Session;
+use super::interact::CallGuard;
+use super::requests::{Progress, RequestError, as_value};
+use crate::interaction::{
+    MAX_ANSWER_WAIT, MAX_INPUT_ROUNDS, MAX_URL_ELICITATION_RETRIES,
+    URL_ELICITATION_REQUIRED,
+};
+use crate::transport::http_lane::HttpLaneError;
+use crate::transport::lane::{CallLane, LaneError, LaneMeta};
+
+/// The pause before sending again a call answered with request state only, times the round.
+const STATE_ONLY_PAUSE: Duration = Duration::from_millis(50);
+
+impl Session {
+    /// `tools/call`: the result as MCP JSON. Progress goes to `progress`; dropping the future
+    /// before it resolves sends `notifications/cancelled` for the request.
+    ///
+    /// The server's questions are answered on the way: 2026-07-28 input requests with the
+    /// call's own interaction (at most [`MAX_INPUT_ROUNDS`] rounds), and an initialize-era
+    /// "URL elicitation required" (-32042) by showing the URLs, waiting for the go-ahead or the
+    /// completion, and sending the call again (at most [`MAX_URL_ELICITATION_RETRIES`] times).
+    pub(crate) async fn call_tool(
+        &self,
+        tool: &str,
+        arguments: Map<String, Value>,
+        timeout: Duration,
+        progress: Option<mpsc::UnboundedSender<Progress>>,
+        call: CallContext,
+    ) -> Result<Value, RequestError> {
+        let guard = self
+            .asker
+            .begin_call(Some(call.qualified.clone()), call.interaction);
+        let wait = timeout.min(MAX_ANSWER_WAIT);
+        let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let mut url_rounds = 0usize;
+        let mut rounds = 0usize;
+        loop {
+            let answer = match &self.lane {
+                Some((lane, meta)) => {
+                    match self
+                        .send_call_on_lane(lane, meta, &params, timeout, progress.clone(), &guard)
+                        .await
+                    {
+                        Ok(LaneAnswer::Complete(result)) => return Ok(result),
+                        Ok(LaneAnswer::Other(result)) => Ok(*result),
+                        Ok(LaneAnswer::Fallback) => {
+                            self.send_call(params.clone(), timeout, progress.clone(), &guard)
+                                .await
+                        }
+                        Err(e) => Err(e),
+                    }
+                }
+                None => {
+                    self.send_call(params.clone(), timeout, progress.clone(), &guard)
+                        .await
+                }
+            };
+            let (asked_urls, last) = match answer {
+                Ok(ServerResult::CallToolResult(result)) => return Ok(as_value(&result)),
+                // 2026-07-28: a multi round-trip call that needs answers before it can finish.
+                Ok(ServerResult::InputRequiredResult(input)) => {
+                    let (responses, state, asked_urls) = self
+                        .answer_round(&guard, input, &mut rounds, url_rounds, wait)
+                        .await?;
+                    params.input_responses = responses;
+                    params.request_state = state;
+                    (asked_urls, "the server asked for another URL".to_owned())
+                }
+                Ok(_) => return Err(RequestError::Unexpected { what: "tools/call" }),
+                Err(RequestError::Refused {
+                    code: URL_ELICITATION_REQUIRED,
+                    message,
+                    data,
+                }) => {
+                    let urls = url_elicitations(data.as_ref());
+                    if urls.is_empty() {
+                        return Err(RequestError::Refused {
+                            code: URL_ELICITATION_REQUIRED,
+                            message,
+                            data,
+                        });
+                    }
+                    if url_rounds < MAX_URL_ELICITATION_RETRIES {
+                        let route = self.asker.route_for_call(&guard);
+                        for url in urls {
+                            self.asker.await_url(&route, url, wait).await?;
+                        }
+                    }
+                    (true, message)
+                }
+                Err(e) => return Err(e),
+            };
+            if asked_urls {
+                url_rounds += 1;
+                if url_rounds > MAX_URL_ELICITATION_RETRIES {
+                    return Err(RequestError::UrlRetries {
+                        retries: MAX_URL_ELICITATION_RETRIES,
+                        message: last,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Sends a request (`send`, given the answers of the last round, if any) until it completes,
+    /// answering 2026-07-28 input requests on the way with the interaction of `guard`'s call
+    /// (the request's own, or the host's; at most [`MAX_INPUT_ROUNDS`] rounds). `what` names
+    /// the method in an unexpected-answer error.
+    pub(super) async fn with_input_rounds<F, Fut>(
+        &self,
+        guard: &CallGuard,
+        what: &'static str,
+        mut send: F,
+    ) -> Result<Value, RequestError>
+    where
+        F: FnMut(Option<(Option<InputResponses>, Option<String>)>) -> Fut,
+        Fut: Future<Output = Result<Round, RequestError>>,
+    {
+        let (mut rounds, mut url_rounds) = (0, 0);
+        let mut answers = None;
+        loop {
+            match send(answers.take()).await? {
+                Round::Complete(result) => return Ok(result),
+                Round::Input(input) => {
+                    let (responses, state, asked_urls) = self
+                        .answer_round(guard, input, &mut rounds, url_rounds, MAX_ANSWER_WAIT)
+                        .await?;
+                    url_rounds += usize::from(asked_urls);
+                    answers = Some((responses, state));
+                }
+                Round::Unexpected => return Err(RequestError::Unexpected { what }),
+            }
+        }
+    }
+
+    /// Answers one 2026-07-28 round of input requests with the call's interaction: the
+    /// responses and the request state to send back, and whether the round asked for a URL.
+    async fn answer_round(
+        &self,
+        guard: &CallGuard,
+        input: rmcp::model::InputRequiredResult,
+        rounds: &mut usize,
+        url_rounds: usize,
+        timeout: Duration,
+    ) -> Result<(Option<InputResponses>, Option<String>, bool), RequestError> {
+        *rounds += 1;
+        if *rounds > MAX_INPUT_ROUNDS {
+            return Err(RequestError::TooManyRounds {
+                rounds: MAX_INPUT_ROUNDS,
+            });
+        }
+        let requests = input.input_requests.unwrap_or_default();
+        if requests.is_empty() {
+            // Only request state: the server is working; do not spin.
+            tokio::time::sleep(STATE_ONLY_PAUSE * u32::try_from(*rounds).unwrap_or(1)).await;
+        }
+        let asked_urls = requests.values().any(|r| {
+            matches!(
+                r,
+                InputRequest::Elicitation(e)
+                    if matches!(e.params, ElicitRequestParams::UrlElicitationParams { .. })
+            )
+        });
+        if asked_urls && url_rounds >= MAX_URL_ELICITATION_RETRIES {
+            return Err(RequestError::UrlRetries {
+                retries: MAX_URL_ELICITATION_RETRIES,
+                message: "the server asked for another URL".to_owned(),
+            });
+        }
+        let mut responses = InputResponses::new();
+        for (key, request) in requests {
+            let (response, _) = self.asker.answer_input(guard.key, request, timeout).await?;
+            responses.insert(key, response);
+        }
+        Ok((
+            (!responses.is_empty()).then_some(responses),
+            input.request_state,
+            asked_urls,
+        ))
+    }
+
+    /// One `tools/call` request: the raw answer.
+    async fn send_call(
+        &self,
+        params: CallToolRequestParams,
+        timeout: Duration,
+        progress: Option<mpsc::UnboundedSender<Progress>>,
+        guard: &CallGuard,
+    ) -> Result<ServerResult, RequestError> {
+        let request = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params));
+        let mut options = PeerRequestOptions::no_options();
+        options.timeout = Some(timeout);
+        let handle: RequestHandle<RoleClient> = self
+            .peer()
+            .send_request_with_option(request, options)
+            .await?;
+        guard.sent(handle.id.clone(), Some(handle.progress_token.clone()));
+        let mut cancel = CancelOnDrop::peer(self.peer(), handle.id.clone());
+        let forwarding = self
+            .forward_progress(&handle.progress_token, progress)
+            .await;
+        let response = handle.await_response().await;
+        cancel.disarm();
+        if let Some(forwarding) = forwarding {
+            forwarding.finish().await;
+        }
+        Ok(response?)
+    }
+}
+
+/// The URL elicitations in the `data` of a -32042 error (`{"elicitations": [...]}`).
+fn url_elicitations(data: Option<&Value>) -> Vec<ElicitRequestParams> {
+    data.and_then(|d| d.get("elicitations"))
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|item| serde_json::from_value(item.clone()).ok())
+                .filter(|p| matches!(p, ElicitRequestParams::UrlElicitationParams { .. }))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Who a call is for: its qualified name, and its own interaction when it has one.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CallContext {
+    pub(crate) qualified: String,
+    pub(crate) interaction: Option<crate::interaction::Interaction>,
+}
+
+/// How many times a finished call yields before it stops forwarding progress.
+const PROGRESS_DRAIN_YIELDS: usize = 4;
+/// The longest a finished call waits for the progress already received to reach its caller.
+const PROGRESS_DRAIN_WAIT: Duration = Duration::from_millis(100);
+
+/// Forwards one call's progress notifications to its caller while the call runs.
+struct ProgressForward {
+    task: tokio::task::JoinHandle<()>,
+    dispatcher: rmcp::handler::client::progress::ProgressDispatcher,
+    token: ProgressToken,
+}
+
+impl Session {
+    /// Starts forwarding the progress sent for `token` to `progress` (if the caller wants it).
+    async fn forward_progress(
+        &self,
+        token: &ProgressToken,
+        progress: Option<mpsc::UnboundedSender<Progress>>,
+    ) -> Option<ProgressForward> {
+        let tx = progress?;
+        let mut subscriber = self.progress.subscribe(token.clone()).await;
+        let task = tokio::spawn(async move {
+            use futures::StreamExt;
+            while let Some(p) = subscriber.next().await {
+                let progress = Progress {
+                    progress: p.progress,
+                    total: p.total,
+                    message: p.message.clone(),
+                };
+                if tx.send(progress).is_err() {
+                    break;
+                }
+            }
+        });
+        Some(ProgressForward {
+            task,
+            dispatcher: self.progress.clone(),
+            token: token.clone(),
+        })
+    }
+}
+
+impl ProgressForward {
+    /// The call has its answer. Progress the server sent before it may still be on its way:
+    /// rmcp handles each notification in a task of its own, and a lane answer does not pass
+    /// through rmcp at all. A few yields let those tasks run; then the subscription ends, and
+    /// what it holds still reaches the caller (bounded).
+    async fn finish(mut self) {
+        for _ in 0..PROGRESS_DRAIN_YIELDS {
+            tokio::task::yield_now().await;
+        }
+        self.dispatcher.unsubscribe(&self.token).await;
+        if tokio::time::timeout(PROGRESS_DRAIN_WAIT, &mut self.task)
+            .await
+            .is_err()
+        {
+            self.task.abort();
+        }
+    }
+}
+
+impl Drop for ProgressForward {
+    /// A call dropped before its answer (cancelled) stops forwarding at once.
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// One answer of a request that may ask for input first (2026-07-28).
+pub(super) enum Round {
+    Complete(Value),
+    Input(rmcp::model::InputRequiredResult),
+    Unexpected,
+}
+
+/// What a `tools/call` on the lane came back with.
+enum LaneAnswer {
+    /// The tool's result, as MCP JSON.
+    Complete(Value),
+    /// Anything else (input requests), typed for the round loop.
+    Other(Box<ServerResult>),
+    /// The lane did not send the call (see `transport/http_lane.rs`): rmcp sends it.
+    Fallback,
+}
+
+impl Session {
+    /// One `tools/call` on the direct lane (see `transport/lane.rs`): the same request, answer,
+    /// progress, timeout and cancellation as through rmcp; a complete result is parsed once,
+    /// straight into JSON.
+    async fn send_call_on_lane(
+        &self,
+        lane: &CallLane,
+        meta: &LaneMeta,
+        params: &CallToolRequestParams,
+        timeout: Duration,
+        progress: Option<mpsc::UnboundedSender<Progress>>,
+        guard: &CallGuard,
+    ) -> Result<LaneAnswer, RequestError> {
+        // A progress token when somebody listens, or when an initialize-era server's questions
+        // may name the call by it (2026-07-28 servers ask in the result instead).
+        let token = (progress.is_some() || !meta.per_request()).then(|| lane.progress_token());
+        let body = meta
+            .params(params, token.as_deref())
+            .map_err(|e| RequestError::Transport(e.to_string()))?;
+        let token = token.map(|t| ProgressToken(NumberOrString::String(t.into())));
+        let forwarding = match &token {
+            Some(token) => self.forward_progress(token, progress).await,
+            None => None,
+        };
+        let answer = match lane {
+            CallLane::Lines(lane) => match lane.send("tools/call", &body) {
+                Ok((id, pending)) => {
+                    guard.sent(NumberOrString::String(id.clone().into()), token);
+                    let mut cancel = CancelOnDrop::lane(CallLane::Lines(lane.clone()), id);
+                    let answer = tokio::time::timeout(timeout, pending.answer()).await;
+                    if answer.is_ok() {
+                        cancel.disarm();
+                    }
+                    answer.map(|a| a.map_err(|_| RequestError::Closed))
+                }
+                Err(LaneError::Closed) => Ok(Err(RequestError::Closed)),
+            },
+            CallLane::Http(lane) => {
+                let id = lane.next_id();
+                guard.sent(NumberOrString::String(id.clone().into()), token);
+                let mut cancel = CancelOnDrop::lane(CallLane::Http(lane.clone()), id.clone());
+                let answer =
+                    tokio::time::timeout(timeout, lane.call(&id, &params.name, &body)).await;
+                if answer.is_ok() {
+                    cancel.disarm();
+                }
+                match answer {
+                    Ok(Err(HttpLaneError::Fallback)) => {
+                        // Not sent: no cancellation is owed, and rmcp sends the call.
+                        if let Some(forwarding) = forwarding {
+                            forwarding.finish().await;
+                        }
+                        return Ok(LaneAnswer::Fallback);
+                    }
+                    Err(elapsed) => Err(elapsed),
+                    Ok(Err(HttpLaneError::Failed(message))) => {
+                        Ok(Err(RequestError::Transport(message)))
+                    }
+                    Ok(Ok(answer)) => Ok(Ok(answer)),
+                }
+            }
+        };
+        if let Some(forwarding) = forwarding {
+            forwarding.finish().await;
+        }
+        let mut answer = match answer {
+            Err(_) => return Err(RequestError::Timeout(timeout)),
+            Ok(Err(e)) => return Err(e),
+            Ok(Ok(Value::Object(answer))) => answer,
+            Ok(Ok(_)) => return Err(RequestError::Unexpected { what: "tools/call" }),
+        };
+        if let Some(error) = answer.remove("error") {
+            return Err(RequestError::Refused {
+                code: error
+                    .get("code")
+                    .and_then(Value::as_i64)
+                    .and_then(|c| i32::try_from(c).ok())
+                    .unwrap_or(-32603),
+                message: error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                data: error.get("data").cloned(),
+            });
+        }
+        let Some(Value::Object(mut result)) = answer.remove("result") else {
+            return Err(RequestError::Unexpected { what: "tools/call" });
+        };
+        match result.get("resultType").and_then(Value::as_str) {
+            Some("complete") | None => {
+                // As rmcp's typed result would have it: no `resultType`, `content` present.
+                result.remove("resultType");
+                result
+                    .entry("content")
+                    .or_insert_with(|| Value::Array(Vec::new()));
+                Ok(LaneAnswer::Complete(Value::Object(result)))
+            }
+            // 2026-07-28 input requests (and anything else) take the typed road.
+            Some(_) => serde_json::from_value::<ServerResult>(Value::Object(result))
+                .map(|r| LaneAnswer::Other(Box::new(r)))
+                .map_err(|_| RequestError::Unexpected { what: "tools/call" }),
+        }
+    }
+}
+
+/// Sends `notifications/cancelled` for a request whose caller went away (or timed out), on the
+/// road the request took: rmcp's session, or the call lane with the lane's own id.
+/// [`disarm`](CancelOnDrop::disarm) once the answer is in.
+struct CancelOnDrop(Option<CancelTarget>);
+
+enum CancelTarget {
+    Peer(rmcp::service::Peer<RoleClient>, rmcp::model::RequestId),
+    Lane(CallLane, String),
+}
+
+impl CancelOnDrop {
+    fn peer(peer: &rmcp::service::Peer<RoleClient>, id: rmcp::model::RequestId) -> Self {
+        CancelOnDrop(Some(CancelTarget::Peer(peer.clone(), id)))
+    }
+
+    fn lane(lane: CallLane, id: String) -> Self {
+        CancelOnDrop(Some(CancelTarget::Lane(lane, id)))
+    }
+
+    fn disarm(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        const REASON: &str = "the caller cancelled";
+        match self.0.take() {
+            None => {}
+            Some(CancelTarget::Lane(lane, id)) => lane.notify(
+                "notifications/cancelled",
+                serde_json::json!({"requestId": id, "reason": REASON}),
+            ),
+            Some(CancelTarget::Peer(peer, id)) => {
+                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                    runtime.spawn(async move {
+                        let params = rmcp::model::CancelledNotificationParam::new(
+                            Some(id),
+                            Some(REASON.to_owned()),
+                        );
+                        let notification = rmcp::model::CancelledNotification::new(params);
+                        let _ = peer.send_notification(notification.into()).await;
+                    });
+                }
+            }
+        }
+    }
+}
