@@ -8,7 +8,7 @@
 //!
 //! Public modules are the ones an embedding program works with: [`host`] (the façade),
 //! [`config`] (reading and editing configuration), [`interaction`] and [`permissions`] (what
-//! the program answers), [`auth`] (OAuth options and token stores), [`budget`], [`import`] and
+//! the program answers), [`redact`] (secrets kept out of what is shown), [`auth`] (OAuth options and token stores), [`budget`], [`import`] and
 //! [`env_vars`]. The types the façade hands out are re-exported here.
 
 pub mod auth;
@@ -22,6 +22,7 @@ pub mod import;
 pub mod interaction;
 mod manager;
 pub mod permissions;
+pub mod redact;
 pub(crate) mod transport;
 
 pub use catalog::{
@@ -37,3 +38,4 @@ pub use host::{
     Listing, PromptEntry, ReadOutcome, Readiness, RequestOptions,
 };
 pub use manager::{InProcessFactory, ManagerError, ServerEvent, forget_needs_auth};
+pub use redact::redact_url;
