@@ -153,6 +153,10 @@ pub(crate) enum McpCommand {
         /// Show the configuration only; start nothing.
         #[arg(long)]
         no_connect: bool,
+        /// Show header and environment values, URL userinfo and query values as written
+        /// (masked as `***` by default).
+        #[arg(long)]
+        show_secrets: bool,
     },
     /// Show one server in detail, connecting to it.
     Get {
@@ -164,6 +168,10 @@ pub(crate) enum McpCommand {
         /// Show the configuration only; start nothing.
         #[arg(long)]
         no_connect: bool,
+        /// Show header and environment values, URL userinfo and query values as written
+        /// (masked as `***` by default).
+        #[arg(long)]
+        show_secrets: bool,
     },
     /// Connect to one server afresh (a remembered "needs auth" is forgotten) and show it as
     /// `get` does.

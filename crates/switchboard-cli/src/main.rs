@@ -45,14 +45,17 @@ fn main() -> ExitCode {
             let mut stderr = std::io::stderr().lock();
             // Errors may quote what a server or a file said.
             let mut previous = err.to_string();
-            let _ = writeln!(stderr, "error: {}", output::clean(&previous));
+            // URLs lose userinfo and query values: a configured one may carry a secret.
+            let shown =
+                |text: &str| output::clean(&switchboard::redact::redact_urls_in(text)).into_owned();
+            let _ = writeln!(stderr, "error: {}", shown(&previous));
             for cause in err.chain().skip(1) {
                 // Many messages already end with their cause ("cannot read X: Is a directory").
                 let text = cause.to_string();
                 if previous.contains(&text) {
                     continue;
                 }
-                let _ = writeln!(stderr, "  caused by: {}", output::clean(&text));
+                let _ = writeln!(stderr, "  caused by: {}", shown(&text));
                 previous = text;
             }
             ExitCode::FAILURE
@@ -76,12 +79,30 @@ fn init_logging(verbose: bool) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(|| RedactingStderr)
         // Plain text: tracing-subscriber is built without its `ansi` feature, and asking it for
         // colours then panics (a terminal on stderr used to crash every command).
         .with_ansi(false)
         .without_time()
         .try_init();
+}
+
+/// stderr for log lines, each passed through [`switchboard::redact::redact_urls_in`]: the
+/// MCP SDK and the HTTP client log URLs (`reqwest::Error { url: "…?api_key=…" }`), and a
+/// configured URL may carry `user:pass@` or a key in its query.
+struct RedactingStderr;
+
+impl std::io::Write for RedactingStderr {
+    /// The formatter writes each event whole, so a URL is never split between two writes.
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = switchboard::redact::redact_urls_in(&String::from_utf8_lossy(buf));
+        std::io::stderr().lock().write_all(text.as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
 }
 
 fn run(cli: args::Cli) -> anyhow::Result<ExitCode> {

@@ -15,7 +15,7 @@ use switchboard::config::{
 use crate::args::{AddArgs, GlobalArgs, McpCommand, ScopeArg, TransportArg};
 use crate::output::{
     clean, clean_line, entry_json, issue_json, kind_and_target, print_issues, print_json,
-    print_table, probed_status, state_json, status,
+    print_table, probed_status, shown_config, state_json, status,
 };
 use crate::probe::probe;
 
@@ -94,17 +94,22 @@ pub(crate) fn run(ctx: &Context, cmd: McpCommand) -> anyhow::Result<ExitCode> {
             add(ctx, &name, scope_of(scope), entry)
         }
         McpCommand::Remove { name, scope } => remove(ctx, &name, scope.map(scope_of)),
-        McpCommand::List { json, no_connect } => list(ctx, json, !no_connect),
+        McpCommand::List {
+            json,
+            no_connect,
+            show_secrets,
+        } => list(ctx, json, !no_connect, show_secrets),
         McpCommand::Get {
             name,
             json,
             no_connect,
-        } => get(ctx, &name, json, !no_connect),
+            show_secrets,
+        } => get(ctx, &name, json, !no_connect, show_secrets),
         McpCommand::Reconnect { name, json } => {
             if ctx.load().get(&name).is_some() {
                 switchboard::forget_needs_auth(&ctx.paths.state_dir, &name);
             }
-            get(ctx, &name, json, true)
+            get(ctx, &name, json, true, false)
         }
         McpCommand::Import(args) => crate::mcp_import::run(ctx, args),
         McpCommand::Approve { name, all } => decide(ctx, name.as_deref(), all, Decision::Approved),
@@ -432,7 +437,7 @@ pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .build()?)
 }
 
-fn list(ctx: &Context, json: bool, connect: bool) -> anyhow::Result<ExitCode> {
+fn list(ctx: &Context, json: bool, connect: bool, show_secrets: bool) -> anyhow::Result<ExitCode> {
     let loaded = ctx.load();
     if !json {
         print_issues(&loaded.issues);
@@ -454,7 +459,7 @@ fn list(ctx: &Context, json: bool, connect: bool) -> anyhow::Result<ExitCode> {
             .servers
             .iter()
             .map(|entry| {
-                let mut value = entry_json(entry);
+                let mut value = entry_json(entry, show_secrets);
                 if let Some(p) = probed.get(&entry.name) {
                     value["connection"] = state_json(p);
                 }
@@ -481,7 +486,7 @@ fn list(ctx: &Context, json: bool, connect: bool) -> anyhow::Result<ExitCode> {
                     let (s, r) = status(entry);
                     (s.to_owned(), r)
                 };
-                let (kind, target) = kind_and_target(entry);
+                let (kind, target) = kind_and_target(entry, show_secrets);
                 let status = match reason {
                     Some(reason) => format!("{status}: {reason}"),
                     None => status,
@@ -504,7 +509,13 @@ fn list(ctx: &Context, json: bool, connect: bool) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn get(ctx: &Context, name: &str, json: bool, connect: bool) -> anyhow::Result<ExitCode> {
+fn get(
+    ctx: &Context,
+    name: &str,
+    json: bool,
+    connect: bool,
+    show_secrets: bool,
+) -> anyhow::Result<ExitCode> {
     let loaded = ctx.load();
     let Some(entry) = loaded.get(name) else {
         print_issues(&loaded.issues);
@@ -529,7 +540,7 @@ fn get(ctx: &Context, name: &str, json: bool, connect: bool) -> anyhow::Result<E
     };
     let gateway = gateway_permissions(ctx, &loaded, name);
     if json {
-        let mut value = entry_json(entry);
+        let mut value = entry_json(entry, show_secrets);
         value["issues"] = own_issues.iter().map(issue_json).collect();
         value["gateway"] = gateway.json;
         if let Some(p) = &probed {
@@ -545,7 +556,7 @@ fn get(ctx: &Context, name: &str, json: bool, connect: bool) -> anyhow::Result<E
         let (s, r) = status(entry);
         (s.to_owned(), r)
     };
-    let (kind, target) = kind_and_target(entry);
+    let (kind, target) = kind_and_target(entry, show_secrets);
     // Everything below but the labels comes from files or the server: one line each, cleaned.
     let status = clean_line(&status).into_owned();
     let reason = reason.map(|r| clean_line(&r).into_owned());
@@ -578,7 +589,10 @@ fn get(ctx: &Context, name: &str, json: bool, connect: bool) -> anyhow::Result<E
     writeln!(
         out,
         "  config:  {}",
-        clean_line(&serde_json::to_string(&entry.raw)?)
+        clean_line(&serde_json::to_string(&shown_config(
+            &entry.raw,
+            show_secrets
+        ))?)
     )?;
     if let Some(auth) = runtime()?.block_on(crate::mcp_auth::status_line(ctx, entry)) {
         writeln!(out, "  auth:    {}", clean_line(&auth))?;

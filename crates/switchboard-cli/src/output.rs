@@ -12,6 +12,7 @@ use std::io::{IsTerminal as _, Write};
 use serde_json::{Value, json};
 use switchboard::ServerState;
 use switchboard::config::{ConfigIssue, EntryStatus, ServerEntry, Severity};
+use switchboard::redact::{MASK, mask_written, redact_written_url};
 
 use crate::probe::Probed;
 
@@ -115,23 +116,29 @@ pub(crate) fn state_json(probed: &Probed) -> Value {
     value
 }
 
-/// The transport type and target of an entry, also for entries that did not check out.
-pub(crate) fn kind_and_target(entry: &ServerEntry) -> (String, String) {
-    if let Ok(config) = &entry.config {
-        return (
-            config.transport.type_name().to_owned(),
-            config.transport.target(),
-        );
-    }
+/// The transport type and target of an entry, also for entries that did not check out. The
+/// target is the command line or URL as written (`${VAR}` references, not their values), its
+/// URLs' userinfo and query values masked unless `show_secrets`.
+pub(crate) fn kind_and_target(entry: &ServerEntry, show_secrets: bool) -> (String, String) {
     let raw = &entry.raw;
-    let kind = raw
-        .get("type")
-        .and_then(Value::as_str)
-        .unwrap_or(if raw.get("url").is_some() {
-            "http"
+    let kind = match &entry.config {
+        Ok(config) => config.transport.type_name(),
+        Err(_) => raw
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or(if raw.get("url").is_some() {
+                "http"
+            } else {
+                "stdio"
+            }),
+    };
+    let url = |url: &str| {
+        if show_secrets {
+            url.to_owned()
         } else {
-            "stdio"
-        });
+            redact_written_url(url)
+        }
+    };
     let target = match (
         raw.get("command").and_then(Value::as_str),
         raw.get("url").and_then(Value::as_str),
@@ -142,21 +149,70 @@ pub(crate) fn kind_and_target(entry: &ServerEntry) -> (String, String) {
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
-                .filter_map(Value::as_str);
-            std::iter::once(command)
+                .filter_map(Value::as_str)
+                .map(|arg| {
+                    if arg.contains("://") {
+                        url(arg)
+                    } else {
+                        arg.to_owned()
+                    }
+                });
+            std::iter::once(command.to_owned())
                 .chain(args)
                 .collect::<Vec<_>>()
                 .join(" ")
         }
-        (None, Some(url)) => url.to_owned(),
-        (None, None) => String::new(),
+        (None, Some(written)) => url(written),
+        // No command or URL written (an IDE's URL from its lock file, an in-process server).
+        (None, None) => match &entry.config {
+            Ok(config) if show_secrets => config.transport.target(),
+            Ok(config) => switchboard::redact_url(&config.transport.target()),
+            Err(_) => String::new(),
+        },
     };
     (kind.to_owned(), target)
 }
 
-pub(crate) fn entry_json(entry: &ServerEntry) -> Value {
+/// An entry as written, for showing: unless `show_secrets`, header and `env` values keep only
+/// their `${VAR}` references (and an authorization scheme), URLs lose userinfo and query
+/// values (also in `args`). Names stay visible.
+pub(crate) fn shown_config(raw: &Value, show_secrets: bool) -> Value {
+    let mut shown = raw.clone();
+    if show_secrets {
+        return shown;
+    }
+    let mask = |value: &mut Value, how: fn(&str) -> String| {
+        if let Some(text) = value.as_str() {
+            *value = Value::String(how(text));
+        }
+    };
+    for field in ["headers", "env"] {
+        if let Some(map) = shown.get_mut(field).and_then(Value::as_object_mut) {
+            for value in map.values_mut() {
+                match value {
+                    Value::String(_) => mask(value, mask_written),
+                    // Not a string (an error the entry's issue names): nothing of it is shown.
+                    other => *other = Value::String(MASK.to_owned()),
+                }
+            }
+        }
+    }
+    if let Some(url) = shown.get_mut("url") {
+        mask(url, redact_written_url);
+    }
+    if let Some(args) = shown.get_mut("args").and_then(Value::as_array_mut) {
+        for arg in args.iter_mut() {
+            if arg.as_str().is_some_and(|a| a.contains("://")) {
+                mask(arg, redact_written_url);
+            }
+        }
+    }
+    shown
+}
+
+pub(crate) fn entry_json(entry: &ServerEntry, show_secrets: bool) -> Value {
     let (status, reason) = status(entry);
-    let (kind, target) = kind_and_target(entry);
+    let (kind, target) = kind_and_target(entry, show_secrets);
     json!({
         "name": entry.name,
         "scope": entry.origin.scope.as_str(),
@@ -170,7 +226,7 @@ pub(crate) fn entry_json(entry: &ServerEntry) -> Value {
             "scope": o.scope.as_str(),
             "file": o.file.as_ref().map(|f| f.display().to_string()),
         })).collect::<Vec<_>>(),
-        "config": entry.raw,
+        "config": shown_config(&entry.raw, show_secrets),
     })
 }
 

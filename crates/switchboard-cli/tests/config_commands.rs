@@ -659,7 +659,15 @@ fn add_creates_every_transport_type_the_configuration_accepts() {
         ok(&tree, &run(&tree, &all));
         let entry: Value = serde_json::from_str(&ok_json(
             &tree,
-            &["mcp", "get", name, "--json", "--no-connect"],
+            // The entry exactly as written, literal header values too.
+            &[
+                "mcp",
+                "get",
+                name,
+                "--json",
+                "--no-connect",
+                "--show-secrets",
+            ],
         ))
         .unwrap();
         assert_eq!(&entry["config"], expected, "{name}");

@@ -26,6 +26,7 @@ pub use requests::{
 };
 
 use crate::config::{ProtocolPin, ServerConfig, Transport};
+use crate::redact::redact_urls_in;
 use crate::transport::remote::{RemoteError, auth_challenge, auth_failure};
 use crate::transport::stdio::{self, ChildProcess, SpawnError};
 use crate::transport::{MessageLimit, http, ide, proxy, sse, ws};
@@ -223,7 +224,23 @@ pub(crate) enum ConnectError {
 }
 
 impl ConnectError {
+    /// What the user is told. Messages pass through [`redact_urls_in`]: an HTTP client's
+    /// error quotes the URL, and a configured URL may carry `user:pass@` or `?api_key=`.
     pub(crate) fn into_state(self) -> ServerState {
+        match self.into_state_unredacted() {
+            ServerState::NeedsAuth { message } => ServerState::NeedsAuth {
+                message: redact_urls_in(&message),
+            },
+            ServerState::Failed(failure) => ServerState::Failed(Failure {
+                message: redact_urls_in(&failure.message),
+                hint: failure.hint.map(|h| redact_urls_in(&h)),
+                stderr: failure.stderr,
+            }),
+            other => other,
+        }
+    }
+
+    fn into_state_unredacted(self) -> ServerState {
         match self {
             ConnectError::NeedsAuth(message) => ServerState::NeedsAuth { message },
             ConnectError::Spawn(e) => ServerState::Failed(Failure { message: e.to_string(), hint: e.hint(), stderr: None }),

@@ -8,7 +8,7 @@
 //!
 //! Public modules are the ones an embedding program works with: [`host`] (the façade),
 //! [`config`] (reading and editing configuration), [`interaction`] and [`permissions`] (what
-//! the program answers), [`auth`] (OAuth options and token stores), [`budget`], [`import`] and
+//! the program answers), [`redact`] (secrets kept out of what is shown), [`auth`] (OAuth options and token stores), [`budget`], [`import`] and
 //! [`env_vars`]. The types the façade hands out are re-exported here.
 //!
 //! Build, settle, list, call:
@@ -54,6 +54,7 @@ pub mod interaction;
 mod manager;
 mod name;
 pub mod permissions;
+pub mod redact;
 pub(crate) mod transport;
 
 pub use catalog::{
@@ -70,6 +71,7 @@ pub use host::{
 };
 pub use manager::{InProcessFactory, LoginError, ManagerError, ServerEvent, forget_needs_auth};
 pub use name::{MAX_QUALIFIED_NAME, QualifiedName};
+pub use redact::redact_url;
 
 /// An error and its causes on one line (`error: cause: cause`), each cause once: a cause whose
 /// text the line already holds is not repeated. For surfaces that show an error as one text

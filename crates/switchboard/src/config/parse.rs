@@ -485,8 +485,10 @@ impl<'a> Walker<'a> {
         };
         let text = self.expanded(p, "url")?;
         let at = range_of(&p.value).start;
-        let url = url::Url::parse(&text)
-            .map_err(|e| self.issue_at(at, "url", format!("`{text}` is not a valid URL: {e}")))?;
+        let url = url::Url::parse(&text).map_err(|e| {
+            let shown = crate::redact::redact_url(&text);
+            self.issue_at(at, "url", format!("`{shown}` is not a valid URL: {e}"))
+        })?;
         let schemes: &[&str] = if kind.starts_with("ws") {
             &["ws", "wss"]
         } else {
@@ -505,7 +507,8 @@ impl<'a> Walker<'a> {
             ));
         }
         if url.host_str().is_none_or(str::is_empty) {
-            return Err(self.issue_at(at, "url", format!("`{text}` has no host")));
+            let shown = crate::redact::redact_url(&text);
+            return Err(self.issue_at(at, "url", format!("`{shown}` has no host")));
         }
         Ok(url)
     }

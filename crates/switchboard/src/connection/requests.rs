@@ -207,7 +207,7 @@ impl From<rmcp::ServiceError> for RequestError {
             rmcp::ServiceError::UnexpectedResponse => {
                 RequestError::Unexpected { what: "a request" }
             }
-            other => RequestError::Transport(other.to_string()),
+            other => RequestError::Transport(crate::redact::redact_urls_in(&other.to_string())),
         }
     }
 }
@@ -810,9 +810,9 @@ impl Session {
                         return Ok(LaneAnswer::Fallback);
                     }
                     Err(elapsed) => Err(elapsed),
-                    Ok(Err(HttpLaneError::Failed(message))) => {
-                        Ok(Err(RequestError::Transport(message)))
-                    }
+                    Ok(Err(HttpLaneError::Failed(message))) => Ok(Err(RequestError::Transport(
+                        crate::redact::redact_urls_in(&message),
+                    ))),
                     Ok(Ok(answer)) => Ok(Ok(answer)),
                 }
             }

@@ -142,9 +142,11 @@ impl Supervisor {
                 match connected {
                     Ok(session) => break Some(session),
                     Err(ConnectError::NeedsAuth(message)) => {
-                        self.shared
-                            .memory
-                            .set_needs_auth(self.name(), &self.config.hash, &message);
+                        self.shared.memory.set_needs_auth(
+                            self.name(),
+                            &self.config.hash,
+                            &crate::redact::redact_urls_in(&message),
+                        );
                         break None;
                     }
                     Err(error) => {
