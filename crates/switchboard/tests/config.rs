@@ -487,6 +487,20 @@ fn a_project_may_not_set_variables_that_hijack_the_process() {
     assert_eq!(load(&tree).get("x").unwrap().status(), EntryStatus::Ready);
 }
 
+/// A file that starts with a UTF-8 byte order mark (as some Windows editors write) is read.
+#[test]
+fn a_byte_order_mark_at_the_start_of_a_file_is_ignored() {
+    let tree = ConfigTree::new().unwrap();
+    tree.write(
+        tree.user_file(),
+        &format!("\u{feff}{}", servers(&[("a", stdio("a-server"))])),
+    )
+    .unwrap();
+    let set = load(&tree);
+    assert!(set.issues.is_empty(), "{:?}", set.issues);
+    assert_eq!(set.get("a").unwrap().status(), EntryStatus::Ready);
+}
+
 /// Every way a repository could choose the program a project server runs, or what it loads:
 /// each is refused with the file, server and field that set it; the user may in their scope.
 #[test]
