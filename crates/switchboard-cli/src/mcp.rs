@@ -1,7 +1,7 @@
 //! `switchboard mcp …`: reading and editing server configuration.
 
 use std::collections::BTreeMap;
-use std::io::Write;
+use std::io::{IsTerminal as _, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -329,7 +329,12 @@ pub(crate) fn approve_own(
             .iter()
             .filter(|e| e.origin.scope == Scope::Project && names.contains(&e.name))
         {
-            store.record(&ctx.paths.project_key(), &entry.name, &entry.hash, decision);
+            store.record(
+                &ctx.paths.project_key(),
+                &entry.name,
+                &entry.approval_hash(),
+                decision,
+            );
         }
     })?;
     Ok(())
@@ -749,10 +754,20 @@ fn decide(
         eprintln!("No project servers are waiting for approval.");
         return Ok(ExitCode::SUCCESS);
     }
+    if decision == Decision::Approved {
+        // What is approved is shown first: the program as resolved on the user's PATH.
+        for entry in &chosen {
+            eprint!("{}", describe_for_approval(entry));
+        }
+        if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() && !confirm()? {
+            eprintln!("Nothing approved.");
+            return Ok(ExitCode::FAILURE);
+        }
+    }
     let key = ctx.paths.project_key();
     ApprovalStore::update(&ctx.paths.approvals_file(), |store| {
         for entry in &chosen {
-            store.record(&key, &entry.name, &entry.hash, decision);
+            store.record(&key, &entry.name, &entry.approval_hash(), decision);
         }
     })?;
     let verb = match decision {
@@ -770,4 +785,62 @@ fn decide(
         key
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// What approving a project entry lets run: the resolved command, its arguments, the names
+/// of the variables it sets (not their values), or the URL it connects to.
+fn describe_for_approval(entry: &switchboard::config::ServerEntry) -> String {
+    let mut text = format!(
+        "`{}` from {}:\n",
+        entry.name,
+        clean_line(&entry.origin.to_string())
+    );
+    match &entry.config {
+        Ok(config) => match &config.transport {
+            switchboard::config::Transport::Stdio(stdio) => {
+                text.push_str(&format!("  command: {}\n", clean_line(&stdio.command)));
+                if !stdio.args.is_empty() {
+                    let args: Vec<String> = stdio
+                        .args
+                        .iter()
+                        .map(|a| clean_line(&Value::String(a.clone()).to_string()).into_owned())
+                        .collect();
+                    text.push_str(&format!("  args: {}\n", args.join(" ")));
+                }
+                if !stdio.env.is_empty() {
+                    let names: Vec<String> = stdio
+                        .env
+                        .keys()
+                        .map(|k| clean_line(k).into_owned())
+                        .collect();
+                    text.push_str(&format!("  env: {}\n", names.join(", ")));
+                }
+                if let Some(cwd) = &stdio.cwd {
+                    text.push_str(&format!(
+                        "  cwd: {}\n",
+                        clean_line(&cwd.display().to_string())
+                    ));
+                }
+            }
+            transport => text.push_str(&format!(
+                "  {}: {}\n",
+                transport.type_name(),
+                clean_line(&transport.target())
+            )),
+        },
+        Err(issue) => text.push_str(&format!(
+            "  invalid, it will not start: {}\n",
+            clean_line(&issue.message)
+        )),
+    }
+    text
+}
+
+/// Asks on the terminal whether to go ahead; anything but yes is no.
+fn confirm() -> anyhow::Result<bool> {
+    eprint!("Approve? [y/N] ");
+    std::io::stderr().flush()?;
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "Yes"))
 }

@@ -66,7 +66,14 @@ async fn serve_http(gateway: Gateway, addr: SocketAddr, args: &ServeArgs) -> any
         Some(token) => token.trim().to_owned(),
         None => {
             let path = gateway.host().config().paths.state_dir.join(TOKEN_FILE);
+            let weak = switchboard_gateway::http::weak_token_file(&path);
             let (token, created) = switchboard_gateway::http::load_or_create_token(&path)?;
+            if let Some(reason) = weak {
+                eprintln!(
+                    "switchboard: replaced the gateway's token file {}: {reason}",
+                    path.display()
+                );
+            }
             if created {
                 eprintln!(
                     "switchboard: a new bearer token for the gateway: {token}\n  (stored owner-only in {}; clients send `Authorization: Bearer <token>`)",

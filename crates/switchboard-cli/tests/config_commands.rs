@@ -995,3 +995,48 @@ fn hostile_names_and_arguments_are_listed_safely() {
         100_000
     );
 }
+
+/// `mcp approve` shows what it approves: the command as found on the user's PATH, the
+/// arguments, the names (not values) of the variables. Without a terminal it approves as
+/// before, for scripts.
+#[test]
+fn approve_shows_the_resolved_command_it_approves() {
+    use std::os::unix::fs::PermissionsExt;
+    let tree = ConfigTree::new().unwrap();
+    let tools = tree.root().join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    std::fs::write(tools.join("db-server"), "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(
+        tools.join("db-server"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    tree.write(
+        tree.project_file(),
+        r#"{"mcpServers": {"db": {"command": "db-server", "args": ["--port", "0"], "env": {"DB_TOKEN": "s3cret"}}}}"#,
+    )
+    .unwrap();
+    let path = format!("{}:/usr/bin:/bin", tools.display());
+    let run_with_path = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .args(args)
+            .current_dir(tree.project())
+            .env_clear()
+            .envs(tree.env())
+            .env("PATH", &path)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let out = run_with_path(&["mcp", "approve", "db"]);
+    ok(&tree, &out);
+    let err = stderr(&tree, &out);
+    assert!(err.contains("  command: [TMP]/tools/db-server\n"), "{err}");
+    assert!(err.contains("  args: \"--port\" \"0\"\n"), "{err}");
+    assert!(err.contains("  env: DB_TOKEN\n"), "{err}");
+    assert!(!err.contains("s3cret"), "{err}");
+    let listed: Value =
+        serde_json::from_slice(&run_with_path(&["mcp", "list", "--json", "--no-connect"]).stdout)
+            .unwrap();
+    assert_eq!(listed["servers"][0]["status"], "ready", "{listed}");
+}

@@ -210,6 +210,25 @@ fn tools_and_call_work_from_the_command_line() {
     insta::assert_snapshot!(text(&out.stderr, &tree).trim(), @"error: no server named `nope`");
 }
 
+/// `testkit-server --tool-name echo` lists `echo` twice: `tools` shows it once and says so
+/// once.
+#[test]
+fn a_tool_listed_twice_is_shown_once_with_a_warning() {
+    let tree = ConfigTree::new().unwrap();
+    user_config(&tree, &[("kit", &["--tool-name", "echo"], "")]);
+    let out = run(&tree, &["tools", "kit"]);
+    let (stdout, stderr) = (text(&out.stdout, &tree), text(&out.stderr, &tree));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stdout.matches("mcp__kit__echo ").count(), 1, "{stdout}");
+    assert_eq!(
+        stderr
+            .matches("warning: server `kit`: lists tool `echo` more than once")
+            .count(),
+        1,
+        "{stderr}"
+    );
+}
+
 #[test]
 fn a_fixed_entry_is_not_kept_needing_auth_from_memory() {
     use switchboard_testkit::{TestServer, Transport};

@@ -284,6 +284,33 @@ fn the_inspector_cli_lists_and_calls_through_serve_over_stdio_and_http() {
     serve.stop();
 }
 
+/// A server that lists a tool twice: the gateway serves it once (model APIs reject a
+/// repeated name).
+#[test]
+fn a_tool_a_server_lists_twice_is_served_once() {
+    let tree = ConfigTree::new().unwrap();
+    let bin = switchboard_testkit::server_bin();
+    tree.write(
+        tree.user_file(),
+        &json!({"mcpServers": {"kit": {"command": bin, "args": ["--tool-name", "echo"]}}})
+            .to_string(),
+    )
+    .unwrap();
+    let mut gateway = RawStdio::start(&tree, &["--stdio"]);
+    let listed = gateway.request("tools/list", json!({}));
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names.iter().filter(|n| **n == "mcp__kit__echo").count(),
+        1,
+        "{names:?}"
+    );
+}
+
 /// Raw JSON-RPC lines to `serve --stdio`: narrowing by server and tool pattern.
 #[test]
 fn servers_and_tool_patterns_narrow_what_is_served() {

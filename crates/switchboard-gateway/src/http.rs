@@ -71,15 +71,40 @@ pub enum HttpError {
     Serve(std::io::Error),
 }
 
+/// The shortest stored token used as it is (a generated one has 64 hex digits).
+const MIN_TOKEN_LEN: usize = 32;
+
+/// Why the token file at `path` is not used as it is and will be replaced: readable by others
+/// than its owner, or holding a short token. `None` when it is fine or absent.
+pub fn weak_token_file(path: &Path) -> Option<&'static str> {
+    let text = std::fs::read_to_string(path).ok()?;
+    if text.trim().is_empty() {
+        return None;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path).ok()?.permissions().mode();
+        if mode & 0o077 != 0 {
+            return Some("it was readable by other users");
+        }
+    }
+    (text.trim().len() < MIN_TOKEN_LEN).then_some("it held a short token")
+}
+
 /// The gateway's token: read from `path`, or generated (32 random bytes, hex) and written
-/// there owner-only (0600). The flag says whether it was generated now.
+/// there owner-only (0600). A file others can read, or holding a short token
+/// ([`weak_token_file`]), is replaced the same way. The flag says whether it was generated
+/// now.
 pub fn load_or_create_token(path: &Path) -> Result<(String, bool), HttpError> {
     let error = |source| HttpError::Token {
         path: path.display().to_string(),
         source,
     };
     match std::fs::read_to_string(path) {
-        Ok(text) if !text.trim().is_empty() => return Ok((text.trim().to_owned(), false)),
+        Ok(text) if !text.trim().is_empty() && weak_token_file(path).is_none() => {
+            return Ok((text.trim().to_owned(), false));
+        }
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(error(e)),
@@ -96,6 +121,13 @@ pub fn load_or_create_token(path: &Path) -> Result<(String, bool), HttpError> {
         options.mode(0o600);
     }
     let mut file = options.open(path).map_err(error)?;
+    // `mode` applies only to a new file: an existing one is made owner-only here.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))
+            .map_err(error)?;
+    }
     file.write_all(format!("{token}\n").as_bytes())
         .map_err(error)?;
     Ok((token, true))
@@ -314,5 +346,34 @@ mod tests {
             assert_eq!(mode & 0o777, 0o600);
         }
         assert_eq!(load_or_create_token(&path).unwrap(), (token, false));
+    }
+
+    /// A token file others can read, or one holding a short token, is not used silently: it is
+    /// replaced owner-only with a strong token, and the reason is there to tell the user.
+    #[cfg(unix)]
+    #[test]
+    fn a_world_readable_or_short_token_file_is_replaced() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gateway-token");
+        for (text, mode, reason) in [
+            ("secret\n", 0o600, "it held a short token"),
+            (
+                "0123456789abcdef0123456789abcdef0123\n",
+                0o644,
+                "it was readable by other users",
+            ),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+            assert_eq!(weak_token_file(&path), Some(reason));
+            let (token, created) = load_or_create_token(&path).unwrap();
+            assert!(created);
+            assert_eq!(token.len(), 64);
+            assert_ne!(token, text.trim());
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+            assert_eq!(weak_token_file(&path), None);
+        }
     }
 }

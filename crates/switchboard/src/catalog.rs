@@ -689,6 +689,31 @@ fn build(config: &ServerConfig, defs: Vec<ToolDef>, number: u64) -> ServerTools 
         .filter(|d| !disabled.iter().any(|w| w.matches(&d.name)))
         .collect();
 
+    // A name listed twice would give two identical qualified names, which model APIs reject:
+    // the first definition is kept, and the repetition reported once.
+    let mut seen = BTreeSet::new();
+    let mut repeated = BTreeSet::new();
+    let defs: Vec<ToolDef> = defs
+        .into_iter()
+        .filter(|d| {
+            let first = seen.insert(d.name.clone());
+            if !first {
+                repeated.insert(d.name.clone());
+            }
+            first
+        })
+        .collect();
+    let mut issues: Vec<CatalogIssue> = repeated
+        .iter()
+        .map(|name| CatalogIssue {
+            server: Some(server.to_owned()),
+            message: format!(
+                "lists tool `{name}` more than once; the first definition is used as `{}`",
+                qualified_name(server, name, false)
+            ),
+        })
+        .collect();
+
     // Tools that sanitise to the same name collide: each gets a hash (a tool whose name needed
     // no change keeps it), and the collision is reported.
     let mut by_clean: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -698,7 +723,6 @@ fn build(config: &ServerConfig, defs: Vec<ToolDef>, number: u64) -> ServerTools 
             .or_default()
             .push(d.name.clone());
     }
-    let mut issues = Vec::new();
     for (clean, names) in by_clean.iter().filter(|(_, n)| n.len() > 1) {
         let listed = names
             .iter()

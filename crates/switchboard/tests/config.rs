@@ -487,6 +487,185 @@ fn a_project_may_not_set_variables_that_hijack_the_process() {
     assert_eq!(load(&tree).get("x").unwrap().status(), EntryStatus::Ready);
 }
 
+/// A file that starts with a UTF-8 byte order mark (as some Windows editors write) is read.
+#[test]
+fn a_byte_order_mark_at_the_start_of_a_file_is_ignored() {
+    let tree = ConfigTree::new().unwrap();
+    tree.write(
+        tree.user_file(),
+        &format!("\u{feff}{}", servers(&[("a", stdio("a-server"))])),
+    )
+    .unwrap();
+    let set = load(&tree);
+    assert!(set.issues.is_empty(), "{:?}", set.issues);
+    assert_eq!(set.get("a").unwrap().status(), EntryStatus::Ready);
+}
+
+/// Every way a repository could choose the program a project server runs, or what it loads:
+/// each is refused with the file, server and field that set it; the user may in their scope.
+#[test]
+fn a_project_may_not_choose_what_runs_through_variables_or_env() {
+    let tree = ConfigTree::new().unwrap();
+    let cases: &[(&str, &str)] = &[
+        (
+            r#"{"command": "node", "env": {"PATH": "./evil:/usr/bin"}}"#,
+            "env.PATH",
+        ),
+        (
+            r#"{"command": "python3", "env": {"PYTHONPATH": "evil"}}"#,
+            "env.PYTHONPATH",
+        ),
+        (
+            r#"{"command": "python3", "env": {"PYTHONHOME": "evil"}}"#,
+            "env.PYTHONHOME",
+        ),
+        (
+            r#"{"command": "node", "env": {"NODE_PATH": "evil"}}"#,
+            "env.NODE_PATH",
+        ),
+        (
+            r#"{"command": "java", "env": {"JAVA_TOOL_OPTIONS": "-javaagent:evil.jar"}}"#,
+            "env.JAVA_TOOL_OPTIONS",
+        ),
+        (
+            r#"{"command": "node", "env": {"GCONV_PATH": "evil"}}"#,
+            "env.GCONV_PATH",
+        ),
+        (
+            r#"{"command": "perl", "env": {"PERL5LIB": "evil"}}"#,
+            "env.PERL5LIB",
+        ),
+        (
+            r#"{"command": "ruby", "env": {"RUBYLIB": "evil"}}"#,
+            "env.RUBYLIB",
+        ),
+        (
+            r#"{"command": "git", "env": {"GIT_SSH_COMMAND": "evil"}}"#,
+            "env.GIT_SSH_COMMAND",
+        ),
+        (
+            r#"{"command": "bash", "env": {"PROMPT_COMMAND": "evil"}}"#,
+            "env.PROMPT_COMMAND",
+        ),
+        (
+            r#"{"command": "node", "env": {"LD_BIND_NOW": "1"}}"#,
+            "env.LD_BIND_NOW",
+        ),
+        (
+            r#"{"command": "node", "env": {"DYLD_FALLBACK_LIBRARY_PATH": "evil"}}"#,
+            "env.DYLD_FALLBACK_LIBRARY_PATH",
+        ),
+        (
+            r#"{"command": "env", "args": ["LD_PRELOAD=/tmp/evil.so", "node"]}"#,
+            "command",
+        ),
+        (
+            r#"{"command": "/usr/bin/env", "args": ["NODE_OPTIONS=--require=./evil.js", "node"]}"#,
+            "command",
+        ),
+        (
+            r#"{"command": "sh", "args": ["-c", "LD_PRELOAD=/tmp/evil.so exec node s.js"]}"#,
+            "args[1]",
+        ),
+        (
+            r#"{"command": "bash", "args": ["-c", "export PATH=./evil:$PATH; node s.js"]}"#,
+            "args[1]",
+        ),
+    ];
+    let entries: Vec<(String, String)> = cases
+        .iter()
+        .enumerate()
+        .map(|(i, (entry, _))| (format!("s{i}"), (*entry).to_owned()))
+        .collect();
+    let named: Vec<(&str, String)> = entries
+        .iter()
+        .map(|(n, e)| (n.as_str(), e.clone()))
+        .collect();
+    tree.write(tree.project_file(), &servers(&named)).unwrap();
+    let set = load(&tree);
+    for (i, (entry, field)) in cases.iter().enumerate() {
+        let name = format!("s{i}");
+        match set.get(&name).unwrap().status() {
+            EntryStatus::Invalid(issue) => {
+                assert_eq!(
+                    issue.file.as_deref(),
+                    Some(tree.project_file().as_path()),
+                    "{entry}"
+                );
+                assert_eq!(issue.server.as_deref(), Some(name.as_str()), "{entry}");
+                assert_eq!(
+                    issue.field.as_deref(),
+                    Some(*field),
+                    "{entry}: {}",
+                    issue.message
+                );
+                assert!(issue.position.is_some(), "{entry}");
+            }
+            other => panic!("{entry} was not refused: {other:?}"),
+        }
+    }
+    // The user may, in their own scope.
+    std::fs::remove_file(tree.project_file()).unwrap();
+    tree.write(tree.user_file(), &servers(&named)).unwrap();
+    let set = load(&tree);
+    for (name, _) in &entries {
+        assert_eq!(
+            set.get(name).unwrap().status(),
+            EntryStatus::Ready,
+            "{name}"
+        );
+    }
+}
+
+/// A project server's bare command is looked up in the user's own PATH when the configuration
+/// is read: what is approved is that program, and another found first later asks again.
+#[test]
+fn a_project_command_is_resolved_on_the_users_path_and_the_approval_bound_to_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let tree = ConfigTree::new().unwrap();
+    let first = tree.root().join("bin-a");
+    let second = tree.root().join("bin-b");
+    for dir in [&first, &second] {
+        std::fs::create_dir_all(dir).unwrap();
+        let tool = dir.join("my-server");
+        std::fs::write(&tool, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    // A relative entry in PATH would resolve inside the repository: it is skipped.
+    let evil = tree.project().join("evil");
+    std::fs::create_dir_all(&evil).unwrap();
+    std::fs::write(evil.join("my-server"), "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(
+        evil.join("my-server"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    tree.write(tree.project_file(), &servers(&[("db", stdio("my-server"))]))
+        .unwrap();
+    let path_a = format!("evil:{}:{}", first.display(), second.display());
+    let set = load_in(&tree, &tree.project(), &[("PATH", &path_a)]);
+    let db = set.get("db").unwrap();
+    let Ok(config) = &db.config else {
+        panic!("{:?}", db.config)
+    };
+    let Transport::Stdio(stdio) = &config.transport else {
+        panic!()
+    };
+    assert_eq!(stdio.command, first.join("my-server").display().to_string());
+
+    let hash = db.approval_hash();
+    ApprovalStore::update(&set.paths.approvals_file(), |store| {
+        store.record(&set.paths.project_key(), "db", &hash, Decision::Approved)
+    })
+    .unwrap();
+    let set = load_in(&tree, &tree.project(), &[("PATH", &path_a)]);
+    assert_eq!(set.get("db").unwrap().approval, Approval::Approved);
+    // Another `my-server` first on PATH is another program: it asks again.
+    let path_b = format!("{}:{}", second.display(), first.display());
+    let set = load_in(&tree, &tree.project(), &[("PATH", &path_b)]);
+    assert_eq!(set.get("db").unwrap().approval, Approval::Changed);
+}
+
 #[test]
 fn dynamic_configs_come_from_files_or_inline_json_and_override_local() {
     let tree = ConfigTree::new().unwrap();

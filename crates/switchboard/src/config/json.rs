@@ -47,7 +47,14 @@ impl Document {
     /// Reads a file; `Ok(None)` when it does not exist.
     pub(crate) fn read(path: &Path) -> Result<Option<Document>, ConfigIssue> {
         match std::fs::read_to_string(path) {
-            Ok(text) => Ok(Some(Document::new(path.to_owned(), text))),
+            // Editors on Windows may start a file with a byte order mark; it is not JSON.
+            Ok(text) => Ok(Some(Document::new(
+                path.to_owned(),
+                match text.strip_prefix('\u{feff}') {
+                    Some(rest) => rest.to_owned(),
+                    None => text,
+                },
+            ))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(ConfigIssue::error(format!("cannot read the file: {e}")).in_file(path)),
         }

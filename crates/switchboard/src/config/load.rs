@@ -14,7 +14,7 @@ use super::parse::{ParsedEntry, parse_entry};
 use super::settings::{LocalFile, ManagedFile, ProjectFile, UserFile};
 use super::{
     ConfigHash, ConfigIssue, ConfigPaths, Environment, Origin, Policy, PolicyVerdict, Scope,
-    ServerConfig,
+    ServerConfig, Transport,
 };
 
 /// One server as the merged configuration sees it.
@@ -64,6 +64,22 @@ impl ServerEntry {
             EntryStatus::Disabled
         } else {
             EntryStatus::Ready
+        }
+    }
+
+    /// What an approval of this entry is bound to: its hash, and for a project's local
+    /// server the program it resolved to when that differs from what is written, so a
+    /// different program found first on `PATH` asks again.
+    pub fn approval_hash(&self) -> ConfigHash {
+        let written = self.raw.get("command").and_then(|c| c.as_str());
+        match &self.config {
+            Ok(ServerConfig {
+                transport: Transport::Stdio(stdio),
+                ..
+            }) if written != Some(stdio.command.as_str()) => {
+                super::parse::bound_hash(&self.hash, &stdio.command)
+            }
+            _ => self.hash.clone(),
         }
     }
 
@@ -156,7 +172,7 @@ impl ConfigSet {
             .map(|mut entry| {
                 if entry.origin.scope == Scope::Project {
                     entry.approval = approvals.as_ref().map_or(Approval::Pending, |a| {
-                        a.approval(&key, &entry.name, &entry.hash)
+                        a.approval(&key, &entry.name, &entry.approval_hash())
                     });
                 }
                 if let Ok(config) = &entry.config {

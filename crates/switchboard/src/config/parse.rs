@@ -58,22 +58,90 @@ const COMMON_FIELDS: [&str; 12] = [
     "logLevel",
 ];
 
-/// Variables that let whoever controls them take over the child process. A project's
-/// `.mcp.json` comes with a repository, so it may not set them.
-const HIJACKING_ENV: [&str; 12] = [
-    "LD_PRELOAD",
-    "LD_LIBRARY_PATH",
-    "LD_AUDIT",
-    "DYLD_INSERT_LIBRARIES",
-    "DYLD_LIBRARY_PATH",
-    "DYLD_FRAMEWORK_PATH",
+/// Variables that let whoever controls them choose what the child process runs or loads. A
+/// project's `.mcp.json` comes with a repository, so it may not set them (nor any `LD_*` or
+/// `DYLD_*`, see [`is_hijacking_env`]). `PATH` is among them: with it, an approved `node` is
+/// whatever `node` the repository puts first.
+const HIJACKING_ENV: [&str; 35] = [
+    "PATH",
     "NODE_OPTIONS",
+    "NODE_PATH",
     "PYTHONSTARTUP",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONUSERBASE",
+    "PYTHONEXECUTABLE",
+    "PERL5OPT",
+    "PERL5LIB",
+    "PERLLIB",
+    "PERL5DB",
+    "RUBYOPT",
+    "RUBYLIB",
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+    "CLASSPATH",
+    "GCONV_PATH",
+    "LOCPATH",
+    "NLSPATH",
+    "HOSTALIASES",
     "BASH_ENV",
     "ENV",
-    "PERL5OPT",
-    "RUBYOPT",
+    "PROMPT_COMMAND",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "PS4",
+    "IFS",
+    "GIT_SSH_COMMAND",
+    "GIT_SSH",
+    "GIT_EXEC_PATH",
+    "GIT_ASKPASS",
+    "SSH_ASKPASS",
+    "GIT_CONFIG_PARAMETERS",
 ];
+
+/// Whether a project's entry may not set `name`: [`HIJACKING_ENV`], the dynamic loader's
+/// `LD_*` and `DYLD_*`, and git's `GIT_CONFIG_*` (which can set `core.sshCommand`).
+fn is_hijacking_env(name: &str) -> bool {
+    HIJACKING_ENV.contains(&name)
+        || name.starts_with("LD_")
+        || name.starts_with("DYLD_")
+        || name.starts_with("GIT_CONFIG_")
+        || name.starts_with("BASH_FUNC_")
+}
+
+/// Shells whose `-c` script could set a variable the `env` list refuses.
+const SHELLS: [&str; 7] = ["sh", "bash", "dash", "zsh", "ksh", "ash", "fish"];
+
+/// The file name of a command (`/usr/bin/env` → `env`).
+fn command_base(command: &str) -> &str {
+    command.rsplit('/').next().unwrap_or(command)
+}
+
+/// The names of refused variables a shell script or `env` argument assigns or exports.
+fn assigned_hijacking_var(text: &str) -> Option<&str> {
+    text.split(|c: char| c.is_whitespace() || c == ';' || c == '&' || c == '|')
+        .filter_map(|word| word.split_once('=').map(|(name, _)| name))
+        .find(|name| is_hijacking_env(name))
+}
+
+/// A bare command looked up in the user's own `PATH` (absolute directories only: a relative
+/// entry would resolve inside the repository). `None` when it is not found.
+fn resolve_on_path(command: &str, env: &Environment) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    if command.contains('/') {
+        return None;
+    }
+    let path = env.get("PATH")?;
+    path.split(':')
+        .filter(|dir| dir.starts_with('/'))
+        .map(|dir| std::path::Path::new(dir).join(command))
+        .find(|candidate| {
+            std::fs::metadata(candidate)
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+        .map(|p| p.display().to_string())
+}
 
 fn fields_of(kind: &str) -> &'static [&'static str] {
     match kind {
@@ -106,6 +174,12 @@ pub fn entry_hash(raw: &serde_json::Value) -> ConfigHash {
     let mut canonical = String::new();
     write_canonical(raw, &mut canonical);
     let digest = Sha256::digest(canonical.as_bytes());
+    ConfigHash(digest.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// An entry's hash bound to the program it runs (an approval of a resolved command).
+pub(crate) fn bound_hash(hash: &ConfigHash, command: &str) -> ConfigHash {
+    let digest = Sha256::digest(format!("{}\0{command}", hash.0).as_bytes());
     ConfigHash(digest.iter().map(|b| format!("{b:02x}")).collect())
 }
 
@@ -399,30 +473,81 @@ impl<'a> Walker<'a> {
             .map(|p| self.string_map(p, "env", true))
             .transpose()?
             .unwrap_or_default();
-        if let Some(key) = env
-            .keys()
-            .find(|k| origin.scope == Scope::Project && HIJACKING_ENV.contains(&k.as_str()))
-        {
-            let p = get(obj, "env").map_or(obj.range.start, |p| range_of(&p.value).start);
-            let message = format!(
-                "`{key}` may not be set from a project's .mcp.json: \
-                 it would let the repository take over the process"
-            );
-            return Err(self
-                .issue_at(p, &format!("env.{key}"), message)
-                .hint("define this server in your user or local scope instead"));
+        let args = get(obj, "args")
+            .map(|p| self.string_list(p, "args", true))
+            .transpose()?
+            .unwrap_or_default();
+        let mut command = command;
+        if origin.scope == Scope::Project {
+            self.project_stdio_checks(obj, &command, &args, &env)?;
+            // What runs is bound now, against the user's own PATH: the approval shows it.
+            if let Some(resolved) = resolve_on_path(&command, self.env) {
+                command = resolved;
+            }
         }
         Ok(StdioTransport {
             command,
-            args: get(obj, "args")
-                .map(|p| self.string_list(p, "args", true))
-                .transpose()?
-                .unwrap_or_default(),
+            args,
             env,
             cwd: get(obj, "cwd")
                 .map(|p| self.expanded(p, "cwd").map(PathBuf::from))
                 .transpose()?,
         })
+    }
+
+    /// What a repository may not choose for a server it defines: variables that decide what
+    /// runs or loads, and the ways around that list (`env VAR=… cmd`, `sh -c "VAR=… cmd"`).
+    fn project_stdio_checks(
+        &self,
+        obj: &ast::Object<'_>,
+        command: &str,
+        args: &[String],
+        env: &BTreeMap<String, String>,
+    ) -> Result<(), ConfigIssue> {
+        let hint = "define this server in your user or local scope instead";
+        if let Some(key) = env.keys().find(|k| is_hijacking_env(k)) {
+            let p = get(obj, "env")
+                .and_then(|p| match &p.value {
+                    ast::Value::Object(o) => get(o, key).map(|p| p.range.start),
+                    _ => None,
+                })
+                .unwrap_or(obj.range.start);
+            let message = format!(
+                "`{key}` may not be set from a project's .mcp.json: \
+                 it would let the repository choose what the process runs"
+            );
+            return Err(self.issue_at(p, &format!("env.{key}"), message).hint(hint));
+        }
+        let at_command = get(obj, "command").map_or(obj.range.start, |p| range_of(&p.value).start);
+        let base = command_base(command.trim());
+        if base == "env" {
+            return Err(self
+                .issue_at(
+                    at_command,
+                    "command",
+                    "`env` may not be the command of a project's server: it could set \
+                     variables a project may not set; name the program itself",
+                )
+                .hint(hint));
+        }
+        if SHELLS.contains(&base) {
+            let at_args = get(obj, "args").map_or(obj.range.start, |p| range_of(&p.value).start);
+            for (i, arg) in args.iter().enumerate() {
+                if let Some(var) = assigned_hijacking_var(arg) {
+                    return Err(self
+                        .issue_at(
+                            at_args,
+                            &format!("args[{i}]"),
+                            format!(
+                                "the shell script sets `{var}`, which a project's .mcp.json \
+                                 may not set: it would let the repository choose what runs"
+                            ),
+                        )
+                        .hint(hint));
+                }
+            }
+        }
+        Ok(())
     }
 
     fn remote(&self, obj: &ast::Object<'_>, kind: &str) -> Result<RemoteTransport, ConfigIssue> {
