@@ -305,4 +305,125 @@ mod tests {
             ClientAuth::ClientSecretPost
         );
     }
+
+    use ring::signature::{
+        ECDSA_P256_SHA256_FIXED, ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, Ed25519KeyPair,
+        KeyPair, UnparsedPublicKey,
+    };
+
+    fn pem(der: &[u8]) -> String {
+        let body = STANDARD.encode(der);
+        let lines: Vec<&str> = body
+            .as_bytes()
+            .chunks(64)
+            .map(|c| std::str::from_utf8(c).unwrap())
+            .collect();
+        format!(
+            "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+            lines.join("\n")
+        )
+    }
+
+    fn authorizer(key: Option<&str>) -> Authorizer {
+        let mut env = crate::config::Environment::default();
+        if let Some(key) = key {
+            env.set("CLIENT_KEY", key);
+        }
+        let config = crate::config::OAuthConfig {
+            client_id: Some("client-1".to_owned()),
+            private_key_env: Some("CLIENT_KEY".to_owned()),
+            client_credentials: true,
+            ..Default::default()
+        };
+        let url = Url::parse("https://mcp.example/mcp").unwrap();
+        Authorizer::new(
+            "guarded",
+            &url,
+            config,
+            env,
+            crate::auth::AuthOptions::default(),
+        )
+    }
+
+    fn client(issuer: Option<&str>) -> ClientIdentity {
+        ClientIdentity {
+            issuer: issuer.map(str::to_owned),
+            client_id: "client-1".to_owned(),
+            client_secret: None,
+            auth: ClientAuth::PrivateKeyJwt,
+            redirect_uri: None,
+        }
+    }
+
+    fn part(jwt: &str, i: usize) -> serde_json::Value {
+        let part = jwt.split('.').nth(i).unwrap();
+        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(part).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn the_client_assertion_is_an_es256_jwt_for_the_issuer() {
+        let rng = ring::rand::SystemRandom::new();
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+        let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng)
+            .unwrap();
+        let authorizer = authorizer(Some(&pem(pkcs8.as_ref())));
+        let endpoint = Url::parse("https://as.example/token").unwrap();
+
+        let jwt = authorizer
+            .client_assertion(&client(Some("https://as.example")), &endpoint)
+            .unwrap();
+        assert_eq!(jwt.split('.').count(), 3);
+        let header = part(&jwt, 0);
+        assert_eq!(header["alg"], "ES256");
+        assert_eq!(header["typ"], "JWT");
+        let claims = part(&jwt, 1);
+        assert_eq!(claims["iss"], "client-1");
+        assert_eq!(claims["sub"], "client-1");
+        assert_eq!(claims["aud"], "https://as.example");
+        let iat = claims["iat"].as_u64().unwrap();
+        assert!(iat.abs_diff(now()) < 60);
+        assert_eq!(claims["exp"].as_u64().unwrap(), iat + 300);
+        assert_eq!(claims["jti"].as_str().unwrap().len(), 43);
+        let (input, signature) = jwt.rsplit_once('.').unwrap();
+        let signature = URL_SAFE_NO_PAD.decode(signature).unwrap();
+        UnparsedPublicKey::new(&ECDSA_P256_SHA256_FIXED, pair.public_key().as_ref())
+            .verify(input.as_bytes(), &signature)
+            .unwrap();
+
+        // Without an issuer the audience is the token endpoint; each assertion is new.
+        let other = authorizer
+            .client_assertion(&client(None), &endpoint)
+            .unwrap();
+        assert_eq!(part(&other, 1)["aud"], "https://as.example/token");
+        assert_ne!(part(&other, 1)["jti"], claims["jti"]);
+    }
+
+    #[test]
+    fn a_missing_or_wrong_key_names_the_setting() {
+        let endpoint = Url::parse("https://as.example/token").unwrap();
+        let message = |key: Option<&str>| {
+            authorizer(key)
+                .client_assertion(&client(None), &endpoint)
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            message(None),
+            "server `guarded`, field `oauth.privateKeyEnv`: the environment variable `CLIENT_KEY` is not set"
+        );
+        assert_eq!(
+            message(Some("not a key!")),
+            "server `guarded`, field `oauth.privateKeyEnv`: `CLIENT_KEY` does not hold a PEM key"
+        );
+        let rng = ring::rand::SystemRandom::new();
+        let ed25519 = Ed25519KeyPair::generate_pkcs8(&rng).unwrap();
+        let ed25519 = pem(ed25519.as_ref());
+        let text = message(Some(&ed25519));
+        assert_eq!(
+            text,
+            "server `guarded`, field `oauth.privateKeyEnv`: `CLIENT_KEY` does not hold a PKCS#8 P-256 key"
+        );
+        let body = ed25519.lines().nth(1).unwrap();
+        assert!(!text.contains(body), "the key stays out of the error");
+    }
 }
