@@ -4,8 +4,8 @@
 //! assertion.
 
 use base64::Engine;
-use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
-use serde::Deserialize;
+use base64::engine::general_purpose::STANDARD;
+use serde::{Deserialize, Serialize};
 use url::Url;
 
 use super::discovery::{Discovery, check_safe, origin_of};
@@ -210,7 +210,8 @@ impl Authorizer {
     }
 
     /// An RFC 7523 client assertion: `iss` and `sub` the client id, `aud` the issuer (else the
-    /// token endpoint), five minutes long, signed ES256 with the key from `oauth.privateKeyEnv`.
+    /// token endpoint), five minutes long, signed ES256 (by jsonwebtoken) with the key from
+    /// `oauth.privateKeyEnv`.
     pub(super) fn client_assertion(
         &self,
         client: &ClientIdentity,
@@ -239,39 +240,44 @@ impl Authorizer {
         let der = STANDARD
             .decode(der)
             .map_err(|_| field(format!("`{var}` does not hold a PEM key")))?;
-        let rng = ring::rand::SystemRandom::new();
-        let key = ring::signature::EcdsaKeyPair::from_pkcs8(
-            &ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING,
-            &der,
-            &rng,
-        )
-        .map_err(|_| field(format!("`{var}` does not hold a PKCS#8 P-256 key")))?;
+        // `encode` panics when jsonwebtoken has no backend: another crate in the build turned
+        // on its other one too and installed none. Say so instead.
+        if jsonwebtoken::crypto::CryptoProvider::try_get_default().is_none() {
+            return Err(AuthError::Token(
+                "signing the client assertion failed: jsonwebtoken has no crypto backend"
+                    .to_owned(),
+            ));
+        }
+        #[derive(Serialize)]
+        struct Claims<'a> {
+            iss: &'a str,
+            sub: &'a str,
+            aud: &'a str,
+            iat: u64,
+            exp: u64,
+            jti: String,
+        }
         let now = now();
         let audience = client
             .issuer
             .clone()
             .unwrap_or_else(|| endpoint.to_string());
-        let header = serde_json::json!({"alg": "ES256", "typ": "JWT"});
-        let claims = serde_json::json!({
-            "iss": client.client_id,
-            "sub": client.client_id,
-            "aud": audience,
-            "iat": now,
-            "exp": now + 300,
-            "jti": random_token()?,
-        });
-        let signing_input = format!(
-            "{}.{}",
-            URL_SAFE_NO_PAD.encode(header.to_string()),
-            URL_SAFE_NO_PAD.encode(claims.to_string())
-        );
-        let signature = key
-            .sign(&rng, signing_input.as_bytes())
-            .map_err(|_| AuthError::Token("signing the client assertion failed".to_owned()))?;
-        Ok(format!(
-            "{signing_input}.{}",
-            URL_SAFE_NO_PAD.encode(signature.as_ref())
-        ))
+        let claims = Claims {
+            iss: &client.client_id,
+            sub: &client.client_id,
+            aud: &audience,
+            iat: now,
+            exp: now + 300,
+            jti: random_token()?,
+        };
+        let header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
+        let key = jsonwebtoken::EncodingKey::from_ec_der(&der);
+        jsonwebtoken::encode(&header, &claims, &key).map_err(|e| match e.kind() {
+            jsonwebtoken::errors::ErrorKind::InvalidEcdsaKey => {
+                field(format!("`{var}` does not hold a PKCS#8 P-256 key"))
+            }
+            _ => AuthError::Token("signing the client assertion failed".to_owned()),
+        })
     }
 }
 
@@ -306,6 +312,7 @@ mod tests {
         );
     }
 
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
     use ring::signature::{
         ECDSA_P256_SHA256_FIXED, ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, Ed25519KeyPair,
         KeyPair, UnparsedPublicKey,
