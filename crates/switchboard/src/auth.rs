@@ -17,8 +17,10 @@ mod callback;
 mod challenge;
 mod discovery;
 mod flow;
+mod identity;
 mod keychain;
 mod store;
+mod tokens;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -709,7 +709,7 @@ fn build(config: &ServerConfig, defs: Vec<ToolDef>, number: u64) -> ServerTools 
             server: Some(server.to_owned()),
             message: format!(
                 "lists tool `{name}` more than once; the first definition is used as `{}`",
-                qualified_name(server, name, false)
+                crate::name::QualifiedName::new(server, name)
             ),
         })
         .collect();

@@ -1,24 +1,26 @@
-//! One server's authorization: tokens before requests, refresh, the authorization code flow,
-//! step-up, client credentials, logout.
+//! One server's authorization: the [`Authorizer`]'s public API (tokens before requests, a 401,
+//! step-up, login, logout) and the authorization code flow itself (PKCE S256, `state`, the
+//! RFC 9207 `iss` check). Who the client is lives in `identity.rs`; token requests, refresh
+//! and client credentials in `tokens.rs`.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use base64::Engine;
-use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
-use serde::Deserialize;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sha2::Digest;
 use url::Url;
 
 use super::callback::Callback;
-use super::discovery::{Discovery, check_safe, discover, origin_of};
-use super::store::{ClientAuth, ClientIdentity, Record, Tokens, now};
+use super::discovery::{Discovery, discover, origin_of};
+use super::store::{Record, Tokens};
+use super::tokens::TokenFailure;
 use super::{
     AuthError, AuthOptions, Challenge, MAX_STEP_UPS, OAUTH_TIMEOUT, REFRESH_MARGIN, login_hint,
 };
 use crate::config::{Environment, OAuthConfig};
-use crate::transport::remote::{cut, describe, http_client};
+use crate::transport::remote::{cut, http_client};
 
 /// What the token store says about a server, for listings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,21 +38,21 @@ pub enum AuthStatus {
 
 /// One server's authorization state and flows. Shared by the server's transports.
 pub struct Authorizer {
-    server: String,
-    url: Url,
-    key: String,
-    config: OAuthConfig,
-    env: Environment,
-    options: AuthOptions,
+    pub(super) server: String,
+    pub(super) url: Url,
+    pub(super) key: String,
+    pub(super) config: OAuthConfig,
+    pub(super) env: Environment,
+    pub(super) options: AuthOptions,
     /// The tokens as last read or written (`None`: not read yet), so a request does not read
     /// the store file; a 401 re-reads it under the lock.
-    cached: Mutex<Option<Option<Tokens>>>,
-    step_ups: AtomicU32,
+    pub(super) cached: Mutex<Option<Option<Tokens>>>,
+    pub(super) step_ups: AtomicU32,
     /// Why this process last dropped the stored tokens (a refused refresh token): a request
     /// that raced the refusal says the same, not that no token was ever stored.
-    dropped: Mutex<Option<String>>,
+    pub(super) dropped: Mutex<Option<String>>,
     /// Serialises refreshes and flows within this process (the store lock does it across).
-    busy: tokio::sync::Mutex<()>,
+    pub(super) busy: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for Authorizer {
@@ -59,44 +61,6 @@ impl std::fmt::Debug for Authorizer {
             .field("server", &self.server)
             .field("url", &origin_of(&self.url))
             .finish_non_exhaustive()
-    }
-}
-
-#[derive(Debug, Deserialize)]
-struct TokenResponse {
-    access_token: String,
-    #[serde(default)]
-    token_type: Option<String>,
-    #[serde(default)]
-    expires_in: Option<u64>,
-    #[serde(default)]
-    refresh_token: Option<String>,
-    #[serde(default)]
-    scope: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-struct OAuthErrorBody {
-    error: String,
-    #[serde(default)]
-    error_description: Option<String>,
-}
-
-/// A token endpoint failure: the OAuth error code when the server sent one.
-enum TokenFailure {
-    OAuth(String, Option<String>),
-    Other(AuthError),
-}
-
-impl TokenFailure {
-    fn into_error(self) -> AuthError {
-        match self {
-            TokenFailure::OAuth(code, Some(description)) => {
-                AuthError::Token(format!("{code}: {}", cut(&description, 200)))
-            }
-            TokenFailure::OAuth(code, None) => AuthError::Token(code),
-            TokenFailure::Other(e) => e,
-        }
     }
 }
 
@@ -128,11 +92,11 @@ impl Authorizer {
         &self.server
     }
 
-    fn needs_login(&self, why: &str) -> AuthError {
+    pub(super) fn needs_login(&self, why: &str) -> AuthError {
         AuthError::NeedsLogin(format!("{why}; {}", login_hint(&self.server)))
     }
 
-    fn remember(&self, tokens: Option<&Tokens>) {
+    pub(super) fn remember(&self, tokens: Option<&Tokens>) {
         if let Ok(mut cached) = self.cached.lock() {
             *cached = Some(tokens.cloned());
         }
@@ -318,176 +282,10 @@ impl Authorizer {
         }
     }
 
-    /// Refreshes under the store lock, in a task of its own: a caller that goes away (a request
-    /// cancelled, a shutdown) does not stop it between spending the refresh token and storing
-    /// the new one, which would leave a spent refresh token stored.
-    async fn refresh(self: &Arc<Self>, sent: Option<&str>) -> Result<String, AuthError> {
-        let this = self.clone();
-        let sent = sent.map(str::to_owned);
-        tokio::spawn(async move { this.refresh_locked(sent.as_deref()).await })
-            .await
-            .unwrap_or_else(|e| Err(AuthError::Store(format!("the token refresh failed: {e}"))))
-    }
-
-    /// Refreshes under the store lock. When the stored token differs from `sent`, another
-    /// task or process already replaced it: that one is used, the refresh token not spent.
-    async fn refresh_locked(&self, sent: Option<&str>) -> Result<String, AuthError> {
-        let lock = self.options.store.lock().await?;
-        let mut record = self.options.store.load(&self.key).await?;
-        let Some(tokens) = record.tokens.clone() else {
-            // When this process dropped them (a refused refresh token), that is why there are
-            // none, also for a request that raced the refusal and went out with no token.
-            let why = self.dropped.lock().ok().and_then(|d| d.clone()).unwrap_or_else(|| {
-                "the server wants authorization (HTTP 401) and no token is stored".to_owned()
-            });
-            return Err(self.needs_login(&why));
-        };
-        if sent.is_some_and(|s| s != tokens.access_token) && !tokens.expires_within(REFRESH_MARGIN)
-        {
-            self.remember(Some(&tokens));
-            return Ok(tokens.access_token);
-        }
-        let (Some(refresh_token), Some(client)) =
-            (tokens.refresh_token.clone(), record.client.clone())
-        else {
-            return Err(self.needs_login("the access token expired and there is no refresh token"));
-        };
-        let endpoint = Url::parse(&tokens.token_endpoint)
-            .map_err(|_| AuthError::Store("the stored token endpoint is not a URL".to_owned()))?;
-        check_safe(&endpoint, "the token endpoint")?;
-        let params = vec![
-            ("grant_type", "refresh_token".to_owned()),
-            ("refresh_token", refresh_token.clone()),
-            ("resource", tokens.resource.clone()),
-        ];
-        match self.token_request(&endpoint, &client, params).await {
-            Ok(response) => {
-                let fresh = self.tokens_from(
-                    response,
-                    &tokens.token_endpoint,
-                    &tokens.resource,
-                    tokens.issuer.clone(),
-                    tokens.revocation_endpoint.clone(),
-                    Some(refresh_token),
-                    tokens.scope.clone(),
-                );
-                let token = fresh.access_token.clone();
-                self.remember(Some(&fresh));
-                record.tokens = Some(fresh);
-                self.options.store.save(&self.key, Some(record)).await?;
-                drop(lock);
-                tracing::debug!(target: "switchboard::auth", server = %self.server, "refreshed the access token");
-                Ok(token)
-            }
-            Err(TokenFailure::OAuth(code, description))
-                if matches!(
-                    code.as_str(),
-                    "invalid_grant" | "invalid_client" | "unauthorized_client"
-                ) =>
-            {
-                // The refresh token is spent or revoked: forget the tokens, keep the client.
-                record.tokens = None;
-                self.options.store.save(&self.key, Some(record)).await?;
-                drop(lock);
-                self.remember(None);
-                let why = match description {
-                    Some(d) => format!(
-                        "the authorization server refused the refresh token ({code}: {})",
-                        cut(&d, 200)
-                    ),
-                    None => format!("the authorization server refused the refresh token ({code})"),
-                };
-                if let Ok(mut dropped) = self.dropped.lock() {
-                    *dropped = Some(why.clone());
-                }
-                Err(self.needs_login(&why))
-            }
-            Err(failure) => Err(failure.into_error()),
-        }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn tokens_from(
-        &self,
-        response: TokenResponse,
-        token_endpoint: &str,
-        resource: &str,
-        issuer: Option<String>,
-        revocation_endpoint: Option<String>,
-        old_refresh: Option<String>,
-        requested_scope: Option<String>,
-    ) -> Tokens {
-        Tokens {
-            access_token: response.access_token,
-            refresh_token: response.refresh_token.or(old_refresh),
-            expires_at: response.expires_in.map(|s| now().saturating_add(s)),
-            scope: response.scope.or(requested_scope),
-            token_endpoint: token_endpoint.to_owned(),
-            resource: resource.to_owned(),
-            issuer,
-            revocation_endpoint,
-        }
-    }
-
-    /// The client-credentials grant (machine to machine): a pre-registered client id and
-    /// secret, no user.
-    async fn client_credentials(&self, challenge: Option<&Challenge>) -> Result<String, AuthError> {
-        let client_http = http_client().map_err(|e| AuthError::Discovery(e.to_string()))?;
-        let discovery = discover(
-            &client_http,
-            &self.url,
-            challenge.and_then(Challenge::resource_metadata),
-        )
-        .await?;
-        let client = self.preregistered(&discovery).await?.ok_or_else(|| {
-            AuthError::Config(format!(
-                "server `{}`: the client-credentials grant needs `oauth.clientId` and a secret (`oauth.clientSecretEnv` or `oauth.clientSecretKeychain`)",
-                self.server
-            ))
-        })?;
-        let scopes = self.scopes(challenge, &discovery, &[]);
-        let endpoint = discovery.token_endpoint()?;
-        let mut params = vec![
-            ("grant_type", "client_credentials".to_owned()),
-            ("resource", discovery.resource.clone()),
-        ];
-        if !scopes.is_empty() {
-            params.push(("scope", scopes.join(" ")));
-        }
-        let response = self
-            .token_request(&endpoint, &client, params)
-            .await
-            .map_err(TokenFailure::into_error)?;
-        let tokens = self.tokens_from(
-            response,
-            endpoint.as_str(),
-            &discovery.resource,
-            discovery.issuer.clone(),
-            discovery.metadata.revocation_endpoint.clone(),
-            None,
-            Some(scopes.join(" ")).filter(|s| !s.is_empty()),
-        );
-        let token = tokens.access_token.clone();
-        self.remember(Some(&tokens));
-        let lock = self.options.store.lock().await?;
-        self.options
-            .store
-            .save(
-                &self.key,
-                Some(Record {
-                    client: Some(client),
-                    tokens: Some(tokens),
-                }),
-            )
-            .await?;
-        drop(lock);
-        Ok(token)
-    }
-
     /// The scopes to ask for: configured ones, else the challenge's, else the resource's
     /// `scopes_supported`; plus `extra` (step-up); plus `offline_access` where the
     /// authorization server offers it (for a refresh token).
-    fn scopes(
+    pub(super) fn scopes(
         &self,
         challenge: Option<&Challenge>,
         discovery: &Discovery,
@@ -521,199 +319,6 @@ impl Authorizer {
             scopes.push("offline_access".to_owned());
         }
         scopes
-    }
-
-    /// A pre-registered client (`oauth.clientId`, the secret from `oauth.clientSecretEnv` or
-    /// the keychain entry `oauth.clientSecretKeychain`).
-    async fn preregistered(
-        &self,
-        discovery: &Discovery,
-    ) -> Result<Option<ClientIdentity>, AuthError> {
-        let Some(client_id) = self.config.client_id.clone() else {
-            return Ok(None);
-        };
-        let from_keychain = match &self.config.client_secret_keychain {
-            Some(account) => Some(
-                self.options
-                    .store
-                    .client_secret(&self.server, account)
-                    .await?,
-            ),
-            None => None,
-        };
-        let secret = match &self.config.client_secret_env {
-            _ if from_keychain.is_some() => from_keychain,
-            Some(var) => Some(
-                self.env
-                    .get(var)
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .ok_or_else(|| {
-                        AuthError::Config(format!(
-                            "server `{}`, field `oauth.clientSecretEnv`: the environment variable `{var}` is not set",
-                            self.server
-                        ))
-                    })?
-                    .to_owned(),
-            ),
-            None => None,
-        };
-        if let Some(var) = &self.config.private_key_env {
-            if self.env.get(var).is_none_or(|k| k.trim().is_empty()) {
-                return Err(AuthError::Config(format!(
-                    "server `{}`, field `oauth.privateKeyEnv`: the environment variable `{var}` is not set",
-                    self.server
-                )));
-            }
-            return Ok(Some(ClientIdentity {
-                issuer: discovery.issuer.clone(),
-                client_id,
-                client_secret: None,
-                auth: ClientAuth::PrivateKeyJwt,
-                redirect_uri: None,
-            }));
-        }
-        let auth = choose_auth(
-            secret.is_some(),
-            &discovery.metadata.token_endpoint_auth_methods_supported,
-        );
-        Ok(Some(ClientIdentity {
-            issuer: discovery.issuer.clone(),
-            client_id,
-            client_secret: secret,
-            auth,
-            redirect_uri: None,
-        }))
-    }
-
-    /// The client identity at this authorization server: stored (same issuer and redirect),
-    /// pre-registered, a Client ID Metadata Document, or dynamic registration.
-    async fn identity(
-        &self,
-        discovery: &Discovery,
-        redirect_uri: &str,
-        stored: Option<ClientIdentity>,
-    ) -> Result<ClientIdentity, AuthError> {
-        if let Some(client) = self.preregistered(discovery).await? {
-            return Ok(client);
-        }
-        if let Some(client) = stored
-            && client.issuer == discovery.issuer
-            && client
-                .redirect_uri
-                .as_deref()
-                .is_none_or(|r| r == redirect_uri)
-        {
-            return Ok(client);
-        }
-        if discovery.metadata.client_id_metadata_document_supported == Some(true)
-            && let Some(url) = &self.options.client_metadata_url
-        {
-            return Ok(ClientIdentity {
-                issuer: discovery.issuer.clone(),
-                client_id: url.clone(),
-                client_secret: None,
-                auth: ClientAuth::None,
-                redirect_uri: None,
-            });
-        }
-        let Some(endpoint) = discovery.metadata.registration_endpoint.as_deref() else {
-            return Err(AuthError::Config(format!(
-                "server `{}`: the authorization server offers no dynamic registration; set `oauth.clientId` to a client registered there",
-                self.server
-            )));
-        };
-        self.register(discovery, endpoint, redirect_uri).await
-    }
-
-    /// Dynamic client registration (RFC 7591).
-    async fn register(
-        &self,
-        discovery: &Discovery,
-        endpoint: &str,
-        redirect_uri: &str,
-    ) -> Result<ClientIdentity, AuthError> {
-        let url = Url::parse(endpoint).map_err(|_| {
-            AuthError::Registration("the registration endpoint is not a URL".to_owned())
-        })?;
-        check_safe(&url, "the registration endpoint")?;
-        let mut grant_types = vec!["authorization_code"];
-        if discovery
-            .metadata
-            .grant_types_supported
-            .as_ref()
-            .is_none_or(|g| g.iter().any(|g| g == "refresh_token"))
-        {
-            grant_types.push("refresh_token");
-        }
-        let body = serde_json::json!({
-            "client_name": self.options.client_name,
-            "redirect_uris": [redirect_uri],
-            "grant_types": grant_types,
-            "response_types": ["code"],
-            "token_endpoint_auth_method": "none",
-            "application_type": "native",
-        });
-        let client = http_client().map_err(|e| AuthError::Registration(e.to_string()))?;
-        let response = client
-            .post(url.clone())
-            .json(&body)
-            .timeout(OAUTH_TIMEOUT)
-            .send()
-            .await
-            .map_err(|e| {
-                AuthError::Registration(format!("{}: {}", origin_of(&url), describe(&e)))
-            })?;
-        let status = response.status();
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|e| AuthError::Registration(describe(&e)))?;
-        if !status.is_success() {
-            let detail = serde_json::from_slice::<OAuthErrorBody>(&bytes)
-                .map(|e| {
-                    format!(
-                        "{}{}",
-                        e.error,
-                        e.error_description
-                            .map(|d| format!(": {}", cut(&d, 200)))
-                            .unwrap_or_default()
-                    )
-                })
-                .unwrap_or_else(|_| format!("HTTP {status}"));
-            return Err(AuthError::Registration(detail));
-        }
-        #[derive(Deserialize)]
-        struct Registered {
-            client_id: String,
-            #[serde(default)]
-            client_secret: Option<String>,
-            #[serde(default)]
-            token_endpoint_auth_method: Option<String>,
-        }
-        let registered: Registered = serde_json::from_slice(&bytes)
-            .map_err(|e| AuthError::Registration(format!("the answer is malformed: {e}")))?;
-        let auth = match registered.token_endpoint_auth_method.as_deref() {
-            Some("client_secret_basic") if registered.client_secret.is_some() => {
-                ClientAuth::ClientSecretBasic
-            }
-            Some("client_secret_post") if registered.client_secret.is_some() => {
-                ClientAuth::ClientSecretPost
-            }
-            Some("none") => ClientAuth::None,
-            _ => choose_auth(
-                registered.client_secret.is_some(),
-                &discovery.metadata.token_endpoint_auth_methods_supported,
-            ),
-        };
-        tracing::debug!(target: "switchboard::auth", server = %self.server, "registered a client");
-        Ok(ClientIdentity {
-            issuer: discovery.issuer.clone(),
-            client_id: registered.client_id,
-            client_secret: registered.client_secret,
-            auth,
-            redirect_uri: Some(redirect_uri.to_owned()),
-        })
     }
 
     /// The authorization code flow with PKCE, through the loopback listener; stores and
@@ -829,177 +434,6 @@ impl Authorizer {
         self.remember(Some(&tokens));
         Ok(tokens)
     }
-
-    /// A token endpoint request with the client's authentication, bounded by [`OAUTH_TIMEOUT`].
-    async fn token_request(
-        &self,
-        endpoint: &Url,
-        client: &ClientIdentity,
-        params: Vec<(&'static str, String)>,
-    ) -> Result<TokenResponse, TokenFailure> {
-        let (status, bytes) = self
-            .post_form(endpoint, client, params)
-            .await
-            .map_err(TokenFailure::Other)?;
-        if !status.is_success() {
-            return Err(match serde_json::from_slice::<OAuthErrorBody>(&bytes) {
-                Ok(body) => TokenFailure::OAuth(body.error, body.error_description),
-                Err(_) => TokenFailure::Other(AuthError::Token(format!(
-                    "HTTP {status} from {}",
-                    origin_of(endpoint)
-                ))),
-            });
-        }
-        let response: TokenResponse = serde_json::from_slice(&bytes).map_err(|_| {
-            TokenFailure::Other(AuthError::Token(format!(
-                "the answer from {} is not a token response",
-                origin_of(endpoint)
-            )))
-        })?;
-        if response
-            .token_type
-            .as_deref()
-            .is_some_and(|t| !t.eq_ignore_ascii_case("bearer"))
-        {
-            return Err(TokenFailure::Other(AuthError::Token(
-                "the token is not a bearer token".to_owned(),
-            )));
-        }
-        Ok(response)
-    }
-
-    async fn post_form(
-        &self,
-        endpoint: &Url,
-        client: &ClientIdentity,
-        mut params: Vec<(&'static str, String)>,
-    ) -> Result<(reqwest::StatusCode, Vec<u8>), AuthError> {
-        check_safe(endpoint, "the token endpoint")?;
-        let http = http_client().map_err(|e| AuthError::Token(e.to_string()))?;
-        let mut request = http
-            .post(endpoint.clone())
-            .header(reqwest::header::ACCEPT, "application/json");
-        match (client.auth, &client.client_secret) {
-            (ClientAuth::ClientSecretBasic, Some(secret)) => {
-                let pair = format!("{}:{}", form_encode(&client.client_id), form_encode(secret));
-                let mut value = reqwest::header::HeaderValue::from_str(&format!(
-                    "Basic {}",
-                    STANDARD.encode(pair)
-                ))
-                .map_err(|_| {
-                    AuthError::Config("the client id cannot be sent in a header".to_owned())
-                })?;
-                value.set_sensitive(true);
-                request = request.header(reqwest::header::AUTHORIZATION, value);
-            }
-            (ClientAuth::ClientSecretPost, Some(secret)) => {
-                params.push(("client_id", client.client_id.clone()));
-                params.push(("client_secret", secret.clone()));
-            }
-            (ClientAuth::PrivateKeyJwt, _) => {
-                let assertion = self.client_assertion(client, endpoint)?;
-                params.push(("client_id", client.client_id.clone()));
-                params.push((
-                    "client_assertion_type",
-                    "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".to_owned(),
-                ));
-                params.push(("client_assertion", assertion));
-            }
-            _ => params.push(("client_id", client.client_id.clone())),
-        }
-        let body = url::form_urlencoded::Serializer::new(String::new())
-            .extend_pairs(params.iter().map(|(k, v)| (*k, v.as_str())))
-            .finish();
-        let response = request
-            .header(
-                reqwest::header::CONTENT_TYPE,
-                "application/x-www-form-urlencoded",
-            )
-            .body(body)
-            .timeout(OAUTH_TIMEOUT)
-            .send()
-            .await
-            .map_err(|e| AuthError::Token(format!("{}: {}", origin_of(endpoint), describe(&e))))?;
-        let status = response.status();
-        if status.is_redirection() {
-            return Err(AuthError::Refused(format!(
-                "the token endpoint at {} redirected",
-                origin_of(endpoint)
-            )));
-        }
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|e| AuthError::Token(describe(&e)))?;
-        Ok((status, bytes.to_vec()))
-    }
-}
-
-impl Authorizer {
-    /// An RFC 7523 client assertion: `iss` and `sub` the client id, `aud` the issuer (else the
-    /// token endpoint), five minutes long, signed ES256 with the key from `oauth.privateKeyEnv`.
-    fn client_assertion(
-        &self,
-        client: &ClientIdentity,
-        endpoint: &Url,
-    ) -> Result<String, AuthError> {
-        let field = |why: String| {
-            AuthError::Config(format!(
-                "server `{}`, field `oauth.privateKeyEnv`: {why}",
-                self.server
-            ))
-        };
-        let var = self
-            .config
-            .private_key_env
-            .as_deref()
-            .ok_or_else(|| field("not set".to_owned()))?;
-        let pem = self
-            .env
-            .get(var)
-            .ok_or_else(|| field(format!("the environment variable `{var}` is not set")))?;
-        let der: String = pem
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty() && !l.starts_with("-----"))
-            .collect();
-        let der = STANDARD
-            .decode(der)
-            .map_err(|_| field(format!("`{var}` does not hold a PEM key")))?;
-        let rng = ring::rand::SystemRandom::new();
-        let key = ring::signature::EcdsaKeyPair::from_pkcs8(
-            &ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING,
-            &der,
-            &rng,
-        )
-        .map_err(|_| field(format!("`{var}` does not hold a PKCS#8 P-256 key")))?;
-        let now = now();
-        let audience = client
-            .issuer
-            .clone()
-            .unwrap_or_else(|| endpoint.to_string());
-        let header = serde_json::json!({"alg": "ES256", "typ": "JWT"});
-        let claims = serde_json::json!({
-            "iss": client.client_id,
-            "sub": client.client_id,
-            "aud": audience,
-            "iat": now,
-            "exp": now + 300,
-            "jti": random_token()?,
-        });
-        let signing_input = format!(
-            "{}.{}",
-            URL_SAFE_NO_PAD.encode(header.to_string()),
-            URL_SAFE_NO_PAD.encode(claims.to_string())
-        );
-        let signature = key
-            .sign(&rng, signing_input.as_bytes())
-            .map_err(|_| AuthError::Token("signing the client assertion failed".to_owned()))?;
-        Ok(format!(
-            "{signing_input}.{}",
-            URL_SAFE_NO_PAD.encode(signature.as_ref())
-        ))
-    }
 }
 
 /// RFC 9207: an `iss` in the redirect must be the issuer, by simple string comparison; when
@@ -1022,30 +456,8 @@ fn check_iss(params: &BTreeMap<String, String>, discovery: &Discovery) -> Result
     }
 }
 
-/// How a client with (or without) a secret authenticates, given what the server supports.
-fn choose_auth(has_secret: bool, supported: &Option<Vec<String>>) -> ClientAuth {
-    if !has_secret {
-        return ClientAuth::None;
-    }
-    match supported {
-        None => ClientAuth::ClientSecretBasic,
-        Some(list) if list.iter().any(|m| m == "client_secret_basic") => {
-            ClientAuth::ClientSecretBasic
-        }
-        Some(list) if list.iter().any(|m| m == "client_secret_post") => {
-            ClientAuth::ClientSecretPost
-        }
-        Some(_) => ClientAuth::ClientSecretBasic,
-    }
-}
-
-/// `application/x-www-form-urlencoded` of one value (RFC 6749 §2.3.1 for Basic credentials).
-fn form_encode(value: &str) -> String {
-    url::form_urlencoded::byte_serialize(value.as_bytes()).collect()
-}
-
 /// 32 random bytes, base64url: a `state` or a PKCE verifier (43 characters).
-fn random_token() -> Result<String, AuthError> {
+pub(super) fn random_token() -> Result<String, AuthError> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).map_err(|e| AuthError::Config(format!("no randomness: {e}")))?;
     Ok(URL_SAFE_NO_PAD.encode(bytes))
@@ -1061,16 +473,5 @@ mod tests {
         let b = random_token().unwrap_or_default();
         assert_eq!(a.len(), 43);
         assert_ne!(a, b);
-    }
-
-    #[test]
-    fn auth_methods_follow_the_server() {
-        assert_eq!(choose_auth(false, &None), ClientAuth::None);
-        assert_eq!(choose_auth(true, &None), ClientAuth::ClientSecretBasic);
-        assert_eq!(
-            choose_auth(true, &Some(vec!["client_secret_post".to_owned()])),
-            ClientAuth::ClientSecretPost
-        );
-        assert_eq!(form_encode("a b:c"), "a+b%3Ac");
     }
 }

@@ -1,0 +1,346 @@
+//! Token endpoint requests with the client's authentication, the refresh under the store
+//! lock, the client-credentials grant, and what a token endpoint answers.
+
+use std::sync::Arc;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use serde::Deserialize;
+use url::Url;
+
+use super::discovery::{check_safe, discover, origin_of};
+use super::store::{ClientAuth, ClientIdentity, Record, Tokens, now};
+use super::{AuthError, Authorizer, Challenge, OAUTH_TIMEOUT, REFRESH_MARGIN};
+use crate::transport::remote::{cut, describe, http_client};
+
+#[derive(Debug, Deserialize)]
+pub(super) struct TokenResponse {
+    access_token: String,
+    #[serde(default)]
+    token_type: Option<String>,
+    #[serde(default)]
+    expires_in: Option<u64>,
+    #[serde(default)]
+    refresh_token: Option<String>,
+    #[serde(default)]
+    scope: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct OAuthErrorBody {
+    pub(super) error: String,
+    #[serde(default)]
+    pub(super) error_description: Option<String>,
+}
+
+/// A token endpoint failure: the OAuth error code when the server sent one.
+pub(super) enum TokenFailure {
+    OAuth(String, Option<String>),
+    Other(AuthError),
+}
+
+impl TokenFailure {
+    pub(super) fn into_error(self) -> AuthError {
+        match self {
+            TokenFailure::OAuth(code, Some(description)) => {
+                AuthError::Token(format!("{code}: {}", cut(&description, 200)))
+            }
+            TokenFailure::OAuth(code, None) => AuthError::Token(code),
+            TokenFailure::Other(e) => e,
+        }
+    }
+}
+
+impl Authorizer {
+    /// Refreshes under the store lock, in a task of its own: a caller that goes away (a request
+    /// cancelled, a shutdown) does not stop it between spending the refresh token and storing
+    /// the new one, which would leave a spent refresh token stored.
+    pub(super) async fn refresh(self: &Arc<Self>, sent: Option<&str>) -> Result<String, AuthError> {
+        let this = self.clone();
+        let sent = sent.map(str::to_owned);
+        tokio::spawn(async move { this.refresh_locked(sent.as_deref()).await })
+            .await
+            .unwrap_or_else(|e| Err(AuthError::Store(format!("the token refresh failed: {e}"))))
+    }
+
+    /// Refreshes under the store lock. When the stored token differs from `sent`, another
+    /// task or process already replaced it: that one is used, the refresh token not spent.
+    async fn refresh_locked(&self, sent: Option<&str>) -> Result<String, AuthError> {
+        let lock = self.options.store.lock().await?;
+        let mut record = self.options.store.load(&self.key).await?;
+        let Some(tokens) = record.tokens.clone() else {
+            // When this process dropped them (a refused refresh token), that is why there are
+            // none, also for a request that raced the refusal and went out with no token.
+            let why = self
+                .dropped
+                .lock()
+                .ok()
+                .and_then(|d| d.clone())
+                .unwrap_or_else(|| {
+                    "the server wants authorization (HTTP 401) and no token is stored".to_owned()
+                });
+            return Err(self.needs_login(&why));
+        };
+        if sent.is_some_and(|s| s != tokens.access_token) && !tokens.expires_within(REFRESH_MARGIN)
+        {
+            self.remember(Some(&tokens));
+            return Ok(tokens.access_token);
+        }
+        let (Some(refresh_token), Some(client)) =
+            (tokens.refresh_token.clone(), record.client.clone())
+        else {
+            return Err(self.needs_login("the access token expired and there is no refresh token"));
+        };
+        let endpoint = Url::parse(&tokens.token_endpoint)
+            .map_err(|_| AuthError::Store("the stored token endpoint is not a URL".to_owned()))?;
+        check_safe(&endpoint, "the token endpoint")?;
+        let params = vec![
+            ("grant_type", "refresh_token".to_owned()),
+            ("refresh_token", refresh_token.clone()),
+            ("resource", tokens.resource.clone()),
+        ];
+        match self.token_request(&endpoint, &client, params).await {
+            Ok(response) => {
+                let fresh = self.tokens_from(
+                    response,
+                    &tokens.token_endpoint,
+                    &tokens.resource,
+                    tokens.issuer.clone(),
+                    tokens.revocation_endpoint.clone(),
+                    Some(refresh_token),
+                    tokens.scope.clone(),
+                );
+                let token = fresh.access_token.clone();
+                self.remember(Some(&fresh));
+                record.tokens = Some(fresh);
+                self.options.store.save(&self.key, Some(record)).await?;
+                drop(lock);
+                tracing::debug!(target: "switchboard::auth", server = %self.server, "refreshed the access token");
+                Ok(token)
+            }
+            Err(TokenFailure::OAuth(code, description))
+                if matches!(
+                    code.as_str(),
+                    "invalid_grant" | "invalid_client" | "unauthorized_client"
+                ) =>
+            {
+                // The refresh token is spent or revoked: forget the tokens, keep the client.
+                record.tokens = None;
+                self.options.store.save(&self.key, Some(record)).await?;
+                drop(lock);
+                self.remember(None);
+                let why = match description {
+                    Some(d) => format!(
+                        "the authorization server refused the refresh token ({code}: {})",
+                        cut(&d, 200)
+                    ),
+                    None => format!("the authorization server refused the refresh token ({code})"),
+                };
+                if let Ok(mut dropped) = self.dropped.lock() {
+                    *dropped = Some(why.clone());
+                }
+                Err(self.needs_login(&why))
+            }
+            Err(failure) => Err(failure.into_error()),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn tokens_from(
+        &self,
+        response: TokenResponse,
+        token_endpoint: &str,
+        resource: &str,
+        issuer: Option<String>,
+        revocation_endpoint: Option<String>,
+        old_refresh: Option<String>,
+        requested_scope: Option<String>,
+    ) -> Tokens {
+        Tokens {
+            access_token: response.access_token,
+            refresh_token: response.refresh_token.or(old_refresh),
+            expires_at: response.expires_in.map(|s| now().saturating_add(s)),
+            scope: response.scope.or(requested_scope),
+            token_endpoint: token_endpoint.to_owned(),
+            resource: resource.to_owned(),
+            issuer,
+            revocation_endpoint,
+        }
+    }
+
+    /// The client-credentials grant (machine to machine): a pre-registered client id and
+    /// secret, no user.
+    pub(super) async fn client_credentials(
+        &self,
+        challenge: Option<&Challenge>,
+    ) -> Result<String, AuthError> {
+        let client_http = http_client().map_err(|e| AuthError::Discovery(e.to_string()))?;
+        let discovery = discover(
+            &client_http,
+            &self.url,
+            challenge.and_then(Challenge::resource_metadata),
+        )
+        .await?;
+        let client = self.preregistered(&discovery).await?.ok_or_else(|| {
+            AuthError::Config(format!(
+                "server `{}`: the client-credentials grant needs `oauth.clientId` and a secret (`oauth.clientSecretEnv` or `oauth.clientSecretKeychain`)",
+                self.server
+            ))
+        })?;
+        let scopes = self.scopes(challenge, &discovery, &[]);
+        let endpoint = discovery.token_endpoint()?;
+        let mut params = vec![
+            ("grant_type", "client_credentials".to_owned()),
+            ("resource", discovery.resource.clone()),
+        ];
+        if !scopes.is_empty() {
+            params.push(("scope", scopes.join(" ")));
+        }
+        let response = self
+            .token_request(&endpoint, &client, params)
+            .await
+            .map_err(TokenFailure::into_error)?;
+        let tokens = self.tokens_from(
+            response,
+            endpoint.as_str(),
+            &discovery.resource,
+            discovery.issuer.clone(),
+            discovery.metadata.revocation_endpoint.clone(),
+            None,
+            Some(scopes.join(" ")).filter(|s| !s.is_empty()),
+        );
+        let token = tokens.access_token.clone();
+        self.remember(Some(&tokens));
+        let lock = self.options.store.lock().await?;
+        self.options
+            .store
+            .save(
+                &self.key,
+                Some(Record {
+                    client: Some(client),
+                    tokens: Some(tokens),
+                }),
+            )
+            .await?;
+        drop(lock);
+        Ok(token)
+    }
+    /// A token endpoint request with the client's authentication, bounded by [`OAUTH_TIMEOUT`].
+    pub(super) async fn token_request(
+        &self,
+        endpoint: &Url,
+        client: &ClientIdentity,
+        params: Vec<(&'static str, String)>,
+    ) -> Result<TokenResponse, TokenFailure> {
+        let (status, bytes) = self
+            .post_form(endpoint, client, params)
+            .await
+            .map_err(TokenFailure::Other)?;
+        if !status.is_success() {
+            return Err(match serde_json::from_slice::<OAuthErrorBody>(&bytes) {
+                Ok(body) => TokenFailure::OAuth(body.error, body.error_description),
+                Err(_) => TokenFailure::Other(AuthError::Token(format!(
+                    "HTTP {status} from {}",
+                    origin_of(endpoint)
+                ))),
+            });
+        }
+        let response: TokenResponse = serde_json::from_slice(&bytes).map_err(|_| {
+            TokenFailure::Other(AuthError::Token(format!(
+                "the answer from {} is not a token response",
+                origin_of(endpoint)
+            )))
+        })?;
+        if response
+            .token_type
+            .as_deref()
+            .is_some_and(|t| !t.eq_ignore_ascii_case("bearer"))
+        {
+            return Err(TokenFailure::Other(AuthError::Token(
+                "the token is not a bearer token".to_owned(),
+            )));
+        }
+        Ok(response)
+    }
+
+    pub(super) async fn post_form(
+        &self,
+        endpoint: &Url,
+        client: &ClientIdentity,
+        mut params: Vec<(&'static str, String)>,
+    ) -> Result<(reqwest::StatusCode, Vec<u8>), AuthError> {
+        check_safe(endpoint, "the token endpoint")?;
+        let http = http_client().map_err(|e| AuthError::Token(e.to_string()))?;
+        let mut request = http
+            .post(endpoint.clone())
+            .header(reqwest::header::ACCEPT, "application/json");
+        match (client.auth, &client.client_secret) {
+            (ClientAuth::ClientSecretBasic, Some(secret)) => {
+                let pair = format!("{}:{}", form_encode(&client.client_id), form_encode(secret));
+                let mut value = reqwest::header::HeaderValue::from_str(&format!(
+                    "Basic {}",
+                    STANDARD.encode(pair)
+                ))
+                .map_err(|_| {
+                    AuthError::Config("the client id cannot be sent in a header".to_owned())
+                })?;
+                value.set_sensitive(true);
+                request = request.header(reqwest::header::AUTHORIZATION, value);
+            }
+            (ClientAuth::ClientSecretPost, Some(secret)) => {
+                params.push(("client_id", client.client_id.clone()));
+                params.push(("client_secret", secret.clone()));
+            }
+            (ClientAuth::PrivateKeyJwt, _) => {
+                let assertion = self.client_assertion(client, endpoint)?;
+                params.push(("client_id", client.client_id.clone()));
+                params.push((
+                    "client_assertion_type",
+                    "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".to_owned(),
+                ));
+                params.push(("client_assertion", assertion));
+            }
+            _ => params.push(("client_id", client.client_id.clone())),
+        }
+        let body = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(params.iter().map(|(k, v)| (*k, v.as_str())))
+            .finish();
+        let response = request
+            .header(
+                reqwest::header::CONTENT_TYPE,
+                "application/x-www-form-urlencoded",
+            )
+            .body(body)
+            .timeout(OAUTH_TIMEOUT)
+            .send()
+            .await
+            .map_err(|e| AuthError::Token(format!("{}: {}", origin_of(endpoint), describe(&e))))?;
+        let status = response.status();
+        if status.is_redirection() {
+            return Err(AuthError::Refused(format!(
+                "the token endpoint at {} redirected",
+                origin_of(endpoint)
+            )));
+        }
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| AuthError::Token(describe(&e)))?;
+        Ok((status, bytes.to_vec()))
+    }
+}
+
+/// `application/x-www-form-urlencoded` of one value (RFC 6749 §2.3.1 for Basic credentials).
+fn form_encode(value: &str) -> String {
+    url::form_urlencoded::byte_serialize(value.as_bytes()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn basic_credentials_are_form_encoded() {
+        assert_eq!(form_encode("a b:c"), "a+b%3Ac");
+    }
+}
