@@ -3,6 +3,7 @@
 //! Only this module (and `transport`) talks to rmcp's client types; everything above it sees
 //! Switchboard's own types: [`ServerState`], [`ServerInfo`], [`Failure`].
 
+mod calls;
 mod handler;
 mod handshake;
 mod interact;
@@ -15,12 +16,12 @@ use rmcp::model::ServerCapabilities;
 use rmcp::service::{Peer, RoleClient, RunningService};
 use tokio::sync::mpsc;
 
+pub(crate) use calls::CallContext;
 use handler::ClientSide;
 pub(crate) use handler::Notice;
 pub use handler::{LogLevel, ServerLog};
 pub use handshake::Generation;
 use handshake::{HandshakeError, Plan, handshake, latest_initialize_version};
-pub(crate) use requests::CallContext;
 pub use requests::{
     Annotations, Completion, CompletionTarget, MAX_LIST_PAGES, Progress, RequestError, ToolDef,
 };

@@ -16,8 +16,7 @@ use super::Session;
 use super::interact::CallGuard;
 use super::requests::{Progress, RequestError, as_value};
 use crate::interaction::{
-    MAX_ANSWER_WAIT, MAX_INPUT_ROUNDS, MAX_URL_ELICITATION_RETRIES,
-    URL_ELICITATION_REQUIRED,
+    MAX_ANSWER_WAIT, MAX_INPUT_ROUNDS, MAX_URL_ELICITATION_RETRIES, URL_ELICITATION_REQUIRED,
 };
 use crate::transport::http_lane::HttpLaneError;
 use crate::transport::lane::{CallLane, LaneError, LaneMeta};
@@ -383,9 +382,9 @@ impl Session {
                         return Ok(LaneAnswer::Fallback);
                     }
                     Err(elapsed) => Err(elapsed),
-                    Ok(Err(HttpLaneError::Failed(message))) => {
-                        Ok(Err(RequestError::Transport(message)))
-                    }
+                    Ok(Err(HttpLaneError::Failed(message))) => Ok(Err(RequestError::Transport(
+                        crate::redact::redact_urls_in(&message),
+                    ))),
                     Ok(Ok(answer)) => Ok(Ok(answer)),
                 }
             }
