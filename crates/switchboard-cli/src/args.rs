@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap_complete::engine::ArgValueCandidates;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -46,6 +47,7 @@ pub(crate) enum Command {
     /// List the tools of every connected server (or one), under their qualified names.
     Tools {
         /// Only this server's tools.
+        #[arg(add = ArgValueCandidates::new(crate::completions::server_names))]
         server: Option<String>,
         /// Print JSON instead of text.
         #[arg(long)]
@@ -57,6 +59,7 @@ pub(crate) enum Command {
     /// Call a tool: `call mcp__server__tool '{"k": "v"}'`, or `call SERVER TOOL --arg k=v`.
     Call {
         /// The qualified name, or the server's name followed by the tool's.
+        #[arg(add = ArgValueCandidates::new(crate::completions::server_names))]
         name: String,
         /// The tool (when NAME is a server) and/or the arguments as a JSON object.
         rest: Vec<String>,
@@ -74,6 +77,7 @@ pub(crate) enum Command {
     /// List resources of every connected server (or one).
     Resources {
         /// Only this server's resources.
+        #[arg(add = ArgValueCandidates::new(crate::completions::server_names))]
         server: Option<String>,
         /// Print JSON instead of text.
         #[arg(long)]
@@ -82,6 +86,7 @@ pub(crate) enum Command {
     /// Read a resource: text is printed, binary content saved to a file.
     Read {
         /// The server that has the resource.
+        #[arg(add = ArgValueCandidates::new(crate::completions::server_names))]
         server: String,
         /// The resource's URI, as `resources` lists it.
         uri: String,
@@ -92,6 +97,7 @@ pub(crate) enum Command {
     /// List prompts of every connected server (or one), as `mcp__server__prompt`.
     Prompts {
         /// Only this server's prompts.
+        #[arg(add = ArgValueCandidates::new(crate::completions::server_names))]
         server: Option<String>,
         /// Print JSON instead of text.
         #[arg(long)]
@@ -111,6 +117,7 @@ pub(crate) enum Command {
     Prompt {
         /// The qualified name (`mcp__<server>__<prompt>`), or the server's name followed by
         /// the prompt's.
+        #[arg(add = ArgValueCandidates::new(crate::completions::server_names))]
         name: String,
         /// The prompt's own name, when NAME is a server.
         #[arg(num_args = 0..=1)]
@@ -140,6 +147,7 @@ pub(crate) enum McpCommand {
     /// Remove a server.
     Remove {
         /// The server to remove.
+        #[arg(add = ArgValueCandidates::new(crate::completions::server_names))]
         name: String,
         /// The scope to remove it from (needed when several scopes define it).
         #[arg(short, long, value_enum)]
@@ -161,6 +169,7 @@ pub(crate) enum McpCommand {
     /// Show one server in detail, connecting to it.
     Get {
         /// The server to show.
+        #[arg(add = ArgValueCandidates::new(crate::completions::server_names))]
         name: String,
         /// Print JSON instead of text.
         #[arg(long)]
@@ -177,6 +186,7 @@ pub(crate) enum McpCommand {
     /// `get` does.
     Reconnect {
         /// The server to reconnect.
+        #[arg(add = ArgValueCandidates::new(crate::completions::server_names))]
         name: String,
         /// Print JSON instead of text.
         #[arg(long)]
@@ -187,7 +197,11 @@ pub(crate) enum McpCommand {
     /// Approve servers from this project's .mcp.json so they may start.
     Approve {
         /// The server to approve.
-        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        #[arg(
+            required_unless_present = "all",
+            conflicts_with = "all",
+            add = ArgValueCandidates::new(crate::completions::server_names)
+        )]
         name: Option<String>,
         /// Approve every project server waiting for approval.
         #[arg(long)]
@@ -196,27 +210,32 @@ pub(crate) enum McpCommand {
     /// Reject a server from this project's .mcp.json: it will not start.
     Reject {
         /// The server to reject.
+        #[arg(add = ArgValueCandidates::new(crate::completions::server_names))]
         name: String,
     },
     /// Log in to a remote server with OAuth: opens the browser (`BROWSER`, else the
     /// platform's opener) and prints the URL; tokens go to the owner-only token store.
     Login {
         /// The `http` server to log in to.
+        #[arg(add = ArgValueCandidates::new(crate::completions::server_names))]
         name: String,
     },
     /// Forget a remote server's OAuth tokens (revoking them where the server allows).
     Logout {
         /// The server whose tokens to forget.
+        #[arg(add = ArgValueCandidates::new(crate::completions::server_names))]
         name: String,
     },
     /// Let a server start again: removes `"disabled": true` from its entry, in its own file.
     Enable {
         /// The server to enable.
+        #[arg(add = ArgValueCandidates::new(crate::completions::server_names))]
         name: String,
     },
     /// Keep a server from starting: writes `"disabled": true` into its entry, in its own file.
     Disable {
         /// The server to disable.
+        #[arg(add = ArgValueCandidates::new(crate::completions::server_names))]
         name: String,
     },
     /// Trust this project: its .switchboard/settings.json allow rules and hooks apply.

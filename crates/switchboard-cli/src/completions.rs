@@ -1,26 +1,67 @@
 //! `switchboard completions SHELL` and `switchboard man`: generated from the same clap
 //! definitions as the parser, so they never drift from it.
+//!
+//! Completion is dynamic: the script a shell loads calls `switchboard` back with
+//! `COMPLETE=<shell>` set (clap_complete's `CompleteEnv`, handled first thing in `main`), so
+//! subcommands and flags come from the parser, and server names from the configuration of the
+//! directory the user is in.
 
 use std::io::Write;
 use std::process::ExitCode;
 
 use clap::CommandFactory;
-use clap_complete::Shell;
+use clap_complete::engine::CompletionCandidate;
+use clap_complete::env::{Bash, EnvCompleter, Fish, Zsh};
 
 use crate::args::{Cli, ShellArg};
 
+/// The variable the shell scripts set when they ask `switchboard` for completions.
+pub(crate) const COMPLETE_VAR: &str = "COMPLETE";
+
+/// Answers a shell that asks for completions (`COMPLETE=<shell> switchboard -- …`) and exits;
+/// returns at once otherwise.
+pub(crate) fn answer_if_asked() {
+    clap_complete::CompleteEnv::with_factory(Cli::command)
+        .var(COMPLETE_VAR)
+        .complete();
+}
+
 /// Prints the completion script for `shell` on stdout.
 pub(crate) fn completions(shell: ShellArg) -> anyhow::Result<ExitCode> {
-    let shell = match shell {
-        ShellArg::Bash => Shell::Bash,
-        ShellArg::Zsh => Shell::Zsh,
-        ShellArg::Fish => Shell::Fish,
+    let shell: &dyn EnvCompleter = match shell {
+        ShellArg::Bash => &Bash,
+        ShellArg::Zsh => &Zsh,
+        ShellArg::Fish => &Fish,
     };
-    let mut command = Cli::command();
     let mut out = std::io::stdout().lock();
-    clap_complete::generate(shell, &mut command, "switchboard", &mut out);
+    shell.write_registration(
+        COMPLETE_VAR,
+        "switchboard",
+        "switchboard",
+        "switchboard",
+        &mut out,
+    )?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The servers configured for the current directory (every scope), for completing a server's
+/// name. Nothing when the configuration cannot be read: completion never fails loudly.
+pub(crate) fn server_names() -> Vec<CompletionCandidate> {
+    let env = switchboard::config::Environment::capture();
+    let Ok(cwd) = std::env::current_dir() else {
+        return Vec::new();
+    };
+    let paths = switchboard::config::ConfigPaths::discover(&cwd, &env);
+    let set = switchboard::config::ConfigSet::load(paths, &env);
+    set.servers
+        .iter()
+        .map(|entry| {
+            let (status, _) = crate::output::status(entry);
+            CompletionCandidate::new(entry.name.clone())
+                .help(Some(format!("{} ({status})", entry.origin.scope).into()))
+        })
+        .collect()
 }
 
 /// Prints the manual page (roff) on stdout.

@@ -34,6 +34,7 @@ pub(crate) const VERSION: &str = concat!(
 const DEFAULT_LOG: &str = "warn,rmcp=off";
 
 fn main() -> ExitCode {
+    completions::answer_if_asked();
     let cli = args::Cli::parse();
     init_logging(cli.global.verbose);
     match run(cli) {

@@ -781,19 +781,55 @@ fn import_from_claude_code_keeps_the_oauth_settings_switchboard_supports() {
 #[test]
 fn completions_man_page_and_version() {
     let tree = ConfigTree::new().unwrap();
+    // The scripts call `switchboard` back (COMPLETE=<shell>), which completes from the parser
+    // and, for a server's name, from the configuration of the directory the user is in.
     for (shell, marker) in [
-        ("bash", "complete -F _switchboard"),
+        (
+            "bash",
+            "complete -o nospace -o bashdefault -o nosort -F _clap_complete_switchboard",
+        ),
         ("zsh", "#compdef switchboard"),
-        ("fish", "complete -c switchboard"),
+        (
+            "fish",
+            "complete --keep-order --exclusive --command switchboard",
+        ),
     ] {
         let out = run(&tree, &["completions", shell]);
         ok(&tree, &out);
         let script = stdout(&out);
         assert!(script.contains(marker), "{shell}: {script}");
-        assert!(
-            script.contains("approve"),
-            "{shell}: subcommands are completed"
-        );
+        assert!(script.contains("COMPLETE="), "{shell}: {script}");
+    }
+    tree.write(
+        tree.user_file(),
+        r#"{"mcpServers": {"alpha": {"command": "a"}, "beta": {"command": "b", "disabled": true}}}"#,
+    )
+    .unwrap();
+    let complete = |index: &str, words: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .arg("--")
+            .args(words)
+            .current_dir(tree.project())
+            .env_clear()
+            .envs(tree.env())
+            .env("COMPLETE", "bash")
+            .env("_CLAP_COMPLETE_INDEX", index)
+            .env("_CLAP_IFS", "\n")
+            .output()
+            .unwrap();
+        ok(&tree, &out);
+        stdout(&out)
+    };
+    let subcommands = complete("1", &["switchboard", ""]);
+    assert!(subcommands.lines().any(|l| l == "mcp"), "{subcommands}");
+    for words in [
+        &["switchboard", "mcp", "get", ""][..],
+        &["switchboard", "tools", ""],
+        &["switchboard", "mcp", "approve", ""],
+    ] {
+        let names = complete(&(words.len() - 1).to_string(), words);
+        let names: Vec<&str> = names.lines().filter(|l| !l.starts_with('-')).collect();
+        assert_eq!(names, ["alpha", "beta"], "{words:?}");
     }
     let out = run(&tree, &["man"]);
     ok(&tree, &out);
