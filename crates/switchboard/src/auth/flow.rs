@@ -48,9 +48,6 @@ pub struct Authorizer {
     /// the store file; a 401 re-reads it under the lock.
     pub(super) cached: Mutex<Option<Option<Tokens>>>,
     pub(super) step_ups: AtomicU32,
-    /// Why this process last dropped the stored tokens (a refused refresh token): a request
-    /// that raced the refusal says the same, not that no token was ever stored.
-    pub(super) dropped: Mutex<Option<String>>,
     /// Serialises refreshes and flows within this process (the store lock does it across).
     pub(super) busy: tokio::sync::Mutex<()>,
 }
@@ -83,7 +80,6 @@ impl Authorizer {
             options,
             cached: Mutex::new(None),
             step_ups: AtomicU32::new(0),
-            dropped: Mutex::new(None),
             busy: tokio::sync::Mutex::new(()),
         }
     }
@@ -99,11 +95,6 @@ impl Authorizer {
     pub(super) fn remember(&self, tokens: Option<&Tokens>) {
         if let Ok(mut cached) = self.cached.lock() {
             *cached = Some(tokens.cloned());
-        }
-        if tokens.is_some()
-            && let Ok(mut dropped) = self.dropped.lock()
-        {
-            *dropped = None;
         }
     }
 
@@ -426,6 +417,7 @@ impl Authorizer {
                 Some(Record {
                     client: Some(client),
                     tokens: Some(tokens.clone()),
+                    dropped: None,
                 }),
             )
             .await?;

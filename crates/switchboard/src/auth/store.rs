@@ -116,6 +116,9 @@ pub(crate) struct Record {
     pub(crate) client: Option<ClientIdentity>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) tokens: Option<Tokens>,
+    /// Why the tokens were dropped (a refused refresh token), until new ones are stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) dropped: Option<String>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -595,6 +598,7 @@ mod tests {
         let record = Record {
             client: None,
             tokens: Some(tokens("secret-access")),
+            dropped: None,
         };
         let lock = store.lock().await.unwrap();
         store.save("k", Some(record.clone())).await.unwrap();
@@ -619,6 +623,7 @@ mod tests {
         Record {
             client: None,
             tokens: Some(tokens(access)),
+            dropped: None,
         }
     }
 

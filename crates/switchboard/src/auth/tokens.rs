@@ -69,16 +69,11 @@ impl Authorizer {
         let lock = self.options.store.lock().await?;
         let mut record = self.options.store.load(&self.key).await?;
         let Some(tokens) = record.tokens.clone() else {
-            // When this process dropped them (a refused refresh token), that is why there are
-            // none, also for a request that raced the refusal and went out with no token.
-            let why = self
-                .dropped
-                .lock()
-                .ok()
-                .and_then(|d| d.clone())
-                .unwrap_or_else(|| {
-                    "the server wants authorization (HTTP 401) and no token is stored".to_owned()
-                });
+            // Why they were dropped (a refused refresh token), when they were: any process or
+            // connection that finds none says the same, not that none was ever stored.
+            let why = record.dropped.clone().unwrap_or_else(|| {
+                "the server wants authorization (HTTP 401) and no token is stored".to_owned()
+            });
             return Err(self.needs_login(&why));
         };
         if sent.is_some_and(|s| s != tokens.access_token) && !tokens.expires_within(REFRESH_MARGIN)
@@ -113,6 +108,7 @@ impl Authorizer {
                 let token = fresh.access_token.clone();
                 self.remember(Some(&fresh));
                 record.tokens = Some(fresh);
+                record.dropped = None;
                 self.options.store.save(&self.key, Some(record)).await?;
                 drop(lock);
                 tracing::debug!(target: "switchboard::auth", server = %self.server, "refreshed the access token");
@@ -124,11 +120,8 @@ impl Authorizer {
                     "invalid_grant" | "invalid_client" | "unauthorized_client"
                 ) =>
             {
-                // The refresh token is spent or revoked: forget the tokens, keep the client.
-                record.tokens = None;
-                self.options.store.save(&self.key, Some(record)).await?;
-                drop(lock);
-                self.remember(None);
+                // The refresh token is spent or revoked: forget the tokens, keep the client, and
+                // say why (stored, so every connection and process that finds none says so).
                 let why = match description {
                     Some(d) => format!(
                         "the authorization server refused the refresh token ({code}: {})",
@@ -136,9 +129,11 @@ impl Authorizer {
                     ),
                     None => format!("the authorization server refused the refresh token ({code})"),
                 };
-                if let Ok(mut dropped) = self.dropped.lock() {
-                    *dropped = Some(why.clone());
-                }
+                record.tokens = None;
+                record.dropped = Some(why.clone());
+                self.options.store.save(&self.key, Some(record)).await?;
+                drop(lock);
+                self.remember(None);
                 Err(self.needs_login(&why))
             }
             Err(failure) => Err(failure.into_error()),
@@ -219,6 +214,7 @@ impl Authorizer {
                 Some(Record {
                     client: Some(client),
                     tokens: Some(tokens),
+                    dropped: None,
                 }),
             )
             .await?;
