@@ -379,9 +379,13 @@ pub(crate) struct ServeArgs {
     /// Allow binding an address that is not loopback.
     #[arg(long)]
     pub(crate) allow_remote: bool,
-    /// The bearer token (instead of the stored one).
-    #[arg(long, value_name = "TOKEN")]
+    /// The bearer token (instead of the stored one). Visible to anyone who can list processes:
+    /// prefer --token-file or SWITCHBOARD_GATEWAY_TOKEN.
+    #[arg(long, value_name = "TOKEN", conflicts_with = "token_file")]
     pub(crate) token: Option<String>,
+    /// Read the bearer token from this file (its first line).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) token_file: Option<std::path::PathBuf>,
     /// Also allow requests with this `Origin` (`scheme://host:port`, or `:*` for any port;
     /// repeatable). Pages on localhost are allowed by default.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]

@@ -26,6 +26,11 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         // Before any server starts or a token is made.
         return Err(switchboard_gateway::http::HttpError::NotLoopback(addr).into());
     }
+    // Read before any server starts: a bad token file fails at once.
+    let given = match addr {
+        Some(_) => given_token(ctx, &args)?,
+        None => None,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -45,7 +50,7 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         );
         let served = async {
             match addr {
-                Some(addr) => serve_http(gateway, addr, &args).await,
+                Some(addr) => serve_http(gateway, addr, &args, given).await,
                 None => switchboard_gateway::serve_stdio(gateway)
                     .await
                     .context("serving on stdio"),
@@ -60,10 +65,41 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-async fn serve_http(gateway: Gateway, addr: SocketAddr, args: &ServeArgs) -> anyhow::Result<()> {
-    let token = match &args.token {
-        Some(token) if token.trim().is_empty() => bail!("--token is empty"),
-        Some(token) => token.trim().to_owned(),
+/// The bearer token the user gave, and where it came from: `--token`, `--token-file` (its
+/// first line), else `SWITCHBOARD_GATEWAY_TOKEN`. None: the stored one is used.
+fn given_token(ctx: &Context, args: &ServeArgs) -> anyhow::Result<Option<String>> {
+    let (token, from) = if let Some(token) = &args.token {
+        (token.clone(), "--token".to_owned())
+    } else if let Some(file) = &args.token_file {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("--token-file {}: cannot read it", file.display()))?;
+        let first = text.lines().next().unwrap_or_default().to_owned();
+        (first, format!("--token-file {}", file.display()))
+    } else if let Some(token) = ctx
+        .env
+        .get(switchboard::env_vars::EnvVars::SWITCHBOARD_GATEWAY_TOKEN)
+    {
+        (
+            token.to_owned(),
+            switchboard::env_vars::EnvVars::SWITCHBOARD_GATEWAY_TOKEN.to_owned(),
+        )
+    } else {
+        return Ok(None);
+    };
+    if token.trim().is_empty() {
+        bail!("{from}: the token is empty");
+    }
+    Ok(Some(token.trim().to_owned()))
+}
+
+async fn serve_http(
+    gateway: Gateway,
+    addr: SocketAddr,
+    args: &ServeArgs,
+    given: Option<String>,
+) -> anyhow::Result<()> {
+    let token = match given {
+        Some(token) => token,
         None => {
             let path = gateway.host().config().paths.state_dir.join(TOKEN_FILE);
             let weak = switchboard_gateway::http::weak_token_file(&path);

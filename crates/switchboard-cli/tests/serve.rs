@@ -93,12 +93,18 @@ struct HttpServe {
 
 impl HttpServe {
     fn start(tree: &ConfigTree, extra: &[&str]) -> HttpServe {
+        HttpServe::start_with_env(tree, extra, &[])
+    }
+
+    /// [`start`](Self::start) with these variables set too.
+    fn start_with_env(tree: &ConfigTree, extra: &[&str], vars: &[(&str, &str)]) -> HttpServe {
         let mut args = vec!["--http"];
         args.extend_from_slice(extra);
         let mut child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
             .args(serve_args(tree, &args))
             .env_clear()
             .envs(tree.env())
+            .envs(vars.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -741,5 +747,67 @@ fn serve_ask_decides_what_a_call_of_a_tool_no_rule_names_does() {
     assert!(
         text.contains("a call of a tool no rule names runs") && text.contains("ask mcp__kit__add"),
         "{text}"
+    );
+}
+
+/// The HTTP status of `GET /status` with this token.
+fn status_code(serve: &HttpServe, token: &str) -> u16 {
+    use std::io::Read;
+    let url = serve.url.strip_prefix("http://").unwrap();
+    let (addr, _) = url.split_once('/').unwrap();
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(WAIT)).unwrap();
+    write!(
+        stream,
+        "GET /status HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("{response}"))
+}
+
+/// The gateway's bearer token can come from a file or the environment, so it never shows in
+/// the process list as `--token` does; an empty one is refused before anything starts.
+#[test]
+fn the_gateway_token_comes_from_a_file_or_the_environment() {
+    let tree = ConfigTree::new().unwrap();
+    tree.write(tree.user_file(), r#"{"mcpServers": {}}"#)
+        .unwrap();
+    let file = tree.root().join("gateway-token.txt");
+    std::fs::write(&file, "file-token-0123456789abcdef\n").unwrap();
+    let serve = HttpServe::start(&tree, &["--token-file", file.to_str().unwrap()]);
+    assert_eq!(status_code(&serve, "file-token-0123456789abcdef"), 200);
+    assert_eq!(status_code(&serve, "env-token-0123456789abcdef"), 401);
+    serve.stop();
+
+    let serve = HttpServe::start_with_env(
+        &tree,
+        &[],
+        &[("SWITCHBOARD_GATEWAY_TOKEN", "env-token-0123456789abcdef")],
+    );
+    assert_eq!(status_code(&serve, "env-token-0123456789abcdef"), 200);
+    assert_eq!(status_code(&serve, "file-token-0123456789abcdef"), 401);
+    serve.stop();
+
+    std::fs::write(&file, "\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(serve_args(
+            &tree,
+            &["--http", "--token-file", file.to_str().unwrap()],
+        ))
+        .env_clear()
+        .envs(tree.env())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("the token is empty"),
+        "{out:?}"
     );
 }

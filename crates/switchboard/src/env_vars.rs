@@ -39,6 +39,8 @@ impl EnvVars {
     /// Log filter of the `switchboard` binary (`warn` by default; e.g. `info`,
     /// `switchboard::server=debug` for servers' stderr and log messages).
     pub const SWITCHBOARD_LOG: &'static str = "SWITCHBOARD_LOG";
+    /// The gateway's bearer token (`switchboard serve --http`), instead of the stored one.
+    pub const SWITCHBOARD_GATEWAY_TOKEN: &'static str = "SWITCHBOARD_GATEWAY_TOKEN";
     /// The usual Rust log filter, used by the binary when `SWITCHBOARD_LOG` is not set.
     pub const RUST_LOG: &'static str = "RUST_LOG";
     /// The user configuration's base directory (default `~/.config`).
