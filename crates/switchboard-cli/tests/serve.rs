@@ -811,3 +811,43 @@ fn the_gateway_token_comes_from_a_file_or_the_environment() {
         "{out:?}"
     );
 }
+
+/// A body that is not JSON is a JSON-RPC parse error: 400 with -32700, not 415 (the media type
+/// was right); a valid request still goes through.
+#[test]
+fn malformed_json_rpc_over_http_is_a_parse_error() {
+    use std::io::Read;
+    let tree = ConfigTree::new().unwrap();
+    tree.write(tree.user_file(), r#"{"mcpServers": {}}"#)
+        .unwrap();
+    let token = "parse-token-0123456789abcdef";
+    let serve = HttpServe::start(&tree, &["--token", token]);
+    let post = |body: &str| {
+        let url = serve.url.strip_prefix("http://").unwrap();
+        let (addr, path) = url.split_once('/').unwrap();
+        let mut stream = std::net::TcpStream::connect(addr).unwrap();
+        stream.set_read_timeout(Some(WAIT)).unwrap();
+        write!(
+            stream,
+            "POST /{path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut response = String::new();
+        let _ = stream.read_to_string(&mut response);
+        let code: u16 = response
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or_else(|| panic!("{response}"));
+        (code, response)
+    };
+    let (code, response) = post("{not json");
+    assert_eq!(code, 400, "{response}");
+    assert!(response.contains("-32700"), "{response}");
+    let (code, response) = post(
+        r#"{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}"#,
+    );
+    assert_eq!(code, 200, "{response}");
+    serve.stop();
+}

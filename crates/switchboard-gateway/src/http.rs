@@ -230,7 +230,33 @@ async fn check_request(State(guard): State<Arc<Guard>>, request: Request, next: 
         )
             .into_response();
     }
-    next.run(request).await
+    let sent_json = request
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("application/json"));
+    let response = next.run(request).await;
+    if sent_json && response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        // rmcp answers a JSON body it cannot parse with 415, as if the media type were wrong;
+        // JSON-RPC says 400 with a parse error (-32700). Only this rare answer is rewritten:
+        // the calls that parse pay nothing for it.
+        let why = axum::body::to_bytes(response.into_body(), 4096)
+            .await
+            .map(|b| String::from_utf8_lossy(&b).trim().to_owned())
+            .unwrap_or_default();
+        let body = json!({
+            "jsonrpc": "2.0",
+            "id": null,
+            "error": {"code": -32700, "message": format!("Parse error: {why}")},
+        });
+        return (
+            StatusCode::BAD_REQUEST,
+            [(CONTENT_TYPE, "application/json")],
+            body.to_string(),
+        )
+            .into_response();
+    }
+    response
 }
 
 fn token_matches(headers: &HeaderMap, token: &str) -> bool {
