@@ -680,20 +680,46 @@ fn the_typescript_sdk_client_answers_questions_through_serve_over_stdio_and_http
     check_asking_client(&serde_json::from_slice(&out.stdout).unwrap(), "typescript");
 }
 
-/// `GET /status` of `serve --http`, with the token, as JSON (a plain HTTP/1.1 request).
-fn status_of(serve: &HttpServe, token: &str) -> Value {
+/// One plain HTTP/1.1 request to `serve --http` with its token (`Content-Type: application/json`
+/// when there is a body): the status code and the whole response.
+fn http(
+    serve: &HttpServe,
+    token: &str,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+) -> (u16, String) {
     use std::io::Read;
     let url = serve.url.strip_prefix("http://").unwrap();
     let (addr, _) = url.split_once('/').unwrap();
     let mut stream = std::net::TcpStream::connect(addr).unwrap();
     stream.set_read_timeout(Some(WAIT)).unwrap();
+    let body_headers = match body {
+        Some(body) => format!(
+            "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+            body.len()
+        ),
+        None => String::new(),
+    };
     write!(
         stream,
-        "GET /status HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n{body_headers}Connection: close\r\n\r\n{}",
+        body.unwrap_or_default()
     )
     .unwrap();
     let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
+    let _ = stream.read_to_string(&mut response);
+    let code = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("{response}"));
+    (code, response)
+}
+
+/// `GET /status` of `serve --http`, with the token, as JSON.
+fn status_of(serve: &HttpServe, token: &str) -> Value {
+    let (_, response) = http(serve, token, "GET", "/status", None);
     let (_, body) = response.split_once("\r\n\r\n").unwrap();
     serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {response}"))
 }
@@ -752,23 +778,7 @@ fn serve_ask_decides_what_a_call_of_a_tool_no_rule_names_does() {
 
 /// The HTTP status of `GET /status` with this token.
 fn status_code(serve: &HttpServe, token: &str) -> u16 {
-    use std::io::Read;
-    let url = serve.url.strip_prefix("http://").unwrap();
-    let (addr, _) = url.split_once('/').unwrap();
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    stream.set_read_timeout(Some(WAIT)).unwrap();
-    write!(
-        stream,
-        "GET /status HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|code| code.parse().ok())
-        .unwrap_or_else(|| panic!("{response}"))
+    http(serve, token, "GET", "/status", None).0
 }
 
 /// The gateway's bearer token can come from a file or the environment, so it never shows in
@@ -816,32 +826,21 @@ fn the_gateway_token_comes_from_a_file_or_the_environment() {
 /// was right); a valid request still goes through.
 #[test]
 fn malformed_json_rpc_over_http_is_a_parse_error() {
-    use std::io::Read;
     let tree = ConfigTree::new().unwrap();
     tree.write(tree.user_file(), r#"{"mcpServers": {}}"#)
         .unwrap();
     let token = "parse-token-0123456789abcdef";
     let serve = HttpServe::start(&tree, &["--token", token]);
-    let post = |body: &str| {
-        let url = serve.url.strip_prefix("http://").unwrap();
-        let (addr, path) = url.split_once('/').unwrap();
-        let mut stream = std::net::TcpStream::connect(addr).unwrap();
-        stream.set_read_timeout(Some(WAIT)).unwrap();
-        write!(
-            stream,
-            "POST /{path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        )
-        .unwrap();
-        let mut response = String::new();
-        let _ = stream.read_to_string(&mut response);
-        let code: u16 = response
-            .split_whitespace()
-            .nth(1)
-            .and_then(|c| c.parse().ok())
-            .unwrap_or_else(|| panic!("{response}"));
-        (code, response)
-    };
+    let path = serve
+        .url
+        .split_once("://")
+        .unwrap()
+        .1
+        .split_once('/')
+        .unwrap()
+        .1
+        .to_owned();
+    let post = |body: &str| http(&serve, token, "POST", &format!("/{path}"), Some(body));
     let (code, response) = post("{not json");
     assert_eq!(code, 400, "{response}");
     assert!(response.contains("-32700"), "{response}");
