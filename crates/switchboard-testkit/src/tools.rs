@@ -55,7 +55,8 @@ struct Shared {
     big_resource: Option<u64>,
     /// `--fail-lists`: resource and prompt listings answer an error.
     fail_lists: bool,
-    /// `--expire-session-after` over stdio: calls after this many answer -32001.
+    /// `--expire-session-after` over stdio: calls after this many, and reads after them, answer
+    /// -32001.
     expire_calls_after: Option<u64>,
 }
 
@@ -508,6 +509,18 @@ impl ServerHandler for Toolbox {
         request: rmcp::model::ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
+        if self
+            .shared
+            .expire_calls_after
+            .is_some_and(|limit| self.shared.answered.load(Ordering::SeqCst) >= limit)
+        {
+            eprintln!("testkit-server: session expired (--expire-session-after)");
+            return Err(ErrorData::new(
+                rmcp::model::ErrorCode(-32001),
+                "Session expired",
+                None,
+            ));
+        }
         match self.shared.big_resource {
             Some(bytes) if request.uri == BIG_RESOURCE => {
                 let contents = rmcp::model::ResourceContents::text(big_text(bytes), BIG_RESOURCE);

@@ -55,10 +55,6 @@ pub use servers::{EventKind, Events, HostEvent, Readiness};
 
 /// How often a long call logs that it is still running.
 pub const LONG_CALL_LOG_INTERVAL: Duration = Duration::from_secs(30);
-/// JSON-RPC code of an expired session.
-const SESSION_EXPIRED: i32 = -32001;
-/// JSON-RPC code of a closed connection (the TypeScript SDK's `ConnectionClosed`).
-const CONNECTION_CLOSED: i32 = -32000;
 
 /// Builds a [`Host`].
 #[derive(Default)]
@@ -759,52 +755,39 @@ impl Host {
             .or(config.tool_timeout)
             .unwrap_or(self.limits.tool_timeout);
 
-        let mut retried = false;
-        let result = loop {
-            let attempt = self
-                .send(
-                    target,
-                    arguments.clone(),
-                    timeout,
-                    options.progress.clone(),
-                    options.interaction.clone(),
-                )
-                .await;
-            match attempt {
-                Err(RequestFailure::Request(e)) if session_expired(&e, &config) && !retried => {
-                    retried = true;
-                    tracing::info!(
-                        server,
-                        "the session expired: reconnecting and retrying once"
-                    );
-                    let _ = self
-                        .manager
-                        .renew(server, self.limits.connect_timeout)
-                        .await;
-                    self.ensure_connected(server, qualified).await?;
-                }
-                Err(RequestFailure::Request(source)) => {
-                    return Err(CallError::Request {
+        // An expired session is renewed and the call retried once by the manager, on the
+        // same path for every transport.
+        let result = match self
+            .send(
+                target,
+                arguments.clone(),
+                timeout,
+                options.progress.clone(),
+                options.interaction.clone(),
+            )
+            .await
+        {
+            Ok(result) => result,
+            Err(RequestFailure::Request(source)) => {
+                return Err(CallError::Request {
+                    server: server.to_owned(),
+                    tool: qualified.to_owned(),
+                    source,
+                });
+            }
+            Err(RequestFailure::Manager(e)) => {
+                return Err(match e {
+                    ManagerError::NotConnected { state, .. } => CallError::NotConnected {
                         server: server.to_owned(),
                         tool: qualified.to_owned(),
-                        source,
-                    });
-                }
-                Err(RequestFailure::Manager(e)) => {
-                    return Err(match e {
-                        ManagerError::NotConnected { state, .. } => CallError::NotConnected {
-                            server: server.to_owned(),
-                            tool: qualified.to_owned(),
-                            state,
-                        },
-                        other => CallError::Server {
-                            server: server.to_owned(),
-                            tool: qualified.to_owned(),
-                            source: Box::new(other),
-                        },
-                    });
-                }
-                Ok(result) => break result,
+                        state,
+                    },
+                    other => CallError::Server {
+                        server: server.to_owned(),
+                        tool: qualified.to_owned(),
+                        source: Box::new(other),
+                    },
+                });
             }
         };
 
@@ -864,9 +847,13 @@ impl Host {
             qualified: tool.qualified_name.clone(),
             interaction,
         };
-        let call = self.manager.request(server, |s| async move {
-            s.call_tool(&name, arguments, timeout, progress, context)
-                .await
+        let call = self.manager.request(server, |s| {
+            let (name, arguments) = (name.clone(), arguments.clone());
+            let (progress, context) = (progress.clone(), context.clone());
+            async move {
+                s.call_tool(&name, arguments, timeout, progress, context)
+                    .await
+            }
         });
         tokio::pin!(call);
         let started = tokio::time::Instant::now();
@@ -886,19 +873,6 @@ impl Host {
 /// The server part of a qualified name.
 fn server_of(qualified: &str) -> Option<&str> {
     QualifiedName::split(qualified).map(|(server, _)| server)
-}
-
-/// Whether a request failed because its session is gone, so that it is retried once on a new
-/// one: -32001 "session expired" from any server, and, as the seeds' host does, -32000
-/// "Connection closed" from a remote one.
-fn session_expired(error: &RequestError, config: &ServerConfig) -> bool {
-    match error {
-        RequestError::Refused { code, .. } if *code == SESSION_EXPIRED => true,
-        RequestError::Refused { code, message, .. } if *code == CONNECTION_CLOSED => {
-            config.transport.is_remote() && message.eq_ignore_ascii_case("connection closed")
-        }
-        _ => false,
-    }
 }
 
 /// Checks a value against a compiled schema; the message names the field. (A schema that does

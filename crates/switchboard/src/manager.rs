@@ -261,6 +261,9 @@ struct Slot {
     session: Arc<Mutex<Option<Arc<Session>>>>,
     control: mpsc::UnboundedSender<Control>,
     terminal_errors: Arc<AtomicU32>,
+    /// Held while the session is renewed, so that requests that found it expired together
+    /// renew it once.
+    renewing: Arc<tokio::sync::Mutex<()>>,
 }
 
 struct Shared {
@@ -448,6 +451,7 @@ impl ServerManager {
                     session,
                     control,
                     terminal_errors,
+                    renewing: Arc::default(),
                 },
             );
         }
@@ -578,37 +582,48 @@ impl ServerManager {
         self.control(name, Control::Reconnect)
     }
 
-    /// Replaces the server's session with a new one and waits (at most `timeout`) until the
-    /// new one is connected or the server settled otherwise: a request retried after a
-    /// session expired must reach the new session, never the one that is closing.
-    pub(crate) async fn renew(&self, name: &str, timeout: Duration) -> Result<(), ManagerError> {
-        let old = self.session(name).ok();
-        let mut rx = self
-            .watch(name)
-            .ok_or_else(|| ManagerError::NoSuchServer(name.to_owned()))?;
+    /// Replaces the server's session `old` with a new one and waits (at most `timeout`) until
+    /// the new one is connected or the server settled otherwise: a request retried after a
+    /// session expired must reach the new session, never the one that is closing. Requests
+    /// that found the same session expired renew it once: the later ones find it replaced.
+    async fn renew(&self, name: &str, old: &Arc<Session>, timeout: Duration) {
+        let Some(renewing) = self.slot_field(name, |slot| slot.renewing.clone()) else {
+            return;
+        };
+        let Some(mut rx) = self.watch(name) else {
+            return;
+        };
+        let Ok(_guard) = tokio::time::timeout(timeout, renewing.lock()).await else {
+            return;
+        };
+        let replaced = |manager: &Self| {
+            manager
+                .session(name)
+                .is_ok_and(|new| !Arc::ptr_eq(old, &new))
+        };
+        if replaced(self) {
+            return;
+        }
         rx.mark_unchanged();
-        self.reconnect(name)?;
+        if self.reconnect(name).is_err() {
+            return;
+        }
         let renewed = async {
             while rx.changed().await.is_ok() {
                 let state = rx.borrow_and_update().clone();
                 match state {
                     ServerState::Pending { .. } => {}
-                    ServerState::Connected(_) => {
-                        let new = self.session(name).ok();
-                        let same = match (&old, &new) {
-                            (Some(old), Some(new)) => Arc::ptr_eq(old, new),
-                            _ => false,
-                        };
-                        if !same {
-                            return;
-                        }
-                    }
+                    ServerState::Connected(_) if !replaced(self) => {}
                     _ => return,
                 }
             }
         };
         let _ = tokio::time::timeout(timeout, renewed).await;
-        Ok(())
+    }
+
+    fn slot_field<T>(&self, name: &str, f: impl FnOnce(&Slot) -> T) -> Option<T> {
+        let slots = self.slots.lock().ok()?;
+        slots.get(name).map(f)
     }
 
     /// Disabling shuts the server down; enabling connects it.
@@ -678,14 +693,31 @@ impl ServerManager {
         self.session(name).ok()?.pid()
     }
 
-    /// Runs a request on a connected server's session, counting terminal errors.
+    /// Runs a request on a connected server's session, counting terminal errors. A request
+    /// that finds its session expired (see [`RequestError::is_session_expired`]) is sent once
+    /// more on a new session, whatever the transport.
     pub(crate) async fn request<T, F, Fut>(&self, name: &str, f: F) -> Result<T, RequestFailure>
     where
-        F: FnOnce(Arc<Session>) -> Fut,
+        F: Fn(Arc<Session>) -> Fut,
         Fut: Future<Output = Result<T, RequestError>>,
     {
         let session = self.session(name).map_err(RequestFailure::Manager)?;
-        let result = f(session).await;
+        let mut result = f(session.clone()).await;
+        if let Err(e) = &result {
+            let remote = self
+                .slot_field(name, |slot| slot.config.transport.is_remote())
+                .unwrap_or(false);
+            if e.is_session_expired(remote) {
+                tracing::info!(
+                    server = name,
+                    "the session expired: renewing it and retrying once"
+                );
+                self.renew(name, &session, self.shared.options.limits.connect_timeout)
+                    .await;
+                let session = self.session(name).map_err(RequestFailure::Manager)?;
+                result = f(session).await;
+            }
+        }
         self.note_outcome(
             name,
             result.as_ref().err().is_some_and(RequestError::is_terminal),
@@ -787,12 +819,15 @@ impl ServerManager {
         arguments: serde_json::Map<String, serde_json::Value>,
         timeout: Duration,
     ) -> Result<serde_json::Value, ManagerError> {
-        self.request(name, |s| async move {
-            let call = connection::CallContext {
-                qualified: crate::name::QualifiedName::new(name, tool).into_string(),
-                interaction: None,
-            };
-            s.call_tool(tool, arguments, timeout, None, call).await
+        self.request(name, |s| {
+            let arguments = arguments.clone();
+            async move {
+                let call = connection::CallContext {
+                    qualified: crate::name::QualifiedName::new(name, tool).into_string(),
+                    interaction: None,
+                };
+                s.call_tool(tool, arguments, timeout, None, call).await
+            }
         })
         .await
         .map_err(|e| e.into_manager_error(name))

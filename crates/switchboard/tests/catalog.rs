@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use serde_json::{Map, Value, json};
-use switchboard::host::{CallError, CallOptions, Host, HostEvent};
+use switchboard::host::{CallError, CallOptions, Host, HostEvent, RequestOptions};
 use switchboard::permissions::CallSource;
 use switchboard::{CatalogEvent, MAX_QUALIFIED_NAME};
 use switchboard_testkit::config_tree::ConfigTree;
@@ -577,6 +577,34 @@ async fn a_call_whose_stdio_session_expired_is_retried_on_a_new_session() {
         .await
         .unwrap();
     assert!(second.result.to_string().contains("two"), "{second:?}");
+    let new = host.process_id("kit").expect("a pid");
+    assert_ne!(old, new, "the retry did not reach a new session");
+    host.shutdown().await;
+}
+
+/// Every request takes the same road after a session expires, not only calls: a read that a
+/// stdio server answers with -32001 is sent again on a new session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_whose_stdio_session_expired_is_retried_on_a_new_session() {
+    let tree = ConfigTree::new().unwrap();
+    let host = host_with(
+        &tree,
+        json!({"kit": testkit(&["--expire-session-after", "1", "--big-resource", "100"])}),
+    )
+    .await;
+    host.call("mcp__kit__echo", args(json!({"text": "one"})), cli())
+        .await
+        .unwrap();
+    let old = host.process_id("kit").expect("a pid");
+    let read = host
+        .read_resource("kit", "test://big", RequestOptions::default())
+        .await
+        .expect("the read is retried on a new session");
+    assert!(
+        read.result.to_string().contains("test://big"),
+        "{:?}",
+        read.result
+    );
     let new = host.process_id("kit").expect("a pid");
     assert_ne!(old, new, "the retry did not reach a new session");
     host.shutdown().await;

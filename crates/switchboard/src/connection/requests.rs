@@ -148,6 +148,10 @@ pub enum RequestError {
         /// Its `data`, if any.
         data: Option<Value>,
     },
+    /// The server no longer knows the session (Streamable HTTP's 404 on a request that
+    /// carried its session id).
+    #[error("the server no longer knows the session (HTTP 404)")]
+    SessionExpired,
     /// The transport failed (HTTP, the pipe, the socket).
     #[error("{0}")]
     Transport(String),
@@ -166,10 +170,30 @@ pub(crate) fn code_note(code: i32, message: &str) -> String {
     }
 }
 
+/// JSON-RPC's "session expired" (a server's, or a proxy's, answer to a request on a session it
+/// dropped).
+const SESSION_EXPIRED: i32 = -32001;
+/// "Connection closed", which the seeds' host treats as an expired session from a remote server.
+const CONNECTION_CLOSED: i32 = -32000;
+
 impl RequestError {
     /// Whether the connection itself is broken (reset, timeout, broken pipe).
     pub fn is_terminal(&self) -> bool {
         matches!(self, RequestError::Closed | RequestError::Transport(_))
+    }
+
+    /// Whether the request failed because its session is gone, so that it is retried once on
+    /// a new one: HTTP 404 on a session, -32001 "session expired" from any server, and, as the
+    /// seeds' host does, -32000 "Connection closed" from a remote one.
+    pub(crate) fn is_session_expired(&self, remote: bool) -> bool {
+        match self {
+            RequestError::SessionExpired => true,
+            RequestError::Refused { code, .. } if *code == SESSION_EXPIRED => true,
+            RequestError::Refused { code, message, .. } if *code == CONNECTION_CLOSED => {
+                remote && message.eq_ignore_ascii_case("connection closed")
+            }
+            _ => false,
+        }
     }
 
     /// The JSON-RPC code, for errors the server sent.
@@ -190,6 +214,11 @@ impl From<rmcp::ServiceError> for RequestError {
                 data: data.data,
             },
             rmcp::ServiceError::TransportClosed => RequestError::Closed,
+            rmcp::ServiceError::TransportSend(ref sent)
+                if crate::transport::http::is_session_expired(sent.error.as_ref()) =>
+            {
+                RequestError::SessionExpired
+            }
             rmcp::ServiceError::Timeout { timeout } => RequestError::Timeout(timeout),
             rmcp::ServiceError::UnexpectedResponse => {
                 RequestError::Unexpected { what: "a request" }

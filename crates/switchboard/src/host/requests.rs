@@ -217,8 +217,10 @@ impl Host {
         self.connected_to(&server).await?;
         let own = prompt.prompt.clone();
         let timeout = options.timeout.unwrap_or(self.limits.tool_timeout);
-        let request = self.manager.request(&server, |s| async move {
-            s.get_prompt(&own, arguments, options.interaction).await
+        let request = self.manager.request(&server, |s| {
+            let (own, arguments) = (own.clone(), arguments.clone());
+            let interaction = options.interaction.clone();
+            async move { s.get_prompt(&own, arguments, interaction).await }
         });
         bounded(&server, "prompts/get", timeout, request)
             .await?
@@ -235,8 +237,9 @@ impl Host {
     ) -> Result<ReadOutcome, HostError> {
         self.connected_to(server).await?;
         let timeout = options.timeout.unwrap_or(self.limits.tool_timeout);
-        let request = self.manager.request(server, |s| async move {
-            s.read_resource(uri, options.interaction).await
+        let request = self.manager.request(server, |s| {
+            let interaction = options.interaction.clone();
+            async move { s.read_resource(uri, interaction).await }
         });
         let result = bounded(server, "resources/read", timeout, request)
             .await?

@@ -2,8 +2,10 @@
 //! shared [`http_client`](super::remote::http_client).
 //!
 //! - Configured headers go with every request (an `Authorization` header among them).
-//! - A session the server no longer knows (HTTP 404, JSON-RPC -32001) is replaced: rmcp repeats
-//!   the `initialize` handshake and retries the failed request once.
+//! - A session the server no longer knows (HTTP 404) fails the request with
+//!   `SessionExpired` (see [`is_session_expired`]); the manager renews the session and retries
+//!   the request once, on the same path as a stdio server's -32001. rmcp's own renewal is off,
+//!   so there is one path for every transport.
 //! - Each request has a timer of its own: [`TimedClient`] bounds the time until rmcp holds the
 //!   response — the headers for an event stream (whose body may then stream for as long as the
 //!   tool runs), the headers and the JSON body for a JSON answer. A timed-out request fails
@@ -431,7 +433,7 @@ fn parts(
     }
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
         .custom_headers(custom)
-        .reinit_on_expired_session(true);
+        .reinit_on_expired_session(false);
     // rmcp reads JSON bodies and events up to these bounds, never past them.
     config.max_sse_event_size = limit.bytes;
     config.max_json_response_size = limit.bytes;
@@ -440,6 +442,21 @@ fn parts(
     }
     let client = TimedClient::new(http_client()?, response_timeout, limit).with_auth(auth);
     Ok((client, config))
+}
+
+/// Whether a transport error (or one of its causes) is Streamable HTTP's 404 on a session.
+pub(crate) fn is_session_expired(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut current = Some(error);
+    while let Some(e) = current {
+        if matches!(
+            e.downcast_ref::<StreamableHttpError<reqwest::Error>>(),
+            Some(StreamableHttpError::SessionExpired)
+        ) {
+            return true;
+        }
+        current = e.source();
+    }
+    false
 }
 
 pub(crate) fn check_http_url(url: &url::Url) -> Result<(), RemoteError> {
@@ -552,17 +569,29 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn an_expired_session_is_replaced() {
+    async fn an_expired_session_is_reported_for_the_manager_to_renew() {
         let testkit = server(Transport::Http, &["--expire-session-after", "3"]);
         let client =
             session(streamable_http(&url(&testkit), &BTreeMap::new(), test_limit()).unwrap()).await;
-        // Each call is a POST in the session: the server forgets it after the third.
-        for n in 0..6 {
-            assert_eq!(
-                echo(&client, &format!("call {n}")).await,
-                format!("call {n}")
-            );
-        }
+        // Each message is a POST in the session: the server forgets it after the third.
+        let mut answered = 0;
+        let err = loop {
+            let mut params = rmcp::model::CallToolRequestParams::new("echo");
+            params.arguments = serde_json::json!({"text": "hi"}).as_object().cloned();
+            match bounded("a call", client.call_tool(params)).await {
+                Ok(_) => answered += 1,
+                Err(err) => break err,
+            }
+            assert!(answered < 5, "the server never forgot the session");
+        };
+        assert!(answered >= 1, "no call went through before the expiry");
+        assert!(
+            matches!(
+                crate::connection::RequestError::from(err),
+                crate::connection::RequestError::SessionExpired
+            ),
+            "a 404 on the session is not reported as an expired session"
+        );
     }
 
     #[tokio::test]
