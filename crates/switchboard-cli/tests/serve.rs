@@ -680,6 +680,72 @@ fn the_typescript_sdk_client_answers_questions_through_serve_over_stdio_and_http
     check_asking_client(&serde_json::from_slice(&out.stdout).unwrap(), "typescript");
 }
 
+/// The TypeScript SDK v2 (`@modelcontextprotocol/client`, `tests/js/gateway-v2-client.cjs`) in
+/// `negotiation` mode (`auto`: `server/discover` then 2026-07-28; `legacy`: `initialize`), over
+/// `transport` (`stdio`, or `http` with the URL and token); what it saw.
+fn ts_v2_client(
+    tree: &ConfigTree,
+    negotiation: &str,
+    target: &[String],
+    token: Option<&str>,
+) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/js/gateway-v2-client.cjs");
+    let mut args = vec![negotiation.to_owned()];
+    args.extend_from_slice(target);
+    let out = node(
+        tree,
+        tree.root(),
+        &script.display().to_string(),
+        &args,
+        token,
+    );
+    assert!(
+        out.status.success(),
+        "the TypeScript SDK v2 client ({negotiation}) failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The TypeScript SDK v2 through `serve --stdio` and `serve --http`, in both generations: a
+/// client we did not write, on the revision the Python SDK covers too.
+#[test]
+fn the_typescript_sdk_v2_client_works_through_serve_in_both_generations() {
+    let tree = asking_tree();
+    let mut stdio = vec![
+        "stdio".to_owned(),
+        env!("CARGO_BIN_EXE_switchboard").to_owned(),
+    ];
+    stdio.extend(serve_args(&tree, &["--stdio"]));
+    for negotiation in ["auto", "legacy"] {
+        let seen = ts_v2_client(&tree, negotiation, &stdio, None);
+        assert_eq!(
+            seen["protocol"] == "2026-07-28",
+            negotiation == "auto",
+            "stdio, {negotiation}: {seen}"
+        );
+        check_asking_client(&seen, "typescript");
+    }
+
+    let serve = HttpServe::start(&tree, &[]);
+    let token = token(&tree);
+    let http = vec!["http".to_owned(), serve.url.clone()];
+    let seen: Vec<Value> = ["auto", "legacy"]
+        .iter()
+        .map(|n| ts_v2_client(&tree, n, &http, Some(&token)))
+        .collect();
+    serve.stop();
+    assert_eq!(seen[0]["protocol"], "2026-07-28", "http, auto: {}", seen[0]);
+    assert_ne!(
+        seen[1]["protocol"], "2026-07-28",
+        "http, legacy: {}",
+        seen[1]
+    );
+    for seen in &seen {
+        check_asking_client(seen, "typescript");
+    }
+}
+
 /// One plain HTTP/1.1 request to `serve --http` with its token (`Content-Type: application/json`
 /// when there is a body): the status code and the whole response.
 fn http(
