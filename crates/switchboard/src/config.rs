@@ -13,7 +13,6 @@
 mod approval;
 mod de;
 mod edit;
-mod environment;
 mod expand;
 mod issue;
 pub(crate) mod json;
@@ -39,7 +38,7 @@ pub(crate) use lock::FileLock;
 pub(crate) fn write_private(path: &std::path::Path, contents: &[u8]) -> std::io::Result<()> {
     edit::write_atomic(path, contents, 0o600)
 }
-pub use environment::Environment;
+pub use crate::environment::Environment;
 pub use expand::{ExpandError, expand_vars};
 pub use issue::{ConfigError, ConfigIssue, Severity};
 pub use load::{ConfigSet, EntryStatus, ServerEntry};

@@ -32,6 +32,10 @@ use crate::transport::remote::{RemoteError, auth_challenge, auth_failure};
 use crate::transport::stdio::{self, ChildProcess, SpawnError};
 use crate::transport::{MessageLimit, http, ide, proxy, sse, ws};
 
+/// Opens a connection to a server the embedding program runs in this process: it returns the
+/// client's end of an in-memory stream (e.g. `tokio::io::duplex`) and serves MCP on the other.
+pub type InProcessFactory = Arc<dyn Fn() -> tokio::io::DuplexStream + Send + Sync>;
+
 /// The state of one server, as published to watchers.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ServerState {
@@ -187,7 +191,7 @@ pub(crate) struct ConnectOptions {
     /// Where `tokenEnv` and the like are read.
     pub(crate) env: crate::config::Environment,
     /// The program's factory for this server, when it runs in process.
-    pub(crate) in_process: Option<crate::manager::InProcessFactory>,
+    pub(crate) in_process: Option<InProcessFactory>,
     /// Who answers the server's questions, and the roots it is given.
     pub(crate) interaction: crate::interaction::Interaction,
     pub(crate) roots: Option<crate::interaction::Roots>,

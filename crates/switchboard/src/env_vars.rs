@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::config::Environment;
+use crate::environment::Environment;
 
 /// Names of the environment variables Switchboard reads.
 #[derive(Debug)]

@@ -38,9 +38,7 @@ pub(crate) const TERMINAL_ERRORS_BEFORE_RECONNECT: u32 = 3;
 /// Server log messages kept for slow receivers of [`ServerManager::logs`].
 const LOG_BUFFER: usize = 256;
 
-/// Opens a connection to a server the embedding program runs in this process: it returns the
-/// client's end of an in-memory stream (e.g. `tokio::io::duplex`) and serves MCP on the other.
-pub type InProcessFactory = Arc<dyn Fn() -> tokio::io::DuplexStream + Send + Sync>;
+pub use crate::connection::InProcessFactory;
 
 /// How the manager waits between reconnect attempts. Tests replace it to observe the
 /// schedule without waiting it out.

@@ -17,7 +17,7 @@ use serde::Deserialize;
 use url::Url;
 
 use super::{AuthError, OAUTH_TIMEOUT};
-use crate::transport::remote::describe;
+use crate::net::describe;
 
 /// Protected resource metadata, the fields Switchboard uses.
 #[derive(Debug, Clone, Deserialize, Default)]

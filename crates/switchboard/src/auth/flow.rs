@@ -20,7 +20,7 @@ use super::{
     AuthError, AuthOptions, Challenge, MAX_STEP_UPS, OAUTH_TIMEOUT, REFRESH_MARGIN, login_hint,
 };
 use crate::config::{Environment, OAuthConfig};
-use crate::transport::remote::{cut, http_client};
+use crate::net::{cut, http_client};
 
 /// What the token store says about a server, for listings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -267,7 +267,7 @@ impl Authorizer {
             .await
             .ok()?;
         if response.status() == reqwest::StatusCode::UNAUTHORIZED {
-            crate::transport::remote::www_authenticate(response.headers())
+            crate::net::www_authenticate(response.headers())
         } else {
             None
         }

@@ -13,7 +13,7 @@ use super::flow::random_token;
 use super::store::{ClientAuth, ClientIdentity, now};
 use super::tokens::OAuthErrorBody;
 use super::{AuthError, Authorizer, OAUTH_TIMEOUT};
-use crate::transport::remote::{cut, describe, http_client};
+use crate::net::{cut, describe, http_client};
 
 impl Authorizer {
     /// A pre-registered client (`oauth.clientId`, the secret from `oauth.clientSecretEnv` or

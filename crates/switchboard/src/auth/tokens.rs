@@ -11,7 +11,7 @@ use url::Url;
 use super::discovery::{check_safe, discover, origin_of};
 use super::store::{ClientAuth, ClientIdentity, Record, Tokens, now};
 use super::{AuthError, Authorizer, Challenge, OAUTH_TIMEOUT, REFRESH_MARGIN};
-use crate::transport::remote::{cut, describe, http_client};
+use crate::net::{cut, describe, http_client};
 
 #[derive(Debug, Deserialize)]
 pub(super) struct TokenResponse {

@@ -1,41 +1,33 @@
-//! What the remote transports share: the one HTTP client of the process, the error type, the
-//! recognition of authorization challenges, header conversion, and a channel-backed rmcp
-//! `Transport` for the transports rmcp does not have (legacy SSE, WebSocket).
+//! What the remote transports share: the error type, the recognition of authorization
+//! challenges, header conversion, and a channel-backed rmcp `Transport` for the transports rmcp
+//! does not have (legacy SSE, WebSocket). The HTTP client itself is [`crate::net`]'s (rmcp's
+//! own default client keeps no idle connection, so every request would pay a TCP and TLS
+//! handshake; ours reuses them).
 //!
-//! - [`http_client`] is built once per process: pooled keep-alive connections, `TCP_NODELAY`,
-//!   rustls with the ring provider, a connect timeout and no overall timeout (a response may
-//!   stream for as long as a tool runs). rmcp's own default client keeps no idle connection, so
-//!   every request pays a TCP (and TLS) handshake; ours reuses them.
 //! - Errors never carry header values or tokens: [`RemoteError`] names headers, files, commands
 //!   and variables, never their secret contents, and URLs in reqwest's messages are stripped.
 
 // `connection::open` wires these transports in next; until then only the tests use them.
 
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
 use std::time::Duration;
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, WWW_AUTHENTICATE};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::service::{ClientInitializeError, RoleClient};
 use rmcp::transport::streamable_http_client::{AuthRequiredError, InsufficientScopeError};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
-/// Bound on opening a TCP connection (and its TLS handshake).
-pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default bound on the time from sending a request to its response headers.
 pub(crate) const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(60);
 /// How much of an error body a [`RemoteError::Status`] keeps, in characters.
 const STATUS_BODY_CHARS: usize = 500;
 /// The most of an error body that is read at all.
 const ERROR_BODY_BYTES: usize = 8 * 1024;
-/// Idle pooled connections are closed after this long.
-const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
-/// TCP keep-alive probes on idle streams, so a dead peer is noticed.
-const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
-/// Most redirects followed for one request.
-const MAX_REDIRECTS: usize = 10;
+pub(crate) use crate::net::{
+    cut, describe, http_client, install_crypto_provider, www_authenticate,
+};
 
 /// Why a remote transport could not connect or carry a message.
 ///
@@ -71,6 +63,12 @@ pub enum RemoteError {
     /// OAuth did not produce a token; `needs_login`: the user has to log in.
     #[error("{message}")]
     Auth { message: String, needs_login: bool },
+}
+
+impl From<crate::net::ClientError> for RemoteError {
+    fn from(e: crate::net::ClientError) -> Self {
+        RemoteError::Connect(e.to_string())
+    }
 }
 
 /// A 401 or 403 answer, and the server's `WWW-Authenticate` challenge when it sent one.
@@ -168,88 +166,6 @@ fn non_empty(s: &str) -> Option<String> {
     Some(s.to_owned()).filter(|s| !s.trim().is_empty())
 }
 
-/// The process's HTTP client: pooled keep-alive connections, `TCP_NODELAY`, rustls with ring,
-/// a connect timeout and no overall timeout. Cloning it is cheap and shares the pool.
-pub(crate) fn http_client() -> Result<reqwest::Client, RemoteError> {
-    static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
-    if let Some(client) = CLIENT.get() {
-        return Ok(client.clone());
-    }
-    install_crypto_provider();
-    let client = reqwest::Client::builder()
-        .tcp_nodelay(true)
-        .tcp_keepalive(TCP_KEEPALIVE)
-        .connect_timeout(CONNECT_TIMEOUT)
-        .pool_idle_timeout(POOL_IDLE_TIMEOUT)
-        .redirect(same_origin_redirects())
-        .tls_backend_rustls()
-        .build()
-        .map_err(|e| {
-            RemoteError::Connect(format!("cannot build the HTTP client: {}", describe(&e)))
-        })?;
-    // Two callers racing here build two clients; one wins and both get it.
-    Ok(CLIENT.get_or_init(|| client).clone())
-}
-
-/// Makes ring the process's rustls provider unless the embedding program chose one already.
-pub(crate) fn install_crypto_provider() {
-    if rustls::crypto::CryptoProvider::get_default().is_none() {
-        // Err means another thread installed one meanwhile: that one is used, as wanted.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    }
-}
-
-/// Follows only same-origin 307 and 308 redirects (as rmcp's own client does): they keep the
-/// method and body, and a cross-origin hop would replay the session id and the configured
-/// headers (credentials among them) to another host.
-fn same_origin_redirects() -> reqwest::redirect::Policy {
-    reqwest::redirect::Policy::custom(|attempt| {
-        let keeps_body = matches!(
-            attempt.status(),
-            reqwest::StatusCode::TEMPORARY_REDIRECT | reqwest::StatusCode::PERMANENT_REDIRECT
-        );
-        let same_origin = attempt
-            .previous()
-            .first()
-            .is_some_and(|first| first.origin() == attempt.url().origin());
-        if !keeps_body || !same_origin {
-            attempt.stop()
-        } else if attempt.previous().len() > MAX_REDIRECTS {
-            attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
-        } else {
-            attempt.follow()
-        }
-    })
-}
-
-/// A reqwest error as text, without the URL (its query may carry credentials), with its causes.
-pub(crate) fn describe(err: &reqwest::Error) -> String {
-    let mut text = if err.is_timeout() {
-        "timed out".to_owned()
-    } else if err.is_connect() {
-        "connection failed".to_owned()
-    } else if err.is_body() || err.is_decode() {
-        "reading the response failed".to_owned()
-    } else {
-        "request failed".to_owned()
-    };
-    let mut source = std::error::Error::source(err);
-    let mut depth = 0;
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.ends_with(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-        depth += 1;
-        if depth > 8 {
-            break;
-        }
-    }
-    text
-}
-
 /// The configured headers as a header map; values are marked sensitive so they never print.
 pub(crate) fn header_map(headers: &BTreeMap<String, String>) -> Result<HeaderMap, RemoteError> {
     let mut map = HeaderMap::with_capacity(headers.len());
@@ -281,14 +197,6 @@ pub(crate) async fn status_error(response: reqwest::Response) -> RemoteError {
     from_status(status, challenge, body_prefix(response).await)
 }
 
-/// The `WWW-Authenticate` challenge of a response, when it has one.
-pub(crate) fn www_authenticate(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get(WWW_AUTHENTICATE)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-}
-
 /// The error for a failed HTTP status: 401 and 403 keep the server's challenge, anything else
 /// keeps the status and the start of the body.
 pub(crate) fn from_status(status: u16, challenge: Option<String>, body: String) -> RemoteError {
@@ -317,14 +225,6 @@ async fn body_prefix(mut response: reqwest::Response) -> String {
     // The status is what matters; a body that trickles is not waited for.
     let _ = tokio::time::timeout(Duration::from_secs(2), read).await;
     cut(String::from_utf8_lossy(&bytes).trim(), STATUS_BODY_CHARS)
-}
-
-/// At most `max` characters of `text`.
-pub(crate) fn cut(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_owned(),
-    }
 }
 
 /// One queued outgoing message and where its outcome goes.

@@ -1,0 +1,123 @@
+//! The process's one HTTP client and the helpers that describe its errors, below both the
+//! remote transports and OAuth, which share it (so neither imports the other).
+//!
+//! - [`http_client`] is built once per process: pooled keep-alive connections, `TCP_NODELAY`,
+//!   rustls with the ring provider, a connect timeout and no overall timeout (a response may
+//!   stream for as long as a tool runs), same-origin 307/308 redirects only.
+//! - [`describe`] turns a reqwest error into text without its URL (a query may carry
+//!   credentials).
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, WWW_AUTHENTICATE};
+
+/// Bound on opening a TCP connection (and its TLS handshake).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Idle pooled connections are closed after this long.
+const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+/// TCP keep-alive probes on idle streams, so a dead peer is noticed.
+const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
+/// Most redirects followed for one request.
+const MAX_REDIRECTS: usize = 10;
+
+/// The HTTP client could not be built (no TLS roots, a broken system configuration).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot build the HTTP client: {0}")]
+pub(crate) struct ClientError(String);
+
+/// The process's HTTP client: pooled keep-alive connections, `TCP_NODELAY`, rustls with ring,
+/// a connect timeout and no overall timeout. Cloning it is cheap and shares the pool.
+pub(crate) fn http_client() -> Result<reqwest::Client, ClientError> {
+    static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
+    if let Some(client) = CLIENT.get() {
+        return Ok(client.clone());
+    }
+    install_crypto_provider();
+    let client = reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .tcp_keepalive(TCP_KEEPALIVE)
+        .connect_timeout(CONNECT_TIMEOUT)
+        .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+        .redirect(same_origin_redirects())
+        .tls_backend_rustls()
+        .build()
+        .map_err(|e| ClientError(describe(&e)))?;
+    // Two callers racing here build two clients; one wins and both get it.
+    Ok(CLIENT.get_or_init(|| client).clone())
+}
+
+/// Makes ring the process's rustls provider unless the embedding program chose one already.
+pub(crate) fn install_crypto_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Err means another thread installed one meanwhile: that one is used, as wanted.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}
+
+/// Follows only same-origin 307 and 308 redirects (as rmcp's own client does): they keep the
+/// method and body, and a cross-origin hop would replay the session id and the configured
+/// headers (credentials among them) to another host.
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let keeps_body = matches!(
+            attempt.status(),
+            reqwest::StatusCode::TEMPORARY_REDIRECT | reqwest::StatusCode::PERMANENT_REDIRECT
+        );
+        let same_origin = attempt
+            .previous()
+            .first()
+            .is_some_and(|first| first.origin() == attempt.url().origin());
+        if !keeps_body || !same_origin {
+            attempt.stop()
+        } else if attempt.previous().len() > MAX_REDIRECTS {
+            attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
+        } else {
+            attempt.follow()
+        }
+    })
+}
+
+/// A reqwest error as text, without the URL (its query may carry credentials), with its causes.
+pub(crate) fn describe(err: &reqwest::Error) -> String {
+    let mut text = if err.is_timeout() {
+        "timed out".to_owned()
+    } else if err.is_connect() {
+        "connection failed".to_owned()
+    } else if err.is_body() || err.is_decode() {
+        "reading the response failed".to_owned()
+    } else {
+        "request failed".to_owned()
+    };
+    let mut source = std::error::Error::source(err);
+    let mut depth = 0;
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.ends_with(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+        depth += 1;
+        if depth > 8 {
+            break;
+        }
+    }
+    text
+}
+
+/// The `WWW-Authenticate` challenge of a response, when it has one.
+pub(crate) fn www_authenticate(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(WWW_AUTHENTICATE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
+/// At most `max` characters of `text`.
+pub(crate) fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
+}
