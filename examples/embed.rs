@@ -91,7 +91,7 @@ async fn run() -> Result<ExitCode, String> {
         Ok(readiness) => readiness,
         Err(error) => {
             host.shutdown().await;
-            return Err(error.to_string());
+            return Err(switchboard::error_chain(&error));
         }
     };
     println!("readiness: {readiness:?}");
@@ -134,7 +134,8 @@ async fn run() -> Result<ExitCode, String> {
             }
         }
         Err(error) => {
-            eprintln!("call failed: {error}");
+            // Errors keep their cause as `source()`; `error_chain` prints the whole chain.
+            eprintln!("call failed: {}", switchboard::error_chain(&error));
             ExitCode::from(2)
         }
     };

@@ -230,8 +230,8 @@ async fn exercise(manager: &Host, context: &serde_json::Value) -> Result<(), Str
                 .call(&qualified, arguments, options)
                 .await
                 .map(|outcome| outcome.result)
-                .map_err(|e| e.to_string()),
-            Err(e) => Err(e.to_string()),
+                .map_err(|e| switchboard::error_chain(&e)),
+            Err(e) => Err(switchboard::error_chain(&e)),
         };
         match called {
             Ok(result) => eprintln!("conformance-client: called {tool}: {result}"),

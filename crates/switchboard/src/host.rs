@@ -378,13 +378,15 @@ pub enum CallError {
     #[error(transparent)]
     Denied(Box<Denied>),
     /// The request failed: the server refused it, did not answer in time, or went away.
-    #[error("`{tool}` on server `{server}`: {source}")]
+    #[error("`{tool}` on server `{server}`")]
     Request {
         /// The tool's server.
         server: String,
         /// The tool's qualified name.
         tool: String,
-        /// What went wrong.
+        /// What went wrong (the cause: print the error with
+        /// [`error_chain`](crate::error_chain) to show it).
+        #[source]
         source: RequestError,
     },
     /// The tool's `structuredContent` does not match its `outputSchema`.

@@ -67,7 +67,10 @@ async fn slow_call_times_out(host: &Host) {
         .call("mcp__kit__slow", args(json!({"ms": 20000})), slow)
         .await
         .unwrap_err();
-    assert!(err.to_string().contains("no answer within 300 ms"), "{err}");
+    assert!(
+        switchboard::error_chain(&err).contains("no answer within 300 ms"),
+        "{err}"
+    );
 }
 
 fn cli() -> CallOptions {

@@ -286,7 +286,10 @@ async fn an_invalid_answer_is_rejected_with_the_field_named() {
         .call("mcp__new__ask_form", Map::new(), cli())
         .await
         .unwrap_err();
-    assert!(err.to_string().contains("field `age`"), "{err}");
+    assert!(
+        switchboard::error_chain(&err).contains("field `age`"),
+        "{err}"
+    );
     host.shutdown().await;
 }
 
@@ -368,7 +371,7 @@ async fn a_url_needed_twice_completes_and_one_needed_four_times_fails_after_thre
             .await
             .unwrap_err();
         assert!(
-            err.to_string().contains("after 3 retries"),
+            switchboard::error_chain(&err).contains("after 3 retries"),
             "{generation}: {err}"
         );
         let four = elicitor
@@ -420,7 +423,7 @@ async fn the_completion_notification_lets_a_url_call_go_on_and_a_decline_stops_i
         .call("mcp__kit__ask_url", args(json!({"completions": 1})), cli())
         .await
         .unwrap_err();
-    let message = err.to_string();
+    let message = switchboard::error_chain(&err);
     assert!(
         message.contains("https://login.example.test/login?step=1"),
         "{message}"
@@ -490,7 +493,7 @@ async fn sampling_reaches_the_sampler_and_a_failing_sampler_is_reported() {
                 text_of(&out.result)
             }
             // 2026-07-28: the call cannot go on without the answer.
-            Err(e) => e.to_string(),
+            Err(e) => switchboard::error_chain(&e),
         };
         assert!(
             message.contains("the model is on strike"),
@@ -828,7 +831,10 @@ async fn no_elicitor_means_no_capability_and_a_clear_call_error_for_urls() {
         .await
         .unwrap_err();
     assert!(matches!(err, CallError::Request { .. }), "{err:?}");
-    assert!(err.to_string().contains("no elicitor"), "{err}");
+    assert!(
+        switchboard::error_chain(&err).contains("no elicitor"),
+        "{err}"
+    );
     host.shutdown().await;
 }
 
