@@ -141,15 +141,21 @@ pub(crate) fn host_builder(
     })
 }
 
-/// Waits for the servers to connect and says which did not. A `required` server that did not
-/// connect fails the command.
+/// Waits for the servers to connect and says which did not, with what a failed one wrote on
+/// stderr last. A `required` server that did not connect fails the command.
 pub(crate) async fn settle(host: &Host) -> anyhow::Result<()> {
     let bound = host.limits().connect_timeout + Duration::from_secs(5);
     let readiness = host.wait_settled(bound).await;
     for (name, state) in host.servers() {
         match state {
             ServerState::Failed(f) => {
-                eprintln!("warning: server `{name}` failed: {}", clean(&f.message))
+                eprintln!("warning: server `{name}` failed: {}", clean(&f.message));
+                if let Some(hint) = &f.hint {
+                    eprintln!("  hint: {}", clean(hint));
+                }
+                if let Some(stderr) = &f.stderr {
+                    crate::output::print_stderr_tail(stderr);
+                }
             }
             ServerState::NeedsAuth { message } => {
                 eprintln!(

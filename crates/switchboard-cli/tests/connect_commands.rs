@@ -277,6 +277,47 @@ fn catalogue_commands_run_what_they_can_and_exit_1_when_the_configuration_has_er
     );
 }
 
+/// A stdio server that fails at start (a missing API key, say): `call` names the server and
+/// shows the last lines it wrote on stderr, and so does `tools`.
+#[test]
+fn a_server_that_fails_at_start_shows_the_end_of_its_stderr() {
+    let tree = ConfigTree::new().unwrap();
+    let bin = serde_json::to_string(&switchboard_testkit::server_bin()).unwrap();
+    tree.write(
+        tree.user_file(),
+        &format!(
+            r#"{{"mcpServers": {{
+                "s": {{"command": "sh", "args": ["-c", "echo 'loading config' >&2; echo 'boom: missing API key' >&2; exit 1"]}},
+                "kit": {{"command": {bin}}}}}}}"#
+        ),
+    )
+    .unwrap();
+    let out = run(&tree, &["call", "mcp__s__x"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr, &tree);
+    assert!(
+        stderr.contains(
+            "server `s` failed: the server exited during the handshake (exit code 1)\n  stderr (last lines):\n    loading config\n    boom: missing API key\n"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("error: cannot look up `mcp__s__x`"),
+        "{stderr}"
+    );
+
+    let out = run(&tree, &["tools"]);
+    assert!(
+        text(&out.stdout, &tree).contains("mcp__kit__echo"),
+        "{out:?}"
+    );
+    let stderr = text(&out.stderr, &tree);
+    assert!(
+        stderr.contains("server `s` failed: the server exited during the handshake (exit code 1)\n  stderr (last lines):\n    loading config\n    boom: missing API key\n"),
+        "{stderr}"
+    );
+}
+
 /// `testkit-server --tool-name echo` lists `echo` twice: `tools` shows it once and says so
 /// once.
 #[test]
