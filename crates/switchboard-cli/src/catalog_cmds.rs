@@ -129,12 +129,19 @@ pub(crate) fn host_builder(
     let (interaction, roots) = crate::interact::setup(ctx)?;
     let settings = crate::trust::check_settings(&config.paths, &ctx.env);
     let config_errors = config.has_errors() || settings.has_errors;
-    let builder = Host::builder()
+    let mut builder = Host::builder()
         .trust_project(settings.trusted)
         .config(config)
         .env(ctx.env.clone())
         .interaction(interaction)
         .roots(roots);
+    // A guard process stops the stdio servers' process groups if this program is killed.
+    match std::env::current_exe() {
+        Ok(exe) => builder = builder.child_guard(exe, [crate::GUARD_ARG]),
+        Err(e) => eprintln!(
+            "warning: cannot find this program's executable for its guard process ({e}); if it is killed, its servers' child processes may outlive it"
+        ),
+    }
     Ok(Planned {
         builder,
         config_errors,
