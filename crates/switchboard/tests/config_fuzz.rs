@@ -2,7 +2,7 @@
 //! in any scope's file, and JSON-like text close to a real configuration, load without a panic,
 //! and every problem found in the file names a line and column inside it.
 //!
-//! `PROPTEST_CASES` sets the number of cases (default: [`CASES`], a few seconds).
+//! `PROPTEST_CASES` sets the number of cases (proptest's default: 256, under a second).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
@@ -13,15 +13,8 @@ use serde_json::Value;
 use switchboard::config::{ConfigPaths, ConfigSet, Environment};
 use switchboard::permissions::PermissionSettings;
 
-const CASES: u32 = 256;
-
 fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(CASES);
     ProptestConfig {
-        cases,
         // Shrinking rewrites files many times over; a few hundred steps find a small case.
         max_shrink_iters: 512,
         // A failure prints its smallest input; no regression files beside the sources.
