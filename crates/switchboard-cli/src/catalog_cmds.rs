@@ -22,7 +22,8 @@ pub(crate) fn run(ctx: &Context, command: Command) -> anyhow::Result<ExitCode> {
         .build()?;
     runtime.block_on(async {
         let only = servers_needed(&command);
-        let host = start(ctx, only)?;
+        let planned = builder(ctx, only)?;
+        let host = planned.builder.start()?;
         let outcome = tokio::select! {
             outcome = dispatch(&host, command) => outcome,
             _ = crate::probe::interrupted() => {
@@ -31,7 +32,15 @@ pub(crate) fn run(ctx: &Context, command: Command) -> anyhow::Result<ExitCode> {
             }
         };
         host.shutdown().await;
-        outcome
+        // What could run has run; errors in the configuration (on stderr) still fail the
+        // command, so a script notices a broken entry before it matters.
+        outcome.map(|code| {
+            if planned.config_errors {
+                ExitCode::FAILURE
+            } else {
+                code
+            }
+        })
     })
 }
 
@@ -59,12 +68,18 @@ fn servers_needed(command: &Command) -> Option<Vec<String>> {
     }
 }
 
-pub(crate) fn start(ctx: &Context, only: Option<Vec<String>>) -> anyhow::Result<Host> {
-    Ok(builder(ctx, only)?.start()?)
+/// A host's builder, and whether the configuration it is built from has errors.
+#[derive(Debug)]
+pub(crate) struct Planned {
+    pub(crate) builder: HostBuilder,
+    /// A file, an entry, a permission rule or a hook has an error (printed on stderr): the
+    /// command runs what it can and exits 1.
+    pub(crate) config_errors: bool,
 }
 
-/// The host's builder for these servers, after checking that each can start.
-pub(crate) fn builder(ctx: &Context, only: Option<Vec<String>>) -> anyhow::Result<HostBuilder> {
+/// The host's builder for these servers, after checking that each can start. The
+/// configuration's errors are printed on stderr (its warnings are for `mcp list`).
+pub(crate) fn builder(ctx: &Context, only: Option<Vec<String>>) -> anyhow::Result<Planned> {
     let config = ctx.load();
     print_issues(
         &config
@@ -97,38 +112,57 @@ pub(crate) fn builder(ctx: &Context, only: Option<Vec<String>>) -> anyhow::Resul
         }
         names
     });
-    let mut builder = host_builder(ctx, config)?;
+    let mut planned = host_builder(ctx, config)?;
     if let Some(only) = only {
-        builder = builder.only(only);
+        planned.builder = planned.builder.only(only);
     }
-    Ok(builder)
+    Ok(planned)
 }
 
-/// Waits for the servers to connect and says which did not. A `required` server that did not
-/// connect fails the command.
 /// The host every command builds: the command line's interaction (terminal questions,
-/// `--elicit-json`, the sampling command) and roots, over `config`.
+/// `--elicit-json`, the sampling command) and roots, over `config`. The permission settings'
+/// problems are printed on stderr here.
 pub(crate) fn host_builder(
     ctx: &Context,
     config: switchboard::config::ConfigSet,
-) -> anyhow::Result<HostBuilder> {
+) -> anyhow::Result<Planned> {
     let (interaction, roots) = crate::interact::setup(ctx)?;
-    let trusted = crate::trust::check_settings(&config.paths, &ctx.env);
-    Ok(Host::builder()
-        .trust_project(trusted)
+    let settings = crate::trust::check_settings(&config.paths, &ctx.env);
+    let config_errors = config.has_errors() || settings.has_errors;
+    let mut builder = Host::builder()
+        .trust_project(settings.trusted)
         .config(config)
         .env(ctx.env.clone())
         .interaction(interaction)
-        .roots(roots))
+        .roots(roots);
+    // A guard process stops the stdio servers' process groups if this program is killed.
+    match std::env::current_exe() {
+        Ok(exe) => builder = builder.child_guard(exe, [crate::GUARD_ARG]),
+        Err(e) => eprintln!(
+            "warning: cannot find this program's executable for its guard process ({e}); if it is killed, its servers' child processes may outlive it"
+        ),
+    }
+    Ok(Planned {
+        builder,
+        config_errors,
+    })
 }
 
+/// Waits for the servers to connect and says which did not, with what a failed one wrote on
+/// stderr last. A `required` server that did not connect fails the command.
 pub(crate) async fn settle(host: &Host) -> anyhow::Result<()> {
     let bound = host.limits().connect_timeout + Duration::from_secs(5);
     let readiness = host.wait_settled(bound).await;
     for (name, state) in host.servers() {
         match state {
             ServerState::Failed(f) => {
-                eprintln!("warning: server `{name}` failed: {}", clean(&f.message))
+                eprintln!("warning: server `{name}` failed: {}", clean(&f.message));
+                if let Some(hint) = &f.hint {
+                    eprintln!("  hint: {}", clean(hint));
+                }
+                if let Some(stderr) = &f.stderr {
+                    crate::output::print_stderr_tail(stderr);
+                }
             }
             ServerState::NeedsAuth { message } => {
                 eprintln!(

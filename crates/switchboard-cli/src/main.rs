@@ -33,7 +33,17 @@ pub(crate) const VERSION: &str = concat!(
 /// looked like a crash and is left out unless asked for.
 const DEFAULT_LOG: &str = "warn,rmcp=off";
 
+/// The hidden first argument that makes this program a host's guard process
+/// ([`switchboard::guard`]): every command that starts servers starts one.
+pub(crate) const GUARD_ARG: &str = "__guard";
+
 fn main() -> ExitCode {
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|arg| arg == GUARD_ARG)
+    {
+        return switchboard::guard::run();
+    }
     completions::answer_if_asked();
     let cli = args::Cli::parse();
     init_logging(cli.global.verbose);

@@ -28,6 +28,15 @@ pub(crate) fn print_issues(issues: &[ConfigIssue]) {
     }
 }
 
+/// The last lines a server wrote to stderr, under a warning about it, on stderr.
+pub(crate) fn print_stderr_tail(tail: &str) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = writeln!(stderr, "  stderr (last lines):");
+    for line in tail.lines() {
+        let _ = writeln!(stderr, "    {}", clean_line(line));
+    }
+}
+
 pub(crate) fn issue_json(issue: &ConfigIssue) -> Value {
     json!({
         "severity": match issue.severity { Severity::Error => "error", Severity::Warning => "warning" },

@@ -36,7 +36,7 @@ pub(crate) async fn probe(
     }
     // The same host as every other command's (capabilities, roots, permissions), so a server
     // lists here what it lists to `tools`.
-    let mut builder = crate::catalog_cmds::host_builder(ctx, set.clone())?;
+    let mut builder = crate::catalog_cmds::host_builder(ctx, set.clone())?.builder;
     if let Some(only) = only {
         builder = builder.only(vec![only.to_owned()]);
     }

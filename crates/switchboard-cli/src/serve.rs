@@ -36,7 +36,9 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
+        // The configuration's errors are on stderr; the gateway serves what can run.
         let host = crate::catalog_cmds::builder(ctx, args.servers.clone())?
+            .builder
             .interaction(switchboard_gateway::forward::upstream_interaction())
             .gateway_ask(args.ask.into())
             .start()?;

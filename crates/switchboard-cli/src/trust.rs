@@ -21,9 +21,18 @@ pub(crate) fn is_trusted(paths: &ConfigPaths) -> bool {
     }
 }
 
-/// Reports the permission settings' problems on stderr and returns whether the project is
-/// trusted, for `HostBuilder::trust_project`.
-pub(crate) fn check_settings(paths: &ConfigPaths, env: &Environment) -> bool {
+/// What [`check_settings`] found.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SettingsCheck {
+    /// The user trusts this project (for `HostBuilder::trust_project`).
+    pub(crate) trusted: bool,
+    /// A rule or hook could not be read: an error, printed on stderr.
+    pub(crate) has_errors: bool,
+}
+
+/// Reports the permission settings' problems on stderr and says whether the project is trusted
+/// and whether any problem was an error.
+pub(crate) fn check_settings(paths: &ConfigPaths, env: &Environment) -> SettingsCheck {
     let trusted = is_trusted(paths);
     let (_, issues) = PermissionSettings::load(paths, env, trusted);
     let project_file = PermissionSettings::project_settings_file(paths);
@@ -36,6 +45,7 @@ pub(crate) fn check_settings(paths: &ConfigPaths, env: &Environment) -> bool {
     };
     let (untrusted, shown): (Vec<ConfigIssue>, Vec<ConfigIssue>) =
         issues.into_iter().partition(ignored);
+    let has_errors = shown.iter().any(ConfigIssue::is_error);
     print_issues(&shown);
     if !untrusted.is_empty() {
         eprintln!(
@@ -43,7 +53,10 @@ pub(crate) fn check_settings(paths: &ConfigPaths, env: &Environment) -> bool {
             project_file.display()
         );
     }
-    trusted
+    SettingsCheck {
+        trusted,
+        has_errors,
+    }
 }
 
 /// `mcp trust` (`trusted`) and `mcp untrust`.

@@ -210,6 +210,114 @@ fn tools_and_call_work_from_the_command_line() {
     insta::assert_snapshot!(text(&out.stderr, &tree).trim(), @"error: no server named `nope`");
 }
 
+/// A broken entry does not stop the good one: every catalogue command runs what it can, says
+/// what is wrong (file, line, column, server, field) and exits 1, as the README promises, so a
+/// script notices. A warning alone changes nothing.
+#[test]
+fn catalogue_commands_run_what_they_can_and_exit_1_when_the_configuration_has_errors() {
+    let tree = ConfigTree::new().unwrap();
+    let bin = serde_json::to_string(&switchboard_testkit::server_bin()).unwrap();
+    tree.write(
+        tree.user_file(),
+        &format!(
+            "{{\"mcpServers\": {{\"kit\": {{\"command\": {bin}, \"args\": [\"--big-resource\", \"5\", \"--ask-tools\"]}},\n  \"bad\": {{\"command\": 42}}}}}}"
+        ),
+    )
+    .unwrap();
+    let problem = "error: [TMP]/home/.config/switchboard/mcp.json:2:22: server `bad`, field `command`: expected a string, found a number\n";
+    for (args, shown) in [
+        (
+            &["tools"][..],
+            "mcp__kit__echo [read-only]  Returns its text unchanged.\n",
+        ),
+        (
+            &["tools", "kit"],
+            "mcp__kit__echo [read-only]  Returns its text unchanged.\n",
+        ),
+        (&["call", "mcp__kit__echo", r#"{"text": "hi"}"#], "hi\n"),
+        (
+            &["call", "kit", "add", "--arg", "a=2", "--arg", "b=40"],
+            "42\n",
+        ),
+        (&["resources"], "test://big"),
+        (&["read", "kit", "test://big"], "00000\n"),
+        (&["prompts"], "mcp__kit__greet"),
+        (&["prompt", "kit", "greet"], "[user] Hello, nobody!\n"),
+    ] {
+        let out = run(&tree, args);
+        let (stdout, stderr) = (text(&out.stdout, &tree), text(&out.stderr, &tree));
+        assert!(stdout.contains(shown), "{args:?}: {stdout}");
+        assert!(stderr.starts_with(problem), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+    }
+    // `tools` also says why `bad` has no tools.
+    let out = run(&tree, &["tools"]);
+    assert!(
+        text(&out.stderr, &tree).contains(
+            "note: server `bad` is not shown: invalid: expected a string, found a number"
+        ),
+        "{}",
+        text(&out.stderr, &tree)
+    );
+
+    // An unknown field is a warning: not shown by these commands, and not a failure.
+    user_config(&tree, &[("kit", &[], ", \"colour\": \"blue\"")]);
+    let out = run(&tree, &["call", "mcp__kit__echo", r#"{"text": "hi"}"#]);
+    assert_eq!(
+        (out.status.code(), text(&out.stdout, &tree)),
+        (Some(0), "hi\n".to_owned()),
+        "{}",
+        text(&out.stderr, &tree)
+    );
+    let out = run(&tree, &["mcp", "list", "--no-connect"]);
+    assert!(
+        text(&out.stderr, &tree).contains("warning: "),
+        "a warning after all: {}",
+        text(&out.stderr, &tree)
+    );
+}
+
+/// A stdio server that fails at start (a missing API key, say): `call` names the server and
+/// shows the last lines it wrote on stderr, and so does `tools`.
+#[test]
+fn a_server_that_fails_at_start_shows_the_end_of_its_stderr() {
+    let tree = ConfigTree::new().unwrap();
+    let bin = serde_json::to_string(&switchboard_testkit::server_bin()).unwrap();
+    tree.write(
+        tree.user_file(),
+        &format!(
+            r#"{{"mcpServers": {{
+                "s": {{"command": "sh", "args": ["-c", "echo 'loading config' >&2; echo 'boom: missing API key' >&2; exit 1"]}},
+                "kit": {{"command": {bin}}}}}}}"#
+        ),
+    )
+    .unwrap();
+    let out = run(&tree, &["call", "mcp__s__x"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr, &tree);
+    assert!(
+        stderr.contains(
+            "server `s` failed: the server exited during the handshake (exit code 1)\n  stderr (last lines):\n    loading config\n    boom: missing API key\n"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("error: cannot look up `mcp__s__x`"),
+        "{stderr}"
+    );
+
+    let out = run(&tree, &["tools"]);
+    assert!(
+        text(&out.stdout, &tree).contains("mcp__kit__echo"),
+        "{out:?}"
+    );
+    let stderr = text(&out.stderr, &tree);
+    assert!(
+        stderr.contains("server `s` failed: the server exited during the handshake (exit code 1)\n  stderr (last lines):\n    loading config\n    boom: missing API key\n"),
+        "{stderr}"
+    );
+}
+
 /// `testkit-server --tool-name echo` lists `echo` twice: `tools` shows it once and says so
 /// once.
 #[test]
@@ -314,7 +422,9 @@ fn a_bad_permission_rule_is_reported_with_its_position() {
     )
     .unwrap();
     let out = run(&tree, &["tools", "kit"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr, &tree));
+    // A rule that cannot be read is an error of the configuration: the tools are listed, and
+    // the command fails.
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr, &tree));
     insta::assert_snapshot!(text(&out.stderr, &tree).trim_end(), @"error: [TMP]/home/.config/switchboard/mcp.json:2:27: field `permissions.deny[0]`: expected a tool pattern, found a number");
     // The good rule still applies.
     assert!(!text(&out.stdout, &tree).contains("mcp__kit__fail"));

@@ -317,6 +317,65 @@ fn a_tool_a_server_lists_twice_is_served_once() {
     );
 }
 
+/// A gateway killed with SIGKILL stops nothing itself. Its guard process stops the servers'
+/// process groups, so what a server started (here a `sleep` in its group) does not outlive
+/// the gateway.
+#[test]
+fn a_gateway_killed_with_sigkill_leaves_no_server_process_behind() {
+    let tree = ConfigTree::new().unwrap();
+    let bin = switchboard_testkit::server_bin();
+    let pids = tree.root().join("pids");
+    tree.write(
+        tree.user_file(),
+        &json!({"mcpServers": {"kit": {"command": bin, "args": ["--spawn-grandchild", "--pid-file", pids]}}})
+            .to_string(),
+    )
+    .unwrap();
+    let mut gateway = RawStdio::start(&tree, &["--stdio"]);
+    // Connected: the server has started its grandchild and written both pids.
+    let listed = gateway.request("tools/list", json!({}));
+    assert!(listed.to_string().contains("mcp__kit__echo"), "{listed}");
+    let written = std::fs::read_to_string(&pids).unwrap();
+    let pids: Vec<u32> = written.lines().map(|l| l.parse().unwrap()).collect();
+    let [server, grandchild] = pids[..] else {
+        panic!("two pids: {written}")
+    };
+    assert!(running(server) && running(grandchild));
+
+    gateway.child.kill().unwrap();
+    gateway.child.wait().unwrap();
+    // The guard gives a group 2 s after SIGTERM before SIGKILL; `sleep` goes at SIGTERM.
+    let deadline = std::time::Instant::now() + WAIT;
+    while (running(server) || running(grandchild)) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let left: Vec<u32> = [server, grandchild]
+        .into_iter()
+        .filter(|&pid| running(pid))
+        .collect();
+    for &pid in &left {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    assert_eq!(
+        left,
+        Vec::<u32>::new(),
+        "outlived the gateway (server {server}, its child {grandchild})"
+    );
+}
+
+/// Whether a process runs (a zombie holds nothing: it does not count).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next());
+        !matches!(state, Some("Z" | "X") | None)
+    })
+}
+
 /// Raw JSON-RPC lines to `serve --stdio`: narrowing by server and tool pattern.
 #[test]
 fn servers_and_tool_patterns_narrow_what_is_served() {

@@ -197,6 +197,8 @@ pub(crate) struct ConnectOptions {
     pub(crate) roots: Option<crate::interaction::Roots>,
     /// OAuth for remote servers: the token store, whether to run the browser flow inline.
     pub(crate) auth: crate::auth::AuthOptions,
+    /// The guard process that stops stdio servers if this program is killed.
+    pub(crate) child_guard: Option<Arc<crate::guard::ChildGuard>>,
 }
 
 impl std::fmt::Debug for ConnectOptions {
@@ -502,6 +504,7 @@ pub(crate) async fn open(
                 stdio_config,
                 &options.env,
                 limit.clone(),
+                options.child_guard.as_ref(),
             )?;
             let process = child.process;
             let lane = child.lane;

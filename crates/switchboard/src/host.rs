@@ -75,6 +75,7 @@ pub struct HostBuilder {
     roots: Option<Roots>,
     auth: Option<crate::auth::AuthOptions>,
     gateway_ask: GatewayAsk,
+    child_guard: Option<(PathBuf, Vec<std::ffi::OsString>)>,
 }
 
 impl std::fmt::Debug for HostBuilder {
@@ -192,6 +193,20 @@ impl HostBuilder {
         self
     }
 
+    /// Guards stdio servers against this program being killed (default: no guard): with the
+    /// first stdio server, `program args` is started as a guard process, which stops every
+    /// server's process group still running when this program ends. `program` is usually
+    /// the program itself (`std::env::current_exe()`), which must then call
+    /// [`guard::run`](crate::guard::run) when given `args`. See [`crate::guard`].
+    pub fn child_guard<I, A>(mut self, program: PathBuf, args: I) -> Self
+    where
+        I: IntoIterator<Item = A>,
+        A: Into<std::ffi::OsString>,
+    {
+        self.child_guard = Some((program, args.into_iter().map(Into::into).collect()));
+        self
+    }
+
     /// Starts every startable server in the background and returns at once; see
     /// [`Host::wait_settled`]. Fails only when a variable of [`Limits`] is set but not valid.
     pub fn start(self) -> Result<Host, EnvVarError> {
@@ -245,6 +260,9 @@ impl HostBuilder {
             interaction: self.interaction.clone(),
             roots: Some(roots.clone()),
             auth: self.auth,
+            child_guard: self
+                .child_guard
+                .map(|(program, args)| crate::guard::ChildGuard::new(program, args)),
             ..ManagerOptions::default()
         };
         for (name, factory) in self.in_process {

@@ -8,7 +8,7 @@
 //!
 //! Public modules are the ones an embedding program works with: [`host`] (the façade),
 //! [`config`] (reading and editing configuration), [`interaction`] and [`permissions`] (what
-//! the program answers), [`redact`] (secrets kept out of what is shown), [`auth`] (OAuth options and token stores), [`budget`], [`import`] and
+//! the program answers), [`guard`] (stdio servers stopped when the program is killed), [`redact`] (secrets kept out of what is shown), [`auth`] (OAuth options and token stores), [`budget`], [`import`] and
 //! [`env_vars`]. The types the façade hands out are re-exported here.
 //!
 //! Build, settle, list, call:
@@ -49,6 +49,7 @@ pub mod config;
 mod connection;
 pub mod env_vars;
 mod environment;
+pub mod guard;
 pub mod host;
 pub mod import;
 pub mod interaction;

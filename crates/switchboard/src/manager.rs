@@ -64,6 +64,8 @@ pub(crate) struct ManagerOptions {
     /// OAuth for remote servers; `None`: tokens in `state_dir` (else in memory), no inline
     /// browser flow (a server that wants a login goes to `needs-auth`).
     pub auth: Option<crate::auth::AuthOptions>,
+    /// The guard process for stdio servers ([`crate::guard`]); `None`: none.
+    pub child_guard: Option<Arc<crate::guard::ChildGuard>>,
 }
 
 impl std::fmt::Debug for ManagerOptions {
@@ -86,6 +88,7 @@ impl Default for ManagerOptions {
             interaction: crate::interaction::Interaction::default(),
             roots: None,
             auth: None,
+            child_guard: None,
         }
     }
 }

@@ -501,6 +501,34 @@ fn a_byte_order_mark_at_the_start_of_a_file_is_ignored() {
     assert_eq!(set.get("a").unwrap().status(), EntryStatus::Ready);
 }
 
+/// Problems the fuzz targets (`config_fuzz.rs`) found, each now placed where it is: a byte that
+/// is not UTF-8, a lone `\r` line break (the JSON parser counted it as one, every other
+/// position did not), and a broken approval record (`serde_json` counts columns in bytes).
+#[test]
+fn every_problem_names_a_line_and_column_in_characters() {
+    let tree = ConfigTree::new().unwrap();
+    let user = tree.user_file();
+    std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+    std::fs::write(&user, b"{\"mcpServers\": {\n  \"\xc3\xa9\": \"\xff\"}}").unwrap();
+    assert_eq!(
+        messages(&tree, &load(&tree)),
+        "[TMP]/home/.config/switchboard/mcp.json:2:9: the file is not UTF-8 text: this byte is not part of a character"
+    );
+    std::fs::write(&user, "{\r  \"mcpServers\": tru}").unwrap();
+    assert_eq!(
+        messages(&tree, &load(&tree)),
+        "[TMP]/home/.config/switchboard/mcp.json:1:19: invalid JSON: Unexpected token"
+    );
+    std::fs::remove_file(&user).unwrap();
+    let approvals = tree.home().join(".local/state/switchboard/approvals.json");
+    tree.write(&approvals, "{\"projects\": {\"é😀\": 1}}")
+        .unwrap();
+    assert_eq!(
+        messages(&tree, &load(&tree)),
+        "[TMP]/home/.local/state/switchboard/approvals.json:1:21: cannot parse the approval record: invalid type: integer `1`, expected a map\n  hint: fix or delete the file; project servers will ask for approval again"
+    );
+}
+
 /// Every way a repository could choose the program a project server runs, or what it loads:
 /// each is refused with the file, server and field that set it; the user may in their scope.
 #[test]

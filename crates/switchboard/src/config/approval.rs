@@ -59,23 +59,23 @@ pub struct ApprovalStore {
 impl ApprovalStore {
     /// Reads the record; a missing file is an empty record.
     pub fn load(path: &Path) -> Result<ApprovalStore, ConfigIssue> {
-        let data = match std::fs::read_to_string(path) {
-            Ok(text) => serde_json::from_str(&text).map_err(|e| {
-                ConfigIssue::error(format!("cannot parse the approval record: {e}"))
+        let hint = "fix or delete the file; project servers will ask for approval again";
+        let text = super::json::read_text(path).map_err(|mut issue| {
+            issue.message = format!("cannot read the approval record: {}", issue.message);
+            issue.hint(hint)
+        })?;
+        let data = match text {
+            Some(text) => serde_json::from_str(&text).map_err(|e| {
+                let (message, at) = super::json::serde_error(&text, &e);
+                ConfigIssue::error(format!("cannot parse the approval record: {message}"))
                     .in_file(path)
-                    .at((e.line(), e.column()))
-                    .hint("fix or delete the file; project servers will ask for approval again")
+                    .at(at)
+                    .hint(hint)
             })?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => ApprovalFile {
+            None => ApprovalFile {
                 version: 1,
                 ..Default::default()
             },
-            Err(e) => {
-                return Err(
-                    ConfigIssue::error(format!("cannot read the approval record: {e}"))
-                        .in_file(path),
-                );
-            }
         };
         Ok(ApprovalStore {
             path: path.to_owned(),

@@ -63,7 +63,7 @@ impl ConfigEdit {
             issue_suffix(
                 ConfigIssue::error(format!("invalid JSON: {}", e.kind()))
                     .in_file(&path)
-                    .at((e.line_display(), e.column_display())),
+                    .at(doc.position(e.range().start)),
             )
         })?;
         let edit = ConfigEdit {

@@ -46,18 +46,7 @@ impl Document {
 
     /// Reads a file; `Ok(None)` when it does not exist.
     pub(crate) fn read(path: &Path) -> Result<Option<Document>, ConfigIssue> {
-        match std::fs::read_to_string(path) {
-            // Editors on Windows may start a file with a byte order mark; it is not JSON.
-            Ok(text) => Ok(Some(Document::new(
-                path.to_owned(),
-                match text.strip_prefix('\u{feff}') {
-                    Some(rest) => rest.to_owned(),
-                    None => text,
-                },
-            ))),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(ConfigIssue::error(format!("cannot read the file: {e}")).in_file(path)),
-        }
+        Ok(read_text(path)?.map(|text| Document::new(path.to_owned(), text)))
     }
 
     /// Parses the text; an empty file counts as `{}`.
@@ -65,9 +54,11 @@ impl Document {
         jsonc_parser::parse_to_ast(&self.text, &CollectOptions::default(), &parse_options())
             .map(|result| result.value)
             .map_err(|e| {
+                // Placed by our own line index, as every other issue: the parser's own line
+                // count also breaks lines at a lone `\r`.
                 ConfigIssue::error(format!("invalid JSON: {}", e.kind()))
                     .in_file(&self.path)
-                    .at((e.line_display(), e.column_display()))
+                    .at(self.position(e.range().start))
             })
     }
 
@@ -99,6 +90,52 @@ impl Document {
             .get_or_init(|| LineIndex::new(&self.text))
             .position(&self.text, offset)
     }
+}
+
+/// Reads a configuration file's text; `Ok(None)` when it does not exist. A byte order mark
+/// (editors on Windows may start a file with one) is dropped: it is not JSON. Bytes that are
+/// not UTF-8 are an issue placed at the first of them.
+pub(crate) fn read_text(path: &Path) -> Result<Option<String>, ConfigIssue> {
+    let mut bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(ConfigIssue::error(format!("cannot read the file: {e}")).in_file(path));
+        }
+    };
+    if bytes.starts_with(b"\xEF\xBB\xBF") {
+        bytes.drain(..3);
+    }
+    String::from_utf8(bytes).map(Some).map_err(|e| {
+        let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let before = String::from_utf8_lossy(valid);
+        ConfigIssue::error("the file is not UTF-8 text: this byte is not part of a character")
+            .in_file(path)
+            .at(line_column(&before, before.len()))
+    })
+}
+
+/// A `serde_json` error in `text` as a message without its position, and that position as
+/// 1-based line and column in characters (`serde_json` counts the column in bytes, and says
+/// column 0 for an input that ends at the start of a line).
+pub(crate) fn serde_error(text: &str, error: &serde_json::Error) -> (String, (usize, usize)) {
+    let message = error.to_string();
+    let suffix = format!(" at line {} column {}", error.line(), error.column());
+    let message = message
+        .strip_suffix(&suffix)
+        .map_or(message.clone(), str::to_owned);
+    let line = error.line().max(1);
+    let content = text.split('\n').nth(line - 1).unwrap_or("");
+    // The column is that of the last byte read: the character it belongs to.
+    let mut last = error.column().saturating_sub(1).min(content.len());
+    while !content.is_char_boundary(last) {
+        last -= 1;
+    }
+    let lines = text.split('\n').count();
+    (
+        message,
+        (line.min(lines), content[..last].chars().count() + 1),
+    )
 }
 
 /// 1-based line and column (in characters) of a byte offset in `text`. For one lookup; a
@@ -312,6 +349,18 @@ mod tests {
         assert_eq!(line_column(&text, text.len()), (CHAR_BLOCK + 1, 1));
         let text = "é".repeat(CHAR_BLOCK);
         assert_eq!(line_column(&text, text.len()), (1, CHAR_BLOCK + 1));
+    }
+
+    #[test]
+    fn serde_errors_are_placed_in_characters_without_repeating_the_position() {
+        // serde_json says byte 11 of line 2 (the `}`); it is the 10th character.
+        let text = "{\"é😀\": 1,\n \"ü\": tru}";
+        let error = serde_json::from_str::<serde_json::Value>(text).unwrap_err();
+        let (message, at) = serde_error(text, &error);
+        assert_eq!(message, "expected ident");
+        assert_eq!(at, (2, 10), "{error}");
+        let error = serde_json::from_str::<serde_json::Value>("{\n").unwrap_err();
+        assert_eq!(serde_error("{\n", &error).1, (2, 1), "{error}");
     }
 
     #[test]

@@ -28,23 +28,23 @@ pub struct TrustStore {
 impl TrustStore {
     /// Reads the record; a missing file trusts nothing.
     pub fn load(path: &Path) -> Result<TrustStore, ConfigIssue> {
-        let data = match std::fs::read_to_string(path) {
-            Ok(text) => serde_json::from_str(&text).map_err(|e| {
-                ConfigIssue::error(format!("cannot parse the trusted projects: {e}"))
+        let hint = "fix or delete the file; no project is trusted until then";
+        let text = super::json::read_text(path).map_err(|mut issue| {
+            issue.message = format!("cannot read the trusted projects: {}", issue.message);
+            issue.hint(hint)
+        })?;
+        let data = match text {
+            Some(text) => serde_json::from_str(&text).map_err(|e| {
+                let (message, at) = super::json::serde_error(&text, &e);
+                ConfigIssue::error(format!("cannot parse the trusted projects: {message}"))
                     .in_file(path)
-                    .at((e.line(), e.column()))
-                    .hint("fix or delete the file; no project is trusted until then")
+                    .at(at)
+                    .hint(hint)
             })?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => TrustFile {
+            None => TrustFile {
                 version: 1,
                 ..TrustFile::default()
             },
-            Err(e) => {
-                return Err(
-                    ConfigIssue::error(format!("cannot read the trusted projects: {e}"))
-                        .in_file(path),
-                );
-            }
         };
         Ok(TrustStore {
             path: path.to_owned(),

@@ -249,6 +249,7 @@ impl Supervisor {
             interaction: self.shared.options.interaction.clone(),
             roots: self.shared.options.roots.clone(),
             auth: self.shared.auth.clone(),
+            child_guard: self.shared.options.child_guard.clone(),
         };
         let remembered = self
             .shared

@@ -11,9 +11,11 @@
 //! - A line that grows past the limit stops being buffered: only its first [`PREFIX_BYTES`] are
 //!   kept, to find the request id, and the rest is discarded up to its newline. In its place comes
 //!   one JSON-RPC error line for that request (`-32603`, "the server's message was over the
-//!   N-byte limit (M bytes so far); it was dropped"), emitted as soon as the limit is crossed, so
-//!   the call fails at once. With no id in the prefix (a notification, or an id after the
-//!   prefix), the line is dropped and a warning names its size.
+//!   N-byte limit (M bytes so far); it was dropped"), emitted as soon as the limit is crossed
+//!   when the id is in what has arrived (the call fails at once), else as soon as it is in the
+//!   prefix, else never: with no id in the prefix (a notification, or an id after the prefix),
+//!   the line is dropped and a warning names its size. So whether a line gets its error does
+//!   not depend on how its bytes arrived, also with a limit below [`PREFIX_BYTES`].
 
 use std::io;
 use std::pin::Pin;
@@ -55,6 +57,8 @@ struct Dropping {
     id: Option<Value>,
     /// Bytes of the line seen so far.
     seen: usize,
+    /// The line's first bytes (at most [`PREFIX_BYTES`]) while its id is still looked for.
+    prefix: Option<Vec<u8>>,
 }
 
 impl<R> LineGuard<R> {
@@ -95,6 +99,13 @@ impl<R> LineGuard<R> {
 
             if let Some(dropping) = &mut self.dropping {
                 dropping.seen = dropping.seen.saturating_add(segment.len());
+                if let Some(prefix) = &mut dropping.prefix {
+                    let room = PREFIX_BYTES.saturating_sub(prefix.len());
+                    prefix.extend_from_slice(&segment[..segment.len().min(room)]);
+                    if prefix.len() >= PREFIX_BYTES {
+                        self.look_for_id(true);
+                    }
+                }
                 if ends {
                     self.finish_dropping();
                 }
@@ -138,28 +149,54 @@ impl<R> LineGuard<R> {
         prefix.truncate(PREFIX_BYTES);
         let room = PREFIX_BYTES - prefix.len();
         prefix.extend_from_slice(&segment[..segment.len().min(room)]);
-        let id = find_id(&prefix);
-        if let Some(id) = &id {
-            tracing::warn!(
-                limit = self.limit,
-                bytes_so_far = seen,
-                %id,
-                "a message from the server is over the line limit; it is dropped and its request fails"
-            );
-            let message = Value::String(self.message_limit.exceeded(Some(seen)));
-            let line = format!(
-                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-32603,\"message\":{message}}}}}\n",
-            );
-            if !self.lane_takes(line.as_bytes()) {
-                self.out.extend_from_slice(line.as_bytes());
+        let full = prefix.len() >= PREFIX_BYTES;
+        self.dropping = Some(Dropping {
+            id: None,
+            seen,
+            prefix: Some(prefix),
+        });
+        // Now, so a call whose id came first fails at once; else again once the prefix is
+        // complete (or the line ends).
+        self.look_for_id(full);
+    }
+
+    /// Looks for the over-long line's id in the prefix kept so far and, once found, emits its
+    /// error. The search ends there, or (`last`) with the prefix as it is.
+    fn look_for_id(&mut self, last: bool) {
+        let Some(dropping) = &mut self.dropping else {
+            return;
+        };
+        let Some(prefix) = &dropping.prefix else {
+            return;
+        };
+        let Some(id) = find_id(prefix) else {
+            if last {
+                dropping.prefix = None;
             }
+            return;
+        };
+        dropping.prefix = None;
+        let seen = dropping.seen;
+        tracing::warn!(
+            limit = self.limit,
+            bytes_so_far = seen,
+            %id,
+            "a message from the server is over the line limit; it is dropped and its request fails"
+        );
+        let message = Value::String(self.message_limit.exceeded(Some(seen)));
+        let line = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-32603,\"message\":{message}}}}}\n",
+        );
+        dropping.id = Some(id);
+        if !self.lane_takes(line.as_bytes()) {
+            self.out.extend_from_slice(line.as_bytes());
         }
-        self.dropping = Some(Dropping { id, seen });
     }
 
     /// The over-long line has ended (or the stream has).
     fn finish_dropping(&mut self) {
-        if let Some(Dropping { id: None, seen }) = self.dropping.take() {
+        self.look_for_id(true);
+        if let Some(Dropping { id: None, seen, .. }) = self.dropping.take() {
             tracing::warn!(
                 limit = self.limit,
                 bytes = seen,
@@ -567,5 +604,171 @@ mod tests {
                 json!({"id": 3}),
             ]
         );
+    }
+    /// Fuzz targets (property tests): 256 cases each (`PROPTEST_CASES` overrides).
+    mod properties {
+        use proptest::prelude::*;
+        use proptest::sample::Index;
+
+        use super::*;
+
+        fn config() -> ProptestConfig {
+            ProptestConfig {
+                failure_persistence: None,
+                ..ProptestConfig::default()
+            }
+        }
+
+        /// Everything the guard hands out for `chunks`, read `read_size` bytes at a time;
+        /// checks after each read that no more than `limit` bytes of a line are held, and no
+        /// more than [`PREFIX_BYTES`] of an over-long one.
+        fn read_checked(chunks: Vec<Vec<u8>>, limit: usize, read_size: usize) -> Vec<u8> {
+            let mut guard = LineGuard::new(
+                Chunks(chunks.into()),
+                crate::transport::MessageLimit::new("t", limit),
+            );
+            let mut out = Vec::new();
+            let mut buf = vec![0; read_size];
+            loop {
+                let n = futures::FutureExt::now_or_never(guard.read(&mut buf))
+                    .expect("every chunk is ready")
+                    .unwrap();
+                assert!(guard.held.len() <= limit, "{} bytes held", guard.held.len());
+                let prefix = guard.dropping.as_ref().and_then(|d| d.prefix.as_ref());
+                assert!(prefix.is_none_or(|p| p.len() <= PREFIX_BYTES));
+                if n == 0 {
+                    return out;
+                }
+                out.extend_from_slice(&buf[..n]);
+            }
+        }
+
+        /// What the guard must hand out: each line within the limit as it is, each over it
+        /// replaced by an error for the id in its first [`PREFIX_BYTES`] (or nothing); the
+        /// unfinished last line as it is when within the limit.
+        fn model(input: &[u8], limit: usize) -> Vec<u8> {
+            let mut out = Vec::new();
+            let mut lines = input.split(|&b| b == b'\n').peekable();
+            while let Some(line) = lines.next() {
+                let last = lines.peek().is_none();
+                if line.len() <= limit {
+                    out.extend_from_slice(line);
+                    if !last {
+                        out.push(b'\n');
+                    }
+                } else if let Some(id) = find_id(&line[..line.len().min(PREFIX_BYTES)]) {
+                    let error = dropped(id, limit, line.len());
+                    out.extend_from_slice(format!("{error}\n").as_bytes());
+                }
+            }
+            out
+        }
+
+        /// `bytes` with each "(M bytes so far)" made "(… bytes so far)": when the limit is
+        /// noticed depends on the reads.
+        fn without_counts(bytes: &[u8]) -> Vec<u8> {
+            const MARK: &[u8] = b" bytes so far)";
+            let mut out = Vec::new();
+            let mut rest = bytes;
+            while let Some(end) = memchr::memmem::find(rest, MARK) {
+                let start = rest[..end]
+                    .iter()
+                    .rposition(|&b| !b.is_ascii_digit())
+                    .map_or(0, |i| i + 1);
+                out.extend_from_slice(&rest[..start]);
+                out.extend_from_slice("…".as_bytes());
+                out.extend_from_slice(MARK);
+                rest = &rest[end + MARK.len()..];
+            }
+            out.extend_from_slice(rest);
+            out
+        }
+
+        /// `bytes` cut at `cuts` (taken modulo its length).
+        fn chunks(bytes: &[u8], cuts: &[Index]) -> Vec<Vec<u8>> {
+            let mut at: Vec<usize> = cuts.iter().map(|c| c.index(bytes.len() + 1)).collect();
+            at.extend([0, bytes.len()]);
+            at.sort_unstable();
+            at.dedup();
+            at.windows(2).map(|w| bytes[w[0]..w[1]].to_vec()).collect()
+        }
+
+        /// A JSON-RPC line as servers write it: the id before or after a payload of any size.
+        fn message() -> impl Strategy<Value = Vec<u8>> {
+            (
+                prop_oneof![
+                    Just(None),
+                    any::<u32>().prop_map(|n| Some(n.to_string())),
+                    "[a-z\"\\\\ ]{0,6}".prop_map(|s| Some(Value::String(s).to_string())),
+                ],
+                any::<bool>(),
+                "[a-z \"{}\\[\\]:,\\\\é]{0,60}",
+            )
+                .prop_map(|(id, id_first, payload)| {
+                    let payload = Value::String(payload).to_string();
+                    let line = match (id, id_first) {
+                        (None, _) => {
+                            format!("{{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"params\":{payload}}}")
+                        }
+                        (Some(id), true) => {
+                            format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{payload}}}")
+                        }
+                        (Some(id), false) => {
+                            format!("{{\"result\":{{\"text\":{payload}}}, \"id\" : {id}}}")
+                        }
+                    };
+                    line.into_bytes()
+                })
+        }
+
+        fn input() -> impl Strategy<Value = Vec<u8>> {
+            prop_oneof![
+                prop::collection::vec(any::<u8>(), 0..300),
+                prop::collection::vec(
+                    prop_oneof![
+                        3 => message(),
+                        1 => prop::collection::vec(any::<u8>().prop_filter("a line", |b| *b != b'\n'), 0..40),
+                    ],
+                    0..8,
+                )
+                .prop_flat_map(|lines| {
+                    (Just(lines.join(&b'\n')), any::<bool>()).prop_map(|(mut text, newline)| {
+                        if newline {
+                            text.push(b'\n');
+                        }
+                        text
+                    })
+                }),
+            ]
+        }
+
+        proptest! {
+            #![proptest_config(config())]
+
+            /// However the server's output is cut into reads, and however much the reader
+            /// asks for at a time, the same lines come out: those within the limit unchanged,
+            /// those over it as an error for their request (or not at all).
+            #[test]
+            fn lines_are_the_same_for_any_chunking_and_read_size(
+                input in input(),
+                limit in prop_oneof![1..48usize, Just(PREFIX_BYTES)],
+                cuts in prop::collection::vec(any::<Index>(), 0..10),
+                read_size in 1..80usize,
+            ) {
+                let got = without_counts(&read_checked(chunks(&input, &cuts), limit, read_size));
+                let expected = without_counts(&model(&input, limit));
+                // As text, for a readable failure; then byte for byte.
+                prop_assert_eq!(String::from_utf8_lossy(&got), String::from_utf8_lossy(&expected));
+                prop_assert_eq!(got, expected);
+            }
+
+            /// Any bytes: no panic looking for an id, and an id found is a number or a string.
+            #[test]
+            fn finding_an_id_in_any_bytes_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..200)) {
+                if let Some(id) = find_id(&bytes) {
+                    prop_assert!(id.is_number() || id.is_string());
+                }
+            }
+        }
     }
 }

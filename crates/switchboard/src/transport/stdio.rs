@@ -141,15 +141,20 @@ pub(crate) struct ChildProcess {
     exit: watch::Receiver<Option<ExitStatus>>,
     stderr: StderrTail,
     done: bool,
+    /// The group as the guard process knows it; dropped (deregistered) after the group is
+    /// stopped, as fields drop after [`Drop::drop`].
+    _guarded: Option<crate::guard::Registration>,
 }
 
 /// Starts the server. Returns at once; the handshake is the caller's. The command is looked
 /// up on `env`'s `PATH` (the entry's own `PATH` first) from the entry's `cwd`, else `env`'s.
+/// With a `guard`, the server's process group is registered with it.
 pub(crate) fn spawn(
     server: &str,
     config: &StdioTransport,
     env: &Environment,
     limit: super::MessageLimit,
+    guard: Option<&Arc<crate::guard::ChildGuard>>,
 ) -> Result<StdioChild, SpawnError> {
     let cwd = match &config.cwd {
         Some(cwd) if !cwd.is_dir() => return Err(SpawnError::MissingCwd { cwd: cwd.clone() }),
@@ -180,6 +185,7 @@ pub(crate) fn spawn(
         },
     })?;
     let pid = child.id().unwrap_or_default();
+    let guarded = guard.and_then(|g| g.register(pid));
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
@@ -213,6 +219,7 @@ pub(crate) fn spawn(
             exit,
             stderr: tail,
             done: false,
+            _guarded: guarded,
         },
     })
 }
@@ -348,7 +355,7 @@ impl ChildProcess {
 }
 
 /// Whether any process of the group still runs (zombies do not count: they hold nothing).
-fn group_has_live_members(pgid: u32) -> bool {
+pub(crate) fn group_has_live_members(pgid: u32) -> bool {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         // No procfs: ask the kernel whether the group exists at all.
         return i32::try_from(pgid).is_ok_and(|p| killpg(Pid::from_raw(p), None).is_ok());
