@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use clap_complete::engine::ArgValueCandidates;
+use clap_complete::engine::{ArgValueCandidates, CompletionCandidate};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -47,7 +47,7 @@ pub(crate) enum Command {
     /// List the tools of every connected server (or one), under their qualified names.
     Tools {
         /// Only this server's tools.
-        #[arg(add = ArgValueCandidates::new(crate::completions::server_names))]
+        #[arg(add = ArgValueCandidates::new(server_names))]
         server: Option<String>,
         /// Print JSON instead of text.
         #[arg(long)]
@@ -59,7 +59,7 @@ pub(crate) enum Command {
     /// Call a tool: `call mcp__server__tool '{"k": "v"}'`, or `call SERVER TOOL --arg k=v`.
     Call {
         /// The qualified name, or the server's name followed by the tool's.
-        #[arg(add = ArgValueCandidates::new(crate::completions::server_names))]
+        #[arg(add = ArgValueCandidates::new(server_names))]
         name: String,
         /// The tool (when NAME is a server) and/or the arguments as a JSON object.
         rest: Vec<String>,
@@ -77,7 +77,7 @@ pub(crate) enum Command {
     /// List resources of every connected server (or one).
     Resources {
         /// Only this server's resources.
-        #[arg(add = ArgValueCandidates::new(crate::completions::server_names))]
+        #[arg(add = ArgValueCandidates::new(server_names))]
         server: Option<String>,
         /// Print JSON instead of text.
         #[arg(long)]
@@ -86,7 +86,7 @@ pub(crate) enum Command {
     /// Read a resource: text is printed, binary content saved to a file.
     Read {
         /// The server that has the resource.
-        #[arg(add = ArgValueCandidates::new(crate::completions::server_names))]
+        #[arg(add = ArgValueCandidates::new(server_names))]
         server: String,
         /// The resource's URI, as `resources` lists it.
         uri: String,
@@ -97,7 +97,7 @@ pub(crate) enum Command {
     /// List prompts of every connected server (or one), as `mcp__server__prompt`.
     Prompts {
         /// Only this server's prompts.
-        #[arg(add = ArgValueCandidates::new(crate::completions::server_names))]
+        #[arg(add = ArgValueCandidates::new(server_names))]
         server: Option<String>,
         /// Print JSON instead of text.
         #[arg(long)]
@@ -117,7 +117,7 @@ pub(crate) enum Command {
     Prompt {
         /// The qualified name (`mcp__<server>__<prompt>`), or the server's name followed by
         /// the prompt's.
-        #[arg(add = ArgValueCandidates::new(crate::completions::server_names))]
+        #[arg(add = ArgValueCandidates::new(server_names))]
         name: String,
         /// The prompt's own name, when NAME is a server.
         #[arg(num_args = 0..=1)]
@@ -147,7 +147,7 @@ pub(crate) enum McpCommand {
     /// Remove a server.
     Remove {
         /// The server to remove.
-        #[arg(add = ArgValueCandidates::new(crate::completions::server_names))]
+        #[arg(add = ArgValueCandidates::new(server_names))]
         name: String,
         /// The scope to remove it from (needed when several scopes define it).
         #[arg(short, long, value_enum)]
@@ -169,7 +169,7 @@ pub(crate) enum McpCommand {
     /// Show one server in detail, connecting to it.
     Get {
         /// The server to show.
-        #[arg(add = ArgValueCandidates::new(crate::completions::server_names))]
+        #[arg(add = ArgValueCandidates::new(server_names))]
         name: String,
         /// Print JSON instead of text.
         #[arg(long)]
@@ -186,7 +186,7 @@ pub(crate) enum McpCommand {
     /// `get` does.
     Reconnect {
         /// The server to reconnect.
-        #[arg(add = ArgValueCandidates::new(crate::completions::server_names))]
+        #[arg(add = ArgValueCandidates::new(server_names))]
         name: String,
         /// Print JSON instead of text.
         #[arg(long)]
@@ -200,7 +200,7 @@ pub(crate) enum McpCommand {
         #[arg(
             required_unless_present = "all",
             conflicts_with = "all",
-            add = ArgValueCandidates::new(crate::completions::server_names)
+            add = ArgValueCandidates::new(server_names)
         )]
         name: Option<String>,
         /// Approve every project server waiting for approval.
@@ -210,32 +210,32 @@ pub(crate) enum McpCommand {
     /// Reject a server from this project's .mcp.json: it will not start.
     Reject {
         /// The server to reject.
-        #[arg(add = ArgValueCandidates::new(crate::completions::server_names))]
+        #[arg(add = ArgValueCandidates::new(server_names))]
         name: String,
     },
     /// Log in to a remote server with OAuth: opens the browser (`BROWSER`, else the
     /// platform's opener) and prints the URL; tokens go to the owner-only token store.
     Login {
         /// The `http` server to log in to.
-        #[arg(add = ArgValueCandidates::new(crate::completions::server_names))]
+        #[arg(add = ArgValueCandidates::new(server_names))]
         name: String,
     },
     /// Forget a remote server's OAuth tokens (revoking them where the server allows).
     Logout {
         /// The server whose tokens to forget.
-        #[arg(add = ArgValueCandidates::new(crate::completions::server_names))]
+        #[arg(add = ArgValueCandidates::new(server_names))]
         name: String,
     },
     /// Let a server start again: removes `"disabled": true` from its entry, in its own file.
     Enable {
         /// The server to enable.
-        #[arg(add = ArgValueCandidates::new(crate::completions::server_names))]
+        #[arg(add = ArgValueCandidates::new(server_names))]
         name: String,
     },
     /// Keep a server from starting: writes `"disabled": true` into its entry, in its own file.
     Disable {
         /// The server to disable.
-        #[arg(add = ArgValueCandidates::new(crate::completions::server_names))]
+        #[arg(add = ArgValueCandidates::new(server_names))]
         name: String,
     },
     /// Trust this project: its .switchboard/settings.json allow rules and hooks apply.
@@ -309,6 +309,17 @@ pub(crate) enum ScopeArg {
     Local,
     Project,
     User,
+}
+
+impl ScopeArg {
+    /// The configuration scope this names.
+    pub(crate) fn scope(self) -> switchboard::config::Scope {
+        match self {
+            ScopeArg::Local => switchboard::config::Scope::Local,
+            ScopeArg::Project => switchboard::config::Scope::Project,
+            ScopeArg::User => switchboard::config::Scope::User,
+        }
+    }
 }
 
 /// Every `type` the configuration accepts.
@@ -425,6 +436,25 @@ impl From<AskArg> for switchboard::permissions::GatewayAsk {
             AskArg::Deny => Self::Deny,
         }
     }
+}
+
+/// The servers configured for the current directory (every scope), for completing a server's
+/// name. Nothing when the configuration cannot be read: completion never fails loudly.
+pub(crate) fn server_names() -> Vec<CompletionCandidate> {
+    let env = switchboard::config::Environment::capture();
+    let Ok(cwd) = std::env::current_dir() else {
+        return Vec::new();
+    };
+    let paths = switchboard::config::ConfigPaths::discover(&cwd, &env);
+    let set = switchboard::config::ConfigSet::load(paths, &env);
+    set.servers
+        .iter()
+        .map(|entry| {
+            let (status, _) = crate::output::status(entry);
+            CompletionCandidate::new(entry.name.clone())
+                .help(Some(format!("{} ({status})", entry.origin.scope).into()))
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -10,7 +10,6 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::CommandFactory;
-use clap_complete::engine::CompletionCandidate;
 use clap_complete::env::{Bash, EnvCompleter, Fish, Zsh};
 
 use crate::args::{Cli, ShellArg};
@@ -43,25 +42,6 @@ pub(crate) fn completions(shell: ShellArg) -> anyhow::Result<ExitCode> {
     )?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// The servers configured for the current directory (every scope), for completing a server's
-/// name. Nothing when the configuration cannot be read: completion never fails loudly.
-pub(crate) fn server_names() -> Vec<CompletionCandidate> {
-    let env = switchboard::config::Environment::capture();
-    let Ok(cwd) = std::env::current_dir() else {
-        return Vec::new();
-    };
-    let paths = switchboard::config::ConfigPaths::discover(&cwd, &env);
-    let set = switchboard::config::ConfigSet::load(paths, &env);
-    set.servers
-        .iter()
-        .map(|entry| {
-            let (status, _) = crate::output::status(entry);
-            CompletionCandidate::new(entry.name.clone())
-                .help(Some(format!("{} ({status})", entry.origin.scope).into()))
-        })
-        .collect()
 }
 
 /// Prints the manual page (roff) on stdout.

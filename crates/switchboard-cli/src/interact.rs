@@ -15,7 +15,7 @@ use switchboard::interaction::{
     Interaction, InteractionSettings, Roots, check_answer,
 };
 
-use crate::mcp::Context;
+use crate::context::Context;
 use crate::output::print_issues;
 
 /// Who answers, and the roots, for this run.
@@ -116,7 +116,7 @@ impl Elicitor for CliElicitor {
     fn elicit<'a>(&'a self, request: &'a ElicitationRequest) -> BoxFuture<'a, ElicitAnswer> {
         Box::pin(async move {
             let _turn = self.one_at_a_time.lock().await;
-            crate::catalog_cmds::stop_spinner();
+            crate::context::stop_spinner();
             match &request.params {
                 Elicitation::Url { message, url, .. } => self.url(request, message, url).await,
                 Elicitation::Form {

@@ -6,6 +6,7 @@
 mod args;
 mod catalog_cmds;
 mod completions;
+mod context;
 mod interact;
 mod mcp;
 mod mcp_auth;
@@ -13,6 +14,7 @@ mod mcp_import;
 mod output;
 mod probe;
 mod serve;
+mod start;
 mod trust;
 
 use std::io::Write;
@@ -122,7 +124,7 @@ fn run(cli: args::Cli) -> anyhow::Result<ExitCode> {
         args::Command::Man => return completions::man(),
         _ => {}
     }
-    let ctx = mcp::Context::new(&cli.global)?;
+    let ctx = context::Context::new(&cli.global)?;
     match cli.command {
         args::Command::Mcp(cmd) => mcp::run(&ctx, cmd),
         args::Command::Serve(args) => serve::run(&ctx, args),

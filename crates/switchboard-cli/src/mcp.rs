@@ -8,78 +8,22 @@ use std::process::ExitCode;
 use anyhow::{Context as _, bail};
 use serde_json::{Map, Value, json};
 use switchboard::config::{
-    Approval, ApprovalStore, ConfigEdit, ConfigError, ConfigPaths, ConfigSet, Decision,
-    Environment, Origin, Scope, ServerName, ServersLocation, parse_entry_value,
+    Approval, ApprovalStore, ConfigEdit, ConfigError, Decision, Origin, Scope, ServerName,
+    parse_entry_value,
 };
 
-use crate::args::{AddArgs, GlobalArgs, McpCommand, ScopeArg, TransportArg};
+use crate::args::{AddArgs, McpCommand, ScopeArg, TransportArg};
+use crate::context::Context;
 use crate::output::{
     clean, clean_line, entry_json, issue_json, kind_and_target, print_issues, print_json,
-    print_table, probed_status, shown_config, state_json, status,
+    print_table, shown_config, status,
 };
-use crate::probe::probe;
-
-/// What every command needs: the environment and the files of each scope.
-pub(crate) struct Context {
-    pub(crate) env: Environment,
-    pub(crate) paths: ConfigPaths,
-    /// `--elicit-json`: scripted answers to servers' forms.
-    pub(crate) elicit_json: Option<PathBuf>,
-    /// `--add-dir`: more roots.
-    pub(crate) add_dir: Vec<PathBuf>,
-}
-
-impl Context {
-    pub(crate) fn new(global: &GlobalArgs) -> anyhow::Result<Context> {
-        let cwd = match &global.cwd {
-            Some(dir) => dir.clone(),
-            None => std::env::current_dir().context("cannot determine the working directory")?,
-        };
-        if !cwd.is_dir() {
-            bail!("working directory {} does not exist", cwd.display());
-        }
-        let env = Environment::capture();
-        let mut paths = ConfigPaths::discover(&cwd, &env);
-        paths.dynamic = global.mcp_config.clone();
-        Ok(Context {
-            env,
-            paths,
-            elicit_json: global.elicit_json.clone(),
-            add_dir: global.add_dir.clone(),
-        })
-    }
-
-    /// Loads every scope. Files are found afresh each time: a command may have just created
-    /// the project's `.mcp.json`.
-    pub(crate) fn load(&self) -> ConfigSet {
-        let mut paths = ConfigPaths::discover(&self.paths.cwd, &self.env);
-        paths.dynamic = self.paths.dynamic.clone();
-        ConfigSet::load(paths, &self.env)
-    }
-
-    /// The file a writable scope lives in, where its entries sit, and a new file's mode.
-    fn scope_file(&self, scope: Scope) -> (PathBuf, ServersLocation, u32) {
-        match scope {
-            Scope::Project => (self.paths.project_file(), ServersLocation::TopLevel, 0o644),
-            Scope::Local => (
-                self.paths.local_file(),
-                ServersLocation::Project(self.paths.project_key()),
-                0o600,
-            ),
-            _ => (self.paths.user_file(), ServersLocation::TopLevel, 0o600),
-        }
-    }
-
-    pub(crate) fn open(&self, scope: Scope) -> Result<ConfigEdit, ConfigError> {
-        let (path, location, mode) = self.scope_file(scope);
-        ConfigEdit::open(&path, location, mode)
-    }
-}
+use crate::probe::{probe, probed_status, state_json};
 
 pub(crate) fn run(ctx: &Context, cmd: McpCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         McpCommand::Add(args) => {
-            let scope = scope_of(args.scope);
+            let scope = args.scope.scope();
             let entry = entry_from_args(&args)?;
             add(ctx, &args.name, scope, entry)
         }
@@ -91,9 +35,9 @@ pub(crate) fn run(ctx: &Context, cmd: McpCommand) -> anyhow::Result<ExitCode> {
                     "the JSON for server `{name}` must be an object, like {{\"command\": \"npx\", \"args\": [\"-y\", \"pkg\"]}}"
                 );
             }
-            add(ctx, &name, scope_of(scope), entry)
+            add(ctx, &name, scope.scope(), entry)
         }
-        McpCommand::Remove { name, scope } => remove(ctx, &name, scope.map(scope_of)),
+        McpCommand::Remove { name, scope } => remove(ctx, &name, scope.map(ScopeArg::scope)),
         McpCommand::List {
             json,
             no_connect,
@@ -120,14 +64,6 @@ pub(crate) fn run(ctx: &Context, cmd: McpCommand) -> anyhow::Result<ExitCode> {
         McpCommand::Disable { name } => set_disabled(ctx, &name, true),
         McpCommand::Trust => crate::trust::run(ctx, true),
         McpCommand::Untrust => crate::trust::run(ctx, false),
-    }
-}
-
-pub(crate) fn scope_of(arg: ScopeArg) -> Scope {
-    match arg {
-        ScopeArg::Local => Scope::Local,
-        ScopeArg::Project => Scope::Project,
-        ScopeArg::User => Scope::User,
     }
 }
 
@@ -304,7 +240,7 @@ fn add(ctx: &Context, name: &str, scope: Scope, entry: Value) -> anyhow::Result<
     );
     if scope == Scope::Project {
         // The user wrote this entry themselves: that is their approval of it.
-        approve_own(ctx, &[name.to_owned()], Decision::Approved)?;
+        ctx.approve_project(&[name.to_owned()], Decision::Approved)?;
     }
     let loaded = ctx.load();
     if let Some(winner) = loaded.get(name).filter(|e| e.origin.scope != scope) {
@@ -317,29 +253,6 @@ fn add(ctx: &Context, name: &str, scope: Scope, entry: Value) -> anyhow::Result<
 }
 
 /// Records a decision for project entries the user just wrote through switchboard.
-pub(crate) fn approve_own(
-    ctx: &Context,
-    names: &[String],
-    decision: Decision,
-) -> anyhow::Result<()> {
-    let loaded = ctx.load();
-    ApprovalStore::update(&ctx.paths.approvals_file(), |store| {
-        for entry in loaded
-            .servers
-            .iter()
-            .filter(|e| e.origin.scope == Scope::Project && names.contains(&e.name))
-        {
-            store.record(
-                &ctx.paths.project_key(),
-                &entry.name,
-                &entry.approval_hash(),
-                decision,
-            );
-        }
-    })?;
-    Ok(())
-}
-
 /// `mcp enable` / `mcp disable`: `"disabled": true` written into (or removed from) the entry
 /// in the file that defines it, the rest of the entry untouched.
 fn set_disabled(ctx: &Context, name: &str, disabled: bool) -> anyhow::Result<ExitCode> {
@@ -379,7 +292,7 @@ fn set_disabled(ctx: &Context, name: &str, disabled: bool) -> anyhow::Result<Exi
     }
     edit.save()?;
     if was_approved {
-        approve_own(ctx, &[name.to_owned()], Decision::Approved)?;
+        ctx.approve_project(&[name.to_owned()], Decision::Approved)?;
     }
     let verb = if disabled { "Disabled" } else { "Enabled" };
     eprintln!(

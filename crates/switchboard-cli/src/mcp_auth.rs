@@ -7,7 +7,7 @@ use anyhow::{anyhow, bail};
 use switchboard::auth::{AuthOptions, AuthStatus, Authorizer, SystemOpener, TokenStore};
 use switchboard::config::{ServerEntry, Transport};
 
-use crate::mcp::Context;
+use crate::context::Context;
 
 /// The authorizer of a configured Streamable HTTP server, or why there is none.
 fn authorizer(ctx: &Context, entry: &ServerEntry) -> anyhow::Result<Authorizer> {

@@ -10,7 +10,7 @@ use switchboard::env_vars::EnvVars;
 use switchboard::import::{ImportHost, ImportLocations, import_with};
 
 use crate::args::{HostArg, ImportArgs};
-use crate::mcp::{Context, approve_own, scope_of};
+use crate::context::Context;
 use crate::output::{clean, print_table};
 
 pub(crate) fn run(ctx: &Context, args: ImportArgs) -> anyhow::Result<ExitCode> {
@@ -54,7 +54,7 @@ pub(crate) fn run(ctx: &Context, args: ImportArgs) -> anyhow::Result<ExitCode> {
         }
     }
 
-    let scope = scope_of(args.scope);
+    let scope = args.scope.scope();
     let mut edit = ctx.open(scope)?;
     let mut rows = Vec::new();
     let mut written = Vec::new();
@@ -127,7 +127,7 @@ pub(crate) fn run(ctx: &Context, args: ImportArgs) -> anyhow::Result<ExitCode> {
     } else if !written.is_empty() {
         edit.save()?;
         if scope == Scope::Project {
-            approve_own(ctx, &written, Decision::Approved)?;
+            ctx.approve_project(&written, Decision::Approved)?;
         }
         let mut err = std::io::stderr().lock();
         writeln!(

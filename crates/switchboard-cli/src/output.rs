@@ -10,11 +10,8 @@ use std::borrow::Cow;
 use std::io::{IsTerminal as _, Write};
 
 use serde_json::{Value, json};
-use switchboard::ServerState;
 use switchboard::config::{ConfigIssue, EntryStatus, ServerEntry, Severity};
 use switchboard::redact::{MASK, mask_written, redact_written_url};
-
-use crate::probe::Probed;
 
 /// Prints configuration problems to stderr, one per line (with its hint).
 pub(crate) fn print_issues(issues: &[ConfigIssue]) {
@@ -70,59 +67,6 @@ pub(crate) fn status(entry: &ServerEntry) -> (&'static str, Option<String>) {
         ),
         EntryStatus::Rejected => ("rejected", None),
     }
-}
-
-/// The status of an entry after a probe: a symbol, the state, and a reason.
-pub(crate) fn probed_status(
-    entry: &ServerEntry,
-    probed: Option<&Probed>,
-) -> (String, Option<String>) {
-    let Some(probed) = probed else {
-        let (word, reason) = status(entry);
-        let symbol = match entry.status() {
-            EntryStatus::Invalid(_) | EntryStatus::Denied(_) => "✗",
-            EntryStatus::PendingApproval | EntryStatus::ChangedSinceApproval => "…",
-            _ => "-",
-        };
-        return (format!("{symbol} {word}"), reason);
-    };
-    match &probed.state {
-        ServerState::Connected(_) => {
-            let tools = probed
-                .tools
-                .map(|n| format!(" ({n} tool{})", if n == 1 { "" } else { "s" }))
-                .unwrap_or_default();
-            (format!("✓ connected{tools}"), None)
-        }
-        ServerState::Failed(f) => ("✗ failed".to_owned(), Some(f.message.clone())),
-        ServerState::NeedsAuth { message } => ("! needs auth".to_owned(), Some(message.clone())),
-        ServerState::Pending { .. } => (
-            "… pending".to_owned(),
-            Some("still connecting when the wait ended".to_owned()),
-        ),
-        ServerState::Disabled => ("- disabled".to_owned(), None),
-    }
-}
-
-pub(crate) fn state_json(probed: &Probed) -> Value {
-    let mut value = json!({"state": probed.state.label(), "tools": probed.tools});
-    match &probed.state {
-        ServerState::Connected(info) => {
-            value["protocolVersion"] = json!(info.protocol_version);
-            value["serverInfo"] =
-                json!({"name": info.name, "title": info.title, "version": info.version});
-            value["capabilities"] = json!(info.capabilities.names());
-            value["instructions"] = json!(info.instructions);
-        }
-        ServerState::Failed(f) => {
-            value["error"] = json!(f.message);
-            value["hint"] = json!(f.hint);
-            value["stderr"] = json!(probed.stderr);
-        }
-        ServerState::NeedsAuth { message } => value["error"] = json!(message),
-        _ => {}
-    }
-    value
 }
 
 /// The transport type and target of an entry, also for entries that did not check out. The

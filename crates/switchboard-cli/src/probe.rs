@@ -5,11 +5,14 @@ use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::time::Duration;
 
+use serde_json::{Value, json};
 use switchboard::ServerState;
 use switchboard::config::ConfigSet;
+use switchboard::config::{EntryStatus, ServerEntry};
 use switchboard::env_vars::Limits;
 
-use crate::mcp::Context;
+use crate::context::{Context, interrupted};
+use crate::output::status;
 
 /// What a probe found for one server that was started.
 #[derive(Debug, Clone)]
@@ -36,7 +39,7 @@ pub(crate) async fn probe(
     }
     // The same host as every other command's (capabilities, roots, permissions), so a server
     // lists here what it lists to `tools`.
-    let mut builder = crate::catalog_cmds::host_builder(ctx, set.clone())?.builder;
+    let mut builder = crate::start::host_builder(ctx, set.clone())?.builder;
     if let Some(only) = only {
         builder = builder.only(vec![only.to_owned()]);
     }
@@ -121,18 +124,55 @@ pub(crate) async fn probe(
     Ok(found)
 }
 
-/// Resolves on SIGINT or SIGTERM, so servers are shut down before the program goes.
-pub(crate) async fn interrupted() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut term) => {
-                term.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
+/// The status of an entry after a probe: a symbol, the state, and a reason.
+pub(crate) fn probed_status(
+    entry: &ServerEntry,
+    probed: Option<&Probed>,
+) -> (String, Option<String>) {
+    let Some(probed) = probed else {
+        let (word, reason) = status(entry);
+        let symbol = match entry.status() {
+            EntryStatus::Invalid(_) | EntryStatus::Denied(_) => "✗",
+            EntryStatus::PendingApproval | EntryStatus::ChangedSinceApproval => "…",
+            _ => "-",
+        };
+        return (format!("{symbol} {word}"), reason);
     };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term => {}
+    match &probed.state {
+        ServerState::Connected(_) => {
+            let tools = probed
+                .tools
+                .map(|n| format!(" ({n} tool{})", if n == 1 { "" } else { "s" }))
+                .unwrap_or_default();
+            (format!("✓ connected{tools}"), None)
+        }
+        ServerState::Failed(f) => ("✗ failed".to_owned(), Some(f.message.clone())),
+        ServerState::NeedsAuth { message } => ("! needs auth".to_owned(), Some(message.clone())),
+        ServerState::Pending { .. } => (
+            "… pending".to_owned(),
+            Some("still connecting when the wait ended".to_owned()),
+        ),
+        ServerState::Disabled => ("- disabled".to_owned(), None),
     }
+}
+
+pub(crate) fn state_json(probed: &Probed) -> Value {
+    let mut value = json!({"state": probed.state.label(), "tools": probed.tools});
+    match &probed.state {
+        ServerState::Connected(info) => {
+            value["protocolVersion"] = json!(info.protocol_version);
+            value["serverInfo"] =
+                json!({"name": info.name, "title": info.title, "version": info.version});
+            value["capabilities"] = json!(info.capabilities.names());
+            value["instructions"] = json!(info.instructions);
+        }
+        ServerState::Failed(f) => {
+            value["error"] = json!(f.message);
+            value["hint"] = json!(f.hint);
+            value["stderr"] = json!(probed.stderr);
+        }
+        ServerState::NeedsAuth { message } => value["error"] = json!(message),
+        _ => {}
+    }
+    value
 }

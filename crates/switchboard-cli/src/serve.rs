@@ -12,7 +12,7 @@ use switchboard_gateway::http::{DEFAULT_ORIGINS, HttpGateway, HttpOptions, MCP_P
 use switchboard_gateway::{Gateway, ToolFilter};
 
 use crate::args::ServeArgs;
-use crate::mcp::Context;
+use crate::context::Context;
 
 /// The token file, under the state folder.
 const TOKEN_FILE: &str = "gateway-token";
@@ -37,12 +37,12 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         .build()?;
     runtime.block_on(async {
         // The configuration's errors are on stderr; the gateway serves what can run.
-        let host = crate::catalog_cmds::builder(ctx, args.servers.clone())?
+        let host = crate::start::builder(ctx, args.servers.clone())?
             .builder
             .interaction(switchboard_gateway::forward::upstream_interaction())
             .gateway_ask(args.ask.into())
             .start()?;
-        if let Err(e) = crate::catalog_cmds::settle(&host).await {
+        if let Err(e) = crate::start::settle(&host).await {
             host.shutdown().await;
             return Err(e);
         }
@@ -60,7 +60,7 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         };
         let outcome = tokio::select! {
             outcome = served => outcome,
-            _ = crate::probe::interrupted() => Ok(()),
+            _ = crate::context::interrupted() => Ok(()),
         };
         host.shutdown().await;
         outcome.map(|()| ExitCode::SUCCESS)

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use switchboard::config::{ConfigIssue, ConfigPaths, Environment, Severity, TrustStore};
 use switchboard::permissions::PermissionSettings;
 
-use crate::mcp::Context;
+use crate::context::Context;
 use crate::output::print_issues;
 
 /// Whether the user trusts this project; a broken record trusts nothing (and says so).

@@ -1,0 +1,121 @@
+//! What every command shares, below the commands: the [`Context`] (the environment and each
+//! scope's files), the spinner a question to the user takes off the terminal, and waiting for
+//! Ctrl-C or SIGTERM.
+
+use std::path::PathBuf;
+
+use anyhow::{Context as _, bail};
+use switchboard::config::{
+    ApprovalStore, ConfigEdit, ConfigError, ConfigPaths, ConfigSet, Decision, Environment, Scope,
+    ServersLocation,
+};
+
+use crate::args::GlobalArgs;
+
+/// What every command needs: the environment and the files of each scope.
+pub(crate) struct Context {
+    pub(crate) env: Environment,
+    pub(crate) paths: ConfigPaths,
+    /// `--elicit-json`: scripted answers to servers' forms.
+    pub(crate) elicit_json: Option<PathBuf>,
+    /// `--add-dir`: more roots.
+    pub(crate) add_dir: Vec<PathBuf>,
+}
+
+impl Context {
+    pub(crate) fn new(global: &GlobalArgs) -> anyhow::Result<Context> {
+        let cwd = match &global.cwd {
+            Some(dir) => dir.clone(),
+            None => std::env::current_dir().context("cannot determine the working directory")?,
+        };
+        if !cwd.is_dir() {
+            bail!("working directory {} does not exist", cwd.display());
+        }
+        let env = Environment::capture();
+        let mut paths = ConfigPaths::discover(&cwd, &env);
+        paths.dynamic = global.mcp_config.clone();
+        Ok(Context {
+            env,
+            paths,
+            elicit_json: global.elicit_json.clone(),
+            add_dir: global.add_dir.clone(),
+        })
+    }
+
+    /// Loads every scope. Files are found afresh each time: a command may have just created
+    /// the project's `.mcp.json`.
+    pub(crate) fn load(&self) -> ConfigSet {
+        let mut paths = ConfigPaths::discover(&self.paths.cwd, &self.env);
+        paths.dynamic = self.paths.dynamic.clone();
+        ConfigSet::load(paths, &self.env)
+    }
+
+    /// The file a writable scope lives in, where its entries sit, and a new file's mode.
+    pub(crate) fn scope_file(&self, scope: Scope) -> (PathBuf, ServersLocation, u32) {
+        match scope {
+            Scope::Project => (self.paths.project_file(), ServersLocation::TopLevel, 0o644),
+            Scope::Local => (
+                self.paths.local_file(),
+                ServersLocation::Project(self.paths.project_key()),
+                0o600,
+            ),
+            _ => (self.paths.user_file(), ServersLocation::TopLevel, 0o600),
+        }
+    }
+
+    pub(crate) fn open(&self, scope: Scope) -> Result<ConfigEdit, ConfigError> {
+        let (path, location, mode) = self.scope_file(scope);
+        ConfigEdit::open(&path, location, mode)
+    }
+
+    /// Records `decision` for the project servers named.
+    pub(crate) fn approve_project(
+        &self,
+        names: &[String],
+        decision: Decision,
+    ) -> anyhow::Result<()> {
+        let loaded = self.load();
+        ApprovalStore::update(&self.paths.approvals_file(), |store| {
+            for entry in loaded
+                .servers
+                .iter()
+                .filter(|e| e.origin.scope == Scope::Project && names.contains(&e.name))
+            {
+                store.record(
+                    &self.paths.project_key(),
+                    &entry.name,
+                    &entry.approval_hash(),
+                    decision,
+                );
+            }
+        })?;
+        Ok(())
+    }
+}
+
+/// The spinner of the running call, so a question to the user can take it off the terminal.
+pub(crate) static SPINNER: std::sync::Mutex<Option<indicatif::ProgressBar>> =
+    std::sync::Mutex::new(None);
+
+/// Clears the call's spinner for good: a server is asking the user something.
+pub(crate) fn stop_spinner() {
+    if let Some(bar) = SPINNER.lock().ok().and_then(|mut s| s.take()) {
+        bar.finish_and_clear();
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM, so servers are shut down before the program goes.
+pub(crate) async fn interrupted() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                term.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+}

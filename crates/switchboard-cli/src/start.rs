@@ -1,0 +1,121 @@
+//! Starting the host a command runs on: the configuration's errors printed, the servers the
+//! command needs (and every `required` one), the command line's interaction and roots, the
+//! guard process; then waiting for the servers to settle.
+
+use std::time::Duration;
+
+use anyhow::bail;
+use switchboard::ServerState;
+use switchboard::host::{Host, HostBuilder};
+
+use crate::context::Context;
+use crate::output::{clean, print_issues};
+
+/// A host's builder, and whether the configuration it is built from has errors.
+#[derive(Debug)]
+pub(crate) struct Planned {
+    pub(crate) builder: HostBuilder,
+    /// A file, an entry, a permission rule or a hook has an error (printed on stderr): the
+    /// command runs what it can and exits 1.
+    pub(crate) config_errors: bool,
+}
+
+/// The host's builder for these servers, after checking that each can start. The
+/// configuration's errors are printed on stderr (its warnings are for `mcp list`).
+pub(crate) fn builder(ctx: &Context, only: Option<Vec<String>>) -> anyhow::Result<Planned> {
+    let config = ctx.load();
+    print_issues(
+        &config
+            .issues
+            .iter()
+            .filter(|i| i.is_error())
+            .cloned()
+            .collect::<Vec<_>>(),
+    );
+    if let Some(names) = &only {
+        for name in names {
+            let Some(entry) = config.get(name) else {
+                bail!("no server named `{name}`")
+            };
+            if entry.startable().is_none() {
+                let (status, reason) = crate::output::status(entry);
+                bail!(
+                    "server `{name}` is {status}{}",
+                    reason.map(|r| format!(": {r}")).unwrap_or_default()
+                );
+            }
+        }
+    }
+    // A `required` server is started by every command: none runs without it.
+    let only = only.map(|mut names| {
+        for required in config.startable().filter(|c| c.required) {
+            if !names.iter().any(|n| n == required.name.as_str()) {
+                names.push(required.name.as_str().to_owned());
+            }
+        }
+        names
+    });
+    let mut planned = host_builder(ctx, config)?;
+    if let Some(only) = only {
+        planned.builder = planned.builder.only(only);
+    }
+    Ok(planned)
+}
+
+/// The host every command builds: the command line's interaction (terminal questions,
+/// `--elicit-json`, the sampling command) and roots, over `config`. The permission settings'
+/// problems are printed on stderr here.
+pub(crate) fn host_builder(
+    ctx: &Context,
+    config: switchboard::config::ConfigSet,
+) -> anyhow::Result<Planned> {
+    let (interaction, roots) = crate::interact::setup(ctx)?;
+    let settings = crate::trust::check_settings(&config.paths, &ctx.env);
+    let config_errors = config.has_errors() || settings.has_errors;
+    let mut builder = Host::builder()
+        .trust_project(settings.trusted)
+        .config(config)
+        .env(ctx.env.clone())
+        .interaction(interaction)
+        .roots(roots);
+    // A guard process stops the stdio servers' process groups if this program is killed.
+    match std::env::current_exe() {
+        Ok(exe) => builder = builder.child_guard(exe, [crate::GUARD_ARG]),
+        Err(e) => eprintln!(
+            "warning: cannot find this program's executable for its guard process ({e}); if it is killed, its servers' child processes may outlive it"
+        ),
+    }
+    Ok(Planned {
+        builder,
+        config_errors,
+    })
+}
+
+/// Waits for the servers to connect and says which did not, with what a failed one wrote on
+/// stderr last. A `required` server that did not connect fails the command.
+pub(crate) async fn settle(host: &Host) -> anyhow::Result<()> {
+    let bound = host.limits().connect_timeout + Duration::from_secs(5);
+    let readiness = host.wait_settled(bound).await;
+    for (name, state) in host.servers() {
+        match state {
+            ServerState::Failed(f) => {
+                eprintln!("warning: server `{name}` failed: {}", clean(&f.message));
+                if let Some(hint) = &f.hint {
+                    eprintln!("  hint: {}", clean(hint));
+                }
+                if let Some(stderr) = &f.stderr {
+                    crate::output::print_stderr_tail(stderr);
+                }
+            }
+            ServerState::NeedsAuth { message } => {
+                eprintln!(
+                    "warning: server `{name}` needs authorization: {}",
+                    clean(&message)
+                )
+            }
+            _ => {}
+        }
+    }
+    readiness?;
+    Ok(())
+}
