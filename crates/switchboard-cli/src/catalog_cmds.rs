@@ -112,8 +112,8 @@ pub(crate) fn host_builder(
     ctx: &Context,
     config: switchboard::config::ConfigSet,
 ) -> anyhow::Result<HostBuilder> {
-    let (interaction, roots) = crate::interact::setup(ctx)?;
-    let trusted = crate::trust::check_settings(&config.paths, &ctx.env);
+    let (interaction, roots) = crate::interact::setup(ctx, &config)?;
+    let trusted = crate::trust::check_settings(&config, &ctx.env);
     Ok(Host::builder()
         .trust_project(trusted)
         .config(config)

@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use switchboard::config::{ConfigIssue, ConfigPaths, Environment, Severity, TrustStore};
+use switchboard::config::{ConfigIssue, ConfigPaths, ConfigSet, Environment, Severity, TrustStore};
 use switchboard::permissions::PermissionSettings;
 
 use crate::mcp::Context;
@@ -23,9 +23,10 @@ pub(crate) fn is_trusted(paths: &ConfigPaths) -> bool {
 
 /// Reports the permission settings' problems on stderr and returns whether the project is
 /// trusted, for `HostBuilder::trust_project`.
-pub(crate) fn check_settings(paths: &ConfigPaths, env: &Environment) -> bool {
+pub(crate) fn check_settings(config: &ConfigSet, env: &Environment) -> bool {
+    let paths = &config.paths;
     let trusted = is_trusted(paths);
-    let (_, issues) = PermissionSettings::load(paths, env, trusted);
+    let (_, issues) = PermissionSettings::from_config(config, env, trusted);
     let project_file = PermissionSettings::project_settings_file(paths);
     // The library warns once per ignored part; one line for the whole file says it better.
     let ignored = |issue: &ConfigIssue| {

@@ -6,12 +6,14 @@ use std::path::PathBuf;
 use jsonc_parser::ast;
 
 use super::approval::{Approval, ApprovalStore};
-use serde::de::DeserializeOwned;
 
 use super::de;
 use super::json::{Document, get, kind_name, prop_name, range_of};
 use super::parse::{ParsedEntry, parse_entry};
-use super::settings::{LocalFile, ManagedFile, ProjectFile, UserFile};
+use super::settings::{
+    LocalFile, LocalProject, ManagedFile, ProjectFile, ProjectSettingsFile, ScopeFile,
+    ScopeSettings, UserFile,
+};
 use super::{
     ConfigHash, ConfigIssue, ConfigPaths, Environment, Origin, Policy, PolicyVerdict, Scope,
     ServerConfig, Transport,
@@ -101,11 +103,14 @@ pub struct ConfigSet {
     /// Problems in files and entries (an entry's own blocking problem is also in its `config`).
     pub issues: Vec<ConfigIssue>,
     pub policy: Policy,
+    /// What each scope's file holds besides servers (permissions, hooks, sampling, roots), as
+    /// read once: managed, user, local, then the project's `.switchboard/settings.json`.
+    pub settings: Vec<ScopeSettings>,
 }
 
 impl ConfigSet {
     /// Reads every scope. Never fails as a whole: a broken file or entry becomes an issue and
-    /// the rest still loads.
+    /// the rest still loads. Each file is read and parsed once.
     pub fn load(paths: ConfigPaths, env: &Environment) -> ConfigSet {
         let mut loader = Loader {
             env,
@@ -115,49 +120,56 @@ impl ConfigSet {
 
         // The managed file is read first for its policy; its entries merge last, so they win.
         let mut policy = Policy::default();
+        let mut managed_settings = ScopeSettings::new(Scope::Managed, paths.managed_file.clone());
         let managed = match Document::read(&paths.managed_file) {
             Ok(doc) => doc,
             Err(issue) => {
-                loader.issues.push(issue);
+                loader.issues.push(issue.clone());
+                managed_settings.broken = Some(issue);
                 policy = Policy::fail_closed();
                 None
             }
         };
-        let managed_parses = match managed.as_ref().map(Document::root_object) {
-            None => false,
+        let managed_root = match managed.as_ref().map(Document::root_value) {
+            None | Some(Ok(None)) => None,
             Some(Err(issue)) => {
-                loader.issues.push(issue);
+                loader.issues.push(issue.clone());
+                managed_settings.broken = Some(issue);
                 policy = Policy::fail_closed();
-                false
+                None
             }
-            Some(Ok(root)) => {
-                if let (Some(doc), Some(p)) =
-                    (&managed, root.as_ref().and_then(|r| get(r, "policy")))
+            Some(Ok(Some(root))) => {
+                if let (Some(doc), ast::Value::Object(obj)) = (&managed, &root)
+                    && let Some(p) = get(obj, "policy")
                 {
                     policy = Policy::parse(doc, &p.value).unwrap_or_else(|issue| {
                         loader.issues.push(issue);
                         Policy::fail_closed()
                     });
                 }
-                true
+                Some(root)
             }
         };
 
-        loader.read_file::<UserFile>(&paths.user_file(), Scope::User, &[]);
+        let user = loader.read_file::<UserFile>(&paths.user_file(), Scope::User, &[]);
         for file in paths.project_files.iter().rev() {
             loader.read_file::<ProjectFile>(file, Scope::Project, &[]);
         }
         let key = paths.project_key();
-        loader.read_file::<LocalFile>(&paths.local_file(), Scope::Local, &["projects", &key]);
+        let local =
+            loader.read_file::<LocalFile>(&paths.local_file(), Scope::Local, &["projects", &key]);
         for spec in &paths.dynamic {
             match load_dynamic_text(spec, &paths.cwd) {
-                Ok(doc) => loader.read_doc::<ProjectFile>(&doc, Scope::Dynamic, &[]),
+                Ok(doc) => {
+                    loader.read_doc::<ProjectFile>(&doc, Scope::Dynamic, &[]);
+                }
                 Err(issue) => loader.issues.push(issue),
             }
         }
-        if let (Some(doc), true) = (&managed, managed_parses) {
-            loader.read_doc::<ManagedFile>(doc, Scope::Managed, &[]);
+        if let (Some(doc), Some(root)) = (&managed, &managed_root) {
+            managed_settings = loader.read_root::<ManagedFile>(doc, root, Scope::Managed, &[]);
         }
+        let project = read_project_settings(&paths.project_settings_file());
 
         let approvals = match ApprovalStore::load(&paths.approvals_file()) {
             Ok(store) => Some(store),
@@ -186,7 +198,13 @@ impl ConfigSet {
             servers,
             issues: loader.issues,
             policy,
+            settings: vec![managed_settings, user, local, project],
         }
+    }
+
+    /// What a scope's file holds besides servers (the project's: `.switchboard/settings.json`).
+    pub fn settings(&self, scope: Scope) -> Option<&ScopeSettings> {
+        self.settings.iter().find(|s| s.scope == scope)
     }
 
     pub fn get(&self, name: &str) -> Option<&ServerEntry> {
@@ -217,6 +235,33 @@ fn load_dynamic_text(spec: &str, cwd: &std::path::Path) -> Result<Document, Conf
         .ok_or_else(|| ConfigIssue::error("the --mcp-config file does not exist").in_file(path))
 }
 
+/// A project's `.switchboard/settings.json`: permissions and hooks only, and no servers, so
+/// its problems are the permissions' to report.
+fn read_project_settings(path: &std::path::Path) -> ScopeSettings {
+    let mut settings = ScopeSettings::new(Scope::Project, path.to_owned());
+    let doc = match Document::read(path) {
+        Ok(Some(doc)) => doc,
+        Ok(None) => return settings,
+        Err(issue) => {
+            settings.broken = Some(issue);
+            return settings;
+        }
+    };
+    match doc.root_value() {
+        Ok(Some(root)) => match de::from_ast::<ProjectSettingsFile>(&doc, &root, "") {
+            Ok(file) => {
+                settings.sections = file.value.sections();
+                settings.errors = file.errors;
+                settings.unknown = file.unknown;
+            }
+            Err(e) => settings.broken = Some(e.issue(&doc.path)),
+        },
+        Ok(None) => {}
+        Err(issue) => settings.broken = Some(issue),
+    }
+    settings
+}
+
 struct Loader<'e> {
     env: &'e Environment,
     issues: Vec<ConfigIssue>,
@@ -224,55 +269,104 @@ struct Loader<'e> {
 }
 
 impl Loader<'_> {
-    fn read_file<F: DeserializeOwned>(
+    fn read_file<F: ScopeFile>(
         &mut self,
         path: &std::path::Path,
         scope: Scope,
         nest: &[&str],
-    ) {
+    ) -> ScopeSettings {
         match Document::read(path) {
-            Err(issue) => self.issues.push(issue),
-            Ok(None) => {}
+            Err(issue) => {
+                self.issues.push(issue.clone());
+                ScopeSettings {
+                    broken: Some(issue),
+                    ..ScopeSettings::new(scope, path.to_owned())
+                }
+            }
+            Ok(None) => ScopeSettings::new(scope, path.to_owned()),
             Ok(Some(doc)) => self.read_doc::<F>(&doc, scope, nest),
         }
     }
 
-    /// Reads the `mcpServers` object of a document, found under the `nest` keys
-    /// (`projects/<root>` in the local file). `F`, the file's struct, says which top-level
-    /// keys it knows; others are warned about.
-    fn read_doc<F: DeserializeOwned>(&mut self, doc: &Document, scope: Scope, nest: &[&str]) {
-        let root = match doc.root_value() {
-            Ok(Some(root)) => root,
-            Ok(None) => return,
-            Err(issue) => return self.issues.push(issue),
-        };
-        // The sections' own problems are reported by the modules that read them.
-        match de::from_ast::<F>(&root, "") {
+    fn read_doc<F: ScopeFile>(
+        &mut self,
+        doc: &Document,
+        scope: Scope,
+        nest: &[&str],
+    ) -> ScopeSettings {
+        match doc.root_value() {
+            Ok(Some(root)) => self.read_root::<F>(doc, &root, scope, nest),
+            Ok(None) => ScopeSettings::new(scope, doc.path.clone()),
+            Err(issue) => {
+                self.issues.push(issue.clone());
+                ScopeSettings {
+                    broken: Some(issue),
+                    ..ScopeSettings::new(scope, doc.path.clone())
+                }
+            }
+        }
+    }
+
+    /// Reads a parsed document: its settings into `F`, the file's struct (which says which
+    /// top-level keys it knows; others are warned about), and the servers of its
+    /// `mcpServers` object, found under the `nest` keys (`projects/<root>` in the local file).
+    fn read_root<F: ScopeFile>(
+        &mut self,
+        doc: &Document,
+        root: &ast::Value<'_>,
+        scope: Scope,
+        nest: &[&str],
+    ) -> ScopeSettings {
+        let mut settings = ScopeSettings::new(scope, doc.path.clone());
+        // The sections' own problems are reported by the modules that build on them.
+        match de::from_ast::<F>(doc, root, "") {
             Ok(file) => {
                 for unknown in file.unknown.iter().filter(|u| u.field == u.key) {
                     self.issues.push(
                         ConfigIssue::warning("unknown field; kept as written and ignored")
                             .in_file(&doc.path)
-                            .at(doc.position(unknown.offset))
+                            .at(unknown.position)
                             .field(unknown.key.clone()),
                     );
                 }
+                settings.sections = file.value.sections();
+                settings.errors = file.errors;
+                settings.unknown = file.unknown;
             }
-            Err(e) => self.issues.push(e.issue(doc)),
+            Err(e) => self.issues.push(e.issue(&doc.path)),
         }
+        self.read_servers(doc, root, &mut settings, nest);
+        settings
+    }
+
+    fn read_servers(
+        &mut self,
+        doc: &Document,
+        root: &ast::Value<'_>,
+        settings: &mut ScopeSettings,
+        nest: &[&str],
+    ) {
+        let scope = settings.scope;
         let ast::Value::Object(root) = root else {
             return;
         };
-        let mut obj = &root;
+        let mut obj = root;
         let mut path = String::new();
-        for key in nest {
+        for (i, key) in nest.iter().enumerate() {
             path.push_str(if path.is_empty() { "" } else { "." });
             path.push_str(key);
             match get(obj, key).map(|p| &p.value) {
                 None => return,
-                Some(ast::Value::Object(inner)) => obj = inner,
+                Some(value @ ast::Value::Object(inner)) => {
+                    obj = inner;
+                    if i + 1 == nest.len() {
+                        self.read_nested(doc, value, &path, settings);
+                    }
+                }
                 Some(other) => {
-                    return self.issues.push(self.not_object(doc, other, &path));
+                    let issue = self.not_object(doc, other, &path);
+                    settings.broken = Some(issue.clone());
+                    return self.issues.push(issue);
                 }
             }
         }
@@ -326,6 +420,25 @@ impl Loader<'_> {
                 entry.shadowed.extend(previous.shadowed);
             }
             self.merged.insert(name.to_owned(), entry);
+        }
+    }
+
+    /// The settings of one project's entry in the local file (`projects.<root>`).
+    fn read_nested(
+        &mut self,
+        doc: &Document,
+        value: &ast::Value<'_>,
+        path: &str,
+        settings: &mut ScopeSettings,
+    ) {
+        match de::from_ast::<LocalProject>(doc, value, path) {
+            Ok(project) => {
+                settings.prefix = format!("{path}.");
+                settings.sections = project.value.sections();
+                settings.errors = project.errors;
+                settings.unknown = project.unknown;
+            }
+            Err(e) => settings.broken = Some(e.issue(&doc.path)),
         }
     }
 
