@@ -11,7 +11,7 @@ use super::de;
 use super::json::{Document, get, kind_name, prop_name, range_of};
 use super::parse::{ParsedEntry, parse_entry};
 use super::settings::{
-    LocalFile, LocalProject, ManagedFile, ProjectFile, ProjectSettingsFile, ScopeFile,
+    Combine, LocalFile, LocalProject, ManagedFile, ProjectFile, ProjectSettingsFile, ScopeFile,
     ScopeSettings, UserFile,
 };
 use super::{
@@ -33,6 +33,32 @@ pub struct ServerEntry {
     pub policy: PolicyVerdict,
     /// Entries of the same name in scopes of lower precedence, highest first.
     pub shadowed: Vec<Origin>,
+}
+
+impl ServerEntry {
+    /// Records that this entry hides `lower`, an entry of the same name of lower precedence.
+    fn shadow(&mut self, lower: ServerEntry) {
+        self.shadowed.push(lower.origin);
+        self.shadowed.extend(lower.shadowed);
+    }
+}
+
+/// One file's servers by name; merged, the servers of every scope.
+#[derive(Debug, Default)]
+struct Servers(BTreeMap<String, ServerEntry>);
+
+impl Combine for Servers {
+    /// An entry of `self` hides the entry of the same name in `lower`.
+    fn combine(&mut self, lower: Servers) {
+        for (name, entry) in lower.0 {
+            match self.0.get_mut(&name) {
+                Some(higher) => higher.shadow(entry),
+                None => {
+                    self.0.insert(name, entry);
+                }
+            }
+        }
+    }
 }
 
 /// What stands between an entry and starting it, the first reason that applies.
@@ -115,7 +141,7 @@ impl ConfigSet {
         let mut loader = Loader {
             env,
             issues: Vec::new(),
-            merged: BTreeMap::new(),
+            layers: Vec::new(),
         };
 
         // The managed file is read first for its policy; its entries merge last, so they win.
@@ -178,8 +204,18 @@ impl ConfigSet {
                 None
             }
         };
-        let servers = loader
-            .merged
+        // Each file's servers, from the highest precedence down.
+        let merged = loader
+            .layers
+            .into_iter()
+            .rev()
+            .reduce(|mut higher, lower| {
+                higher.combine(lower);
+                higher
+            })
+            .unwrap_or_default();
+        let servers = merged
+            .0
             .into_values()
             .map(|mut entry| {
                 if entry.origin.scope == Scope::Project {
@@ -265,7 +301,8 @@ fn read_project_settings(path: &std::path::Path) -> ScopeSettings {
 struct Loader<'e> {
     env: &'e Environment,
     issues: Vec<ConfigIssue>,
-    merged: BTreeMap<String, ServerEntry>,
+    /// Each file's servers, in the order read (by rising precedence).
+    layers: Vec<Servers>,
 }
 
 impl Loader<'_> {
@@ -382,7 +419,8 @@ impl Loader<'_> {
                 return self.issues.push(self.not_object(doc, other, &field));
             }
         };
-        for prop in &servers.properties {
+        let (props, mut servers) = (&servers.properties, Servers::default());
+        for prop in props {
             let name = prop_name(prop);
             let origin = Origin {
                 scope,
@@ -415,12 +453,13 @@ impl Loader<'_> {
                 policy: PolicyVerdict::Allowed,
                 shadowed: Vec::new(),
             };
-            if let Some(previous) = self.merged.remove(name) {
-                entry.shadowed.push(previous.origin);
-                entry.shadowed.extend(previous.shadowed);
+            // A name written twice in one file: the last one counts, as JSON parsers do.
+            if let Some(previous) = servers.0.remove(name) {
+                entry.shadow(previous);
             }
-            self.merged.insert(name.to_owned(), entry);
+            servers.0.insert(name.to_owned(), entry);
         }
+        self.layers.push(servers);
     }
 
     /// The settings of one project's entry in the local file (`projects.<root>`).

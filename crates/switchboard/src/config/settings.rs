@@ -15,10 +15,11 @@ use serde::de::DeserializeOwned;
 
 pub(crate) use super::de::{Checked, Located, Pos};
 
-/// How the settings of two scopes become one. `self` is read first: by precedence or by
-/// order, each implementation says which.
+/// How the settings of two scopes become one: `self` takes precedence over `lower` (where
+/// every scope's part applies, as rules and hooks do, `self`'s come first). Scopes are combined
+/// from the highest precedence down; a new kind of setting says here how its scopes merge.
 pub(crate) trait Combine {
-    fn combine(&mut self, next: Self);
+    fn combine(&mut self, lower: Self);
 }
 use super::de::{self, NumberText, Skipped};
 use super::{ConfigIssue, Scope};

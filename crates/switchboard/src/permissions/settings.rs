@@ -334,15 +334,16 @@ impl PermissionSettings {
 }
 
 impl Combine for PermissionSettings {
-    /// Scopes are read in order (managed, user, local, project): rules and hooks of `next`
-    /// come after these, so a managed rule is the one a denial names.
-    fn combine(&mut self, next: PermissionSettings) {
-        self.rules.extend(next.rules);
-        self.pre_call.extend(next.pre_call);
-        self.post_call.extend(next.post_call);
-        self.broken_pre_call.extend(next.broken_pre_call);
-        self.managed_broken = self.managed_broken.take().or(next.managed_broken);
-        self.issues.extend(next.issues);
+    /// Every scope's rules and hooks apply, in the order managed, user, local, project: those
+    /// of `lower` come after these, so a managed rule is the one a denial names (what wins is
+    /// [`PermissionSettings::evaluate`]'s to say).
+    fn combine(&mut self, lower: PermissionSettings) {
+        self.rules.extend(lower.rules);
+        self.pre_call.extend(lower.pre_call);
+        self.post_call.extend(lower.post_call);
+        self.broken_pre_call.extend(lower.broken_pre_call);
+        self.managed_broken = self.managed_broken.take().or(lower.managed_broken);
+        self.issues.extend(lower.issues);
     }
 }
 
