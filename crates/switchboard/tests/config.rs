@@ -298,6 +298,61 @@ fn exclusive_policy_and_a_broken_managed_file_both_leave_only_managed_servers() 
 }
 
 #[test]
+fn a_broken_policy_names_its_first_problem_and_fails_closed() {
+    let tree = ConfigTree::new().unwrap();
+    tree.write(tree.user_file(), &servers(&[("mine", stdio("x"))]))
+        .unwrap();
+    let cases = [
+        (
+            r#""x""#,
+            "1:12: field `policy`: expected an object, found a string",
+        ),
+        (
+            r#"{"exclusive": "yes"}"#,
+            "1:26: field `policy.exclusive`: expected true or false, found a string",
+        ),
+        (
+            r#"{"allow": {}}"#,
+            "1:22: field `policy.allow`: expected an array of rules, found an object",
+        ),
+        (
+            r#"{"allow": null}"#,
+            "1:22: field `policy.allow`: expected an array of rules, found null",
+        ),
+        (
+            r#"{"deny": [{"name": "a"}, {"name": "a", "url": "b"}]}"#,
+            r#"1:37: field `policy.deny[1]`: expected {"name": …}, {"command": [...]} or {"url": …}"#,
+        ),
+        (
+            r#"{"deny": [{"command": []}]}"#,
+            r#"1:22: field `policy.deny[0]`: expected {"name": …}, {"command": [...]} or {"url": …}"#,
+        ),
+        (
+            r#"{"allwo": [], "deny": 3}"#,
+            "1:13: field `policy.allwo`: unknown field; expected `allow`, `deny` or `exclusive`",
+        ),
+        (
+            r#"{"deny": 3, "allwo": []}"#,
+            "1:21: field `policy.deny`: expected an array of rules, found a number",
+        ),
+    ];
+    for (policy, expected) in cases {
+        tree.write(tree.managed_file(), &format!(r#"{{"policy": {policy}}}"#))
+            .unwrap();
+        let set = load(&tree);
+        assert_eq!(
+            messages(&tree, &set),
+            format!("[TMP]/managed.json:{expected}"),
+            "{policy}"
+        );
+        assert!(
+            matches!(set.get("mine").unwrap().status(), EntryStatus::Denied(r) if r.contains("could not be read")),
+            "{policy}"
+        );
+    }
+}
+
+#[test]
 fn variables_expand_in_every_field_that_takes_them() {
     let tree = ConfigTree::new().unwrap();
     tree.write(

@@ -164,17 +164,27 @@ impl ConfigSet {
                 policy = Policy::fail_closed();
                 None
             }
-            Some(Ok(Some(root))) => {
-                if let (Some(doc), ast::Value::Object(obj)) = (&managed, &root)
-                    && let Some(p) = get(obj, "policy")
-                {
-                    policy = Policy::parse(doc, &p.value).unwrap_or_else(|issue| {
+            Some(Ok(Some(root))) => Some(root),
+        };
+        let managed_file = match (&managed, &managed_root) {
+            (Some(doc), Some(root)) => {
+                let read = de::from_ast::<ManagedFile>(doc, root, "");
+                policy = match &read {
+                    Ok(file) => Policy::from_file(
+                        &doc.path,
+                        &file.value.policy,
+                        &file.errors,
+                        &file.unknown,
+                    )
+                    .unwrap_or_else(|issue| {
                         loader.issues.push(issue);
                         Policy::fail_closed()
-                    });
-                }
-                Some(root)
+                    }),
+                    Err(_) => Policy::fail_closed(),
+                };
+                Some((doc, root, read))
             }
+            _ => None,
         };
 
         let user = loader.read_file::<UserFile>(&paths.user_file(), Scope::User, &[]);
@@ -192,8 +202,8 @@ impl ConfigSet {
                 Err(issue) => loader.issues.push(issue),
             }
         }
-        if let (Some(doc), Some(root)) = (&managed, &managed_root) {
-            managed_settings = loader.read_root::<ManagedFile>(doc, root, Scope::Managed, &[]);
+        if let Some((doc, root, read)) = managed_file {
+            managed_settings = loader.take_root(doc, root, read, Scope::Managed, &[]);
         }
         let project = read_project_settings(&paths.project_settings_file());
 
@@ -354,9 +364,22 @@ impl Loader<'_> {
         scope: Scope,
         nest: &[&str],
     ) -> ScopeSettings {
+        let read = de::from_ast::<F>(doc, root, "");
+        self.take_root(doc, root, read, scope, nest)
+    }
+
+    /// [`Loader::read_root`] once `F` is read.
+    fn take_root<F: ScopeFile>(
+        &mut self,
+        doc: &Document,
+        root: &ast::Value<'_>,
+        read: Result<de::Read<F>, de::Error>,
+        scope: Scope,
+        nest: &[&str],
+    ) -> ScopeSettings {
         let mut settings = ScopeSettings::new(scope, doc.path.clone());
         // The sections' own problems are reported by the modules that build on them.
-        match de::from_ast::<F>(doc, root, "") {
+        match read {
             Ok(file) => {
                 for unknown in file.unknown.iter().filter(|u| u.field == u.key) {
                     self.issues.push(

@@ -22,6 +22,7 @@ pub(crate) trait Combine {
     fn combine(&mut self, lower: Self);
 }
 use super::de::{self, NumberText, Skipped};
+use super::policy::PolicyFile;
 use super::{ConfigIssue, Scope};
 
 /// What one scope's file holds besides its servers, read once: permissions, hooks, and (the
@@ -141,6 +142,15 @@ impl ScopeFile for ProjectSettingsFile {
     }
 }
 
+/// "`a`, `b` or `c`": the keys a struct takes, for messages.
+pub(crate) fn one_of(keys: &[&str]) -> String {
+    let quoted: Vec<String> = keys.iter().map(|k| format!("`{k}`")).collect();
+    match quoted.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => quoted.concat(),
+    }
+}
+
 /// A key's value: absent, or where it was written and what it holds (or that it is broken).
 pub(crate) type Field<T> = Checked<Located<Checked<T>>>;
 
@@ -200,8 +210,8 @@ pub(crate) struct LocalProject {
 pub(crate) struct ManagedFile {
     #[serde(rename = "mcpServers", default)]
     _mcp_servers: Skipped,
-    #[serde(rename = "policy", default)]
-    _policy: Skipped,
+    #[serde(default)]
+    pub(crate) policy: Checked<Object<PolicyFile>>,
     #[serde(default)]
     pub(crate) permissions: Checked<Object<PermissionsFile>>,
     #[serde(default)]

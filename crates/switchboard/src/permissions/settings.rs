@@ -11,7 +11,7 @@ use wildmatch::WildMatch;
 use super::{Decision, Denied, SettingOrigin};
 use crate::config::settings::{
     Checked, Combine, HookCommand, HookEntry, HookList, HookMillis, Located, Object, PatternList,
-    PatternText, Pos,
+    PatternText, Pos, one_of,
 };
 use crate::config::{
     ConfigIssue, ConfigPaths, ConfigSet, Environment, Scope, ScopeSettings, expand_vars,
@@ -752,15 +752,6 @@ impl<'a> Reader<'a> {
             return Err(self.error(at, field, "the program name is empty"));
         }
         Ok(command)
-    }
-}
-
-/// "`a`, `b` or `c`".
-fn one_of(keys: &[&str]) -> String {
-    let quoted: Vec<String> = keys.iter().map(|k| format!("`{k}`")).collect();
-    match quoted.split_last() {
-        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
-        _ => quoted.concat(),
     }
 }
 
