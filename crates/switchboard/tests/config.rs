@@ -841,3 +841,94 @@ fn every_transport_type_parses_into_its_own_variant() {
         Some("h-secret")
     );
 }
+
+#[test]
+fn every_way_an_entry_can_be_wrong_is_named_the_same() {
+    let tree = ConfigTree::new().unwrap();
+    let http = r#""type": "http", "url": "http://h""#;
+    let user = [
+        ("cmd-number", r#"{"command": 5}"#.to_owned()),
+        ("cmd-empty", r#"{"command": " "}"#.to_owned()),
+        ("args-text", r#"{"command": "x", "args": "a"}"#.to_owned()),
+        ("args-item", r#"{"command": "x", "args": ["a", 1]}"#.to_owned()),
+        ("env-kinds", r#"{"command": "x", "env": {"A": 1.0, "B": true, "C": "${HOME}"}}"#.to_owned()),
+        ("env-null", r#"{"command": "x", "env": {"A": null}}"#.to_owned()),
+        ("env-list", r#"{"command": "x", "env": []}"#.to_owned()),
+        ("cwd-number", r#"{"command": "x", "cwd": 3}"#.to_owned()),
+        ("both", r#"{"command": "x", "url": "http://a"}"#.to_owned()),
+        ("url-number", r#"{"url": 5}"#.to_owned()),
+        ("url-ws", r#"{"url": "ws://h", "args": []}"#.to_owned()),
+        ("type-number", r#"{"type": 5}"#.to_owned()),
+        ("type-null", r#"{"type": null, "command": "x"}"#.to_owned()),
+        ("websocket", r#"{"type": "websocket", "url": "http://h"}"#.to_owned()),
+        ("no-host", r#"{"type": "http", "url": "http://"}"#.to_owned()),
+        ("header-name", format!(r#"{{{http}, "headers": {{"Bad Name": "x"}}}}"#)),
+        ("header-break", format!(r#"{{{http}, "headers": {{"A": "x\ny"}}}}"#)),
+        ("headers-number", format!(r#"{{{http}, "headers": 3}}"#)),
+        ("oauth-number", format!(r#"{{{http}, "oauth": 3}}"#)),
+        ("oauth-port", format!(r#"{{{http}, "oauth": {{"extra": 1, "callbackPort": 70000, "later": 2}}}}"#)),
+        ("oauth-order", format!(r#"{{{http}, "oauth": {{"grantType": "x", "callbackPort": "a"}}}}"#)),
+        ("oauth-order2", format!(r#"{{{http}, "oauth": {{"callbackPort": "a", "grantType": "x"}}}}"#)),
+        ("oauth-scopes", format!(r#"{{{http}, "oauth": {{"scopes": ["a", 2]}}}}"#)),
+        ("oauth-metadata", format!(r#"{{{http}, "oauth": {{"clientMetadataUrl": "http://x"}}}}"#)),
+        ("oauth-var", format!(r#"{{{http}, "oauth": {{"clientId": "${{NOPE}}"}}}}"#)),
+        ("oauth-ok", format!(r#"{{{http}, "oauth": {{"clientId": "c", "scopes": ["a"], "grantType": "client_credentials", "callbackPort": 8080, "odd": 1}}}}"#)),
+        ("proxy-both", r#"{"type": "proxy", "url": "http://h", "tokenEnv": "A", "tokenCommand": ["x"]}"#.to_owned()),
+        ("proxy-empty", r#"{"type": "proxy", "url": "http://h", "tokenCommand": []}"#.to_owned()),
+        ("proxy-env", r#"{"type": "proxy", "url": "http://h", "tokenEnv": 3}"#.to_owned()),
+        ("ide-name", r#"{"type": "sse-ide", "url": "http://h", "ideName": 3}"#.to_owned()),
+        ("ide-lock", r#"{"type": "ws-ide", "url": "ws://h", "lockFile": "${NOPE}"}"#.to_owned()),
+        ("timeout-zero", r#"{"command": "x", "timeout": 0}"#.to_owned()),
+        ("timeout-frac", r#"{"command": "x", "timeout": 1.5}"#.to_owned()),
+        ("timeout-neg", r#"{"command": "x", "toolTimeout": -1}"#.to_owned()),
+        ("timeout-text", r#"{"command": "x", "toolTimeout": "5"}"#.to_owned()),
+        ("protocol-number", r#"{"command": "x", "protocol": 5}"#.to_owned()),
+        ("restart", r#"{"command": "x", "restart": "always"}"#.to_owned()),
+        ("disabled", r#"{"command": "x", "disabled": "yes"}"#.to_owned()),
+        ("required", r#"{"command": "x", "required": 1}"#.to_owned()),
+        ("enabled", r#"{"command": "x", "enabledTools": "a"}"#.to_owned()),
+        ("disabled-tools", r#"{"command": "x", "disabledTools": [1]}"#.to_owned()),
+        ("max-output", r#"{"command": "x", "maxOutputTokens": 0}"#.to_owned()),
+        ("elsewhere", r#"{"type": "stdio", "command": "x", "url": 1, "ideName": "i"}"#.to_owned()),
+        ("warnings", r#"{"command": "x", "headers": {}, "foo": 1, "oauth": 2, "description": 5}"#.to_owned()),
+        ("sdk", r#"{"type": "sdk", "disabled": true}"#.to_owned()),
+        ("first-args", r#"{"command": "x", "args": 5, "timeout": "x"}"#.to_owned()),
+        ("first-command", r#"{"timeout": "x", "command": 5}"#.to_owned()),
+        ("text", r#""npx server""#.to_owned()),
+        ("all", r#"{"command": "x", "args": ["a"], "env": {"K": "v"}, "cwd": "/w", "required": true, "timeout": 5000, "toolTimeout": 60000, "protocol": "2025-06-18", "restart": "on-failure", "enabledTools": ["read_*"], "disabledTools": ["rm"], "maxOutputTokens": 1000, "logLevel": "info"}"#.to_owned()),
+    ];
+    let user: Vec<(&str, String)> = user.iter().map(|(n, e)| (*n, e.clone())).collect();
+    tree.write(tree.user_file(), &servers(&user)).unwrap();
+    let project = [
+        (
+            "p-path",
+            r#"{"command": "x", "env": {"PATH": "/x", "OK": "1"}}"#.to_owned(),
+        ),
+        (
+            "p-env",
+            r#"{"command": "/usr/bin/env", "args": ["A=1", "x"]}"#.to_owned(),
+        ),
+        (
+            "p-shell",
+            r#"{"command": "sh", "args": ["-c", "LD_PRELOAD=x cmd"]}"#.to_owned(),
+        ),
+    ];
+    let project: Vec<(&str, String)> = project.iter().map(|(n, e)| (*n, e.clone())).collect();
+    tree.write(tree.project_file(), &servers(&project)).unwrap();
+    let set = load(&tree);
+    let mut report = messages(&tree, &set);
+    for entry in &set.servers {
+        if let Ok(config) = &entry.config {
+            report.push_str(&format!(
+                "\n{}: {:?} extra {:?} {:?} {:?} {:?}",
+                entry.name,
+                config.transport,
+                config.extra,
+                config.connect_timeout,
+                config.enabled_tools,
+                config.log_level
+            ));
+        }
+    }
+    insta::assert_snapshot!(tree.redact(&report));
+}

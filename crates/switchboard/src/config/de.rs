@@ -3,6 +3,8 @@
 //! `permissions.allow[2]`).
 //!
 //! Wrapper types that talk to this deserializer:
+//! - [`Spanned<T>`]: a value with the byte offsets of itself and its key, for checks made
+//!   after deserializing while the document is at hand (a server entry's).
 //! - [`Located<T>`]: a value with the line and column of its key and of itself, for checks
 //!   made after deserializing (an empty command, a bad pattern) that still name their position.
 //! - [`Checked<T>`]: a value that may be broken without breaking what holds it; its problem is
@@ -178,6 +180,7 @@ impl fmt::Display for Path<'_> {
     }
 }
 
+const SPANNED: &str = "$switchboard::Spanned";
 const CHECKED: &str = "$switchboard::Checked";
 const LOCATED: &str = "$switchboard::Located";
 const KIND: &str = "$switchboard::Kind";
@@ -216,6 +219,91 @@ pub(crate) struct Skipped;
 impl<'de> de::Deserialize<'de> for Skipped {
     fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         <de::IgnoredAny as de::Deserialize>::deserialize(d).map(|_| Skipped)
+    }
+}
+
+/// A value and the byte offsets where it and its key (when it is an object's value) start, for
+/// checks made while the document is at hand (a server entry's).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Spanned<T> {
+    pub(crate) offset: usize,
+    pub(crate) key: Option<usize>,
+    pub(crate) value: T,
+}
+
+impl<'de, T: de::Deserialize<'de>> de::Deserialize<'de> for Spanned<T> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(PhantomData<T>);
+        impl<'de, T: de::Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = Spanned<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a value")
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                // The key's offset is one past it, so that 0 means none.
+                let [offset, key]: [usize; 2] = seq
+                    .next_element()?
+                    .ok_or_else(|| de::Error::invalid_length(0, &self))?;
+                let value = seq
+                    .next_element()?
+                    .ok_or_else(|| de::Error::invalid_length(1, &self))?;
+                Ok(Spanned {
+                    offset,
+                    key: key.checked_sub(1),
+                    value,
+                })
+            }
+        }
+        d.deserialize_struct(SPANNED, &[], V(PhantomData))
+    }
+}
+
+/// A key's value: absent, or written (with the byte offsets of the value and its key) and read,
+/// or broken (its problem is collected into [`Read::errors`], under the key's field path).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) enum Keyed<T> {
+    #[default]
+    Absent,
+    Present {
+        offset: usize,
+        key: Option<usize>,
+        /// `None` when the value is broken.
+        value: Option<T>,
+    },
+}
+
+impl<T> Keyed<T> {
+    pub(crate) fn is_present(&self) -> bool {
+        matches!(self, Keyed::Present { .. })
+    }
+
+    /// Where the value starts, when it is written.
+    pub(crate) fn at(&self) -> Option<usize> {
+        match self {
+            Keyed::Present { offset, .. } => Some(*offset),
+            Keyed::Absent => None,
+        }
+    }
+
+    pub(crate) fn key(&self) -> Option<usize> {
+        match self {
+            Keyed::Present { key, .. } => *key,
+            Keyed::Absent => None,
+        }
+    }
+}
+
+impl<'de, T: de::Deserialize<'de>> de::Deserialize<'de> for Keyed<T> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let Spanned { offset, key, value } = Spanned::<Checked<T>>::deserialize(d)?;
+        Ok(Keyed::Present {
+            offset,
+            key,
+            value: match value {
+                Checked::Ok(value) => Some(value),
+                Checked::Absent | Checked::Broken => None,
+            },
+        })
     }
 }
 
@@ -303,7 +391,8 @@ where
     )
 }
 
-/// A number as written (`1e3`, `0`, `1.5`), for messages that quote it.
+/// A number as written (`1e3`, `0`, `1.5`), for messages that quote it; a string or a boolean
+/// as its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct NumberText(pub(crate) String);
 
@@ -317,6 +406,9 @@ impl<'de> de::Deserialize<'de> for NumberText {
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<NumberText, E> {
                 Ok(NumberText(v.to_owned()))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<NumberText, E> {
+                Ok(NumberText(v.to_string()))
             }
         }
         d.deserialize_struct(NUMBER, &[], V)
@@ -397,6 +489,11 @@ impl<'de> de::Deserializer<'de> for ValueDe<'_, '_, '_, '_> {
     ) -> Result<V::Value, Error> {
         let (start, path, doc) = (self.start(), self.path, self.sink.doc);
         let result = match (name, self.value) {
+            (SPANNED, _) => visitor.visit_seq(Wrapped {
+                head: Head::Offsets([start, self.key.map_or(0, |k| k + 1)]),
+                de: Some(self),
+                checked: false,
+            }),
             (CHECKED, _) => visitor.visit_seq(Wrapped {
                 head: Head::None,
                 de: Some(self),
@@ -459,7 +556,7 @@ impl<'de> de::Deserializer<'de> for ValueDe<'_, '_, '_, '_> {
 }
 
 /// The sequence a wrapper type reads: what the deserializer knows of the value (the head),
-/// then the value. [`Located`]: (positions, value); [`expect`]:
+/// then the value. [`Spanned`]: (offsets, value); [`Located`]: (positions, value); [`expect`]:
 /// (kind, value); [`Checked`]: (the value, or nothing when it is broken).
 struct Wrapped<'v, 'a, 'p, 's> {
     head: Head,
@@ -469,6 +566,7 @@ struct Wrapped<'v, 'a, 'p, 's> {
 
 enum Head {
     None,
+    Offsets([usize; 2]),
     Position([usize; 5]),
     Kind(&'static str),
 }
@@ -482,6 +580,10 @@ impl<'de> de::SeqAccess<'de> for Wrapped<'_, '_, '_, '_> {
     ) -> Result<Option<T::Value>, Error> {
         match std::mem::replace(&mut self.head, Head::None) {
             Head::None => {}
+            Head::Offsets(offsets) => {
+                let de: SeqDeserializer<_, Error> = SeqDeserializer::new(offsets.into_iter());
+                return seed.deserialize(de).map(Some);
+            }
             Head::Position(position) => {
                 let de: SeqDeserializer<_, Error> = SeqDeserializer::new(position.into_iter());
                 return seed.deserialize(de).map(Some);

@@ -22,6 +22,7 @@ pub(crate) trait Combine {
     fn combine(&mut self, lower: Self);
 }
 use super::de::{self, NumberText, Skipped};
+pub(crate) use super::de::{Keyed, Spanned};
 use super::policy::PolicyFile;
 use super::{ConfigIssue, Scope};
 
@@ -406,5 +407,182 @@ impl<'de> Deserialize<'de> for RootsFile {
         Vec::<String>::deserialize(d)
             .map(RootsFile)
             .map_err(|_| serde::de::Error::custom("must be a list of folder paths"))
+    }
+}
+
+/// One `mcpServers` entry as written. Every field's problem is its own (collected, not fatal),
+/// so `parse.rs` finds an entry's first problem in the order it checks the fields. A new
+/// setting is one field here (and, when it belongs to one transport, one name in
+/// `parse::fields_of`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct ServerFile {
+    #[serde(rename = "type")]
+    pub(crate) kind: Keyed<Text>,
+    pub(crate) disabled: Keyed<Flag>,
+    pub(crate) required: Keyed<Flag>,
+    pub(crate) timeout: Keyed<Count>,
+    pub(crate) tool_timeout: Keyed<Count>,
+    pub(crate) protocol: Keyed<Text>,
+    pub(crate) restart: Keyed<Text>,
+    pub(crate) enabled_tools: Keyed<TextList>,
+    pub(crate) disabled_tools: Keyed<TextList>,
+    pub(crate) max_output_tokens: Keyed<Count>,
+    /// For people reading the file; not used.
+    #[serde(rename = "description")]
+    _description: Skipped,
+    pub(crate) log_level: Keyed<Text>,
+    // stdio
+    pub(crate) command: Keyed<Text>,
+    pub(crate) args: Keyed<TextList>,
+    pub(crate) env: Keyed<TextMap>,
+    pub(crate) cwd: Keyed<Text>,
+    // http, sse, ws, proxy
+    pub(crate) url: Keyed<Text>,
+    pub(crate) headers: Keyed<TextMap>,
+    pub(crate) oauth: Keyed<Object<OAuthFile>>,
+    // sse-ide, ws-ide
+    pub(crate) ide_name: Keyed<Text>,
+    pub(crate) lock_file: Keyed<Text>,
+    // proxy
+    pub(crate) token_env: Keyed<Text>,
+    pub(crate) token_command: Keyed<TextList>,
+}
+
+impl ServerFile {
+    /// Whether the transport-specific key `name` (see `parse::fields_of`) is written, and
+    /// where its key is.
+    pub(crate) fn written(&self, name: &str) -> Option<usize> {
+        match name {
+            "command" => self.command.key(),
+            "args" => self.args.key(),
+            "env" => self.env.key(),
+            "cwd" => self.cwd.key(),
+            "url" => self.url.key(),
+            "headers" => self.headers.key(),
+            "oauth" => self.oauth.key(),
+            "ideName" => self.ide_name.key(),
+            "lockFile" => self.lock_file.key(),
+            "tokenEnv" => self.token_env.key(),
+            "tokenCommand" => self.token_command.key(),
+            _ => None,
+        }
+    }
+}
+
+/// An entry's `oauth`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct OAuthFile {
+    pub(crate) client_id: Keyed<Text>,
+    pub(crate) client_secret_env: Keyed<Text>,
+    pub(crate) client_secret_keychain: Keyed<Text>,
+    pub(crate) callback_port: Keyed<Count>,
+    pub(crate) scopes: Keyed<TextList>,
+    pub(crate) grant_type: Keyed<Text>,
+    pub(crate) private_key_env: Keyed<Text>,
+    pub(crate) client_metadata_url: Keyed<Text>,
+}
+
+/// A whole entry: an object (`expected an object describing the server` otherwise).
+#[derive(Debug, Default)]
+pub(crate) struct ServerObject(pub(crate) ServerFile);
+
+impl<'de> Deserialize<'de> for ServerObject {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        de::expect(d, &["an object"], "an object describing the server").map(ServerObject)
+    }
+}
+
+/// A string.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Text(pub(crate) String);
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        de::expect(d, &["a string"], "a string").map(Text)
+    }
+}
+
+/// `true` or `false`.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Flag(pub(crate) bool);
+
+impl<'de> Deserialize<'de> for Flag {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        de::expect(d, &["a boolean"], "true or false").map(Flag)
+    }
+}
+
+/// A positive whole number, as written (checked when the entry is).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Count(pub(crate) String);
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        de::expect::<_, NumberText>(d, &["a number"], "a positive whole number").map(|n| Count(n.0))
+    }
+}
+
+/// A list of strings; the first that is not one breaks it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct TextList(pub(crate) Vec<Spanned<Text>>);
+
+impl<'de> Deserialize<'de> for TextList {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        de::expect(d, &["an array"], "an array of strings").map(TextList)
+    }
+}
+
+/// An object of strings (numbers and booleans, common in hand-written `env`, are taken as
+/// their text), in written order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct TextMap(pub(crate) Vec<(String, Spanned<String>)>);
+
+impl<'de> Deserialize<'de> for TextMap {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        de::expect::<_, Entries>(d, &["an object"], "an object of strings").map(|e| TextMap(e.0))
+    }
+}
+
+struct Entries(Vec<(String, Spanned<String>)>);
+
+impl<'de> Deserialize<'de> for Entries {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Entries;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object of strings")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Entries, A::Error> {
+                let mut entries = Vec::new();
+                while let Some((key, value)) = map.next_entry::<String, Spanned<Scalar>>()? {
+                    entries.push((
+                        key,
+                        Spanned {
+                            offset: value.offset,
+                            key: value.key,
+                            value: value.value.0,
+                        },
+                    ));
+                }
+                Ok(Entries(entries))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// A string, or a number or boolean as its text (a number as written: `1.0` stays `1.0`).
+struct Scalar(String);
+
+impl<'de> Deserialize<'de> for Scalar {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        de::expect::<_, NumberText>(d, &["a string", "a number", "a boolean"], "a string")
+            .map(|text| Scalar(text.0))
     }
 }

@@ -355,6 +355,9 @@ struct Reader<'a> {
     out: PermissionSettings,
 }
 
+/// A hook entry that cannot be used: its pattern when readable, its warnings, its problems.
+type BrokenEntry = (Option<ToolPattern>, Vec<ConfigIssue>, Vec<ConfigIssue>);
+
 /// Problems (and rules) of one key, placed by where the key is so they come out in file order.
 type Group = (Pos, Vec<ConfigIssue>, Vec<Rule>);
 
@@ -617,14 +620,12 @@ impl<'a> Reader<'a> {
 
     /// One hook entry, with the warnings about it. On error, the pattern (when it could be
     /// read), the warnings and every problem.
-    #[allow(clippy::type_complexity)]
     fn read_hook(
         &self,
         event: HookEvent,
         element: &Located<Checked<HookEntry>>,
         field: &str,
-    ) -> Result<(Hook, Vec<ConfigIssue>), (Option<ToolPattern>, Vec<ConfigIssue>, Vec<ConfigIssue>)>
-    {
+    ) -> Result<(Hook, Vec<ConfigIssue>), BrokenEntry> {
         let fields = match &element.value {
             Checked::Ok(HookEntry(fields)) => fields,
             Checked::Absent | Checked::Broken => {
