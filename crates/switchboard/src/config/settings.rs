@@ -4,8 +4,9 @@
 //! Each file's top-level keys are its struct's fields: a key no field declares is warned about
 //! (and kept as written). Each scope's file is read once, by [`super::ConfigSet::load`]; what
 //! it holds besides servers is kept as a [`ScopeSettings`], from which the permissions and the
-//! interaction settings are built. Sections still read by hand from the AST (`mcpServers`,
-//! `policy`, `projects`) are declared as [`Skipped`]: known keys, read elsewhere.
+//! interaction settings are built. `mcpServers` and the local file's `projects` are declared as
+//! [`Skipped`] here: `load.rs` goes through them by name (each entry read as a [`ServerFile`],
+//! each project's settings as a [`LocalProject`]), keeping every name's position.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
