@@ -19,8 +19,11 @@ use crate::context::Context;
 use crate::output::print_issues;
 
 /// Who answers, and the roots, for this run.
-pub(crate) fn setup(ctx: &Context) -> anyhow::Result<(Interaction, Roots)> {
-    let (settings, issues) = InteractionSettings::load(&ctx.paths, &ctx.env);
+pub(crate) fn setup(
+    ctx: &Context,
+    config: &switchboard::config::ConfigSet,
+) -> anyhow::Result<(Interaction, Roots)> {
+    let (settings, issues) = InteractionSettings::from_config(config, &ctx.env);
     print_issues(&issues);
     let scripted = match &ctx.elicit_json {
         Some(file) => Some(read_answer(file)?),

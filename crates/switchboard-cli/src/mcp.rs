@@ -580,7 +580,7 @@ fn gateway_permissions(
 ) -> GatewayPermissions {
     use switchboard::permissions::{GatewayAsk, PermissionSettings};
     let trusted = crate::trust::is_trusted(&loaded.paths);
-    let (settings, _) = PermissionSettings::load(&loaded.paths, &ctx.env, trusted);
+    let (settings, _) = PermissionSettings::from_config(loaded, &ctx.env, trusted);
     let rules: Vec<_> = settings
         .rules()
         .iter()

@@ -69,8 +69,8 @@ pub(crate) fn host_builder(
     ctx: &Context,
     config: switchboard::config::ConfigSet,
 ) -> anyhow::Result<Planned> {
-    let (interaction, roots) = crate::interact::setup(ctx)?;
-    let settings = crate::trust::check_settings(&config.paths, &ctx.env);
+    let (interaction, roots) = crate::interact::setup(ctx, &config)?;
+    let settings = crate::trust::check_settings(&config, &ctx.env);
     let config_errors = config.has_errors() || settings.has_errors;
     let mut builder = Host::builder()
         .trust_project(settings.trusted)

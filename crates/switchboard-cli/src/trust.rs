@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use switchboard::config::{ConfigIssue, ConfigPaths, Environment, Severity, TrustStore};
+use switchboard::config::{ConfigIssue, ConfigPaths, ConfigSet, Environment, Severity, TrustStore};
 use switchboard::permissions::PermissionSettings;
 
 use crate::context::Context;
@@ -32,9 +32,10 @@ pub(crate) struct SettingsCheck {
 
 /// Reports the permission settings' problems on stderr and says whether the project is trusted
 /// and whether any problem was an error.
-pub(crate) fn check_settings(paths: &ConfigPaths, env: &Environment) -> SettingsCheck {
+pub(crate) fn check_settings(config: &ConfigSet, env: &Environment) -> SettingsCheck {
+    let paths = &config.paths;
     let trusted = is_trusted(paths);
-    let (_, issues) = PermissionSettings::load(paths, env, trusted);
+    let (_, issues) = PermissionSettings::from_config(config, env, trusted);
     let project_file = PermissionSettings::project_settings_file(paths);
     // The library warns once per ignored part; one line for the whole file says it better.
     let ignored = |issue: &ConfigIssue| {

@@ -46,6 +46,7 @@ pub use name::{MAX_SERVER_NAME, NameError, ServerName};
 pub use parse::{TRANSPORT_TYPES, entry_hash, parse_entry_value};
 pub use paths::ConfigPaths;
 pub use policy::{Policy, PolicyRule, PolicyVerdict};
+pub use settings::ScopeSettings;
 pub use trust::TrustStore;
 
 /// Where a server entry came from. Precedence rises in declaration order: a `Local` entry

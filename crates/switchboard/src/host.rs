@@ -231,7 +231,7 @@ impl HostBuilder {
             config.paths.state_dir = dir;
         }
         let limits = Limits::from_env(&env)?;
-        let (settings, _) = PermissionSettings::load(&config.paths, &env, self.project_trusted);
+        let (settings, _) = PermissionSettings::from_config(&config, &env, self.project_trusted);
         let output_dir = self.output_dir.unwrap_or_else(|| {
             config
                 .paths

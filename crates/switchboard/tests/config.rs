@@ -298,6 +298,61 @@ fn exclusive_policy_and_a_broken_managed_file_both_leave_only_managed_servers() 
 }
 
 #[test]
+fn a_broken_policy_names_its_first_problem_and_fails_closed() {
+    let tree = ConfigTree::new().unwrap();
+    tree.write(tree.user_file(), &servers(&[("mine", stdio("x"))]))
+        .unwrap();
+    let cases = [
+        (
+            r#""x""#,
+            "1:12: field `policy`: expected an object, found a string",
+        ),
+        (
+            r#"{"exclusive": "yes"}"#,
+            "1:26: field `policy.exclusive`: expected true or false, found a string",
+        ),
+        (
+            r#"{"allow": {}}"#,
+            "1:22: field `policy.allow`: expected an array of rules, found an object",
+        ),
+        (
+            r#"{"allow": null}"#,
+            "1:22: field `policy.allow`: expected an array of rules, found null",
+        ),
+        (
+            r#"{"deny": [{"name": "a"}, {"name": "a", "url": "b"}]}"#,
+            r#"1:37: field `policy.deny[1]`: expected {"name": …}, {"command": [...]} or {"url": …}"#,
+        ),
+        (
+            r#"{"deny": [{"command": []}]}"#,
+            r#"1:22: field `policy.deny[0]`: expected {"name": …}, {"command": [...]} or {"url": …}"#,
+        ),
+        (
+            r#"{"allwo": [], "deny": 3}"#,
+            "1:13: field `policy.allwo`: unknown field; expected `allow`, `deny` or `exclusive`",
+        ),
+        (
+            r#"{"deny": 3, "allwo": []}"#,
+            "1:21: field `policy.deny`: expected an array of rules, found a number",
+        ),
+    ];
+    for (policy, expected) in cases {
+        tree.write(tree.managed_file(), &format!(r#"{{"policy": {policy}}}"#))
+            .unwrap();
+        let set = load(&tree);
+        assert_eq!(
+            messages(&tree, &set),
+            format!("[TMP]/managed.json:{expected}"),
+            "{policy}"
+        );
+        assert!(
+            matches!(set.get("mine").unwrap().status(), EntryStatus::Denied(r) if r.contains("could not be read")),
+            "{policy}"
+        );
+    }
+}
+
+#[test]
 fn variables_expand_in_every_field_that_takes_them() {
     let tree = ConfigTree::new().unwrap();
     tree.write(
@@ -813,4 +868,95 @@ fn every_transport_type_parses_into_its_own_variant() {
         h.oauth.as_ref().unwrap().client_secret_keychain.as_deref(),
         Some("h-secret")
     );
+}
+
+#[test]
+fn every_way_an_entry_can_be_wrong_is_named_the_same() {
+    let tree = ConfigTree::new().unwrap();
+    let http = r#""type": "http", "url": "http://h""#;
+    let user = [
+        ("cmd-number", r#"{"command": 5}"#.to_owned()),
+        ("cmd-empty", r#"{"command": " "}"#.to_owned()),
+        ("args-text", r#"{"command": "x", "args": "a"}"#.to_owned()),
+        ("args-item", r#"{"command": "x", "args": ["a", 1]}"#.to_owned()),
+        ("env-kinds", r#"{"command": "x", "env": {"A": 1.0, "B": true, "C": "${HOME}"}}"#.to_owned()),
+        ("env-null", r#"{"command": "x", "env": {"A": null}}"#.to_owned()),
+        ("env-list", r#"{"command": "x", "env": []}"#.to_owned()),
+        ("cwd-number", r#"{"command": "x", "cwd": 3}"#.to_owned()),
+        ("both", r#"{"command": "x", "url": "http://a"}"#.to_owned()),
+        ("url-number", r#"{"url": 5}"#.to_owned()),
+        ("url-ws", r#"{"url": "ws://h", "args": []}"#.to_owned()),
+        ("type-number", r#"{"type": 5}"#.to_owned()),
+        ("type-null", r#"{"type": null, "command": "x"}"#.to_owned()),
+        ("websocket", r#"{"type": "websocket", "url": "http://h"}"#.to_owned()),
+        ("no-host", r#"{"type": "http", "url": "http://"}"#.to_owned()),
+        ("header-name", format!(r#"{{{http}, "headers": {{"Bad Name": "x"}}}}"#)),
+        ("header-break", format!(r#"{{{http}, "headers": {{"A": "x\ny"}}}}"#)),
+        ("headers-number", format!(r#"{{{http}, "headers": 3}}"#)),
+        ("oauth-number", format!(r#"{{{http}, "oauth": 3}}"#)),
+        ("oauth-port", format!(r#"{{{http}, "oauth": {{"extra": 1, "callbackPort": 70000, "later": 2}}}}"#)),
+        ("oauth-order", format!(r#"{{{http}, "oauth": {{"grantType": "x", "callbackPort": "a"}}}}"#)),
+        ("oauth-order2", format!(r#"{{{http}, "oauth": {{"callbackPort": "a", "grantType": "x"}}}}"#)),
+        ("oauth-scopes", format!(r#"{{{http}, "oauth": {{"scopes": ["a", 2]}}}}"#)),
+        ("oauth-metadata", format!(r#"{{{http}, "oauth": {{"clientMetadataUrl": "http://x"}}}}"#)),
+        ("oauth-var", format!(r#"{{{http}, "oauth": {{"clientId": "${{NOPE}}"}}}}"#)),
+        ("oauth-ok", format!(r#"{{{http}, "oauth": {{"clientId": "c", "scopes": ["a"], "grantType": "client_credentials", "callbackPort": 8080, "odd": 1}}}}"#)),
+        ("proxy-both", r#"{"type": "proxy", "url": "http://h", "tokenEnv": "A", "tokenCommand": ["x"]}"#.to_owned()),
+        ("proxy-empty", r#"{"type": "proxy", "url": "http://h", "tokenCommand": []}"#.to_owned()),
+        ("proxy-env", r#"{"type": "proxy", "url": "http://h", "tokenEnv": 3}"#.to_owned()),
+        ("ide-name", r#"{"type": "sse-ide", "url": "http://h", "ideName": 3}"#.to_owned()),
+        ("ide-lock", r#"{"type": "ws-ide", "url": "ws://h", "lockFile": "${NOPE}"}"#.to_owned()),
+        ("timeout-zero", r#"{"command": "x", "timeout": 0}"#.to_owned()),
+        ("timeout-frac", r#"{"command": "x", "timeout": 1.5}"#.to_owned()),
+        ("timeout-neg", r#"{"command": "x", "toolTimeout": -1}"#.to_owned()),
+        ("timeout-text", r#"{"command": "x", "toolTimeout": "5"}"#.to_owned()),
+        ("protocol-number", r#"{"command": "x", "protocol": 5}"#.to_owned()),
+        ("restart", r#"{"command": "x", "restart": "always"}"#.to_owned()),
+        ("disabled", r#"{"command": "x", "disabled": "yes"}"#.to_owned()),
+        ("required", r#"{"command": "x", "required": 1}"#.to_owned()),
+        ("enabled", r#"{"command": "x", "enabledTools": "a"}"#.to_owned()),
+        ("disabled-tools", r#"{"command": "x", "disabledTools": [1]}"#.to_owned()),
+        ("max-output", r#"{"command": "x", "maxOutputTokens": 0}"#.to_owned()),
+        ("elsewhere", r#"{"type": "stdio", "command": "x", "url": 1, "ideName": "i"}"#.to_owned()),
+        ("warnings", r#"{"command": "x", "headers": {}, "foo": 1, "oauth": 2, "description": 5}"#.to_owned()),
+        ("sdk", r#"{"type": "sdk", "disabled": true}"#.to_owned()),
+        ("first-args", r#"{"command": "x", "args": 5, "timeout": "x"}"#.to_owned()),
+        ("first-command", r#"{"timeout": "x", "command": 5}"#.to_owned()),
+        ("text", r#""npx server""#.to_owned()),
+        ("all", r#"{"command": "x", "args": ["a"], "env": {"K": "v"}, "cwd": "/w", "required": true, "timeout": 5000, "toolTimeout": 60000, "protocol": "2025-06-18", "restart": "on-failure", "enabledTools": ["read_*"], "disabledTools": ["rm"], "maxOutputTokens": 1000, "logLevel": "info"}"#.to_owned()),
+    ];
+    let user: Vec<(&str, String)> = user.iter().map(|(n, e)| (*n, e.clone())).collect();
+    tree.write(tree.user_file(), &servers(&user)).unwrap();
+    let project = [
+        (
+            "p-path",
+            r#"{"command": "x", "env": {"PATH": "/x", "OK": "1"}}"#.to_owned(),
+        ),
+        (
+            "p-env",
+            r#"{"command": "/usr/bin/env", "args": ["A=1", "x"]}"#.to_owned(),
+        ),
+        (
+            "p-shell",
+            r#"{"command": "sh", "args": ["-c", "LD_PRELOAD=x cmd"]}"#.to_owned(),
+        ),
+    ];
+    let project: Vec<(&str, String)> = project.iter().map(|(n, e)| (*n, e.clone())).collect();
+    tree.write(tree.project_file(), &servers(&project)).unwrap();
+    let set = load(&tree);
+    let mut report = messages(&tree, &set);
+    for entry in &set.servers {
+        if let Ok(config) = &entry.config {
+            report.push_str(&format!(
+                "\n{}: {:?} extra {:?} {:?} {:?} {:?}",
+                entry.name,
+                config.transport,
+                config.extra,
+                config.connect_timeout,
+                config.enabled_tools,
+                config.log_level
+            ));
+        }
+    }
+    insta::assert_snapshot!(tree.redact(&report));
 }

@@ -199,6 +199,47 @@ fn permissions_and_hooks_are_known_keys_of_the_user_and_managed_files() {
 }
 
 #[test]
+fn every_setting_comes_from_the_one_reading_of_the_configuration() {
+    let tree = ConfigTree::new().unwrap();
+    tree.write(
+        tree.user_file(),
+        r#"{"permissions": {"deny": ["mcp__shell"]}, "sampling": {"command": "model"}, "roots": ["/srv"]}"#,
+    )
+    .unwrap();
+    tree.write(
+        project_settings(&tree),
+        r#"{"permissions": {"ask": ["mcp__fs"]}}"#,
+    )
+    .unwrap();
+    let env = env_of(&tree);
+    let set = ConfigSet::load(paths(&tree), &env);
+    // Files that change after the configuration was read change nothing built from it: the
+    // host's rules are those of the configuration it was given.
+    tree.write(tree.user_file(), "{ not JSON").unwrap();
+    std::fs::remove_file(project_settings(&tree)).unwrap();
+
+    let (settings, issues) = PermissionSettings::from_config(&set, &env, false);
+    assert_eq!(issues, []);
+    assert!(settings.is_hidden("mcp__shell__run"));
+    assert_eq!(settings.rules()[1].origin.scope, Scope::Project);
+    let (interaction, issues) =
+        switchboard::interaction::InteractionSettings::from_config(&set, &env);
+    assert_eq!(issues, []);
+    assert_eq!(interaction.sampling.unwrap().command, "model");
+    assert_eq!(interaction.roots, [PathBuf::from("/srv")]);
+}
+
+#[test]
+fn an_untrusted_projects_empty_hooks_say_nothing() {
+    let tree = ConfigTree::new().unwrap();
+    for empty in ["{}", "[]"] {
+        tree.write(project_settings(&tree), &format!(r#"{{"hooks": {empty}}}"#))
+            .unwrap();
+        assert_eq!(load(&tree, false).issues(), &[]);
+    }
+}
+
+#[test]
 fn an_untrusted_projects_allows_and_hooks_are_ignored_with_warnings() {
     let tree = ConfigTree::new().unwrap();
     let marker = tree.root().join("hook-ran");

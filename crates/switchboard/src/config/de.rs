@@ -2,56 +2,76 @@
 //! problem keeps its byte position and field path (`sampling.servers.kit.maxTokens`,
 //! `permissions.allow[2]`).
 //!
-//! Three wrapper types talk to this deserializer:
-//! - [`Spanned<T>`]: a value with the byte offset where it was written, for checks made after
-//!   deserializing (an empty command, a bad pattern) that still name their position.
+//! Wrapper types that talk to this deserializer:
+//! - [`Spanned<T>`]: a value with the byte offsets of itself and its key, for checks made
+//!   after deserializing while the document is at hand (a server entry's).
+//! - [`Located<T>`]: a value with the line and column of its key and of itself, for checks
+//!   made after deserializing (an empty command, a bad pattern) that still name their position.
 //! - [`Checked<T>`]: a value that may be broken without breaking what holds it; its problem is
 //!   collected and the rest of the file still loads (`sampling` broken, `roots` still read).
 //! - [`Skipped`]: a key that is known but read elsewhere (or not at all).
+//! - [`expect`]: a value of the kinds a type wants, else `expected {what}, found {kind}`;
+//!   [`NumberText`]: a number as written.
 //!
-//! Keys a struct does not declare are collected with their positions (see [`Read::unknown`]),
-//! so the list of known keys is the struct itself.
+//! Every problem's position is resolved while reading, so what was read outlives the text.
+//! Keys a struct does not declare are collected with their positions and the keys the struct
+//! does declare (see [`Read::unknown`]), so the list of known keys is the struct itself.
 
 use std::cell::RefCell;
 use std::fmt;
 use std::marker::PhantomData;
 
 use jsonc_parser::ast;
-use serde::de::value::{StrDeserializer, UsizeDeserializer};
+use serde::de::value::{SeqDeserializer, StrDeserializer};
 use serde::de::{self, DeserializeSeed, IntoDeserializer, Visitor};
 use serde::forward_to_deserialize_any;
 
 use super::ConfigIssue;
-use super::json::{Document, prop_name, range_of};
+use super::json::{Document, kind_name, prop_name, range_of};
+
+/// A 1-based line and column.
+pub(crate) type Pos = (usize, usize);
 
 /// A problem found while deserializing: the message, and (once known) where.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Error {
     pub(crate) message: String,
-    /// Byte offset and field path of the innermost value the problem was raised for.
-    pub(crate) at: Option<(usize, String)>,
+    /// Where the innermost value the problem was raised for is, and its field path.
+    pub(crate) at: Option<At>,
+}
+
+/// Where a problem is: byte offset, line and column, field path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct At {
+    pub(crate) offset: usize,
+    pub(crate) position: Pos,
+    pub(crate) field: String,
 }
 
 impl Error {
-    fn located(mut self, offset: usize, path: &Path<'_>) -> Error {
+    fn located(mut self, offset: usize, path: &Path<'_>, doc: &Document) -> Error {
         if self.at.is_none() {
-            self.at = Some((offset, path.to_string()));
+            self.at = Some(At {
+                offset,
+                position: doc.position(offset),
+                field: path.to_string(),
+            });
         }
         self
     }
 
-    /// As a [`ConfigIssue`] naming the document, position and field (if any).
-    pub(crate) fn issue(&self, doc: &Document) -> ConfigIssue {
-        let issue = ConfigIssue::error(self.message.clone()).in_file(&doc.path);
+    /// As a [`ConfigIssue`] naming the file, position and field (if any).
+    pub(crate) fn issue(&self, file: &std::path::Path) -> ConfigIssue {
+        let issue = ConfigIssue::error(self.message.clone()).in_file(file);
         match &self.at {
-            Some((offset, field)) if field.is_empty() => issue.at(doc.position(*offset)),
-            Some((offset, field)) => issue.at(doc.position(*offset)).field(field.clone()),
+            Some(at) if at.field.is_empty() => issue.at(at.position),
+            Some(at) => issue.at(at.position).field(at.field.clone()),
             None => issue,
         }
     }
 
     pub(crate) fn field(&self) -> &str {
-        self.at.as_ref().map_or("", |(_, field)| field.as_str())
+        self.at.as_ref().map_or("", |at| at.field.as_str())
     }
 }
 
@@ -80,6 +100,18 @@ pub(crate) struct Unknown {
     /// The key's name alone.
     pub(crate) key: String,
     pub(crate) offset: usize,
+    pub(crate) position: Pos,
+    /// The keys the struct it was found in declares, in declaration order.
+    pub(crate) expected: &'static [&'static str],
+}
+
+impl Unknown {
+    /// The field path of the object the key is in (`sampling.servers.kit`).
+    pub(crate) fn parent(&self) -> &str {
+        self.field
+            .strip_suffix(self.key.as_str())
+            .map_or("", |p| p.strip_suffix('.').unwrap_or(p))
+    }
 }
 
 /// The outcome of reading a value: what deserialized, the problems of its [`Checked`] parts,
@@ -91,12 +123,18 @@ pub(crate) struct Read<T> {
     pub(crate) unknown: Vec<Unknown>,
 }
 
-/// Deserializes `value`; `prefix` is the field path of `value` itself ("" for a file's root).
+/// Deserializes `value`, a part of `doc`; `prefix` is the field path of `value` itself ("" for
+/// a file's root).
 pub(crate) fn from_ast<'de, T: de::Deserialize<'de>>(
+    doc: &Document,
     value: &ast::Value<'_>,
     prefix: &str,
 ) -> Result<Read<T>, Error> {
-    let sink = Sink::default();
+    let sink = Sink {
+        doc,
+        errors: RefCell::default(),
+        unknown: RefCell::default(),
+    };
     let path = if prefix.is_empty() {
         Path::Root
     } else {
@@ -104,6 +142,7 @@ pub(crate) fn from_ast<'de, T: de::Deserialize<'de>>(
     };
     let value = T::deserialize(ValueDe {
         value,
+        key: None,
         path,
         sink: &sink,
     })?;
@@ -114,8 +153,8 @@ pub(crate) fn from_ast<'de, T: de::Deserialize<'de>>(
     })
 }
 
-#[derive(Default)]
-struct Sink {
+struct Sink<'d> {
+    doc: &'d Document,
     errors: RefCell<Vec<Error>>,
     unknown: RefCell<Vec<Unknown>>,
 }
@@ -143,35 +182,9 @@ impl fmt::Display for Path<'_> {
 
 const SPANNED: &str = "$switchboard::Spanned";
 const CHECKED: &str = "$switchboard::Checked";
-
-/// A value and the byte offset where it starts.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Spanned<T> {
-    pub(crate) offset: usize,
-    pub(crate) value: T,
-}
-
-impl<'de, T: de::Deserialize<'de>> de::Deserialize<'de> for Spanned<T> {
-    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<T>(PhantomData<T>);
-        impl<'de, T: de::Deserialize<'de>> Visitor<'de> for V<T> {
-            type Value = Spanned<T>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a value")
-            }
-            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let offset = seq
-                    .next_element()?
-                    .ok_or_else(|| de::Error::invalid_length(0, &self))?;
-                let value = seq
-                    .next_element()?
-                    .ok_or_else(|| de::Error::invalid_length(1, &self))?;
-                Ok(Spanned { offset, value })
-            }
-        }
-        d.deserialize_struct(SPANNED, &[], V(PhantomData))
-    }
-}
+const LOCATED: &str = "$switchboard::Located";
+const KIND: &str = "$switchboard::Kind";
+const NUMBER: &str = "$switchboard::Number";
 
 /// A value whose problem stays its own: a broken one is collected into [`Read::errors`] and
 /// what holds it still deserializes. `Absent` when the key is not written.
@@ -181,15 +194,6 @@ pub(crate) enum Checked<T> {
     Absent,
     Broken,
     Ok(T),
-}
-
-impl<T> Checked<T> {
-    pub(crate) fn ok(self) -> Option<T> {
-        match self {
-            Checked::Ok(value) => Some(value),
-            Checked::Absent | Checked::Broken => None,
-        }
-    }
 }
 
 impl<'de, T: de::Deserialize<'de>> de::Deserialize<'de> for Checked<T> {
@@ -218,10 +222,205 @@ impl<'de> de::Deserialize<'de> for Skipped {
     }
 }
 
+/// A value and the byte offsets where it and its key (when it is an object's value) start, for
+/// checks made while the document is at hand (a server entry's).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Spanned<T> {
+    pub(crate) offset: usize,
+    pub(crate) key: Option<usize>,
+    pub(crate) value: T,
+}
+
+impl<'de, T: de::Deserialize<'de>> de::Deserialize<'de> for Spanned<T> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(PhantomData<T>);
+        impl<'de, T: de::Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = Spanned<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a value")
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                // The key's offset is one past it, so that 0 means none.
+                let [offset, key]: [usize; 2] = seq
+                    .next_element()?
+                    .ok_or_else(|| de::Error::invalid_length(0, &self))?;
+                let value = seq
+                    .next_element()?
+                    .ok_or_else(|| de::Error::invalid_length(1, &self))?;
+                Ok(Spanned {
+                    offset,
+                    key: key.checked_sub(1),
+                    value,
+                })
+            }
+        }
+        d.deserialize_struct(SPANNED, &[], V(PhantomData))
+    }
+}
+
+/// A key's value: absent, or written (with the byte offsets of the value and its key) and read,
+/// or broken (its problem is collected into [`Read::errors`], under the key's field path).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) enum Keyed<T> {
+    #[default]
+    Absent,
+    Present {
+        offset: usize,
+        key: Option<usize>,
+        /// `None` when the value is broken.
+        value: Option<T>,
+    },
+}
+
+impl<T> Keyed<T> {
+    pub(crate) fn is_present(&self) -> bool {
+        matches!(self, Keyed::Present { .. })
+    }
+
+    /// Where the value starts, when it is written.
+    pub(crate) fn at(&self) -> Option<usize> {
+        match self {
+            Keyed::Present { offset, .. } => Some(*offset),
+            Keyed::Absent => None,
+        }
+    }
+
+    pub(crate) fn key(&self) -> Option<usize> {
+        match self {
+            Keyed::Present { key, .. } => *key,
+            Keyed::Absent => None,
+        }
+    }
+}
+
+impl<'de, T: de::Deserialize<'de>> de::Deserialize<'de> for Keyed<T> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let Spanned { offset, key, value } = Spanned::<Checked<T>>::deserialize(d)?;
+        Ok(Keyed::Present {
+            offset,
+            key,
+            value: match value {
+                Checked::Ok(value) => Some(value),
+                Checked::Absent | Checked::Broken => None,
+            },
+        })
+    }
+}
+
+/// A value with where it was written, as line and column (resolved while reading, for values
+/// kept after the file is gone): its key's position (when it is an object's value) and its own.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Located<T> {
+    pub(crate) key: Option<Pos>,
+    pub(crate) at: Pos,
+    /// Whether it was written as `{}` or `[]`.
+    pub(crate) empty: bool,
+    pub(crate) value: T,
+}
+
+impl<'de, T: de::Deserialize<'de>> de::Deserialize<'de> for Located<T> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(PhantomData<T>);
+        impl<'de, T: de::Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = Located<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a value")
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let [key_line, key_column, line, column, empty]: [usize; 5] =
+                    seq.next_element()?
+                        .ok_or_else(|| de::Error::invalid_length(0, &self))?;
+                let value = seq
+                    .next_element()?
+                    .ok_or_else(|| de::Error::invalid_length(1, &self))?;
+                Ok(Located {
+                    key: (key_line > 0).then_some((key_line, key_column)),
+                    at: (line, column),
+                    empty: empty == 1,
+                    value,
+                })
+            }
+        }
+        d.deserialize_struct(LOCATED, &[], V(PhantomData))
+    }
+}
+
+/// Reads a `T` when the value is of one of `kinds` ("a string", "an array", "an object", "a
+/// number", "a boolean", "null"); any other kind fails with `expected {what}, found {kind}`.
+pub(crate) fn expect<'de, D, T>(
+    d: D,
+    kinds: &'static [&'static str],
+    what: &'static str,
+) -> Result<T, D::Error>
+where
+    D: de::Deserializer<'de>,
+    T: de::Deserialize<'de>,
+{
+    struct V<T> {
+        kinds: &'static [&'static str],
+        what: &'static str,
+        wanted: PhantomData<T>,
+    }
+    impl<'de, T: de::Deserialize<'de>> Visitor<'de> for V<T> {
+        type Value = T;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(self.what)
+        }
+        fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<T, A::Error> {
+            let kind: String = seq
+                .next_element()?
+                .ok_or_else(|| de::Error::invalid_length(0, &self))?;
+            if !self.kinds.contains(&kind.as_str()) {
+                return Err(de::Error::custom(format!(
+                    "expected {}, found {kind}",
+                    self.what
+                )));
+            }
+            seq.next_element()?
+                .ok_or_else(|| de::Error::invalid_length(1, &self))
+        }
+    }
+    d.deserialize_struct(
+        KIND,
+        &[],
+        V {
+            kinds,
+            what,
+            wanted: PhantomData,
+        },
+    )
+}
+
+/// A number as written (`1e3`, `0`, `1.5`), for messages that quote it; a string or a boolean
+/// as its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NumberText(pub(crate) String);
+
+impl<'de> de::Deserialize<'de> for NumberText {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = NumberText;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a number")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<NumberText, E> {
+                Ok(NumberText(v.to_owned()))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<NumberText, E> {
+                Ok(NumberText(v.to_string()))
+            }
+        }
+        d.deserialize_struct(NUMBER, &[], V)
+    }
+}
+
 struct ValueDe<'v, 'a, 'p, 's> {
     value: &'v ast::Value<'a>,
+    /// The offset of the key, when the value is an object's.
+    key: Option<usize>,
     path: Path<'p>,
-    sink: &'s Sink,
+    sink: &'s Sink<'s>,
 }
 
 impl ValueDe<'_, '_, '_, '_> {
@@ -264,7 +463,7 @@ impl<'de> de::Deserializer<'de> for ValueDe<'_, '_, '_, '_> {
                 sink: self.sink,
             }),
         };
-        result.map_err(|e| e.located(start, &self.path))
+        result.map_err(|e| e.located(start, &self.path, self.sink.doc))
     }
 
     fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
@@ -288,18 +487,38 @@ impl<'de> de::Deserializer<'de> for ValueDe<'_, '_, '_, '_> {
         fields: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, Error> {
-        let (start, path) = (self.start(), self.path);
+        let (start, path, doc) = (self.start(), self.path, self.sink.doc);
         let result = match (name, self.value) {
             (SPANNED, _) => visitor.visit_seq(Wrapped {
+                head: Head::Offsets([start, self.key.map_or(0, |k| k + 1)]),
                 de: Some(self),
                 checked: false,
-                offset: Some(start),
             }),
             (CHECKED, _) => visitor.visit_seq(Wrapped {
+                head: Head::None,
                 de: Some(self),
                 checked: true,
-                offset: None,
             }),
+            (LOCATED, _) => {
+                let (key_line, key_column) = self.key.map_or((0, 0), |k| doc.position(k));
+                let (line, column) = doc.position(start);
+                let empty = match self.value {
+                    ast::Value::Object(o) => o.properties.is_empty(),
+                    ast::Value::Array(a) => a.elements.is_empty(),
+                    _ => false,
+                };
+                visitor.visit_seq(Wrapped {
+                    head: Head::Position([key_line, key_column, line, column, usize::from(empty)]),
+                    de: Some(self),
+                    checked: false,
+                })
+            }
+            (KIND, value) => visitor.visit_seq(Wrapped {
+                head: Head::Kind(kind_name(value)),
+                de: Some(self),
+                checked: false,
+            }),
+            (NUMBER, ast::Value::NumberLit(n)) => visitor.visit_str(n.value),
             (_, ast::Value::Object(o)) => visitor.visit_map(MapDe {
                 props: &o.properties,
                 index: 0,
@@ -309,7 +528,7 @@ impl<'de> de::Deserializer<'de> for ValueDe<'_, '_, '_, '_> {
             }),
             _ => return self.deserialize_any(visitor),
         };
-        result.map_err(|e| e.located(start, &path))
+        result.map_err(|e| e.located(start, &path, doc))
     }
 
     fn deserialize_enum<V: Visitor<'de>>(
@@ -324,7 +543,7 @@ impl<'de> de::Deserializer<'de> for ValueDe<'_, '_, '_, '_> {
                 let de: StrDeserializer<'_, Error> = s.value.as_ref().into_deserializer();
                 visitor
                     .visit_enum(de)
-                    .map_err(|e| e.located(start, &self.path))
+                    .map_err(|e| e.located(start, &self.path, self.sink.doc))
             }
             _ => self.deserialize_any(visitor),
         }
@@ -336,12 +555,20 @@ impl<'de> de::Deserializer<'de> for ValueDe<'_, '_, '_, '_> {
     }
 }
 
-/// The two-element sequence [`Spanned`] reads (offset, value), or the one-element sequence
-/// [`Checked`] reads (the value, or nothing when it is broken).
+/// The sequence a wrapper type reads: what the deserializer knows of the value (the head),
+/// then the value. [`Spanned`]: (offsets, value); [`Located`]: (positions, value); [`expect`]:
+/// (kind, value); [`Checked`]: (the value, or nothing when it is broken).
 struct Wrapped<'v, 'a, 'p, 's> {
+    head: Head,
     de: Option<ValueDe<'v, 'a, 'p, 's>>,
     checked: bool,
-    offset: Option<usize>,
+}
+
+enum Head {
+    None,
+    Offsets([usize; 2]),
+    Position([usize; 5]),
+    Kind(&'static str),
 }
 
 impl<'de> de::SeqAccess<'de> for Wrapped<'_, '_, '_, '_> {
@@ -351,9 +578,20 @@ impl<'de> de::SeqAccess<'de> for Wrapped<'_, '_, '_, '_> {
         &mut self,
         seed: T,
     ) -> Result<Option<T::Value>, Error> {
-        if let Some(offset) = self.offset.take() {
-            let de: UsizeDeserializer<Error> = offset.into_deserializer();
-            return seed.deserialize(de).map(Some);
+        match std::mem::replace(&mut self.head, Head::None) {
+            Head::None => {}
+            Head::Offsets(offsets) => {
+                let de: SeqDeserializer<_, Error> = SeqDeserializer::new(offsets.into_iter());
+                return seed.deserialize(de).map(Some);
+            }
+            Head::Position(position) => {
+                let de: SeqDeserializer<_, Error> = SeqDeserializer::new(position.into_iter());
+                return seed.deserialize(de).map(Some);
+            }
+            Head::Kind(kind) => {
+                let de: StrDeserializer<'_, Error> = kind.into_deserializer();
+                return seed.deserialize(de).map(Some);
+            }
         }
         let Some(de) = self.de.take() else {
             return Ok(None);
@@ -365,7 +603,9 @@ impl<'de> de::SeqAccess<'de> for Wrapped<'_, '_, '_, '_> {
         match seed.deserialize(de) {
             Ok(value) => Ok(Some(value)),
             Err(e) => {
-                sink.errors.borrow_mut().push(e.located(start, &path));
+                sink.errors
+                    .borrow_mut()
+                    .push(e.located(start, &path, sink.doc));
                 Ok(None)
             }
         }
@@ -376,7 +616,7 @@ struct SeqDe<'v, 'a, 'p, 's> {
     elements: &'v [ast::Value<'a>],
     index: usize,
     path: &'p Path<'p>,
-    sink: &'s Sink,
+    sink: &'s Sink<'s>,
 }
 
 impl<'de> de::SeqAccess<'de> for SeqDe<'_, '_, '_, '_> {
@@ -393,6 +633,7 @@ impl<'de> de::SeqAccess<'de> for SeqDe<'_, '_, '_, '_> {
         self.index += 1;
         seed.deserialize(ValueDe {
             value,
+            key: None,
             path: Path::Index(self.path, index),
             sink: self.sink,
         })
@@ -410,7 +651,7 @@ struct MapDe<'v, 'a, 'p, 's> {
     /// The struct's declared keys; `None` for a map, which takes any key.
     fields: Option<&'static [&'static str]>,
     path: &'p Path<'p>,
-    sink: &'s Sink,
+    sink: &'s Sink<'s>,
 }
 
 impl<'de> de::MapAccess<'de> for MapDe<'_, '_, '_, '_> {
@@ -441,12 +682,14 @@ impl<'de> de::MapAccess<'de> for MapDe<'_, '_, '_, '_> {
                 field: Path::Key(self.path, key).to_string(),
                 key: key.to_owned(),
                 offset: prop.range.start,
+                position: self.sink.doc.position(prop.range.start),
+                expected: fields,
             });
         }
         let de: StrDeserializer<'_, Error> = key.into_deserializer();
         seed.deserialize(de)
             .map(Some)
-            .map_err(|e| e.located(prop.range.start, &Path::Key(self.path, key)))
+            .map_err(|e| e.located(prop.range.start, &Path::Key(self.path, key), self.sink.doc))
     }
 
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Error> {
@@ -456,6 +699,7 @@ impl<'de> de::MapAccess<'de> for MapDe<'_, '_, '_, '_> {
         self.index += 1;
         seed.deserialize(ValueDe {
             value: &prop.value,
+            key: Some(prop.range.start),
             path: Path::Key(self.path, prop_name(prop)),
             sink: self.sink,
         })
@@ -483,7 +727,7 @@ mod tests {
         #[serde(default)]
         bad: Checked<Inner>,
         #[serde(default)]
-        list: Vec<Spanned<String>>,
+        list: Vec<Located<String>>,
         #[serde(rename = "other", default)]
         _other: Skipped,
     }
@@ -500,7 +744,7 @@ mod tests {
         let doc = Document::new(PathBuf::from("f.json"), text.to_owned());
         let read = {
             let root = doc.parse().unwrap().unwrap();
-            from_ast::<Top>(&root, "").unwrap()
+            from_ast::<Top>(&doc, &root, "").unwrap()
         };
         (doc, read)
     }
@@ -518,12 +762,15 @@ mod tests {
             })
         ));
         assert_eq!(read.value.bad, Checked::Broken);
-        let issue = read.errors[0].issue(&doc);
+        let issue = read.errors[0].issue(&doc.path);
         assert_eq!(issue.position, Some((3, 30)));
         assert_eq!(issue.field.as_deref(), Some("bad.servers.kit"));
         assert!(issue.message.contains("expected u32"), "{issue}");
         assert_eq!(read.value.list[1].value, "b");
-        assert_eq!(doc.position(read.value.list[1].offset), (4, 17));
+        assert_eq!(read.value.list[1].at, (4, 17));
+        assert_eq!(read.value.list[1].key, None);
+        assert_eq!(read.unknown[0].position, (6, 3));
+        assert_eq!(read.unknown[0].expected, ["good", "bad", "list", "other"]);
         assert_eq!(read.unknown.len(), 1);
         assert_eq!(read.unknown[0].field, "extra");
         assert_eq!(doc.position(read.unknown[0].offset), (6, 3));

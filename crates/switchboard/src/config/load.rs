@@ -6,12 +6,14 @@ use std::path::PathBuf;
 use jsonc_parser::ast;
 
 use super::approval::{Approval, ApprovalStore};
-use serde::de::DeserializeOwned;
 
 use super::de;
 use super::json::{Document, get, kind_name, prop_name, range_of};
 use super::parse::{ParsedEntry, parse_entry};
-use super::settings::{LocalFile, ManagedFile, ProjectFile, UserFile};
+use super::settings::{
+    Combine, LocalFile, LocalProject, ManagedFile, ProjectFile, ProjectSettingsFile, ScopeFile,
+    ScopeSettings, UserFile,
+};
 use super::{
     ConfigHash, ConfigIssue, ConfigPaths, Environment, Origin, Policy, PolicyVerdict, Scope,
     ServerConfig, Transport,
@@ -31,6 +33,32 @@ pub struct ServerEntry {
     pub policy: PolicyVerdict,
     /// Entries of the same name in scopes of lower precedence, highest first.
     pub shadowed: Vec<Origin>,
+}
+
+impl ServerEntry {
+    /// Records that this entry hides `lower`, an entry of the same name of lower precedence.
+    fn shadow(&mut self, lower: ServerEntry) {
+        self.shadowed.push(lower.origin);
+        self.shadowed.extend(lower.shadowed);
+    }
+}
+
+/// One file's servers by name; merged, the servers of every scope.
+#[derive(Debug, Default)]
+struct Servers(BTreeMap<String, ServerEntry>);
+
+impl Combine for Servers {
+    /// An entry of `self` hides the entry of the same name in `lower`.
+    fn combine(&mut self, lower: Servers) {
+        for (name, entry) in lower.0 {
+            match self.0.get_mut(&name) {
+                Some(higher) => higher.shadow(entry),
+                None => {
+                    self.0.insert(name, entry);
+                }
+            }
+        }
+    }
 }
 
 /// What stands between an entry and starting it, the first reason that applies.
@@ -101,63 +129,83 @@ pub struct ConfigSet {
     /// Problems in files and entries (an entry's own blocking problem is also in its `config`).
     pub issues: Vec<ConfigIssue>,
     pub policy: Policy,
+    /// What each scope's file holds besides servers (permissions, hooks, sampling, roots), as
+    /// read once: managed, user, local, then the project's `.switchboard/settings.json`.
+    pub settings: Vec<ScopeSettings>,
 }
 
 impl ConfigSet {
     /// Reads every scope. Never fails as a whole: a broken file or entry becomes an issue and
-    /// the rest still loads.
+    /// the rest still loads. Each file is read and parsed once.
     pub fn load(paths: ConfigPaths, env: &Environment) -> ConfigSet {
         let mut loader = Loader {
             env,
             issues: Vec::new(),
-            merged: BTreeMap::new(),
+            layers: Vec::new(),
         };
 
         // The managed file is read first for its policy; its entries merge last, so they win.
         let mut policy = Policy::default();
+        let mut managed_settings = ScopeSettings::new(Scope::Managed, paths.managed_file.clone());
         let managed = match Document::read(&paths.managed_file) {
             Ok(doc) => doc,
             Err(issue) => {
-                loader.issues.push(issue);
+                loader.issues.push(issue.clone());
+                managed_settings.broken = Some(issue);
                 policy = Policy::fail_closed();
                 None
             }
         };
-        let managed_parses = match managed.as_ref().map(Document::root_object) {
-            None => false,
+        let managed_root = match managed.as_ref().map(Document::root_value) {
+            None | Some(Ok(None)) => None,
             Some(Err(issue)) => {
-                loader.issues.push(issue);
+                loader.issues.push(issue.clone());
+                managed_settings.broken = Some(issue);
                 policy = Policy::fail_closed();
-                false
+                None
             }
-            Some(Ok(root)) => {
-                if let (Some(doc), Some(p)) =
-                    (&managed, root.as_ref().and_then(|r| get(r, "policy")))
-                {
-                    policy = Policy::parse(doc, &p.value).unwrap_or_else(|issue| {
+            Some(Ok(Some(root))) => Some(root),
+        };
+        let managed_file = match (&managed, &managed_root) {
+            (Some(doc), Some(root)) => {
+                let read = de::from_ast::<ManagedFile>(doc, root, "");
+                policy = match &read {
+                    Ok(file) => Policy::from_file(
+                        &doc.path,
+                        &file.value.policy,
+                        &file.errors,
+                        &file.unknown,
+                    )
+                    .unwrap_or_else(|issue| {
                         loader.issues.push(issue);
                         Policy::fail_closed()
-                    });
-                }
-                true
+                    }),
+                    Err(_) => Policy::fail_closed(),
+                };
+                Some((doc, root, read))
             }
+            _ => None,
         };
 
-        loader.read_file::<UserFile>(&paths.user_file(), Scope::User, &[]);
+        let user = loader.read_file::<UserFile>(&paths.user_file(), Scope::User, &[]);
         for file in paths.project_files.iter().rev() {
             loader.read_file::<ProjectFile>(file, Scope::Project, &[]);
         }
         let key = paths.project_key();
-        loader.read_file::<LocalFile>(&paths.local_file(), Scope::Local, &["projects", &key]);
+        let local =
+            loader.read_file::<LocalFile>(&paths.local_file(), Scope::Local, &["projects", &key]);
         for spec in &paths.dynamic {
             match load_dynamic_text(spec, &paths.cwd) {
-                Ok(doc) => loader.read_doc::<ProjectFile>(&doc, Scope::Dynamic, &[]),
+                Ok(doc) => {
+                    loader.read_doc::<ProjectFile>(&doc, Scope::Dynamic, &[]);
+                }
                 Err(issue) => loader.issues.push(issue),
             }
         }
-        if let (Some(doc), true) = (&managed, managed_parses) {
-            loader.read_doc::<ManagedFile>(doc, Scope::Managed, &[]);
+        if let Some((doc, root, read)) = managed_file {
+            managed_settings = loader.take_root(doc, root, read, Scope::Managed, &[]);
         }
+        let project = read_project_settings(&paths.project_settings_file());
 
         let approvals = match ApprovalStore::load(&paths.approvals_file()) {
             Ok(store) => Some(store),
@@ -166,8 +214,18 @@ impl ConfigSet {
                 None
             }
         };
-        let servers = loader
-            .merged
+        // Each file's servers, from the highest precedence down.
+        let merged = loader
+            .layers
+            .into_iter()
+            .rev()
+            .reduce(|mut higher, lower| {
+                higher.combine(lower);
+                higher
+            })
+            .unwrap_or_default();
+        let servers = merged
+            .0
             .into_values()
             .map(|mut entry| {
                 if entry.origin.scope == Scope::Project {
@@ -186,7 +244,13 @@ impl ConfigSet {
             servers,
             issues: loader.issues,
             policy,
+            settings: vec![managed_settings, user, local, project],
         }
+    }
+
+    /// What a scope's file holds besides servers (the project's: `.switchboard/settings.json`).
+    pub fn settings(&self, scope: Scope) -> Option<&ScopeSettings> {
+        self.settings.iter().find(|s| s.scope == scope)
     }
 
     pub fn get(&self, name: &str) -> Option<&ServerEntry> {
@@ -217,62 +281,152 @@ fn load_dynamic_text(spec: &str, cwd: &std::path::Path) -> Result<Document, Conf
         .ok_or_else(|| ConfigIssue::error("the --mcp-config file does not exist").in_file(path))
 }
 
+/// A project's `.switchboard/settings.json`: permissions and hooks only, and no servers, so
+/// its problems are the permissions' to report.
+fn read_project_settings(path: &std::path::Path) -> ScopeSettings {
+    let mut settings = ScopeSettings::new(Scope::Project, path.to_owned());
+    let doc = match Document::read(path) {
+        Ok(Some(doc)) => doc,
+        Ok(None) => return settings,
+        Err(issue) => {
+            settings.broken = Some(issue);
+            return settings;
+        }
+    };
+    match doc.root_value() {
+        Ok(Some(root)) => match de::from_ast::<ProjectSettingsFile>(&doc, &root, "") {
+            Ok(file) => {
+                settings.sections = file.value.sections();
+                settings.errors = file.errors;
+                settings.unknown = file.unknown;
+            }
+            Err(e) => settings.broken = Some(e.issue(&doc.path)),
+        },
+        Ok(None) => {}
+        Err(issue) => settings.broken = Some(issue),
+    }
+    settings
+}
+
 struct Loader<'e> {
     env: &'e Environment,
     issues: Vec<ConfigIssue>,
-    merged: BTreeMap<String, ServerEntry>,
+    /// Each file's servers, in the order read (by rising precedence).
+    layers: Vec<Servers>,
 }
 
 impl Loader<'_> {
-    fn read_file<F: DeserializeOwned>(
+    fn read_file<F: ScopeFile>(
         &mut self,
         path: &std::path::Path,
         scope: Scope,
         nest: &[&str],
-    ) {
+    ) -> ScopeSettings {
         match Document::read(path) {
-            Err(issue) => self.issues.push(issue),
-            Ok(None) => {}
+            Err(issue) => {
+                self.issues.push(issue.clone());
+                ScopeSettings {
+                    broken: Some(issue),
+                    ..ScopeSettings::new(scope, path.to_owned())
+                }
+            }
+            Ok(None) => ScopeSettings::new(scope, path.to_owned()),
             Ok(Some(doc)) => self.read_doc::<F>(&doc, scope, nest),
         }
     }
 
-    /// Reads the `mcpServers` object of a document, found under the `nest` keys
-    /// (`projects/<root>` in the local file). `F`, the file's struct, says which top-level
-    /// keys it knows; others are warned about.
-    fn read_doc<F: DeserializeOwned>(&mut self, doc: &Document, scope: Scope, nest: &[&str]) {
-        let root = match doc.root_value() {
-            Ok(Some(root)) => root,
-            Ok(None) => return,
-            Err(issue) => return self.issues.push(issue),
-        };
-        // The sections' own problems are reported by the modules that read them.
-        match de::from_ast::<F>(&root, "") {
+    fn read_doc<F: ScopeFile>(
+        &mut self,
+        doc: &Document,
+        scope: Scope,
+        nest: &[&str],
+    ) -> ScopeSettings {
+        match doc.root_value() {
+            Ok(Some(root)) => self.read_root::<F>(doc, &root, scope, nest),
+            Ok(None) => ScopeSettings::new(scope, doc.path.clone()),
+            Err(issue) => {
+                self.issues.push(issue.clone());
+                ScopeSettings {
+                    broken: Some(issue),
+                    ..ScopeSettings::new(scope, doc.path.clone())
+                }
+            }
+        }
+    }
+
+    /// Reads a parsed document: its settings into `F`, the file's struct (which says which
+    /// top-level keys it knows; others are warned about), and the servers of its
+    /// `mcpServers` object, found under the `nest` keys (`projects/<root>` in the local file).
+    fn read_root<F: ScopeFile>(
+        &mut self,
+        doc: &Document,
+        root: &ast::Value<'_>,
+        scope: Scope,
+        nest: &[&str],
+    ) -> ScopeSettings {
+        let read = de::from_ast::<F>(doc, root, "");
+        self.take_root(doc, root, read, scope, nest)
+    }
+
+    /// [`Loader::read_root`] once `F` is read.
+    fn take_root<F: ScopeFile>(
+        &mut self,
+        doc: &Document,
+        root: &ast::Value<'_>,
+        read: Result<de::Read<F>, de::Error>,
+        scope: Scope,
+        nest: &[&str],
+    ) -> ScopeSettings {
+        let mut settings = ScopeSettings::new(scope, doc.path.clone());
+        // The sections' own problems are reported by the modules that build on them.
+        match read {
             Ok(file) => {
                 for unknown in file.unknown.iter().filter(|u| u.field == u.key) {
                     self.issues.push(
                         ConfigIssue::warning("unknown field; kept as written and ignored")
                             .in_file(&doc.path)
-                            .at(doc.position(unknown.offset))
+                            .at(unknown.position)
                             .field(unknown.key.clone()),
                     );
                 }
+                settings.sections = file.value.sections();
+                settings.errors = file.errors;
+                settings.unknown = file.unknown;
             }
-            Err(e) => self.issues.push(e.issue(doc)),
+            Err(e) => self.issues.push(e.issue(&doc.path)),
         }
+        self.read_servers(doc, root, &mut settings, nest);
+        settings
+    }
+
+    fn read_servers(
+        &mut self,
+        doc: &Document,
+        root: &ast::Value<'_>,
+        settings: &mut ScopeSettings,
+        nest: &[&str],
+    ) {
+        let scope = settings.scope;
         let ast::Value::Object(root) = root else {
             return;
         };
-        let mut obj = &root;
+        let mut obj = root;
         let mut path = String::new();
-        for key in nest {
+        for (i, key) in nest.iter().enumerate() {
             path.push_str(if path.is_empty() { "" } else { "." });
             path.push_str(key);
             match get(obj, key).map(|p| &p.value) {
                 None => return,
-                Some(ast::Value::Object(inner)) => obj = inner,
+                Some(value @ ast::Value::Object(inner)) => {
+                    obj = inner;
+                    if i + 1 == nest.len() {
+                        self.read_nested(doc, value, &path, settings);
+                    }
+                }
                 Some(other) => {
-                    return self.issues.push(self.not_object(doc, other, &path));
+                    let issue = self.not_object(doc, other, &path);
+                    settings.broken = Some(issue.clone());
+                    return self.issues.push(issue);
                 }
             }
         }
@@ -288,7 +442,8 @@ impl Loader<'_> {
                 return self.issues.push(self.not_object(doc, other, &field));
             }
         };
-        for prop in &servers.properties {
+        let (props, mut servers) = (&servers.properties, Servers::default());
+        for prop in props {
             let name = prop_name(prop);
             let origin = Origin {
                 scope,
@@ -321,11 +476,31 @@ impl Loader<'_> {
                 policy: PolicyVerdict::Allowed,
                 shadowed: Vec::new(),
             };
-            if let Some(previous) = self.merged.remove(name) {
-                entry.shadowed.push(previous.origin);
-                entry.shadowed.extend(previous.shadowed);
+            // A name written twice in one file: the last one counts, as JSON parsers do.
+            if let Some(previous) = servers.0.remove(name) {
+                entry.shadow(previous);
             }
-            self.merged.insert(name.to_owned(), entry);
+            servers.0.insert(name.to_owned(), entry);
+        }
+        self.layers.push(servers);
+    }
+
+    /// The settings of one project's entry in the local file (`projects.<root>`).
+    fn read_nested(
+        &mut self,
+        doc: &Document,
+        value: &ast::Value<'_>,
+        path: &str,
+        settings: &mut ScopeSettings,
+    ) {
+        match de::from_ast::<LocalProject>(doc, value, path) {
+            Ok(project) => {
+                settings.prefix = format!("{path}.");
+                settings.sections = project.value.sections();
+                settings.errors = project.errors;
+                settings.unknown = project.unknown;
+            }
+            Err(e) => settings.broken = Some(e.issue(&doc.path)),
         }
     }
 

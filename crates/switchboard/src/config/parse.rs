@@ -10,7 +10,12 @@ use std::time::Duration;
 use jsonc_parser::ast;
 use sha2::{Digest, Sha256};
 
-use super::json::{Document, get, kind_name, prop_name, range_of, to_json};
+use super::de;
+use super::json::{Document, to_json};
+use super::settings::{
+    Count, Flag, Keyed, OAuthFile, Object, ServerFile, ServerObject, Spanned, Text, TextList,
+    TextMap,
+};
 use super::{
     ConfigHash, ConfigIssue, Environment, IdeTransport, OAuthConfig, Origin, ProtocolPin,
     ProxyTransport, RemoteTransport, RestartPolicy, Scope, ServerConfig, ServerName,
@@ -41,21 +46,6 @@ pub(crate) const LOG_LEVELS: [&str; 8] = [
     "critical",
     "alert",
     "emergency",
-];
-
-const COMMON_FIELDS: [&str; 12] = [
-    "type",
-    "disabled",
-    "required",
-    "timeout",
-    "toolTimeout",
-    "protocol",
-    "restart",
-    "enabledTools",
-    "disabledTools",
-    "maxOutputTokens",
-    "description",
-    "logLevel",
 ];
 
 /// Variables that let whoever controls them choose what the child process runs or loads. A
@@ -143,7 +133,9 @@ fn resolve_on_path(command: &str, env: &Environment) -> Option<String> {
         .map(|p| p.display().to_string())
 }
 
-fn fields_of(kind: &str) -> &'static [&'static str] {
+/// The keys that belong to one transport (every other key of [`ServerFile`] applies to all):
+/// another transport's key is kept as written and warned about.
+pub(crate) fn fields_of(kind: &str) -> &'static [&'static str] {
     match kind {
         "stdio" => &["command", "args", "env", "cwd"],
         "http" | "sse" => &["url", "headers", "oauth"],
@@ -152,12 +144,6 @@ fn fields_of(kind: &str) -> &'static [&'static str] {
         "proxy" => &["url", "headers", "tokenEnv", "tokenCommand"],
         _ => &[],
     }
-}
-
-fn all_fields() -> impl Iterator<Item = &'static str> {
-    COMMON_FIELDS
-        .into_iter()
-        .chain(TRANSPORT_TYPES.into_iter().flat_map(fields_of).copied())
 }
 
 /// The outcome of checking one entry.
@@ -241,31 +227,75 @@ pub(crate) fn parse_entry(
 ) -> ParsedEntry {
     let raw = to_json(value);
     let hash = entry_hash(&raw);
-    let walker = Walker {
-        doc,
-        server: name,
-        env,
-        warnings: Default::default(),
+    let mut warnings = Vec::new();
+    let config = match check_name(doc, name, name_position) {
+        Err(issue) => Err(issue),
+        Ok(server_name) => match de::from_ast::<Spanned<ServerObject>>(doc, value, "") {
+            Err(e) => Err(e.issue(&doc.path).server(name)),
+            Ok(read) => {
+                let walker = Walker {
+                    doc,
+                    server: name,
+                    env,
+                    errors: &read.errors,
+                    unknown: &read.unknown,
+                    at: read.value.offset,
+                };
+                let entry = &read.value.value.0;
+                walker.entry(
+                    server_name,
+                    entry,
+                    &raw,
+                    &mut warnings,
+                    origin,
+                    hash.clone(),
+                )
+            }
+        },
     };
-    let config = walker.entry(name, name_position, value, origin, hash.clone());
     ParsedEntry {
         config,
-        warnings: walker.warnings.into_inner(),
+        warnings,
         raw,
         hash,
     }
 }
 
+fn check_name(
+    doc: &Document,
+    name: &str,
+    name_position: (usize, usize),
+) -> Result<ServerName, ConfigIssue> {
+    ServerName::new(name).map_err(|e| {
+        let issue = ConfigIssue::error(e.to_string())
+            .in_file(&doc.path)
+            .at(name_position)
+            .server(name);
+        match e.suggestion {
+            Some(s) => issue.hint(format!("rename it, for example to `{s}`")),
+            None => issue,
+        }
+    })
+}
+
+/// `env` and `headers` once read.
+type Strings = BTreeMap<String, String>;
+
+/// Checks one entry, read into a [`ServerFile`], field by field in a fixed order: the first
+/// problem is the entry's.
 struct Walker<'a> {
     doc: &'a Document,
     server: &'a str,
     env: &'a Environment,
-    warnings: std::cell::RefCell<Vec<ConfigIssue>>,
+    /// The problems of the entry's broken values, by field path.
+    errors: &'a [de::Error],
+    /// Keys the entry's structs do not declare.
+    unknown: &'a [de::Unknown],
+    /// Where the entry's object starts.
+    at: usize,
 }
 
-type Prop<'p, 'a> = &'p ast::ObjectProp<'a>;
-
-impl<'a> Walker<'a> {
+impl Walker<'_> {
     fn issue_at(&self, offset: usize, field: &str, message: impl Into<String>) -> ConfigIssue {
         let issue = ConfigIssue::error(message)
             .in_file(&self.doc.path)
@@ -278,75 +308,113 @@ impl<'a> Walker<'a> {
         }
     }
 
-    fn wrong_type(&self, value: &ast::Value<'_>, field: &str, expected: &str) -> ConfigIssue {
-        self.issue_at(
-            range_of(value).start,
-            field,
-            format!("expected {expected}, found {}", kind_name(value)),
-        )
+    /// The problem of the broken value at `field`.
+    fn broken(&self, field: &str) -> ConfigIssue {
+        let under = |path: &str| {
+            path.strip_prefix(field)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+        };
+        match self.errors.iter().find(|e| under(e.field())) {
+            Some(e) => e.issue(&self.doc.path).server(self.server),
+            None => self.issue_at(self.at, field, "cannot be read"),
+        }
+    }
+
+    /// A field's value and where it starts: `None` when absent, its problem when broken.
+    fn get<'f, T>(
+        &self,
+        value: &'f Keyed<T>,
+        field: &str,
+    ) -> Result<Option<(&'f T, usize)>, ConfigIssue> {
+        match value {
+            Keyed::Absent => Ok(None),
+            Keyed::Present {
+                value: Some(value),
+                offset,
+                ..
+            } => Ok(Some((value, *offset))),
+            Keyed::Present { value: None, .. } => Err(self.broken(field)),
+        }
+    }
+
+    fn string(&self, value: &Keyed<Text>, field: &str) -> Result<Option<String>, ConfigIssue> {
+        Ok(self.get(value, field)?.map(|(text, _)| text.0.clone()))
     }
 
     fn entry(
         &self,
-        name: &str,
-        name_position: (usize, usize),
-        value: &ast::Value<'_>,
+        name: ServerName,
+        entry: &ServerFile,
+        raw: &serde_json::Value,
+        warnings: &mut Vec<ConfigIssue>,
         origin: Origin,
         hash: ConfigHash,
     ) -> Result<ServerConfig, ConfigIssue> {
-        let server_name = ServerName::new(name).map_err(|e| {
-            let issue = ConfigIssue::error(e.to_string())
-                .in_file(&self.doc.path)
-                .at(name_position)
-                .server(name);
-            match e.suggestion {
-                Some(s) => issue.hint(format!("rename it, for example to `{s}`")),
-                None => issue,
+        let kind = self.kind(entry)?;
+        // Keys kept as written and ignored: unknown ones, and another transport's.
+        let mut ignored: Vec<(usize, &str, &str)> = self
+            .unknown
+            .iter()
+            .filter(|u| u.parent().is_empty())
+            .map(|u| {
+                (
+                    u.offset,
+                    u.key.as_str(),
+                    "unknown field; kept as written and ignored",
+                )
+            })
+            .collect();
+        let mut elsewhere = String::new();
+        for field in TRANSPORT_TYPES.into_iter().flat_map(fields_of) {
+            if !fields_of(kind).contains(field)
+                && let Some(key) = entry.written(field)
+                && !ignored.iter().any(|(_, k, _)| k == field)
+            {
+                ignored.push((key, field, ""));
             }
-        })?;
-        let ast::Value::Object(obj) = value else {
-            return Err(self.wrong_type(value, "", "an object describing the server"));
-        };
-        let kind = self.kind(obj)?;
+        }
+        if ignored.iter().any(|(_, _, m)| m.is_empty()) {
+            elsewhere = format!("does not apply to type `{kind}`; ignored");
+        }
+        ignored.sort_by_key(|(at, _, _)| *at);
         let mut extra = BTreeMap::new();
-        for prop in &obj.properties {
-            let key = prop_name(prop);
-            if COMMON_FIELDS.contains(&key) || fields_of(kind).contains(&key) {
-                continue;
-            }
-            let message = if all_fields().any(|f| f == key) {
-                format!("does not apply to type `{kind}`; ignored")
+        for (at, key, message) in ignored {
+            let message = if message.is_empty() {
+                elsewhere.as_str()
             } else {
-                "unknown field; kept as written and ignored".to_owned()
+                message
             };
-            let warning = ConfigIssue::warning(message)
-                .in_file(&self.doc.path)
-                .at(self.doc.position(prop.range.start))
-                .server(self.server)
-                .field(key);
-            self.warnings.borrow_mut().push(warning);
-            extra.insert(key.to_owned(), to_json(&prop.value));
+            warnings.push(
+                ConfigIssue::warning(message)
+                    .in_file(&self.doc.path)
+                    .at(self.doc.position(at))
+                    .server(self.server)
+                    .field(key),
+            );
+            if let Some(value) = raw.get(key) {
+                extra.insert(key.to_owned(), value.clone());
+            }
         }
 
         let transport = match kind {
-            "stdio" => Transport::Stdio(self.stdio(obj, &origin)?),
-            "http" => Transport::Http(self.remote(obj, kind)?),
-            "sse" => Transport::Sse(self.remote(obj, kind)?),
-            "ws" => Transport::WebSocket(self.remote(obj, kind)?),
-            "sse-ide" => Transport::SseIde(self.ide(obj, kind)?),
-            "ws-ide" => Transport::WsIde(self.ide(obj, kind)?),
-            "proxy" => Transport::Proxy(self.proxy(obj)?),
+            "stdio" => Transport::Stdio(self.stdio(entry, &origin)?),
+            "http" => Transport::Http(self.remote(entry, kind, warnings)?),
+            "sse" => Transport::Sse(self.remote(entry, kind, warnings)?),
+            "ws" => Transport::WebSocket(self.remote(entry, kind, warnings)?),
+            "sse-ide" => Transport::SseIde(self.ide(entry, kind)?),
+            "ws-ide" => Transport::WsIde(self.ide(entry, kind)?),
+            "proxy" => Transport::Proxy(self.proxy(entry)?),
             _ => Transport::Sdk,
         };
 
-        let protocol = match get(obj, "protocol") {
+        let protocol = match self.get(&entry.protocol, "protocol")? {
             None => ProtocolPin::Auto,
-            Some(p) => match self.string(p, "protocol")?.as_str() {
+            Some((Text(v), at)) => match v.as_str() {
                 "auto" => ProtocolPin::Auto,
                 v if PROTOCOL_VERSIONS.contains(&v) => ProtocolPin::Version(v.to_owned()),
                 v => {
                     return Err(self.issue_at(
-                        range_of(&p.value).start,
+                        at,
                         "protocol",
                         format!(
                             "unknown protocol `{v}`; use `auto` or one of {}",
@@ -356,28 +424,26 @@ impl<'a> Walker<'a> {
                 }
             },
         };
-        let restart = match get(obj, "restart") {
+        let restart = match self.get(&entry.restart, "restart")? {
             None => RestartPolicy::Never,
-            Some(p) => match self.string(p, "restart")?.as_str() {
+            Some((Text(v), at)) => match v.as_str() {
                 "never" => RestartPolicy::Never,
                 "on-failure" => RestartPolicy::OnFailure,
                 v => {
                     return Err(self.issue_at(
-                        range_of(&p.value).start,
+                        at,
                         "restart",
                         format!("unknown restart policy `{v}`; use `never` or `on-failure`"),
                     ));
                 }
             },
         };
-
-        let log_level = match get(obj, "logLevel") {
+        let log_level = match self.get(&entry.log_level, "logLevel")? {
             None => None,
-            Some(p) => {
-                let level = self.string(p, "logLevel")?;
+            Some((Text(level), at)) => {
                 if !LOG_LEVELS.contains(&level.as_str()) {
                     return Err(self.issue_at(
-                        range_of(&p.value).start,
+                        at,
                         "logLevel",
                         format!(
                             "unknown log level `{level}`; use one of {}",
@@ -385,39 +451,33 @@ impl<'a> Walker<'a> {
                         ),
                     ));
                 }
-                Some(level)
+                Some(level.clone())
             }
         };
 
         Ok(ServerConfig {
-            name: server_name,
+            name,
             origin,
             hash,
             transport,
-            disabled: self.opt_bool(obj, "disabled")?.unwrap_or(false),
-            required: self.opt_bool(obj, "required")?.unwrap_or(false),
-            connect_timeout: self.opt_millis(obj, "timeout")?,
-            tool_timeout: self.opt_millis(obj, "toolTimeout")?,
+            disabled: self.flag(&entry.disabled, "disabled")?,
+            required: self.flag(&entry.required, "required")?,
+            connect_timeout: self.millis(&entry.timeout, "timeout")?,
+            tool_timeout: self.millis(&entry.tool_timeout, "toolTimeout")?,
             protocol,
             restart,
-            enabled_tools: get(obj, "enabledTools")
-                .map(|p| self.string_list(p, "enabledTools", false))
-                .transpose()?,
-            disabled_tools: get(obj, "disabledTools")
-                .map(|p| self.string_list(p, "disabledTools", false))
-                .transpose()?
+            enabled_tools: self.string_list(&entry.enabled_tools, "enabledTools", false)?,
+            disabled_tools: self
+                .string_list(&entry.disabled_tools, "disabledTools", false)?
                 .unwrap_or_default(),
-            max_output_tokens: get(obj, "maxOutputTokens")
-                .map(|p| self.positive_int(p, "maxOutputTokens"))
-                .transpose()?,
+            max_output_tokens: self.positive_int(&entry.max_output_tokens, "maxOutputTokens")?,
             log_level,
             extra,
         })
     }
 
-    fn kind(&self, obj: &ast::Object<'_>) -> Result<&'static str, ConfigIssue> {
-        if let Some(p) = get(obj, "type") {
-            let written = self.string(p, "type")?;
+    fn kind(&self, entry: &ServerFile) -> Result<&'static str, ConfigIssue> {
+        if let Some((Text(written), at)) = self.get(&entry.kind, "type")? {
             let normalized = match written.as_str() {
                 "streamable-http" | "streamableHttp" | "streamable_http" => "http",
                 "websocket" => "ws",
@@ -428,7 +488,7 @@ impl<'a> Walker<'a> {
                 .find(|t| *t == normalized)
                 .ok_or_else(|| {
                     self.issue_at(
-                        range_of(&p.value).start,
+                        at,
                         "type",
                         format!(
                             "unknown type `{written}`; valid types: {}",
@@ -437,49 +497,43 @@ impl<'a> Walker<'a> {
                     )
                 });
         }
-        match (get(obj, "command"), get(obj, "url")) {
-            (Some(_), Some(_)) => Err(self.issue_at(
-                obj.range.start,
+        match (entry.command.is_present(), entry.url.is_present()) {
+            (true, true) => Err(self.issue_at(
+                self.at,
                 "",
                 "has both `command` and `url`; set `type` to say which transport to use",
             )),
-            (Some(_), None) => Ok("stdio"),
-            (None, Some(url)) => {
-                let text = self.string(url, "url")?;
+            (true, false) => Ok("stdio"),
+            (false, true) => {
+                let text = self.string(&entry.url, "url")?.unwrap_or_default();
                 Ok(if text.starts_with("ws://") || text.starts_with("wss://") { "ws" } else { "http" })
             }
-            (None, None) => Err(self
-                .issue_at(obj.range.start, "", "needs `command` (a local server) or `url` (a remote one)")
+            (false, false) => Err(self
+                .issue_at(self.at, "", "needs `command` (a local server) or `url` (a remote one)")
                 .hint("for example {\"command\": \"npx\", \"args\": [\"-y\", \"@scope/server\"]} or {\"type\": \"http\", \"url\": \"https://host/mcp\"}")),
         }
     }
 
-    fn stdio(&self, obj: &ast::Object<'_>, origin: &Origin) -> Result<StdioTransport, ConfigIssue> {
-        let command = match get(obj, "command") {
-            Some(p) => self.expanded(p, "command")?,
+    fn stdio(&self, entry: &ServerFile, origin: &Origin) -> Result<StdioTransport, ConfigIssue> {
+        let (command, at_command) = match self.get(&entry.command, "command")? {
+            Some((Text(text), at)) => (self.expand_at(text, at, "command")?, at),
             None => {
-                return Err(self.issue_at(
-                    obj.range.start,
-                    "command",
-                    "type `stdio` needs `command`",
-                ));
+                return Err(self.issue_at(self.at, "command", "type `stdio` needs `command`"));
             }
         };
         if command.trim().is_empty() {
-            let p = get(obj, "command").map_or(obj.range.start, |p| range_of(&p.value).start);
-            return Err(self.issue_at(p, "command", "is empty"));
+            return Err(self.issue_at(at_command, "command", "is empty"));
         }
-        let env = get(obj, "env")
-            .map(|p| self.string_map(p, "env", true))
-            .transpose()?
+        let env = self
+            .string_map(&entry.env, "env", true)?
+            .map(|(env, _)| env)
             .unwrap_or_default();
-        let args = get(obj, "args")
-            .map(|p| self.string_list(p, "args", true))
-            .transpose()?
+        let args = self
+            .string_list(&entry.args, "args", true)?
             .unwrap_or_default();
         let mut command = command;
         if origin.scope == Scope::Project {
-            self.project_stdio_checks(obj, &command, &args, &env)?;
+            self.project_stdio_checks(entry, &command, &args, &env)?;
             // What runs is bound now, against the user's own PATH: the approval shows it.
             if let Some(resolved) = resolve_on_path(&command, self.env) {
                 command = resolved;
@@ -489,9 +543,7 @@ impl<'a> Walker<'a> {
             command,
             args,
             env,
-            cwd: get(obj, "cwd")
-                .map(|p| self.expanded(p, "cwd").map(PathBuf::from))
-                .transpose()?,
+            cwd: self.expanded(&entry.cwd, "cwd")?.map(PathBuf::from),
         })
     }
 
@@ -499,26 +551,36 @@ impl<'a> Walker<'a> {
     /// runs or loads, and the ways around that list (`env VAR=… cmd`, `sh -c "VAR=… cmd"`).
     fn project_stdio_checks(
         &self,
-        obj: &ast::Object<'_>,
+        entry: &ServerFile,
         command: &str,
         args: &[String],
         env: &BTreeMap<String, String>,
     ) -> Result<(), ConfigIssue> {
         let hint = "define this server in your user or local scope instead";
         if let Some(key) = env.keys().find(|k| is_hijacking_env(k)) {
-            let p = get(obj, "env")
-                .and_then(|p| match &p.value {
-                    ast::Value::Object(o) => get(o, key).map(|p| p.range.start),
-                    _ => None,
-                })
-                .unwrap_or(obj.range.start);
+            // Where the key is written (the last time, as the value read is the last).
+            let at = match &entry.env {
+                Keyed::Present {
+                    value: Some(TextMap(entries)),
+                    ..
+                } => entries
+                    .iter()
+                    .rev()
+                    .find(|(k, _)| k == key)
+                    .and_then(|(_, v)| v.key),
+                _ => None,
+            }
+            .unwrap_or(self.at);
             let message = format!(
                 "`{key}` may not be set from a project's .mcp.json: \
                  it would let the repository choose what the process runs"
             );
-            return Err(self.issue_at(p, &format!("env.{key}"), message).hint(hint));
+            return Err(self.issue_at(at, &format!("env.{key}"), message).hint(hint));
         }
-        let at_command = get(obj, "command").map_or(obj.range.start, |p| range_of(&p.value).start);
+        let at_command = match &entry.command {
+            Keyed::Present { offset, .. } => *offset,
+            Keyed::Absent => self.at,
+        };
         let base = command_base(command.trim());
         if base == "env" {
             return Err(self
@@ -531,7 +593,10 @@ impl<'a> Walker<'a> {
                 .hint(hint));
         }
         if SHELLS.contains(&base) {
-            let at_args = get(obj, "args").map_or(obj.range.start, |p| range_of(&p.value).start);
+            let at_args = match &entry.args {
+                Keyed::Present { offset, .. } => *offset,
+                Keyed::Absent => self.at,
+            };
             for (i, arg) in args.iter().enumerate() {
                 if let Some(var) = assigned_hijacking_var(arg) {
                     return Err(self
@@ -550,66 +615,68 @@ impl<'a> Walker<'a> {
         Ok(())
     }
 
-    fn remote(&self, obj: &ast::Object<'_>, kind: &str) -> Result<RemoteTransport, ConfigIssue> {
+    fn remote(
+        &self,
+        entry: &ServerFile,
+        kind: &str,
+        warnings: &mut Vec<ConfigIssue>,
+    ) -> Result<RemoteTransport, ConfigIssue> {
         Ok(RemoteTransport {
-            url: self.url(obj, kind)?,
-            headers: self.headers(obj)?,
-            oauth: get(obj, "oauth").map(|p| self.oauth(p)).transpose()?,
+            url: self.url(entry, kind)?,
+            headers: self.headers(entry)?,
+            oauth: match self.get(&entry.oauth, "oauth")? {
+                Some((Object(oauth), _)) => Some(self.oauth(oauth, warnings)?),
+                None => None,
+            },
         })
     }
 
-    fn ide(&self, obj: &ast::Object<'_>, kind: &str) -> Result<IdeTransport, ConfigIssue> {
+    fn ide(&self, entry: &ServerFile, kind: &str) -> Result<IdeTransport, ConfigIssue> {
         Ok(IdeTransport {
-            url: self.url(obj, kind)?,
-            ide_name: get(obj, "ideName")
-                .map(|p| self.string(p, "ideName"))
-                .transpose()?,
-            lock_file: get(obj, "lockFile")
-                .map(|p| self.expanded(p, "lockFile").map(PathBuf::from))
-                .transpose()?,
+            url: self.url(entry, kind)?,
+            ide_name: self.string(&entry.ide_name, "ideName")?,
+            lock_file: self
+                .expanded(&entry.lock_file, "lockFile")?
+                .map(PathBuf::from),
         })
     }
 
-    fn proxy(&self, obj: &ast::Object<'_>) -> Result<ProxyTransport, ConfigIssue> {
-        let token = match (get(obj, "tokenEnv"), get(obj, "tokenCommand")) {
-            (Some(p), None) => TokenSource::Env(self.string(p, "tokenEnv")?),
-            (None, Some(p)) => {
-                let argv = self.string_list(p, "tokenCommand", true)?;
+    fn proxy(&self, entry: &ServerFile) -> Result<ProxyTransport, ConfigIssue> {
+        let token = match (&entry.token_env, &entry.token_command) {
+            (Keyed::Present { .. }, Keyed::Absent) => TokenSource::Env(
+                self.string(&entry.token_env, "tokenEnv")?
+                    .unwrap_or_default(),
+            ),
+            (Keyed::Absent, Keyed::Present { offset, .. }) => {
+                let argv = self
+                    .string_list(&entry.token_command, "tokenCommand", true)?
+                    .unwrap_or_default();
                 if argv.is_empty() {
-                    return Err(self.issue_at(
-                        range_of(&p.value).start,
-                        "tokenCommand",
-                        "is empty",
-                    ));
+                    return Err(self.issue_at(*offset, "tokenCommand", "is empty"));
                 }
                 TokenSource::Command(argv)
             }
-            (None, None) => TokenSource::Provider,
-            (Some(_), Some(p)) => {
+            (Keyed::Absent, Keyed::Absent) => TokenSource::Provider,
+            (Keyed::Present { .. }, Keyed::Present { offset, key, .. }) => {
                 return Err(self.issue_at(
-                    p.range.start,
+                    key.unwrap_or(*offset),
                     "tokenCommand",
                     "set either `tokenEnv` or `tokenCommand`, not both",
                 ));
             }
         };
         Ok(ProxyTransport {
-            url: self.url(obj, "proxy")?,
-            headers: self.headers(obj)?,
+            url: self.url(entry, "proxy")?,
+            headers: self.headers(entry)?,
             token,
         })
     }
 
-    fn url(&self, obj: &ast::Object<'_>, kind: &str) -> Result<url::Url, ConfigIssue> {
-        let Some(p) = get(obj, "url") else {
-            return Err(self.issue_at(
-                obj.range.start,
-                "url",
-                format!("type `{kind}` needs `url`"),
-            ));
+    fn url(&self, entry: &ServerFile, kind: &str) -> Result<url::Url, ConfigIssue> {
+        let Some((Text(text), at)) = self.get(&entry.url, "url")? else {
+            return Err(self.issue_at(self.at, "url", format!("type `{kind}` needs `url`")));
         };
-        let text = self.expanded(p, "url")?;
-        let at = range_of(&p.value).start;
+        let text = self.expand_at(text, at, "url")?;
         let url = url::Url::parse(&text).map_err(|e| {
             let shown = crate::redact::redact_url(&text);
             self.issue_at(at, "url", format!("`{shown}` is not a valid URL: {e}"))
@@ -638,11 +705,10 @@ impl<'a> Walker<'a> {
         Ok(url)
     }
 
-    fn headers(&self, obj: &ast::Object<'_>) -> Result<BTreeMap<String, String>, ConfigIssue> {
-        let Some(p) = get(obj, "headers") else {
+    fn headers(&self, entry: &ServerFile) -> Result<BTreeMap<String, String>, ConfigIssue> {
+        let Some((headers, at)) = self.string_map(&entry.headers, "headers", true)? else {
             return Ok(BTreeMap::new());
         };
-        let headers = self.string_map(p, "headers", true)?;
         for (name, value) in &headers {
             let valid_name = !name.is_empty()
                 && name
@@ -650,14 +716,14 @@ impl<'a> Walker<'a> {
                     .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
             if !valid_name {
                 return Err(self.issue_at(
-                    range_of(&p.value).start,
+                    at,
                     &format!("headers.{name}"),
                     "is not a valid HTTP header name",
                 ));
             }
             if value.contains(['\r', '\n']) {
                 return Err(self.issue_at(
-                    range_of(&p.value).start,
+                    at,
                     &format!("headers.{name}"),
                     "a header value may not contain a line break",
                 ));
@@ -666,74 +732,120 @@ impl<'a> Walker<'a> {
         Ok(headers)
     }
 
-    fn oauth(&self, prop: Prop<'_, '_>) -> Result<OAuthConfig, ConfigIssue> {
-        let ast::Value::Object(obj) = &prop.value else {
-            return Err(self.wrong_type(&prop.value, "oauth", "an object"));
-        };
+    /// `oauth`, checked in written order: the first problem, and the warnings before it.
+    fn oauth(
+        &self,
+        file: &OAuthFile,
+        warnings: &mut Vec<ConfigIssue>,
+    ) -> Result<OAuthConfig, ConfigIssue> {
         let mut oauth = OAuthConfig::default();
-        for p in &obj.properties {
-            match prop_name(p) {
-                "clientId" => oauth.client_id = Some(self.expanded(p, "oauth.clientId")?),
-                "clientSecretEnv" => {
-                    oauth.client_secret_env = Some(self.string(p, "oauth.clientSecretEnv")?)
-                }
-                "clientSecretKeychain" => {
-                    oauth.client_secret_keychain =
-                        Some(self.string(p, "oauth.clientSecretKeychain")?)
-                }
-                "callbackPort" => {
-                    let port = self.positive_int(p, "oauth.callbackPort")?;
+        // Each key's outcome, placed where it is written.
+        let mut checked: Vec<(usize, Result<(), ConfigIssue>)> = Vec::new();
+        let mut check = |at: Option<usize>, result: Result<(), ConfigIssue>| {
+            if let Some(at) = at {
+                checked.push((at, result));
+            }
+        };
+        let field = |name: &str| format!("oauth.{name}");
+        check(
+            file.client_id.at(),
+            self.expanded(&file.client_id, &field("clientId"))
+                .map(|v| oauth.client_id = v),
+        );
+        check(
+            file.client_secret_env.at(),
+            self.string(&file.client_secret_env, &field("clientSecretEnv"))
+                .map(|v| oauth.client_secret_env = v),
+        );
+        check(
+            file.client_secret_keychain.at(),
+            self.string(&file.client_secret_keychain, &field("clientSecretKeychain"))
+                .map(|v| oauth.client_secret_keychain = v),
+        );
+        check(
+            file.callback_port.at(),
+            self.positive_int(&file.callback_port, &field("callbackPort"))
+                .and_then(|port| {
+                    let Some(port) = port else { return Ok(()) };
+                    let at = file.callback_port.at().unwrap_or(self.at);
                     oauth.callback_port = Some(u16::try_from(port).map_err(|_| {
-                        self.issue_at(
-                            range_of(&p.value).start,
-                            "oauth.callbackPort",
-                            "must be a port number (1-65535)",
-                        )
+                        self.issue_at(at, "oauth.callbackPort", "must be a port number (1-65535)")
                     })?);
-                }
-                "scopes" => oauth.scopes = self.string_list(p, "oauth.scopes", false)?,
-                "grantType" => match self.string(p, "oauth.grantType")?.as_str() {
-                    "client_credentials" => oauth.client_credentials = true,
-                    "authorization_code" => oauth.client_credentials = false,
-                    _ => {
-                        return Err(self.issue_at(
-                            range_of(&p.value).start,
-                            "oauth.grantType",
-                            "must be \"authorization_code\" or \"client_credentials\"",
-                        ));
+                    Ok(())
+                }),
+        );
+        check(
+            file.scopes.at(),
+            self.string_list(&file.scopes, &field("scopes"), false)
+                .map(|v| oauth.scopes = v.unwrap_or_default()),
+        );
+        check(
+            file.grant_type.at(),
+            self.get(&file.grant_type, &field("grantType"))
+                .and_then(|v| {
+                    match v.map(|(Text(t), at)| (t.as_str(), at)) {
+                        None => {}
+                        Some(("client_credentials", _)) => oauth.client_credentials = true,
+                        Some(("authorization_code", _)) => oauth.client_credentials = false,
+                        Some((_, at)) => {
+                            return Err(self.issue_at(
+                                at,
+                                "oauth.grantType",
+                                "must be \"authorization_code\" or \"client_credentials\"",
+                            ));
+                        }
                     }
-                },
-                "privateKeyEnv" => {
-                    oauth.private_key_env = Some(self.string(p, "oauth.privateKeyEnv")?)
-                }
-                "clientMetadataUrl" => {
-                    let value = self.expanded(p, "oauth.clientMetadataUrl")?;
-                    if !value.starts_with("https://") {
+                    Ok(())
+                }),
+        );
+        check(
+            file.private_key_env.at(),
+            self.string(&file.private_key_env, &field("privateKeyEnv"))
+                .map(|v| oauth.private_key_env = v),
+        );
+        check(
+            file.client_metadata_url.at(),
+            self.expanded(&file.client_metadata_url, &field("clientMetadataUrl"))
+                .and_then(|v| {
+                    if let Some(value) = &v
+                        && !value.starts_with("https://")
+                    {
+                        let at = file.client_metadata_url.at().unwrap_or(self.at);
                         return Err(self.issue_at(
-                            range_of(&p.value).start,
+                            at,
                             "oauth.clientMetadataUrl",
                             "must be an https:// URL",
                         ));
                     }
-                    oauth.client_metadata_url = Some(value);
-                }
-                other => self.warnings.borrow_mut().push(
-                    ConfigIssue::warning("unknown field; ignored")
-                        .in_file(&self.doc.path)
-                        .at(self.doc.position(p.range.start))
-                        .server(self.server)
-                        .field(format!("oauth.{other}")),
-                ),
-            }
+                    oauth.client_metadata_url = v;
+                    Ok(())
+                }),
+        );
+        checked.sort_by_key(|(at, _)| *at);
+        let first_error = checked
+            .into_iter()
+            .find_map(|(at, result)| result.err().map(|issue| (at, issue)));
+        // Keys `oauth` does not take, up to the first problem.
+        let unknown = self.unknown.iter().filter(|u| {
+            u.parent() == "oauth" && first_error.as_ref().is_none_or(|(at, _)| u.offset < *at)
+        });
+        for u in unknown {
+            warnings.push(
+                ConfigIssue::warning("unknown field; ignored")
+                    .in_file(&self.doc.path)
+                    .at(u.position)
+                    .server(self.server)
+                    .field(format!("oauth.{}", u.key)),
+            );
         }
-        Ok(oauth)
+        match first_error {
+            Some((_, issue)) => Err(issue),
+            None => Ok(oauth),
+        }
     }
 
-    fn string(&self, prop: Prop<'_, '_>, field: &str) -> Result<String, ConfigIssue> {
-        match &prop.value {
-            ast::Value::StringLit(s) => Ok(s.value.to_string()),
-            other => Err(self.wrong_type(other, field, "a string")),
-        }
+    fn flag(&self, value: &Keyed<Flag>, field: &str) -> Result<bool, ConfigIssue> {
+        Ok(self.get(value, field)?.is_some_and(|(Flag(b), _)| *b))
     }
 
     fn expand_at(&self, text: &str, offset: usize, field: &str) -> Result<String, ConfigIssue> {
@@ -747,101 +859,75 @@ impl<'a> Walker<'a> {
         })
     }
 
-    fn expanded(&self, prop: Prop<'_, '_>, field: &str) -> Result<String, ConfigIssue> {
-        let text = self.string(prop, field)?;
-        self.expand_at(&text, range_of(&prop.value).start, field)
+    fn expanded(&self, value: &Keyed<Text>, field: &str) -> Result<Option<String>, ConfigIssue> {
+        self.get(value, field)?
+            .map(|(Text(text), at)| self.expand_at(text, at, field))
+            .transpose()
     }
 
     fn string_list(
         &self,
-        prop: Prop<'_, '_>,
+        value: &Keyed<TextList>,
         field: &str,
         expand: bool,
-    ) -> Result<Vec<String>, ConfigIssue> {
-        let ast::Value::Array(items) = &prop.value else {
-            return Err(self.wrong_type(&prop.value, field, "an array of strings"));
+    ) -> Result<Option<Vec<String>>, ConfigIssue> {
+        let Some((TextList(items), _)) = self.get(value, field)? else {
+            return Ok(None);
         };
         items
-            .elements
             .iter()
             .enumerate()
             .map(|(i, item)| {
-                let field = format!("{field}[{i}]");
-                match item {
-                    ast::Value::StringLit(s) if expand => {
-                        self.expand_at(&s.value, s.range.start, &field)
-                    }
-                    ast::Value::StringLit(s) => Ok(s.value.to_string()),
-                    other => Err(self.wrong_type(other, &field, "a string")),
+                if expand {
+                    self.expand_at(&item.value.0, item.offset, &format!("{field}[{i}]"))
+                } else {
+                    Ok(item.value.0.clone())
                 }
             })
-            .collect()
+            .collect::<Result<_, _>>()
+            .map(Some)
     }
 
+    /// The map and where it starts.
     fn string_map(
         &self,
-        prop: Prop<'_, '_>,
+        value: &Keyed<TextMap>,
         field: &str,
         expand: bool,
-    ) -> Result<BTreeMap<String, String>, ConfigIssue> {
-        let ast::Value::Object(obj) = &prop.value else {
-            return Err(self.wrong_type(&prop.value, field, "an object of strings"));
+    ) -> Result<Option<(Strings, usize)>, ConfigIssue> {
+        let Some((TextMap(entries), at)) = self.get(value, field)? else {
+            return Ok(None);
         };
-        obj.properties
-            .iter()
-            .map(|p| {
-                let key = prop_name(p);
-                let field = format!("{field}.{key}");
-                let value = match &p.value {
-                    ast::Value::StringLit(s) if expand => {
-                        self.expand_at(&s.value, s.range.start, &field)?
-                    }
-                    ast::Value::StringLit(s) => s.value.to_string(),
-                    // Numbers and booleans are common in hand-written env maps; take their text.
-                    ast::Value::NumberLit(n) => n.value.to_owned(),
-                    ast::Value::BooleanLit(b) => b.value.to_string(),
-                    other => return Err(self.wrong_type(other, &field, "a string")),
-                };
-                Ok((key.to_owned(), value))
-            })
-            .collect()
-    }
-
-    fn opt_bool(&self, obj: &ast::Object<'_>, field: &str) -> Result<Option<bool>, ConfigIssue> {
-        get(obj, field)
-            .map(|p| match &p.value {
-                ast::Value::BooleanLit(b) => Ok(b.value),
-                other => Err(self.wrong_type(other, field, "true or false")),
-            })
-            .transpose()
-    }
-
-    fn positive_int(&self, prop: Prop<'_, '_>, field: &str) -> Result<u64, ConfigIssue> {
-        match &prop.value {
-            ast::Value::NumberLit(n) => {
-                n.value
-                    .parse::<u64>()
-                    .ok()
-                    .filter(|v| *v > 0)
-                    .ok_or_else(|| {
-                        self.issue_at(
-                            n.range.start,
-                            field,
-                            format!("expected a positive whole number, found {}", n.value),
-                        )
-                    })
-            }
-            other => Err(self.wrong_type(other, field, "a positive whole number")),
+        let mut map = BTreeMap::new();
+        for (key, value) in entries {
+            let text = if expand {
+                self.expand_at(&value.value, value.offset, &format!("{field}.{key}"))?
+            } else {
+                value.value.clone()
+            };
+            map.insert(key.clone(), text);
         }
+        Ok(Some((map, at)))
     }
 
-    fn opt_millis(
-        &self,
-        obj: &ast::Object<'_>,
-        field: &str,
-    ) -> Result<Option<Duration>, ConfigIssue> {
-        get(obj, field)
-            .map(|p| self.positive_int(p, field).map(Duration::from_millis))
-            .transpose()
+    fn positive_int(&self, value: &Keyed<Count>, field: &str) -> Result<Option<u64>, ConfigIssue> {
+        let Some((Count(text), at)) = self.get(value, field)? else {
+            return Ok(None);
+        };
+        text.parse::<u64>()
+            .ok()
+            .filter(|v| *v > 0)
+            .map(Some)
+            .ok_or_else(|| {
+                self.issue_at(
+                    at,
+                    field,
+                    format!("expected a positive whole number, found {text}"),
+                )
+            })
+    }
+
+    fn millis(&self, value: &Keyed<Count>, field: &str) -> Result<Option<Duration>, ConfigIssue> {
+        Ok(self.positive_int(value, field)?.map(Duration::from_millis))
     }
 }

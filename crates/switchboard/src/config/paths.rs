@@ -78,6 +78,12 @@ impl ConfigPaths {
         self.config_dir.join("local.json")
     }
 
+    /// The project's own settings (permissions and hooks): `.switchboard/settings.json` at the
+    /// project root.
+    pub fn project_settings_file(&self) -> PathBuf {
+        self.project_root.join(".switchboard").join("settings.json")
+    }
+
     /// The project-approval record.
     pub fn approvals_file(&self) -> PathBuf {
         self.state_dir.join("approvals.json")

@@ -12,10 +12,11 @@
 //! the list has any `command` rule, a local server must match a `command` rule (a name alone
 //! can be copied by anyone), likewise `url` rules for remote servers.
 
-use jsonc_parser::ast;
+use serde::Deserialize;
 use wildmatch::WildMatch;
 
-use super::json::{Document, get, kind_name, prop_name, range_of, to_json};
+use super::de::{self, Checked, Located};
+use super::settings::Object;
 use super::{ConfigIssue, Scope, ServerConfig, Transport};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,43 +67,67 @@ impl Policy {
         }
     }
 
-    pub(crate) fn parse(doc: &Document, value: &ast::Value<'_>) -> Result<Policy, ConfigIssue> {
-        let issue = |offset: usize, field: &str, message: String| {
-            ConfigIssue::error(message)
-                .in_file(&doc.path)
-                .at(doc.position(offset))
-                .field(field.to_owned())
-        };
-        let ast::Value::Object(obj) = value else {
-            return Err(issue(
-                range_of(value).start,
-                "policy",
-                format!("expected an object, found {}", kind_name(value)),
-            ));
-        };
-        let mut policy = Policy::default();
-        for prop in &obj.properties {
-            match (prop_name(prop), &prop.value) {
-                ("exclusive", ast::Value::BooleanLit(b)) => policy.exclusive = b.value,
-                ("allow", v) => policy.allow = Some(rules(doc, v, "policy.allow", &issue)?),
-                ("deny", v) => policy.deny = rules(doc, v, "policy.deny", &issue)?,
-                ("exclusive", v) => {
-                    return Err(issue(
-                        range_of(v).start,
-                        "policy.exclusive",
-                        format!("expected true or false, found {}", kind_name(v)),
-                    ));
-                }
-                (other, _) => {
-                    return Err(issue(
-                        prop.range.start,
-                        &format!("policy.{other}"),
-                        "unknown field; expected `allow`, `deny` or `exclusive`".to_owned(),
-                    ));
-                }
-            }
+    /// The policy of the managed file as read: the first problem in it (a broken value, or a
+    /// key `policy` does not take, whichever is written first) fails it.
+    pub(crate) fn from_file(
+        file: &std::path::Path,
+        read: &Checked<Object<PolicyFile>>,
+        errors: &[de::Error],
+        unknown: &[de::Unknown],
+    ) -> Result<Policy, ConfigIssue> {
+        let broken = errors
+            .iter()
+            .filter(|e| e.field() == "policy" || e.field().starts_with("policy."))
+            .find_map(|e| Some((e.at.as_ref()?.position, e.issue(file))));
+        let unknown = unknown.iter().find(|u| u.parent() == "policy").map(|u| {
+            let issue = ConfigIssue::error(format!(
+                "unknown field; expected {}",
+                super::settings::one_of(u.expected)
+            ))
+            .in_file(file)
+            .at(u.position)
+            .field(u.field.clone());
+            (u.position, issue)
+        });
+        let first = [broken, unknown]
+            .into_iter()
+            .flatten()
+            .min_by_key(|(at, _)| *at);
+        if let Some((_, issue)) = first {
+            return Err(issue);
         }
-        Ok(policy)
+        let Checked::Ok(Object(written)) = read else {
+            return Ok(Policy::default());
+        };
+        let rules = |list: &RuleList, field: &str| -> Result<Vec<PolicyRule>, ConfigIssue> {
+            list.0
+                .iter()
+                .enumerate()
+                .map(|(i, rule)| {
+                    rule_of(&rule.value).ok_or_else(|| {
+                        ConfigIssue::error(
+                            "expected {\"name\": …}, {\"command\": [...]} or {\"url\": …}",
+                        )
+                        .in_file(file)
+                        .at(rule.at)
+                        .field(format!("{field}[{i}]"))
+                    })
+                })
+                .collect()
+        };
+        Ok(Policy {
+            allow: written
+                .allow
+                .as_ref()
+                .map(|list| rules(list, "policy.allow"))
+                .transpose()?,
+            deny: match &written.deny {
+                Some(list) => rules(list, "policy.deny")?,
+                None => Vec::new(),
+            },
+            exclusive: written.exclusive.is_some_and(|flag| flag.0),
+            broken: false,
+        })
     }
 
     /// Whether an entry may start. Managed entries and in-process servers are not subject to it.
@@ -143,65 +168,64 @@ impl Policy {
     }
 }
 
-fn rules(
-    doc: &Document,
-    value: &ast::Value<'_>,
-    field: &str,
-    issue: &dyn Fn(usize, &str, String) -> ConfigIssue,
-) -> Result<Vec<PolicyRule>, ConfigIssue> {
-    let _ = doc;
-    let ast::Value::Array(items) = value else {
-        return Err(issue(
-            range_of(value).start,
-            field,
-            format!("expected an array of rules, found {}", kind_name(value)),
-        ));
+/// `policy` as written. A new key is one field here.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(crate) struct PolicyFile {
+    #[serde(default, deserialize_with = "present")]
+    allow: Option<RuleList>,
+    #[serde(default, deserialize_with = "present")]
+    deny: Option<RuleList>,
+    #[serde(default, deserialize_with = "present")]
+    exclusive: Option<Flag>,
+}
+
+/// A key that is written has a value, `null` included (which is then the wrong kind).
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+/// A list of rules, each checked with its position.
+#[derive(Debug, Clone, Default)]
+struct RuleList(Vec<Located<serde_json::Value>>);
+
+impl<'de> Deserialize<'de> for RuleList {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        de::expect(d, &["an array"], "an array of rules").map(RuleList)
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Flag(bool);
+
+impl<'de> Deserialize<'de> for Flag {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        de::expect(d, &["a boolean"], "true or false").map(Flag)
+    }
+}
+
+/// One rule: an object with exactly one of `name`, `command` (a non-empty list of strings) or
+/// `url`.
+fn rule_of(value: &serde_json::Value) -> Option<PolicyRule> {
+    use serde_json::Value;
+    let Value::Object(obj) = value else {
+        return None;
     };
-    items
-        .elements
-        .iter()
-        .enumerate()
-        .map(|(i, item)| {
-            let field = format!("{field}[{i}]");
-            let bad = || {
-                issue(
-                    range_of(item).start,
-                    &field,
-                    "expected {\"name\": …}, {\"command\": [...]} or {\"url\": …}".to_owned(),
-                )
-            };
-            let ast::Value::Object(obj) = item else {
-                return Err(bad());
-            };
-            if obj.properties.len() != 1 {
-                return Err(bad());
-            }
-            match (get(obj, "name"), get(obj, "command"), get(obj, "url")) {
-                (Some(p), _, _) => match &p.value {
-                    ast::Value::StringLit(s) => Ok(PolicyRule::Name(s.value.to_string())),
-                    _ => Err(bad()),
-                },
-                (_, Some(p), _) => match to_json(&p.value) {
-                    serde_json::Value::Array(parts)
-                        if !parts.is_empty() && parts.iter().all(|v| v.is_string()) =>
-                    {
-                        Ok(PolicyRule::Command(
-                            parts
-                                .iter()
-                                .filter_map(|v| v.as_str().map(str::to_owned))
-                                .collect(),
-                        ))
-                    }
-                    _ => Err(bad()),
-                },
-                (_, _, Some(p)) => match &p.value {
-                    ast::Value::StringLit(s) => Ok(PolicyRule::Url(s.value.to_string())),
-                    _ => Err(bad()),
-                },
-                _ => Err(bad()),
-            }
-        })
-        .collect()
+    let (key, value) = match obj.iter().collect::<Vec<_>>()[..] {
+        [(key, value)] => (key.as_str(), value),
+        _ => return None,
+    };
+    match (key, value) {
+        ("name", Value::String(name)) => Some(PolicyRule::Name(name.clone())),
+        ("url", Value::String(url)) => Some(PolicyRule::Url(url.clone())),
+        ("command", Value::Array(parts)) if !parts.is_empty() => parts
+            .iter()
+            .map(|p| p.as_str().map(str::to_owned))
+            .collect::<Option<Vec<_>>>()
+            .map(PolicyRule::Command),
+        _ => None,
+    }
 }
 
 fn matches(rule: &PolicyRule, config: &ServerConfig) -> bool {

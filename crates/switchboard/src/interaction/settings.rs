@@ -18,9 +18,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::config::json::Document;
-use crate::config::settings::{UserFile, read_file};
-use crate::config::{ConfigIssue, ConfigPaths, Environment, expand_vars};
+use crate::config::settings::Checked;
+use crate::config::{ConfigIssue, ConfigPaths, ConfigSet, Environment, Scope, expand_vars};
 use crate::env_vars::EnvVars;
 
 /// How long a sampling command may run when `timeoutMs` is not set.
@@ -55,24 +54,34 @@ pub struct InteractionSettings {
 
 impl InteractionSettings {
     /// Reads `sampling` and `roots` from the user file. A broken value is an issue naming the
-    /// file, position and field; the rest still loads.
+    /// file, position and field; the rest still loads. With a [`ConfigSet`] at hand,
+    /// [`InteractionSettings::from_config`] builds the same without reading any file again.
     pub fn load(paths: &ConfigPaths, env: &Environment) -> (InteractionSettings, Vec<ConfigIssue>) {
+        Self::from_config(&ConfigSet::load(paths.clone(), env), env)
+    }
+
+    /// The interaction settings of the user file as `config` read it.
+    pub fn from_config(
+        config: &ConfigSet,
+        env: &Environment,
+    ) -> (InteractionSettings, Vec<ConfigIssue>) {
         let mut settings = InteractionSettings::default();
-        let doc = match Document::read(&paths.user_file()) {
-            Ok(Some(doc)) => doc,
-            Ok(None) => return (settings, Vec::new()),
-            Err(issue) => return (settings, vec![issue]),
+        let Some(user) = config.settings(Scope::User) else {
+            return (settings, Vec::new());
         };
-        let file = match read_file::<UserFile>(&doc) {
-            Ok(Some(file)) => file,
-            Ok(None) => return (settings, Vec::new()),
-            Err(issue) => return (settings, vec![issue]),
-        };
-        let mut issues: Vec<ConfigIssue> = file
+        if let Some(issue) = &user.broken {
+            return (settings, vec![issue.clone()]);
+        }
+        let file = &user.file;
+        let mut issues: Vec<ConfigIssue> = user
             .errors
             .iter()
+            .filter(|e| {
+                let top = e.field().split(['.', '[']).next().unwrap_or_default();
+                top == "sampling" || top == "roots"
+            })
             .map(|e| {
-                let issue = e.issue(&doc);
+                let issue = e.issue(file);
                 if e.field() != "sampling" {
                     return issue;
                 }
@@ -85,15 +94,12 @@ impl InteractionSettings {
                 }
             })
             .collect();
-        let UserFile {
-            sampling, roots, ..
-        } = file.value;
-        if let Some(raw) = sampling.ok() {
-            let command = raw.command;
+        if let Checked::Ok(raw) = &user.sections.sampling {
+            let command = &raw.command;
             let issue = |message: String| {
                 ConfigIssue::error(message)
-                    .in_file(&doc.path)
-                    .at(doc.position(command.offset))
+                    .in_file(file)
+                    .at(command.at)
                     .field("sampling.command")
             };
             match expand_vars(&command.value, env) {
@@ -114,27 +120,27 @@ impl InteractionSettings {
                             .unwrap_or(DEFAULT_SAMPLING_TIMEOUT),
                         servers: raw
                             .servers
-                            .into_iter()
+                            .iter()
                             .map(|(name, s)| {
                                 (
-                                    name,
+                                    name.clone(),
                                     ServerSampling {
                                         max_tokens: s.max_tokens,
                                     },
                                 )
                             })
                             .collect(),
-                        file: doc.path.clone(),
+                        file: file.clone(),
                     });
                 }
                 Err(e) => issues.push(issue(e.to_string())),
             }
         }
-        if let Some(dirs) = roots.ok() {
+        if let Checked::Ok(dirs) = &user.sections.roots {
             let home = env.path(EnvVars::HOME);
             settings.roots = dirs
                 .0
-                .into_iter()
+                .iter()
                 .map(|d| match (d.strip_prefix("~/"), &home) {
                     (Some(rest), Some(home)) => home.join(rest),
                     _ => PathBuf::from(d),

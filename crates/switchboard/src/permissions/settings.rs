@@ -3,15 +3,19 @@
 // As in `config`: a `ConfigIssue` travels only on the cold path of reading settings once.
 #![allow(clippy::result_large_err)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
-use jsonc_parser::ast;
 use wildmatch::WildMatch;
 
 use super::{Decision, Denied, SettingOrigin};
-use crate::config::json::{Document, get, kind_name, prop_name, range_of};
-use crate::config::{ConfigIssue, ConfigPaths, Environment, Scope, expand_vars};
+use crate::config::settings::{
+    Checked, Combine, HookCommand, HookEntry, HookList, HookMillis, Located, Object, PatternList,
+    PatternText, Pos, one_of,
+};
+use crate::config::{
+    ConfigIssue, ConfigPaths, ConfigSet, Environment, Scope, ScopeSettings, expand_vars,
+};
 use crate::name::{PREFIX, QualifiedName, SEPARATOR};
 
 /// How long a hook may run when its entry sets no `timeoutMs`.
@@ -186,47 +190,37 @@ impl PermissionSettings {
         env: &Environment,
         project_trusted: bool,
     ) -> (PermissionSettings, Vec<ConfigIssue>) {
-        let mut loader = Loader {
-            env,
-            settings: PermissionSettings {
-                working_dir: paths.project_root.clone(),
-                search_path: env
-                    .get(crate::env_vars::EnvVars::PATH)
-                    .unwrap_or_default()
-                    .to_owned(),
-                ..PermissionSettings::default()
-            },
+        Self::from_config(&ConfigSet::load(paths.clone(), env), env, project_trusted)
+    }
+
+    /// The rules and hooks of every scope as `config` read them (no file is read again).
+    /// `env`: what hooks' `${VAR}` expand from, and the `PATH` their programs are found on.
+    pub fn from_config(
+        config: &ConfigSet,
+        env: &Environment,
+        project_trusted: bool,
+    ) -> (PermissionSettings, Vec<ConfigIssue>) {
+        let mut settings = PermissionSettings {
+            working_dir: config.paths.project_root.clone(),
+            search_path: env
+                .get(crate::env_vars::EnvVars::PATH)
+                .unwrap_or_default()
+                .to_owned(),
+            ..PermissionSettings::default()
         };
-
-        loader.read_managed(&paths.managed_file);
-        loader.read_file(&paths.user_file(), Scope::User, &[], None, true);
-        let key = paths.project_key();
-        loader.read_file(
-            &paths.local_file(),
-            Scope::Local,
-            &["projects", &key],
-            None,
-            true,
-        );
-        loader.read_file(
-            &Self::project_settings_file(paths),
-            Scope::Project,
-            &[],
-            Some(&["permissions", "hooks", "$schema"]),
-            project_trusted,
-        );
-
-        let settings = loader.settings;
+        for scope in [Scope::Managed, Scope::User, Scope::Local, Scope::Project] {
+            if let Some(file) = config.settings(scope) {
+                let trusted = scope != Scope::Project || project_trusted;
+                settings.combine(Reader::new(env, file, trusted).read());
+            }
+        }
         let issues = settings.issues.clone();
         (settings, issues)
     }
 
     /// `.switchboard/settings.json` at the project root.
     pub fn project_settings_file(paths: &ConfigPaths) -> PathBuf {
-        paths
-            .project_root
-            .join(".switchboard")
-            .join("settings.json")
+        paths.project_settings_file()
     }
 
     /// What the rules alone say about a tool (hooks and the call's source aside).
@@ -339,452 +333,426 @@ impl PermissionSettings {
     }
 }
 
-struct Loader<'e> {
-    env: &'e Environment,
-    settings: PermissionSettings,
+impl Combine for PermissionSettings {
+    /// Every scope's rules and hooks apply, in the order managed, user, local, project: those
+    /// of `lower` come after these, so a managed rule is the one a denial names (what wins is
+    /// [`PermissionSettings::evaluate`]'s to say).
+    fn combine(&mut self, lower: PermissionSettings) {
+        self.rules.extend(lower.rules);
+        self.pre_call.extend(lower.pre_call);
+        self.post_call.extend(lower.post_call);
+        self.broken_pre_call.extend(lower.broken_pre_call);
+        self.managed_broken = self.managed_broken.take().or(lower.managed_broken);
+        self.issues.extend(lower.issues);
+    }
 }
 
-/// One settings file being read: the document, its scope, and the field prefix of its section.
-struct Section<'d> {
-    doc: &'d Document,
-    scope: Scope,
-    prefix: String,
+/// Builds one scope's rules and hooks from what its file held.
+struct Reader<'a> {
+    env: &'a Environment,
+    file: &'a ScopeSettings,
     trusted: bool,
+    out: PermissionSettings,
 }
 
-impl Section<'_> {
-    fn field(&self, field: &str) -> String {
-        format!("{}{field}", self.prefix)
-    }
+/// A hook entry that cannot be used: its pattern when readable, its warnings, its problems.
+type BrokenEntry = (Option<ToolPattern>, Vec<ConfigIssue>, Vec<ConfigIssue>);
 
-    fn origin(&self, offset: usize) -> SettingOrigin {
-        SettingOrigin {
-            scope: self.scope,
-            file: self.doc.path.clone(),
-            position: self.doc.position(offset),
-        }
-    }
+/// Problems (and rules) of one key, placed by where the key is so they come out in file order.
+type Group = (Pos, Vec<ConfigIssue>, Vec<Rule>);
 
-    fn error(&self, offset: usize, field: &str, message: impl Into<String>) -> ConfigIssue {
-        ConfigIssue::error(message)
-            .in_file(&self.doc.path)
-            .at(self.doc.position(offset))
-            .field(self.field(field))
-    }
-
-    fn warning(&self, offset: usize, field: &str, message: impl Into<String>) -> ConfigIssue {
-        ConfigIssue::warning(message)
-            .in_file(&self.doc.path)
-            .at(self.doc.position(offset))
-            .field(self.field(field))
-    }
-}
-
-impl Loader<'_> {
-    /// The managed file: any error in it (unreadable, not JSON, a bad rule or hook) denies
-    /// every MCP tool.
-    fn read_managed(&mut self, path: &Path) {
-        let before = self.settings.issues.len();
-        self.read_file(path, Scope::Managed, &[], None, true);
-        if let Some(first) = self.settings.issues[before..].iter().find(|i| i.is_error()) {
-            self.settings.managed_broken = Some(first.to_string());
-        }
-    }
-
-    /// Reads one file's `permissions` and `hooks`, found under the `nest` keys.
-    /// `known`: the file's only allowed top-level keys, when the file is ours alone.
-    fn read_file(
-        &mut self,
-        path: &Path,
-        scope: Scope,
-        nest: &[&str],
-        known: Option<&[&str]>,
-        trusted: bool,
-    ) {
-        let doc = match Document::read(path) {
-            Ok(Some(doc)) => doc,
-            Ok(None) => return,
-            Err(issue) => return self.settings.issues.push(issue),
-        };
-        let root = match doc.root_object() {
-            Ok(Some(root)) => root,
-            Ok(None) => return,
-            Err(issue) => return self.settings.issues.push(issue),
-        };
-        if let Some(known) = known {
-            for prop in &root.properties {
-                let key = prop_name(prop);
-                if !known.contains(&key) {
-                    self.settings.issues.push(
-                        ConfigIssue::warning(format!(
-                            "unknown field; expected {}",
-                            known
-                                .iter()
-                                .map(|k| format!("`{k}`"))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ))
-                        .in_file(&doc.path)
-                        .at(doc.position(prop.range.start))
-                        .field(key),
-                    );
-                }
-            }
-        }
-        let mut obj = &root;
-        let mut prefix = String::new();
-        for key in nest {
-            prefix.push_str(key);
-            prefix.push('.');
-            match get(obj, key).map(|p| &p.value) {
-                None => return,
-                Some(ast::Value::Object(inner)) => obj = inner,
-                Some(other) => {
-                    let field = prefix.trim_end_matches('.').to_owned();
-                    return self.settings.issues.push(
-                        ConfigIssue::error(format!(
-                            "expected an object, found {}",
-                            kind_name(other)
-                        ))
-                        .in_file(&doc.path)
-                        .at(doc.position(range_of(other).start))
-                        .field(field),
-                    );
-                }
-            }
-        }
-        let section = Section {
-            doc: &doc,
-            scope,
-            prefix,
+impl<'a> Reader<'a> {
+    fn new(env: &'a Environment, file: &'a ScopeSettings, trusted: bool) -> Reader<'a> {
+        Reader {
+            env,
+            file,
             trusted,
-        };
-        if let Some(prop) = get(obj, "permissions") {
-            self.read_permissions(&section, &prop.value);
+            out: PermissionSettings::default(),
         }
-        if let Some(prop) = get(obj, "hooks") {
-            if section.trusted {
-                self.read_hooks(&section, &prop.value);
-            } else if !is_empty(&prop.value) {
-                self.settings.issues.push(
-                    section
-                        .warning(
-                            prop.range.start,
-                            "hooks",
-                            "hooks ignored: this project is not trusted",
+    }
+
+    fn read(mut self) -> PermissionSettings {
+        if let Some(issue) = &self.file.broken {
+            self.out.issues.push(issue.clone());
+        }
+        if self.file.scope == Scope::Project {
+            // The project's settings file is ours alone: every key of it is known.
+            for unknown in self.file.unknown_in("") {
+                let expected: Vec<String> =
+                    unknown.expected.iter().map(|k| format!("`{k}`")).collect();
+                self.out.issues.push(
+                    ConfigIssue::warning(format!(
+                        "unknown field; expected {}",
+                        expected.join(", ")
+                    ))
+                    .in_file(&self.file.file)
+                    .at(unknown.position)
+                    .field(unknown.key.clone()),
+                );
+            }
+        }
+        self.read_permissions();
+        self.read_hooks();
+        if self.file.scope == Scope::Managed
+            && let Some(first) = self.out.issues.iter().find(|i| i.is_error())
+        {
+            // Any error in the managed file denies every MCP tool.
+            self.out.managed_broken = Some(first.to_string());
+        }
+        self.out
+    }
+
+    fn field(&self, field: &str) -> String {
+        format!("{}{field}", self.file.prefix)
+    }
+
+    fn origin(&self, at: Pos) -> SettingOrigin {
+        SettingOrigin {
+            scope: self.file.scope,
+            file: self.file.file.clone(),
+            position: at,
+        }
+    }
+
+    fn error(&self, at: Pos, field: &str, message: impl Into<String>) -> ConfigIssue {
+        ConfigIssue::error(message)
+            .in_file(&self.file.file)
+            .at(at)
+            .field(self.field(field))
+    }
+
+    fn warning(&self, at: Pos, field: &str, message: impl Into<String>) -> ConfigIssue {
+        ConfigIssue::warning(message)
+            .in_file(&self.file.file)
+            .at(at)
+            .field(self.field(field))
+    }
+
+    /// The problem of the broken value at `field`, and where it is.
+    fn broken(&self, field: &str) -> (Pos, ConfigIssue) {
+        match self.file.error_at(field) {
+            Some(e) => (
+                e.at.as_ref().map_or((0, 0), |at| at.position),
+                e.issue(&self.file.file),
+            ),
+            None => (
+                (0, 0),
+                ConfigIssue::error("cannot be read")
+                    .in_file(&self.file.file)
+                    .field(self.field(field)),
+            ),
+        }
+    }
+
+    /// Unknown keys in the object at `parent`, as errors saying which keys it takes.
+    fn unknown_errors(&self, parent: &str) -> Vec<Group> {
+        self.file
+            .unknown_in(parent)
+            .map(|u| {
+                let issue = self.error(
+                    u.position,
+                    &format!("{parent}.{}", u.key),
+                    format!("unknown field; expected {}", one_of(u.expected)),
+                );
+                (u.position, vec![issue], Vec::new())
+            })
+            .collect()
+    }
+
+    fn finish(&mut self, mut groups: Vec<Group>) {
+        groups.sort_by_key(|(at, _, _)| *at);
+        for (_, issues, rules) in groups {
+            self.out.issues.extend(issues);
+            self.out.rules.extend(rules);
+        }
+    }
+
+    fn read_permissions(&mut self) {
+        let permissions = match &self.file.sections.permissions {
+            Checked::Absent => return,
+            Checked::Broken => {
+                let (_, issue) = self.broken("permissions");
+                return self.out.issues.push(issue);
+            }
+            Checked::Ok(Object(permissions)) => permissions,
+        };
+        let mut groups = self.unknown_errors("permissions");
+        for (name, effect, list) in [
+            ("allow", Effect::Allow, &permissions.allow),
+            ("ask", Effect::Ask, &permissions.ask),
+            ("deny", Effect::Deny, &permissions.deny),
+        ] {
+            let field = format!("permissions.{name}");
+            let (key, PatternList(items)) = match list {
+                Checked::Absent => continue,
+                Checked::Broken => {
+                    let (at, issue) = self.broken(&field);
+                    groups.push((at, vec![issue], Vec::new()));
+                    continue;
+                }
+                Checked::Ok(Located { key, at, value, .. }) => (key.unwrap_or(*at), value),
+            };
+            let mut group: Group = (key, Vec::new(), Vec::new());
+            if effect == Effect::Allow && !self.trusted {
+                if !items.is_empty() {
+                    let n = items.len();
+                    group.1.push(
+                        self.warning(
+                            key,
+                            &field,
+                            format!(
+                                "{n} allow rule{} ignored: this project is not trusted",
+                                if n == 1 { "" } else { "s" }
+                            ),
                         )
+                        .hint("a project's allow rules apply only once you trust the project; its ask and deny rules apply already"),
+                    );
+                }
+                groups.push(group);
+                continue;
+            }
+            for (i, item) in items.iter().enumerate() {
+                let field = format!("{field}[{i}]");
+                match item {
+                    Checked::Absent => {}
+                    Checked::Broken => group.1.push(self.broken(&field).1),
+                    Checked::Ok(Located {
+                        at,
+                        value: PatternText(text),
+                        ..
+                    }) => match ToolPattern::parse(text) {
+                        Ok(pattern) => group.2.push(Rule {
+                            effect,
+                            pattern,
+                            origin: self.origin(*at),
+                        }),
+                        Err(message) => group.1.push(self.error(*at, &field, message)),
+                    },
+                }
+            }
+            groups.push(group);
+        }
+        self.finish(groups);
+    }
+
+    fn read_hooks(&mut self) {
+        let Checked::Ok(Located {
+            key,
+            at,
+            empty,
+            value,
+        }) = &self.file.sections.hooks
+        else {
+            return;
+        };
+        let key = key.unwrap_or(*at);
+        if !self.trusted {
+            if !empty {
+                self.out.issues.push(
+                    self.warning(key, "hooks", "hooks ignored: this project is not trusted")
                         .hint("a project's hooks run only once you trust the project"),
                 );
             }
+            return;
         }
-    }
-
-    fn read_permissions(&mut self, section: &Section<'_>, value: &ast::Value<'_>) {
-        let ast::Value::Object(obj) = value else {
-            return self.settings.issues.push(section.error(
-                range_of(value).start,
-                "permissions",
-                format!("expected an object, found {}", kind_name(value)),
-            ));
-        };
-        for prop in &obj.properties {
-            let name = prop_name(prop);
-            let field = format!("permissions.{name}");
-            let effect = match name {
-                "allow" => Effect::Allow,
-                "ask" => Effect::Ask,
-                "deny" => Effect::Deny,
-                _ => {
-                    self.settings.issues.push(section.error(
-                        prop.range.start,
-                        &field,
-                        "unknown field; expected `allow`, `ask` or `deny`",
-                    ));
-                    continue;
-                }
-            };
-            let ast::Value::Array(list) = &prop.value else {
-                self.settings.issues.push(section.error(
-                    range_of(&prop.value).start,
-                    &field,
-                    format!(
-                        "expected a list of tool patterns, found {}",
-                        kind_name(&prop.value)
-                    ),
-                ));
-                continue;
-            };
-            if effect == Effect::Allow && !section.trusted {
-                if !list.elements.is_empty() {
-                    let n = list.elements.len();
-                    self.settings.issues.push(
-                        section
-                            .warning(
-                                prop.range.start,
-                                &field,
-                                format!(
-                                    "{n} allow rule{} ignored: this project is not trusted",
-                                    if n == 1 { "" } else { "s" }
-                                ),
-                            )
-                            .hint("a project's allow rules apply only once you trust the project; its ask and deny rules apply already"),
-                    );
-                }
-                continue;
+        let hooks = match value {
+            Checked::Absent => return,
+            Checked::Broken => {
+                let (_, issue) = self.broken("hooks");
+                return self.out.issues.push(issue);
             }
-            for (i, element) in list.elements.iter().enumerate() {
-                let offset = range_of(element).start;
-                let field = format!("{field}[{i}]");
-                let ast::Value::StringLit(text) = element else {
-                    self.settings.issues.push(section.error(
-                        offset,
-                        &field,
-                        format!("expected a tool pattern, found {}", kind_name(element)),
-                    ));
-                    continue;
-                };
-                match ToolPattern::parse(&text.value) {
-                    Ok(pattern) => self.settings.rules.push(Rule {
-                        effect,
-                        pattern,
-                        origin: section.origin(offset),
-                    }),
-                    Err(message) => self
-                        .settings
-                        .issues
-                        .push(section.error(offset, &field, message)),
-                }
-            }
-        }
-    }
-
-    fn read_hooks(&mut self, section: &Section<'_>, value: &ast::Value<'_>) {
-        let ast::Value::Object(obj) = value else {
-            return self.settings.issues.push(section.error(
-                range_of(value).start,
-                "hooks",
-                format!("expected an object, found {}", kind_name(value)),
-            ));
+            Checked::Ok(Object(hooks)) => hooks,
         };
-        for prop in &obj.properties {
-            let name = prop_name(prop);
+        let mut groups = self.unknown_errors("hooks");
+        for (name, event, list) in [
+            ("preCall", HookEvent::PreCall, &hooks.pre_call),
+            ("postCall", HookEvent::PostCall, &hooks.post_call),
+        ] {
             let field = format!("hooks.{name}");
-            let event = match name {
-                "preCall" => HookEvent::PreCall,
-                "postCall" => HookEvent::PostCall,
-                _ => {
-                    self.settings.issues.push(section.error(
-                        prop.range.start,
-                        &field,
-                        "unknown field; expected `preCall` or `postCall`",
-                    ));
-                    continue;
-                }
-            };
-            let ast::Value::Array(list) = &prop.value else {
-                let issue = section.error(
-                    range_of(&prop.value).start,
-                    &field,
-                    format!("expected a list of hooks, found {}", kind_name(&prop.value)),
-                );
-                if event == HookEvent::PreCall {
-                    self.settings.broken_pre_call.push(BrokenHook {
-                        pattern: None,
-                        origin: section.origin(range_of(&prop.value).start),
-                        message: issue.message.clone(),
-                    });
-                }
-                self.settings.issues.push(issue);
+            let Checked::Ok(Located { at, value, .. }) = list else {
                 continue;
             };
-            for (i, element) in list.elements.iter().enumerate() {
+            let items = match value {
+                Checked::Absent => continue,
+                Checked::Broken => {
+                    let (_, issue) = self.broken(&field);
+                    if event == HookEvent::PreCall {
+                        self.out.broken_pre_call.push(BrokenHook {
+                            pattern: None,
+                            origin: self.origin(*at),
+                            message: issue.message.clone(),
+                        });
+                    }
+                    groups.push((*at, vec![issue], Vec::new()));
+                    continue;
+                }
+                Checked::Ok(HookList(items)) => items,
+            };
+            for (i, element) in items.iter().enumerate() {
                 let field = format!("{field}[{i}]");
-                match self.read_hook(section, event, element, &field) {
-                    Ok(hook) => match event {
-                        HookEvent::PreCall => self.settings.pre_call.push(hook),
-                        HookEvent::PostCall => self.settings.post_call.push(hook),
-                    },
-                    Err((pattern, problems)) => {
+                let issues = match self.read_hook(event, element, &field) {
+                    Ok(hook) => {
+                        match event {
+                            HookEvent::PreCall => self.out.pre_call.push(hook.0),
+                            HookEvent::PostCall => self.out.post_call.push(hook.0),
+                        }
+                        hook.1
+                    }
+                    Err((pattern, warnings, problems)) => {
                         if let (HookEvent::PreCall, Some(first)) = (event, problems.first()) {
-                            self.settings.broken_pre_call.push(BrokenHook {
+                            self.out.broken_pre_call.push(BrokenHook {
                                 pattern,
-                                origin: section.origin(range_of(element).start),
+                                origin: self.origin(element.at),
                                 message: match &first.field {
                                     Some(field) => format!("field `{field}`: {}", first.message),
                                     None => first.message.clone(),
                                 },
                             });
                         }
-                        self.settings.issues.extend(problems);
+                        warnings.into_iter().chain(problems).collect()
                     }
-                }
+                };
+                groups.push((element.at, issues, Vec::new()));
             }
         }
+        self.finish(groups);
     }
 
-    /// One hook entry. On error, the pattern (when it could be read) and every problem.
+    /// One hook entry, with the warnings about it. On error, the pattern (when it could be
+    /// read), the warnings and every problem.
     fn read_hook(
-        &mut self,
-        section: &Section<'_>,
+        &self,
         event: HookEvent,
-        value: &ast::Value<'_>,
+        element: &Located<Checked<HookEntry>>,
         field: &str,
-    ) -> Result<Hook, (Option<ToolPattern>, Vec<ConfigIssue>)> {
-        let ast::Value::Object(obj) = value else {
-            return Err((
-                None,
-                vec![section.error(
-                    range_of(value).start,
-                    field,
-                    format!(
-                        "expected a hook object with `command`, found {}",
-                        kind_name(value)
-                    ),
-                )],
-            ));
-        };
-        let mut pattern = None;
-        let mut command = None;
-        let mut timeout = DEFAULT_HOOK_TIMEOUT;
-        let mut problems = Vec::new();
-        for prop in &obj.properties {
-            let name = prop_name(prop);
-            let offset = range_of(&prop.value).start;
-            let sub = format!("{field}.{name}");
-            let result = match name {
-                "match" => match &prop.value {
-                    ast::Value::StringLit(s) => ToolPattern::parse(&s.value)
-                        .map(|p| pattern = Some(p))
-                        .map_err(|m| section.error(offset, &sub, m)),
-                    other => Err(section.error(
-                        offset,
-                        &sub,
-                        format!("expected a tool pattern, found {}", kind_name(other)),
-                    )),
-                },
-                "command" => self
-                    .read_command(section, &prop.value, &sub)
-                    .map(|c| command = Some(c)),
-                "timeoutMs" => match &prop.value {
-                    ast::Value::NumberLit(n) => match n.value.parse::<u64>() {
-                        Ok(ms) if (1..=MAX_HOOK_TIMEOUT_MS).contains(&ms) => {
-                            timeout = Duration::from_millis(ms);
-                            Ok(())
-                        }
-                        _ => Err(section.error(
-                            offset,
-                            &sub,
-                            format!(
-                                "expected whole milliseconds from 1 to {MAX_HOOK_TIMEOUT_MS}, found {}",
-                                n.value
-                            ),
-                        )),
-                    },
-                    other => Err(section.error(
-                        offset,
-                        &sub,
-                        format!("expected milliseconds, found {}", kind_name(other)),
-                    )),
-                },
-                _ => {
-                    self.settings.issues.push(section.warning(
-                        prop.range.start,
-                        &sub,
-                        "unknown field; kept as written and ignored (expected `match`, `command` or `timeoutMs`)",
-                    ));
-                    Ok(())
-                }
-            };
-            if let Err(issue) = result {
-                problems.push(issue);
+    ) -> Result<(Hook, Vec<ConfigIssue>), BrokenEntry> {
+        let fields = match &element.value {
+            Checked::Ok(HookEntry(fields)) => fields,
+            Checked::Absent | Checked::Broken => {
+                return Err((None, Vec::new(), vec![self.broken(field).1]));
             }
-        }
+        };
+        let warnings: Vec<ConfigIssue> = self
+            .file
+            .unknown_in(field)
+            .map(|u| {
+                self.warning(
+                    u.position,
+                    &format!("{field}.{}", u.key),
+                    format!(
+                        "unknown field; kept as written and ignored (expected {})",
+                        one_of(u.expected)
+                    ),
+                )
+            })
+            .collect();
+        let mut problems = Vec::new();
+        let sub = |name: &str| format!("{field}.{name}");
         // A hook without `match` checks every MCP tool.
-        let has_match = obj.properties.iter().any(|p| prop_name(p) == "match");
-        if pattern.is_none() && !has_match {
-            pattern = ToolPattern::parse("mcp__*").ok();
-        }
+        let pattern = match &fields.pattern {
+            Checked::Absent => ToolPattern::parse("mcp__*").ok(),
+            Checked::Broken => {
+                problems.push(self.broken(&sub("match")).1);
+                None
+            }
+            Checked::Ok(Located {
+                at,
+                value: PatternText(text),
+                ..
+            }) => ToolPattern::parse(text)
+                .map_err(|m| problems.push(self.error(*at, &sub("match"), m)))
+                .ok(),
+        };
+        let command = match &fields.command {
+            Checked::Absent => None,
+            Checked::Broken => {
+                problems.push(self.broken(&sub("command")).1);
+                None
+            }
+            Checked::Ok(Located { at, value, .. }) => self
+                .read_command(value, *at, &sub("command"))
+                .map_err(|issue| problems.push(issue))
+                .ok(),
+        };
+        let timeout = match &fields.timeout_ms {
+            Checked::Absent => DEFAULT_HOOK_TIMEOUT,
+            Checked::Broken => {
+                problems.push(self.broken(&sub("timeoutMs")).1);
+                DEFAULT_HOOK_TIMEOUT
+            }
+            Checked::Ok(Located {
+                at,
+                value: HookMillis(text),
+                ..
+            }) => match text.parse::<u64>() {
+                Ok(ms) if (1..=MAX_HOOK_TIMEOUT_MS).contains(&ms) => Duration::from_millis(ms),
+                _ => {
+                    problems.push(self.error(
+                        *at,
+                        &sub("timeoutMs"),
+                        format!(
+                            "expected whole milliseconds from 1 to {MAX_HOOK_TIMEOUT_MS}, found {text}"
+                        ),
+                    ));
+                    DEFAULT_HOOK_TIMEOUT
+                }
+            },
+        };
+        problems.sort_by_key(|issue| issue.position);
         if problems.is_empty() && command.is_none() {
-            problems.push(section.error(
-                range_of(value).start,
+            problems.push(self.error(
+                element.at,
                 field,
                 "a hook needs a `command`: the program and its arguments, as a list",
             ));
         }
         match (command, pattern) {
-            (Some(command), Some(pattern)) if problems.is_empty() => Ok(Hook {
-                event,
-                pattern,
-                command,
-                timeout,
-                origin: section.origin(range_of(value).start),
-            }),
-            (_, pattern) => Err((pattern, problems)),
+            (Some(command), Some(pattern)) if problems.is_empty() => Ok((
+                Hook {
+                    event,
+                    pattern,
+                    command,
+                    timeout,
+                    origin: self.origin(element.at),
+                },
+                warnings,
+            )),
+            (_, pattern) => Err((pattern, warnings, problems)),
         }
     }
 
     fn read_command(
         &self,
-        section: &Section<'_>,
-        value: &ast::Value<'_>,
+        value: &HookCommand,
+        at: Pos,
         field: &str,
     ) -> Result<Vec<String>, ConfigIssue> {
-        let offset = range_of(value).start;
         let list = match value {
-            ast::Value::Array(list) if !list.elements.is_empty() => list,
-            ast::Value::Array(_) => {
-                return Err(section.error(offset, field, "the command is empty"));
-            }
-            ast::Value::StringLit(_) => {
-                return Err(section
-                    .error(
-                        offset,
-                        field,
-                        "expected a list: the program and its arguments",
-                    )
+            HookCommand::List(list) if !list.is_empty() => list,
+            HookCommand::List(_) => return Err(self.error(at, field, "the command is empty")),
+            HookCommand::Text => {
+                return Err(self
+                    .error(at, field, "expected a list: the program and its arguments")
                     .hint(
                         "hooks run without a shell; write e.g. [\"/path/check.sh\", \"--strict\"]",
                     ));
             }
-            other => {
-                return Err(section.error(
-                    offset,
-                    field,
-                    format!("expected a list of strings, found {}", kind_name(other)),
-                ));
-            }
         };
-        let mut command = Vec::with_capacity(list.elements.len());
-        for (i, element) in list.elements.iter().enumerate() {
-            let offset = range_of(element).start;
-            let ast::Value::StringLit(s) = element else {
-                return Err(section.error(
-                    offset,
-                    &format!("{field}[{i}]"),
-                    format!("expected a string, found {}", kind_name(element)),
-                ));
-            };
-            match expand_vars(&s.value, self.env) {
+        let mut command = Vec::with_capacity(list.len());
+        for (i, arg) in list.iter().enumerate() {
+            match expand_vars(&arg.value, self.env) {
                 Ok(expanded) => command.push(expanded),
                 Err(e) => {
-                    let mut issue = section.error(offset, &format!("{field}[{i}]"), e.to_string());
+                    let mut issue = self.error(arg.at, &format!("{field}[{i}]"), e.to_string());
                     issue.missing_variable = Some(e.var);
                     return Err(issue);
                 }
             }
         }
-        if command[0].is_empty() {
-            return Err(section.error(offset, field, "the program name is empty"));
+        if command.first().is_none_or(|program| program.is_empty()) {
+            return Err(self.error(at, field, "the program name is empty"));
         }
         Ok(command)
-    }
-}
-
-fn is_empty(value: &ast::Value<'_>) -> bool {
-    match value {
-        ast::Value::Object(o) => o.properties.is_empty(),
-        ast::Value::Array(a) => a.elements.is_empty(),
-        _ => false,
     }
 }
 
