@@ -543,6 +543,10 @@ pub(crate) async fn open(
                         }
                         _ => error.to_string(),
                     };
+                    if status.is_some() {
+                        // It exited: what it wrote last may still be in the pipe.
+                        stderr.wait_closed(Duration::from_millis(500)).await;
+                    }
                     let tail = stderr.last_lines(20);
                     process.shutdown().await;
                     Err(ConnectError::Handshake {

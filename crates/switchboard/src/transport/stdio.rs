@@ -87,12 +87,30 @@ impl SpawnError {
 }
 
 /// The last bytes a server wrote to stderr, shared with the reader task.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub(crate) struct StderrTail {
     bytes: Arc<Mutex<VecDeque<u8>>>,
+    /// `true` once the reader saw the end of the pipe: everything the server wrote is in.
+    closed: Arc<tokio::sync::watch::Sender<bool>>,
+}
+
+impl Default for StderrTail {
+    fn default() -> Self {
+        StderrTail {
+            bytes: Arc::default(),
+            closed: Arc::new(tokio::sync::watch::channel(false).0),
+        }
+    }
 }
 
 impl StderrTail {
+    /// Waits (at most `bound`) until the reader has read the pipe to its end, so that a
+    /// server that exited has all it wrote in the tail.
+    pub(crate) async fn wait_closed(&self, bound: Duration) {
+        let mut closed = self.closed.subscribe();
+        let _ = tokio::time::timeout(bound, closed.wait_for(|c| *c)).await;
+    }
+
     fn push(&self, chunk: &[u8]) {
         let Ok(mut bytes) = self.bytes.lock() else {
             return;
@@ -296,6 +314,7 @@ async fn read_stderr(server: String, mut stderr: tokio::process::ChildStderr, ta
     if !line.is_empty() {
         tracing::debug!(target: "switchboard::server", server = %server, "{}", String::from_utf8_lossy(&line));
     }
+    tail.closed.send_replace(true);
 }
 
 impl ChildProcess {
