@@ -814,3 +814,25 @@ fn every_transport_type_parses_into_its_own_variant() {
         Some("h-secret")
     );
 }
+
+#[test]
+fn a_claudeai_proxy_entry_written_by_the_seeds_host_reads_as_proxy() {
+    let tree = ConfigTree::new().unwrap();
+    tree.write(
+        tree.user_file(),
+        r#"{"mcpServers": {
+          "cai": {"type": "claudeai-proxy", "url": "https://claude.example/v1/mcp/srv_1", "id": "srv_1", "tokenEnv": "CAI_TOKEN"}
+        }}"#,
+    )
+    .unwrap();
+    let set = load(&tree);
+    assert_eq!(messages(&tree, &set), "");
+    let Transport::Proxy(p) = &set.get("cai").unwrap().config.as_ref().unwrap().transport else {
+        panic!("not a proxy: {:?}", set.get("cai"))
+    };
+    assert_eq!(p.url.as_str(), "https://claude.example/v1/mcp/srv_1");
+    assert_eq!(
+        p.token,
+        switchboard::config::TokenSource::Env("CAI_TOKEN".into())
+    );
+}

@@ -149,7 +149,8 @@ fn fields_of(kind: &str) -> &'static [&'static str] {
         "http" | "sse" => &["url", "headers", "oauth"],
         "ws" => &["url", "headers"],
         "sse-ide" | "ws-ide" => &["url", "ideName", "lockFile"],
-        "proxy" => &["url", "headers", "tokenEnv", "tokenCommand"],
+        // `id`: the seeds' host's claude.ai proxy server id (`claudeai-proxy`); kept, unused.
+        "proxy" => &["url", "headers", "tokenEnv", "tokenCommand", "id"],
         _ => &[],
     }
 }
@@ -421,6 +422,9 @@ impl<'a> Walker<'a> {
             let normalized = match written.as_str() {
                 "streamable-http" | "streamableHttp" | "streamable_http" => "http",
                 "websocket" => "ws",
+                // What the seeds' host writes for a claude.ai proxy server: Streamable HTTP
+                // with a bearer token and one retry after a 401, which is our `proxy`.
+                "claudeai-proxy" => "proxy",
                 other => other,
             };
             return TRANSPORT_TYPES
