@@ -122,6 +122,18 @@ async fn run() -> Result<(), String> {
     if scenario.starts_with("auth/client-credentials") {
         oauth.client_credentials = true;
     }
+    // Cross-App Access (enterprise-managed authorization): the identity provider and the
+    // user's ID token come in the context, as a user's configuration and environment would
+    // give them.
+    if let Some(id_token) = context.get("idp_id_token").and_then(|v| v.as_str()) {
+        oauth.xaa = true;
+        env.set("CONFORMANCE_ID_TOKEN", id_token);
+        oauth.id_token_env = Some("CONFORMANCE_ID_TOKEN".to_owned());
+        let text = |key: &str| context.get(key).and_then(|v| v.as_str()).map(str::to_owned);
+        oauth.idp_issuer = text("idp_issuer");
+        oauth.idp_token_endpoint = text("idp_token_endpoint");
+        oauth.idp_client_id = text("idp_client_id");
+    }
 
     let name = ServerName::new(SERVER).map_err(|e| e.to_string())?;
     let mut config = ServerConfig::in_process(name);

@@ -270,14 +270,14 @@ pub(crate) fn metadata_urls(issuer: &Url) -> Vec<Url> {
 
 /// How the metadata's `issuer` must match the one it was looked up for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum IssuerCheck {
+pub(crate) enum IssuerCheck {
     /// RFC 8414 §3.3: identical.
     Exact,
     /// The 2025-03-26 authorization base URL (an origin): any issuer at that origin.
     SameOrigin,
 }
 
-async fn server_metadata(
+pub(crate) async fn server_metadata(
     client: &reqwest::Client,
     issuer: &str,
     check: IssuerCheck,

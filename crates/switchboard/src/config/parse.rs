@@ -710,6 +710,16 @@ impl<'a> Walker<'a> {
                 "privateKeyEnv" => {
                     oauth.private_key_env = Some(self.string(p, "oauth.privateKeyEnv")?)
                 }
+                "xaa" => match &p.value {
+                    ast::Value::BooleanLit(b) => oauth.xaa = b.value,
+                    other => return Err(self.wrong_type(other, "oauth.xaa", "true or false")),
+                },
+                "idpIssuer" => oauth.idp_issuer = Some(self.idp_url(p, "oauth.idpIssuer")?),
+                "idpTokenEndpoint" => {
+                    oauth.idp_token_endpoint = Some(self.idp_url(p, "oauth.idpTokenEndpoint")?)
+                }
+                "idpClientId" => oauth.idp_client_id = Some(self.expanded(p, "oauth.idpClientId")?),
+                "idTokenEnv" => oauth.id_token_env = Some(self.string(p, "oauth.idTokenEnv")?),
                 "clientMetadataUrl" => {
                     let value = self.expanded(p, "oauth.clientMetadataUrl")?;
                     if !value.starts_with("https://") {
@@ -731,6 +741,24 @@ impl<'a> Walker<'a> {
             }
         }
         Ok(oauth)
+    }
+
+    /// An identity provider's URL (Cross-App Access): `https`, or `http` on loopback.
+    fn idp_url(&self, prop: Prop<'_, '_>, field: &str) -> Result<String, ConfigIssue> {
+        let value = self.expanded(prop, field)?;
+        let ok = url::Url::parse(&value).is_ok_and(|u| {
+            u.scheme() == "https"
+                || u.scheme() == "http"
+                    && matches!(u.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"))
+        });
+        if !ok {
+            return Err(self.issue_at(
+                range_of(&prop.value).start,
+                field,
+                "must be an https:// URL (http:// only on localhost)",
+            ));
+        }
+        Ok(value)
     }
 
     fn string(&self, prop: Prop<'_, '_>, field: &str) -> Result<String, ConfigIssue> {
