@@ -228,6 +228,17 @@ async fn exercise(manager: &Host, context: &serde_json::Value) -> Result<(), Str
                 })
                 .collect(),
         };
+    // json-schema-2020-12-preservation: the focal tool's inputSchema, as the host hands it
+    // out, goes back verbatim through the echo tool (the scenario checks what survived).
+    let calls = if let Some(focal) = tools.iter().find(|t| t.name == "json_schema_2020_12_tool")
+        && tools.iter().any(|t| t.name == "json_schema_echo")
+    {
+        let mut arguments = serde_json::Map::new();
+        arguments.insert("schema".to_owned(), focal.input_schema.clone());
+        vec![("json_schema_echo".to_owned(), arguments)]
+    } else {
+        calls
+    };
     // A scenario judges the calls by what reached its server; a tool that answers with an
     // error (some scenario servers serve no calls at all) is reported, not fatal. An
     // authorization failure is: the login did not work.
