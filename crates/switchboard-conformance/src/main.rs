@@ -122,6 +122,11 @@ async fn run() -> Result<(), String> {
     if scenario.starts_with("auth/client-credentials") {
         oauth.client_credentials = true;
     }
+    // Workload identity federation: the workload's JWT, as its platform would give it.
+    if let Some(jwt) = context.get("valid_jwt").and_then(|v| v.as_str()) {
+        env.set("CONFORMANCE_WORKLOAD_JWT", jwt);
+        oauth.assertion_env = Some("CONFORMANCE_WORKLOAD_JWT".to_owned());
+    }
     // Cross-App Access (enterprise-managed authorization): the identity provider and the
     // user's ID token come in the context, as a user's configuration and environment would
     // give them.

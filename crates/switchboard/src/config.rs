@@ -282,6 +282,10 @@ pub struct OAuthConfig {
     pub idp_client_id: Option<String>,
     /// Name of the environment variable holding the user's ID token from the identity provider.
     pub id_token_env: Option<String>,
+    /// Name of the environment variable holding a JWT the workload's platform issued for the
+    /// authorization server: workload identity federation, the jwt-bearer grant (RFC 7523)
+    /// with it as the assertion. No browser.
+    pub assertion_env: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -844,6 +844,7 @@ fn oauth_xaa_reads_the_identity_provider_and_refuses_plain_http_elsewhere() {
         tree.user_file(),
         r#"{"mcpServers": {
           "x": {"type": "http", "url": "https://h/mcp", "oauth": {"xaa": true, "clientId": "c", "clientSecretEnv": "S", "idpIssuer": "https://idp.example", "idpClientId": "idp-c", "idTokenEnv": "ID_TOKEN"}},
+          "wif": {"type": "http", "url": "https://h/mcp", "oauth": {"clientId": "w", "assertionEnv": "WORKLOAD_JWT"}},
           "bad": {"type": "http", "url": "https://h/mcp", "oauth": {"xaa": true, "idpTokenEndpoint": "http://idp.example/token"}}
         }}"#,
     )
@@ -857,6 +858,13 @@ fn oauth_xaa_reads_the_identity_provider_and_refuses_plain_http_elsewhere() {
     assert_eq!(oauth.idp_issuer.as_deref(), Some("https://idp.example"));
     assert_eq!(oauth.idp_client_id.as_deref(), Some("idp-c"));
     assert_eq!(oauth.id_token_env.as_deref(), Some("ID_TOKEN"));
+    let Transport::Http(wif) = &set.get("wif").unwrap().config.as_ref().unwrap().transport else {
+        panic!()
+    };
+    assert_eq!(
+        wif.oauth.as_ref().unwrap().assertion_env.as_deref(),
+        Some("WORKLOAD_JWT")
+    );
     assert!(
         messages(&tree, &set).contains(
             "server `bad`, field `oauth.idpTokenEndpoint`: must be an https:// URL (http:// only on localhost)"

@@ -2,7 +2,9 @@
 //! lock, the grants without a user — client credentials, and Cross-App Access (`oauth.xaa`:
 //! an RFC 8693 token exchange of the user's ID token for an ID-JAG at their identity provider,
 //! then the RFC 7523 jwt-bearer grant of it at the server's authorization server, as the
-//! Identity Assertion Authorization Grant draft has it) — and what a token endpoint answers.
+//! Identity Assertion Authorization Grant draft has it; workload identity federation, the
+//! jwt-bearer grant of a JWT the workload's platform issued) — and what a token endpoint
+//! answers.
 
 use std::sync::Arc;
 
@@ -181,7 +183,7 @@ impl Authorizer {
 
     /// A grant without a user's browser: this server's configuration asks for one.
     pub(super) fn without_browser(&self) -> bool {
-        self.config.client_credentials || self.config.xaa
+        self.config.client_credentials || self.config.xaa || self.config.assertion_env.is_some()
     }
 
     /// The grant [`without_browser`](Self::without_browser) names: Cross-App Access or client
@@ -192,6 +194,8 @@ impl Authorizer {
     ) -> Result<String, AuthError> {
         if self.config.xaa {
             self.cross_app_access(challenge).await
+        } else if let Some(var) = &self.config.assertion_env {
+            self.workload_assertion(var, challenge).await
         } else {
             self.client_credentials(challenge).await
         }
@@ -304,6 +308,57 @@ impl Authorizer {
         let mut params = vec![
             ("grant_type", JWT_BEARER.to_owned()),
             ("assertion", exchanged.access_token),
+            ("resource", discovery.resource.clone()),
+        ];
+        if !scopes.is_empty() {
+            params.push(("scope", scopes.join(" ")));
+        }
+        let response = self
+            .token_request(&endpoint, &client, params)
+            .await
+            .map_err(TokenFailure::into_error)?;
+        self.keep_grant(response, &endpoint, &discovery, client, scopes)
+            .await
+    }
+
+    /// Workload identity federation: the JWT in `var` (issued by the workload's platform for
+    /// the authorization server) given to the authorization server in a jwt-bearer grant. A
+    /// refusal is final: no retry, no other grant.
+    async fn workload_assertion(
+        &self,
+        var: &str,
+        challenge: Option<&Challenge>,
+    ) -> Result<String, AuthError> {
+        let client_http = http_client().map_err(|e| AuthError::Discovery(e.to_string()))?;
+        let discovery = discover(
+            &client_http,
+            &self.url,
+            challenge.and_then(Challenge::resource_metadata),
+        )
+        .await?;
+        let client = self.preregistered(&discovery).await?.ok_or_else(|| {
+            AuthError::Config(format!(
+                "server `{}`: the workload's assertion (`oauth.assertionEnv`) needs `oauth.clientId`",
+                self.server
+            ))
+        })?;
+        let assertion = self
+            .env
+            .get(var)
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| {
+                AuthError::Config(format!(
+                    "server `{}`, field `oauth.assertionEnv`: the environment variable `{var}` is not set",
+                    self.server
+                ))
+            })?
+            .to_owned();
+        let scopes = self.scopes(challenge, &discovery, &[]);
+        let endpoint = discovery.token_endpoint()?;
+        let mut params = vec![
+            ("grant_type", JWT_BEARER.to_owned()),
+            ("assertion", assertion),
             ("resource", discovery.resource.clone()),
         ];
         if !scopes.is_empty() {

@@ -720,6 +720,7 @@ impl<'a> Walker<'a> {
                 }
                 "idpClientId" => oauth.idp_client_id = Some(self.expanded(p, "oauth.idpClientId")?),
                 "idTokenEnv" => oauth.id_token_env = Some(self.string(p, "oauth.idTokenEnv")?),
+                "assertionEnv" => oauth.assertion_env = Some(self.string(p, "oauth.assertionEnv")?),
                 "clientMetadataUrl" => {
                     let value = self.expanded(p, "oauth.clientMetadataUrl")?;
                     if !value.starts_with("https://") {
