@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Runs the MCP conformance suite's client scenarios against Switchboard's conformance client
-# (crates/switchboard-conformance): the 0.2.0 pre-release's frozen requirement sets for
-# 2025-11-25 and 2026-07-28 (each run at that revision's wire version), the same 2025-11-25
-# set on the 0.1.x line, and a few scenarios beyond the sets (client credentials, the
-# 2025-03-26 back-compat ones). The scenario servers bind every interface, so the suite runs
-# inside a loopback-only network namespace when the machine allows one (`unshare -n`; set
-# CONFORMANCE_NO_NETNS=1 to run plainly).
+# Runs every client scenario of both pinned MCP conformance suites against Switchboard's
+# conformance client (crates/switchboard-conformance):
+# - the 0.2.0 pre-release ($SWITCHBOARD_CONFORMANCE_NEXT): its frozen requirement sets for
+#   2025-11-25 and 2026-07-28, each run at that revision's wire version (labels
+#   `next-<revision>`), and every other client scenario it lists (`list --client`) at the
+#   suite's default (label `next`);
+# - the 0.1.x line ($SWITCHBOARD_CONFORMANCE): every client scenario it lists (label `0.1`).
+# The scenario servers bind every interface, so the suite runs inside a loopback-only network
+# namespace when the machine allows one (`unshare -n`; set CONFORMANCE_NO_NETNS=1 to run
+# plainly).
 #
-# Usage: scripts/conformance.sh [scenario…]   (no arguments: every scenario of each set)
+# Usage: scripts/conformance.sh [scenario…]   (no arguments: every scenario)
 # Needs: the partners (scripts/install-partners.sh) and the client binary
 # (cargo build -p switchboard-conformance), or CONFORMANCE_CLIENT pointing at it.
 # Fails when a scenario fails that scripts/conformance-expected.yaml does not list, or when a
@@ -47,22 +50,29 @@ fi
 
 next_dir="$(dirname "$(dirname "$SWITCHBOARD_CONFORMANCE_NEXT")")"
 set_of() { sed -n '/^client:/,/^[a-z_]*:$/p' "$next_dir/requirements/$1.yaml" | sed -n 's/^  - \(.*\)$/\1/p'; }
+# Every client scenario a suite lists, from its own CLI.
+scenarios_of() {
+    "$SWITCHBOARD_NODE22" "$1" list --client | sed -n 's/^  - \([^ ]*\).*$/\1/p'
+}
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
+# The scenarios of a list (stdin) that were asked for: all of them without arguments.
+asked() { if [[ $# -gt 0 ]]; then grep -xF -f <(printf '%s\n' "$@") || true; else cat; fi; }
 {
+    in_sets="$( (set_of 2025-11-25; set_of 2026-07-28) | sort -u)"
     for spec in 2025-11-25 2026-07-28; do
-        if [[ $# -gt 0 ]]; then list=("$@"); else mapfile -t list < <(set_of "$spec"); fi
-        for s in "${list[@]}"; do echo "next-$spec $SWITCHBOARD_CONFORMANCE_NEXT $spec $s $out"; done
-    done
-    if [[ $# -gt 0 ]]; then list=("$@"); else mapfile -t list < <(set_of 2025-11-25); fi
-    for s in "${list[@]}"; do echo "0.1-2025-11-25 $SWITCHBOARD_CONFORMANCE - $s $out"; done
-    if [[ $# -eq 0 ]]; then
-        for s in auth/client-credentials-basic auth/client-credentials-jwt \
-            auth/2025-03-26-oauth-metadata-backcompat auth/2025-03-26-oauth-endpoint-fallback; do
-            echo "extra $SWITCHBOARD_CONFORMANCE_NEXT - $s $out"
+        set_of "$spec" | asked "$@" | while read -r s; do
+            echo "next-$spec $SWITCHBOARD_CONFORMANCE_NEXT $spec $s $out"
         done
-    fi
+    done
+    scenarios_of "$SWITCHBOARD_CONFORMANCE_NEXT" | grep -vxF "$in_sets" | asked "$@" | while read -r s; do
+        echo "next $SWITCHBOARD_CONFORMANCE_NEXT - $s $out"
+    done
+    scenarios_of "$SWITCHBOARD_CONFORMANCE" | asked "$@" | while read -r s; do
+        echo "0.1 $SWITCHBOARD_CONFORMANCE - $s $out"
+    done
 } >"$out/jobs"
+[[ -s "$out/jobs" ]] || { echo "conformance.sh: no scenario to run (does each suite's \`list --client\` work?)" >&2; exit 2; }
 
 if [[ "${CONFORMANCE_NO_NETNS:-}" != 1 ]] && unshare -n true 2>/dev/null; then
     unshare -n "$0" --all netns <"$out/jobs" >"$out/verdicts"

@@ -122,6 +122,23 @@ async fn run() -> Result<(), String> {
     if scenario.starts_with("auth/client-credentials") {
         oauth.client_credentials = true;
     }
+    // Workload identity federation: the workload's JWT, as its platform would give it.
+    if let Some(jwt) = context.get("valid_jwt").and_then(|v| v.as_str()) {
+        env.set("CONFORMANCE_WORKLOAD_JWT", jwt);
+        oauth.assertion_env = Some("CONFORMANCE_WORKLOAD_JWT".to_owned());
+    }
+    // Cross-App Access (enterprise-managed authorization): the identity provider and the
+    // user's ID token come in the context, as a user's configuration and environment would
+    // give them.
+    if let Some(id_token) = context.get("idp_id_token").and_then(|v| v.as_str()) {
+        oauth.xaa = true;
+        env.set("CONFORMANCE_ID_TOKEN", id_token);
+        oauth.id_token_env = Some("CONFORMANCE_ID_TOKEN".to_owned());
+        let text = |key: &str| context.get(key).and_then(|v| v.as_str()).map(str::to_owned);
+        oauth.idp_issuer = text("idp_issuer");
+        oauth.idp_token_endpoint = text("idp_token_endpoint");
+        oauth.idp_client_id = text("idp_client_id");
+    }
 
     let name = ServerName::new(SERVER).map_err(|e| e.to_string())?;
     let mut config = ServerConfig::in_process(name);
@@ -216,6 +233,17 @@ async fn exercise(manager: &Host, context: &serde_json::Value) -> Result<(), Str
                 })
                 .collect(),
         };
+    // json-schema-2020-12-preservation: the focal tool's inputSchema, as the host hands it
+    // out, goes back verbatim through the echo tool (the scenario checks what survived).
+    let calls = if let Some(focal) = tools.iter().find(|t| t.name == "json_schema_2020_12_tool")
+        && tools.iter().any(|t| t.name == "json_schema_echo")
+    {
+        let mut arguments = serde_json::Map::new();
+        arguments.insert("schema".to_owned(), focal.input_schema.clone());
+        vec![("json_schema_echo".to_owned(), arguments)]
+    } else {
+        calls
+    };
     // A scenario judges the calls by what reached its server; a tool that answers with an
     // error (some scenario servers serve no calls at all) is reported, not fatal. An
     // authorization failure is: the login did not work.

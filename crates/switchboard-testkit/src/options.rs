@@ -76,7 +76,7 @@ pub struct Options {
     pub require_token: Option<String>,
 
     /// (http, sse, ws) Reject requests whose header NAME is not exactly VALUE (401),
-    /// e.g. `X-Switchboard-Ide-Authorization=secret`.
+    /// e.g. `X-Claude-Code-Ide-Authorization=secret`.
     #[arg(long, value_name = "NAME=VALUE")]
     pub require_header: Option<String>,
 

@@ -674,6 +674,10 @@ fn build(config: &ServerConfig, defs: Vec<ToolDef>, number: u64) -> ServerTools 
         .enabled_tools
         .as_ref()
         .map(|p| p.iter().map(|p| WildMatch::new(p)).collect());
+    let is_ide = matches!(
+        config.transport,
+        crate::config::Transport::SseIde(_) | crate::config::Transport::WsIde(_)
+    );
     let disabled: Vec<WildMatch> = config
         .disabled_tools
         .iter()
@@ -687,6 +691,8 @@ fn build(config: &ServerConfig, defs: Vec<ToolDef>, number: u64) -> ServerTools 
                 .is_none_or(|e| e.iter().any(|w| w.matches(&d.name)))
         })
         .filter(|d| !disabled.iter().any(|w| w.matches(&d.name)))
+        // An IDE server offers only the tools meant for the model; the rest are the IDE's own.
+        .filter(|d| !is_ide || crate::transport::ide::IDE_TOOLS.contains(&d.name.as_str()))
         .collect();
 
     // A name listed twice would give two identical qualified names, which model APIs reject:

@@ -271,6 +271,22 @@ pub struct OAuthConfig {
     /// Name of the environment variable holding a PKCS#8 PEM P-256 key: the client
     /// authenticates with a signed assertion (`private_key_jwt`, ES256) instead of a secret.
     pub private_key_env: Option<String>,
+    /// `xaa: true`: Cross-App Access (enterprise-managed authorization) — the user's ID token
+    /// from their identity provider is exchanged there for an identity assertion grant
+    /// (ID-JAG), which the server's authorization server takes for an access token. No browser.
+    pub xaa: bool,
+    /// The identity provider's issuer (its token endpoint discovered from its metadata).
+    pub idp_issuer: Option<String>,
+    /// The identity provider's token endpoint, when given rather than discovered.
+    pub idp_token_endpoint: Option<String>,
+    /// This client's id at the identity provider.
+    pub idp_client_id: Option<String>,
+    /// Name of the environment variable holding the user's ID token from the identity provider.
+    pub id_token_env: Option<String>,
+    /// Name of the environment variable holding a JWT the workload's platform issued for the
+    /// authorization server: workload identity federation, the jwt-bearer grant (RFC 7523)
+    /// with it as the assertion. No browser.
+    pub assertion_env: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -581,11 +581,11 @@ pub(crate) async fn open(
             remote_handshake(handler, transport, plan, timeout, None).await
         }
         Transport::SseIde(ide_config) => {
-            let transport = bounded(timeout, ide::sse_ide(ide_config, limit)).await?;
+            let transport = bounded(timeout, ide::sse_ide(ide_config, &options.env, limit)).await?;
             remote_handshake(handler, transport, plan, timeout, None).await
         }
         Transport::WsIde(ide_config) => {
-            let transport = bounded(timeout, ide::ws_ide(ide_config, limit)).await?;
+            let transport = bounded(timeout, ide::ws_ide(ide_config, &options.env, limit)).await?;
             remote_handshake(handler, transport, plan, timeout, None).await
         }
         Transport::Proxy(proxy_config) => {

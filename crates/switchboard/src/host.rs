@@ -210,7 +210,14 @@ impl HostBuilder {
     /// Starts every startable server in the background and returns at once; see
     /// [`Host::wait_settled`]. Fails only when a variable of [`Limits`] is set but not valid.
     pub fn start(self) -> Result<Host, EnvVarError> {
-        let env = self.env.unwrap_or_else(Environment::capture);
+        let mut env = self.env.unwrap_or_else(Environment::capture);
+        // The working directory `discover` named is the environment's when it has none (an
+        // IDE's lock file is matched by it).
+        if env.current_dir().is_none()
+            && let Some(cwd) = &self.cwd
+        {
+            env.set_current_dir(cwd.clone());
+        }
         let roots = self.roots.unwrap_or_else(|| {
             Roots::new(vec![self.cwd.clone().unwrap_or_else(|| {
                 env.current_dir().map(PathBuf::from).unwrap_or_default()

@@ -612,3 +612,51 @@ async fn a_read_whose_stdio_session_expired_is_retried_on_a_new_session() {
     assert_ne!(old, new, "the retry did not reach a new session");
     host.shutdown().await;
 }
+
+/// A `ws-ide` server found through the lock file its extension wrote offers only the IDE's
+/// model tools (`executeCode`, `getDiagnostics`), not its own.
+#[tokio::test]
+async fn an_ide_server_offers_only_execute_code_and_get_diagnostics() {
+    let tree = ConfigTree::new().unwrap();
+    let ide = switchboard_testkit::TestServer::start(
+        switchboard_testkit::Transport::Ws,
+        [
+            "--require-header",
+            "X-Claude-Code-Ide-Authorization=tok",
+            "--tool-name",
+            "executeCode",
+            "--tool-name",
+            "getDiagnostics",
+            "--tool-name",
+            "openDiff",
+        ],
+    )
+    .unwrap();
+    let mut url = url::Url::parse(ide.url()).unwrap();
+    let port = url.port().unwrap();
+    url.set_port(Some(9)).unwrap();
+    let lock_dir = tree.home().join(".claude").join("ide");
+    std::fs::create_dir_all(&lock_dir).unwrap();
+    std::fs::write(
+        lock_dir.join(format!("{port}.lock")),
+        json!({"pid": std::process::id(), "workspaceFolders": [tree.project()],
+               "ideName": "VS Code", "transport": "ws", "authToken": "tok"})
+        .to_string(),
+    )
+    .unwrap();
+    let host = host_with(
+        &tree,
+        json!({"ide": {"type": "ws-ide", "url": url.as_str(), "ideName": "VS Code"}}),
+    )
+    .await;
+    let mut names: Vec<String> = host
+        .server_tools("ide")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    names.sort();
+    assert_eq!(names, ["executeCode", "getDiagnostics"]);
+    host.shutdown().await;
+}

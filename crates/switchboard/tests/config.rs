@@ -960,3 +960,62 @@ fn every_way_an_entry_can_be_wrong_is_named_the_same() {
     }
     insta::assert_snapshot!(tree.redact(&report));
 }
+
+#[test]
+fn a_claudeai_proxy_entry_written_by_the_seeds_host_reads_as_proxy() {
+    let tree = ConfigTree::new().unwrap();
+    tree.write(
+        tree.user_file(),
+        r#"{"mcpServers": {
+          "cai": {"type": "claudeai-proxy", "url": "https://claude.example/v1/mcp/srv_1", "id": "srv_1", "tokenEnv": "CAI_TOKEN"}
+        }}"#,
+    )
+    .unwrap();
+    let set = load(&tree);
+    assert_eq!(messages(&tree, &set), "");
+    let Transport::Proxy(p) = &set.get("cai").unwrap().config.as_ref().unwrap().transport else {
+        panic!("not a proxy: {:?}", set.get("cai"))
+    };
+    assert_eq!(p.url.as_str(), "https://claude.example/v1/mcp/srv_1");
+    assert_eq!(
+        p.token,
+        switchboard::config::TokenSource::Env("CAI_TOKEN".into())
+    );
+}
+
+#[test]
+fn oauth_xaa_reads_the_identity_provider_and_refuses_plain_http_elsewhere() {
+    let tree = ConfigTree::new().unwrap();
+    tree.write(
+        tree.user_file(),
+        r#"{"mcpServers": {
+          "x": {"type": "http", "url": "https://h/mcp", "oauth": {"xaa": true, "clientId": "c", "clientSecretEnv": "S", "idpIssuer": "https://idp.example", "idpClientId": "idp-c", "idTokenEnv": "ID_TOKEN"}},
+          "wif": {"type": "http", "url": "https://h/mcp", "oauth": {"clientId": "w", "assertionEnv": "WORKLOAD_JWT"}},
+          "bad": {"type": "http", "url": "https://h/mcp", "oauth": {"xaa": true, "idpTokenEndpoint": "http://idp.example/token"}}
+        }}"#,
+    )
+    .unwrap();
+    let set = load(&tree);
+    let Transport::Http(x) = &set.get("x").unwrap().config.as_ref().unwrap().transport else {
+        panic!()
+    };
+    let oauth = x.oauth.as_ref().unwrap();
+    assert!(oauth.xaa);
+    assert_eq!(oauth.idp_issuer.as_deref(), Some("https://idp.example"));
+    assert_eq!(oauth.idp_client_id.as_deref(), Some("idp-c"));
+    assert_eq!(oauth.id_token_env.as_deref(), Some("ID_TOKEN"));
+    let Transport::Http(wif) = &set.get("wif").unwrap().config.as_ref().unwrap().transport else {
+        panic!()
+    };
+    assert_eq!(
+        wif.oauth.as_ref().unwrap().assertion_env.as_deref(),
+        Some("WORKLOAD_JWT")
+    );
+    assert!(
+        messages(&tree, &set).contains(
+            "server `bad`, field `oauth.idpTokenEndpoint`: must be an https:// URL (http:// only on localhost)"
+        ),
+        "{}",
+        messages(&tree, &set)
+    );
+}

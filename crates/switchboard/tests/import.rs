@@ -794,3 +794,31 @@ fn odd_values_anywhere_never_panic() {
         import_with(ImportHost::Codex, &path, &sb.loc).unwrap();
     }
 }
+
+#[test]
+fn claude_code_claudeai_proxy_servers_import_as_proxy() {
+    let sb = Sandbox::new();
+    let text = r#"{
+  "mcpServers": {
+    "gmail": {
+      "type": "claudeai-proxy",
+      "url": "https://claude.ai/api/mcp/srv_0123",
+      "id": "srv_0123"
+    }
+  }
+}"#;
+    let report = sb.import(ImportHost::ClaudeCode, text);
+    assert_eq!(
+        servers(&report),
+        [(
+            "gmail",
+            json!({"type": "proxy", "url": "https://claude.ai/api/mcp/srv_0123"}),
+            vec![
+                "from Claude Code's user scope (top-level `mcpServers`)",
+                "a claude.ai proxy server: set `tokenEnv` or `tokenCommand` to give \
+                 Switchboard its bearer token"
+            ]
+        )]
+    );
+    assert_eq!(warnings(&report), Vec::<&str>::new());
+}

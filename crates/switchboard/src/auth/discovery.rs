@@ -9,8 +9,12 @@
 //!   `/.well-known/oauth-authorization-server/p`, `/.well-known/openid-configuration/p`,
 //!   `/p/.well-known/openid-configuration`; without a path the first two without it. The
 //!   document's `issuer` must equal the issuer it was looked up for (simple string comparison).
-//! - No protected resource metadata (a 2025-03-26 server): the server's origin is the issuer;
-//!   without metadata there either, its `/authorize`, `/token` and `/register` are used.
+//! - No protected resource metadata (a 2025-03-26 server): the authorization base URL is the
+//!   server's URL with its path discarded, and its metadata is looked up there. That revision
+//!   derives the metadata URL from the server, not from an issuer, so the document's `issuer`
+//!   need only be at the same origin (it may have a path, as `https://host/oauth`); on every
+//!   other path the issuer check is exact. Without metadata there either, the origin's
+//!   `/authorize`, `/token` and `/register` are used.
 //! - Plain HTTP is refused for anything but loopback; a redirect to another origin is refused.
 
 use serde::Deserialize;
@@ -136,7 +140,7 @@ pub(crate) async fn discover(
         // A 2025-03-26 server: the authorization server lives at the server's origin.
         let issuer = origin_of(server_url);
         let resource = canonical(server_url);
-        let metadata = match server_metadata(client, &issuer).await? {
+        let metadata = match server_metadata(client, &issuer, IssuerCheck::SameOrigin).await? {
             Some(metadata) => metadata,
             None => legacy_endpoints(server_url),
         };
@@ -165,7 +169,7 @@ pub(crate) async fn discover(
         )
     })?;
     check_safe(&issuer_url, "the authorization server")?;
-    let metadata = server_metadata(client, &issuer).await?.ok_or_else(|| {
+    let metadata = server_metadata(client, &issuer, IssuerCheck::Exact).await?.ok_or_else(|| {
         AuthError::Discovery(format!(
             "no authorization server metadata at {} (tried the OAuth and OpenID well-known URLs)",
             origin_of(&issuer_url)
@@ -264,9 +268,19 @@ pub(crate) fn metadata_urls(issuer: &Url) -> Vec<Url> {
     texts.iter().filter_map(|t| Url::parse(t).ok()).collect()
 }
 
-async fn server_metadata(
+/// How the metadata's `issuer` must match the one it was looked up for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum IssuerCheck {
+    /// RFC 8414 §3.3: identical.
+    Exact,
+    /// The 2025-03-26 authorization base URL (an origin): any issuer at that origin.
+    SameOrigin,
+}
+
+pub(crate) async fn server_metadata(
     client: &reqwest::Client,
     issuer: &str,
+    check: IssuerCheck,
 ) -> Result<Option<ServerMetadata>, AuthError> {
     let issuer_url = Url::parse(issuer)
         .map_err(|_| AuthError::Discovery("the authorization server is not a URL".to_owned()))?;
@@ -280,7 +294,11 @@ async fn server_metadata(
             ))
         })?;
         let found = metadata.issuer.as_deref().unwrap_or("");
-        if !same_issuer(found, issuer) {
+        let accepted = match check {
+            IssuerCheck::Exact => same_issuer(found, issuer),
+            IssuerCheck::SameOrigin => same_origin_issuer(found, &issuer_url),
+        };
+        if !accepted {
             return Err(AuthError::Refused(format!(
                 "the authorization server metadata names the issuer `{found}`, not `{issuer}` it was looked up for"
             )));
@@ -305,6 +323,14 @@ fn same_issuer(found: &str, expected: &str) -> bool {
     found == expected
         || found.trim_end_matches('/') == expected.trim_end_matches('/')
             && Url::parse(expected).is_ok_and(|u| u.path() == "/")
+}
+
+/// An issuer at the origin of the 2025-03-26 authorization base URL `base`: an `https` (or
+/// loopback `http`) URL with no query or fragment (RFC 8414 §2).
+fn same_origin_issuer(found: &str, base: &Url) -> bool {
+    Url::parse(found).is_ok_and(|url| {
+        url.origin() == base.origin() && url.query().is_none() && url.fragment().is_none()
+    })
 }
 
 /// A 2025-03-26 server without metadata: the default endpoints at its origin.
@@ -393,6 +419,25 @@ mod tests {
         assert!(check_resource(&server, "https://mcp.example/").is_ok());
         assert!(check_resource(&server, "https://mcp.example/other").is_err());
         assert!(check_resource(&server, "https://evil.example/api/mcp").is_err());
+    }
+
+    #[test]
+    fn a_2025_03_26_issuer_may_have_a_path_at_the_same_origin_only() {
+        let base = Url::parse("http://localhost:3000").unwrap();
+        assert!(same_origin_issuer("http://localhost:3000/oauth", &base));
+        assert!(same_origin_issuer("http://localhost:3000", &base));
+        assert!(!same_origin_issuer("http://localhost:3001/oauth", &base));
+        assert!(!same_origin_issuer("https://localhost:3000/oauth", &base));
+        assert!(!same_origin_issuer(
+            "http://localhost:3000/oauth?x=1",
+            &base
+        ));
+        assert!(!same_origin_issuer("", &base));
+        // Everywhere else, an issuer with another path is still refused.
+        assert!(!same_issuer(
+            "http://localhost:3000/oauth",
+            "http://localhost:3000"
+        ));
     }
 
     #[test]

@@ -139,7 +139,7 @@ impl Authorizer {
                     Err(e) => Err(e),
                 }
             }
-            _ if self.config.client_credentials => self.client_credentials(None).await.map(Some),
+            _ if self.without_browser() => self.grant_without_browser(None).await.map(Some),
             Some(tokens) => Ok(Some(tokens.access_token)),
             None => Ok(None),
         }
@@ -157,8 +157,8 @@ impl Authorizer {
         match self.refresh(sent).await {
             Ok(token) => return Ok(token),
             Err(AuthError::NeedsLogin(message)) => {
-                if self.config.client_credentials {
-                    return self.client_credentials(Some(&challenge)).await;
+                if self.without_browser() {
+                    return self.grant_without_browser(Some(&challenge)).await;
                 }
                 if !self.options.interactive {
                     return Err(AuthError::NeedsLogin(message));
@@ -193,8 +193,8 @@ impl Authorizer {
             .tokens
             .map(|t| t.scopes())
             .unwrap_or_default();
-        if self.config.client_credentials {
-            return self.client_credentials(Some(&challenge)).await;
+        if self.without_browser() {
+            return self.grant_without_browser(Some(&challenge)).await;
         }
         if !self.options.interactive {
             return Err(self.needs_login("the server wants more scope (insufficient_scope)"));
@@ -208,8 +208,8 @@ impl Authorizer {
         let _busy = self.busy.lock().await;
         let www = self.probe_challenge().await;
         let challenge = Challenge::parse(www.as_deref().unwrap_or(""));
-        if self.config.client_credentials {
-            self.client_credentials(Some(&challenge)).await?;
+        if self.without_browser() {
+            self.grant_without_browser(Some(&challenge)).await?;
         } else {
             self.authorize(&challenge, &[]).await?;
         }
@@ -304,7 +304,7 @@ impl Authorizer {
             .as_ref()
             .is_some_and(|s| s.iter().any(|s| s == "offline_access"));
         if offers_offline
-            && !self.config.client_credentials
+            && !self.without_browser()
             && !scopes.iter().any(|s| s == "offline_access")
         {
             scopes.push("offline_access".to_owned());

@@ -1,5 +1,10 @@
 //! Token endpoint requests with the client's authentication, the refresh under the store
-//! lock, the client-credentials grant, and what a token endpoint answers.
+//! lock, the grants without a user — client credentials, and Cross-App Access (`oauth.xaa`:
+//! an RFC 8693 token exchange of the user's ID token for an ID-JAG at their identity provider,
+//! then the RFC 7523 jwt-bearer grant of it at the server's authorization server, as the
+//! Identity Assertion Authorization Grant draft has it; workload identity federation, the
+//! jwt-bearer grant of a JWT the workload's platform issued) — and what a token endpoint
+//! answers.
 
 use std::sync::Arc;
 
@@ -8,8 +13,21 @@ use base64::engine::general_purpose::STANDARD;
 use serde::Deserialize;
 use url::Url;
 
-use super::discovery::{check_safe, discover, origin_of};
+use super::discovery::{Discovery, IssuerCheck, check_safe, discover, origin_of, server_metadata};
 use super::store::{ClientAuth, ClientIdentity, Record, Tokens, now};
+
+const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+const ID_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:id_token";
+const ID_JAG_TYPE: &str = "urn:ietf:params:oauth:token-type:id-jag";
+
+/// The identity provider's answer to the token exchange (its `token_type` is `N_A`).
+#[derive(Debug, Deserialize)]
+struct ExchangeResponse {
+    access_token: String,
+    #[serde(default)]
+    issued_token_type: Option<String>,
+}
 use super::{AuthError, Authorizer, Challenge, OAUTH_TIMEOUT, REFRESH_MARGIN};
 use crate::net::{cut, describe, http_client};
 
@@ -163,6 +181,263 @@ impl Authorizer {
         }
     }
 
+    /// A grant without a user's browser: this server's configuration asks for one.
+    pub(super) fn without_browser(&self) -> bool {
+        self.config.client_credentials || self.config.xaa || self.config.assertion_env.is_some()
+    }
+
+    /// The grant [`without_browser`](Self::without_browser) names: Cross-App Access or client
+    /// credentials.
+    pub(super) async fn grant_without_browser(
+        &self,
+        challenge: Option<&Challenge>,
+    ) -> Result<String, AuthError> {
+        if self.config.xaa {
+            self.cross_app_access(challenge).await
+        } else if let Some(var) = &self.config.assertion_env {
+            self.workload_assertion(var, challenge).await
+        } else {
+            self.client_credentials(challenge).await
+        }
+    }
+
+    /// Cross-App Access: the user's ID token (from `oauth.idTokenEnv`) exchanged at the
+    /// identity provider for an ID-JAG whose audience is the authorization server and whose
+    /// resource is this server, then the ID-JAG given to the authorization server (jwt-bearer
+    /// grant, the pre-registered client authenticating) for the access token.
+    pub(super) async fn cross_app_access(
+        &self,
+        challenge: Option<&Challenge>,
+    ) -> Result<String, AuthError> {
+        let config_error = |what: &str| {
+            AuthError::Config(format!(
+                "server `{}`: Cross-App Access (`oauth.xaa`) {what}",
+                self.server
+            ))
+        };
+        let client_http = http_client().map_err(|e| AuthError::Discovery(e.to_string()))?;
+        let discovery = discover(
+            &client_http,
+            &self.url,
+            challenge.and_then(Challenge::resource_metadata),
+        )
+        .await?;
+        let client = self.preregistered(&discovery).await?.ok_or_else(|| {
+            config_error("needs `oauth.clientId` and a secret (`oauth.clientSecretEnv` or `oauth.clientSecretKeychain`) registered at the server's authorization server")
+        })?;
+        let audience = discovery
+            .issuer
+            .clone()
+            .ok_or_else(|| config_error("needs the authorization server's metadata (its issuer is the assertion's audience)"))?;
+        let var = self
+            .config
+            .id_token_env
+            .as_deref()
+            .ok_or_else(|| config_error("needs `oauth.idTokenEnv`, the variable holding your ID token from the identity provider"))?;
+        let id_token = self
+            .env
+            .get(var)
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| {
+                config_error(&format!(
+                    "needs your ID token from the identity provider: the environment variable `{var}` (`oauth.idTokenEnv`) is not set"
+                ))
+            })?
+            .to_owned();
+        let idp_endpoint = self.idp_token_endpoint(&client_http).await?;
+        let scopes = self.scopes(challenge, &discovery, &[]);
+
+        // RFC 8693 at the identity provider: ID token in, ID-JAG out.
+        let idp_client = ClientIdentity {
+            issuer: self.config.idp_issuer.clone(),
+            client_id: self
+                .config
+                .idp_client_id
+                .clone()
+                .unwrap_or_else(|| client.client_id.clone()),
+            client_secret: None,
+            auth: ClientAuth::None,
+            redirect_uri: None,
+        };
+        let mut params = vec![
+            ("grant_type", TOKEN_EXCHANGE.to_owned()),
+            ("requested_token_type", ID_JAG_TYPE.to_owned()),
+            ("audience", audience),
+            ("resource", discovery.resource.clone()),
+            ("subject_token", id_token),
+            ("subject_token_type", ID_TOKEN_TYPE.to_owned()),
+        ];
+        if !scopes.is_empty() {
+            params.push(("scope", scopes.join(" ")));
+        }
+        let (status, bytes) = self.post_form(&idp_endpoint, &idp_client, params).await?;
+        if !status.is_success() {
+            let why = match serde_json::from_slice::<OAuthErrorBody>(&bytes) {
+                Ok(OAuthErrorBody {
+                    error,
+                    error_description: Some(d),
+                }) => format!("{error}: {}", cut(&d, 200)),
+                Ok(OAuthErrorBody { error, .. }) => error,
+                Err(_) => format!("HTTP {status}"),
+            };
+            return Err(AuthError::Token(format!(
+                "the identity provider at {} refused the token exchange ({why})",
+                origin_of(&idp_endpoint)
+            )));
+        }
+        let exchanged: ExchangeResponse = serde_json::from_slice(&bytes).map_err(|_| {
+            AuthError::Token(format!(
+                "the answer from the identity provider at {} is not a token exchange response",
+                origin_of(&idp_endpoint)
+            ))
+        })?;
+        if exchanged
+            .issued_token_type
+            .as_deref()
+            .is_some_and(|t| t != ID_JAG_TYPE)
+        {
+            return Err(AuthError::Token(format!(
+                "the identity provider at {} issued another kind of token than an ID-JAG",
+                origin_of(&idp_endpoint)
+            )));
+        }
+
+        // RFC 7523 at the authorization server: the ID-JAG for an access token.
+        let endpoint = discovery.token_endpoint()?;
+        let mut params = vec![
+            ("grant_type", JWT_BEARER.to_owned()),
+            ("assertion", exchanged.access_token),
+            ("resource", discovery.resource.clone()),
+        ];
+        if !scopes.is_empty() {
+            params.push(("scope", scopes.join(" ")));
+        }
+        let response = self
+            .token_request(&endpoint, &client, params)
+            .await
+            .map_err(TokenFailure::into_error)?;
+        self.keep_grant(response, &endpoint, &discovery, client, scopes)
+            .await
+    }
+
+    /// Workload identity federation: the JWT in `var` (issued by the workload's platform for
+    /// the authorization server) given to the authorization server in a jwt-bearer grant. A
+    /// refusal is final: no retry, no other grant.
+    async fn workload_assertion(
+        &self,
+        var: &str,
+        challenge: Option<&Challenge>,
+    ) -> Result<String, AuthError> {
+        let client_http = http_client().map_err(|e| AuthError::Discovery(e.to_string()))?;
+        let discovery = discover(
+            &client_http,
+            &self.url,
+            challenge.and_then(Challenge::resource_metadata),
+        )
+        .await?;
+        let client = self.preregistered(&discovery).await?.ok_or_else(|| {
+            AuthError::Config(format!(
+                "server `{}`: the workload's assertion (`oauth.assertionEnv`) needs `oauth.clientId`",
+                self.server
+            ))
+        })?;
+        let assertion = self
+            .env
+            .get(var)
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| {
+                AuthError::Config(format!(
+                    "server `{}`, field `oauth.assertionEnv`: the environment variable `{var}` is not set",
+                    self.server
+                ))
+            })?
+            .to_owned();
+        let scopes = self.scopes(challenge, &discovery, &[]);
+        let endpoint = discovery.token_endpoint()?;
+        let mut params = vec![
+            ("grant_type", JWT_BEARER.to_owned()),
+            ("assertion", assertion),
+            ("resource", discovery.resource.clone()),
+        ];
+        if !scopes.is_empty() {
+            params.push(("scope", scopes.join(" ")));
+        }
+        let response = self
+            .token_request(&endpoint, &client, params)
+            .await
+            .map_err(TokenFailure::into_error)?;
+        self.keep_grant(response, &endpoint, &discovery, client, scopes)
+            .await
+    }
+
+    /// The identity provider's token endpoint: configured, or from its issuer's metadata.
+    async fn idp_token_endpoint(&self, http: &reqwest::Client) -> Result<Url, AuthError> {
+        let text = match (&self.config.idp_token_endpoint, &self.config.idp_issuer) {
+            (Some(endpoint), _) => endpoint.clone(),
+            (None, Some(issuer)) => server_metadata(http, issuer, IssuerCheck::Exact)
+                .await?
+                .and_then(|m| m.token_endpoint)
+                .ok_or_else(|| {
+                    AuthError::Discovery(format!(
+                        "the identity provider's metadata names no token endpoint (server `{}`, `oauth.idpIssuer`)",
+                        self.server
+                    ))
+                })?,
+            (None, None) => {
+                return Err(AuthError::Config(format!(
+                    "server `{}`: Cross-App Access (`oauth.xaa`) needs `oauth.idpIssuer` or `oauth.idpTokenEndpoint`",
+                    self.server
+                )));
+            }
+        };
+        let url = Url::parse(&text).map_err(|_| {
+            AuthError::Config(format!(
+                "server `{}`: the identity provider's token endpoint is not a URL",
+                self.server
+            ))
+        })?;
+        check_safe(&url, "the identity provider's token endpoint")?;
+        Ok(url)
+    }
+
+    /// Stores what a grant without a user answered and returns its access token.
+    async fn keep_grant(
+        &self,
+        response: TokenResponse,
+        endpoint: &Url,
+        discovery: &Discovery,
+        client: ClientIdentity,
+        scopes: Vec<String>,
+    ) -> Result<String, AuthError> {
+        let tokens = self.tokens_from(
+            response,
+            endpoint.as_str(),
+            &discovery.resource,
+            discovery.issuer.clone(),
+            discovery.metadata.revocation_endpoint.clone(),
+            None,
+            Some(scopes.join(" ")).filter(|s| !s.is_empty()),
+        );
+        let token = tokens.access_token.clone();
+        self.remember(Some(&tokens));
+        let lock = self.options.store.lock().await?;
+        self.options
+            .store
+            .save(
+                &self.key,
+                Some(Record {
+                    client: Some(client),
+                    tokens: Some(tokens),
+                    dropped: None,
+                }),
+            )
+            .await?;
+        drop(lock);
+        Ok(token)
+    }
+
     /// The client-credentials grant (machine to machine): a pre-registered client id and
     /// secret, no user.
     pub(super) async fn client_credentials(
@@ -195,32 +470,10 @@ impl Authorizer {
             .token_request(&endpoint, &client, params)
             .await
             .map_err(TokenFailure::into_error)?;
-        let tokens = self.tokens_from(
-            response,
-            endpoint.as_str(),
-            &discovery.resource,
-            discovery.issuer.clone(),
-            discovery.metadata.revocation_endpoint.clone(),
-            None,
-            Some(scopes.join(" ")).filter(|s| !s.is_empty()),
-        );
-        let token = tokens.access_token.clone();
-        self.remember(Some(&tokens));
-        let lock = self.options.store.lock().await?;
-        self.options
-            .store
-            .save(
-                &self.key,
-                Some(Record {
-                    client: Some(client),
-                    tokens: Some(tokens),
-                    dropped: None,
-                }),
-            )
-            .await?;
-        drop(lock);
-        Ok(token)
+        self.keep_grant(response, &endpoint, &discovery, client, scopes)
+            .await
     }
+
     /// A token endpoint request with the client's authentication, bounded by [`OAUTH_TIMEOUT`].
     pub(super) async fn token_request(
         &self,

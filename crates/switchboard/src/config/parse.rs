@@ -141,7 +141,8 @@ pub(crate) fn fields_of(kind: &str) -> &'static [&'static str] {
         "http" | "sse" => &["url", "headers", "oauth"],
         "ws" => &["url", "headers"],
         "sse-ide" | "ws-ide" => &["url", "ideName", "lockFile"],
-        "proxy" => &["url", "headers", "tokenEnv", "tokenCommand"],
+        // `id`: the seeds' host's claude.ai proxy server id (`claudeai-proxy`); kept, unused.
+        "proxy" => &["url", "headers", "tokenEnv", "tokenCommand", "id"],
         _ => &[],
     }
 }
@@ -481,6 +482,9 @@ impl Walker<'_> {
             let normalized = match written.as_str() {
                 "streamable-http" | "streamableHttp" | "streamable_http" => "http",
                 "websocket" => "ws",
+                // What the seeds' host writes for a claude.ai proxy server: Streamable HTTP
+                // with a bearer token and one retry after a 401, which is our `proxy`.
+                "claudeai-proxy" => "proxy",
                 other => other,
             };
             return TRANSPORT_TYPES
@@ -804,6 +808,35 @@ impl Walker<'_> {
                 .map(|v| oauth.private_key_env = v),
         );
         check(
+            file.xaa.at(),
+            self.flag(&file.xaa, &field("xaa")).map(|v| oauth.xaa = v),
+        );
+        check(
+            file.idp_issuer.at(),
+            self.idp_url(&file.idp_issuer, &field("idpIssuer"))
+                .map(|v| oauth.idp_issuer = v),
+        );
+        check(
+            file.idp_token_endpoint.at(),
+            self.idp_url(&file.idp_token_endpoint, &field("idpTokenEndpoint"))
+                .map(|v| oauth.idp_token_endpoint = v),
+        );
+        check(
+            file.idp_client_id.at(),
+            self.expanded(&file.idp_client_id, &field("idpClientId"))
+                .map(|v| oauth.idp_client_id = v),
+        );
+        check(
+            file.id_token_env.at(),
+            self.string(&file.id_token_env, &field("idTokenEnv"))
+                .map(|v| oauth.id_token_env = v),
+        );
+        check(
+            file.assertion_env.at(),
+            self.string(&file.assertion_env, &field("assertionEnv"))
+                .map(|v| oauth.assertion_env = v),
+        );
+        check(
             file.client_metadata_url.at(),
             self.expanded(&file.client_metadata_url, &field("clientMetadataUrl"))
                 .and_then(|v| {
@@ -842,6 +875,26 @@ impl Walker<'_> {
             Some((_, issue)) => Err(issue),
             None => Ok(oauth),
         }
+    }
+
+    /// An identity provider's URL (Cross-App Access): `https`, or `http` on loopback.
+    fn idp_url(&self, value: &Keyed<Text>, field: &str) -> Result<Option<String>, ConfigIssue> {
+        let Some(url) = self.expanded(value, field)? else {
+            return Ok(None);
+        };
+        let ok = url::Url::parse(&url).is_ok_and(|u| {
+            u.scheme() == "https"
+                || u.scheme() == "http"
+                    && matches!(u.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"))
+        });
+        if !ok {
+            return Err(self.issue_at(
+                value.at().unwrap_or(self.at),
+                field,
+                "must be an https:// URL (http:// only on localhost)",
+            ));
+        }
+        Ok(Some(url))
     }
 
     fn flag(&self, value: &Keyed<Flag>, field: &str) -> Result<bool, ConfigIssue> {

@@ -448,6 +448,8 @@ pub(crate) struct ServerFile {
     // proxy
     pub(crate) token_env: Keyed<Text>,
     pub(crate) token_command: Keyed<TextList>,
+    /// The seeds' host's claude.ai proxy server id (`claudeai-proxy`); kept, unused.
+    pub(crate) id: Keyed<Text>,
 }
 
 impl ServerFile {
@@ -466,6 +468,7 @@ impl ServerFile {
             "lockFile" => self.lock_file.key(),
             "tokenEnv" => self.token_env.key(),
             "tokenCommand" => self.token_command.key(),
+            "id" => self.id.key(),
             _ => None,
         }
     }
@@ -483,6 +486,14 @@ pub(crate) struct OAuthFile {
     pub(crate) grant_type: Keyed<Text>,
     pub(crate) private_key_env: Keyed<Text>,
     pub(crate) client_metadata_url: Keyed<Text>,
+    /// Cross-App Access (`xaa: true`) and its identity provider.
+    pub(crate) xaa: Keyed<Flag>,
+    pub(crate) idp_issuer: Keyed<Text>,
+    pub(crate) idp_token_endpoint: Keyed<Text>,
+    pub(crate) idp_client_id: Keyed<Text>,
+    pub(crate) id_token_env: Keyed<Text>,
+    /// A workload's JWT for the jwt-bearer grant.
+    pub(crate) assertion_env: Keyed<Text>,
 }
 
 /// A whole entry: an object (`expected an object describing the server` otherwise).

@@ -16,6 +16,9 @@ pub(super) enum Transport {
     Http,
     Sse,
     Ws,
+    /// Streamable HTTP with a bearer token from a source (`proxy`; Claude Code's
+    /// `claudeai-proxy`).
+    Proxy,
 }
 
 impl Transport {
@@ -25,6 +28,7 @@ impl Transport {
             Transport::Http => "http",
             Transport::Sse => "sse",
             Transport::Ws => "ws",
+            Transport::Proxy => "proxy",
         }
     }
 }

@@ -212,6 +212,7 @@ fn json_transport(host: ImportHost, f: &mut Fields<'_>) -> Result<Transport, Ski
             "http" => Ok(Transport::Http),
             "sse" => Ok(Transport::Sse),
             "ws" if host == ImportHost::ClaudeCode => Ok(Transport::Ws),
+            "claudeai-proxy" if host == ImportHost::ClaudeCode => Ok(Transport::Proxy),
             "sdk" if host == ImportHost::ClaudeCode => Err(
                 "type \"sdk\" servers run inside the program that uses the Claude Agent SDK \
                  and cannot be imported"
@@ -249,6 +250,16 @@ fn json_entry(
     };
     match host {
         ImportHost::ClaudeCode => {
+            if transport == Transport::Proxy {
+                // Claude Code's id of the claude.ai server; its token comes from the claude.ai
+                // login, which Switchboard does not have.
+                f.ignore("id");
+                notes.push(
+                    "a claude.ai proxy server: set `tokenEnv` or `tokenCommand` to give \
+                     Switchboard its bearer token"
+                        .into(),
+                );
+            }
             if let Some(helper) = f.string("headersHelper")? {
                 notes.push(format!(
                     "headersHelper `{helper}` not imported: Switchboard does not run header \

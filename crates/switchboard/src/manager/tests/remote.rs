@@ -42,7 +42,7 @@ async fn every_remote_transport_connects_and_lists_tools() {
         Transport::Ws,
         [
             "--require-header",
-            "X-Switchboard-Ide-Authorization=ide-token",
+            "X-Claude-Code-Ide-Authorization=ide-token",
         ],
     )
     .unwrap();
