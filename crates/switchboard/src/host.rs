@@ -302,8 +302,11 @@ pub struct Host {
     interaction: Interaction,
     roots: Roots,
     /// The search index of the catalogue, with the catalogue generation it was built from.
-    search: Arc<std::sync::Mutex<Option<(u64, Arc<ToolIndex>)>>>,
+    search: Arc<std::sync::Mutex<Option<BuiltIndex>>>,
 }
+
+/// A search index and the catalogue generation it was built from.
+type BuiltIndex = (u64, Arc<ToolIndex>);
 
 impl std::fmt::Debug for Host {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -95,6 +95,16 @@ impl ToolIndex {
     /// The `limit` tools most relevant to `query`, best first (ties in the order given). A
     /// tool that shares no word with the query is not returned; an empty query finds nothing.
     pub fn search(&self, query: &str, limit: usize) -> Vec<SearchHit> {
+        self.search_where(query, limit, |_| true)
+    }
+
+    /// [`Self::search`] among the tools `keep` accepts (a surface that serves only some).
+    pub fn search_where(
+        &self,
+        query: &str,
+        limit: usize,
+        keep: impl Fn(&Tool) -> bool,
+    ) -> Vec<SearchHit> {
         if limit == 0 {
             return Vec::new();
         }
@@ -109,12 +119,12 @@ impl ToolIndex {
         matches.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         matches
             .into_iter()
+            .filter_map(|(i, score)| self.tools.get(i).map(|tool| (tool, score)))
+            .filter(|(tool, _)| keep(tool))
             .take(limit)
-            .filter_map(|(i, score)| {
-                self.tools.get(i).map(|tool| SearchHit {
-                    tool: tool.clone(),
-                    score,
-                })
+            .map(|(tool, score)| SearchHit {
+                tool: tool.clone(),
+                score,
             })
             .collect()
     }
