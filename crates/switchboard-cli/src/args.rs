@@ -55,6 +55,13 @@ pub(crate) enum Command {
         /// Show each tool's input schema.
         #[arg(long)]
         schema: bool,
+        /// Only the tools most relevant to QUERY, best first (words of their names,
+        /// descriptions and parameters); exit 1 when none matches.
+        #[arg(long, value_name = "QUERY")]
+        search: Option<String>,
+        /// How many tools `--search` shows at most.
+        #[arg(long, value_name = "N", default_value_t = 10, requires = "search")]
+        limit: usize,
     },
     /// Call a tool: `call mcp__server__tool '{"k": "v"}'`, or `call SERVER TOOL --arg k=v`.
     Call {
