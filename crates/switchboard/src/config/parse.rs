@@ -43,10 +43,11 @@ pub(crate) const LOG_LEVELS: [&str; 8] = [
     "emergency",
 ];
 
-const COMMON_FIELDS: [&str; 12] = [
+const COMMON_FIELDS: [&str; 13] = [
     "type",
     "disabled",
     "required",
+    "alwaysLoad",
     "timeout",
     "toolTimeout",
     "protocol",
@@ -396,6 +397,7 @@ impl<'a> Walker<'a> {
             transport,
             disabled: self.opt_bool(obj, "disabled")?.unwrap_or(false),
             required: self.opt_bool(obj, "required")?.unwrap_or(false),
+            always_load: self.opt_bool(obj, "alwaysLoad")?.unwrap_or(false),
             connect_timeout: self.opt_millis(obj, "timeout")?,
             tool_timeout: self.opt_millis(obj, "toolTimeout")?,
             protocol,
