@@ -7,17 +7,20 @@
 #                                                 servers, so `config` alone builds nothing else)
 #   cargo bench -p switchboard-gateway --bench gateway   (calls through `serve` vs direct and
 #                                                         vs a bare relay, the ceiling)
-# `scripts/bench.sh startup`, `calls`, `gateway` or `config` runs one of them.
+#   cargo bench -p switchboard --bench search    (tool search: recall@5 of labelled queries over
+#                                                 the reference servers' tools, time per query
+#                                                 over 5 000; needs the partners, not testkit)
+# `scripts/bench.sh startup`, `calls`, `gateway`, `config` or `search` runs one of them.
 # Figures and how to read them: BENCHMARKS.md.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 benches=("$@")
 if [ ${#benches[@]} -eq 0 ]; then
-  benches=(startup calls gateway config)
+  benches=(startup calls gateway config search)
 fi
 # The gateway bench also measures server-everything (the reference server) when the test
-# partners are installed (scripts/install-partners.sh).
+# partners are installed (scripts/install-partners.sh); the search bench lists their tools.
 if [ -f .partners/partners.env ]; then
   set -a
   # shellcheck disable=SC1091
@@ -28,7 +31,14 @@ echo "nproc: $(nproc); uptime: $(uptime)"
 # Two builds: `--bin` applies to every selected package, so one command with `--bin
 # testkit-server -p switchboard-cli` would leave the CLI unbuilt (and `mcp list` measured on a
 # stale binary).
-if [ "${benches[*]}" != config ]; then
+needs_testkit=false
+for bench in "${benches[@]}"; do
+  case $bench in
+    config | search) ;;
+    *) needs_testkit=true ;;
+  esac
+done
+if $needs_testkit; then
   cargo build --release --locked -p switchboard-testkit --bin testkit-server
   cargo build --release --locked -p switchboard-cli --bin switchboard
 fi

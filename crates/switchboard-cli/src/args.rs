@@ -55,6 +55,13 @@ pub(crate) enum Command {
         /// Show each tool's input schema.
         #[arg(long)]
         schema: bool,
+        /// Only the tools most relevant to QUERY, best first (words of their names,
+        /// descriptions and parameters); exit 1 when none matches.
+        #[arg(long, value_name = "QUERY")]
+        search: Option<String>,
+        /// How many tools `--search` shows at most.
+        #[arg(long, value_name = "N", default_value_t = 10, requires = "search")]
+        limit: usize,
     },
     /// Call a tool: `call mcp__server__tool '{"k": "v"}'`, or `call SERVER TOOL --arg k=v`.
     Call {
@@ -415,6 +422,11 @@ pub(crate) struct ServeArgs {
     /// it. An `ask` rule always asks; a `deny` rule always hides the tool.
     #[arg(long, value_enum, value_name = "WHO", default_value_t = AskArg::Client)]
     pub(crate) ask: AskArg,
+    /// List only a `search_tools` and a `call_tool` tool (and the tools of `alwaysLoad`
+    /// servers); a search adds the tools it finds to the session's list. `auto:N`: only when
+    /// every tool's definition would pass N tokens.
+    #[arg(long, value_name = "on|auto:N", num_args = 0..=1, default_missing_value = "on")]
+    pub(crate) tool_search: Option<switchboard_gateway::ToolSearch>,
 }
 
 /// `serve --ask`.

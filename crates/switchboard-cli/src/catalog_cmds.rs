@@ -81,7 +81,12 @@ async fn dispatch(host: &Host, command: Command) -> anyhow::Result<ExitCode> {
             server,
             json,
             schema,
-        } => tools(host, server.as_deref(), json, schema).await,
+            search,
+            limit,
+        } => {
+            let search = search.as_deref().map(|query| (query, limit));
+            tools(host, server.as_deref(), json, schema, search).await
+        }
         Command::Call {
             name,
             rest,
@@ -113,6 +118,7 @@ async fn tools(
     server: Option<&str>,
     json: bool,
     schema: bool,
+    search: Option<(&str, usize)>,
 ) -> anyhow::Result<ExitCode> {
     let snapshot = host.tools().await;
     for issue in &snapshot.issues {
@@ -134,23 +140,45 @@ async fn tools(
                 .unwrap_or_default()
         );
     }
-    let tools: Vec<_> = snapshot
-        .tools
-        .into_iter()
-        .filter(|t| server.is_none_or(|s| t.server.as_deref() == Some(s)))
-        .collect();
+    let in_server = |t: &switchboard::Tool| server.is_none_or(|s| t.server.as_deref() == Some(s));
+    // A search ranks the whole catalogue (the server filter applies before the limit).
+    let (tools, scores): (Vec<_>, Vec<Option<f32>>) = match search {
+        Some((query, limit)) => host
+            .search_index()
+            .await
+            .search_where(query, limit, in_server)
+            .into_iter()
+            .map(|hit| (hit.tool, Some(hit.score)))
+            .unzip(),
+        None => snapshot
+            .tools
+            .into_iter()
+            .filter(in_server)
+            .map(|t| (t, None))
+            .unzip(),
+    };
     if json {
         let list: Vec<Value> = tools
             .iter()
-            .map(|t| {
-                json!({
+            .zip(&scores)
+            .map(|(t, score)| {
+                let mut row = json!({
                     "name": t.qualified_name, "server": t.server, "tool": t.name, "title": t.display_name,
                     "description": t.description, "inputSchema": t.input_schema, "outputSchema": t.output_schema,
                     "readOnly": t.traits.read_only, "destructive": t.traits.destructive,
                     "idempotent": t.traits.idempotent, "openWorld": t.traits.open_world,
-                })
+                });
+                if let Some(score) = score {
+                    row["score"] = json!(score);
+                }
+                row
             })
             .collect();
+        if let (Some((query, _)), true) = (search, tools.is_empty()) {
+            print_json(&Value::Array(list))?;
+            eprintln!("No tool matches `{}`.", clean(query));
+            return Ok(ExitCode::FAILURE);
+        }
         print_json(&Value::Array(list))?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -182,6 +210,10 @@ async fn tools(
         if schema {
             writeln!(out, "  {}", serde_json::to_string(&t.input_schema)?)?;
         }
+    }
+    if let (Some((query, _)), true) = (search, tools.is_empty()) {
+        eprintln!("No tool matches `{}`.", clean(query));
+        return Ok(ExitCode::FAILURE);
     }
     if tools.is_empty() {
         eprintln!(

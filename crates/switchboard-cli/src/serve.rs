@@ -46,9 +46,10 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
             host.shutdown().await;
             return Err(e);
         }
-        let gateway = Gateway::new(
+        let gateway = Gateway::with_search(
             host.clone(),
             ToolFilter::new(&args.allow_tools, &args.deny_tools),
+            args.tool_search.unwrap_or_default(),
         );
         let served = async {
             match addr {

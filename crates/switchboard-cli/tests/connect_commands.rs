@@ -705,3 +705,26 @@ fn prompts_templates_and_tool_counts_against_the_reference_server() {
     let tools: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(in_list, tools.as_array().unwrap().len() as u64);
 }
+
+/// `tools --search`: the best matches first, in the rows of `tools`; a word of a description
+/// is enough; `--json` adds the scores; no match is exit 1 with a note.
+#[test]
+fn tools_search_shows_the_best_matches_and_exits_1_when_none_matches() {
+    let tree = ConfigTree::new().unwrap();
+    user_config(&tree, &[("kit", &[], "")]);
+    let out = run(&tree, &["tools", "--search", "process id", "--limit", "1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr, &tree));
+    assert_eq!(
+        text(&out.stdout, &tree),
+        "mcp__kit__pid [read-only]  Returns the server's process id.\n"
+    );
+    let out = run(&tree, &["tools", "--search", "PNG picture", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr, &tree));
+    let found: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(found[0]["name"], "mcp__kit__image", "{found}");
+    assert!(found[0]["score"].as_f64().unwrap() > 0.0, "{found}");
+    let out = run(&tree, &["tools", "--search", "zebra"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(text(&out.stdout, &tree), "");
+    assert_eq!(text(&out.stderr, &tree).trim(), "No tool matches `zebra`.");
+}

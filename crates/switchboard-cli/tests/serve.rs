@@ -491,6 +491,36 @@ impl RawStdio {
         }
     }
 
+    /// Sends a request and returns its answer and the notifications that came before it.
+    fn request_noting(&mut self, method: &str, params: Value) -> (Value, Vec<Value>) {
+        self.next_id += 1;
+        let id = json!(self.next_id);
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let mut notes = Vec::new();
+        loop {
+            let message = self.messages.recv_timeout(WAIT).unwrap();
+            if message["id"] == id {
+                return (message, notes);
+            }
+            if message.get("id").is_none() {
+                notes.push(message);
+            }
+        }
+    }
+
+    /// The names `tools/list` answers, sorted.
+    fn tool_names(&mut self) -> Vec<String> {
+        let listed = self.request("tools/list", json!({}));
+        let mut names: Vec<String> = listed["result"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{listed}"))
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
     /// Closes stdin, which ends the session and the process; it must exit 0.
     fn finish(mut self) {
         drop(self.stdin.take());
@@ -974,4 +1004,87 @@ fn malformed_json_rpc_over_http_is_a_parse_error() {
     );
     assert_eq!(code, 200, "{response}");
     serve.stop();
+}
+
+/// `serve --tool-search`: `tools/list` holds the search and call tools and the tools of the
+/// `alwaysLoad` server only; a search answers the definitions it found, the session hears
+/// `list_changed` and lists them from then on; `call_tool` calls any tool through the
+/// pipeline (a deny rule still denies). `auto:N` above the catalogue's size lists everything.
+#[test]
+fn tool_search_lists_the_search_tools_and_a_search_adds_what_it_found() {
+    let tree = ConfigTree::new().unwrap();
+    let bin = switchboard_testkit::server_bin();
+    tree.write(
+        tree.user_file(),
+        &json!({
+            "mcpServers": {
+                "kit": {"command": bin, "alwaysLoad": true},
+                "everything": {"command": partner("SWITCHBOARD_PARTNER_EVERYTHING"), "args": ["stdio"]},
+            },
+            "permissions": {"deny": ["mcp__everything__get-env"]},
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let mut gateway = RawStdio::start(&tree, &["--stdio", "--tool-search"]);
+    let names = gateway.tool_names();
+    assert!(names.contains(&"search_tools".to_owned()), "{names:?}");
+    assert!(names.contains(&"call_tool".to_owned()), "{names:?}");
+    assert!(names.contains(&"mcp__kit__echo".to_owned()), "{names:?}");
+    assert!(
+        names
+            .iter()
+            .all(|n| n.starts_with("mcp__kit__") || n == "search_tools" || n == "call_tool"),
+        "{names:?}"
+    );
+
+    let (found, notes) = gateway.request_noting(
+        "tools/call",
+        json!({"name": "search_tools", "arguments": {"query": "sum of two numbers", "limit": 1}}),
+    );
+    let tools = found["result"]["structuredContent"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{found}"));
+    assert_eq!(tools.len(), 1, "{found}");
+    assert_eq!(tools[0]["name"], "mcp__everything__get-sum", "{found}");
+    assert!(
+        tools[0]["inputSchema"]["properties"]["a"].is_object(),
+        "{found}"
+    );
+    assert!(
+        notes
+            .iter()
+            .any(|n| n["method"] == "notifications/tools/list_changed"),
+        "{notes:?}"
+    );
+    let names = gateway.tool_names();
+    assert!(
+        names.contains(&"mcp__everything__get-sum".to_owned()),
+        "{names:?}"
+    );
+    assert!(
+        !names.contains(&"mcp__everything__echo".to_owned()),
+        "{names:?}"
+    );
+
+    let called = gateway.request(
+        "tools/call",
+        json!({"name": "call_tool", "arguments": {"name": "mcp__everything__get-sum", "arguments": {"a": 2, "b": 40}}}),
+    );
+    assert!(called["result"].to_string().contains("42"), "{called}");
+    let denied = gateway.request(
+        "tools/call",
+        json!({"name": "call_tool", "arguments": {"name": "mcp__everything__get-env"}}),
+    );
+    assert_eq!(denied["result"]["isError"], true, "{denied}");
+    gateway.finish();
+
+    let mut gateway = RawStdio::start(&tree, &["--stdio", "--tool-search", "auto:1000000"]);
+    let names = gateway.tool_names();
+    assert!(
+        names.contains(&"mcp__everything__echo".to_owned()),
+        "{names:?}"
+    );
+    assert!(!names.contains(&"search_tools".to_owned()), "{names:?}");
+    gateway.finish();
 }

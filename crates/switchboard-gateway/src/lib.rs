@@ -17,6 +17,7 @@ pub mod forward;
 pub mod http;
 pub mod page;
 pub mod rounds;
+pub mod search;
 pub mod session;
 pub mod uri;
 
@@ -47,6 +48,41 @@ impl ToolFilter {
     }
 }
 
+/// `serve --tool-search`: whether `tools/list` shows every tool, or only the search and call
+/// tools (and the tools of `alwaysLoad` servers, and those a session found).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ToolSearch {
+    /// Every tool is listed.
+    #[default]
+    Off,
+    /// Only the search and call tools, the `alwaysLoad` servers' tools and the tools found.
+    On,
+    /// [`ToolSearch::On`] while the definitions of every tool would pass this many tokens
+    /// (the output budget's estimate), [`ToolSearch::Off`] below.
+    Auto {
+        /// The threshold, in estimated tokens.
+        tokens: u64,
+    },
+}
+
+impl std::str::FromStr for ToolSearch {
+    type Err = String;
+
+    /// `on`, `off` or `auto:N`.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "on" | "" => Ok(ToolSearch::On),
+            "off" => Ok(ToolSearch::Off),
+            _ => match text.strip_prefix("auto:").map(str::parse::<u64>) {
+                Some(Ok(tokens)) => Ok(ToolSearch::Auto { tokens }),
+                _ => Err(format!(
+                    "`{text}`: use `on`, `off` or `auto:N` (N tokens of tool definitions)"
+                )),
+            },
+        }
+    }
+}
+
 /// The host and what is served of it. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Gateway {
@@ -57,19 +93,31 @@ pub struct Gateway {
 struct Inner {
     host: Host,
     filter: ToolFilter,
+    search: ToolSearch,
     /// The calls of 2026-07-28 clients that wait for their answers.
     rounds: rounds::Rounds,
 }
 
 impl Gateway {
     pub fn new(host: Host, filter: ToolFilter) -> Self {
+        Self::with_search(host, filter, ToolSearch::Off)
+    }
+
+    /// A gateway that serves its tools behind a search tool ([`ToolSearch`]).
+    pub fn with_search(host: Host, filter: ToolFilter, search: ToolSearch) -> Self {
         Gateway {
             inner: Arc::new(Inner {
                 host,
                 filter,
+                search,
                 rounds: rounds::Rounds::default(),
             }),
         }
+    }
+
+    /// Whether tools are served behind a search tool.
+    pub fn tool_search(&self) -> ToolSearch {
+        self.inner.search
     }
 
     pub fn host(&self) -> &Host {
@@ -133,6 +181,15 @@ pub async fn serve_stdio(gateway: Gateway) -> Result<(), ServeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tool_search_modes_parse() {
+        assert_eq!("auto:500".parse(), Ok(ToolSearch::Auto { tokens: 500 }));
+        assert_eq!("on".parse(), Ok(ToolSearch::On));
+        assert_eq!("off".parse(), Ok(ToolSearch::Off));
+        assert!("auto:".parse::<ToolSearch>().is_err());
+        assert!("sometimes".parse::<ToolSearch>().is_err());
+    }
 
     #[test]
     fn deny_wins_and_an_empty_allow_list_serves_everything() {

@@ -3,7 +3,7 @@
 // Resource subscriptions are legacy-only in 2026-07-28, but initialize-era clients use them.
 #![allow(deprecated)]
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::FutureExt;
@@ -36,7 +36,8 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use crate::forward::{ElicitingPrompter, downstream_interaction, forwarding_interaction};
 use crate::page::{PAGE_SIZE, page};
 use crate::rounds::Step;
-use crate::{Gateway, uri};
+use crate::search::{CALL_TOOL, SEARCH_TOOL};
+use crate::{Gateway, ToolSearch, uri};
 
 /// The most a result waits for the progress notifications before it.
 const PROGRESS_DRAIN: std::time::Duration = std::time::Duration::from_secs(1);
@@ -51,6 +52,9 @@ pub struct Session {
     /// The level the client set with `logging/setLevel`: servers' log messages at or above it
     /// are passed on; none before the client sets one.
     log_level: Arc<Mutex<Option<LogLevel>>>,
+    /// The tools this session's searches found (qualified names), listed from then on in
+    /// search mode ([`crate::search`]).
+    found: Arc<Mutex<BTreeSet<String>>>,
     ended: CancellationToken,
     _end_on_drop: DropGuard,
 }
@@ -62,6 +66,7 @@ impl Session {
             gateway,
             subscribed: Arc::default(),
             log_level: Arc::default(),
+            found: Arc::default(),
             _end_on_drop: ended.clone().drop_guard(),
             ended,
         }
@@ -118,6 +123,83 @@ impl Session {
                 }
             })
             .collect()
+    }
+
+    /// The tools this session lists: every served tool, or in search mode the search and call
+    /// tools, the `alwaysLoad` servers' tools and the tools its searches found.
+    async fn listed_tools(&self) -> Vec<Tool> {
+        let host = self.gateway.host();
+        let snapshot = host.tools().await;
+        let all = self.tools_json(&snapshot.tools);
+        if !crate::search::active(self.gateway.tool_search(), &all) {
+            return all;
+        }
+        let always: HashSet<String> = host
+            .servers()
+            .into_iter()
+            .filter(|(name, _)| host.server_config(name).is_some_and(|c| c.always_load))
+            .map(|(name, _)| name)
+            .collect();
+        let shown: HashSet<&str> = {
+            let found = self.found.lock().unwrap_or_else(PoisonError::into_inner);
+            snapshot
+                .tools
+                .iter()
+                .filter(|t| {
+                    t.server.as_ref().is_some_and(|s| always.contains(s))
+                        || found.contains(&t.qualified_name)
+                })
+                .map(|t| t.qualified_name.as_str())
+                .collect()
+        };
+        let mut listed = crate::search::meta_tools();
+        listed.extend(all.into_iter().filter(|t| shown.contains(t.name.as_ref())));
+        listed
+    }
+
+    /// `search_tools`: the served tools that match, added to this session's list (the client
+    /// hears of it through `list_changed` before the answer).
+    async fn search(
+        &self,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let (query, limit) = crate::search::search_request(request.arguments.as_ref())?;
+        let filter = self.gateway.filter();
+        let hits = self
+            .gateway
+            .host()
+            .search_index()
+            .await
+            .search_where(&query, limit, |t| {
+                t.server.is_some() && filter.serves(&t.qualified_name)
+            });
+        let tools: Vec<switchboard::Tool> = hits.iter().map(|h| h.tool.clone()).collect();
+        let definitions = self.tools_json(&tools);
+        let scores: Vec<f32> = definitions
+            .iter()
+            .filter_map(|d| {
+                hits.iter()
+                    .find(|h| h.tool.qualified_name == d.name.as_ref())
+                    .map(|h| h.score)
+            })
+            .collect();
+        let added = {
+            let mut found = self.found.lock().unwrap_or_else(PoisonError::into_inner);
+            definitions
+                .iter()
+                .filter(|d| found.insert(d.name.to_string()))
+                .count()
+        };
+        if added > 0
+            && let Err(e) = context.peer.notify_tool_list_changed().await
+        {
+            tracing::debug!("list_changed after a search not sent: {e}");
+        }
+        respond::<CallToolResult, _>(
+            Step::Done(crate::search::answer(&definitions, &scores)),
+            SEARCH_TOOL,
+        )
     }
 
     /// Follows the catalogue and the servers for this session until it ends, telling the
@@ -299,6 +381,69 @@ impl Session {
             )
             .await?;
         respond::<CallToolResult, _>(step, &name)
+    }
+
+    /// A tool call by its qualified name (directly, or through `call_tool`).
+    async fn call_named(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = request.name.to_string();
+        if !self.gateway.filter().serves(&name) {
+            return Err(ErrorData::invalid_params(
+                format!("no tool named `{name}`"),
+                None,
+            ));
+        }
+        if speaks_rounds(&context) {
+            return self.call_in_rounds(name, request, context).await;
+        }
+        let arguments = request.arguments.unwrap_or_default();
+        let peer = context.peer.clone();
+        let client = peer
+            .peer_info()
+            .map(|info| info.client_info.name.clone())
+            .or_else(|| context.client_info().map(|i| i.name))
+            .unwrap_or_else(|| "unknown".to_owned());
+
+        let (progress, forward_progress) = match context.meta.get_progress_token() {
+            Some(token) => {
+                let (tx, mut rx) = mpsc::unbounded_channel::<switchboard::Progress>();
+                let peer = peer.clone();
+                let task = tokio::spawn(async move {
+                    while let Some(p) = rx.recv().await {
+                        let param = crate::progress_notification(token.clone(), p);
+                        let _ = peer.notify_progress(param).await;
+                    }
+                });
+                (Some(tx), Some(task))
+            }
+            None => (None, None),
+        };
+        let options = CallOptions {
+            source: CallSource::Gateway { client },
+            progress,
+            interaction: Some(downstream_interaction(&peer)),
+            prompter: ElicitingPrompter::for_peer(&peer),
+            ..CallOptions::default()
+        };
+        // Boxed: the call's future is large (about 9 KB), and the task rmcp spawns for each
+        // request would otherwise hold and copy it inline.
+        let call = Box::pin(self.gateway.host().call(&name, arguments, options));
+        let outcome = tokio::select! {
+            outcome = call => outcome,
+            () = context.ct.cancelled() => {
+                // Dropping the call cancelled it upstream.
+                return Err(ErrorData::new(ErrorCode::INTERNAL_ERROR, "cancelled by the client", None));
+            }
+        };
+        if let Some(task) = forward_progress {
+            // Every progress notification goes out before the result (the channel closes when
+            // the call is over; bounded all the same).
+            let _ = tokio::time::timeout(PROGRESS_DRAIN, task).await;
+        }
+        respond::<CallToolResult, _>(Step::Done(call_value(outcome)?), &name)
     }
 
     /// Finds a prompt by the name the gateway gives it.
@@ -505,9 +650,8 @@ impl ServerHandler for Session {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let snapshot = self.gateway.host().tools().await;
         let (tools, next) = page(
-            self.tools_json(&snapshot.tools),
+            self.listed_tools().await,
             |t| t.name.as_ref(),
             cursor(&request),
             PAGE_SIZE,
@@ -523,64 +667,22 @@ impl ServerHandler for Session {
 
     async fn call_tool(
         &self,
-        request: CallToolRequestParams,
+        mut request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let name = request.name.to_string();
-        if !self.gateway.filter().serves(&name) {
-            return Err(ErrorData::invalid_params(
-                format!("no tool named `{name}`"),
-                None,
-            ));
-        }
-        if speaks_rounds(&context) {
-            return self.call_in_rounds(name, request, context).await;
-        }
-        let arguments = request.arguments.unwrap_or_default();
-        let peer = context.peer.clone();
-        let client = peer
-            .peer_info()
-            .map(|info| info.client_info.name.clone())
-            .or_else(|| context.client_info().map(|i| i.name))
-            .unwrap_or_else(|| "unknown".to_owned());
-
-        let (progress, forward_progress) = match context.meta.get_progress_token() {
-            Some(token) => {
-                let (tx, mut rx) = mpsc::unbounded_channel::<switchboard::Progress>();
-                let peer = peer.clone();
-                let task = tokio::spawn(async move {
-                    while let Some(p) = rx.recv().await {
-                        let param = crate::progress_notification(token.clone(), p);
-                        let _ = peer.notify_progress(param).await;
-                    }
-                });
-                (Some(tx), Some(task))
+        if self.gateway.tool_search() != ToolSearch::Off {
+            match request.name.as_ref() {
+                SEARCH_TOOL => return self.search(&request, &context).await,
+                CALL_TOOL => {
+                    let (name, arguments) =
+                        crate::search::call_request(request.arguments.as_ref())?;
+                    request.name = name.into();
+                    request.arguments = arguments;
+                }
+                _ => {}
             }
-            None => (None, None),
-        };
-        let options = CallOptions {
-            source: CallSource::Gateway { client },
-            progress,
-            interaction: Some(downstream_interaction(&peer)),
-            prompter: ElicitingPrompter::for_peer(&peer),
-            ..CallOptions::default()
-        };
-        // Boxed: the call's future is large (about 9 KB), and the task rmcp spawns for each
-        // request would otherwise hold and copy it inline.
-        let call = Box::pin(self.gateway.host().call(&name, arguments, options));
-        let outcome = tokio::select! {
-            outcome = call => outcome,
-            () = context.ct.cancelled() => {
-                // Dropping the call cancelled it upstream.
-                return Err(ErrorData::new(ErrorCode::INTERNAL_ERROR, "cancelled by the client", None));
-            }
-        };
-        if let Some(task) = forward_progress {
-            // Every progress notification goes out before the result (the channel closes when
-            // the call is over; bounded all the same).
-            let _ = tokio::time::timeout(PROGRESS_DRAIN, task).await;
         }
-        respond::<CallToolResult, _>(Step::Done(call_value(outcome)?), &name)
+        self.call_named(request, context).await
     }
 
     async fn list_resources(

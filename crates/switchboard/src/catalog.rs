@@ -177,6 +177,9 @@ pub(crate) struct Catalog {
     builtins: Arc<Vec<BuiltinTool>>,
     hide: Hide,
     events: broadcast::Sender<CatalogEvent>,
+    /// Bumped whenever a list is stored or dropped: what was built from the catalogue (the
+    /// search index) is stale when it differs.
+    generation: Arc<AtomicU64>,
 }
 
 /// A `tools/list` in flight: its number, and what it came to (`None` until then; `Some(None)`
@@ -212,6 +215,7 @@ impl Catalog {
             builtins: Arc::new(builtins),
             hide: hide.unwrap_or_else(|| Arc::new(|_| false)),
             events,
+            generation: Arc::default(),
         };
         catalog.follow();
         catalog
@@ -220,6 +224,15 @@ impl Catalog {
     /// Changes of the catalogue, from now on.
     pub(crate) fn events(&self) -> broadcast::Receiver<CatalogEvent> {
         self.events.subscribe()
+    }
+
+    /// Changes whenever a server's list is stored or dropped.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    fn bump(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
     fn follow(&self) {
@@ -241,6 +254,7 @@ impl Catalog {
                         if let Ok(mut cache) = catalog.cache.lock() {
                             cache.clear();
                         }
+                        catalog.bump();
                     }
                     Err(broadcast::error::RecvError::Closed) => return,
                 }
@@ -254,6 +268,8 @@ impl Catalog {
 
     fn forget(&self, server: &str) {
         let old = self.cache.lock().ok().and_then(|mut c| c.pop(server));
+        // Bumped even when nothing was cached: a state (needs-auth) changes the pseudo-tools.
+        self.bump();
         if let Some(old) = old.filter(|o| !o.tools.is_empty()) {
             let removed = old.tools.iter().map(|t| t.qualified_name.clone()).collect();
             let _ = self.events.send(CatalogEvent::ToolsChanged {
@@ -301,6 +317,7 @@ impl Catalog {
             }
             cache.put(server.to_owned(), new.clone())
         };
+        self.bump();
         let names = |t: &ServerTools| {
             t.tools
                 .iter()
@@ -412,6 +429,13 @@ impl Catalog {
 
     /// Every tool now: built-ins, then each connected server's.
     pub(crate) async fn snapshot(&self) -> Snapshot {
+        self.snapshot_listed().await.0
+    }
+
+    /// [`Self::snapshot`], and whether every connected server's list was there (no listing
+    /// failed).
+    pub(crate) async fn snapshot_listed(&self) -> (Snapshot, bool) {
+        let mut complete = true;
         let mut snapshot = Snapshot::default();
         let builtin_names: BTreeSet<&str> = self.builtins.iter().map(|b| b.name.as_str()).collect();
         for builtin in self.builtins.iter() {
@@ -460,13 +484,16 @@ impl Catalog {
                         snapshot.tools.push(tool.clone());
                     }
                 }
-                Err(e) => snapshot.issues.push(CatalogIssue {
-                    server: Some(server.clone()),
-                    message: crate::error_chain(&e),
-                }),
+                Err(e) => {
+                    complete = false;
+                    snapshot.issues.push(CatalogIssue {
+                        server: Some(server.clone()),
+                        message: crate::error_chain(&e),
+                    });
+                }
             }
         }
-        snapshot
+        (snapshot, complete)
     }
 
     /// The server whose `mcp__<server>__authenticate` pseudo-tool `name` is: a Streamable

@@ -125,6 +125,9 @@ pub struct ServerConfig {
     pub disabled: bool,
     /// Start-up fails when this server fails to connect.
     pub required: bool,
+    /// `alwaysLoad`: the gateway's tool search mode lists this server's tools from the start
+    /// (they are not only found by a search).
+    pub always_load: bool,
     /// Overrides the connect timeout (`MCP_TIMEOUT`) for this server.
     pub connect_timeout: Option<Duration>,
     /// Overrides the tool-call timeout (`MCP_TOOL_TIMEOUT`) for this server.
@@ -158,6 +161,7 @@ impl ServerConfig {
             transport: Transport::Sdk,
             disabled: false,
             required: false,
+            always_load: false,
             connect_timeout: None,
             tool_timeout: None,
             protocol: ProtocolPin::Auto,

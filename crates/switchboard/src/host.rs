@@ -48,6 +48,7 @@ use crate::name::QualifiedName;
 use crate::permissions::{
     CallSource, Denied, Gate, GatewayAsk, PermissionPrompter, PermissionRequest, PermissionSettings,
 };
+use crate::search::{SearchHit, ToolIndex};
 
 pub use error::HostError;
 pub use requests::{Listed, Listing, PromptEntry, ReadOutcome, RequestOptions};
@@ -291,6 +292,7 @@ impl HostBuilder {
             limits,
             interaction: self.interaction,
             roots,
+            search: Arc::default(),
         })
     }
 }
@@ -306,7 +308,12 @@ pub struct Host {
     limits: Limits,
     interaction: Interaction,
     roots: Roots,
+    /// The search index of the catalogue, with the catalogue generation it was built from.
+    search: Arc<std::sync::Mutex<Option<BuiltIndex>>>,
 }
+
+/// A search index and the catalogue generation it was built from.
+type BuiltIndex = (u64, Arc<ToolIndex>);
 
 impl std::fmt::Debug for Host {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -541,6 +548,33 @@ impl Host {
     /// them, with the problems found on the way.
     pub async fn tools(&self) -> Snapshot {
         self.catalog.snapshot().await
+    }
+
+    /// The `limit` tools of the catalogue most relevant to `query` (BM25 over name, title,
+    /// description and parameters; see [`crate::search`]), best first.
+    pub async fn search_tools(&self, query: &str, limit: usize) -> Vec<SearchHit> {
+        self.search_index().await.search(query, limit)
+    }
+
+    /// The catalogue's search index: built on the first search, again only when the
+    /// catalogue changed since (a server's list stored or dropped).
+    pub async fn search_index(&self) -> Arc<ToolIndex> {
+        let generation = self.catalog.generation();
+        let cached = self
+            .search
+            .lock()
+            .ok()
+            .and_then(|c| c.as_ref().filter(|(g, _)| *g == generation).cloned());
+        if let Some((_, index)) = cached {
+            return index;
+        }
+        let (snapshot, complete) = self.catalog.snapshot_listed().await;
+        let index = Arc::new(ToolIndex::new(snapshot.tools));
+        // A listing that failed is tried again by the next search, not cached without it.
+        if complete && let Ok(mut cache) = self.search.lock() {
+            *cache = Some((generation, index.clone()));
+        }
+        index
     }
 
     /// One server's tools (listed now if they are not cached).

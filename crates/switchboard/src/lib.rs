@@ -58,6 +58,7 @@ mod name;
 mod net;
 pub mod permissions;
 pub mod redact;
+pub mod search;
 pub(crate) mod transport;
 
 pub use catalog::{

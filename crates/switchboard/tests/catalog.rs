@@ -660,3 +660,64 @@ async fn an_ide_server_offers_only_execute_code_and_get_diagnostics() {
     assert_eq!(names, ["executeCode", "getDiagnostics"]);
     host.shutdown().await;
 }
+
+/// A partner's entry point, from the environment `scripts/test.sh` sets up.
+#[allow(clippy::disallowed_methods)]
+fn partner(var: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| {
+        panic!("{var} is not set: run the tests with `bash scripts/test.sh`, which installs the pinned test partners")
+    })
+}
+
+/// Tool search (issue 18): a word only in a tool's description finds it, best first, among a
+/// reference server's tools and the testkit's; a tool a server adds later is found once the
+/// catalogue has it (the index follows the catalogue).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_finds_tools_by_their_descriptions_and_follows_the_catalogue() {
+    let tree = ConfigTree::new().unwrap();
+    let host = host_with(
+        &tree,
+        json!({
+            "kit": testkit(&[]),
+            "everything": {"command": partner("SWITCHBOARD_PARTNER_EVERYTHING"), "args": ["stdio"]},
+        }),
+    )
+    .await;
+    let names = |hits: &[switchboard::search::SearchHit]| -> Vec<String> {
+        hits.iter().map(|h| h.tool.qualified_name.clone()).collect()
+    };
+    let hits = host.search_tools("environment variables", 3).await;
+    assert_eq!(
+        names(&hits).first().map(String::as_str),
+        Some("mcp__everything__get-env"),
+        "{hits:#?}"
+    );
+    assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));
+    let hits = host.search_tools("process id", 1).await;
+    assert_eq!(names(&hits), ["mcp__kit__pid"]);
+    assert!(host.search_tools("zebra", 5).await.is_empty());
+
+    let mut events = host.events();
+    host.call(
+        "mcp__kit__add_tool",
+        args(json!({"name": "zebra_finder"})),
+        cli(),
+    )
+    .await
+    .unwrap();
+    tokio::time::timeout(SETTLE, async {
+        loop {
+            if let Some(HostEvent::Catalog(CatalogEvent::ToolsChanged { added, .. })) =
+                events.recv().await
+                && added.iter().any(|a| a == "mcp__kit__zebra_finder")
+            {
+                return;
+            }
+        }
+    })
+    .await
+    .unwrap();
+    let hits = host.search_tools("zebra", 5).await;
+    assert_eq!(names(&hits), ["mcp__kit__zebra_finder"]);
+    host.shutdown().await;
+}

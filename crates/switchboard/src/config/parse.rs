@@ -463,6 +463,7 @@ impl Walker<'_> {
             transport,
             disabled: self.flag(&entry.disabled, "disabled")?,
             required: self.flag(&entry.required, "required")?,
+            always_load: self.flag(&entry.always_load, "alwaysLoad")?,
             connect_timeout: self.millis(&entry.timeout, "timeout")?,
             tool_timeout: self.millis(&entry.tool_timeout, "toolTimeout")?,
             protocol,

@@ -422,6 +422,8 @@ pub(crate) struct ServerFile {
     pub(crate) kind: Keyed<Text>,
     pub(crate) disabled: Keyed<Flag>,
     pub(crate) required: Keyed<Flag>,
+    /// Listed even in the gateway's search mode.
+    pub(crate) always_load: Keyed<Flag>,
     pub(crate) timeout: Keyed<Count>,
     pub(crate) tool_timeout: Keyed<Count>,
     pub(crate) protocol: Keyed<Text>,
