@@ -18,6 +18,7 @@ pub mod http;
 pub mod page;
 pub mod rounds;
 pub mod session;
+pub mod sessions;
 pub mod uri;
 
 use std::sync::Arc;

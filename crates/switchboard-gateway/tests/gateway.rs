@@ -70,6 +70,7 @@ async fn gateway_asking(
             token: TOKEN.to_owned(),
             allowed_origins: DEFAULT_ORIGINS.iter().map(|s| s.to_string()).collect(),
             allow_remote: false,
+            sessions: Default::default(),
         },
     )
     .await
@@ -358,6 +359,7 @@ async fn binding_beyond_loopback_needs_the_explicit_flag() {
         token: TOKEN.to_owned(),
         allowed_origins: Vec::new(),
         allow_remote: false,
+        sessions: Default::default(),
     };
     let refused = HttpGateway::bind(
         Gateway::new(host, ToolFilter::default()),
