@@ -975,3 +975,33 @@ fn sessions_past_the_cap_are_refused_until_one_ends() {
     assert_eq!(code, 200, "{response}");
     serve.stop();
 }
+
+/// A server that answers `initialize` but never `tools/list` does not hold the gateway's
+/// listing: `tools/list` answers within the listing bound (the connect timeout, `MCP_TIMEOUT`)
+/// with the healthy server's tools, and the hung server's left out.
+#[test]
+fn the_gateway_lists_the_tools_of_the_servers_that_answer_in_time() {
+    let tree = ConfigTree::new().unwrap();
+    let bin = switchboard_testkit::server_bin();
+    tree.write(
+        tree.user_file(),
+        &json!({"mcpServers": {
+            "healthy": {"command": bin},
+            "hung": {"command": bin, "args": ["--hang-tools-list"]},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let token = "hang-token-0123456789abcdef";
+    let serve = HttpServe::start_with_env(&tree, &["--token", token], &[("MCP_TIMEOUT", "2000")]);
+    let session = open_session(&serve, token);
+    let started = std::time::Instant::now();
+    let (code, response) = session_request(&serve, token, &session, "tools/list");
+    let took = started.elapsed();
+    serve.stop();
+    assert_eq!(code, 200, "{response}");
+    assert!(response.contains("mcp__healthy__echo"), "{response}");
+    assert!(!response.contains("mcp__hung__"), "{response}");
+    // The bound is 2 s; the slack is for a loaded machine, far below the test's own wait.
+    assert!(took < Duration::from_secs(20), "tools/list took {took:?}");
+}
