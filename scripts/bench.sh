@@ -7,7 +7,11 @@
 #                                                 servers, so `config` alone builds nothing else)
 #   cargo bench -p switchboard-gateway --bench gateway   (calls through `serve` vs direct and
 #                                                         vs a bare relay, the ceiling)
-# `scripts/bench.sh startup`, `calls`, `gateway` or `config` runs one of them.
+#   cargo bench -p switchboard-gateway --bench sessions  (the soak: the release `serve --http`
+#                                                         opens and lets go 20 000 sessions;
+#                                                         its RSS must come back within 10 %)
+# `scripts/bench.sh startup`, `calls`, `gateway`, `config` or `soak` runs one of them; the
+# default run leaves out `soak` (about 5 min).
 # Figures and how to read them: BENCHMARKS.md.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -36,6 +40,7 @@ for bench in "${benches[@]}"; do
   echo "uptime before $bench: $(uptime)"
   case $bench in
     gateway) cargo bench --locked -p switchboard-gateway --bench gateway ;;
+    soak) cargo bench --locked -p switchboard-gateway --bench sessions ;;
     *) cargo bench --locked -p switchboard --bench "$bench" ;;
   esac
 done
