@@ -13,7 +13,9 @@
 //!   its sessions are deleted (`DELETE`) and the rest expire; the next wave starts once
 //!   `/status` says no session is open.
 //! - **memory**: the gateway's `VmRSS` from `/proc/PID/status` after the warm-up expired (the
-//!   start), when each wave is open, and after it is gone; the peak is `VmHWM`.
+//!   start), when each wave is open, and after it is gone; the peak is `VmHWM`. Freed memory
+//!   goes back to the system a few seconds after it is freed (jemalloc's decay, 10 s), so
+//!   "after" is read once RSS has settled: no new low for 5 s, at most 40 s.
 //!
 //! Target (issue 16): RSS after the last wave within 10 % of the start. A wave that does not
 //! fully open, or sessions that do not go, fail the run. Every wait is bounded (20 s a request,
@@ -67,6 +69,24 @@ fn memory(pid: u32) -> (u64, u64) {
             .unwrap_or(0)
     };
     (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// `VmRSS` of `pid` once it stops falling (no new low for 5 s), at most 40 s.
+async fn settled_rss(pid: u32) -> u64 {
+    let started = Instant::now();
+    let (mut low, _) = memory(pid);
+    let mut low_since = Instant::now();
+    while low_since.elapsed() < Duration::from_secs(5)
+        && started.elapsed() < Duration::from_secs(40)
+    {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let (now, _) = memory(pid);
+        if now < low {
+            low = now;
+            low_since = Instant::now();
+        }
+    }
+    low
 }
 
 fn mib(kib: u64) -> String {
@@ -265,7 +285,7 @@ fn main() {
         let gone_within = Duration::from_secs(idle + 120);
         open_wave(&http, &gateway, warmup, concurrency).await;
         until_none_open(&http, &gateway, gone_within).await;
-        let (start, _) = memory(pid);
+        let start = settled_rss(pid).await;
         println!(
             "RSS after the warm-up expired (the start): {} MiB",
             mib(start)
@@ -289,7 +309,7 @@ fn main() {
                 .collect::<Vec<()>>()
                 .await;
             let gone_in = until_none_open(&http, &gateway, gone_within).await;
-            (after, _) = memory(pid);
+            after = settled_rss(pid).await;
             println!(
                 "| {n} | {wave} | {open} | {} | {:.1} s | {:.1} s | {} |",
                 mib(with_open),
