@@ -8,10 +8,11 @@
 //!   `--session-idle SOAK_IDLE` (20 s) and caps above what the soak opens.
 //! - **sessions**: each is `initialize`, `notifications/initialized` and `tools/list`
 //!   (protocol 2025-11-25), then left alone; `SOAK_CONCURRENCY` (32) at a time, from one
-//!   keep-alive client on a current-thread runtime. A warm-up wave of `SOAK_WARMUP` (1 000),
-//!   then `SOAK_WAVES` (4) waves of `SOAK_WAVE` (5 000): each wave is opened in full, then half
-//!   its sessions are deleted (`DELETE`) and the rest expire; the next wave starts once
-//!   `/status` says no session is open.
+//!   keep-alive client on a current-thread runtime. A warm-up wave of `SOAK_WARMUP` (as many as
+//!   a wave: the allocator's own bookkeeping grows to the peak once, and stays), then
+//!   `SOAK_WAVES` (4) waves of `SOAK_WAVE` (5 000): each wave is opened in full, then half its
+//!   sessions are deleted (`DELETE`) and the rest expire; the next wave starts once `/status`
+//!   says no session is open.
 //! - **memory**: the gateway's `VmRSS` from `/proc/PID/status` after the warm-up expired (the
 //!   start), when each wave is open, and after it is gone; the peak is `VmHWM`. Freed memory
 //!   goes back to the system a few seconds after it is freed (jemalloc's decay, 10 s), so
@@ -243,9 +244,9 @@ fn main() {
     });
     let _ = rustls::crypto::ring::default_provider().install_default();
     let idle = setting("SOAK_IDLE", 20);
-    let warmup = setting("SOAK_WARMUP", 1_000);
     let waves = setting("SOAK_WAVES", 4);
     let wave = setting("SOAK_WAVE", 5_000);
+    let warmup = setting("SOAK_WARMUP", wave);
     let concurrency = setting("SOAK_CONCURRENCY", 32) as usize;
     let server = switchboard_testkit::server_bin();
     let cli = cli_bin(&server);
