@@ -10,7 +10,11 @@
 #   cargo bench -p switchboard --bench search    (tool search: recall@5 of labelled queries over
 #                                                 the reference servers' tools, time per query
 #                                                 over 5 000; needs the partners, not testkit)
-# `scripts/bench.sh startup`, `calls`, `gateway`, `config` or `search` runs one of them.
+#   cargo bench -p switchboard-gateway --bench sessions  (the soak: the release `serve --http`
+#                                                         opens and lets go 20 000 sessions;
+#                                                         its RSS must come back within 10 %)
+# `scripts/bench.sh startup`, `calls`, `gateway`, `config`, `search` or `soak` runs one of
+# them; the default run leaves out `soak` (about 5 min).
 # Figures and how to read them: BENCHMARKS.md.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -46,6 +50,7 @@ for bench in "${benches[@]}"; do
   echo "uptime before $bench: $(uptime)"
   case $bench in
     gateway) cargo bench --locked -p switchboard-gateway --bench gateway ;;
+    soak) cargo bench --locked -p switchboard-gateway --bench sessions ;;
     *) cargo bench --locked -p switchboard --bench "$bench" ;;
   esac
 done

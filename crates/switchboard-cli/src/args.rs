@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use clap_complete::engine::{ArgValueCandidates, CompletionCandidate};
+use switchboard_gateway::sessions::SessionLimits;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -427,6 +428,20 @@ pub(crate) struct ServeArgs {
     /// every tool's definition would pass N tokens.
     #[arg(long, value_name = "on|auto:N", num_args = 0..=1, default_missing_value = "on")]
     pub(crate) tool_search: Option<switchboard_gateway::ToolSearch>,
+    /// With --http: the most sessions open at once; an `initialize` past it gets HTTP 503
+    /// (a session ends when its client deletes it, or after 5 minutes idle).
+    #[arg(long, value_name = "N", default_value_t = SessionLimits::DEFAULT_MAX_SESSIONS as u32,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) max_sessions: u32,
+    /// With --http: the most sessions open at once with one bearer token.
+    #[arg(long, value_name = "N", default_value_t = SessionLimits::DEFAULT_MAX_PER_TOKEN as u32,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) max_sessions_per_token: u32,
+    /// Testing: a session ends after this many idle seconds (rmcp's keep-alive).
+    #[arg(long, value_name = "SECONDS", hide = true,
+          default_value_t = SessionLimits::DEFAULT_IDLE.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) session_idle: u64,
 }
 
 /// `serve --ask`.

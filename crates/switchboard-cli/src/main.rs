@@ -22,6 +22,13 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// jemalloc, not the system's malloc: glibc's keeps what a burst of gateway sessions freed
+/// (their channels and tasks, spread over its arenas), so `serve --http` never shrank after
+/// one; jemalloc's background thread returns freed pages to the system within seconds (see
+/// BENCHMARKS.md, the session soak).
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// `--version`: the crate's version and the commit it was built from.
 pub(crate) const VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use switchboard_gateway::http::{DEFAULT_ORIGINS, HttpGateway, HttpOptions, MCP_PATH};
+use switchboard_gateway::sessions::SessionLimits;
 use switchboard_gateway::{Gateway, ToolFilter};
 
 use crate::args::ServeArgs;
@@ -135,6 +136,11 @@ async fn serve_http(
             .chain(args.allow_origins.iter().cloned())
             .collect(),
         allow_remote: args.allow_remote,
+        sessions: SessionLimits {
+            max_sessions: args.max_sessions as usize,
+            max_per_token: args.max_sessions_per_token as usize,
+            idle: std::time::Duration::from_secs(args.session_idle),
+        },
     };
     let server = HttpGateway::bind(gateway, addr, options).await?;
     let bound = server.local_addr()?;

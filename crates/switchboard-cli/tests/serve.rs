@@ -844,6 +844,18 @@ fn http(
     path: &str,
     body: Option<&str>,
 ) -> (u16, String) {
+    http_with(serve, token, method, path, &[], body)
+}
+
+/// [`http`] with more headers (`Name: value`).
+fn http_with(
+    serve: &HttpServe,
+    token: &str,
+    method: &str,
+    path: &str,
+    headers: &[String],
+    body: Option<&str>,
+) -> (u16, String) {
     use std::io::Read;
     let url = serve.url.strip_prefix("http://").unwrap();
     let (addr, _) = url.split_once('/').unwrap();
@@ -856,9 +868,10 @@ fn http(
         ),
         None => String::new(),
     };
+    let extra: String = headers.iter().map(|h| format!("{h}\r\n")).collect();
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n{body_headers}Connection: close\r\n\r\n{}",
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n{extra}{body_headers}Connection: close\r\n\r\n{}",
         body.unwrap_or_default()
     )
     .unwrap();
@@ -870,6 +883,59 @@ fn http(
         .and_then(|code| code.parse().ok())
         .unwrap_or_else(|| panic!("{response}"));
     (code, response)
+}
+
+/// The path of the MCP endpoint of `serve --http` (`/mcp`).
+fn mcp_path(serve: &HttpServe) -> String {
+    let (_, path) = serve
+        .url
+        .split_once("://")
+        .unwrap()
+        .1
+        .split_once('/')
+        .unwrap();
+    format!("/{path}")
+}
+
+const INITIALIZE: &str = r#"{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}"#;
+
+/// A response header's value (names compared without case).
+fn header<'a>(response: &'a str, name: &str) -> Option<&'a str> {
+    let (head, _) = response.split_once("\r\n\r\n")?;
+    head.lines().find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        key.eq_ignore_ascii_case(name).then(|| value.trim())
+    })
+}
+
+/// `initialize` then `notifications/initialized` over `serve --http`: the session's id.
+fn open_session(serve: &HttpServe, token: &str) -> String {
+    let (code, response) = http(serve, token, "POST", &mcp_path(serve), Some(INITIALIZE));
+    assert_eq!(code, 200, "{response}");
+    let session = header(&response, "mcp-session-id").unwrap().to_owned();
+    let (code, response) = http_with(
+        serve,
+        token,
+        "POST",
+        &mcp_path(serve),
+        &[format!("Mcp-Session-Id: {session}")],
+        Some(r#"{"jsonrpc": "2.0", "method": "notifications/initialized"}"#),
+    );
+    assert_eq!(code, 202, "{response}");
+    session
+}
+
+/// A request in the session `session` of `serve --http`: the status code and the response.
+fn session_request(serve: &HttpServe, token: &str, session: &str, method: &str) -> (u16, String) {
+    let body = json!({"jsonrpc": "2.0", "id": 2, "method": method, "params": {}}).to_string();
+    http_with(
+        serve,
+        token,
+        "POST",
+        &mcp_path(serve),
+        &[format!("Mcp-Session-Id: {session}")],
+        Some(&body),
+    )
 }
 
 /// `GET /status` of `serve --http`, with the token, as JSON.
@@ -986,24 +1052,113 @@ fn malformed_json_rpc_over_http_is_a_parse_error() {
         .unwrap();
     let token = "parse-token-0123456789abcdef";
     let serve = HttpServe::start(&tree, &["--token", token]);
-    let path = serve
-        .url
-        .split_once("://")
-        .unwrap()
-        .1
-        .split_once('/')
-        .unwrap()
-        .1
-        .to_owned();
-    let post = |body: &str| http(&serve, token, "POST", &format!("/{path}"), Some(body));
+    let post = |body: &str| http(&serve, token, "POST", &mcp_path(&serve), Some(body));
     let (code, response) = post("{not json");
     assert_eq!(code, 400, "{response}");
     assert!(response.contains("-32700"), "{response}");
-    let (code, response) = post(
-        r#"{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}"#,
-    );
+    let (code, response) = post(INITIALIZE);
     assert_eq!(code, 200, "{response}");
     serve.stop();
+}
+
+/// Sessions are capped per bearer token (and in all): past the cap an `initialize` gets 503
+/// with a JSON-RPC error that names the cap, and `Retry-After`; the sessions already open keep
+/// working, `/status` shows the count and the caps, and a DELETE frees a slot for a new one.
+#[test]
+fn sessions_past_the_cap_are_refused_until_one_ends() {
+    let tree = ConfigTree::new().unwrap();
+    tree.write(tree.user_file(), r#"{"mcpServers": {}}"#)
+        .unwrap();
+    let token = "cap-token-0123456789abcdef";
+    let serve = HttpServe::start(
+        &tree,
+        &[
+            "--token",
+            token,
+            "--max-sessions-per-token",
+            "2",
+            "--max-sessions",
+            "3",
+        ],
+    );
+    let first = open_session(&serve, token);
+    let second = open_session(&serve, token);
+    assert_ne!(first, second);
+
+    let (code, response) = http(&serve, token, "POST", &mcp_path(&serve), Some(INITIALIZE));
+    assert_eq!(code, 503, "{response}");
+    assert!(header(&response, "retry-after").is_some(), "{response}");
+    let (_, body) = response.split_once("\r\n\r\n").unwrap();
+    let refusal: Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    assert_eq!(refusal["id"], 1, "{refusal}");
+    assert_eq!(
+        refusal["error"]["data"]["cap"], "maxSessionsPerToken",
+        "{refusal}"
+    );
+    let message = refusal["error"]["message"].as_str().unwrap();
+    assert!(message.contains("--max-sessions-per-token 2"), "{message}");
+
+    // The sessions already open go on.
+    let (code, response) = session_request(&serve, token, &first, "tools/list");
+    assert_eq!(code, 200, "{response}");
+    assert!(response.contains(r#""tools":[]"#), "{response}");
+    let sessions = &status_of(&serve, token)["sessions"];
+    assert_eq!(
+        (
+            &sessions["open"],
+            &sessions["max"],
+            &sessions["maxPerToken"]
+        ),
+        (&json!(2), &json!(3), &json!(2)),
+        "{sessions}"
+    );
+
+    let (code, response) = http_with(
+        &serve,
+        token,
+        "DELETE",
+        &mcp_path(&serve),
+        &[format!("Mcp-Session-Id: {second}")],
+        None,
+    );
+    assert!((200..300).contains(&code), "{response}");
+    assert_eq!(status_of(&serve, token)["sessions"]["open"], 1);
+    let (code, _) = session_request(&serve, token, &second, "tools/list");
+    assert_eq!(code, 404, "a deleted session is gone");
+    let third = open_session(&serve, token);
+    let (code, response) = session_request(&serve, token, &third, "tools/list");
+    assert_eq!(code, 200, "{response}");
+    serve.stop();
+}
+
+/// A server that answers `initialize` but never `tools/list` does not hold the gateway's
+/// listing: `tools/list` answers within the listing bound (the connect timeout, `MCP_TIMEOUT`)
+/// with the healthy server's tools, and the hung server's left out.
+#[test]
+fn the_gateway_lists_the_tools_of_the_servers_that_answer_in_time() {
+    let tree = ConfigTree::new().unwrap();
+    let bin = switchboard_testkit::server_bin();
+    tree.write(
+        tree.user_file(),
+        &json!({"mcpServers": {
+            "healthy": {"command": bin},
+            "hung": {"command": bin, "args": ["--hang-tools-list"]},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let token = "hang-token-0123456789abcdef";
+    let serve = HttpServe::start_with_env(&tree, &["--token", token], &[("MCP_TIMEOUT", "2000")]);
+    let session = open_session(&serve, token);
+    let started = std::time::Instant::now();
+    let (code, response) = session_request(&serve, token, &session, "tools/list");
+    let took = started.elapsed();
+    serve.stop();
+    assert_eq!(code, 200, "{response}");
+    assert!(response.contains("mcp__healthy__echo"), "{response}");
+    assert!(!response.contains("mcp__hung__"), "{response}");
+    // The bound is 2 s; the slack is for a loaded machine, far below the test's own wait.
+    assert!(took < Duration::from_secs(20), "tools/list took {took:?}");
 }
 
 /// `serve --tool-search`: `tools/list` holds the search and call tools and the tools of the

@@ -512,6 +512,7 @@ fn start_gateway(upstreams: &[(&str, String)], tree: &ConfigTree, multi_thread: 
                     token: TOKEN.to_owned(),
                     allowed_origins: Vec::new(),
                     allow_remote: false,
+                    sessions: Default::default(),
                 },
             )
             .await

@@ -1,7 +1,8 @@
 //! The gateway over Streamable HTTP: rmcp's service at `/mcp` (a session, and a handler, per
-//! client), `GET /healthz`, and `GET /status` (every upstream server's state, `ask`: what a call
-//! of a tool no permission rule names does, and the requests that wait for their clients'
-//! answers).
+//! client; sessions capped per token and in all, see [`crate::sessions`]), `GET /healthz`, and
+//! `GET /status` (every upstream server's state, `ask`: what a call of a tool no permission rule
+//! names does, the requests that wait for their clients' answers, and the sessions open and
+//! their caps).
 //!
 //! Security: every route but `/healthz` wants `Authorization: Bearer <token>` (401 without);
 //! a request whose `Origin` is not on the allow-list is refused with 403 before anything else
@@ -18,13 +19,12 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::header::{AUTHORIZATION, CONTENT_TYPE, ORIGIN, WWW_AUTHENTICATE};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::header::{AUTHORIZATION, CONTENT_TYPE, ORIGIN, RETRY_AFTER, WWW_AUTHENTICATE};
+use axum::http::{HeaderMap, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::serve::ListenerExt;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
 use switchboard::ServerState;
@@ -32,9 +32,17 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::Gateway;
+use crate::sessions::{SessionLimits, Sessions, TokenId};
 
 /// The path the MCP endpoint is served at.
 pub const MCP_PATH: &str = "/mcp";
+
+/// The largest request body: rmcp's own limit, which a request the session cap looks into
+/// (see [`cap_sessions`]) is held to as well.
+const MAX_BODY: usize = 4 * 1024 * 1024;
+
+/// The header that names a Streamable HTTP session.
+const SESSION_ID: &str = "mcp-session-id";
 
 /// Origins allowed by default: pages served from this machine.
 pub const DEFAULT_ORIGINS: [&str; 3] =
@@ -48,6 +56,8 @@ pub struct HttpOptions {
     pub allowed_origins: Vec<String>,
     /// Allows binding an address that is not loopback (and any `Host` header).
     pub allow_remote: bool,
+    /// How many sessions may be open, and how long one may sit idle.
+    pub sessions: SessionLimits,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -158,24 +168,26 @@ impl HttpGateway {
         let mut config = StreamableHttpServerConfig::default()
             .with_cancellation_token(shutdown.child_token())
             // Our own middleware checks the Origin, for every route.
-            .disable_allowed_origins();
+            .disable_allowed_origins()
+            .with_max_request_body_bytes(MAX_BODY);
         if options.allow_remote {
             config = config.disable_allowed_hosts();
         }
         let factory = gateway.clone();
-        let service = StreamableHttpService::new(
-            move || Ok(factory.session()),
-            Arc::new(LocalSessionManager::default()),
-            config,
-        );
+        let sessions = Arc::new(Sessions::new(options.sessions));
+        let service =
+            StreamableHttpService::new(move || Ok(factory.session()), sessions.clone(), config);
         let guard = Arc::new(Guard {
             token: options.token,
             origins: options.allowed_origins,
         });
+        let mcp = Router::new().route_service(MCP_PATH, service).layer(
+            axum::middleware::from_fn_with_state(sessions.clone(), cap_sessions),
+        );
         let router = Router::new()
-            .route_service(MCP_PATH, service)
             .route("/status", get(status))
-            .with_state(gateway)
+            .with_state(Served { gateway, sessions })
+            .merge(mcp)
             .layer(axum::middleware::from_fn_with_state(guard, check_request))
             .route("/healthz", get(|| async { "ok\n" }));
         Ok(HttpGateway {
@@ -213,7 +225,18 @@ struct Guard {
     origins: Vec<String>,
 }
 
-async fn check_request(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
+/// What `/status` reports on.
+#[derive(Debug, Clone)]
+struct Served {
+    gateway: Gateway,
+    sessions: Arc<Sessions>,
+}
+
+async fn check_request(
+    State(guard): State<Arc<Guard>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
     if let Some(origin) = request.headers().get(ORIGIN) {
         let allowed = origin
             .to_str()
@@ -230,6 +253,8 @@ async fn check_request(State(guard): State<Arc<Guard>>, request: Request, next: 
         )
             .into_response();
     }
+    // The gateway has one token: every session is counted against it.
+    request.extensions_mut().insert(TokenId(0));
     let sent_json = request
         .headers()
         .get(CONTENT_TYPE)
@@ -257,6 +282,69 @@ async fn check_request(State(guard): State<Arc<Guard>>, request: Request, next: 
             .into_response();
     }
     response
+}
+
+/// Caps the sessions: a POST without `Mcp-Session-Id` may open one (an `initialize` does), so
+/// it takes a slot first, which the session named in the response keeps. When no slot is
+/// free, the body says whether it is an `initialize`: one gets 503 with a JSON-RPC error
+/// naming the cap and `Retry-After`; anything else goes on (it opens no session).
+async fn cap_sessions(
+    State(sessions): State<Arc<Sessions>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if request.method() != Method::POST || request.headers().contains_key(SESSION_ID) {
+        return next.run(request).await;
+    }
+    let token = request
+        .extensions()
+        .get::<TokenId>()
+        .copied()
+        .unwrap_or_default();
+    let full = match sessions.reserve(token) {
+        Ok(slot) => {
+            let response = next.run(request).await;
+            match response
+                .headers()
+                .get(SESSION_ID)
+                .and_then(|v| v.to_str().ok())
+            {
+                Some(id) => slot.keep(id),
+                None => drop(slot),
+            }
+            return response;
+        }
+        Err(full) => full,
+    };
+    let (parts, body) = request.into_parts();
+    let bytes = match axum::body::to_bytes(body, MAX_BODY).await {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            return (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("the request body could not be read within {MAX_BODY} bytes: {e}\n"),
+            )
+                .into_response();
+        }
+    };
+    let message = serde_json::from_slice::<serde_json::Value>(&bytes).unwrap_or_default();
+    if message.get("method").and_then(|m| m.as_str()) != Some("initialize") {
+        return next
+            .run(Request::from_parts(parts, Body::from(bytes)))
+            .await;
+    }
+    let limits = sessions.limits();
+    let id = message.get("id").cloned().unwrap_or_default();
+    tracing::info!("an initialize was refused: {full:?} (limits {limits:?})");
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        [
+            (CONTENT_TYPE, "application/json".to_owned()),
+            (RETRY_AFTER, limits.retry_after().to_string()),
+        ],
+        crate::sessions::refusal(full, &limits, id).to_string(),
+    )
+        .into_response()
 }
 
 fn token_matches(headers: &HeaderMap, token: &str) -> bool {
@@ -303,8 +391,10 @@ fn origin_allowed(allowed: &[String], origin: &str) -> bool {
 }
 
 /// Every upstream server (state, tool count, last error), what a call of a tool no permission
-/// rule names does, and how many requests of 2026-07-28 clients wait for their answers.
-async fn status(State(gateway): State<Gateway>) -> Response {
+/// rule names does, how many requests of 2026-07-28 clients wait for their answers, and the
+/// sessions open with their caps.
+async fn status(State(served): State<Served>) -> Response {
+    let Served { gateway, sessions } = served;
     let host = gateway.host();
     let mut servers = Vec::new();
     for (name, state) in host.servers() {
@@ -330,6 +420,12 @@ async fn status(State(gateway): State<Gateway>) -> Response {
         // What a call of a tool that no permission rule names does (`serve --ask`).
         "ask": ask.as_str(),
         "waitingForInput": gateway.rounds().parked(),
+        "sessions": {
+            "open": sessions.open(),
+            "max": sessions.limits().max_sessions,
+            "maxPerToken": sessions.limits().max_per_token,
+            "idleSeconds": sessions.limits().idle.as_secs(),
+        },
     })
     .to_string();
     Response::builder()

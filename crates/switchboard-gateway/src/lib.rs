@@ -19,6 +19,7 @@ pub mod page;
 pub mod rounds;
 pub mod search;
 pub mod session;
+pub mod sessions;
 pub mod uri;
 
 use std::sync::Arc;

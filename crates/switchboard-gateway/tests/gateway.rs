@@ -70,6 +70,7 @@ async fn gateway_asking(
             token: TOKEN.to_owned(),
             allowed_origins: DEFAULT_ORIGINS.iter().map(|s| s.to_string()).collect(),
             allow_remote: false,
+            sessions: Default::default(),
         },
     )
     .await
@@ -340,6 +341,8 @@ async fn without_the_token_401_with_a_foreign_origin_403_and_healthz_is_open() {
             "servers": [{"name": "kit", "state": "connected", "tools": 9, "lastError": null}],
             "ask": "client",
             "waitingForInput": 0,
+            // The two initializes above that were let in: open, as the caps allow.
+            "sessions": {"open": 2, "max": 10000, "maxPerToken": 1000, "idleSeconds": 300},
         })
     );
 }
@@ -358,6 +361,7 @@ async fn binding_beyond_loopback_needs_the_explicit_flag() {
         token: TOKEN.to_owned(),
         allowed_origins: Vec::new(),
         allow_remote: false,
+        sessions: Default::default(),
     };
     let refused = HttpGateway::bind(
         Gateway::new(host, ToolFilter::default()),

@@ -1,0 +1,342 @@
+//! The gateway's Streamable HTTP sessions: rmcp's [`LocalSessionManager`], counted per bearer
+//! token and in all, and capped ([`SessionLimits`]).
+//!
+//! Only an `initialize` opens a session, and only a POST without `Mcp-Session-Id` can be one:
+//! such a request takes a slot first (`Sessions::reserve`), which becomes the session's once
+//! the response names it (`Slot::keep`) and is given back otherwise. A session's slot comes
+//! back when the session ends: deleted by its client (`DELETE`), idle past
+//! [`SessionLimits::idle`], or its handler gone. rmcp reports each of these as
+//! [`SessionManager::close_session`], after which nothing of the session is left: its worker,
+//! its handler ([`crate::session::Session`], with its subscriptions and notification task) and
+//! rmcp's entry for it are dropped.
+//!
+//! When no slot is free, an `initialize` gets HTTP 503 with a JSON-RPC error that names the cap
+//! and a `Retry-After` header (`refusal`); sessions already open go on as before, and requests
+//! that open none (2026-07-28 clients are sessionless) are not refused.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures::Stream;
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::WorkerTransport;
+use rmcp::transport::streamable_http_server::SessionId;
+use rmcp::transport::streamable_http_server::session::local::{
+    LocalSessionManager, LocalSessionManagerError, LocalSessionWorker,
+};
+use rmcp::transport::streamable_http_server::session::{
+    EventStore, ServerSseMessage, SessionManager,
+};
+use serde_json::{Value, json};
+
+/// How many sessions may be open, and how long one may sit idle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionLimits {
+    /// The most sessions open at once, for all tokens (`serve --max-sessions`).
+    pub max_sessions: usize,
+    /// The most sessions open at once with one bearer token (`--max-sessions-per-token`).
+    pub max_per_token: usize,
+    /// A session with no request for this long ends (rmcp's keep-alive).
+    pub idle: Duration,
+}
+
+impl SessionLimits {
+    pub const DEFAULT_MAX_SESSIONS: usize = 10_000;
+    pub const DEFAULT_MAX_PER_TOKEN: usize = 1_000;
+    pub const DEFAULT_IDLE: Duration = Duration::from_secs(300);
+
+    /// What `Retry-After` says when a cap is reached: sessions free up as they expire, so the
+    /// idle time bounds the wait (at most a minute, at least a second).
+    pub fn retry_after(&self) -> u64 {
+        self.idle.as_secs().clamp(1, 60)
+    }
+}
+
+impl Default for SessionLimits {
+    fn default() -> Self {
+        SessionLimits {
+            max_sessions: Self::DEFAULT_MAX_SESSIONS,
+            max_per_token: Self::DEFAULT_MAX_PER_TOKEN,
+            idle: Self::DEFAULT_IDLE,
+        }
+    }
+}
+
+/// Which of the gateway's bearer tokens a request carried (the gateway has one today), set by
+/// the bearer check as a request extension.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub(crate) struct TokenId(pub(crate) usize);
+
+/// The cap a new session would pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Full {
+    /// `--max-sessions`: this many are open in all.
+    Total(usize),
+    /// `--max-sessions-per-token`: this many are open with the request's token.
+    PerToken(usize),
+}
+
+/// rmcp's sessions, counted. Shared by rmcp's service (as its session manager) and the
+/// middleware that reserves slots.
+#[derive(Debug)]
+pub struct Sessions {
+    manager: LocalSessionManager,
+    limits: SessionLimits,
+    counts: Mutex<Counts>,
+}
+
+#[derive(Debug, Default)]
+struct Counts {
+    /// Sessions open and slots reserved, in all.
+    open: usize,
+    /// The same by token; a token with none has no entry.
+    per_token: HashMap<TokenId, usize>,
+    /// Sessions rmcp created and has not closed, with the token whose slot they hold (`None`
+    /// until the response that opened it is seen: the slot is still the request's).
+    live: HashMap<SessionId, Option<TokenId>>,
+}
+
+impl Sessions {
+    pub fn new(limits: SessionLimits) -> Self {
+        let mut manager = LocalSessionManager::default();
+        manager.session_config.keep_alive = Some(limits.idle);
+        Sessions {
+            manager,
+            limits,
+            counts: Mutex::default(),
+        }
+    }
+
+    pub fn limits(&self) -> SessionLimits {
+        self.limits
+    }
+
+    /// Sessions open, and slots taken by requests that may open one.
+    pub fn open(&self) -> usize {
+        self.counts().open
+    }
+
+    /// A slot for a request of `token` that may open a session, unless a cap is reached.
+    pub(crate) fn reserve(self: &Arc<Self>, token: TokenId) -> Result<Slot, Full> {
+        let mut counts = self.counts();
+        if counts.open >= self.limits.max_sessions {
+            return Err(Full::Total(counts.open));
+        }
+        let mine = counts.per_token.entry(token).or_default();
+        if *mine >= self.limits.max_per_token {
+            return Err(Full::PerToken(*mine));
+        }
+        *mine += 1;
+        counts.open += 1;
+        Ok(Slot {
+            sessions: Some(self.clone()),
+            token,
+        })
+    }
+
+    fn counts(&self) -> std::sync::MutexGuard<'_, Counts> {
+        self.counts.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Counts {
+    fn release(&mut self, token: TokenId) {
+        self.open = self.open.saturating_sub(1);
+        if let Some(mine) = self.per_token.get_mut(&token) {
+            *mine = mine.saturating_sub(1);
+            if *mine == 0 {
+                self.per_token.remove(&token);
+            }
+        }
+    }
+}
+
+/// A place for one session; given back when dropped unless a session keeps it.
+#[derive(Debug)]
+pub(crate) struct Slot {
+    sessions: Option<Arc<Sessions>>,
+    token: TokenId,
+}
+
+impl Slot {
+    /// The session `id` (named by the response to the request that reserved the slot) holds it
+    /// from now on, until it ends. A session that already ended gives it back at once.
+    pub(crate) fn keep(mut self, id: &str) {
+        let Some(sessions) = self.sessions.take() else {
+            return;
+        };
+        let mut counts = sessions.counts();
+        match counts.live.get_mut(id) {
+            Some(holder @ None) => *holder = Some(self.token),
+            _ => counts.release(self.token),
+        }
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        if let Some(sessions) = self.sessions.take() {
+            sessions.counts().release(self.token);
+        }
+    }
+}
+
+impl SessionManager for Sessions {
+    type Error = LocalSessionManagerError;
+    type Transport = WorkerTransport<LocalSessionWorker>;
+
+    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        let (id, transport) = self.manager.create_session().await?;
+        self.counts().live.insert(id.clone(), None);
+        Ok((id, transport))
+    }
+
+    async fn initialize_session(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        self.manager.initialize_session(id, message).await
+    }
+
+    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        self.manager.has_session(id).await
+    }
+
+    /// Called for a `DELETE`, and by rmcp whenever a session's handler stops (idle timeout,
+    /// transport closed): the slot comes back here, once.
+    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        let closed = self.manager.close_session(id).await;
+        let mut counts = self.counts();
+        if let Some(Some(token)) = counts.live.remove(id) {
+            counts.release(token);
+        }
+        drop(counts);
+        closed
+    }
+
+    async fn create_stream(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.manager.create_stream(id, message).await
+    }
+
+    async fn accept_message(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<(), Self::Error> {
+        self.manager.accept_message(id, message).await
+    }
+
+    async fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.manager.create_standalone_stream(id).await
+    }
+
+    async fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.manager.resume(id, last_event_id).await
+    }
+
+    fn event_store(&self) -> Option<Arc<dyn EventStore>> {
+        self.manager.event_store()
+    }
+}
+
+/// The JSON-RPC error an `initialize` gets when `full` (its `id` is the request's): code
+/// -32000, a message that names the cap and its flag, and `data` with the cap's settings key,
+/// its value and the seconds to wait.
+pub(crate) fn refusal(full: Full, limits: &SessionLimits, id: Value) -> Value {
+    let retry = limits.retry_after();
+    let (cap, limit, message) = match full {
+        Full::PerToken(open) => (
+            "maxSessionsPerToken",
+            limits.max_per_token,
+            format!(
+                "too many sessions for this bearer token: {open} are open, its cap \
+                 (--max-sessions-per-token {})",
+                limits.max_per_token
+            ),
+        ),
+        Full::Total(open) => (
+            "maxSessions",
+            limits.max_sessions,
+            format!(
+                "too many sessions: the gateway has {open} open, its cap (--max-sessions {})",
+                limits.max_sessions
+            ),
+        ),
+    };
+    json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {
+            "code": -32000,
+            "message": format!(
+                "{message}; end one (HTTP DELETE with its Mcp-Session-Id), or retry in {retry} s \
+                 (an idle session ends after {} s)",
+                limits.idle.as_secs()
+            ),
+            "data": {"cap": cap, "limit": limit, "retryAfter": retry},
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sessions(total: usize, per_token: usize) -> Arc<Sessions> {
+        Arc::new(Sessions::new(SessionLimits {
+            max_sessions: total,
+            max_per_token: per_token,
+            idle: Duration::from_secs(1),
+        }))
+    }
+
+    #[test]
+    fn a_slot_not_kept_comes_back() {
+        let sessions = sessions(2, 2);
+        let slot = sessions.reserve(TokenId(0)).unwrap();
+        assert_eq!(sessions.open(), 1);
+        drop(slot);
+        assert_eq!(sessions.open(), 0);
+        assert!(sessions.counts().per_token.is_empty());
+    }
+
+    #[test]
+    fn the_per_token_cap_comes_before_the_total() {
+        let sessions = sessions(3, 2);
+        let a = sessions.reserve(TokenId(0)).unwrap();
+        let b = sessions.reserve(TokenId(0)).unwrap();
+        assert_eq!(sessions.reserve(TokenId(0)).unwrap_err(), Full::PerToken(2));
+        let c = sessions.reserve(TokenId(1)).unwrap();
+        assert_eq!(sessions.reserve(TokenId(1)).unwrap_err(), Full::Total(3));
+        drop((a, b, c));
+        assert_eq!(sessions.open(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_kept_slot_comes_back_when_its_session_closes_once() {
+        let sessions = sessions(2, 2);
+        let (id, _transport) = sessions.create_session().await.unwrap();
+        sessions.reserve(TokenId(0)).unwrap().keep(&id);
+        assert_eq!(sessions.open(), 1);
+        sessions.close_session(&id).await.unwrap();
+        sessions.close_session(&id).await.unwrap();
+        assert_eq!(sessions.open(), 0);
+        assert!(sessions.counts().live.is_empty());
+        // A session that ended before its response was seen does not keep the slot.
+        sessions.reserve(TokenId(0)).unwrap().keep(&id);
+        assert_eq!(sessions.open(), 0);
+    }
+}
