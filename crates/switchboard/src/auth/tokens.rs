@@ -215,16 +215,11 @@ impl Authorizer {
                 self.server
             ))
         };
-        let client_http = http_client().map_err(|e| AuthError::Discovery(e.to_string()))?;
-        let discovery = discover(
-            &client_http,
-            &self.url,
-            challenge.and_then(Challenge::resource_metadata),
-        )
-        .await?;
-        let client = self.preregistered(&discovery).await?.ok_or_else(|| {
-            config_error("needs `oauth.clientId` and a secret (`oauth.clientSecretEnv` or `oauth.clientSecretKeychain`) registered at the server's authorization server")
-        })?;
+        let (discovery, client) = self
+            .discover_preregistered(challenge, || {
+                config_error("needs `oauth.clientId` and a secret (`oauth.clientSecretEnv` or `oauth.clientSecretKeychain`) registered at the server's authorization server")
+            })
+            .await?;
         let audience = discovery
             .issuer
             .clone()
@@ -245,6 +240,7 @@ impl Authorizer {
                 ))
             })?
             .to_owned();
+        let client_http = http_client().map_err(|e| AuthError::Discovery(e.to_string()))?;
         let idp_endpoint = self.idp_token_endpoint(&client_http).await?;
         let scopes = self.scopes(challenge, &discovery, &[]);
 
@@ -329,19 +325,14 @@ impl Authorizer {
         var: &str,
         challenge: Option<&Challenge>,
     ) -> Result<String, AuthError> {
-        let client_http = http_client().map_err(|e| AuthError::Discovery(e.to_string()))?;
-        let discovery = discover(
-            &client_http,
-            &self.url,
-            challenge.and_then(Challenge::resource_metadata),
-        )
-        .await?;
-        let client = self.preregistered(&discovery).await?.ok_or_else(|| {
-            AuthError::Config(format!(
-                "server `{}`: the workload's assertion (`oauth.assertionEnv`) needs `oauth.clientId`",
-                self.server
-            ))
-        })?;
+        let (discovery, client) = self
+            .discover_preregistered(challenge, || {
+                AuthError::Config(format!(
+                    "server `{}`: the workload's assertion (`oauth.assertionEnv`) needs `oauth.clientId`",
+                    self.server
+                ))
+            })
+            .await?;
         let assertion = self
             .env
             .get(var)
@@ -438,12 +429,14 @@ impl Authorizer {
         Ok(token)
     }
 
-    /// The client-credentials grant (machine to machine): a pre-registered client id and
-    /// secret, no user.
-    pub(super) async fn client_credentials(
+    /// Discovery for a grant without a user (client credentials, a workload's or Cross-App
+    /// Access's assertion), and the pre-registered client it needs; `missing` is the error
+    /// when none is configured.
+    async fn discover_preregistered(
         &self,
         challenge: Option<&Challenge>,
-    ) -> Result<String, AuthError> {
+        missing: impl FnOnce() -> AuthError,
+    ) -> Result<(Discovery, ClientIdentity), AuthError> {
         let client_http = http_client().map_err(|e| AuthError::Discovery(e.to_string()))?;
         let discovery = discover(
             &client_http,
@@ -451,12 +444,24 @@ impl Authorizer {
             challenge.and_then(Challenge::resource_metadata),
         )
         .await?;
-        let client = self.preregistered(&discovery).await?.ok_or_else(|| {
-            AuthError::Config(format!(
-                "server `{}`: the client-credentials grant needs `oauth.clientId` and a secret (`oauth.clientSecretEnv` or `oauth.clientSecretKeychain`)",
-                self.server
-            ))
-        })?;
+        let client = self.preregistered(&discovery).await?.ok_or_else(missing)?;
+        Ok((discovery, client))
+    }
+
+    /// The client-credentials grant (machine to machine): a pre-registered client id and
+    /// secret, no user.
+    pub(super) async fn client_credentials(
+        &self,
+        challenge: Option<&Challenge>,
+    ) -> Result<String, AuthError> {
+        let (discovery, client) = self
+            .discover_preregistered(challenge, || {
+                AuthError::Config(format!(
+                    "server `{}`: the client-credentials grant needs `oauth.clientId` and a secret (`oauth.clientSecretEnv` or `oauth.clientSecretKeychain`)",
+                    self.server
+                ))
+            })
+            .await?;
         let scopes = self.scopes(challenge, &discovery, &[]);
         let endpoint = discovery.token_endpoint()?;
         let mut params = vec![
