@@ -15,8 +15,8 @@
 //!   says no session is open.
 //! - **memory**: the gateway's `VmRSS` from `/proc/PID/status` after the warm-up expired (the
 //!   start), when each wave is open, and after it is gone; the peak is `VmHWM`. Freed memory
-//!   goes back to the system a few seconds after it is freed (jemalloc's decay, 10 s), so
-//!   "after" is read once RSS has settled: no new low for 5 s, at most 40 s.
+//!   goes back to the system about a second after it is freed (the CLI sets jemalloc's decay
+//!   to 1 s), so "after" is read once RSS has settled: no new low for 5 s, at most 40 s.
 //!
 //! Target (issue 16): RSS after the last wave within 10 % of the start. A wave that does not
 //! fully open, or sessions that do not go, fail the run. Every wait is bounded (20 s a request,
@@ -118,6 +118,9 @@ fn start_gateway(cli: &Path, tree: &ConfigTree, idle: u64, cap: u64) -> Gateway 
         .args(["--max-sessions", &cap, "--max-sessions-per-token", &cap])
         .env_clear()
         .envs(tree.env())
+        // The allocator's settings (`_RJEM_MALLOC_CONF`, e.g. `stats_print:true`), to try
+        // others without a rebuild.
+        .envs(std::env::vars().filter(|(k, _)| k == "_RJEM_MALLOC_CONF"))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
