@@ -252,6 +252,9 @@ enum Control {
     Reconnect,
     /// The connection is broken (terminal errors in a row): treat it as closed.
     Broken,
+    /// The server refused the credentials mid-session and no refresh helped: close the
+    /// session and wait in `needs-auth` with this message.
+    NeedsAuth(String),
     Enable(bool),
     Shutdown(oneshot::Sender<()>),
 }
@@ -719,11 +722,42 @@ impl ServerManager {
                 result = f(session).await;
             }
         }
+        if let Err(RequestError::NeedsAuth(message)) = &mut result {
+            if !message.contains(&crate::auth::login_hint(name)) {
+                *message = format!("{message}; {}", crate::auth::login_hint(name));
+            }
+            self.needs_auth(name, &session, message.clone()).await;
+        }
         self.note_outcome(
             name,
             result.as_ref().err().is_some_and(RequestError::is_terminal),
         );
         result.map_err(RequestFailure::Request)
+    }
+
+    /// Moves a server whose credentials were refused mid-session to `needs-auth` at once (not
+    /// after three failed requests), and waits (bounded) until it is there, so that the next
+    /// request finds it waiting for a login. Nothing happens if `session` was replaced
+    /// meanwhile.
+    async fn needs_auth(&self, name: &str, session: &Arc<Session>, message: String) {
+        if !self
+            .session(name)
+            .is_ok_and(|current| Arc::ptr_eq(session, &current))
+        {
+            return;
+        }
+        tracing::warn!(
+            server = name,
+            "the server refused the credentials: {message}"
+        );
+        let Some(mut rx) = self.watch(name) else {
+            return;
+        };
+        if self.control(name, Control::NeedsAuth(message)).is_err() {
+            return;
+        }
+        let settled = rx.wait_for(|s| !matches!(s, ServerState::Connected(_)));
+        let _ = tokio::time::timeout(Duration::from_secs(5), settled).await;
     }
 
     /// Lists a connected server's tools (all pages, at most 100).

@@ -432,3 +432,76 @@ async fn an_authorization_server_that_advertises_no_pkce_is_refused() {
     assert!(!server.stderr().contains("oauth: authorize"));
     manager.shutdown().await;
 }
+
+/// Logs in to `server` the way `mcp login` does and returns a non-interactive host connected
+/// with the stored tokens.
+async fn logged_in(server: &TestServer, state: &std::path::Path, browser: &Arc<Browser>) -> Host {
+    let interactive = manager(config(server), state, browser, true);
+    assert_eq!(settled(&interactive).await.label(), "connected");
+    interactive.shutdown().await;
+    let host = manager(config(server), state, browser, false);
+    assert_eq!(settled(&host).await.label(), "connected");
+    host
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_revoked_mid_session_means_needs_auth_within_one_call() {
+    let server = oauth_server(&[]);
+    let state = tempfile::tempdir().unwrap();
+    let browser = Arc::new(Browser::default());
+    let host = logged_in(&server, state.path(), &browser).await;
+    assert!(echo(&host, "before").await.contains("before"));
+
+    // Access and refresh tokens revoked: the 401 is refreshed once, refused, and that call
+    // already fails saying how to log in.
+    post(&server, "/test/revoke-all").await;
+    let error = host
+        .call(
+            "mcp__guarded__echo",
+            json!({"text": "after"}).as_object().cloned().unwrap(),
+            Default::default(),
+        )
+        .await
+        .unwrap_err();
+    let text = switchboard::error_chain(&error);
+    assert!(error.needs_auth(), "{text}");
+    assert!(text.contains("server `guarded`"), "{text}");
+    assert!(text.contains("switchboard mcp login guarded"), "{text}");
+    assert!(
+        text.contains("refused the refresh token (invalid_grant"),
+        "{text}"
+    );
+
+    // The server is in needs-auth now, not after two more failures: the next call is refused
+    // without a request, and only the `authenticate` pseudo-tool is listed.
+    let now = host.server_state("guarded").unwrap();
+    let now = message(&now);
+    assert!(now.starts_with("needs-auth: "), "{now}");
+    assert!(now.contains("switchboard mcp login guarded"), "{now}");
+    let again = host
+        .call(
+            "mcp__guarded__echo",
+            json!({"text": "again"}).as_object().cloned().unwrap(),
+            Default::default(),
+        )
+        .await
+        .unwrap_err();
+    assert!(again.needs_auth(), "{}", switchboard::error_chain(&again));
+    let tools: Vec<String> = host
+        .tools()
+        .await
+        .tools
+        .into_iter()
+        .map(|t| t.qualified_name)
+        .collect();
+    assert_eq!(tools, ["mcp__guarded__authenticate"]);
+    let log = server.stderr();
+    let after = &log[log.find("oauth: revoked every token").unwrap()..];
+    assert_eq!(
+        after.matches("oauth: unknown refresh token").count(),
+        1,
+        "one refresh:\n{after}"
+    );
+    assert_eq!(browser.opened.load(Ordering::SeqCst), 1, "no browser");
+    host.shutdown().await;
+}

@@ -170,6 +170,11 @@ impl Authorizer {
         Ok(tokens.access_token)
     }
 
+    /// The server refused a token just renewed after a 401: the grant is gone.
+    pub fn refused_after_renewal(&self) -> AuthError {
+        self.needs_login("the server refused the access token, and the renewed one too")
+    }
+
     /// After a 403 with `insufficient_scope`: authorize again with the union of the scopes
     /// held and those asked for, at most [`MAX_STEP_UPS`] times per connection.
     pub async fn insufficient_scope(&self, www_authenticate: &str) -> Result<String, AuthError> {

@@ -128,6 +128,7 @@ impl HostError {
     pub fn needs_auth(&self) -> bool {
         match self {
             HostError::NotConnected { state, .. } => *state == NEEDS_AUTH,
+            HostError::Request { source, .. } => matches!(**source, RequestError::NeedsAuth(_)),
             HostError::Login { source, .. } => login_pending(source),
             HostError::Catalog(e) => catalog_needs_auth(e),
             _ => false,

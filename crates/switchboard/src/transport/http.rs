@@ -99,8 +99,10 @@ impl TimedClient {
     }
 
     /// Runs `call` with the authorizer's token (or rmcp's `auth_header` without one), and
-    /// after a 401 or a 403 `insufficient_scope` asks the authorizer for a better token and
-    /// runs it again (bounded).
+    /// after a 401 (or a 403 `invalid_token`) or a 403 `insufficient_scope` asks the authorizer
+    /// for a better token and runs it again (bounded). A refused token is renewed once: when
+    /// the renewed one is refused too, or renewing fails, the error says the user has to log
+    /// in ([`RemoteError::Auth`] with `needs_login`).
     async fn authorized<T, F, Fut>(
         &self,
         auth_header: Option<String>,
@@ -115,6 +117,9 @@ impl TimedClient {
         };
         let mut token = auth.access_token().await.map_err(auth_error)?;
         let mut retries = 0;
+        // A token the server refused is renewed once per request: a renewed one refused too
+        // means the grant itself is gone, and the user has to log in.
+        let mut renewed = false;
         loop {
             let error = match self.bounded(call(token.clone())).await {
                 Ok(value) => return Ok(value),
@@ -124,16 +129,24 @@ impl TimedClient {
                 return Err(error);
             }
             retries += 1;
-            token = match auth_status(&error) {
-                Some((401, www)) => Some(
+            let Some((status, www)) = auth_status(&error) else {
+                return Err(error);
+            };
+            let challenge = Challenge::parse(www.as_deref().unwrap_or(""));
+            token = if status == 401 || challenge.get("error") == Some("invalid_token") {
+                if renewed && token.is_some() {
+                    return Err(auth_error(auth.refused_after_renewal()));
+                }
+                renewed = true;
+                Some(
                     auth.unauthorized(www.as_deref(), token.as_deref())
                         .await
                         .map_err(auth_error)?,
-                ),
-                Some((403, Some(www))) if Challenge::parse(&www).is_insufficient_scope() => {
-                    Some(auth.insufficient_scope(&www).await.map_err(auth_error)?)
-                }
-                _ => return Err(error),
+                )
+            } else if let Some(www) = www.filter(|_| challenge.is_insufficient_scope()) {
+                Some(auth.insufficient_scope(&www).await.map_err(auth_error)?)
+            } else {
+                return Err(error);
             };
         }
     }
