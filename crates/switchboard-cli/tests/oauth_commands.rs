@@ -35,19 +35,55 @@ fn all_output(output: &Output) -> String {
 }
 
 fn setup(args: &[&str]) -> (ConfigTree, TestServer) {
+    setup_on(Transport::Http, args)
+}
+
+fn setup_on(transport: Transport, args: &[&str]) -> (ConfigTree, TestServer) {
     let mut all = vec!["--oauth"];
     all.extend_from_slice(args);
-    let server = TestServer::start(Transport::Http, all).unwrap();
+    let kind = if transport == Transport::Sse {
+        "sse"
+    } else {
+        "http"
+    };
+    let server = TestServer::start(transport, all).unwrap();
     let tree = ConfigTree::new().unwrap();
     tree.write(
         tree.user_file(),
         &format!(
-            r#"{{"mcpServers": {{"guarded": {{"type": "http", "url": "{}"}}}}}}"#,
+            r#"{{"mcpServers": {{"guarded": {{"type": "{kind}", "url": "{}"}}}}}}"#,
             server.url()
         ),
     )
     .unwrap();
     (tree, server)
+}
+
+/// `mcp login` works for a legacy SSE server as for Streamable HTTP: the login finds the
+/// challenge on the event stream's GET, and the stored token opens the stream and carries
+/// every POST.
+#[test]
+fn login_then_call_over_legacy_sse() {
+    let (tree, server) = setup_on(Transport::Sse, &[]);
+    let before = all_output(&run(&tree, &["mcp", "get", "guarded"]));
+    assert!(before.contains("status:  ! needs auth"), "{before}");
+
+    let login = run(&tree, &["mcp", "login", "guarded"]);
+    let text = all_output(&login);
+    assert!(login.status.success(), "{text}");
+    assert!(text.contains("Logged in to `guarded`."), "{text}");
+    assert!(server.stderr().contains("/sse\""), "{}", server.stderr());
+
+    let get = all_output(&run(&tree, &["mcp", "get", "guarded"]));
+    assert!(get.contains("status:  ✓ connected"), "{get}");
+    assert!(get.contains("auth:    logged in (expires in"), "{get}");
+    let call = run(
+        &tree,
+        &["call", "mcp__guarded__echo", "--arg", "text=over sse"],
+    );
+    let text = all_output(&call);
+    assert!(call.status.success(), "{text}");
+    assert!(text.contains("over sse"), "{text}");
 }
 
 /// The access and refresh tokens in the store.

@@ -1,7 +1,8 @@
 //! `--oauth`: a real OAuth 2.1 authorization server on the same origin as the MCP endpoint,
-//! and the resource server's guard in front of `/mcp`.
+//! and the resource server's guard in front of it (`/mcp`; with `--transport sse`, `/sse` and
+//! its `/message` endpoint).
 //!
-//! - `/.well-known/oauth-protected-resource/mcp` (RFC 9728) and
+//! - `/.well-known/oauth-protected-resource/mcp` (`…/sse`; RFC 9728) and
 //!   `/.well-known/oauth-authorization-server` (RFC 8414; `--oauth-issuer` / `--oauth-resource`
 //!   make them lie, for the refusal tests).
 //! - `POST /register` (RFC 7591), `GET /authorize` (answers at once with a redirect carrying
@@ -9,7 +10,7 @@
 //!   refresh_token with rotation: a spent refresh token is refused and `oauth: refresh token
 //!   reused` goes to stderr), `POST /revoke` (RFC 7009), `POST /test/revoke-all`,
 //!   `POST /test/expire-access`.
-//! - `/mcp` wants a live access token (401 with `resource_metadata` and `scope` otherwise);
+//! - The endpoint wants a live access token (401 with `resource_metadata` and `scope` otherwise);
 //!   `--oauth-tool-scope TOOL=SCOPE` answers a call of TOOL without SCOPE with 403
 //!   `insufficient_scope`.
 //!
@@ -43,6 +44,8 @@ struct Config {
     resource: Option<String>,
     no_pkce: bool,
     tool_scope: Option<(String, String)>,
+    /// The protected endpoint's path: `/mcp`, or `/sse` for the legacy transport.
+    path: &'static str,
 }
 
 #[derive(Debug)]
@@ -102,7 +105,8 @@ fn base(headers: &HeaderMap) -> String {
     format!("http://{host}")
 }
 
-pub(crate) fn protect(mcp: Router, options: &Options) -> Router {
+/// Guards every route of `mcp`; `path` is the endpoint the resource metadata names.
+pub(crate) fn protect(mcp: Router, options: &Options, path: &'static str) -> Router {
     let server = Arc::new(Server {
         config: Config {
             token_ttl: Duration::from_secs(options.oauth_token_ttl),
@@ -114,13 +118,14 @@ pub(crate) fn protect(mcp: Router, options: &Options) -> Router {
                 .as_deref()
                 .and_then(|s| s.split_once('='))
                 .map(|(t, s)| (t.to_owned(), s.to_owned())),
+            path,
         },
         books: Mutex::default(),
     });
     let guarded = mcp.layer(axum::middleware::from_fn_with_state(server.clone(), guard));
     let auth = Router::new()
         .route(
-            "/.well-known/oauth-protected-resource/mcp",
+            &format!("/.well-known/oauth-protected-resource{path}"),
             get(resource_metadata),
         )
         .route(
@@ -143,7 +148,7 @@ async fn resource_metadata(State(server): State<Arc<Server>>, headers: HeaderMap
         .config
         .resource
         .clone()
-        .unwrap_or_else(|| format!("{base}/mcp"));
+        .unwrap_or_else(|| format!("{base}{}", server.config.path));
     json_response(
         StatusCode::OK,
         json!({
@@ -345,7 +350,10 @@ async fn expire_access(State(server): State<Arc<Server>>) -> Response {
 /// The guard in front of `/mcp`.
 async fn guard(State(server): State<Arc<Server>>, request: Request, next: Next) -> Response {
     let base = base(request.headers());
-    let metadata = format!("{base}/.well-known/oauth-protected-resource/mcp");
+    let metadata = format!(
+        "{base}/.well-known/oauth-protected-resource{}",
+        server.config.path
+    );
     let presented = request
         .headers()
         .get(AUTHORIZATION)

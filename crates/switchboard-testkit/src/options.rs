@@ -139,7 +139,7 @@ pub struct Options {
     #[arg(long, value_name = "TEXT")]
     pub echo_description: Option<String>,
 
-    /// (http) Protect `/mcp` with OAuth: the same origin serves the protected resource
+    /// (http, sse) Protect `/mcp` (`/sse`) with OAuth: the same origin serves the protected resource
     /// metadata and a real authorization server (registration, an authorize endpoint that
     /// answers at once, tokens with refresh rotation, revocation). See `oauth.rs`.
     #[arg(long)]

@@ -208,7 +208,8 @@ impl ManagerError {
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum LoginError {
-    #[error("OAuth login is for `http` (Streamable HTTP) servers")]
+    /// The server is neither `http` nor `sse`.
+    #[error("OAuth login is for `http` and `sse` servers")]
     NotHttp,
     #[error("the login did not produce an authorization URL in time")]
     NoUrl,
@@ -321,7 +322,7 @@ impl crate::auth::Opener for CapturingOpener {
 }
 
 impl ServerManager {
-    /// Starts the OAuth login of a Streamable HTTP server (the `mcp__<server>__authenticate`
+    /// Starts the OAuth login of a Streamable HTTP or legacy SSE server (the `mcp__<server>__authenticate`
     /// pseudo-tool): returns the authorization URL once it is known and finishes in the
     /// background — on success the server's `needs-auth` is forgotten and it reconnects, so
     /// its real tools replace the pseudo-tool.
@@ -329,7 +330,7 @@ impl ServerManager {
         let config = self
             .config(name)
             .ok_or_else(|| ManagerError::NoSuchServer(name.to_owned()))?;
-        let crate::config::Transport::Http(remote) = &config.transport else {
+        let Some(remote) = config.transport.oauth_remote() else {
             return Err(ManagerError::Login {
                 server: name.to_owned(),
                 source: LoginError::NotHttp,
@@ -353,7 +354,8 @@ impl ServerManager {
             oauth,
             self.shared.options.env.clone(),
             auth,
-        );
+        )
+        .legacy_sse(matches!(config.transport, crate::config::Transport::Sse(_)));
         let manager = self.clone();
         let server = name.to_owned();
         tokio::spawn(async move {

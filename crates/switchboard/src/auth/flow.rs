@@ -50,6 +50,8 @@ pub struct Authorizer {
     pub(super) step_ups: AtomicU32,
     /// Serialises refreshes and flows within this process (the store lock does it across).
     pub(super) busy: tokio::sync::Mutex<()>,
+    /// The server speaks legacy HTTP+SSE: its challenge comes on the event stream's GET.
+    pub(super) legacy_sse: bool,
 }
 
 impl std::fmt::Debug for Authorizer {
@@ -81,7 +83,15 @@ impl Authorizer {
             cached: Mutex::new(None),
             step_ups: AtomicU32::new(0),
             busy: tokio::sync::Mutex::new(()),
+            legacy_sse: false,
         }
+    }
+
+    /// Whether the server speaks legacy HTTP+SSE (`"type": "sse"`): the login's first,
+    /// unauthenticated request is then the event stream's GET rather than a POST.
+    pub fn legacy_sse(mut self, legacy_sse: bool) -> Self {
+        self.legacy_sse = legacy_sse;
+        self
     }
 
     pub fn server(&self) -> &str {
@@ -256,6 +266,19 @@ impl Authorizer {
     /// An unauthenticated request to the server, for the challenge's scope and metadata URL.
     async fn probe_challenge(&self) -> Option<String> {
         let client = http_client().ok()?;
+        if self.legacy_sse {
+            let response = client
+                .get(self.url.clone())
+                .header(reqwest::header::ACCEPT, "text/event-stream")
+                .timeout(OAUTH_TIMEOUT)
+                .send()
+                .await
+                .ok()?;
+            // The stream itself (a server that wants no token) is dropped unread.
+            return (response.status() == reqwest::StatusCode::UNAUTHORIZED)
+                .then(|| crate::net::www_authenticate(response.headers()))
+                .flatten();
+        }
         let body = serde_json::json!({
             "jsonrpc": "2.0", "id": 0, "method": "initialize",
             "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "switchboard", "version": env!("CARGO_PKG_VERSION")}}
