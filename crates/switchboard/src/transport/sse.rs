@@ -239,11 +239,29 @@ async fn authorized(
         return send(request()).await;
     };
     let mut token = auth.access_token().await.map_err(auth_error)?;
-    let (mut renewed, mut stepped_up) = (false, false);
+    let (mut renewed, mut stepped_up, mut nonce_retried) = (false, false, false);
     loop {
         let mut builder = request();
         if let Some(token) = &token {
-            builder = builder.bearer_auth(token);
+            let built = builder
+                .try_clone()
+                .and_then(|b| b.build().ok())
+                .ok_or_else(|| RemoteError::Protocol("cannot build the request".to_owned()))?;
+            let presentation = auth
+                .present(token, built.method().as_str(), built.url())
+                .map_err(auth_error)?;
+            let mut authorization = reqwest::header::HeaderValue::from_str(
+                &presentation.authorization,
+            )
+            .map_err(|_| RemoteError::Header {
+                name: "Authorization".to_owned(),
+                reason: "the token has characters a header cannot carry",
+            })?;
+            authorization.set_sensitive(true);
+            builder = builder.header(reqwest::header::AUTHORIZATION, authorization);
+            if let Some(proof) = presentation.proof {
+                builder = builder.header("dpop", proof);
+            }
         }
         let response = send(builder).await?;
         let status = response.status().as_u16();
@@ -251,6 +269,18 @@ async fn authorized(
             return Ok(response);
         }
         let www = www_authenticate(response.headers());
+        let nonce = response
+            .headers()
+            .get("dpop-nonce")
+            .and_then(|v| v.to_str().ok());
+        if status == 401
+            && !nonce_retried
+            && token.is_some()
+            && auth.dpop_nonce(www.as_deref(), nonce)
+        {
+            nonce_retried = true;
+            continue;
+        }
         let challenge = Challenge::parse(www.as_deref().unwrap_or(""));
         token = if status == 401 || challenge.get("error") == Some("invalid_token") {
             if renewed {
