@@ -707,7 +707,7 @@ impl ServerManager {
         F: Fn(Arc<Session>) -> Fut,
         Fut: Future<Output = Result<T, RequestError>>,
     {
-        let session = self.session(name).map_err(RequestFailure::Manager)?;
+        let mut session = self.session(name).map_err(RequestFailure::Manager)?;
         let mut result = f(session.clone()).await;
         if let Err(e) = &result {
             let remote = self
@@ -720,8 +720,8 @@ impl ServerManager {
                 );
                 self.renew(name, &session, self.shared.options.limits.connect_timeout)
                     .await;
-                let session = self.session(name).map_err(RequestFailure::Manager)?;
-                result = f(session).await;
+                session = self.session(name).map_err(RequestFailure::Manager)?;
+                result = f(session.clone()).await;
             }
         }
         if let Err(RequestError::NeedsAuth(message)) = &mut result {
