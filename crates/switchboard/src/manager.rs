@@ -724,16 +724,24 @@ impl ServerManager {
                 result = f(session.clone()).await;
             }
         }
+        // Only a server that logs in with OAuth waits for a login; another one whose
+        // credentials were refused (a proxy's fetched token, a WebSocket's) counts it as a
+        // broken connection: reconnecting fetches them anew.
+        let logs_in = self
+            .slot_field(name, |slot| slot.config.transport.oauth_remote().is_some())
+            .unwrap_or(false);
+        let mut refused = false;
         if let Err(RequestError::NeedsAuth(message)) = &mut result {
-            if !message.contains(&crate::auth::login_hint(name)) {
-                *message = format!("{message}; {}", crate::auth::login_hint(name));
+            refused = true;
+            if logs_in {
+                if !message.contains(&crate::auth::login_hint(name)) {
+                    *message = format!("{message}; {}", crate::auth::login_hint(name));
+                }
+                self.needs_auth(name, &session, message.clone()).await;
             }
-            self.needs_auth(name, &session, message.clone()).await;
         }
-        self.note_outcome(
-            name,
-            result.as_ref().err().is_some_and(RequestError::is_terminal),
-        );
+        let terminal = result.as_ref().err().is_some_and(RequestError::is_terminal);
+        self.note_outcome(name, terminal || refused && !logs_in);
         result.map_err(RequestFailure::Request)
     }
 
