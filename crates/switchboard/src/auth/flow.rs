@@ -135,14 +135,18 @@ impl Authorizer {
     /// [`access_token`]: Self::access_token
     /// [`unauthorized`]: Self::unauthorized
     pub fn present(&self, token: &str, method: &str, url: &Url) -> Result<Presentation, AuthError> {
-        let cached = self.cached.lock().ok().and_then(|c| c.clone()).flatten();
-        let bound = cached.filter(|t| {
-            t.access_token == token
-                && t.token_type
+        // The key of the cached tokens when `token` is theirs and DPoP-bound (looked at in
+        // place: most requests present a bearer token, and copy nothing).
+        let stored = self.cached.lock().ok().and_then(|cached| {
+            let tokens = cached.as_ref()?.as_ref()?;
+            let bound = tokens.access_token == token
+                && tokens
+                    .token_type
                     .as_deref()
-                    .is_some_and(|k| k.eq_ignore_ascii_case("dpop"))
+                    .is_some_and(|k| k.eq_ignore_ascii_case("dpop"));
+            if bound { tokens.dpop_key.clone() } else { None }
         });
-        let Some(stored) = bound.and_then(|t| t.dpop_key) else {
+        let Some(stored) = stored else {
             return Ok(Presentation {
                 authorization: format!("Bearer {token}"),
                 proof: None,
