@@ -9,16 +9,16 @@ use switchboard::config::{ServerEntry, Transport};
 
 use crate::context::Context;
 
-/// The authorizer of a configured Streamable HTTP server, or why there is none.
+/// The authorizer of a configured Streamable HTTP or legacy SSE server, or why there is none.
 fn authorizer(ctx: &Context, entry: &ServerEntry) -> anyhow::Result<Authorizer> {
     let name = &entry.name;
     let config = entry
         .config
         .as_ref()
         .map_err(|issue| anyhow!("server `{name}` is not valid: {}", issue.message))?;
-    let Transport::Http(remote) = &config.transport else {
+    let Some(remote) = config.transport.oauth_remote() else {
         bail!(
-            "server `{name}` is a `{}` server; OAuth login is for `http` (Streamable HTTP) servers",
+            "server `{name}` is a `{}` server; OAuth login is for `http` and `sse` servers",
             config.transport.type_name()
         );
     };
@@ -32,13 +32,10 @@ fn authorizer(ctx: &Context, entry: &ServerEntry) -> anyhow::Result<Authorizer> 
         client_metadata_url: oauth.client_metadata_url.clone(),
         ..AuthOptions::default()
     };
-    Ok(Authorizer::new(
-        name,
-        &remote.url,
-        oauth,
-        ctx.env.clone(),
-        options,
-    ))
+    Ok(
+        Authorizer::new(name, &remote.url, oauth, ctx.env.clone(), options)
+            .legacy_sse(matches!(config.transport, Transport::Sse(_))),
+    )
 }
 
 fn entry<'a>(
@@ -79,7 +76,7 @@ pub(crate) async fn logout(ctx: &Context, name: &str) -> anyhow::Result<ExitCode
     Ok(ExitCode::SUCCESS)
 }
 
-/// `logged in (expires in 12 min, refreshable)` / `not logged in`, for `http` servers.
+/// `logged in (expires in 12 min, refreshable)` / `not logged in`, for `http` and `sse` servers.
 pub(crate) async fn status_line(ctx: &Context, entry: &ServerEntry) -> Option<String> {
     let authorizer = authorizer(ctx, entry).ok()?;
     Some(match authorizer.status().await {

@@ -35,19 +35,55 @@ fn all_output(output: &Output) -> String {
 }
 
 fn setup(args: &[&str]) -> (ConfigTree, TestServer) {
+    setup_on(Transport::Http, args)
+}
+
+fn setup_on(transport: Transport, args: &[&str]) -> (ConfigTree, TestServer) {
     let mut all = vec!["--oauth"];
     all.extend_from_slice(args);
-    let server = TestServer::start(Transport::Http, all).unwrap();
+    let kind = if transport == Transport::Sse {
+        "sse"
+    } else {
+        "http"
+    };
+    let server = TestServer::start(transport, all).unwrap();
     let tree = ConfigTree::new().unwrap();
     tree.write(
         tree.user_file(),
         &format!(
-            r#"{{"mcpServers": {{"guarded": {{"type": "http", "url": "{}"}}}}}}"#,
+            r#"{{"mcpServers": {{"guarded": {{"type": "{kind}", "url": "{}"}}}}}}"#,
             server.url()
         ),
     )
     .unwrap();
     (tree, server)
+}
+
+/// `mcp login` works for a legacy SSE server as for Streamable HTTP: the login finds the
+/// challenge on the event stream's GET, and the stored token opens the stream and carries
+/// every POST.
+#[test]
+fn login_then_call_over_legacy_sse() {
+    let (tree, server) = setup_on(Transport::Sse, &[]);
+    let before = all_output(&run(&tree, &["mcp", "get", "guarded"]));
+    assert!(before.contains("status:  ! needs auth"), "{before}");
+
+    let login = run(&tree, &["mcp", "login", "guarded"]);
+    let text = all_output(&login);
+    assert!(login.status.success(), "{text}");
+    assert!(text.contains("Logged in to `guarded`."), "{text}");
+    assert!(server.stderr().contains("/sse\""), "{}", server.stderr());
+
+    let get = all_output(&run(&tree, &["mcp", "get", "guarded"]));
+    assert!(get.contains("status:  ✓ connected"), "{get}");
+    assert!(get.contains("auth:    logged in (expires in"), "{get}");
+    let call = run(
+        &tree,
+        &["call", "mcp__guarded__echo", "--arg", "text=over sse"],
+    );
+    let text = all_output(&call);
+    assert!(call.status.success(), "{text}");
+    assert!(text.contains("over sse"), "{text}");
 }
 
 /// The access and refresh tokens in the store.
@@ -474,4 +510,53 @@ fn a_client_secret_from_the_secret_service() {
     let text = all_output(&found);
     assert!(found.status.success(), "{text}");
     assert!(!text.contains("s3cret-value"), "{text}");
+}
+
+/// DPoP-bound tokens (`--oauth-dpop`: proofs checked at both ends, nonces required), over
+/// Streamable HTTP and legacy SSE: `mcp login` gets a DPoP token with the stored key, and the
+/// next processes connect and call with proofs of that key — refreshing too (30 s tokens:
+/// every process refreshes, proving possession of the key the refresh token is bound to).
+#[test]
+fn dpop_bound_tokens_from_login_to_calls_over_http_and_sse() {
+    for transport in [Transport::Http, Transport::Sse] {
+        let (tree, server) = setup_on(transport, &["--oauth-dpop", "--oauth-token-ttl", "30"]);
+        let mut logs = String::new();
+        let login = run(&tree, &["mcp", "login", "guarded"]);
+        let text = all_output(&login);
+        assert!(login.status.success(), "{transport:?}: {text}");
+        logs.push_str(&text);
+        let stored = std::fs::read_to_string(tree.state_dir().join("oauth-tokens.json")).unwrap();
+        let value: serde_json::Value = serde_json::from_str(&stored).unwrap();
+        let record = value["servers"]
+            .as_object()
+            .unwrap()
+            .values()
+            .next()
+            .unwrap();
+        assert_eq!(record["tokens"]["token_type"], "DPoP", "{transport:?}");
+        let key = record["tokens"]["dpop_key"].as_str().unwrap().to_owned();
+
+        let get = all_output(&run(&tree, &["mcp", "get", "guarded"]));
+        assert!(get.contains("status:  ✓ connected"), "{transport:?}: {get}");
+        logs.push_str(&get);
+        let call = run(
+            &tree,
+            &["call", "mcp__guarded__echo", "--arg", "text=with proof"],
+        );
+        let text = all_output(&call);
+        assert!(call.status.success(), "{transport:?}: {text}");
+        assert!(text.contains("with proof"), "{transport:?}: {text}");
+        logs.push_str(&text);
+
+        let log = server.stderr();
+        assert!(!log.contains("dpop proof refused"), "{transport:?}:\n{log}");
+        assert!(
+            log.contains("use_dpop_nonce at the token endpoint"),
+            "{log}"
+        );
+        assert!(log.contains("use_dpop_nonce at the resource"), "{log}");
+        assert!(log.contains("oauth: refreshed"), "{log}");
+        assert!(!log.contains("reused"), "{log}");
+        assert!(!logs.contains(&key), "the DPoP key reached the logs");
+    }
 }

@@ -40,7 +40,7 @@ pub(crate) async fn serve(options: &Options) -> std::io::Result<()> {
         .route_service("/mcp", service)
         .layer(axum::middleware::from_fn_with_state(guard, guard_requests));
     let router = if options.oauth {
-        crate::oauth::protect(router, options)
+        crate::oauth::protect(router, options, "/mcp")
     } else {
         router
     };

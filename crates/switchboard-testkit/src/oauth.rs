@@ -1,7 +1,8 @@
 //! `--oauth`: a real OAuth 2.1 authorization server on the same origin as the MCP endpoint,
-//! and the resource server's guard in front of `/mcp`.
+//! and the resource server's guard in front of it (`/mcp`; with `--transport sse`, `/sse` and
+//! its `/message` endpoint).
 //!
-//! - `/.well-known/oauth-protected-resource/mcp` (RFC 9728) and
+//! - `/.well-known/oauth-protected-resource/mcp` (`…/sse`; RFC 9728) and
 //!   `/.well-known/oauth-authorization-server` (RFC 8414; `--oauth-issuer` / `--oauth-resource`
 //!   make them lie, for the refusal tests).
 //! - `POST /register` (RFC 7591), `GET /authorize` (answers at once with a redirect carrying
@@ -9,9 +10,16 @@
 //!   refresh_token with rotation: a spent refresh token is refused and `oauth: refresh token
 //!   reused` goes to stderr), `POST /revoke` (RFC 7009), `POST /test/revoke-all`,
 //!   `POST /test/expire-access`.
-//! - `/mcp` wants a live access token (401 with `resource_metadata` and `scope` otherwise);
+//! - The endpoint wants a live access token (401 with `resource_metadata` and `scope` otherwise);
 //!   `--oauth-tool-scope TOOL=SCOPE` answers a call of TOOL without SCOPE with 403
 //!   `insufficient_scope`.
+//!
+//! - `--oauth-dpop`: DPoP (RFC 9449). The metadata offers ES256; a token request needs a
+//!   valid proof (`typ`, signature by its own `jwk`, `htm`, `htu`, a fresh `jti`, `iat`) and
+//!   the nonce (first answered 400 `use_dpop_nonce` with `DPoP-Nonce`); tokens are `DPoP`
+//!   and bound to the proof key's thumbprint (a refresh needs the same key); the endpoint
+//!   wants `Authorization: DPoP` and a proof of that request with `ath` and the nonce (first
+//!   answered 401 `use_dpop_nonce`). A refused proof is `oauth: dpop proof refused: WHY`.
 //!
 //! stderr gets one line per event (`oauth: issued …`, `oauth: refreshed …`), never a token.
 
@@ -43,7 +51,13 @@ struct Config {
     resource: Option<String>,
     no_pkce: bool,
     tool_scope: Option<(String, String)>,
+    /// The protected endpoint's path: `/mcp`, or `/sse` for the legacy transport.
+    path: &'static str,
+    dpop: bool,
 }
+
+/// The nonce both ends of `--oauth-dpop` want in proofs.
+const DPOP_NONCE: &str = "testkit-dpop-nonce";
 
 #[derive(Debug)]
 struct Grant {
@@ -56,6 +70,8 @@ struct Grant {
 struct Access {
     scope: String,
     expires: Instant,
+    /// The thumbprint of the DPoP key the token is bound to.
+    jkt: Option<String>,
 }
 
 #[derive(Debug, Default)]
@@ -63,8 +79,10 @@ struct Books {
     counter: u64,
     codes: HashMap<String, Grant>,
     access: HashMap<String, Access>,
-    /// Live refresh tokens and their scope.
-    refresh: HashMap<String, String>,
+    /// Live refresh tokens: their scope and DPoP key thumbprint.
+    refresh: HashMap<String, (String, Option<String>)>,
+    /// DPoP proof ids seen (a replay is refused).
+    jtis: std::collections::HashSet<String>,
     /// Rotated-away refresh tokens: presenting one again is a reuse.
     spent: std::collections::HashSet<String>,
 }
@@ -102,7 +120,8 @@ fn base(headers: &HeaderMap) -> String {
     format!("http://{host}")
 }
 
-pub(crate) fn protect(mcp: Router, options: &Options) -> Router {
+/// Guards every route of `mcp`; `path` is the endpoint the resource metadata names.
+pub(crate) fn protect(mcp: Router, options: &Options, path: &'static str) -> Router {
     let server = Arc::new(Server {
         config: Config {
             token_ttl: Duration::from_secs(options.oauth_token_ttl),
@@ -114,13 +133,15 @@ pub(crate) fn protect(mcp: Router, options: &Options) -> Router {
                 .as_deref()
                 .and_then(|s| s.split_once('='))
                 .map(|(t, s)| (t.to_owned(), s.to_owned())),
+            path,
+            dpop: options.oauth_dpop,
         },
         books: Mutex::default(),
     });
     let guarded = mcp.layer(axum::middleware::from_fn_with_state(server.clone(), guard));
     let auth = Router::new()
         .route(
-            "/.well-known/oauth-protected-resource/mcp",
+            &format!("/.well-known/oauth-protected-resource{path}"),
             get(resource_metadata),
         )
         .route(
@@ -143,7 +164,7 @@ async fn resource_metadata(State(server): State<Arc<Server>>, headers: HeaderMap
         .config
         .resource
         .clone()
-        .unwrap_or_else(|| format!("{base}/mcp"));
+        .unwrap_or_else(|| format!("{base}{}", server.config.path));
     json_response(
         StatusCode::OK,
         json!({
@@ -159,10 +180,16 @@ async fn server_metadata(State(server): State<Arc<Server>>, headers: HeaderMap) 
     let base = base(&headers);
     let issuer = server.config.issuer.clone().unwrap_or_else(|| base.clone());
     let mut metadata = server_metadata_json(&base, &issuer);
-    if server.config.no_pkce
-        && let Some(object) = metadata.as_object_mut()
-    {
-        object.remove("code_challenge_methods_supported");
+    if let Some(object) = metadata.as_object_mut() {
+        if server.config.no_pkce {
+            object.remove("code_challenge_methods_supported");
+        }
+        if server.config.dpop {
+            object.insert(
+                "dpop_signing_alg_values_supported".to_owned(),
+                json!(["ES256"]),
+            );
+        }
     }
     json_response(StatusCode::OK, metadata)
 }
@@ -253,29 +280,58 @@ fn token_error(code: &str, description: &str) -> Response {
     )
 }
 
-fn issue(server: &Server, books: &mut Books, scope: &str) -> Value {
+fn issue(server: &Server, books: &mut Books, scope: &str, jkt: Option<String>) -> Value {
     let access = fresh(books, "at");
     let refresh = fresh(books, "rt");
+    let token_type = if jkt.is_some() { "DPoP" } else { "Bearer" };
     books.access.insert(
         access.clone(),
         Access {
             scope: scope.to_owned(),
             expires: Instant::now() + server.config.token_ttl,
+            jkt: jkt.clone(),
         },
     );
-    books.refresh.insert(refresh.clone(), scope.to_owned());
+    books
+        .refresh
+        .insert(refresh.clone(), (scope.to_owned(), jkt));
     json!({
         "access_token": access,
-        "token_type": "Bearer",
+        "token_type": token_type,
         "expires_in": server.config.token_ttl.as_secs(),
         "refresh_token": refresh,
         "scope": scope,
     })
 }
 
-async fn token(State(server): State<Arc<Server>>, body: axum::body::Bytes) -> Response {
+async fn token(
+    State(server): State<Arc<Server>>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
     let form: HashMap<String, String> = url::form_urlencoded::parse(&body).into_owned().collect();
     let mut books = server.books();
+    let jkt = if server.config.dpop {
+        let url = format!("{}/token", base(&headers));
+        match check_proof(&headers, "POST", &url, None, &mut books) {
+            Err(why) => {
+                eprintln!("oauth: dpop proof refused: {why}");
+                return token_error("invalid_dpop_proof", &why);
+            }
+            Ok((_, nonce)) if nonce.as_deref() != Some(DPOP_NONCE) => {
+                eprintln!("oauth: use_dpop_nonce at the token endpoint");
+                let mut response = token_error("use_dpop_nonce", "a nonce is required");
+                response.headers_mut().insert(
+                    "dpop-nonce",
+                    axum::http::HeaderValue::from_static(DPOP_NONCE),
+                );
+                return response;
+            }
+            Ok((jkt, _)) => Some(jkt),
+        }
+    } else {
+        None
+    };
     match form.get("grant_type").map(String::as_str) {
         Some("authorization_code") => {
             let Some(grant) = form.get("code").and_then(|c| books.codes.remove(c)) else {
@@ -290,7 +346,7 @@ async fn token(State(server): State<Arc<Server>>, body: axum::body::Bytes) -> Re
             if form.get("redirect_uri") != Some(&grant.redirect_uri) {
                 return token_error("invalid_grant", "redirect_uri differs");
             }
-            let answer = issue(&server, &mut books, &grant.scope);
+            let answer = issue(&server, &mut books, &grant.scope, jkt);
             eprintln!("oauth: issued tokens for scope {:?}", grant.scope);
             json_response(StatusCode::OK, answer)
         }
@@ -300,12 +356,16 @@ async fn token(State(server): State<Arc<Server>>, body: axum::body::Bytes) -> Re
                 eprintln!("oauth: refresh token reused");
                 return token_error("invalid_grant", "refresh token already used");
             }
-            let Some(scope) = books.refresh.remove(&presented) else {
+            let Some((scope, bound)) = books.refresh.remove(&presented) else {
                 eprintln!("oauth: unknown refresh token");
                 return token_error("invalid_grant", "refresh token revoked or unknown");
             };
+            if bound != jkt {
+                eprintln!("oauth: dpop proof refused: the refresh token is bound to another key");
+                return token_error("invalid_grant", "refresh token bound to another key");
+            }
             books.spent.insert(presented);
-            let answer = issue(&server, &mut books, &scope);
+            let answer = issue(&server, &mut books, &scope, jkt);
             eprintln!("oauth: refreshed");
             json_response(StatusCode::OK, answer)
         }
@@ -345,26 +405,79 @@ async fn expire_access(State(server): State<Arc<Server>>) -> Response {
 /// The guard in front of `/mcp`.
 async fn guard(State(server): State<Arc<Server>>, request: Request, next: Next) -> Response {
     let base = base(request.headers());
-    let metadata = format!("{base}/.well-known/oauth-protected-resource/mcp");
+    let metadata = format!(
+        "{base}/.well-known/oauth-protected-resource{}",
+        server.config.path
+    );
+    let scheme = if server.config.dpop { "DPoP" } else { "Bearer" };
     let presented = request
         .headers()
         .get(AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
+        .and_then(|v| v.strip_prefix(scheme)?.strip_prefix(' '))
         .map(str::to_owned);
-    let scope = presented.as_ref().and_then(|token| {
+    let access = presented.as_ref().and_then(|token| {
         let books = server.books();
         books
             .access
             .get(token)
             .filter(|a| a.expires > Instant::now())
-            .map(|a| a.scope.clone())
+            .map(|a| (a.scope.clone(), a.jkt.clone()))
     });
+    if let (Some(token), Some((_, bound))) = (&presented, &access)
+        && server.config.dpop
+    {
+        let url = format!("{base}{}", request.uri().path());
+        let method = request.method().as_str().to_owned();
+        let checked = check_proof(
+            request.headers(),
+            &method,
+            &url,
+            Some(token),
+            &mut server.books(),
+        );
+        let refusal = match checked {
+            Err(why) => Some(("invalid_dpop_proof", why)),
+            Ok((jkt, _)) if Some(&jkt) != bound.as_ref() => Some((
+                "invalid_dpop_proof",
+                "the proof key is not the token's".to_owned(),
+            )),
+            Ok((_, nonce)) if nonce.as_deref() != Some(DPOP_NONCE) => {
+                Some(("use_dpop_nonce", "a nonce is required".to_owned()))
+            }
+            Ok(_) => None,
+        };
+        if let Some((error, why)) = refusal {
+            if error == "use_dpop_nonce" {
+                eprintln!("oauth: use_dpop_nonce at the resource");
+            } else {
+                eprintln!("oauth: dpop proof refused: {why}");
+            }
+            return (
+                StatusCode::UNAUTHORIZED,
+                [
+                    (
+                        WWW_AUTHENTICATE,
+                        format!(r#"DPoP error="{error}", resource_metadata="{metadata}""#),
+                    ),
+                    (
+                        axum::http::HeaderName::from_static("dpop-nonce"),
+                        DPOP_NONCE.to_owned(),
+                    ),
+                ],
+                "proof refused\n",
+            )
+                .into_response();
+        }
+    }
+    let scope = access.map(|(scope, _)| scope);
     let Some(scope) = scope else {
         let challenge = if presented.is_some() {
-            format!(r#"Bearer error="invalid_token", resource_metadata="{metadata}", scope="mcp""#)
+            format!(
+                r#"{scheme} error="invalid_token", resource_metadata="{metadata}", scope="mcp""#
+            )
         } else {
-            format!(r#"Bearer resource_metadata="{metadata}", scope="mcp""#)
+            format!(r#"{scheme} resource_metadata="{metadata}", scope="mcp""#)
         };
         eprintln!(
             "oauth: 401 ({})",
@@ -406,6 +519,63 @@ async fn guard(State(server): State<Arc<Server>>, request: Request, next: Next) 
     }
     next.run(Request::from_parts(parts, Body::from(bytes)))
         .await
+}
+
+/// Checks the `DPoP` proof of a `method` request to `url` (presenting `token`): its key's
+/// thumbprint and the nonce it carries, or why it is refused.
+fn check_proof(
+    headers: &HeaderMap,
+    method: &str,
+    url: &str,
+    token: Option<&str>,
+    books: &mut Books,
+) -> Result<(String, Option<String>), String> {
+    use jsonwebtoken::{Algorithm, DecodingKey, Validation, jwk::ThumbprintHash};
+    let mut proofs = headers.get_all("dpop").iter();
+    let (Some(proof), None) = (proofs.next(), proofs.next()) else {
+        return Err("not one DPoP header".to_owned());
+    };
+    let proof = proof.to_str().map_err(|_| "not text".to_owned())?;
+    let header = jsonwebtoken::decode_header(proof).map_err(|e| format!("header: {e}"))?;
+    if header.typ.as_deref() != Some("dpop+jwt") || header.alg != Algorithm::ES256 {
+        return Err("typ or alg".to_owned());
+    }
+    let jwk = header.jwk.ok_or("no jwk")?;
+    let key = DecodingKey::from_jwk(&jwk).map_err(|e| format!("jwk: {e}"))?;
+    let mut validation = Validation::new(Algorithm::ES256);
+    validation.required_spec_claims.clear();
+    validation.validate_exp = false;
+    let claims = jsonwebtoken::decode::<Value>(proof, &key, &validation)
+        .map_err(|e| format!("signature: {e}"))?
+        .claims;
+    let text = |name: &str| claims.get(name).and_then(Value::as_str).map(str::to_owned);
+    let jti = text("jti").ok_or("no jti")?;
+    if !books.jtis.insert(jti) {
+        return Err("a replayed jti".to_owned());
+    }
+    if text("htm").as_deref() != Some(method) {
+        return Err(format!("htm is not {method}"));
+    }
+    if text("htu").as_deref() != Some(url) {
+        return Err(format!("htu {:?} is not {url}", text("htu")));
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let iat = claims.get("iat").and_then(Value::as_u64).unwrap_or(0);
+    if iat.abs_diff(now) > 300 {
+        return Err("iat out of range".to_owned());
+    }
+    if let Some(token) = token {
+        let ath = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha256(token.as_bytes()));
+        if text("ath").as_deref() != Some(ath.as_str()) {
+            return Err("ath is not the token's hash".to_owned());
+        }
+    }
+    let jkt = jwk
+        .thumbprint(ThumbprintHash::SHA256)
+        .map_err(|e| format!("thumbprint: {e}"))?;
+    Ok((jkt, text("nonce")))
 }
 
 fn json_response(status: StatusCode, value: Value) -> Response {

@@ -139,7 +139,7 @@ pub struct Options {
     #[arg(long, value_name = "TEXT")]
     pub echo_description: Option<String>,
 
-    /// (http) Protect `/mcp` with OAuth: the same origin serves the protected resource
+    /// (http, sse) Protect `/mcp` (`/sse`) with OAuth: the same origin serves the protected resource
     /// metadata and a real authorization server (registration, an authorize endpoint that
     /// answers at once, tokens with refresh rotation, revocation). See `oauth.rs`.
     #[arg(long)]
@@ -164,6 +164,12 @@ pub struct Options {
     /// (oauth) Calling TOOL needs SCOPE besides `mcp` (403 insufficient_scope otherwise).
     #[arg(long, value_name = "TOOL=SCOPE")]
     pub oauth_tool_scope: Option<String>,
+
+    /// (oauth) DPoP (RFC 9449): the metadata offers ES256, token requests need a proof, tokens
+    /// are `DPoP`-bound, and the endpoint wants `Authorization: DPoP` with a proof of each
+    /// request; both ends first answer `use_dpop_nonce` to a proof without their nonce.
+    #[arg(long)]
+    pub oauth_dpop: bool,
 }
 
 /// The transports `testkit-server` can serve.

@@ -37,6 +37,11 @@ pub(crate) async fn serve(options: &Options) -> std::io::Result<()> {
         .route("/sse", get(open_stream))
         .route("/message", post(post_message))
         .with_state(state);
+    let router = if options.oauth {
+        crate::oauth::protect(router, options, "/sse")
+    } else {
+        router
+    };
     crate::net::serve(options, "http", "/sse", router).await
 }
 

@@ -16,6 +16,7 @@
 mod callback;
 mod challenge;
 mod discovery;
+mod dpop;
 mod flow;
 mod identity;
 mod keychain;
@@ -27,7 +28,7 @@ use std::time::Duration;
 
 pub use callback::{Opener, SystemOpener};
 pub(crate) use challenge::Challenge;
-pub use flow::{AuthStatus, Authorizer};
+pub use flow::{AuthStatus, Authorizer, Presentation};
 pub use store::{StoreKind, TokenStore};
 
 /// The bound on each OAuth request (metadata, registration, token).

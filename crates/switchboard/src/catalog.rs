@@ -497,7 +497,7 @@ impl Catalog {
     }
 
     /// The server whose `mcp__<server>__authenticate` pseudo-tool `name` is: a Streamable
-    /// HTTP server in `needs-auth`.
+    /// HTTP or legacy SSE server in `needs-auth`.
     pub(crate) fn authenticate_target<'n>(&self, name: &'n QualifiedName) -> Option<&'n str> {
         (name.tool_part() == AUTHENTICATE && self.offers_authenticate(name.server()))
             .then(|| name.server())
@@ -510,7 +510,7 @@ impl Catalog {
         ) && self
             .manager
             .config(server)
-            .is_some_and(|c| matches!(c.transport, crate::config::Transport::Http(_)))
+            .is_some_and(|c| c.transport.oauth_remote().is_some())
     }
 
     /// Finds a tool by its qualified name (copying only that tool).

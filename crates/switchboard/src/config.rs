@@ -209,6 +209,15 @@ impl Transport {
         !matches!(self, Transport::Stdio(_) | Transport::Sdk)
     }
 
+    /// The remote endpoint of a transport that logs in with OAuth (`http` and `sse`), as the
+    /// seeds' host authenticates both.
+    pub fn oauth_remote(&self) -> Option<&RemoteTransport> {
+        match self {
+            Transport::Http(remote) | Transport::Sse(remote) => Some(remote),
+            _ => None,
+        }
+    }
+
     /// The `type` value this transport is written as.
     pub fn type_name(&self) -> &'static str {
         match self {

@@ -571,8 +571,12 @@ pub(crate) async fn open(
             remote_handshake(handler, transport, plan, timeout, Some(lane)).await
         }
         Transport::Sse(remote) => {
-            let headers = with_stored_token(config, remote, options).await?;
-            let transport = bounded(timeout, sse::sse(&remote.url, &headers, limit)).await?;
+            let authorizer = authorizer_for(config, remote, options);
+            let transport = bounded(
+                timeout,
+                sse::sse_oauth(&remote.url, &remote.headers, authorizer, limit),
+            )
+            .await?;
             remote_handshake(handler, transport, plan, timeout, None).await
         }
         Transport::WebSocket(remote) => {
@@ -796,8 +800,9 @@ fn notice_of(notification: &rmcp::model::ServerNotification) -> Option<handler::
     }
 }
 
-/// The OAuth authorizer of a Streamable HTTP server: every server with an `oauth` entry, and
-/// every one without a configured `Authorization` header (a 401 may ask for OAuth).
+/// The OAuth authorizer of a Streamable HTTP or legacy SSE server: every server with an
+/// `oauth` entry, and every one without a configured `Authorization` header (a 401 may ask
+/// for OAuth).
 fn authorizer_for(
     config: &ServerConfig,
     remote: &crate::config::RemoteTransport,
@@ -815,13 +820,16 @@ fn authorizer_for(
     if oauth.client_metadata_url.is_some() {
         auth.client_metadata_url = oauth.client_metadata_url.clone();
     }
-    Some(Arc::new(crate::auth::Authorizer::new(
-        config.name.as_str(),
-        &remote.url,
-        oauth,
-        options.env.clone(),
-        auth,
-    )))
+    Some(Arc::new(
+        crate::auth::Authorizer::new(
+            config.name.as_str(),
+            &remote.url,
+            oauth,
+            options.env.clone(),
+            auth,
+        )
+        .legacy_sse(matches!(config.transport, Transport::Sse(_))),
+    ))
 }
 
 /// The configured headers plus `Authorization: Bearer` with the stored OAuth token (refreshed

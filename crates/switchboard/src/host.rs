@@ -514,6 +514,7 @@ impl CallError {
     pub fn needs_auth(&self) -> bool {
         match self {
             CallError::NotConnected { state, .. } => *state == "needs-auth",
+            CallError::Request { source, .. } => matches!(source, RequestError::NeedsAuth(_)),
             CallError::Login { source, .. } => error::login_pending(source),
             CallError::Catalog { source, .. } => error::catalog_needs_auth(source),
             _ => false,

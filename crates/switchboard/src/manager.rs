@@ -208,7 +208,8 @@ impl ManagerError {
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum LoginError {
-    #[error("OAuth login is for `http` (Streamable HTTP) servers")]
+    /// The server is neither `http` nor `sse`.
+    #[error("OAuth login is for `http` and `sse` servers")]
     NotHttp,
     #[error("the login did not produce an authorization URL in time")]
     NoUrl,
@@ -252,6 +253,9 @@ enum Control {
     Reconnect,
     /// The connection is broken (terminal errors in a row): treat it as closed.
     Broken,
+    /// The server refused the credentials mid-session and no refresh helped: close the
+    /// session and wait in `needs-auth` with this message.
+    NeedsAuth(String),
     Enable(bool),
     Shutdown(oneshot::Sender<()>),
 }
@@ -318,7 +322,7 @@ impl crate::auth::Opener for CapturingOpener {
 }
 
 impl ServerManager {
-    /// Starts the OAuth login of a Streamable HTTP server (the `mcp__<server>__authenticate`
+    /// Starts the OAuth login of a Streamable HTTP or legacy SSE server (the `mcp__<server>__authenticate`
     /// pseudo-tool): returns the authorization URL once it is known and finishes in the
     /// background — on success the server's `needs-auth` is forgotten and it reconnects, so
     /// its real tools replace the pseudo-tool.
@@ -326,7 +330,7 @@ impl ServerManager {
         let config = self
             .config(name)
             .ok_or_else(|| ManagerError::NoSuchServer(name.to_owned()))?;
-        let crate::config::Transport::Http(remote) = &config.transport else {
+        let Some(remote) = config.transport.oauth_remote() else {
             return Err(ManagerError::Login {
                 server: name.to_owned(),
                 source: LoginError::NotHttp,
@@ -350,7 +354,8 @@ impl ServerManager {
             oauth,
             self.shared.options.env.clone(),
             auth,
-        );
+        )
+        .legacy_sse(matches!(config.transport, crate::config::Transport::Sse(_)));
         let manager = self.clone();
         let server = name.to_owned();
         tokio::spawn(async move {
@@ -702,7 +707,7 @@ impl ServerManager {
         F: Fn(Arc<Session>) -> Fut,
         Fut: Future<Output = Result<T, RequestError>>,
     {
-        let session = self.session(name).map_err(RequestFailure::Manager)?;
+        let mut session = self.session(name).map_err(RequestFailure::Manager)?;
         let mut result = f(session.clone()).await;
         if let Err(e) = &result {
             let remote = self
@@ -715,15 +720,54 @@ impl ServerManager {
                 );
                 self.renew(name, &session, self.shared.options.limits.connect_timeout)
                     .await;
-                let session = self.session(name).map_err(RequestFailure::Manager)?;
-                result = f(session).await;
+                session = self.session(name).map_err(RequestFailure::Manager)?;
+                result = f(session.clone()).await;
             }
         }
-        self.note_outcome(
-            name,
-            result.as_ref().err().is_some_and(RequestError::is_terminal),
-        );
+        // Only a server that logs in with OAuth waits for a login; another one whose
+        // credentials were refused (a proxy's fetched token, a WebSocket's) counts it as a
+        // broken connection: reconnecting fetches them anew.
+        let logs_in = self
+            .slot_field(name, |slot| slot.config.transport.oauth_remote().is_some())
+            .unwrap_or(false);
+        let mut refused = false;
+        if let Err(RequestError::NeedsAuth(message)) = &mut result {
+            refused = true;
+            if logs_in {
+                if !message.contains(&crate::auth::login_hint(name)) {
+                    *message = format!("{message}; {}", crate::auth::login_hint(name));
+                }
+                self.needs_auth(name, &session, message.clone()).await;
+            }
+        }
+        let terminal = result.as_ref().err().is_some_and(RequestError::is_terminal);
+        self.note_outcome(name, terminal || refused && !logs_in);
         result.map_err(RequestFailure::Request)
+    }
+
+    /// Moves a server whose credentials were refused mid-session to `needs-auth` at once (not
+    /// after three failed requests), and waits (bounded) until it is there, so that the next
+    /// request finds it waiting for a login. Nothing happens if `session` was replaced
+    /// meanwhile.
+    async fn needs_auth(&self, name: &str, session: &Arc<Session>, message: String) {
+        if !self
+            .session(name)
+            .is_ok_and(|current| Arc::ptr_eq(session, &current))
+        {
+            return;
+        }
+        tracing::warn!(
+            server = name,
+            "the server refused the credentials: {message}"
+        );
+        let Some(mut rx) = self.watch(name) else {
+            return;
+        };
+        if self.control(name, Control::NeedsAuth(message)).is_err() {
+            return;
+        }
+        let settled = rx.wait_for(|s| !matches!(s, ServerState::Connected(_)));
+        let _ = tokio::time::timeout(Duration::from_secs(5), settled).await;
     }
 
     /// Lists a connected server's tools (all pages, at most 100).

@@ -177,7 +177,14 @@ async fn a_token_about_to_expire_is_refreshed_before_use() {
 }
 
 async fn post(server: &TestServer, path: &str) {
-    let url = format!("{}{path}", server.url().trim_end_matches("/mcp"));
+    let endpoint = server.url();
+    let url = format!(
+        "{}{path}",
+        endpoint
+            .strip_suffix("/mcp")
+            .or_else(|| endpoint.strip_suffix("/sse"))
+            .unwrap_or(endpoint)
+    );
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder()
         .tls_backend_rustls()
@@ -431,4 +438,163 @@ async fn an_authorization_server_that_advertises_no_pkce_is_refused() {
     assert_eq!(browser.opened.load(Ordering::SeqCst), 0);
     assert!(!server.stderr().contains("oauth: authorize"));
     manager.shutdown().await;
+}
+
+/// Logs in to `server` the way `mcp login` does and returns a non-interactive host connected
+/// with the stored tokens.
+async fn logged_in(server: &TestServer, state: &std::path::Path, browser: &Arc<Browser>) -> Host {
+    let interactive = manager(config(server), state, browser, true);
+    assert_eq!(settled(&interactive).await.label(), "connected");
+    interactive.shutdown().await;
+    let host = manager(config(server), state, browser, false);
+    assert_eq!(settled(&host).await.label(), "connected");
+    host
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_revoked_mid_session_means_needs_auth_within_one_call() {
+    let server = oauth_server(&[]);
+    let state = tempfile::tempdir().unwrap();
+    let browser = Arc::new(Browser::default());
+    let host = logged_in(&server, state.path(), &browser).await;
+    assert!(echo(&host, "before").await.contains("before"));
+
+    // Access and refresh tokens revoked: the 401 is refreshed once, refused, and that call
+    // already fails saying how to log in.
+    post(&server, "/test/revoke-all").await;
+    let error = host
+        .call(
+            "mcp__guarded__echo",
+            json!({"text": "after"}).as_object().cloned().unwrap(),
+            Default::default(),
+        )
+        .await
+        .unwrap_err();
+    let text = switchboard::error_chain(&error);
+    assert!(error.needs_auth(), "{text}");
+    assert!(text.contains("server `guarded`"), "{text}");
+    assert!(text.contains("switchboard mcp login guarded"), "{text}");
+    assert!(
+        text.contains("refused the refresh token (invalid_grant"),
+        "{text}"
+    );
+
+    // The server is in needs-auth now, not after two more failures: the next call is refused
+    // without a request, and only the `authenticate` pseudo-tool is listed.
+    let now = host.server_state("guarded").unwrap();
+    let now = message(&now);
+    assert!(now.starts_with("needs-auth: "), "{now}");
+    assert!(now.contains("switchboard mcp login guarded"), "{now}");
+    let again = host
+        .call(
+            "mcp__guarded__echo",
+            json!({"text": "again"}).as_object().cloned().unwrap(),
+            Default::default(),
+        )
+        .await
+        .unwrap_err();
+    assert!(again.needs_auth(), "{}", switchboard::error_chain(&again));
+    let tools: Vec<String> = host
+        .tools()
+        .await
+        .tools
+        .into_iter()
+        .map(|t| t.qualified_name)
+        .collect();
+    assert_eq!(tools, ["mcp__guarded__authenticate"]);
+    let log = server.stderr();
+    let after = &log[log.find("oauth: revoked every token").unwrap()..];
+    assert_eq!(
+        after.matches("oauth: unknown refresh token").count(),
+        1,
+        "one refresh:\n{after}"
+    );
+    assert_eq!(browser.opened.load(Ordering::SeqCst), 1, "no browser");
+    host.shutdown().await;
+}
+
+/// A legacy SSE server behind OAuth: `needs-auth` with the `authenticate` pseudo-tool, a login
+/// through it, then the event stream and every POST carry the token; a token revoked later
+/// moves it back to `needs-auth` within one call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_sse_server_behind_oauth_logs_in_connects_and_calls() {
+    use switchboard::host::CallOptions;
+    let server = TestServer::start(Transport::Sse, ["--oauth"]).expect("testkit-server starts");
+    let state = tempfile::tempdir().unwrap();
+    let browser = Arc::new(Browser::default());
+    let sse = common::server("guarded", json!({"type": "sse", "url": server.url()}));
+    let host = manager(sse, state.path(), &browser, false);
+    let text = message(&settled(&host).await);
+    assert!(text.starts_with("needs-auth: "), "{text}");
+    let tools: Vec<String> = host
+        .tools()
+        .await
+        .tools
+        .into_iter()
+        .map(|t| t.qualified_name)
+        .collect();
+    assert_eq!(tools, ["mcp__guarded__authenticate"]);
+
+    let mut events = host.events();
+    let outcome = host
+        .call(
+            "mcp__guarded__authenticate",
+            Default::default(),
+            CallOptions {
+                source: switchboard::permissions::CallSource::CommandLine,
+                ..CallOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert!(
+        outcome.result.to_string().contains("/authorize?"),
+        "{}",
+        outcome.result
+    );
+    tokio::time::timeout(SETTLE, async {
+        loop {
+            if let Some(switchboard::host::HostEvent::Server(switchboard::ServerEvent::State {
+                server,
+                state,
+            })) = events.recv().await
+                && server == "guarded"
+                && state.label() == "connected"
+            {
+                return;
+            }
+        }
+    })
+    .await
+    .expect("connected after the login");
+    // The POSTs to the message endpoint are guarded too: the call went through with the token.
+    assert!(echo(&host, "over sse").await.contains("over sse"));
+    let log = server.stderr();
+    assert!(
+        log.contains("oauth: authorize scope=\"mcp\" resource=\"http://127.0.0.1:"),
+        "{log}"
+    );
+    assert!(
+        log.contains("/sse\""),
+        "the resource is the SSE endpoint:\n{log}"
+    );
+    let after_login = &log[log.find("oauth: issued tokens").unwrap()..];
+    assert!(!after_login.contains("oauth: 401"), "{after_login}");
+
+    post(&server, "/test/revoke-all").await;
+    let error = host
+        .call(
+            "mcp__guarded__echo",
+            json!({"text": "after"}).as_object().cloned().unwrap(),
+            Default::default(),
+        )
+        .await
+        .unwrap_err();
+    let text = switchboard::error_chain(&error);
+    assert!(error.needs_auth(), "{text}");
+    assert!(text.contains("switchboard mcp login guarded"), "{text}");
+    let now = message(&host.server_state("guarded").unwrap());
+    assert!(now.starts_with("needs-auth: "), "{now}");
+    assert_eq!(browser.opened.load(Ordering::SeqCst), 1);
+    host.shutdown().await;
 }

@@ -1,5 +1,5 @@
-//! `WWW-Authenticate: Bearer k="v", …` (RFC 6750 §3, RFC 9728 §5.1): the parameters a 401 or
-//! 403 carries — `resource_metadata`, `scope`, `error`.
+//! `WWW-Authenticate: Bearer k="v", …` (RFC 6750 §3, RFC 9728 §5.1; `DPoP k="v"`, RFC 9449
+//! §7.1): the parameters a 401 or 403 carries — `resource_metadata`, `scope`, `error`.
 
 use std::collections::BTreeMap;
 
@@ -10,7 +10,8 @@ pub(crate) struct Challenge {
 }
 
 impl Challenge {
-    /// Parses the `Bearer` challenge of a header value; other schemes' parameters are skipped.
+    /// Parses the `Bearer` and `DPoP` challenges of a header value (a later one's parameters
+    /// win); other schemes' parameters are skipped.
     pub(crate) fn parse(header: &str) -> Challenge {
         let mut params = BTreeMap::new();
         let mut rest = header.trim();
@@ -53,7 +54,8 @@ impl Challenge {
                 rest = remaining;
             } else {
                 // A scheme name (or a token68): a new challenge starts.
-                in_bearer = token.eq_ignore_ascii_case("bearer");
+                in_bearer =
+                    token.eq_ignore_ascii_case("bearer") || token.eq_ignore_ascii_case("dpop");
                 if token.is_empty() {
                     rest = after.get(1..).unwrap_or("");
                 } else {
@@ -110,6 +112,11 @@ mod tests {
         assert_eq!(c.get("realm"), None);
         assert_eq!(c.get("scope"), Some("s"));
         assert_eq!(Challenge::parse("Bearer").get("scope"), None);
+        assert_eq!(
+            Challenge::parse(r#"DPoP error="use_dpop_nonce", resource_metadata="m""#)
+                .resource_metadata(),
+            Some("m")
+        );
         assert_eq!(
             Challenge::parse(r#"Bearer scope="a\"b""#).get("scope"),
             Some("a\"b")

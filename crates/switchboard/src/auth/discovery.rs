@@ -59,6 +59,9 @@ pub(crate) struct ServerMetadata {
     pub(crate) client_id_metadata_document_supported: Option<bool>,
     #[serde(default)]
     pub(crate) authorization_response_iss_parameter_supported: Option<bool>,
+    /// RFC 9449 §5.1: the server issues DPoP-bound tokens, proofs signed with these.
+    #[serde(default)]
+    pub(crate) dpop_signing_alg_values_supported: Option<Vec<String>>,
 }
 
 /// What discovery found for one server.

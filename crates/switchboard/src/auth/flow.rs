@@ -14,6 +14,7 @@ use url::Url;
 
 use super::callback::Callback;
 use super::discovery::{Discovery, discover, origin_of};
+use super::dpop::DpopKey;
 use super::store::{Record, Tokens};
 use super::tokens::TokenFailure;
 use super::{
@@ -50,6 +51,30 @@ pub struct Authorizer {
     pub(super) step_ups: AtomicU32,
     /// Serialises refreshes and flows within this process (the store lock does it across).
     pub(super) busy: tokio::sync::Mutex<()>,
+    /// The server speaks legacy HTTP+SSE: its challenge comes on the event stream's GET.
+    pub(super) legacy_sse: bool,
+    /// The last DPoP nonce the authorization server and the resource server asked for.
+    pub(super) as_nonce: Mutex<Option<String>>,
+    rs_nonce: Mutex<Option<String>>,
+    /// The DPoP key last read from the store, with its stored form.
+    dpop_key: Mutex<Option<(String, Arc<DpopKey>)>>,
+}
+
+/// How a request presents the access token: the `Authorization` value and, for a DPoP-bound
+/// token, the `DPoP` proof. Never printed.
+pub struct Presentation {
+    /// `Bearer <token>` or `DPoP <token>`.
+    pub authorization: String,
+    /// The value of the `DPoP` header.
+    pub proof: Option<String>,
+}
+
+impl std::fmt::Debug for Presentation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Presentation")
+            .field("dpop", &self.proof.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl std::fmt::Debug for Authorizer {
@@ -81,7 +106,88 @@ impl Authorizer {
             cached: Mutex::new(None),
             step_ups: AtomicU32::new(0),
             busy: tokio::sync::Mutex::new(()),
+            legacy_sse: false,
+            as_nonce: Mutex::new(None),
+            rs_nonce: Mutex::new(None),
+            dpop_key: Mutex::new(None),
         }
+    }
+
+    /// The DPoP key stored as `stored`, parsed once.
+    pub(super) fn dpop_key(&self, stored: &str) -> Result<Arc<DpopKey>, AuthError> {
+        if let Ok(slot) = self.dpop_key.lock()
+            && let Some((known, key)) = slot.as_ref()
+            && known == stored
+        {
+            return Ok(key.clone());
+        }
+        let key = Arc::new(DpopKey::from_stored(stored)?);
+        if let Ok(mut slot) = self.dpop_key.lock() {
+            *slot = Some((stored.to_owned(), key.clone()));
+        }
+        Ok(key)
+    }
+
+    /// How a `method` request to `url` presents `token` (one [`access_token`] or
+    /// [`unauthorized`] gave): as a bearer token, or — when it is DPoP-bound — with the DPoP
+    /// scheme and a fresh proof carrying the server's last nonce.
+    ///
+    /// [`access_token`]: Self::access_token
+    /// [`unauthorized`]: Self::unauthorized
+    pub fn present(&self, token: &str, method: &str, url: &Url) -> Result<Presentation, AuthError> {
+        // The key of the cached tokens when `token` is theirs and DPoP-bound (looked at in
+        // place: most requests present a bearer token, and copy nothing).
+        let stored = self.cached.lock().ok().and_then(|cached| {
+            let tokens = cached.as_ref()?.as_ref()?;
+            let bound = tokens.access_token == token
+                && tokens
+                    .token_type
+                    .as_deref()
+                    .is_some_and(|k| k.eq_ignore_ascii_case("dpop"));
+            if bound { tokens.dpop_key.clone() } else { None }
+        });
+        let Some(stored) = stored else {
+            return Ok(Presentation {
+                authorization: format!("Bearer {token}"),
+                proof: None,
+            });
+        };
+        let key = self.dpop_key(&stored)?;
+        let nonce = self.rs_nonce.lock().ok().and_then(|n| n.clone());
+        Ok(Presentation {
+            authorization: format!("DPoP {token}"),
+            proof: Some(key.proof(method, url, Some(token), nonce.as_deref())?),
+        })
+    }
+
+    /// After a 401 or 400 from the server: when its challenge is `use_dpop_nonce` and it sent a
+    /// `DPoP-Nonce`, the nonce later proofs carry. Returns whether the request should be sent
+    /// again with it.
+    pub fn dpop_nonce(&self, www_authenticate: Option<&str>, nonce: Option<&str>) -> bool {
+        let Some(nonce) = nonce.filter(|n| !n.is_empty()) else {
+            return false;
+        };
+        let asked = Challenge::parse(www_authenticate.unwrap_or("")).get("error")
+            == Some(super::dpop::USE_DPOP_NONCE);
+        if let Ok(mut slot) = self.rs_nonce.lock() {
+            let changed = slot.as_deref() != Some(nonce);
+            *slot = Some(nonce.to_owned());
+            return asked && changed;
+        }
+        false
+    }
+
+    /// Whether a challenge asks for a DPoP nonce (`use_dpop_nonce`).
+    pub fn wants_dpop_nonce(www_authenticate: Option<&str>) -> bool {
+        Challenge::parse(www_authenticate.unwrap_or("")).get("error")
+            == Some(super::dpop::USE_DPOP_NONCE)
+    }
+
+    /// Whether the server speaks legacy HTTP+SSE (`"type": "sse"`): the login's first,
+    /// unauthenticated request is then the event stream's GET rather than a POST.
+    pub fn legacy_sse(mut self, legacy_sse: bool) -> Self {
+        self.legacy_sse = legacy_sse;
+        self
     }
 
     pub fn server(&self) -> &str {
@@ -170,6 +276,11 @@ impl Authorizer {
         Ok(tokens.access_token)
     }
 
+    /// The server refused a token just renewed after a 401: the grant is gone.
+    pub fn refused_after_renewal(&self) -> AuthError {
+        self.needs_login("the server refused the access token, and the renewed one too")
+    }
+
     /// After a 403 with `insufficient_scope`: authorize again with the union of the scopes
     /// held and those asked for, at most [`MAX_STEP_UPS`] times per connection.
     pub async fn insufficient_scope(&self, www_authenticate: &str) -> Result<String, AuthError> {
@@ -251,6 +362,19 @@ impl Authorizer {
     /// An unauthenticated request to the server, for the challenge's scope and metadata URL.
     async fn probe_challenge(&self) -> Option<String> {
         let client = http_client().ok()?;
+        if self.legacy_sse {
+            let response = client
+                .get(self.url.clone())
+                .header(reqwest::header::ACCEPT, "text/event-stream")
+                .timeout(OAUTH_TIMEOUT)
+                .send()
+                .await
+                .ok()?;
+            // The stream itself (a server that wants no token) is dropped unread.
+            return (response.status() == reqwest::StatusCode::UNAUTHORIZED)
+                .then(|| crate::net::www_authenticate(response.headers()))
+                .flatten();
+        }
         let body = serde_json::json!({
             "jsonrpc": "2.0", "id": 0, "method": "initialize",
             "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "switchboard", "version": env!("CARGO_PKG_VERSION")}}
@@ -395,8 +519,19 @@ impl Authorizer {
             ("code_verifier", verifier),
             ("resource", discovery.resource.clone()),
         ];
+        // DPoP where the authorization server offers it: a new key for the new tokens.
+        let dpop = if super::dpop::offered(
+            discovery
+                .metadata
+                .dpop_signing_alg_values_supported
+                .as_deref(),
+        ) {
+            Some(DpopKey::generate()?)
+        } else {
+            None
+        };
         let response = self
-            .token_request(&token_endpoint, &client, form)
+            .token_request(&token_endpoint, &client, form, dpop.as_ref())
             .await
             .map_err(TokenFailure::into_error)?;
         let requested = Some(scopes.join(" ")).filter(|s| !s.is_empty());
@@ -409,6 +544,8 @@ impl Authorizer {
             None,
             requested,
         );
+        let mut tokens = tokens;
+        tokens.dpop_key = dpop.as_ref().map(|key| key.stored().to_owned());
         let lock = self.options.store.lock().await?;
         self.options
             .store

@@ -80,6 +80,12 @@ pub(crate) struct Tokens {
     pub(crate) issuer: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) revocation_endpoint: Option<String>,
+    /// `Bearer` (also when absent) or `DPoP`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) token_type: Option<String>,
+    /// The DPoP proof key the tokens were requested with (PKCS#8 DER, base64url): a secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) dpop_key: Option<String>,
 }
 
 impl std::fmt::Debug for Tokens {
@@ -88,6 +94,7 @@ impl std::fmt::Debug for Tokens {
             .field("expires_at", &self.expires_at)
             .field("scope", &self.scope)
             .field("refresh", &self.refresh_token.is_some())
+            .field("token_type", &self.token_type)
             .finish_non_exhaustive()
     }
 }
@@ -587,6 +594,8 @@ mod tests {
             resource: "http://127.0.0.1/mcp".to_owned(),
             issuer: None,
             revocation_endpoint: None,
+            token_type: None,
+            dpop_key: None,
         }
     }
 

@@ -14,6 +14,7 @@ use serde::Deserialize;
 use url::Url;
 
 use super::discovery::{Discovery, IssuerCheck, check_safe, discover, origin_of, server_metadata};
+use super::dpop::{self, DpopKey};
 use super::store::{ClientAuth, ClientIdentity, Record, Tokens, now};
 
 const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
@@ -112,9 +113,17 @@ impl Authorizer {
             ("refresh_token", refresh_token.clone()),
             ("resource", tokens.resource.clone()),
         ];
-        match self.token_request(&endpoint, &client, params).await {
+        let key = tokens
+            .dpop_key
+            .as_deref()
+            .map(|stored| self.dpop_key(stored))
+            .transpose()?;
+        match self
+            .token_request(&endpoint, &client, params, key.as_deref())
+            .await
+        {
             Ok(response) => {
-                let fresh = self.tokens_from(
+                let mut fresh = self.tokens_from(
                     response,
                     &tokens.token_endpoint,
                     &tokens.resource,
@@ -123,6 +132,7 @@ impl Authorizer {
                     Some(refresh_token),
                     tokens.scope.clone(),
                 );
+                fresh.dpop_key = tokens.dpop_key.clone();
                 let token = fresh.access_token.clone();
                 self.remember(Some(&fresh));
                 record.tokens = Some(fresh);
@@ -178,6 +188,8 @@ impl Authorizer {
             resource: resource.to_owned(),
             issuer,
             revocation_endpoint,
+            token_type: response.token_type,
+            dpop_key: None,
         }
     }
 
@@ -310,7 +322,7 @@ impl Authorizer {
             params.push(("scope", scopes.join(" ")));
         }
         let response = self
-            .token_request(&endpoint, &client, params)
+            .token_request(&endpoint, &client, params, None)
             .await
             .map_err(TokenFailure::into_error)?;
         self.keep_grant(response, &endpoint, &discovery, client, scopes)
@@ -356,7 +368,7 @@ impl Authorizer {
             params.push(("scope", scopes.join(" ")));
         }
         let response = self
-            .token_request(&endpoint, &client, params)
+            .token_request(&endpoint, &client, params, None)
             .await
             .map_err(TokenFailure::into_error)?;
         self.keep_grant(response, &endpoint, &discovery, client, scopes)
@@ -472,7 +484,7 @@ impl Authorizer {
             params.push(("scope", scopes.join(" ")));
         }
         let response = self
-            .token_request(&endpoint, &client, params)
+            .token_request(&endpoint, &client, params, None)
             .await
             .map_err(TokenFailure::into_error)?;
         self.keep_grant(response, &endpoint, &discovery, client, scopes)
@@ -480,16 +492,44 @@ impl Authorizer {
     }
 
     /// A token endpoint request with the client's authentication, bounded by [`OAUTH_TIMEOUT`].
+    /// A token request; with `dpop`, carrying a proof (RFC 9449 §5), sent once more with the
+    /// authorization server's nonce when it answers `use_dpop_nonce` (§8).
     pub(super) async fn token_request(
         &self,
         endpoint: &Url,
         client: &ClientIdentity,
         params: Vec<(&'static str, String)>,
+        dpop: Option<&DpopKey>,
     ) -> Result<TokenResponse, TokenFailure> {
-        let (status, bytes) = self
-            .post_form(endpoint, client, params)
-            .await
-            .map_err(TokenFailure::Other)?;
+        let mut nonce_retried = false;
+        let (status, bytes) = loop {
+            let proof = match dpop {
+                Some(key) => {
+                    let nonce = self.as_nonce.lock().ok().and_then(|n| n.clone());
+                    Some(
+                        key.proof("POST", endpoint, None, nonce.as_deref())
+                            .map_err(TokenFailure::Other)?,
+                    )
+                }
+                None => None,
+            };
+            let (status, nonce, bytes) = self
+                .post_form_with(endpoint, client, params.clone(), proof)
+                .await
+                .map_err(TokenFailure::Other)?;
+            let wants_nonce = status == reqwest::StatusCode::BAD_REQUEST
+                && serde_json::from_slice::<OAuthErrorBody>(&bytes)
+                    .is_ok_and(|b| b.error == dpop::USE_DPOP_NONCE);
+            match nonce {
+                Some(nonce) if dpop.is_some() && wants_nonce && !nonce_retried => {
+                    nonce_retried = true;
+                    if let Ok(mut slot) = self.as_nonce.lock() {
+                        *slot = Some(nonce);
+                    }
+                }
+                _ => break (status, bytes),
+            }
+        };
         if !status.is_success() {
             return Err(match serde_json::from_slice::<OAuthErrorBody>(&bytes) {
                 Ok(body) => TokenFailure::OAuth(body.error, body.error_description),
@@ -505,14 +545,19 @@ impl Authorizer {
                 origin_of(endpoint)
             )))
         })?;
-        if response
-            .token_type
-            .as_deref()
-            .is_some_and(|t| !t.eq_ignore_ascii_case("bearer"))
-        {
-            return Err(TokenFailure::Other(AuthError::Token(
-                "the token is not a bearer token".to_owned(),
-            )));
+        let token_type = response.token_type.as_deref().unwrap_or("bearer");
+        let dpop_bound = token_type.eq_ignore_ascii_case("dpop");
+        let usable = token_type.eq_ignore_ascii_case("bearer") || dpop_bound && dpop.is_some();
+        if !usable {
+            return Err(TokenFailure::Other(AuthError::Token(format!(
+                "the token is a `{}` token, not a bearer token{}",
+                cut(token_type, 40),
+                if dpop_bound {
+                    " (DPoP-bound, yet no proof was sent)"
+                } else {
+                    ""
+                }
+            ))));
         }
         Ok(response)
     }
@@ -521,13 +566,29 @@ impl Authorizer {
         &self,
         endpoint: &Url,
         client: &ClientIdentity,
-        mut params: Vec<(&'static str, String)>,
+        params: Vec<(&'static str, String)>,
     ) -> Result<(reqwest::StatusCode, Vec<u8>), AuthError> {
+        let (status, _, bytes) = self.post_form_with(endpoint, client, params, None).await?;
+        Ok((status, bytes))
+    }
+
+    /// A form POST to a token endpoint with the client's authentication (and a DPoP `proof`):
+    /// the status, the `DPoP-Nonce` the server sent, and the body.
+    async fn post_form_with(
+        &self,
+        endpoint: &Url,
+        client: &ClientIdentity,
+        mut params: Vec<(&'static str, String)>,
+        proof: Option<String>,
+    ) -> Result<(reqwest::StatusCode, Option<String>, Vec<u8>), AuthError> {
         check_safe(endpoint, "the token endpoint")?;
         let http = http_client().map_err(|e| AuthError::Token(e.to_string()))?;
         let mut request = http
             .post(endpoint.clone())
             .header(reqwest::header::ACCEPT, "application/json");
+        if let Some(proof) = proof {
+            request = request.header(dpop::DPOP, proof);
+        }
         match (client.auth, &client.client_secret) {
             (ClientAuth::ClientSecretBasic, Some(secret)) => {
                 let pair = format!("{}:{}", form_encode(&client.client_id), form_encode(secret));
@@ -576,11 +637,16 @@ impl Authorizer {
                 origin_of(endpoint)
             )));
         }
+        let nonce = response
+            .headers()
+            .get(dpop::DPOP_NONCE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
         let bytes = response
             .bytes()
             .await
             .map_err(|e| AuthError::Token(describe(&e)))?;
-        Ok((status, bytes.to_vec()))
+        Ok((status, nonce, bytes.to_vec()))
     }
 }
 

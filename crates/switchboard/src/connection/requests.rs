@@ -155,6 +155,11 @@ pub enum RequestError {
     /// The transport failed (HTTP, the pipe, the socket).
     #[error("{0}")]
     Transport(String),
+    /// The server refused the credentials (HTTP 401, or 403 `invalid_token`) and no refresh
+    /// got a token it takes: the user has to log in. The manager moves the server to
+    /// `needs-auth` with this message.
+    #[error("{0}")]
+    NeedsAuth(String),
     /// Not supported over this protocol revision yet.
     #[error("{0} over protocol 2026-07-28 (subscriptions/listen) is not supported yet")]
     NotYetSupported(&'static str),
@@ -205,6 +210,26 @@ impl RequestError {
     }
 }
 
+/// Whether a transport error says the user has to log in: the authorizer gave up (a refused
+/// refresh), or a server without one answered 401 (or 403 `invalid_token`).
+fn needs_login_of(error: &(dyn std::error::Error + 'static)) -> Option<String> {
+    use crate::transport::remote::{auth_challenge, auth_failure};
+    if let Some((message, needs_login)) = auth_failure(error) {
+        return needs_login.then_some(message);
+    }
+    let challenge = auth_challenge(error)?;
+    let invalid_token = challenge.www_authenticate.as_deref().is_some_and(|www| {
+        crate::auth::Challenge::parse(www).get("error") == Some("invalid_token")
+    });
+    match challenge.status {
+        401 => Some("the server no longer takes the credentials (HTTP 401)".to_owned()),
+        403 if invalid_token => {
+            Some("the server no longer takes the credentials (HTTP 403 invalid_token)".to_owned())
+        }
+        _ => None,
+    }
+}
+
 impl From<rmcp::ServiceError> for RequestError {
     fn from(e: rmcp::ServiceError) -> Self {
         match e {
@@ -218,6 +243,11 @@ impl From<rmcp::ServiceError> for RequestError {
                 if crate::transport::http::is_session_expired(sent.error.as_ref()) =>
             {
                 RequestError::SessionExpired
+            }
+            rmcp::ServiceError::TransportSend(ref sent)
+                if let Some(message) = needs_login_of(sent.error.as_ref()) =>
+            {
+                RequestError::NeedsAuth(message)
             }
             rmcp::ServiceError::Timeout { timeout } => RequestError::Timeout(timeout),
             rmcp::ServiceError::UnexpectedResponse => {

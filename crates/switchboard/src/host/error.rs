@@ -128,6 +128,7 @@ impl HostError {
     pub fn needs_auth(&self) -> bool {
         match self {
             HostError::NotConnected { state, .. } => *state == NEEDS_AUTH,
+            HostError::Request { source, .. } => matches!(**source, RequestError::NeedsAuth(_)),
             HostError::Login { source, .. } => login_pending(source),
             HostError::Catalog(e) => catalog_needs_auth(e),
             _ => false,
@@ -194,7 +195,7 @@ impl From<ManagerError> for HostError {
 const NEEDS_AUTH: &str = "needs-auth";
 
 /// A login that failed or ran out of time leaves its server waiting for one; a server that
-/// cannot log in (not Streamable HTTP) does not wait for one.
+/// cannot log in (neither `http` nor `sse`) does not wait for one.
 pub(super) fn login_pending(error: &LoginError) -> bool {
     !matches!(error, LoginError::NotHttp)
 }

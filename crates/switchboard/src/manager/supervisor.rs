@@ -24,6 +24,15 @@ pub(super) struct Supervisor {
     pub(super) terminal_errors: Arc<AtomicU32>,
 }
 
+/// How a connected session's service ended.
+enum Served {
+    /// The connection ended by itself (or broke).
+    Closed,
+    Next(Next),
+    /// The credentials were refused mid-session: wait in `needs-auth` with this message.
+    NeedsAuth(String),
+}
+
 /// What the supervisor does next after a control message.
 enum Next {
     Restart,
@@ -193,11 +202,22 @@ impl Supervisor {
                 *slot = None;
             }
             match next {
-                Some(Next::Stop(done)) => {
+                Served::Next(Next::Stop(done)) => {
                     session.close().await;
                     return finish(done);
                 }
-                Some(Next::Restart) => {
+                Served::NeedsAuth(message) => {
+                    session.close().await;
+                    // Remembered like a refused connect: the loop's top shows it and waits
+                    // for a login (a reconnect).
+                    self.shared.memory.set_needs_auth(
+                        self.name(),
+                        &self.config.hash,
+                        &crate::redact::redact_urls_in(&message),
+                    );
+                    retries = VecDeque::new();
+                }
+                Served::Next(Next::Restart) => {
                     session.close().await;
                     retries = if self.config.restart == RestartPolicy::OnFailure {
                         Self::backoff()
@@ -205,7 +225,7 @@ impl Supervisor {
                         VecDeque::new()
                     };
                 }
-                None => {
+                Served::Closed => {
                     // The connection ended by itself.
                     let exit = session.exit_status(Duration::from_millis(500)).await;
                     let stderr = session.stderr_tail();
@@ -287,19 +307,20 @@ impl Supervisor {
         });
     }
 
-    /// Runs while connected: returns `None` when the connection ends by itself.
+    /// Runs while connected, until the connection ends or a control message says otherwise.
     async fn serve(
         &self,
         session: &Session,
         control: &mut mpsc::UnboundedReceiver<Control>,
         enabled: &mut bool,
-    ) -> Option<Next> {
+    ) -> Served {
         tokio::select! {
-            _ = session.closed() => None,
+            _ = session.closed() => Served::Closed,
             msg = control.recv() => match msg {
                 // A broken connection takes the road of a closed one.
-                Some(Control::Broken) => None,
-                other => Some(self.on_control(other, enabled)),
+                Some(Control::Broken) => Served::Closed,
+                Some(Control::NeedsAuth(message)) => Served::NeedsAuth(message),
+                other => Served::Next(self.on_control(other, enabled)),
             },
         }
     }
@@ -309,6 +330,8 @@ impl Supervisor {
             None => Next::Stop(None),
             Some(Control::Shutdown(done)) => Next::Stop(Some(done)),
             Some(Control::Reconnect | Control::Broken) => Next::Restart,
+            // Not connected any more: about a session that is gone (a restart at worst).
+            Some(Control::NeedsAuth(_)) => Next::Restart,
             Some(Control::Enable(on)) => {
                 *enabled = on;
                 Next::Restart
@@ -326,7 +349,12 @@ impl Supervisor {
     ) -> (Next, bool) {
         let mut now_enabled = enabled;
         loop {
-            match self.on_control(control.recv().await, &mut now_enabled) {
+            let msg = match control.recv().await {
+                // About a session that is gone already.
+                Some(Control::NeedsAuth(_)) => continue,
+                msg => msg,
+            };
+            match self.on_control(msg, &mut now_enabled) {
                 Next::Restart if !enabled && !now_enabled => continue,
                 other => return (other, now_enabled),
             }

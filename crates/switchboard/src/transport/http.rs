@@ -99,24 +99,46 @@ impl TimedClient {
     }
 
     /// Runs `call` with the authorizer's token (or rmcp's `auth_header` without one), and
-    /// after a 401 or a 403 `insufficient_scope` asks the authorizer for a better token and
-    /// runs it again (bounded).
+    /// after a 401 (or a 403 `invalid_token`) or a 403 `insufficient_scope` asks the authorizer
+    /// for a better token and runs it again (bounded). A refused token is renewed once: when
+    /// the renewed one is refused too, or renewing fails, the error says the user has to log
+    /// in ([`RemoteError::Auth`] with `needs_login`).
+    ///
+    /// `call` gets the bearer token for rmcp to send and the headers to send with
+    /// `custom_headers`: a DPoP-bound token goes in those instead (`Authorization: DPoP …` and
+    /// a proof of `method` and `uri`). A `use_dpop_nonce` challenge is answered by learning
+    /// the server's nonce ([`Self::learn_dpop_nonce`]) and sending once more.
     async fn authorized<T, F, Fut>(
         &self,
+        (method, uri, session_id): (&str, &str, Option<&Arc<str>>),
         auth_header: Option<String>,
+        custom_headers: &HashMap<HeaderName, HeaderValue>,
         call: F,
     ) -> Result<T, StreamableHttpError<reqwest::Error>>
     where
-        F: Fn(Option<String>) -> Fut,
+        F: Fn(Option<String>, HashMap<HeaderName, HeaderValue>) -> Fut,
         Fut: Future<Output = Result<T, StreamableHttpError<reqwest::Error>>>,
     {
         let Some(auth) = &self.auth else {
-            return self.bounded(call(auth_header)).await;
+            return self
+                .bounded(call(auth_header, custom_headers.clone()))
+                .await;
         };
+        let url = url::Url::parse(uri).map_err(|_| {
+            io_error(
+                std::io::ErrorKind::InvalidInput,
+                RemoteError::Protocol("the server URL does not parse".to_owned()),
+            )
+        })?;
         let mut token = auth.access_token().await.map_err(auth_error)?;
         let mut retries = 0;
+        // A token the server refused is renewed once per request: a renewed one refused too
+        // means the grant itself is gone, and the user has to log in.
+        let mut renewed = false;
+        let mut nonce_learned = false;
         loop {
-            let error = match self.bounded(call(token.clone())).await {
+            let (bearer, headers) = present(auth, token.as_deref(), method, &url, custom_headers)?;
+            let error = match self.bounded(call(bearer, headers)).await {
                 Ok(value) => return Ok(value),
                 Err(error) => error,
             };
@@ -124,18 +146,89 @@ impl TimedClient {
                 return Err(error);
             }
             retries += 1;
-            token = match auth_status(&error) {
-                Some((401, www)) => Some(
+            let Some((status, www)) = auth_status(&error) else {
+                return Err(error);
+            };
+            if status == 401 && Authorizer::wants_dpop_nonce(www.as_deref()) {
+                let Some(token) = token.as_deref().filter(|_| !nonce_learned) else {
+                    return Err(error);
+                };
+                nonce_learned = true;
+                if self
+                    .learn_dpop_nonce(auth, token, &url, session_id, custom_headers)
+                    .await
+                {
+                    continue;
+                }
+                return Err(error);
+            }
+            let challenge = Challenge::parse(www.as_deref().unwrap_or(""));
+            token = if status == 401 || challenge.get("error") == Some("invalid_token") {
+                if renewed && token.is_some() {
+                    return Err(auth_error(auth.refused_after_renewal()));
+                }
+                renewed = true;
+                Some(
                     auth.unauthorized(www.as_deref(), token.as_deref())
                         .await
                         .map_err(auth_error)?,
-                ),
-                Some((403, Some(www))) if Challenge::parse(&www).is_insufficient_scope() => {
-                    Some(auth.insufficient_scope(&www).await.map_err(auth_error)?)
-                }
-                _ => return Err(error),
+                )
+            } else if let Some(www) = www.filter(|_| challenge.is_insufficient_scope()) {
+                Some(auth.insufficient_scope(&www).await.map_err(auth_error)?)
+            } else {
+                return Err(error);
             };
         }
+    }
+
+    /// rmcp keeps a 401's challenge but not its `DPoP-Nonce` header. After a `use_dpop_nonce`
+    /// challenge this asks the server itself, with a `ping` (nothing that could run twice)
+    /// carrying a fresh proof, and keeps the nonce its answer names. Returns whether one came.
+    async fn learn_dpop_nonce(
+        &self,
+        auth: &Authorizer,
+        token: &str,
+        url: &url::Url,
+        session_id: Option<&Arc<str>>,
+        custom_headers: &HashMap<HeaderName, HeaderValue>,
+    ) -> bool {
+        let Ok(presentation) = auth.present(token, "POST", url) else {
+            return false;
+        };
+        let mut request = self
+            .client
+            .post(url.clone())
+            .header(ACCEPT, "application/json, text/event-stream")
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(reqwest::header::AUTHORIZATION, presentation.authorization)
+            .body(r#"{"jsonrpc":"2.0","id":"sb-dpop-nonce","method":"ping"}"#);
+        for (name, value) in custom_headers {
+            request = request.header(name, value);
+        }
+        if let Some(proof) = presentation.proof {
+            request = request.header(DPOP, proof);
+        }
+        if let Some(session) = session_id {
+            request = request.header("mcp-session-id", session.as_ref());
+        }
+        let Ok(Ok(response)) = tokio::time::timeout(self.response_timeout, request.send()).await
+        else {
+            return false;
+        };
+        let nonce = response
+            .headers()
+            .get(DPOP_NONCE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let www = crate::net::www_authenticate(response.headers());
+        tracing::debug!(
+            target: "switchboard::auth",
+            server = auth.server(),
+            nonce = nonce.is_some(),
+            "asked the server for its DPoP nonce"
+        );
+        // A new nonce asked for; or the ping went through with the nonce known now.
+        auth.dpop_nonce(www.as_deref(), nonce.as_deref()) || response.status().is_success()
     }
 
     /// Runs one request of rmcp's client under this client's timer, and turns the answers that
@@ -156,6 +249,46 @@ impl TimedClient {
             )),
         }
     }
+}
+
+/// The DPoP proof header and the header of a server's nonce.
+const DPOP: &str = "dpop";
+const DPOP_NONCE: &str = "dpop-nonce";
+
+/// Headers for one of rmcp's requests.
+type Headers = HashMap<HeaderName, HeaderValue>;
+
+/// How a request presents `token`: as rmcp's bearer token, or — DPoP-bound — in the headers
+/// beside `custom_headers` (its value marked sensitive).
+fn present(
+    auth: &Authorizer,
+    token: Option<&str>,
+    method: &str,
+    url: &url::Url,
+    custom_headers: &Headers,
+) -> Result<(Option<String>, Headers), StreamableHttpError<reqwest::Error>> {
+    let mut headers = custom_headers.clone();
+    let Some(token) = token else {
+        return Ok((None, headers));
+    };
+    let presentation = auth.present(token, method, url).map_err(auth_error)?;
+    let Some(proof) = presentation.proof else {
+        return Ok((Some(token.to_owned()), headers));
+    };
+    let invalid = || {
+        auth_error(AuthError::Token(
+            "the DPoP-bound token cannot be sent in a header".to_owned(),
+        ))
+    };
+    let mut authorization =
+        HeaderValue::from_str(&presentation.authorization).map_err(|_| invalid())?;
+    authorization.set_sensitive(true);
+    headers.insert(reqwest::header::AUTHORIZATION, authorization);
+    headers.insert(
+        HeaderName::from_static(DPOP),
+        HeaderValue::from_str(&proof).map_err(|_| invalid())?,
+    );
+    Ok((None, headers))
 }
 
 /// The status and challenge of a 401 or 403, however rmcp or [`classify`] reported it.
@@ -230,15 +363,20 @@ impl StreamableHttpClient for TimedClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
         self.observe(&message, session_id.as_ref());
-        self.authorized(auth_header, |auth| {
-            self.client.post_message(
-                uri.clone(),
-                message.clone(),
-                session_id.clone(),
-                auth,
-                custom_headers.clone(),
-            )
-        })
+        self.authorized(
+            ("POST", &uri, session_id.as_ref()),
+            auth_header,
+            &custom_headers,
+            |auth, headers| {
+                self.client.post_message(
+                    uri.clone(),
+                    message.clone(),
+                    session_id.clone(),
+                    auth,
+                    headers,
+                )
+            },
+        )
         .await
     }
 
@@ -252,16 +390,21 @@ impl StreamableHttpClient for TimedClient {
         max_sse_event_size: usize,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
         self.observe(&message, session_id.as_ref());
-        self.authorized(auth_header, |auth| {
-            self.client.post_message_with_max_sse_event_size(
-                uri.clone(),
-                message.clone(),
-                session_id.clone(),
-                auth,
-                custom_headers.clone(),
-                max_sse_event_size,
-            )
-        })
+        self.authorized(
+            ("POST", &uri, session_id.as_ref()),
+            auth_header,
+            &custom_headers,
+            |auth, headers| {
+                self.client.post_message_with_max_sse_event_size(
+                    uri.clone(),
+                    message.clone(),
+                    session_id.clone(),
+                    auth,
+                    headers,
+                    max_sse_event_size,
+                )
+            },
+        )
         .await
     }
 
@@ -275,16 +418,21 @@ impl StreamableHttpClient for TimedClient {
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
         self.observe(&message, session_id.as_ref());
-        self.authorized(auth_header, |auth| {
-            self.client.post_message_with_response_limits(
-                uri.clone(),
-                message.clone(),
-                session_id.clone(),
-                auth,
-                custom_headers.clone(),
-                limits,
-            )
-        })
+        self.authorized(
+            ("POST", &uri, session_id.as_ref()),
+            auth_header,
+            &custom_headers,
+            |auth, headers| {
+                self.client.post_message_with_response_limits(
+                    uri.clone(),
+                    message.clone(),
+                    session_id.clone(),
+                    auth,
+                    headers,
+                    limits,
+                )
+            },
+        )
         .await
     }
 
@@ -295,14 +443,15 @@ impl StreamableHttpClient for TimedClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), StreamableHttpError<Self::Error>> {
-        self.authorized(auth_header, |auth| {
-            self.client.delete_session(
-                uri.clone(),
-                session_id.clone(),
-                auth,
-                custom_headers.clone(),
-            )
-        })
+        self.authorized(
+            ("DELETE", &uri, None),
+            auth_header,
+            &custom_headers,
+            |auth, headers| {
+                self.client
+                    .delete_session(uri.clone(), session_id.clone(), auth, headers)
+            },
+        )
         .await
     }
 
@@ -314,15 +463,20 @@ impl StreamableHttpClient for TimedClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
-        self.authorized(auth_header, |auth| {
-            self.client.get_stream(
-                uri.clone(),
-                session_id.clone(),
-                last_event_id.clone(),
-                auth,
-                custom_headers.clone(),
-            )
-        })
+        self.authorized(
+            ("GET", &uri, session_id.as_ref()),
+            auth_header,
+            &custom_headers,
+            |auth, headers| {
+                self.client.get_stream(
+                    uri.clone(),
+                    session_id.clone(),
+                    last_event_id.clone(),
+                    auth,
+                    headers,
+                )
+            },
+        )
         .await
     }
 
@@ -335,16 +489,21 @@ impl StreamableHttpClient for TimedClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
-        self.authorized(auth_header, |auth| {
-            self.client.get_stream_with_max_sse_event_size(
-                uri.clone(),
-                session_id.clone(),
-                last_event_id.clone(),
-                auth,
-                custom_headers.clone(),
-                max_sse_event_size,
-            )
-        })
+        self.authorized(
+            ("GET", &uri, session_id.as_ref()),
+            auth_header,
+            &custom_headers,
+            |auth, headers| {
+                self.client.get_stream_with_max_sse_event_size(
+                    uri.clone(),
+                    session_id.clone(),
+                    last_event_id.clone(),
+                    auth,
+                    headers,
+                    max_sse_event_size,
+                )
+            },
+        )
         .await
     }
 }

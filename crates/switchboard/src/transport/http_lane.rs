@@ -266,7 +266,7 @@ impl HttpLane {
             .headers(headers)
             .body(body);
         let request = self
-            .authorized(request)
+            .authorized("POST", request)
             .await
             .ok_or(HttpLaneError::Fallback)?;
         let response =
@@ -282,6 +282,22 @@ impl HttpLane {
                 Ok(Ok(response)) => response,
             };
         let status = response.status().as_u16();
+        if status == 401
+            && let Some(auth) = self.client.auth()
+        {
+            // A nonce the server asks for: rmcp's retry of the call carries it.
+            let header = |name: &str| {
+                response
+                    .headers()
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned)
+            };
+            auth.dpop_nonce(
+                header("www-authenticate").as_deref(),
+                header("dpop-nonce").as_deref(),
+            );
+        }
         if matches!(status, 400 | 401 | 403 | 404 | 405 | 406 | 415 | 429) {
             tracing::debug!(
                 status,
@@ -386,7 +402,7 @@ impl HttpLane {
         headers.insert(HeaderName::from_static("last-event-id"), value);
         let request = self.client.reqwest().get(self.uri.clone()).headers(headers);
         let request = self
-            .authorized(request)
+            .authorized("GET", request)
             .await
             .ok_or_else(|| failed("no token"))?;
         let response = tokio::time::timeout(self.client.response_timeout(), request.send())
@@ -401,18 +417,29 @@ impl HttpLane {
         )))
     }
 
-    /// `request` with the session's token: the authorizer's (OAuth) or the configured bearer.
-    /// `None` when the authorizer has no token to give.
+    /// `request` (a `method` one) with the session's token: the authorizer's (OAuth; a
+    /// DPoP-bound one with its proof) or the configured bearer. `None` when the authorizer has
+    /// no token to give.
     async fn authorized(
         &self,
+        method: &str,
         request: reqwest::RequestBuilder,
     ) -> Option<reqwest::RequestBuilder> {
-        let token = match self.client.auth() {
-            Some(auth) => auth.access_token().await.ok()?,
-            None => self.bearer.clone(),
+        let Some(auth) = self.client.auth() else {
+            return Some(match &self.bearer {
+                Some(token) => request.bearer_auth(token),
+                None => request,
+            });
         };
-        Some(match token {
-            Some(token) => request.bearer_auth(token),
+        let Some(token) = auth.access_token().await.ok()? else {
+            return Some(request);
+        };
+        let presentation = auth.present(&token, method, &self.uri).ok()?;
+        let mut authorization = HeaderValue::from_str(&presentation.authorization).ok()?;
+        authorization.set_sensitive(true);
+        let request = request.header(reqwest::header::AUTHORIZATION, authorization);
+        Some(match presentation.proof {
+            Some(proof) => request.header("dpop", proof),
             None => request,
         })
     }
@@ -468,7 +495,7 @@ impl HttpLane {
             if lane.standard_headers {
                 request = request.header("mcp-method", method.as_str());
             }
-            let Some(request) = lane.authorized(request).await else {
+            let Some(request) = lane.authorized("POST", request).await else {
                 return;
             };
             let _ = tokio::time::timeout(lane.client.response_timeout(), request.send()).await;

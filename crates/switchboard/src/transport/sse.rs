@@ -8,10 +8,16 @@
 //! send's error. When the stream ends, the transport ends: `receive` returns `None`.
 //!
 //! Messages are POSTed one at a time in the order rmcp sent them, on the shared pooled client.
+//!
+//! OAuth ([`sse_oauth`]): the GET and every POST carry the authorizer's token; a 401 (or 403
+//! `invalid_token`) renews it once and sends again, a 403 `insufficient_scope` steps up once.
+//! When renewing fails the error is [`RemoteError::Auth`] (`needs_login`: the server goes to
+//! `needs-auth`), on the stream as on a POST in the middle of a session.
 
 // `connection::open` wires these transports in next; until then only the tests use them.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
@@ -23,9 +29,10 @@ use tokio::sync::mpsc;
 use super::http::check_http_url;
 use super::remote::{
     ChannelTransport, DEFAULT_RESPONSE_TIMEOUT, INCOMING_BUFFER, Incoming, Outgoing, RemoteError,
-    describe, header_map, http_client, parse_incoming, status_error,
+    describe, header_map, http_client, parse_incoming, status_error, www_authenticate,
 };
 use super::{EventLimiter, MessageLimit, over_limit_of};
+use crate::auth::{AuthError, Authorizer, Challenge};
 
 /// How long the server may take to name its message endpoint once the stream is open.
 const ENDPOINT_WAIT: Duration = Duration::from_secs(30);
@@ -34,12 +41,35 @@ const POST_BODY_BYTES: usize = 64 * 1024;
 
 /// A legacy SSE transport to `url` with the configured `headers`; returns once the server
 /// named its message endpoint.
+#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) async fn sse(
     url: &url::Url,
     headers: &BTreeMap<String, String>,
     limit: MessageLimit,
 ) -> Result<ChannelTransport, RemoteError> {
     sse_with(url, header_map(headers)?, DEFAULT_RESPONSE_TIMEOUT, limit).await
+}
+
+/// Like [`sse`], the stream and each message authorized by `auth` (OAuth) when given (a
+/// configured `Authorization` header then gives way to its tokens).
+pub(crate) async fn sse_oauth(
+    url: &url::Url,
+    headers: &BTreeMap<String, String>,
+    auth: Option<Arc<Authorizer>>,
+    limit: MessageLimit,
+) -> Result<ChannelTransport, RemoteError> {
+    let mut headers = headers.clone();
+    if auth.is_some() {
+        headers.retain(|name, _| !name.trim().eq_ignore_ascii_case("authorization"));
+    }
+    open(
+        url,
+        header_map(&headers)?,
+        DEFAULT_RESPONSE_TIMEOUT,
+        limit,
+        auth,
+    )
+    .await
 }
 
 /// Like [`sse`], with headers already checked and a chosen bound on each response's headers.
@@ -49,16 +79,25 @@ pub(crate) async fn sse_with(
     response_timeout: Duration,
     limit: MessageLimit,
 ) -> Result<ChannelTransport, RemoteError> {
+    open(url, headers, response_timeout, limit, None).await
+}
+
+async fn open(
+    url: &url::Url,
+    headers: HeaderMap,
+    response_timeout: Duration,
+    limit: MessageLimit,
+    auth: Option<Arc<Authorizer>>,
+) -> Result<ChannelTransport, RemoteError> {
     check_http_url(url)?;
     let client = http_client()?;
-    let request = client
-        .get(url.as_str())
-        .headers(headers.clone())
-        .header(ACCEPT, "text/event-stream");
-    let response = tokio::time::timeout(response_timeout, request.send())
-        .await
-        .map_err(|_| RemoteError::Timeout(response_timeout))?
-        .map_err(|e| RemoteError::Connect(describe(&e)))?;
+    let request = || {
+        client
+            .get(url.as_str())
+            .headers(headers.clone())
+            .header(ACCEPT, "text/event-stream")
+    };
+    let response = authorized(auth.as_ref(), request, response_timeout).await?;
     if !response.status().is_success() {
         return Err(status_error(response).await);
     }
@@ -108,11 +147,14 @@ pub(crate) async fn sse_with(
     let (deliver, incoming) = mpsc::channel(INCOMING_BUFFER);
     let reader = tokio::spawn(read_events(events, early, deliver));
     let writer = tokio::spawn(post_messages(
-        client,
-        endpoint,
-        headers,
+        Poster {
+            client,
+            endpoint,
+            headers,
+            response_timeout,
+            auth,
+        },
         queue,
-        response_timeout,
     ));
     Ok(ChannelTransport::new(
         outgoing,
@@ -179,50 +221,136 @@ async fn read_events<S>(
     // Dropping `deliver` ends the transport: `receive` returns `None`.
 }
 
-async fn post_messages(
+/// Sends `request()` with the authorizer's token (none without one). After a 401 (or a 403
+/// `invalid_token`) the token is renewed once and the request sent again; after a 403
+/// `insufficient_scope` the scope is stepped up once. Any other answer is the caller's.
+async fn authorized(
+    auth: Option<&Arc<Authorizer>>,
+    request: impl Fn() -> reqwest::RequestBuilder,
+    response_timeout: Duration,
+) -> Result<reqwest::Response, RemoteError> {
+    let send = |request: reqwest::RequestBuilder| async move {
+        tokio::time::timeout(response_timeout, request.send())
+            .await
+            .map_err(|_| RemoteError::Timeout(response_timeout))?
+            .map_err(|e| RemoteError::Connect(describe(&e)))
+    };
+    let Some(auth) = auth else {
+        return send(request()).await;
+    };
+    let mut token = auth.access_token().await.map_err(auth_error)?;
+    let (mut renewed, mut stepped_up, mut nonce_retried) = (false, false, false);
+    loop {
+        let mut builder = request();
+        if let Some(token) = &token {
+            let built = builder
+                .try_clone()
+                .and_then(|b| b.build().ok())
+                .ok_or_else(|| RemoteError::Protocol("cannot build the request".to_owned()))?;
+            let presentation = auth
+                .present(token, built.method().as_str(), built.url())
+                .map_err(auth_error)?;
+            let mut authorization = reqwest::header::HeaderValue::from_str(
+                &presentation.authorization,
+            )
+            .map_err(|_| RemoteError::Header {
+                name: "Authorization".to_owned(),
+                reason: "the token has characters a header cannot carry",
+            })?;
+            authorization.set_sensitive(true);
+            builder = builder.header(reqwest::header::AUTHORIZATION, authorization);
+            if let Some(proof) = presentation.proof {
+                builder = builder.header("dpop", proof);
+            }
+        }
+        let response = send(builder).await?;
+        let status = response.status().as_u16();
+        if !matches!(status, 401 | 403) {
+            return Ok(response);
+        }
+        let www = www_authenticate(response.headers());
+        let nonce = response
+            .headers()
+            .get("dpop-nonce")
+            .and_then(|v| v.to_str().ok());
+        if status == 401
+            && !nonce_retried
+            && token.is_some()
+            && auth.dpop_nonce(www.as_deref(), nonce)
+        {
+            nonce_retried = true;
+            continue;
+        }
+        let challenge = Challenge::parse(www.as_deref().unwrap_or(""));
+        token = if status == 401 || challenge.get("error") == Some("invalid_token") {
+            if renewed {
+                return Err(auth_error(auth.refused_after_renewal()));
+            }
+            renewed = true;
+            Some(
+                auth.unauthorized(www.as_deref(), token.as_deref())
+                    .await
+                    .map_err(auth_error)?,
+            )
+        } else if let Some(www) = www.filter(|_| challenge.is_insufficient_scope() && !stepped_up) {
+            stepped_up = true;
+            Some(auth.insufficient_scope(&www).await.map_err(auth_error)?)
+        } else {
+            return Ok(response);
+        };
+    }
+}
+
+/// An authorization failure as the transport reports it: its message never holds a token.
+fn auth_error(error: AuthError) -> RemoteError {
+    RemoteError::Auth {
+        needs_login: matches!(error, AuthError::NeedsLogin(_)),
+        message: error.to_string(),
+    }
+}
+
+/// Where and how messages are POSTed.
+struct Poster {
     client: reqwest::Client,
     endpoint: url::Url,
     headers: HeaderMap,
-    mut queue: mpsc::UnboundedReceiver<Outgoing>,
     response_timeout: Duration,
-) {
+    auth: Option<Arc<Authorizer>>,
+}
+
+async fn post_messages(poster: Poster, mut queue: mpsc::UnboundedReceiver<Outgoing>) {
     while let Some(Outgoing::Message(text, done)) = queue.recv().await {
-        let result = post(&client, &endpoint, &headers, text, response_timeout).await;
+        let result = poster.post(text).await;
         let _ = done.send(result);
     }
 }
 
-async fn post(
-    client: &reqwest::Client,
-    endpoint: &url::Url,
-    headers: &HeaderMap,
-    text: String,
-    response_timeout: Duration,
-) -> Result<(), RemoteError> {
-    let request = client
-        .post(endpoint.as_str())
-        .headers(headers.clone())
-        .header(CONTENT_TYPE, "application/json")
-        .body(text);
-    let mut response = tokio::time::timeout(response_timeout, request.send())
-        .await
-        .map_err(|_| RemoteError::Timeout(response_timeout))?
-        .map_err(|e| RemoteError::Connect(describe(&e)))?;
-    if !response.status().is_success() {
-        return Err(status_error(response).await);
-    }
-    // Read the short answer ("Accepted") so the connection goes back to the pool.
-    let drain = async {
-        let mut read = 0;
-        while let Ok(Some(chunk)) = response.chunk().await {
-            read += chunk.len();
-            if read > POST_BODY_BYTES {
-                break;
-            }
+impl Poster {
+    async fn post(&self, text: String) -> Result<(), RemoteError> {
+        let request = || {
+            self.client
+                .post(self.endpoint.as_str())
+                .headers(self.headers.clone())
+                .header(CONTENT_TYPE, "application/json")
+                .body(text.clone())
+        };
+        let mut response = authorized(self.auth.as_ref(), request, self.response_timeout).await?;
+        if !response.status().is_success() {
+            return Err(status_error(response).await);
         }
-    };
-    let _ = tokio::time::timeout(response_timeout, drain).await;
-    Ok(())
+        // Read the short answer ("Accepted") so the connection goes back to the pool.
+        let drain = async {
+            let mut read = 0;
+            while let Ok(Some(chunk)) = response.chunk().await {
+                read += chunk.len();
+                if read > POST_BODY_BYTES {
+                    break;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(self.response_timeout, drain).await;
+        Ok(())
+    }
 }
 
 #[cfg(test)]
