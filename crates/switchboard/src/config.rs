@@ -251,7 +251,7 @@ impl Transport {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct StdioTransport {
     pub command: String,
     pub args: Vec<String>,
@@ -260,11 +260,54 @@ pub struct StdioTransport {
     pub cwd: Option<PathBuf>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct RemoteTransport {
     pub url: url::Url,
     pub headers: BTreeMap<String, String>,
     pub oauth: Option<OAuthConfig>,
+}
+
+/// The names of a map's entries, their values hidden: environment values and headers hold
+/// secrets once `${VAR}` is expanded, and `{:?}` of a config reaches logs and panics.
+struct HiddenValues<'a>(&'a BTreeMap<String, String>);
+
+impl fmt::Debug for HiddenValues<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map()
+            .entries(self.0.keys().map(|k| (k, crate::redact::MASK)))
+            .finish()
+    }
+}
+
+impl fmt::Debug for StdioTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StdioTransport")
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("env", &HiddenValues(&self.env))
+            .field("cwd", &self.cwd)
+            .finish()
+    }
+}
+
+impl fmt::Debug for RemoteTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RemoteTransport")
+            .field("url", &crate::redact::redact_url(self.url.as_str()))
+            .field("headers", &HiddenValues(&self.headers))
+            .field("oauth", &self.oauth)
+            .finish_non_exhaustive()
+    }
+}
+
+impl fmt::Debug for ProxyTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProxyTransport")
+            .field("url", &crate::redact::redact_url(self.url.as_str()))
+            .field("headers", &HiddenValues(&self.headers))
+            .field("token", &self.token)
+            .finish()
+    }
 }
 
 /// What the user pre-configured for OAuth; the rest is discovered from the server.
@@ -310,7 +353,7 @@ pub struct IdeTransport {
     pub lock_file: Option<PathBuf>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct ProxyTransport {
     pub url: url::Url,
     pub headers: BTreeMap<String, String>,
@@ -346,4 +389,49 @@ pub enum RestartPolicy {
     Never,
     /// Restart with the remote reconnect backoff (1, 2, 4, 8, 16 s; at most 5 tries).
     OnFailure,
+}
+
+#[cfg(test)]
+mod debug_tests {
+    use super::*;
+
+    /// `{:?}` of a checked config (logs, panics) names environment variables and headers but
+    /// never shows their expanded values, nor secrets in a URL.
+    #[test]
+    fn debug_output_hides_expanded_secrets() {
+        let env = BTreeMap::from([("API_KEY".to_owned(), "sk-live-env-secret".to_owned())]);
+        let headers = BTreeMap::from([(
+            "Authorization".to_owned(),
+            "Bearer header-secret".to_owned(),
+        )]);
+        let stdio = StdioTransport {
+            command: "srv".to_owned(),
+            args: vec![],
+            env,
+            cwd: None,
+        };
+        let url = url::Url::parse("https://u:pw-secret@example.com/mcp?key=query-secret").unwrap();
+        let remote = RemoteTransport {
+            url: url.clone(),
+            headers: headers.clone(),
+            oauth: None,
+        };
+        let proxy = ProxyTransport {
+            url,
+            headers,
+            token: TokenSource::Provider,
+        };
+        let shown = format!("{stdio:?} {remote:?} {proxy:?}");
+        for secret in [
+            "sk-live-env-secret",
+            "header-secret",
+            "pw-secret",
+            "query-secret",
+        ] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        for name in ["API_KEY", "Authorization", "example.com"] {
+            assert!(shown.contains(name), "{name} missing from {shown}");
+        }
+    }
 }

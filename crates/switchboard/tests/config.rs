@@ -947,8 +947,17 @@ fn every_way_an_entry_can_be_wrong_is_named_the_same() {
     let mut report = messages(&tree, &set);
     for entry in &set.servers {
         if let Ok(config) = &entry.config {
+            // Debug hides env and header values; the expanded values are part of what is
+            // checked here.
+            let values = match &config.transport {
+                Transport::Stdio(stdio) => format!(" values {:?}", stdio.env),
+                Transport::Http(remote) | Transport::WebSocket(remote) => {
+                    format!(" values {:?}", remote.headers)
+                }
+                _ => String::new(),
+            };
             report.push_str(&format!(
-                "\n{}: {:?} extra {:?} {:?} {:?} {:?}",
+                "\n{}: {:?}{values} extra {:?} {:?} {:?} {:?}",
                 entry.name,
                 config.transport,
                 config.extra,
