@@ -38,6 +38,17 @@ pub(crate) struct GlobalArgs {
     /// `RUST_LOG` set a filter of their own.
     #[arg(short = 'v', long = "verbose", global = true)]
     pub(crate) verbose: bool,
+    /// How log lines on stderr are written: `text`, or `json` (one JSON object a line, with a
+    /// timestamp, the level, the target and the fields: for a gateway's log collector).
+    #[arg(long = "log-format", global = true, value_enum, default_value_t = LogFormat::Text)]
+    pub(crate) log_format: LogFormat,
+}
+
+/// `--log-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Debug, Subcommand)]

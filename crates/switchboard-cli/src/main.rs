@@ -73,7 +73,7 @@ fn main() -> ExitCode {
     }
     completions::answer_if_asked();
     let cli = args::Cli::parse();
-    init_logging(cli.global.verbose);
+    init_logging(cli.global.verbose, cli.global.log_format);
     tune_allocator();
     match run(cli) {
         Ok(code) => code,
@@ -104,7 +104,7 @@ fn main() -> ExitCode {
 
 /// Diagnostics go to stderr: `SWITCHBOARD_LOG` (else `RUST_LOG`) when set, `info` with
 /// `--verbose`, else [`DEFAULT_LOG`].
-fn init_logging(verbose: bool) {
+fn init_logging(verbose: bool, format: args::LogFormat) {
     use switchboard::env_vars::EnvVars;
     let explicit = [EnvVars::SWITCHBOARD_LOG, EnvVars::RUST_LOG]
         .into_iter()
@@ -116,14 +116,17 @@ fn init_logging(verbose: bool) {
     };
     let filter = tracing_subscriber::EnvFilter::try_new(&filter)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG));
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(|| RedactingStderr)
         // Plain text: tracing-subscriber is built without its `ansi` feature, and asking it for
         // colours then panics (a terminal on stderr used to crash every command).
-        .with_ansi(false)
-        .without_time()
-        .try_init();
+        .with_ansi(false);
+    let _ = match format {
+        args::LogFormat::Text => builder.without_time().try_init(),
+        // A collector wants the time; one line an event, the span's fields flattened in.
+        args::LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    };
 }
 
 /// stderr for log lines, each passed through [`switchboard::redact::redact_urls_in`]: the

@@ -728,3 +728,34 @@ fn tools_search_shows_the_best_matches_and_exits_1_when_none_matches() {
     assert_eq!(text(&out.stdout, &tree), "");
     assert_eq!(text(&out.stderr, &tree).trim(), "No tool matches `zebra`.");
 }
+
+#[test]
+fn log_format_json_writes_one_json_object_a_line() {
+    let tree = ConfigTree::new().unwrap();
+    user_config(&tree, &[("kit", &[], "")]);
+    let logged = |format: &str| {
+        let out = run_with(
+            &tree,
+            &["--log-format", format, "tools"],
+            &[("SWITCHBOARD_LOG", "switchboard::server=debug")],
+        );
+        assert!(out.status.success(), "{}", text(&out.stderr, &tree));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let json = logged("json");
+    let lines: Vec<Value> = json
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect();
+    // The testkit server's own log line, with its server as a field a collector can filter on.
+    assert!(
+        lines.iter().any(|l| l["server"] == "kit"
+            && l["level"] == "DEBUG"
+            && l["timestamp"].is_string()
+            && l["message"].is_string()),
+        "{json}"
+    );
+    let plain = logged("text");
+    assert!(plain.contains("server=kit"), "{plain}");
+    assert!(!plain.trim_start().starts_with('{'), "{plain}");
+}
