@@ -57,6 +57,14 @@ pub enum ServerState {
     },
     /// Disabled in the configuration or by the program; not started.
     Disabled,
+    /// Not running, and started when something first needs it (`"startup": "lazy"`, or
+    /// stopped after `idleTimeout`); its tools are listed from the lists kept on disk.
+    Lazy {
+        /// How many tools the kept list holds (`None`: nothing kept).
+        tools: Option<usize>,
+        /// When that list was fetched.
+        listed_at: Option<std::time::SystemTime>,
+    },
 }
 
 impl ServerState {
@@ -68,6 +76,7 @@ impl ServerState {
             ServerState::Failed(_) => "failed",
             ServerState::NeedsAuth { .. } => "needs-auth",
             ServerState::Disabled => "disabled",
+            ServerState::Lazy { .. } => "lazy",
         }
     }
 

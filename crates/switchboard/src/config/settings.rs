@@ -428,6 +428,10 @@ pub(crate) struct ServerFile {
     pub(crate) tool_timeout: Keyed<Count>,
     pub(crate) protocol: Keyed<Text>,
     pub(crate) restart: Keyed<Text>,
+    /// `eager` (the default) or `lazy`: started when something first needs it.
+    pub(crate) startup: Keyed<Text>,
+    /// Seconds without a request after which the server is stopped (back to lazy).
+    pub(crate) idle_timeout: Keyed<Count>,
     pub(crate) enabled_tools: Keyed<TextList>,
     pub(crate) disabled_tools: Keyed<TextList>,
     pub(crate) max_output_tokens: Keyed<Count>,

@@ -37,7 +37,8 @@ pub struct Completion {
 }
 
 /// A tool as its server describes it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ToolDef {
     /// The tool's name on its server.
     pub name: String,
@@ -58,7 +59,8 @@ pub struct ToolDef {
 }
 
 /// The hints a server gives about a tool (all optional in the protocol).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Annotations {
     /// `title`: a display name.
     pub title: Option<String>,
