@@ -7,7 +7,7 @@ mod calls;
 mod handler;
 mod handshake;
 mod interact;
-mod requests;
+pub(crate) mod requests;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -299,6 +299,8 @@ pub(crate) struct Session {
         crate::transport::lane::LaneMeta,
     )>,
     pub(crate) info: Arc<ServerInfo>,
+    /// What the server said about caching its last listing of each kind (2026-07-28).
+    cache_hints: std::sync::Mutex<std::collections::HashMap<&'static str, requests::CacheHints>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -384,6 +386,7 @@ impl Session {
             asker,
             lane,
             info,
+            cache_hints: std::sync::Mutex::default(),
         }
     }
 

@@ -819,8 +819,16 @@ impl ServerManager {
     /// Keeps the tool list a server just gave, for when it is lazy.
     pub(crate) fn keep_tools(&self, name: &str, tools: &[ToolDef]) {
         if let Some(config) = self.config(name) {
-            self.shared.kept.put_tools(&config, tools);
+            let hints = self.cache_hints(name, ListKind::Tools);
+            self.shared.kept.put_tools(&config, tools, &hints);
         }
+    }
+
+    /// What the server said about caching its last listing of this kind.
+    fn cache_hints(&self, name: &str, kind: ListKind) -> connection::requests::CacheHints {
+        self.session(name)
+            .map(|s| s.cache_hints(kind.what()))
+            .unwrap_or_default()
     }
 
     /// A lazy server's kept list of resources, templates or prompts.
@@ -848,7 +856,8 @@ impl ServerManager {
         }
         let items = self.request(name, f).await?;
         if let Some(config) = self.config(name) {
-            self.shared.kept.put_values(&config, kind, &items);
+            let hints = self.cache_hints(name, kind);
+            self.shared.kept.put_values(&config, kind, &items, &hints);
         }
         Ok(items)
     }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use switchboard::host::{CallOptions, Host, HostEvent};
 use switchboard::permissions::CallSource;
-use switchboard::{CatalogEvent, ServerEvent, ServerState};
+use switchboard::{ServerEvent, ServerState};
 use switchboard_testkit::config_tree::ConfigTree;
 
 const SETTLE: Duration = Duration::from_secs(30);
@@ -230,16 +230,27 @@ async fn a_changed_entry_or_a_list_changed_replaces_the_kept_lists() {
         )
         .await
         .unwrap();
+    // The server's notice drops the kept list; the catalogue lists again and keeps the new one.
     let heard = async {
         while let Some(event) = events.recv().await {
-            if let HostEvent::Catalog(CatalogEvent::ToolsChanged { added, .. }) = event
-                && added.contains(&"mcp__kit__fresh".to_owned())
+            if let HostEvent::Server(ServerEvent::ToolsChanged { server }) = event
+                && server == "kit"
             {
                 return;
             }
         }
     };
     tokio::time::timeout(SETTLE, heard).await.unwrap();
+    let kept = tree.state_dir().join("lists").join("kit.json");
+    let relisted = async {
+        while !std::fs::read_to_string(&kept)
+            .unwrap_or_default()
+            .contains("\"fresh\"")
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(SETTLE, relisted).await.unwrap();
     second.shutdown().await;
     assert_eq!(starts(&marker), 3);
 

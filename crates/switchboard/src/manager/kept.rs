@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use crate::config::{ConfigHash, ServerConfig};
 use crate::connection::ToolDef;
+use crate::connection::requests::CacheHints;
 
 /// Which of a server's lists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,19 +42,34 @@ pub(crate) struct Listed<T> {
     pub(crate) items: Vec<T>,
 }
 
+impl ListKind {
+    /// The listing's name, as the session records its cache hints.
+    pub(crate) fn what(self) -> &'static str {
+        match self {
+            ListKind::Tools => "tools",
+            ListKind::Resources => "resources",
+            ListKind::ResourceTemplates => "resource templates",
+            ListKind::Prompts => "prompts",
+        }
+    }
+}
+
 impl<T> Listed<T> {
-    fn new(items: Vec<T>) -> Self {
+    fn new(items: Vec<T>, hints: &CacheHints) -> Self {
         Listed {
             fetched_at: now_ms(),
-            ttl_ms: None,
-            cache_scope: None,
+            ttl_ms: hints.ttl_ms,
+            cache_scope: hints.cache_scope.clone(),
             items,
         }
     }
 
-    /// Whether the server's `ttlMs` (if any) has not run out.
+    /// Whether the server's `ttlMs` (if any) has not run out. A `ttlMs` of 0 is what a
+    /// 2026-07-28 server sends when it sets none (rmcp fills it in): honoured, it would start
+    /// every lazy server on every run, so only a positive one expires a kept list.
     fn fresh(&self) -> bool {
         self.ttl_ms
+            .filter(|ttl| *ttl > 0)
             .is_none_or(|ttl| self.fetched_at.saturating_add(ttl) > now_ms())
     }
 
@@ -164,18 +180,24 @@ impl KeptLists {
         Some((list.items.clone(), list.fetched()))
     }
 
-    /// Keeps a tool list the server just gave.
-    pub(crate) fn put_tools(&self, config: &ServerConfig, tools: &[ToolDef]) {
+    /// Keeps a tool list the server just gave, with its cache hints.
+    pub(crate) fn put_tools(&self, config: &ServerConfig, tools: &[ToolDef], hints: &CacheHints) {
         self.change(config.name.as_str(), &config.launch_hash, |kept| {
-            kept.tools = Some(Listed::new(tools.to_vec()));
+            kept.tools = Some(Listed::new(tools.to_vec(), hints));
         });
     }
 
     /// Keeps a list of resources, templates or prompts the server just gave.
-    pub(crate) fn put_values(&self, config: &ServerConfig, kind: ListKind, items: &[Value]) {
+    pub(crate) fn put_values(
+        &self,
+        config: &ServerConfig,
+        kind: ListKind,
+        items: &[Value],
+        hints: &CacheHints,
+    ) {
         self.change(config.name.as_str(), &config.launch_hash, |kept| {
             if let Some(slot) = kept.values_mut(kind) {
-                *slot = Some(Listed::new(items.to_vec()));
+                *slot = Some(Listed::new(items.to_vec(), hints));
             }
         });
     }
@@ -256,7 +278,8 @@ mod tests {
     fn lists_survive_a_restart_and_go_with_a_changed_entry() {
         let dir = tempfile::tempdir().unwrap();
         let config = entry(serde_json::json!({"command": "kit", "startup": "lazy"}));
-        KeptLists::new(Some(dir.path())).put_tools(&config, &[tool("hello")]);
+        let none = CacheHints::default();
+        KeptLists::new(Some(dir.path())).put_tools(&config, &[tool("hello")], &none);
 
         // Another process (a restart) reads the file.
         let later = KeptLists::new(Some(dir.path()));
@@ -288,12 +311,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let config = entry(serde_json::json!({"command": "kit"}));
         let kept = KeptLists::new(Some(dir.path()));
-        kept.put_tools(&config, &[tool("hello")]);
-        kept.put_values(
-            &config,
-            ListKind::Prompts,
-            &[serde_json::json!({"name": "p"})],
-        );
+        let none = CacheHints::default();
+        kept.put_tools(&config, &[tool("hello")], &none);
+        let prompts = [serde_json::json!({"name": "p"})];
+        kept.put_values(&config, ListKind::Prompts, &prompts, &none);
         kept.invalidate(&config, ListKind::Tools);
         assert!(kept.tools(&config).is_none());
         let later = KeptLists::new(Some(dir.path()));
@@ -306,9 +327,23 @@ mod tests {
                 .is_some()
         );
 
-        let mut listed = Listed::new(vec![tool("hello")]);
-        listed.ttl_ms = Some(1);
-        listed.fetched_at -= 10;
+        // The server's `ttlMs` is kept with the list; once it ran out, the list is gone.
+        let second = CacheHints {
+            ttl_ms: Some(1_000),
+            cache_scope: Some("private".to_owned()),
+        };
+        kept.put_tools(&config, &[tool("hello")], &second);
+        assert!(KeptLists::new(Some(dir.path())).tools(&config).is_some());
+        let mut listed = Listed::new(vec![tool("hello")], &second);
+        listed.fetched_at -= 1_001;
         assert!(!listed.fresh());
+        // 0: the server set none.
+        let unset = CacheHints {
+            ttl_ms: Some(0),
+            cache_scope: Some("private".to_owned()),
+        };
+        let mut listed = Listed::new(vec![tool("hello")], &unset);
+        listed.fetched_at -= 1_000_000;
+        assert!(listed.fresh());
     }
 }

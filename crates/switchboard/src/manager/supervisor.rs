@@ -330,8 +330,11 @@ impl Supervisor {
         let kept = &self.shared.kept;
         let capabilities = &session.info.capabilities;
         match tokio::time::timeout(bound, session.list_tools()).await {
-            Ok(Ok(tools)) => kept.put_tools(&self.config, &tools),
-            _ if !capabilities.tools => kept.put_tools(&self.config, &[]),
+            Ok(Ok(tools)) => {
+                let hints = session.cache_hints(ListKind::Tools.what());
+                kept.put_tools(&self.config, &tools, &hints);
+            }
+            _ if !capabilities.tools => kept.put_tools(&self.config, &[], &Default::default()),
             Ok(Err(e)) => tracing::info!(server = self.name(), "cannot list its tools: {e}"),
             Err(_) => tracing::info!(server = self.name(), "no answer to tools/list"),
         }
@@ -352,7 +355,8 @@ impl Supervisor {
                 }
             };
             if let Ok(Ok(items)) = tokio::time::timeout(bound, listing).await {
-                kept.put_values(&self.config, kind, &items);
+                let hints = session.cache_hints(kind.what());
+                kept.put_values(&self.config, kind, &items, &hints);
             }
         }
     }
