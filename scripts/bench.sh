@@ -13,8 +13,11 @@
 #   cargo bench -p switchboard-gateway --bench sessions  (the soak: the release `serve --http`
 #                                                         opens and lets go 20 000 sessions;
 #                                                         its RSS must come back within 10 %)
-# `scripts/bench.sh startup`, `calls`, `gateway`, `config`, `search` or `soak` runs one of
-# them; the default run leaves out `soak` (about 5 min).
+#   cargo bench -p switchboard --bench lazy      (lazy servers: `serve --stdio` over 100 servers
+#                                                 × 50 tools eager vs lazy, and a lazy server's
+#                                                 first call vs its own start and call)
+# `scripts/bench.sh startup`, `calls`, `gateway`, `config`, `search`, `lazy` or `soak` runs one
+# of them; the default run leaves out `soak` (about 5 min) and `lazy`.
 # Figures and how to read them: BENCHMARKS.md.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -180,6 +180,9 @@ pub(crate) enum McpCommand {
         /// Show the configuration only; start nothing.
         #[arg(long)]
         no_connect: bool,
+        /// Start lazy servers too (they are shown from their kept lists otherwise).
+        #[arg(long, conflicts_with = "no_connect")]
+        probe: bool,
         /// Show header and environment values, URL userinfo and query values as written
         /// (masked as `***` by default).
         #[arg(long)]

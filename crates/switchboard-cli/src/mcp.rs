@@ -41,8 +41,9 @@ pub(crate) fn run(ctx: &Context, cmd: McpCommand) -> anyhow::Result<ExitCode> {
         McpCommand::List {
             json,
             no_connect,
+            probe,
             show_secrets,
-        } => list(ctx, json, !no_connect, show_secrets),
+        } => list(ctx, json, !no_connect, probe, show_secrets),
         McpCommand::Get {
             name,
             json,
@@ -355,13 +356,19 @@ pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .build()?)
 }
 
-fn list(ctx: &Context, json: bool, connect: bool, show_secrets: bool) -> anyhow::Result<ExitCode> {
+fn list(
+    ctx: &Context,
+    json: bool,
+    connect: bool,
+    eager: bool,
+    show_secrets: bool,
+) -> anyhow::Result<ExitCode> {
     let loaded = ctx.load();
     if !json {
         print_issues(&loaded.issues);
     }
     let probed = if connect {
-        runtime()?.block_on(probe(ctx, &loaded, None))?
+        runtime()?.block_on(probe(ctx, &loaded, None, eager))?
     } else {
         BTreeMap::new()
     };
@@ -451,7 +458,7 @@ fn get(
         .collect();
     let probed = if connect {
         runtime()?
-            .block_on(probe(ctx, &loaded, Some(name)))?
+            .block_on(probe(ctx, &loaded, Some(name), true))?
             .remove(name)
     } else {
         None

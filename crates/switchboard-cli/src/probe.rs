@@ -23,11 +23,13 @@ pub(crate) struct Probed {
 }
 
 /// Starts every startable server of `set` (or only `only`), waits for all to settle, and
-/// returns their states. Ctrl-C stops the servers and exits.
+/// returns their states. A lazy server is not started unless `eager`: it shows its kept
+/// list. Ctrl-C stops the servers and exits.
 pub(crate) async fn probe(
     ctx: &Context,
     set: &ConfigSet,
     only: Option<&str>,
+    eager: bool,
 ) -> anyhow::Result<BTreeMap<String, Probed>> {
     let limits = Limits::from_env(&ctx.env)?;
     let total = set
@@ -39,7 +41,9 @@ pub(crate) async fn probe(
     }
     // The same host as every other command's (capabilities, roots, permissions), so a server
     // lists here what it lists to `tools`.
-    let mut builder = crate::start::host_builder(ctx, set.clone())?.builder;
+    let mut builder = crate::start::host_builder(ctx, set.clone())?
+        .builder
+        .all_eager(eager);
     if let Some(only) = only {
         builder = builder.only(vec![only.to_owned()]);
     }
@@ -97,6 +101,7 @@ pub(crate) async fn probe(
                         .and_then(Result::ok)
                         .map(|t| t.len())
                 }
+                ServerState::Lazy { tools, .. } => *tools,
                 _ => None,
             };
             let stderr = match state {
@@ -153,6 +158,28 @@ pub(crate) fn probed_status(
             Some("still connecting when the wait ended".to_owned()),
         ),
         ServerState::Disabled => ("- disabled".to_owned(), None),
+        ServerState::Lazy { tools, listed_at } => {
+            let listed = match (tools, listed_at) {
+                (Some(n), Some(at)) => format!(
+                    " ({n} tool{}, listed {})",
+                    if *n == 1 { "" } else { "s" },
+                    ago(*at)
+                ),
+                _ => String::new(),
+            };
+            (format!("○ lazy{listed}"), None)
+        }
+    }
+}
+
+/// How long ago `at` was, roughly: `12 s ago`, `5 min ago`, `3 h ago`, `2 d ago`.
+fn ago(at: std::time::SystemTime) -> String {
+    let secs = at.elapsed().map(|d| d.as_secs()).unwrap_or_default();
+    match secs {
+        0..60 => format!("{secs} s ago"),
+        60..3600 => format!("{} min ago", secs / 60),
+        3600..86400 => format!("{} h ago", secs / 3600),
+        _ => format!("{} d ago", secs / 86400),
     }
 }
 
@@ -172,6 +199,16 @@ pub(crate) fn state_json(probed: &Probed) -> Value {
             value["stderr"] = json!(probed.stderr);
         }
         ServerState::NeedsAuth { message } => value["error"] = json!(message),
+        ServerState::Lazy {
+            listed_at: Some(at),
+            ..
+        } => {
+            let ms = at
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis())
+                .unwrap_or_default();
+            value["listedAtMs"] = json!(u64::try_from(ms).unwrap_or(u64::MAX));
+        }
         _ => {}
     }
     value

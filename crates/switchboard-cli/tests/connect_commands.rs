@@ -759,3 +759,37 @@ fn log_format_json_writes_one_json_object_a_line() {
     assert!(plain.contains("server=kit"), "{plain}");
     assert!(!plain.trim_start().starts_with('{'), "{plain}");
 }
+
+/// A lazy server is listed from its kept lists without a start (it is started once, the first
+/// time, to fill them); `--probe` starts it as any other.
+#[test]
+fn list_shows_a_lazy_server_from_its_kept_lists_and_probe_starts_it() {
+    let tree = ConfigTree::new().unwrap();
+    let marker = tree.root().join("starts");
+    let script = format!(
+        "echo started >> '{}'; exec '{}'",
+        marker.display(),
+        switchboard_testkit::server_bin().display()
+    );
+    let entry = serde_json::json!({"command": "sh", "args": ["-c", script], "startup": "lazy"});
+    tree.write(
+        tree.user_file(),
+        &serde_json::json!({"mcpServers": {"lazy": entry}}).to_string(),
+    )
+    .unwrap();
+    let starts = || {
+        std::fs::read_to_string(&marker)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    for run_number in 1..=2 {
+        let out = run(&tree, &["mcp", "list"]);
+        let shown = cells(&text(&out.stdout, &tree));
+        assert!(shown.contains("○ lazy (9 tools, listed "), "{shown}");
+        assert_eq!(starts(), 1, "run {run_number}: {shown}");
+    }
+    let out = run(&tree, &["mcp", "list", "--probe"]);
+    let shown = cells(&text(&out.stdout, &tree));
+    assert!(shown.contains("✓ connected (9 tools)"), "{shown}");
+    assert_eq!(starts(), 2);
+}

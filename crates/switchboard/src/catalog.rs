@@ -8,6 +8,8 @@
 //! - Per-server `enabledTools` / `disabledTools` globs, and a hide rule (permissions' `deny`).
 //! - Tool lists are cached for at most 20 servers (LRU) and dropped when a server disconnects
 //!   or says its list changed; the catalogue then tells its user what changed.
+//! - A lazy server's tools come from its kept list (the manager's, on disk) without starting
+//!   it; that list stays while it starts, and is listed afresh once it is connected.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::num::NonZeroUsize;
@@ -142,11 +144,16 @@ pub enum CatalogError {
     ListTimeout { server: String, after: Duration },
 }
 
+/// Numbers lists in the order they were made.
+static NEXT: AtomicU64 = AtomicU64::new(1);
+
 /// One server's tools, as the catalogue shows them.
 #[derive(Debug, Default)]
 struct ServerTools {
     /// Which `tools/list` this is (later ones have higher numbers).
     number: u64,
+    /// Built from the kept list of a server that is not running (lazy).
+    kept: bool,
     tools: Vec<Tool>,
     issues: Vec<CatalogIssue>,
     /// Input-schema validators, compiled on first use; they go with the list when it is
@@ -248,6 +255,19 @@ impl Catalog {
                         server,
                         state: ServerState::Connected(_),
                     }) => catalog.refresh(&server, false).await,
+                    Ok(ServerEvent::State {
+                        server,
+                        state: ServerState::Lazy { .. },
+                    }) => {
+                        if catalog.load_kept(&server).is_none() {
+                            catalog.forget(&server);
+                        }
+                    }
+                    // A lazy server starting keeps its kept list meanwhile.
+                    Ok(ServerEvent::State {
+                        server,
+                        state: ServerState::Pending { .. },
+                    }) if catalog.cached(&server).is_some_and(|t| t.kept) => {}
                     Ok(ServerEvent::State { server, .. }) => catalog.forget(&server),
                     Ok(_) => {}
                     Err(broadcast::error::RecvError::Lagged(_)) => {
@@ -283,7 +303,7 @@ impl Catalog {
     /// Brings a server's list up to date after it connected (`changed` false: a list fetched
     /// since, or in flight, will do) or said its list changed (a new `tools/list` always).
     async fn refresh(&self, server: &str, changed: bool) {
-        if !changed && self.cached(server).is_some() {
+        if !changed && self.cached(server).is_some_and(|t| !t.kept) {
             return;
         }
         match self.fetch(server, changed).await {
@@ -342,7 +362,6 @@ impl Catalog {
     /// (a call right after the connect would otherwise list the tools a second time); when
     /// that one fails, this one lists for itself, to have the error.
     async fn fetch(&self, server: &str, fresh: bool) -> Result<Arc<ServerTools>, CatalogError> {
-        static NEXT: AtomicU64 = AtomicU64::new(1);
         let number = NEXT.fetch_add(1, Ordering::Relaxed);
         let (done, receiver) = watch::channel(None);
         let waiting = {
@@ -406,12 +425,34 @@ impl Catalog {
                     source: Box::new(source),
                 },
             })?;
+        self.manager.keep_tools(server, &defs);
         Ok(Arc::new(build(&config, defs, number)))
+    }
+
+    /// A lazy server's tools from its kept list, cached (telling what changed).
+    fn load_kept(&self, server: &str) -> Option<Arc<ServerTools>> {
+        let config = self.manager.config(server)?;
+        let (defs, _) = self.manager.kept_tools(server)?;
+        let mut tools = build(&config, defs, NEXT.fetch_add(1, Ordering::Relaxed));
+        tools.kept = true;
+        let tools = Arc::new(tools);
+        self.store(server, &tools);
+        Some(tools)
     }
 
     async fn server_tools_raw(&self, server: &str) -> Result<Arc<ServerTools>, CatalogError> {
         if let Some(tools) = self.cached(server) {
             return Ok(tools);
+        }
+        let mut state = self.manager.state(server);
+        if matches!(state, Some(ServerState::Pending { .. })) && self.manager.is_lazy(server) {
+            // Filling its lists, or starting for a request: either way, soon settled.
+            let bound = self.manager.limits().connect_timeout;
+            state = self.manager.wait_for(server, bound).await.ok();
+        }
+        if let Some(ServerState::Lazy { .. }) = state {
+            // A lazy server is not started for a listing: nothing kept, nothing listed.
+            return Ok(self.load_kept(server).unwrap_or_default());
         }
         self.fetch(server, false).await
     }
@@ -461,7 +502,10 @@ impl Catalog {
         }
         let connected: Vec<String> = states
             .into_iter()
-            .filter(|(_, s)| matches!(s, ServerState::Connected(_)))
+            .filter(|(n, s)| {
+                matches!(s, ServerState::Connected(_) | ServerState::Lazy { .. })
+                    || self.cached(n).is_some_and(|t| t.kept)
+            })
             .map(|(n, _)| n)
             .collect();
         let lists =
@@ -810,6 +854,7 @@ fn build(config: &ServerConfig, defs: Vec<ToolDef>, number: u64) -> ServerTools 
         .collect();
     ServerTools {
         number,
+        kept: false,
         tools,
         issues,
         validators: Mutex::default(),

@@ -134,6 +134,14 @@ pub struct ServerConfig {
     pub tool_timeout: Option<Duration>,
     pub protocol: ProtocolPin,
     pub restart: RestartPolicy,
+    /// `startup`: whether the server starts with the host or when something needs it.
+    pub startup: Startup,
+    /// `idleTimeout` (seconds): a server with no request in flight for this long is stopped
+    /// and goes back to lazy.
+    pub idle_timeout: Option<Duration>,
+    /// A fingerprint of what the server is launched with (the entry without the keys that
+    /// only say when or how it is used): its kept lists are bound to it.
+    pub launch_hash: ConfigHash,
     /// Glob patterns of tool names to keep (`None`: all).
     pub enabled_tools: Option<Vec<String>>,
     /// Glob patterns of tool names to hide.
@@ -166,6 +174,9 @@ impl ServerConfig {
             tool_timeout: None,
             protocol: ProtocolPin::Auto,
             restart: RestartPolicy::Never,
+            startup: Startup::Eager,
+            idle_timeout: None,
+            launch_hash: parse::launch_hash(&raw),
             enabled_tools: None,
             disabled_tools: Vec::new(),
             max_output_tokens: None,
@@ -379,6 +390,17 @@ pub enum ProtocolPin {
     Auto,
     /// Always this protocol version.
     Version(String),
+}
+
+/// When a server starts (`startup`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Startup {
+    /// With the host (the default).
+    #[default]
+    Eager,
+    /// When something first needs it (a call, a read, a prompt); until then its catalogue
+    /// comes from the lists kept on disk.
+    Lazy,
 }
 
 /// What to do when a local server exits on its own.

@@ -7,7 +7,7 @@ mod calls;
 mod handler;
 mod handshake;
 mod interact;
-mod requests;
+pub(crate) mod requests;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,6 +57,14 @@ pub enum ServerState {
     },
     /// Disabled in the configuration or by the program; not started.
     Disabled,
+    /// Not running, and started when something first needs it (`"startup": "lazy"`, or
+    /// stopped after `idleTimeout`); its tools are listed from the lists kept on disk.
+    Lazy {
+        /// How many tools the kept list holds (`None`: nothing kept).
+        tools: Option<usize>,
+        /// When that list was fetched.
+        listed_at: Option<std::time::SystemTime>,
+    },
 }
 
 impl ServerState {
@@ -68,6 +76,7 @@ impl ServerState {
             ServerState::Failed(_) => "failed",
             ServerState::NeedsAuth { .. } => "needs-auth",
             ServerState::Disabled => "disabled",
+            ServerState::Lazy { .. } => "lazy",
         }
     }
 
@@ -290,6 +299,8 @@ pub(crate) struct Session {
         crate::transport::lane::LaneMeta,
     )>,
     pub(crate) info: Arc<ServerInfo>,
+    /// What the server said about caching its last listing of each kind (2026-07-28).
+    cache_hints: std::sync::Mutex<std::collections::HashMap<&'static str, requests::CacheHints>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -375,6 +386,7 @@ impl Session {
             asker,
             lane,
             info,
+            cache_hints: std::sync::Mutex::default(),
         }
     }
 

@@ -77,6 +77,7 @@ pub struct HostBuilder {
     auth: Option<crate::auth::AuthOptions>,
     gateway_ask: GatewayAsk,
     child_guard: Option<(PathBuf, Vec<std::ffi::OsString>)>,
+    all_eager: bool,
 }
 
 impl std::fmt::Debug for HostBuilder {
@@ -119,6 +120,12 @@ impl HostBuilder {
     /// Starts only these servers.
     pub fn only(mut self, servers: Vec<String>) -> Self {
         self.only = Some(servers);
+        self
+    }
+
+    /// Starts every server now, lazy ones included (`mcp list --probe`).
+    pub fn all_eager(mut self, eager: bool) -> Self {
+        self.all_eager = eager;
         self
     }
 
@@ -257,10 +264,15 @@ impl HostBuilder {
                 .as_ref()
                 .is_none_or(|o| o.iter().any(|n| n == c.name.as_str()))
         };
-        let configs: Vec<ServerConfig> = match self.servers {
+        let mut configs: Vec<ServerConfig> = match self.servers {
             Some(servers) => servers.into_iter().filter(|c| wanted(c)).collect(),
             None => config.startable().filter(|c| wanted(c)).cloned().collect(),
         };
+        if self.all_eager {
+            for config in &mut configs {
+                config.startup = crate::config::Startup::Eager;
+            }
+        }
         let mut options = ManagerOptions {
             limits,
             state_dir: Some(config.paths.state_dir.clone()),
@@ -658,8 +670,8 @@ impl Host {
         &self.roots
     }
 
-    /// Makes sure a server is connected: a failed one is reconnected once, within its connect
-    /// timeout.
+    /// Makes sure a server is connected: a lazy one is started, a failed one is reconnected
+    /// once, within its connect timeout.
     async fn ensure_connected(&self, server: &str, tool: &str) -> Result<(), CallError> {
         let state = self
             .manager
@@ -685,6 +697,16 @@ impl Host {
                 .wait_for(server, self.limits.connect_timeout)
                 .await
                 .map_err(|_| CallError::NoSuchTool(tool.to_owned()))?,
+            other => other,
+        };
+        // A lazy server (or one that just filled its lists) starts now.
+        let state = match state {
+            ServerState::Lazy { .. } => {
+                self.manager.wake(server).await;
+                self.manager
+                    .state(server)
+                    .ok_or_else(|| CallError::NoSuchTool(tool.to_owned()))?
+            }
             other => other,
         };
         match state {

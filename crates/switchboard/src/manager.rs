@@ -8,9 +8,14 @@
 //!   tail, unless its `restart` policy says `on-failure`.
 //! - Sessions are keyed by name and configuration hash: reloading an unchanged entry keeps
 //!   its connection; a changed one reconnects; a removed one shuts down.
+//! - A lazy server (`"startup": "lazy"`) is `lazy` until a request needs it: the request
+//!   starts it (concurrent ones start it once) and waits for it. A server with an
+//!   `idleTimeout` and no request in flight for that long is stopped and goes back to `lazy`.
+//!   Its lists are kept on disk meanwhile ([`kept`]), so its tools stay listed.
 //! - `needs-auth` is remembered on disk for 15 minutes; so is the protocol generation each
 //!   server answered with, so the handshake probe runs once per server definition.
 
+pub(crate) mod kept;
 mod memory;
 mod supervisor;
 #[cfg(test)]
@@ -18,7 +23,7 @@ mod tests;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -26,8 +31,9 @@ use futures::future::BoxFuture;
 use tokio::sync::{Semaphore, broadcast, mpsc, oneshot, watch};
 
 use crate::config::ServerConfig;
-use crate::connection::{self, RequestError, ServerState, Session};
+use crate::connection::{self, RequestError, ServerState, Session, ToolDef};
 use crate::env_vars::Limits;
+use kept::{KeptLists, ListKind};
 use memory::Memory;
 use supervisor::Supervisor;
 
@@ -250,6 +256,8 @@ pub(crate) struct ToolSummary {
 }
 
 enum Control {
+    /// Start a lazy server (a request needs it); ignored by one that runs.
+    Start,
     Reconnect,
     /// The connection is broken (terminal errors in a row): treat it as closed.
     Broken,
@@ -266,13 +274,64 @@ struct Slot {
     session: Arc<Mutex<Option<Arc<Session>>>>,
     control: mpsc::UnboundedSender<Control>,
     terminal_errors: Arc<AtomicU32>,
+    activity: Arc<Activity>,
     /// Held while the session is renewed, so that requests that found it expired together
     /// renew it once.
     renewing: Arc<tokio::sync::Mutex<()>>,
 }
 
+/// Requests in flight on a server, and when the last one began or ended (for `idleTimeout`).
+#[derive(Debug)]
+struct Activity {
+    in_flight: AtomicUsize,
+    last: Mutex<tokio::time::Instant>,
+}
+
+impl Default for Activity {
+    fn default() -> Self {
+        Activity {
+            in_flight: AtomicUsize::new(0),
+            last: Mutex::new(tokio::time::Instant::now()),
+        }
+    }
+}
+
+impl Activity {
+    fn touch(&self) {
+        if let Ok(mut last) = self.last.lock() {
+            *last = tokio::time::Instant::now();
+        }
+    }
+
+    fn last(&self) -> tokio::time::Instant {
+        self.last
+            .lock()
+            .map(|l| *l)
+            .unwrap_or_else(|_| tokio::time::Instant::now())
+    }
+}
+
+/// A request in flight ([`ServerManager::request`]): counted from creation to drop.
+struct Busy(Arc<Activity>);
+
+impl Busy {
+    fn new(activity: Arc<Activity>) -> Busy {
+        activity.in_flight.fetch_add(1, Ordering::SeqCst);
+        activity.touch();
+        Busy(activity)
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 struct Shared {
     options: ManagerOptions,
+    kept: KeptLists,
     auth: crate::auth::AuthOptions,
     memory: Memory,
     events: broadcast::Sender<ServerEvent>,
@@ -406,6 +465,7 @@ impl ServerManager {
         let shared = Arc::new(Shared {
             auth,
             memory: Memory::load(options.state_dir.as_deref()),
+            kept: KeptLists::new(options.state_dir.as_deref()),
             local_slots: Arc::new(Semaphore::new(
                 options.limits.local_connect_concurrency.max(1),
             )),
@@ -428,8 +488,17 @@ impl ServerManager {
 
     fn spawn(&self, config: ServerConfig) {
         let name = config.name.as_str().to_owned();
+        let kept = (config.startup == crate::config::Startup::Lazy)
+            .then(|| self.shared.kept.tools(&config))
+            .flatten();
         let initial = if config.disabled {
             ServerState::Disabled
+        } else if let Some((tools, listed_at)) = kept {
+            // Known at once: a listing right after the start shows its tools.
+            ServerState::Lazy {
+                tools: Some(tools.len()),
+                listed_at: Some(listed_at),
+            }
         } else {
             ServerState::Pending {
                 attempt: 1,
@@ -440,12 +509,14 @@ impl ServerManager {
         let (control, control_rx) = mpsc::unbounded_channel();
         let session = Arc::new(Mutex::new(None));
         let terminal_errors = Arc::new(AtomicU32::new(0));
+        let activity = Arc::new(Activity::default());
         let supervisor = Supervisor {
             shared: self.shared.clone(),
             config: config.clone(),
             state: state_tx,
             session: session.clone(),
             terminal_errors: terminal_errors.clone(),
+            activity: activity.clone(),
         };
         tokio::spawn(supervisor.run(control_rx));
         if let Ok(mut slots) = self.slots.lock() {
@@ -457,6 +528,7 @@ impl ServerManager {
                     session,
                     control,
                     terminal_errors,
+                    activity,
                     renewing: Arc::default(),
                 },
             );
@@ -694,6 +766,107 @@ impl ServerManager {
         })
     }
 
+    /// The session of a connected server; a lazy one is started first (and waited for).
+    async fn ready_session(&self, name: &str) -> Result<Arc<Session>, ManagerError> {
+        match self.session(name) {
+            Err(ManagerError::NotConnected { state, .. })
+                if state == "lazy" || (state == "pending" && self.is_lazy(name)) =>
+            {
+                self.wake(name).await;
+                self.session(name)
+            }
+            other => other,
+        }
+    }
+
+    /// Whether the server's entry says `"startup": "lazy"`.
+    pub(crate) fn is_lazy(&self, name: &str) -> bool {
+        self.slot_field(name, |slot| {
+            slot.config.startup == crate::config::Startup::Lazy
+        })
+        .unwrap_or(false)
+    }
+
+    /// Starts a lazy server and waits until it is connected or settled otherwise (at most its
+    /// connect timeout). Concurrent callers start it once: the supervisor starts on the first
+    /// `Start` and ignores the others while it connects or runs.
+    pub(crate) async fn wake(&self, name: &str) {
+        let Some(mut rx) = self.watch(name) else {
+            return;
+        };
+        let bound = self
+            .config(name)
+            .and_then(|c| c.connect_timeout)
+            .unwrap_or(self.shared.options.limits.connect_timeout);
+        let started = async {
+            loop {
+                let state = rx.borrow_and_update().clone();
+                match state {
+                    ServerState::Lazy { .. } => {
+                        let _ = self.control(name, Control::Start);
+                    }
+                    ServerState::Pending { .. } => {}
+                    _ => return,
+                }
+                if rx.changed().await.is_err() {
+                    return;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(bound, started).await;
+    }
+
+    /// A lazy server's kept tool list (of this very entry, fresh), and when it was fetched.
+    pub(crate) fn kept_tools(&self, name: &str) -> Option<(Vec<ToolDef>, std::time::SystemTime)> {
+        self.shared.kept.tools(&self.config(name)?)
+    }
+
+    /// Keeps the tool list a server just gave, for when it is lazy.
+    pub(crate) fn keep_tools(&self, name: &str, tools: &[ToolDef]) {
+        if let Some(config) = self.config(name) {
+            let hints = self.cache_hints(name, ListKind::Tools);
+            self.shared.kept.put_tools(&config, tools, &hints);
+        }
+    }
+
+    /// What the server said about caching its last listing of this kind.
+    fn cache_hints(&self, name: &str, kind: ListKind) -> connection::requests::CacheHints {
+        self.session(name)
+            .map(|s| s.cache_hints(kind.what()))
+            .unwrap_or_default()
+    }
+
+    /// A lazy server's kept list of resources, templates or prompts.
+    pub(crate) fn kept_values(&self, name: &str, kind: ListKind) -> Option<Vec<serde_json::Value>> {
+        let kept = self.shared.kept.get(&self.config(name)?)?;
+        kept.values(kind).map(|l| l.items.clone())
+    }
+
+    /// Lists resources, templates or prompts: a lazy server's from its kept lists (it is not
+    /// started for a listing), a connected server's from the server (and kept).
+    async fn list_kept<F, Fut>(
+        &self,
+        name: &str,
+        kind: ListKind,
+        f: F,
+    ) -> Result<Vec<serde_json::Value>, RequestFailure>
+    where
+        F: Fn(Arc<Session>) -> Fut,
+        Fut: Future<Output = Result<Vec<serde_json::Value>, RequestError>>,
+    {
+        if matches!(self.state(name), Some(ServerState::Lazy { .. }))
+            && let Some(items) = self.kept_values(name, kind)
+        {
+            return Ok(items);
+        }
+        let items = self.request(name, f).await?;
+        if let Some(config) = self.config(name) {
+            let hints = self.cache_hints(name, kind);
+            self.shared.kept.put_values(&config, kind, &items, &hints);
+        }
+        Ok(items)
+    }
+
     /// What a connected server reports about itself, and its process id (stdio).
     pub(crate) fn process_id(&self, name: &str) -> Option<u32> {
         self.session(name).ok()?.pid()
@@ -707,7 +880,11 @@ impl ServerManager {
         F: Fn(Arc<Session>) -> Fut,
         Fut: Future<Output = Result<T, RequestError>>,
     {
-        let mut session = self.session(name).map_err(RequestFailure::Manager)?;
+        let _busy = self.slot_field(name, |slot| Busy::new(slot.activity.clone()));
+        let mut session = self
+            .ready_session(name)
+            .await
+            .map_err(RequestFailure::Manager)?;
         let mut result = f(session.clone()).await;
         if let Err(e) = &result {
             let remote = self
@@ -792,8 +969,10 @@ impl ServerManager {
         &self,
         name: &str,
     ) -> Result<Vec<serde_json::Value>, RequestFailure> {
-        self.request(name, |s| async move { s.list_resources().await })
-            .await
+        self.list_kept(name, ListKind::Resources, |s| async move {
+            s.list_resources().await
+        })
+        .await
     }
 
     /// A connected server's resource templates (all pages), as MCP JSON.
@@ -801,8 +980,10 @@ impl ServerManager {
         &self,
         name: &str,
     ) -> Result<Vec<serde_json::Value>, RequestFailure> {
-        self.request(name, |s| async move { s.list_resource_templates().await })
-            .await
+        self.list_kept(name, ListKind::ResourceTemplates, |s| async move {
+            s.list_resource_templates().await
+        })
+        .await
     }
 
     /// A connected server's prompts (all pages), as MCP JSON.
@@ -810,8 +991,10 @@ impl ServerManager {
         &self,
         name: &str,
     ) -> Result<Vec<serde_json::Value>, RequestFailure> {
-        self.request(name, |s| async move { s.list_prompts().await })
-            .await
+        self.list_kept(name, ListKind::Prompts, |s| async move {
+            s.list_prompts().await
+        })
+        .await
     }
 
     /// Subscribes to updates of a resource; they arrive as [`ServerEvent::ResourceUpdated`].

@@ -1028,3 +1028,41 @@ fn oauth_xaa_reads_the_identity_provider_and_refuses_plain_http_elsewhere() {
         messages(&tree, &set)
     );
 }
+
+/// `startup` and `idleTimeout` in an entry, and as the user file's defaults for the entries
+/// that do not say; a wrong value names its file, line and field.
+#[test]
+fn startup_and_idle_timeout_come_from_the_entry_or_the_user_default() {
+    use std::time::Duration;
+    use switchboard::config::Startup;
+    let tree = ConfigTree::new().unwrap();
+    tree.write(
+        tree.user_file(),
+        r#"{"startup": "lazy", "idleTimeout": 300, "mcpServers": {
+            "plain": {"command": "a"},
+            "eager": {"command": "b", "startup": "eager", "idleTimeout": 5}
+        }}"#,
+    )
+    .unwrap();
+    let set = load(&tree);
+    assert_eq!(messages(&tree, &set), "");
+    let plain = set.get("plain").unwrap().config.as_ref().unwrap();
+    assert_eq!(plain.startup, Startup::Lazy);
+    assert_eq!(plain.idle_timeout, Some(Duration::from_secs(300)));
+    let eager = set.get("eager").unwrap().config.as_ref().unwrap();
+    assert_eq!(eager.startup, Startup::Eager);
+    assert_eq!(eager.idle_timeout, Some(Duration::from_secs(5)));
+
+    tree.write(
+        tree.user_file(),
+        "{\"startup\": \"later\",\n \"mcpServers\": {\"x\": {\"command\": \"a\", \"startup\": \"soon\"}}}",
+    )
+    .unwrap();
+    let set = load(&tree);
+    let shown = messages(&tree, &set);
+    assert!(
+        shown.contains("mcp.json:1:13: field `startup`: must be `eager` or `lazy`"),
+        "{shown}"
+    );
+    assert!(shown.contains("unknown startup `soon`"), "{shown}");
+}

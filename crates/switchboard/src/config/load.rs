@@ -8,6 +8,7 @@ use jsonc_parser::ast;
 use super::approval::{Approval, ApprovalStore};
 
 use super::de;
+use super::de::Checked;
 use super::json::{Document, get, kind_name, prop_name, range_of};
 use super::parse::{ParsedEntry, parse_entry};
 use super::settings::{
@@ -239,6 +240,8 @@ impl ConfigSet {
                 entry
             })
             .collect();
+        let mut servers: Vec<ServerEntry> = servers;
+        apply_user_defaults(&user, &mut servers, &mut loader.issues);
         ConfigSet {
             paths,
             servers,
@@ -264,6 +267,43 @@ impl ConfigSet {
 
     pub fn has_errors(&self) -> bool {
         self.issues.iter().any(ConfigIssue::is_error)
+    }
+}
+
+/// The user file's `startup` and `idleTimeout`: every entry's unless it says otherwise. A
+/// broken value is an issue of the user file, and no default.
+fn apply_user_defaults(
+    user: &ScopeSettings,
+    servers: &mut [ServerEntry],
+    issues: &mut Vec<ConfigIssue>,
+) {
+    for field in ["startup", "idleTimeout"] {
+        if let Some(error) = user.error_at(field) {
+            issues.push(error.issue(&user.file));
+        }
+    }
+    let startup = match &user.sections.startup {
+        Checked::Ok(value) => Some(value.0),
+        _ => None,
+    };
+    let idle = match &user.sections.idle_timeout {
+        Checked::Ok(value) => Some(std::time::Duration::from_secs(value.0)),
+        _ => None,
+    };
+    if startup.is_none() && idle.is_none() {
+        return;
+    }
+    for entry in servers {
+        let written = |key: &str| entry.raw.get(key).is_some();
+        let (startup_written, idle_written) = (written("startup"), written("idleTimeout"));
+        if let Ok(config) = &mut entry.config {
+            if let (Some(startup), false) = (startup, startup_written) {
+                config.startup = startup;
+            }
+            if let (Some(idle), false) = (idle, idle_written) {
+                config.idle_timeout = Some(idle);
+            }
+        }
     }
 }
 

@@ -18,7 +18,7 @@ use super::settings::{
 };
 use super::{
     ConfigHash, ConfigIssue, Environment, IdeTransport, OAuthConfig, Origin, ProtocolPin,
-    ProxyTransport, RemoteTransport, RestartPolicy, Scope, ServerConfig, ServerName,
+    ProxyTransport, RemoteTransport, RestartPolicy, Scope, ServerConfig, ServerName, Startup,
     StdioTransport, TokenSource, Transport, expand_vars,
 };
 
@@ -162,6 +162,33 @@ pub fn entry_hash(raw: &serde_json::Value) -> ConfigHash {
     write_canonical(raw, &mut canonical);
     let digest = Sha256::digest(canonical.as_bytes());
     ConfigHash(digest.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Keys that say when or how a server is used, not what is launched: a change of one keeps
+/// the server's kept lists (tool filters apply to the lists when they are read).
+const NOT_LAUNCH_KEYS: [&str; 11] = [
+    "startup",
+    "idleTimeout",
+    "disabled",
+    "required",
+    "alwaysLoad",
+    "description",
+    "enabledTools",
+    "disabledTools",
+    "maxOutputTokens",
+    "toolTimeout",
+    "restart",
+];
+
+/// The hash of an entry's launch-relevant keys ([`ServerConfig::launch_hash`]).
+pub(crate) fn launch_hash(raw: &serde_json::Value) -> ConfigHash {
+    let mut raw = raw.clone();
+    if let Some(map) = raw.as_object_mut() {
+        for key in NOT_LAUNCH_KEYS {
+            map.remove(key);
+        }
+    }
+    entry_hash(&raw)
 }
 
 /// An entry's hash bound to the program it runs (an approval of a resolved command).
@@ -439,6 +466,20 @@ impl Walker<'_> {
                 }
             },
         };
+        let startup = match self.get(&entry.startup, "startup")? {
+            None => Startup::Eager,
+            Some((Text(v), at)) => match v.as_str() {
+                "eager" => Startup::Eager,
+                "lazy" => Startup::Lazy,
+                v => {
+                    return Err(self.issue_at(
+                        at,
+                        "startup",
+                        format!("unknown startup `{v}`; use `eager` or `lazy`"),
+                    ));
+                }
+            },
+        };
         let log_level = match self.get(&entry.log_level, "logLevel")? {
             None => None,
             Some((Text(level), at)) => {
@@ -468,6 +509,11 @@ impl Walker<'_> {
             tool_timeout: self.millis(&entry.tool_timeout, "toolTimeout")?,
             protocol,
             restart,
+            startup,
+            idle_timeout: self
+                .positive_int(&entry.idle_timeout, "idleTimeout")?
+                .map(Duration::from_secs),
+            launch_hash: launch_hash(raw),
             enabled_tools: self.string_list(&entry.enabled_tools, "enabledTools", false)?,
             disabled_tools: self
                 .string_list(&entry.disabled_tools, "disabledTools", false)?

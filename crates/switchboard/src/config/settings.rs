@@ -84,6 +84,10 @@ pub(crate) struct Sections {
     pub(crate) hooks: Field<Object<HooksFile>>,
     pub(crate) sampling: Checked<SamplingFile>,
     pub(crate) roots: Checked<RootsFile>,
+    /// The user's default `startup` for entries that do not say.
+    pub(crate) startup: Checked<StartupValue>,
+    /// The user's default `idleTimeout` (seconds) for entries that do not say.
+    pub(crate) idle_timeout: Checked<Seconds>,
 }
 
 /// A scope's file struct: what it holds besides servers.
@@ -98,6 +102,8 @@ impl ScopeFile for UserFile {
             hooks: self.hooks,
             sampling: self.sampling,
             roots: self.roots,
+            startup: self.startup,
+            idle_timeout: self.idle_timeout,
         }
     }
 }
@@ -174,8 +180,43 @@ pub(crate) struct UserFile {
     pub(crate) sampling: Checked<SamplingFile>,
     #[serde(default)]
     pub(crate) roots: Checked<RootsFile>,
+    /// Every entry's `startup` unless it says otherwise.
+    #[serde(default)]
+    pub(crate) startup: Checked<StartupValue>,
+    /// Every entry's `idleTimeout` unless it says otherwise.
+    #[serde(default)]
+    pub(crate) idle_timeout: Checked<Seconds>,
     #[serde(rename = "$schema", default)]
     _schema: Skipped,
+}
+
+/// `startup`: `eager` or `lazy`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct StartupValue(pub(crate) super::Startup);
+
+impl<'de> Deserialize<'de> for StartupValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match String::deserialize(d).as_deref() {
+            Ok("eager") => Ok(StartupValue(super::Startup::Eager)),
+            Ok("lazy") => Ok(StartupValue(super::Startup::Lazy)),
+            _ => Err(serde::de::Error::custom("must be `eager` or `lazy`")),
+        }
+    }
+}
+
+/// A positive whole number of seconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Seconds(pub(crate) u64);
+
+impl<'de> Deserialize<'de> for Seconds {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match u64::deserialize(d) {
+            Ok(n) if n > 0 => Ok(Seconds(n)),
+            _ => Err(serde::de::Error::custom(
+                "must be a positive whole number of seconds",
+            )),
+        }
+    }
 }
 
 /// A project's `.mcp.json`, and each `--mcp-config`: servers only.
@@ -428,6 +469,10 @@ pub(crate) struct ServerFile {
     pub(crate) tool_timeout: Keyed<Count>,
     pub(crate) protocol: Keyed<Text>,
     pub(crate) restart: Keyed<Text>,
+    /// `eager` (the default) or `lazy`: started when something first needs it.
+    pub(crate) startup: Keyed<Text>,
+    /// Seconds without a request after which the server is stopped (back to lazy).
+    pub(crate) idle_timeout: Keyed<Count>,
     pub(crate) enabled_tools: Keyed<TextList>,
     pub(crate) disabled_tools: Keyed<TextList>,
     pub(crate) max_output_tokens: Keyed<Count>,

@@ -37,7 +37,8 @@ pub struct Completion {
 }
 
 /// A tool as its server describes it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ToolDef {
     /// The tool's name on its server.
     pub name: String,
@@ -58,7 +59,8 @@ pub struct ToolDef {
 }
 
 /// The hints a server gives about a tool (all optional in the protocol).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Annotations {
     /// `title`: a display name.
     pub title: Option<String>,
@@ -262,23 +264,84 @@ pub(super) fn as_value<T: serde::Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
+/// What a server said about caching a listing (2026-07-28 `ttlMs` and `cacheScope`; over
+/// several pages, the shortest `ttlMs` and the first `cacheScope`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct CacheHints {
+    pub(crate) ttl_ms: Option<u64>,
+    /// `public` or `private`.
+    pub(crate) cache_scope: Option<String>,
+}
+
+impl CacheHints {
+    fn of(ttl_ms: Option<u64>, scope: Option<&rmcp::model::CacheScope>) -> CacheHints {
+        CacheHints {
+            ttl_ms,
+            // As written on the wire: `public` or `private`.
+            cache_scope: scope
+                .and_then(|s| serde_json::to_value(s).ok())
+                .and_then(|v| v.as_str().map(str::to_owned)),
+        }
+    }
+
+    fn merge(&mut self, page: CacheHints) {
+        self.ttl_ms = match (self.ttl_ms, page.ttl_ms) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if self.cache_scope.is_none() {
+            self.cache_scope = page.cache_scope;
+        }
+    }
+}
+
+impl Session {
+    /// The cache hints of the last complete listing of `what` (`tools`, `resources`, …).
+    pub(crate) fn cache_hints(&self, what: &str) -> CacheHints {
+        self.cache_hints
+            .lock()
+            .ok()
+            .and_then(|h| h.get(what).cloned())
+            .unwrap_or_default()
+    }
+
+    /// Follows `next_cursor` up to [`MAX_LIST_PAGES`] pages, refusing a repeated cursor; the
+    /// pages' cache hints are recorded once the listing is complete.
+    async fn paged<T, F, Fut>(&self, what: &'static str, page: F) -> Result<Vec<T>, RequestError>
+    where
+        F: FnMut(Option<PaginatedRequestParams>) -> Fut,
+        Fut: Future<Output = Result<(Vec<T>, Option<String>, CacheHints), RequestError>>,
+    {
+        let (items, hints) = paged(what, page).await?;
+        if let Ok(mut all) = self.cache_hints.lock() {
+            all.insert(what, hints);
+        }
+        Ok(items)
+    }
+}
+
 /// Follows `next_cursor` up to [`MAX_LIST_PAGES`] pages, refusing a repeated cursor.
-async fn paged<T, F, Fut>(what: &'static str, mut page: F) -> Result<Vec<T>, RequestError>
+async fn paged<T, F, Fut>(
+    what: &'static str,
+    mut page: F,
+) -> Result<(Vec<T>, CacheHints), RequestError>
 where
     F: FnMut(Option<PaginatedRequestParams>) -> Fut,
-    Fut: Future<Output = Result<(Vec<T>, Option<String>), RequestError>>,
+    Fut: Future<Output = Result<(Vec<T>, Option<String>, CacheHints), RequestError>>,
 {
     let mut items = Vec::new();
+    let mut hints = CacheHints::default();
     let mut cursor: Option<String> = None;
     let mut seen = std::collections::HashSet::new();
     for _ in 0..MAX_LIST_PAGES {
         let params = cursor
             .clone()
             .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
-        let (mut page_items, next) = page(params).await?;
+        let (mut page_items, next, page_hints) = page(params).await?;
         items.append(&mut page_items);
+        hints.merge(page_hints);
         match next {
-            None => return Ok(items),
+            None => return Ok((items, hints)),
             Some(next) if !seen.insert(next.clone()) => {
                 return Err(RequestError::TooManyPages { what });
             }
@@ -292,7 +355,7 @@ impl Session {
     pub(crate) async fn list_tools(&self) -> Result<Vec<ToolDef>, RequestError> {
         let peer = self.peer().clone();
         let lane = self.http_lane().cloned();
-        paged("tools", |params| {
+        self.paged("tools", |params| {
             let peer = peer.clone();
             let lane = lane.clone();
             async move {
@@ -326,7 +389,8 @@ impl Session {
                         }
                     })
                     .collect();
-                Ok((tools, result.next_cursor))
+                let hints = CacheHints::of(result.ttl_ms, result.cache_scope.as_ref());
+                Ok((tools, result.next_cursor, hints))
             }
         })
         .await
@@ -335,13 +399,15 @@ impl Session {
     /// Resources, as the MCP JSON of each (`uri`, `name`, `mimeType`, …).
     pub(crate) async fn list_resources(&self) -> Result<Vec<Value>, RequestError> {
         let peer = self.peer().clone();
-        paged("resources", |params| {
+        self.paged("resources", |params| {
             let peer = peer.clone();
             async move {
                 let result = peer.list_resources(params).await?;
+                let hints = CacheHints::of(result.ttl_ms, result.cache_scope.as_ref());
                 Ok((
                     result.resources.iter().map(as_value).collect(),
                     result.next_cursor,
+                    hints,
                 ))
             }
         })
@@ -350,13 +416,15 @@ impl Session {
 
     pub(crate) async fn list_resource_templates(&self) -> Result<Vec<Value>, RequestError> {
         let peer = self.peer().clone();
-        paged("resource templates", |params| {
+        self.paged("resource templates", |params| {
             let peer = peer.clone();
             async move {
                 let result = peer.list_resource_templates(params).await?;
+                let hints = CacheHints::of(result.ttl_ms, result.cache_scope.as_ref());
                 Ok((
                     result.resource_templates.iter().map(as_value).collect(),
                     result.next_cursor,
+                    hints,
                 ))
             }
         })
@@ -365,13 +433,15 @@ impl Session {
 
     pub(crate) async fn list_prompts(&self) -> Result<Vec<Value>, RequestError> {
         let peer = self.peer().clone();
-        paged("prompts", |params| {
+        self.paged("prompts", |params| {
             let peer = peer.clone();
             async move {
                 let result = peer.list_prompts(params).await?;
+                let hints = CacheHints::of(result.ttl_ms, result.cache_scope.as_ref());
                 Ok((
                     result.prompts.iter().map(as_value).collect(),
                     result.next_cursor,
+                    hints,
                 ))
             }
         })

@@ -114,6 +114,14 @@ impl Offer {
         }
     }
 
+    /// The kept list that answers for a lazy server.
+    fn kind(self) -> crate::manager::kept::ListKind {
+        match self {
+            Offer::Resources => crate::manager::kept::ListKind::Resources,
+            Offer::Prompts => crate::manager::kept::ListKind::Prompts,
+        }
+    }
+
     fn what(self) -> &'static str {
         match self {
             Offer::Resources => "resources",
@@ -348,6 +356,11 @@ impl Host {
                 Some(ServerState::Connected(info)) if offer.by(&info.capabilities) => {
                     asked.push(name.to_owned())
                 }
+                Some(ServerState::Lazy { .. })
+                    if self.manager.kept_values(name, offer.kind()).is_some() =>
+                {
+                    asked.push(name.to_owned())
+                }
                 Some(ServerState::Connected(_)) => failures.push(HostError::NotOffered {
                     server: name.to_owned(),
                     what: offer.what(),
@@ -362,8 +375,13 @@ impl Host {
                 .manager
                 .states()
                 .into_iter()
-                .filter(|(_, state)| {
-                    matches!(state, ServerState::Connected(info) if offer.by(&info.capabilities))
+                .filter(|(name, state)| match state {
+                    ServerState::Connected(info) => offer.by(&info.capabilities),
+                    // A lazy server is listed from its kept lists, not started.
+                    ServerState::Lazy { .. } => {
+                        self.manager.kept_values(name, offer.kind()).is_some()
+                    }
+                    _ => false,
                 })
                 .map(|(name, _)| name)
                 .collect();

@@ -1,6 +1,10 @@
 //! One server's supervisor: the task that owns its state machine (`pending → connected →
-//! failed | needs-auth | disabled`), connects, reconnects on the backoff schedule and answers
-//! the [`ServerManager`](super::ServerManager)'s control messages.
+//! failed | needs-auth | disabled`, and `lazy ⇄ pending → connected` for a lazy server or one
+//! stopped after `idleTimeout`), connects, reconnects on the backoff schedule and answers the
+//! [`ServerManager`](super::ServerManager)'s control messages.
+//!
+//! A lazy server with no kept tool list is started once to fill its lists (it stays
+//! `pending` meanwhile), then stopped.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -9,8 +13,9 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::{Control, RECONNECT_ATTEMPTS, ServerEvent, Shared};
-use crate::config::{RestartPolicy, ServerConfig, Transport};
+use super::kept::ListKind;
+use super::{Activity, Control, RECONNECT_ATTEMPTS, ServerEvent, Shared};
+use crate::config::{RestartPolicy, ServerConfig, Startup, Transport};
 use crate::connection::{
     self, ConnectError, ConnectOptions, Failure, Notice, ServerState, Session,
 };
@@ -22,6 +27,7 @@ pub(super) struct Supervisor {
     pub(super) state: watch::Sender<ServerState>,
     pub(super) session: Arc<Mutex<Option<Arc<Session>>>>,
     pub(super) terminal_errors: Arc<AtomicU32>,
+    pub(super) activity: Arc<Activity>,
 }
 
 /// How a connected session's service ended.
@@ -37,6 +43,10 @@ enum Served {
 enum Next {
     Restart,
     Stop(Option<oneshot::Sender<()>>),
+    /// A request needs the (lazy) server.
+    Start,
+    /// Nothing asked for `idleTimeout`: the session is stopped, the server lazy.
+    Idle,
 }
 
 impl Supervisor {
@@ -50,6 +60,15 @@ impl Supervisor {
             server: self.name().to_owned(),
             state,
         });
+    }
+
+    /// What a lazy server shows: its kept tool list's size and age.
+    fn lazy_state(&self) -> ServerState {
+        let kept = self.shared.kept.tools(&self.config);
+        ServerState::Lazy {
+            tools: kept.as_ref().map(|(tools, _)| tools.len()),
+            listed_at: kept.map(|(_, at)| at),
+        }
     }
 
     fn reconnects_on_close(&self) -> bool {
@@ -79,15 +98,19 @@ impl Supervisor {
             retries = Self::backoff();
         }
         let mut first_delay = false;
+        // Not to be started until a request needs it.
+        let mut lazy = self.config.startup == Startup::Lazy;
+        // The lists were filled once already (a lazy server is started once for that).
+        let mut filled = false;
         loop {
             if !enabled {
                 self.set(ServerState::Disabled);
                 match self.idle(&mut control, enabled).await {
-                    (Next::Restart, now_enabled) => {
+                    (Next::Stop(done), _) => return finish(done),
+                    (_, now_enabled) => {
                         enabled = now_enabled;
                         continue;
                     }
-                    (Next::Stop(done), _) => return finish(done),
                 }
             }
             if let Some(message) = self
@@ -97,12 +120,25 @@ impl Supervisor {
             {
                 self.set(ServerState::NeedsAuth { message });
                 match self.idle(&mut control, enabled).await {
-                    (Next::Restart, now_enabled) => {
+                    (Next::Stop(done), _) => return finish(done),
+                    (_, now_enabled) => {
                         self.shared.memory.clear_needs_auth(self.name());
                         enabled = now_enabled;
                         continue;
                     }
-                    (Next::Stop(done), _) => return finish(done),
+                }
+            }
+
+            let fill = lazy && !filled && self.shared.kept.tools(&self.config).is_none();
+            if lazy && !fill {
+                let state = self.lazy_state();
+                if *self.state.borrow() != state {
+                    self.set(state);
+                }
+                match self.wait_start(&mut control, &mut enabled).await {
+                    Next::Stop(done) => return finish(done),
+                    Next::Restart => continue,
+                    _ => lazy = false,
                 }
             }
 
@@ -128,12 +164,11 @@ impl Supervisor {
                         attempt: attempt + 1,
                         max_attempts,
                     });
-                    tokio::select! {
-                        _ = (self.shared.options.sleeper)(delay) => {}
-                        msg = control.recv() => match self.on_control(msg, &mut enabled) {
-                            Next::Restart => break None,
-                            Next::Stop(done) => return finish(done),
-                        },
+                    let sleep = (self.shared.options.sleeper)(delay);
+                    match self.until_control(sleep, &mut control, &mut enabled).await {
+                        Ok(()) => {}
+                        Err(Next::Stop(done)) => return finish(done),
+                        Err(_) => break None,
                     }
                 }
                 attempt += 1;
@@ -141,12 +176,13 @@ impl Supervisor {
                     attempt,
                     max_attempts,
                 });
-                let connected = tokio::select! {
-                    result = self.connect() => result,
-                    msg = control.recv() => match self.on_control(msg, &mut enabled) {
-                        Next::Restart => break None,
-                        Next::Stop(done) => return finish(done),
-                    },
+                let connected = match self
+                    .until_control(self.connect(), &mut control, &mut enabled)
+                    .await
+                {
+                    Ok(result) => result,
+                    Err(Next::Stop(done)) => return finish(done),
+                    Err(_) => break None,
                 };
                 match connected {
                     Ok(session) => break Some(session),
@@ -163,8 +199,8 @@ impl Supervisor {
                         if retries.is_empty() {
                             self.set(state);
                             match self.idle(&mut control, enabled).await {
-                                (Next::Restart, now_enabled) => enabled = now_enabled,
                                 (Next::Stop(done), _) => return finish(done),
+                                (_, now_enabled) => enabled = now_enabled,
                             }
                             break None;
                         }
@@ -184,8 +220,22 @@ impl Supervisor {
                 continue;
             };
 
+            if fill {
+                filled = true;
+                let outcome = self
+                    .until_control(self.fill(&session), &mut control, &mut enabled)
+                    .await;
+                session.close().await;
+                match outcome {
+                    Err(Next::Stop(done)) => return finish(done),
+                    _ => continue,
+                }
+            }
+
             let session = Arc::new(session);
             self.terminal_errors.store(0, Ordering::Relaxed);
+            // The idle time counts from the connect, not from before a stop.
+            self.activity.touch();
             self.shared.memory.set_generation(
                 self.name(),
                 &self.config.hash,
@@ -217,7 +267,12 @@ impl Supervisor {
                     );
                     retries = VecDeque::new();
                 }
-                Served::Next(Next::Restart) => {
+                Served::Next(Next::Idle) => {
+                    tracing::info!(server = self.name(), "idle: stopping it until it is needed");
+                    session.close().await;
+                    lazy = true;
+                }
+                Served::Next(_) => {
                     session.close().await;
                     retries = if self.config.restart == RestartPolicy::OnFailure {
                         Self::backoff()
@@ -246,12 +301,118 @@ impl Supervisor {
                         stderr,
                     }));
                     match self.idle(&mut control, enabled).await {
-                        (Next::Restart, now_enabled) => enabled = now_enabled,
                         (Next::Stop(done), _) => return finish(done),
+                        (_, now_enabled) => enabled = now_enabled,
                     }
                 }
             }
         }
+    }
+
+    /// Runs `work` until it ends or a control message other than `Start` (which a server that
+    /// is starting or running ignores) arrives.
+    async fn until_control<T>(
+        &self,
+        work: impl Future<Output = T>,
+        control: &mut mpsc::UnboundedReceiver<Control>,
+        enabled: &mut bool,
+    ) -> Result<T, Next> {
+        tokio::pin!(work);
+        loop {
+            tokio::select! {
+                out = &mut work => return Ok(out),
+                msg = control.recv() => match self.on_control(msg, enabled) {
+                    Next::Start => {}
+                    next => return Err(next),
+                },
+            }
+        }
+    }
+
+    /// Waits, lazy, for a request that needs the server (`Start`); a reconnect starts it too.
+    async fn wait_start(
+        &self,
+        control: &mut mpsc::UnboundedReceiver<Control>,
+        enabled: &mut bool,
+    ) -> Next {
+        match self.on_control(control.recv().await, enabled) {
+            Next::Restart if *enabled => Next::Start,
+            other => other,
+        }
+    }
+
+    /// Lists what a lazy server offers and keeps it, each listing within the connect timeout.
+    async fn fill(&self, session: &Session) {
+        let bound = self
+            .config
+            .connect_timeout
+            .unwrap_or(self.shared.options.limits.connect_timeout);
+        let kept = &self.shared.kept;
+        let capabilities = &session.info.capabilities;
+        match tokio::time::timeout(bound, session.list_tools()).await {
+            Ok(Ok(tools)) => {
+                let hints = session.cache_hints(ListKind::Tools.what());
+                kept.put_tools(&self.config, &tools, &hints);
+            }
+            _ if !capabilities.tools => kept.put_tools(&self.config, &[], &Default::default()),
+            Ok(Err(e)) => tracing::info!(server = self.name(), "cannot list its tools: {e}"),
+            Err(_) => tracing::info!(server = self.name(), "no answer to tools/list"),
+        }
+        let mut lists = Vec::new();
+        if capabilities.resources {
+            lists.push(ListKind::Resources);
+            lists.push(ListKind::ResourceTemplates);
+        }
+        if capabilities.prompts {
+            lists.push(ListKind::Prompts);
+        }
+        for kind in lists {
+            let listing = async {
+                match kind {
+                    ListKind::Resources => session.list_resources().await,
+                    ListKind::ResourceTemplates => session.list_resource_templates().await,
+                    _ => session.list_prompts().await,
+                }
+            };
+            if let Ok(Ok(items)) = tokio::time::timeout(bound, listing).await {
+                let hints = session.cache_hints(kind.what());
+                kept.put_values(&self.config, kind, &items, &hints);
+            }
+        }
+    }
+
+    /// Resolves when the server has had no request in flight for its `idleTimeout` (never
+    /// without one).
+    async fn idle_for(&self) {
+        let Some(timeout) = self.config.idle_timeout else {
+            return std::future::pending().await;
+        };
+        loop {
+            let last = self.activity.last();
+            if self.activity.in_flight.load(Ordering::SeqCst) > 0 {
+                tokio::time::sleep(timeout).await;
+                continue;
+            }
+            tokio::time::sleep_until(last + timeout).await;
+            if self.activity.in_flight.load(Ordering::SeqCst) == 0 && self.activity.last() == last {
+                return;
+            }
+        }
+    }
+
+    /// Takes the session away for an idle stop, unless a request began meanwhile. The state
+    /// turns `lazy` under the session's lock, so a request that then finds no session finds
+    /// the server lazy, and starts it again.
+    fn stop_idle(&self) -> bool {
+        let Ok(mut slot) = self.session.lock() else {
+            return false;
+        };
+        if self.activity.in_flight.load(Ordering::SeqCst) > 0 {
+            return false;
+        }
+        *slot = None;
+        self.set(self.lazy_state());
+        true
     }
 
     async fn connect(&self) -> Result<Session, ConnectError> {
@@ -288,8 +449,22 @@ impl Supervisor {
         let events = self.shared.events.clone();
         let logs = self.shared.logs.clone();
         let server = self.name().to_owned();
+        let shared = self.shared.clone();
+        let config = self.config.clone();
         tokio::spawn(async move {
             while let Some(notice) = notices.recv().await {
+                let changed = match &notice {
+                    Notice::ToolsChanged => Some(ListKind::Tools),
+                    Notice::ResourcesChanged => Some(ListKind::Resources),
+                    Notice::PromptsChanged => Some(ListKind::Prompts),
+                    _ => None,
+                };
+                if let Some(kind) = changed {
+                    shared.kept.invalidate(&config, kind);
+                    if kind == ListKind::Resources {
+                        shared.kept.invalidate(&config, ListKind::ResourceTemplates);
+                    }
+                }
                 let server = server.clone();
                 let event = match notice {
                     Notice::Log(log) => {
@@ -314,14 +489,20 @@ impl Supervisor {
         control: &mut mpsc::UnboundedReceiver<Control>,
         enabled: &mut bool,
     ) -> Served {
-        tokio::select! {
-            _ = session.closed() => Served::Closed,
-            msg = control.recv() => match msg {
-                // A broken connection takes the road of a closed one.
-                Some(Control::Broken) => Served::Closed,
-                Some(Control::NeedsAuth(message)) => Served::NeedsAuth(message),
-                other => Served::Next(self.on_control(other, enabled)),
-            },
+        loop {
+            tokio::select! {
+                _ = session.closed() => return Served::Closed,
+                msg = control.recv() => match msg {
+                    // A broken connection takes the road of a closed one.
+                    Some(Control::Broken) => return Served::Closed,
+                    Some(Control::NeedsAuth(message)) => return Served::NeedsAuth(message),
+                    Some(Control::Start) => {}
+                    other => return Served::Next(self.on_control(other, enabled)),
+                },
+                () = self.idle_for() => if self.stop_idle() {
+                    return Served::Next(Next::Idle);
+                },
+            }
         }
     }
 
@@ -329,6 +510,7 @@ impl Supervisor {
         match msg {
             None => Next::Stop(None),
             Some(Control::Shutdown(done)) => Next::Stop(Some(done)),
+            Some(Control::Start) => Next::Start,
             Some(Control::Reconnect | Control::Broken) => Next::Restart,
             // Not connected any more: about a session that is gone (a restart at worst).
             Some(Control::NeedsAuth(_)) => Next::Restart,
@@ -355,6 +537,7 @@ impl Supervisor {
                 msg => msg,
             };
             match self.on_control(msg, &mut now_enabled) {
+                Next::Start => continue,
                 Next::Restart if !enabled && !now_enabled => continue,
                 other => return (other, now_enabled),
             }

@@ -1,0 +1,349 @@
+//! The lists kept across runs: each server's tools, resources, resource templates and prompts,
+//! as it last listed them, in `<state dir>/lists/<server>.json` (owner-only, written
+//! atomically). A lazy server's catalogue comes from them without a process.
+//!
+//! A file is bound to the entry's launch hash ([`ServerConfig::launch_hash`]): an edited entry
+//! finds none. A list also goes when its server says it changed (`list_changed`), and when its
+//! `ttlMs` ran out. Only this process's view is cached in memory: a file is read once.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::config::{ConfigHash, ServerConfig};
+use crate::connection::ToolDef;
+use crate::connection::requests::CacheHints;
+
+/// Which of a server's lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ListKind {
+    Tools,
+    Resources,
+    ResourceTemplates,
+    Prompts,
+}
+
+/// One kept list: when it was fetched, how long the server said it stays good, and its items.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Listed<T> {
+    /// Milliseconds since the epoch.
+    pub(crate) fetched_at: u64,
+    /// The server's `ttlMs`, if it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) ttl_ms: Option<u64>,
+    /// The server's `cacheScope`, if it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) cache_scope: Option<String>,
+    pub(crate) items: Vec<T>,
+}
+
+impl ListKind {
+    /// The listing's name, as the session records its cache hints.
+    pub(crate) fn what(self) -> &'static str {
+        match self {
+            ListKind::Tools => "tools",
+            ListKind::Resources => "resources",
+            ListKind::ResourceTemplates => "resource templates",
+            ListKind::Prompts => "prompts",
+        }
+    }
+}
+
+impl<T> Listed<T> {
+    fn new(items: Vec<T>, hints: &CacheHints) -> Self {
+        Listed {
+            fetched_at: now_ms(),
+            ttl_ms: hints.ttl_ms,
+            cache_scope: hints.cache_scope.clone(),
+            items,
+        }
+    }
+
+    /// Whether the server's `ttlMs` (if any) has not run out. A `ttlMs` of 0 is what a
+    /// 2026-07-28 server sends when it sets none (rmcp fills it in): honoured, it would start
+    /// every lazy server on every run, so only a positive one expires a kept list.
+    fn fresh(&self) -> bool {
+        self.ttl_ms
+            .filter(|ttl| *ttl > 0)
+            .is_none_or(|ttl| self.fetched_at.saturating_add(ttl) > now_ms())
+    }
+
+    /// When the list was fetched.
+    pub(crate) fn fetched(&self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_millis(self.fetched_at)
+    }
+}
+
+/// A server's kept lists (one file).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Kept {
+    /// The launch hash of the entry the lists came from.
+    hash: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) tools: Option<Listed<ToolDef>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) resources: Option<Listed<Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) resource_templates: Option<Listed<Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) prompts: Option<Listed<Value>>,
+}
+
+impl Kept {
+    fn values_mut(&mut self, kind: ListKind) -> Option<&mut Option<Listed<Value>>> {
+        match kind {
+            ListKind::Tools => None,
+            ListKind::Resources => Some(&mut self.resources),
+            ListKind::ResourceTemplates => Some(&mut self.resource_templates),
+            ListKind::Prompts => Some(&mut self.prompts),
+        }
+    }
+
+    /// A list of values (not tools), when kept and fresh.
+    pub(crate) fn values(&self, kind: ListKind) -> Option<&Listed<Value>> {
+        match kind {
+            ListKind::Tools => None,
+            ListKind::Resources => self.resources.as_ref(),
+            ListKind::ResourceTemplates => self.resource_templates.as_ref(),
+            ListKind::Prompts => self.prompts.as_ref(),
+        }
+        .filter(|l| l.fresh())
+    }
+
+    /// The tool list, when kept and fresh.
+    pub(crate) fn tool_list(&self) -> Option<&Listed<ToolDef>> {
+        self.tools.as_ref().filter(|l| l.fresh())
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or_default()
+}
+
+/// Every server's kept lists: files in a folder (none: this process only), read once.
+#[derive(Debug)]
+pub(crate) struct KeptLists {
+    dir: Option<PathBuf>,
+    /// What was read or written, by server name (`None`: no file, or a broken one).
+    cache: Mutex<HashMap<String, Option<Arc<Kept>>>>,
+}
+
+impl KeptLists {
+    pub(crate) fn new(state_dir: Option<&Path>) -> KeptLists {
+        KeptLists {
+            dir: state_dir.map(|d| d.join("lists")),
+            cache: Mutex::default(),
+        }
+    }
+
+    fn path(&self, name: &str) -> Option<PathBuf> {
+        // Server names are `[A-Za-z0-9][A-Za-z0-9_-]*`: safe as file names.
+        self.dir.as_ref().map(|d| d.join(format!("{name}.json")))
+    }
+
+    fn read(&self, name: &str) -> Option<Arc<Kept>> {
+        let path = self.path(name)?;
+        let text = std::fs::read_to_string(&path).ok()?;
+        match serde_json::from_str::<Kept>(&text) {
+            Ok(kept) => Some(Arc::new(kept)),
+            Err(e) => {
+                tracing::debug!(path = %path.display(), "ignoring the kept lists: {e}");
+                None
+            }
+        }
+    }
+
+    /// The server's kept lists, when they were made with this very entry.
+    pub(crate) fn get(&self, config: &ServerConfig) -> Option<Arc<Kept>> {
+        let name = config.name.as_str();
+        let mut cache = self.cache.lock().ok()?;
+        let kept = cache
+            .entry(name.to_owned())
+            .or_insert_with(|| self.read(name))
+            .clone()?;
+        (kept.hash == config.launch_hash.0).then_some(kept)
+    }
+
+    /// The server's kept tool list (fresh, of this entry).
+    pub(crate) fn tools(&self, config: &ServerConfig) -> Option<(Vec<ToolDef>, SystemTime)> {
+        let kept = self.get(config)?;
+        let list = kept.tool_list()?;
+        Some((list.items.clone(), list.fetched()))
+    }
+
+    /// Keeps a tool list the server just gave, with its cache hints.
+    pub(crate) fn put_tools(&self, config: &ServerConfig, tools: &[ToolDef], hints: &CacheHints) {
+        self.change(config.name.as_str(), &config.launch_hash, |kept| {
+            kept.tools = Some(Listed::new(tools.to_vec(), hints));
+        });
+    }
+
+    /// Keeps a list of resources, templates or prompts the server just gave.
+    pub(crate) fn put_values(
+        &self,
+        config: &ServerConfig,
+        kind: ListKind,
+        items: &[Value],
+        hints: &CacheHints,
+    ) {
+        self.change(config.name.as_str(), &config.launch_hash, |kept| {
+            if let Some(slot) = kept.values_mut(kind) {
+                *slot = Some(Listed::new(items.to_vec(), hints));
+            }
+        });
+    }
+
+    /// Forgets one list (its server said it changed).
+    pub(crate) fn invalidate(&self, config: &ServerConfig, kind: ListKind) {
+        let present = self.get(config).is_some_and(|kept| match kind {
+            ListKind::Tools => kept.tools.is_some(),
+            other => kept.values(other).is_some(),
+        });
+        if !present {
+            return;
+        }
+        self.change(
+            config.name.as_str(),
+            &config.launch_hash,
+            |kept| match kept.values_mut(kind) {
+                Some(slot) => *slot = None,
+                None => kept.tools = None,
+            },
+        );
+    }
+
+    /// Applies `change` to the server's lists (started afresh when they were another entry's)
+    /// and writes them.
+    fn change(&self, name: &str, hash: &ConfigHash, change: impl FnOnce(&mut Kept)) {
+        let Ok(mut cache) = self.cache.lock() else {
+            return;
+        };
+        let current = cache
+            .entry(name.to_owned())
+            .or_insert_with(|| self.read(name));
+        let mut kept = match current.as_deref() {
+            Some(kept) if kept.hash == hash.0 => kept.clone(),
+            _ => Kept {
+                hash: hash.0.clone(),
+                ..Kept::default()
+            },
+        };
+        change(&mut kept);
+        let kept = Arc::new(kept);
+        *current = Some(kept.clone());
+        drop(cache);
+        let Some(path) = self.path(name) else { return };
+        match serde_json::to_vec(&*kept) {
+            Ok(bytes) => {
+                if let Err(e) = crate::config::write_private(&path, &bytes) {
+                    tracing::debug!(path = %path.display(), "cannot keep the lists: {e}");
+                }
+            }
+            Err(e) => tracing::debug!(server = name, "cannot keep the lists: {e}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(raw: serde_json::Value) -> ServerConfig {
+        crate::manager::tests::server("kit", raw)
+    }
+
+    fn tool(name: &str) -> ToolDef {
+        ToolDef {
+            name: name.to_owned(),
+            title: None,
+            description: Some("says hello".to_owned()),
+            input_schema: serde_json::json!({"type": "object"}),
+            output_schema: None,
+            annotations: crate::connection::Annotations::default(),
+            icons: None,
+            meta: None,
+        }
+    }
+
+    #[test]
+    fn lists_survive_a_restart_and_go_with_a_changed_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = entry(serde_json::json!({"command": "kit", "startup": "lazy"}));
+        let none = CacheHints::default();
+        KeptLists::new(Some(dir.path())).put_tools(&config, &[tool("hello")], &none);
+
+        // Another process (a restart) reads the file.
+        let later = KeptLists::new(Some(dir.path()));
+        let (tools, _) = later.tools(&config).unwrap();
+        assert_eq!(tools, vec![tool("hello")]);
+        // When it starts or how long it idles is not what it lists.
+        let idle = entry(serde_json::json!({"command": "kit", "idleTimeout": 5}));
+        assert!(later.tools(&idle).is_some());
+        // Another command is another server.
+        let changed = entry(serde_json::json!({"command": "kit", "args": ["-v"]}));
+        assert!(later.tools(&changed).is_none());
+
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let file = dir.path().join("lists").join("kit.json");
+            let mode = std::fs::metadata(file).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+            let mode = std::fs::metadata(dir.path().join("lists"))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o700);
+        }
+    }
+
+    #[test]
+    fn a_changed_list_or_an_expired_ttl_is_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = entry(serde_json::json!({"command": "kit"}));
+        let kept = KeptLists::new(Some(dir.path()));
+        let none = CacheHints::default();
+        kept.put_tools(&config, &[tool("hello")], &none);
+        let prompts = [serde_json::json!({"name": "p"})];
+        kept.put_values(&config, ListKind::Prompts, &prompts, &none);
+        kept.invalidate(&config, ListKind::Tools);
+        assert!(kept.tools(&config).is_none());
+        let later = KeptLists::new(Some(dir.path()));
+        assert!(later.tools(&config).is_none());
+        assert!(
+            later
+                .get(&config)
+                .unwrap()
+                .values(ListKind::Prompts)
+                .is_some()
+        );
+
+        // The server's `ttlMs` is kept with the list; once it ran out, the list is gone.
+        let second = CacheHints {
+            ttl_ms: Some(1_000),
+            cache_scope: Some("private".to_owned()),
+        };
+        kept.put_tools(&config, &[tool("hello")], &second);
+        assert!(KeptLists::new(Some(dir.path())).tools(&config).is_some());
+        let mut listed = Listed::new(vec![tool("hello")], &second);
+        listed.fetched_at -= 1_001;
+        assert!(!listed.fresh());
+        // 0: the server set none.
+        let unset = CacheHints {
+            ttl_ms: Some(0),
+            cache_scope: Some("private".to_owned()),
+        };
+        let mut listed = Listed::new(vec![tool("hello")], &unset);
+        listed.fetched_at -= 1_000_000;
+        assert!(listed.fresh());
+    }
+}

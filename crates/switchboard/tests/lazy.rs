@@ -1,0 +1,266 @@
+//! Lazy servers, idle stop and the lists kept across runs, through `Host`, against real
+//! testkit servers. Each server is started through `sh`, which appends a line to a marker file
+//! first: the file's lines count the processes started.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use switchboard::host::{CallOptions, Host, HostEvent};
+use switchboard::permissions::CallSource;
+use switchboard::{ServerEvent, ServerState};
+use switchboard_testkit::config_tree::ConfigTree;
+
+const SETTLE: Duration = Duration::from_secs(30);
+
+/// A testkit server behind `sh`, which counts its starts in `marker`.
+fn counted(marker: &Path, extra: &Value) -> Value {
+    let script = format!(
+        "echo started >> '{}'; exec '{}' \"$@\"",
+        marker.display(),
+        switchboard_testkit::server_bin().display()
+    );
+    let mut entry = json!({"command": "sh", "args": ["-c", script, "testkit-server"]});
+    if let (Some(entry), Some(extra)) = (entry.as_object_mut(), extra.as_object()) {
+        entry.extend(extra.clone());
+    }
+    entry
+}
+
+fn starts(marker: &Path) -> usize {
+    std::fs::read_to_string(marker)
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
+fn host(tree: &ConfigTree, servers: Value) -> Host {
+    tree.write(
+        tree.user_file(),
+        &json!({"mcpServers": servers}).to_string(),
+    )
+    .unwrap();
+    let env: switchboard::config::Environment = tree.env().into_iter().collect();
+    Host::builder()
+        .discover(tree.project())
+        .env(env)
+        .output_dir(tree.root().join("out"))
+        .start()
+        .unwrap()
+}
+
+fn cli() -> CallOptions {
+    CallOptions {
+        source: CallSource::CommandLine,
+        ..CallOptions::default()
+    }
+}
+
+async fn pid_of_call(host: &Host) -> u32 {
+    let out = host
+        .call("mcp__kit__pid", Map::new(), cli())
+        .await
+        .unwrap_or_else(|e| panic!("{}", switchboard::error_chain(&e)));
+    let text = out.result["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    text.trim().parse().unwrap_or_else(|_| panic!("{text}"))
+}
+
+fn tool_names(tools: &[switchboard::Tool]) -> Vec<String> {
+    tools.iter().map(|t| t.qualified_name.clone()).collect()
+}
+
+/// Waits (bounded) until `server` is in a state `pred` accepts.
+async fn state_becomes(host: &Host, server: &str, pred: impl Fn(&ServerState) -> bool) {
+    let mut events = host.events();
+    let reached = async {
+        loop {
+            if host.server_state(server).as_ref().is_some_and(&pred) {
+                return;
+            }
+            match events.recv().await {
+                Some(HostEvent::Server(ServerEvent::State { .. }) | HostEvent::Lagged { .. }) => {}
+                Some(_) => {}
+                None => return,
+            }
+        }
+    };
+    tokio::time::timeout(SETTLE, reached)
+        .await
+        .unwrap_or_else(|_| panic!("{server} is {:?}", host.server_state(server)));
+}
+
+fn alive(pid: u32) -> bool {
+    PathBuf::from(format!("/proc/{pid}")).exists()
+}
+
+/// A lazy server with nothing kept is started once to fill its lists, then stopped; on the
+/// next run its tools are listed with no process, and the first call starts it — then only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lazy_server_starts_on_its_first_call_and_only_then() {
+    let tree = ConfigTree::new().unwrap();
+    let marker = tree.root().join("starts");
+    let servers = json!({"kit": counted(&marker, &json!({"startup": "lazy"}))});
+
+    let first = host(&tree, servers.clone());
+    first.wait_settled(SETTLE).await.unwrap();
+    assert!(
+        matches!(
+            first.server_state("kit"),
+            Some(ServerState::Lazy { tools: Some(n), .. }) if n > 5
+        ),
+        "{:?}",
+        first.server_state("kit")
+    );
+    assert_eq!(starts(&marker), 1, "started once to fill its lists");
+    assert_eq!(first.process_id("kit"), None, "then stopped");
+    first.shutdown().await;
+
+    // A new run: listed from the kept lists, nothing started.
+    let host = host(&tree, servers);
+    host.wait_settled(SETTLE).await.unwrap();
+    let tools = tool_names(&host.tools().await.tools);
+    assert!(tools.contains(&"mcp__kit__echo".to_owned()), "{tools:?}");
+    let found = host.search_tools("echo back the text", 5).await;
+    assert!(
+        found
+            .iter()
+            .any(|h| h.tool.qualified_name == "mcp__kit__echo"),
+        "search covers lazy servers: {found:?}"
+    );
+    assert_eq!(starts(&marker), 1);
+    assert_eq!(host.process_id("kit"), None);
+
+    let pid = pid_of_call(&host).await;
+    assert_eq!(starts(&marker), 2, "the first call started it");
+    assert_eq!(host.process_id("kit"), Some(pid));
+    assert!(matches!(
+        host.server_state("kit"),
+        Some(ServerState::Connected(_))
+    ));
+    assert_eq!(pid_of_call(&host).await, pid);
+    assert_eq!(starts(&marker), 2);
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_first_calls_start_one_process() {
+    let tree = ConfigTree::new().unwrap();
+    let marker = tree.root().join("starts");
+    let servers = json!({"kit": counted(&marker, &json!({"startup": "lazy"}))});
+    let first = host(&tree, servers.clone());
+    first.wait_settled(SETTLE).await.unwrap();
+    first.shutdown().await;
+    assert_eq!(starts(&marker), 1);
+
+    let host = host(&tree, servers);
+    let calls = (0..8).map(|_| pid_of_call(&host));
+    let pids = futures::future::join_all(calls).await;
+    assert!(pids.iter().all(|p| *p == pids[0]), "{pids:?}");
+    assert_eq!(starts(&marker), 2, "one process for every first call");
+    host.shutdown().await;
+}
+
+/// `idleTimeout`: the process is stopped, the tools stay listed, the next call starts anew.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_server_is_stopped_and_the_next_call_starts_a_new_one() {
+    let tree = ConfigTree::new().unwrap();
+    let marker = tree.root().join("starts");
+    let servers = json!({"kit": counted(&marker, &json!({"idleTimeout": 1}))});
+    let host = host(&tree, servers);
+    host.wait_settled(SETTLE).await.unwrap();
+    let first = pid_of_call(&host).await;
+    assert_eq!(starts(&marker), 1);
+
+    state_becomes(&host, "kit", |s| matches!(s, ServerState::Lazy { .. })).await;
+    let gone = async {
+        while alive(first) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(SETTLE, gone)
+        .await
+        .expect("the idle process is stopped");
+    let tools = tool_names(&host.tools().await.tools);
+    assert!(tools.contains(&"mcp__kit__echo".to_owned()), "{tools:?}");
+
+    let second = pid_of_call(&host).await;
+    assert_ne!(first, second);
+    assert_eq!(starts(&marker), 2);
+    host.shutdown().await;
+}
+
+/// An edited entry's kept lists are not used (it is filled again); a `list_changed` replaces
+/// the kept tool list, so the next run lists the new tool without starting the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_entry_or_a_list_changed_replaces_the_kept_lists() {
+    let tree = ConfigTree::new().unwrap();
+    let marker = tree.root().join("starts");
+    let lazy = json!({"startup": "lazy"});
+    let first = host(&tree, json!({"kit": counted(&marker, &lazy)}));
+    first.wait_settled(SETTLE).await.unwrap();
+    first.shutdown().await;
+    assert_eq!(starts(&marker), 1);
+
+    // The same command with more tools: another server as far as its lists go.
+    let mut edited = counted(&marker, &lazy);
+    edited["args"]
+        .as_array_mut()
+        .unwrap()
+        .extend([json!("--extra-tools"), json!("2")]);
+    let servers = json!({"kit": edited});
+    let second = host(&tree, servers.clone());
+    second.wait_settled(SETTLE).await.unwrap();
+    assert_eq!(starts(&marker), 2, "filled again");
+    let tools = tool_names(&second.tools().await.tools);
+    assert!(
+        tools.contains(&"mcp__kit__tool_0001".to_owned()),
+        "{tools:?}"
+    );
+
+    // The server adds a tool and says so: the kept list follows.
+    let mut events = second.events();
+    second
+        .call(
+            "mcp__kit__add_tool",
+            json_args(json!({"name": "fresh"})),
+            cli(),
+        )
+        .await
+        .unwrap();
+    // The server's notice drops the kept list; the catalogue lists again and keeps the new one.
+    let heard = async {
+        while let Some(event) = events.recv().await {
+            if let HostEvent::Server(ServerEvent::ToolsChanged { server }) = event
+                && server == "kit"
+            {
+                return;
+            }
+        }
+    };
+    tokio::time::timeout(SETTLE, heard).await.unwrap();
+    let kept = tree.state_dir().join("lists").join("kit.json");
+    let relisted = async {
+        while !std::fs::read_to_string(&kept)
+            .unwrap_or_default()
+            .contains("\"fresh\"")
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(SETTLE, relisted).await.unwrap();
+    second.shutdown().await;
+    assert_eq!(starts(&marker), 3);
+
+    let third = host(&tree, servers);
+    let tools = tool_names(&third.tools().await.tools);
+    assert!(tools.contains(&"mcp__kit__fresh".to_owned()), "{tools:?}");
+    assert_eq!(starts(&marker), 3, "listed without a start");
+    third.shutdown().await;
+}
+
+fn json_args(value: Value) -> Map<String, Value> {
+    value.as_object().cloned().unwrap_or_default()
+}
