@@ -409,13 +409,11 @@ fn list(ctx: &Context, json: bool, connect: bool, show_secrets: bool) -> anyhow:
                     Some(reason) => format!("{status}: {reason}"),
                     None => status,
                 };
-                vec![
-                    entry.name.clone(),
-                    entry.origin.scope.to_string(),
-                    kind,
-                    target,
-                    status,
-                ]
+                let scope = match &entry.plugin {
+                    Some(plugin) => format!("{}, plugin {plugin}", entry.origin.scope),
+                    None => entry.origin.scope.to_string(),
+                };
+                vec![entry.name.clone(), scope, kind, target, status]
             })
             .collect();
         print_table(&rows)?;
@@ -487,6 +485,9 @@ fn get(
         reason.map(|r| format!(": {r}")).unwrap_or_default()
     )?;
     writeln!(out, "  scope:   {}", clean_line(&entry.origin.to_string()))?;
+    if let Some(plugin) = &entry.plugin {
+        writeln!(out, "  plugin:  {}", clean_line(plugin))?;
+    }
     writeln!(out, "  type:    {kind}")?;
     writeln!(out, "  target:  {target}")?;
     if let Ok(switchboard::config::Transport::Stdio(stdio)) =
