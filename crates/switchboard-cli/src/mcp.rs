@@ -441,6 +441,8 @@ fn get(
         }
         .into());
     };
+    // A plugin's server may be named `plugin:<plugin>:<server>`.
+    let name = entry.name.as_str();
     let own_issues: Vec<_> = loaded
         .issues
         .iter()

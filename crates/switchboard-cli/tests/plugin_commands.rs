@@ -140,8 +140,10 @@ fn a_plugin_folder_provides_servers_until_it_is_disabled_or_removed() {
     // `mcp list` and `mcp get` say which plugin an entry comes from.
     let list = ok(&tree, &["mcp", "list"]);
     assert!(list.contains("user, plugin demo"), "{list}");
-    let get = ok(&tree, &["mcp", "get", "plugin_demo_echo", "--no-connect"]);
+    let get = ok(&tree, &["mcp", "get", "plugin:demo:echo"]);
+    assert!(get.starts_with("plugin_demo_echo\n"), "{get}");
     assert!(get.contains("plugin:  demo"), "{get}");
+    assert!(get.contains("connected"), "{get}");
     let listed = plugins(&tree);
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0]["name"], "demo");
@@ -244,7 +246,7 @@ fn a_project_plugin_waits_for_approval() {
     assert!(list.contains("pending approval"), "{list}");
     assert!(!tools(&tree).iter().any(|n| n.contains("plugin_demo")));
 
-    ok(&tree, &["mcp", "approve", "plugin_demo_echo"]);
+    ok(&tree, &["mcp", "approve", "plugin:demo:echo"]);
     call_echo(&tree, "mcp__plugin_demo_echo__echo");
 }
 

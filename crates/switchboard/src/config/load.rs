@@ -260,7 +260,13 @@ impl ConfigSet {
         self.settings.iter().find(|s| s.scope == scope)
     }
 
+    /// The entry named `name`; a plugin's server also as `plugin:<plugin>:<server>`.
     pub fn get(&self, name: &str) -> Option<&ServerEntry> {
+        let plugin_name = name
+            .strip_prefix("plugin:")
+            .and_then(|rest| rest.split_once(':'))
+            .map(|(plugin, server)| plugin_server_name(plugin, server));
+        let name = plugin_name.as_deref().unwrap_or(name);
         self.servers.iter().find(|e| e.name == name)
     }
 

@@ -237,26 +237,70 @@ fn is_git(source: &str, cwd: &Path) -> bool {
     source.contains("://") || source.starts_with("git@") || cwd.join(source).join(".git").exists()
 }
 
-/// Runs `git` with `args`; its error output in the error when it fails.
+/// How long a `git` command may take (a clone of a large repository over a slow link).
+const GIT_LIMIT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Runs `git` with `args`; its error output in the error when it fails. Killed after
+/// [`GIT_LIMIT`]; never asks for credentials on a terminal.
 fn git(args: &[&str], dir: Option<&Path>) -> Result<String, ConfigError> {
+    use std::io::Read;
+    use std::process::Stdio;
     let mut command = Command::new("git");
     if let Some(dir) = dir {
         command.current_dir(dir);
     }
-    let out = command
+    let mut child = command
         .args(args)
         .env("GIT_TERMINAL_PROMPT", "0")
-        .stdin(std::process::Stdio::null())
-        .output()
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .map_err(|e| ConfigError::Plugin(format!("cannot run git: {e}")))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
-    } else {
-        Err(ConfigError::Plugin(format!(
-            "`git {}` failed: {}",
-            args.first().copied().unwrap_or_default(),
-            crate::redact::redact_urls_in(String::from_utf8_lossy(&out.stderr).trim())
-        )))
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_string(&mut text);
+            }
+            text
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let started = std::time::Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Ok(status),
+            Ok(None) if started.elapsed() > GIT_LIMIT => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break Err(format!("took longer than {} s", GIT_LIMIT.as_secs()));
+            }
+            Ok(None) => std::thread::sleep(std::time::Duration::from_millis(20)),
+            Err(e) => break Err(e.to_string()),
+        }
+    };
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = stderr.join().unwrap_or_default();
+    let what = args.first().copied().unwrap_or_default();
+    match status {
+        Ok(status) if status.success() => Ok(stdout.trim().to_owned()),
+        Ok(_) => Err(ConfigError::Plugin(format!(
+            "`git {what}` failed: {}",
+            crate::redact::redact_urls_in(stderr.trim())
+        ))),
+        Err(reason) => Err(ConfigError::Plugin(format!("`git {what}` {reason}"))),
     }
 }
 
