@@ -264,6 +264,12 @@ fn set_disabled(ctx: &Context, name: &str, disabled: bool) -> anyhow::Result<Exi
         }
         .into());
     };
+    if let Some(plugin) = &entry.plugin {
+        bail!(
+            "server `{name}` comes from plugin `{plugin}`\n  hint: run `switchboard plugin {} {plugin}`",
+            if disabled { "disable" } else { "enable" }
+        );
+    }
     let scope = entry.origin.scope;
     let (default_file, location, mode) = ctx.scope_file(scope);
     if !Scope::WRITABLE.contains(&scope) {
@@ -313,6 +319,11 @@ fn remove(ctx: &Context, name: &str, scope: Option<Scope>) -> anyhow::Result<Exi
     match scopes.as_slice() {
         [] => {
             let loaded = ctx.load();
+            if let Some(plugin) = loaded.get(name).and_then(|e| e.plugin.as_ref()) {
+                bail!(
+                    "server `{name}` comes from plugin `{plugin}`\n  hint: run `switchboard plugin remove {plugin}` (or `plugin disable`)"
+                );
+            }
             if let Some(entry) = loaded.get(name) {
                 bail!(
                     "server `{name}` comes from {}, which switchboard does not edit",

@@ -150,6 +150,16 @@ fn a_plugin_folder_provides_servers_until_it_is_disabled_or_removed() {
     assert_eq!(listed[0]["version"], "1.0.0");
     assert_eq!(listed[0]["enabled"], true);
 
+    // The entry is the plugin's: `mcp disable` and `mcp remove` point at `plugin`.
+    for args in [
+        &["mcp", "disable", "plugin_demo_echo"][..],
+        &["mcp", "remove", "plugin_demo_echo"],
+    ] {
+        let refused = run(&tree, args);
+        assert_eq!(refused.status.code(), Some(1));
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(stderr.contains("comes from plugin `demo`"), "{stderr}");
+    }
     ok(&tree, &["plugin", "disable", "demo"]);
     let names = tools(&tree);
     assert!(
