@@ -56,6 +56,9 @@ pub(crate) enum Command {
     /// Configure MCP servers.
     #[command(subcommand)]
     Mcp(McpCommand),
+    /// Install and manage plugins (folders or git repositories providing MCP servers).
+    #[command(subcommand)]
+    Plugin(PluginCommand),
     /// List the tools of every connected server (or one), under their qualified names.
     Tools {
         /// Only this server's tools.
@@ -324,6 +327,60 @@ pub(crate) struct ImportArgs {
     pub(crate) json: bool,
     /// Import only these servers (default: all).
     pub(crate) names: Vec<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum PluginCommand {
+    /// Install a plugin: a folder, a git repository (path or URL, cloned), or NAME@MARKETPLACE.
+    Add {
+        /// The plugin's folder, repository URL, or NAME@MARKETPLACE.
+        source: String,
+        #[arg(short, long, value_enum, default_value_t = ScopeArg::User)]
+        scope: ScopeArg,
+    },
+    /// List installed plugins.
+    List {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Uninstall a plugin (its clone, if Switchboard made one, is deleted).
+    Remove {
+        name: String,
+        /// The scope to remove it from (needed when several scopes have it).
+        #[arg(short, long, value_enum)]
+        scope: Option<ScopeArg>,
+    },
+    /// Enable a plugin: its servers join the configuration again.
+    Enable {
+        name: String,
+        #[arg(short, long, value_enum)]
+        scope: Option<ScopeArg>,
+    },
+    /// Disable a plugin: its servers leave the configuration.
+    Disable {
+        name: String,
+        #[arg(short, long, value_enum)]
+        scope: Option<ScopeArg>,
+    },
+    /// Pull a plugin's git repository.
+    Update {
+        name: String,
+        #[arg(short, long, value_enum)]
+        scope: Option<ScopeArg>,
+    },
+    /// Manage marketplaces (repositories listing plugins).
+    #[command(subcommand)]
+    Marketplace(MarketplaceCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum MarketplaceCommand {
+    /// Add a marketplace: a folder or git repository with `.claude-plugin/marketplace.json`.
+    Add {
+        /// The marketplace's folder or repository URL.
+        source: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -103,9 +103,11 @@ async fn dispatch(host: &Host, command: Command) -> anyhow::Result<ExitCode> {
             args,
             json,
         } => prompt(host, &name, &rest, &args, json).await,
-        Command::Mcp(_) | Command::Serve(_) | Command::Completions { .. } | Command::Man => {
-            unreachable_mcp()
-        }
+        Command::Mcp(_)
+        | Command::Plugin(_)
+        | Command::Serve(_)
+        | Command::Completions { .. }
+        | Command::Man => unreachable_mcp(),
     }
 }
 

@@ -52,15 +52,7 @@ impl Context {
 
     /// The file a writable scope lives in, where its entries sit, and a new file's mode.
     pub(crate) fn scope_file(&self, scope: Scope) -> (PathBuf, ServersLocation, u32) {
-        match scope {
-            Scope::Project => (self.paths.project_file(), ServersLocation::TopLevel, 0o644),
-            Scope::Local => (
-                self.paths.local_file(),
-                ServersLocation::Project(self.paths.project_key()),
-                0o600,
-            ),
-            _ => (self.paths.user_file(), ServersLocation::TopLevel, 0o600),
-        }
+        self.paths.scope_file(scope)
     }
 
     pub(crate) fn open(&self, scope: Scope) -> Result<ConfigEdit, ConfigError> {

@@ -12,6 +12,7 @@ mod mcp;
 mod mcp_auth;
 mod mcp_import;
 mod output;
+mod plugin;
 mod probe;
 mod serve;
 mod start;
@@ -156,6 +157,7 @@ fn run(cli: args::Cli) -> anyhow::Result<ExitCode> {
     let ctx = context::Context::new(&cli.global)?;
     match cli.command {
         args::Command::Mcp(cmd) => mcp::run(&ctx, cmd),
+        args::Command::Plugin(cmd) => plugin::run(&ctx, cmd),
         args::Command::Serve(args) => serve::run(&ctx, args),
         other => catalog_cmds::run(&ctx, other),
     }

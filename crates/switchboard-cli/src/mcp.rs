@@ -265,6 +265,12 @@ fn set_disabled(ctx: &Context, name: &str, disabled: bool) -> anyhow::Result<Exi
         }
         .into());
     };
+    if let Some(plugin) = &entry.plugin {
+        bail!(
+            "server `{name}` comes from plugin `{plugin}`\n  hint: run `switchboard plugin {} {plugin}`",
+            if disabled { "disable" } else { "enable" }
+        );
+    }
     let scope = entry.origin.scope;
     let (default_file, location, mode) = ctx.scope_file(scope);
     if !Scope::WRITABLE.contains(&scope) {
@@ -314,6 +320,11 @@ fn remove(ctx: &Context, name: &str, scope: Option<Scope>) -> anyhow::Result<Exi
     match scopes.as_slice() {
         [] => {
             let loaded = ctx.load();
+            if let Some(plugin) = loaded.get(name).and_then(|e| e.plugin.as_ref()) {
+                bail!(
+                    "server `{name}` comes from plugin `{plugin}`\n  hint: run `switchboard plugin remove {plugin}` (or `plugin disable`)"
+                );
+            }
             if let Some(entry) = loaded.get(name) {
                 bail!(
                     "server `{name}` comes from {}, which switchboard does not edit",
@@ -416,13 +427,11 @@ fn list(
                     Some(reason) => format!("{status}: {reason}"),
                     None => status,
                 };
-                vec![
-                    entry.name.clone(),
-                    entry.origin.scope.to_string(),
-                    kind,
-                    target,
-                    status,
-                ]
+                let scope = match &entry.plugin {
+                    Some(plugin) => format!("{}, plugin {plugin}", entry.origin.scope),
+                    None => entry.origin.scope.to_string(),
+                };
+                vec![entry.name.clone(), scope, kind, target, status]
             })
             .collect();
         print_table(&rows)?;
@@ -450,6 +459,8 @@ fn get(
         }
         .into());
     };
+    // A plugin's server may be named `plugin:<plugin>:<server>`.
+    let name = entry.name.as_str();
     let own_issues: Vec<_> = loaded
         .issues
         .iter()
@@ -494,6 +505,9 @@ fn get(
         reason.map(|r| format!(": {r}")).unwrap_or_default()
     )?;
     writeln!(out, "  scope:   {}", clean_line(&entry.origin.to_string()))?;
+    if let Some(plugin) = &entry.plugin {
+        writeln!(out, "  plugin:  {}", clean_line(plugin))?;
+    }
     writeln!(out, "  type:    {kind}")?;
     writeln!(out, "  target:  {target}")?;
     if let Ok(switchboard::config::Transport::Stdio(stdio)) =

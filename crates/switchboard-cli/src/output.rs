@@ -168,6 +168,7 @@ pub(crate) fn entry_json(entry: &ServerEntry, show_secrets: bool) -> Value {
     let (kind, target) = kind_and_target(entry, show_secrets);
     json!({
         "name": entry.name,
+        "plugin": entry.plugin,
         "scope": entry.origin.scope.as_str(),
         "file": entry.origin.file.as_ref().map(|f| f.display().to_string()),
         "type": kind,

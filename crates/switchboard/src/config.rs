@@ -21,6 +21,7 @@ mod lock;
 mod name;
 mod parse;
 mod paths;
+mod plugin;
 mod policy;
 pub(crate) mod settings;
 mod trust;
@@ -45,6 +46,10 @@ pub use load::{ConfigSet, EntryStatus, ServerEntry};
 pub use name::{MAX_SERVER_NAME, NameError, ServerName};
 pub use parse::{TRANSPORT_TYPES, entry_hash, parse_entry_value};
 pub use paths::ConfigPaths;
+pub use plugin::{
+    MANIFEST, MARKETPLACE, PluginInfo, add_marketplace, add_plugin, plugin_server_name,
+    remove_plugin, set_plugin_enabled, update_plugin,
+};
 pub use policy::{Policy, PolicyRule, PolicyVerdict};
 pub use settings::ScopeSettings;
 pub use trust::TrustStore;

@@ -1066,3 +1066,62 @@ fn startup_and_idle_timeout_come_from_the_entry_or_the_user_default() {
     );
     assert!(shown.contains("unknown startup `soon`"), "{shown}");
 }
+
+#[test]
+fn plugin_servers_load_in_their_scope_with_root_expanded_and_policy_applied() {
+    let tree = ConfigTree::new().unwrap();
+    let plugin = tree.root().join("plugin");
+    // The manifest points at a servers file; `.mcp.json` uses the `mcpServers` form.
+    tree.write(
+        plugin.join(".claude-plugin/plugin.json"),
+        r#"{"name": "kit", "version": "0.3.0", "mcpServers": "servers.json"}"#,
+    )
+    .unwrap();
+    tree.write(
+        plugin.join("servers.json"),
+        r#"{"run": {"command": "${CLAUDE_PLUGIN_ROOT}/bin/run", "args": ["${PLUGIN_ROOT}"]}}"#,
+    )
+    .unwrap();
+    tree.write(
+        plugin.join(".mcp.json"),
+        r#"{"mcpServers": {"blocked": {"command": "x"}}}"#,
+    )
+    .unwrap();
+    let key = tree.project().display().to_string();
+    let record = serde_json::json!({"projects": {key.clone(): {"plugins": {
+        "kit": {"source": "./plugin", "path": plugin, "enabled": true}
+    }}}});
+    tree.write(tree.local_file(), &record.to_string()).unwrap();
+    tree.write(
+        tree.managed_file(),
+        r#"{"policy": {"deny": [{"name": "plugin_kit_blocked"}]}}"#,
+    )
+    .unwrap();
+
+    let set = load(&tree);
+    assert_eq!(set.issues, vec![]);
+    let run = set.get("plugin_kit_run").unwrap();
+    assert_eq!(run.origin.scope, Scope::Local);
+    assert_eq!(run.plugin.as_deref(), Some("kit"));
+    let Transport::Stdio(stdio) = &run.config.as_ref().unwrap().transport else {
+        panic!("not stdio");
+    };
+    assert_eq!(stdio.command, plugin.join("bin/run").display().to_string());
+    assert_eq!(stdio.args, vec![plugin.display().to_string()]);
+    assert_eq!(set.get("plugin:kit:run").unwrap().name, "plugin_kit_run");
+    assert!(matches!(
+        set.get("plugin_kit_blocked").unwrap().status(),
+        EntryStatus::Denied(_)
+    ));
+    assert_eq!(set.plugins.len(), 1);
+    assert_eq!(set.plugins[0].version.as_deref(), Some("0.3.0"));
+
+    // Disabled, the plugin is still listed but provides nothing.
+    let record = serde_json::json!({"projects": {key: {"plugins": {
+        "kit": {"source": "./plugin", "path": plugin, "enabled": false}
+    }}}});
+    tree.write(tree.local_file(), &record.to_string()).unwrap();
+    let set = load(&tree);
+    assert!(set.servers.is_empty(), "{:?}", set.servers);
+    assert!(!set.plugins[0].enabled);
+}

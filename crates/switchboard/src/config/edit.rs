@@ -33,6 +33,8 @@ pub struct ConfigEdit {
     original: Option<String>,
     root: CstRootNode,
     location: ServersLocation,
+    /// The object edited: `mcpServers`, or `plugins` / `marketplaces`.
+    section: &'static str,
     new_file_mode: u32,
 }
 
@@ -43,6 +45,17 @@ impl ConfigEdit {
     pub fn open(
         path: &Path,
         location: ServersLocation,
+        new_file_mode: u32,
+    ) -> Result<ConfigEdit, ConfigError> {
+        ConfigEdit::open_section(path, location, "mcpServers", new_file_mode)
+    }
+
+    /// [`ConfigEdit::open`] for another object of entries keyed by name beside `mcpServers`
+    /// (`plugins`, `marketplaces`): the same methods edit its entries.
+    pub fn open_section(
+        path: &Path,
+        location: ServersLocation,
+        section: &'static str,
         new_file_mode: u32,
     ) -> Result<ConfigEdit, ConfigError> {
         // Edit the file a symlink points to, so the link survives.
@@ -72,6 +85,7 @@ impl ConfigEdit {
             original,
             root,
             location,
+            section,
             new_file_mode,
         };
         edit.servers(false)?;
@@ -121,7 +135,7 @@ impl ConfigEdit {
                 }
             }
         }
-        lookup(&obj, "mcpServers")
+        lookup(&obj, self.section)
     }
 
     /// Names of the entries in this file, in file order.
@@ -142,9 +156,9 @@ impl ConfigEdit {
 
     /// Adds an entry, or replaces the entry of that name.
     pub fn set(&mut self, name: &str, entry: &serde_json::Value) -> Result<(), ConfigError> {
-        let servers = self
-            .servers(true)?
-            .ok_or_else(|| ConfigIssue::error("cannot create `mcpServers`").in_file(&self.path))?;
+        let servers = self.servers(true)?.ok_or_else(|| {
+            ConfigIssue::error(format!("cannot create `{}`", self.section)).in_file(&self.path)
+        })?;
         let value = to_input(entry);
         match servers.get(name) {
             Some(prop) => prop.set_value(value),

@@ -137,6 +137,9 @@ pub enum ConfigError {
         scope: super::Scope,
         file: PathBuf,
     },
+    /// A plugin or marketplace operation that could not be done (the message says why).
+    #[error("{0}")]
+    Plugin(String),
     #[error("server `{name}` is defined in several scopes ({}); name one with --scope", scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "))]
     AmbiguousScope {
         name: String,

@@ -9,8 +9,9 @@ use super::approval::{Approval, ApprovalStore};
 
 use super::de;
 use super::de::Checked;
-use super::json::{Document, get, kind_name, prop_name, range_of};
+use super::json::{Document, get, kind_name, prop_name, range_of, to_json};
 use super::parse::{ParsedEntry, parse_entry};
+use super::plugin::{PluginInfo, PluginRecord, ServersDoc, plugin_server_name, read_folder};
 use super::settings::{
     Combine, LocalFile, LocalProject, ManagedFile, ProjectFile, ProjectSettingsFile, ScopeFile,
     ScopeSettings, UserFile,
@@ -34,6 +35,8 @@ pub struct ServerEntry {
     pub policy: PolicyVerdict,
     /// Entries of the same name in scopes of lower precedence, highest first.
     pub shadowed: Vec<Origin>,
+    /// The plugin that provides this entry, if one does.
+    pub plugin: Option<String>,
 }
 
 impl ServerEntry {
@@ -133,6 +136,8 @@ pub struct ConfigSet {
     /// What each scope's file holds besides servers (permissions, hooks, sampling, roots), as
     /// read once: managed, user, local, then the project's `.switchboard/settings.json`.
     pub settings: Vec<ScopeSettings>,
+    /// The plugins installed in every scope's file, enabled or not.
+    pub plugins: Vec<PluginInfo>,
 }
 
 impl ConfigSet {
@@ -143,6 +148,7 @@ impl ConfigSet {
             env,
             issues: Vec::new(),
             layers: Vec::new(),
+            plugins: Vec::new(),
         };
 
         // The managed file is read first for its policy; its entries merge last, so they win.
@@ -248,6 +254,7 @@ impl ConfigSet {
             issues: loader.issues,
             policy,
             settings: vec![managed_settings, user, local, project],
+            plugins: loader.plugins,
         }
     }
 
@@ -256,7 +263,13 @@ impl ConfigSet {
         self.settings.iter().find(|s| s.scope == scope)
     }
 
+    /// The entry named `name`; a plugin's server also as `plugin:<plugin>:<server>`.
     pub fn get(&self, name: &str) -> Option<&ServerEntry> {
+        let plugin_name = name
+            .strip_prefix("plugin:")
+            .and_then(|rest| rest.split_once(':'))
+            .map(|(plugin, server)| plugin_server_name(plugin, server));
+        let name = plugin_name.as_deref().unwrap_or(name);
         self.servers.iter().find(|e| e.name == name)
     }
 
@@ -353,6 +366,7 @@ struct Loader<'e> {
     issues: Vec<ConfigIssue>,
     /// Each file's servers, in the order read (by rising precedence).
     layers: Vec<Servers>,
+    plugins: Vec<PluginInfo>,
 }
 
 impl Loader<'_> {
@@ -435,8 +449,112 @@ impl Loader<'_> {
             }
             Err(e) => self.issues.push(e.issue(&doc.path)),
         }
+        self.read_plugins(doc, root, scope, nest);
         self.read_servers(doc, root, &mut settings, nest);
         settings
+    }
+
+    /// The plugins recorded under `plugins` (below the `nest` keys): each enabled plugin's
+    /// servers become a layer just below the file's own entries.
+    fn read_plugins(&mut self, doc: &Document, root: &ast::Value<'_>, scope: Scope, nest: &[&str]) {
+        let mut value = root;
+        for key in nest {
+            match value {
+                ast::Value::Object(obj) => match get(obj, key) {
+                    Some(prop) => value = &prop.value,
+                    None => return,
+                },
+                _ => return,
+            }
+        }
+        let ast::Value::Object(obj) = value else {
+            return;
+        };
+        let prefix: String = nest.iter().map(|k| format!("{k}.")).collect();
+        let plugins = match get(obj, "plugins").map(|p| &p.value) {
+            None => return,
+            Some(ast::Value::Object(plugins)) => plugins,
+            Some(other) => {
+                let issue = self.not_object(doc, other, &format!("{prefix}plugins"));
+                return self.issues.push(issue);
+            }
+        };
+        for prop in &plugins.properties {
+            let name = prop_name(prop);
+            let record = match serde_json::from_value::<PluginRecord>(to_json(&prop.value)) {
+                Ok(record) => record,
+                Err(e) => {
+                    self.issues.push(
+                        ConfigIssue::error(format!("plugin `{name}`: {e}"))
+                            .in_file(&doc.path)
+                            .at(doc.position(prop.range.start))
+                            .field(format!("{prefix}plugins.{name}")),
+                    );
+                    continue;
+                }
+            };
+            let mut info = PluginInfo {
+                name: name.to_owned(),
+                scope,
+                file: doc.path.clone(),
+                source: record.source,
+                path: record.path.clone(),
+                enabled: record.enabled,
+                version: record.version,
+                description: None,
+                servers: Vec::new(),
+            };
+            let folder = read_folder(name, &record.path);
+            info.description = folder.description;
+            if info.version.is_none() {
+                info.version = folder.version;
+            }
+            if record.enabled {
+                for issue in folder.issues {
+                    self.issues.push(match issue.file {
+                        Some(_) => issue,
+                        None => issue.in_file(&doc.path).at(doc.position(prop.range.start)),
+                    });
+                }
+                for servers_doc in &folder.docs {
+                    let servers = self.plugin_servers(servers_doc, scope, name);
+                    info.servers.extend(servers.0.keys().cloned());
+                    self.layers.push(servers);
+                }
+            }
+            self.plugins.push(info);
+        }
+    }
+
+    /// The servers of one of a plugin's files.
+    fn plugin_servers(&mut self, file: &ServersDoc, scope: Scope, plugin: &str) -> Servers {
+        let doc = &file.doc;
+        let root = match doc.root_value() {
+            Ok(Some(root)) => root,
+            Ok(None) => return Servers::default(),
+            Err(issue) => {
+                let message = format!("plugin `{plugin}`: {}", issue.message);
+                self.issues.push(ConfigIssue { message, ..issue });
+                return Servers::default();
+            }
+        };
+        let ast::Value::Object(obj) = &root else {
+            return Servers::default();
+        };
+        let servers = match file.key {
+            None => obj,
+            Some(key) => match get(obj, key).map(|p| &p.value) {
+                Some(ast::Value::Object(servers)) => servers,
+                None => return Servers::default(),
+                Some(other) => {
+                    let issue = self.not_object(doc, other, key);
+                    let message = format!("plugin `{plugin}`: {}", issue.message);
+                    self.issues.push(ConfigIssue { message, ..issue });
+                    return Servers::default();
+                }
+            },
+        };
+        self.entries(doc, &servers.properties, scope, Some(plugin))
     }
 
     fn read_servers(
@@ -482,9 +600,23 @@ impl Loader<'_> {
                 return self.issues.push(self.not_object(doc, other, &field));
             }
         };
-        let (props, mut servers) = (&servers.properties, Servers::default());
+        let servers = self.entries(doc, &servers.properties, scope, None);
+        self.layers.push(servers);
+    }
+
+    /// One file's entries (`plugin`: named `plugin_<plugin>_<server>`).
+    fn entries(
+        &mut self,
+        doc: &Document,
+        props: &[ast::ObjectProp<'_>],
+        scope: Scope,
+        plugin: Option<&str>,
+    ) -> Servers {
+        let mut servers = Servers::default();
         for prop in props {
-            let name = prop_name(prop);
+            let written = prop_name(prop);
+            let plugin_name = plugin.map(|p| plugin_server_name(p, written));
+            let name = plugin_name.as_deref().unwrap_or(written);
             let origin = Origin {
                 scope,
                 file: Some(doc.path.clone()),
@@ -515,6 +647,7 @@ impl Loader<'_> {
                 approval: Approval::NotRequired,
                 policy: PolicyVerdict::Allowed,
                 shadowed: Vec::new(),
+                plugin: plugin.map(str::to_owned),
             };
             // A name written twice in one file: the last one counts, as JSON parsers do.
             if let Some(previous) = servers.0.remove(name) {
@@ -522,7 +655,7 @@ impl Loader<'_> {
             }
             servers.0.insert(name.to_owned(), entry);
         }
-        self.layers.push(servers);
+        servers
     }
 
     /// The settings of one project's entry in the local file (`projects.<root>`).

@@ -102,6 +102,20 @@ impl ConfigPaths {
             .unwrap_or_else(|| self.project_root.join(".mcp.json"))
     }
 
+    /// The file a writable scope lives in, where its entries sit, and a new file's mode
+    /// (the project's may be shared; the others are the user's own).
+    pub fn scope_file(&self, scope: super::Scope) -> (PathBuf, super::ServersLocation, u32) {
+        match scope {
+            super::Scope::Project => (self.project_file(), super::ServersLocation::TopLevel, 0o644),
+            super::Scope::Local => (
+                self.local_file(),
+                super::ServersLocation::Project(self.project_key()),
+                0o600,
+            ),
+            _ => (self.user_file(), super::ServersLocation::TopLevel, 0o600),
+        }
+    }
+
     /// The key of this project in the local file and the approval record.
     pub fn project_key(&self) -> String {
         self.project_root.to_string_lossy().into_owned()

@@ -171,6 +171,12 @@ pub(crate) type Field<T> = Checked<Located<Checked<T>>>;
 pub(crate) struct UserFile {
     #[serde(rename = "mcpServers", default)]
     _mcp_servers: Skipped,
+    /// Known plugin marketplaces, read by `plugin.rs`.
+    #[serde(rename = "marketplaces", default)]
+    _marketplaces: Skipped,
+    /// Installed plugins, read by `plugin.rs`.
+    #[serde(rename = "plugins", default)]
+    _plugins: Skipped,
     #[serde(default)]
     pub(crate) permissions: Checked<Object<PermissionsFile>>,
     #[serde(default)]
@@ -224,6 +230,9 @@ impl<'de> Deserialize<'de> for Seconds {
 pub(crate) struct ProjectFile {
     #[serde(rename = "mcpServers", default)]
     _mcp_servers: Skipped,
+    /// Installed plugins, read by `plugin.rs`.
+    #[serde(rename = "plugins", default)]
+    _plugins: Skipped,
     #[serde(rename = "$schema", default)]
     _schema: Skipped,
 }
@@ -242,6 +251,9 @@ pub(crate) struct LocalFile {
 pub(crate) struct LocalProject {
     #[serde(rename = "mcpServers", default)]
     _mcp_servers: Skipped,
+    /// Installed plugins, read by `plugin.rs`.
+    #[serde(rename = "plugins", default)]
+    _plugins: Skipped,
     #[serde(default)]
     pub(crate) permissions: Checked<Object<PermissionsFile>>,
     #[serde(default)]

@@ -1,0 +1,298 @@
+//! `switchboard plugin …`, run as the real binary: plugins from a folder, a local git
+//! repository and a local marketplace provide real testkit servers whose tools are listed and
+//! called.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+use switchboard_testkit::config_tree::ConfigTree;
+
+fn run(tree: &ConfigTree, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(args)
+        .current_dir(tree.project())
+        .env_clear()
+        .envs(tree.env())
+        .output()
+        .unwrap()
+}
+
+fn out(tree: &ConfigTree, out: &Output) -> String {
+    tree.redact(&String::from_utf8_lossy(&out.stdout))
+}
+
+#[track_caller]
+fn ok(tree: &ConfigTree, args: &[&str]) -> String {
+    let output = run(tree, args);
+    assert!(
+        output.status.success(),
+        "{args:?}: exit {:?}\nstdout: {}\nstderr: {}",
+        output.status.code(),
+        out(tree, &output),
+        tree.redact(&String::from_utf8_lossy(&output.stderr))
+    );
+    out(tree, &output)
+}
+
+/// The qualified names `tools` lists.
+fn tools(tree: &ConfigTree) -> Vec<String> {
+    let json: Value = serde_json::from_str(&ok(tree, &["tools", "--json"])).unwrap();
+    let list = json
+        .as_array()
+        .or_else(|| json["tools"].as_array())
+        .unwrap();
+    list.iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn plugins(tree: &ConfigTree) -> Vec<Value> {
+    let json: Value = serde_json::from_str(&ok(tree, &["plugin", "list", "--json"])).unwrap();
+    json["plugins"].as_array().unwrap().clone()
+}
+
+/// A plugin folder: its manifest names it and declares one server started through
+/// `${CLAUDE_PLUGIN_ROOT}` (a link to the testkit server inside the plugin), and its bare-map
+/// `.mcp.json` one more through `${PLUGIN_ROOT}`.
+fn plugin_folder(dir: &Path, name: &str, version: &str) {
+    std::fs::create_dir_all(dir.join(".claude-plugin")).unwrap();
+    std::fs::create_dir_all(dir.join("bin")).unwrap();
+    let link = dir.join("bin/server");
+    if !link.exists() {
+        std::os::unix::fs::symlink(switchboard_testkit::server_bin(), &link).unwrap();
+    }
+    std::fs::write(
+        dir.join(".claude-plugin/plugin.json"),
+        format!(
+            r#"{{"name": "{name}", "version": "{version}", "description": "A test plugin",
+                "mcpServers": {{"echo": {{"command": "${{CLAUDE_PLUGIN_ROOT}}/bin/server"}}}}}}"#
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join(".mcp.json"),
+        r#"{"more": {"command": "${PLUGIN_ROOT}/bin/server"}}"#,
+    )
+    .unwrap();
+}
+
+/// The folder of the only plugin installed (listings show the tree's root as `[TMP]`).
+fn plugin_path(tree: &ConfigTree) -> PathBuf {
+    let shown = plugins(tree)[0]["path"].as_str().unwrap().to_owned();
+    PathBuf::from(shown.replace("[TMP]", &tree.root().display().to_string()))
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let status = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
+        .args([
+            "-c",
+            "commit.gpgsign=false",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "git {args:?}: {status:?}");
+}
+
+fn git_repo(dir: &Path) {
+    git(dir, &["init", "--quiet"]);
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "--quiet", "-m", "plugin"]);
+}
+
+fn file_url(path: &Path) -> String {
+    format!("file://{}", path.display())
+}
+
+fn call_echo(tree: &ConfigTree, name: &str) {
+    let said = ok(tree, &["call", name, r#"{"text": "from a plugin"}"#]);
+    assert_eq!(said, "from a plugin\n");
+}
+
+#[test]
+fn a_plugin_folder_provides_servers_until_it_is_disabled_or_removed() {
+    let tree = ConfigTree::new().unwrap();
+    let folder = tree.root().join("plugins/demo");
+    plugin_folder(&folder, "demo", "1.0.0");
+
+    let added = ok(&tree, &["plugin", "add", folder.to_str().unwrap()]);
+    assert!(added.contains("plugin_demo_echo"), "{added}");
+    let names = tools(&tree);
+    assert!(
+        names.contains(&"mcp__plugin_demo_echo__echo".to_owned()),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&"mcp__plugin_demo_more__echo".to_owned()),
+        "{names:?}"
+    );
+    call_echo(&tree, "mcp__plugin_demo_echo__echo");
+    call_echo(&tree, "mcp__plugin_demo_more__echo");
+
+    // `mcp list` and `mcp get` say which plugin an entry comes from.
+    let list = ok(&tree, &["mcp", "list"]);
+    assert!(list.contains("user, plugin demo"), "{list}");
+    let get = ok(&tree, &["mcp", "get", "plugin:demo:echo"]);
+    assert!(get.starts_with("plugin_demo_echo\n"), "{get}");
+    assert!(get.contains("plugin:  demo"), "{get}");
+    assert!(get.contains("connected"), "{get}");
+    let listed = plugins(&tree);
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0]["name"], "demo");
+    assert_eq!(listed[0]["version"], "1.0.0");
+    assert_eq!(listed[0]["enabled"], true);
+
+    // The entry is the plugin's: `mcp disable` and `mcp remove` point at `plugin`.
+    for args in [
+        &["mcp", "disable", "plugin_demo_echo"][..],
+        &["mcp", "remove", "plugin_demo_echo"],
+    ] {
+        let refused = run(&tree, args);
+        assert_eq!(refused.status.code(), Some(1));
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(stderr.contains("comes from plugin `demo`"), "{stderr}");
+    }
+    ok(&tree, &["plugin", "disable", "demo"]);
+    let names = tools(&tree);
+    assert!(
+        !names.iter().any(|n| n.contains("plugin_demo")),
+        "{names:?}"
+    );
+    assert_eq!(plugins(&tree)[0]["enabled"], false);
+    ok(&tree, &["plugin", "enable", "demo"]);
+    call_echo(&tree, "mcp__plugin_demo_echo__echo");
+
+    ok(&tree, &["plugin", "remove", "demo"]);
+    assert!(plugins(&tree).is_empty());
+    assert!(!tools(&tree).iter().any(|n| n.contains("plugin_demo")));
+    // A folder added where it is stays where it is.
+    assert!(folder.join(".claude-plugin/plugin.json").exists());
+}
+
+#[test]
+fn a_plugin_in_a_local_git_repository_is_cloned_and_updated() {
+    let tree = ConfigTree::new().unwrap();
+    let repo = tree.root().join("repos/demo");
+    plugin_folder(&repo, "demo", "1.0.0");
+    git_repo(&repo);
+
+    ok(&tree, &["plugin", "add", &file_url(&repo)]);
+    let path = plugin_path(&tree);
+    assert!(
+        path.starts_with(tree.state_dir().join("plugins")),
+        "{path:?}"
+    );
+    call_echo(&tree, "mcp__plugin_demo_echo__echo");
+
+    // A new commit upstream arrives with `plugin update`.
+    plugin_folder(&repo, "demo", "2.0.0");
+    git(&repo, &["commit", "--quiet", "-am", "two"]);
+    assert_eq!(plugins(&tree)[0]["version"], "1.0.0");
+    ok(&tree, &["plugin", "update", "demo"]);
+    assert_eq!(plugins(&tree)[0]["version"], "2.0.0");
+
+    // Removing a clone deletes it; a plain path to a repository is cloned too.
+    ok(&tree, &["plugin", "remove", "demo"]);
+    assert!(!path.exists());
+    ok(&tree, &["plugin", "add", repo.to_str().unwrap()]);
+    let cloned = plugin_path(&tree);
+    assert!(
+        cloned.starts_with(tree.state_dir().join("plugins")),
+        "{cloned:?}"
+    );
+    call_echo(&tree, "mcp__plugin_demo_more__echo");
+}
+
+#[test]
+fn a_plugin_from_a_local_marketplace_provides_its_servers() {
+    let tree = ConfigTree::new().unwrap();
+    let market = tree.root().join("repos/market");
+    plugin_folder(&market.join("plugins/demo"), "demo", "1.0.0");
+    std::fs::create_dir_all(market.join(".claude-plugin")).unwrap();
+    std::fs::write(
+        market.join(".claude-plugin/marketplace.json"),
+        r#"{"name": "market", "plugins": [{"name": "demo", "source": "./plugins/demo"}]}"#,
+    )
+    .unwrap();
+    git_repo(&market);
+
+    ok(&tree, &["plugin", "marketplace", "add", &file_url(&market)]);
+    let out = run(&tree, &["plugin", "add", "nothere@market"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("has no plugin named `nothere`"),
+        "{out:?}"
+    );
+    ok(&tree, &["plugin", "add", "demo@market"]);
+    assert_eq!(plugins(&tree)[0]["source"], "demo@market");
+    call_echo(&tree, "mcp__plugin_demo_echo__echo");
+}
+
+#[test]
+fn a_project_plugin_waits_for_approval() {
+    let tree = ConfigTree::new().unwrap();
+    let folder = tree.root().join("plugins/demo");
+    plugin_folder(&folder, "demo", "1.0.0");
+    ok(
+        &tree,
+        &[
+            "plugin",
+            "add",
+            "--scope",
+            "project",
+            folder.to_str().unwrap(),
+        ],
+    );
+    let list = ok(&tree, &["mcp", "list", "--no-connect"]);
+    assert!(list.contains("project, plugin demo"), "{list}");
+    assert!(list.contains("pending approval"), "{list}");
+    assert!(!tools(&tree).iter().any(|n| n.contains("plugin_demo")));
+
+    ok(&tree, &["mcp", "approve", "plugin:demo:echo"]);
+    call_echo(&tree, "mcp__plugin_demo_echo__echo");
+}
+
+#[test]
+fn a_broken_manifest_names_plugin_file_and_field_and_hides_nothing_else() {
+    let tree = ConfigTree::new().unwrap();
+    let folder = tree.root().join("plugins/demo");
+    plugin_folder(&folder, "demo", "1.0.0");
+    let bin = serde_json::to_string(&switchboard_testkit::server_bin()).unwrap();
+    tree.write(
+        tree.user_file(),
+        &format!(r#"{{"mcpServers": {{"kit": {{"command": {bin}}}}}}}"#),
+    )
+    .unwrap();
+    ok(&tree, &["plugin", "add", folder.to_str().unwrap()]);
+    std::fs::write(
+        folder.join(".claude-plugin/plugin.json"),
+        r#"{"name": "demo", "mcpServers": 5}"#,
+    )
+    .unwrap();
+
+    let out = run(&tree, &["mcp", "list"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = tree.redact(&String::from_utf8_lossy(&out.stderr));
+    assert!(
+        stderr.contains(
+            "[TMP]/plugins/demo/.claude-plugin/plugin.json: field `mcpServers`: plugin `demo`:"
+        ),
+        "{stderr}"
+    );
+    // The user's own server and the plugin's `.mcp.json` server still load.
+    let stdout = out_text(&tree, &out);
+    assert!(stdout.contains("kit"), "{stdout}");
+    assert!(stdout.contains("plugin_demo_more"), "{stdout}");
+}
+
+fn out_text(tree: &ConfigTree, output: &Output) -> String {
+    out(tree, output)
+}
