@@ -256,6 +256,9 @@ pub struct RemoteTransport {
     pub url: url::Url,
     pub headers: BTreeMap<String, String>,
     pub oauth: Option<OAuthConfig>,
+    /// `headersHelper`: a shell command whose stdout, a JSON object of strings, gives headers
+    /// merged over `headers`; run at connect and again after a 401 or 403.
+    pub headers_helper: Option<String>,
 }
 
 /// What the user pre-configured for OAuth; the rest is discovered from the server.

@@ -444,6 +444,7 @@ pub(crate) struct ServerFile {
     pub(crate) url: Keyed<Text>,
     pub(crate) headers: Keyed<TextMap>,
     pub(crate) oauth: Keyed<Object<OAuthFile>>,
+    pub(crate) headers_helper: Keyed<Text>,
     // sse-ide, ws-ide
     pub(crate) ide_name: Keyed<Text>,
     pub(crate) lock_file: Keyed<Text>,
@@ -466,6 +467,7 @@ impl ServerFile {
             "url" => self.url.key(),
             "headers" => self.headers.key(),
             "oauth" => self.oauth.key(),
+            "headersHelper" => self.headers_helper.key(),
             "ideName" => self.ide_name.key(),
             "lockFile" => self.lock_file.key(),
             "tokenEnv" => self.token_env.key(),
