@@ -194,6 +194,8 @@ pub(crate) struct ConnectOptions {
     pub(crate) in_process: Option<InProcessFactory>,
     /// Who answers the server's questions, and the roots it is given.
     pub(crate) interaction: crate::interaction::Interaction,
+    /// The `elicitation` hooks, asked before the elicitor.
+    pub(crate) elicitation_hooks: Option<Arc<dyn crate::interaction::ElicitationHooks>>,
     pub(crate) roots: Option<crate::interaction::Roots>,
     /// OAuth for remote servers: the token store, whether to run the browser flow inline.
     pub(crate) auth: crate::auth::AuthOptions,
@@ -493,7 +495,8 @@ pub(crate) async fn open(
         config.name.as_str(),
         options.interaction.clone(),
         options.roots.clone(),
-    );
+    )
+    .with_hooks(options.elicitation_hooks.clone());
     let handler = ClientSide::new(config.name.as_str(), notices, asker);
     let timeout = config.connect_timeout.unwrap_or(options.connect_timeout);
     let limit = MessageLimit::new(config.name.as_str(), options.max_message_bytes);
@@ -887,7 +890,8 @@ fn notice_of(notification: &rmcp::model::ServerNotification) -> Option<handler::
 }
 
 /// The OAuth authorizer of a Streamable HTTP server: every server with an `oauth` entry, and
-/// every one without a configured `Authorization` header (a 401 may ask for OAuth).
+/// every one without a configured `Authorization` header or `headersHelper` (a 401 may ask for
+/// OAuth).
 fn authorizer_for(
     config: &ServerConfig,
     remote: &crate::config::RemoteTransport,

@@ -282,6 +282,10 @@ pub(crate) struct HooksFile {
     pub(crate) pre_call: Field<HookList>,
     #[serde(default)]
     pub(crate) post_call: Field<HookList>,
+    /// Hooks that may answer a server's elicitation before anyone is asked (`Elicitation`,
+    /// the seeds' host's event name, is read too).
+    #[serde(default, alias = "Elicitation")]
+    pub(crate) elicitation: Field<HookList>,
 }
 
 /// A list of hooks; each is read on its own.

@@ -247,6 +247,7 @@ impl Supervisor {
             env: self.shared.options.env.clone(),
             in_process: self.shared.options.in_process.get(self.name()).cloned(),
             interaction: self.shared.options.interaction.clone(),
+            elicitation_hooks: self.shared.options.elicitation_hooks.clone(),
             roots: self.shared.options.roots.clone(),
             auth: self.shared.auth.clone(),
             child_guard: self.shared.options.child_guard.clone(),
