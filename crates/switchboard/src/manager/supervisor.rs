@@ -132,8 +132,11 @@ impl Supervisor {
                     attempt,
                     max_attempts,
                 });
+                // Boxed: connecting (the handshake, a transport's set-up) is the largest state
+                // of this task by far, and only a few servers connect at a time; inline, every
+                // idle or connected server's task would be that size for its whole life.
                 let connected = tokio::select! {
-                    result = self.connect() => result,
+                    result = Box::pin(self.connect()) => result,
                     msg = control.recv() => match self.on_control(msg, &mut enabled) {
                         Next::Restart => break None,
                         Next::Stop(done) => return finish(done),
