@@ -811,7 +811,9 @@ fn listen_for_changes(
             let mut failures = 0;
             let mut reopened = false;
             while failures < LISTEN_ATTEMPTS {
-                match peer.listen(filter.clone()).await {
+                // Boxed: opening the stream is this task's largest state by far, and the task
+                // lives as long as the session, mostly waiting for the next notification.
+                match Box::pin(peer.listen(filter.clone())).await {
                     Ok(mut subscription) => {
                         failures = 0;
                         if reopened {
