@@ -16,8 +16,14 @@
 #   cargo bench -p switchboard --bench lazy      (lazy servers: `serve --stdio` over 100 servers
 #                                                 × 50 tools eager vs lazy, and a lazy server's
 #                                                 first call vs its own start and call)
-# `scripts/bench.sh startup`, `calls`, `gateway`, `config`, `search`, `lazy` or `soak` runs one
-# of them; the default run leaves out `soak` (about 5 min) and `lazy`.
+#   footprint                                    (peak RSS, VmHWM, of the release `serve --stdio`
+#                                                 answering initialize and tools/list with 1 and
+#                                                 100 configured testkit stdio servers; `STARTUP`
+#                                                 goes into each entry's `"startup"`, e.g.
+#                                                 STARTUP=lazy; FOOTPRINT_SERVERS="1 100" the sizes)
+# `scripts/bench.sh startup`, `calls`, `gateway`, `config`, `search`, `lazy`, `footprint` or
+# `soak` runs one of them; the default run leaves out `soak` (about 5 min), `lazy` and
+# `footprint`.
 # Figures and how to read them: BENCHMARKS.md.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -35,6 +41,50 @@ if [ -f .partners/partners.env ]; then
   set +a
 fi
 echo "nproc: $(nproc); uptime: $(uptime)"
+
+# Peak RSS of `serve --stdio` with N configured stdio servers, after it has answered
+# initialize and tools/list (the servers' own processes are not counted: only the host's).
+footprint() {
+  local bin="${FOOTPRINT_BIN_DIR:-$root/target/release}"
+  local sb="$bin/switchboard" kit="$bin/testkit-server"
+  local startup="${STARTUP:-}" n i dir line pid hwm rss
+  printf '%-8s %-9s %-14s %s\n' servers startup "peak RSS (kB)" "RSS at end (kB)"
+  for n in ${FOOTPRINT_SERVERS:-1 100}; do
+    dir="$(mktemp -d)"
+    mkdir -p "$dir/home/.config/switchboard" "$dir/project"
+    {
+      printf '{"mcpServers": {'
+      for ((i = 0; i < n; i++)); do
+        [ "$i" -gt 0 ] && printf ', '
+        printf '"s%03d": {"command": "%s"' "$i" "$kit"
+        [ -n "$startup" ] && printf ', "startup": "%s"' "$startup"
+        printf '}'
+      done
+      printf '}}\n'
+    } >"$dir/home/.config/switchboard/mcp.json"
+    coproc SB {
+      cd "$dir/project" &&
+        exec env -i PATH="$PATH" HOME="$dir/home" XDG_CONFIG_HOME="$dir/home/.config" \
+          XDG_STATE_HOME="$dir/home/.local/state" SWITCHBOARD_MANAGED_CONFIG="$dir/none.json" \
+          "$sb" serve --stdio 2>"$dir/stderr"
+    }
+    pid=$SB_PID
+    printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"footprint","version":"1"}}}' >&"${SB[1]}"
+    IFS= read -r -t 600 line <&"${SB[0]}"
+    printf '%s\n' '{"jsonrpc":"2.0","method":"notifications/initialized"}' \
+      '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' >&"${SB[1]}"
+    while IFS= read -r -t 600 line <&"${SB[0]}"; do
+      case $line in *'"id":2'*) break ;; esac
+    done
+    case $line in *'"tools"'*) ;; *) echo "footprint: no tools/list answer with $n servers: $(tail -5 "$dir/stderr")" >&2; exit 1 ;; esac
+    hwm="$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")"
+    rss="$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")"
+    printf '%-8s %-9s %-14s %s\n' "$n" "${startup:-default}" "$hwm" "$rss"
+    exec {SB[1]}>&-
+    wait "$pid" || true
+    rm -rf "$dir"
+  done
+}
 # Two builds: `--bin` applies to every selected package, so one command with `--bin
 # testkit-server -p switchboard-cli` would leave the CLI unbuilt (and `mcp list` measured on a
 # stale binary).
@@ -53,6 +103,7 @@ for bench in "${benches[@]}"; do
   echo "uptime before $bench: $(uptime)"
   case $bench in
     gateway) cargo bench --locked -p switchboard-gateway --bench gateway ;;
+    footprint) footprint ;;
     soak) cargo bench --locked -p switchboard-gateway --bench sessions ;;
     *) cargo bench --locked -p switchboard --bench "$bench" ;;
   esac

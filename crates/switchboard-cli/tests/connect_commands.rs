@@ -373,6 +373,66 @@ fn a_fixed_entry_is_not_kept_needing_auth_from_memory() {
     assert!(listed.contains("✓ connected"), "{listed}");
 }
 
+/// `headersHelper` runs before the first request and its headers reach the server; after a
+/// 401 it runs again, and its new headers are sent. A helper that fails names the server, the
+/// field and its stderr, and no header value is printed.
+#[test]
+fn headers_helper_output_reaches_the_server_and_is_renewed_after_a_401() {
+    use switchboard_testkit::{TestServer, Transport};
+    let server =
+        TestServer::start(Transport::Http, ["--require-header", "X-Api-Key=key-2"]).unwrap();
+    let tree = ConfigTree::new().unwrap();
+    let runs = tree.root().join("helper-runs");
+    // Builtins only (the tests clear PATH): counts its runs, prints `key-<run>`.
+    let helper = format!(
+        "n=0; [ -f '{runs}' ] && read n < '{runs}'; n=$((n+1)); echo $n > '{runs}'; \
+         printf '{{\"X-Api-Key\": \"key-%s\"}}' $n",
+        runs = runs.display()
+    );
+    let entry = |helper: &str| {
+        serde_json::json!({"mcpServers": {"api": {
+            "type": "http",
+            "url": server.url(),
+            "headers": {"X-Api-Key": "static-key"},
+            "headersHelper": helper,
+        }}})
+        .to_string()
+    };
+    tree.write(tree.user_file(), &entry(&helper)).unwrap();
+    let out = run(&tree, &["call", "api", "echo", "--arg", "text=through"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr, &tree));
+    assert_eq!(text(&out.stdout, &tree), "through\n");
+    assert_eq!(
+        std::fs::read_to_string(&runs).unwrap().trim(),
+        "2",
+        "key-1 was refused (401), so the helper ran again and key-2 got in"
+    );
+
+    // Refused both times: failed (not needs-auth, which a login would not fix), and the next
+    // start runs the helper again.
+    let out = run(&tree, &["call", "api", "echo", "--arg", "text=again"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr, &tree);
+    assert!(stderr.contains("headersHelper"), "{stderr}");
+    assert!(
+        !stderr.contains("key-"),
+        "no header value printed: {stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&runs).unwrap().trim(), "4");
+
+    let failing = "echo 'the vault is locked' >&2; exit 3";
+    tree.write(tree.user_file(), &entry(failing)).unwrap();
+    let out = run(&tree, &["call", "api", "echo", "--arg", "text=x"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr, &tree);
+    assert!(
+        stderr.contains("`headersHelper` of server `api`")
+            && stderr.contains("the vault is locked"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("static-key"), "{stderr}");
+}
+
 #[test]
 fn rmcp_log_lines_stay_out_of_stderr_by_default() {
     use switchboard_testkit::{TestServer, Transport};

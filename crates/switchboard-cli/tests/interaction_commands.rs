@@ -181,6 +181,71 @@ fn without_a_terminal_a_form_is_declined_with_how_to_answer() {
     assert!(stderr.contains("--elicit-json FILE"), "{stderr}");
 }
 
+/// An `elicitation` hook answers the server's form before anyone is asked: with no terminal
+/// and no `--elicit-json`, the tool still gets the hook's content (in both generations). A
+/// hook that prints nothing lets the question go on to the usual decline.
+#[test]
+fn an_elicitation_hook_answers_a_form_without_a_terminal() {
+    let tree = ConfigTree::new().unwrap();
+    let seen = tree.root().join("hook-input.json");
+    let answer = json!({"action": "accept", "content": {"name": "Ada", "age": 36}});
+    let script = format!(
+        "IFS= read -r line || true; printf '%s' \"$line\" > '{}'; printf '%s' '{}'",
+        seen.display(),
+        answer
+    );
+    let silent = "IFS= read -r line || true";
+    for protocol in ["legacy", "modern"] {
+        let hooks = json!({"elicitation": [
+            {"match": "mcp__other", "command": ["/bin/sh", "-c", "exit 7"]},
+            {"match": "mcp__kit", "command": ["/bin/sh", "-c", silent]},
+            {"match": "mcp__kit", "command": ["/bin/sh", "-c", script]},
+        ]});
+        user_file(
+            &tree,
+            json!({"kit": testkit(protocol)}),
+            json!({"hooks": hooks}),
+        );
+        let out = run(&tree, &["call", "kit", "ask_form"]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{protocol}: {}",
+            text(&out.stderr)
+        );
+        let stdout = text(&out.stdout);
+        assert!(stdout.contains("accepted:"), "{protocol}: {stdout}");
+        assert!(stdout.contains("\"name\":\"Ada\""), "{protocol}: {stdout}");
+        let input: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+        assert_eq!(input["event"], "elicitation", "{protocol}");
+        assert_eq!(input["server"], "kit", "{protocol}");
+        assert_eq!(input["mode"], "form", "{protocol}");
+        assert_eq!(input["tool"], "mcp__kit__ask_form", "{protocol}");
+        assert_eq!(input["message"], "Tell us about yourself", "{protocol}");
+        assert_eq!(
+            input["requestedSchema"]["required"],
+            json!(["name", "age"]),
+            "{protocol}"
+        );
+        std::fs::remove_file(&seen).unwrap();
+    }
+
+    // Only a hook with nothing to say: the question goes on, and is declined as before.
+    let hooks =
+        json!({"Elicitation": [{"match": "mcp__kit", "command": ["/bin/sh", "-c", silent]}]});
+    user_file(
+        &tree,
+        json!({"kit": testkit("legacy")}),
+        json!({"hooks": hooks}),
+    );
+    let out = run(&tree, &["call", "kit", "ask_form"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "declined");
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("--elicit-json FILE"), "{stderr}");
+    assert!(!stderr.contains("unknown field"), "{stderr}");
+}
+
 /// A URL the server needs is declined at once without a terminal, as a form is: waiting would
 /// hold the call up to the tool timeout (28 h by default).
 #[test]

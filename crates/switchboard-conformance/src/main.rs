@@ -146,6 +146,7 @@ async fn run() -> Result<(), String> {
         url,
         headers: Default::default(),
         oauth: Some(oauth),
+        headers_helper: None,
     });
     config.connect_timeout = Some(WAIT);
 

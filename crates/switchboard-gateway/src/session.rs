@@ -81,14 +81,15 @@ impl Session {
         listing.items.into_iter().map(rename).collect()
     }
 
-    fn tools_json(&self, tools: &[switchboard::Tool]) -> Vec<Tool> {
+    fn tools_json(&self, tools: Vec<switchboard::Tool>) -> Vec<Tool> {
+        // The tools are consumed one by one, their schemas moved, not copied: a listing of
+        // many servers' tools is held once at a time, not twice.
         tools
-            .iter()
+            .into_iter()
             .filter(|t| t.server.is_some() && self.gateway.filter().serves(&t.qualified_name))
             .filter_map(|t| {
                 let mut tool = json!({
                     "name": t.qualified_name,
-                    "inputSchema": t.input_schema,
                     "annotations": {
                         "readOnlyHint": t.traits.read_only,
                         "destructiveHint": t.traits.destructive,
@@ -96,23 +97,24 @@ impl Session {
                         "openWorldHint": t.traits.open_world,
                     },
                 });
-                if let Some(title) = &t.title {
-                    tool["title"] = json!(title);
+                tool["inputSchema"] = t.input_schema;
+                if let Some(title) = t.title {
+                    tool["title"] = Value::String(title);
                 }
                 if t.display_name != t.name {
-                    tool["annotations"]["title"] = json!(t.display_name);
+                    tool["annotations"]["title"] = Value::String(t.display_name);
                 }
-                if let Some(icons) = &t.icons {
-                    tool["icons"] = icons.clone();
+                if let Some(icons) = t.icons {
+                    tool["icons"] = icons;
                 }
-                if let Some(meta) = &t.meta {
-                    tool["_meta"] = meta.clone();
+                if let Some(meta) = t.meta {
+                    tool["_meta"] = meta;
                 }
-                if let Some(description) = &t.description {
-                    tool["description"] = json!(description);
+                if let Some(description) = t.description {
+                    tool["description"] = Value::String(description);
                 }
-                if let Some(output) = &t.output_schema {
-                    tool["outputSchema"] = output.clone();
+                if let Some(output) = t.output_schema {
+                    tool["outputSchema"] = output;
                 }
                 match serde_json::from_value::<Tool>(tool) {
                     Ok(tool) => Some(tool),
@@ -130,30 +132,35 @@ impl Session {
     async fn listed_tools(&self) -> Vec<Tool> {
         let host = self.gateway.host();
         let snapshot = host.tools().await;
-        let all = self.tools_json(&snapshot.tools);
+        // Search mode lists the `alwaysLoad` servers' tools: their names, noted before the
+        // snapshot is consumed.
+        let always: HashSet<String> = match self.gateway.tool_search() {
+            ToolSearch::Off => HashSet::new(),
+            _ => {
+                let servers: HashSet<String> = host
+                    .servers()
+                    .into_iter()
+                    .filter(|(name, _)| host.server_config(name).is_some_and(|c| c.always_load))
+                    .map(|(name, _)| name)
+                    .collect();
+                snapshot
+                    .tools
+                    .iter()
+                    .filter(|t| t.server.as_ref().is_some_and(|s| servers.contains(s)))
+                    .map(|t| t.qualified_name.clone())
+                    .collect()
+            }
+        };
+        let all = self.tools_json(snapshot.tools);
         if !crate::search::active(self.gateway.tool_search(), &all) {
             return all;
         }
-        let always: HashSet<String> = host
-            .servers()
-            .into_iter()
-            .filter(|(name, _)| host.server_config(name).is_some_and(|c| c.always_load))
-            .map(|(name, _)| name)
-            .collect();
-        let shown: HashSet<&str> = {
-            let found = self.found.lock().unwrap_or_else(PoisonError::into_inner);
-            snapshot
-                .tools
-                .iter()
-                .filter(|t| {
-                    t.server.as_ref().is_some_and(|s| always.contains(s))
-                        || found.contains(&t.qualified_name)
-                })
-                .map(|t| t.qualified_name.as_str())
-                .collect()
-        };
+        let found = self.found.lock().unwrap_or_else(PoisonError::into_inner);
         let mut listed = crate::search::meta_tools();
-        listed.extend(all.into_iter().filter(|t| shown.contains(t.name.as_ref())));
+        listed.extend(
+            all.into_iter()
+                .filter(|t| always.contains(t.name.as_ref()) || found.contains(t.name.as_ref())),
+        );
         listed
     }
 
@@ -175,7 +182,7 @@ impl Session {
                 t.server.is_some() && filter.serves(&t.qualified_name)
             });
         let tools: Vec<switchboard::Tool> = hits.iter().map(|h| h.tool.clone()).collect();
-        let definitions = self.tools_json(&tools);
+        let definitions = self.tools_json(tools);
         let scores: Vec<f32> = definitions
             .iter()
             .filter_map(|d| {

@@ -281,6 +281,9 @@ pub struct RemoteTransport {
     pub url: url::Url,
     pub headers: BTreeMap<String, String>,
     pub oauth: Option<OAuthConfig>,
+    /// `headersHelper`: a shell command whose stdout, a JSON object of strings, gives headers
+    /// merged over `headers`; run at connect and again after a 401 or 403.
+    pub headers_helper: Option<String>,
 }
 
 /// The names of a map's entries, their values hidden: environment values and headers hold
@@ -442,6 +445,7 @@ mod debug_tests {
             url: url.clone(),
             headers: headers.clone(),
             oauth: None,
+            headers_helper: Some("echo '{\"X-Key\": \"helper-secret\"}'".to_owned()),
         };
         let proxy = ProxyTransport {
             url,

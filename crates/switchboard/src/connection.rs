@@ -203,6 +203,8 @@ pub(crate) struct ConnectOptions {
     pub(crate) in_process: Option<InProcessFactory>,
     /// Who answers the server's questions, and the roots it is given.
     pub(crate) interaction: crate::interaction::Interaction,
+    /// The `elicitation` hooks, asked before the elicitor.
+    pub(crate) elicitation_hooks: Option<Arc<dyn crate::interaction::ElicitationHooks>>,
     pub(crate) roots: Option<crate::interaction::Roots>,
     /// OAuth for remote servers: the token store, whether to run the browser flow inline.
     pub(crate) auth: crate::auth::AuthOptions,
@@ -505,7 +507,8 @@ pub(crate) async fn open(
         config.name.as_str(),
         options.interaction.clone(),
         options.roots.clone(),
-    );
+    )
+    .with_hooks(options.elicitation_hooks.clone());
     let handler = ClientSide::new(config.name.as_str(), notices, asker);
     let timeout = config.connect_timeout.unwrap_or(options.connect_timeout);
     let limit = MessageLimit::new(config.name.as_str(), options.max_message_bytes);
@@ -576,25 +579,48 @@ pub(crate) async fn open(
                 }
             }
         }
-        Transport::Http(remote) => {
-            let authorizer = authorizer_for(config, remote, options);
-            let (transport, lane) =
-                http::streamable_http_oauth(&remote.url, &remote.headers, authorizer, limit)?;
-            remote_handshake(handler, transport, plan, timeout, Some(lane)).await
-        }
-        Transport::Sse(remote) => {
-            let authorizer = authorizer_for(config, remote, options);
-            let transport = bounded(
+        Transport::Http(remote) | Transport::Sse(remote) | Transport::WebSocket(remote) => {
+            let Some(helper) = &remote.headers_helper else {
+                return open_remote(config, remote, options, handler, plan, timeout, limit).await;
+            };
+            // Headers from the helper before the first request, and fresh ones after a 401
+            // or 403 (a helper's short-lived token may have expired): one retry.
+            let mut fresh = remote.clone();
+            fresh.headers = helper_headers(config, remote, helper, options, timeout).await?;
+            let first = open_remote(
+                config,
+                &fresh,
+                options,
+                handler.clone(),
+                plan.clone(),
                 timeout,
-                sse::sse_oauth(&remote.url, &remote.headers, authorizer, limit),
+                limit.clone(),
             )
-            .await?;
-            remote_handshake(handler, transport, plan, timeout, None).await
-        }
-        Transport::WebSocket(remote) => {
-            let headers = with_stored_token(config, remote, options).await?;
-            let transport = bounded(timeout, ws::websocket(&remote.url, &headers, limit)).await?;
-            remote_handshake(handler, transport, plan, timeout, None).await
+            .await;
+            match first {
+                Err(ConnectError::NeedsAuth(_)) => {
+                    tracing::debug!(
+                        server = %config.name,
+                        "authorization refused: running headersHelper again"
+                    );
+                    fresh.headers =
+                        helper_headers(config, remote, helper, options, timeout).await?;
+                    match open_remote(config, &fresh, options, handler, plan, timeout, limit).await
+                    {
+                        // A login would not help: the helper's headers are what is refused.
+                        // `failed`, not `needs-auth`, so the next start runs the helper again.
+                        Err(ConnectError::NeedsAuth(message)) => Err(ConnectError::Handshake {
+                            message: format!(
+                                "{message}, also with the headers `headersHelper` printed when \
+                                 run again"
+                            ),
+                            stderr: None,
+                        }),
+                        other => other,
+                    }
+                }
+                other => other,
+            }
         }
         Transport::SseIde(ide_config) => {
             let transport = bounded(timeout, ide::sse_ide(ide_config, &options.env, limit)).await?;
@@ -652,6 +678,73 @@ pub(crate) async fn open(
             }
         }
     }
+}
+
+/// Connects to a remote server (Streamable HTTP, legacy SSE or WebSocket, as `config` says)
+/// with `remote`'s URL and headers.
+async fn open_remote(
+    config: &ServerConfig,
+    remote: &crate::config::RemoteTransport,
+    options: &ConnectOptions,
+    handler: ClientSide,
+    plan: Plan,
+    timeout: Duration,
+    limit: MessageLimit,
+) -> Result<Session, ConnectError> {
+    match &config.transport {
+        Transport::Sse(_) => {
+            let authorizer = authorizer_for(config, remote, options);
+            let transport = bounded(
+                timeout,
+                sse::sse_oauth(&remote.url, &remote.headers, authorizer, limit),
+            )
+            .await?;
+            remote_handshake(handler, transport, plan, timeout, None).await
+        }
+        Transport::WebSocket(_) => {
+            let headers = with_stored_token(config, remote, options).await?;
+            let transport = bounded(timeout, ws::websocket(&remote.url, &headers, limit)).await?;
+            remote_handshake(handler, transport, plan, timeout, None).await
+        }
+        _ => {
+            let authorizer = authorizer_for(config, remote, options);
+            let (transport, lane) =
+                http::streamable_http_oauth(&remote.url, &remote.headers, authorizer, limit)?;
+            remote_handshake(handler, transport, plan, timeout, Some(lane)).await
+        }
+    }
+}
+
+/// The entry's headers with those its `headersHelper` prints over them, the helper bounded by
+/// the connect timeout. A failure names the file the entry is in.
+async fn helper_headers(
+    config: &ServerConfig,
+    remote: &crate::config::RemoteTransport,
+    helper: &str,
+    options: &ConnectOptions,
+    timeout: Duration,
+) -> Result<std::collections::BTreeMap<String, String>, ConnectError> {
+    let printed = crate::transport::headers_helper::run(
+        config.name.as_str(),
+        &remote.url,
+        helper,
+        &options.env,
+        timeout,
+    )
+    .await
+    .map_err(|e| {
+        let e = match (&config.origin.file, e) {
+            (Some(file), RemoteError::HeadersHelper(message)) => {
+                RemoteError::HeadersHelper(format!("{message} (set in {})", file.display()))
+            }
+            (_, e) => e,
+        };
+        ConnectError::Remote(e)
+    })?;
+    Ok(crate::transport::headers_helper::merge(
+        &remote.headers,
+        printed,
+    ))
 }
 
 /// Sends `notifications/roots/list_changed` each time the roots change, until the session
@@ -734,7 +827,9 @@ fn listen_for_changes(
             let mut failures = 0;
             let mut reopened = false;
             while failures < LISTEN_ATTEMPTS {
-                match peer.listen(filter.clone()).await {
+                // Boxed: opening the stream is this task's largest state by far, and the task
+                // lives as long as the session, mostly waiting for the next notification.
+                match Box::pin(peer.listen(filter.clone())).await {
                     Ok(mut subscription) => {
                         failures = 0;
                         if reopened {
@@ -813,8 +908,8 @@ fn notice_of(notification: &rmcp::model::ServerNotification) -> Option<handler::
 }
 
 /// The OAuth authorizer of a Streamable HTTP or legacy SSE server: every server with an
-/// `oauth` entry, and every one without a configured `Authorization` header (a 401 may ask
-/// for OAuth).
+/// `oauth` entry, and every one without a configured `Authorization` header or `headersHelper`
+/// (a 401 may ask for OAuth).
 fn authorizer_for(
     config: &ServerConfig,
     remote: &crate::config::RemoteTransport,
@@ -824,7 +919,7 @@ fn authorizer_for(
         .headers
         .keys()
         .any(|k| k.trim().eq_ignore_ascii_case("authorization"));
-    if remote.oauth.is_none() && has_header {
+    if remote.oauth.is_none() && (has_header || remote.headers_helper.is_some()) {
         return None;
     }
     let mut auth = options.auth.clone();

@@ -278,6 +278,7 @@ impl HostBuilder {
             state_dir: Some(config.paths.state_dir.clone()),
             env,
             interaction: self.interaction.clone(),
+            elicitation_hooks: crate::permissions::elicitation_hooks(&settings),
             roots: Some(roots.clone()),
             auth: self.auth,
             child_guard: self

@@ -183,6 +183,13 @@ pub trait Elicitor: Send + Sync {
     fn completed(&self, _server: &str, _elicitation_id: &str) {}
 }
 
+/// Answers an elicitation before anyone is asked: the `elicitation` hooks of the settings.
+/// `None`: no hook answered, and the question goes on to the elicitor.
+pub(crate) trait ElicitationHooks: Send + Sync {
+    fn answer<'a>(&'a self, request: &'a ElicitationRequest)
+    -> BoxFuture<'a, Option<ElicitAnswer>>;
+}
+
 /// A server asks the host's model for a completion.
 #[derive(Debug, Clone)]
 pub struct SamplingRequest {

@@ -65,6 +65,9 @@ pub(crate) struct ManagerOptions {
     /// Who answers servers' elicitation and sampling requests (capabilities are declared only
     /// for what is set here).
     pub interaction: crate::interaction::Interaction,
+    /// The `elicitation` hooks, asked before the elicitor (their presence declares the
+    /// elicitation capability too).
+    pub elicitation_hooks: Option<Arc<dyn crate::interaction::ElicitationHooks>>,
     /// The roots served to servers; `None` declares no roots capability.
     pub roots: Option<crate::interaction::Roots>,
     /// OAuth for remote servers; `None`: tokens in `state_dir` (else in memory), no inline
@@ -92,6 +95,7 @@ impl Default for ManagerOptions {
             in_process: BTreeMap::new(),
             sleeper: Arc::new(|d| Box::pin(tokio::time::sleep(d))),
             interaction: crate::interaction::Interaction::default(),
+            elicitation_hooks: None,
             roots: None,
             auth: None,
             child_guard: None,

@@ -80,6 +80,17 @@
 //! not such an object — denies the call (fail closed), naming the hook. A `postCall` hook's
 //! output is logged; its failure is a warning.
 //!
+//! **Elicitation hooks** (`"elicitation"`, or `"Elicitation"` as the seeds' host writes it) run
+//! when a server asks for a form or a URL, before the user or the calling client is asked.
+//! `match` names the server (`mcp__github`; a tool part matches the tool whose call asks). The
+//! hook gets `{"event": "elicitation", "server": "s", "tool": "mcp__s__t" | null, "mode":
+//! "form" | "url", "message": "...", "requestedSchema": {...}}` (a URL: `"url"` and
+//! `"elicitationId"` instead of the schema) and may print an answer,
+//! `{"action": "accept", "content": {...}}`, `{"action": "decline"}` or `{"action": "cancel"}`
+//! (also read under `hookSpecificOutput`); exit code 2 declines. Printing nothing, or failing
+//! (logged as a warning), lets the next hook, then the usual elicitor, answer. An accepted
+//! form is checked against the requested schema like any answer.
+//!
 //! Problems in these settings are [`ConfigIssue`]s with file, line and column. A broken entry of
 //! the user, local or project file is skipped; a broken managed file, or a broken entry in it,
 //! denies every MCP tool until it is fixed (an administrator's restriction must not vanish
@@ -98,6 +109,7 @@ use futures::future::BoxFuture;
 use crate::config::Scope;
 #[cfg(doc)]
 use crate::config::{ConfigIssue, ConfigPaths};
+use crate::interaction::{ElicitAnswer, ElicitationHooks, ElicitationRequest};
 
 pub use settings::{
     DEFAULT_HOOK_TIMEOUT, Effect, Hook, HookEvent, PermissionSettings, Rule, ToolPattern,
@@ -472,5 +484,45 @@ impl Gate {
             .lock()
             .map(|always| always.contains(tool))
             .unwrap_or(false)
+    }
+}
+
+/// The settings' elicitation hooks as the connections' first answerer; `None` when there are
+/// none.
+pub(crate) fn elicitation_hooks(
+    settings: &PermissionSettings,
+) -> Option<Arc<dyn ElicitationHooks>> {
+    if settings.elicitation_hooks().is_empty() {
+        return None;
+    }
+    Some(Arc::new(ElicitationHookRunner(Arc::new(settings.clone()))))
+}
+
+/// Runs the matching `elicitation` hooks in order; the first answer wins.
+struct ElicitationHookRunner(Arc<PermissionSettings>);
+
+impl ElicitationHooks for ElicitationHookRunner {
+    fn answer<'a>(
+        &'a self,
+        request: &'a ElicitationRequest,
+    ) -> BoxFuture<'a, Option<ElicitAnswer>> {
+        Box::pin(async move {
+            let hooks = self
+                .0
+                .elicitation_hooks_for(&request.server, request.tool.as_deref());
+            for hook in hooks {
+                match hooks::run_elicitation(hook, request, &self.0).await {
+                    Ok(Some(answer)) => return Some(answer),
+                    Ok(None) => {}
+                    Err(message) => tracing::warn!(
+                        target: "switchboard::hooks",
+                        hook = %hook.display_command(), origin = %hook.origin,
+                        server = %request.server,
+                        "elicitation hook failed: {message}"
+                    ),
+                }
+            }
+            None
+        })
     }
 }

@@ -1,6 +1,7 @@
 //! Transports: how bytes reach a server. Each submodule turns one `Transport` variant of the
 //! configuration into something rmcp can drive; nothing here knows about handshakes or states.
 
+pub(crate) mod headers_helper;
 pub(crate) mod http;
 pub(crate) mod http_lane;
 pub(crate) mod ide;

@@ -822,3 +822,34 @@ fn claude_code_claudeai_proxy_servers_import_as_proxy() {
     );
     assert_eq!(warnings(&report), Vec::<&str>::new());
 }
+
+/// Claude Code's `headersHelper` is kept: Switchboard runs it as Claude Code does.
+#[test]
+fn claude_code_headers_helper_is_kept() {
+    let sb = Sandbox::new();
+    let text = r#"{
+  "mcpServers": {
+    "api": {
+      "type": "http",
+      "url": "https://api.example/mcp",
+      "headers": {"X-Team": "core"},
+      "headersHelper": "/usr/local/bin/get-mcp-headers --server api"
+    }
+  }
+}"#;
+    let report = sb.import(ImportHost::ClaudeCode, text);
+    assert_eq!(
+        servers(&report),
+        [(
+            "api",
+            json!({
+                "type": "http",
+                "url": "https://api.example/mcp",
+                "headers": {"X-Team": "core"},
+                "headersHelper": "/usr/local/bin/get-mcp-headers --server api"
+            }),
+            vec!["from Claude Code's user scope (top-level `mcpServers`)"]
+        )]
+    );
+    assert_eq!(warnings(&report), Vec::<&str>::new());
+}

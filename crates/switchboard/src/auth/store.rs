@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -183,7 +183,25 @@ impl StoreKind {
 /// Where tokens are kept. Cheap to clone.
 #[derive(Clone)]
 pub struct TokenStore {
-    inner: Arc<Inner>,
+    inner: Arc<Opened>,
+}
+
+/// A store, opened on first use: a keychain (on Linux, a D-Bus connection and its threads) is
+/// probed only once a token is read or written, so a host with no remote server never loads
+/// one.
+struct Opened {
+    cell: OnceLock<Inner>,
+    /// What to open on first use; `None` when `cell` was filled at once.
+    pending: Option<(PathBuf, StoreKind)>,
+}
+
+impl Opened {
+    fn ready(inner: Inner) -> Arc<Opened> {
+        Arc::new(Opened {
+            cell: OnceLock::from(inner),
+            pending: None,
+        })
+    }
 }
 
 enum Inner {
@@ -206,7 +224,10 @@ enum Inner {
 
 impl std::fmt::Debug for TokenStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &*self.inner {
+        let Some(inner) = self.inner.cell.get() else {
+            return f.write_str("TokenStore(not opened yet)");
+        };
+        match inner {
             Inner::File { dir } => f.debug_tuple("TokenStore").field(dir).finish(),
             Inner::Keychain { dir, keychain, .. } => f
                 .debug_tuple("TokenStore")
@@ -219,6 +240,42 @@ impl std::fmt::Debug for TokenStore {
     }
 }
 
+/// Opens the store of `kind` (not `File`, which needs no probing): the platform's keychain.
+fn open_now(dir: PathBuf, kind: StoreKind) -> Inner {
+    let chosen = match kind {
+        StoreKind::File => return Inner::File { dir },
+        StoreKind::Auto => match Keychain::platform() {
+            Ok(keychain) => Ok(keychain),
+            Err(why) => {
+                tracing::debug!(
+                    "no OS keychain for OAuth tokens ({why}); using {}",
+                    dir.join(FILE_NAME).display()
+                );
+                return Inner::File { dir };
+            }
+        },
+        StoreKind::Keychain => Keychain::platform(),
+    };
+    match chosen {
+        Ok(keychain) => {
+            tracing::debug!("OAuth tokens are kept in {}", keychain.name());
+            Inner::Keychain {
+                dir,
+                keychain,
+                fall_back: kind == StoreKind::Auto,
+            }
+        }
+        Err(why) => Inner::Unavailable {
+            message: format!(
+                "{}={} cannot be used: {why}; set it to `file` (or `auto`) to keep tokens in {}",
+                EnvVars::SWITCHBOARD_TOKEN_STORE,
+                kind.setting(),
+                dir.join(FILE_NAME).display()
+            ),
+        },
+    }
+}
+
 const FILE_NAME: &str = "oauth-tokens.json";
 const LOCK_NAME: &str = "oauth-tokens.lock";
 
@@ -226,7 +283,7 @@ impl TokenStore {
     /// A store in `dir` (created `0700` when missing): `oauth-tokens.json` and its lock.
     pub fn in_dir(dir: impl Into<PathBuf>) -> TokenStore {
         TokenStore {
-            inner: Arc::new(Inner::File { dir: dir.into() }),
+            inner: Opened::ready(Inner::File { dir: dir.into() }),
         }
     }
 
@@ -236,63 +293,49 @@ impl TokenStore {
         match StoreKind::from_env(env) {
             Ok(kind) => TokenStore::open(dir, kind),
             Err(e) => TokenStore {
-                inner: Arc::new(Inner::Unavailable {
+                inner: Opened::ready(Inner::Unavailable {
                     message: e.to_string(),
                 }),
             },
         }
     }
 
-    /// The store of `kind`, with its file (fallback, migration) and lock in `dir`.
+    /// The store of `kind`, with its file (fallback, migration) and lock in `dir`. A keychain
+    /// is looked for on first use.
     pub fn open(dir: impl Into<PathBuf>, kind: StoreKind) -> TokenStore {
         let dir = dir.into();
-        let chosen = match kind {
-            StoreKind::File => return TokenStore::in_dir(dir),
-            StoreKind::Auto => match Keychain::platform() {
-                Ok(keychain) => Ok(keychain),
-                Err(why) => {
-                    tracing::debug!(
-                        "no OS keychain for OAuth tokens ({why}); using {}",
-                        dir.join(FILE_NAME).display()
-                    );
-                    return TokenStore::in_dir(dir);
-                }
-            },
-            StoreKind::Keychain => Keychain::platform(),
-        };
-        let inner = match chosen {
-            Ok(keychain) => {
-                tracing::debug!("OAuth tokens are kept in {}", keychain.name());
-                Inner::Keychain {
-                    dir,
-                    keychain,
-                    fall_back: kind == StoreKind::Auto,
-                }
-            }
-            Err(why) => Inner::Unavailable {
-                message: format!(
-                    "{}={} cannot be used: {why}; set it to `file` (or `auto`) to keep tokens in {}",
-                    EnvVars::SWITCHBOARD_TOKEN_STORE,
-                    kind.setting(),
-                    dir.join(FILE_NAME).display()
-                ),
-            },
-        };
-        TokenStore {
-            inner: Arc::new(inner),
+        if kind == StoreKind::File {
+            return TokenStore::in_dir(dir);
         }
+        TokenStore {
+            inner: Arc::new(Opened {
+                cell: OnceLock::new(),
+                pending: Some((dir, kind)),
+            }),
+        }
+    }
+
+    /// The store, opened now if it was not yet.
+    fn inner(&self) -> &Inner {
+        self.inner.cell.get_or_init(|| match &self.inner.pending {
+            Some((dir, kind)) => open_now(dir.clone(), *kind),
+            // Not reached: a store without `pending` is created filled.
+            None => Inner::Unavailable {
+                message: "the token store was not opened".to_owned(),
+            },
+        })
     }
 
     /// A store that lasts as long as this process.
     pub fn in_memory() -> TokenStore {
         TokenStore {
-            inner: Arc::new(Inner::Memory(Mutex::default())),
+            inner: Opened::ready(Inner::Memory(Mutex::default())),
         }
     }
 
     /// The file tokens are written to (with a keychain: read from when it has no entry).
     pub fn path(&self) -> Option<PathBuf> {
-        match &*self.inner {
+        match self.inner() {
             Inner::File { dir } | Inner::Keychain { dir, .. } => Some(dir.join(FILE_NAME)),
             Inner::Unavailable { .. } | Inner::Memory(_) => None,
         }
@@ -300,7 +343,7 @@ impl TokenStore {
 
     /// Where the records live, for people: a keychain's name, a file's path, ….
     pub fn describe(&self) -> String {
-        match &*self.inner {
+        match self.inner() {
             Inner::File { dir } => dir.join(FILE_NAME).display().to_string(),
             Inner::Keychain { keychain, .. } => keychain.name().to_owned(),
             Inner::Unavailable { message } => format!("unavailable: {message}"),
@@ -315,7 +358,7 @@ impl TokenStore {
         server: &str,
         account: &str,
     ) -> Result<String, AuthError> {
-        let keychain = match &*self.inner {
+        let keychain = match self.inner() {
             Inner::Keychain { keychain, .. } => Ok(keychain.clone()),
             _ => Err(()),
         };
@@ -345,7 +388,7 @@ impl TokenStore {
 
     /// The record stored under `key`.
     pub(crate) async fn load(&self, key: &str) -> Result<Record, AuthError> {
-        match &*self.inner {
+        match self.inner() {
             Inner::File { dir } => {
                 let path = dir.join(FILE_NAME);
                 let key = key.to_owned();
@@ -400,7 +443,7 @@ impl TokenStore {
     /// Takes the store's lock (bounded wait): only one process at a time changes it. Always a
     /// lock file, whichever store holds the records.
     pub(crate) async fn lock(&self) -> Result<StoreLock, AuthError> {
-        match &*self.inner {
+        match self.inner() {
             Inner::File { dir } | Inner::Keychain { dir, .. } => {
                 ensure_dir(dir)?;
                 let path = dir.join(LOCK_NAME);
@@ -442,7 +485,7 @@ impl TokenStore {
     /// Replaces the record under `key` (`None` removes it, from the keychain and the file).
     /// Call it holding [`Self::lock`].
     pub(crate) async fn save(&self, key: &str, record: Option<Record>) -> Result<(), AuthError> {
-        match &*self.inner {
+        match self.inner() {
             Inner::File { dir } => {
                 let (dir, key) = (dir.clone(), key.to_owned());
                 blocking(move || save_file(&dir, key, record)).await

@@ -138,8 +138,8 @@ fn resolve_on_path(command: &str, env: &Environment) -> Option<String> {
 pub(crate) fn fields_of(kind: &str) -> &'static [&'static str] {
     match kind {
         "stdio" => &["command", "args", "env", "cwd"],
-        "http" | "sse" => &["url", "headers", "oauth"],
-        "ws" => &["url", "headers"],
+        "http" | "sse" => &["url", "headers", "oauth", "headersHelper"],
+        "ws" => &["url", "headers", "headersHelper"],
         "sse-ide" | "ws-ide" => &["url", "ideName", "lockFile"],
         // `id`: the seeds' host's claude.ai proxy server id (`claudeai-proxy`); kept, unused.
         "proxy" => &["url", "headers", "tokenEnv", "tokenCommand", "id"],
@@ -677,6 +677,14 @@ impl Walker<'_> {
             headers: self.headers(entry)?,
             oauth: match self.get(&entry.oauth, "oauth")? {
                 Some((Object(oauth), _)) => Some(self.oauth(oauth, warnings)?),
+                None => None,
+            },
+            headers_helper: match self.get(&entry.headers_helper, "headersHelper")? {
+                // Run by `sh -c` as written: the shell expands what it names.
+                Some((Text(command), at)) if command.trim().is_empty() => {
+                    return Err(self.issue_at(at, "headersHelper", "is empty"));
+                }
+                Some((Text(command), _)) => Some(command.clone()),
                 None => None,
             },
         })

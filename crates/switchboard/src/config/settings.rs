@@ -335,6 +335,10 @@ pub(crate) struct HooksFile {
     pub(crate) pre_call: Field<HookList>,
     #[serde(default)]
     pub(crate) post_call: Field<HookList>,
+    /// Hooks that may answer a server's elicitation before anyone is asked (`Elicitation`,
+    /// the seeds' host's event name, is read too).
+    #[serde(default, alias = "Elicitation")]
+    pub(crate) elicitation: Field<HookList>,
 }
 
 /// A list of hooks; each is read on its own.
@@ -501,6 +505,7 @@ pub(crate) struct ServerFile {
     pub(crate) url: Keyed<Text>,
     pub(crate) headers: Keyed<TextMap>,
     pub(crate) oauth: Keyed<Object<OAuthFile>>,
+    pub(crate) headers_helper: Keyed<Text>,
     // sse-ide, ws-ide
     pub(crate) ide_name: Keyed<Text>,
     pub(crate) lock_file: Keyed<Text>,
@@ -523,6 +528,7 @@ impl ServerFile {
             "url" => self.url.key(),
             "headers" => self.headers.key(),
             "oauth" => self.oauth.key(),
+            "headersHelper" => self.headers_helper.key(),
             "ideName" => self.ide_name.key(),
             "lockFile" => self.lock_file.key(),
             "tokenEnv" => self.token_env.key(),

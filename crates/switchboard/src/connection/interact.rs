@@ -32,8 +32,8 @@ use tokio::sync::watch;
 
 use super::RequestError;
 use crate::interaction::{
-    ElicitAction, ElicitAnswer, Elicitation, ElicitationRequest, Elicitor, Interaction, Roots,
-    Sampler, SamplingError, SamplingRequest, check_answer,
+    ElicitAction, ElicitAnswer, Elicitation, ElicitationHooks, ElicitationRequest, Elicitor,
+    Interaction, Roots, Sampler, SamplingError, SamplingRequest, check_answer,
 };
 
 /// How many completed URL elicitation ids a connection remembers (a completion may arrive
@@ -44,6 +44,8 @@ const REMEMBERED_COMPLETIONS: usize = 64;
 pub(crate) struct Asker {
     server: String,
     host: Interaction,
+    /// Asked before any elicitor: the `elicitation` hooks.
+    hooks: Option<Arc<dyn ElicitationHooks>>,
     roots: Option<Roots>,
     calls: Mutex<Vec<InFlight>>,
     next_key: AtomicU64,
@@ -99,11 +101,23 @@ impl Asker {
         Arc::new(Asker {
             server: server.to_owned(),
             host,
+            hooks: None,
             roots,
             calls: Mutex::new(Vec::new()),
             next_key: AtomicU64::new(1),
             completed: watch::Sender::new(VecDeque::new()),
         })
+    }
+
+    /// Adds the hooks asked before any elicitor (only while no one else holds the asker).
+    pub(crate) fn with_hooks(
+        mut self: Arc<Self>,
+        hooks: Option<Arc<dyn ElicitationHooks>>,
+    ) -> Arc<Self> {
+        if let Some(asker) = Arc::get_mut(&mut self) {
+            asker.hooks = hooks;
+        }
+        self
     }
 
     pub(crate) fn server(&self) -> &str {
@@ -117,7 +131,7 @@ impl Asker {
     /// The client capabilities: only what the host configured.
     pub(crate) fn capabilities(&self) -> ClientCapabilities {
         let mut caps = serde_json::Map::new();
-        if self.host.elicitor.is_some() {
+        if self.host.elicitor.is_some() || self.hooks.is_some() {
             caps.insert(
                 "elicitation".to_owned(),
                 json!({"form": {"schemaValidation": true}, "url": {}}),
@@ -219,13 +233,6 @@ impl Asker {
         route: &Route,
         params: ElicitRequestParams,
     ) -> Result<ElicitResult, AnswerError> {
-        let Some(elicitor) = route.elicitor.clone() else {
-            tracing::warn!(
-                server = %self.server,
-                "declined an elicitation: no elicitor is configured for this call"
-            );
-            return Ok(ElicitResult::new(ElicitationAction::Decline));
-        };
         let Some(elicitation) = elicitation_of(params) else {
             tracing::warn!(server = %self.server, "declined an elicitation of an unknown mode");
             return Ok(ElicitResult::new(ElicitationAction::Decline));
@@ -235,7 +242,21 @@ impl Asker {
             tool: route.tool.clone(),
             params: elicitation,
         };
-        let answer = elicitor.elicit(&request).await;
+        let hooked = match &self.hooks {
+            Some(hooks) => hooks.answer(&request).await,
+            None => None,
+        };
+        let answer = match (hooked, route.elicitor.clone()) {
+            (Some(answer), _) => answer,
+            (None, Some(elicitor)) => elicitor.elicit(&request).await,
+            (None, None) => {
+                tracing::warn!(
+                    server = %self.server,
+                    "declined an elicitation: no elicitor is configured for this call"
+                );
+                return Ok(ElicitResult::new(ElicitationAction::Decline));
+            }
+        };
         if let (
             ElicitAction::Accept,
             Elicitation::Form {

@@ -45,6 +45,8 @@ pub(super) struct Draft {
     pub(super) headers: BTreeMap<String, String>,
     /// `oauth`, with only the keys Switchboard's configuration reads.
     pub(super) oauth: Option<Map<String, Value>>,
+    /// Claude Code's `headersHelper`, kept as written (a shell command).
+    pub(super) headers_helper: Option<String>,
     pub(super) disabled: bool,
     pub(super) timeout_ms: Option<u64>,
     pub(super) tool_timeout_ms: Option<u64>,
@@ -63,6 +65,7 @@ impl Draft {
             url: None,
             headers: BTreeMap::new(),
             oauth: None,
+            headers_helper: None,
             disabled: false,
             timeout_ms: None,
             tool_timeout_ms: None,
@@ -107,6 +110,9 @@ impl Draft {
         }
         if let Some(oauth) = self.oauth {
             entry.insert("oauth".into(), Value::Object(oauth));
+        }
+        if let Some(helper) = self.headers_helper {
+            entry.insert("headersHelper".into(), helper.into());
         }
         if self.disabled {
             entry.insert("disabled".into(), true.into());

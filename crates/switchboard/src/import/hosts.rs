@@ -261,10 +261,14 @@ fn json_entry(
                 );
             }
             if let Some(helper) = f.string("headersHelper")? {
-                notes.push(format!(
-                    "headersHelper `{helper}` not imported: Switchboard does not run header \
-                     helpers; put the headers it prints under `headers`"
-                ));
+                if matches!(transport, Transport::Http | Transport::Sse | Transport::Ws) {
+                    draft.headers_helper = Some(helper);
+                } else {
+                    notes.push(format!(
+                        "headersHelper `{helper}` not imported: Switchboard runs header helpers \
+                         for `http`, `sse` and `ws` servers only"
+                    ));
+                }
             }
             if let Some(oauth) = f.take("oauth") {
                 if matches!(transport, Transport::Http | Transport::Sse) {

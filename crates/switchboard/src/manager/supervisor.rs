@@ -176,8 +176,11 @@ impl Supervisor {
                     attempt,
                     max_attempts,
                 });
+                // Boxed: connecting (the handshake, a transport's set-up) is the largest state
+                // of this task by far, and only a few servers connect at a time; inline, every
+                // idle or connected server's task would be that size for its whole life.
                 let connected = match self
-                    .until_control(self.connect(), &mut control, &mut enabled)
+                    .until_control(Box::pin(self.connect()), &mut control, &mut enabled)
                     .await
                 {
                     Ok(result) => result,
@@ -428,6 +431,7 @@ impl Supervisor {
             env: self.shared.options.env.clone(),
             in_process: self.shared.options.in_process.get(self.name()).cloned(),
             interaction: self.shared.options.interaction.clone(),
+            elicitation_hooks: self.shared.options.elicitation_hooks.clone(),
             roots: self.shared.options.roots.clone(),
             auth: self.shared.auth.clone(),
             child_guard: self.shared.options.child_guard.clone(),

@@ -11,6 +11,7 @@ use tokio::process::Command;
 
 use super::settings::{Hook, HookEvent, PermissionSettings};
 use super::{CallSource, PermissionRequest};
+use crate::interaction::{ElicitAnswer, Elicitation, ElicitationRequest};
 
 /// The most a pre-call hook may print on stdout.
 const MAX_STDOUT: usize = 1024 * 1024;
@@ -143,6 +144,98 @@ pub(super) async fn run_post(
             }
         }
     }
+}
+
+/// Runs an elicitation hook: the request as JSON on stdin (`event`, `server`, `tool`, `mode`,
+/// `message`, and `requestedSchema` or `url` and `elicitationId`); its answer on stdout.
+///
+/// `Ok(None)`: no answer (nothing printed, exit 0), the question goes on. Exit code 2 declines
+/// (stderr is the reason, logged). An answer is `{"action": "accept", "content": {…}}`,
+/// `decline` or `cancel`, at the top level or under `hookSpecificOutput` (the seeds' host's
+/// shape). `Err`: the hook did not work; the caller logs it and the question goes on.
+pub(super) async fn run_elicitation(
+    hook: &Hook,
+    request: &ElicitationRequest,
+    settings: &PermissionSettings,
+) -> Result<Option<ElicitAnswer>, String> {
+    let mut input = json!({
+        "event": HookEvent::Elicitation.as_str(),
+        "hook_event_name": "Elicitation",
+        "server": request.server,
+        "mcp_server_name": request.server,
+        "tool": request.tool,
+        "message": request.params.message(),
+    });
+    if let Some(obj) = input.as_object_mut() {
+        match &request.params {
+            Elicitation::Form {
+                requested_schema, ..
+            } => {
+                obj.insert("mode".to_owned(), json!("form"));
+                obj.insert("requestedSchema".to_owned(), requested_schema.clone());
+            }
+            Elicitation::Url {
+                url,
+                elicitation_id,
+                ..
+            } => {
+                obj.insert("mode".to_owned(), json!("url"));
+                obj.insert("url".to_owned(), json!(url));
+                obj.insert("elicitationId".to_owned(), json!(elicitation_id));
+            }
+        }
+    }
+    let output = run(hook, &input, settings).await?;
+    if output.status.code() == Some(2) {
+        let reason = tail(&output.stderr);
+        tracing::info!(
+            target: "switchboard::hooks",
+            hook = %hook.display_command(), server = %request.server,
+            "elicitation hook declined: {}",
+            if reason.is_empty() { "no reason given (exit code 2)" } else { reason.as_str() }
+        );
+        return Ok(Some(ElicitAnswer::decline()));
+    }
+    if !output.status.success() {
+        return Err(failure(output.status, &output.stderr));
+    }
+    if output.stdout_truncated {
+        return Err(format!("it printed more than {MAX_STDOUT} bytes"));
+    }
+    let text = String::from_utf8_lossy(&output.stdout);
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    interpret_elicitation(&text).map(Some)
+}
+
+/// Reads an elicitation hook's stdout: `{"action": …, "content": …}`, or the same under
+/// `hookSpecificOutput`.
+fn interpret_elicitation(text: &str) -> Result<ElicitAnswer, String> {
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        format!("its output is not JSON ({e}); print nothing or one JSON object, and write logs to stderr")
+    })?;
+    let answer = match value.get("hookSpecificOutput") {
+        Some(inner) if inner.is_object() => inner,
+        _ => &value,
+    };
+    if !answer.is_object() {
+        return Err("its output is not a JSON object".to_owned());
+    }
+    if let Some(content) = answer.get("content")
+        && !content.is_object()
+        && !content.is_null()
+    {
+        return Err(format!(
+            "`content` must be an object (the form's fields), found {content}"
+        ));
+    }
+    ElicitAnswer::from_mcp(answer).ok_or_else(|| {
+        format!(
+            "`action` must be \"accept\", \"decline\" or \"cancel\", found {}",
+            answer.get("action").unwrap_or(&Value::Null)
+        )
+    })
 }
 
 /// What a hook gets on stdin.
@@ -310,6 +403,24 @@ mod tests {
         assert!(interpret(r#"{"arguments": [1]}"#).is_err());
         assert!(interpret("checking...").is_err());
         assert!(interpret("[]").is_err());
+    }
+
+    #[test]
+    fn elicitation_answers_are_read_strictly() {
+        let answer =
+            interpret_elicitation(r#"{"action": "accept", "content": {"name": "Ada"}}"#).unwrap();
+        assert_eq!(
+            answer,
+            ElicitAnswer::accept(serde_json::json!({"name": "Ada"}))
+        );
+        let answer = interpret_elicitation(
+            r#"{"hookSpecificOutput": {"hookEventName": "Elicitation", "action": "decline"}}"#,
+        )
+        .unwrap();
+        assert_eq!(answer, ElicitAnswer::decline());
+        assert!(interpret_elicitation(r#"{"action": "maybe"}"#).is_err());
+        assert!(interpret_elicitation(r#"{"action": "accept", "content": [1]}"#).is_err());
+        assert!(interpret_elicitation("yes").is_err());
     }
 
     #[test]

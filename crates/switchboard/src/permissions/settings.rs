@@ -97,6 +97,11 @@ impl ToolPattern {
         self.server.matches(server)
     }
 
+    /// Whether the pattern has no tool part, or one that matches any name (`*`).
+    pub fn names_every_tool(&self) -> bool {
+        self.tool.is_none() || self.text.ends_with(&format!("{SEPARATOR}*"))
+    }
+
     /// Whether the pattern names this qualified tool (`mcp__<server>__<tool>`).
     pub fn matches(&self, qualified_tool: &str) -> bool {
         let Some((server, tool)) = QualifiedName::split(qualified_tool) else {
@@ -124,6 +129,8 @@ pub struct Rule {
 pub enum HookEvent {
     PreCall,
     PostCall,
+    /// A server asks for a form or a URL: the hook may answer before the user is asked.
+    Elicitation,
 }
 
 impl HookEvent {
@@ -131,6 +138,7 @@ impl HookEvent {
         match self {
             HookEvent::PreCall => "preCall",
             HookEvent::PostCall => "postCall",
+            HookEvent::Elicitation => "elicitation",
         }
     }
 }
@@ -169,6 +177,7 @@ pub struct PermissionSettings {
     rules: Vec<Rule>,
     pre_call: Vec<Hook>,
     post_call: Vec<Hook>,
+    elicitation: Vec<Hook>,
     broken_pre_call: Vec<BrokenHook>,
     /// Why the managed settings could not be read; every tool is denied while it is set.
     managed_broken: Option<String>,
@@ -262,6 +271,23 @@ impl PermissionSettings {
         &self.post_call
     }
 
+    pub fn elicitation_hooks(&self) -> &[Hook] {
+        &self.elicitation
+    }
+
+    /// The elicitation hooks for a server's question, in order: the pattern's server part
+    /// matches the server, and its tool part (if any) the tool whose call asks.
+    pub(crate) fn elicitation_hooks_for<'s>(
+        &'s self,
+        server: &'s str,
+        tool: Option<&'s str>,
+    ) -> impl Iterator<Item = &'s Hook> {
+        self.elicitation.iter().filter(move |h| match tool {
+            Some(tool) if h.pattern.names_server(server) && h.pattern.matches(tool) => true,
+            _ => h.pattern.names_server(server) && h.pattern.names_every_tool(),
+        })
+    }
+
     /// Every problem found while loading.
     pub fn issues(&self) -> &[ConfigIssue] {
         &self.issues
@@ -341,6 +367,7 @@ impl Combine for PermissionSettings {
         self.rules.extend(lower.rules);
         self.pre_call.extend(lower.pre_call);
         self.post_call.extend(lower.post_call);
+        self.elicitation.extend(lower.elicitation);
         self.broken_pre_call.extend(lower.broken_pre_call);
         self.managed_broken = self.managed_broken.take().or(lower.managed_broken);
         self.issues.extend(lower.issues);
@@ -567,6 +594,7 @@ impl<'a> Reader<'a> {
         for (name, event, list) in [
             ("preCall", HookEvent::PreCall, &hooks.pre_call),
             ("postCall", HookEvent::PostCall, &hooks.post_call),
+            ("elicitation", HookEvent::Elicitation, &hooks.elicitation),
         ] {
             let field = format!("hooks.{name}");
             let Checked::Ok(Located { at, value, .. }) = list else {
@@ -595,6 +623,7 @@ impl<'a> Reader<'a> {
                         match event {
                             HookEvent::PreCall => self.out.pre_call.push(hook.0),
                             HookEvent::PostCall => self.out.post_call.push(hook.0),
+                            HookEvent::Elicitation => self.out.elicitation.push(hook.0),
                         }
                         hook.1
                     }

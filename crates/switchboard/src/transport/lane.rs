@@ -223,7 +223,9 @@ async fn write_lines<W: AsyncWrite + Unpin>(
     mut queue: mpsc::UnboundedReceiver<Vec<u8>>,
     shared: Arc<Shared>,
 ) {
-    let mut stdin = tokio::io::BufWriter::new(stdin);
+    // One per server for its life: small. It only joins lines queued together (a longer line
+    // is written straight through).
+    let mut stdin = tokio::io::BufWriter::with_capacity(1024, stdin);
     // An empty line is rmcp closing its side: stdin is closed then, as rmcp would.
     'outer: while let Some(line) = queue.recv().await {
         if line.is_empty() || stdin.write_all(&line).await.is_err() {

@@ -51,6 +51,9 @@ pub enum RemoteError {
     Timeout(Duration),
     #[error("cannot get a token: {0}")]
     Token(String),
+    /// A `headersHelper` failed; the text names the server, the field and the command.
+    #[error("{0}")]
+    HeadersHelper(String),
     #[error("header `{name}` cannot be sent: {reason}")]
     Header { name: String, reason: &'static str },
     #[error("IDE lock file {}: {reason}", path.display())]

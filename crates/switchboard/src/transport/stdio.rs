@@ -294,7 +294,9 @@ fn is_executable(_: &std::fs::Metadata) -> bool {
 }
 
 async fn read_stderr(server: String, mut stderr: tokio::process::ChildStderr, tail: StderrTail) {
-    let mut buf = vec![0u8; 8192];
+    // Small: one per server for its whole life, and stderr is rarely busy (a flood is read in
+    // more, smaller pieces).
+    let mut buf = vec![0u8; 2048];
     let mut line = Vec::new();
     loop {
         let n = match stderr.read(&mut buf).await {
