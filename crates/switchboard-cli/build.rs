@@ -26,13 +26,5 @@ fn main() {
             println!("cargo:rerun-if-changed={path}");
         }
     }
-    // Linux with glibc: relative relocations packed (DT_RELR, glibc 2.36+, binutils 2.38+ or
-    // lld). The binary's ~50 000 relative relocations otherwise take a 1.1 MB table that the
-    // loader reads at every start, all of it resident for the life of the process.
-    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux")
-        && std::env::var("CARGO_CFG_TARGET_ENV").as_deref() == Ok("gnu")
-    {
-        println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
-    }
     println!("cargo:rerun-if-changed=build.rs");
 }
