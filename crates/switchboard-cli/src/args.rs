@@ -346,6 +346,7 @@ pub(crate) enum PluginCommand {
     },
     /// Uninstall a plugin (its clone, if Switchboard made one, is deleted).
     Remove {
+        /// The plugin's name (as `plugin list` shows it).
         name: String,
         /// The scope to remove it from (needed when several scopes have it).
         #[arg(short, long, value_enum)]
@@ -353,19 +354,25 @@ pub(crate) enum PluginCommand {
     },
     /// Enable a plugin: its servers join the configuration again.
     Enable {
+        /// The plugin's name (as `plugin list` shows it).
         name: String,
+        /// The scope it is in (needed when several scopes have it).
         #[arg(short, long, value_enum)]
         scope: Option<ScopeArg>,
     },
     /// Disable a plugin: its servers leave the configuration.
     Disable {
+        /// The plugin's name (as `plugin list` shows it).
         name: String,
+        /// The scope it is in (needed when several scopes have it).
         #[arg(short, long, value_enum)]
         scope: Option<ScopeArg>,
     },
     /// Pull a plugin's git repository.
     Update {
+        /// The plugin's name (as `plugin list` shows it).
         name: String,
+        /// The scope it is in (needed when several scopes have it).
         #[arg(short, long, value_enum)]
         scope: Option<ScopeArg>,
     },
