@@ -304,6 +304,36 @@ fn git(args: &[&str], dir: Option<&Path>) -> Result<String, ConfigError> {
     }
 }
 
+/// Clones `location` (a URL, or a path from the working directory) into `store`, under the
+/// name its manifest gives (`name_of` reads it from the clone). A name already there is the
+/// error `taken` words; the clone is removed.
+fn clone_named(
+    paths: &ConfigPaths,
+    location: &str,
+    store: &Path,
+    name_of: fn(&Path) -> Result<String, ConfigError>,
+    taken: impl FnOnce(&str, &Path) -> String,
+) -> Result<PathBuf, ConfigError> {
+    let local = paths.cwd.join(location);
+    let from = if local.exists() {
+        local.to_string_lossy().into_owned()
+    } else {
+        location.to_owned()
+    };
+    let dir = clone(&from, store)?;
+    let repo = dir.path().join("repo");
+    let name = name_of(&repo)?;
+    let target = store.join(&name);
+    if target.exists() {
+        return Err(ConfigError::Plugin(taken(&name, &target)));
+    }
+    std::fs::rename(&repo, &target).map_err(|source| ConfigError::Write {
+        path: target.clone(),
+        source,
+    })?;
+    Ok(target)
+}
+
 /// Clones `source` into a new folder under `parent`; returns that folder.
 fn clone(source: &str, parent: &Path) -> Result<tempfile::TempDir, ConfigError> {
     super::edit::create_private_dir(parent).map_err(|source| ConfigError::Write {
@@ -398,25 +428,11 @@ fn install(
 ) -> Result<PluginInfo, ConfigError> {
     let store = paths.state_dir.join("plugins");
     let (root, cloned) = if is_git(location, &paths.cwd) {
-        let local = paths.cwd.join(location);
-        let from = if local.exists() {
-            local.to_string_lossy().into_owned()
-        } else {
-            location.to_owned()
-        };
-        let dir = clone(&from, &store)?;
-        let repo = dir.path().join("repo");
-        let name = plugin_name(&repo)?;
-        let target = store.join(&name);
-        if target.exists() {
-            return Err(ConfigError::Plugin(format!(
+        let target = clone_named(paths, location, &store, plugin_name, |name, target| {
+            format!(
                 "plugin `{name}` is already installed ({})\n  hint: remove it first with `switchboard plugin remove {name}`",
                 target.display()
-            )));
-        }
-        std::fs::rename(&repo, &target).map_err(|source| ConfigError::Write {
-            path: target.clone(),
-            source,
+            )
         })?;
         (target, true)
     } else {
@@ -599,24 +615,8 @@ fn read_marketplace(root: &Path) -> Result<MarketplaceFile, ConfigError> {
 pub fn add_marketplace(paths: &ConfigPaths, source: &str) -> Result<String, ConfigError> {
     let store = paths.state_dir.join("marketplaces");
     let (root, cloned) = if is_git(source, &paths.cwd) {
-        let local = paths.cwd.join(source);
-        let from = if local.exists() {
-            local.to_string_lossy().into_owned()
-        } else {
-            source.to_owned()
-        };
-        let dir = clone(&from, &store)?;
-        let repo = dir.path().join("repo");
-        let name = marketplace_name(&repo)?;
-        let target = store.join(&name);
-        if target.exists() {
-            return Err(ConfigError::Plugin(format!(
-                "marketplace `{name}` is already added"
-            )));
-        }
-        std::fs::rename(&repo, &target).map_err(|source| ConfigError::Write {
-            path: target.clone(),
-            source,
+        let target = clone_named(paths, source, &store, marketplace_name, |name, _| {
+            format!("marketplace `{name}` is already added")
         })?;
         (target, true)
     } else {
