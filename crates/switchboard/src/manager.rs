@@ -493,14 +493,14 @@ impl ServerManager {
     fn spawn(&self, config: ServerConfig) {
         let name = config.name.as_str().to_owned();
         let kept = (config.startup == crate::config::Startup::Lazy)
-            .then(|| self.shared.kept.tools(&config))
+            .then(|| self.shared.kept.tool_count(&config))
             .flatten();
         let initial = if config.disabled {
             ServerState::Disabled
         } else if let Some((tools, listed_at)) = kept {
             // Known at once: a listing right after the start shows its tools.
             ServerState::Lazy {
-                tools: Some(tools.len()),
+                tools: Some(tools),
                 listed_at: Some(listed_at),
             }
         } else {

@@ -180,6 +180,14 @@ impl KeptLists {
         Some((list.items.clone(), list.fetched()))
     }
 
+    /// How many tools the server's kept list has (fresh, of this entry), and when it was
+    /// fetched: what a listing of states shows, without copying the tools.
+    pub(crate) fn tool_count(&self, config: &ServerConfig) -> Option<(usize, SystemTime)> {
+        let kept = self.get(config)?;
+        let list = kept.tool_list()?;
+        Some((list.items.len(), list.fetched()))
+    }
+
     /// Keeps a tool list the server just gave, with its cache hints.
     pub(crate) fn put_tools(&self, config: &ServerConfig, tools: &[ToolDef], hints: &CacheHints) {
         self.change(config.name.as_str(), &config.launch_hash, |kept| {

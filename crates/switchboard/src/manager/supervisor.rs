@@ -64,9 +64,9 @@ impl Supervisor {
 
     /// What a lazy server shows: its kept tool list's size and age.
     fn lazy_state(&self) -> ServerState {
-        let kept = self.shared.kept.tools(&self.config);
+        let kept = self.shared.kept.tool_count(&self.config);
         ServerState::Lazy {
-            tools: kept.as_ref().map(|(tools, _)| tools.len()),
+            tools: kept.map(|(tools, _)| tools),
             listed_at: kept.map(|(_, at)| at),
         }
     }
@@ -129,7 +129,7 @@ impl Supervisor {
                 }
             }
 
-            let fill = lazy && !filled && self.shared.kept.tools(&self.config).is_none();
+            let fill = lazy && !filled && self.shared.kept.tool_count(&self.config).is_none();
             if lazy && !fill {
                 let state = self.lazy_state();
                 if *self.state.borrow() != state {
