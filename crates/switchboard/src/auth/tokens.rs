@@ -312,20 +312,7 @@ impl Authorizer {
         }
 
         // RFC 7523 at the authorization server: the ID-JAG for an access token.
-        let endpoint = discovery.token_endpoint()?;
-        let mut params = vec![
-            ("grant_type", JWT_BEARER.to_owned()),
-            ("assertion", exchanged.access_token),
-            ("resource", discovery.resource.clone()),
-        ];
-        if !scopes.is_empty() {
-            params.push(("scope", scopes.join(" ")));
-        }
-        let response = self
-            .token_request(&endpoint, &client, params, None)
-            .await
-            .map_err(TokenFailure::into_error)?;
-        self.keep_grant(response, &endpoint, &discovery, client, scopes)
+        self.jwt_bearer_grant(exchanged.access_token, &discovery, client, scopes)
             .await
     }
 
@@ -358,6 +345,19 @@ impl Authorizer {
             })?
             .to_owned();
         let scopes = self.scopes(challenge, &discovery, &[]);
+        self.jwt_bearer_grant(assertion, &discovery, client, scopes)
+            .await
+    }
+
+    /// RFC 7523 at the authorization server: `assertion` (an ID-JAG, or a workload's JWT) for
+    /// an access token, which is kept.
+    async fn jwt_bearer_grant(
+        &self,
+        assertion: String,
+        discovery: &Discovery,
+        client: ClientIdentity,
+        scopes: Vec<String>,
+    ) -> Result<String, AuthError> {
         let endpoint = discovery.token_endpoint()?;
         let mut params = vec![
             ("grant_type", JWT_BEARER.to_owned()),
@@ -371,7 +371,7 @@ impl Authorizer {
             .token_request(&endpoint, &client, params, None)
             .await
             .map_err(TokenFailure::into_error)?;
-        self.keep_grant(response, &endpoint, &discovery, client, scopes)
+        self.keep_grant(response, &endpoint, discovery, client, scopes)
             .await
     }
 
