@@ -202,6 +202,9 @@ pub(crate) enum McpCommand {
         /// Show the configuration only; start nothing.
         #[arg(long)]
         no_connect: bool,
+        /// Start a lazy server too (it is shown from its kept lists otherwise).
+        #[arg(long, conflicts_with = "no_connect")]
+        probe: bool,
         /// Show header and environment values, URL userinfo and query values as written
         /// (masked as `***` by default).
         #[arg(long)]

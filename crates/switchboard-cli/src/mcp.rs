@@ -48,13 +48,14 @@ pub(crate) fn run(ctx: &Context, cmd: McpCommand) -> anyhow::Result<ExitCode> {
             name,
             json,
             no_connect,
+            probe,
             show_secrets,
-        } => get(ctx, &name, json, !no_connect, show_secrets),
+        } => get(ctx, &name, json, !no_connect, probe, show_secrets),
         McpCommand::Reconnect { name, json } => {
             if ctx.load().get(&name).is_some() {
                 switchboard::forget_needs_auth(&ctx.paths.state_dir, &name);
             }
-            get(ctx, &name, json, true, false)
+            get(ctx, &name, json, true, true, false)
         }
         McpCommand::Import(args) => crate::mcp_import::run(ctx, args),
         McpCommand::Approve { name, all } => decide(ctx, name.as_deref(), all, Decision::Approved),
@@ -448,6 +449,7 @@ fn get(
     name: &str,
     json: bool,
     connect: bool,
+    eager: bool,
     show_secrets: bool,
 ) -> anyhow::Result<ExitCode> {
     let loaded = ctx.load();
@@ -469,7 +471,7 @@ fn get(
         .collect();
     let probed = if connect {
         runtime()?
-            .block_on(probe(ctx, &loaded, Some(name), true))?
+            .block_on(probe(ctx, &loaded, Some(name), eager))?
             .remove(name)
     } else {
         None

@@ -821,7 +821,7 @@ fn log_format_json_writes_one_json_object_a_line() {
 }
 
 /// A lazy server is listed from its kept lists without a start (it is started once, the first
-/// time, to fill them); `--probe` starts it as any other.
+/// time, to fill them), by `mcp list` and `mcp get`; `--probe` starts it as any other.
 #[test]
 fn list_shows_a_lazy_server_from_its_kept_lists_and_probe_starts_it() {
     let tree = ConfigTree::new().unwrap();
@@ -848,8 +848,20 @@ fn list_shows_a_lazy_server_from_its_kept_lists_and_probe_starts_it() {
         assert!(shown.contains("○ lazy (9 tools, listed "), "{shown}");
         assert_eq!(starts(), 1, "run {run_number}: {shown}");
     }
+    // `mcp get` shows it the same way, without a start.
+    let out = run(&tree, &["mcp", "get", "lazy"]);
+    let shown = text(&out.stdout, &tree);
+    assert!(
+        shown.contains("status:  ○ lazy (9 tools, listed "),
+        "{shown}"
+    );
+    assert_eq!(starts(), 1, "{shown}");
     let out = run(&tree, &["mcp", "list", "--probe"]);
     let shown = cells(&text(&out.stdout, &tree));
     assert!(shown.contains("✓ connected (9 tools)"), "{shown}");
     assert_eq!(starts(), 2);
+    let out = run(&tree, &["mcp", "get", "lazy", "--probe"]);
+    let shown = text(&out.stdout, &tree);
+    assert!(shown.contains("status:  ✓ connected (9 tools)"), "{shown}");
+    assert_eq!(starts(), 3, "{shown}");
 }
