@@ -16,44 +16,52 @@ pub const PAGE_SIZE: usize = 500;
 
 /// One page of `items` after `cursor`, and the cursor of the next page when there is one.
 pub(crate) fn page<T>(
-    mut items: Vec<T>,
+    items: Vec<T>,
     key: impl Fn(&T) -> &str,
     cursor: Option<&str>,
     size: usize,
 ) -> Result<(Vec<T>, Option<String>), ErrorData> {
     let size = size.max(1);
-    let Some(cursor) = cursor else {
-        if items.len() <= size {
-            return Ok((items, None));
-        }
-        items.sort_by(|a, b| key(a).cmp(key(b)));
-        return Ok(take(items, 0, size, &key));
+    if cursor.is_none() && items.len() <= size {
+        return Ok((items, None));
+    }
+    let last = match cursor {
+        None => None,
+        Some(cursor) => Some(decode(cursor).ok_or_else(|| {
+            ErrorData::invalid_params(format!("`{cursor}` is not a cursor of this list"), None)
+        })?),
     };
-    let (last, sent) = decode(cursor).ok_or_else(|| {
-        ErrorData::invalid_params(format!("`{cursor}` is not a cursor of this list"), None)
-    })?;
-    items.sort_by(|a, b| key(a).cmp(key(b)));
-    let first_equal = items.partition_point(|i| key(i) < last.as_str());
-    let after_equal = items.partition_point(|i| key(i) <= last.as_str());
-    let start = first_equal.saturating_add(sent).min(after_equal);
-    Ok(take(items, start, size, &key))
-}
-
-fn take<T>(
-    items: Vec<T>,
-    start: usize,
-    size: usize,
-    key: &impl Fn(&T) -> &str,
-) -> (Vec<T>, Option<String>) {
+    // The items stay where they are; their positions are sorted by key (items can be large,
+    // and a listing may hold thousands).
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.sort_by(|a, b| key(&items[*a]).cmp(key(&items[*b])));
+    let key_at = |i: usize| key(&items[order[i]]);
+    let start = match &last {
+        None => 0,
+        Some((last, sent)) => {
+            let first_equal = order.partition_point(|i| key(&items[*i]) < last.as_str());
+            let after_equal = order.partition_point(|i| key(&items[*i]) <= last.as_str());
+            first_equal.saturating_add(*sent).min(after_equal)
+        }
+    };
     let end = start.saturating_add(size).min(items.len());
     let next = (end < items.len()).then(|| {
-        let last = key(&items[end - 1]).to_owned();
+        let last = key_at(end - 1);
         // Items with the last key sent so far, on this page and before it.
-        let first_equal = items.partition_point(|i| key(i) < last.as_str());
-        encode(&last, end - first_equal)
+        let first_equal = order.partition_point(|i| key(&items[*i]) < last);
+        encode(last, end - first_equal)
     });
-    let page = items.into_iter().skip(start).take(end - start).collect();
-    (page, next)
+    let mut wanted = vec![None; items.len()];
+    for (rank, &i) in order[start..end].iter().enumerate() {
+        wanted[i] = Some(rank);
+    }
+    let mut page: Vec<(usize, T)> = items
+        .into_iter()
+        .zip(wanted)
+        .filter_map(|(item, rank)| rank.map(|r| (r, item)))
+        .collect();
+    page.sort_unstable_by_key(|(rank, _)| *rank);
+    Ok((page.into_iter().map(|(_, item)| item).collect(), next))
 }
 
 fn encode(last: &str, sent: usize) -> String {

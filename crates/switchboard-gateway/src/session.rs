@@ -657,12 +657,27 @@ impl ServerHandler for Session {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let (tools, next) = page(
-            self.listed_tools().await,
-            |t| t.name.as_ref(),
-            cursor(&request),
-            PAGE_SIZE,
-        )?;
+        let (tools, next) = if self.gateway.tool_search() == ToolSearch::Off {
+            // Only the page is turned into definitions: a listing of thousands of tools
+            // converts the hundreds it answers, not all of them.
+            let filter = self.gateway.filter();
+            let mut served = self.gateway.host().tools().await.tools;
+            served.retain(|t| t.server.is_some() && filter.serves(&t.qualified_name));
+            let (tools, next) = page(
+                served,
+                |t| t.qualified_name.as_str(),
+                cursor(&request),
+                PAGE_SIZE,
+            )?;
+            (self.tools_json(tools), next)
+        } else {
+            page(
+                self.listed_tools().await,
+                |t| t.name.as_ref(),
+                cursor(&request),
+                PAGE_SIZE,
+            )?
+        };
         let mut result = ListToolsResult::with_all_items(tools);
         result.next_cursor = next;
         Ok(result)

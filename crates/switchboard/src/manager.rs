@@ -484,6 +484,13 @@ impl ServerManager {
             shared,
             slots: Arc::new(Mutex::new(BTreeMap::new())),
         };
+        let configs: Vec<ServerConfig> = configs.into_iter().collect();
+        manager.shared.kept.preload(
+            configs
+                .iter()
+                .filter(|c| c.startup == crate::config::Startup::Lazy && !c.disabled)
+                .map(|c| c.name.as_str()),
+        );
         for config in configs {
             manager.spawn(config);
         }

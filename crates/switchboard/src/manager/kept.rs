@@ -162,6 +162,50 @@ impl KeptLists {
         }
     }
 
+    /// Reads these servers' files at once, spread over the machine's cores: a start with
+    /// many lazy servers parses them all, and parsing is most of its time.
+    pub(crate) fn preload<'a>(&self, names: impl IntoIterator<Item = &'a str>) {
+        let wanted: Vec<&str> = {
+            let Ok(cache) = self.cache.lock() else {
+                return;
+            };
+            names
+                .into_iter()
+                .filter(|n| !cache.contains_key(*n))
+                .collect()
+        };
+        if self.dir.is_none() || wanted.is_empty() {
+            return;
+        }
+        let threads = std::thread::available_parallelism()
+            .map_or(1, std::num::NonZeroUsize::get)
+            .min(wanted.len());
+        let read: Vec<(&str, Option<Arc<Kept>>)> = if threads <= 1 {
+            wanted.iter().map(|n| (*n, self.read(n))).collect()
+        } else {
+            let chunk = wanted.len().div_ceil(threads);
+            std::thread::scope(|scope| {
+                let workers: Vec<_> = wanted
+                    .chunks(chunk)
+                    .map(|names| {
+                        scope.spawn(move || {
+                            names.iter().map(|n| (*n, self.read(n))).collect::<Vec<_>>()
+                        })
+                    })
+                    .collect();
+                workers
+                    .into_iter()
+                    .flat_map(|w| w.join().unwrap_or_default())
+                    .collect()
+            })
+        };
+        if let Ok(mut cache) = self.cache.lock() {
+            for (name, kept) in read {
+                cache.entry(name.to_owned()).or_insert(kept);
+            }
+        }
+    }
+
     /// The server's kept lists, when they were made with this very entry.
     pub(crate) fn get(&self, config: &ServerConfig) -> Option<Arc<Kept>> {
         let name = config.name.as_str();
