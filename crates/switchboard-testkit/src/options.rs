@@ -109,6 +109,11 @@ pub struct Options {
     #[arg(long, value_name = "N")]
     pub page_size: Option<usize>,
 
+    /// Say in every `tools/list` answer that the list stays good for N milliseconds
+    /// (`ttlMs`, 2026-07-28).
+    #[arg(long, value_name = "N")]
+    pub list_ttl_ms: Option<u64>,
+
     /// Make `tools/list` paging never end: every page has a next cursor.
     #[arg(long)]
     pub endless_pages: bool,

@@ -36,6 +36,7 @@ struct Shared {
     crash_after: Option<u64>,
     answered: AtomicU64,
     page_size: Option<usize>,
+    list_ttl_ms: Option<u64>,
     endless_pages: bool,
     log_lists: bool,
     /// `--hang-tools-list`: `tools/list` never answers.
@@ -98,6 +99,7 @@ impl Toolbox {
                 crash_after: options.crash_after,
                 answered: AtomicU64::new(0),
                 page_size: options.page_size,
+                list_ttl_ms: options.list_ttl_ms,
                 endless_pages: options.endless_pages,
                 log_lists: options.log_lists,
                 hang_tools_list: options.hang_tools_list,
@@ -445,8 +447,12 @@ impl ServerHandler for Toolbox {
             eprintln!("tools/list answered");
         }
         let tools = self.tools();
+        let ttl = |result: ListToolsResult| match self.shared.list_ttl_ms {
+            Some(ttl) => result.with_ttl_ms(ttl),
+            None => result,
+        };
         let Some(size) = self.shared.page_size.filter(|s| *s > 0) else {
-            return Ok(ListToolsResult::with_all_items(tools));
+            return Ok(ttl(ListToolsResult::with_all_items(tools)));
         };
         let offset = request
             .and_then(|r| r.cursor)
@@ -467,7 +473,7 @@ impl ServerHandler for Toolbox {
             .then(|| (offset + size).to_string());
         let mut result = ListToolsResult::with_all_items(page);
         result.next_cursor = next;
-        Ok(result)
+        Ok(ttl(result))
     }
 
     async fn list_resources(

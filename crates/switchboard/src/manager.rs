@@ -499,9 +499,10 @@ impl ServerManager {
 
     fn spawn(&self, config: ServerConfig) {
         let name = config.name.as_str().to_owned();
-        let kept = (config.startup == crate::config::Startup::Lazy)
-            .then(|| self.shared.kept.tool_count(&config))
-            .flatten();
+        let kept = (config.startup == crate::config::Startup::Lazy
+            && self.shared.kept.tools_fresh(&config))
+        .then(|| self.shared.kept.tool_count(&config))
+        .flatten();
         let initial = if config.disabled {
             ServerState::Disabled
         } else if let Some((tools, listed_at)) = kept {

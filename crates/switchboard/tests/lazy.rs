@@ -261,6 +261,38 @@ async fn a_changed_entry_or_a_list_changed_replaces_the_kept_lists() {
     third.shutdown().await;
 }
 
+/// A kept list lasts as long as the server's `ttlMs` says: within it a lazy server is listed
+/// without a start; after it, the server is started once more to list again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_list_lasts_as_long_as_its_ttl() {
+    for (ttl, starts_after) in [("3600000", 1), ("1", 2)] {
+        let tree = ConfigTree::new().unwrap();
+        let marker = tree.root().join("starts");
+        let mut entry = counted(&marker, &json!({"startup": "lazy"}));
+        entry["args"]
+            .as_array_mut()
+            .unwrap()
+            .extend([json!("--list-ttl-ms"), json!(ttl)]);
+        let servers = json!({"kit": entry});
+        let first = host(&tree, servers.clone());
+        first.wait_settled(SETTLE).await.unwrap();
+        let state = first.server_state("kit");
+        assert!(matches!(state, Some(ServerState::Lazy { .. })), "{state:?}");
+        first.shutdown().await;
+        assert_eq!(starts(&marker), 1, "ttlMs {ttl}: filled");
+        let kept = std::fs::read_to_string(tree.state_dir().join("lists").join("kit.json"))
+            .unwrap_or_default();
+        assert!(kept.contains(&format!("\"ttlMs\":{ttl}")), "{kept}");
+
+        let second = host(&tree, servers);
+        second.wait_settled(SETTLE).await.unwrap();
+        let tools = tool_names(&second.tools().await.tools);
+        assert!(tools.contains(&"mcp__kit__echo".to_owned()), "{tools:?}");
+        second.shutdown().await;
+        assert_eq!(starts(&marker), starts_after, "ttlMs {ttl}");
+    }
+}
+
 fn json_args(value: Value) -> Map<String, Value> {
     value.as_object().cloned().unwrap_or_default()
 }

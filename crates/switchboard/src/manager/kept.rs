@@ -3,8 +3,10 @@
 //! atomically). A lazy server's catalogue comes from them without a process.
 //!
 //! A file is bound to the entry's launch hash ([`ServerConfig::launch_hash`]): an edited entry
-//! finds none. A list also goes when its server says it changed (`list_changed`), and when its
-//! `ttlMs` ran out. Only this process's view is cached in memory: a file is read once.
+//! finds none. A list also goes when its server says it changed (`list_changed`). Once its
+//! `ttlMs` ran out, a tool list is no longer fresh: a lazy server is then started at the
+//! host's start to list afresh, and until it does, the old list is what it lists. Only this
+//! process's view is cached in memory: a file is read once.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -217,19 +219,28 @@ impl KeptLists {
         (kept.hash == config.launch_hash.0).then_some(kept)
     }
 
-    /// The server's kept tool list (fresh, of this entry).
+    /// The server's kept tool list (of this entry), even when its `ttlMs` ran out since: what
+    /// a lazy server lists until it starts again. Whether it is still fresh is
+    /// [`tools_fresh`](Self::tools_fresh)'s to say.
     pub(crate) fn tools(&self, config: &ServerConfig) -> Option<(Vec<ToolDef>, SystemTime)> {
         let kept = self.get(config)?;
-        let list = kept.tool_list()?;
+        let list = kept.tools.as_ref()?;
         Some((list.items.clone(), list.fetched()))
     }
 
-    /// How many tools the server's kept list has (fresh, of this entry), and when it was
-    /// fetched: what a listing of states shows, without copying the tools.
+    /// How many tools the server's kept list has (of this entry, fresh or not), and when it
+    /// was fetched: what a listing of states shows, without copying the tools.
     pub(crate) fn tool_count(&self, config: &ServerConfig) -> Option<(usize, SystemTime)> {
         let kept = self.get(config)?;
-        let list = kept.tool_list()?;
+        let list = kept.tools.as_ref()?;
         Some((list.items.len(), list.fetched()))
+    }
+
+    /// Whether the server has a kept tool list of this entry whose `ttlMs` has not run out: a
+    /// lazy server without one is started at the host's start to list afresh.
+    pub(crate) fn tools_fresh(&self, config: &ServerConfig) -> bool {
+        self.get(config)
+            .is_some_and(|kept| kept.tool_list().is_some())
     }
 
     /// Keeps a tool list the server just gave, with its cache hints.
@@ -385,10 +396,24 @@ mod tests {
             cache_scope: Some("private".to_owned()),
         };
         kept.put_tools(&config, &[tool("hello")], &second);
-        assert!(KeptLists::new(Some(dir.path())).tools(&config).is_some());
+        assert!(KeptLists::new(Some(dir.path())).tools_fresh(&config));
         let mut listed = Listed::new(vec![tool("hello")], &second);
         listed.fetched_at -= 1_001;
         assert!(!listed.fresh());
+        let expired = CacheHints {
+            ttl_ms: Some(1),
+            ..second.clone()
+        };
+        kept.put_tools(&config, &[tool("hello")], &expired);
+        // The clock moves past the 1 ms (no sleep: the time is what is waited for).
+        let until = now_ms() + 2;
+        while now_ms() < until {
+            std::hint::spin_loop();
+        }
+        let later = KeptLists::new(Some(dir.path()));
+        // Still listed, no longer fresh: a start lists afresh.
+        assert!(later.tools(&config).is_some());
+        assert!(!later.tools_fresh(&config));
         // 0: the server set none.
         let unset = CacheHints {
             ttl_ms: Some(0),

@@ -129,7 +129,7 @@ impl Supervisor {
                 }
             }
 
-            let fill = lazy && !filled && self.shared.kept.tool_count(&self.config).is_none();
+            let fill = lazy && !filled && !self.shared.kept.tools_fresh(&self.config);
             if lazy && !fill {
                 let state = self.lazy_state();
                 if *self.state.borrow() != state {
