@@ -700,4 +700,33 @@ mod tests {
         );
         assert_eq!(local_name("io.github.someone/My Server!"), "My_Server");
     }
+
+    #[test]
+    fn nuget_runs_through_dnx_with_its_arguments_after_a_separator() {
+        let s = server(json!({
+            "name": "io.example/dotnet", "version": "0.5.0",
+            "packages": [{"registryType": "nuget", "identifier": "Example.Mcp", "version": "0.5.0",
+                          "transport": {"type": "stdio"},
+                          "packageArguments": [{"type": "named", "name": "--mode", "value": "fast"}]},
+                         {"registryType": "cargo", "identifier": "example", "transport": {"type": "stdio"}}]
+        }));
+        assert_eq!(offered(&s), vec![PackageKind::Nuget]);
+        let choice = choose(&s, None).unwrap();
+        let Install::Entry { entry, .. } =
+            plan_install(&s, choice, "dotnet", &mut Given(vec![])).unwrap()
+        else {
+            panic!("not an entry")
+        };
+        assert_eq!(
+            entry["args"],
+            json!(["Example.Mcp@0.5.0", "--yes", "--", "--mode", "fast"])
+        );
+        assert_eq!(entry["command"], "dnx");
+        let only_cargo = server(json!({"name": "io.example/rust", "version": "1",
+            "packages": [{"registryType": "cargo", "identifier": "x", "transport": {"type": "stdio"}}]}));
+        assert_eq!(
+            choose(&only_cargo, None).unwrap_err().to_string(),
+            "server `io.example/rust`: it offers no package switchboard can install (registry types: cargo)"
+        );
+    }
 }
