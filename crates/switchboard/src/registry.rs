@@ -94,6 +94,9 @@ pub enum RegistryError {
         expected: String,
         actual: String,
     },
+    /// The `registryUrl` setting is broken (the message names the file, line and field).
+    #[error("{0}")]
+    Setting(String),
     /// The answers could not be had (the terminal went away).
     #[error("{0}")]
     Answer(String),
@@ -123,11 +126,7 @@ pub fn registry_url(config: &ConfigSet, env: &Environment) -> Result<Url, Regist
     }
     if let Some(user) = config.settings(Scope::User) {
         if let Some(error) = user.error_at("registryUrl") {
-            return Err(RegistryError::BadUrl {
-                url: String::new(),
-                origin: format!("{}, field `registryUrl`", user.file.display()),
-                reason: error.to_string(),
-            });
+            return Err(RegistryError::Setting(error.issue(&user.file).to_string()));
         }
         if let crate::config::settings::Checked::Ok(text) = &user.sections.registry_url {
             return parse(
