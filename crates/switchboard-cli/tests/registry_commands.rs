@@ -623,3 +623,77 @@ fn a_terminal_is_asked_for_the_values_but_never_for_a_secret() {
                "headers": {"X-API-Key": "${FORECAST_X_API_KEY}", "X-Units": "metric"}})
     );
 }
+
+#[test]
+fn a_remote_from_the_registry_connects_with_its_secret_header_from_the_environment() {
+    let kit = switchboard_testkit::TestServer::start(
+        switchboard_testkit::Transport::Http,
+        ["--require-header", "X-API-Key=s3cret"],
+    )
+    .unwrap();
+    let port = kit
+        .url()
+        .trim_end_matches("/mcp")
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .to_owned();
+    // A registry holding one document: the testkit server as a remote, its port a URL
+    // variable, its key a secret header.
+    let fixtures = tempfile::tempdir().unwrap();
+    std::fs::write(
+        fixtures.path().join("kit.json"),
+        json!({
+            "name": "io.github.switchboard-tests/kit",
+            "description": "The testkit server, hosted",
+            "version": "1.0.0",
+            "remotes": [{
+                "type": "streamable-http",
+                "url": "http://127.0.0.1:{port}/mcp",
+                "variables": {"port": {"description": "Where it listens", "isRequired": true, "format": "number"}},
+                "headers": [{"name": "X-API-Key", "description": "The key", "isRequired": true, "isSecret": true}]
+            }]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let registry = TestRegistry::start([
+        std::ffi::OsStr::new("--fixtures"),
+        fixtures.path().as_os_str(),
+    ])
+    .unwrap();
+    let tree = ConfigTree::new().unwrap();
+    ok(
+        &tree,
+        &registry,
+        &[
+            "mcp",
+            "add",
+            "io.github.switchboard-tests/kit",
+            "--from-registry",
+            "--var",
+            &format!("port={port}"),
+        ],
+    );
+    assert_eq!(
+        local_servers(&tree)["kit"],
+        json!({"type": "http", "url": format!("http://127.0.0.1:{port}/mcp"),
+               "headers": {"X-API-Key": "${KIT_X_API_KEY}"}})
+    );
+    // With the variable set, the server takes the key and its tools are listed.
+    let out = command(&tree, &registry, &["tools", "kit", "--json"])
+        .env("KIT_X_API_KEY", "s3cret")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("mcp__kit__echo"),
+        "{}",
+        text(&out.stdout)
+    );
+    // Without it, the entry does not start, and the message names the variable.
+    let out = run(&tree, &registry, &["mcp", "get", "kit"]);
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(all.contains("variable `KIT_X_API_KEY` is not set"), "{all}");
+}
