@@ -312,14 +312,13 @@ pub(crate) fn add(ctx: &Context, args: &AddArgs) -> anyhow::Result<ExitCode> {
                         .map(|d| format!(" — {}", clean_line(d)))
                         .unwrap_or_default();
                     let optional = if secret.required { "" } else { " (optional)" };
-                    eprintln!(
-                        "  {}: {} `{}`{about}{optional}",
-                        secret.var, secret.kind, secret.key
-                    );
+                    // The key is the registry's text: one clean line.
+                    let key = clean_line(&secret.key);
+                    eprintln!("  {}: {} `{key}`{about}{optional}", secret.var, secret.kind);
                     if given {
                         eprintln!(
-                            "    the value given on the command line for `{}` was not written; set {} instead",
-                            secret.key, secret.var
+                            "    the value given on the command line for `{key}` was not written; set {} instead",
+                            secret.var
                         );
                     }
                 }
