@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
-use switchboard::config::Scope;
+use switchboard::config::{ConfigError, Scope};
 use switchboard::registry::{
     Answers, InputKind, InputRequest, Install, PackageKind, RegistryClient, RegistryError,
     check_value, choose, download_bundle, local_name, offered, plan_install, registry_url,
@@ -232,6 +232,17 @@ pub(crate) fn add(ctx: &Context, args: &AddArgs) -> anyhow::Result<ExitCode> {
         Some(name) => name.clone(),
         None => local_name(&server.name),
     };
+    // Before any question: the name must be free in the scope (checked again when written).
+    let edit = ctx.open(scope)?;
+    if edit.contains(&local) {
+        return Err(ConfigError::AlreadyExists {
+            name: local,
+            scope,
+            file: edit.path().to_owned(),
+        }
+        .into());
+    }
+    drop(edit);
     let kinds: Vec<&str> = offered(&server).iter().map(|k| k.as_str()).collect();
     if args.package.is_none() && kinds.len() > 1 {
         eprintln!(

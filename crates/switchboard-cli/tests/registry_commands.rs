@@ -344,6 +344,22 @@ fn each_package_type_becomes_its_entry() {
         "{}",
         text(&out.stderr)
     );
+    // A name already taken is refused before anything is asked or downloaded.
+    let out = run(
+        &tree,
+        &registry,
+        &[
+            "mcp",
+            "add",
+            "com.example.weather/forecast",
+            "--from-registry",
+        ],
+    );
+    assert!(
+        text(&out.stderr).contains("`forecast` already exists in local scope"),
+        "{}",
+        text(&out.stderr)
+    );
     // A package type the server does not offer, and a server the registry does not have.
     let out = run(
         &tree,
