@@ -156,7 +156,20 @@ pub(crate) enum Command {
 #[derive(Debug, Subcommand)]
 pub(crate) enum McpCommand {
     /// Add a server: `add NAME -- COMMAND [ARGS...]` for a local one, `add NAME URL` for a remote one.
-    Add(AddArgs),
+    Add(Box<AddArgs>),
+    /// Search the MCP Registry (`registryUrl` in the user file, or SWITCHBOARD_REGISTRY_URL)
+    /// for servers whose name contains QUERY; add one with `mcp add NAME --from-registry`.
+    Search {
+        /// Part of the servers' registry names (empty: every server).
+        #[arg(default_value = "")]
+        query: String,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// How many servers to show at most.
+        #[arg(long, value_name = "N", default_value_t = 30)]
+        limit: usize,
+    },
     /// Add a server from its JSON definition.
     AddJson {
         /// The server's name (letters, digits, `-` and `_`).
@@ -275,8 +288,28 @@ pub(crate) enum McpCommand {
 
 #[derive(Debug, Args)]
 pub(crate) struct AddArgs {
-    /// The server's name (letters, digits, `-` and `_`).
+    /// The server's name (letters, digits, `-` and `_`); with `--from-registry`, its name in
+    /// the registry (`io.github.user/server`).
     pub(crate) name: String,
+    /// Install NAME from the MCP Registry: its package (npm, PyPI, OCI, MCPB) or remote
+    /// becomes the entry; values it needs come from --env, --header and --var, or are asked on
+    /// a terminal.
+    #[arg(long, conflicts_with_all = ["transport", "ide_name", "lock_file", "token_env", "token_command"])]
+    pub(crate) from_registry: bool,
+    /// (--from-registry) The version to install (default: the latest).
+    #[arg(long, value_name = "VERSION", requires = "from_registry")]
+    pub(crate) version: Option<String>,
+    /// (--from-registry) Which of the server's packages to install (default: the first of npm,
+    /// pypi, oci, mcpb, nuget, remote that it offers).
+    #[arg(long, value_enum, value_name = "KIND", requires = "from_registry")]
+    pub(crate) package: Option<PackageArg>,
+    /// (--from-registry) A value for an argument or a `{variable}` of the URL or a header
+    /// (repeatable; repeat a name for a repeated argument).
+    #[arg(long = "var", value_name = "NAME=VALUE", requires = "from_registry")]
+    pub(crate) vars: Vec<String>,
+    /// (--from-registry) The entry's name (default: the last part of the registry name).
+    #[arg(long = "name", value_name = "NAME", requires = "from_registry")]
+    pub(crate) local_name: Option<String>,
     /// Where to keep it: local (you, this project), project (.mcp.json, shared), user (you, everywhere).
     #[arg(short, long, value_enum, default_value_t = ScopeArg::Local)]
     pub(crate) scope: ScopeArg,
@@ -306,6 +339,31 @@ pub(crate) struct AddArgs {
     /// for `--transport sdk`.
     #[arg(num_args = 1.., value_name = "COMMAND_OR_URL")]
     pub(crate) target: Vec<String>,
+}
+
+/// `--package`: a kind of registry package.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum PackageArg {
+    Npm,
+    Pypi,
+    Oci,
+    Mcpb,
+    Nuget,
+    Remote,
+}
+
+impl PackageArg {
+    pub(crate) fn kind(self) -> switchboard::registry::PackageKind {
+        use switchboard::registry::PackageKind;
+        match self {
+            PackageArg::Npm => PackageKind::Npm,
+            PackageArg::Pypi => PackageKind::Pypi,
+            PackageArg::Oci => PackageKind::Oci,
+            PackageArg::Mcpb => PackageKind::Mcpb,
+            PackageArg::Nuget => PackageKind::Nuget,
+            PackageArg::Remote => PackageKind::Remote,
+        }
+    }
 }
 
 #[derive(Debug, Args)]

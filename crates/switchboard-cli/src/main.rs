@@ -11,6 +11,7 @@ mod interact;
 mod mcp;
 mod mcp_auth;
 mod mcp_import;
+mod mcp_registry;
 mod output;
 mod plugin;
 mod probe;

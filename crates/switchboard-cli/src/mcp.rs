@@ -22,6 +22,10 @@ use crate::probe::{probe, probed_status, state_json};
 
 pub(crate) fn run(ctx: &Context, cmd: McpCommand) -> anyhow::Result<ExitCode> {
     match cmd {
+        McpCommand::Add(args) if args.from_registry => crate::mcp_registry::add(ctx, &args),
+        McpCommand::Search { query, json, limit } => {
+            crate::mcp_registry::search(ctx, &query, json, limit)
+        }
         McpCommand::Add(args) => {
             let scope = args.scope.scope();
             let entry = entry_from_args(&args)?;
@@ -222,7 +226,12 @@ fn check_entry(
     Ok(())
 }
 
-fn add(ctx: &Context, name: &str, scope: Scope, entry: Value) -> anyhow::Result<ExitCode> {
+pub(crate) fn add(
+    ctx: &Context,
+    name: &str,
+    scope: Scope,
+    entry: Value,
+) -> anyhow::Result<ExitCode> {
     let mut edit = ctx.open(scope)?;
     check_entry(ctx, name, &entry, scope, edit.path().to_owned())?;
     if edit.contains(name) {

@@ -41,6 +41,9 @@ impl EnvVars {
     pub const SWITCHBOARD_LOG: &'static str = "SWITCHBOARD_LOG";
     /// The gateway's bearer token (`switchboard serve --http`), instead of the stored one.
     pub const SWITCHBOARD_GATEWAY_TOKEN: &'static str = "SWITCHBOARD_GATEWAY_TOKEN";
+    /// The MCP Registry's base URL (default `https://registry.modelcontextprotocol.io`; the
+    /// user file's `registryUrl` otherwise).
+    pub const SWITCHBOARD_REGISTRY_URL: &'static str = "SWITCHBOARD_REGISTRY_URL";
     /// The usual Rust log filter, used by the binary when `SWITCHBOARD_LOG` is not set.
     pub const RUST_LOG: &'static str = "RUST_LOG";
     /// The user configuration's base directory (default `~/.config`).

@@ -8,7 +8,7 @@
 //!
 //! Public modules are the ones an embedding program works with: [`host`] (the façade),
 //! [`config`] (reading and editing configuration), [`interaction`] and [`permissions`] (what
-//! the program answers), [`guard`] (stdio servers stopped when the program is killed), [`redact`] (secrets kept out of what is shown), [`auth`] (OAuth options and token stores), [`budget`], [`import`] and
+//! the program answers), [`guard`] (stdio servers stopped when the program is killed), [`redact`] (secrets kept out of what is shown), [`auth`] (OAuth options and token stores), [`budget`], [`import`], [`registry`] (the MCP Registry) and
 //! [`env_vars`]. The types the façade hands out are re-exported here.
 //!
 //! Build, settle, list, call:
@@ -58,6 +58,7 @@ mod name;
 mod net;
 pub mod permissions;
 pub mod redact;
+pub mod registry;
 pub mod search;
 pub(crate) mod transport;
 

@@ -88,6 +88,8 @@ pub(crate) struct Sections {
     pub(crate) startup: Checked<StartupValue>,
     /// The user's default `idleTimeout` (seconds) for entries that do not say.
     pub(crate) idle_timeout: Checked<Seconds>,
+    /// The MCP Registry `mcp search` and `mcp add --from-registry` use (the user's file only).
+    pub(crate) registry_url: Checked<String>,
 }
 
 /// A scope's file struct: what it holds besides servers.
@@ -104,6 +106,7 @@ impl ScopeFile for UserFile {
             roots: self.roots,
             startup: self.startup,
             idle_timeout: self.idle_timeout,
+            registry_url: self.registry_url,
         }
     }
 }
@@ -192,6 +195,9 @@ pub(crate) struct UserFile {
     /// Every entry's `idleTimeout` unless it says otherwise.
     #[serde(default)]
     pub(crate) idle_timeout: Checked<Seconds>,
+    /// The MCP Registry's base URL (read by `registry.rs`).
+    #[serde(default)]
+    pub(crate) registry_url: Checked<String>,
     #[serde(rename = "$schema", default)]
     _schema: Skipped,
 }

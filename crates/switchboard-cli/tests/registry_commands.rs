@@ -1,0 +1,715 @@
+//! `switchboard mcp search` and `mcp add NAME --from-registry`, run as the real binary against
+//! the testkit's local registry (recorded `server.json` documents): the entry each package
+//! type becomes, values from flags or a terminal, secrets kept out of files, MCPB checksums,
+//! and the npm entry connecting through a real, offline `npx`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use switchboard_testkit::config_tree::ConfigTree;
+use switchboard_testkit::registry::{TestRegistry, default_fixtures};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+fn command(tree: &ConfigTree, registry: &TestRegistry, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_switchboard"));
+    command
+        .args(args)
+        .current_dir(tree.project())
+        .env_clear()
+        .envs(tree.env())
+        .env("SWITCHBOARD_REGISTRY_URL", registry.url());
+    command
+}
+
+fn run(tree: &ConfigTree, registry: &TestRegistry, args: &[&str]) -> Output {
+    command(tree, registry, args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[track_caller]
+fn ok(tree: &ConfigTree, registry: &TestRegistry, args: &[&str]) -> (String, String) {
+    let out = run(tree, registry, args);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{args:?}: exit {:?}\nstdout: {stdout}\nstderr: {stderr}",
+        out.status.code()
+    );
+    (stdout, stderr)
+}
+
+/// The local scope's servers of the tree's project.
+fn local_servers(tree: &ConfigTree) -> Value {
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(tree.local_file()).unwrap()).unwrap();
+    file["projects"][tree.project().display().to_string()]["mcpServers"].clone()
+}
+
+/// Every file under `dir`, as text.
+fn all_text_under(dir: &Path) -> String {
+    let mut out = String::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.push_str(&all_text_under(&path));
+        } else if let Ok(text) = std::fs::read(&path) {
+            out.push_str(&String::from_utf8_lossy(&text));
+        }
+    }
+    out
+}
+
+#[test]
+fn search_follows_the_cursor_and_reads_the_registry_url_setting() {
+    let registry = TestRegistry::start(["--page-size", "2"]).unwrap();
+    let tree = ConfigTree::new().unwrap();
+    // The setting in the user file, not the environment variable.
+    tree.write(
+        tree.user_file(),
+        &json!({"registryUrl": registry.url()}).to_string(),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["mcp", "search", "--json"])
+        .current_dir(tree.project())
+        .env_clear()
+        .envs(tree.env())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let found: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<(&str, &str, Value)> = found["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap(),
+                s["version"].as_str().unwrap(),
+                s["packages"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        vec![
+            ("com.example.weather/forecast", "3.2.0", json!(["remote"])),
+            (
+                "io.github.github/github-mcp-server",
+                "0.20.1",
+                json!(["oci", "remote"])
+            ),
+            (
+                "io.github.modelcontextprotocol/server-everything",
+                "2026.8.31",
+                json!(["npm"])
+            ),
+            // The latest version only.
+            (
+                "io.github.modelcontextprotocol/time",
+                "2026.10.19",
+                json!(["pypi", "oci"])
+            ),
+            (
+                "io.github.switchboard-tests/hello-bundle",
+                "1.0.0",
+                json!(["mcpb"])
+            ),
+        ]
+    );
+    // Five servers at two a page: three requests, the cursor passed on.
+    let requests = registry.requests_until("cursor=after-4");
+    assert_eq!(requests.len(), 3, "{requests:?}");
+    assert!(requests[0].contains("version=latest"), "{requests:?}");
+
+    // A search is by name; the table shows name, version, package types, description.
+    let (stdout, _) = ok(&tree, &registry, &["mcp", "search", "time"]);
+    let line = stdout.lines().next().unwrap();
+    let cells: Vec<&str> = line.split_whitespace().take(3).collect();
+    assert_eq!(
+        cells,
+        [
+            "io.github.modelcontextprotocol/time",
+            "2026.10.19",
+            "pypi,oci"
+        ]
+    );
+    assert!(line.ends_with("Time and timezone conversion capabilities"));
+    let out = run(&tree, &registry, &["mcp", "search", "nothing-like-it"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("has `nothing-like-it` in its name"));
+
+    // A registry URL that is not https names where it came from.
+    tree.write(
+        tree.user_file(),
+        &json!({"registryUrl": "http://registry.example.com"}).to_string(),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["mcp", "search", "x"])
+        .current_dir(tree.project())
+        .env_clear()
+        .envs(tree.env())
+        .output()
+        .unwrap();
+    let stderr = tree.redact(&text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr.contains("[TMP]/home/.config/switchboard/mcp.json, field `registryUrl`: `http://registry.example.com` is not a usable registry URL: plain http is only accepted for this machine"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn each_package_type_becomes_its_entry() {
+    let registry = TestRegistry::start(std::iter::empty::<&str>()).unwrap();
+    let tree = ConfigTree::new().unwrap();
+    // npm: npx at the pinned version, the fixed argument kept.
+    let (_, stderr) = ok(
+        &tree,
+        &registry,
+        &[
+            "mcp",
+            "add",
+            "io.github.modelcontextprotocol/server-everything",
+            "--from-registry",
+        ],
+    );
+    assert!(stderr.contains("installing its npm package"), "{stderr}");
+    // PyPI (preferred over OCI), a named argument from --var.
+    let (_, stderr) = ok(
+        &tree,
+        &registry,
+        &[
+            "mcp",
+            "add",
+            "io.github.modelcontextprotocol/time",
+            "--from-registry",
+            "--var",
+            "local-timezone=Europe/Paris",
+        ],
+    );
+    assert!(
+        stderr.contains("offers pypi, oci; picked pypi (--package chooses another)"),
+        "{stderr}"
+    );
+    // An older version, under another name.
+    ok(
+        &tree,
+        &registry,
+        &[
+            "mcp",
+            "add",
+            "io.github.modelcontextprotocol/time",
+            "--from-registry",
+            "--version",
+            "2025.9.25",
+            "--name",
+            "time-old",
+        ],
+    );
+    // OCI: docker run, the environment passed by name, its value in the entry.
+    ok(
+        &tree,
+        &registry,
+        &[
+            "mcp",
+            "add",
+            "io.github.modelcontextprotocol/time",
+            "--from-registry",
+            "--package",
+            "oci",
+            "--name",
+            "time-docker",
+            "--env",
+            "LOCAL_TIMEZONE=Asia/Tokyo",
+        ],
+    );
+    // A remote: URL variables and headers; the secret header given on the command line is
+    // not written.
+    let (_, stderr) = ok(
+        &tree,
+        &registry,
+        &[
+            "mcp",
+            "add",
+            "com.example.weather/forecast",
+            "--from-registry",
+            "--var",
+            "tenant=acme",
+            "--header",
+            "X-API-Key: s3cret-key",
+        ],
+    );
+    assert!(
+        stderr.contains("FORECAST_X_API_KEY: header `X-API-Key` — Your API key"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("was not written; set FORECAST_X_API_KEY instead"));
+    assert_eq!(
+        local_servers(&tree),
+        json!({
+            "server-everything": {"type": "stdio", "command": "npx",
+                "args": ["-y", "@modelcontextprotocol/server-everything@2026.8.31", "stdio"]},
+            "time": {"type": "stdio", "command": "uvx",
+                "args": ["mcp-server-time==2026.10.19", "--local-timezone", "Europe/Paris"]},
+            "time-old": {"type": "stdio", "command": "uvx", "args": ["mcp-server-time==2025.9.25"]},
+            "time-docker": {"type": "stdio", "command": "docker",
+                "args": ["run", "-i", "--rm", "-e", "LOCAL_TIMEZONE", "docker.io/mcp/time:2026.10.19"],
+                "env": {"LOCAL_TIMEZONE": "Asia/Tokyo"}},
+            "forecast": {"type": "sse", "url": "https://acme.weather.example.com/eu/sse",
+                "headers": {"X-API-Key": "${FORECAST_X_API_KEY}", "X-Units": "metric"}},
+        })
+    );
+    // An OCI package with a secret environment variable, into the user scope.
+    ok(
+        &tree,
+        &registry,
+        &[
+            "mcp",
+            "add",
+            "io.github.github/github-mcp-server",
+            "--from-registry",
+            "--scope",
+            "user",
+            "--env",
+            "GITHUB_PERSONAL_ACCESS_TOKEN=ghp_not_for_files",
+        ],
+    );
+    let user: Value =
+        serde_json::from_str(&std::fs::read_to_string(tree.user_file()).unwrap()).unwrap();
+    assert_eq!(
+        user["mcpServers"]["github-mcp-server"],
+        json!({"type": "stdio", "command": "docker",
+            "args": ["run", "-i", "--rm", "--pull", "missing", "-e", "GITHUB_PERSONAL_ACCESS_TOKEN",
+                     "ghcr.io/github/github-mcp-server:0.20.1", "stdio", "--toolsets", "repos,issues,pull_requests"],
+            "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "${GITHUB_PERSONAL_ACCESS_TOKEN}"}})
+    );
+    // No secret reached a file of the configuration or the state.
+    let written = all_text_under(&tree.home());
+    assert!(!written.contains("s3cret-key") && !written.contains("ghp_not_for_files"));
+
+    // Without a terminal, a required value not given is an error naming it; nothing written.
+    let before = std::fs::read_to_string(tree.local_file()).unwrap();
+    let out = run(
+        &tree,
+        &registry,
+        &[
+            "mcp",
+            "add",
+            "com.example.weather/forecast",
+            "--from-registry",
+            "--name",
+            "forecast2",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("server `com.example.weather/forecast`: variable `tenant` is required and was not given\n  hint: give it with `--var tenant=VALUE` (no terminal to ask on)"),
+        "{stderr}"
+    );
+    // A value outside the choices is refused, naming it.
+    let out = run(
+        &tree,
+        &registry,
+        &[
+            "mcp",
+            "add",
+            "com.example.weather/forecast",
+            "--from-registry",
+            "--name",
+            "forecast2",
+            "--var",
+            "tenant=acme",
+            "--var",
+            "region=mars",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("variable `region`: `mars` is not one of: eu, us, ap"),
+        "{}",
+        text(&out.stderr)
+    );
+    // A name already taken is refused before anything is asked or downloaded.
+    let out = run(
+        &tree,
+        &registry,
+        &[
+            "mcp",
+            "add",
+            "com.example.weather/forecast",
+            "--from-registry",
+        ],
+    );
+    assert!(
+        text(&out.stderr).contains("`forecast` already exists in local scope"),
+        "{}",
+        text(&out.stderr)
+    );
+    // A package type the server does not offer, and a server the registry does not have.
+    let out = run(
+        &tree,
+        &registry,
+        &[
+            "mcp",
+            "add",
+            "io.github.modelcontextprotocol/time",
+            "--from-registry",
+            "--package",
+            "npm",
+        ],
+    );
+    assert!(
+        text(&out.stderr).contains("it has no `npm` package; it offers: pypi, oci"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = run(
+        &tree,
+        &registry,
+        &["mcp", "add", "io.example/missing", "--from-registry"],
+    );
+    assert!(
+        text(&out.stderr)
+            .contains("server `io.example/missing` version latest is not in the registry"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(tree.local_file()).unwrap(), before);
+}
+
+#[test]
+fn an_mcpb_package_is_downloaded_and_a_checksum_mismatch_refused() {
+    // A copy of the fixtures whose bundle document carries another file's checksum.
+    let tampered = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(default_fixtures()).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, tampered.path().join(path.file_name().unwrap())).unwrap();
+    }
+    let doc = tampered.path().join("hello-bundle.json");
+    let text_of = std::fs::read_to_string(&doc).unwrap();
+    std::fs::write(
+        &doc,
+        text_of.replace(
+            "2ed6ea4e52534ca91d889856cf1e84fe116a98d4d2ae174a5e9c0002a5fab4cd",
+            &"0".repeat(64),
+        ),
+    )
+    .unwrap();
+    let registry = TestRegistry::start([
+        std::ffi::OsStr::new("--fixtures"),
+        tampered.path().as_os_str(),
+    ])
+    .unwrap();
+    let tree = ConfigTree::new().unwrap();
+    let out = run(
+        &tree,
+        &registry,
+        &[
+            "mcp",
+            "add",
+            "io.github.switchboard-tests/hello-bundle",
+            "--from-registry",
+        ],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("server `io.github.switchboard-tests/hello-bundle`: the downloaded bundle `hello-bundle-1.0.0.mcpb` does not match its fileSha256 (expected 0000000000000000000000000000000000000000000000000000000000000000, got 2ed6ea4e52534ca91d889856cf1e84fe116a98d4d2ae174a5e9c0002a5fab4cd); it was not installed"),
+        "{stderr}"
+    );
+    // Nothing kept, nothing configured.
+    assert!(!tree.state_dir().join("registry").exists());
+    assert!(!tree.local_file().exists());
+
+    // The recorded document: downloaded and checked, the file as served.
+    let registry = TestRegistry::start(std::iter::empty::<&str>()).unwrap();
+    let out = run(
+        &tree,
+        &registry,
+        &[
+            "mcp",
+            "add",
+            "io.github.switchboard-tests/hello-bundle",
+            "--from-registry",
+        ],
+    );
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("checked its SHA-256 (2ed6ea4e"), "{stderr}");
+    let kept = tree
+        .state_dir()
+        .join("registry/bundles/hello-bundle/hello-bundle-1.0.0.mcpb");
+    assert_eq!(
+        std::fs::read(kept).unwrap(),
+        std::fs::read(default_fixtures().join("hello-bundle-1.0.0.mcpb")).unwrap()
+    );
+}
+
+#[test]
+fn the_npm_entry_connects_through_an_offline_npx() {
+    let node_modules = std::env::var("SWITCHBOARD_NODE_MODULES").unwrap_or_else(|_| {
+        panic!("SWITCHBOARD_NODE_MODULES is not set: run the tests with `bash scripts/test.sh`, which installs the pinned test partners")
+    });
+    let registry = TestRegistry::start(std::iter::empty::<&str>()).unwrap();
+    let tree = ConfigTree::new().unwrap();
+    // The project depends on the pinned package and has it installed (the partners' tree):
+    // npx runs it from there, and with npm offline it could not fetch anything else.
+    tree.write(
+        tree.project().join("package.json"),
+        &json!({"name": "registry-test", "private": true,
+                "dependencies": {"@modelcontextprotocol/server-everything": "2026.8.31"}})
+        .to_string(),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&node_modules, tree.project().join("node_modules")).unwrap();
+    let cache = tree.root().join("npm-cache");
+    let npm_env = [
+        ("npm_config_offline", "true".to_owned()),
+        ("npm_config_cache", cache.display().to_string()),
+        ("npm_config_update_notifier", "false".to_owned()),
+        ("npm_config_audit", "false".to_owned()),
+        ("npm_config_fund", "false".to_owned()),
+    ];
+    let run_npm = |args: &[&str]| {
+        let out = command(&tree, &registry, args)
+            .envs(npm_env.iter().map(|(k, v)| (*k, v.as_str())))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: exit {:?}\nstdout: {}\nstderr: {}",
+            out.status.code(),
+            text(&out.stdout),
+            text(&out.stderr)
+        );
+        text(&out.stdout)
+    };
+    run_npm(&[
+        "mcp",
+        "add",
+        "io.github.modelcontextprotocol/server-everything",
+        "--from-registry",
+    ]);
+    let tools: Value =
+        serde_json::from_str(&run_npm(&["tools", "server-everything", "--json"])).unwrap();
+    let names: Vec<&str> = tools
+        .as_array()
+        .or_else(|| tools["tools"].as_array())
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"mcp__server-everything__echo"), "{names:?}");
+    let called: Value = serde_json::from_str(&run_npm(&[
+        "call",
+        "server-everything",
+        "echo",
+        "--arg",
+        "message=from the registry",
+        "--json",
+    ]))
+    .unwrap();
+    assert!(
+        called.to_string().contains("Echo: from the registry"),
+        "{called}"
+    );
+}
+
+/// The command on a pseudo-terminal (stdin and stderr), stdout piped.
+struct OnTerminal {
+    child: std::process::Child,
+    input: std::fs::File,
+    output: mpsc::Receiver<Vec<u8>>,
+    seen: String,
+}
+
+impl Drop for OnTerminal {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl OnTerminal {
+    fn start(mut command: Command) -> OnTerminal {
+        let pty = nix::pty::openpty(None, None).unwrap();
+        let slave = std::fs::File::from(pty.slave);
+        command
+            .stdin(Stdio::from(slave.try_clone().unwrap()))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(slave));
+        let child = command.spawn().unwrap();
+        let master = std::fs::File::from(pty.master);
+        let input = master.try_clone().unwrap();
+        let (tx, output) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut master = master;
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = master.read(&mut buf) {
+                if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                    break;
+                }
+            }
+        });
+        OnTerminal {
+            child,
+            input,
+            output,
+            seen: String::new(),
+        }
+    }
+
+    fn expect(&mut self, needle: &str) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(at) = self.seen.find(needle) {
+                self.seen.drain(..at + needle.len());
+                return;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.output.recv_timeout(left) {
+                Ok(bytes) => self.seen.push_str(&String::from_utf8_lossy(&bytes)),
+                Err(_) => panic!(
+                    "the terminal never showed {needle:?}; it shows:\n{}",
+                    self.seen
+                ),
+            }
+        }
+    }
+
+    fn answer(&mut self, line: &str) {
+        self.input
+            .write_all(format!("{line}\n").as_bytes())
+            .unwrap();
+        self.input.flush().unwrap();
+    }
+
+    fn finish(&mut self) -> Option<i32> {
+        self.child.wait().unwrap().code()
+    }
+}
+
+#[test]
+fn a_terminal_is_asked_for_the_values_but_never_for_a_secret() {
+    let registry = TestRegistry::start(std::iter::empty::<&str>()).unwrap();
+    let tree = ConfigTree::new().unwrap();
+    let mut term = OnTerminal::start(command(
+        &tree,
+        &registry,
+        &[
+            "mcp",
+            "add",
+            "com.example.weather/forecast",
+            "--from-registry",
+        ],
+    ));
+    term.expect("variable tenant (Your tenant id) *: ");
+    term.answer("");
+    term.expect("required: please answer");
+    term.expect("variable tenant (Your tenant id) *: ");
+    term.answer("acme");
+    term.expect("variable region (Data region) {eu, us, ap} [eu]: ");
+    term.answer("mars");
+    term.expect("`mars` is not one of: eu, us, ap");
+    term.answer("us");
+    // The API key is a secret: not asked, only named.
+    term.expect("header X-Units (Units of measure) {metric, imperial} [metric]: ");
+    term.answer("");
+    term.expect("Added sse server `forecast`");
+    term.expect("FORECAST_X_API_KEY: header `X-API-Key`");
+    assert_eq!(term.finish(), Some(0));
+    assert_eq!(
+        local_servers(&tree)["forecast"],
+        json!({"type": "sse", "url": "https://acme.weather.example.com/us/sse",
+               "headers": {"X-API-Key": "${FORECAST_X_API_KEY}", "X-Units": "metric"}})
+    );
+}
+
+#[test]
+fn a_remote_from_the_registry_connects_with_its_secret_header_from_the_environment() {
+    let kit = switchboard_testkit::TestServer::start(
+        switchboard_testkit::Transport::Http,
+        ["--require-header", "X-API-Key=s3cret"],
+    )
+    .unwrap();
+    let port = kit
+        .url()
+        .trim_end_matches("/mcp")
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .to_owned();
+    // A registry holding one document: the testkit server as a remote, its port a URL
+    // variable, its key a secret header.
+    let fixtures = tempfile::tempdir().unwrap();
+    std::fs::write(
+        fixtures.path().join("kit.json"),
+        json!({
+            "name": "io.github.switchboard-tests/kit",
+            "description": "The testkit server, hosted",
+            "version": "1.0.0",
+            "remotes": [{
+                "type": "streamable-http",
+                "url": "http://127.0.0.1:{port}/mcp",
+                "variables": {"port": {"description": "Where it listens", "isRequired": true, "format": "number"}},
+                "headers": [{"name": "X-API-Key", "description": "The key", "isRequired": true, "isSecret": true}]
+            }]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let registry = TestRegistry::start([
+        std::ffi::OsStr::new("--fixtures"),
+        fixtures.path().as_os_str(),
+    ])
+    .unwrap();
+    let tree = ConfigTree::new().unwrap();
+    ok(
+        &tree,
+        &registry,
+        &[
+            "mcp",
+            "add",
+            "io.github.switchboard-tests/kit",
+            "--from-registry",
+            "--var",
+            &format!("port={port}"),
+        ],
+    );
+    assert_eq!(
+        local_servers(&tree)["kit"],
+        json!({"type": "http", "url": format!("http://127.0.0.1:{port}/mcp"),
+               "headers": {"X-API-Key": "${KIT_X_API_KEY}"}})
+    );
+    // With the variable set, the server takes the key and its tools are listed.
+    let out = command(&tree, &registry, &["tools", "kit", "--json"])
+        .env("KIT_X_API_KEY", "s3cret")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("mcp__kit__echo"),
+        "{}",
+        text(&out.stdout)
+    );
+    // Without it, the entry does not start, and the message names the variable.
+    let out = run(&tree, &registry, &["mcp", "get", "kit"]);
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(all.contains("variable `KIT_X_API_KEY` is not set"), "{all}");
+}
