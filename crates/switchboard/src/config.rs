@@ -11,6 +11,7 @@
 #![allow(clippy::result_large_err)]
 
 mod approval;
+pub mod bundle;
 mod de;
 mod edit;
 mod expand;

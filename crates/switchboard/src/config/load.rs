@@ -146,6 +146,7 @@ impl ConfigSet {
     pub fn load(paths: ConfigPaths, env: &Environment) -> ConfigSet {
         let mut loader = Loader {
             env,
+            secrets: crate::secrets::SecretStore::from_env(&paths.state_dir, env),
             issues: Vec::new(),
             layers: Vec::new(),
             plugins: Vec::new(),
@@ -363,6 +364,8 @@ fn read_project_settings(path: &std::path::Path) -> ScopeSettings {
 
 struct Loader<'e> {
     env: &'e Environment,
+    /// Where a bundle's sensitive `user_config` values are (read only for such entries).
+    secrets: crate::secrets::SecretStore,
     issues: Vec<ConfigIssue>,
     /// Each file's servers, in the order read (by rising precedence).
     layers: Vec<Servers>,
@@ -621,6 +624,23 @@ impl Loader<'_> {
                 scope,
                 file: Some(doc.path.clone()),
             };
+            // A bundle's entry: its sensitive values from the secret store.
+            let bundle_env = match &prop.value {
+                ast::Value::Object(obj) => get(obj, super::bundle::BUNDLE_KEY).and_then(|b| {
+                    super::bundle::entry_environment(&to_json(&b.value), self.env, &self.secrets)
+                }),
+                _ => None,
+            };
+            if let Some((_, Some(problem))) = &bundle_env {
+                self.issues.push(
+                    ConfigIssue::warning(format!(
+                        "the bundle's sensitive values cannot be read: {problem}"
+                    ))
+                    .in_file(&doc.path)
+                    .server(name),
+                );
+            }
+            let env = bundle_env.as_ref().map_or(self.env, |(env, _)| env);
             let ParsedEntry {
                 config,
                 warnings,
@@ -632,7 +652,7 @@ impl Loader<'_> {
                 doc.position(prop.range.start),
                 &prop.value,
                 origin.clone(),
-                self.env,
+                env,
             );
             self.issues.extend(warnings);
             if let Err(issue) = &config {
