@@ -63,6 +63,8 @@ pub(crate) fn run(ctx: &Context, cmd: McpCommand) -> anyhow::Result<ExitCode> {
         McpCommand::Logout { name } => runtime()?.block_on(crate::mcp_auth::logout(ctx, &name)),
         McpCommand::Enable { name } => set_disabled(ctx, &name, false),
         McpCommand::Disable { name } => set_disabled(ctx, &name, true),
+        McpCommand::Install(args) => crate::mcp_bundle::install(ctx, args),
+        McpCommand::Uninstall { name, scope } => crate::mcp_bundle::uninstall(ctx, &name, scope),
         McpCommand::Trust => crate::trust::run(ctx, true),
         McpCommand::Untrust => crate::trust::run(ctx, false),
     }
@@ -507,6 +509,15 @@ fn get(
     writeln!(out, "  scope:   {}", clean_line(&entry.origin.to_string()))?;
     if let Some(plugin) = &entry.plugin {
         writeln!(out, "  plugin:  {}", clean_line(plugin))?;
+    }
+    if let Some(bundle) = switchboard::config::bundle::bundle_record(entry) {
+        writeln!(
+            out,
+            "  bundle:  {} {} (signature: {})",
+            clean_line(&bundle.name),
+            clean_line(&bundle.version),
+            bundle.signature
+        )?;
     }
     writeln!(out, "  type:    {kind}")?;
     writeln!(out, "  target:  {target}")?;
