@@ -422,6 +422,18 @@ pub(crate) enum MarketplaceCommand {
         /// The marketplace's folder or repository URL.
         source: String,
     },
+    /// List the marketplaces added, with the plugins each offers.
+    List {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a marketplace (its clone, if Switchboard made one, is deleted); plugins
+    /// installed from it stay.
+    Remove {
+        /// The marketplace's name (as `plugin marketplace list` shows it).
+        name: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -147,6 +147,7 @@ impl ConfigSet {
         let mut loader = Loader {
             env,
             secrets: crate::secrets::SecretStore::from_env(&paths.state_dir, env),
+            state_dir: paths.state_dir.clone(),
             issues: Vec::new(),
             layers: Vec::new(),
             plugins: Vec::new(),
@@ -364,6 +365,8 @@ fn read_project_settings(path: &std::path::Path) -> ScopeSettings {
 
 struct Loader<'e> {
     env: &'e Environment,
+    /// The state folder (plugins' data folders are under it).
+    state_dir: PathBuf,
     /// Where a bundle's sensitive `user_config` values are (read only for such entries).
     secrets: crate::secrets::SecretStore,
     issues: Vec<ConfigIssue>,
@@ -507,7 +510,8 @@ impl Loader<'_> {
                 description: None,
                 servers: Vec::new(),
             };
-            let folder = read_folder(name, &record.path);
+            let data = super::plugin::plugin_data_dir(&self.state_dir, name);
+            let folder = read_folder(name, &record.path, &data);
             info.description = folder.description;
             if info.version.is_none() {
                 info.version = folder.version;
