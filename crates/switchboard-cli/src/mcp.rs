@@ -64,7 +64,9 @@ pub(crate) fn run(ctx: &Context, cmd: McpCommand) -> anyhow::Result<ExitCode> {
         McpCommand::Enable { name } => set_disabled(ctx, &name, false),
         McpCommand::Disable { name } => set_disabled(ctx, &name, true),
         McpCommand::Install(args) => crate::mcp_bundle::install(ctx, args),
-        McpCommand::Uninstall { name, scope } => crate::mcp_bundle::uninstall(ctx, &name, scope),
+        McpCommand::Uninstall { name, scope } => {
+            crate::mcp_bundle::uninstall(ctx, &name, scope.map(ScopeArg::scope))
+        }
         McpCommand::Trust => crate::trust::run(ctx, true),
         McpCommand::Untrust => crate::trust::run(ctx, false),
     }
@@ -340,6 +342,16 @@ fn remove(ctx: &Context, name: &str, scope: Option<Scope>) -> anyhow::Result<Exi
             .into())
         }
         [scope] => {
+            // A bundle's entry goes with its files and stored secrets.
+            let loaded = ctx.load();
+            let bundled = loaded.servers.iter().any(|e| {
+                e.name == name
+                    && e.origin.scope == *scope
+                    && switchboard::config::bundle::bundle_record(e).is_some()
+            });
+            if bundled {
+                return crate::mcp_bundle::uninstall(ctx, name, Some(*scope));
+            }
             let mut edit = ctx.open(*scope)?;
             if !edit.remove(name)? {
                 return Err(ConfigError::NotFound {

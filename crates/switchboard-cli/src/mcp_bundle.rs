@@ -11,7 +11,7 @@ use switchboard::config::bundle::{
     self, BundleError, InstallOptions, InstalledBundle, UserConfigField,
 };
 
-use crate::args::{InstallArgs, ScopeArg};
+use crate::args::InstallArgs;
 use crate::context::Context;
 use crate::interact::{read_line, say};
 use crate::output::{clean, clean_line, print_json};
@@ -123,10 +123,10 @@ fn installed_json(installed: &InstalledBundle) -> serde_json::Value {
 pub(crate) fn uninstall(
     ctx: &Context,
     name: &str,
-    scope: Option<ScopeArg>,
+    scope: Option<switchboard::config::Scope>,
 ) -> anyhow::Result<ExitCode> {
     let loaded = ctx.load();
-    let removed = bundle::uninstall_bundle(&loaded, &ctx.env, name, scope.map(ScopeArg::scope))?;
+    let removed = bundle::uninstall_bundle(&loaded, &ctx.env, name, scope)?;
     println!(
         "Uninstalled bundle {} {} (server `{}`, {} scope): entry, files{}",
         clean_line(&removed.record.name),

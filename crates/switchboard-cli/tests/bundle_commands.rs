@@ -341,6 +341,8 @@ fn a_newer_version_upgrades_in_place_and_keeps_the_values() {
             "limit=7",
         ],
     );
+    // What the user set on the entry stays through an upgrade.
+    ok(&tree, &["mcp", "disable", "greeter"]);
     // 1.1.0, signed (a signature block after the zip, as `mcpb sign` writes it).
     let v2 = greeter(&tree, "1.1.0");
     let mut bytes = std::fs::read(&v2).unwrap();
@@ -355,6 +357,9 @@ fn a_newer_version_upgrades_in_place_and_keeps_the_values() {
         "{out}"
     );
     assert!(out.contains("signature: present (not verified)"), "{out}");
+    let get = ok(&tree, &["mcp", "get", "greeter", "--no-connect"]);
+    assert!(get.contains("status:  disabled"), "{get}");
+    ok(&tree, &["mcp", "enable", "greeter"]);
     assert!(started_with(&tree).starts_with("greeting=hey key=kept-key limit=7 "));
     let get = ok(&tree, &["mcp", "get", "greeter", "--no-connect"]);
     assert!(
@@ -385,6 +390,13 @@ fn a_newer_version_upgrades_in_place_and_keeps_the_values() {
         "{get}"
     );
     assert!(started_with(&tree).starts_with("greeting=hey key=kept-key limit=7 "));
+
+    // `mcp remove` of a bundle's entry uninstalls it: files and secrets go too.
+    let out = ok(&tree, &["mcp", "remove", "greeter"]);
+    assert!(out.contains("Uninstalled bundle greeter 1.0.0"), "{out}");
+    assert!(!tree.state_dir().join("bundles/greeter").exists());
+    let store = std::fs::read_to_string(tree.state_dir().join("secrets.json")).unwrap();
+    assert!(!store.contains("kept-key"), "{store}");
 }
 
 #[test]

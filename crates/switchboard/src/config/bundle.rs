@@ -578,9 +578,22 @@ pub fn install_bundle(
         }
     }
     let places = Places::new(env);
-    let entry = build_entry(
+    let mut entry = build_entry(
         &opened, &info, &folder, &values, &sensitive, &record, &places,
     )?;
+    // An upgrade keeps what the user set on the entry (`disabled`, timeouts, …).
+    if let (Some((old, _)), Some(new)) = (&installed, entry.as_object())
+        && let Some(old) = old.raw.as_object()
+    {
+        let mut merged = old.clone();
+        for key in ["type", "command", "args", "env", BUNDLE_KEY] {
+            match new.get(key) {
+                Some(value) => merged.insert(key.to_owned(), value.clone()),
+                None => merged.remove(key),
+            };
+        }
+        entry = Value::Object(merged);
+    }
     if !entry_command_found(&entry, env, &paths.cwd) {
         let command = entry["command"].as_str().unwrap_or_default();
         return Err(opened.invalid(format!(
