@@ -13,7 +13,7 @@
 //! `${user_config.KEY}` as written. The entry's `bundle` key records the bundle (name,
 //! version, folder, source, signature, the other values, the sensitive keys); the loader
 //! sets the `user_config.KEY` variables of that entry alone from the store
-//! ([`entry_environment`]). A newer version of an installed bundle (same manifest `name`)
+//! (`entry_environment`). A newer version of an installed bundle (same manifest `name`)
 //! replaces it in place, keeping its values; [`uninstall_bundle`] removes the entry, the
 //! folder and the secrets.
 //!
