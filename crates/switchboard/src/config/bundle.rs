@@ -578,6 +578,14 @@ pub fn install_bundle(
         }
     }
     let places = Places::new(env);
+    if scope == Scope::Project && !record.secrets.is_empty() {
+        return Err(opened.invalid(format!(
+            "user_config.{}: a sensitive value cannot be used in project scope (its file is \
+             shared, and a project's entries never read stored secrets); install it in local \
+             or user scope",
+            record.secrets.join(", user_config.")
+        )));
+    }
     let mut entry = build_entry(
         &opened, &info, &folder, &values, &sensitive, &record, &places,
     )?;

@@ -628,11 +628,19 @@ impl Loader<'_> {
                 scope,
                 file: Some(doc.path.clone()),
             };
-            // A bundle's entry: its sensitive values from the secret store.
+            // A bundle's entry: its sensitive values from the secret store. Never for a
+            // project's file: it comes with a repository, which could name another bundle's
+            // secrets to send them elsewhere.
             let bundle_env = match &prop.value {
-                ast::Value::Object(obj) => get(obj, super::bundle::BUNDLE_KEY).and_then(|b| {
-                    super::bundle::entry_environment(&to_json(&b.value), self.env, &self.secrets)
-                }),
+                ast::Value::Object(obj) if scope != Scope::Project => {
+                    get(obj, super::bundle::BUNDLE_KEY).and_then(|b| {
+                        super::bundle::entry_environment(
+                            &to_json(&b.value),
+                            self.env,
+                            &self.secrets,
+                        )
+                    })
+                }
                 _ => None,
             };
             if let Some((_, Some(problem))) = &bundle_env {

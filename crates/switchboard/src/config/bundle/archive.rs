@@ -50,9 +50,15 @@ fn split_signature(mut bytes: Vec<u8>) -> (Vec<u8>, bool) {
 
 impl Archive {
     pub(crate) fn open(bytes: Vec<u8>) -> Result<Archive, String> {
+        let whole = bytes.ends_with(SIG_FOOTER).then(|| bytes.clone());
         let (bytes, signed) = split_signature(bytes);
-        let zip = zip::ZipArchive::new(Cursor::new(bytes))
-            .map_err(|e| format!("not a zip archive: {e}"))?;
+        // A signer may have counted the block as the zip's comment: then the zip reads whole.
+        let zip = match (zip::ZipArchive::new(Cursor::new(bytes)), whole) {
+            (Ok(zip), _) => zip,
+            (Err(_), Some(whole)) if signed => zip::ZipArchive::new(Cursor::new(whole))
+                .map_err(|e| format!("not a zip archive: {e}"))?,
+            (Err(e), _) => return Err(format!("not a zip archive: {e}")),
+        };
         if zip.len() > MAX_ENTRIES {
             return Err(format!("more than {MAX_ENTRIES} entries"));
         }
