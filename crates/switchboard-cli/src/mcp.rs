@@ -493,6 +493,14 @@ fn get(
         let mut value = entry_json(entry, show_secrets);
         value["issues"] = own_issues.iter().map(issue_json).collect();
         value["gateway"] = gateway.json;
+        if let Some(bundle) = switchboard::config::bundle::bundle_record(entry) {
+            value["bundle"] = json!({
+                "name": bundle.name,
+                "version": bundle.version,
+                "path": bundle.path.display().to_string(),
+                "signature": bundle.signature.to_string(),
+            });
+        }
         if let Some(p) = &probed {
             value["connection"] = state_json(p);
         }

@@ -388,6 +388,14 @@ fn a_newer_version_upgrades_in_place_and_keeps_the_values() {
         "{get}"
     );
 
+    let get: Value = serde_json::from_str(&ok(
+        &tree,
+        &["mcp", "get", "greeter", "--no-connect", "--json"],
+    ))
+    .unwrap();
+    assert_eq!(get["bundle"]["version"], "1.1.0");
+    assert_eq!(get["bundle"]["signature"], "present (not verified)");
+
     // The same or an older version: said, and nothing changes.
     let before = std::fs::read_to_string(tree.user_file()).unwrap();
     let output = run(&tree, &["mcp", "install", v1.to_str().unwrap()]);
