@@ -364,27 +364,23 @@ fn a_newer_version_upgrades_in_place_and_keeps_the_values() {
     );
     // What the user set on the entry stays through an upgrade.
     ok(&tree, &["mcp", "disable", "greeter"]);
-    // 1.1.0, signed (a signature block after the zip, as `mcpb sign` writes it).
+    // 1.1.0, signed as `mcpb sign` does, by a certificate of a root this system does not know.
     let v2 = greeter(&tree, "1.1.0");
-    let mut bytes = std::fs::read(&v2).unwrap();
-    bytes.extend_from_slice(b"MCPB_SIG_V1");
-    bytes.extend_from_slice(&4u32.to_le_bytes());
-    bytes.extend_from_slice(b"\x30\x80\x00\x00");
-    bytes.extend_from_slice(b"MCPB_SIG_END");
-    std::fs::write(&v2, bytes).unwrap();
+    let pki = Pki::new(&tree);
+    pki.sign(&v2, &v2);
     let out = ok(&tree, &["mcp", "install", v2.to_str().unwrap()]);
     assert!(
         out.contains("Upgraded bundle greeter from 1.0.0 to 1.1.0 (server `greeter`, user scope"),
         "{out}"
     );
-    assert!(out.contains("signature: present (not verified)"), "{out}");
+    assert!(out.contains(&format!("signature: {UNTRUSTED}")), "{out}");
     let get = ok(&tree, &["mcp", "get", "greeter", "--no-connect"]);
     assert!(get.contains("status:  disabled"), "{get}");
     ok(&tree, &["mcp", "enable", "greeter"]);
     assert!(started_with(&tree).starts_with("greeting=hey key=kept-key limit=7 "));
     let get = ok(&tree, &["mcp", "get", "greeter", "--no-connect"]);
     assert!(
-        get.contains("bundle:  greeter 1.1.0 (signature: present (not verified))"),
+        get.contains(&format!("bundle:  greeter 1.1.0 (signature: {UNTRUSTED})")),
         "{get}"
     );
 
@@ -394,7 +390,7 @@ fn a_newer_version_upgrades_in_place_and_keeps_the_values() {
     ))
     .unwrap();
     assert_eq!(get["bundle"]["version"], "1.1.0");
-    assert_eq!(get["bundle"]["signature"], "present (not verified)");
+    assert_eq!(get["bundle"]["signature"], UNTRUSTED);
 
     // The same or an older version: said, and nothing changes.
     let before = std::fs::read_to_string(tree.user_file()).unwrap();
@@ -579,4 +575,171 @@ fn a_terminal_asks_for_each_value_and_does_not_echo_the_secret() {
         term.shown()
     );
     assert!(started_with(&tree).starts_with("greeting=hello key=typed-secret-99 limit=3 "));
+}
+
+/// What a signature by a certificate of an unknown root shows.
+const UNTRUSTED: &str = "signed by Test Signer, not trusted: its certificate is not issued by a \
+                         trusted root (self-signed, or an unknown issuer)";
+
+/// A test root and a code-signing certificate it issued, made with `openssl`.
+struct Pki {
+    dir: PathBuf,
+}
+
+impl Pki {
+    fn openssl(&self, args: &[&str]) {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(&self.dir)
+            .output()
+            .expect("openssl runs");
+        assert!(out.status.success(), "openssl {args:?}: {out:?}");
+    }
+
+    fn new(tree: &ConfigTree) -> Pki {
+        let pki = Pki {
+            dir: tree.root().join("pki"),
+        };
+        std::fs::create_dir_all(&pki.dir).unwrap();
+        pki.openssl(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+            "-subj",
+            "/CN=Test Root",
+            "-days",
+            "2",
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign",
+        ]);
+        pki.openssl(&[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "signer.key",
+            "-out",
+            "signer.csr",
+            "-subj",
+            "/CN=Test Signer",
+        ]);
+        std::fs::write(
+            pki.dir.join("signer.ext"),
+            "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=codeSigning\n",
+        )
+        .unwrap();
+        pki.openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            "signer.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "signer.pem",
+            "-days",
+            "2",
+            "-extfile",
+            "signer.ext",
+        ]);
+        pki
+    }
+
+    fn root(&self) -> PathBuf {
+        self.dir.join("ca.pem")
+    }
+
+    /// Appends to `target` a signature of `content`'s bytes, as `mcpb sign` does: a detached
+    /// PKCS#7 between `MCPB_SIG_V1` + its length and `MCPB_SIG_END`.
+    fn sign(&self, content: &Path, target: &Path) {
+        let sig = self.dir.join("sig.der");
+        self.openssl(&[
+            "cms",
+            "-sign",
+            "-binary",
+            "-md",
+            "sha256",
+            "-in",
+            content.to_str().unwrap(),
+            "-signer",
+            "signer.pem",
+            "-inkey",
+            "signer.key",
+            "-outform",
+            "DER",
+            "-out",
+            sig.to_str().unwrap(),
+        ]);
+        let sig = std::fs::read(sig).unwrap();
+        let mut bytes = std::fs::read(target).unwrap();
+        bytes.extend_from_slice(b"MCPB_SIG_V1");
+        bytes.extend_from_slice(&u32::try_from(sig.len()).unwrap().to_le_bytes());
+        bytes.extend_from_slice(&sig);
+        bytes.extend_from_slice(b"MCPB_SIG_END");
+        std::fs::write(target, bytes).unwrap();
+    }
+}
+
+#[test]
+fn a_signature_is_checked_against_the_content_and_the_trusted_roots() {
+    let tree = ConfigTree::new().unwrap();
+    let pki = Pki::new(&tree);
+
+    // Signed for other bytes: refused, unless forced.
+    let v1 = greeter(&tree, "1.0.0");
+    let other = greeter(&tree, "0.9.0");
+    pki.sign(&other, &v1);
+    let file = v1.to_str().unwrap();
+    let err = fails(&tree, &["mcp", "install", file, "--config", "api_key=k"]);
+    assert!(
+        err.contains(
+            "greeter-1.0.0.mcpb: signature invalid: the archive does not match what was signed"
+        ),
+        "{err}"
+    );
+    assert!(!tree.state_dir().join("bundles/greeter").exists());
+    let out = ok(
+        &tree,
+        &["mcp", "install", file, "--config", "api_key=k", "--force"],
+    );
+    assert!(
+        out.contains("signature: invalid: the archive does not match what was signed"),
+        "{out}"
+    );
+
+    // Signed by a certificate of a root the system trusts (SSL_CERT_FILE names the roots).
+    let v2 = greeter(&tree, "1.1.0");
+    pki.sign(&v2, &v2);
+    let output = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["mcp", "install", v2.to_str().unwrap()])
+        .current_dir(tree.project())
+        .env_clear()
+        .envs(tree.env())
+        .env("SSL_CERT_FILE", pki.root())
+        .output()
+        .unwrap();
+    let out = text(&tree, &output.stdout);
+    assert!(
+        output.status.success(),
+        "{out}{}",
+        text(&tree, &output.stderr)
+    );
+    assert!(out.contains("signature: signed by Test Signer\n"), "{out}");
+    let get = ok(&tree, &["mcp", "get", "greeter", "--no-connect"]);
+    assert!(
+        get.contains("bundle:  greeter 1.1.0 (signature: signed by Test Signer)"),
+        "{get}"
+    );
 }

@@ -17,12 +17,15 @@
 //! replaces it in place, keeping its values; [`uninstall_bundle`] removes the entry, the
 //! folder and the secrets.
 //!
-//! Signatures (`mcpb sign`, a PKCS#7 block after the zip) are detected, not verified: the
-//! record says `present`, and `mcp get` shows it as not verified.
+//! Signatures (`mcpb sign`, a PKCS#7 block after the zip) are checked (`signature.rs`): the
+//! digest, the signature, and the signer's chain to the system's roots for code signing. A
+//! signature that does not hold refuses the install (unless forced); the record keeps the
+//! verdict for `mcp get`.
 
 mod archive;
 mod compat;
 mod manifest;
+mod signature;
 mod user_config;
 
 pub use user_config::{FieldKind, UserConfigField};
@@ -77,30 +80,90 @@ pub enum BundleError {
     },
 }
 
-/// Whether the archive carries a signature block.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a bundle's signature block (`mcpb sign`) says.
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum BundleSignature {
     Unsigned,
-    /// A signature block is there; Switchboard does not verify it.
+    /// A signature block recorded without a check (an older record).
     Present,
+    /// A valid signature; `trusted`: its certificate chains to a root this system trusts for
+    /// code signing, else `why` not.
+    Signed {
+        signer: String,
+        trusted: bool,
+        why: Option<String>,
+    },
+    /// A signature that does not hold for this archive (the reason).
+    Invalid(String),
 }
 
 impl BundleSignature {
-    fn as_str(self) -> &'static str {
+    fn from_verdict(verdict: Option<signature::Verdict>) -> BundleSignature {
+        match verdict {
+            None => BundleSignature::Unsigned,
+            Some(signature::Verdict::Trusted { signer }) => BundleSignature::Signed {
+                signer,
+                trusted: true,
+                why: None,
+            },
+            Some(signature::Verdict::Untrusted { signer, why }) => BundleSignature::Signed {
+                signer,
+                trusted: false,
+                why: Some(why),
+            },
+            Some(signature::Verdict::Invalid { why }) => BundleSignature::Invalid(why),
+        }
+    }
+
+    fn to_value(&self) -> Value {
         match self {
-            BundleSignature::Unsigned => "unsigned",
-            BundleSignature::Present => "present",
+            BundleSignature::Unsigned => json!("unsigned"),
+            BundleSignature::Present => json!("present"),
+            BundleSignature::Signed {
+                signer,
+                trusted,
+                why,
+            } => json!({"signer": signer, "trusted": trusted, "why": why}),
+            BundleSignature::Invalid(why) => json!({"invalid": why}),
+        }
+    }
+
+    fn from_value(value: Option<&Value>) -> BundleSignature {
+        let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_owned);
+        match value {
+            Some(Value::String(s)) if s == "present" => BundleSignature::Present,
+            Some(v @ Value::Object(_)) => match (text(v, "signer"), text(v, "invalid")) {
+                (Some(signer), _) => BundleSignature::Signed {
+                    signer,
+                    trusted: v.get("trusted").and_then(Value::as_bool).unwrap_or(false),
+                    why: text(v, "why"),
+                },
+                (None, Some(why)) => BundleSignature::Invalid(why),
+                (None, None) => BundleSignature::Present,
+            },
+            _ => BundleSignature::Unsigned,
         }
     }
 }
 
 impl fmt::Display for BundleSignature {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            BundleSignature::Unsigned => "unsigned",
-            BundleSignature::Present => "present (not verified)",
-        })
+        match self {
+            BundleSignature::Unsigned => f.write_str("unsigned"),
+            BundleSignature::Present => f.write_str("present (not verified)"),
+            BundleSignature::Signed {
+                signer,
+                trusted: true,
+                ..
+            } => write!(f, "signed by {signer}"),
+            BundleSignature::Signed { signer, why, .. } => write!(
+                f,
+                "signed by {signer}, not trusted: {}",
+                why.as_deref().unwrap_or("unknown")
+            ),
+            BundleSignature::Invalid(why) => write!(f, "invalid: {why}"),
+        }
     }
 }
 
@@ -129,10 +192,7 @@ impl BundleRecord {
             version: text("version").unwrap_or_default(),
             path: PathBuf::from(text("path")?),
             source: text("source").unwrap_or_default(),
-            signature: match text("signature").as_deref() {
-                Some("present") => BundleSignature::Present,
-                _ => BundleSignature::Unsigned,
-            },
+            signature: BundleSignature::from_value(value.get("signature")),
             user_config: value
                 .get("userConfig")
                 .and_then(Value::as_object)
@@ -157,7 +217,7 @@ impl BundleRecord {
             "version": self.version,
             "path": self.path.to_string_lossy(),
             "source": self.source,
-            "signature": self.signature.as_str(),
+            "signature": self.signature.to_value(),
             "userConfig": self.user_config,
             "secrets": self.secrets,
         })
@@ -356,7 +416,8 @@ fn open(file: &Path, env: &Environment) -> Result<Opened, BundleError> {
     let text = archive.manifest().map_err(invalid)?;
     let manifest =
         manifest::read(&text).map_err(|message| invalid(format!("manifest.json:{message}")))?;
-    let info = check(&manifest, archive.signed, &Places::new(env))
+    let signature = BundleSignature::from_verdict(archive.signature.take());
+    let info = check(&manifest, signature, &Places::new(env))
         .map_err(|message| invalid(format!("manifest.json: {message}")))?;
     Ok(Opened {
         file: file.to_owned(),
@@ -367,7 +428,7 @@ fn open(file: &Path, env: &Environment) -> Result<Opened, BundleError> {
 }
 
 /// The manifest's required fields and `user_config`, checked.
-fn check(m: &Manifest, signed: bool, places: &Places) -> Result<BundleInfo, String> {
+fn check(m: &Manifest, signature: BundleSignature, places: &Places) -> Result<BundleInfo, String> {
     let version = m
         .manifest_version
         .as_ref()
@@ -458,11 +519,7 @@ fn check(m: &Manifest, signed: bool, places: &Places) -> Result<BundleInfo, Stri
         version: bundle_version,
         description: m.description.as_ref().map(|t| t.0.clone()),
         user_config: fields,
-        signature: if signed {
-            BundleSignature::Present
-        } else {
-            BundleSignature::Unsigned
-        },
+        signature,
     })
 }
 
@@ -489,6 +546,13 @@ pub fn install_bundle(
     let mut opened = open(file, env)?;
     check_compatibility(&opened.manifest, env, &paths.cwd).map_err(|m| opened.invalid(m))?;
     let info = opened.info.clone();
+    if let BundleSignature::Invalid(why) = &info.signature
+        && !options.force
+    {
+        return Err(opened.invalid(format!(
+            "signature invalid: {why}\n  hint: --force installs it anyway"
+        )));
+    }
     let server = ServerName::sanitize(&info.name);
 
     // An installed version: where, which version, with which values.
@@ -555,7 +619,7 @@ pub fn install_bundle(
         source: options
             .source
             .unwrap_or_else(|| file_abs.to_string_lossy().into_owned()),
-        signature: info.signature,
+        signature: info.signature.clone(),
         user_config: serde_json::Map::new(),
         secrets: Vec::new(),
     };

@@ -7,6 +7,8 @@
 use std::io::{Cursor, Read};
 use std::path::{Component, Path, PathBuf};
 
+use super::signature::Verdict;
+
 /// Where the signature block starts and ends.
 const SIG_HEADER: &[u8] = b"MCPB_SIG_V1";
 const SIG_FOOTER: &[u8] = b"MCPB_SIG_END";
@@ -17,52 +19,65 @@ const MAX_ENTRIES: usize = 100_000;
 /// The most `manifest.json` may hold.
 const MAX_MANIFEST: u64 = 1 << 20;
 
-/// The archive's bytes, its signature block cut off.
+/// The archive's bytes, its signature block cut off and checked.
 pub(crate) struct Archive {
     zip: zip::ZipArchive<Cursor<Vec<u8>>>,
-    pub(crate) signed: bool,
+    /// What its signature block says (`None`: there is none).
+    pub(crate) signature: Option<Verdict>,
 }
 
 impl std::fmt::Debug for Archive {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Archive")
             .field("entries", &self.zip.len())
-            .field("signed", &self.signed)
+            .field("signature", &self.signature)
             .finish()
     }
 }
 
-/// Cuts a trailing signature block off; whether there was one.
-fn split_signature(mut bytes: Vec<u8>) -> (Vec<u8>, bool) {
+/// Cuts a trailing signature block off (`MCPB_SIG_V1`, a 4-byte little-endian length, the
+/// PKCS#7 DER, `MCPB_SIG_END`): the bytes before it, and the signature.
+fn split_signature(mut bytes: Vec<u8>) -> (Vec<u8>, Option<Vec<u8>>) {
     if !bytes.ends_with(SIG_FOOTER) {
-        return (bytes, false);
+        return (bytes, None);
     }
-    let body = &bytes[..bytes.len() - SIG_FOOTER.len()];
-    let Some(start) = body
+    let body_end = bytes.len() - SIG_FOOTER.len();
+    let Some(start) = bytes[..body_end]
         .windows(SIG_HEADER.len())
         .rposition(|w| w == SIG_HEADER)
     else {
-        return (bytes, false);
+        return (bytes, None);
+    };
+    let block = &bytes[start + SIG_HEADER.len()..body_end];
+    let signature = match block.split_first_chunk::<4>() {
+        Some((len, rest)) => {
+            let len = usize::try_from(u32::from_le_bytes(*len)).unwrap_or(usize::MAX);
+            rest.get(..len).unwrap_or(rest).to_vec()
+        }
+        None => Vec::new(),
     };
     bytes.truncate(start);
-    (bytes, true)
+    (bytes, Some(signature))
 }
 
 impl Archive {
     pub(crate) fn open(bytes: Vec<u8>) -> Result<Archive, String> {
         let whole = bytes.ends_with(SIG_FOOTER).then(|| bytes.clone());
-        let (bytes, signed) = split_signature(bytes);
+        let (bytes, signature) = split_signature(bytes);
+        let signature = signature.map(|sig| super::signature::verify(&bytes, &sig));
         // A signer may have counted the block as the zip's comment: then the zip reads whole.
         let zip = match (zip::ZipArchive::new(Cursor::new(bytes)), whole) {
             (Ok(zip), _) => zip,
-            (Err(_), Some(whole)) if signed => zip::ZipArchive::new(Cursor::new(whole))
-                .map_err(|e| format!("not a zip archive: {e}"))?,
+            (Err(_), Some(whole)) if signature.is_some() => {
+                zip::ZipArchive::new(Cursor::new(whole))
+                    .map_err(|e| format!("not a zip archive: {e}"))?
+            }
             (Err(e), _) => return Err(format!("not a zip archive: {e}")),
         };
         if zip.len() > MAX_ENTRIES {
             return Err(format!("more than {MAX_ENTRIES} entries"));
         }
-        Ok(Archive { zip, signed })
+        Ok(Archive { zip, signature })
     }
 
     /// `manifest.json`'s text.
@@ -208,15 +223,15 @@ mod tests {
     #[test]
     fn a_signature_block_is_cut_off() {
         let mut bytes = b"PK-zip-bytes".to_vec();
-        let (plain, signed) = split_signature(bytes.clone());
-        assert!(!signed);
+        let (plain, signature) = split_signature(bytes.clone());
+        assert_eq!(signature, None);
         assert_eq!(plain, bytes);
         bytes.extend_from_slice(SIG_HEADER);
         bytes.extend_from_slice(&3u32.to_le_bytes());
         bytes.extend_from_slice(b"sig");
         bytes.extend_from_slice(SIG_FOOTER);
-        let (plain, signed) = split_signature(bytes);
-        assert!(signed);
+        let (plain, signature) = split_signature(bytes);
+        assert_eq!(signature.as_deref(), Some(&b"sig"[..]));
         assert_eq!(plain, b"PK-zip-bytes");
     }
 }
