@@ -58,7 +58,7 @@ fn fails(tree: &ConfigTree, args: &[&str]) -> String {
 /// The script the bundle's server is: the testkit server, its echo tool describing what the
 /// script was given.
 const RUN_SH: &str = r#"#!/bin/sh
-exec "$1" --echo-description "greeting=$GREETING key=$API_KEY limit=$2 home=$3"
+exec "$1" --echo-description "greeting=$GREETING key=$API_KEY limit=$2 home=$3 dirs=$4 $5"
 "#;
 
 fn manifest(version: &str) -> Value {
@@ -78,7 +78,8 @@ fn manifest(version: &str) -> Value {
                     "${__dirname}/server/run.sh",
                     switchboard_testkit::server_bin().display().to_string(),
                     "${user_config.limit}",
-                    "${HOME}"
+                    "${HOME}",
+                    "${user_config.dirs}"
                 ],
                 "env": {
                     "GREETING": "${user_config.greeting}",
@@ -99,6 +100,10 @@ fn manifest(version: &str) -> Value {
             "limit": {
                 "type": "number", "title": "Limit", "description": "How many",
                 "default": 5, "min": 1, "max": 10
+            },
+            "dirs": {
+                "type": "directory", "title": "Folders", "description": "Where to look",
+                "multiple": true
             }
         }
     })
@@ -187,6 +192,10 @@ fn a_bundle_installs_with_its_values_and_keeps_the_secret_out_of_config_files() 
             &format!("api_key={secret}"),
             "--config",
             "greeting=hi there",
+            "--config",
+            "dirs=data",
+            "--config",
+            "dirs=/opt/x",
         ],
     );
     assert!(
@@ -202,7 +211,8 @@ fn a_bundle_installs_with_its_values_and_keeps_the_secret_out_of_config_files() 
     assert_eq!(
         tree.redact(&started_with(&tree)),
         tree.redact(&format!(
-            "greeting=hi there key={secret} limit=5 home={home}"
+            "greeting=hi there key={secret} limit=5 home={home} dirs={}/data /opt/x",
+            tree.project().display()
         ))
     );
     let unpacked = tree.state_dir().join("bundles/greeter/server/run.sh");
@@ -563,6 +573,9 @@ fn a_terminal_asks_for_each_value_and_does_not_echo_the_secret() {
     term.expect("user_config.limit: 11 is above the maximum 10");
     term.expect("Limit (limit) [5]: ");
     term.answer("3");
+    term.expect("Folders (dirs): Where to look");
+    term.expect("Folders (dirs) (several: separate with commas): ");
+    term.answer("");
     let (code, stdout) = term.finish();
     assert_eq!(code, Some(0), "{stdout}\n{}", term.shown());
     assert!(
