@@ -346,8 +346,23 @@ fn without_a_terminal_a_missing_required_value_is_named_and_defaults_fill_the_re
         "{err}"
     );
 
-    // Local scope by default, as `mcp add`.
-    let out = ok(&tree, &["mcp", "install", file, "--config", "api_key=k"]);
+    // Local scope by default, as `mcp add`; a relative path is from the working directory
+    // (`-C`), as every path on the command line.
+    std::fs::copy(file, tree.project().join("here.mcpb")).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["-C", tree.project().to_str().unwrap()])
+        .args(["mcp", "install", "here.mcpb", "--config", "api_key=k"])
+        .current_dir(tree.root())
+        .env_clear()
+        .envs(tree.env())
+        .output()
+        .unwrap();
+    let out = text(&tree, &output.stdout);
+    assert!(
+        output.status.success(),
+        "{out}{}",
+        text(&tree, &output.stderr)
+    );
     assert!(out.contains("in local scope"), "{out}");
     assert!(started_with(&tree).starts_with("greeting=hello key=k limit=5 "));
 }

@@ -400,15 +400,16 @@ fn replace_refs(text: &str, mut lookup: impl FnMut(&str) -> Option<String>) -> S
 
 /// Reads a bundle's file: its manifest, checked.
 pub fn read_bundle(file: &Path, env: &Environment) -> Result<BundleInfo, BundleError> {
-    open(file, env).map(|opened| opened.info)
+    open(file, file, env).map(|opened| opened.info)
 }
 
-fn open(file: &Path, env: &Environment) -> Result<Opened, BundleError> {
+/// Reads the bundle at `path`; messages name it as `file` (as the user wrote it).
+fn open(path: &Path, file: &Path, env: &Environment) -> Result<Opened, BundleError> {
     let invalid = |message: String| BundleError::Invalid {
         file: file.to_owned(),
         message,
     };
-    let bytes = std::fs::read(file).map_err(|source| BundleError::Io {
+    let bytes = std::fs::read(path).map_err(|source| BundleError::Io {
         path: file.to_owned(),
         source,
     })?;
@@ -543,7 +544,7 @@ pub fn install_bundle(
 ) -> Result<InstalledBundle, BundleError> {
     let paths = &set.paths;
     let file_abs = std::path::absolute(paths.cwd.join(file)).unwrap_or_else(|_| file.to_owned());
-    let mut opened = open(file, env)?;
+    let mut opened = open(&file_abs, file, env)?;
     check_compatibility(&opened.manifest, env, &paths.cwd).map_err(|m| opened.invalid(m))?;
     let info = opened.info.clone();
     if let BundleSignature::Invalid(why) = &info.signature
