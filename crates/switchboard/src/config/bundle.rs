@@ -687,11 +687,9 @@ pub fn install_bundle(
     }
 
     // Secrets first: an entry never refers to a value that is not stored.
-    let mut replaced_secrets = Vec::new();
     for key in &record.secrets {
         if let Some(value) = values.get(key) {
             store.set(&secret_key(&info.name, key), &value.join(","))?;
-            replaced_secrets.push(key.clone());
         }
     }
 
