@@ -279,6 +279,20 @@ pub(crate) enum McpCommand {
         #[arg(add = ArgValueCandidates::new(server_names))]
         name: String,
     },
+    /// Install an MCPB bundle (`.mcpb`, formerly `.dxt`) as a server: unpacked under the state
+    /// folder, its `user_config` asked on a terminal or given with --config. A newer version
+    /// of an installed bundle replaces it, keeping its values.
+    Install(InstallArgs),
+    /// Uninstall a server installed from a bundle: its entry, its unpacked files and its
+    /// stored secrets.
+    Uninstall {
+        /// The server's name (or the bundle's, as its manifest gives it).
+        #[arg(add = ArgValueCandidates::new(server_names))]
+        name: String,
+        /// The scope it is in (needed when several scopes have it).
+        #[arg(short, long, value_enum)]
+        scope: Option<ScopeArg>,
+    },
     /// Trust this project: its .switchboard/settings.json allow rules and hooks apply.
     Trust,
     /// Stop trusting this project: its .switchboard/settings.json allow rules and hooks are
@@ -367,6 +381,26 @@ impl PackageArg {
 }
 
 #[derive(Debug, Args)]
+pub(crate) struct InstallArgs {
+    /// The bundle's file (`.mcpb` or `.dxt`).
+    pub(crate) file: PathBuf,
+    /// Where to keep its entry: local (you, this project), project (.mcp.json, shared), user
+    /// (you, everywhere). An upgrade stays where the installed version is.
+    #[arg(short, long, value_enum, default_value_t = ScopeArg::Local)]
+    pub(crate) scope: ScopeArg,
+    /// A `user_config` value (repeatable; repeat a key for a field taking several values).
+    #[arg(long = "config", value_name = "KEY=VALUE")]
+    pub(crate) config: Vec<String>,
+    /// Install even when the same or a newer version is installed, or over an entry of the
+    /// same name.
+    #[arg(long)]
+    pub(crate) force: bool,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
 pub(crate) struct ImportArgs {
     /// The host to import from.
     #[arg(long = "from", value_enum)]
@@ -448,6 +482,18 @@ pub(crate) enum MarketplaceCommand {
     Add {
         /// The marketplace's folder or repository URL.
         source: String,
+    },
+    /// List the marketplaces added, with the plugins each offers.
+    List {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a marketplace (its clone, if Switchboard made one, is deleted); plugins
+    /// installed from it stay.
+    Remove {
+        /// The marketplace's name (as `plugin marketplace list` shows it).
+        name: String,
     },
 }
 

@@ -91,28 +91,37 @@ struct CliElicitor {
     one_at_a_time: tokio::sync::Mutex<()>,
 }
 
-fn say(text: &str) {
+pub(crate) fn say(text: &str) {
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "{}", crate::output::clean(text));
     let _ = err.flush();
 }
 
+/// Reads one line from stdin after printing `prompt` on stderr (not echoed when `secret`);
+/// `None` at end of input. Blocks: async callers use [`ask_line`].
+pub(crate) fn read_line(prompt: &str, secret: bool) -> Option<String> {
+    let mut err = std::io::stderr().lock();
+    let _ = write!(err, "{}", crate::output::clean(prompt));
+    let _ = err.flush();
+    drop(err);
+    if secret {
+        let line = console::Term::stderr().read_secure_line().ok();
+        eprintln!();
+        return line;
+    }
+    let mut line = String::new();
+    match std::io::stdin().read_line(&mut line) {
+        Ok(0) | Err(_) => None,
+        Ok(_) => Some(line.trim_end_matches(['\n', '\r']).to_owned()),
+    }
+}
+
 /// Reads one line from stdin after printing `prompt` on stderr; `None` at end of input.
 async fn ask_line(prompt: String) -> Option<String> {
-    tokio::task::spawn_blocking(move || {
-        let mut err = std::io::stderr().lock();
-        let _ = write!(err, "{}", crate::output::clean(&prompt));
-        let _ = err.flush();
-        drop(err);
-        let mut line = String::new();
-        match std::io::stdin().read_line(&mut line) {
-            Ok(0) | Err(_) => None,
-            Ok(_) => Some(line.trim_end_matches(['\n', '\r']).to_owned()),
-        }
-    })
-    .await
-    .ok()
-    .flatten()
+    tokio::task::spawn_blocking(move || read_line(&prompt, false))
+        .await
+        .ok()
+        .flatten()
 }
 
 impl Elicitor for CliElicitor {

@@ -10,6 +10,7 @@ mod context;
 mod interact;
 mod mcp;
 mod mcp_auth;
+mod mcp_bundle;
 mod mcp_import;
 mod mcp_registry;
 mod output;

@@ -68,6 +68,10 @@ pub(crate) fn run(ctx: &Context, cmd: McpCommand) -> anyhow::Result<ExitCode> {
         McpCommand::Logout { name } => runtime()?.block_on(crate::mcp_auth::logout(ctx, &name)),
         McpCommand::Enable { name } => set_disabled(ctx, &name, false),
         McpCommand::Disable { name } => set_disabled(ctx, &name, true),
+        McpCommand::Install(args) => crate::mcp_bundle::install(ctx, args),
+        McpCommand::Uninstall { name, scope } => {
+            crate::mcp_bundle::uninstall(ctx, &name, scope.map(ScopeArg::scope))
+        }
         McpCommand::Trust => crate::trust::run(ctx, true),
         McpCommand::Untrust => crate::trust::run(ctx, false),
     }
@@ -348,6 +352,16 @@ fn remove(ctx: &Context, name: &str, scope: Option<Scope>) -> anyhow::Result<Exi
             .into())
         }
         [scope] => {
+            // A bundle's entry goes with its files and stored secrets.
+            let loaded = ctx.load();
+            let bundled = loaded.servers.iter().any(|e| {
+                e.name == name
+                    && e.origin.scope == *scope
+                    && switchboard::config::bundle::bundle_record(e).is_some()
+            });
+            if bundled {
+                return crate::mcp_bundle::uninstall(ctx, name, Some(*scope));
+            }
             let mut edit = ctx.open(*scope)?;
             if !edit.remove(name)? {
                 return Err(ConfigError::NotFound {
@@ -490,6 +504,14 @@ fn get(
         let mut value = entry_json(entry, show_secrets);
         value["issues"] = own_issues.iter().map(issue_json).collect();
         value["gateway"] = gateway.json;
+        if let Some(bundle) = switchboard::config::bundle::bundle_record(entry) {
+            value["bundle"] = json!({
+                "name": bundle.name,
+                "version": bundle.version,
+                "path": bundle.path.display().to_string(),
+                "signature": bundle.signature.to_string(),
+            });
+        }
         if let Some(p) = &probed {
             value["connection"] = state_json(p);
         }
@@ -518,6 +540,15 @@ fn get(
     writeln!(out, "  scope:   {}", clean_line(&entry.origin.to_string()))?;
     if let Some(plugin) = &entry.plugin {
         writeln!(out, "  plugin:  {}", clean_line(plugin))?;
+    }
+    if let Some(bundle) = switchboard::config::bundle::bundle_record(entry) {
+        writeln!(
+            out,
+            "  bundle:  {} {} (signature: {})",
+            clean_line(&bundle.name),
+            clean_line(&bundle.version),
+            bundle.signature
+        )?;
     }
     writeln!(out, "  type:    {kind}")?;
     writeln!(out, "  target:  {target}")?;

@@ -93,6 +93,44 @@ pub(crate) fn run(ctx: &Context, cmd: PluginCommand) -> anyhow::Result<ExitCode>
                     .unwrap_or("no version".into())
             );
         }
+        PluginCommand::Marketplace(MarketplaceCommand::List { json }) => {
+            let markets = config::list_marketplaces(paths)?;
+            if json {
+                let markets: Vec<Value> = markets
+                    .iter()
+                    .map(|m| {
+                        json!({
+                            "name": m.name,
+                            "source": switchboard::redact::redact_urls_in(&m.source),
+                            "path": m.path.display().to_string(),
+                            "plugins": m.plugins,
+                        })
+                    })
+                    .collect();
+                print_json(&json!({ "marketplaces": markets }))?;
+            } else {
+                if markets.is_empty() {
+                    eprintln!(
+                        "No marketplaces added. Add one with `switchboard plugin marketplace add PATH|URL`."
+                    );
+                }
+                let rows: Vec<Vec<String>> = markets
+                    .iter()
+                    .map(|m| {
+                        vec![
+                            m.name.clone(),
+                            switchboard::redact::redact_urls_in(&m.source),
+                            m.plugins.join(", "),
+                        ]
+                    })
+                    .collect();
+                print_table(&rows)?;
+            }
+        }
+        PluginCommand::Marketplace(MarketplaceCommand::Remove { name }) => {
+            let removed = config::remove_marketplace(paths, &name)?;
+            println!("Removed marketplace {}", clean_line(&removed.name));
+        }
         PluginCommand::Marketplace(MarketplaceCommand::Add { source }) => {
             let name = config::add_marketplace(paths, &source)?;
             println!(
@@ -127,7 +165,7 @@ fn plugin_json(p: &PluginInfo) -> Value {
         "name": p.name,
         "scope": p.scope.as_str(),
         "file": p.file.display().to_string(),
-        "source": p.source,
+        "source": switchboard::redact::redact_urls_in(&p.source),
         "path": p.path.display().to_string(),
         "enabled": p.enabled,
         "version": p.version,

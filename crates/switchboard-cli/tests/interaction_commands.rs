@@ -2,13 +2,16 @@
 //! decline that says how to answer), URLs, sampling through the configured command, roots.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use switchboard_testkit::config_tree::ConfigTree;
+
+mod terminal;
+use terminal::OnTerminal;
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -389,90 +392,6 @@ fn add_dir_and_the_config_serve_more_roots() {
         [uri(&tree.project()), uri(&configured), uri(&extra)],
         "the working directory, the configured roots, then --add-dir"
     );
-}
-
-/// A child on a pseudo-terminal: what it prints is read in the background.
-struct OnTerminal {
-    child: std::process::Child,
-    input: std::fs::File,
-    output: mpsc::Receiver<Vec<u8>>,
-    seen: String,
-}
-
-impl Drop for OnTerminal {
-    /// A failed test must not leave the command waiting for input.
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl OnTerminal {
-    fn start(mut command: Command) -> OnTerminal {
-        let pty = nix::pty::openpty(None, None).unwrap();
-        let slave = std::fs::File::from(pty.slave);
-        command
-            .stdin(Stdio::from(slave.try_clone().unwrap()))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::from(slave));
-        let child = command.spawn().unwrap();
-        let master = std::fs::File::from(pty.master);
-        let input = master.try_clone().unwrap();
-        let (tx, output) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut master = master;
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = master.read(&mut buf) {
-                if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
-                    break;
-                }
-            }
-        });
-        OnTerminal {
-            child,
-            input,
-            output,
-            seen: String::new(),
-        }
-    }
-
-    /// Waits (bounded) until the terminal shows `needle` after what was already matched.
-    fn expect(&mut self, needle: &str) {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            if let Some(at) = self.seen.find(needle) {
-                self.seen.drain(..at + needle.len());
-                return;
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.output.recv_timeout(left) {
-                Ok(bytes) => self.seen.push_str(&String::from_utf8_lossy(&bytes)),
-                Err(_) => panic!(
-                    "the terminal never showed {needle:?}; it shows:\n{}",
-                    self.seen
-                ),
-            }
-        }
-    }
-
-    fn answer(&mut self, line: &str) {
-        self.input
-            .write_all(format!("{line}\n").as_bytes())
-            .unwrap();
-        self.input.flush().unwrap();
-    }
-
-    fn finish(&mut self) -> (Option<i32>, String) {
-        let mut stdout = String::new();
-        self.child
-            .stdout
-            .take()
-            .unwrap()
-            .read_to_string(&mut stdout)
-            .unwrap();
-        let status = self.child.wait().unwrap();
-        (status.code(), stdout)
-    }
 }
 
 #[test]

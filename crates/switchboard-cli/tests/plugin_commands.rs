@@ -296,3 +296,129 @@ fn a_broken_manifest_names_plugin_file_and_field_and_hides_nothing_else() {
 fn out_text(tree: &ConfigTree, output: &Output) -> String {
     out(tree, output)
 }
+
+/// The echo tool's description of a plugin's server.
+fn echo_description(tree: &ConfigTree, server: &str) -> String {
+    let json: Value = serde_json::from_str(&ok(tree, &["tools", server, "--json"])).unwrap();
+    let list = json
+        .as_array()
+        .or_else(|| json["tools"].as_array())
+        .unwrap();
+    let echo = list
+        .iter()
+        .find(|t| t["name"] == format!("mcp__{server}__echo"))
+        .unwrap_or_else(|| panic!("no echo tool in {json}"));
+    echo["description"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn a_plugins_data_folder_is_its_own_and_goes_with_it() {
+    let tree = ConfigTree::new().unwrap();
+    let folder = tree.root().join("plugins/demo");
+    plugin_folder(&folder, "demo", "1.0.0");
+    std::fs::write(
+        folder.join(".mcp.json"),
+        r#"{"more": {"command": "${PLUGIN_ROOT}/bin/server",
+                     "args": ["--echo-description", "${CLAUDE_PLUGIN_DATA}|${PLUGIN_DATA}"]}}"#,
+    )
+    .unwrap();
+    ok(&tree, &["plugin", "add", folder.to_str().unwrap()]);
+    let data = tree.state_dir().join("plugin-data/demo");
+    assert_eq!(
+        echo_description(&tree, "plugin_demo_more"),
+        tree.redact(&format!("{}|{}", data.display(), data.display()))
+    );
+    assert!(data.is_dir(), "{data:?}");
+    ok(&tree, &["plugin", "remove", "demo"]);
+    assert!(!data.exists(), "{data:?}");
+}
+
+#[test]
+fn marketplaces_are_listed_and_removed() {
+    let tree = ConfigTree::new().unwrap();
+    let market = tree.root().join("repos/market");
+    plugin_folder(&market.join("plugins/demo"), "demo", "1.0.0");
+    std::fs::create_dir_all(market.join(".claude-plugin")).unwrap();
+    std::fs::write(
+        market.join(".claude-plugin/marketplace.json"),
+        r#"{"name": "market", "plugins": [{"name": "demo", "source": "./plugins/demo"}]}"#,
+    )
+    .unwrap();
+    git_repo(&market);
+    ok(&tree, &["plugin", "marketplace", "add", &file_url(&market)]);
+    let clone = tree.state_dir().join("marketplaces/market");
+    assert!(clone.is_dir());
+
+    let listed: Value =
+        serde_json::from_str(&ok(&tree, &["plugin", "marketplace", "list", "--json"])).unwrap();
+    assert_eq!(listed["marketplaces"][0]["name"], "market");
+    assert_eq!(
+        listed["marketplaces"][0]["plugins"],
+        serde_json::json!(["demo"])
+    );
+    let table = ok(&tree, &["plugin", "marketplace", "list"]);
+    assert!(table.starts_with("market"), "{table}");
+    assert!(table.contains("demo"), "{table}");
+
+    let out = ok(&tree, &["plugin", "marketplace", "remove", "market"]);
+    assert!(out.contains("Removed marketplace market"), "{out}");
+    assert!(!clone.exists());
+    let listed: Value =
+        serde_json::from_str(&ok(&tree, &["plugin", "marketplace", "list", "--json"])).unwrap();
+    assert_eq!(listed["marketplaces"], serde_json::json!([]));
+    let refused = run(&tree, &["plugin", "marketplace", "remove", "market"]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("no marketplace named `market`"));
+}
+
+#[test]
+fn credentials_in_a_source_url_are_never_shown() {
+    let tree = ConfigTree::new().unwrap();
+    let token = "ghp_plugin_token_4711";
+    // Nothing listens on port 9: the clone fails, and says so without the token.
+    let url = format!("https://someone:{token}@127.0.0.1:9/org/plugin.git");
+    for args in [
+        vec!["plugin", "add", url.as_str()],
+        vec!["plugin", "marketplace", "add", url.as_str()],
+    ] {
+        let failed = run(&tree, &args);
+        assert_eq!(failed.status.code(), Some(1), "{failed:?}");
+        let shown = format!(
+            "{}{}",
+            String::from_utf8_lossy(&failed.stdout),
+            String::from_utf8_lossy(&failed.stderr)
+        );
+        assert!(!shown.contains(token), "{shown}");
+        assert!(shown.contains("127.0.0.1:9"), "{shown}");
+    }
+
+    // Recorded sources (as a clone made with them would be) are listed without it.
+    let folder = tree.root().join("plugins/demo");
+    plugin_folder(&folder, "demo", "1.0.0");
+    let market = tree.root().join("repos/market");
+    std::fs::create_dir_all(market.join(".claude-plugin")).unwrap();
+    std::fs::write(
+        market.join(".claude-plugin/marketplace.json"),
+        r#"{"name": "market", "plugins": []}"#,
+    )
+    .unwrap();
+    let user = serde_json::json!({
+        "plugins": {"demo": {"source": url, "path": folder}},
+        "marketplaces": {"market": {"source": url, "path": market}},
+    });
+    tree.write(tree.user_file(), &user.to_string()).unwrap();
+    for args in [
+        &["plugin", "list", "--json"][..],
+        &["plugin", "list"],
+        &["plugin", "marketplace", "list", "--json"],
+        &["plugin", "marketplace", "list"],
+    ] {
+        let shown = ok(&tree, args);
+        assert!(!shown.contains(token), "{args:?}: {shown}");
+    }
+    let listed = plugins(&tree);
+    assert_eq!(
+        listed[0]["source"],
+        "https://***@127.0.0.1:9/org/plugin.git"
+    );
+}

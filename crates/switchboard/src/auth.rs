@@ -19,7 +19,7 @@ mod discovery;
 mod dpop;
 mod flow;
 mod identity;
-mod keychain;
+use crate::keychain;
 mod store;
 mod tokens;
 

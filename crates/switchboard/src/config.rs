@@ -11,6 +11,7 @@
 #![allow(clippy::result_large_err)]
 
 mod approval;
+pub mod bundle;
 mod de;
 mod edit;
 mod expand;
@@ -47,8 +48,9 @@ pub use name::{MAX_SERVER_NAME, NameError, ServerName};
 pub use parse::{TRANSPORT_TYPES, entry_hash, parse_entry_value};
 pub use paths::ConfigPaths;
 pub use plugin::{
-    MANIFEST, MARKETPLACE, PluginInfo, add_marketplace, add_plugin, plugin_server_name,
-    remove_plugin, set_plugin_enabled, update_plugin,
+    MANIFEST, MARKETPLACE, MarketplaceInfo, PluginInfo, add_marketplace, add_plugin,
+    list_marketplaces, plugin_data_dir, plugin_server_name, remove_marketplace, remove_plugin,
+    set_plugin_enabled, update_plugin,
 };
 pub use policy::{Policy, PolicyRule, PolicyVerdict};
 pub use settings::ScopeSettings;

@@ -1,6 +1,11 @@
-//! `${VAR}` and `${VAR:-default}` expansion in configuration values.
+//! `${VAR}` and `${VAR:-default}` expansion in configuration values. `${user_config.KEY}` is
+//! a variable too: an MCPB bundle's entry keeps its sensitive values as such references, and
+//! the loader sets them from the secret store for that entry only (elsewhere they are unset).
 
 use super::Environment;
+
+/// The prefix of a bundle's `user_config` values among variables (`${user_config.KEY}`).
+pub(crate) const USER_CONFIG_PREFIX: &str = "user_config.";
 
 /// A reference to a variable that is not set and has no default.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -49,6 +54,12 @@ pub fn expand_vars(input: &str, env: &Environment) -> Result<String, ExpandError
 }
 
 fn is_var_name(name: &str) -> bool {
+    if let Some(key) = name.strip_prefix(USER_CONFIG_PREFIX) {
+        return !key.is_empty()
+            && key
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    }
     let mut chars = name.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
@@ -85,6 +96,20 @@ mod tests {
         assert_eq!(
             expand_vars("${input:api-key}", &env).unwrap(),
             "${input:api-key}"
+        );
+    }
+
+    #[test]
+    fn user_config_references_are_variables() {
+        let mut env = env();
+        env.set("user_config.api_key", "k3y");
+        assert_eq!(
+            expand_vars("Bearer ${user_config.api_key}", &env).unwrap(),
+            "Bearer k3y"
+        );
+        assert_eq!(
+            expand_vars("${user_config.other}", &env).unwrap_err().var,
+            "user_config.other"
         );
     }
 

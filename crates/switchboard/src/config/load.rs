@@ -146,6 +146,8 @@ impl ConfigSet {
     pub fn load(paths: ConfigPaths, env: &Environment) -> ConfigSet {
         let mut loader = Loader {
             env,
+            secrets: crate::secrets::SecretStore::from_env(&paths.state_dir, env),
+            state_dir: paths.state_dir.clone(),
             issues: Vec::new(),
             layers: Vec::new(),
             plugins: Vec::new(),
@@ -363,6 +365,10 @@ fn read_project_settings(path: &std::path::Path) -> ScopeSettings {
 
 struct Loader<'e> {
     env: &'e Environment,
+    /// The state folder (plugins' data folders are under it).
+    state_dir: PathBuf,
+    /// Where a bundle's sensitive `user_config` values are (read only for such entries).
+    secrets: crate::secrets::SecretStore,
     issues: Vec<ConfigIssue>,
     /// Each file's servers, in the order read (by rising precedence).
     layers: Vec<Servers>,
@@ -504,7 +510,8 @@ impl Loader<'_> {
                 description: None,
                 servers: Vec::new(),
             };
-            let folder = read_folder(name, &record.path);
+            let data = super::plugin::plugin_data_dir(&self.state_dir, name);
+            let folder = read_folder(name, &record.path, &data);
             info.description = folder.description;
             if info.version.is_none() {
                 info.version = folder.version;
@@ -621,6 +628,31 @@ impl Loader<'_> {
                 scope,
                 file: Some(doc.path.clone()),
             };
+            // A bundle's entry: its sensitive values from the secret store. Never for a
+            // project's file: it comes with a repository, which could name another bundle's
+            // secrets to send them elsewhere.
+            let bundle_env = match &prop.value {
+                ast::Value::Object(obj) if scope != Scope::Project => {
+                    get(obj, super::bundle::BUNDLE_KEY).and_then(|b| {
+                        super::bundle::entry_environment(
+                            &to_json(&b.value),
+                            self.env,
+                            &self.secrets,
+                        )
+                    })
+                }
+                _ => None,
+            };
+            if let Some((_, Some(problem))) = &bundle_env {
+                self.issues.push(
+                    ConfigIssue::warning(format!(
+                        "the bundle's sensitive values cannot be read: {problem}"
+                    ))
+                    .in_file(&doc.path)
+                    .server(name),
+                );
+            }
+            let env = bundle_env.as_ref().map_or(self.env, |(env, _)| env);
             let ParsedEntry {
                 config,
                 warnings,
@@ -632,7 +664,7 @@ impl Loader<'_> {
                 doc.position(prop.range.start),
                 &prop.value,
                 origin.clone(),
-                self.env,
+                env,
             );
             self.issues.extend(warnings);
             if let Err(issue) = &config {

@@ -6,14 +6,18 @@
 //! cloned under the state directory (`plugins/<name>`), a plain folder is used where it is.
 //! Its servers come from `.claude-plugin/plugin.json`'s `mcpServers` (inline, or a path to a
 //! JSON file) and from a `.mcp.json` at its root (`{"mcpServers": {...}}` or a bare map), with
-//! `${CLAUDE_PLUGIN_ROOT}` and `${PLUGIN_ROOT}` replaced by the plugin's folder. Each server is
+//! `${CLAUDE_PLUGIN_ROOT}` and `${PLUGIN_ROOT}` replaced by the plugin's folder and
+//! `${CLAUDE_PLUGIN_DATA}` and `${PLUGIN_DATA}` by its data folder (`<state dir>/plugin-data/
+//! <plugin>`, kept across updates, removed with the plugin). Each server is
 //! named `plugin_<plugin>_<server>` (sanitised as server names are), so its tools are
 //! `mcp__plugin_<plugin>_<server>__<tool>`; entries keep their scope, so a project's plugin
 //! servers wait for approval and managed policy applies to them as to any other entry.
 //!
 //! A marketplace is a folder or repository with `.claude-plugin/marketplace.json` listing
 //! plugins (`{"name", "plugins": [{"name", "source"}]}`), recorded in the user's file under
-//! `marketplaces.<name>`; `NAME@MARKETPLACE` installs one of its plugins.
+//! `marketplaces.<name>` (listed and removed with `list_marketplaces`, `remove_marketplace`);
+//! `NAME@MARKETPLACE` installs one of its plugins. A source may be a URL with credentials:
+//! what shows it redacts it.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -97,25 +101,52 @@ pub fn plugin_server_name(plugin: &str, server: &str) -> String {
     ServerName::sanitize(&format!("plugin_{plugin}_{server}"))
 }
 
-/// Reads a plugin's text file with its root variables replaced.
-fn read_expanded(path: &Path, root: &Path) -> Result<Option<Document>, ConfigIssue> {
-    let Some(text) = super::json::read_text(path)? else {
-        return Ok(None);
-    };
-    // The folder as the inside of a JSON string.
-    let quoted = serde_json::to_string(&root.to_string_lossy()).unwrap_or_default();
-    let inner = quoted
+/// A plugin's own data folder (`${CLAUDE_PLUGIN_DATA}`): `<state dir>/plugin-data/<plugin>`,
+/// kept across updates, removed with the plugin.
+pub fn plugin_data_dir(state_dir: &Path, plugin: &str) -> PathBuf {
+    state_dir.join("plugin-data").join(plugin)
+}
+
+/// The inside of a JSON string holding `path`.
+fn json_inner(path: &Path) -> String {
+    let quoted = serde_json::to_string(&path.to_string_lossy()).unwrap_or_default();
+    quoted
         .strip_prefix('"')
         .and_then(|q| q.strip_suffix('"'))
-        .unwrap_or_default();
-    let text = text
-        .replace("${CLAUDE_PLUGIN_ROOT}", inner)
-        .replace("${PLUGIN_ROOT}", inner);
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Reads a plugin's text file with its variables replaced: `${CLAUDE_PLUGIN_ROOT}` and
+/// `${PLUGIN_ROOT}` by its folder, `${CLAUDE_PLUGIN_DATA}` and `${PLUGIN_DATA}` by its data
+/// folder (created, owner-only, when a file names it).
+fn read_expanded(path: &Path, root: &Path, data: &Path) -> Result<Option<Document>, ConfigIssue> {
+    let Some(mut text) = super::json::read_text(path)? else {
+        return Ok(None);
+    };
+    let inner = json_inner(root);
+    text = text
+        .replace("${CLAUDE_PLUGIN_ROOT}", &inner)
+        .replace("${PLUGIN_ROOT}", &inner);
+    if text.contains("${CLAUDE_PLUGIN_DATA}") || text.contains("${PLUGIN_DATA}") {
+        if let Err(e) = super::edit::create_private_dir(data) {
+            return Err(ConfigIssue::warning(format!(
+                "cannot create the plugin's data folder {}: {e}",
+                data.display()
+            ))
+            .in_file(path));
+        }
+        let inner = json_inner(data);
+        text = text
+            .replace("${CLAUDE_PLUGIN_DATA}", &inner)
+            .replace("${PLUGIN_DATA}", &inner);
+    }
     Ok(Some(Document::new(path.to_owned(), text)))
 }
 
-/// Reads a plugin's manifest and server files. Never fails as a whole.
-pub(crate) fn read_folder(plugin: &str, root: &Path) -> PluginFolder {
+/// Reads a plugin's manifest and server files (`data`: its data folder). Never fails as a
+/// whole.
+pub(crate) fn read_folder(plugin: &str, root: &Path, data: &Path) -> PluginFolder {
     let mut out = PluginFolder::default();
     let named = |issue: ConfigIssue| {
         let message = format!("plugin `{plugin}`: {}", issue.message);
@@ -135,7 +166,7 @@ pub(crate) fn read_folder(plugin: &str, root: &Path) -> PluginFolder {
         return out;
     }
     let manifest_path = root.join(MANIFEST);
-    match read_expanded(&manifest_path, root) {
+    match read_expanded(&manifest_path, root, data) {
         Err(issue) => out.issues.push(named(issue)),
         Ok(None) => {}
         Ok(Some(doc)) => match serde_json::from_str::<serde_json::Value>(&strip_jsonc(&doc)) {
@@ -162,7 +193,7 @@ pub(crate) fn read_folder(plugin: &str, root: &Path) -> PluginFolder {
                     }),
                     Some(serde_json::Value::String(file)) => {
                         let file = root.join(file);
-                        match read_expanded(&file, root) {
+                        match read_expanded(&file, root, data) {
                             Ok(Some(doc)) => out.docs.push(ServersDoc {
                                 key: servers_key(&doc),
                                 doc,
@@ -190,7 +221,7 @@ pub(crate) fn read_folder(plugin: &str, root: &Path) -> PluginFolder {
             }
         },
     }
-    match read_expanded(&root.join(".mcp.json"), root) {
+    match read_expanded(&root.join(".mcp.json"), root, data) {
         Err(issue) => out.issues.push(named(issue)),
         Ok(None) => {}
         Ok(Some(doc)) => out.docs.push(ServersDoc {
@@ -463,7 +494,7 @@ fn record(
     root: &Path,
 ) -> Result<PluginInfo, ConfigError> {
     let name = plugin_name(root)?;
-    let folder = read_folder(&name, root);
+    let folder = read_folder(&name, root, &plugin_data_dir(&paths.state_dir, &name));
     if let Some(issue) = folder.issues.into_iter().find(ConfigIssue::is_error) {
         return Err(issue.hint("the plugin was not added").into());
     }
@@ -534,6 +565,13 @@ pub fn remove_plugin(
     if plugin.path.starts_with(paths.state_dir.join("plugins")) {
         let _ = std::fs::remove_dir_all(&plugin.path);
     }
+    // Its data, unless the same plugin stays installed in another scope.
+    if !plugins
+        .iter()
+        .any(|p| p.name == plugin.name && p.scope != plugin.scope)
+    {
+        let _ = std::fs::remove_dir_all(plugin_data_dir(&paths.state_dir, name));
+    }
     Ok(plugin)
 }
 
@@ -567,7 +605,7 @@ pub fn update_plugin(
         )));
     }
     git(&["pull", "--quiet", "--ff-only"], Some(&plugin.path))?;
-    let folder = read_folder(name, &plugin.path);
+    let folder = read_folder(name, &plugin.path, &plugin_data_dir(&paths.state_dir, name));
     let mut edit = open(paths, plugin.scope, "plugins")?;
     let version = folder.version.clone().map(serde_json::Value::String);
     edit.set_field(name, "version", version.as_ref())?;
@@ -639,6 +677,75 @@ pub fn add_marketplace(paths: &ConfigPaths, source: &str) -> Result<String, Conf
         let _ = std::fs::remove_dir_all(&root);
     }
     result
+}
+
+/// One marketplace recorded in the user's file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MarketplaceInfo {
+    pub name: String,
+    /// What it was added from (a path or a URL, which may hold credentials: redact it).
+    pub source: String,
+    /// Its folder.
+    pub path: PathBuf,
+    /// The plugins it lists (empty when its file cannot be read).
+    pub plugins: Vec<String>,
+}
+
+/// The marketplaces recorded in the user's file, in file order.
+pub fn list_marketplaces(paths: &ConfigPaths) -> Result<Vec<MarketplaceInfo>, ConfigError> {
+    let user = paths.user_file();
+    let Some(doc) = Document::read(&user)? else {
+        return Ok(Vec::new());
+    };
+    let value: serde_json::Value = serde_json::from_str(&strip_jsonc(&doc)).unwrap_or_default();
+    let Some(markets) = value.get("marketplaces").and_then(|m| m.as_object()) else {
+        return Ok(Vec::new());
+    };
+    Ok(markets
+        .iter()
+        .map(|(name, record)| {
+            let text = |key: &str| {
+                record
+                    .get(key)
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            let path = PathBuf::from(text("path"));
+            let plugins = read_marketplace(&path)
+                .map(|file| file.plugins.into_iter().map(|p| p.name).collect())
+                .unwrap_or_default();
+            MarketplaceInfo {
+                name: name.clone(),
+                source: text("source"),
+                path,
+                plugins,
+            }
+        })
+        .collect())
+}
+
+/// Removes a marketplace from the user's file (and its clone, when Switchboard made one).
+/// Plugins installed from it stay installed.
+pub fn remove_marketplace(paths: &ConfigPaths, name: &str) -> Result<MarketplaceInfo, ConfigError> {
+    let market = list_marketplaces(paths)?
+        .into_iter()
+        .find(|m| m.name == name)
+        .ok_or_else(|| {
+            ConfigError::Plugin(format!(
+                "no marketplace named `{name}`\n  hint: `switchboard plugin marketplace list` shows them"
+            ))
+        })?;
+    let mut edit = open(paths, Scope::User, "marketplaces")?;
+    edit.remove(name)?;
+    edit.save()?;
+    if market
+        .path
+        .starts_with(paths.state_dir.join("marketplaces"))
+    {
+        let _ = std::fs::remove_dir_all(&market.path);
+    }
+    Ok(market)
 }
 
 fn marketplace_name(root: &Path) -> Result<String, ConfigError> {

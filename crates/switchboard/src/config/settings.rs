@@ -501,6 +501,9 @@ pub(crate) struct ServerFile {
     /// For people reading the file; not used.
     #[serde(rename = "description")]
     _description: Skipped,
+    /// The MCPB bundle the entry was installed from (read by `config::bundle`).
+    #[serde(rename = "bundle")]
+    _bundle: Skipped,
     pub(crate) log_level: Keyed<Text>,
     // stdio
     pub(crate) command: Keyed<Text>,

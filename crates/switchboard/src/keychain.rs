@@ -1,13 +1,14 @@
-//! The OS keychain under the token store, through `keyring-core` and one small store crate per
-//! platform: the macOS Keychain, the Windows Credential Manager, on Linux the freedesktop
-//! Secret Service (GNOME Keyring, KWallet; cargo feature `secret-service`, pure Rust over
-//! D-Bus). The kernel's keyutils store is not offered: it forgets everything at reboot, and
-//! where no login session keyring exists each thread that touches it may get a keyring of its
-//! own (seen here: a record written from one thread was not found from another).
+//! The OS keychain under the token store and the secret store (`secrets`), through
+//! `keyring-core` and one small store crate per platform: the macOS Keychain, the Windows
+//! Credential Manager, on Linux the freedesktop Secret Service (GNOME Keyring, KWallet; cargo
+//! feature `secret-service`, pure Rust over D-Bus). The kernel's keyutils store is not
+//! offered: it forgets everything at reboot, and where no login session keyring exists each
+//! thread that touches it may get a keyring of its own (seen here: a record written from one
+//! thread was not found from another).
 //!
-//! One entry per server: service `switchboard`, account the store key (`<server> <url>`), the
-//! record as JSON for the secret. Errors are our own words plus the platform's message, never
-//! the secret.
+//! Service `switchboard`; the account is the store key (a server's token record: `<server>
+//! <url>`, the record as JSON; a configured secret: `secret <key>`). Errors are our own words
+//! plus the platform's message, never the secret.
 
 use std::sync::{Arc, OnceLock};
 #[cfg(all(target_os = "linux", feature = "secret-service"))]

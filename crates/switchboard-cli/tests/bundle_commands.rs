@@ -1,0 +1,773 @@
+//! `switchboard mcp install FILE.mcpb` and `mcp uninstall`, run as the real binary on real
+//! bundles built here: a zip with a manifest and a small shell script that starts the testkit
+//! server, its echo tool described with the values the script was given — so a listing shows
+//! what the server really received.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+use switchboard_testkit::config_tree::ConfigTree;
+
+mod terminal;
+use terminal::OnTerminal;
+
+fn run(tree: &ConfigTree, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(args)
+        .current_dir(tree.project())
+        .env_clear()
+        .envs(tree.env())
+        .output()
+        .unwrap()
+}
+
+fn text(tree: &ConfigTree, bytes: &[u8]) -> String {
+    tree.redact(&String::from_utf8_lossy(bytes))
+}
+
+#[track_caller]
+fn ok(tree: &ConfigTree, args: &[&str]) -> String {
+    let output = run(tree, args);
+    assert!(
+        output.status.success(),
+        "{args:?}: exit {:?}\nstdout: {}\nstderr: {}",
+        output.status.code(),
+        text(tree, &output.stdout),
+        text(tree, &output.stderr)
+    );
+    text(tree, &output.stdout)
+}
+
+/// The error a command fails with.
+#[track_caller]
+fn fails(tree: &ConfigTree, args: &[&str]) -> String {
+    let output = run(tree, args);
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{args:?}\nstdout: {}\nstderr: {}",
+        text(tree, &output.stdout),
+        text(tree, &output.stderr)
+    );
+    text(tree, &output.stderr)
+}
+
+/// The script the bundle's server is: the testkit server, its echo tool describing what the
+/// script was given.
+const RUN_SH: &str = r#"#!/bin/sh
+exec "$1" --echo-description "greeting=$GREETING key=$API_KEY limit=$2 home=$3 dirs=$4 $5"
+"#;
+
+fn manifest(version: &str) -> Value {
+    json!({
+        "manifest_version": "0.3",
+        "name": "greeter",
+        "display_name": "Greeter",
+        "version": version,
+        "description": "Says hello",
+        "author": {"name": "Test"},
+        "server": {
+            "type": "binary",
+            "entry_point": "server/run.sh",
+            "mcp_config": {
+                "command": "sh",
+                "args": [
+                    "${__dirname}/server/run.sh",
+                    switchboard_testkit::server_bin().display().to_string(),
+                    "${user_config.limit}",
+                    "${HOME}",
+                    "${user_config.dirs}"
+                ],
+                "env": {
+                    "GREETING": "${user_config.greeting}",
+                    "API_KEY": "${user_config.api_key}"
+                }
+            }
+        },
+        "compatibility": {"platforms": ["darwin", "linux", "win32"]},
+        "user_config": {
+            "api_key": {
+                "type": "string", "title": "API key", "description": "Your key",
+                "sensitive": true, "required": true
+            },
+            "greeting": {
+                "type": "string", "title": "Greeting", "description": "What to say",
+                "default": "hello"
+            },
+            "limit": {
+                "type": "number", "title": "Limit", "description": "How many",
+                "default": 5, "min": 1, "max": 10
+            },
+            "dirs": {
+                "type": "directory", "title": "Folders", "description": "Where to look",
+                "multiple": true
+            }
+        }
+    })
+}
+
+/// Writes a bundle: `manifest` (as JSON, or raw text) and the script, plus `extra` entries
+/// (name, bytes; a name ending in `@` is a symbolic link to the bytes).
+fn bundle(path: &Path, manifest: &str, extra: &[(&str, &str)]) -> PathBuf {
+    use zip::write::SimpleFileOptions;
+    let file = std::fs::File::create(path).unwrap();
+    let mut zip = zip::ZipWriter::new(file);
+    let options = SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+    zip.start_file("manifest.json", options).unwrap();
+    zip.write_all(manifest.as_bytes()).unwrap();
+    zip.add_directory("server/", options).unwrap();
+    zip.start_file("server/run.sh", options.unix_permissions(0o755))
+        .unwrap();
+    zip.write_all(RUN_SH.as_bytes()).unwrap();
+    for (name, bytes) in extra {
+        match name.strip_suffix('@') {
+            Some(link) => zip.add_symlink(link, *bytes, options).unwrap(),
+            None => {
+                zip.start_file(*name, options).unwrap();
+                zip.write_all(bytes.as_bytes()).unwrap();
+            }
+        }
+    }
+    zip.finish().unwrap();
+    path.to_owned()
+}
+
+fn greeter(tree: &ConfigTree, version: &str) -> PathBuf {
+    bundle(
+        &tree.root().join(format!("greeter-{version}.mcpb")),
+        &manifest(version).to_string(),
+        &[],
+    )
+}
+
+/// The echo tool's description: what the bundle's server was started with.
+fn started_with(tree: &ConfigTree) -> String {
+    let json: Value = serde_json::from_str(&ok(tree, &["tools", "greeter", "--json"])).unwrap();
+    let tools = json
+        .as_array()
+        .or_else(|| json["tools"].as_array())
+        .unwrap();
+    let echo = tools
+        .iter()
+        .find(|t| t["name"] == "mcp__greeter__echo")
+        .unwrap_or_else(|| panic!("no echo tool in {json}"));
+    echo["description"].as_str().unwrap().to_owned()
+}
+
+/// Every file under `dir` whose text contains `needle`.
+fn files_containing(dir: &Path, needle: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() && !path.is_symlink() {
+            found.extend(files_containing(&path, needle));
+        } else if std::fs::read(&path).is_ok_and(|b| String::from_utf8_lossy(&b).contains(needle)) {
+            found.push(path);
+        }
+    }
+    found
+}
+
+#[test]
+fn a_bundle_installs_with_its_values_and_keeps_the_secret_out_of_config_files() {
+    use std::os::unix::fs::PermissionsExt;
+    let tree = ConfigTree::new().unwrap();
+    let file = greeter(&tree, "1.0.0");
+    let secret = "sk-bundle-secret-4711";
+    let out = ok(
+        &tree,
+        &[
+            "mcp",
+            "install",
+            file.to_str().unwrap(),
+            "--scope",
+            "user",
+            "--config",
+            &format!("api_key={secret}"),
+            "--config",
+            "greeting=hi there",
+            "--config",
+            "dirs=data",
+            "--config",
+            "dirs=/opt/x",
+        ],
+    );
+    assert!(
+        out.contains("Installed bundle greeter 1.0.0 as server `greeter` in user scope"),
+        "{out}"
+    );
+    assert!(out.contains("signature: unsigned"), "{out}");
+    assert!(out.contains("secrets:   api_key"), "{out}");
+    assert!(!out.contains(secret), "{out}");
+
+    // The server got every value: given, default, secret, ${HOME}.
+    let home = tree.home().display().to_string();
+    assert_eq!(
+        tree.redact(&started_with(&tree)),
+        tree.redact(&format!(
+            "greeting=hi there key={secret} limit=5 home={home} dirs={}/data /opt/x",
+            tree.project().display()
+        ))
+    );
+    let unpacked = tree.state_dir().join("bundles/greeter/server/run.sh");
+    assert!(unpacked.is_file(), "{unpacked:?}");
+
+    // The secret is in no configuration file, nor in what `mcp get` shows.
+    assert_eq!(
+        files_containing(&tree.config_dir(), secret),
+        Vec::<PathBuf>::new()
+    );
+    assert_eq!(
+        files_containing(&tree.project(), secret),
+        Vec::<PathBuf>::new()
+    );
+    let user_file = std::fs::read_to_string(tree.user_file()).unwrap();
+    assert!(user_file.contains("${user_config.api_key}"), "{user_file}");
+    assert!(
+        user_file.contains("\"GREETING\": \"hi there\""),
+        "{user_file}"
+    );
+    // It is in the secret store: here (no keychain in the test's environment) the
+    // owner-only file.
+    let store = tree.state_dir().join("secrets.json");
+    assert!(std::fs::read_to_string(&store).unwrap().contains(secret));
+    let mode = std::fs::metadata(&store).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let get = ok(
+        &tree,
+        &["mcp", "get", "greeter", "--no-connect", "--show-secrets"],
+    );
+    assert!(!get.contains(secret), "{get}");
+    assert!(
+        get.contains("bundle:  greeter 1.0.0 (signature: unsigned)"),
+        "{get}"
+    );
+
+    // A repository's .mcp.json naming the bundle's secret gets nothing.
+    let thief = json!({"mcpServers": {"thief": {
+        "command": switchboard_testkit::server_bin(),
+        "args": ["--echo-description", "${user_config.api_key}"],
+        "bundle": {"name": "greeter", "version": "1.0.0", "path": "/x", "secrets": ["api_key"]}
+    }}});
+    tree.write(tree.project_file(), &thief.to_string()).unwrap();
+    ok(&tree, &["mcp", "approve", "thief"]);
+    let output = run(&tree, &["mcp", "get", "thief"]);
+    let shown = format!(
+        "{}{}",
+        text(&tree, &output.stdout),
+        text(&tree, &output.stderr)
+    );
+    assert!(!shown.contains(secret), "{shown}");
+    assert!(
+        shown.contains("variable `user_config.api_key` is not set"),
+        "{shown}"
+    );
+    std::fs::remove_file(tree.project_file()).unwrap();
+
+    // Uninstalled: entry, files and secret gone.
+    let out = ok(&tree, &["mcp", "uninstall", "greeter"]);
+    assert!(out.contains("Uninstalled bundle greeter 1.0.0"), "{out}");
+    assert!(!tree.state_dir().join("bundles/greeter").exists());
+    assert!(!std::fs::read_to_string(&store).unwrap().contains(secret));
+    assert!(
+        !std::fs::read_to_string(tree.user_file())
+            .unwrap()
+            .contains("greeter")
+    );
+    let err = fails(&tree, &["mcp", "get", "greeter", "--no-connect"]);
+    assert!(err.contains("no server named `greeter`"), "{err}");
+}
+
+#[test]
+fn without_a_terminal_a_missing_required_value_is_named_and_defaults_fill_the_rest() {
+    let tree = ConfigTree::new().unwrap();
+    let file = greeter(&tree, "1.0.0");
+    let file = file.to_str().unwrap();
+    let err = fails(&tree, &["mcp", "install", file]);
+    assert!(
+        err.contains("user_config.api_key (API key) is required"),
+        "{err}"
+    );
+    assert!(err.contains("--config api_key=VALUE"), "{err}");
+    assert!(!tree.state_dir().join("bundles/greeter").exists());
+
+    let err = fails(
+        &tree,
+        &[
+            "mcp",
+            "install",
+            file,
+            "--config",
+            "api_key=k",
+            "--config",
+            "limit=50",
+        ],
+    );
+    assert!(
+        err.contains("user_config.limit: 50 is above the maximum 10"),
+        "{err}"
+    );
+    let err = fails(
+        &tree,
+        &[
+            "mcp",
+            "install",
+            file,
+            "--config",
+            "api_key=k",
+            "--config",
+            "limit=lots",
+        ],
+    );
+    assert!(
+        err.contains("user_config.limit: expected a number, got `lots`"),
+        "{err}"
+    );
+    let err = fails(
+        &tree,
+        &[
+            "mcp",
+            "install",
+            file,
+            "--config",
+            "api_key=k",
+            "--config",
+            "colour=red",
+        ],
+    );
+    assert!(
+        err.contains("--config colour: the bundle has no such user_config field"),
+        "{err}"
+    );
+
+    // Local scope by default, as `mcp add`; a relative path is from the working directory
+    // (`-C`), as every path on the command line.
+    std::fs::copy(file, tree.project().join("here.mcpb")).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["-C", tree.project().to_str().unwrap()])
+        .args(["mcp", "install", "here.mcpb", "--config", "api_key=k"])
+        .current_dir(tree.root())
+        .env_clear()
+        .envs(tree.env())
+        .output()
+        .unwrap();
+    let out = text(&tree, &output.stdout);
+    assert!(
+        output.status.success(),
+        "{out}{}",
+        text(&tree, &output.stderr)
+    );
+    assert!(out.contains("in local scope"), "{out}");
+    assert!(started_with(&tree).starts_with("greeting=hello key=k limit=5 "));
+}
+
+#[test]
+fn a_newer_version_upgrades_in_place_and_keeps_the_values() {
+    let tree = ConfigTree::new().unwrap();
+    let v1 = greeter(&tree, "1.0.0");
+    ok(
+        &tree,
+        &[
+            "mcp",
+            "install",
+            v1.to_str().unwrap(),
+            "--scope",
+            "user",
+            "--config",
+            "api_key=kept-key",
+            "--config",
+            "greeting=hey",
+            "--config",
+            "limit=7",
+        ],
+    );
+    // What the user set on the entry stays through an upgrade.
+    ok(&tree, &["mcp", "disable", "greeter"]);
+    // 1.1.0, signed as `mcpb sign` does, by a certificate of a root this system does not know.
+    let v2 = greeter(&tree, "1.1.0");
+    let pki = Pki::new(&tree);
+    pki.sign(&v2, &v2);
+    let out = ok(&tree, &["mcp", "install", v2.to_str().unwrap()]);
+    assert!(
+        out.contains("Upgraded bundle greeter from 1.0.0 to 1.1.0 (server `greeter`, user scope"),
+        "{out}"
+    );
+    assert!(out.contains(&format!("signature: {UNTRUSTED}")), "{out}");
+    let get = ok(&tree, &["mcp", "get", "greeter", "--no-connect"]);
+    assert!(get.contains("status:  disabled"), "{get}");
+    ok(&tree, &["mcp", "enable", "greeter"]);
+    assert!(started_with(&tree).starts_with("greeting=hey key=kept-key limit=7 "));
+    let get = ok(&tree, &["mcp", "get", "greeter", "--no-connect"]);
+    assert!(
+        get.contains(&format!("bundle:  greeter 1.1.0 (signature: {UNTRUSTED})")),
+        "{get}"
+    );
+
+    let get: Value = serde_json::from_str(&ok(
+        &tree,
+        &["mcp", "get", "greeter", "--no-connect", "--json"],
+    ))
+    .unwrap();
+    assert_eq!(get["bundle"]["version"], "1.1.0");
+    assert_eq!(get["bundle"]["signature"], UNTRUSTED);
+
+    // The same or an older version: said, and nothing changes.
+    let before = std::fs::read_to_string(tree.user_file()).unwrap();
+    let output = run(&tree, &["mcp", "install", v1.to_str().unwrap()]);
+    assert!(output.status.success());
+    let err = text(&tree, &output.stderr);
+    assert!(
+        err.contains(
+            "bundle `greeter` 1.1.0 is already installed (user scope); 1.0.0 is not newer"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("--force"), "{err}");
+    assert_eq!(std::fs::read_to_string(tree.user_file()).unwrap(), before);
+
+    // --force installs it anyway, still with the values.
+    let out = ok(&tree, &["mcp", "install", v1.to_str().unwrap(), "--force"]);
+    assert!(out.contains("greeter"), "{out}");
+    let get = ok(&tree, &["mcp", "get", "greeter", "--no-connect"]);
+    assert!(
+        get.contains("bundle:  greeter 1.0.0 (signature: unsigned)"),
+        "{get}"
+    );
+    assert!(started_with(&tree).starts_with("greeting=hey key=kept-key limit=7 "));
+
+    // `mcp remove` of a bundle's entry uninstalls it: files and secrets go too.
+    let out = ok(&tree, &["mcp", "remove", "greeter"]);
+    assert!(out.contains("Uninstalled bundle greeter 1.0.0"), "{out}");
+    assert!(!tree.state_dir().join("bundles/greeter").exists());
+    let store = std::fs::read_to_string(tree.state_dir().join("secrets.json")).unwrap();
+    assert!(!store.contains("kept-key"), "{store}");
+}
+
+#[test]
+fn unsafe_archives_and_wrong_manifests_are_refused_naming_the_entry_or_field() {
+    let tree = ConfigTree::new().unwrap();
+    let install = |file: &Path| {
+        fails(
+            &tree,
+            &[
+                "mcp",
+                "install",
+                file.to_str().unwrap(),
+                "--config",
+                "api_key=k",
+            ],
+        )
+    };
+    let good = manifest("1.0.0").to_string();
+
+    let slip = bundle(
+        &tree.root().join("slip.mcpb"),
+        &good,
+        &[("../evil.txt", "pwned")],
+    );
+    let err = install(&slip);
+    assert!(
+        err.contains("slip.mcpb: entry `../evil.txt` would land outside the bundle's folder"),
+        "{err}"
+    );
+    let absolute = bundle(
+        &tree.root().join("abs.mcpb"),
+        &good,
+        &[("/tmp/evil.txt", "x")],
+    );
+    let err = install(&absolute);
+    assert!(
+        err.contains("entry `/tmp/evil.txt` would land outside"),
+        "{err}"
+    );
+    let link = bundle(
+        &tree.root().join("link.mcpb"),
+        &good,
+        &[("server/escape@", "../../../../etc")],
+    );
+    let err = install(&link);
+    assert!(
+        err.contains(
+            "entry `server/escape` is a link to `../../../../etc`, outside the bundle's folder"
+        ),
+        "{err}"
+    );
+    // Nothing landed anywhere, no entry was written.
+    assert!(!tree.root().join("evil.txt").exists());
+    assert!(!tree.state_dir().join("evil.txt").exists());
+    assert!(!tree.state_dir().join("bundles/greeter").exists());
+    assert!(!tree.local_file().exists() && !tree.user_file().exists());
+
+    let mut wrong = manifest("1.0.0");
+    wrong["server"]["mcp_config"]["command"] = json!(5);
+    let file = bundle(&tree.root().join("wrong.mcpb"), &wrong.to_string(), &[]);
+    let err = install(&file);
+    assert!(err.contains("wrong.mcpb: manifest.json:"), "{err}");
+    assert!(
+        err.contains("server.mcp_config.command: expected a string, found a number"),
+        "{err}"
+    );
+
+    let mut old = manifest("1.0.0");
+    old["manifest_version"] = json!("0.9");
+    let file = bundle(&tree.root().join("old.mcpb"), &old.to_string(), &[]);
+    let err = install(&file);
+    assert!(
+        err.contains("manifest_version: `0.9` is not one Switchboard reads"),
+        "{err}"
+    );
+
+    let mut elsewhere = manifest("1.0.0");
+    elsewhere["compatibility"] = json!({"platforms": ["plan9"]});
+    let file = bundle(&tree.root().join("plan9.mcpb"), &elsewhere.to_string(), &[]);
+    let err = install(&file);
+    assert!(
+        err.contains("compatibility.platforms: the bundle runs on plan9"),
+        "{err}"
+    );
+
+    let mut future = manifest("1.0.0");
+    future["compatibility"] = json!({"runtimes": {"node": ">=999"}});
+    let file = bundle(&tree.root().join("future.mcpb"), &future.to_string(), &[]);
+    let err = install(&file);
+    assert!(
+        err.contains("compatibility.runtimes.node: the bundle needs node >=999"),
+        "{err}"
+    );
+
+    // A project's file is shared and never reads stored secrets.
+    let err = fails(
+        &tree,
+        &[
+            "mcp",
+            "install",
+            greeter(&tree, "1.0.0").to_str().unwrap(),
+            "--scope",
+            "project",
+            "--config",
+            "api_key=k",
+        ],
+    );
+    assert!(
+        err.contains("user_config.api_key: a sensitive value cannot be used in project scope"),
+        "{err}"
+    );
+    assert!(!tree.project_file().exists());
+
+    let not_zip = tree.write("plain.mcpb", "not a zip").unwrap();
+    let err = install(&not_zip);
+    assert!(err.contains("plain.mcpb: not a zip archive"), "{err}");
+}
+
+#[test]
+fn a_terminal_asks_for_each_value_and_does_not_echo_the_secret() {
+    let tree = ConfigTree::new().unwrap();
+    let file = greeter(&tree, "1.0.0");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_switchboard"));
+    command
+        .args(["mcp", "install", file.to_str().unwrap(), "--scope", "user"])
+        .current_dir(tree.project())
+        .env_clear()
+        .envs(tree.env());
+    let mut term = OnTerminal::start(command);
+    term.expect("API key (api_key): Your key");
+    term.expect("API key (api_key) *: ");
+    term.answer_secret("");
+    term.expect("required: please answer");
+    term.answer_secret("typed-secret-99");
+    term.expect("Greeting (greeting) [hello]: ");
+    term.answer("");
+    term.expect("Limit (limit) [5]: ");
+    term.answer("11");
+    term.expect("user_config.limit: 11 is above the maximum 10");
+    term.expect("Limit (limit) [5]: ");
+    term.answer("3");
+    term.expect("Folders (dirs): Where to look");
+    term.expect("Folders (dirs) (several: separate with commas): ");
+    term.answer("");
+    let (code, stdout) = term.finish();
+    assert_eq!(code, Some(0), "{stdout}\n{}", term.shown());
+    assert!(
+        stdout.contains("Installed bundle greeter 1.0.0"),
+        "{stdout}"
+    );
+    assert!(
+        !term.shown().contains("typed-secret-99"),
+        "{}",
+        term.shown()
+    );
+    assert!(started_with(&tree).starts_with("greeting=hello key=typed-secret-99 limit=3 "));
+}
+
+/// What a signature by a certificate of an unknown root shows.
+const UNTRUSTED: &str = "signed by Test Signer, not trusted: its certificate is not issued by a \
+                         trusted root (self-signed, or an unknown issuer)";
+
+/// A test root and a code-signing certificate it issued, made with `openssl`.
+struct Pki {
+    dir: PathBuf,
+}
+
+impl Pki {
+    fn openssl(&self, args: &[&str]) {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(&self.dir)
+            .output()
+            .expect("openssl runs");
+        assert!(out.status.success(), "openssl {args:?}: {out:?}");
+    }
+
+    fn new(tree: &ConfigTree) -> Pki {
+        let pki = Pki {
+            dir: tree.root().join("pki"),
+        };
+        std::fs::create_dir_all(&pki.dir).unwrap();
+        pki.openssl(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+            "-subj",
+            "/CN=Test Root",
+            "-days",
+            "2",
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign",
+        ]);
+        pki.openssl(&[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "signer.key",
+            "-out",
+            "signer.csr",
+            "-subj",
+            "/CN=Test Signer",
+        ]);
+        std::fs::write(
+            pki.dir.join("signer.ext"),
+            "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=codeSigning\n",
+        )
+        .unwrap();
+        pki.openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            "signer.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "signer.pem",
+            "-days",
+            "2",
+            "-extfile",
+            "signer.ext",
+        ]);
+        pki
+    }
+
+    fn root(&self) -> PathBuf {
+        self.dir.join("ca.pem")
+    }
+
+    /// Appends to `target` a signature of `content`'s bytes, as `mcpb sign` does: a detached
+    /// PKCS#7 between `MCPB_SIG_V1` + its length and `MCPB_SIG_END`.
+    fn sign(&self, content: &Path, target: &Path) {
+        let sig = self.dir.join("sig.der");
+        self.openssl(&[
+            "cms",
+            "-sign",
+            "-binary",
+            "-md",
+            "sha256",
+            "-in",
+            content.to_str().unwrap(),
+            "-signer",
+            "signer.pem",
+            "-inkey",
+            "signer.key",
+            "-outform",
+            "DER",
+            "-out",
+            sig.to_str().unwrap(),
+        ]);
+        let sig = std::fs::read(sig).unwrap();
+        let mut bytes = std::fs::read(target).unwrap();
+        bytes.extend_from_slice(b"MCPB_SIG_V1");
+        bytes.extend_from_slice(&u32::try_from(sig.len()).unwrap().to_le_bytes());
+        bytes.extend_from_slice(&sig);
+        bytes.extend_from_slice(b"MCPB_SIG_END");
+        std::fs::write(target, bytes).unwrap();
+    }
+}
+
+#[test]
+fn a_signature_is_checked_against_the_content_and_the_trusted_roots() {
+    let tree = ConfigTree::new().unwrap();
+    let pki = Pki::new(&tree);
+
+    // Signed for other bytes: refused, unless forced.
+    let v1 = greeter(&tree, "1.0.0");
+    let other = greeter(&tree, "0.9.0");
+    pki.sign(&other, &v1);
+    let file = v1.to_str().unwrap();
+    let err = fails(&tree, &["mcp", "install", file, "--config", "api_key=k"]);
+    assert!(
+        err.contains(
+            "greeter-1.0.0.mcpb: signature invalid: the archive does not match what was signed"
+        ),
+        "{err}"
+    );
+    assert!(!tree.state_dir().join("bundles/greeter").exists());
+    let out = ok(
+        &tree,
+        &["mcp", "install", file, "--config", "api_key=k", "--force"],
+    );
+    assert!(
+        out.contains("signature: invalid: the archive does not match what was signed"),
+        "{out}"
+    );
+
+    // Signed by a certificate of a root the system trusts (SSL_CERT_FILE names the roots).
+    let v2 = greeter(&tree, "1.1.0");
+    pki.sign(&v2, &v2);
+    let output = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["mcp", "install", v2.to_str().unwrap()])
+        .current_dir(tree.project())
+        .env_clear()
+        .envs(tree.env())
+        .env("SSL_CERT_FILE", pki.root())
+        .output()
+        .unwrap();
+    let out = text(&tree, &output.stdout);
+    assert!(
+        output.status.success(),
+        "{out}{}",
+        text(&tree, &output.stderr)
+    );
+    assert!(out.contains("signature: signed by Test Signer\n"), "{out}");
+    let get = ok(&tree, &["mcp", "get", "greeter", "--no-connect"]);
+    assert!(
+        get.contains("bundle:  greeter 1.1.0 (signature: signed by Test Signer)"),
+        "{get}"
+    );
+}

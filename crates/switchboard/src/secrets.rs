@@ -1,0 +1,265 @@
+//! Configured secrets: values a user gave that must not sit in a configuration file (an MCPB
+//! bundle's `sensitive` `user_config` fields). The same choice as the OAuth token store
+//! (`SWITCHBOARD_TOKEN_STORE`): the OS keychain where one answers (service `switchboard`,
+//! account `secret <key>`), else `secrets.json` in the state folder, owner-only (`0600` in a
+//! `0700` folder), changed under a lock file and written atomically. With a keychain, the
+//! file is still read when the keychain has no entry, and written when the keychain refuses
+//! a write under `auto`.
+//!
+//! Synchronous: it is read while configuration loads. Values never appear in `Debug` output
+//! or in error messages.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::env_vars::EnvVars;
+use crate::environment::Environment;
+use crate::keychain::Keychain;
+
+const FILE_NAME: &str = "secrets.json";
+const LOCK_NAME: &str = "secrets.lock";
+/// How long a change waits for another process's.
+const LOCK_WAIT: Duration = Duration::from_secs(30);
+
+/// Why a secret could not be read or written (never the secret itself).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct SecretError(String);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Auto,
+    File,
+    Keychain,
+}
+
+/// Where configured secrets are kept. Cheap to clone; the keychain is probed on first use.
+#[derive(Debug, Clone)]
+pub struct SecretStore {
+    dir: PathBuf,
+    kind: Result<Kind, String>,
+}
+
+impl SecretStore {
+    /// The store `SWITCHBOARD_TOKEN_STORE` chooses, its file in `dir` (the state folder).
+    pub fn from_env(dir: impl Into<PathBuf>, env: &Environment) -> SecretStore {
+        let name = EnvVars::SWITCHBOARD_TOKEN_STORE;
+        let kind = match env.get(name).map(str::trim).unwrap_or("") {
+            "" | "auto" => Ok(Kind::Auto),
+            "file" => Ok(Kind::File),
+            "keychain" => Ok(Kind::Keychain),
+            other => Err(format!("{name}={other} is not auto, file or keychain")),
+        };
+        SecretStore {
+            dir: dir.into(),
+            kind,
+        }
+    }
+
+    /// The owner-only file only, in `dir`.
+    pub fn in_dir(dir: impl Into<PathBuf>) -> SecretStore {
+        SecretStore {
+            dir: dir.into(),
+            kind: Ok(Kind::File),
+        }
+    }
+
+    /// The keychain to use, `None` for the file.
+    fn keychain(&self) -> Result<Option<Keychain>, SecretError> {
+        match &self.kind {
+            Err(message) => Err(SecretError(message.clone())),
+            Ok(Kind::File) => Ok(None),
+            Ok(Kind::Auto) => Ok(Keychain::platform().ok()),
+            Ok(Kind::Keychain) => Keychain::platform().map(Some).map_err(|why| {
+                SecretError(format!(
+                    "{}=keychain cannot be used: {why}",
+                    EnvVars::SWITCHBOARD_TOKEN_STORE
+                ))
+            }),
+        }
+    }
+
+    fn account(key: &str) -> String {
+        format!("secret {key}")
+    }
+
+    /// Where the secrets live, for people: a keychain's name or the file's path.
+    pub fn describe(&self) -> String {
+        match self.keychain() {
+            Ok(Some(keychain)) => keychain.name().to_owned(),
+            Ok(None) => self.dir.join(FILE_NAME).display().to_string(),
+            Err(e) => format!("unavailable: {e}"),
+        }
+    }
+
+    /// The secret stored under `key`, if any.
+    pub fn get(&self, key: &str) -> Result<Option<String>, SecretError> {
+        if let Some(keychain) = self.keychain()? {
+            match keychain.get(&Self::account(key)) {
+                Ok(Some(secret)) => return Ok(Some(secret)),
+                Ok(None) => {}
+                Err(e) if self.kind == Ok(Kind::Auto) => {
+                    tracing::debug!("cannot read {} ({e}); trying the file", keychain.name())
+                }
+                Err(e) => {
+                    return Err(SecretError(format!("cannot read {}: {e}", keychain.name())));
+                }
+            }
+        }
+        Ok(read(&self.dir.join(FILE_NAME))?.remove(key))
+    }
+
+    /// Stores `value` under `key`, replacing what was there.
+    pub fn set(&self, key: &str, value: &str) -> Result<(), SecretError> {
+        if let Some(keychain) = self.keychain()? {
+            match keychain.set(&Self::account(key), value) {
+                // Not also in the file: an older value there would be read after a delete.
+                Ok(()) => return self.forget_in_file(key),
+                Err(e) if self.kind == Ok(Kind::Auto) => {
+                    tracing::debug!("cannot write to {} ({e}); using the file", keychain.name())
+                }
+                Err(e) => {
+                    return Err(SecretError(format!(
+                        "cannot write to {}: {e}",
+                        keychain.name()
+                    )));
+                }
+            }
+        }
+        self.change_file(|all| {
+            all.insert(key.to_owned(), value.to_owned());
+            true
+        })
+    }
+
+    /// Removes the secret under `key` (from the keychain and the file).
+    pub fn delete(&self, key: &str) -> Result<(), SecretError> {
+        if let Some(keychain) = self.keychain()? {
+            keychain
+                .delete(&Self::account(key))
+                .map_err(|e| SecretError(format!("cannot delete from {}: {e}", keychain.name())))?;
+        }
+        self.forget_in_file(key)
+    }
+
+    /// Drops `key` from the file, when there is a file.
+    fn forget_in_file(&self, key: &str) -> Result<(), SecretError> {
+        if !self.dir.join(FILE_NAME).exists() {
+            return Ok(());
+        }
+        self.change_file(|all| all.remove(key).is_some())
+    }
+
+    /// Reads, changes and (when `change` says it changed) writes the file, under its lock.
+    fn change_file(
+        &self,
+        change: impl FnOnce(&mut BTreeMap<String, String>) -> bool,
+    ) -> Result<(), SecretError> {
+        let path = self.dir.join(FILE_NAME);
+        ensure_dir(&self.dir)?;
+        let _lock = lock(&self.dir)?;
+        let mut all = read(&path)?;
+        if change(&mut all) {
+            write(&self.dir, &path, &all)?;
+        }
+        Ok(())
+    }
+}
+
+fn ensure_dir(dir: &Path) -> Result<(), SecretError> {
+    use std::os::unix::fs::DirBuilderExt;
+    if dir.is_dir() {
+        return Ok(());
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| SecretError(format!("cannot create {}: {e}", dir.display())))
+}
+
+/// The store's lock file, held until dropped (bounded wait).
+fn lock(dir: &Path) -> Result<std::fs::File, SecretError> {
+    let path = dir.join(LOCK_NAME);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| SecretError(format!("cannot open {}: {e}", path.display())))?;
+    let deadline = Instant::now() + LOCK_WAIT;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(SecretError(format!(
+                    "{} stayed locked for {} s",
+                    path.display(),
+                    LOCK_WAIT.as_secs()
+                )));
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(SecretError(format!("cannot lock {}: {e}", path.display())));
+            }
+        }
+    }
+}
+
+fn read(path: &Path) -> Result<BTreeMap<String, String>, SecretError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&text).map_err(|e| {
+            SecretError(format!(
+                "{} is not a secret store ({}:{})",
+                path.display(),
+                e.line(),
+                e.column()
+            ))
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BTreeMap::new()),
+        Err(e) => Err(SecretError(format!("cannot read {}: {e}", path.display()))),
+    }
+}
+
+fn write(dir: &Path, path: &Path, all: &BTreeMap<String, String>) -> Result<(), SecretError> {
+    use std::os::unix::fs::PermissionsExt;
+    let text = serde_json::to_string_pretty(all)
+        .map_err(|e| SecretError(format!("cannot encode the secret store: {e}")))?;
+    let fail = |e: std::io::Error| SecretError(format!("cannot write {}: {e}", path.display()));
+    let mut file = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
+    file.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(0o600))
+        .map_err(fail)?;
+    file.write_all(text.as_bytes()).map_err(fail)?;
+    file.as_file().sync_all().map_err(fail)?;
+    file.persist(path).map_err(|e| fail(e.error))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn the_file_round_trips_owner_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let store = SecretStore::in_dir(dir.path().join("state"));
+        assert_eq!(store.get("a").unwrap(), None);
+        store.set("a", "s3cret").unwrap();
+        store.set("b", "other").unwrap();
+        assert_eq!(store.get("a").unwrap().as_deref(), Some("s3cret"));
+        let path = dir.path().join("state").join(FILE_NAME);
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        store.delete("a").unwrap();
+        assert_eq!(store.get("a").unwrap(), None);
+        assert_eq!(store.get("b").unwrap().as_deref(), Some("other"));
+        assert!(!format!("{store:?}").contains("other"));
+    }
+}
