@@ -17,8 +17,36 @@ use crate::interact::{read_line, say};
 use crate::output::{clean, clean_line, print_json};
 
 pub(crate) fn install(ctx: &Context, args: InstallArgs) -> anyhow::Result<ExitCode> {
+    let request = Request {
+        scope: args.scope.scope(),
+        config: &args.config,
+        force: args.force,
+        json: args.json,
+        source: None,
+    };
+    install_file(ctx, &args.file, request)
+}
+
+/// What to install a bundle file with: `mcp install`'s flags, or those of `mcp add
+/// --from-registry` for a bundle the registry named.
+pub(crate) struct Request<'a> {
+    pub(crate) scope: switchboard::config::Scope,
+    /// `KEY=VALUE` pairs (`--config`, `--var`).
+    pub(crate) config: &'a [String],
+    pub(crate) force: bool,
+    pub(crate) json: bool,
+    /// What the bundle's record names as its source (default: the file).
+    pub(crate) source: Option<String>,
+}
+
+/// Installs the bundle `file` (checked, unpacked, its entry written) and prints what it did.
+pub(crate) fn install_file(
+    ctx: &Context,
+    file: &std::path::Path,
+    request: Request<'_>,
+) -> anyhow::Result<ExitCode> {
     let mut values = Vec::new();
-    for pair in &args.config {
+    for pair in request.config {
         match pair.split_once('=') {
             Some((key, value)) if !key.trim().is_empty() => {
                 values.push((key.trim().to_owned(), value.to_owned()))
@@ -31,11 +59,12 @@ pub(crate) fn install(ctx: &Context, args: InstallArgs) -> anyhow::Result<ExitCo
     let mut asker = ask_field;
     let options = InstallOptions {
         values,
-        force: args.force,
+        force: request.force,
         ask: if interactive { Some(&mut asker) } else { None },
-        ..InstallOptions::new(args.scope.scope())
+        source: request.source,
+        ..InstallOptions::new(request.scope)
     };
-    let installed = match bundle::install_bundle(&loaded, &ctx.env, &args.file, options) {
+    let installed = match bundle::install_bundle(&loaded, &ctx.env, file, options) {
         Ok(installed) => installed,
         Err(e @ BundleError::NotNewer { .. }) => {
             // Nothing to do is not a failure.
@@ -44,7 +73,7 @@ pub(crate) fn install(ctx: &Context, args: InstallArgs) -> anyhow::Result<ExitCo
         }
         Err(e) => return Err(e.into()),
     };
-    if args.json {
+    if request.json {
         print_json(&installed_json(&installed))?;
     } else {
         print_installed(&installed)?;

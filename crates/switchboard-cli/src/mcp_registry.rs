@@ -350,25 +350,27 @@ pub(crate) fn add(ctx: &Context, args: &AddArgs) -> anyhow::Result<ExitCode> {
                 bundle.path.display(),
                 bundle.sha256
             );
-            install_verified_bundle(ctx, &local, scope, &bundle.path, &args.vars)
+            install_verified_bundle(ctx, &server.name, scope, &bundle.path, &args.vars)
         }
     }
 }
 
 /// Installs a downloaded bundle whose `fileSha256` was checked, as `mcp install FILE.mcpb`
-/// does, under the entry name `name`, `--var KEY=VALUE` as its `user_config` values.
-///
-/// The MCPB installer is built on another branch; until it is wired here, this says so and
-/// leaves the verified file where it is: nothing is written to the configuration.
+/// does (the entry is named by the bundle's manifest), `--var KEY=VALUE` as its `user_config`
+/// values; its record names the registry server as its source.
 fn install_verified_bundle(
-    _ctx: &Context,
-    name: &str,
-    _scope: Scope,
+    ctx: &Context,
+    registry_name: &str,
+    scope: Scope,
     path: &Path,
-    _config: &[String],
+    config: &[String],
 ) -> anyhow::Result<ExitCode> {
-    bail!(
-        "`{name}`: this build cannot install MCPB bundles yet; the verified bundle is at {}",
-        path.display()
-    )
+    let request = crate::mcp_bundle::Request {
+        scope,
+        config,
+        force: false,
+        json: false,
+        source: Some(format!("registry:{registry_name}")),
+    };
+    crate::mcp_bundle::install_file(ctx, path, request)
 }

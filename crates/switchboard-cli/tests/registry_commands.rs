@@ -457,6 +457,31 @@ fn an_mcpb_package_is_downloaded_and_a_checksum_mismatch_refused() {
         std::fs::read(kept).unwrap(),
         std::fs::read(default_fixtures().join("hello-bundle-1.0.0.mcpb")).unwrap()
     );
+    // Then installed as `mcp install` would: unpacked, its entry written, its tool callable
+    // with the user_config value given as --var.
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("Installed bundle hello-bundle 1.0.0 as server `hello-bundle`"),
+        "{stdout}"
+    );
+    let out = run(&tree, &registry, &["mcp", "remove", "hello-bundle"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (stdout, _) = ok(
+        &tree,
+        &registry,
+        &[
+            "mcp",
+            "add",
+            "io.github.switchboard-tests/hello-bundle",
+            "--from-registry",
+            "--var",
+            "greeting=hi from the registry",
+        ],
+    );
+    assert!(stdout.contains("Installed bundle hello-bundle"), "{stdout}");
+    let (stdout, _) = ok(&tree, &registry, &["call", "mcp__hello-bundle__greet"]);
+    assert!(stdout.contains("hi from the registry"), "{stdout}");
 }
 
 #[test]
