@@ -34,7 +34,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::forward::{ElicitingPrompter, downstream_interaction, forwarding_interaction};
-use crate::page::{PAGE_SIZE, page};
+use crate::page::{PAGE_SIZE, page, page_and_rest};
 use crate::rounds::Step;
 use crate::search::{CALL_TOOL, SEARCH_TOOL};
 use crate::{Gateway, ToolSearch, uri};
@@ -663,12 +663,16 @@ impl ServerHandler for Session {
             let filter = self.gateway.filter();
             let mut served = self.gateway.host().tools().await.tools;
             served.retain(|t| t.server.is_some() && filter.serves(&t.qualified_name));
-            let (tools, next) = page(
+            let (tools, next, rest) = page_and_rest(
                 served,
                 |t| t.qualified_name.as_str(),
                 cursor(&request),
                 PAGE_SIZE,
             )?;
+            if !rest.is_empty() {
+                // Freed off the answer's path.
+                tokio::task::spawn_blocking(move || drop(rest));
+            }
             (self.tools_json(tools), next)
         } else {
             page(

@@ -429,6 +429,31 @@ impl Catalog {
         Ok(Arc::new(build(&config, defs, number)))
     }
 
+    /// [`load_kept`](Self::load_kept) for many lazy servers at once, spread over the
+    /// machine's cores: the first listing after a start with many lazy servers builds all
+    /// their tools, and that is most of its time.
+    fn load_kept_all(&self, servers: &[&str]) {
+        let threads = std::thread::available_parallelism()
+            .map_or(1, std::num::NonZeroUsize::get)
+            .min(servers.len());
+        if threads <= 1 {
+            for server in servers {
+                self.load_kept(server);
+            }
+            return;
+        }
+        let chunk = servers.len().div_ceil(threads);
+        std::thread::scope(|scope| {
+            for part in servers.chunks(chunk) {
+                scope.spawn(move || {
+                    for server in part {
+                        self.load_kept(server);
+                    }
+                });
+            }
+        });
+    }
+
     /// A lazy server's tools from its kept list, cached (telling what changed).
     fn load_kept(&self, server: &str) -> Option<Arc<ServerTools>> {
         let config = self.manager.config(server)?;
@@ -500,6 +525,12 @@ impl Catalog {
                 snapshot.tools.push(authenticate_tool(server));
             }
         }
+        let unloaded: Vec<&str> = states
+            .iter()
+            .filter(|(n, s)| matches!(s, ServerState::Lazy { .. }) && self.cached(n).is_none())
+            .map(|(n, _)| n.as_str())
+            .collect();
+        self.load_kept_all(&unloaded);
         let connected: Vec<String> = states
             .into_iter()
             .filter(|(n, s)| {
