@@ -4,17 +4,15 @@
 //! and the npm entry connecting through a real, offline `npx`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use switchboard_testkit::config_tree::ConfigTree;
 use switchboard_testkit::registry::{TestRegistry, default_fixtures};
 
-const WAIT: Duration = Duration::from_secs(60);
+mod terminal;
+use terminal::OnTerminal;
 
 fn command(tree: &ConfigTree, registry: &TestRegistry, args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_switchboard"));
@@ -555,80 +553,6 @@ fn the_npm_entry_connects_through_an_offline_npx() {
     );
 }
 
-/// The command on a pseudo-terminal (stdin and stderr), stdout piped.
-struct OnTerminal {
-    child: std::process::Child,
-    input: std::fs::File,
-    output: mpsc::Receiver<Vec<u8>>,
-    seen: String,
-}
-
-impl Drop for OnTerminal {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl OnTerminal {
-    fn start(mut command: Command) -> OnTerminal {
-        let pty = nix::pty::openpty(None, None).unwrap();
-        let slave = std::fs::File::from(pty.slave);
-        command
-            .stdin(Stdio::from(slave.try_clone().unwrap()))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::from(slave));
-        let child = command.spawn().unwrap();
-        let master = std::fs::File::from(pty.master);
-        let input = master.try_clone().unwrap();
-        let (tx, output) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut master = master;
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = master.read(&mut buf) {
-                if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
-                    break;
-                }
-            }
-        });
-        OnTerminal {
-            child,
-            input,
-            output,
-            seen: String::new(),
-        }
-    }
-
-    fn expect(&mut self, needle: &str) {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            if let Some(at) = self.seen.find(needle) {
-                self.seen.drain(..at + needle.len());
-                return;
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.output.recv_timeout(left) {
-                Ok(bytes) => self.seen.push_str(&String::from_utf8_lossy(&bytes)),
-                Err(_) => panic!(
-                    "the terminal never showed {needle:?}; it shows:\n{}",
-                    self.seen
-                ),
-            }
-        }
-    }
-
-    fn answer(&mut self, line: &str) {
-        self.input
-            .write_all(format!("{line}\n").as_bytes())
-            .unwrap();
-        self.input.flush().unwrap();
-    }
-
-    fn finish(&mut self) -> Option<i32> {
-        self.child.wait().unwrap().code()
-    }
-}
-
 #[test]
 fn a_terminal_is_asked_for_the_values_but_never_for_a_secret() {
     let registry = TestRegistry::start(std::iter::empty::<&str>()).unwrap();
@@ -657,7 +581,7 @@ fn a_terminal_is_asked_for_the_values_but_never_for_a_secret() {
     term.answer("");
     term.expect("Added sse server `forecast`");
     term.expect("FORECAST_X_API_KEY: header `X-API-Key`");
-    assert_eq!(term.finish(), Some(0));
+    assert_eq!(term.finish().0, Some(0));
     assert_eq!(
         local_servers(&tree)["forecast"],
         json!({"type": "sse", "url": "https://acme.weather.example.com/us/sse",
