@@ -42,15 +42,27 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
             .builder
             .interaction(switchboard_gateway::forward::upstream_interaction())
             .gateway_ask(args.ask.into())
+            // An HTTP client may be on another machine: a file written here means nothing
+            // there, so audio and blobs stay in the results.
+            .binaries_inline(addr.is_some())
             .start()?;
         if let Err(e) = crate::start::settle(&host).await {
             host.shutdown().await;
             return Err(e);
         }
-        let gateway = Gateway::with_search(
+        // `--prefix never` serves the servers' own names: two servers offering one is refused
+        // before any client sees either.
+        let collisions = host.name_collisions(args.prefix).await;
+        if !collisions.is_empty() {
+            host.shutdown().await;
+            let all: Vec<String> = collisions.iter().map(ToString::to_string).collect();
+            bail!("--prefix never: {}", all.join("; "));
+        }
+        let gateway = Gateway::with_options(
             host.clone(),
             ToolFilter::new(&args.allow_tools, &args.deny_tools),
             args.tool_search.unwrap_or_default(),
+            args.prefix,
         );
         let served = async {
             match addr {

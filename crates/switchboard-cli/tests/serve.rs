@@ -317,6 +317,57 @@ fn a_tool_a_server_lists_twice_is_served_once() {
     );
 }
 
+/// `--prefix never` serves the servers' own names, so two servers offering one name is refused
+/// at start, naming the name and both servers; without the collision it serves bare names.
+#[test]
+fn prefix_never_refuses_to_start_on_a_shared_name_and_serves_own_names_otherwise() {
+    let tree = ConfigTree::new().unwrap();
+    let bin = switchboard_testkit::server_bin();
+    tree.write(
+        tree.user_file(),
+        &json!({"mcpServers": {
+            "alpha": {"command": bin, "args": ["--tool-name", "only_alpha"]},
+            "beta": {"command": bin, "args": ["--tool-name", "only_beta"]},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let refused = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(serve_args(&tree, &["--stdio", "--prefix", "never"]))
+        .env_clear()
+        .envs(tree.env())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("tool `echo` is offered by servers `alpha` and `beta`"),
+        "{stderr}"
+    );
+
+    let mut gateway = RawStdio::start(
+        &tree,
+        &["--stdio", "--prefix", "never", "--servers", "alpha"],
+    );
+    let listed = gateway.request("tools/list", json!({}));
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"only_alpha") && names.contains(&"echo"),
+        "{names:?}"
+    );
+    let called = gateway.request(
+        "tools/call",
+        json!({"name": "only_alpha", "arguments": {"text": "bare"}}),
+    );
+    assert!(called["result"].to_string().contains("bare"), "{called}");
+}
+
 /// A gateway killed with SIGKILL stops nothing itself. Its guard process stops the servers'
 /// process groups, so what a server started (here a `sleep` in its group) does not outlive
 /// the gateway.

@@ -3,9 +3,11 @@
 //!
 //! Every downstream client gets its own session, with its own handler ([`session::Session`]):
 //! its progress, cancellations and the questions servers ask during its calls go to it alone.
-//! Tools keep their qualified names (`mcp__<server>__<tool>`), schemas, annotations and output
-//! schemas; resources get URIs that name their server (`switchboard://<server>/<uri>`, see
-//! [`uri`]); prompts are named like tools. A `list_changed` of any upstream server reaches every
+//! Tools keep their schemas, annotations and output schemas; by `--prefix`
+//! ([`Prefix`](switchboard::host::Prefix), the names are the library's) they keep their qualified
+//! names (`mcp__<server>__<tool>`), resources get URIs that name their server
+//! (`switchboard://<server>/<uri>`) and prompts are named like tools, or each keeps its server's
+//! own name where no other server's collides. A `list_changed` of any upstream server reaches every
 //! downstream session. Calls go through the host's whole pipeline (permissions, hooks, output
 //! budget) as [`CallSource::Gateway`](switchboard::permissions::CallSource::Gateway) calls: a
 //! tool no rule names does what the host's
@@ -20,11 +22,10 @@ pub mod rounds;
 pub mod search;
 pub mod session;
 pub mod sessions;
-pub mod uri;
 
 use std::sync::Arc;
 
-use switchboard::host::Host;
+use switchboard::host::{Host, Prefix};
 use wildmatch::WildMatch;
 
 /// Which tools are served: `--allow-tool` / `--deny-tool` patterns on qualified names.
@@ -95,6 +96,8 @@ struct Inner {
     host: Host,
     filter: ToolFilter,
     search: ToolSearch,
+    /// How tools, prompts and resources are named.
+    prefix: Prefix,
     /// The calls of 2026-07-28 clients that wait for their answers.
     rounds: rounds::Rounds,
 }
@@ -106,11 +109,22 @@ impl Gateway {
 
     /// A gateway that serves its tools behind a search tool ([`ToolSearch`]).
     pub fn with_search(host: Host, filter: ToolFilter, search: ToolSearch) -> Self {
+        Self::with_options(host, filter, search, Prefix::Always)
+    }
+
+    /// A gateway with a search mode and a naming mode ([`Prefix`]).
+    pub fn with_options(
+        host: Host,
+        filter: ToolFilter,
+        search: ToolSearch,
+        prefix: Prefix,
+    ) -> Self {
         Gateway {
             inner: Arc::new(Inner {
                 host,
                 filter,
                 search,
+                prefix,
                 rounds: rounds::Rounds::default(),
             }),
         }
@@ -119,6 +133,11 @@ impl Gateway {
     /// Whether tools are served behind a search tool.
     pub fn tool_search(&self) -> ToolSearch {
         self.inner.search
+    }
+
+    /// How tools, prompts and resources are named (`--prefix`).
+    pub fn prefix(&self) -> Prefix {
+        self.inner.prefix
     }
 
     pub fn host(&self) -> &Host {

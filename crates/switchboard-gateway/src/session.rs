@@ -24,8 +24,9 @@ use serde_json::{Map, Value, json};
 use switchboard::CatalogEvent;
 use switchboard::ServerEvent;
 use switchboard::host::{
-    CallError, CallOptions, CallOutcome, EventKind, HostError, HostEvent, Listing, PromptEntry,
-    RequestOptions,
+    CallError, CallOptions, CallOutcome, EventKind, HostError, HostEvent, Listing, Prefix,
+    PromptEntry, RESOURCE_SCHEME, RequestOptions, ServedNames, prompt_names, resource_names,
+    resource_uri, tool_names,
 };
 use switchboard::interaction::Interaction;
 use switchboard::permissions::{CallSource, PermissionPrompter};
@@ -37,7 +38,7 @@ use crate::forward::{ElicitingPrompter, downstream_interaction, forwarding_inter
 use crate::page::{PAGE_SIZE, page};
 use crate::rounds::Step;
 use crate::search::{CALL_TOOL, SEARCH_TOOL};
-use crate::{Gateway, ToolSearch, uri};
+use crate::{Gateway, ToolSearch};
 
 /// The most a result waits for the progress notifications before it.
 const PROGRESS_DRAIN: std::time::Duration = std::time::Duration::from_secs(1);
@@ -74,22 +75,24 @@ impl Session {
 
     /// A listing's items, each renamed by `rename` into the gateway's names; a server whose
     /// listing failed is logged and left out, as the host's listings do for every surface.
-    fn served<T>(what: &str, listing: Listing<T>, rename: impl Fn(T) -> Value) -> Vec<Value> {
+    fn served<T, U>(what: &str, listing: Listing<T>, rename: impl Fn(T) -> U) -> Vec<U> {
         for failure in &listing.failures {
             tracing::warn!("{what} not listed: {failure}");
         }
         listing.items.into_iter().map(rename).collect()
     }
 
-    fn tools_json(&self, tools: Vec<switchboard::Tool>) -> Vec<Tool> {
+    /// The tools as served, each under its served name (`names`, by `--prefix`).
+    fn tools_json(&self, tools: Vec<switchboard::Tool>, names: &ServedNames) -> Vec<Tool> {
         // The tools are consumed one by one, their schemas moved, not copied: a listing of
         // many servers' tools is held once at a time, not twice.
         tools
             .into_iter()
             .filter(|t| t.server.is_some() && self.gateway.filter().serves(&t.qualified_name))
             .filter_map(|t| {
+                let served = names.served(&t.qualified_name)?.to_owned();
                 let mut tool = json!({
-                    "name": t.qualified_name,
+                    "name": served,
                     "annotations": {
                         "readOnlyHint": t.traits.read_only,
                         "destructiveHint": t.traits.destructive,
@@ -132,6 +135,10 @@ impl Session {
     async fn listed_tools(&self) -> Vec<Tool> {
         let host = self.gateway.host();
         let snapshot = host.tools().await;
+        let names = tool_names(self.gateway.prefix(), &snapshot.tools);
+        for collision in &names.collisions {
+            tracing::warn!("not served: {collision}");
+        }
         // Search mode lists the `alwaysLoad` servers' tools: their names, noted before the
         // snapshot is consumed.
         let always: HashSet<String> = match self.gateway.tool_search() {
@@ -147,11 +154,11 @@ impl Session {
                     .tools
                     .iter()
                     .filter(|t| t.server.as_ref().is_some_and(|s| servers.contains(s)))
-                    .map(|t| t.qualified_name.clone())
+                    .filter_map(|t| names.served(&t.qualified_name).map(str::to_owned))
                     .collect()
             }
         };
-        let all = self.tools_json(snapshot.tools);
+        let all = self.tools_json(snapshot.tools, &names);
         if !crate::search::active(self.gateway.tool_search(), &all) {
             return all;
         }
@@ -182,12 +189,14 @@ impl Session {
                 t.server.is_some() && filter.serves(&t.qualified_name)
             });
         let tools: Vec<switchboard::Tool> = hits.iter().map(|h| h.tool.clone()).collect();
-        let definitions = self.tools_json(tools);
+        let names = self.gateway.host().tool_names(self.gateway.prefix()).await;
+        let definitions = self.tools_json(tools, &names);
         let scores: Vec<f32> = definitions
             .iter()
             .filter_map(|d| {
+                let qualified = names.qualified(d.name.as_ref());
                 hits.iter()
-                    .find(|h| h.tool.qualified_name == d.name.as_ref())
+                    .find(|h| h.tool.qualified_name == qualified)
                     .map(|h| h.score)
             })
             .collect();
@@ -266,12 +275,18 @@ impl Session {
                         server,
                         uri: original,
                     })) => {
-                        let uri = uri::to_gateway(&server, &original);
-                        let wanted = subscribed
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .contains(&uri);
-                        if wanted {
+                        // Subscribed to under its prefixed URI, or its own (served bare).
+                        let prefixed = resource_uri(&server, &original);
+                        let uri = {
+                            let subscribed =
+                                subscribed.lock().unwrap_or_else(PoisonError::into_inner);
+                            if subscribed.contains(&prefixed) {
+                                Some(prefixed)
+                            } else {
+                                subscribed.contains(&original).then_some(original)
+                            }
+                        };
+                        if let Some(uri) = uri {
                             peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
                                 .await
                         } else {
@@ -396,10 +411,17 @@ impl Session {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let name = request.name.to_string();
+        // The qualified name of the tool served under this name (the same under `always`).
+        let name = match self.gateway.prefix() {
+            Prefix::Always => request.name.to_string(),
+            prefix => {
+                let names = self.gateway.host().tool_names(prefix).await;
+                names.qualified(&request.name).to_owned()
+            }
+        };
         if !self.gateway.filter().serves(&name) {
             return Err(ErrorData::invalid_params(
-                format!("no tool named `{name}`"),
+                format!("no tool named `{}`", request.name),
                 None,
             ));
         }
@@ -453,11 +475,31 @@ impl Session {
         respond::<CallToolResult, _>(Step::Done(call_value(outcome)?), &name)
     }
 
+    /// The server and its own URI of a resource (or template) by the URI the gateway serves.
+    async fn resource_target(&self, uri: &str) -> Result<(String, String), ErrorData> {
+        self.gateway
+            .host()
+            .resolve_resource_uri(self.gateway.prefix(), uri)
+            .await
+            .map_err(|e| match e {
+                HostError::NoSuchResource(_) if self.gateway.prefix() == Prefix::Always => {
+                    ErrorData::resource_not_found(
+                        format!("`{uri}` is not a gateway URI ({RESOURCE_SCHEME}<server>/<uri>)"),
+                        None,
+                    )
+                }
+                HostError::NoSuchResource(_) => {
+                    ErrorData::resource_not_found(format!("no resource `{uri}`"), None)
+                }
+                e => failure(e),
+            })
+    }
+
     /// Finds a prompt by the name the gateway gives it.
     async fn prompt_target(&self, name: &str) -> Result<PromptEntry, ErrorData> {
         self.gateway
             .host()
-            .find_prompt(name)
+            .find_served_prompt(self.gateway.prefix(), name)
             .await
             .map_err(|e| match e {
                 HostError::NotAPromptName(_) | HostError::NoSuchPrompt { .. } => {
@@ -575,8 +617,30 @@ fn key_of<'a>(item: &'a Value, field: &str) -> &'a str {
 /// Replaces the `field` of an item with its gateway URI.
 fn rewrite_uri(server: &str, item: &mut Value, field: &str) {
     if let Some(Value::String(original)) = item.get_mut(field) {
-        *original = uri::to_gateway(server, original);
+        *original = resource_uri(server, original);
     }
+}
+
+/// A listing's resources or templates as served: each URI (`field`) by `names`; an item not
+/// served (a collision under `--prefix never`) is left out.
+fn served_uris(
+    what: &str,
+    listing: Listing<switchboard::Listed>,
+    names: &ServedNames,
+    field: &str,
+) -> Vec<Value> {
+    for collision in &names.collisions {
+        tracing::warn!("not served: {collision}");
+    }
+    Session::served(what, listing, |r| r)
+        .into_iter()
+        .filter_map(|mut r| {
+            let own = r.item.get(field)?.as_str()?;
+            let served = names.served(&resource_uri(&r.server, own))?.to_owned();
+            r.item[field] = Value::String(served);
+            Some(r.item)
+        })
+        .collect()
 }
 
 impl ServerHandler for Session {
@@ -698,10 +762,8 @@ impl ServerHandler for Session {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let listing = self.gateway.host().resources(None).await;
-        let all = Self::served("resources", listing, |mut r| {
-            rewrite_uri(&r.server, &mut r.item, "uri");
-            r.item
-        });
+        let names = resource_names(self.gateway.prefix(), "resource", "uri", &listing.items);
+        let all = served_uris("resources", listing, &names, "uri");
         let (all, next) = page(all, |r| key_of(r, "uri"), cursor(&request), PAGE_SIZE)?;
         let resources = serde_json::from_value(Value::Array(all))
             .map_err(|e| invalid_result("resources", e))?;
@@ -716,10 +778,13 @@ impl ServerHandler for Session {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let listing = self.gateway.host().resource_templates(None).await;
-        let all = Self::served("resource templates", listing, |mut t| {
-            rewrite_uri(&t.server, &mut t.item, "uriTemplate");
-            t.item
-        });
+        let names = resource_names(
+            self.gateway.prefix(),
+            "resource template",
+            "uriTemplate",
+            &listing.items,
+        );
+        let all = served_uris("resource templates", listing, &names, "uriTemplate");
         let (all, next) = page(
             all,
             |t| key_of(t, "uriTemplate"),
@@ -738,16 +803,9 @@ impl ServerHandler for Session {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let Some((server, original)) = uri::from_gateway(&request.uri) else {
-            return Err(ErrorData::resource_not_found(
-                format!(
-                    "`{}` is not a gateway URI (switchboard://<server>/<uri>)",
-                    request.uri
-                ),
-                None,
-            ));
-        };
-        let (server, original) = (server.to_owned(), original.to_owned());
+        let (server, original) = self.resource_target(&request.uri).await?;
+        // A URI served bare is answered with the server's own URIs.
+        let prefixed = request.uri.starts_with(RESOURCE_SCHEME);
         let host = self.gateway.host().clone();
         let step = self
             .asking(
@@ -766,7 +824,8 @@ impl ServerHandler for Session {
                             .await
                             .map_err(failure)?
                             .result;
-                        if let Some(Value::Array(contents)) = result.get_mut("contents") {
+                        if prefixed && let Some(Value::Array(contents)) = result.get_mut("contents")
+                        {
                             for item in contents {
                                 rewrite_uri(&server, item, "uri");
                             }
@@ -785,15 +844,10 @@ impl ServerHandler for Session {
         request: SubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let Some((server, original)) = uri::from_gateway(&request.uri) else {
-            return Err(ErrorData::resource_not_found(
-                format!("`{}` is not a gateway URI", request.uri),
-                None,
-            ));
-        };
+        let (server, original) = self.resource_target(&request.uri).await?;
         self.gateway
             .host()
-            .subscribe_resource(server, original)
+            .subscribe_resource(&server, &original)
             .await
             .map_err(failure)?;
         self.subscribed
@@ -822,11 +876,19 @@ impl ServerHandler for Session {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         let listing = self.gateway.host().prompts(None).await;
+        let names = prompt_names(self.gateway.prefix(), &listing.items);
+        for collision in &names.collisions {
+            tracing::warn!("not served: {collision}");
+        }
         let all = Self::served("prompts", listing, |p| {
+            let served = names.served(&p.name)?.to_owned();
             let mut definition = p.definition;
-            definition["name"] = Value::String(p.name);
-            definition
-        });
+            definition["name"] = Value::String(served);
+            Some(definition)
+        })
+        .into_iter()
+        .flatten()
+        .collect();
         let (all, next) = page(all, |p| key_of(p, "name"), cursor(&request), PAGE_SIZE)?;
         let prompts =
             serde_json::from_value(Value::Array(all)).map_err(|e| invalid_result("prompts", e))?;
@@ -901,19 +963,8 @@ impl ServerHandler for Session {
                 (prompt.server, CompletionTarget::Prompt(prompt.prompt))
             }
             Reference::Resource(template) => {
-                let (server, original) = uri::from_gateway(&template.uri).ok_or_else(|| {
-                    ErrorData::invalid_params(
-                        format!(
-                            "`{}` is not a gateway URI (switchboard://<server>/<uri>)",
-                            template.uri
-                        ),
-                        None,
-                    )
-                })?;
-                (
-                    server.to_owned(),
-                    CompletionTarget::ResourceTemplate(original.to_owned()),
-                )
+                let (server, original) = self.resource_target(&template.uri).await?;
+                (server, CompletionTarget::ResourceTemplate(original))
             }
             _ => {
                 return Err(ErrorData::invalid_params(

@@ -19,10 +19,10 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Value, json};
-use switchboard::host::Host;
+use switchboard::host::{Host, Prefix};
 use switchboard::permissions::GatewayAsk;
 use switchboard_gateway::http::{DEFAULT_ORIGINS, HttpError, HttpGateway, HttpOptions};
-use switchboard_gateway::{Gateway, ToolFilter};
+use switchboard_gateway::{Gateway, ToolFilter, ToolSearch};
 use switchboard_testkit::config_tree::ConfigTree;
 use tokio::sync::mpsc;
 
@@ -46,6 +46,16 @@ async fn gateway_asking(
     permissions: Value,
     ask: GatewayAsk,
 ) -> (ConfigTree, Host, String) {
+    gateway_with(servers, permissions, ask, Prefix::Always).await
+}
+
+/// [`gateway_asking`], naming what it serves by `prefix`.
+async fn gateway_with(
+    servers: Value,
+    permissions: Value,
+    ask: GatewayAsk,
+    prefix: Prefix,
+) -> (ConfigTree, Host, String) {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let tree = ConfigTree::new().unwrap();
     tree.write(
@@ -64,7 +74,7 @@ async fn gateway_asking(
         .unwrap();
     host.wait_settled(SETTLE).await.unwrap();
     let server = HttpGateway::bind(
-        Gateway::new(host.clone(), ToolFilter::default()),
+        Gateway::with_options(host.clone(), ToolFilter::default(), ToolSearch::Off, prefix),
         SocketAddr::from(([127, 0, 0, 1], 0)),
         HttpOptions {
             token: TOKEN.to_owned(),
@@ -1591,4 +1601,94 @@ async fn list_changes_of_a_restarted_2026_upstream_are_followed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_changes_of_a_restarted_initialize_era_upstream_are_followed() {
     list_changes_are_followed_after_an_upstream_restart("legacy").await;
+}
+
+/// `--prefix conditional`: a tool, prompt or resource keeps its server's own name where no
+/// other server's collides, and is called, read or got by it; where two servers share a name,
+/// each is served (and reached) under its qualified name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conditional_names_are_the_servers_own_unless_two_servers_share_them() {
+    let everything = std::env::var("SWITCHBOARD_PARTNER_EVERYTHING").expect(
+        "SWITCHBOARD_PARTNER_EVERYTHING is not set: run the tests with `bash scripts/test.sh`",
+    );
+    let (_tree, _host, url) = gateway_with(
+        json!({
+            "alpha": testkit(&["--tool-name", "only_alpha"]),
+            "beta": testkit(&["--tool-name", "only_beta"]),
+            "everything": {"command": everything},
+        }),
+        json!({}),
+        GatewayAsk::default(),
+        Prefix::Conditional,
+    )
+    .await;
+    let (client, _seen) = connect(&url, "a", false).await;
+    let peer = client.peer();
+    let tools: Vec<String> = peer
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    for name in [
+        "only_alpha",
+        "only_beta",
+        "mcp__alpha__echo",
+        "mcp__beta__echo",
+    ] {
+        assert!(tools.contains(&name.to_owned()), "{name} not in {tools:?}");
+    }
+    assert!(!tools.contains(&"echo".to_owned()), "{tools:?}");
+    // server-everything's own `echo` collides too; its `get-sum` does not.
+    assert!(
+        tools.contains(&"mcp__everything__echo".to_owned()),
+        "{tools:?}"
+    );
+    assert!(tools.contains(&"get-sum".to_owned()), "{tools:?}");
+
+    let bare = peer
+        .call_tool(call("only_beta", json!({"text": "by its own name"})))
+        .await
+        .unwrap();
+    assert!(text_of(&bare).contains("by its own name"), "{bare:?}");
+    let qualified = peer
+        .call_tool(call("mcp__alpha__echo", json!({"text": "to alpha"})))
+        .await
+        .unwrap();
+    assert!(text_of(&qualified).contains("to alpha"), "{qualified:?}");
+    assert!(
+        peer.call_tool(call("echo", json!({"text": "x"})))
+            .await
+            .is_err()
+    );
+
+    // Prompts: server-everything's by their own names.
+    let prompts: Vec<String> = peer
+        .list_all_prompts()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
+    assert!(prompts.contains(&"simple-prompt".to_owned()), "{prompts:?}");
+    let prompt = peer
+        .get_prompt(rmcp::model::GetPromptRequestParams::new("simple-prompt"))
+        .await
+        .unwrap();
+    assert!(!prompt.messages.is_empty());
+
+    // Resources: server-everything's URIs as it names them, read back by them.
+    let resources = peer.list_all_resources().await.unwrap();
+    let own = resources
+        .iter()
+        .find(|r| r.uri.starts_with("demo://"))
+        .unwrap_or_else(|| panic!("a demo:// resource in {resources:?}"));
+    let read = peer
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(own.uri.clone()))
+        .await
+        .unwrap();
+    let contents = serde_json::to_value(&read.contents).unwrap();
+    assert_eq!(contents[0]["uri"], json!(own.uri), "{contents}");
+    client.cancel().await.unwrap();
 }

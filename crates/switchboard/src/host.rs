@@ -25,6 +25,7 @@
 #![warn(missing_docs)]
 
 mod error;
+mod names;
 mod requests;
 mod servers;
 
@@ -51,6 +52,10 @@ use crate::permissions::{
 use crate::search::{SearchHit, ToolIndex};
 
 pub use error::HostError;
+pub use names::{
+    NameCollision, Prefix, RESOURCE_SCHEME, ServedNames, parse_resource_uri, prompt_names,
+    resource_names, resource_uri, tool_names,
+};
 pub use requests::{Listed, Listing, PromptEntry, ReadOutcome, RequestOptions};
 pub use servers::{EventKind, Events, HostEvent, Readiness};
 
@@ -78,6 +83,7 @@ pub struct HostBuilder {
     gateway_ask: GatewayAsk,
     child_guard: Option<(PathBuf, Vec<std::ffi::OsString>)>,
     all_eager: bool,
+    binaries_inline: bool,
 }
 
 impl std::fmt::Debug for HostBuilder {
@@ -215,6 +221,13 @@ impl HostBuilder {
         self
     }
 
+    /// Keeps audio and blobs in results instead of files (see
+    /// [`OutputBudget::binaries_inline`]): for results that go to another machine.
+    pub fn binaries_inline(mut self, inline: bool) -> Self {
+        self.binaries_inline = inline;
+        self
+    }
+
     /// Starts every startable server in the background and returns at once; see
     /// [`Host::wait_settled`]. Fails only when a variable of [`Limits`] is set but not valid.
     pub fn start(self) -> Result<Host, EnvVarError> {
@@ -301,11 +314,13 @@ impl HostBuilder {
             manager,
             catalog,
             gate: Arc::new(Gate::new(settings, self.prompter).with_gateway_ask(self.gateway_ask)),
-            budget: OutputBudget::from_limits(&limits, output_dir),
+            budget: OutputBudget::from_limits(&limits, output_dir)
+                .with_binaries_inline(self.binaries_inline),
             limits,
             interaction: self.interaction,
             roots,
             search: Arc::default(),
+            names: Arc::default(),
         })
     }
 }
@@ -323,6 +338,8 @@ pub struct Host {
     roots: Roots,
     /// The search index of the catalogue, with the catalogue generation it was built from.
     search: Arc<std::sync::Mutex<Option<BuiltIndex>>>,
+    /// The served names of the catalogue's tools ([`Host::tool_names`]).
+    names: Arc<std::sync::Mutex<Option<names::BuiltNames>>>,
 }
 
 /// A search index and the catalogue generation it was built from.

@@ -40,6 +40,9 @@ pub enum HostError {
         /// The name asked for.
         name: String,
     },
+    /// No server offers a resource with this URI (nor a template it fits).
+    #[error("no server offers the resource `{0}`")]
+    NoSuchResource(String),
     /// The name is not shaped like a prompt's qualified name.
     #[error("`{0}` is not a prompt name like mcp__<server>__<prompt>")]
     NotAPromptName(String),
