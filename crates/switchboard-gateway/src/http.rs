@@ -186,6 +186,7 @@ impl HttpGateway {
         );
         let router = Router::new()
             .route("/status", get(status))
+            .route("/metrics", get(metrics))
             .with_state(Served { gateway, sessions })
             .merge(mcp)
             .layer(axum::middleware::from_fn_with_state(guard, check_request))
@@ -388,6 +389,17 @@ fn origin_allowed(allowed: &[String], origin: &str) -> bool {
             && want.host_str() == Some(host)
             && (any_port || want.port_or_known_default() == port)
     })
+}
+
+/// The gateway's metrics ([`crate::metrics`]) in Prometheus' text format.
+async fn metrics(State(served): State<Served>) -> Response {
+    let Served { gateway, sessions } = served;
+    let text = gateway.metrics().encode(
+        gateway.host(),
+        Some(sessions.open()),
+        gateway.rounds().parked(),
+    );
+    ([(CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response()
 }
 
 /// Every upstream server (state, tool count, last error), what a call of a tool no permission

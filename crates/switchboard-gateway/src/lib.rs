@@ -17,6 +17,7 @@
 
 pub mod forward;
 pub mod http;
+pub mod metrics;
 pub mod page;
 pub mod rounds;
 pub mod search;
@@ -100,6 +101,8 @@ struct Inner {
     prefix: Prefix,
     /// The calls of 2026-07-28 clients that wait for their answers.
     rounds: rounds::Rounds,
+    /// Calls, errors and latencies, for `/metrics` and the status page.
+    metrics: metrics::Metrics,
 }
 
 impl Gateway {
@@ -119,6 +122,8 @@ impl Gateway {
         search: ToolSearch,
         prefix: Prefix,
     ) -> Self {
+        let metrics = metrics::Metrics::default();
+        metrics.follow(&host);
         Gateway {
             inner: Arc::new(Inner {
                 host,
@@ -126,6 +131,7 @@ impl Gateway {
                 search,
                 prefix,
                 rounds: rounds::Rounds::default(),
+                metrics,
             }),
         }
     }
@@ -146,6 +152,11 @@ impl Gateway {
 
     pub fn filter(&self) -> &ToolFilter {
         &self.inner.filter
+    }
+
+    /// Calls, errors and latencies of the calls made through this gateway.
+    pub fn metrics(&self) -> &metrics::Metrics {
+        &self.inner.metrics
     }
 
     /// The calls of 2026-07-28 clients that wait for their answers.

@@ -379,6 +379,7 @@ impl Session {
             .map(|info| info.name)
             .unwrap_or_else(|| "unknown".to_owned());
         let host = self.gateway.host().clone();
+        let metrics = self.gateway.metrics().clone();
         let arguments = request.arguments.unwrap_or_default();
         let tool = name.clone();
         let step = self
@@ -396,7 +397,10 @@ impl Session {
                             prompter,
                             ..CallOptions::default()
                         };
-                        call_value(host.call(&tool, arguments, options).await)
+                        let started = std::time::Instant::now();
+                        let outcome = host.call(&tool, arguments, options).await;
+                        record(&metrics, &tool, started, &outcome);
+                        call_value(outcome)
                     }
                     .boxed()
                 },
@@ -460,6 +464,7 @@ impl Session {
         // Boxed: the call's future is large (about 9 KB), and the task rmcp spawns for each
         // request would otherwise hold and copy it inline.
         let call = Box::pin(self.gateway.host().call(&name, arguments, options));
+        let started = std::time::Instant::now();
         let outcome = tokio::select! {
             outcome = call => outcome,
             () = context.ct.cancelled() => {
@@ -467,6 +472,7 @@ impl Session {
                 return Err(ErrorData::new(ErrorCode::INTERNAL_ERROR, "cancelled by the client", None));
             }
         };
+        record(self.gateway.metrics(), &name, started, &outcome);
         if let Some(task) = forward_progress {
             // Every progress notification goes out before the result (the channel closes when
             // the call is over; bounded all the same).
@@ -507,6 +513,19 @@ impl Session {
                 }
                 e => failure(e),
             })
+    }
+}
+
+/// Counts a call of the tool `qualified` that started at `started` in the gateway's metrics.
+fn record(
+    metrics: &crate::metrics::Metrics,
+    qualified: &str,
+    started: std::time::Instant,
+    outcome: &Result<CallOutcome, CallError>,
+) {
+    if let Some((server, tool)) = switchboard::QualifiedName::split(qualified) {
+        let failed = outcome.as_ref().map_or(true, |o| o.is_error);
+        metrics.record_call(server, tool, started.elapsed(), failed);
     }
 }
 

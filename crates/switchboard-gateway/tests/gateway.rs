@@ -1692,3 +1692,156 @@ async fn conditional_names_are_the_servers_own_unless_two_servers_share_them() {
     assert_eq!(contents[0]["uri"], json!(own.uri), "{contents}");
     client.cancel().await.unwrap();
 }
+
+/// A Prometheus text scrape as `(name, labels sorted as k=v joined by ,)` → value; comments
+/// skipped, every other line checked to be `name{k="v",…} value` or `name value`.
+fn parse_metrics(text: &str) -> std::collections::HashMap<(String, String), f64> {
+    let mut samples = std::collections::HashMap::new();
+    for line in text
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
+        let (series, value) = line.rsplit_once(' ').expect(line);
+        let value: f64 = match value {
+            "+Inf" => f64::INFINITY,
+            v => v.parse().expect(line),
+        };
+        let (name, labels) = match series.split_once('{') {
+            Some((name, rest)) => (name, rest.strip_suffix('}').expect(line)),
+            None => (series, ""),
+        };
+        assert!(
+            name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+            "{line}"
+        );
+        let mut pairs: Vec<String> = Vec::new();
+        let mut rest = labels;
+        while !rest.is_empty() {
+            let (key, after) = rest.split_once("=\"").expect(line);
+            let end = after.find('"').expect(line);
+            pairs.push(format!("{key}={}", &after[..end]));
+            rest = after[end + 1..].trim_start_matches(',');
+        }
+        pairs.sort();
+        let previous = samples.insert((name.to_owned(), pairs.join(",")), value);
+        assert!(previous.is_none(), "a series twice: {line}");
+    }
+    samples
+}
+
+/// `GET /metrics` (with the token) after real calls counts them per server and tool, errors
+/// apart, with a latency histogram, and shows the servers' states and the open sessions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_calls_errors_and_latency_per_server_and_tool() {
+    let (_tree, host, url) = gateway(json!({"kit": testkit(&[])}), json!({})).await;
+    let (client, _seen) = connect(&url, "a", false).await;
+    for i in 0..3 {
+        client
+            .call_tool(call("mcp__kit__echo", json!({"text": format!("{i}")})))
+            .await
+            .unwrap();
+    }
+    let failed = client
+        .call_tool(call("mcp__kit__fail", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(failed.is_error, Some(true));
+
+    let metrics_url = url.replace("/mcp", "/metrics");
+    let http = reqwest::Client::new();
+    let refused = http.get(&metrics_url).send().await.unwrap();
+    assert_eq!(refused.status(), 401);
+    let response = http
+        .get(&metrics_url)
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let text = response.text().await.unwrap();
+    let samples = parse_metrics(&text);
+    let get = |name: &str, labels: &str| {
+        samples
+            .get(&(name.to_owned(), labels.to_owned()))
+            .copied()
+            .unwrap_or_else(|| panic!("no {name}{{{labels}}} in:\n{text}"))
+    };
+    assert_eq!(
+        get("switchboard_tool_calls_total", "server=kit,tool=echo"),
+        3.0
+    );
+    assert_eq!(
+        get("switchboard_tool_calls_total", "server=kit,tool=fail"),
+        1.0
+    );
+    assert_eq!(
+        get("switchboard_tool_errors_total", "server=kit,tool=fail"),
+        1.0
+    );
+    assert!(
+        !samples.contains_key(&(
+            "switchboard_tool_errors_total".to_owned(),
+            "server=kit,tool=echo".to_owned()
+        )),
+        "{text}"
+    );
+    assert_eq!(
+        get(
+            "switchboard_tool_call_duration_seconds_count",
+            "server=kit,tool=echo"
+        ),
+        3.0
+    );
+    assert_eq!(
+        get(
+            "switchboard_tool_call_duration_seconds_bucket",
+            "le=+Inf,server=kit,tool=echo"
+        ),
+        3.0
+    );
+    assert_eq!(
+        get("switchboard_server_state", "server=kit,state=connected"),
+        1.0
+    );
+    assert_eq!(
+        get("switchboard_server_state", "server=kit,state=failed"),
+        0.0
+    );
+    assert_eq!(get("switchboard_sessions", ""), 1.0);
+    assert_eq!(get("switchboard_parked_rounds", ""), 0.0);
+    assert!(
+        !text.contains("switchboard_upstream_reconnects_total{"),
+        "{text}"
+    );
+
+    // A server connected again is a reconnect.
+    host.reconnect("kit").unwrap();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let text = http
+            .get(&metrics_url)
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let reconnects = parse_metrics(&text)
+            .get(&(
+                "switchboard_upstream_reconnects_total".to_owned(),
+                "server=kit".to_owned(),
+            ))
+            .copied();
+        if reconnects == Some(1.0) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no reconnect counted:\n{text}"
+        );
+        host.wait_for("kit", WAIT).await.unwrap();
+        tokio::task::yield_now().await;
+    }
+    client.cancel().await.unwrap();
+}
