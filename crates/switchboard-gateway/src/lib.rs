@@ -23,6 +23,7 @@ pub mod rounds;
 pub mod search;
 pub mod session;
 pub mod sessions;
+mod status_page;
 
 use std::sync::Arc;
 

@@ -348,7 +348,7 @@ async fn without_the_token_401_with_a_foreign_origin_403_and_healthz_is_open() {
     assert_eq!(
         status,
         json!({
-            "servers": [{"name": "kit", "state": "connected", "tools": 9, "lastError": null}],
+            "servers": [{"name": "kit", "state": "connected", "tools": 9, "lastError": null, "calls": 0, "errors": 0}],
             "ask": "client",
             "waitingForInput": 0,
             // The two initializes above that were let in: open, as the caps allow.
@@ -1807,7 +1807,7 @@ async fn metrics_count_calls_errors_and_latency_per_server_and_tool() {
         get("switchboard_server_state", "server=kit,state=failed"),
         0.0
     );
-    assert_eq!(get("switchboard_sessions", ""), 1.0);
+    assert_eq!(get("switchboard_sessions", ""), 1.0, "{text}");
     assert_eq!(get("switchboard_parked_rounds", ""), 0.0);
     assert!(
         !text.contains("switchboard_upstream_reconnects_total{"),
