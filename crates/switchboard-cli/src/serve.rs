@@ -72,13 +72,60 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
                     .context("serving on stdio"),
             }
         };
+        // Listening before anything is served: a SIGHUP from then on reloads, never kills.
+        let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+        let reloading = tokio::spawn(reload_on_hangup(host.clone(), hangups));
         let outcome = tokio::select! {
             outcome = served => outcome,
             _ = crate::context::interrupted() => Ok(()),
         };
+        reloading.abort();
         host.shutdown().await;
         outcome.map(|()| ExitCode::SUCCESS)
     })
+}
+
+/// On each SIGHUP, reads the configuration again and applies its servers (see
+/// [`switchboard::host::Host::reload`]); what changed and the new problems go to stderr.
+async fn reload_on_hangup(
+    host: switchboard::host::Host,
+    hangups: Option<tokio::signal::unix::Signal>,
+) {
+    let Some(mut hangups) = hangups else {
+        return;
+    };
+    while hangups.recv().await.is_some() {
+        match host.reload().await {
+            Ok((reloaded, issues)) => {
+                for issue in &issues {
+                    eprintln!("switchboard: {issue}");
+                }
+                let part = |what: &str, names: &[String]| {
+                    (!names.is_empty()).then(|| format!("{what} {}", names.join(", ")))
+                };
+                let parts: Vec<String> = [
+                    part("added", &reloaded.added),
+                    part("changed", &reloaded.changed),
+                    part("removed", &reloaded.removed),
+                ]
+                .into_iter()
+                .flatten()
+                .collect();
+                if parts.is_empty() {
+                    eprintln!("switchboard: reloaded the configuration: no server changed");
+                } else {
+                    eprintln!(
+                        "switchboard: reloaded the configuration: {}",
+                        parts.join("; ")
+                    );
+                }
+            }
+            Err(e) => eprintln!(
+                "switchboard: cannot reload: {}",
+                switchboard::error_chain(&e)
+            ),
+        }
+    }
 }
 
 /// The bearer token the user gave, and where it came from: `--token`, `--token-file` (its

@@ -368,6 +368,82 @@ fn prefix_never_refuses_to_start_on_a_shared_name_and_serves_own_names_otherwise
     assert!(called["result"].to_string().contains("bare"), "{called}");
 }
 
+/// SIGHUP reads the configuration again: an added server's tools reach the open session with
+/// `tools/list_changed`, a removed one's go the same way, and the session (and the unchanged
+/// server) go on as they were.
+#[test]
+fn sighup_reloads_servers_and_the_open_session_follows() {
+    let tree = ConfigTree::new().unwrap();
+    let bin = switchboard_testkit::server_bin();
+    let write = |servers: Value| {
+        tree.write(
+            tree.user_file(),
+            &json!({"mcpServers": servers}).to_string(),
+        )
+        .unwrap();
+    };
+    let kit = json!({"command": bin});
+    write(json!({"kit": kit}));
+    let mut gateway = RawStdio::start(&tree, &["--stdio"]);
+    let names = |gateway: &mut RawStdio| -> Vec<String> {
+        let listed = gateway.request("tools/list", json!({}));
+        listed["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert!(!names(&mut gateway).contains(&"mcp__extra__new_tool".to_owned()));
+    let pid = gateway.child.id().to_string();
+    let hangup = || {
+        let status = Command::new("kill").args(["-HUP", &pid]).status().unwrap();
+        assert!(status.success());
+    };
+
+    write(json!({"kit": kit, "extra": {"command": bin, "args": ["--tool-name", "new_tool"]}}));
+    hangup();
+    gateway.notification("notifications/tools/list_changed");
+    let mut listed = names(&mut gateway);
+    // The new server's tools arrive with (or right after) the notification.
+    for _ in 0..50 {
+        if listed.contains(&"mcp__extra__new_tool".to_owned()) {
+            break;
+        }
+        gateway.notification("notifications/tools/list_changed");
+        listed = names(&mut gateway);
+    }
+    assert!(
+        listed.contains(&"mcp__extra__new_tool".to_owned()),
+        "{listed:?}"
+    );
+    let called = gateway.request(
+        "tools/call",
+        json!({"name": "mcp__extra__new_tool", "arguments": {"text": "after the reload"}}),
+    );
+    assert!(
+        called["result"].to_string().contains("after the reload"),
+        "{called}"
+    );
+
+    write(json!({"kit": kit}));
+    hangup();
+    gateway.notification("notifications/tools/list_changed");
+    let listed = names(&mut gateway);
+    assert!(
+        !listed.contains(&"mcp__extra__new_tool".to_owned()),
+        "{listed:?}"
+    );
+    let called = gateway.request(
+        "tools/call",
+        json!({"name": "mcp__kit__echo", "arguments": {"text": "still here"}}),
+    );
+    assert!(
+        called["result"].to_string().contains("still here"),
+        "{called}"
+    );
+}
+
 /// A gateway killed with SIGKILL stops nothing itself. Its guard process stops the servers'
 /// process groups, so what a server started (here a `sleep` in its group) does not outlive
 /// the gateway.
@@ -537,6 +613,20 @@ impl RawStdio {
         loop {
             let message = self.messages.recv_timeout(WAIT).unwrap();
             if message["id"] == id {
+                return message;
+            }
+        }
+    }
+
+    /// Waits (at most `WAIT`) for a notification with this method; what came before it is
+    /// dropped.
+    fn notification(&mut self, method: &str) -> Value {
+        loop {
+            let message = self
+                .messages
+                .recv_timeout(WAIT)
+                .unwrap_or_else(|_| panic!("no {method} within {WAIT:?}"));
+            if message["method"] == method {
                 return message;
             }
         }

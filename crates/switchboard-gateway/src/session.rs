@@ -260,7 +260,9 @@ impl Session {
                     Some(HostEvent::Server(ServerEvent::PromptsChanged { .. })) => {
                         peer.notify_prompt_list_changed().await
                     }
-                    Some(HostEvent::Server(ServerEvent::State { .. }))
+                    Some(HostEvent::Server(
+                        ServerEvent::State { .. } | ServerEvent::Removed { .. },
+                    ))
                     | Some(HostEvent::Lagged {
                         kind: EventKind::Server,
                         ..

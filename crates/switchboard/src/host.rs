@@ -43,7 +43,8 @@ use crate::connection::{CallContext, Progress, RequestError, ServerState};
 use crate::env_vars::{EnvVarError, Limits};
 use crate::interaction::{Interaction, Roots};
 use crate::manager::{
-    InProcessFactory, LoginError, ManagerError, ManagerOptions, RequestFailure, ServerManager,
+    InProcessFactory, LoginError, ManagerError, ManagerOptions, Reloaded, RequestFailure,
+    ServerManager,
 };
 use crate::name::QualifiedName;
 use crate::permissions::{
@@ -277,6 +278,13 @@ impl HostBuilder {
                 .as_ref()
                 .is_none_or(|o| o.iter().any(|n| n == c.name.as_str()))
         };
+        let reload = self.servers.is_none().then(|| {
+            Arc::new(ReloadSpec {
+                env: env.clone(),
+                only: self.only.clone(),
+                all_eager: self.all_eager,
+            })
+        });
         let mut configs: Vec<ServerConfig> = match self.servers {
             Some(servers) => servers.into_iter().filter(|c| wanted(c)).collect(),
             None => config.startable().filter(|c| wanted(c)).cloned().collect(),
@@ -321,6 +329,7 @@ impl HostBuilder {
             roots,
             search: Arc::default(),
             names: Arc::default(),
+            reload,
         })
     }
 }
@@ -340,6 +349,17 @@ pub struct Host {
     search: Arc<std::sync::Mutex<Option<BuiltIndex>>>,
     /// The served names of the catalogue's tools ([`Host::tool_names`]).
     names: Arc<std::sync::Mutex<Option<names::BuiltNames>>>,
+    /// How the servers were chosen, to choose them again on [`Host::reload`] (`None`: they
+    /// were given, not read).
+    reload: Option<Arc<ReloadSpec>>,
+}
+
+/// What [`Host::reload`] reads the configuration again with.
+#[derive(Debug)]
+struct ReloadSpec {
+    env: Environment,
+    only: Option<Vec<String>>,
+    all_eager: bool,
 }
 
 /// A search index and the catalogue generation it was built from.
@@ -573,6 +593,33 @@ impl Host {
     /// The configuration the host was started with (its issues included).
     pub fn config(&self) -> &ConfigSet {
         &self.config
+    }
+
+    /// Reads every configuration file again and applies its servers without a restart:
+    /// unchanged servers keep their connections (and sessions), changed ones reconnect,
+    /// removed ones stop, new ones start; the catalogue follows (its `list_changed`). Returns
+    /// what changed and the new configuration's problems (the servers that can run do).
+    /// Permissions, hooks and other settings stay as they were read at start.
+    pub async fn reload(&self) -> Result<(Reloaded, Vec<crate::config::ConfigIssue>), HostError> {
+        let spec = self.reload.as_ref().ok_or(HostError::NotReloadable)?;
+        let mut config = ConfigSet::load(self.config.paths.clone(), &spec.env);
+        config.paths.state_dir = self.config.paths.state_dir.clone();
+        let mut configs: Vec<ServerConfig> = config
+            .startable()
+            .filter(|c| {
+                spec.only
+                    .as_ref()
+                    .is_none_or(|o| o.iter().any(|n| n == c.name.as_str()))
+            })
+            .cloned()
+            .collect();
+        if spec.all_eager {
+            for config in &mut configs {
+                config.startup = crate::config::Startup::Eager;
+            }
+        }
+        let reloaded = self.manager.reload(configs).await;
+        Ok((reloaded, config.issues))
     }
 
     /// Every tool of every connected server (and the program's own), as the catalogue names

@@ -74,7 +74,9 @@ pub use host::{
     Listing, NameCollision, Prefix, PromptEntry, ReadOutcome, Readiness, RequestOptions,
     ServedNames,
 };
-pub use manager::{InProcessFactory, LoginError, ManagerError, ServerEvent, forget_needs_auth};
+pub use manager::{
+    InProcessFactory, LoginError, ManagerError, Reloaded, ServerEvent, forget_needs_auth,
+};
 pub use name::{MAX_QUALIFIED_NAME, QualifiedName};
 pub use redact::redact_url;
 
