@@ -253,15 +253,22 @@ impl Metrics {
             .filter(|(_, s)| matches!(s, ServerState::Connected(_)))
             .map(|(n, _)| n)
             .collect();
+        // Servers that were connected and then were not: their next `connected` is a
+        // reconnect (a `connected` event seen twice, as at start, is not).
+        let mut lost: HashSet<String> = HashSet::new();
         runtime.spawn(async move {
             while let Some(event) = events.recv().await {
-                if let HostEvent::Server(ServerEvent::State {
-                    server,
-                    state: ServerState::Connected(_),
-                }) = event
-                    && !connected_before.insert(server.clone())
-                {
-                    reconnects.get_or_create(&ServerLabels { server }).inc();
+                let HostEvent::Server(ServerEvent::State { server, state }) = event else {
+                    continue;
+                };
+                if matches!(state, ServerState::Connected(_)) {
+                    if lost.remove(&server) {
+                        reconnects.get_or_create(&ServerLabels { server }).inc();
+                    } else {
+                        connected_before.insert(server);
+                    }
+                } else if connected_before.contains(&server) {
+                    lost.insert(server);
                 }
             }
         });
