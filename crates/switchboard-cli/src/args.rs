@@ -516,6 +516,11 @@ pub(crate) struct ServeArgs {
         default_value = "always"
     )]
     pub(crate) prefix: switchboard::host::Prefix,
+    /// Export OpenTelemetry traces over OTLP/HTTP to this collector (its base URL, e.g.
+    /// http://localhost:4318): a span per client request, a child per upstream call, whose
+    /// W3C traceparent goes upstream in `_meta`.
+    #[arg(long, value_name = "URL")]
+    pub(crate) otlp_endpoint: Option<String>,
     /// With --http: the most sessions open at once; an `initialize` past it gets HTTP 503
     /// (a session ends when its client deletes it, or after 5 minutes idle).
     #[arg(long, value_name = "N", default_value_t = SessionLimits::DEFAULT_MAX_SESSIONS as u32,

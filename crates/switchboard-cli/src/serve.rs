@@ -37,6 +37,12 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
+        // Before any server starts: a bad endpoint fails at once.
+        let traces = args
+            .otlp_endpoint
+            .as_deref()
+            .map(switchboard_gateway::trace::Traces::otlp)
+            .transpose()?;
         // The configuration's errors are on stderr; the gateway serves what can run.
         let host = crate::start::builder(ctx, args.servers.clone())?
             .builder
@@ -64,6 +70,9 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
             args.tool_search.unwrap_or_default(),
             args.prefix,
         );
+        if let Some(traces) = &traces {
+            gateway.set_traces(traces.clone());
+        }
         let served = async {
             match addr {
                 Some(addr) => serve_http(gateway, addr, &args, given).await,
@@ -80,6 +89,9 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
             _ = crate::context::interrupted() => Ok(()),
         };
         reloading.abort();
+        if let Some(traces) = traces {
+            traces.shutdown();
+        }
         host.shutdown().await;
         outcome.map(|()| ExitCode::SUCCESS)
     })

@@ -24,6 +24,7 @@ pub mod search;
 pub mod session;
 pub mod sessions;
 mod status_page;
+pub mod trace;
 
 use std::sync::Arc;
 
@@ -104,6 +105,8 @@ struct Inner {
     rounds: rounds::Rounds,
     /// Calls, errors and latencies, for `/metrics` and the status page.
     metrics: metrics::Metrics,
+    /// Where spans go (`--otlp-endpoint`), once set.
+    traces: std::sync::OnceLock<trace::Traces>,
 }
 
 impl Gateway {
@@ -133,6 +136,7 @@ impl Gateway {
                 prefix,
                 rounds: rounds::Rounds::default(),
                 metrics,
+                traces: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -153,6 +157,17 @@ impl Gateway {
 
     pub fn filter(&self) -> &ToolFilter {
         &self.inner.filter
+    }
+
+    /// Exports a span for each client request (and each call's upstream request) from now on;
+    /// `false` when traces were set already.
+    pub fn set_traces(&self, traces: trace::Traces) -> bool {
+        self.inner.traces.set(traces).is_ok()
+    }
+
+    /// Where spans go, if anywhere.
+    pub fn traces(&self) -> Option<&trace::Traces> {
+        self.inner.traces.get()
     }
 
     /// Calls, errors and latencies of the calls made through this gateway.

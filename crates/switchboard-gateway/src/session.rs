@@ -382,6 +382,7 @@ impl Session {
             .unwrap_or_else(|| "unknown".to_owned());
         let host = self.gateway.host().clone();
         let metrics = self.gateway.metrics().clone();
+        let traced = self.traced_call(&name, &context);
         let arguments = request.arguments.unwrap_or_default();
         let tool = name.clone();
         let step = self
@@ -397,11 +398,15 @@ impl Session {
                             progress: Some(progress),
                             interaction: Some(interaction),
                             prompter,
+                            meta: traced.as_ref().map(TracedCall::meta),
                             ..CallOptions::default()
                         };
                         let started = std::time::Instant::now();
                         let outcome = host.call(&tool, arguments, options).await;
                         record(&metrics, &tool, started, &outcome);
+                        if let Some(traced) = traced {
+                            traced.end(&outcome);
+                        }
                         call_value(outcome)
                     }
                     .boxed()
@@ -456,11 +461,13 @@ impl Session {
             }
             None => (None, None),
         };
+        let traced = self.traced_call(&name, &context);
         let options = CallOptions {
             source: CallSource::Gateway { client },
             progress,
             interaction: Some(downstream_interaction(&peer)),
             prompter: ElicitingPrompter::for_peer(&peer),
+            meta: traced.as_ref().map(TracedCall::meta),
             ..CallOptions::default()
         };
         // Boxed: the call's future is large (about 9 KB), and the task rmcp spawns for each
@@ -470,17 +477,51 @@ impl Session {
         let outcome = tokio::select! {
             outcome = call => outcome,
             () = context.ct.cancelled() => {
+                if let Some(traced) = traced {
+                    traced.cancelled();
+                }
                 // Dropping the call cancelled it upstream.
                 return Err(ErrorData::new(ErrorCode::INTERNAL_ERROR, "cancelled by the client", None));
             }
         };
         record(self.gateway.metrics(), &name, started, &outcome);
+        if let Some(traced) = traced {
+            traced.end(&outcome);
+        }
         if let Some(task) = forward_progress {
             // Every progress notification goes out before the result (the channel closes when
             // the call is over; bounded all the same).
             let _ = tokio::time::timeout(PROGRESS_DRAIN, task).await;
         }
         respond::<CallToolResult, _>(Step::Done(call_value(outcome)?), &name)
+    }
+
+    /// The spans of a call of the tool `qualified` (when traces are exported): the client's
+    /// request, and under it the upstream request.
+    fn traced_call(
+        &self,
+        qualified: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<TracedCall> {
+        let traces = self.gateway.traces()?;
+        let (server, tool) = switchboard::QualifiedName::split(qualified)?;
+        let request = traces.request("tools/call", Some(tool), client_traceparent(context));
+        let (upstream, traceparent) = traces.upstream(&request, "tools/call", server, tool);
+        Some(TracedCall {
+            request,
+            upstream,
+            traceparent,
+        })
+    }
+
+    /// The span of a client request other than a call (when traces are exported).
+    fn traced(
+        &self,
+        method: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<opentelemetry::Context> {
+        let traces = self.gateway.traces()?;
+        Some(traces.request(method, None, client_traceparent(context)))
     }
 
     /// The server and its own URI of a resource (or template) by the URI the gateway serves.
@@ -515,6 +556,53 @@ impl Session {
                 }
                 e => failure(e),
             })
+    }
+}
+
+/// The W3C `traceparent` in a client request's `_meta`, if any.
+fn client_traceparent(context: &RequestContext<RoleServer>) -> Option<&str> {
+    context.meta.get("traceparent").and_then(Value::as_str)
+}
+
+/// A call's spans and the `traceparent` its upstream request carries.
+struct TracedCall {
+    request: opentelemetry::Context,
+    upstream: opentelemetry::Context,
+    traceparent: String,
+}
+
+impl TracedCall {
+    /// The `_meta` members of the upstream request.
+    fn meta(&self) -> Map<String, Value> {
+        let mut meta = Map::new();
+        meta.insert(
+            "traceparent".to_owned(),
+            Value::String(self.traceparent.clone()),
+        );
+        meta
+    }
+
+    fn end(self, outcome: &Result<CallOutcome, CallError>) {
+        let failed = match outcome {
+            Ok(o) if o.is_error => Some("the tool's result is an error".to_owned()),
+            Ok(_) => None,
+            Err(e) => Some(switchboard::error_chain(e)),
+        };
+        crate::trace::end(&self.upstream, failed.clone());
+        crate::trace::end(&self.request, failed);
+    }
+
+    fn cancelled(self) {
+        let why = Some("cancelled by the client".to_owned());
+        crate::trace::end(&self.upstream, why.clone());
+        crate::trace::end(&self.request, why);
+    }
+}
+
+/// Ends a request's span (if traced).
+fn end_span<T>(span: Option<opentelemetry::Context>, result: &Result<T, ErrorData>) {
+    if let Some(span) = span {
+        crate::trace::end(&span, result.as_ref().err().map(|e| e.message.to_string()));
     }
 }
 
@@ -740,17 +828,23 @@ impl ServerHandler for Session {
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let (tools, next) = page(
-            self.listed_tools().await,
-            |t| t.name.as_ref(),
-            cursor(&request),
-            PAGE_SIZE,
-        )?;
-        let mut result = ListToolsResult::with_all_items(tools);
-        result.next_cursor = next;
-        Ok(result)
+        let span = self.traced("tools/list", &context);
+        let result = async move {
+            let (tools, next) = page(
+                self.listed_tools().await,
+                |t| t.name.as_ref(),
+                cursor(&request),
+                PAGE_SIZE,
+            )?;
+            let mut result = ListToolsResult::with_all_items(tools);
+            result.next_cursor = next;
+            Ok(result)
+        }
+        .await;
+        end_span(span, &result);
+        result
     }
 
     fn get_tool(&self, _name: &str) -> Option<Tool> {
@@ -780,17 +874,23 @@ impl ServerHandler for Session {
     async fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let listing = self.gateway.host().resources(None).await;
-        let names = resource_names(self.gateway.prefix(), "resource", "uri", &listing.items);
-        let all = served_uris("resources", listing, &names, "uri");
-        let (all, next) = page(all, |r| key_of(r, "uri"), cursor(&request), PAGE_SIZE)?;
-        let resources = serde_json::from_value(Value::Array(all))
-            .map_err(|e| invalid_result("resources", e))?;
-        let mut result = ListResourcesResult::with_all_items(resources);
-        result.next_cursor = next;
-        Ok(result)
+        let span = self.traced("resources/list", &context);
+        let result = async move {
+            let listing = self.gateway.host().resources(None).await;
+            let names = resource_names(self.gateway.prefix(), "resource", "uri", &listing.items);
+            let all = served_uris("resources", listing, &names, "uri");
+            let (all, next) = page(all, |r| key_of(r, "uri"), cursor(&request), PAGE_SIZE)?;
+            let resources = serde_json::from_value(Value::Array(all))
+                .map_err(|e| invalid_result("resources", e))?;
+            let mut result = ListResourcesResult::with_all_items(resources);
+            result.next_cursor = next;
+            Ok(result)
+        }
+        .await;
+        end_span(span, &result);
+        result
     }
 
     async fn list_resource_templates(
@@ -894,28 +994,34 @@ impl ServerHandler for Session {
     async fn list_prompts(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let listing = self.gateway.host().prompts(None).await;
-        let names = prompt_names(self.gateway.prefix(), &listing.items);
-        for collision in &names.collisions {
-            tracing::warn!("not served: {collision}");
+        let span = self.traced("prompts/list", &context);
+        let result = async move {
+            let listing = self.gateway.host().prompts(None).await;
+            let names = prompt_names(self.gateway.prefix(), &listing.items);
+            for collision in &names.collisions {
+                tracing::warn!("not served: {collision}");
+            }
+            let all = Self::served("prompts", listing, |p| {
+                let served = names.served(&p.name)?.to_owned();
+                let mut definition = p.definition;
+                definition["name"] = Value::String(served);
+                Some(definition)
+            })
+            .into_iter()
+            .flatten()
+            .collect();
+            let (all, next) = page(all, |p| key_of(p, "name"), cursor(&request), PAGE_SIZE)?;
+            let prompts = serde_json::from_value(Value::Array(all))
+                .map_err(|e| invalid_result("prompts", e))?;
+            let mut result = ListPromptsResult::with_all_items(prompts);
+            result.next_cursor = next;
+            Ok(result)
         }
-        let all = Self::served("prompts", listing, |p| {
-            let served = names.served(&p.name)?.to_owned();
-            let mut definition = p.definition;
-            definition["name"] = Value::String(served);
-            Some(definition)
-        })
-        .into_iter()
-        .flatten()
-        .collect();
-        let (all, next) = page(all, |p| key_of(p, "name"), cursor(&request), PAGE_SIZE)?;
-        let prompts =
-            serde_json::from_value(Value::Array(all)).map_err(|e| invalid_result("prompts", e))?;
-        let mut result = ListPromptsResult::with_all_items(prompts);
-        result.next_cursor = next;
-        Ok(result)
+        .await;
+        end_span(span, &result);
+        result
     }
 
     async fn get_prompt(

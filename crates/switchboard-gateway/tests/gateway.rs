@@ -30,6 +30,12 @@ const SETTLE: Duration = Duration::from_secs(30);
 const WAIT: Duration = Duration::from_secs(20);
 const TOKEN: &str = "test-token-0123456789";
 
+thread_local! {
+    /// Traces for the next gateway this thread makes ([`gateway_with`]).
+    static TRACES: std::cell::RefCell<Option<switchboard_gateway::trace::Traces>> =
+        const { std::cell::RefCell::new(None) };
+}
+
 fn testkit(args: &[&str]) -> Value {
     json!({"command": switchboard_testkit::server_bin(), "args": args})
 }
@@ -74,7 +80,14 @@ async fn gateway_with(
         .unwrap();
     host.wait_settled(SETTLE).await.unwrap();
     let server = HttpGateway::bind(
-        Gateway::with_options(host.clone(), ToolFilter::default(), ToolSearch::Off, prefix),
+        {
+            let gateway =
+                Gateway::with_options(host.clone(), ToolFilter::default(), ToolSearch::Off, prefix);
+            if let Some(traces) = TRACES.with(|t| t.borrow_mut().take()) {
+                gateway.set_traces(traces);
+            }
+            gateway
+        },
         SocketAddr::from(([127, 0, 0, 1], 0)),
         HttpOptions {
             token: TOKEN.to_owned(),
@@ -1844,4 +1857,127 @@ async fn metrics_count_calls_errors_and_latency_per_server_and_tool() {
         tokio::task::yield_now().await;
     }
     client.cancel().await.unwrap();
+}
+
+/// A small OTLP/HTTP receiver on 127.0.0.1 port 0: every span of every `POST /v1/traces`
+/// (protobuf) goes down the channel. Returns its base URL.
+async fn otlp_receiver() -> (
+    String,
+    mpsc::UnboundedReceiver<opentelemetry_proto::tonic::trace::v1::Span>,
+) {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use prost::Message as _;
+    let (tx, rx) = mpsc::unbounded_channel();
+    let app = axum::Router::new().route(
+        "/v1/traces",
+        axum::routing::post(move |body: axum::body::Bytes| {
+            let tx = tx.clone();
+            async move {
+                let request = ExportTraceServiceRequest::decode(body).unwrap();
+                for resource in request.resource_spans {
+                    for scope in resource.scope_spans {
+                        for span in scope.spans {
+                            let _ = tx.send(span);
+                        }
+                    }
+                }
+                axum::http::StatusCode::OK
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, rx)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn attribute(span: &opentelemetry_proto::tonic::trace::v1::Span, key: &str) -> Option<String> {
+    use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+    span.attributes
+        .iter()
+        .find(|a| a.key == key)
+        .and_then(|a| a.value.as_ref()?.value.as_ref())
+        .and_then(|v| match v {
+            Any::StringValue(s) => Some(s.clone()),
+            _ => None,
+        })
+}
+
+/// With traces exported, a call is a span under the client's own `traceparent`, its upstream
+/// request a child span, and the child's `traceparent` reaches the server in `_meta`; a
+/// listing is a span too. Spans arrive at a real OTLP/HTTP receiver.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn traces_reach_an_otlp_receiver_and_the_traceparent_goes_upstream() {
+    let (collector, mut spans) = otlp_receiver().await;
+    let traces = switchboard_gateway::trace::Traces::otlp(&collector).unwrap();
+    TRACES.with(|t| *t.borrow_mut() = Some(traces.clone()));
+    let (_tree, _host, url) = gateway_with(
+        json!({"kit": testkit(&["--echo-meta"])}),
+        json!({}),
+        GatewayAsk::default(),
+        Prefix::Always,
+    )
+    .await;
+    let (client, _seen) = connect(&url, "a", false).await;
+    client.peer().list_all_tools().await.unwrap();
+    let client_trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let client_span = "00f067aa0ba902b7";
+    let mut params = call("mcp__kit__echo", json!({"text": "traced"}));
+    let mut meta = serde_json::Map::new();
+    meta.insert(
+        "traceparent".to_owned(),
+        json!(format!("00-{client_trace}-{client_span}-01")),
+    );
+    params.meta = Some(rmcp::model::RequestMetaObject(meta.into()));
+    let result = client.call_tool(params).await.unwrap();
+    let content = serde_json::to_value(&result.content).unwrap();
+    let upstream_meta: Value = serde_json::from_str(content[1]["text"].as_str().unwrap()).unwrap();
+    let upstream = upstream_meta["traceparent"].as_str().unwrap().to_owned();
+    traces.flush();
+
+    let mut seen = Vec::new();
+    let wanted = |seen: &[opentelemetry_proto::tonic::trace::v1::Span]| {
+        seen.iter().any(|s| s.name == "tools/list")
+            && seen.iter().filter(|s| s.name == "tools/call echo").count() == 2
+    };
+    while !wanted(&seen) {
+        let span = tokio::time::timeout(WAIT, spans.recv())
+            .await
+            .unwrap_or_else(|_| panic!("spans so far: {seen:?}"))
+            .unwrap();
+        seen.push(span);
+    }
+    let calls: Vec<_> = seen
+        .iter()
+        .filter(|s| s.name == "tools/call echo")
+        .collect();
+    let request = calls
+        .iter()
+        .find(|s| hex(&s.parent_span_id) == client_span)
+        .expect("the request span under the client's span");
+    let child = calls
+        .iter()
+        .find(|s| s.parent_span_id == request.span_id)
+        .expect("the upstream span under the request span");
+    assert_eq!(hex(&request.trace_id), client_trace);
+    assert_eq!(hex(&child.trace_id), client_trace);
+    assert_eq!(
+        attribute(request, "mcp.method.name").as_deref(),
+        Some("tools/call")
+    );
+    assert_eq!(
+        attribute(request, "gen_ai.tool.name").as_deref(),
+        Some("echo")
+    );
+    assert_eq!(attribute(child, "mcp.server").as_deref(), Some("kit"));
+    assert_eq!(
+        upstream,
+        format!("00-{client_trace}-{}-01", hex(&child.span_id))
+    );
+    client.cancel().await.unwrap();
+    traces.shutdown();
 }

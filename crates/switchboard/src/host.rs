@@ -389,6 +389,9 @@ pub struct CallOptions {
     /// Who is asked when a rule says `ask`, instead of the host's prompter (the gateway asks
     /// the downstream client that made the call).
     pub prompter: Option<Arc<dyn PermissionPrompter>>,
+    /// Members added to the `_meta` of the upstream `tools/call` (the gateway's W3C
+    /// `traceparent`), beside the ones the protocol needs.
+    pub meta: Option<Map<String, Value>>,
 }
 
 impl std::fmt::Debug for CallOptions {
@@ -399,6 +402,7 @@ impl std::fmt::Debug for CallOptions {
             .field("timeout", &self.timeout)
             .field("interaction", &self.interaction)
             .field("prompter", &self.prompter.is_some())
+            .field("meta", &self.meta)
             .finish()
     }
 }
@@ -411,6 +415,7 @@ impl Default for CallOptions {
             timeout: None,
             interaction: None,
             prompter: None,
+            meta: None,
         }
     }
 }
@@ -913,6 +918,7 @@ impl Host {
                 timeout,
                 options.progress.clone(),
                 options.interaction.clone(),
+                options.meta.clone(),
             )
             .await
         {
@@ -988,6 +994,7 @@ impl Host {
         timeout: Duration,
         progress: Option<mpsc::UnboundedSender<Progress>>,
         interaction: Option<Interaction>,
+        meta: Option<Map<String, Value>>,
     ) -> Result<Value, RequestFailure> {
         let server = target.server();
         let tool = &target.tool;
@@ -995,6 +1002,7 @@ impl Host {
         let context = CallContext {
             qualified: tool.qualified_name.clone(),
             interaction,
+            meta,
         };
         let call = self.manager.request(server, |s| {
             let (name, arguments) = (name.clone(), arguments.clone());

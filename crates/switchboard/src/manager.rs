@@ -1093,6 +1093,7 @@ impl ServerManager {
                 let call = connection::CallContext {
                     qualified: crate::name::QualifiedName::new(name, tool).into_string(),
                     interaction: None,
+                    meta: None,
                 };
                 s.call_tool(tool, arguments, timeout, None, call).await
             }
