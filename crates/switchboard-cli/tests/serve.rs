@@ -350,6 +350,11 @@ fn prefix_never_refuses_to_start_on_a_shared_name_and_serves_own_names_otherwise
         &tree,
         &["--stdio", "--prefix", "never", "--servers", "alpha"],
     );
+    // In front of one server, its instructions pass through as they are.
+    assert_eq!(
+        gateway.init["result"]["instructions"],
+        "A test server: echo, add, slow, fail, add_tool, image, blob, big, pid."
+    );
     let listed = gateway.request("tools/list", json!({}));
     let names: Vec<&str> = listed["result"]["tools"]
         .as_array()
@@ -556,6 +561,8 @@ struct RawStdio {
     stdin: Option<std::process::ChildStdin>,
     messages: mpsc::Receiver<Value>,
     next_id: u64,
+    /// The answer to `initialize`.
+    init: Value,
 }
 
 impl RawStdio {
@@ -585,6 +592,7 @@ impl RawStdio {
             stdin,
             messages,
             next_id: 0,
+            init: Value::Null,
         };
         let init = raw.request(
             "initialize",
@@ -596,6 +604,7 @@ impl RawStdio {
             "{init}"
         );
         raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        raw.init = init;
         raw
     }
 

@@ -765,14 +765,29 @@ impl ServerHandler for Session {
             .enable_logging()
             .enable_completions()
             .build();
-        let mut instructions = String::from(
-            "Switchboard: the tools of every configured MCP server, named mcp__<server>__<tool>.",
-        );
-        for (name, state) in self.gateway.host().servers() {
-            if let ServerState::Connected(info) = state
-                && let Some(text) = &info.instructions
-            {
-                instructions.push_str(&format!("\n\n## Server `{name}`\n{text}"));
+        let servers = self.gateway.host().servers();
+        let mut instructions = String::from(match self.gateway.prefix() {
+            Prefix::Always => {
+                "Switchboard: the tools of every configured MCP server, named mcp__<server>__<tool>."
+            }
+            _ => {
+                "Switchboard: the tools of every configured MCP server, by their own names; where two servers share a name, as mcp__<server>__<tool>."
+            }
+        });
+        // In front of one server, without prefixes, the gateway passes its instructions on as
+        // they are (the transparent mode).
+        if self.gateway.prefix() != Prefix::Always
+            && let [(_, ServerState::Connected(info))] = servers.as_slice()
+            && let Some(text) = &info.instructions
+        {
+            instructions = text.clone();
+        } else {
+            for (name, state) in servers {
+                if let ServerState::Connected(info) = state
+                    && let Some(text) = &info.instructions
+                {
+                    instructions.push_str(&format!("\n\n## Server `{name}`\n{text}"));
+                }
             }
         }
         ServerConfig::new(capabilities)
