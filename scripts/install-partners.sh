@@ -22,7 +22,9 @@
 #                                     1.0.3 (the full inspector 2.x cannot be pinned here: its
 #                                     vite wants an optional package this registry does not serve)
 #   Debian packages (not pinned: Debian stable's) dbus-daemon, gnome-keyring, libsecret-tools,
-#                                     for the Secret Service keychain tests; apt, as root, if missing
+#                                     for the Secret Service keychain tests; chromium and
+#                                     chromium-driver, for the gateway's status page test; apt,
+#                                     as root, if missing
 #   requirements.txt                  PyPI: mcp==2.3.0, mcp-server-time==2026.10.19 and
 #                                     every resolved dependency, sha256-hashed
 #
@@ -295,15 +297,15 @@ write_env() {
 # feature by default): Debian's dbus-daemon, gnome-keyring and libsecret-tools, installed with
 # apt when one is missing and this runs as root. Debian stable pins them; without them the
 # keychain tests fail and name the package.
-DEBIAN_PACKAGES=(dbus-daemon gnome-keyring libsecret-tools)
+DEBIAN_PACKAGES=(dbus-daemon gnome-keyring libsecret-tools chromium chromium-driver)
 install_debian() {
   export DEBIAN_FRONTEND=noninteractive
   apt-get install -y -q --no-install-recommends "${DEBIAN_PACKAGES[@]}" \
     || { apt-get update -q && apt-get install -y -q --no-install-recommends "${DEBIAN_PACKAGES[@]}"; }
 }
-if [[ $(uname -s) == Linux ]] && { ! command -v dbus-daemon >/dev/null || ! command -v gnome-keyring-daemon >/dev/null || ! command -v secret-tool >/dev/null; }; then
+if [[ $(uname -s) == Linux ]] && { ! command -v dbus-daemon >/dev/null || ! command -v gnome-keyring-daemon >/dev/null || ! command -v secret-tool >/dev/null || ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; }; then
   if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
-    step "apt-get install ${DEBIAN_PACKAGES[*]} (the Secret Service for the keychain tests)" install_debian
+    step "apt-get install ${DEBIAN_PACKAGES[*]} (the Secret Service for the keychain tests, a headless browser for the status page's)" install_debian
   else
     say "not root or no apt-get: install ${DEBIAN_PACKAGES[*]} yourself for the keychain tests"
   fi

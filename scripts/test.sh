@@ -15,6 +15,10 @@ cargo test --workspace --locked "$@"
 # generations) against the conformance client built on the library.
 cargo build -p switchboard-conformance --locked
 bash scripts/conformance.sh
+# The gateway's transparent mode: the suites' server scenarios against the suite's example
+# server alone and through `serve --prefix conditional` must agree.
+cargo build -p switchboard-cli --locked
+bash scripts/conformance-server.sh
 # The embedding example (examples/embed.rs) against the test server, in a scratch configuration
 # (no user or managed files, its own state): it must settle, list the tools, call `echo`,
 # print the echoed text and the events it saw, and exit 0.

@@ -613,6 +613,21 @@ pub(crate) struct ServeArgs {
     /// every tool's definition would pass N tokens.
     #[arg(long, value_name = "on|auto:N", num_args = 0..=1, default_missing_value = "on")]
     pub(crate) tool_search: Option<switchboard_gateway::ToolSearch>,
+    /// How tools, prompts and resources are named: `always` with their server
+    /// (`mcp__<server>__<tool>`, `switchboard://<server>/<uri>`), `conditional` by their
+    /// server's own name where no other server's collides, `never` by their own names (two
+    /// servers offering one name: the gateway refuses to start).
+    #[arg(
+        long,
+        value_name = "always|conditional|never",
+        default_value = "always"
+    )]
+    pub(crate) prefix: switchboard::host::Prefix,
+    /// Export OpenTelemetry traces over OTLP/HTTP to this collector (its base URL, e.g.
+    /// http://localhost:4318): a span per client request, a child per upstream call, whose
+    /// W3C traceparent goes upstream in `_meta`.
+    #[arg(long, value_name = "URL")]
+    pub(crate) otlp_endpoint: Option<String>,
     /// With --http: the most sessions open at once; an `initialize` past it gets HTTP 503
     /// (a session ends when its client deletes it, or after 5 minutes idle).
     #[arg(long, value_name = "N", default_value_t = SessionLimits::DEFAULT_MAX_SESSIONS as u32,

@@ -37,21 +37,42 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
+        // Before any server starts: a bad endpoint fails at once.
+        let traces = args
+            .otlp_endpoint
+            .as_deref()
+            .map(switchboard_gateway::trace::Traces::otlp)
+            .transpose()?;
         // The configuration's errors are on stderr; the gateway serves what can run.
         let host = crate::start::builder(ctx, args.servers.clone())?
             .builder
             .interaction(switchboard_gateway::forward::upstream_interaction())
             .gateway_ask(args.ask.into())
+            // An HTTP client may be on another machine: a file written here means nothing
+            // there, so audio and blobs stay in the results.
+            .binaries_inline(addr.is_some())
             .start()?;
         if let Err(e) = crate::start::settle(&host).await {
             host.shutdown().await;
             return Err(e);
         }
-        let gateway = Gateway::with_search(
+        // `--prefix never` serves the servers' own names: two servers offering one is refused
+        // before any client sees either.
+        let collisions = host.name_collisions(args.prefix).await;
+        if !collisions.is_empty() {
+            host.shutdown().await;
+            let all: Vec<String> = collisions.iter().map(ToString::to_string).collect();
+            bail!("--prefix never: {}", all.join("; "));
+        }
+        let gateway = Gateway::with_options(
             host.clone(),
             ToolFilter::new(&args.allow_tools, &args.deny_tools),
             args.tool_search.unwrap_or_default(),
+            args.prefix,
         );
+        if let Some(traces) = &traces {
+            gateway.set_traces(traces.clone());
+        }
         let served = async {
             match addr {
                 Some(addr) => serve_http(gateway, addr, &args, given).await,
@@ -60,13 +81,63 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
                     .context("serving on stdio"),
             }
         };
+        // Listening before anything is served: a SIGHUP from then on reloads, never kills.
+        let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+        let reloading = tokio::spawn(reload_on_hangup(host.clone(), hangups));
         let outcome = tokio::select! {
             outcome = served => outcome,
             _ = crate::context::interrupted() => Ok(()),
         };
+        reloading.abort();
+        if let Some(traces) = traces {
+            traces.shutdown();
+        }
         host.shutdown().await;
         outcome.map(|()| ExitCode::SUCCESS)
     })
+}
+
+/// On each SIGHUP, reads the configuration again and applies its servers (see
+/// [`switchboard::host::Host::reload`]); what changed and the new problems go to stderr.
+async fn reload_on_hangup(
+    host: switchboard::host::Host,
+    hangups: Option<tokio::signal::unix::Signal>,
+) {
+    let Some(mut hangups) = hangups else {
+        return;
+    };
+    while hangups.recv().await.is_some() {
+        match host.reload().await {
+            Ok((reloaded, issues)) => {
+                for issue in &issues {
+                    eprintln!("switchboard: {issue}");
+                }
+                let part = |what: &str, names: &[String]| {
+                    (!names.is_empty()).then(|| format!("{what} {}", names.join(", ")))
+                };
+                let parts: Vec<String> = [
+                    part("added", &reloaded.added),
+                    part("changed", &reloaded.changed),
+                    part("removed", &reloaded.removed),
+                ]
+                .into_iter()
+                .flatten()
+                .collect();
+                if parts.is_empty() {
+                    eprintln!("switchboard: reloaded the configuration: no server changed");
+                } else {
+                    eprintln!(
+                        "switchboard: reloaded the configuration: {}",
+                        parts.join("; ")
+                    );
+                }
+            }
+            Err(e) => eprintln!(
+                "switchboard: cannot reload: {}",
+                switchboard::error_chain(&e)
+            ),
+        }
+    }
 }
 
 /// The bearer token the user gave, and where it came from: `--token`, `--token-file` (its

@@ -317,6 +317,138 @@ fn a_tool_a_server_lists_twice_is_served_once() {
     );
 }
 
+/// `--prefix never` serves the servers' own names, so two servers offering one name is refused
+/// at start, naming the name and both servers; without the collision it serves bare names.
+#[test]
+fn prefix_never_refuses_to_start_on_a_shared_name_and_serves_own_names_otherwise() {
+    let tree = ConfigTree::new().unwrap();
+    let bin = switchboard_testkit::server_bin();
+    tree.write(
+        tree.user_file(),
+        &json!({"mcpServers": {
+            "alpha": {"command": bin, "args": ["--tool-name", "only_alpha"]},
+            "beta": {"command": bin, "args": ["--tool-name", "only_beta"]},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let refused = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(serve_args(&tree, &["--stdio", "--prefix", "never"]))
+        .env_clear()
+        .envs(tree.env())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("tool `echo` is offered by servers `alpha` and `beta`"),
+        "{stderr}"
+    );
+
+    let mut gateway = RawStdio::start(
+        &tree,
+        &["--stdio", "--prefix", "never", "--servers", "alpha"],
+    );
+    // In front of one server, its instructions pass through as they are.
+    assert_eq!(
+        gateway.init["result"]["instructions"],
+        "A test server: echo, add, slow, fail, add_tool, image, blob, big, pid."
+    );
+    let listed = gateway.request("tools/list", json!({}));
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"only_alpha") && names.contains(&"echo"),
+        "{names:?}"
+    );
+    let called = gateway.request(
+        "tools/call",
+        json!({"name": "only_alpha", "arguments": {"text": "bare"}}),
+    );
+    assert!(called["result"].to_string().contains("bare"), "{called}");
+}
+
+/// SIGHUP reads the configuration again: an added server's tools reach the open session with
+/// `tools/list_changed`, a removed one's go the same way, and the session (and the unchanged
+/// server) go on as they were.
+#[test]
+fn sighup_reloads_servers_and_the_open_session_follows() {
+    let tree = ConfigTree::new().unwrap();
+    let bin = switchboard_testkit::server_bin();
+    let write = |servers: Value| {
+        tree.write(
+            tree.user_file(),
+            &json!({"mcpServers": servers}).to_string(),
+        )
+        .unwrap();
+    };
+    let kit = json!({"command": bin});
+    write(json!({"kit": kit}));
+    let mut gateway = RawStdio::start(&tree, &["--stdio"]);
+    let names = |gateway: &mut RawStdio| -> Vec<String> {
+        let listed = gateway.request("tools/list", json!({}));
+        listed["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert!(!names(&mut gateway).contains(&"mcp__extra__new_tool".to_owned()));
+    let pid = gateway.child.id().to_string();
+    let hangup = || {
+        let status = Command::new("kill").args(["-HUP", &pid]).status().unwrap();
+        assert!(status.success());
+    };
+
+    write(json!({"kit": kit, "extra": {"command": bin, "args": ["--tool-name", "new_tool"]}}));
+    hangup();
+    gateway.notification("notifications/tools/list_changed");
+    let mut listed = names(&mut gateway);
+    // The new server's tools arrive with (or right after) the notification.
+    for _ in 0..50 {
+        if listed.contains(&"mcp__extra__new_tool".to_owned()) {
+            break;
+        }
+        gateway.notification("notifications/tools/list_changed");
+        listed = names(&mut gateway);
+    }
+    assert!(
+        listed.contains(&"mcp__extra__new_tool".to_owned()),
+        "{listed:?}"
+    );
+    let called = gateway.request(
+        "tools/call",
+        json!({"name": "mcp__extra__new_tool", "arguments": {"text": "after the reload"}}),
+    );
+    assert!(
+        called["result"].to_string().contains("after the reload"),
+        "{called}"
+    );
+
+    write(json!({"kit": kit}));
+    hangup();
+    gateway.notification("notifications/tools/list_changed");
+    let listed = names(&mut gateway);
+    assert!(
+        !listed.contains(&"mcp__extra__new_tool".to_owned()),
+        "{listed:?}"
+    );
+    let called = gateway.request(
+        "tools/call",
+        json!({"name": "mcp__kit__echo", "arguments": {"text": "still here"}}),
+    );
+    assert!(
+        called["result"].to_string().contains("still here"),
+        "{called}"
+    );
+}
+
 /// A gateway killed with SIGKILL stops nothing itself. Its guard process stops the servers'
 /// process groups, so what a server started (here a `sleep` in its group) does not outlive
 /// the gateway.
@@ -429,6 +561,8 @@ struct RawStdio {
     stdin: Option<std::process::ChildStdin>,
     messages: mpsc::Receiver<Value>,
     next_id: u64,
+    /// The answer to `initialize`.
+    init: Value,
 }
 
 impl RawStdio {
@@ -458,6 +592,7 @@ impl RawStdio {
             stdin,
             messages,
             next_id: 0,
+            init: Value::Null,
         };
         let init = raw.request(
             "initialize",
@@ -469,6 +604,7 @@ impl RawStdio {
             "{init}"
         );
         raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        raw.init = init;
         raw
     }
 
@@ -486,6 +622,20 @@ impl RawStdio {
         loop {
             let message = self.messages.recv_timeout(WAIT).unwrap();
             if message["id"] == id {
+                return message;
+            }
+        }
+    }
+
+    /// Waits (at most `WAIT`) for a notification with this method; what came before it is
+    /// dropped.
+    fn notification(&mut self, method: &str) -> Value {
+        loop {
+            let message = self
+                .messages
+                .recv_timeout(WAIT)
+                .unwrap_or_else(|_| panic!("no {method} within {WAIT:?}"));
+            if message["method"] == method {
                 return message;
             }
         }

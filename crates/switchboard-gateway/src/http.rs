@@ -23,7 +23,7 @@ use axum::http::header::{AUTHORIZATION, CONTENT_TYPE, ORIGIN, RETRY_AFTER, WWW_A
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
@@ -178,17 +178,35 @@ impl HttpGateway {
         let service =
             StreamableHttpService::new(move || Ok(factory.session()), sessions.clone(), config);
         let guard = Arc::new(Guard {
+            cookie: crate::status_page::cookie_value(&options.token),
             token: options.token,
             origins: options.allowed_origins,
         });
+        let served = Served {
+            gateway,
+            sessions: sessions.clone(),
+        };
         let mcp = Router::new().route_service(MCP_PATH, service).layer(
             axum::middleware::from_fn_with_state(sessions.clone(), cap_sessions),
         );
+        // The status page and its login check the Origin and look at the token themselves.
+        let page = Router::new()
+            .route("/", get(page))
+            .route("/login", post(login))
+            .with_state(Page {
+                guard: guard.clone(),
+            })
+            .layer(axum::middleware::from_fn_with_state(
+                guard.clone(),
+                check_origin,
+            ));
         let router = Router::new()
             .route("/status", get(status))
-            .with_state(Served { gateway, sessions })
+            .route("/metrics", get(metrics))
+            .with_state(served)
             .merge(mcp)
             .layer(axum::middleware::from_fn_with_state(guard, check_request))
+            .merge(page)
             .route("/healthz", get(|| async { "ok\n" }));
         Ok(HttpGateway {
             listener,
@@ -222,7 +240,26 @@ impl HttpGateway {
 #[derive(Debug)]
 struct Guard {
     token: String,
+    /// The status page's cookie value ([`crate::status_page::cookie_value`]).
+    cookie: String,
     origins: Vec<String>,
+}
+
+impl Guard {
+    /// A 403 for a request whose `Origin` is not allowed.
+    fn refuse_origin(&self, headers: &HeaderMap) -> Option<Response> {
+        let origin = headers.get(ORIGIN)?;
+        let allowed = origin
+            .to_str()
+            .is_ok_and(|origin| origin_allowed(&self.origins, origin));
+        (!allowed).then(|| (StatusCode::FORBIDDEN, "this Origin is not allowed\n").into_response())
+    }
+}
+
+/// What the status page's routes need.
+#[derive(Debug, Clone)]
+struct Page {
+    guard: Arc<Guard>,
 }
 
 /// What `/status` reports on.
@@ -237,15 +274,14 @@ async fn check_request(
     mut request: Request,
     next: Next,
 ) -> Response {
-    if let Some(origin) = request.headers().get(ORIGIN) {
-        let allowed = origin
-            .to_str()
-            .is_ok_and(|origin| origin_allowed(&guard.origins, origin));
-        if !allowed {
-            return (StatusCode::FORBIDDEN, "this Origin is not allowed\n").into_response();
-        }
+    if let Some(refused) = guard.refuse_origin(request.headers()) {
+        return refused;
     }
-    if !token_matches(request.headers(), &guard.token) {
+    // The status page's cookie opens its JSON, nothing else.
+    let page_json = request.method() == Method::GET
+        && request.uri().path() == "/status"
+        && crate::status_page::has_cookie(request.headers(), &guard.cookie);
+    if !page_json && !token_matches(request.headers(), &guard.token) {
         return (
             StatusCode::UNAUTHORIZED,
             [(WWW_AUTHENTICATE, "Bearer")],
@@ -347,6 +383,81 @@ async fn cap_sessions(
         .into_response()
 }
 
+/// The Origin check alone, for the status page's routes.
+async fn check_origin(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
+    match guard.refuse_origin(request.headers()) {
+        Some(refused) => refused,
+        None => next.run(request).await,
+    }
+}
+
+/// `GET /`: the status page for a request with the token or the page's cookie (one with the
+/// token gets the cookie too, so the page's refreshes are let in), else the login form.
+async fn page(State(page): State<Page>, headers: HeaderMap) -> Response {
+    let guard = &page.guard;
+    let bearer = token_matches(&headers, &guard.token);
+    if !bearer && !crate::status_page::has_cookie(&headers, &guard.cookie) {
+        return html(StatusCode::OK, crate::status_page::login_page(false), None);
+    }
+    let cookie = bearer.then(|| crate::status_page::set_cookie(&guard.cookie));
+    html(StatusCode::OK, crate::status_page::status_page(), cookie)
+}
+
+/// `POST /login` (a form with `token`): the right token sets the page's cookie and goes back
+/// to `/`; a wrong one gets the form again, with 401.
+async fn login(State(page): State<Page>, body: axum::body::Bytes) -> Response {
+    let guard = &page.guard;
+    let sent = url::form_urlencoded::parse(&body)
+        .find(|(key, _)| key == "token")
+        .map(|(_, value)| value.trim().to_owned())
+        .unwrap_or_default();
+    if !same_secret(&sent, &guard.token) {
+        return html(
+            StatusCode::UNAUTHORIZED,
+            crate::status_page::login_page(true),
+            None,
+        );
+    }
+    Response::builder()
+        .status(StatusCode::SEE_OTHER)
+        .header(axum::http::header::LOCATION, "/")
+        .header(
+            axum::http::header::SET_COOKIE,
+            crate::status_page::set_cookie(&guard.cookie),
+        )
+        .body(Body::empty())
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+/// An HTML page with the page's security headers (and a cookie to set).
+fn html(status: StatusCode, body: String, cookie: Option<String>) -> Response {
+    let mut response = Response::builder()
+        .status(status)
+        .header(CONTENT_TYPE, "text/html; charset=utf-8")
+        .header("content-security-policy", crate::status_page::CSP)
+        .header("x-content-type-options", "nosniff")
+        .header("cache-control", "no-store")
+        // Not `no-referrer`: with it a browser sends the login form's POST with `Origin: null`,
+        // which the Origin check refuses.
+        .header("referrer-policy", "same-origin");
+    if let Some(cookie) = cookie {
+        response = response.header(axum::http::header::SET_COOKIE, cookie);
+    }
+    response
+        .body(Body::from(body))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+/// Whether two secrets are equal, compared without stopping at the first difference.
+pub(crate) fn same_secret(sent: &str, secret: &str) -> bool {
+    sent.len() == secret.len()
+        && sent
+            .bytes()
+            .zip(secret.bytes())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+}
+
 fn token_matches(headers: &HeaderMap, token: &str) -> bool {
     let Some(sent) = headers
         .get(AUTHORIZATION)
@@ -357,13 +468,7 @@ fn token_matches(headers: &HeaderMap, token: &str) -> bool {
     else {
         return false;
     };
-    // Compare without stopping at the first difference.
-    sent.len() == token.len()
-        && sent
-            .bytes()
-            .zip(token.bytes())
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0
+    same_secret(sent, token)
 }
 
 /// `scheme://host:port` against the allow-list (`:*` for any port; a missing port is the
@@ -390,6 +495,17 @@ fn origin_allowed(allowed: &[String], origin: &str) -> bool {
     })
 }
 
+/// The gateway's metrics ([`crate::metrics`]) in Prometheus' text format.
+async fn metrics(State(served): State<Served>) -> Response {
+    let Served { gateway, sessions } = served;
+    let text = gateway.metrics().encode(
+        gateway.host(),
+        Some(sessions.open()),
+        gateway.rounds().parked(),
+    );
+    ([(CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response()
+}
+
 /// Every upstream server (state, tool count, last error), what a call of a tool no permission
 /// rule names does, how many requests of 2026-07-28 clients wait for their answers, and the
 /// sessions open with their caps.
@@ -398,6 +514,7 @@ async fn status(State(served): State<Served>) -> Response {
     let host = gateway.host();
     let mut servers = Vec::new();
     for (name, state) in host.servers() {
+        let calls = gateway.metrics().server_calls(&name);
         let tools = match &state {
             ServerState::Connected(_) => host.server_tools(&name).await.map(|t| t.len()).ok(),
             _ => None,
@@ -412,6 +529,8 @@ async fn status(State(served): State<Served>) -> Response {
             "state": state.label(),
             "tools": tools,
             "lastError": error,
+            "calls": calls.calls,
+            "errors": calls.errors,
         }));
     }
     let ask = host.gateway_ask();

@@ -3,9 +3,11 @@
 //!
 //! Every downstream client gets its own session, with its own handler ([`session::Session`]):
 //! its progress, cancellations and the questions servers ask during its calls go to it alone.
-//! Tools keep their qualified names (`mcp__<server>__<tool>`), schemas, annotations and output
-//! schemas; resources get URIs that name their server (`switchboard://<server>/<uri>`, see
-//! [`uri`]); prompts are named like tools. A `list_changed` of any upstream server reaches every
+//! Tools keep their schemas, annotations and output schemas; by `--prefix`
+//! ([`Prefix`](switchboard::host::Prefix), the names are the library's) they keep their qualified
+//! names (`mcp__<server>__<tool>`), resources get URIs that name their server
+//! (`switchboard://<server>/<uri>`) and prompts are named like tools, or each keeps its server's
+//! own name where no other server's collides. A `list_changed` of any upstream server reaches every
 //! downstream session. Calls go through the host's whole pipeline (permissions, hooks, output
 //! budget) as [`CallSource::Gateway`](switchboard::permissions::CallSource::Gateway) calls: a
 //! tool no rule names does what the host's
@@ -15,16 +17,18 @@
 
 pub mod forward;
 pub mod http;
+pub mod metrics;
 pub mod page;
 pub mod rounds;
 pub mod search;
 pub mod session;
 pub mod sessions;
-pub mod uri;
+mod status_page;
+pub mod trace;
 
 use std::sync::Arc;
 
-use switchboard::host::Host;
+use switchboard::host::{Host, Prefix};
 use wildmatch::WildMatch;
 
 /// Which tools are served: `--allow-tool` / `--deny-tool` patterns on qualified names.
@@ -95,8 +99,14 @@ struct Inner {
     host: Host,
     filter: ToolFilter,
     search: ToolSearch,
+    /// How tools, prompts and resources are named.
+    prefix: Prefix,
     /// The calls of 2026-07-28 clients that wait for their answers.
     rounds: rounds::Rounds,
+    /// Calls, errors and latencies, for `/metrics` and the status page.
+    metrics: metrics::Metrics,
+    /// Where spans go (`--otlp-endpoint`), once set.
+    traces: std::sync::OnceLock<trace::Traces>,
 }
 
 impl Gateway {
@@ -106,12 +116,27 @@ impl Gateway {
 
     /// A gateway that serves its tools behind a search tool ([`ToolSearch`]).
     pub fn with_search(host: Host, filter: ToolFilter, search: ToolSearch) -> Self {
+        Self::with_options(host, filter, search, Prefix::Always)
+    }
+
+    /// A gateway with a search mode and a naming mode ([`Prefix`]).
+    pub fn with_options(
+        host: Host,
+        filter: ToolFilter,
+        search: ToolSearch,
+        prefix: Prefix,
+    ) -> Self {
+        let metrics = metrics::Metrics::default();
+        metrics.follow(&host);
         Gateway {
             inner: Arc::new(Inner {
                 host,
                 filter,
                 search,
+                prefix,
                 rounds: rounds::Rounds::default(),
+                metrics,
+                traces: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -121,12 +146,33 @@ impl Gateway {
         self.inner.search
     }
 
+    /// How tools, prompts and resources are named (`--prefix`).
+    pub fn prefix(&self) -> Prefix {
+        self.inner.prefix
+    }
+
     pub fn host(&self) -> &Host {
         &self.inner.host
     }
 
     pub fn filter(&self) -> &ToolFilter {
         &self.inner.filter
+    }
+
+    /// Exports a span for each client request (and each call's upstream request) from now on;
+    /// `false` when traces were set already.
+    pub fn set_traces(&self, traces: trace::Traces) -> bool {
+        self.inner.traces.set(traces).is_ok()
+    }
+
+    /// Where spans go, if anywhere.
+    pub fn traces(&self) -> Option<&trace::Traces> {
+        self.inner.traces.get()
+    }
+
+    /// Calls, errors and latencies of the calls made through this gateway.
+    pub fn metrics(&self) -> &metrics::Metrics {
+        &self.inner.metrics
     }
 
     /// The calls of 2026-07-28 clients that wait for their answers.

@@ -24,8 +24,9 @@ use serde_json::{Map, Value, json};
 use switchboard::CatalogEvent;
 use switchboard::ServerEvent;
 use switchboard::host::{
-    CallError, CallOptions, CallOutcome, EventKind, HostError, HostEvent, Listing, PromptEntry,
-    RequestOptions,
+    CallError, CallOptions, CallOutcome, EventKind, HostError, HostEvent, Listing, Prefix,
+    PromptEntry, RESOURCE_SCHEME, RequestOptions, ServedNames, prompt_names, resource_names,
+    resource_uri, tool_names,
 };
 use switchboard::interaction::Interaction;
 use switchboard::permissions::{CallSource, PermissionPrompter};
@@ -37,7 +38,7 @@ use crate::forward::{ElicitingPrompter, downstream_interaction, forwarding_inter
 use crate::page::{PAGE_SIZE, page, page_and_rest};
 use crate::rounds::Step;
 use crate::search::{CALL_TOOL, SEARCH_TOOL};
-use crate::{Gateway, ToolSearch, uri};
+use crate::{Gateway, ToolSearch};
 
 /// The most a result waits for the progress notifications before it.
 const PROGRESS_DRAIN: std::time::Duration = std::time::Duration::from_secs(1);
@@ -74,22 +75,24 @@ impl Session {
 
     /// A listing's items, each renamed by `rename` into the gateway's names; a server whose
     /// listing failed is logged and left out, as the host's listings do for every surface.
-    fn served<T>(what: &str, listing: Listing<T>, rename: impl Fn(T) -> Value) -> Vec<Value> {
+    fn served<T, U>(what: &str, listing: Listing<T>, rename: impl Fn(T) -> U) -> Vec<U> {
         for failure in &listing.failures {
             tracing::warn!("{what} not listed: {failure}");
         }
         listing.items.into_iter().map(rename).collect()
     }
 
-    fn tools_json(&self, tools: Vec<switchboard::Tool>) -> Vec<Tool> {
+    /// The tools as served, each under its served name (`names`, by `--prefix`).
+    fn tools_json(&self, tools: Vec<switchboard::Tool>, names: &ServedNames) -> Vec<Tool> {
         // The tools are consumed one by one, their schemas moved, not copied: a listing of
         // many servers' tools is held once at a time, not twice.
         tools
             .into_iter()
             .filter(|t| t.server.is_some() && self.gateway.filter().serves(&t.qualified_name))
             .filter_map(|t| {
+                let served = names.served(&t.qualified_name)?.to_owned();
                 let mut tool = json!({
-                    "name": t.qualified_name,
+                    "name": served,
                     "annotations": {
                         "readOnlyHint": t.traits.read_only,
                         "destructiveHint": t.traits.destructive,
@@ -132,6 +135,10 @@ impl Session {
     async fn listed_tools(&self) -> Vec<Tool> {
         let host = self.gateway.host();
         let snapshot = host.tools().await;
+        let names = tool_names(self.gateway.prefix(), &snapshot.tools);
+        for collision in &names.collisions {
+            tracing::warn!("not served: {collision}");
+        }
         // Search mode lists the `alwaysLoad` servers' tools: their names, noted before the
         // snapshot is consumed.
         let always: HashSet<String> = match self.gateway.tool_search() {
@@ -147,11 +154,11 @@ impl Session {
                     .tools
                     .iter()
                     .filter(|t| t.server.as_ref().is_some_and(|s| servers.contains(s)))
-                    .map(|t| t.qualified_name.clone())
+                    .filter_map(|t| names.served(&t.qualified_name).map(str::to_owned))
                     .collect()
             }
         };
-        let all = self.tools_json(snapshot.tools);
+        let all = self.tools_json(snapshot.tools, &names);
         if !crate::search::active(self.gateway.tool_search(), &all) {
             return all;
         }
@@ -182,12 +189,14 @@ impl Session {
                 t.server.is_some() && filter.serves(&t.qualified_name)
             });
         let tools: Vec<switchboard::Tool> = hits.iter().map(|h| h.tool.clone()).collect();
-        let definitions = self.tools_json(tools);
+        let names = self.gateway.host().tool_names(self.gateway.prefix()).await;
+        let definitions = self.tools_json(tools, &names);
         let scores: Vec<f32> = definitions
             .iter()
             .filter_map(|d| {
+                let qualified = names.qualified(d.name.as_ref());
                 hits.iter()
-                    .find(|h| h.tool.qualified_name == d.name.as_ref())
+                    .find(|h| h.tool.qualified_name == qualified)
                     .map(|h| h.score)
             })
             .collect();
@@ -251,7 +260,9 @@ impl Session {
                     Some(HostEvent::Server(ServerEvent::PromptsChanged { .. })) => {
                         peer.notify_prompt_list_changed().await
                     }
-                    Some(HostEvent::Server(ServerEvent::State { .. }))
+                    Some(HostEvent::Server(
+                        ServerEvent::State { .. } | ServerEvent::Removed { .. },
+                    ))
                     | Some(HostEvent::Lagged {
                         kind: EventKind::Server,
                         ..
@@ -266,12 +277,18 @@ impl Session {
                         server,
                         uri: original,
                     })) => {
-                        let uri = uri::to_gateway(&server, &original);
-                        let wanted = subscribed
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .contains(&uri);
-                        if wanted {
+                        // Subscribed to under its prefixed URI, or its own (served bare).
+                        let prefixed = resource_uri(&server, &original);
+                        let uri = {
+                            let subscribed =
+                                subscribed.lock().unwrap_or_else(PoisonError::into_inner);
+                            if subscribed.contains(&prefixed) {
+                                Some(prefixed)
+                            } else {
+                                subscribed.contains(&original).then_some(original)
+                            }
+                        };
+                        if let Some(uri) = uri {
                             peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
                                 .await
                         } else {
@@ -364,6 +381,8 @@ impl Session {
             .map(|info| info.name)
             .unwrap_or_else(|| "unknown".to_owned());
         let host = self.gateway.host().clone();
+        let metrics = self.gateway.metrics().clone();
+        let traced = self.traced_call(&name, &context);
         let arguments = request.arguments.unwrap_or_default();
         let tool = name.clone();
         let step = self
@@ -379,9 +398,16 @@ impl Session {
                             progress: Some(progress),
                             interaction: Some(interaction),
                             prompter,
+                            meta: traced.as_ref().map(TracedCall::meta),
                             ..CallOptions::default()
                         };
-                        call_value(host.call(&tool, arguments, options).await)
+                        let started = std::time::Instant::now();
+                        let outcome = host.call(&tool, arguments, options).await;
+                        record(&metrics, &tool, started, &outcome);
+                        if let Some(traced) = traced {
+                            traced.end(&outcome);
+                        }
+                        call_value(outcome)
                     }
                     .boxed()
                 },
@@ -396,10 +422,17 @@ impl Session {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let name = request.name.to_string();
+        // The qualified name of the tool served under this name (the same under `always`).
+        let name = match self.gateway.prefix() {
+            Prefix::Always => request.name.to_string(),
+            prefix => {
+                let names = self.gateway.host().tool_names(prefix).await;
+                names.qualified(&request.name).to_owned()
+            }
+        };
         if !self.gateway.filter().serves(&name) {
             return Err(ErrorData::invalid_params(
-                format!("no tool named `{name}`"),
+                format!("no tool named `{}`", request.name),
                 None,
             ));
         }
@@ -428,23 +461,33 @@ impl Session {
             }
             None => (None, None),
         };
+        let traced = self.traced_call(&name, &context);
         let options = CallOptions {
             source: CallSource::Gateway { client },
             progress,
             interaction: Some(downstream_interaction(&peer)),
             prompter: ElicitingPrompter::for_peer(&peer),
+            meta: traced.as_ref().map(TracedCall::meta),
             ..CallOptions::default()
         };
         // Boxed: the call's future is large (about 9 KB), and the task rmcp spawns for each
         // request would otherwise hold and copy it inline.
         let call = Box::pin(self.gateway.host().call(&name, arguments, options));
+        let started = std::time::Instant::now();
         let outcome = tokio::select! {
             outcome = call => outcome,
             () = context.ct.cancelled() => {
+                if let Some(traced) = traced {
+                    traced.cancelled();
+                }
                 // Dropping the call cancelled it upstream.
                 return Err(ErrorData::new(ErrorCode::INTERNAL_ERROR, "cancelled by the client", None));
             }
         };
+        record(self.gateway.metrics(), &name, started, &outcome);
+        if let Some(traced) = traced {
+            traced.end(&outcome);
+        }
         if let Some(task) = forward_progress {
             // Every progress notification goes out before the result (the channel closes when
             // the call is over; bounded all the same).
@@ -453,11 +496,59 @@ impl Session {
         respond::<CallToolResult, _>(Step::Done(call_value(outcome)?), &name)
     }
 
+    /// The spans of a call of the tool `qualified` (when traces are exported): the client's
+    /// request, and under it the upstream request.
+    fn traced_call(
+        &self,
+        qualified: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<TracedCall> {
+        let traces = self.gateway.traces()?;
+        let (server, tool) = switchboard::QualifiedName::split(qualified)?;
+        let request = traces.request("tools/call", Some(tool), client_traceparent(context));
+        let (upstream, traceparent) = traces.upstream(&request, "tools/call", server, tool);
+        Some(TracedCall {
+            request,
+            upstream,
+            traceparent,
+        })
+    }
+
+    /// The span of a client request other than a call (when traces are exported).
+    fn traced(
+        &self,
+        method: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<opentelemetry::Context> {
+        let traces = self.gateway.traces()?;
+        Some(traces.request(method, None, client_traceparent(context)))
+    }
+
+    /// The server and its own URI of a resource (or template) by the URI the gateway serves.
+    async fn resource_target(&self, uri: &str) -> Result<(String, String), ErrorData> {
+        self.gateway
+            .host()
+            .resolve_resource_uri(self.gateway.prefix(), uri)
+            .await
+            .map_err(|e| match e {
+                HostError::NoSuchResource(_) if self.gateway.prefix() == Prefix::Always => {
+                    ErrorData::resource_not_found(
+                        format!("`{uri}` is not a gateway URI ({RESOURCE_SCHEME}<server>/<uri>)"),
+                        None,
+                    )
+                }
+                HostError::NoSuchResource(_) => {
+                    ErrorData::resource_not_found(format!("no resource `{uri}`"), None)
+                }
+                e => failure(e),
+            })
+    }
+
     /// Finds a prompt by the name the gateway gives it.
     async fn prompt_target(&self, name: &str) -> Result<PromptEntry, ErrorData> {
         self.gateway
             .host()
-            .find_prompt(name)
+            .find_served_prompt(self.gateway.prefix(), name)
             .await
             .map_err(|e| match e {
                 HostError::NotAPromptName(_) | HostError::NoSuchPrompt { .. } => {
@@ -465,6 +556,66 @@ impl Session {
                 }
                 e => failure(e),
             })
+    }
+}
+
+/// The W3C `traceparent` in a client request's `_meta`, if any.
+fn client_traceparent(context: &RequestContext<RoleServer>) -> Option<&str> {
+    context.meta.get("traceparent").and_then(Value::as_str)
+}
+
+/// A call's spans and the `traceparent` its upstream request carries.
+struct TracedCall {
+    request: opentelemetry::Context,
+    upstream: opentelemetry::Context,
+    traceparent: String,
+}
+
+impl TracedCall {
+    /// The `_meta` members of the upstream request.
+    fn meta(&self) -> Map<String, Value> {
+        let mut meta = Map::new();
+        meta.insert(
+            "traceparent".to_owned(),
+            Value::String(self.traceparent.clone()),
+        );
+        meta
+    }
+
+    fn end(self, outcome: &Result<CallOutcome, CallError>) {
+        let failed = match outcome {
+            Ok(o) if o.is_error => Some("the tool's result is an error".to_owned()),
+            Ok(_) => None,
+            Err(e) => Some(switchboard::error_chain(e)),
+        };
+        crate::trace::end(&self.upstream, failed.clone());
+        crate::trace::end(&self.request, failed);
+    }
+
+    fn cancelled(self) {
+        let why = Some("cancelled by the client".to_owned());
+        crate::trace::end(&self.upstream, why.clone());
+        crate::trace::end(&self.request, why);
+    }
+}
+
+/// Ends a request's span (if traced).
+fn end_span<T>(span: Option<opentelemetry::Context>, result: &Result<T, ErrorData>) {
+    if let Some(span) = span {
+        crate::trace::end(&span, result.as_ref().err().map(|e| e.message.to_string()));
+    }
+}
+
+/// Counts a call of the tool `qualified` that started at `started` in the gateway's metrics.
+fn record(
+    metrics: &crate::metrics::Metrics,
+    qualified: &str,
+    started: std::time::Instant,
+    outcome: &Result<CallOutcome, CallError>,
+) {
+    if let Some((server, tool)) = switchboard::QualifiedName::split(qualified) {
+        let failed = outcome.as_ref().map_or(true, |o| o.is_error);
+        metrics.record_call(server, tool, started.elapsed(), failed);
     }
 }
 
@@ -575,8 +726,30 @@ fn key_of<'a>(item: &'a Value, field: &str) -> &'a str {
 /// Replaces the `field` of an item with its gateway URI.
 fn rewrite_uri(server: &str, item: &mut Value, field: &str) {
     if let Some(Value::String(original)) = item.get_mut(field) {
-        *original = uri::to_gateway(server, original);
+        *original = resource_uri(server, original);
     }
+}
+
+/// A listing's resources or templates as served: each URI (`field`) by `names`; an item not
+/// served (a collision under `--prefix never`) is left out.
+fn served_uris(
+    what: &str,
+    listing: Listing<switchboard::Listed>,
+    names: &ServedNames,
+    field: &str,
+) -> Vec<Value> {
+    for collision in &names.collisions {
+        tracing::warn!("not served: {collision}");
+    }
+    Session::served(what, listing, |r| r)
+        .into_iter()
+        .filter_map(|mut r| {
+            let own = r.item.get(field)?.as_str()?;
+            let served = names.served(&resource_uri(&r.server, own))?.to_owned();
+            r.item[field] = Value::String(served);
+            Some(r.item)
+        })
+        .collect()
 }
 
 impl ServerHandler for Session {
@@ -592,14 +765,29 @@ impl ServerHandler for Session {
             .enable_logging()
             .enable_completions()
             .build();
-        let mut instructions = String::from(
-            "Switchboard: the tools of every configured MCP server, named mcp__<server>__<tool>.",
-        );
-        for (name, state) in self.gateway.host().servers() {
-            if let ServerState::Connected(info) = state
-                && let Some(text) = &info.instructions
-            {
-                instructions.push_str(&format!("\n\n## Server `{name}`\n{text}"));
+        let servers = self.gateway.host().servers();
+        let mut instructions = String::from(match self.gateway.prefix() {
+            Prefix::Always => {
+                "Switchboard: the tools of every configured MCP server, named mcp__<server>__<tool>."
+            }
+            _ => {
+                "Switchboard: the tools of every configured MCP server, by their own names; where two servers share a name, as mcp__<server>__<tool>."
+            }
+        });
+        // In front of one server, without prefixes, the gateway passes its instructions on as
+        // they are (the transparent mode).
+        if self.gateway.prefix() != Prefix::Always
+            && let [(_, ServerState::Connected(info))] = servers.as_slice()
+            && let Some(text) = &info.instructions
+        {
+            instructions = text.clone();
+        } else {
+            for (name, state) in servers {
+                if let ServerState::Connected(info) = state
+                    && let Some(text) = &info.instructions
+                {
+                    instructions.push_str(&format!("\n\n## Server `{name}`\n{text}"));
+                }
             }
         }
         ServerConfig::new(capabilities)
@@ -655,36 +843,53 @@ impl ServerHandler for Session {
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let (tools, next) = if self.gateway.tool_search() == ToolSearch::Off {
-            // Only the page is turned into definitions: a listing of thousands of tools
-            // converts the hundreds it answers, not all of them.
-            let filter = self.gateway.filter();
-            let mut served = self.gateway.host().tools().await.tools;
-            served.retain(|t| t.server.is_some() && filter.serves(&t.qualified_name));
-            let (tools, next, rest) = page_and_rest(
-                served,
-                |t| t.qualified_name.as_str(),
-                cursor(&request),
-                PAGE_SIZE,
-            )?;
-            if !rest.is_empty() {
-                // Freed off the answer's path.
-                tokio::task::spawn_blocking(move || drop(rest));
-            }
-            (self.tools_json(tools), next)
-        } else {
-            page(
-                self.listed_tools().await,
-                |t| t.name.as_ref(),
-                cursor(&request),
-                PAGE_SIZE,
-            )?
-        };
-        let mut result = ListToolsResult::with_all_items(tools);
-        result.next_cursor = next;
-        Ok(result)
+        let span = self.traced("tools/list", &context);
+        let result = async move {
+            let (tools, next) = if self.gateway.tool_search() == ToolSearch::Off {
+                // Only the page is turned into definitions: a listing of thousands of tools
+                // converts the hundreds it answers, not all of them.
+                let filter = self.gateway.filter();
+                let snapshot = self.gateway.host().tools().await;
+                let names = tool_names(self.gateway.prefix(), &snapshot.tools);
+                for collision in &names.collisions {
+                    tracing::warn!("not served: {collision}");
+                }
+                // Paged by served name (`--prefix`), which is held beside each tool.
+                let served: Vec<(String, switchboard::Tool)> = snapshot
+                    .tools
+                    .into_iter()
+                    .filter(|t| t.server.is_some() && filter.serves(&t.qualified_name))
+                    .filter_map(|t| Some((names.served(&t.qualified_name)?.to_owned(), t)))
+                    .collect();
+                let (tools, next, rest) = page_and_rest(
+                    served,
+                    |(name, _)| name.as_str(),
+                    cursor(&request),
+                    PAGE_SIZE,
+                )?;
+                if !rest.is_empty() {
+                    // Freed off the answer's path.
+                    tokio::task::spawn_blocking(move || drop(rest));
+                }
+                let tools = tools.into_iter().map(|(_, t)| t).collect();
+                (self.tools_json(tools, &names), next)
+            } else {
+                page(
+                    self.listed_tools().await,
+                    |t| t.name.as_ref(),
+                    cursor(&request),
+                    PAGE_SIZE,
+                )?
+            };
+            let mut result = ListToolsResult::with_all_items(tools);
+            result.next_cursor = next;
+            Ok(result)
+        }
+        .await;
+        end_span(span, &result);
+        result
     }
 
     fn get_tool(&self, _name: &str) -> Option<Tool> {
@@ -714,19 +919,23 @@ impl ServerHandler for Session {
     async fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let listing = self.gateway.host().resources(None).await;
-        let all = Self::served("resources", listing, |mut r| {
-            rewrite_uri(&r.server, &mut r.item, "uri");
-            r.item
-        });
-        let (all, next) = page(all, |r| key_of(r, "uri"), cursor(&request), PAGE_SIZE)?;
-        let resources = serde_json::from_value(Value::Array(all))
-            .map_err(|e| invalid_result("resources", e))?;
-        let mut result = ListResourcesResult::with_all_items(resources);
-        result.next_cursor = next;
-        Ok(result)
+        let span = self.traced("resources/list", &context);
+        let result = async move {
+            let listing = self.gateway.host().resources(None).await;
+            let names = resource_names(self.gateway.prefix(), "resource", "uri", &listing.items);
+            let all = served_uris("resources", listing, &names, "uri");
+            let (all, next) = page(all, |r| key_of(r, "uri"), cursor(&request), PAGE_SIZE)?;
+            let resources = serde_json::from_value(Value::Array(all))
+                .map_err(|e| invalid_result("resources", e))?;
+            let mut result = ListResourcesResult::with_all_items(resources);
+            result.next_cursor = next;
+            Ok(result)
+        }
+        .await;
+        end_span(span, &result);
+        result
     }
 
     async fn list_resource_templates(
@@ -735,10 +944,13 @@ impl ServerHandler for Session {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let listing = self.gateway.host().resource_templates(None).await;
-        let all = Self::served("resource templates", listing, |mut t| {
-            rewrite_uri(&t.server, &mut t.item, "uriTemplate");
-            t.item
-        });
+        let names = resource_names(
+            self.gateway.prefix(),
+            "resource template",
+            "uriTemplate",
+            &listing.items,
+        );
+        let all = served_uris("resource templates", listing, &names, "uriTemplate");
         let (all, next) = page(
             all,
             |t| key_of(t, "uriTemplate"),
@@ -757,16 +969,9 @@ impl ServerHandler for Session {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let Some((server, original)) = uri::from_gateway(&request.uri) else {
-            return Err(ErrorData::resource_not_found(
-                format!(
-                    "`{}` is not a gateway URI (switchboard://<server>/<uri>)",
-                    request.uri
-                ),
-                None,
-            ));
-        };
-        let (server, original) = (server.to_owned(), original.to_owned());
+        let (server, original) = self.resource_target(&request.uri).await?;
+        // A URI served bare is answered with the server's own URIs.
+        let prefixed = request.uri.starts_with(RESOURCE_SCHEME);
         let host = self.gateway.host().clone();
         let step = self
             .asking(
@@ -785,7 +990,8 @@ impl ServerHandler for Session {
                             .await
                             .map_err(failure)?
                             .result;
-                        if let Some(Value::Array(contents)) = result.get_mut("contents") {
+                        if prefixed && let Some(Value::Array(contents)) = result.get_mut("contents")
+                        {
                             for item in contents {
                                 rewrite_uri(&server, item, "uri");
                             }
@@ -804,15 +1010,10 @@ impl ServerHandler for Session {
         request: SubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let Some((server, original)) = uri::from_gateway(&request.uri) else {
-            return Err(ErrorData::resource_not_found(
-                format!("`{}` is not a gateway URI", request.uri),
-                None,
-            ));
-        };
+        let (server, original) = self.resource_target(&request.uri).await?;
         self.gateway
             .host()
-            .subscribe_resource(server, original)
+            .subscribe_resource(&server, &original)
             .await
             .map_err(failure)?;
         self.subscribed
@@ -838,20 +1039,34 @@ impl ServerHandler for Session {
     async fn list_prompts(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let listing = self.gateway.host().prompts(None).await;
-        let all = Self::served("prompts", listing, |p| {
-            let mut definition = p.definition;
-            definition["name"] = Value::String(p.name);
-            definition
-        });
-        let (all, next) = page(all, |p| key_of(p, "name"), cursor(&request), PAGE_SIZE)?;
-        let prompts =
-            serde_json::from_value(Value::Array(all)).map_err(|e| invalid_result("prompts", e))?;
-        let mut result = ListPromptsResult::with_all_items(prompts);
-        result.next_cursor = next;
-        Ok(result)
+        let span = self.traced("prompts/list", &context);
+        let result = async move {
+            let listing = self.gateway.host().prompts(None).await;
+            let names = prompt_names(self.gateway.prefix(), &listing.items);
+            for collision in &names.collisions {
+                tracing::warn!("not served: {collision}");
+            }
+            let all = Self::served("prompts", listing, |p| {
+                let served = names.served(&p.name)?.to_owned();
+                let mut definition = p.definition;
+                definition["name"] = Value::String(served);
+                Some(definition)
+            })
+            .into_iter()
+            .flatten()
+            .collect();
+            let (all, next) = page(all, |p| key_of(p, "name"), cursor(&request), PAGE_SIZE)?;
+            let prompts = serde_json::from_value(Value::Array(all))
+                .map_err(|e| invalid_result("prompts", e))?;
+            let mut result = ListPromptsResult::with_all_items(prompts);
+            result.next_cursor = next;
+            Ok(result)
+        }
+        .await;
+        end_span(span, &result);
+        result
     }
 
     async fn get_prompt(
@@ -920,19 +1135,8 @@ impl ServerHandler for Session {
                 (prompt.server, CompletionTarget::Prompt(prompt.prompt))
             }
             Reference::Resource(template) => {
-                let (server, original) = uri::from_gateway(&template.uri).ok_or_else(|| {
-                    ErrorData::invalid_params(
-                        format!(
-                            "`{}` is not a gateway URI (switchboard://<server>/<uri>)",
-                            template.uri
-                        ),
-                        None,
-                    )
-                })?;
-                (
-                    server.to_owned(),
-                    CompletionTarget::ResourceTemplate(original.to_owned()),
-                )
+                let (server, original) = self.resource_target(&template.uri).await?;
+                (server, CompletionTarget::ResourceTemplate(original))
             }
             _ => {
                 return Err(ErrorData::invalid_params(

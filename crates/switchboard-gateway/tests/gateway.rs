@@ -19,16 +19,22 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Value, json};
-use switchboard::host::Host;
+use switchboard::host::{Host, Prefix};
 use switchboard::permissions::GatewayAsk;
 use switchboard_gateway::http::{DEFAULT_ORIGINS, HttpError, HttpGateway, HttpOptions};
-use switchboard_gateway::{Gateway, ToolFilter};
+use switchboard_gateway::{Gateway, ToolFilter, ToolSearch};
 use switchboard_testkit::config_tree::ConfigTree;
 use tokio::sync::mpsc;
 
 const SETTLE: Duration = Duration::from_secs(30);
 const WAIT: Duration = Duration::from_secs(20);
 const TOKEN: &str = "test-token-0123456789";
+
+thread_local! {
+    /// Traces for the next gateway this thread makes ([`gateway_with`]).
+    static TRACES: std::cell::RefCell<Option<switchboard_gateway::trace::Traces>> =
+        const { std::cell::RefCell::new(None) };
+}
 
 fn testkit(args: &[&str]) -> Value {
     json!({"command": switchboard_testkit::server_bin(), "args": args})
@@ -45,6 +51,16 @@ async fn gateway_asking(
     servers: Value,
     permissions: Value,
     ask: GatewayAsk,
+) -> (ConfigTree, Host, String) {
+    gateway_with(servers, permissions, ask, Prefix::Always).await
+}
+
+/// [`gateway_asking`], naming what it serves by `prefix`.
+async fn gateway_with(
+    servers: Value,
+    permissions: Value,
+    ask: GatewayAsk,
+    prefix: Prefix,
 ) -> (ConfigTree, Host, String) {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let tree = ConfigTree::new().unwrap();
@@ -64,7 +80,14 @@ async fn gateway_asking(
         .unwrap();
     host.wait_settled(SETTLE).await.unwrap();
     let server = HttpGateway::bind(
-        Gateway::new(host.clone(), ToolFilter::default()),
+        {
+            let gateway =
+                Gateway::with_options(host.clone(), ToolFilter::default(), ToolSearch::Off, prefix);
+            if let Some(traces) = TRACES.with(|t| t.borrow_mut().take()) {
+                gateway.set_traces(traces);
+            }
+            gateway
+        },
         SocketAddr::from(([127, 0, 0, 1], 0)),
         HttpOptions {
             token: TOKEN.to_owned(),
@@ -338,7 +361,7 @@ async fn without_the_token_401_with_a_foreign_origin_403_and_healthz_is_open() {
     assert_eq!(
         status,
         json!({
-            "servers": [{"name": "kit", "state": "connected", "tools": 9, "lastError": null}],
+            "servers": [{"name": "kit", "state": "connected", "tools": 9, "lastError": null, "calls": 0, "errors": 0}],
             "ask": "client",
             "waitingForInput": 0,
             // The two initializes above that were let in: open, as the caps allow.
@@ -1591,4 +1614,370 @@ async fn list_changes_of_a_restarted_2026_upstream_are_followed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_changes_of_a_restarted_initialize_era_upstream_are_followed() {
     list_changes_are_followed_after_an_upstream_restart("legacy").await;
+}
+
+/// `--prefix conditional`: a tool, prompt or resource keeps its server's own name where no
+/// other server's collides, and is called, read or got by it; where two servers share a name,
+/// each is served (and reached) under its qualified name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conditional_names_are_the_servers_own_unless_two_servers_share_them() {
+    let everything = std::env::var("SWITCHBOARD_PARTNER_EVERYTHING").expect(
+        "SWITCHBOARD_PARTNER_EVERYTHING is not set: run the tests with `bash scripts/test.sh`",
+    );
+    let (_tree, _host, url) = gateway_with(
+        json!({
+            "alpha": testkit(&["--tool-name", "only_alpha"]),
+            "beta": testkit(&["--tool-name", "only_beta"]),
+            "everything": {"command": everything},
+        }),
+        json!({}),
+        GatewayAsk::default(),
+        Prefix::Conditional,
+    )
+    .await;
+    let (client, _seen) = connect(&url, "a", false).await;
+    let peer = client.peer();
+    let tools: Vec<String> = peer
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    for name in [
+        "only_alpha",
+        "only_beta",
+        "mcp__alpha__echo",
+        "mcp__beta__echo",
+    ] {
+        assert!(tools.contains(&name.to_owned()), "{name} not in {tools:?}");
+    }
+    assert!(!tools.contains(&"echo".to_owned()), "{tools:?}");
+    // server-everything's own `echo` collides too; its `get-sum` does not.
+    assert!(
+        tools.contains(&"mcp__everything__echo".to_owned()),
+        "{tools:?}"
+    );
+    assert!(tools.contains(&"get-sum".to_owned()), "{tools:?}");
+
+    let bare = peer
+        .call_tool(call("only_beta", json!({"text": "by its own name"})))
+        .await
+        .unwrap();
+    assert!(text_of(&bare).contains("by its own name"), "{bare:?}");
+    let qualified = peer
+        .call_tool(call("mcp__alpha__echo", json!({"text": "to alpha"})))
+        .await
+        .unwrap();
+    assert!(text_of(&qualified).contains("to alpha"), "{qualified:?}");
+    assert!(
+        peer.call_tool(call("echo", json!({"text": "x"})))
+            .await
+            .is_err()
+    );
+
+    // Prompts: server-everything's by their own names.
+    let prompts: Vec<String> = peer
+        .list_all_prompts()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
+    assert!(prompts.contains(&"simple-prompt".to_owned()), "{prompts:?}");
+    let prompt = peer
+        .get_prompt(rmcp::model::GetPromptRequestParams::new("simple-prompt"))
+        .await
+        .unwrap();
+    assert!(!prompt.messages.is_empty());
+
+    // Resources: server-everything's URIs as it names them, read back by them.
+    let resources = peer.list_all_resources().await.unwrap();
+    let own = resources
+        .iter()
+        .find(|r| r.uri.starts_with("demo://"))
+        .unwrap_or_else(|| panic!("a demo:// resource in {resources:?}"));
+    let read = peer
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(own.uri.clone()))
+        .await
+        .unwrap();
+    let contents = serde_json::to_value(&read.contents).unwrap();
+    assert_eq!(contents[0]["uri"], json!(own.uri), "{contents}");
+    client.cancel().await.unwrap();
+}
+
+/// A Prometheus text scrape as `(name, labels sorted as k=v joined by ,)` → value; comments
+/// skipped, every other line checked to be `name{k="v",…} value` or `name value`.
+fn parse_metrics(text: &str) -> std::collections::HashMap<(String, String), f64> {
+    let mut samples = std::collections::HashMap::new();
+    for line in text
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
+        let (series, value) = line.rsplit_once(' ').expect(line);
+        let value: f64 = match value {
+            "+Inf" => f64::INFINITY,
+            v => v.parse().expect(line),
+        };
+        let (name, labels) = match series.split_once('{') {
+            Some((name, rest)) => (name, rest.strip_suffix('}').expect(line)),
+            None => (series, ""),
+        };
+        assert!(
+            name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+            "{line}"
+        );
+        let mut pairs: Vec<String> = Vec::new();
+        let mut rest = labels;
+        while !rest.is_empty() {
+            let (key, after) = rest.split_once("=\"").expect(line);
+            let end = after.find('"').expect(line);
+            pairs.push(format!("{key}={}", &after[..end]));
+            rest = after[end + 1..].trim_start_matches(',');
+        }
+        pairs.sort();
+        let previous = samples.insert((name.to_owned(), pairs.join(",")), value);
+        assert!(previous.is_none(), "a series twice: {line}");
+    }
+    samples
+}
+
+/// `GET /metrics` (with the token) after real calls counts them per server and tool, errors
+/// apart, with a latency histogram, and shows the servers' states and the open sessions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_calls_errors_and_latency_per_server_and_tool() {
+    let (_tree, host, url) = gateway(json!({"kit": testkit(&[])}), json!({})).await;
+    let (client, _seen) = connect(&url, "a", false).await;
+    for i in 0..3 {
+        client
+            .call_tool(call("mcp__kit__echo", json!({"text": format!("{i}")})))
+            .await
+            .unwrap();
+    }
+    let failed = client
+        .call_tool(call("mcp__kit__fail", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(failed.is_error, Some(true));
+
+    let metrics_url = url.replace("/mcp", "/metrics");
+    let http = reqwest::Client::new();
+    let refused = http.get(&metrics_url).send().await.unwrap();
+    assert_eq!(refused.status(), 401);
+    let response = http
+        .get(&metrics_url)
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let text = response.text().await.unwrap();
+    let samples = parse_metrics(&text);
+    let get = |name: &str, labels: &str| {
+        samples
+            .get(&(name.to_owned(), labels.to_owned()))
+            .copied()
+            .unwrap_or_else(|| panic!("no {name}{{{labels}}} in:\n{text}"))
+    };
+    assert_eq!(
+        get("switchboard_tool_calls_total", "server=kit,tool=echo"),
+        3.0
+    );
+    assert_eq!(
+        get("switchboard_tool_calls_total", "server=kit,tool=fail"),
+        1.0
+    );
+    assert_eq!(
+        get("switchboard_tool_errors_total", "server=kit,tool=fail"),
+        1.0
+    );
+    assert!(
+        !samples.contains_key(&(
+            "switchboard_tool_errors_total".to_owned(),
+            "server=kit,tool=echo".to_owned()
+        )),
+        "{text}"
+    );
+    assert_eq!(
+        get(
+            "switchboard_tool_call_duration_seconds_count",
+            "server=kit,tool=echo"
+        ),
+        3.0
+    );
+    assert_eq!(
+        get(
+            "switchboard_tool_call_duration_seconds_bucket",
+            "le=+Inf,server=kit,tool=echo"
+        ),
+        3.0
+    );
+    assert_eq!(
+        get("switchboard_server_state", "server=kit,state=connected"),
+        1.0
+    );
+    assert_eq!(
+        get("switchboard_server_state", "server=kit,state=failed"),
+        0.0
+    );
+    assert_eq!(get("switchboard_sessions", ""), 1.0, "{text}");
+    assert_eq!(get("switchboard_parked_rounds", ""), 0.0);
+    assert!(
+        !text.contains("switchboard_upstream_reconnects_total{"),
+        "{text}"
+    );
+
+    // A server connected again is a reconnect.
+    host.reconnect("kit").unwrap();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let text = http
+            .get(&metrics_url)
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let reconnects = parse_metrics(&text)
+            .get(&(
+                "switchboard_upstream_reconnects_total".to_owned(),
+                "server=kit".to_owned(),
+            ))
+            .copied();
+        if reconnects == Some(1.0) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no reconnect counted:\n{text}"
+        );
+        host.wait_for("kit", WAIT).await.unwrap();
+        tokio::task::yield_now().await;
+    }
+    client.cancel().await.unwrap();
+}
+
+/// A small OTLP/HTTP receiver on 127.0.0.1 port 0: every span of every `POST /v1/traces`
+/// (protobuf) goes down the channel. Returns its base URL.
+async fn otlp_receiver() -> (
+    String,
+    mpsc::UnboundedReceiver<opentelemetry_proto::tonic::trace::v1::Span>,
+) {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use prost::Message as _;
+    let (tx, rx) = mpsc::unbounded_channel();
+    let app = axum::Router::new().route(
+        "/v1/traces",
+        axum::routing::post(move |body: axum::body::Bytes| {
+            let tx = tx.clone();
+            async move {
+                let request = ExportTraceServiceRequest::decode(body).unwrap();
+                for resource in request.resource_spans {
+                    for scope in resource.scope_spans {
+                        for span in scope.spans {
+                            let _ = tx.send(span);
+                        }
+                    }
+                }
+                axum::http::StatusCode::OK
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, rx)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn attribute(span: &opentelemetry_proto::tonic::trace::v1::Span, key: &str) -> Option<String> {
+    use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+    span.attributes
+        .iter()
+        .find(|a| a.key == key)
+        .and_then(|a| a.value.as_ref()?.value.as_ref())
+        .and_then(|v| match v {
+            Any::StringValue(s) => Some(s.clone()),
+            _ => None,
+        })
+}
+
+/// With traces exported, a call is a span under the client's own `traceparent`, its upstream
+/// request a child span, and the child's `traceparent` reaches the server in `_meta`; a
+/// listing is a span too. Spans arrive at a real OTLP/HTTP receiver.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn traces_reach_an_otlp_receiver_and_the_traceparent_goes_upstream() {
+    let (collector, mut spans) = otlp_receiver().await;
+    let traces = switchboard_gateway::trace::Traces::otlp(&collector).unwrap();
+    TRACES.with(|t| *t.borrow_mut() = Some(traces.clone()));
+    let (_tree, _host, url) = gateway_with(
+        json!({"kit": testkit(&["--echo-meta"])}),
+        json!({}),
+        GatewayAsk::default(),
+        Prefix::Always,
+    )
+    .await;
+    let (client, _seen) = connect(&url, "a", false).await;
+    client.peer().list_all_tools().await.unwrap();
+    let client_trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let client_span = "00f067aa0ba902b7";
+    let mut params = call("mcp__kit__echo", json!({"text": "traced"}));
+    let mut meta = serde_json::Map::new();
+    meta.insert(
+        "traceparent".to_owned(),
+        json!(format!("00-{client_trace}-{client_span}-01")),
+    );
+    params.meta = Some(rmcp::model::RequestMetaObject(meta.into()));
+    let result = client.call_tool(params).await.unwrap();
+    let content = serde_json::to_value(&result.content).unwrap();
+    let upstream_meta: Value = serde_json::from_str(content[1]["text"].as_str().unwrap()).unwrap();
+    let upstream = upstream_meta["traceparent"].as_str().unwrap().to_owned();
+    traces.flush();
+
+    let mut seen = Vec::new();
+    let wanted = |seen: &[opentelemetry_proto::tonic::trace::v1::Span]| {
+        seen.iter().any(|s| s.name == "tools/list")
+            && seen.iter().filter(|s| s.name == "tools/call echo").count() == 2
+    };
+    while !wanted(&seen) {
+        let span = tokio::time::timeout(WAIT, spans.recv())
+            .await
+            .unwrap_or_else(|_| panic!("spans so far: {seen:?}"))
+            .unwrap();
+        seen.push(span);
+    }
+    let calls: Vec<_> = seen
+        .iter()
+        .filter(|s| s.name == "tools/call echo")
+        .collect();
+    let request = calls
+        .iter()
+        .find(|s| hex(&s.parent_span_id) == client_span)
+        .expect("the request span under the client's span");
+    let child = calls
+        .iter()
+        .find(|s| s.parent_span_id == request.span_id)
+        .expect("the upstream span under the request span");
+    assert_eq!(hex(&request.trace_id), client_trace);
+    assert_eq!(hex(&child.trace_id), client_trace);
+    assert_eq!(
+        attribute(request, "mcp.method.name").as_deref(),
+        Some("tools/call")
+    );
+    assert_eq!(
+        attribute(request, "gen_ai.tool.name").as_deref(),
+        Some("echo")
+    );
+    assert_eq!(attribute(child, "mcp.server").as_deref(), Some("kit"));
+    assert_eq!(
+        upstream,
+        format!("00-{client_trace}-{}-01", hex(&child.span_id))
+    );
+    client.cancel().await.unwrap();
+    traces.shutdown();
 }

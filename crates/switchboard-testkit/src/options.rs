@@ -127,6 +127,10 @@ pub struct Options {
     #[arg(long)]
     pub decorated_tool: bool,
 
+    /// `echo` answers with the request's `_meta` too (as a second text item, JSON).
+    #[arg(long)]
+    pub echo_meta: bool,
+
     /// Also offer a tool with exactly this name (repeatable): odd characters, long names.
     #[arg(long = "tool-name", value_name = "NAME")]
     pub tool_names: Vec<String>,

@@ -54,6 +54,8 @@ struct Shared {
     listeners: std::sync::Mutex<Vec<SubscriptionSink>>,
     /// `--big-resource`: the size of `test://big`.
     big_resource: Option<u64>,
+    /// `echo` answers with the request's `_meta` too.
+    echo_meta: bool,
     /// `--fail-lists`: resource and prompt listings answer an error.
     fail_lists: bool,
     /// `--expire-session-after` over stdio: calls after this many, and reads after them, answer
@@ -109,6 +111,7 @@ impl Toolbox {
                 log_level: std::sync::Mutex::new(None),
                 listeners: std::sync::Mutex::default(),
                 big_resource: options.big_resource,
+                echo_meta: options.echo_meta,
                 fail_lists: options.fail_lists,
                 expire_calls_after: match options.transport {
                     crate::options::Transport::Stdio => options.expire_session_after,
@@ -246,6 +249,10 @@ impl Toolbox {
         }
         match name {
             "echo" => Ok(match args.get("text").and_then(Value::as_str) {
+                Some(text) if self.shared.echo_meta => CallToolResult::success(vec![
+                    ContentBlock::text(text),
+                    ContentBlock::text(serde_json::to_string(&context.meta).unwrap_or_default()),
+                ]),
                 Some(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
                 None => bad_arguments("echo needs a string `text`"),
             }),

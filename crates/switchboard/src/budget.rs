@@ -66,6 +66,9 @@ pub struct OutputBudget {
     pub max_image_edge: u32,
     /// The session's output folder; created owner-only on first use.
     pub output_dir: PathBuf,
+    /// Audio and blobs stay in the result instead of going to files: for a host whose results
+    /// go to another machine (the gateway over HTTP), where a path on this one means nothing.
+    pub binaries_inline: bool,
 }
 
 /// A result after the budget was applied.
@@ -112,6 +115,7 @@ impl OutputBudget {
             mode: OverflowMode::default(),
             max_image_edge: DEFAULT_MAX_IMAGE_EDGE,
             output_dir,
+            binaries_inline: false,
         }
     }
 
@@ -135,6 +139,12 @@ impl OutputBudget {
 
     pub fn with_mode(mut self, mode: OverflowMode) -> Self {
         self.mode = mode;
+        self
+    }
+
+    /// Keeps audio and blobs in results ([`OutputBudget::binaries_inline`]).
+    pub fn with_binaries_inline(mut self, inline: bool) -> Self {
+        self.binaries_inline = inline;
         self
     }
 
@@ -298,6 +308,12 @@ fn short(s: &str, max: usize) -> String {
     }
 }
 
+/// Whether a content item is an embedded resource with text (not a blob).
+fn is_embedded_text(item: &Value) -> bool {
+    item.get("resource")
+        .is_some_and(|r| r.get("text").is_some_and(Value::is_string))
+}
+
 struct Work<'a> {
     budget: &'a OutputBudget,
     folder: files::Folder<'a>,
@@ -326,6 +342,9 @@ impl<'a> Work<'a> {
         match ty.as_str() {
             "text" if item.get("text").is_some_and(Value::is_string) => Kind::Text,
             "image" => self.image_item(tool, item),
+            "audio" | "resource" if self.budget.binaries_inline && !is_embedded_text(item) => {
+                Kind::Other
+            }
             "audio" => {
                 let Some(data) = item.get("data").and_then(Value::as_str) else {
                     return Kind::Other;
@@ -359,6 +378,9 @@ impl<'a> Work<'a> {
     fn resource_item(&mut self, item: &mut Value) -> Kind {
         if item.get("text").is_some_and(Value::is_string) {
             return Kind::Text;
+        }
+        if self.budget.binaries_inline {
+            return Kind::Other;
         }
         let Some(blob) = item.get("blob").and_then(Value::as_str) else {
             return Kind::Other;

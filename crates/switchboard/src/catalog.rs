@@ -268,7 +268,9 @@ impl Catalog {
                         server,
                         state: ServerState::Pending { .. },
                     }) if catalog.cached(&server).is_some_and(|t| t.kept) => {}
-                    Ok(ServerEvent::State { server, .. }) => catalog.forget(&server),
+                    Ok(ServerEvent::State { server, .. } | ServerEvent::Removed { server }) => {
+                        catalog.forget(&server)
+                    }
                     Ok(_) => {}
                     Err(broadcast::error::RecvError::Lagged(_)) => {
                         if let Ok(mut cache) = catalog.cache.lock() {

@@ -25,6 +25,7 @@
 #![warn(missing_docs)]
 
 mod error;
+mod names;
 mod requests;
 mod servers;
 
@@ -42,7 +43,8 @@ use crate::connection::{CallContext, Progress, RequestError, ServerState};
 use crate::env_vars::{EnvVarError, Limits};
 use crate::interaction::{Interaction, Roots};
 use crate::manager::{
-    InProcessFactory, LoginError, ManagerError, ManagerOptions, RequestFailure, ServerManager,
+    InProcessFactory, LoginError, ManagerError, ManagerOptions, Reloaded, RequestFailure,
+    ServerManager,
 };
 use crate::name::QualifiedName;
 use crate::permissions::{
@@ -51,6 +53,10 @@ use crate::permissions::{
 use crate::search::{SearchHit, ToolIndex};
 
 pub use error::HostError;
+pub use names::{
+    NameCollision, Prefix, RESOURCE_SCHEME, ServedNames, parse_resource_uri, prompt_names,
+    resource_names, resource_uri, tool_names,
+};
 pub use requests::{Listed, Listing, PromptEntry, ReadOutcome, RequestOptions};
 pub use servers::{EventKind, Events, HostEvent, Readiness};
 
@@ -78,6 +84,7 @@ pub struct HostBuilder {
     gateway_ask: GatewayAsk,
     child_guard: Option<(PathBuf, Vec<std::ffi::OsString>)>,
     all_eager: bool,
+    binaries_inline: bool,
 }
 
 impl std::fmt::Debug for HostBuilder {
@@ -215,6 +222,13 @@ impl HostBuilder {
         self
     }
 
+    /// Keeps audio and blobs in results instead of files (see
+    /// [`OutputBudget::binaries_inline`]): for results that go to another machine.
+    pub fn binaries_inline(mut self, inline: bool) -> Self {
+        self.binaries_inline = inline;
+        self
+    }
+
     /// Starts every startable server in the background and returns at once; see
     /// [`Host::wait_settled`]. Fails only when a variable of [`Limits`] is set but not valid.
     pub fn start(self) -> Result<Host, EnvVarError> {
@@ -264,6 +278,13 @@ impl HostBuilder {
                 .as_ref()
                 .is_none_or(|o| o.iter().any(|n| n == c.name.as_str()))
         };
+        let reload = self.servers.is_none().then(|| {
+            Arc::new(ReloadSpec {
+                env: env.clone(),
+                only: self.only.clone(),
+                all_eager: self.all_eager,
+            })
+        });
         let mut configs: Vec<ServerConfig> = match self.servers {
             Some(servers) => servers.into_iter().filter(|c| wanted(c)).collect(),
             None => config.startable().filter(|c| wanted(c)).cloned().collect(),
@@ -301,11 +322,14 @@ impl HostBuilder {
             manager,
             catalog,
             gate: Arc::new(Gate::new(settings, self.prompter).with_gateway_ask(self.gateway_ask)),
-            budget: OutputBudget::from_limits(&limits, output_dir),
+            budget: OutputBudget::from_limits(&limits, output_dir)
+                .with_binaries_inline(self.binaries_inline),
             limits,
             interaction: self.interaction,
             roots,
             search: Arc::default(),
+            names: Arc::default(),
+            reload,
         })
     }
 }
@@ -323,6 +347,19 @@ pub struct Host {
     roots: Roots,
     /// The search index of the catalogue, with the catalogue generation it was built from.
     search: Arc<std::sync::Mutex<Option<BuiltIndex>>>,
+    /// The served names of the catalogue's tools ([`Host::tool_names`]).
+    names: Arc<std::sync::Mutex<Option<names::BuiltNames>>>,
+    /// How the servers were chosen, to choose them again on [`Host::reload`] (`None`: they
+    /// were given, not read).
+    reload: Option<Arc<ReloadSpec>>,
+}
+
+/// What [`Host::reload`] reads the configuration again with.
+#[derive(Debug)]
+struct ReloadSpec {
+    env: Environment,
+    only: Option<Vec<String>>,
+    all_eager: bool,
 }
 
 /// A search index and the catalogue generation it was built from.
@@ -352,6 +389,9 @@ pub struct CallOptions {
     /// Who is asked when a rule says `ask`, instead of the host's prompter (the gateway asks
     /// the downstream client that made the call).
     pub prompter: Option<Arc<dyn PermissionPrompter>>,
+    /// Members added to the `_meta` of the upstream `tools/call` (the gateway's W3C
+    /// `traceparent`), beside the ones the protocol needs.
+    pub meta: Option<Map<String, Value>>,
 }
 
 impl std::fmt::Debug for CallOptions {
@@ -362,6 +402,7 @@ impl std::fmt::Debug for CallOptions {
             .field("timeout", &self.timeout)
             .field("interaction", &self.interaction)
             .field("prompter", &self.prompter.is_some())
+            .field("meta", &self.meta)
             .finish()
     }
 }
@@ -374,6 +415,7 @@ impl Default for CallOptions {
             timeout: None,
             interaction: None,
             prompter: None,
+            meta: None,
         }
     }
 }
@@ -556,6 +598,33 @@ impl Host {
     /// The configuration the host was started with (its issues included).
     pub fn config(&self) -> &ConfigSet {
         &self.config
+    }
+
+    /// Reads every configuration file again and applies its servers without a restart:
+    /// unchanged servers keep their connections (and sessions), changed ones reconnect,
+    /// removed ones stop, new ones start; the catalogue follows (its `list_changed`). Returns
+    /// what changed and the new configuration's problems (the servers that can run do).
+    /// Permissions, hooks and other settings stay as they were read at start.
+    pub async fn reload(&self) -> Result<(Reloaded, Vec<crate::config::ConfigIssue>), HostError> {
+        let spec = self.reload.as_ref().ok_or(HostError::NotReloadable)?;
+        let mut config = ConfigSet::load(self.config.paths.clone(), &spec.env);
+        config.paths.state_dir = self.config.paths.state_dir.clone();
+        let mut configs: Vec<ServerConfig> = config
+            .startable()
+            .filter(|c| {
+                spec.only
+                    .as_ref()
+                    .is_none_or(|o| o.iter().any(|n| n == c.name.as_str()))
+            })
+            .cloned()
+            .collect();
+        if spec.all_eager {
+            for config in &mut configs {
+                config.startup = crate::config::Startup::Eager;
+            }
+        }
+        let reloaded = self.manager.reload(configs).await;
+        Ok((reloaded, config.issues))
     }
 
     /// Every tool of every connected server (and the program's own), as the catalogue names
@@ -849,6 +918,7 @@ impl Host {
                 timeout,
                 options.progress.clone(),
                 options.interaction.clone(),
+                options.meta.clone(),
             )
             .await
         {
@@ -924,6 +994,7 @@ impl Host {
         timeout: Duration,
         progress: Option<mpsc::UnboundedSender<Progress>>,
         interaction: Option<Interaction>,
+        meta: Option<Map<String, Value>>,
     ) -> Result<Value, RequestFailure> {
         let server = target.server();
         let tool = &target.tool;
@@ -931,6 +1002,7 @@ impl Host {
         let context = CallContext {
             qualified: tool.qualified_name.clone(),
             interaction,
+            meta,
         };
         let call = self.manager.request(server, |s| {
             let (name, arguments) = (name.clone(), arguments.clone());

@@ -74,9 +74,12 @@ pub use connection::{
 };
 pub use host::{
     CallError, CallOptions, CallOutcome, Events, Host, HostBuilder, HostError, HostEvent, Listed,
-    Listing, PromptEntry, ReadOutcome, Readiness, RequestOptions,
+    Listing, NameCollision, Prefix, PromptEntry, ReadOutcome, Readiness, RequestOptions,
+    ServedNames,
 };
-pub use manager::{InProcessFactory, LoginError, ManagerError, ServerEvent, forget_needs_auth};
+pub use manager::{
+    InProcessFactory, LoginError, ManagerError, Reloaded, ServerEvent, forget_needs_auth,
+};
 pub use name::{MAX_QUALIFIED_NAME, QualifiedName};
 pub use redact::redact_url;
 

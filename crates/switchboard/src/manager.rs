@@ -119,6 +119,20 @@ impl ManagerOptions {
     }
 }
 
+/// What a reload did, server by server (names sorted).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Reloaded {
+    /// New entries, started.
+    pub added: Vec<String>,
+    /// Entries whose definition changed: stopped and started again.
+    pub changed: Vec<String>,
+    /// Entries that are gone: stopped.
+    pub removed: Vec<String>,
+    /// Entries as they were: their connections (and sessions) kept.
+    pub unchanged: Vec<String>,
+}
+
 /// Something that happened to a server.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -151,6 +165,12 @@ pub enum ServerEvent {
     },
     /// The server said its prompts changed.
     PromptsChanged {
+        /// The server.
+        server: String,
+    },
+    /// A reload removed the server's entry, or replaced it (the new one starts under the same
+    /// name): whatever was known of the old one (its lists) is gone.
+    Removed {
         /// The server.
         server: String,
     },
@@ -548,7 +568,6 @@ impl ServerManager {
     }
 
     /// Names of all servers, sorted.
-    #[cfg(test)]
     pub(crate) fn names(&self) -> Vec<String> {
         self.slots
             .lock()
@@ -722,17 +741,25 @@ impl ServerManager {
     }
 
     /// Applies a new configuration: unchanged entries keep their connection, changed ones
-    /// reconnect, removed ones shut down, new ones start.
-    #[cfg(test)]
-    pub(crate) async fn reload(&self, configs: impl IntoIterator<Item = ServerConfig>) {
+    /// reconnect, removed ones shut down, new ones start. Each removed or changed server's
+    /// [`ServerEvent::Removed`] is sent once it is down.
+    pub(crate) async fn reload(&self, configs: impl IntoIterator<Item = ServerConfig>) -> Reloaded {
         let wanted: BTreeMap<String, ServerConfig> = configs
             .into_iter()
             .map(|c| (c.name.as_str().to_owned(), c))
             .collect();
+        let mut reloaded = Reloaded::default();
         let stale: Vec<Slot> = {
             let Ok(mut slots) = self.slots.lock() else {
-                return;
+                return reloaded;
             };
+            for (name, slot) in slots.iter() {
+                match wanted.get(name) {
+                    None => reloaded.removed.push(name.clone()),
+                    Some(c) if c.hash != slot.config.hash => reloaded.changed.push(name.clone()),
+                    Some(_) => reloaded.unchanged.push(name.clone()),
+                }
+            }
             let changed: Vec<String> = slots
                 .iter()
                 .filter(|(n, slot)| wanted.get(*n).is_none_or(|c| c.hash != slot.config.hash))
@@ -744,12 +771,21 @@ impl ServerManager {
                 .collect()
         };
         stop_all(stale).await;
+        for server in reloaded.removed.iter().chain(&reloaded.changed) {
+            let _ = self.shared.events.send(ServerEvent::Removed {
+                server: server.clone(),
+            });
+        }
         let existing = self.names();
         for (name, config) in wanted {
             if !existing.contains(&name) {
+                if !reloaded.changed.contains(&name) {
+                    reloaded.added.push(name.clone());
+                }
                 self.spawn(config);
             }
         }
+        reloaded
     }
 
     /// Shuts every server down in parallel: each stdio process gets SIGINT, SIGTERM, SIGKILL
@@ -1065,6 +1101,7 @@ impl ServerManager {
                 let call = connection::CallContext {
                     qualified: crate::name::QualifiedName::new(name, tool).into_string(),
                     interaction: None,
+                    meta: None,
                 };
                 s.call_tool(tool, arguments, timeout, None, call).await
             }

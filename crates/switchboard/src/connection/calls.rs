@@ -45,6 +45,9 @@ impl Session {
             .begin_call(Some(call.qualified.clone()), call.interaction);
         let wait = timeout.min(MAX_ANSWER_WAIT);
         let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        if let Some(meta) = call.meta {
+            params.meta = Some(rmcp::model::RequestMetaObject(meta.into()));
+        }
         let mut url_rounds = 0usize;
         let mut rounds = 0usize;
         loop {
@@ -240,6 +243,8 @@ fn url_elicitations(data: Option<&Value>) -> Vec<ElicitRequestParams> {
 pub(crate) struct CallContext {
     pub(crate) qualified: String,
     pub(crate) interaction: Option<crate::interaction::Interaction>,
+    /// `_meta` members the caller adds to the request.
+    pub(crate) meta: Option<Map<String, Value>>,
 }
 
 /// How many times a finished call yields before it stops forwarding progress.

@@ -40,6 +40,13 @@ pub enum HostError {
         /// The name asked for.
         name: String,
     },
+    /// The host was built with its servers given ([`HostBuilder::servers`](super::HostBuilder::servers)),
+    /// not read from files: there is nothing to read again.
+    #[error("the servers were given, not read from configuration files: nothing to reload")]
+    NotReloadable,
+    /// No server offers a resource with this URI (nor a template it fits).
+    #[error("no server offers the resource `{0}`")]
+    NoSuchResource(String),
     /// The name is not shaped like a prompt's qualified name.
     #[error("`{0}` is not a prompt name like mcp__<server>__<prompt>")]
     NotAPromptName(String),
