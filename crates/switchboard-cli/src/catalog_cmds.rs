@@ -106,6 +106,7 @@ async fn dispatch(host: &Host, command: Command) -> anyhow::Result<ExitCode> {
         Command::Mcp(_)
         | Command::Plugin(_)
         | Command::Serve(_)
+        | Command::Console
         | Command::Completions { .. }
         | Command::Man => unreachable_mcp(),
     }

@@ -6,6 +6,7 @@
 mod args;
 mod catalog_cmds;
 mod completions;
+mod console;
 mod context;
 mod interact;
 mod mcp;
@@ -74,7 +75,11 @@ fn main() -> ExitCode {
         return switchboard::guard::run();
     }
     completions::answer_if_asked();
-    let cli = args::Cli::parse();
+    let cli = if opens_console() {
+        args::Cli::parse_from(["switchboard", "console"])
+    } else {
+        args::Cli::parse()
+    };
     init_logging(cli.global.verbose, cli.global.log_format);
     tune_allocator();
     match run(cli) {
@@ -160,8 +165,18 @@ fn run(cli: args::Cli) -> anyhow::Result<ExitCode> {
         args::Command::Mcp(cmd) => mcp::run(&ctx, cmd),
         args::Command::Plugin(cmd) => plugin::run(&ctx, cmd),
         args::Command::Serve(args) => serve::run(&ctx, args),
+        args::Command::Console => console::run(&ctx),
         other => catalog_cmds::run(&ctx, other),
     }
+}
+
+/// `switchboard` alone opens the console when a person is at a terminal (stdin and stdout);
+/// in a pipe or CI it prints the help, as clap does for a missing command.
+fn opens_console() -> bool {
+    use std::io::IsTerminal;
+    std::env::args_os().len() == 1
+        && std::io::stdin().is_terminal()
+        && std::io::stdout().is_terminal()
 }
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {

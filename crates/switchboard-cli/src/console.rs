@@ -1,0 +1,331 @@
+//! `switchboard console` (and `switchboard` alone on a terminal): a full-screen terminal UI over
+//! the same [`Host`] every command builds. It owns presentation only: states come from
+//! [`Host::servers`] and [`Host::events`], actions are [`Host::reconnect`] and
+//! [`Host::set_enabled`], tools come from [`Host::server_tools`], and the start-up approval
+//! records decisions through [`Context::approve_project`], as `mcp approve` does.
+//!
+//! The terminal is put back (raw mode off, main screen) when the console ends, however it
+//! ends: an error, Ctrl-C, or a panic (ratatui's panic hook).
+
+mod approval;
+mod servers;
+mod tools;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use ratatui::crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use ratatui::style::{Color, Modifier, Style};
+use switchboard::config::ConfigSet;
+use switchboard::host::{Host, HostEvent};
+use switchboard::{ServerEvent, ServerState, Tool};
+use tokio::sync::mpsc;
+
+use crate::context::Context;
+
+/// Runs the console until the user quits.
+pub(crate) fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let config = ctx.load();
+    let mut screen = Screen::open()?;
+    let keys = screen.keys();
+    runtime.block_on(async move {
+        let mut keys = keys;
+        let theme = Theme::from_env(ctx);
+        let pending = approval::pending(&config);
+        let (config, message) = if pending.is_empty() {
+            (config, None)
+        } else {
+            let Some(answer) = approval::ask(&mut screen, &mut keys, &pending, theme).await? else {
+                return Ok(ExitCode::SUCCESS);
+            };
+            let message = answer.apply(ctx)?;
+            // Read again, so the servers just approved start.
+            (ctx.load(), message)
+        };
+        console(ctx, &mut screen, keys, config, theme, message).await
+    })
+}
+
+/// The servers view and what opens from it, on a host built from `config`.
+async fn console(
+    ctx: &Context,
+    screen: &mut Screen,
+    mut keys: mpsc::UnboundedReceiver<Event>,
+    config: ConfigSet,
+    theme: Theme,
+    message: Option<String>,
+) -> anyhow::Result<ExitCode> {
+    let planned = crate::start::host_builder(ctx, config)?;
+    let host = Arc::new(planned.builder.start()?);
+    // The host's builder may have written the configuration's problems on stderr.
+    screen.reset()?;
+    let mut events = host.events();
+    let (done, mut results) = mpsc::unbounded_channel();
+    let mut app = App {
+        host: host.clone(),
+        theme,
+        view: View::Servers,
+        selected: 0,
+        tool_counts: BTreeMap::new(),
+        counting: BTreeSet::new(),
+        retry: BTreeMap::new(),
+        message,
+        done,
+    };
+    app.count_tools();
+    let outcome = loop {
+        if let Err(e) = screen.terminal.draw(|frame| app.draw(frame)) {
+            break Err(anyhow::Error::from(e).context("cannot draw the console"));
+        }
+        tokio::select! {
+            key = keys.recv() => match key {
+                Some(event) => if app.on_terminal(event) == Flow::Quit { break Ok(()) },
+                None => break Ok(()),
+            },
+            event = events.recv() => match event {
+                Some(event) => app.on_host(event),
+                None => break Ok(()),
+            },
+            Some(result) = results.recv() => app.on_result(result),
+        }
+    };
+    screen.close();
+    // Bounded by the host itself (2 s a server).
+    host.shutdown().await;
+    outcome.map(|()| ExitCode::SUCCESS)
+}
+
+/// The terminal in raw mode on the alternate screen; put back when dropped.
+struct Screen {
+    terminal: ratatui::DefaultTerminal,
+    open: bool,
+}
+
+impl Screen {
+    /// Raw mode and the alternate screen, and a panic hook that puts the terminal back.
+    fn open() -> anyhow::Result<Screen> {
+        let terminal = ratatui::try_init().context("cannot open the console on this terminal")?;
+        Ok(Screen {
+            terminal,
+            open: true,
+        })
+    }
+
+    /// The terminal's events (keys, resizes), read on a thread of their own: reading blocks.
+    fn keys(&self) -> mpsc::UnboundedReceiver<Event> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        std::thread::spawn(move || {
+            while let Ok(event) = event::read() {
+                if tx.send(event).is_err() {
+                    break;
+                }
+            }
+        });
+        rx
+    }
+
+    /// A blank screen and a terminal that knows it: everything is drawn afresh. Not
+    /// `Terminal::clear`, which asks the terminal where its cursor is and waits for the answer.
+    fn reset(&mut self) -> anyhow::Result<()> {
+        use ratatui::crossterm::terminal::{Clear, ClearType};
+        ratatui::crossterm::execute!(std::io::stdout(), Clear(ClearType::All))?;
+        self.terminal =
+            ratatui::Terminal::new(ratatui::backend::CrosstermBackend::new(std::io::stdout()))?;
+        Ok(())
+    }
+
+    fn close(&mut self) {
+        if std::mem::take(&mut self.open) {
+            ratatui::restore();
+        }
+    }
+}
+
+impl Drop for Screen {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// Colours, or none at all when `NO_COLOR` is set (<https://no-color.org>): then only bold
+/// and reversed text mark things.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Theme {
+    color: bool,
+}
+
+impl Theme {
+    fn from_env(ctx: &Context) -> Theme {
+        let no_color = ctx
+            .env
+            .get(switchboard::env_vars::EnvVars::NO_COLOR)
+            .is_some_and(|value| !value.is_empty());
+        Theme { color: !no_color }
+    }
+
+    fn fg(self, color: Color) -> Style {
+        if self.color {
+            Style::default().fg(color)
+        } else {
+            Style::default()
+        }
+    }
+
+    fn selected(self) -> Style {
+        Style::default().add_modifier(Modifier::REVERSED)
+    }
+
+    fn title(self) -> Style {
+        Style::default().add_modifier(Modifier::BOLD)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    Go,
+    Quit,
+}
+
+/// What a background request of the console came back with.
+enum Done {
+    /// A server's tools, for its count and its tools view.
+    Tools {
+        server: String,
+        tools: Result<Vec<Tool>, String>,
+    },
+}
+
+enum View {
+    Servers,
+    Tools(tools::ToolsView),
+}
+
+struct App {
+    host: Arc<Host>,
+    theme: Theme,
+    view: View,
+    /// The selected row of the servers view.
+    selected: usize,
+    /// Each connected server's tool count, as last listed.
+    tool_counts: BTreeMap<String, usize>,
+    /// Servers whose tools are being listed.
+    counting: BTreeSet<String>,
+    /// When a failed server is tried again, as the host last said.
+    retry: BTreeMap<String, Duration>,
+    /// One line at the bottom: what the last action did.
+    message: Option<String>,
+    done: mpsc::UnboundedSender<Done>,
+}
+
+impl App {
+    fn draw(&mut self, frame: &mut ratatui::Frame<'_>) {
+        match &mut self.view {
+            View::Servers => servers::draw(self, frame),
+            View::Tools(view) => view.draw(frame, self.theme),
+        }
+    }
+
+    fn on_terminal(&mut self, event: Event) -> Flow {
+        let Event::Key(key) = event else {
+            // A resize is drawn anew by the loop.
+            return Flow::Go;
+        };
+        if key.kind != KeyEventKind::Press {
+            return Flow::Go;
+        }
+        if is_interrupt(&key) {
+            return Flow::Quit;
+        }
+        match &mut self.view {
+            View::Servers => servers::on_key(self, key),
+            View::Tools(view) => {
+                if view.on_key(key) == tools::Leave::Yes {
+                    self.view = View::Servers;
+                }
+                Flow::Go
+            }
+        }
+    }
+
+    fn on_host(&mut self, event: HostEvent) {
+        match event {
+            HostEvent::Server(ServerEvent::Reconnecting { server, delay, .. }) => {
+                self.retry.insert(server, delay);
+            }
+            HostEvent::Server(ServerEvent::State { server, state }) => {
+                if !matches!(state, ServerState::Failed(_)) {
+                    self.retry.remove(&server);
+                }
+                if !matches!(state, ServerState::Connected(_) | ServerState::Lazy { .. }) {
+                    self.tool_counts.remove(&server);
+                }
+            }
+            _ => {}
+        }
+        self.count_tools();
+    }
+
+    fn on_result(&mut self, done: Done) {
+        match done {
+            Done::Tools { server, tools } => {
+                self.counting.remove(&server);
+                if let Ok(tools) = &tools {
+                    self.tool_counts.insert(server.clone(), tools.len());
+                }
+                if let View::Tools(view) = &mut self.view
+                    && view.server == server
+                {
+                    view.loaded(tools);
+                }
+            }
+        }
+    }
+
+    /// Lists the tools of every connected server not counted yet, in the background.
+    fn count_tools(&mut self) {
+        for (name, state) in self.host.servers() {
+            let listed = matches!(state, ServerState::Connected(_) | ServerState::Lazy { .. });
+            if listed && !self.tool_counts.contains_key(&name) {
+                self.list_tools(&name);
+            }
+        }
+    }
+
+    /// Asks the host for a server's tools; the answer comes back as [`Done::Tools`].
+    fn list_tools(&mut self, server: &str) {
+        if !self.counting.insert(server.to_owned()) {
+            return;
+        }
+        let host = self.host.clone();
+        let done = self.done.clone();
+        let server = server.to_owned();
+        let bound = host.limits().connect_timeout;
+        tokio::spawn(async move {
+            let tools = match tokio::time::timeout(bound, host.server_tools(&server)).await {
+                Ok(Ok(tools)) => Ok(tools),
+                Ok(Err(e)) => Err(switchboard::error_chain(&e)),
+                Err(_) => Err(format!("no tool list within {} s", bound.as_secs())),
+            };
+            let _ = done.send(Done::Tools { server, tools });
+        });
+    }
+
+    /// Opens the tools view of a server.
+    fn open_tools(&mut self, server: String) {
+        self.counting.remove(&server);
+        self.list_tools(&server);
+        self.view = View::Tools(tools::ToolsView::new(server));
+    }
+}
+
+/// Ctrl-C (raw mode turns it into a key).
+fn is_interrupt(key: &KeyEvent) -> bool {
+    key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c')
+}

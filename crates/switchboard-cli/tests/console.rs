@@ -1,0 +1,295 @@
+//! `switchboard console`, the real binary on a pseudo-terminal, against real testkit servers.
+//! What it draws is parsed by a terminal emulator (`vt100`) into a screen of cells, and the
+//! tests read that screen as a person would.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
+
+use switchboard_testkit::config_tree::ConfigTree;
+
+/// Generous: a debug build on a busy machine starts servers slowly.
+const WAIT: Duration = Duration::from_secs(30);
+const ROWS: u16 = 40;
+const COLS: u16 = 140;
+
+/// The console on a pseudo-terminal: stdin, stdout and stderr all on it, as in a shell.
+struct Console {
+    child: Child,
+    input: std::fs::File,
+    screen: Arc<Mutex<vt100::Parser>>,
+    updates: mpsc::Receiver<()>,
+}
+
+impl Drop for Console {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Console {
+    fn start(tree: &ConfigTree, args: &[&str]) -> Console {
+        Console::start_sized(tree, args, ROWS, COLS)
+    }
+
+    fn start_sized(tree: &ConfigTree, args: &[&str], rows: u16, cols: u16) -> Console {
+        let size = nix::pty::Winsize {
+            ws_row: rows,
+            ws_col: cols,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        let pty = nix::pty::openpty(Some(&size), None).unwrap();
+        let slave = std::fs::File::from(pty.slave);
+        let child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .args(args)
+            .current_dir(tree.project())
+            .env_clear()
+            .envs(tree.env())
+            .env("TERM", "xterm-256color")
+            .stdin(Stdio::from(slave.try_clone().unwrap()))
+            .stdout(Stdio::from(slave.try_clone().unwrap()))
+            .stderr(Stdio::from(slave))
+            .spawn()
+            .unwrap();
+        let master = std::fs::File::from(pty.master);
+        let input = master.try_clone().unwrap();
+        let screen = Arc::new(Mutex::new(vt100::Parser::new(
+            ROWS.try_into().unwrap(),
+            COLS.try_into().unwrap(),
+            0,
+        )));
+        let (tx, updates) = mpsc::channel();
+        let parser = screen.clone();
+        std::thread::spawn(move || {
+            let mut master = master;
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = master.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                parser.lock().unwrap().process(&buf[..n]);
+                if tx.send(()).is_err() {
+                    break;
+                }
+            }
+        });
+        Console {
+            child,
+            input,
+            screen,
+            updates,
+        }
+    }
+
+    fn contents(&self) -> String {
+        self.screen.lock().unwrap().screen().contents()
+    }
+
+    /// Waits (bounded) until the screen satisfies `check`; returns the screen.
+    fn wait_until(&self, what: &str, check: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let screen = self.contents();
+            if check(&screen) {
+                return screen;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero()
+                || self.updates.recv_timeout(left).is_err() && !check(&self.contents())
+            {
+                panic!(
+                    "the console never showed {what}; the screen:\n{}",
+                    self.contents()
+                );
+            }
+        }
+    }
+
+    /// Waits until a line of the screen holds every one of `parts`; returns that line.
+    fn wait_line(&self, parts: &[&str]) -> String {
+        let screen = self.wait_until(&format!("a line with {parts:?}"), |screen| {
+            screen.lines().any(|l| parts.iter().all(|p| l.contains(p)))
+        });
+        screen
+            .lines()
+            .find(|l| parts.iter().all(|p| l.contains(p)))
+            .unwrap()
+            .to_owned()
+    }
+
+    fn keys(&mut self, keys: &str) {
+        self.input.write_all(keys.as_bytes()).unwrap();
+        self.input.flush().unwrap();
+    }
+
+    /// Quits with `q` and returns the exit code.
+    fn quit(&mut self) -> Option<i32> {
+        self.keys("q");
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code();
+            }
+            assert!(Instant::now() < deadline, "the console did not quit");
+            // The child has no event to wait on from here; the pty's output is the nearest.
+            let _ = self.updates.recv_timeout(Duration::from_millis(100));
+        }
+    }
+}
+
+fn server_entry(args: &[&str]) -> String {
+    format!(
+        "{{\"command\": {}, \"args\": {}}}",
+        serde_json::to_string(&switchboard_testkit::server_bin()).unwrap(),
+        serde_json::to_string(args).unwrap()
+    )
+}
+
+fn write_servers(tree: &ConfigTree, file: &Path, servers: &[(&str, String)]) {
+    let entries: Vec<String> = servers
+        .iter()
+        .map(|(name, entry)| format!("\"{name}\": {entry}"))
+        .collect();
+    tree.write(
+        file,
+        &format!("{{\"mcpServers\": {{{}}}}}", entries.join(", ")),
+    )
+    .unwrap();
+}
+
+#[test]
+fn one_waiting_project_server_is_approved_in_the_dialog_and_starts() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(&tree, &tree.project_file(), &[("proj", server_entry(&[]))]);
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_until("the approval dialog", |s| {
+        s.contains("A project server waits for approval") && s.contains("`proj` from")
+    });
+    console.keys("a");
+    console.wait_line(&["proj", "project", "stdio", "✓ connected", "9"]);
+    console.wait_until("the decision", |s| s.contains("Approved `proj`"));
+    assert_eq!(console.quit(), Some(0));
+
+    // Recorded as `mcp approve` records it: the next console opens on the servers view.
+    let mut again = Console::start(&tree, &["console"]);
+    let screen = again.wait_until("the servers view", |s| s.contains("✓ connected"));
+    assert!(!screen.contains("waits for approval"), "{screen}");
+    assert_eq!(again.quit(), Some(0));
+}
+
+#[test]
+fn several_waiting_servers_are_a_multi_select() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(
+        &tree,
+        &tree.project_file(),
+        &[("alpha", server_entry(&[])), ("beta", server_entry(&[]))],
+    );
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["[x]", "`alpha`"]);
+    console.wait_line(&["[x]", "`beta`"]);
+    // Untick beta, approve the rest.
+    console.keys("\x1b[B ");
+    console.wait_line(&["[ ]", "`beta`"]);
+    console.keys("\r");
+    console.wait_line(&["alpha", "✓ connected"]);
+    console.wait_line(&["beta", "pending approval"]);
+    assert_eq!(console.quit(), Some(0));
+}
+
+#[test]
+fn a_dying_server_shows_failed_and_r_reconnects_it_once_fixed() {
+    let tree = ConfigTree::new().unwrap();
+    let fixed = tree.home().join("fixed");
+    let pid_file = tree.home().join("server.pid");
+    std::fs::write(&fixed, "").unwrap();
+    // Runs the server while `fixed` exists; otherwise says so on stderr and exits.
+    let script = r#"if [ -e "$0" ]; then exec "$1" --pid-file "$2"; else echo "not fixed yet" >&2; exit 1; fi"#;
+    let bin = switchboard_testkit::server_bin().display().to_string();
+    let entry = format!(
+        "{{\"command\": \"sh\", \"args\": {}}}",
+        serde_json::to_string(&[
+            "-c",
+            script,
+            &fixed.display().to_string(),
+            &bin,
+            &pid_file.display().to_string(),
+        ])
+        .unwrap()
+    );
+    write_servers(
+        &tree,
+        &tree.user_file(),
+        &[("flaky", entry), ("steady", server_entry(&[]))],
+    );
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["flaky", "user", "stdio", "✓ connected"]);
+    console.wait_line(&["steady", "✓ connected"]);
+
+    // It dies, and stays broken.
+    std::fs::remove_file(&fixed).unwrap();
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let pid = pid.lines().next().unwrap().trim().to_owned();
+    let killed = Command::new("kill").args(["-9", &pid]).status().unwrap();
+    assert!(killed.success());
+    console.wait_line(&["flaky", "✗ failed", "the server exited"]);
+    console.wait_line(&["steady", "✓ connected"]);
+
+    // `r` while it is still broken: it fails again, and its stderr says why.
+    console.keys("r");
+    console.wait_until("the stderr tail", |s| s.contains("not fixed yet"));
+    console.wait_line(&["flaky", "✗ failed"]);
+
+    // Fixed, `r` brings it back.
+    std::fs::write(&fixed, "").unwrap();
+    console.keys("r");
+    console.wait_line(&["flaky", "✓ connected", "9"]);
+    assert_eq!(console.quit(), Some(0));
+}
+
+#[test]
+fn the_tools_view_filters_and_shows_the_schema() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["kit", "✓ connected", "9"]);
+    console.keys("\r");
+    console.wait_until("the tools", |s| s.contains("Tools of kit (9 of 9)"));
+    console.wait_line(&["slow"]);
+    console.keys("/echo");
+    // `echo`, and `add_tool`, whose description speaks of echoing.
+    let screen = console.wait_until("the filtered list", |s| {
+        s.contains("echo▏") && s.contains("Tools of kit (2 of 9)")
+    });
+    assert!(screen.contains("› echo "), "{screen}");
+    assert!(!screen.contains("slow"), "{screen}");
+    console.keys("\r");
+    let screen = console.wait_until("the detail", |s| s.contains("input schema:"));
+    assert!(screen.contains("Returns its text unchanged."), "{screen}");
+    assert!(screen.contains("\"text\""), "{screen}");
+    // Esc goes back to the servers view.
+    console.keys("\x1b");
+    console.wait_line(&["kit", "✓ connected"]);
+    assert_eq!(console.quit(), Some(0));
+}
+
+#[test]
+fn the_bare_command_off_a_terminal_prints_help() {
+    let tree = ConfigTree::new().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .current_dir(tree.project())
+        .env_clear()
+        .envs(tree.env())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("Usage: switchboard"), "{stderr}");
+    assert!(stderr.contains("console"), "{stderr}");
+}
