@@ -8,6 +8,7 @@
 //! ends: an error, Ctrl-C, or a panic (ratatui's panic hook).
 
 mod approval;
+mod call;
 mod servers;
 mod tools;
 
@@ -80,6 +81,10 @@ async fn console(
         done,
     };
     app.count_tools();
+    // What is read at each draw and has no event of its own (a server's stderr tail) is
+    // drawn again once a second.
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let outcome = loop {
         if let Err(e) = screen.terminal.draw(|frame| app.draw(frame)) {
             break Err(anyhow::Error::from(e).context("cannot draw the console"));
@@ -94,6 +99,7 @@ async fn console(
                 None => break Ok(()),
             },
             Some(result) = results.recv() => app.on_result(result),
+            _ = tick.tick() => {}
         }
     };
     screen.close();
@@ -200,11 +206,26 @@ enum Done {
         server: String,
         tools: Result<Vec<Tool>, String>,
     },
+    /// A progress notification of the console's call number `call`.
+    Progress {
+        call: u64,
+        progress: switchboard::Progress,
+    },
+    /// The console's call number `call` ended: the result's text, and whether it failed.
+    Called {
+        call: u64,
+        text: String,
+        failed: bool,
+    },
+    /// A line for the bottom of the screen.
+    Note(String),
 }
 
 enum View {
     Servers,
     Tools(tools::ToolsView),
+    /// A tool's call form, over the tools view it came from.
+    Call(Box<call::CallView>, tools::ToolsView),
 }
 
 struct App {
@@ -229,6 +250,7 @@ impl App {
         match &mut self.view {
             View::Servers => servers::draw(self, frame),
             View::Tools(view) => view.draw(frame, self.theme),
+            View::Call(view, _) => view.draw(frame, self.theme),
         }
     }
 
@@ -244,14 +266,26 @@ impl App {
             return Flow::Quit;
         }
         match &mut self.view {
-            View::Servers => servers::on_key(self, key),
-            View::Tools(view) => {
-                if view.on_key(key) == tools::Leave::Yes {
-                    self.view = View::Servers;
+            View::Servers => return servers::on_key(self, key),
+            View::Tools(view) => match view.on_key(key) {
+                tools::Leave::No => {}
+                tools::Leave::Yes => self.view = View::Servers,
+                tools::Leave::Call(tool) => {
+                    let View::Tools(back) = std::mem::replace(&mut self.view, View::Servers) else {
+                        return Flow::Go;
+                    };
+                    self.view = View::Call(Box::new(call::CallView::new(*tool)), back);
                 }
-                Flow::Go
+            },
+            View::Call(view, _) => {
+                if view.on_key(key, &self.host, &self.done) == call::Leave::Yes
+                    && let View::Call(_, back) = std::mem::replace(&mut self.view, View::Servers)
+                {
+                    self.view = View::Tools(back);
+                }
             }
         }
+        Flow::Go
     }
 
     fn on_host(&mut self, event: HostEvent) {
@@ -285,6 +319,17 @@ impl App {
                     view.loaded(tools);
                 }
             }
+            Done::Progress { call, progress } => {
+                if let View::Call(view, _) = &mut self.view {
+                    view.progress(call, progress);
+                }
+            }
+            Done::Called { call, text, failed } => {
+                if let View::Call(view, _) = &mut self.view {
+                    view.finished(call, text, failed);
+                }
+            }
+            Done::Note(note) => self.message = Some(note),
         }
     }
 

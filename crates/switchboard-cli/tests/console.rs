@@ -293,3 +293,55 @@ fn the_bare_command_off_a_terminal_prints_help() {
     assert!(stderr.contains("Usage: switchboard"), "{stderr}");
     assert!(stderr.contains("console"), "{stderr}");
 }
+
+#[test]
+fn a_call_from_its_form_shows_the_result() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["kit", "✓ connected", "9"]);
+    console.keys("\r");
+    console.wait_until("the tools", |s| s.contains("Tools of kit (9 of 9)"));
+    console.keys("/add\r");
+    console.wait_until("the filtered list", |s| s.contains("Tools of kit (2 of 9)"));
+    console.keys("c");
+    console.wait_line(&["Call mcp__kit__add"]);
+    console.wait_line(&["a *", "(number)"]);
+    console.wait_line(&["b *", "(number)"]);
+    // A required field left empty is named, and nothing is called.
+    console.keys("2\r");
+    console.wait_until("the missing field", |s| s.contains("`b` is required"));
+    console.keys("\t3.5\r");
+    // The sum, as text and in structuredContent.
+    console.wait_line(&["5.5"]);
+    console.keys("\x1b");
+    console.wait_until("the tools", |s| s.contains("Tools of kit (2 of 9)"));
+    console.keys("\x1b");
+    console.wait_line(&["kit", "✓ connected"]);
+    assert_eq!(console.quit(), Some(0));
+}
+
+#[test]
+fn a_long_call_shows_progress_and_esc_cancels_it_on_the_server() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["kit", "✓ connected", "9"]);
+    console.keys("\r");
+    console.wait_until("the tools", |s| s.contains("Tools of kit (9 of 9)"));
+    console.keys("/slow\rc");
+    console.wait_line(&["ms *", "(integer)"]);
+    // A minute in 60 steps: the first progress comes after a second.
+    console.keys("60000\t60\r");
+    console.wait_line(&["calling… 1/60"]);
+    console.keys("\x1b");
+    console.wait_line(&["Cancelled."]);
+    // The server heard of it: its stderr says so on the servers view.
+    console.keys("\x1b");
+    console.wait_until("the tools", |s| s.contains("Tools of kit (1 of 9)"));
+    console.keys("\x1b");
+    console.wait_until("the server's cancellation", |s| {
+        s.contains("stderr (last lines):") && s.contains("cancelled")
+    });
+    assert_eq!(console.quit(), Some(0));
+}

@@ -1,6 +1,6 @@
 //! A server's tools: a list with a filter box (`/` to type; matched against names, titles and
 //! descriptions), and the selected tool's detail: description, traits from its annotations,
-//! and input schema.
+//! and input schema; `c` opens its call form.
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 use ratatui::layout::{Constraint, Layout};
@@ -12,11 +12,15 @@ use switchboard::Tool;
 use super::Theme;
 use crate::output::{clean, clean_line};
 
-/// Whether a key took the user back to the servers view.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where a key takes the user.
+#[derive(Debug, Clone, PartialEq)]
 pub(super) enum Leave {
+    /// Back to the servers view.
     Yes,
+    /// Stay.
     No,
+    /// To the call form of this tool.
+    Call(Box<Tool>),
 }
 
 pub(super) struct ToolsView {
@@ -86,6 +90,11 @@ impl ToolsView {
         match key.code {
             KeyCode::Esc | KeyCode::Char('q') | KeyCode::Left => return Leave::Yes,
             KeyCode::Char('/') => self.typing = true,
+            KeyCode::Char('c') => {
+                if let Some(tool) = self.shown().get(self.selected) {
+                    return Leave::Call(Box::new((*tool).clone()));
+                }
+            }
             KeyCode::Down | KeyCode::Char('j') if count > 0 => {
                 self.selected = (self.selected + 1).min(count - 1)
             }
@@ -168,7 +177,7 @@ impl ToolsView {
         let keys = if self.typing {
             "type to filter · Enter keep · Esc clear"
         } else {
-            "↑/↓ select · / filter · Esc back"
+            "↑/↓ select · / filter · c call · Esc back"
         };
         frame.render_widget(Paragraph::new(keys).style(theme.fg(Color::DarkGray)), help);
     }
