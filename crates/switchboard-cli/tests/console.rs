@@ -22,6 +22,8 @@ struct Console {
     input: std::fs::File,
     screen: Arc<Mutex<vt100::Parser>>,
     updates: mpsc::Receiver<()>,
+    /// The terminal's side, to read its modes back.
+    terminal: std::fs::File,
 }
 
 impl Drop for Console {
@@ -33,13 +35,13 @@ impl Drop for Console {
 
 impl Console {
     fn start(tree: &ConfigTree, args: &[&str]) -> Console {
-        Console::start_sized(tree, args, ROWS, COLS)
+        Console::start_with(tree, args, &[])
     }
 
-    fn start_sized(tree: &ConfigTree, args: &[&str], rows: u16, cols: u16) -> Console {
+    fn start_with(tree: &ConfigTree, args: &[&str], env: &[(&str, &str)]) -> Console {
         let size = nix::pty::Winsize {
-            ws_row: rows,
-            ws_col: cols,
+            ws_row: ROWS,
+            ws_col: COLS,
             ws_xpixel: 0,
             ws_ypixel: 0,
         };
@@ -51,9 +53,10 @@ impl Console {
             .env_clear()
             .envs(tree.env())
             .env("TERM", "xterm-256color")
+            .envs(env.iter().copied())
             .stdin(Stdio::from(slave.try_clone().unwrap()))
             .stdout(Stdio::from(slave.try_clone().unwrap()))
-            .stderr(Stdio::from(slave))
+            .stderr(Stdio::from(slave.try_clone().unwrap()))
             .spawn()
             .unwrap();
         let master = std::fs::File::from(pty.master);
@@ -83,7 +86,24 @@ impl Console {
             input,
             screen,
             updates,
+            terminal: slave,
         }
+    }
+
+    /// The colour of the first cell of `text` on the screen.
+    fn color_of(&self, text: &str) -> vt100::Color {
+        let parser = self.screen.lock().unwrap();
+        let screen = parser.screen();
+        for (row, line) in screen.contents().lines().enumerate() {
+            if let Some(at) = line.find(text) {
+                let col = line[..at].chars().count();
+                let cell = screen
+                    .cell(u16::try_from(row).unwrap(), u16::try_from(col).unwrap())
+                    .unwrap();
+                return cell.fgcolor();
+            }
+        }
+        panic!("{text:?} is not on the screen:\n{}", screen.contents());
     }
 
     fn contents(&self) -> String {
@@ -180,6 +200,29 @@ fn one_waiting_project_server_is_approved_in_the_dialog_and_starts() {
     let screen = again.wait_until("the servers view", |s| s.contains("✓ connected"));
     assert!(!screen.contains("waits for approval"), "{screen}");
     assert_eq!(again.quit(), Some(0));
+}
+
+#[test]
+fn quitting_gives_the_terminal_back_as_it_was() {
+    use nix::sys::termios::{LocalFlags, tcgetattr};
+    let tree = ConfigTree::new().unwrap();
+    write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["kit", "✓ connected"]);
+    assert!(console.screen.lock().unwrap().screen().alternate_screen());
+    let raw = tcgetattr(&console.terminal).unwrap();
+    assert!(!raw.local_flags.contains(LocalFlags::ICANON));
+    assert_eq!(console.quit(), Some(0));
+    // Line editing and echo are back, and so is the main screen.
+    let after = tcgetattr(&console.terminal).unwrap();
+    assert!(
+        after
+            .local_flags
+            .contains(LocalFlags::ICANON | LocalFlags::ECHO)
+    );
+    console.wait_until("the main screen", |_| {
+        !console.screen.lock().unwrap().screen().alternate_screen()
+    });
 }
 
 #[test]
@@ -343,5 +386,42 @@ fn a_long_call_shows_progress_and_esc_cancels_it_on_the_server() {
     console.wait_until("the server's cancellation", |s| {
         s.contains("stderr (last lines):") && s.contains("cancelled")
     });
+    assert_eq!(console.quit(), Some(0));
+}
+
+#[test]
+fn states_are_coloured_unless_no_color_is_set() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
+    let mut coloured = Console::start(&tree, &["console"]);
+    coloured.wait_line(&["kit", "✓ connected"]);
+    assert_ne!(coloured.color_of("✓ connected"), vt100::Color::Default);
+    assert_eq!(coloured.quit(), Some(0));
+
+    let mut plain = Console::start_with(&tree, &["console"], &[("NO_COLOR", "1")]);
+    plain.wait_line(&["kit", "✓ connected"]);
+    assert_eq!(plain.color_of("✓ connected"), vt100::Color::Default);
+    assert_eq!(plain.quit(), Some(0));
+}
+
+#[test]
+fn d_disables_the_selected_server_and_e_enables_it_again() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(
+        &tree,
+        &tree.user_file(),
+        &[("one", server_entry(&[])), ("two", server_entry(&[]))],
+    );
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["one", "✓ connected", "9"]);
+    console.wait_line(&["two", "✓ connected", "9"]);
+    console.keys("\x1b[Bd");
+    console.wait_line(&["two", "- disabled"]);
+    console.wait_until("the note", |s| {
+        s.contains("Disabled `two` for this session")
+    });
+    console.wait_line(&["one", "✓ connected", "9"]);
+    console.keys("e");
+    console.wait_line(&["two", "✓ connected", "9"]);
     assert_eq!(console.quit(), Some(0));
 }
