@@ -64,7 +64,17 @@ async fn console(
     message: Option<String>,
 ) -> anyhow::Result<ExitCode> {
     let planned = crate::start::host_builder(ctx, config)?;
-    let host = Arc::new(planned.builder.start()?);
+    // Tokens where `mcp login` keeps them; the login URL shown on the console's own screen
+    // (the browser is opened too), not printed over it.
+    let auth = switchboard::auth::AuthOptions {
+        store: switchboard::auth::TokenStore::from_env(&ctx.paths.state_dir, &ctx.env),
+        opener: Arc::new(switchboard::auth::SystemOpener {
+            browser: ctx.env.get("BROWSER").map(str::to_owned),
+            quiet: true,
+        }),
+        ..switchboard::auth::AuthOptions::default()
+    };
+    let host = Arc::new(planned.builder.auth(auth).start()?);
     // The host's builder may have written the configuration's problems on stderr.
     screen.reset()?;
     let mut events = host.events();
@@ -359,6 +369,24 @@ impl App {
                 Err(_) => Err(format!("no tool list within {} s", bound.as_secs())),
             };
             let _ = done.send(Done::Tools { server, tools });
+        });
+    }
+
+    /// Starts the OAuth login of a server; the URL (or why not) comes back as a note, and
+    /// the server reconnects by itself once the login completes.
+    fn login(&mut self, server: String) {
+        let host = self.host.clone();
+        let done = self.done.clone();
+        self.message = Some(format!("Logging in to `{server}`…"));
+        tokio::spawn(async move {
+            let note = match host.login(&server).await {
+                Ok(url) => format!(
+                    "Log in to `{server}` in the browser (opened), or open: {}",
+                    url
+                ),
+                Err(e) => format!("`{server}`: {}", switchboard::error_chain(&e)),
+            };
+            let _ = done.send(Done::Note(note));
         });
     }
 

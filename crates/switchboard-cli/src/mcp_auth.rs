@@ -28,6 +28,7 @@ fn authorizer(ctx: &Context, entry: &ServerEntry) -> anyhow::Result<Authorizer> 
         interactive: true,
         opener: Arc::new(SystemOpener {
             browser: ctx.env.get("BROWSER").map(str::to_owned),
+            quiet: false,
         }),
         client_metadata_url: oauth.client_metadata_url.clone(),
         ..AuthOptions::default()

@@ -425,3 +425,32 @@ fn d_disables_the_selected_server_and_e_enables_it_again() {
     console.wait_line(&["two", "✓ connected", "9"]);
     assert_eq!(console.quit(), Some(0));
 }
+
+#[test]
+fn l_logs_in_to_a_server_that_needs_it_and_it_connects() {
+    use switchboard_testkit::{TestServer, Transport};
+    let server = TestServer::start(Transport::Http, ["--oauth"]).unwrap();
+    let tree = ConfigTree::new().unwrap();
+    write_servers(
+        &tree,
+        &tree.user_file(),
+        &[(
+            "guarded",
+            format!(r#"{{"type": "http", "url": "{}"}}"#, server.url()),
+        )],
+    );
+    // The browser: curl following the redirects, as a user clicking through.
+    let mut console = Console::start_with(
+        &tree,
+        &["console"],
+        &[("BROWSER", "curl --silent --location --output /dev/null")],
+    );
+    console.wait_line(&["guarded", "user", "http", "! needs auth"]);
+    console.keys("l");
+    console.wait_line(&["guarded", "✓ connected", "9"]);
+    console.wait_until("the login URL", |s| {
+        s.contains("Log in to `guarded` in the browser (opened), or open:")
+            && s.contains("/authorize?")
+    });
+    assert_eq!(console.quit(), Some(0));
+}

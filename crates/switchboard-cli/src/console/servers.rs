@@ -1,6 +1,7 @@
 //! The servers view: every configured server with its scope, transport, live state, tool
 //! count and last error, the selected one's details (target, stderr tail) below; `r`
-//! reconnects, `e`/`d` enable/disable for this run, `Enter` opens its tools, `q` quits.
+//! reconnects, `e`/`d` enable/disable for this run, `l` logs in (OAuth, through
+//! [`Host::login`](switchboard::host::Host::login)), `Enter` opens its tools, `q` quits.
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 use ratatui::layout::{Constraint, Layout};
@@ -59,6 +60,11 @@ pub(super) fn on_key(app: &mut App, key: KeyEvent) -> Flow {
                 });
             }
         }
+        KeyCode::Char('l') => {
+            if let Some(name) = selected {
+                app.login(name);
+            }
+        }
         KeyCode::Enter => {
             if let Some(name) = selected {
                 app.open_tools(name);
@@ -75,7 +81,7 @@ pub(super) fn draw(app: &App, frame: &mut ratatui::Frame<'_>) {
     let [table_area, detail_area, message_area, help_area] = Layout::vertical([
         Constraint::Min(4),
         Constraint::Length(8),
-        Constraint::Length(1),
+        Constraint::Length(2),
         Constraint::Length(1),
     ])
     .areas(frame.area());
@@ -147,13 +153,15 @@ pub(super) fn draw(app: &App, frame: &mut ratatui::Frame<'_>) {
     }
     if let Some(message) = &app.message {
         frame.render_widget(
-            Paragraph::new(clean_line(message).into_owned()).style(theme.fg(Color::Yellow)),
+            Paragraph::new(clean_line(message).into_owned())
+                .style(theme.fg(Color::Yellow))
+                .wrap(Wrap { trim: false }),
             message_area,
         );
     }
     frame.render_widget(
         Paragraph::new(Line::from(
-            "↑/↓ select · r reconnect · e enable · d disable · Enter tools · q quit",
+            "↑/↓ select · r reconnect · e enable · d disable · l log in · Enter tools · q quit",
         ))
         .style(theme.fg(Color::DarkGray)),
         help_area,
