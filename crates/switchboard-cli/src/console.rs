@@ -27,6 +27,21 @@ use tokio::sync::mpsc;
 
 use crate::context::Context;
 
+/// Where log lines go while the console has the screen: its message line.
+static LOG_TAP: std::sync::Mutex<Option<mpsc::UnboundedSender<Done>>> = std::sync::Mutex::new(None);
+
+/// Hands a log line to the open console; `false` when none is open (print it on stderr).
+pub(crate) fn take_log_line(line: &str) -> bool {
+    let Ok(tap) = LOG_TAP.lock() else {
+        return false;
+    };
+    let Some(tx) = tap.as_ref() else {
+        return false;
+    };
+    let line = line.trim_end();
+    line.is_empty() || tx.send(Done::Note(format!("log: {line}"))).is_ok()
+}
+
 /// Runs the console until the user quits.
 pub(crate) fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -79,6 +94,9 @@ async fn console(
     screen.reset()?;
     let mut events = host.events();
     let (done, mut results) = mpsc::unbounded_channel();
+    if let Ok(mut tap) = LOG_TAP.lock() {
+        *tap = Some(done.clone());
+    }
     let mut app = App {
         host: host.clone(),
         theme,
@@ -158,6 +176,9 @@ impl Screen {
     }
 
     fn close(&mut self) {
+        if let Ok(mut tap) = LOG_TAP.lock() {
+            *tap = None;
+        }
         if std::mem::take(&mut self.open) {
             ratatui::restore();
         }

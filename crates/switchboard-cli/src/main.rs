@@ -145,7 +145,10 @@ impl std::io::Write for RedactingStderr {
     /// The formatter writes each event whole, so a URL is never split between two writes.
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let text = switchboard::redact::redact_urls_in(&String::from_utf8_lossy(buf));
-        std::io::stderr().lock().write_all(text.as_bytes())?;
+        // While the console has the screen, a line on stderr would land in its middle.
+        if !console::take_log_line(&text) {
+            std::io::stderr().lock().write_all(text.as_bytes())?;
+        }
         Ok(buf.len())
     }
 

@@ -454,3 +454,22 @@ fn l_logs_in_to_a_server_that_needs_it_and_it_connects() {
     });
     assert_eq!(console.quit(), Some(0));
 }
+
+#[test]
+fn log_lines_go_to_the_message_line_not_over_the_screen() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
+    let mut console = Console::start_with(&tree, &["console"], &[("SWITCHBOARD_LOG", "info")]);
+    console.wait_line(&["kit", "✓ connected", "9"]);
+    let screen = console.wait_until("a log line", |s| s.contains("log: "));
+    // Every line that says INFO is the message line; the table is intact.
+    assert!(
+        screen
+            .lines()
+            .filter(|l| l.contains(" INFO "))
+            .all(|l| l.starts_with("log: ")),
+        "{screen}"
+    );
+    assert!(screen.starts_with("┌ Switchboard · 1 servers"), "{screen}");
+    assert_eq!(console.quit(), Some(0));
+}
