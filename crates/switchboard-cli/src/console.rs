@@ -44,6 +44,12 @@ pub(crate) fn take_log_line(line: &str) -> bool {
 
 /// Runs the console until the user quits.
 pub(crate) fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
+    use std::io::IsTerminal;
+    if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+        anyhow::bail!(
+            "the console needs a terminal on stdin and stdout; in a script, `switchboard mcp list` and `switchboard tools` show the same"
+        );
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

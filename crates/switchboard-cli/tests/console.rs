@@ -335,6 +335,23 @@ fn the_bare_command_off_a_terminal_prints_help() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("Usage: switchboard"), "{stderr}");
     assert!(stderr.contains("console"), "{stderr}");
+
+    // Asked for by name, it says why not instead of taking over a pipe.
+    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .arg("console")
+        .current_dir(tree.project())
+        .env_clear()
+        .envs(tree.env())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("error: the console needs a terminal on stdin and stdout"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
 }
 
 #[test]
@@ -471,5 +488,26 @@ fn log_lines_go_to_the_message_line_not_over_the_screen() {
         "{screen}"
     );
     assert!(screen.starts_with("┌ Switchboard · 1 servers"), "{screen}");
+    assert_eq!(console.quit(), Some(0));
+}
+
+#[test]
+fn a_long_approval_list_scrolls_to_the_cursor() {
+    let tree = ConfigTree::new().unwrap();
+    let names: Vec<String> = (0..12).map(|i| format!("proj{i:02}")).collect();
+    let servers: Vec<(&str, String)> = names
+        .iter()
+        .map(|n| (n.as_str(), server_entry(&[])))
+        .collect();
+    write_servers(&tree, &tree.project_file(), &servers);
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["[x]", "`proj00`"]);
+    // Down to the last one, and untick it: it has to be on the screen to be seen unticked.
+    console.keys(&"\x1b[B".repeat(11));
+    console.keys(" ");
+    console.wait_line(&["[ ]", "`proj11`"]);
+    console.keys("\r");
+    console.wait_line(&["proj00", "✓ connected"]);
+    console.wait_line(&["proj11", "pending approval"]);
     assert_eq!(console.quit(), Some(0));
 }

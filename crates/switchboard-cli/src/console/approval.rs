@@ -160,8 +160,13 @@ impl Dialog<'_> {
             Line::from("This project's .mcp.json runs these programs on your machine:"),
             Line::from(""),
         ];
+        // The line the cursor's server starts on, and where its description ends.
+        let mut cursor_lines = (0, 0);
         for (i, entry) in self.entries.iter().enumerate() {
             let description = crate::mcp::describe_for_approval(entry);
+            if i == self.cursor {
+                cursor_lines.0 = lines.len();
+            }
             for (n, text) in description.lines().enumerate() {
                 let text = text.to_owned();
                 if n > 0 || self.single() {
@@ -176,8 +181,25 @@ impl Dialog<'_> {
                 };
                 lines.push(Line::from(Span::styled(format!("{mark}{text}"), style)));
             }
+            if i == self.cursor {
+                cursor_lines.1 = lines.len();
+            }
         }
-        frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), body);
+        // Several servers may not fit: scrolled so the cursor's server is in view (lines
+        // are cut, not wrapped, so each is one row).
+        let height = usize::from(body.height);
+        let scroll = if self.single() {
+            0
+        } else {
+            cursor_lines.1.saturating_sub(height).min(cursor_lines.0)
+        };
+        let paragraph = Paragraph::new(lines);
+        let paragraph = if self.single() {
+            paragraph.wrap(Wrap { trim: false })
+        } else {
+            paragraph.scroll((u16::try_from(scroll).unwrap_or(u16::MAX), 0))
+        };
+        frame.render_widget(paragraph, body);
         let help_line = if self.single() {
             let mut spans = Vec::new();
             for (i, label) in BUTTONS.iter().enumerate() {
