@@ -511,3 +511,44 @@ fn a_long_approval_list_scrolls_to_the_cursor() {
     console.wait_line(&["proj11", "pending approval"]);
     assert_eq!(console.quit(), Some(0));
 }
+
+#[test]
+fn a_resized_terminal_is_drawn_at_its_new_size() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["kit", "✓ connected", "9"]);
+    // The terminal becomes 20 × 90, as a window dragged smaller; the program hears SIGWINCH
+    // (sent by hand: the test's pseudo-terminal is not the child's controlling terminal).
+    let stty = Command::new("stty")
+        .args(["rows", "20", "cols", "90"])
+        .stdin(Stdio::from(console.terminal.try_clone().unwrap()))
+        .status()
+        .unwrap();
+    assert!(stty.success());
+    console
+        .screen
+        .lock()
+        .unwrap()
+        .screen_mut()
+        .set_size(20u16.try_into().unwrap(), 90u16.try_into().unwrap());
+    let pid = console.child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-WINCH", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    // The table is 90 columns wide, and the key line is on the last of the 20 rows.
+    console.wait_until("the console at 20 × 90", |s| {
+        let first = s.lines().next().unwrap_or_default();
+        first.starts_with("┌ Switchboard")
+            && first.ends_with('┐')
+            && first.chars().count() == 90
+            && s.lines()
+                .nth(19)
+                .is_some_and(|l| l.starts_with("↑/↓ select"))
+    });
+    assert_eq!(console.quit(), Some(0));
+}
