@@ -287,7 +287,7 @@ impl App {
         match &mut self.view {
             View::Servers => servers::draw(self, frame),
             View::Tools(view) => view.draw(frame, self.theme),
-            View::Call(view, _) => view.draw(frame, self.theme),
+            View::Call(view, _) => view.draw(frame, self.theme, self.message.as_deref()),
         }
     }
 
@@ -311,6 +311,7 @@ impl App {
                     let View::Tools(back) = std::mem::replace(&mut self.view, View::Servers) else {
                         return Flow::Go;
                     };
+                    self.message = None;
                     self.view = View::Call(Box::new(call::CallView::new(*tool)), back);
                 }
             },

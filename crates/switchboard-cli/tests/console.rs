@@ -552,3 +552,34 @@ fn a_resized_terminal_is_drawn_at_its_new_size() {
     });
     assert_eq!(console.quit(), Some(0));
 }
+
+#[test]
+fn a_question_during_a_console_call_is_declined_with_a_note() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(
+        &tree,
+        &tree.user_file(),
+        &[("kit", server_entry(&["--ask-tools"]))],
+    );
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["kit", "✓ connected"]);
+    console.keys("\r");
+    console.wait_until("the tools", |s| s.contains("Tools of kit ("));
+    console.keys("/ask_form\r");
+    console.wait_until("the filtered list", |s| {
+        s.contains("ask_form▏") || s.contains("(1 of")
+    });
+    console.keys("c");
+    console.wait_line(&["Call mcp__kit__ask_form"]);
+    console.keys("\r");
+    // No prompt over the screen, no hang: the server hears a decline and the console says so.
+    console.wait_until("the note", |s| {
+        s.contains("`kit` asked a question during the call; the console declined it")
+    });
+    console.wait_until("the call's end", |s| s.contains("Enter call again"));
+    console.keys("\x1b");
+    console.wait_until("the tools", |s| s.contains("Tools of kit ("));
+    console.keys("\x1b");
+    console.wait_line(&["kit", "✓ connected"]);
+    assert_eq!(console.quit(), Some(0));
+}

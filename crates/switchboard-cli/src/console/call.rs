@@ -342,13 +342,24 @@ impl CallView {
         }
     }
 
-    pub(super) fn draw(&self, frame: &mut ratatui::Frame<'_>, theme: Theme) {
-        let [form_area, status_area, help_area] = Layout::vertical([
+    /// Draws the form, the call's progress or result, and `note` (the console's message
+    /// line: a question the server asked and the console declined, a log line).
+    pub(super) fn draw(&self, frame: &mut ratatui::Frame<'_>, theme: Theme, note: Option<&str>) {
+        let [form_area, status_area, note_area, help_area] = Layout::vertical([
             Constraint::Min(3),
             Constraint::Length(8),
+            Constraint::Length(2),
             Constraint::Length(1),
         ])
         .areas(frame.area());
+        if let Some(note) = note {
+            frame.render_widget(
+                Paragraph::new(clean_line(note).into_owned())
+                    .style(theme.fg(Color::Yellow))
+                    .wrap(Wrap { trim: false }),
+                note_area,
+            );
+        }
         let mut lines = Vec::new();
         if self.fields.is_empty() {
             lines.push(Line::from("(no arguments)"));
