@@ -583,3 +583,27 @@ fn a_question_during_a_console_call_is_declined_with_a_note() {
     console.wait_line(&["kit", "✓ connected"]);
     assert_eq!(console.quit(), Some(0));
 }
+
+#[test]
+fn a_long_tool_detail_scrolls_with_page_down() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(
+        &tree,
+        &tree.user_file(),
+        &[("kit", server_entry(&["--description-chars", "2048"]))],
+    );
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["kit", "✓ connected"]);
+    console.keys("\r");
+    // `echo` is first: its description fills the pane, the schema's end is below it.
+    // (The key line, on the last row, is drawn last.)
+    let screen = console.wait_until("the detail", |s| {
+        s.contains("││Echo ") && s.contains("PgUp/PgDn detail")
+    });
+    assert!(!screen.contains("││} "), "{screen}");
+    console.keys("\x1b[6~");
+    console.wait_until("the schema's end", |s| s.contains("││} "));
+    console.keys("\x1b");
+    console.wait_line(&["kit", "✓ connected"]);
+    assert_eq!(console.quit(), Some(0));
+}

@@ -32,6 +32,8 @@ pub(super) struct ToolsView {
     typing: bool,
     /// Index into the filtered tools.
     selected: usize,
+    /// How many lines of the detail pane are scrolled off its top (PgUp/PgDn).
+    detail_scroll: u16,
 }
 
 impl ToolsView {
@@ -42,6 +44,7 @@ impl ToolsView {
             filter: String::new(),
             typing: false,
             selected: 0,
+            detail_scroll: 0,
         }
     }
 
@@ -84,9 +87,16 @@ impl ToolsView {
                 _ => {}
             }
             self.selected = 0;
+            self.detail_scroll = 0;
             return Leave::No;
         }
         let count = self.shown().len();
+        if matches!(
+            key.code,
+            KeyCode::Up | KeyCode::Down | KeyCode::Char('j' | 'k')
+        ) {
+            self.detail_scroll = 0;
+        }
         match key.code {
             KeyCode::Esc | KeyCode::Char('q') | KeyCode::Left => return Leave::Yes,
             KeyCode::Char('/') => self.typing = true,
@@ -99,6 +109,8 @@ impl ToolsView {
                 self.selected = (self.selected + 1).min(count - 1)
             }
             KeyCode::Up | KeyCode::Char('k') => self.selected = self.selected.saturating_sub(1),
+            KeyCode::PageDown => self.detail_scroll = self.detail_scroll.saturating_add(10),
+            KeyCode::PageUp => self.detail_scroll = self.detail_scroll.saturating_sub(10),
             _ => {}
         }
         Leave::No
@@ -171,13 +183,14 @@ impl ToolsView {
         frame.render_widget(
             Paragraph::new(detail.unwrap_or_default())
                 .wrap(Wrap { trim: false })
+                .scroll((self.detail_scroll, 0))
                 .block(Block::default().borders(Borders::ALL).title(" Detail ")),
             right,
         );
         let keys = if self.typing {
             "type to filter · Enter keep · Esc clear"
         } else {
-            "↑/↓ select · / filter · c call · Esc back"
+            "↑/↓ select · / filter · PgUp/PgDn detail · c call · Esc back"
         };
         frame.render_widget(Paragraph::new(keys).style(theme.fg(Color::DarkGray)), help);
     }
