@@ -84,6 +84,17 @@ async fn console(
     theme: Theme,
     message: Option<String>,
 ) -> anyhow::Result<ExitCode> {
+    // The configuration's errors were printed on stderr, under the screen: the first is
+    // kept for the message line.
+    let first_error = config.issues.iter().find(|i| i.is_error()).map(|issue| {
+        let more = config.issues.iter().filter(|i| i.is_error()).count() - 1;
+        let more = match more {
+            0 => String::new(),
+            n => format!(" ({n} more: `switchboard mcp list`)"),
+        };
+        format!("error: {issue}{more}")
+    });
+    let message = message.or(first_error);
     let planned = crate::start::host_builder(ctx, config)?;
     // Tokens where `mcp login` keeps them; the login URL shown on the console's own screen
     // (the browser is opened too), not printed over it.

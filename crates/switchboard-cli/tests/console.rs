@@ -607,3 +607,18 @@ fn a_long_tool_detail_scrolls_with_page_down() {
     console.wait_line(&["kit", "✓ connected"]);
     assert_eq!(console.quit(), Some(0));
 }
+
+#[test]
+fn a_configuration_error_is_on_the_message_line() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
+    let broken = tree.project().join(".mcp.json");
+    tree.write(&broken, "{\"mcpServers\": {\"x\": ").unwrap();
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["kit", "✓ connected"]);
+    // Printed on stderr before the screen was drawn over it, so kept on the message line.
+    console.wait_until("the error", |s| {
+        s.contains("error: ") && s.contains(".mcp.json:1:22: invalid JSON")
+    });
+    assert_eq!(console.quit(), Some(0));
+}
