@@ -136,7 +136,26 @@ async fn console(
         }
         tokio::select! {
             key = keys.recv() => match key {
-                Some(event) => if app.on_terminal(event) == Flow::Quit { break Ok(()) },
+                Some(event) => match app.on_terminal(event) {
+                    Flow::Go => {}
+                    Flow::Quit => break Ok(()),
+                    Flow::Logout(name) => {
+                        app.message = Some(format!("Logging out of `{name}`…"));
+                        let _ = screen.terminal.draw(|frame| app.draw(frame));
+                        app.message = Some(match crate::mcp_auth::forget_tokens(ctx, &name).await {
+                            // Connected again without tokens: `needs-auth`, as after `mcp logout`.
+                            Ok(had) => {
+                                let _ = host.reconnect(&name);
+                                if had {
+                                    format!("Logged out of `{name}`: its tokens are revoked where the server allows, and forgotten")
+                                } else {
+                                    format!("`{name}` had no stored tokens")
+                                }
+                            }
+                            Err(e) => format!("{e:#}"),
+                        });
+                    }
+                },
                 None => break Ok(()),
             },
             event = events.recv() => match event {
@@ -241,10 +260,13 @@ impl Theme {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Flow {
     Go,
     Quit,
+    /// Log out of this server: its tokens are the command line's (`mcp logout`), handled
+    /// by the loop, which has the context.
+    Logout(String),
 }
 
 /// What a background request of the console came back with.

@@ -444,7 +444,7 @@ fn d_disables_the_selected_server_and_e_enables_it_again() {
 }
 
 #[test]
-fn l_logs_in_to_a_server_that_needs_it_and_it_connects() {
+fn l_logs_in_to_a_server_that_needs_it_and_o_logs_out() {
     use switchboard_testkit::{TestServer, Transport};
     let server = TestServer::start(Transport::Http, ["--oauth"]).unwrap();
     let tree = ConfigTree::new().unwrap();
@@ -469,6 +469,10 @@ fn l_logs_in_to_a_server_that_needs_it_and_it_connects() {
         s.contains("Log in to `guarded` in the browser (opened), or open:")
             && s.contains("/authorize?")
     });
+    // `o`: the tokens go, and the server needs a login again.
+    console.keys("o");
+    console.wait_until("the logout", |s| s.contains("Logged out of `guarded`"));
+    console.wait_line(&["guarded", "! needs auth"]);
     assert_eq!(console.quit(), Some(0));
 }
 

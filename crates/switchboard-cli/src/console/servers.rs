@@ -1,7 +1,7 @@
 //! The servers view: every configured server with its scope, transport, live state, tool
 //! count and last error, the selected one's details (target, stderr tail) below; `r`
 //! reconnects, `e`/`d` enable/disable for this run, `l` logs in (OAuth, through
-//! [`Host::login`](switchboard::host::Host::login)), `Enter` opens its tools, `q` quits.
+//! [`Host::login`](switchboard::host::Host::login)), `o` logs out (as `mcp logout`), `Enter` opens its tools, `q` quits.
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 use ratatui::layout::{Constraint, Layout};
@@ -63,6 +63,11 @@ pub(super) fn on_key(app: &mut App, key: KeyEvent) -> Flow {
         KeyCode::Char('l') => {
             if let Some(name) = selected {
                 app.login(name);
+            }
+        }
+        KeyCode::Char('o') => {
+            if let Some(name) = selected {
+                return Flow::Logout(name);
             }
         }
         KeyCode::Enter => {
@@ -161,7 +166,7 @@ pub(super) fn draw(app: &App, frame: &mut ratatui::Frame<'_>) {
     }
     frame.render_widget(
         Paragraph::new(Line::from(
-            "↑/↓ select · r reconnect · e enable · d disable · l log in · Enter tools · q quit",
+            "↑/↓ select · r reconnect · e enable · d disable · l log in · o log out · Enter tools · q quit",
         ))
         .style(theme.fg(Color::DarkGray)),
         help_area,
