@@ -154,6 +154,13 @@ pub(super) struct CallView {
     call: u64,
 }
 
+/// What a key on the form asks for.
+enum FormKey {
+    Stay,
+    Leave,
+    Submit,
+}
+
 /// Whether a key took the user back to the tools view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Leave {
@@ -235,20 +242,31 @@ impl CallView {
             }
             Phase::Form { .. } => {}
         }
-        let count = self.fields.len();
-        match key.code {
-            KeyCode::Esc => return Leave::Yes,
-            KeyCode::Enter => match self.arguments() {
+        match self.on_form_key(key.code) {
+            FormKey::Stay => {}
+            FormKey::Leave => return Leave::Yes,
+            FormKey::Submit => match self.arguments() {
                 Ok(args) => self.start(args, host, done),
                 Err(error) => self.phase = Phase::Form { error: Some(error) },
             },
+        }
+        Leave::No
+    }
+
+    /// A key on the form: moves between fields, edits the focused one, or asks to leave or
+    /// to call.
+    fn on_form_key(&mut self, code: KeyCode) -> FormKey {
+        let count = self.fields.len();
+        match code {
+            KeyCode::Esc => return FormKey::Leave,
+            KeyCode::Enter => return FormKey::Submit,
             KeyCode::Tab | KeyCode::Down if count > 0 => self.focus = (self.focus + 1) % count,
             KeyCode::BackTab | KeyCode::Up if count > 0 => {
                 self.focus = (self.focus + count - 1) % count
             }
             code => {
                 let Some(field) = self.fields.get_mut(self.focus) else {
-                    return Leave::No;
+                    return FormKey::Stay;
                 };
                 match (field.options(), code) {
                     (Some(n), KeyCode::Char(' ') | KeyCode::Right) => {
@@ -266,7 +284,7 @@ impl CallView {
                 }
             }
         }
-        Leave::No
+        FormKey::Stay
     }
 
     fn start(
@@ -486,5 +504,85 @@ impl Elicitor for Declines {
             request.server
         )));
         Box::pin(async { ElicitAnswer::decline() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn tool(schema: Value) -> Tool {
+        Tool {
+            qualified_name: "mcp__s__t".to_owned(),
+            server: Some("s".to_owned()),
+            name: "t".to_owned(),
+            display_name: "t".to_owned(),
+            title: None,
+            description: None,
+            input_schema: schema,
+            output_schema: None,
+            traits: Default::default(),
+            icons: None,
+            meta: None,
+        }
+    }
+
+    /// Typed on the form, a key a character (`\t` is Tab).
+    fn type_keys(view: &mut CallView, keys: &str) {
+        for c in keys.chars() {
+            let code = match c {
+                '\t' => KeyCode::Tab,
+                '\u{8}' => KeyCode::Backspace,
+                c => KeyCode::Char(c),
+            };
+            assert!(matches!(view.on_form_key(code), FormKey::Stay));
+        }
+    }
+
+    #[test]
+    fn the_form_follows_the_schema_its_defaults_and_required_fields() {
+        let mut view = CallView::new(tool(json!({
+            "type": "object",
+            "properties": {
+                "verbose": {"type": "boolean", "default": true},
+                "colour": {"enum": ["red", "green", "blue"], "default": "green"},
+                "count": {"type": "integer"},
+                "ratio": {"type": "number", "default": 0.5},
+                "name": {"type": "string", "description": "Who"},
+                "tags": {"type": "array"}
+            },
+            "required": ["name", "count"]
+        })));
+        // Required fields first.
+        let names: Vec<&str> = view.fields.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(&names[..2], &["count", "name"]);
+        assert_eq!(view.arguments().unwrap_err(), "`count` is required");
+
+        type_keys(&mut view, "x");
+        assert_eq!(
+            view.arguments().unwrap_err(),
+            "`count` wants a whole number"
+        );
+        type_keys(&mut view, "\u{8}3\tada");
+        let args = view.arguments().unwrap();
+        assert_eq!(
+            Value::Object(args),
+            json!({"count": 3, "name": "ada", "verbose": true, "colour": "green", "ratio": 0.5})
+        );
+
+        // Space moves a choice on; JSON fields take JSON.
+        let colour = view.fields.iter().position(|f| f.name == "colour").unwrap();
+        view.focus = colour;
+        type_keys(&mut view, " ");
+        let tags = view.fields.iter().position(|f| f.name == "tags").unwrap();
+        view.focus = tags;
+        type_keys(&mut view, "[\"a\"]");
+        let args = view.arguments().unwrap();
+        assert_eq!(args["colour"], json!("blue"));
+        assert_eq!(args["tags"], json!(["a"]));
     }
 }
