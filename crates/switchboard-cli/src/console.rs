@@ -289,6 +289,12 @@ enum Done {
     },
     /// A line for the bottom of the screen.
     Note(String),
+    /// What the catalogue's search found for `query` among `server`'s tools.
+    Searched {
+        server: String,
+        query: String,
+        names: Vec<String>,
+    },
 }
 
 enum View {
@@ -338,7 +344,13 @@ impl App {
         match &mut self.view {
             View::Servers => return servers::on_key(self, key),
             View::Tools(view) => match view.on_key(key) {
-                tools::Leave::No => {}
+                tools::Leave::No => {
+                    if let Some(query) = view.wants_search() {
+                        view.searching(&query);
+                        let server = view.server.clone();
+                        self.search(server, query);
+                    }
+                }
                 tools::Leave::Yes => self.view = View::Servers,
                 tools::Leave::Call(tool) => {
                     let View::Tools(back) = std::mem::replace(&mut self.view, View::Servers) else {
@@ -401,6 +413,17 @@ impl App {
                 }
             }
             Done::Note(note) => self.message = Some(note),
+            Done::Searched {
+                server,
+                query,
+                names,
+            } => {
+                if let View::Tools(view) = &mut self.view
+                    && view.server == server
+                {
+                    view.searched(query, names);
+                }
+            }
         }
     }
 
@@ -448,6 +471,27 @@ impl App {
                 Err(e) => format!("`{server}`: {}", switchboard::error_chain(&e)),
             };
             let _ = done.send(Done::Note(note));
+        });
+    }
+
+    /// Asks the catalogue's search about `query`; `server`'s tools among the hits come back
+    /// as [`Done::Searched`].
+    fn search(&self, server: String, query: String) {
+        let host = self.host.clone();
+        let done = self.done.clone();
+        tokio::spawn(async move {
+            let names = host
+                .search_tools(&query, 50)
+                .await
+                .into_iter()
+                .filter(|hit| hit.tool.server.as_deref() == Some(server.as_str()))
+                .map(|hit| hit.tool.name)
+                .collect();
+            let _ = done.send(Done::Searched {
+                server,
+                query,
+                names,
+            });
         });
     }
 

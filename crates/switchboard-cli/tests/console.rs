@@ -626,3 +626,29 @@ fn a_configuration_error_is_on_the_message_line() {
     });
     assert_eq!(console.quit(), Some(0));
 }
+
+#[test]
+fn the_filter_also_lists_what_the_tool_search_finds() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["kit", "✓ connected", "9"]);
+    console.keys("\r");
+    console.wait_until("the tools", |s| s.contains("Tools of kit (9 of 9)"));
+    // No tool's text holds "adding numbers"; the search (stemmed words) finds `add`.
+    console.keys("/adding numbers\r");
+    // Each letter asks the search; only the answer for the whole filter counts. Once the
+    // key line (the last row drawn) is back from typing, the list was redrawn for it.
+    console.wait_until("the search's answer", |s| {
+        s.contains("↑/↓ select · / filter")
+            && s.lines()
+                .any(|l| l.contains("add") && l.contains("(related)"))
+    });
+    console.keys("c");
+    console.wait_line(&["Call mcp__kit__add"]);
+    console.keys("\x1b");
+    console.wait_line(&["add", "(related)"]);
+    console.keys("\x1b");
+    console.wait_line(&["kit", "✓ connected"]);
+    assert_eq!(console.quit(), Some(0));
+}

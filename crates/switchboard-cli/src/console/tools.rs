@@ -1,5 +1,5 @@
 //! A server's tools: a list with a filter box (`/` to type; matched against names, titles and
-//! descriptions), and the selected tool's detail: description, traits from its annotations,
+//! descriptions, then what `Host::search_tools` finds, marked related), and the selected tool's detail: description, traits from its annotations,
 //! and input schema; `c` opens its call form.
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
@@ -34,6 +34,10 @@ pub(super) struct ToolsView {
     selected: usize,
     /// How many lines of the detail pane are scrolled off its top (PgUp/PgDn).
     detail_scroll: u16,
+    /// The catalogue's search for the filter (`Host::search_tools`, words stemmed): the
+    /// query asked, and this server's tools it found, best first. Listed after the tools
+    /// whose text holds the filter.
+    related: (String, Vec<String>),
 }
 
 impl ToolsView {
@@ -45,6 +49,7 @@ impl ToolsView {
             typing: false,
             selected: 0,
             detail_scroll: 0,
+            related: (String::new(), Vec::new()),
         }
     }
 
@@ -53,23 +58,52 @@ impl ToolsView {
         self.selected = 0;
     }
 
-    /// The tools the filter lets through.
-    fn shown(&self) -> Vec<&Tool> {
+    /// The tools the filter lets through: those whose name, title or description holds it,
+    /// then those the search found (`true`).
+    fn shown(&self) -> Vec<(&Tool, bool)> {
         let needle = self.filter.to_lowercase();
         let Some(Ok(tools)) = &self.tools else {
             return Vec::new();
         };
-        tools
+        let holds = |t: &Tool| {
+            needle.is_empty()
+                || t.name.to_lowercase().contains(&needle)
+                || t.display_name.to_lowercase().contains(&needle)
+                || t.description
+                    .as_deref()
+                    .is_some_and(|d| d.to_lowercase().contains(&needle))
+        };
+        let mut shown: Vec<(&Tool, bool)> = tools
             .iter()
-            .filter(|t| {
-                needle.is_empty()
-                    || t.name.to_lowercase().contains(&needle)
-                    || t.display_name.to_lowercase().contains(&needle)
-                    || t.description
-                        .as_deref()
-                        .is_some_and(|d| d.to_lowercase().contains(&needle))
-            })
-            .collect()
+            .filter(|t| holds(t))
+            .map(|t| (t, false))
+            .collect();
+        if !needle.is_empty() && self.related.0 == self.filter {
+            for name in &self.related.1 {
+                if let Some(tool) = tools.iter().find(|t| &t.name == name && !holds(t)) {
+                    shown.push((tool, true));
+                }
+            }
+        }
+        shown
+    }
+
+    /// The filter the search has not been asked about yet.
+    pub(super) fn wants_search(&self) -> Option<String> {
+        (!self.filter.trim().is_empty() && self.related.0 != self.filter)
+            .then(|| self.filter.clone())
+    }
+
+    /// What the search found for `query` (stale answers are dropped).
+    pub(super) fn searched(&mut self, query: String, names: Vec<String>) {
+        if query == self.filter {
+            self.related = (query, names);
+        }
+    }
+
+    /// Marks `query` as asked, so it is asked once.
+    pub(super) fn searching(&mut self, query: &str) {
+        self.related = (query.to_owned(), Vec::new());
     }
 
     pub(super) fn on_key(&mut self, key: KeyEvent) -> Leave {
@@ -101,7 +135,7 @@ impl ToolsView {
             KeyCode::Esc | KeyCode::Char('q') | KeyCode::Left => return Leave::Yes,
             KeyCode::Char('/') => self.typing = true,
             KeyCode::Char('c') => {
-                if let Some(tool) = self.shown().get(self.selected) {
+                if let Some((tool, _)) = self.shown().get(self.selected) {
                     return Leave::Call(Box::new((*tool).clone()));
                 }
             }
@@ -166,7 +200,17 @@ impl ToolsView {
             Some(Ok(_)) => {
                 let items: Vec<ListItem> = shown
                     .iter()
-                    .map(|t| ListItem::new(clean_line(&t.name).into_owned()))
+                    .map(|(t, related)| {
+                        let name = Span::raw(clean_line(&t.name).into_owned());
+                        if *related {
+                            ListItem::new(Line::from(vec![
+                                name,
+                                Span::styled("  (related)", theme.fg(Color::DarkGray)),
+                            ]))
+                        } else {
+                            ListItem::new(Line::from(name))
+                        }
+                    })
                     .collect();
                 let list = List::new(items)
                     .highlight_style(theme.selected())
@@ -179,7 +223,7 @@ impl ToolsView {
             }
         }
 
-        let detail = shown.get(self.selected).map(|t| detail(t, theme));
+        let detail = shown.get(self.selected).map(|(t, _)| detail(t, theme));
         frame.render_widget(
             Paragraph::new(detail.unwrap_or_default())
                 .wrap(Wrap { trim: false })
