@@ -127,6 +127,9 @@ pub(crate) enum Command {
     },
     /// Serve every configured server's tools, resources and prompts as one MCP server.
     Serve(ServeArgs),
+    /// Open the interactive console: servers and their states, tools, approvals (also what
+    /// `switchboard` alone opens on a terminal).
+    Console,
     /// Print a shell completion script: `switchboard completions bash > ~/.local/share/bash-completion/completions/switchboard`.
     Completions {
         /// The shell to complete for.

@@ -106,6 +106,7 @@ async fn dispatch(host: &Host, command: Command) -> anyhow::Result<ExitCode> {
         Command::Mcp(_)
         | Command::Plugin(_)
         | Command::Serve(_)
+        | Command::Console
         | Command::Completions { .. }
         | Command::Man => unreachable_mcp(),
     }
@@ -348,56 +349,60 @@ async fn call(
 
 /// Prints MCP content for a person: text as is, other items as one line each.
 fn print_content(result: &Value) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
+    std::io::stdout()
+        .lock()
+        .write_all(content_text(result).as_bytes())?;
+    Ok(())
+}
+
+/// MCP content for a person, cleaned: text as is, other items as one line each; structured
+/// content pretty-printed when there is nothing else.
+pub(crate) fn content_text(result: &Value) -> String {
+    let mut out = String::new();
     let items = result
         .get("content")
         .or_else(|| result.get("contents"))
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
+    let text =
+        |item: &Value| clean(item.get("text").and_then(Value::as_str).unwrap_or("")).into_owned();
     for item in &items {
         let kind = item.get("type").and_then(Value::as_str).unwrap_or("");
-        match kind {
-            "text" => writeln!(
-                out,
-                "{}",
-                clean(item.get("text").and_then(Value::as_str).unwrap_or(""))
-            )?,
-            "image" | "audio" => writeln!(
-                out,
+        let line = match kind {
+            "text" => text(item),
+            "image" | "audio" => format!(
                 "[{kind} {}, {} bytes of base64]",
                 clean(item.get("mimeType").and_then(Value::as_str).unwrap_or("?")),
                 item.get("data").and_then(Value::as_str).map_or(0, str::len)
-            )?,
-            "resource_link" => writeln!(
-                out,
+            ),
+            "resource_link" => format!(
                 "[link {}]",
                 clean(item.get("uri").and_then(Value::as_str).unwrap_or(""))
-            )?,
+            ),
             "resource" => {
                 let resource = item.get("resource").cloned().unwrap_or_default();
                 match resource.get("text").and_then(Value::as_str) {
-                    Some(text) => writeln!(out, "{}", clean(text))?,
-                    None => writeln!(
-                        out,
+                    Some(body) => clean(body).into_owned(),
+                    None => format!(
                         "[resource {}]",
                         clean(resource.get("uri").and_then(Value::as_str).unwrap_or(""))
-                    )?,
+                    ),
                 }
             }
             // A resources/read item: {uri, text | blob}.
-            "" if item.get("text").is_some() => writeln!(
-                out,
-                "{}",
-                clean(item.get("text").and_then(Value::as_str).unwrap_or(""))
-            )?,
-            _ => writeln!(out, "{}", clean(&serde_json::to_string(item)?))?,
-        }
+            "" if item.get("text").is_some() => text(item),
+            _ => clean(&item.to_string()).into_owned(),
+        };
+        out.push_str(&line);
+        out.push('\n');
     }
     if let (Some(structured), true) = (result.get("structuredContent"), items.is_empty()) {
-        writeln!(out, "{}", clean(&serde_json::to_string_pretty(structured)?))?;
+        let pretty = serde_json::to_string_pretty(structured).unwrap_or_default();
+        out.push_str(&clean(&pretty));
+        out.push('\n');
     }
-    Ok(())
+    out
 }
 
 async fn resources(host: &Host, server: Option<&str>, json: bool) -> anyhow::Result<ExitCode> {

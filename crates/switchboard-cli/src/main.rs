@@ -6,6 +6,7 @@
 mod args;
 mod catalog_cmds;
 mod completions;
+mod console;
 mod context;
 mod interact;
 mod mcp;
@@ -75,7 +76,11 @@ fn main() -> ExitCode {
         return switchboard::guard::run();
     }
     completions::answer_if_asked();
-    let cli = args::Cli::parse();
+    let cli = if opens_console() {
+        args::Cli::parse_from(["switchboard", "console"])
+    } else {
+        args::Cli::parse()
+    };
     init_logging(cli.global.verbose, cli.global.log_format);
     tune_allocator();
     match run(cli) {
@@ -141,7 +146,10 @@ impl std::io::Write for RedactingStderr {
     /// The formatter writes each event whole, so a URL is never split between two writes.
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let text = switchboard::redact::redact_urls_in(&String::from_utf8_lossy(buf));
-        std::io::stderr().lock().write_all(text.as_bytes())?;
+        // While the console has the screen, a line on stderr would land in its middle.
+        if !console::take_log_line(&text) {
+            std::io::stderr().lock().write_all(text.as_bytes())?;
+        }
         Ok(buf.len())
     }
 
@@ -161,8 +169,18 @@ fn run(cli: args::Cli) -> anyhow::Result<ExitCode> {
         args::Command::Mcp(cmd) => mcp::run(&ctx, cmd),
         args::Command::Plugin(cmd) => plugin::run(&ctx, cmd),
         args::Command::Serve(args) => serve::run(&ctx, args),
+        args::Command::Console => console::run(&ctx),
         other => catalog_cmds::run(&ctx, other),
     }
+}
+
+/// `switchboard` alone opens the console when a person is at a terminal (stdin and stdout);
+/// in a pipe or CI it prints the help, as clap does for a missing command.
+fn opens_console() -> bool {
+    use std::io::IsTerminal;
+    std::env::args_os().len() == 1
+        && std::io::stdin().is_terminal()
+        && std::io::stdout().is_terminal()
 }
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {

@@ -765,7 +765,7 @@ fn decide(
 
 /// What approving a project entry lets run: the resolved command, its arguments, the names
 /// of the variables it sets (not their values), or the URL it connects to.
-fn describe_for_approval(entry: &switchboard::config::ServerEntry) -> String {
+pub(crate) fn describe_for_approval(entry: &switchboard::config::ServerEntry) -> String {
     let mut text = format!(
         "`{}` from {}:\n",
         entry.name,

@@ -28,6 +28,7 @@ fn authorizer(ctx: &Context, entry: &ServerEntry) -> anyhow::Result<Authorizer> 
         interactive: true,
         opener: Arc::new(SystemOpener {
             browser: ctx.env.get("BROWSER").map(str::to_owned),
+            quiet: false,
         }),
         client_metadata_url: oauth.client_metadata_url.clone(),
         ..AuthOptions::default()
@@ -60,12 +61,7 @@ pub(crate) async fn login(ctx: &Context, name: &str) -> anyhow::Result<ExitCode>
 }
 
 pub(crate) async fn logout(ctx: &Context, name: &str) -> anyhow::Result<ExitCode> {
-    let loaded = ctx.load();
-    let authorizer = authorizer(ctx, entry(&loaded, name)?)?;
-    let had = authorizer
-        .logout()
-        .await
-        .map_err(|e| anyhow!("cannot log out of `{name}`: {e}"))?;
+    let had = forget_tokens(ctx, name).await?;
     if had {
         println!(
             "Logged out of `{name}`: its tokens are revoked where the server allows, and forgotten."
@@ -74,6 +70,17 @@ pub(crate) async fn logout(ctx: &Context, name: &str) -> anyhow::Result<ExitCode
         println!("`{name}` had no stored tokens.");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Revokes (where the server allows) and forgets a server's tokens; whether it had any.
+/// `mcp logout` and the console's `o`.
+pub(crate) async fn forget_tokens(ctx: &Context, name: &str) -> anyhow::Result<bool> {
+    let loaded = ctx.load();
+    let authorizer = authorizer(ctx, entry(&loaded, name)?)?;
+    authorizer
+        .logout()
+        .await
+        .map_err(|e| anyhow!("cannot log out of `{name}`: {e}"))
 }
 
 /// `logged in (expires in 12 min, refreshable)` / `not logged in`, for `http` and `sse` servers.

@@ -44,6 +44,8 @@ impl EnvVars {
     /// The MCP Registry's base URL (default `https://registry.modelcontextprotocol.io`; the
     /// user file's `registryUrl` otherwise).
     pub const SWITCHBOARD_REGISTRY_URL: &'static str = "SWITCHBOARD_REGISTRY_URL";
+    /// Set and not empty: the `switchboard console` shows no colours (<https://no-color.org>).
+    pub const NO_COLOR: &'static str = "NO_COLOR";
     /// The usual Rust log filter, used by the binary when `SWITCHBOARD_LOG` is not set.
     pub const RUST_LOG: &'static str = "RUST_LOG";
     /// The user configuration's base directory (default `~/.config`).

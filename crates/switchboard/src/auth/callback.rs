@@ -23,16 +23,21 @@ pub trait Opener: Send + Sync {
 }
 
 /// The `BROWSER` environment variable when set, else `xdg-open` (`open` on macOS); the URL is
-/// printed on stderr either way, for a machine without a browser.
+/// printed on stderr either way, for a machine without a browser, unless `quiet`.
 #[derive(Debug, Clone, Default)]
 pub struct SystemOpener {
     /// The value of `BROWSER`, read by whoever built this opener.
     pub browser: Option<String>,
+    /// The caller shows the URL itself (a full-screen terminal UI, where a line on stderr
+    /// would land in the middle of its screen).
+    pub quiet: bool,
 }
 
 impl Opener for SystemOpener {
     fn open(&self, server: &str, url: &str) -> BoxFuture<'static, Result<(), String>> {
-        eprintln!("To authorize `{server}`, open this URL in a browser:\n\n  {url}\n");
+        if !self.quiet {
+            eprintln!("To authorize `{server}`, open this URL in a browser:\n\n  {url}\n");
+        }
         let program = match self.browser.as_deref().map(str::trim) {
             Some(b) if !b.is_empty() => b.to_owned(),
             _ if cfg!(target_os = "macos") => "open".to_owned(),

@@ -1,0 +1,509 @@
+//! `switchboard console` (and `switchboard` alone on a terminal): a full-screen terminal UI over
+//! the same [`Host`] every command builds. It owns presentation only: states come from
+//! [`Host::servers`] and [`Host::events`], actions are [`Host::reconnect`] and
+//! [`Host::set_enabled`], tools come from [`Host::server_tools`], and the start-up approval
+//! records decisions through [`Context::approve_project`], as `mcp approve` does.
+//!
+//! The terminal is put back (raw mode off, main screen) when the console ends, however it
+//! ends: an error, Ctrl-C, or a panic (ratatui's panic hook).
+
+mod approval;
+mod call;
+mod servers;
+mod tools;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use ratatui::crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use ratatui::style::{Color, Modifier, Style};
+use switchboard::config::ConfigSet;
+use switchboard::host::{Host, HostEvent};
+use switchboard::{ServerEvent, ServerState, Tool};
+use tokio::sync::mpsc;
+
+use crate::context::Context;
+
+/// Where log lines go while the console has the screen: its message line.
+static LOG_TAP: std::sync::Mutex<Option<mpsc::UnboundedSender<Done>>> = std::sync::Mutex::new(None);
+
+/// Hands a log line to the open console; `false` when none is open (print it on stderr).
+pub(crate) fn take_log_line(line: &str) -> bool {
+    let Ok(tap) = LOG_TAP.lock() else {
+        return false;
+    };
+    let Some(tx) = tap.as_ref() else {
+        return false;
+    };
+    let line = line.trim_end();
+    line.is_empty() || tx.send(Done::Note(format!("log: {line}"))).is_ok()
+}
+
+/// Runs the console until the user quits.
+pub(crate) fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
+    use std::io::IsTerminal;
+    if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+        anyhow::bail!(
+            "the console needs a terminal on stdin and stdout; in a script, `switchboard mcp list` and `switchboard tools` show the same"
+        );
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let config = ctx.load();
+    let mut screen = Screen::open()?;
+    let keys = screen.keys();
+    runtime.block_on(async move {
+        let mut keys = keys;
+        let theme = Theme::from_env(ctx);
+        let pending = approval::pending(&config);
+        let (config, message) = if pending.is_empty() {
+            (config, None)
+        } else {
+            let Some(answer) = approval::ask(&mut screen, &mut keys, &pending, theme).await? else {
+                return Ok(ExitCode::SUCCESS);
+            };
+            let message = answer.apply(ctx)?;
+            // Read again, so the servers just approved start.
+            (ctx.load(), message)
+        };
+        console(ctx, &mut screen, keys, config, theme, message).await
+    })
+}
+
+/// The servers view and what opens from it, on a host built from `config`.
+async fn console(
+    ctx: &Context,
+    screen: &mut Screen,
+    mut keys: mpsc::UnboundedReceiver<Event>,
+    config: ConfigSet,
+    theme: Theme,
+    message: Option<String>,
+) -> anyhow::Result<ExitCode> {
+    // The configuration's errors were printed on stderr, under the screen: the first is
+    // kept for the message line.
+    let first_error = config.issues.iter().find(|i| i.is_error()).map(|issue| {
+        let more = config.issues.iter().filter(|i| i.is_error()).count() - 1;
+        let more = match more {
+            0 => String::new(),
+            n => format!(" ({n} more: `switchboard mcp list`)"),
+        };
+        format!("error: {issue}{more}")
+    });
+    let message = message.or(first_error);
+    let planned = crate::start::host_builder(ctx, config)?;
+    // Tokens where `mcp login` keeps them; the login URL shown on the console's own screen
+    // (the browser is opened too), not printed over it.
+    let auth = switchboard::auth::AuthOptions {
+        store: switchboard::auth::TokenStore::from_env(&ctx.paths.state_dir, &ctx.env),
+        opener: Arc::new(switchboard::auth::SystemOpener {
+            browser: ctx.env.get("BROWSER").map(str::to_owned),
+            quiet: true,
+        }),
+        ..switchboard::auth::AuthOptions::default()
+    };
+    let host = Arc::new(planned.builder.auth(auth).start()?);
+    // The host's builder may have written the configuration's problems on stderr.
+    screen.reset()?;
+    let mut events = host.events();
+    let (done, mut results) = mpsc::unbounded_channel();
+    if let Ok(mut tap) = LOG_TAP.lock() {
+        *tap = Some(done.clone());
+    }
+    let mut app = App {
+        host: host.clone(),
+        theme,
+        view: View::Servers,
+        selected: 0,
+        tool_counts: BTreeMap::new(),
+        counting: BTreeSet::new(),
+        retry: BTreeMap::new(),
+        message,
+        done,
+    };
+    app.count_tools();
+    // What is read at each draw and has no event of its own (a server's stderr tail) is
+    // drawn again once a second.
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let outcome = loop {
+        if let Err(e) = screen.terminal.draw(|frame| app.draw(frame)) {
+            break Err(anyhow::Error::from(e).context("cannot draw the console"));
+        }
+        tokio::select! {
+            key = keys.recv() => match key {
+                Some(event) => match app.on_terminal(event) {
+                    Flow::Go => {}
+                    Flow::Quit => break Ok(()),
+                    Flow::Logout(name) => {
+                        app.message = Some(format!("Logging out of `{name}`…"));
+                        let _ = screen.terminal.draw(|frame| app.draw(frame));
+                        app.message = Some(match crate::mcp_auth::forget_tokens(ctx, &name).await {
+                            // Connected again without tokens: `needs-auth`, as after `mcp logout`.
+                            Ok(had) => {
+                                let _ = host.reconnect(&name);
+                                if had {
+                                    format!("Logged out of `{name}`: its tokens are revoked where the server allows, and forgotten")
+                                } else {
+                                    format!("`{name}` had no stored tokens")
+                                }
+                            }
+                            Err(e) => format!("{e:#}"),
+                        });
+                    }
+                },
+                None => break Ok(()),
+            },
+            event = events.recv() => match event {
+                Some(event) => app.on_host(event),
+                None => break Ok(()),
+            },
+            Some(result) = results.recv() => app.on_result(result),
+            _ = tick.tick() => {}
+        }
+    };
+    screen.close();
+    // Bounded by the host itself (2 s a server).
+    host.shutdown().await;
+    outcome.map(|()| ExitCode::SUCCESS)
+}
+
+/// The terminal in raw mode on the alternate screen; put back when dropped.
+struct Screen {
+    terminal: ratatui::DefaultTerminal,
+    open: bool,
+}
+
+impl Screen {
+    /// Raw mode and the alternate screen, and a panic hook that puts the terminal back.
+    fn open() -> anyhow::Result<Screen> {
+        let terminal = ratatui::try_init().context("cannot open the console on this terminal")?;
+        Ok(Screen {
+            terminal,
+            open: true,
+        })
+    }
+
+    /// The terminal's events (keys, resizes), read on a thread of their own: reading blocks.
+    fn keys(&self) -> mpsc::UnboundedReceiver<Event> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        std::thread::spawn(move || {
+            while let Ok(event) = event::read() {
+                if tx.send(event).is_err() {
+                    break;
+                }
+            }
+        });
+        rx
+    }
+
+    /// A blank screen and a terminal that knows it: everything is drawn afresh. Not
+    /// `Terminal::clear`, which asks the terminal where its cursor is and waits for the answer.
+    fn reset(&mut self) -> anyhow::Result<()> {
+        use ratatui::crossterm::terminal::{Clear, ClearType};
+        ratatui::crossterm::execute!(std::io::stdout(), Clear(ClearType::All))?;
+        self.terminal =
+            ratatui::Terminal::new(ratatui::backend::CrosstermBackend::new(std::io::stdout()))?;
+        Ok(())
+    }
+
+    fn close(&mut self) {
+        if let Ok(mut tap) = LOG_TAP.lock() {
+            *tap = None;
+        }
+        if std::mem::take(&mut self.open) {
+            ratatui::restore();
+        }
+    }
+}
+
+impl Drop for Screen {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// Colours, or none at all when `NO_COLOR` is set (<https://no-color.org>): then only bold
+/// and reversed text mark things.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Theme {
+    color: bool,
+}
+
+impl Theme {
+    fn from_env(ctx: &Context) -> Theme {
+        let no_color = ctx
+            .env
+            .get(switchboard::env_vars::EnvVars::NO_COLOR)
+            .is_some_and(|value| !value.is_empty());
+        Theme { color: !no_color }
+    }
+
+    fn fg(self, color: Color) -> Style {
+        if self.color {
+            Style::default().fg(color)
+        } else {
+            Style::default()
+        }
+    }
+
+    fn selected(self) -> Style {
+        Style::default().add_modifier(Modifier::REVERSED)
+    }
+
+    fn title(self) -> Style {
+        Style::default().add_modifier(Modifier::BOLD)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Flow {
+    Go,
+    Quit,
+    /// Log out of this server: its tokens are the command line's (`mcp logout`), handled
+    /// by the loop, which has the context.
+    Logout(String),
+}
+
+/// What a background request of the console came back with.
+enum Done {
+    /// A server's tools, for its count and its tools view.
+    Tools {
+        server: String,
+        tools: Result<Vec<Tool>, String>,
+    },
+    /// A progress notification of the console's call number `call`.
+    Progress {
+        call: u64,
+        progress: switchboard::Progress,
+    },
+    /// The console's call number `call` ended: the result's text, and whether it failed.
+    Called {
+        call: u64,
+        text: String,
+        failed: bool,
+    },
+    /// A line for the bottom of the screen.
+    Note(String),
+    /// What the catalogue's search found for `query` among `server`'s tools.
+    Searched {
+        server: String,
+        query: String,
+        names: Vec<String>,
+    },
+}
+
+enum View {
+    Servers,
+    Tools(tools::ToolsView),
+    /// A tool's call form, over the tools view it came from.
+    Call(Box<call::CallView>, tools::ToolsView),
+}
+
+struct App {
+    host: Arc<Host>,
+    theme: Theme,
+    view: View,
+    /// The selected row of the servers view.
+    selected: usize,
+    /// Each connected server's tool count, as last listed.
+    tool_counts: BTreeMap<String, usize>,
+    /// Servers whose tools are being listed.
+    counting: BTreeSet<String>,
+    /// When a failed server is tried again, as the host last said.
+    retry: BTreeMap<String, Duration>,
+    /// One line at the bottom: what the last action did.
+    message: Option<String>,
+    done: mpsc::UnboundedSender<Done>,
+}
+
+impl App {
+    fn draw(&mut self, frame: &mut ratatui::Frame<'_>) {
+        match &mut self.view {
+            View::Servers => servers::draw(self, frame),
+            View::Tools(view) => view.draw(frame, self.theme),
+            View::Call(view, _) => view.draw(frame, self.theme, self.message.as_deref()),
+        }
+    }
+
+    fn on_terminal(&mut self, event: Event) -> Flow {
+        let Event::Key(key) = event else {
+            // A resize is drawn anew by the loop.
+            return Flow::Go;
+        };
+        if key.kind != KeyEventKind::Press {
+            return Flow::Go;
+        }
+        if is_interrupt(&key) {
+            return Flow::Quit;
+        }
+        match &mut self.view {
+            View::Servers => return servers::on_key(self, key),
+            View::Tools(view) => match view.on_key(key) {
+                tools::Leave::No => {
+                    if let Some(query) = view.wants_search() {
+                        view.searching(&query);
+                        let server = view.server.clone();
+                        self.search(server, query);
+                    }
+                }
+                tools::Leave::Yes => self.view = View::Servers,
+                tools::Leave::Call(tool) => {
+                    let View::Tools(back) = std::mem::replace(&mut self.view, View::Servers) else {
+                        return Flow::Go;
+                    };
+                    self.message = None;
+                    self.view = View::Call(Box::new(call::CallView::new(*tool)), back);
+                }
+            },
+            View::Call(view, _) => {
+                if view.on_key(key, &self.host, &self.done) == call::Leave::Yes
+                    && let View::Call(_, back) = std::mem::replace(&mut self.view, View::Servers)
+                {
+                    self.view = View::Tools(back);
+                }
+            }
+        }
+        Flow::Go
+    }
+
+    fn on_host(&mut self, event: HostEvent) {
+        match event {
+            HostEvent::Server(ServerEvent::Reconnecting { server, delay, .. }) => {
+                self.retry.insert(server, delay);
+            }
+            HostEvent::Server(ServerEvent::State { server, state }) => {
+                if !matches!(state, ServerState::Failed(_)) {
+                    self.retry.remove(&server);
+                }
+                if !matches!(state, ServerState::Connected(_) | ServerState::Lazy { .. }) {
+                    self.tool_counts.remove(&server);
+                }
+            }
+            _ => {}
+        }
+        self.count_tools();
+    }
+
+    fn on_result(&mut self, done: Done) {
+        match done {
+            Done::Tools { server, tools } => {
+                self.counting.remove(&server);
+                if let Ok(tools) = &tools {
+                    self.tool_counts.insert(server.clone(), tools.len());
+                }
+                if let View::Tools(view) = &mut self.view
+                    && view.server == server
+                {
+                    view.loaded(tools);
+                }
+            }
+            Done::Progress { call, progress } => {
+                if let View::Call(view, _) = &mut self.view {
+                    view.progress(call, progress);
+                }
+            }
+            Done::Called { call, text, failed } => {
+                if let View::Call(view, _) = &mut self.view {
+                    view.finished(call, text, failed);
+                }
+            }
+            Done::Note(note) => self.message = Some(note),
+            Done::Searched {
+                server,
+                query,
+                names,
+            } => {
+                if let View::Tools(view) = &mut self.view
+                    && view.server == server
+                {
+                    view.searched(query, names);
+                }
+            }
+        }
+    }
+
+    /// Lists the tools of every connected server not counted yet, in the background.
+    fn count_tools(&mut self) {
+        for (name, state) in self.host.servers() {
+            let listed = matches!(state, ServerState::Connected(_) | ServerState::Lazy { .. });
+            if listed && !self.tool_counts.contains_key(&name) {
+                self.list_tools(&name);
+            }
+        }
+    }
+
+    /// Asks the host for a server's tools; the answer comes back as [`Done::Tools`].
+    fn list_tools(&mut self, server: &str) {
+        if !self.counting.insert(server.to_owned()) {
+            return;
+        }
+        let host = self.host.clone();
+        let done = self.done.clone();
+        let server = server.to_owned();
+        let bound = host.limits().connect_timeout;
+        tokio::spawn(async move {
+            let tools = match tokio::time::timeout(bound, host.server_tools(&server)).await {
+                Ok(Ok(tools)) => Ok(tools),
+                Ok(Err(e)) => Err(switchboard::error_chain(&e)),
+                Err(_) => Err(format!("no tool list within {} s", bound.as_secs())),
+            };
+            let _ = done.send(Done::Tools { server, tools });
+        });
+    }
+
+    /// Starts the OAuth login of a server; the URL (or why not) comes back as a note, and
+    /// the server reconnects by itself once the login completes.
+    fn login(&mut self, server: String) {
+        let host = self.host.clone();
+        let done = self.done.clone();
+        self.message = Some(format!("Logging in to `{server}`…"));
+        tokio::spawn(async move {
+            let note = match host.login(&server).await {
+                Ok(url) => format!(
+                    "Log in to `{server}` in the browser (opened), or open: {}",
+                    url
+                ),
+                Err(e) => format!("`{server}`: {}", switchboard::error_chain(&e)),
+            };
+            let _ = done.send(Done::Note(note));
+        });
+    }
+
+    /// Asks the catalogue's search about `query`; `server`'s tools among the hits come back
+    /// as [`Done::Searched`].
+    fn search(&self, server: String, query: String) {
+        let host = self.host.clone();
+        let done = self.done.clone();
+        tokio::spawn(async move {
+            let names = host
+                .search_tools(&query, 50)
+                .await
+                .into_iter()
+                .filter(|hit| hit.tool.server.as_deref() == Some(server.as_str()))
+                .map(|hit| hit.tool.name)
+                .collect();
+            let _ = done.send(Done::Searched {
+                server,
+                query,
+                names,
+            });
+        });
+    }
+
+    /// Opens the tools view of a server.
+    fn open_tools(&mut self, server: String) {
+        self.counting.remove(&server);
+        self.list_tools(&server);
+        self.view = View::Tools(tools::ToolsView::new(server));
+    }
+}
+
+/// Ctrl-C (raw mode turns it into a key).
+fn is_interrupt(key: &KeyEvent) -> bool {
+    key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c')
+}

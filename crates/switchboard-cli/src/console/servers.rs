@@ -1,0 +1,258 @@
+//! The servers view: every configured server with its scope, transport, live state, tool
+//! count and last error, the selected one's details (target, stderr tail) below; `r`
+//! reconnects, `e`/`d` enable/disable for this run, `l` logs in (OAuth, through
+//! [`Host::login`](switchboard::host::Host::login)), `o` logs out (as `mcp logout`), `Enter` opens its tools, `q` quits.
+
+use ratatui::crossterm::event::{KeyCode, KeyEvent};
+use ratatui::layout::{Constraint, Layout};
+use ratatui::style::Color;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState, Wrap};
+use switchboard::ServerState;
+use switchboard::config::ServerEntry;
+
+use super::{App, Flow};
+use crate::output::{clean, clean_line, kind_and_target, status};
+
+/// One row: the entry as configured and, once the host started it, its state.
+struct Shown<'a> {
+    entry: &'a ServerEntry,
+    state: Option<ServerState>,
+}
+
+fn rows(app: &App) -> Vec<Shown<'_>> {
+    app.host
+        .config()
+        .servers
+        .iter()
+        .map(|entry| Shown {
+            entry,
+            state: app.host.server_state(&entry.name),
+        })
+        .collect()
+}
+
+pub(super) fn on_key(app: &mut App, key: KeyEvent) -> Flow {
+    let count = app.host.config().servers.len();
+    let selected = app
+        .host
+        .config()
+        .servers
+        .get(app.selected)
+        .map(|e| e.name.clone());
+    match key.code {
+        KeyCode::Char('q') | KeyCode::Esc => return Flow::Quit,
+        KeyCode::Down | KeyCode::Char('j') if count > 0 => {
+            app.selected = (app.selected + 1).min(count - 1)
+        }
+        KeyCode::Up | KeyCode::Char('k') => app.selected = app.selected.saturating_sub(1),
+        KeyCode::Char(c @ ('r' | 'e' | 'd')) => {
+            if let Some(name) = selected {
+                let (verb, result) = match c {
+                    'r' => ("Reconnecting", app.host.reconnect(&name)),
+                    'e' => ("Enabled", app.host.set_enabled(&name, true)),
+                    _ => ("Disabled", app.host.set_enabled(&name, false)),
+                };
+                app.message = Some(match result {
+                    Ok(()) if c == 'r' => format!("{verb} `{name}`…"),
+                    Ok(()) => format!("{verb} `{name}` for this session"),
+                    Err(e) => format!("`{name}`: {}", switchboard::error_chain(&e)),
+                });
+            }
+        }
+        KeyCode::Char('l') => {
+            if let Some(name) = selected {
+                app.login(name);
+            }
+        }
+        KeyCode::Char('o') => {
+            if let Some(name) = selected {
+                return Flow::Logout(name);
+            }
+        }
+        KeyCode::Enter => {
+            if let Some(name) = selected {
+                app.open_tools(name);
+            }
+        }
+        _ => {}
+    }
+    Flow::Go
+}
+
+pub(super) fn draw(app: &App, frame: &mut ratatui::Frame<'_>) {
+    let theme = app.theme;
+    let shown = rows(app);
+    let [table_area, detail_area, message_area, help_area] = Layout::vertical([
+        Constraint::Min(4),
+        Constraint::Length(8),
+        Constraint::Length(2),
+        Constraint::Length(1),
+    ])
+    .areas(frame.area());
+
+    let header =
+        Row::new(["NAME", "SCOPE", "TRANSPORT", "STATE", "TOOLS", "ERROR"]).style(theme.title());
+    let table_rows: Vec<Row> = shown
+        .iter()
+        .map(|s| {
+            let (state, color, error) = state_cell(app, s);
+            let tools = match &s.state {
+                Some(ServerState::Lazy {
+                    tools: Some(count), ..
+                }) => count.to_string(),
+                Some(_) => app
+                    .tool_counts
+                    .get(&s.entry.name)
+                    .map(ToString::to_string)
+                    .unwrap_or_default(),
+                None => String::new(),
+            };
+            Row::new([
+                Cell::from(clean_line(&s.entry.name).into_owned()),
+                Cell::from(s.entry.origin.scope.to_string()),
+                Cell::from(kind_and_target(s.entry, false).0),
+                Cell::from(Span::styled(state, theme.fg(color))),
+                Cell::from(tools),
+                Cell::from(
+                    error
+                        .map(|e| clean_line(&e).into_owned())
+                        .unwrap_or_default(),
+                ),
+            ])
+        })
+        .collect();
+    let title = format!(" Switchboard · {} servers ", shown.len());
+    let name_width = shown
+        .iter()
+        .map(|s| s.entry.name.chars().count())
+        .max()
+        .unwrap_or_default()
+        .clamp(4, 40);
+    let table = Table::new(
+        table_rows,
+        [
+            Constraint::Length(u16::try_from(name_width).unwrap_or(40)),
+            Constraint::Length(8),
+            Constraint::Length(10),
+            Constraint::Length(18),
+            Constraint::Length(6),
+            Constraint::Min(10),
+        ],
+    )
+    .header(header)
+    .row_highlight_style(theme.selected())
+    // Seen without colours and reverse video too (`NO_COLOR`, a screen reader, a copy).
+    .highlight_symbol("› ")
+    .highlight_spacing(ratatui::widgets::HighlightSpacing::Always)
+    .block(
+        Block::default()
+            .borders(Borders::ALL)
+            .title(Span::styled(title, theme.title())),
+    );
+    let mut state = TableState::default().with_selected(Some(app.selected));
+    frame.render_stateful_widget(table, table_area, &mut state);
+
+    if let Some(s) = shown.get(app.selected) {
+        frame.render_widget(detail(app, s), detail_area);
+    }
+    if let Some(message) = &app.message {
+        frame.render_widget(
+            Paragraph::new(clean_line(message).into_owned())
+                .style(theme.fg(Color::Yellow))
+                .wrap(Wrap { trim: false }),
+            message_area,
+        );
+    }
+    frame.render_widget(
+        Paragraph::new(Line::from(
+            "↑/↓ select · r reconnect · e enable · d disable · l log in · o log out · Enter tools · q quit",
+        ))
+        .style(theme.fg(Color::DarkGray)),
+        help_area,
+    );
+}
+
+/// The state as a word with a symbol, its colour, and the error that goes with it.
+fn state_cell(app: &App, s: &Shown<'_>) -> (String, Color, Option<String>) {
+    let Some(state) = &s.state else {
+        // Not started by the host: pending approval, rejected, denied, invalid, disabled.
+        let (word, reason) = status(s.entry);
+        return (format!("- {word}"), Color::DarkGray, reason);
+    };
+    match state {
+        ServerState::Connected(_) => ("✓ connected".to_owned(), Color::Green, None),
+        ServerState::Pending { attempt, .. } if *attempt > 1 => {
+            (format!("… connecting ({attempt})"), Color::Yellow, None)
+        }
+        ServerState::Pending { .. } => ("… connecting".to_owned(), Color::Yellow, None),
+        ServerState::Failed(f) => {
+            let word = match app.retry.get(&s.entry.name) {
+                Some(delay) => format!("✗ failed, retry {} s", delay.as_secs().max(1)),
+                None => "✗ failed".to_owned(),
+            };
+            (word, Color::Red, Some(f.message.clone()))
+        }
+        ServerState::NeedsAuth { message } => (
+            "! needs auth".to_owned(),
+            Color::Magenta,
+            Some(message.clone()),
+        ),
+        ServerState::Disabled => ("- disabled".to_owned(), Color::DarkGray, None),
+        ServerState::Lazy { .. } => ("○ lazy".to_owned(), Color::Blue, None),
+    }
+}
+
+/// The selected server: what it runs, its error and hint, and its stderr's last lines.
+fn detail<'a>(app: &App, s: &Shown<'_>) -> Paragraph<'a> {
+    let (kind, target) = kind_and_target(s.entry, false);
+    let mut lines = vec![Line::from(format!(
+        "{kind}: {}",
+        clean_line(&target).into_owned()
+    ))];
+    let mut stderr = None;
+    match &s.state {
+        Some(ServerState::Failed(f)) => {
+            lines.push(Line::from(format!(
+                "error: {}",
+                clean_line(&f.message).into_owned()
+            )));
+            if let Some(hint) = &f.hint {
+                lines.push(Line::from(format!(
+                    "hint: {}",
+                    clean_line(hint).into_owned()
+                )));
+            }
+            stderr = f.stderr.clone();
+        }
+        Some(ServerState::Connected(info)) => {
+            let name = info.title.as_ref().or(info.name.as_ref());
+            lines.push(Line::from(format!(
+                "{} {} · protocol {}",
+                clean_line(name.map_or("(unnamed)", String::as_str)).into_owned(),
+                clean_line(info.version.as_deref().unwrap_or_default()).into_owned(),
+                clean_line(&info.protocol_version).into_owned(),
+            )));
+            stderr = app.host.stderr_tail(&s.entry.name);
+        }
+        _ => {}
+    }
+    if let Some(tail) = stderr.filter(|t| !t.trim().is_empty()) {
+        lines.push(Line::from("stderr (last lines):"));
+        for line in tail
+            .lines()
+            .rev()
+            .take(4)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+        {
+            lines.push(Line::from(format!("  {}", clean(line).into_owned())));
+        }
+    }
+    Paragraph::new(lines).wrap(Wrap { trim: false }).block(
+        Block::default()
+            .borders(Borders::ALL)
+            .title(format!(" {} ", clean_line(&s.entry.name))),
+    )
+}

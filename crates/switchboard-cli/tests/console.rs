@@ -1,0 +1,654 @@
+//! `switchboard console`, the real binary on a pseudo-terminal, against real testkit servers.
+//! What it draws is parsed by a terminal emulator (`vt100`) into a screen of cells, and the
+//! tests read that screen as a person would.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
+
+use switchboard_testkit::config_tree::ConfigTree;
+
+/// Generous: a debug build on a busy machine starts servers slowly.
+const WAIT: Duration = Duration::from_secs(30);
+const ROWS: u16 = 40;
+const COLS: u16 = 140;
+
+/// The console on a pseudo-terminal: stdin, stdout and stderr all on it, as in a shell.
+struct Console {
+    child: Child,
+    input: std::fs::File,
+    screen: Arc<Mutex<vt100::Parser>>,
+    updates: mpsc::Receiver<()>,
+    /// The terminal's side, to read its modes back.
+    terminal: std::fs::File,
+}
+
+impl Drop for Console {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Console {
+    fn start(tree: &ConfigTree, args: &[&str]) -> Console {
+        Console::start_with(tree, args, &[])
+    }
+
+    fn start_with(tree: &ConfigTree, args: &[&str], env: &[(&str, &str)]) -> Console {
+        let size = nix::pty::Winsize {
+            ws_row: ROWS,
+            ws_col: COLS,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        let pty = nix::pty::openpty(Some(&size), None).unwrap();
+        let slave = std::fs::File::from(pty.slave);
+        let child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .args(args)
+            .current_dir(tree.project())
+            .env_clear()
+            .envs(tree.env())
+            .env("TERM", "xterm-256color")
+            .envs(env.iter().copied())
+            .stdin(Stdio::from(slave.try_clone().unwrap()))
+            .stdout(Stdio::from(slave.try_clone().unwrap()))
+            .stderr(Stdio::from(slave.try_clone().unwrap()))
+            .spawn()
+            .unwrap();
+        let master = std::fs::File::from(pty.master);
+        let input = master.try_clone().unwrap();
+        let screen = Arc::new(Mutex::new(vt100::Parser::new(
+            ROWS.try_into().unwrap(),
+            COLS.try_into().unwrap(),
+            0,
+        )));
+        let (tx, updates) = mpsc::channel();
+        let parser = screen.clone();
+        std::thread::spawn(move || {
+            let mut master = master;
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = master.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                parser.lock().unwrap().process(&buf[..n]);
+                if tx.send(()).is_err() {
+                    break;
+                }
+            }
+        });
+        Console {
+            child,
+            input,
+            screen,
+            updates,
+            terminal: slave,
+        }
+    }
+
+    /// The colour of the first cell of `text` on the screen.
+    fn color_of(&self, text: &str) -> vt100::Color {
+        let parser = self.screen.lock().unwrap();
+        let screen = parser.screen();
+        for (row, line) in screen.contents().lines().enumerate() {
+            if let Some(at) = line.find(text) {
+                let col = line[..at].chars().count();
+                let cell = screen
+                    .cell(u16::try_from(row).unwrap(), u16::try_from(col).unwrap())
+                    .unwrap();
+                return cell.fgcolor();
+            }
+        }
+        panic!("{text:?} is not on the screen:\n{}", screen.contents());
+    }
+
+    fn contents(&self) -> String {
+        self.screen.lock().unwrap().screen().contents()
+    }
+
+    /// Waits (bounded) until the screen satisfies `check`; returns the screen.
+    fn wait_until(&self, what: &str, check: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let screen = self.contents();
+            if check(&screen) {
+                return screen;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero()
+                || self.updates.recv_timeout(left).is_err() && !check(&self.contents())
+            {
+                panic!(
+                    "the console never showed {what}; the screen:\n{}",
+                    self.contents()
+                );
+            }
+        }
+    }
+
+    /// Waits until a line of the screen holds every one of `parts`; returns that line.
+    fn wait_line(&self, parts: &[&str]) -> String {
+        let screen = self.wait_until(&format!("a line with {parts:?}"), |screen| {
+            screen.lines().any(|l| parts.iter().all(|p| l.contains(p)))
+        });
+        screen
+            .lines()
+            .find(|l| parts.iter().all(|p| l.contains(p)))
+            .unwrap()
+            .to_owned()
+    }
+
+    fn keys(&mut self, keys: &str) {
+        self.input.write_all(keys.as_bytes()).unwrap();
+        self.input.flush().unwrap();
+    }
+
+    /// Quits with `q` and returns the exit code.
+    fn quit(&mut self) -> Option<i32> {
+        self.keys("q");
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code();
+            }
+            assert!(Instant::now() < deadline, "the console did not quit");
+            // The child has no event to wait on from here; the pty's output is the nearest.
+            let _ = self.updates.recv_timeout(Duration::from_millis(100));
+        }
+    }
+}
+
+fn server_entry(args: &[&str]) -> String {
+    format!(
+        "{{\"command\": {}, \"args\": {}}}",
+        serde_json::to_string(&switchboard_testkit::server_bin()).unwrap(),
+        serde_json::to_string(args).unwrap()
+    )
+}
+
+fn write_servers(tree: &ConfigTree, file: &Path, servers: &[(&str, String)]) {
+    let entries: Vec<String> = servers
+        .iter()
+        .map(|(name, entry)| format!("\"{name}\": {entry}"))
+        .collect();
+    tree.write(
+        file,
+        &format!("{{\"mcpServers\": {{{}}}}}", entries.join(", ")),
+    )
+    .unwrap();
+}
+
+#[test]
+fn one_waiting_project_server_is_approved_in_the_dialog_and_starts() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(&tree, &tree.project_file(), &[("proj", server_entry(&[]))]);
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_until("the approval dialog", |s| {
+        s.contains("A project server waits for approval") && s.contains("`proj` from")
+    });
+    console.keys("a");
+    console.wait_line(&["proj", "project", "stdio", "✓ connected", "9"]);
+    console.wait_until("the decision", |s| s.contains("Approved `proj`"));
+    assert_eq!(console.quit(), Some(0));
+
+    // Recorded as `mcp approve` records it: the next console opens on the servers view.
+    let mut again = Console::start(&tree, &["console"]);
+    let screen = again.wait_until("the servers view", |s| s.contains("✓ connected"));
+    assert!(!screen.contains("waits for approval"), "{screen}");
+    assert_eq!(again.quit(), Some(0));
+}
+
+#[test]
+fn quitting_gives_the_terminal_back_as_it_was() {
+    use nix::sys::termios::{LocalFlags, tcgetattr};
+    let tree = ConfigTree::new().unwrap();
+    write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["kit", "✓ connected"]);
+    assert!(console.screen.lock().unwrap().screen().alternate_screen());
+    let raw = tcgetattr(&console.terminal).unwrap();
+    assert!(!raw.local_flags.contains(LocalFlags::ICANON));
+    assert_eq!(console.quit(), Some(0));
+    // Line editing and echo are back, and so is the main screen.
+    let after = tcgetattr(&console.terminal).unwrap();
+    assert!(
+        after
+            .local_flags
+            .contains(LocalFlags::ICANON | LocalFlags::ECHO)
+    );
+    console.wait_until("the main screen", |_| {
+        !console.screen.lock().unwrap().screen().alternate_screen()
+    });
+}
+
+#[test]
+fn several_waiting_servers_are_a_multi_select() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(
+        &tree,
+        &tree.project_file(),
+        &[("alpha", server_entry(&[])), ("beta", server_entry(&[]))],
+    );
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["[x]", "`alpha`"]);
+    console.wait_line(&["[x]", "`beta`"]);
+    // Untick beta, approve the rest.
+    console.keys("\x1b[B ");
+    console.wait_line(&["[ ]", "`beta`"]);
+    console.keys("\r");
+    console.wait_line(&["alpha", "✓ connected"]);
+    console.wait_line(&["beta", "pending approval"]);
+    assert_eq!(console.quit(), Some(0));
+}
+
+#[test]
+fn a_dying_server_shows_failed_and_r_reconnects_it_once_fixed() {
+    let tree = ConfigTree::new().unwrap();
+    let fixed = tree.home().join("fixed");
+    let pid_file = tree.home().join("server.pid");
+    std::fs::write(&fixed, "").unwrap();
+    // Runs the server while `fixed` exists; otherwise says so on stderr and exits.
+    let script = r#"if [ -e "$0" ]; then exec "$1" --pid-file "$2"; else echo "not fixed yet" >&2; exit 1; fi"#;
+    let bin = switchboard_testkit::server_bin().display().to_string();
+    let entry = format!(
+        "{{\"command\": \"sh\", \"args\": {}}}",
+        serde_json::to_string(&[
+            "-c",
+            script,
+            &fixed.display().to_string(),
+            &bin,
+            &pid_file.display().to_string(),
+        ])
+        .unwrap()
+    );
+    write_servers(
+        &tree,
+        &tree.user_file(),
+        &[("flaky", entry), ("steady", server_entry(&[]))],
+    );
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["flaky", "user", "stdio", "✓ connected"]);
+    console.wait_line(&["steady", "✓ connected"]);
+
+    // It dies, and stays broken.
+    std::fs::remove_file(&fixed).unwrap();
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let pid = pid.lines().next().unwrap().trim().to_owned();
+    let killed = Command::new("kill").args(["-9", &pid]).status().unwrap();
+    assert!(killed.success());
+    console.wait_line(&["flaky", "✗ failed", "the server exited"]);
+    console.wait_line(&["steady", "✓ connected"]);
+
+    // `r` while it is still broken: it fails again, and its stderr says why.
+    console.keys("r");
+    console.wait_until("the stderr tail", |s| s.contains("not fixed yet"));
+    console.wait_line(&["flaky", "✗ failed"]);
+
+    // Fixed, `r` brings it back.
+    std::fs::write(&fixed, "").unwrap();
+    console.keys("r");
+    console.wait_line(&["flaky", "✓ connected", "9"]);
+    assert_eq!(console.quit(), Some(0));
+}
+
+#[test]
+fn the_tools_view_filters_and_shows_the_schema() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["kit", "✓ connected", "9"]);
+    console.keys("\r");
+    console.wait_until("the tools", |s| s.contains("Tools of kit (9 of 9)"));
+    console.wait_line(&["slow"]);
+    console.keys("/echo");
+    // `echo`, and `add_tool`, whose description speaks of echoing.
+    let screen = console.wait_until("the filtered list", |s| {
+        s.contains("echo▏") && s.contains("Tools of kit (2 of 9)")
+    });
+    assert!(screen.contains("› echo "), "{screen}");
+    assert!(!screen.contains("slow"), "{screen}");
+    console.keys("\r");
+    let screen = console.wait_until("the detail", |s| s.contains("input schema:"));
+    assert!(screen.contains("Returns its text unchanged."), "{screen}");
+    assert!(screen.contains("\"text\""), "{screen}");
+    // Esc goes back to the servers view.
+    console.keys("\x1b");
+    console.wait_line(&["kit", "✓ connected"]);
+    assert_eq!(console.quit(), Some(0));
+}
+
+#[test]
+fn the_bare_command_off_a_terminal_prints_help() {
+    let tree = ConfigTree::new().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .current_dir(tree.project())
+        .env_clear()
+        .envs(tree.env())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("Usage: switchboard"), "{stderr}");
+    assert!(stderr.contains("console"), "{stderr}");
+
+    // Asked for by name, it says why not instead of taking over a pipe.
+    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .arg("console")
+        .current_dir(tree.project())
+        .env_clear()
+        .envs(tree.env())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("error: the console needs a terminal on stdin and stdout"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn a_call_from_its_form_shows_the_result() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["kit", "✓ connected", "9"]);
+    console.keys("\r");
+    console.wait_until("the tools", |s| s.contains("Tools of kit (9 of 9)"));
+    console.keys("/add\r");
+    console.wait_until("the filtered list", |s| s.contains("Tools of kit (2 of 9)"));
+    console.keys("c");
+    console.wait_line(&["Call mcp__kit__add"]);
+    console.wait_line(&["a *", "(number)"]);
+    console.wait_line(&["b *", "(number)"]);
+    // A required field left empty is named, and nothing is called.
+    console.keys("2\r");
+    console.wait_until("the missing field", |s| s.contains("`b` is required"));
+    console.keys("\t3.5\r");
+    // The sum, as text and in structuredContent.
+    console.wait_line(&["5.5"]);
+    console.keys("\x1b");
+    console.wait_until("the tools", |s| s.contains("Tools of kit (2 of 9)"));
+    console.keys("\x1b");
+    console.wait_line(&["kit", "✓ connected"]);
+    assert_eq!(console.quit(), Some(0));
+}
+
+#[test]
+fn a_long_call_shows_progress_and_esc_cancels_it_on_the_server() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["kit", "✓ connected", "9"]);
+    console.keys("\r");
+    console.wait_until("the tools", |s| s.contains("Tools of kit (9 of 9)"));
+    console.keys("/slow\rc");
+    console.wait_line(&["ms *", "(integer)"]);
+    // A minute in 60 steps: the first progress comes after a second.
+    console.keys("60000\t60\r");
+    console.wait_line(&["calling… 1/60"]);
+    console.keys("\x1b");
+    console.wait_line(&["Cancelled."]);
+    // The server heard of it: its stderr says so on the servers view.
+    console.keys("\x1b");
+    console.wait_until("the tools", |s| s.contains("Tools of kit (1 of 9)"));
+    console.keys("\x1b");
+    console.wait_until("the server's cancellation", |s| {
+        s.contains("stderr (last lines):") && s.contains("cancelled")
+    });
+    assert_eq!(console.quit(), Some(0));
+}
+
+#[test]
+fn states_are_coloured_unless_no_color_is_set() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
+    let mut coloured = Console::start(&tree, &["console"]);
+    coloured.wait_line(&["kit", "✓ connected"]);
+    assert_ne!(coloured.color_of("✓ connected"), vt100::Color::Default);
+    assert_eq!(coloured.quit(), Some(0));
+
+    let mut plain = Console::start_with(&tree, &["console"], &[("NO_COLOR", "1")]);
+    plain.wait_line(&["kit", "✓ connected"]);
+    assert_eq!(plain.color_of("✓ connected"), vt100::Color::Default);
+    assert_eq!(plain.quit(), Some(0));
+}
+
+#[test]
+fn d_disables_the_selected_server_and_e_enables_it_again() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(
+        &tree,
+        &tree.user_file(),
+        &[("one", server_entry(&[])), ("two", server_entry(&[]))],
+    );
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["one", "✓ connected", "9"]);
+    console.wait_line(&["two", "✓ connected", "9"]);
+    console.keys("\x1b[Bd");
+    console.wait_line(&["two", "- disabled"]);
+    console.wait_until("the note", |s| {
+        s.contains("Disabled `two` for this session")
+    });
+    console.wait_line(&["one", "✓ connected", "9"]);
+    console.keys("e");
+    console.wait_line(&["two", "✓ connected", "9"]);
+    assert_eq!(console.quit(), Some(0));
+}
+
+#[test]
+fn l_logs_in_to_a_server_that_needs_it_and_o_logs_out() {
+    use switchboard_testkit::{TestServer, Transport};
+    let server = TestServer::start(Transport::Http, ["--oauth"]).unwrap();
+    let tree = ConfigTree::new().unwrap();
+    write_servers(
+        &tree,
+        &tree.user_file(),
+        &[(
+            "guarded",
+            format!(r#"{{"type": "http", "url": "{}"}}"#, server.url()),
+        )],
+    );
+    // The browser: curl following the redirects, as a user clicking through.
+    let mut console = Console::start_with(
+        &tree,
+        &["console"],
+        &[("BROWSER", "curl --silent --location --output /dev/null")],
+    );
+    console.wait_line(&["guarded", "user", "http", "! needs auth"]);
+    console.keys("l");
+    console.wait_line(&["guarded", "✓ connected", "9"]);
+    console.wait_until("the login URL", |s| {
+        s.contains("Log in to `guarded` in the browser (opened), or open:")
+            && s.contains("/authorize?")
+    });
+    // `o`: the tokens go, and the server needs a login again.
+    console.keys("o");
+    console.wait_until("the logout", |s| s.contains("Logged out of `guarded`"));
+    console.wait_line(&["guarded", "! needs auth"]);
+    assert_eq!(console.quit(), Some(0));
+}
+
+#[test]
+fn log_lines_go_to_the_message_line_not_over_the_screen() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
+    let mut console = Console::start_with(&tree, &["console"], &[("SWITCHBOARD_LOG", "info")]);
+    console.wait_line(&["kit", "✓ connected", "9"]);
+    let screen = console.wait_until("a log line", |s| s.contains("log: "));
+    // Every line that says INFO is the message line; the table is intact.
+    assert!(
+        screen
+            .lines()
+            .filter(|l| l.contains(" INFO "))
+            .all(|l| l.starts_with("log: ")),
+        "{screen}"
+    );
+    assert!(screen.starts_with("┌ Switchboard · 1 servers"), "{screen}");
+    assert_eq!(console.quit(), Some(0));
+}
+
+#[test]
+fn a_long_approval_list_scrolls_to_the_cursor() {
+    let tree = ConfigTree::new().unwrap();
+    let names: Vec<String> = (0..12).map(|i| format!("proj{i:02}")).collect();
+    let servers: Vec<(&str, String)> = names
+        .iter()
+        .map(|n| (n.as_str(), server_entry(&[])))
+        .collect();
+    write_servers(&tree, &tree.project_file(), &servers);
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["[x]", "`proj00`"]);
+    // Down to the last one, and untick it: it has to be on the screen to be seen unticked.
+    console.keys(&"\x1b[B".repeat(11));
+    console.keys(" ");
+    console.wait_line(&["[ ]", "`proj11`"]);
+    console.keys("\r");
+    console.wait_line(&["proj00", "✓ connected"]);
+    console.wait_line(&["proj11", "pending approval"]);
+    assert_eq!(console.quit(), Some(0));
+}
+
+#[test]
+fn a_resized_terminal_is_drawn_at_its_new_size() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["kit", "✓ connected", "9"]);
+    // The terminal becomes 20 × 90, as a window dragged smaller; the program hears SIGWINCH
+    // (sent by hand: the test's pseudo-terminal is not the child's controlling terminal).
+    let stty = Command::new("stty")
+        .args(["rows", "20", "cols", "90"])
+        .stdin(Stdio::from(console.terminal.try_clone().unwrap()))
+        .status()
+        .unwrap();
+    assert!(stty.success());
+    console
+        .screen
+        .lock()
+        .unwrap()
+        .screen_mut()
+        .set_size(20u16.try_into().unwrap(), 90u16.try_into().unwrap());
+    let pid = console.child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-WINCH", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    // The table is 90 columns wide, and the key line is on the last of the 20 rows.
+    console.wait_until("the console at 20 × 90", |s| {
+        let first = s.lines().next().unwrap_or_default();
+        first.starts_with("┌ Switchboard")
+            && first.ends_with('┐')
+            && first.chars().count() == 90
+            && s.lines()
+                .nth(19)
+                .is_some_and(|l| l.starts_with("↑/↓ select"))
+    });
+    assert_eq!(console.quit(), Some(0));
+}
+
+#[test]
+fn a_question_during_a_console_call_is_declined_with_a_note() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(
+        &tree,
+        &tree.user_file(),
+        &[("kit", server_entry(&["--ask-tools"]))],
+    );
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["kit", "✓ connected"]);
+    console.keys("\r");
+    console.wait_until("the tools", |s| s.contains("Tools of kit ("));
+    console.keys("/ask_form\r");
+    console.wait_until("the filtered list", |s| {
+        s.contains("ask_form▏") || s.contains("(1 of")
+    });
+    console.keys("c");
+    console.wait_line(&["Call mcp__kit__ask_form"]);
+    console.keys("\r");
+    // No prompt over the screen, no hang: the server hears a decline and the console says so.
+    console.wait_until("the note", |s| {
+        s.contains("`kit` asked a question during the call; the console declined it")
+    });
+    console.wait_until("the call's end", |s| s.contains("Enter call again"));
+    console.keys("\x1b");
+    console.wait_until("the tools", |s| s.contains("Tools of kit ("));
+    console.keys("\x1b");
+    console.wait_line(&["kit", "✓ connected"]);
+    assert_eq!(console.quit(), Some(0));
+}
+
+#[test]
+fn a_long_tool_detail_scrolls_with_page_down() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(
+        &tree,
+        &tree.user_file(),
+        &[("kit", server_entry(&["--description-chars", "2048"]))],
+    );
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["kit", "✓ connected"]);
+    console.keys("\r");
+    // `echo` is first: its description fills the pane, the schema's end is below it.
+    // (The key line, on the last row, is drawn last.)
+    let screen = console.wait_until("the detail", |s| {
+        s.contains("││Echo ") && s.contains("PgUp/PgDn detail")
+    });
+    assert!(!screen.contains("││} "), "{screen}");
+    console.keys("\x1b[6~");
+    console.wait_until("the schema's end", |s| s.contains("││} "));
+    console.keys("\x1b");
+    console.wait_line(&["kit", "✓ connected"]);
+    assert_eq!(console.quit(), Some(0));
+}
+
+#[test]
+fn a_configuration_error_is_on_the_message_line() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
+    let broken = tree.project().join(".mcp.json");
+    tree.write(&broken, "{\"mcpServers\": {\"x\": ").unwrap();
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["kit", "✓ connected"]);
+    // Printed on stderr before the screen was drawn over it, so kept on the message line.
+    console.wait_until("the error", |s| {
+        s.contains("error: ") && s.contains(".mcp.json:1:22: invalid JSON")
+    });
+    assert_eq!(console.quit(), Some(0));
+}
+
+#[test]
+fn the_filter_also_lists_what_the_tool_search_finds() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["kit", "✓ connected", "9"]);
+    console.keys("\r");
+    console.wait_until("the tools", |s| s.contains("Tools of kit (9 of 9)"));
+    // No tool's text holds "adding numbers"; the search (stemmed words) finds `add`.
+    console.keys("/adding numbers\r");
+    // Each letter asks the search; only the answer for the whole filter counts. Once the
+    // key line (the last row drawn) is back from typing, the list was redrawn for it.
+    console.wait_until("the search's answer", |s| {
+        s.contains("↑/↓ select · / filter")
+            && s.lines()
+                .any(|l| l.contains("add") && l.contains("(related)"))
+    });
+    console.keys("c");
+    console.wait_line(&["Call mcp__kit__add"]);
+    console.keys("\x1b");
+    console.wait_line(&["add", "(related)"]);
+    console.keys("\x1b");
+    console.wait_line(&["kit", "✓ connected"]);
+    assert_eq!(console.quit(), Some(0));
+}
