@@ -449,6 +449,58 @@ fn sighup_reloads_servers_and_the_open_session_follows() {
     );
 }
 
+/// Lazy servers' kept lists load at the first listing: that listing tells of them, not a
+/// `tools/list_changed` per server; a real change afterwards is told.
+#[test]
+fn a_listing_that_loads_kept_lists_sends_no_list_changed() {
+    let tree = ConfigTree::new().unwrap();
+    let bin = switchboard_testkit::server_bin();
+    let servers: serde_json::Map<String, Value> = (0..12)
+        .map(|i| {
+            (
+                format!("s{i:02}"),
+                json!({"command": bin, "startup": "lazy"}),
+            )
+        })
+        .collect();
+    tree.write(
+        tree.user_file(),
+        &json!({"mcpServers": servers}).to_string(),
+    )
+    .unwrap();
+    // The first run starts each server once to fill its kept lists.
+    let mut first = RawStdio::start(&tree, &["--stdio"]);
+    assert!(first.tool_names().contains(&"mcp__s11__echo".to_owned()));
+    first.finish();
+
+    let mut gateway = RawStdio::start(&tree, &["--stdio"]);
+    let (listed, notes) = gateway.request_noting("tools/list", json!({}));
+    assert!(listed.to_string().contains("mcp__s11__echo"), "{listed}");
+    // Then a request, so notices sent right after the answer are counted too.
+    let (_, later) = gateway.request_noting("ping", json!({}));
+    let told = notes
+        .iter()
+        .chain(&later)
+        .filter(|n| n["method"] == "notifications/tools/list_changed")
+        .count();
+    assert_eq!(told, 0, "{notes:?} {later:?}");
+
+    let (added, notes) = gateway.request_noting(
+        "tools/call",
+        json!({"name": "mcp__s00__add_tool", "arguments": {"name": "fresh"}}),
+    );
+    assert!(added["result"].is_object(), "{added}");
+    // Told while the call ran, or after it.
+    if !notes
+        .iter()
+        .any(|n| n["method"] == "notifications/tools/list_changed")
+    {
+        gateway.notification("notifications/tools/list_changed");
+    }
+    assert!(gateway.tool_names().contains(&"mcp__s00__fresh".to_owned()));
+    gateway.finish();
+}
+
 /// A gateway killed with SIGKILL stops nothing itself. Its guard process stops the servers'
 /// process groups, so what a server started (here a `sleep` in its group) does not outlive
 /// the gateway.

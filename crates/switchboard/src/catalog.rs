@@ -327,6 +327,12 @@ impl Catalog {
     /// Caches a server's list, unless a list fetched later is there already, and tells what
     /// changed, compared with the list it replaces (so concurrent fetches cannot confuse it).
     fn store(&self, server: &str, new: &Arc<ServerTools>) {
+        self.store_as(server, new, true);
+    }
+
+    /// [`store`](Self::store); `announce: false` keeps the change to the generation, for
+    /// tools a listing is loading as it runs (no one could have listed them before).
+    fn store_as(&self, server: &str, new: &Arc<ServerTools>, announce: bool) {
         let old = {
             let Ok(mut cache) = self.cache.lock() else {
                 return;
@@ -340,6 +346,9 @@ impl Catalog {
             cache.put(server.to_owned(), new.clone())
         };
         self.bump();
+        if !announce {
+            return;
+        }
         let names = |t: &ServerTools| {
             t.tools
                 .iter()
@@ -440,7 +449,7 @@ impl Catalog {
             .min(servers.len());
         if threads <= 1 {
             for server in servers {
-                self.load_kept(server);
+                self.load_kept_as(server, false);
             }
             return;
         }
@@ -449,7 +458,7 @@ impl Catalog {
             for part in servers.chunks(chunk) {
                 scope.spawn(move || {
                     for server in part {
-                        self.load_kept(server);
+                        self.load_kept_as(server, false);
                     }
                 });
             }
@@ -458,12 +467,19 @@ impl Catalog {
 
     /// A lazy server's tools from its kept list, cached (telling what changed).
     fn load_kept(&self, server: &str) -> Option<Arc<ServerTools>> {
+        self.load_kept_as(server, true)
+    }
+
+    /// [`load_kept`](Self::load_kept); `announce: false` for a listing loading them (the
+    /// listing is what tells of them: a hundred lazy servers were a hundred `list_changed`
+    /// notices to every client before the first answer).
+    fn load_kept_as(&self, server: &str, announce: bool) -> Option<Arc<ServerTools>> {
         let config = self.manager.config(server)?;
         let (defs, _) = self.manager.kept_tools(server)?;
         let mut tools = build(&config, defs, NEXT.fetch_add(1, Ordering::Relaxed));
         tools.kept = true;
         let tools = Arc::new(tools);
-        self.store(server, &tools);
+        self.store_as(server, &tools, announce);
         Some(tools)
     }
 
