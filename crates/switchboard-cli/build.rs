@@ -4,7 +4,9 @@
 //! Release builds for x86_64 Linux, which rustc links with LLD, also lay out the functions a
 //! start runs together (`symbol-order.txt`, written by `scripts/symbol-order.sh`): code is
 //! read in by pages, and scattered it kept 14 MB of `.text` resident where 2 MB is run.
-//! `SWITCHBOARD_NO_SYMBOL_ORDER=1` turns it off (for a linker that is not LLD).
+//! `SWITCHBOARD_NO_SYMBOL_ORDER=1` turns it off (for a linker that is not LLD). Where the
+//! building machine's glibc is 2.36 or later, relocations are packed too (DT_RELR;
+//! `SWITCHBOARD_NO_RELR=1` for a binary meant for older systems).
 
 use std::path::Path;
 use std::process::Command;
@@ -49,8 +51,25 @@ fn symbol_order() {
         println!("cargo:rustc-link-arg-bin=switchboard=-Wl,--symbol-ordering-file={order}");
         // Names of functions since renamed or gone are left out, silently.
         println!("cargo:rustc-link-arg-bin=switchboard=-Wl,--no-warn-symbol-ordering");
-        // Relative relocations packed (DT_RELR, glibc 2.36+): 1.2 MB of `.rela.dyn` that the
-        // loader read in full at every start become a few kilobytes.
-        println!("cargo:rustc-link-arg-bin=switchboard=-Wl,-z,pack-relative-relocs");
+        // Relative relocations packed (DT_RELR): 1.2 MB of `.rela.dyn` that the loader read in
+        // full at every start become a few kilobytes. The loader must know them (glibc 2.36
+        // or later): only where the building machine's does, and not with
+        // SWITCHBOARD_NO_RELR=1 (a binary for older systems).
+        println!("cargo:rerun-if-env-changed=SWITCHBOARD_NO_RELR");
+        if std::env::var_os("SWITCHBOARD_NO_RELR").is_none() && glibc_knows_relr() {
+            println!("cargo:rustc-link-arg-bin=switchboard=-Wl,-z,pack-relative-relocs");
+        }
     }
+}
+
+/// Whether this machine's glibc is 2.36 or later (`getconf GNU_LIBC_VERSION`: `glibc 2.36`).
+fn glibc_knows_relr() -> bool {
+    let Ok(out) = Command::new("getconf").arg("GNU_LIBC_VERSION").output() else {
+        return false;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let version = text.trim().strip_prefix("glibc ").unwrap_or_default();
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    (major, minor) >= (2, 36)
 }
