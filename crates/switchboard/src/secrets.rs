@@ -226,17 +226,22 @@ fn read(path: &Path) -> Result<BTreeMap<String, String>, SecretError> {
 }
 
 fn write(dir: &Path, path: &Path, all: &BTreeMap<String, String>) -> Result<(), SecretError> {
-    use std::os::unix::fs::PermissionsExt;
     let text = serde_json::to_string_pretty(all)
         .map_err(|e| SecretError(format!("cannot encode the secret store: {e}")))?;
-    let fail = |e: std::io::Error| SecretError(format!("cannot write {}: {e}", path.display()));
-    let mut file = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
+    write_owner_only(dir, path, text.as_bytes())
+        .map_err(|e| SecretError(format!("cannot write {}: {e}", path.display())))
+}
+
+/// Replaces `path` (in `dir`) with `contents`, atomically and `0600` whatever the old file's
+/// mode was: the secret store's file and the token store's.
+pub(crate) fn write_owner_only(dir: &Path, path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut file = tempfile::NamedTempFile::new_in(dir)?;
     file.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(0o600))
-        .map_err(fail)?;
-    file.write_all(text.as_bytes()).map_err(fail)?;
-    file.as_file().sync_all().map_err(fail)?;
-    file.persist(path).map_err(|e| fail(e.error))?;
+        .set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    file.write_all(contents)?;
+    file.as_file().sync_all()?;
+    file.persist(path).map_err(|e| e.error)?;
     Ok(())
 }
 

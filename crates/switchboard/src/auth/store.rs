@@ -13,7 +13,6 @@
 //! store lives in memory. Secrets never appear in `Debug` output or in error messages.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -605,21 +604,11 @@ fn read(path: &Path) -> Result<FileContents, AuthError> {
 }
 
 fn write(dir: &Path, path: &Path, contents: &FileContents) -> Result<(), AuthError> {
-    use std::os::unix::fs::PermissionsExt;
     ensure_dir(dir)?;
     let text = serde_json::to_string_pretty(contents)
         .map_err(|e| AuthError::Store(format!("cannot encode the token store: {e}")))?;
-    let fail =
-        |e: std::io::Error| AuthError::Store(format!("cannot write {}: {e}", path.display()));
-    // tempfile creates the file 0600; it is renamed over the old one.
-    let mut file = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
-    file.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(0o600))
-        .map_err(fail)?;
-    file.write_all(text.as_bytes()).map_err(fail)?;
-    file.as_file().sync_all().map_err(fail)?;
-    file.persist(path).map_err(|e| fail(e.error))?;
-    Ok(())
+    crate::secrets::write_owner_only(dir, path, text.as_bytes())
+        .map_err(|e| AuthError::Store(format!("cannot write {}: {e}", path.display())))
 }
 
 #[cfg(test)]
