@@ -444,25 +444,7 @@ impl Catalog {
     /// machine's cores: the first listing after a start with many lazy servers builds all
     /// their tools, and that is most of its time.
     fn load_kept_all(&self, servers: &[&str]) {
-        let threads = std::thread::available_parallelism()
-            .map_or(1, std::num::NonZeroUsize::get)
-            .min(servers.len());
-        if threads <= 1 {
-            for server in servers {
-                self.load_kept_as(server, false);
-            }
-            return;
-        }
-        let chunk = servers.len().div_ceil(threads);
-        std::thread::scope(|scope| {
-            for part in servers.chunks(chunk) {
-                scope.spawn(move || {
-                    for server in part {
-                        self.load_kept_as(server, false);
-                    }
-                });
-            }
-        });
+        crate::cores::map_on_cores(servers, |server| self.load_kept_as(server, false));
     }
 
     /// A lazy server's tools from its kept list, cached (telling what changed).

@@ -47,6 +47,7 @@ pub mod budget;
 mod catalog;
 pub mod config;
 mod connection;
+mod cores;
 pub mod env_vars;
 mod environment;
 pub mod guard;

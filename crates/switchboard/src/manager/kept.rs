@@ -179,28 +179,7 @@ impl KeptLists {
         if self.dir.is_none() || wanted.is_empty() {
             return;
         }
-        let threads = std::thread::available_parallelism()
-            .map_or(1, std::num::NonZeroUsize::get)
-            .min(wanted.len());
-        let read: Vec<(&str, Option<Arc<Kept>>)> = if threads <= 1 {
-            wanted.iter().map(|n| (*n, self.read(n))).collect()
-        } else {
-            let chunk = wanted.len().div_ceil(threads);
-            std::thread::scope(|scope| {
-                let workers: Vec<_> = wanted
-                    .chunks(chunk)
-                    .map(|names| {
-                        scope.spawn(move || {
-                            names.iter().map(|n| (*n, self.read(n))).collect::<Vec<_>>()
-                        })
-                    })
-                    .collect();
-                workers
-                    .into_iter()
-                    .flat_map(|w| w.join().unwrap_or_default())
-                    .collect()
-            })
-        };
+        let read = crate::cores::map_on_cores(&wanted, |name| (*name, self.read(name)));
         if let Ok(mut cache) = self.cache.lock() {
             for (name, kept) in read {
                 cache.entry(name.to_owned()).or_insert(kept);
