@@ -212,7 +212,22 @@ fn check_entry(
         scope,
         file: Some(file),
     };
-    match parse_entry_value(name, entry, origin, &ctx.env, "<new entry>") {
+    // Variables the entry reads from the secret store count as set (they are, or will be).
+    let stored = entry
+        .get(switchboard::secrets::STORED_SECRETS_KEY)
+        .map(switchboard::secrets::stored_secret_vars)
+        .filter(|vars| !vars.is_empty() && switchboard::secrets::reads_stored_secrets(scope));
+    let env = match stored {
+        Some(vars) => {
+            let mut env = ctx.env.clone();
+            for var in vars {
+                env.set(var, "stored");
+            }
+            std::borrow::Cow::Owned(env)
+        }
+        None => std::borrow::Cow::Borrowed(&ctx.env),
+    };
+    match parse_entry_value(name, entry, origin, &env, "<new entry>") {
         Ok((_, warnings)) => print_issues(&warnings),
         Err(issue) if issue.missing_variable.is_some() => {
             let var = issue.missing_variable.unwrap_or_default();
@@ -362,6 +377,13 @@ fn remove(ctx: &Context, name: &str, scope: Option<Scope>) -> anyhow::Result<Exi
             if bundled {
                 return crate::mcp_bundle::uninstall(ctx, name, Some(*scope));
             }
+            // Its stored secrets go with it, unless the user's other file has an entry of
+            // the same name (which reads the same ones).
+            let raw = loaded
+                .servers
+                .iter()
+                .find(|e| e.name == name && e.origin.scope == *scope)
+                .map(|e| e.raw.clone());
             let mut edit = ctx.open(*scope)?;
             if !edit.remove(name)? {
                 return Err(ConfigError::NotFound {
@@ -375,6 +397,32 @@ fn remove(ctx: &Context, name: &str, scope: Option<Scope>) -> anyhow::Result<Exi
                 "Removed server `{name}` from {scope} scope ({})",
                 edit.path().display()
             );
+            // The file's lock goes first: opening another file under it could deadlock with a
+            // process that edits the two the other way round.
+            drop(edit);
+            let shared = || {
+                [Scope::User, Scope::Local]
+                    .into_iter()
+                    .filter(|s| s != scope)
+                    .any(|s| ctx.open(s).map(|e| e.contains(name)).unwrap_or(false))
+            };
+            if let Some(raw) = raw.filter(|raw| {
+                switchboard::secrets::reads_stored_secrets(*scope)
+                    && raw.get(switchboard::secrets::STORED_SECRETS_KEY).is_some()
+                    && !shared()
+            }) {
+                let store =
+                    switchboard::secrets::SecretStore::from_env(&ctx.paths.state_dir, &ctx.env);
+                match store.forget_entry(name, &raw) {
+                    Ok(vars) if !vars.is_empty() => eprintln!(
+                        "Removed its stored secrets from {}: {}",
+                        store.describe(),
+                        vars.join(", ")
+                    ),
+                    Ok(_) => {}
+                    Err(e) => eprintln!("warning: its stored secrets were not removed: {e}"),
+                }
+            }
             Ok(ExitCode::SUCCESS)
         }
         several => Err(ConfigError::AmbiguousScope {

@@ -161,6 +161,33 @@ impl Answers for CliAnswers {
     }
 }
 
+/// Asks for a secret on the terminal, not echoed; `None` when left empty (the entry then
+/// reads the variable from the environment). A required one is asked until answered.
+fn ask_secret(secret: &switchboard::registry::SecretVar) -> anyhow::Result<Option<String>> {
+    let mut label = format!("{} {}", secret.kind, secret.key);
+    if let Some(description) = &secret.description {
+        label.push_str(&format!(" ({description})"));
+    }
+    label.push_str(if secret.required {
+        " * (secret, not shown): "
+    } else {
+        " (secret, not shown; empty: from the environment): "
+    });
+    loop {
+        let Some(answer) = crate::interact::read_line(&clean_line(&label), true) else {
+            return Ok(None);
+        };
+        if answer.is_empty() && secret.required {
+            eprintln!(
+                "required: please answer (or press Ctrl-D to set {} in the environment instead)",
+                secret.var
+            );
+            continue;
+        }
+        return Ok(Some(answer).filter(|a| !a.is_empty()));
+    }
+}
+
 /// Asks for one input on the terminal until the answer suits it; empty keeps the default (or
 /// leaves an optional input out). A repeated input is asked again until an empty line.
 fn ask(request: &InputRequest<'_>) -> std::io::Result<Vec<String>> {
@@ -288,22 +315,31 @@ pub(crate) fn add(ctx: &Context, args: &AddArgs) -> anyhow::Result<ExitCode> {
         other => other.into(),
     })?;
     match plan {
-        Install::Entry { entry, secrets } => {
-            // A secret given on the command line is not written: say so below.
-            let secret_given: Vec<bool> = secrets
-                .iter()
-                .map(|secret| {
-                    !answers
-                        .given(&InputRequest {
-                            server: &server.name,
-                            kind: secret.kind,
-                            key: &secret.key,
-                            input: &Default::default(),
-                            repeated: false,
-                        })
-                        .is_empty()
-                })
-                .collect();
+        Install::Entry { mut entry, secrets } => {
+            // Secret values: from the command line, else asked on a terminal (not echoed).
+            // The user's own files keep them in the secret store; a project's file cannot.
+            let keeps = switchboard::secrets::reads_stored_secrets(scope);
+            let mut values: Vec<(String, String)> = Vec::new();
+            let mut given_not_kept = Vec::new();
+            for secret in &secrets {
+                let given = answers.given(&InputRequest {
+                    server: &server.name,
+                    kind: secret.kind,
+                    key: &secret.key,
+                    input: &Default::default(),
+                    repeated: false,
+                });
+                let value = match given.into_iter().next() {
+                    Some(value) => Some(value),
+                    None if keeps && terminal => ask_secret(secret)?,
+                    None => None,
+                };
+                match value {
+                    Some(value) if keeps => values.push((secret.var.clone(), value)),
+                    Some(_) => given_not_kept.push(secret.var.clone()),
+                    None => {}
+                }
+            }
             for unused in answers.unused() {
                 eprintln!(
                     "warning: {unused}: `{}` declares no such value for its {} package; ignored",
@@ -311,12 +347,39 @@ pub(crate) fn add(ctx: &Context, args: &AddArgs) -> anyhow::Result<ExitCode> {
                     choice.kind()
                 );
             }
-            crate::mcp::add(ctx, &local, scope, entry)?;
-            if !secrets.is_empty() {
+            let store = switchboard::secrets::SecretStore::from_env(&ctx.paths.state_dir, &ctx.env);
+            let stored =
+                switchboard::registry::store_secrets(&store, &local, scope, &mut entry, &values)?;
+            if let Err(e) = crate::mcp::add(ctx, &local, scope, entry) {
+                if stored {
+                    for (var, _) in &values {
+                        let _ = store.delete(&switchboard::secrets::entry_secret_key(&local, var));
+                    }
+                }
+                return Err(e);
+            }
+            if stored {
+                let vars: Vec<&str> = values.iter().map(|(var, _)| var.as_str()).collect();
+                eprintln!(
+                    "Stored {} in {}, not in a configuration file: {}",
+                    if vars.len() == 1 {
+                        "a secret"
+                    } else {
+                        "secrets"
+                    },
+                    store.describe(),
+                    vars.join(", ")
+                );
+            }
+            let unset: Vec<_> = secrets
+                .iter()
+                .filter(|s| !values.iter().any(|(var, _)| *var == s.var))
+                .collect();
+            if !unset.is_empty() {
                 eprintln!(
                     "Secrets are not written to configuration files: the entry reads them from environment variables. Set before `{local}` starts:"
                 );
-                for (secret, given) in secrets.iter().zip(secret_given) {
+                for secret in unset {
                     let about = secret
                         .description
                         .as_deref()
@@ -326,9 +389,9 @@ pub(crate) fn add(ctx: &Context, args: &AddArgs) -> anyhow::Result<ExitCode> {
                     // The key is the registry's text: one clean line.
                     let key = clean_line(&secret.key);
                     eprintln!("  {}: {} `{key}`{about}{optional}", secret.var, secret.kind);
-                    if given {
+                    if given_not_kept.contains(&secret.var) {
                         eprintln!(
-                            "    the value given on the command line for `{key}` was not written; set {} instead",
+                            "    the value given on the command line for `{key}` was not written ({scope} scope keeps no secrets); set {} instead",
                             secret.var
                         );
                     }

@@ -55,11 +55,14 @@ fn local_servers(tree: &ConfigTree) -> Value {
     file["projects"][tree.project().display().to_string()]["mcpServers"].clone()
 }
 
-/// Every file under `dir`, as text.
+/// Every file under `dir` but the secret store's, as text.
 fn all_text_under(dir: &Path) -> String {
     let mut out = String::new();
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         let path = entry.path();
+        if path.file_name().is_some_and(|n| n == "secrets.json") {
+            continue;
+        }
         if path.is_dir() {
             out.push_str(&all_text_under(&path));
         } else if let Ok(text) = std::fs::read(&path) {
@@ -235,8 +238,8 @@ fn each_package_type_becomes_its_entry() {
             "LOCAL_TIMEZONE=Asia/Tokyo",
         ],
     );
-    // A remote: URL variables and headers; the secret header given on the command line is
-    // not written.
+    // A remote: URL variables and headers; the secret header given on the command line goes
+    // to the secret store (here, with no keychain, the owner-only file), not the entry.
     let (_, stderr) = ok(
         &tree,
         &registry,
@@ -252,10 +255,10 @@ fn each_package_type_becomes_its_entry() {
         ],
     );
     assert!(
-        stderr.contains("FORECAST_X_API_KEY: header `X-API-Key` — Your API key"),
+        stderr.contains("Stored a secret in ") && stderr.contains(": FORECAST_X_API_KEY"),
         "{stderr}"
     );
-    assert!(stderr.contains("was not written; set FORECAST_X_API_KEY instead"));
+    assert!(!stderr.contains("Set before"), "{stderr}");
     assert_eq!(
         local_servers(&tree),
         json!({
@@ -268,7 +271,8 @@ fn each_package_type_becomes_its_entry() {
                 "args": ["run", "-i", "--rm", "-e", "LOCAL_TIMEZONE", "docker.io/mcp/time:2026.10.19"],
                 "env": {"LOCAL_TIMEZONE": "Asia/Tokyo"}},
             "forecast": {"type": "sse", "url": "https://acme.weather.example.com/eu/sse",
-                "headers": {"X-API-Key": "${FORECAST_X_API_KEY}", "X-Units": "metric"}},
+                "headers": {"X-API-Key": "${FORECAST_X_API_KEY}", "X-Units": "metric"},
+                "storedSecrets": ["FORECAST_X_API_KEY"]},
         })
     );
     // An OCI package with a secret environment variable, into the user scope.
@@ -293,11 +297,48 @@ fn each_package_type_becomes_its_entry() {
         json!({"type": "stdio", "command": "docker",
             "args": ["run", "-i", "--rm", "--pull", "missing", "-e", "GITHUB_PERSONAL_ACCESS_TOKEN",
                      "ghcr.io/github/github-mcp-server:0.20.1", "stdio", "--toolsets", "repos,issues,pull_requests"],
-            "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "${GITHUB_PERSONAL_ACCESS_TOKEN}"}})
+            "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "${GITHUB_PERSONAL_ACCESS_TOKEN}"},
+            "storedSecrets": ["GITHUB_PERSONAL_ACCESS_TOKEN"]})
     );
-    // No secret reached a file of the configuration or the state.
+    // No secret reached a file of the configuration or the state: both are in the store,
+    // owner-only.
     let written = all_text_under(&tree.home());
     assert!(!written.contains("s3cret-key") && !written.contains("ghp_not_for_files"));
+    let store_file = tree.state_dir().join("secrets.json");
+    let store = std::fs::read_to_string(&store_file).unwrap();
+    assert!(store.contains("s3cret-key") && store.contains("ghp_not_for_files"));
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(&store_file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    // A secret for the project's file is not kept: the entry reads the environment.
+    let (_, stderr) = ok(
+        &tree,
+        &registry,
+        &[
+            "mcp",
+            "add",
+            "com.example.weather/forecast",
+            "--from-registry",
+            "--scope",
+            "project",
+            "--name",
+            "forecast-shared",
+            "--var",
+            "tenant=acme",
+            "--header",
+            "X-API-Key: not-for-projects",
+        ],
+    );
+    assert!(
+        stderr.contains("was not written (project scope keeps no secrets); set FORECAST_SHARED_X_API_KEY instead"),
+        "{stderr}"
+    );
+    assert!(!all_text_under(tree.root()).contains("not-for-projects"));
+    assert!(
+        !std::fs::read_to_string(&store_file)
+            .unwrap()
+            .contains("not-for-projects")
+    );
 
     // Without a terminal, a required value not given is an error naming it; nothing written.
     let before = std::fs::read_to_string(tree.local_file()).unwrap();
@@ -554,7 +595,7 @@ fn the_npm_entry_connects_through_an_offline_npx() {
 }
 
 #[test]
-fn a_terminal_is_asked_for_the_values_but_never_for_a_secret() {
+fn a_terminal_is_asked_for_the_values_and_for_a_secret_without_echo() {
     let registry = TestRegistry::start(std::iter::empty::<&str>()).unwrap();
     let tree = ConfigTree::new().unwrap();
     let mut term = OnTerminal::start(command(
@@ -576,17 +617,24 @@ fn a_terminal_is_asked_for_the_values_but_never_for_a_secret() {
     term.answer("mars");
     term.expect("`mars` is not one of: eu, us, ap");
     term.answer("us");
-    // The API key is a secret: not asked, only named.
     term.expect("header X-Units (Units of measure) {metric, imperial} [metric]: ");
     term.answer("");
+    // The API key is a secret: asked last, with echo off, and kept in the store.
+    term.expect("header X-API-Key (Your API key) * (secret, not shown): ");
+    term.answer_secret("typed-k3y");
     term.expect("Added sse server `forecast`");
-    term.expect("FORECAST_X_API_KEY: header `X-API-Key`");
-    assert_eq!(term.finish().0, Some(0));
+    term.expect("Stored a secret in ");
+    let (code, shown) = term.finish();
+    assert_eq!(code, Some(0));
+    assert!(!shown.contains("typed-k3y"), "{shown}");
     assert_eq!(
         local_servers(&tree)["forecast"],
         json!({"type": "sse", "url": "https://acme.weather.example.com/us/sse",
-               "headers": {"X-API-Key": "${FORECAST_X_API_KEY}", "X-Units": "metric"}})
+               "headers": {"X-API-Key": "${FORECAST_X_API_KEY}", "X-Units": "metric"},
+               "storedSecrets": ["FORECAST_X_API_KEY"]})
     );
+    let store = std::fs::read_to_string(tree.state_dir().join("secrets.json")).unwrap();
+    assert!(store.contains("typed-k3y"));
 }
 
 #[test]
@@ -661,4 +709,77 @@ fn a_remote_from_the_registry_connects_with_its_secret_header_from_the_environme
     let out = run(&tree, &registry, &["mcp", "get", "kit"]);
     let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
     assert!(all.contains("variable `KIT_X_API_KEY` is not set"), "{all}");
+}
+
+#[test]
+fn a_stored_secret_header_reaches_the_server_and_goes_with_its_entry() {
+    let kit = switchboard_testkit::TestServer::start(
+        switchboard_testkit::Transport::Http,
+        ["--require-header", "X-API-Key=st0red"],
+    )
+    .unwrap();
+    let url = kit.url().to_owned();
+    let fixtures = tempfile::tempdir().unwrap();
+    std::fs::write(
+        fixtures.path().join("kit.json"),
+        json!({
+            "name": "io.github.switchboard-tests/kit",
+            "description": "The testkit server, hosted",
+            "version": "1.0.0",
+            "remotes": [{
+                "type": "streamable-http",
+                "url": url,
+                "headers": [{"name": "X-API-Key", "description": "The key", "isRequired": true, "isSecret": true}]
+            }]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let registry = TestRegistry::start([
+        std::ffi::OsStr::new("--fixtures"),
+        fixtures.path().as_os_str(),
+    ])
+    .unwrap();
+    let tree = ConfigTree::new().unwrap();
+    ok(
+        &tree,
+        &registry,
+        &[
+            "mcp",
+            "add",
+            "io.github.switchboard-tests/kit",
+            "--from-registry",
+            "--scope",
+            "user",
+            "--header",
+            "X-API-Key: st0red",
+        ],
+    );
+    // No variable set: the stored value is what the server gets, and its tools are listed.
+    let (stdout, _) = ok(&tree, &registry, &["tools", "kit", "--json"]);
+    assert!(stdout.contains("mcp__kit__echo"), "{stdout}");
+    // A project's file naming the same stored secret gets nothing from the store.
+    let thief = json!({"mcpServers": {"kit": {
+        "type": "http", "url": url,
+        "headers": {"X-API-Key": "${KIT_X_API_KEY}"},
+        "storedSecrets": ["KIT_X_API_KEY"]
+    }}});
+    tree.write(tree.project_file(), &thief.to_string()).unwrap();
+    ok(&tree, &registry, &["mcp", "approve", "kit"]);
+    let out = run(&tree, &registry, &["mcp", "get", "kit"]);
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(
+        all.contains("`storedSecrets` is ignored in project scope"),
+        "{all}"
+    );
+    assert!(all.contains("variable `KIT_X_API_KEY` is not set"), "{all}");
+    std::fs::remove_file(tree.project_file()).unwrap();
+    // Removing the entry removes its stored value.
+    let (_, stderr) = ok(&tree, &registry, &["mcp", "remove", "kit"]);
+    assert!(
+        stderr.contains("Removed its stored secrets from") && stderr.contains("KIT_X_API_KEY"),
+        "{stderr}"
+    );
+    let store = std::fs::read_to_string(tree.state_dir().join("secrets.json")).unwrap();
+    assert!(!store.contains("st0red"), "{store}");
 }

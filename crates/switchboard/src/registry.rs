@@ -9,7 +9,9 @@
 //!   entry; an MCPB bundle → [`Install::Bundle`], fetched by [`download_bundle`] and refused
 //!   unless it matches its `fileSha256`.
 //! - Values the registry leaves to the user come from [`Answers`] (the command line, a
-//!   terminal); secrets never reach a file: the entry refers to them as `${VAR}`.
+//!   terminal); secrets never reach a file: the entry refers to them as `${VAR}`, and
+//!   [`store_secrets`] keeps the values given in the secret store (keychain, else the
+//!   owner-only file) for an entry of the user's own files, named in its `storedSecrets`.
 
 mod client;
 mod convert;
@@ -100,6 +102,51 @@ pub enum RegistryError {
     /// The answers could not be had (the terminal went away).
     #[error("{0}")]
     Answer(String),
+    /// A secret could not be kept (the store's message; never the secret).
+    #[error("server `{server}`: the value of `{var}` could not be stored: {detail}")]
+    Secret {
+        server: String,
+        var: String,
+        detail: String,
+    },
+}
+
+/// Keeps secret values given for the entry named `local` (variable, value) in `store` and
+/// names their variables in the entry's `storedSecrets`, so `${VAR}` expands to the stored
+/// value when the entry loads. Only for the scopes that read stored secrets (the user's own
+/// files); elsewhere nothing is stored and `false` comes back: the user sets the variables.
+pub fn store_secrets(
+    store: &crate::secrets::SecretStore,
+    local: &str,
+    scope: Scope,
+    entry: &mut serde_json::Value,
+    values: &[(String, String)],
+) -> Result<bool, RegistryError> {
+    if values.is_empty() || !crate::secrets::reads_stored_secrets(scope) {
+        return Ok(false);
+    }
+    let mut stored: Vec<String> = Vec::with_capacity(values.len());
+    for (var, value) in values {
+        if let Err(e) = store.set(&crate::secrets::entry_secret_key(local, var), value) {
+            // Nothing half-kept: the values stored so far go again.
+            for done in &stored {
+                let _ = store.delete(&crate::secrets::entry_secret_key(local, done));
+            }
+            return Err(RegistryError::Secret {
+                server: local.to_owned(),
+                var: var.clone(),
+                detail: e.to_string(),
+            });
+        }
+        stored.push(var.clone());
+    }
+    if let Some(object) = entry.as_object_mut() {
+        object.insert(
+            crate::secrets::STORED_SECRETS_KEY.to_owned(),
+            serde_json::Value::from(stored),
+        );
+    }
+    Ok(true)
 }
 
 /// The registry to use: `SWITCHBOARD_REGISTRY_URL`, else the user file's `registryUrl`, else

@@ -1,5 +1,6 @@
 //! Configured secrets: values a user gave that must not sit in a configuration file (an MCPB
-//! bundle's `sensitive` `user_config` fields). The same choice as the OAuth token store
+//! bundle's `sensitive` `user_config` fields; the secret inputs of a server added from the MCP
+//! Registry, which its entry names in `storedSecrets`). The same choice as the OAuth token store
 //! (`SWITCHBOARD_TOKEN_STORE`): the OS keychain where one answers (service `switchboard`,
 //! account `secret <key>`), else `secrets.json` in the state folder, owner-only (`0600` in a
 //! `0700` folder), changed under a lock file and written atomically. With a keychain, the
@@ -144,6 +145,23 @@ impl SecretStore {
         self.forget_in_file(key)
     }
 
+    /// Removes the stored values an entry named `server` names in its `storedSecrets` (its
+    /// `raw` JSON), when it is removed; the variables removed come back.
+    pub fn forget_entry(
+        &self,
+        server: &str,
+        raw: &serde_json::Value,
+    ) -> Result<Vec<String>, SecretError> {
+        let vars = raw
+            .get(STORED_SECRETS_KEY)
+            .map(stored_secret_vars)
+            .unwrap_or_default();
+        for var in &vars {
+            self.delete(&entry_secret_key(server, var))?;
+        }
+        Ok(vars)
+    }
+
     /// Drops `key` from the file, when there is a file.
     fn forget_in_file(&self, key: &str) -> Result<(), SecretError> {
         if !self.dir.join(FILE_NAME).exists() {
@@ -166,6 +184,39 @@ impl SecretStore {
         }
         Ok(())
     }
+}
+
+/// The entry key naming the variables whose values are in the secret store: `"storedSecrets":
+/// ["API_KEY"]` makes `${API_KEY}` in the entry expand to the stored value (before the
+/// environment's). Read only for entries of the user's own files ([`reads_stored_secrets`]).
+pub const STORED_SECRETS_KEY: &str = "storedSecrets";
+
+/// The store key of variable `var` of the entry named `server`.
+pub fn entry_secret_key(server: &str, var: &str) -> String {
+    format!("entry {server} {var}")
+}
+
+/// The variables an entry's `storedSecrets` value names (text items only).
+pub fn stored_secret_vars(value: &serde_json::Value) -> Vec<String> {
+    value
+        .as_array()
+        .map(|vars| {
+            vars.iter()
+                .filter_map(serde_json::Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether entries of `scope` may read stored secrets: the user's own files only. A project's
+/// file comes with a repository, and `--mcp-config` files or the administrator's could name
+/// another entry's secrets to send them elsewhere.
+pub fn reads_stored_secrets(scope: crate::config::Scope) -> bool {
+    matches!(
+        scope,
+        crate::config::Scope::User | crate::config::Scope::Local
+    )
 }
 
 fn ensure_dir(dir: &Path) -> Result<(), SecretError> {

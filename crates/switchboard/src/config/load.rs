@@ -652,7 +652,54 @@ impl Loader<'_> {
                     .server(name),
                 );
             }
-            let env = bundle_env.as_ref().map_or(self.env, |(env, _)| env);
+            // Variables whose values the user stored (a Registry server's secret inputs):
+            // from the user's own files only, and never for a plugin's entries.
+            let stored_env = match &prop.value {
+                ast::Value::Object(obj) => get(obj, crate::secrets::STORED_SECRETS_KEY)
+                    .map(|v| crate::secrets::stored_secret_vars(&to_json(&v.value))),
+                _ => None,
+            }
+            .filter(|vars| !vars.is_empty())
+            .and_then(|vars| {
+                if plugin.is_some() || !crate::secrets::reads_stored_secrets(scope) {
+                    self.issues.push(
+                        ConfigIssue::warning(format!(
+                            "`{}` is ignored in {scope} scope: only the user's own files may read stored secrets",
+                            crate::secrets::STORED_SECRETS_KEY
+                        ))
+                        .in_file(&doc.path)
+                        .server(name),
+                    );
+                    return None;
+                }
+                let mut env = bundle_env
+                    .as_ref()
+                    .map_or_else(|| self.env.clone(), |(env, _)| env.clone());
+                for var in &vars {
+                    match self
+                        .secrets
+                        .get(&crate::secrets::entry_secret_key(name, var))
+                    {
+                        Ok(Some(value)) => env.set(var.clone(), value),
+                        Ok(None) => {}
+                        Err(e) => {
+                            self.issues.push(
+                                ConfigIssue::warning(format!(
+                                    "the stored value of `{var}` cannot be read: {e}"
+                                ))
+                                .in_file(&doc.path)
+                                .server(name),
+                            );
+                            break;
+                        }
+                    }
+                }
+                Some(env)
+            });
+            let env = match &stored_env {
+                Some(env) => env,
+                None => bundle_env.as_ref().map_or(self.env, |(env, _)| env),
+            };
             let ParsedEntry {
                 config,
                 warnings,

@@ -504,6 +504,9 @@ pub(crate) struct ServerFile {
     /// The MCPB bundle the entry was installed from (read by `config::bundle`).
     #[serde(rename = "bundle")]
     _bundle: Skipped,
+    /// Variables whose values are in the secret store (read by `config::load`).
+    #[serde(rename = "storedSecrets")]
+    _stored_secrets: Skipped,
     pub(crate) log_level: Keyed<Text>,
     // stdio
     pub(crate) command: Keyed<Text>,
