@@ -686,21 +686,46 @@ pub fn install_bundle(
         .into());
     }
 
-    // Secrets first: an entry never refers to a value that is not stored.
+    // Secrets first: an entry never refers to a value that is not stored. What they replace
+    // is kept, to be put back if the install fails after this.
+    let mut replaced_secrets: Vec<(String, Option<String>)> = Vec::new();
+    let put_back = |replaced: &[(String, Option<String>)]| {
+        for (key, before) in replaced {
+            let _ = match before {
+                Some(value) => store.set(key, value),
+                None => store.delete(key),
+            };
+        }
+    };
     for key in &record.secrets {
         if let Some(value) = values.get(key) {
-            store.set(&secret_key(&info.name, key), &value.join(","))?;
+            let key = secret_key(&info.name, key);
+            let before = store.get(&key).ok().flatten();
+            if let Err(e) = store.set(&key, &value.join(",")) {
+                put_back(&replaced_secrets);
+                return Err(e.into());
+            }
+            replaced_secrets.push((key, before));
         }
     }
 
     // Swap the folders: the old one kept until the entry is written.
     let old = if folder.exists() {
-        let old = tempfile::Builder::new()
+        let moved = tempfile::Builder::new()
             .prefix(".old-")
             .tempdir_in(&bundles)
-            .map_err(io(&bundles))?;
-        std::fs::rename(&folder, old.path()).map_err(io(&folder))?;
-        Some(old)
+            .map_err(io(&bundles))
+            .and_then(|old| {
+                std::fs::rename(&folder, old.path()).map_err(io(&folder))?;
+                Ok(old)
+            });
+        match moved {
+            Ok(old) => Some(old),
+            Err(e) => {
+                put_back(&replaced_secrets);
+                return Err(e);
+            }
+        }
     } else {
         None
     };
@@ -714,6 +739,7 @@ pub fn install_bundle(
     if let Err(source) = std::fs::rename(&fresh, &folder) {
         let _ = std::fs::remove_dir_all(&fresh);
         restore(&old);
+        put_back(&replaced_secrets);
         return Err(BundleError::Io {
             path: folder,
             source,
@@ -722,6 +748,7 @@ pub fn install_bundle(
     let written = edit.set(&server, &entry).and_then(|()| edit.save());
     if let Err(e) = written {
         restore(&old);
+        put_back(&replaced_secrets);
         return Err(e.into());
     }
     drop(old);
