@@ -26,7 +26,7 @@ use switchboard::ServerEvent;
 use switchboard::host::{
     CallError, CallOptions, CallOutcome, EventKind, HostError, HostEvent, Listing, Prefix,
     PromptEntry, RESOURCE_SCHEME, RequestOptions, ServedNames, prompt_names, resource_names,
-    resource_uri, tool_names,
+    resource_uri, tool_names, tool_names_of,
 };
 use switchboard::interaction::Interaction;
 use switchboard::permissions::{CallSource, PermissionPrompter};
@@ -35,7 +35,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::forward::{ElicitingPrompter, downstream_interaction, forwarding_interaction};
-use crate::page::{PAGE_SIZE, page, page_and_rest};
+use crate::page::{PAGE_SIZE, page};
 use crate::rounds::Step;
 use crate::search::{CALL_TOOL, SEARCH_TOOL};
 use crate::{Gateway, ToolSearch};
@@ -850,30 +850,21 @@ impl ServerHandler for Session {
             let (tools, next) = if self.gateway.tool_search() == ToolSearch::Off {
                 // Only the page is turned into definitions: a listing of thousands of tools
                 // converts the hundreds it answers, not all of them.
+                // Only the page is copied out of the catalogue, too.
                 let filter = self.gateway.filter();
-                let snapshot = self.gateway.host().tools().await;
-                let names = tool_names(self.gateway.prefix(), &snapshot.tools);
+                let view = self.gateway.host().tools_view().await;
+                let names = tool_names_of(self.gateway.prefix(), view.iter());
                 for collision in &names.collisions {
                     tracing::warn!("not served: {collision}");
                 }
                 // Paged by served name (`--prefix`), which is held beside each tool.
-                let served: Vec<(String, switchboard::Tool)> = snapshot
-                    .tools
-                    .into_iter()
+                let served: Vec<(&str, &switchboard::Tool)> = view
+                    .iter()
                     .filter(|t| t.server.is_some() && filter.serves(&t.qualified_name))
-                    .filter_map(|t| Some((names.served(&t.qualified_name)?.to_owned(), t)))
+                    .filter_map(|t| Some((names.served(&t.qualified_name)?, t)))
                     .collect();
-                let (tools, next, rest) = page_and_rest(
-                    served,
-                    |(name, _)| name.as_str(),
-                    cursor(&request),
-                    PAGE_SIZE,
-                )?;
-                if !rest.is_empty() {
-                    // Freed off the answer's path.
-                    tokio::task::spawn_blocking(move || drop(rest));
-                }
-                let tools = tools.into_iter().map(|(_, t)| t).collect();
+                let (tools, next) = page(served, |(name, _)| name, cursor(&request), PAGE_SIZE)?;
+                let tools = tools.into_iter().map(|(_, t)| t.clone()).collect();
                 (self.tools_json(tools, &names), next)
             } else {
                 page(

@@ -170,6 +170,64 @@ pub struct Snapshot {
     pub issues: Vec<CatalogIssue>,
 }
 
+/// The catalogue at one moment, borrowed: the same tools as a [`Snapshot`] in the same order,
+/// without copying the listed ones. A listing of thousands of tools that answers a page of
+/// them copies that page only ([`ToolsView::iter`], then clone what is kept).
+#[derive(Default)]
+pub struct ToolsView {
+    /// Built-ins and `authenticate` pseudo-tools, made for this view.
+    own: Vec<Tool>,
+    /// The servers' lists the view reads.
+    lists: Vec<Arc<ServerTools>>,
+    /// The listed tools shown: (list, index), in order.
+    listed: Vec<(usize, usize)>,
+    /// What the user should know about (tools left out, descriptions cut, failed listings).
+    pub issues: Vec<CatalogIssue>,
+}
+
+impl ToolsView {
+    /// The tools, built-ins first, then each server's (servers sorted by name).
+    pub fn iter(&self) -> impl Iterator<Item = &Tool> + '_ {
+        self.own
+            .iter()
+            .chain(self.listed.iter().map(|&(l, i)| &self.lists[l].tools[i]))
+    }
+
+    /// How many tools.
+    pub fn len(&self) -> usize {
+        self.own.len() + self.listed.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The tools copied out.
+    pub fn into_snapshot(self) -> Snapshot {
+        let mut tools = Vec::with_capacity(self.len());
+        tools.extend(self.own.iter().cloned());
+        tools.extend(
+            self.listed
+                .iter()
+                .map(|&(l, i)| self.lists[l].tools[i].clone()),
+        );
+        Snapshot {
+            tools,
+            issues: self.issues,
+        }
+    }
+}
+
+impl std::fmt::Debug for ToolsView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolsView")
+            .field("tools", &self.len())
+            .field("issues", &self.issues)
+            .finish()
+    }
+}
+
 type Hide = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
 /// The live catalogue over a [`ServerManager`]. Cheap to clone.
@@ -501,28 +559,23 @@ impl Catalog {
     /// [`Self::snapshot`], and whether every connected server's list was there (no listing
     /// failed).
     pub(crate) async fn snapshot_listed(&self) -> (Snapshot, bool) {
+        let (view, complete) = self.view_listed().await;
+        (view.into_snapshot(), complete)
+    }
+
+    /// The catalogue as a [`ToolsView`] (nothing listed copied), and whether every connected
+    /// server's list was there.
+    pub(crate) async fn view_listed(&self) -> (ToolsView, bool) {
         let mut complete = true;
-        let mut snapshot = Snapshot::default();
+        let mut view = ToolsView::default();
         let builtin_names: BTreeSet<&str> = self.builtins.iter().map(|b| b.name.as_str()).collect();
         for builtin in self.builtins.iter() {
-            snapshot.tools.push(Tool {
-                qualified_name: builtin.name.clone(),
-                server: None,
-                name: builtin.name.clone(),
-                display_name: builtin.name.clone(),
-                title: None,
-                description: builtin.description.clone(),
-                input_schema: builtin.input_schema.clone(),
-                output_schema: None,
-                traits: builtin.traits,
-                icons: None,
-                meta: None,
-            });
+            view.own.push(builtin_tool(builtin));
         }
         let states = self.manager.states();
         for (server, _) in &states {
             if self.offers_authenticate(server) {
-                snapshot.tools.push(authenticate_tool(server));
+                view.own.push(authenticate_tool(server));
             }
         }
         let unloaded: Vec<&str> = states
@@ -544,31 +597,33 @@ impl Catalog {
         for (server, list) in connected.iter().zip(lists) {
             match list {
                 Ok(list) => {
-                    snapshot.issues.extend(list.issues.iter().cloned());
-                    for tool in &list.tools {
+                    view.issues.extend(list.issues.iter().cloned());
+                    let l = view.lists.len();
+                    for (i, tool) in list.tools.iter().enumerate() {
                         if (self.hide)(&tool.qualified_name) {
                             continue;
                         }
                         if builtin_names.contains(tool.qualified_name.as_str()) {
-                            snapshot.issues.push(CatalogIssue {
+                            view.issues.push(CatalogIssue {
                                 server: Some(server.clone()),
                                 message: format!("tool `{}` clashes with the program's own tool of that name, which wins", tool.qualified_name),
                             });
                             continue;
                         }
-                        snapshot.tools.push(tool.clone());
+                        view.listed.push((l, i));
                     }
+                    view.lists.push(list);
                 }
                 Err(e) => {
                     complete = false;
-                    snapshot.issues.push(CatalogIssue {
+                    view.issues.push(CatalogIssue {
                         server: Some(server.clone()),
                         message: crate::error_chain(&e),
                     });
                 }
             }
         }
-        (snapshot, complete)
+        (view, complete)
     }
 
     /// The server whose `mcp__<server>__authenticate` pseudo-tool `name` is: a Streamable

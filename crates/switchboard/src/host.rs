@@ -55,7 +55,7 @@ use crate::search::{SearchHit, ToolIndex};
 pub use error::HostError;
 pub use names::{
     NameCollision, Prefix, RESOURCE_SCHEME, ServedNames, parse_resource_uri, prompt_names,
-    resource_names, resource_uri, tool_names,
+    resource_names, resource_uri, tool_names, tool_names_of,
 };
 pub use requests::{Listed, Listing, PromptEntry, ReadOutcome, RequestOptions};
 pub use servers::{EventKind, Events, HostEvent, Readiness};
@@ -631,6 +631,12 @@ impl Host {
     /// them, with the problems found on the way.
     pub async fn tools(&self) -> Snapshot {
         self.catalog.snapshot().await
+    }
+
+    /// The same tools as [`Self::tools`], borrowed rather than copied: for a listing that
+    /// keeps a few of thousands (a page), clone only those.
+    pub async fn tools_view(&self) -> crate::ToolsView {
+        self.catalog.view_listed().await.0
     }
 
     /// The `limit` tools of the catalogue most relevant to `query` (BM25 over name, title,

@@ -67,7 +67,7 @@ pub(crate) mod transport;
 
 pub use catalog::{
     BuiltinTool, CatalogError, CatalogEvent, CatalogIssue, MAX_DESCRIPTION, Snapshot, Tool,
-    ToolTraits,
+    ToolTraits, ToolsView,
 };
 pub use connection::{
     Annotations, Capabilities, Completion, CompletionTarget, Failure, Generation, LogLevel,

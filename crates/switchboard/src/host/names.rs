@@ -154,10 +154,15 @@ impl ServedNames {
 
 /// The served names of a catalogue's tools.
 pub fn tool_names(prefix: Prefix, tools: &[Tool]) -> ServedNames {
+    tool_names_of(prefix, tools.iter())
+}
+
+/// [`tool_names`] over borrowed tools (a [`crate::ToolsView`]'s).
+pub fn tool_names_of<'a>(prefix: Prefix, tools: impl Iterator<Item = &'a Tool>) -> ServedNames {
     ServedNames::new(
         prefix,
         "tool",
-        tools.iter().filter_map(|t| {
+        tools.filter_map(|t| {
             t.server
                 .as_deref()
                 .map(|s| (s, t.name.as_str(), t.qualified_name.as_str()))
