@@ -419,3 +419,42 @@ async fn replicas_behind_a_round_robin_balancer_serve_both_generations_and_survi
     drop(proxy);
     drop(children);
 }
+
+/// A cluster key file that is short, or readable by others, is refused before any server
+/// starts, with an error naming the file.
+#[test]
+fn a_short_or_shared_cluster_key_file_is_refused_naming_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let tree = ConfigTree::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("cluster.key");
+    for (bytes, mode, says) in [
+        (&b"too short"[..], 0o600, "needs at least 32 secret bytes"),
+        (&[7u8; 32][..], 0o644, "readable by other users"),
+    ] {
+        std::fs::write(&key, bytes).unwrap();
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(mode)).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .arg("-C")
+            .arg(tree.project())
+            .args([
+                "serve",
+                "--http",
+                "127.0.0.1:0",
+                "--token",
+                TOKEN,
+                "--cluster-key-file",
+            ])
+            .arg(&key)
+            .env_clear()
+            .envs(tree.env())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains(&key.display().to_string()), "{stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+        assert!(out.stdout.is_empty(), "it listened: {stderr}");
+    }
+}

@@ -195,7 +195,7 @@ impl Cluster {
 }
 
 /// The longest token looked at (a session's holds the client's capabilities and info).
-const MAX_TOKEN_CHARS: usize = 16 * 1024;
+pub(crate) const MAX_TOKEN_CHARS: usize = 16 * 1024;
 
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Sealed<T> {

@@ -161,6 +161,14 @@ impl Sessions {
             .seal(Purpose::Session, init, SEALED_SESSION_LIFE)
             .inspect_err(|e| tracing::warn!("a session id could not be sealed: {e}"))
             .ok()?;
+        if id.len() > crate::cluster::MAX_TOKEN_CHARS {
+            // No replica would open it: the session stays this replica's.
+            tracing::warn!(
+                "a client's initialize is too large to seal into its session id ({} characters)",
+                id.len()
+            );
+            return None;
+        }
         let id = SessionId::from(id);
         // rmcp's restore makes a session under an id of ours; a fresh nonce makes it new.
         match self.manager.restore_session(id.clone()).await {

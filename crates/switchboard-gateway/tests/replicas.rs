@@ -300,6 +300,35 @@ async fn an_input_round_parked_on_one_replica_is_answered_through_another_or_los
     .await;
     assert_eq!(done["result"]["structuredContent"]["name"], "Ada", "{done}");
 
+    // A request forwarded once is not forwarded again: `b` got one for `a`'s round.
+    let first = answer(
+        post_2026(&http, &a.url, json!("r-f"), ask.clone())
+            .send()
+            .await
+            .unwrap(),
+        &json!("r-f"),
+    )
+    .await;
+    let mut again = ask.clone();
+    again["inputResponses"] = answers.clone();
+    again["requestState"] = first["result"]["requestState"].clone();
+    let refused = answer(
+        post_2026(&http, &b.url, json!("r-g"), again)
+            .header("x-switchboard-forwarded", "1")
+            .send()
+            .await
+            .unwrap(),
+        &json!("r-g"),
+    )
+    .await;
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("was forwarded here"),
+        "{refused}"
+    );
+
     // Another round parked on `a`; `a` goes away; its state sent to `b` is a lost round.
     let first = answer(
         post_2026(&http, &a.url, json!("r-3"), ask.clone())
