@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use switchboard::host::Host;
 use switchboard_gateway::cluster::Cluster;
 use switchboard_gateway::http::{DEFAULT_ORIGINS, HttpGateway, HttpOptions};
+use switchboard_gateway::sessions::SessionLimits;
 use switchboard_gateway::{Gateway, ToolFilter};
 use switchboard_testkit::config_tree::ConfigTree;
 use tokio_util::sync::CancellationToken;
@@ -30,6 +31,15 @@ struct Replica {
 
 /// A replica serving `tree`'s servers, sealing under `secret` (none: no cluster).
 async fn replica(tree: &ConfigTree, secret: Option<&[u8]>) -> Replica {
+    replica_capped(tree, secret, SessionLimits::default()).await
+}
+
+/// [`replica`] with these session caps.
+async fn replica_capped(
+    tree: &ConfigTree,
+    secret: Option<&[u8]>,
+    sessions: SessionLimits,
+) -> Replica {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let env: switchboard::config::Environment = tree.env().into_iter().collect();
     let host = Host::builder()
@@ -51,7 +61,7 @@ async fn replica(tree: &ConfigTree, secret: Option<&[u8]>) -> Replica {
             token: TOKEN.to_owned(),
             allowed_origins: DEFAULT_ORIGINS.iter().map(|s| s.to_string()).collect(),
             allow_remote: false,
-            sessions: Default::default(),
+            sessions,
         },
     )
     .await
@@ -378,5 +388,57 @@ async fn an_input_round_parked_on_one_replica_is_answered_through_another_or_los
             .contains("unknown"),
         "{unknown}"
     );
+    b.stop.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_session_takes_a_slot_under_the_caps() {
+    let tree = tree();
+    let a = replica(&tree, Some(SECRET)).await;
+    let limits = SessionLimits {
+        max_sessions: 1,
+        ..SessionLimits::default()
+    };
+    let b = replica_capped(&tree, Some(SECRET), limits).await;
+    let http = reqwest::Client::new();
+    let mut sessions = Vec::new();
+    for name in ["first", "second"] {
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": name, "version": "1"},
+        }});
+        let opened = post_session(&http, &a.url, None, init)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(opened.status(), 200);
+        sessions.push(
+            opened.headers()["mcp-session-id"]
+                .to_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let resumed = post_session(&http, &b.url, Some(&sessions[0]), list.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resumed.status(), 200);
+    // `b` holds one session, its cap: the other is refused there, the first goes on.
+    let refused = post_session(&http, &b.url, Some(&sessions[1]), list.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 503);
+    let refused: Value = refused.json().await.unwrap();
+    assert_eq!(refused["error"]["data"]["cap"], "maxSessions", "{refused}");
+    let again = post_session(&http, &b.url, Some(&sessions[0]), list)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 200);
+    a.stop.cancel();
     b.stop.cancel();
 }
