@@ -39,6 +39,17 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         .map(switchboard_gateway::cluster::Cluster::from_key_file)
         .transpose()?
         .map(std::sync::Arc::new);
+    if let Some(addr) = addr
+        && cluster.is_some()
+        && addr.ip().is_unspecified()
+        && args.advertise_addr.is_none()
+    {
+        // Another replica could not reach this one at 0.0.0.0: its rounds would be lost.
+        bail!(
+            "--http {addr} with --cluster-key-file needs --advertise-addr HOST:PORT: the address \
+             other replicas reach this one at"
+        );
+    }
     if let (Some(cluster), Some(advertised)) = (&cluster, &args.advertise_addr) {
         let has_port = advertised
             .rsplit_once(':')

@@ -421,7 +421,8 @@ async fn replicas_behind_a_round_robin_balancer_serve_both_generations_and_survi
 }
 
 /// A cluster key file that is short, or readable by others, is refused before any server
-/// starts, with an error naming the file.
+/// starts, with an error naming the file; so is a replica on 0.0.0.0 with no advertised
+/// address.
 #[test]
 fn a_short_or_shared_cluster_key_file_is_refused_naming_it() {
     use std::os::unix::fs::PermissionsExt;
@@ -457,4 +458,28 @@ fn a_short_or_shared_cluster_key_file_is_refused_naming_it() {
         assert!(stderr.contains(says), "{stderr}");
         assert!(out.stdout.is_empty(), "it listened: {stderr}");
     }
+    // A replica on every interface must say where the others reach it.
+    std::fs::write(&key, [7u8; 32]).unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .arg("-C")
+        .arg(tree.project())
+        .args([
+            "serve",
+            "--http",
+            "0.0.0.0:0",
+            "--allow-remote",
+            "--token",
+            TOKEN,
+        ])
+        .arg("--cluster-key-file")
+        .arg(&key)
+        .env_clear()
+        .envs(tree.env())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("needs --advertise-addr"), "{stderr}");
 }
