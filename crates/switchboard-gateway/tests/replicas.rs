@@ -238,6 +238,32 @@ async fn a_session_opened_on_one_replica_is_served_by_another() {
             .unwrap()
             .starts_with("text/event-stream")
     );
+    // ... and a change on that replica's upstream reaches the session through it.
+    let added = post_session(
+        &http,
+        &b.url,
+        Some(&session),
+        json!({"jsonrpc": "2.0", "id": 20, "method": "tools/call",
+               "params": {"name": "mcp__kit__add_tool", "arguments": {"name": "fresh"}}}),
+    )
+    .send()
+    .await
+    .unwrap();
+    let added = answer(added, &json!(20)).await;
+    assert_ne!(added["result"]["isError"], true, "{added}");
+    let mut stream = stream;
+    let mut heard = String::new();
+    let told = tokio::time::timeout(SETTLE, async {
+        while let Some(chunk) = stream.chunk().await.unwrap() {
+            heard.push_str(&String::from_utf8_lossy(&chunk));
+            if heard.contains("notifications/tools/list_changed") {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert!(matches!(told, Ok(true)), "not told on the stream: {heard}");
     drop(stream);
 
     // A replica of another cluster, a forged id, an altered one: unknown sessions.
