@@ -101,18 +101,16 @@ fn replica(tree: &ConfigTree, key: &Path, token: &Path) -> (Killed, String) {
     (Killed(child), addr)
 }
 
-/// A loopback port free a moment ago, for HAProxy to bind.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// HAProxy in the foreground over `replicas`, round robin, health-checked every 200 ms and
-/// retrying a request whose connection failed on another replica.
-fn balancer(bin: &Path, dir: &Path, port: u16, replicas: &[String]) -> Killed {
+/// retrying a request whose connection failed on another replica. It listens on `listener`,
+/// handed to it as its stdin (`bind fd@0`): bound before it starts, so connections wait in the
+/// socket's backlog until it accepts them and there is no moment to wait for.
+fn balancer(
+    bin: &Path,
+    dir: &Path,
+    listener: std::net::TcpListener,
+    replicas: &[String],
+) -> Killed {
     let servers: String = replicas
         .iter()
         .enumerate()
@@ -123,7 +121,7 @@ fn balancer(bin: &Path, dir: &Path, port: u16, replicas: &[String]) -> Killed {
          defaults\n    mode http\n    timeout connect 2s\n    timeout client 120s\n    \
          timeout server 120s\n    timeout tunnel 1h\n    option redispatch 1\n    retries 3\n    \
          retry-on conn-failure\n\
-         frontend mcp\n    bind 127.0.0.1:{port}\n    default_backend replicas\n\
+         frontend mcp\n    bind fd@0\n    default_backend replicas\n\
          backend replicas\n    balance roundrobin\n    option httpchk GET /healthz\n{servers}"
     );
     let path = dir.join("haproxy.cfg");
@@ -132,34 +130,12 @@ fn balancer(bin: &Path, dir: &Path, port: u16, replicas: &[String]) -> Killed {
         .arg("-db")
         .arg("-f")
         .arg(&path)
-        .stdin(Stdio::null())
+        .stdin(Stdio::from(std::os::fd::OwnedFd::from(listener)))
         .stdout(Stdio::inherit())
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
     Killed(child)
-}
-
-/// Waits until the balancer answers `/healthz` (HAProxy has no line that says it listens).
-async fn wait_for_balancer(url: &str, proxy: &mut Killed) {
-    let http = reqwest::Client::builder().no_proxy().build().unwrap();
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        if let Some(status) = proxy.0.try_wait().unwrap() {
-            panic!("haproxy exited: {status}");
-        }
-        if let Ok(response) = http.get(url).send().await
-            && response.status().is_success()
-        {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the balancer did not answer within {WAIT:?}"
-        );
-        // A connection refused comes back at once: yield a little before the next try.
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// A client that answers every elicitation with the testkit form's fields.
@@ -317,10 +293,9 @@ async fn replicas_behind_a_round_robin_balancer_serve_both_generations_and_survi
     }
     let (mut children, addrs): (Vec<Killed>, Vec<String>) =
         (0..REPLICAS).map(|_| replica(&tree, &key, &token)).unzip();
-    let port = free_port();
-    let mut proxy = balancer(&haproxy, dir.path(), port, &addrs);
-    wait_for_balancer(&format!("http://127.0.0.1:{port}/healthz"), &mut proxy).await;
-    let url = format!("http://127.0.0.1:{port}/mcp");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let proxy = balancer(&haproxy, dir.path(), listener, &addrs);
 
     let session = Arc::new(connect(&url, "session", false).await);
     let modern = Arc::new(connect(&url, "modern", true).await);
