@@ -99,12 +99,13 @@ pub(crate) async fn edge(State(edge): State<Arc<Edge>>, request: Request, next: 
                 .into_response();
         }
     };
-    let message = serde_json::from_slice::<Value>(&bytes).unwrap_or_default();
-    let method = message.get("method").and_then(Value::as_str).unwrap_or("");
+    // Only what decides the way: the rest of the body is skipped over, not built.
+    let peek = serde_json::from_slice::<Peek>(&bytes).unwrap_or_default();
+    let method = peek.method.as_deref().unwrap_or("");
     if method == "initialize" {
-        let init = message
-            .get("params")
-            .cloned()
+        let init = serde_json::from_slice::<Value>(&bytes)
+            .ok()
+            .and_then(|mut message| message.get_mut("params").map(Value::take))
             .and_then(|p| serde_json::from_value::<InitializeRequestParams>(p).ok());
         let request = Request::from_parts(parts, Body::from(bytes));
         return match init {
@@ -112,15 +113,13 @@ pub(crate) async fn edge(State(edge): State<Arc<Edge>>, request: Request, next: 
             None => next.run(request).await,
         };
     }
-    let state = message
-        .pointer("/params/requestState")
-        .and_then(Value::as_str);
-    if let Some(state) = state
+    let state = peek.params.and_then(|p| p.request_state);
+    if let Some(state) = state.as_deref()
         && !edge.gateway.rounds().holds(state)
         && let Some(seal) = edge.cluster.open::<RoundSeal>(Purpose::Round, state)
         && Some(seal.addr.as_str()) != edge.cluster.advertise()
     {
-        let id = message.get("id").cloned().unwrap_or_default();
+        let id = peek.id.unwrap_or_default();
         if parts.headers.contains_key(FORWARDED) {
             return jsonrpc_error(
                 id,
@@ -137,6 +136,20 @@ pub(crate) async fn edge(State(edge): State<Arc<Edge>>, request: Request, next: 
     }
     next.run(Request::from_parts(parts, Body::from(bytes)))
         .await
+}
+
+/// The parts of a JSON-RPC message the middleware looks at.
+#[derive(Debug, Default, serde::Deserialize)]
+struct Peek {
+    method: Option<String>,
+    id: Option<Value>,
+    params: Option<PeekParams>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct PeekParams {
+    #[serde(rename = "requestState")]
+    request_state: Option<String>,
 }
 
 /// Sends the request to the replica at `addr` and streams its answer back.
