@@ -40,6 +40,10 @@ pub(crate) const FORWARDED: &str = "x-switchboard-forwarded";
 /// How long a replica waits to connect to another.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How long a forwarded answer may be silent: the replica's event streams send a keep-alive
+/// every 15 s, so a minute of nothing means it is stuck or gone.
+const SILENT_FOR: Duration = Duration::from_secs(60);
+
 /// Headers that belong to one connection, never passed on.
 const HOP_BY_HOP: [&str; 8] = [
     "connection",
@@ -68,6 +72,7 @@ impl Edge {
         }
         let client = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
+            .read_timeout(SILENT_FOR)
             // Replicas talk to each other directly, never through the environment's proxy.
             .no_proxy()
             .build()

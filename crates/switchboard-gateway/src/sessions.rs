@@ -52,6 +52,7 @@ tokio::task_local! {
     /// what [`Sessions`] seals into the session id. Set by the replicas' middleware.
     pub(crate) static OPENING: InitializeRequestParams;
 }
+
 /// How many sessions may be open, and how long one may sit idle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SessionLimits {
