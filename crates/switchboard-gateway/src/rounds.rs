@@ -13,7 +13,7 @@
 //! finding the parked request, which must be the same one (method and name or URI). Among
 //! replicas (a [`Cluster`] key), the state is sealed under the key and holds the address of
 //! the replica that parks the request with the handle ([`RoundSeal`]), so that another replica
-//! can forward the client's next request there ([`crate::replicas`]). A request
+//! can forward the client's next request there (`replicas.rs`). A request
 //! nobody comes back for is dropped after [`PARK_FOR`], which cancels it upstream; at most
 //! [`MAX_PARKED`] wait at once.
 

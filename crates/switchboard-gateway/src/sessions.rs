@@ -12,9 +12,9 @@
 //!
 //! Among replicas (`--cluster-key-file`, [`crate::cluster`]), a session's id is the client's
 //! `initialize` parameters sealed under the replicas' key ([`Purpose::Session`]), made in
-//! [`SessionManager::create_session`] from the parameters [`OPENING`] holds while rmcp opens
+//! [`SessionManager::create_session`] from the parameters `OPENING` holds while rmcp opens
 //! the session. A request naming a session this replica does not hold reaches rmcp's restore:
-//! [`SealedSessions`] (rmcp's `SessionStore`) opens the id, and rmcp replays the `initialize`
+//! `SealedSessions` (rmcp's `SessionStore`) opens the id, and rmcp replays the `initialize`
 //! and `initialized` to a new handler, as if the client had initialized here; the request is
 //! then served. Such a session takes a slot like any other (`cap_sessions` in `http.rs`). An id
 //! that does not open (forged, altered, expired, another key) is unknown: 404, as without
