@@ -640,6 +640,15 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = SessionLimits::DEFAULT_MAX_PER_TOKEN as u32,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) max_sessions_per_token: u32,
+    /// With --http, as one of several replicas behind a balancer: a file of at least 32 secret
+    /// bytes (owner-only) shared by the replicas. Session ids and input rounds' states are
+    /// sealed under a key derived from it, so any replica serves any client.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    pub(crate) cluster_key_file: Option<std::path::PathBuf>,
+    /// With --cluster-key-file: the `HOST:PORT` other replicas reach this one at (default: the
+    /// address it listens on; set it when listening on 0.0.0.0).
+    #[arg(long, value_name = "HOST:PORT", requires = "cluster_key_file")]
+    pub(crate) advertise_addr: Option<String>,
     /// Testing: a session ends after this many idle seconds (rmcp's keep-alive).
     #[arg(long, value_name = "SECONDS", hide = true,
           default_value_t = SessionLimits::DEFAULT_IDLE.as_secs(),

@@ -32,6 +32,33 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         Some(_) => given_token(ctx, &args)?,
         None => None,
     };
+    // So is a bad cluster key file.
+    let cluster = args
+        .cluster_key_file
+        .as_deref()
+        .map(switchboard_gateway::cluster::Cluster::from_key_file)
+        .transpose()?
+        .map(std::sync::Arc::new);
+    if let Some(addr) = addr
+        && cluster.is_some()
+        && addr.ip().is_unspecified()
+        && args.advertise_addr.is_none()
+    {
+        // Another replica could not reach this one at 0.0.0.0: its rounds would be lost.
+        bail!(
+            "--http {addr} with --cluster-key-file needs --advertise-addr HOST:PORT: the address \
+             other replicas reach this one at"
+        );
+    }
+    if let (Some(cluster), Some(advertised)) = (&cluster, &args.advertise_addr) {
+        let has_port = advertised
+            .rsplit_once(':')
+            .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+        if !has_port {
+            bail!("--advertise-addr wants HOST:PORT, not {advertised:?}");
+        }
+        cluster.set_advertise(advertised.clone());
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -72,6 +99,9 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         );
         if let Some(traces) = &traces {
             gateway.set_traces(traces.clone());
+        }
+        if let Some(cluster) = cluster {
+            gateway.set_cluster(cluster);
         }
         let served = async {
             match addr {

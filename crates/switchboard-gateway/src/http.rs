@@ -39,10 +39,10 @@ pub const MCP_PATH: &str = "/mcp";
 
 /// The largest request body: rmcp's own limit, which a request the session cap looks into
 /// (see [`cap_sessions`]) is held to as well.
-const MAX_BODY: usize = 4 * 1024 * 1024;
+pub(crate) const MAX_BODY: usize = 4 * 1024 * 1024;
 
 /// The header that names a Streamable HTTP session.
-const SESSION_ID: &str = "mcp-session-id";
+pub(crate) const SESSION_ID: &str = "mcp-session-id";
 
 /// Origins allowed by default: pages served from this machine.
 pub const DEFAULT_ORIGINS: [&str; 3] =
@@ -174,7 +174,18 @@ impl HttpGateway {
             config = config.disable_allowed_hosts();
         }
         let factory = gateway.clone();
-        let sessions = Arc::new(Sessions::new(options.sessions));
+        let cluster = gateway.cluster().cloned();
+        if let Some(cluster) = &cluster {
+            // Other replicas reach this one where it listens, unless told otherwise.
+            let bound = listener
+                .local_addr()
+                .map_err(|source| HttpError::Bind { addr, source })?;
+            cluster.set_advertise(bound.to_string());
+            config.session_store = Some(Arc::new(crate::sessions::SealedSessions {
+                cluster: cluster.clone(),
+            }));
+        }
+        let sessions = Arc::new(Sessions::with_cluster(options.sessions, cluster.clone()));
         let service =
             StreamableHttpService::new(move || Ok(factory.session()), sessions.clone(), config);
         let guard = Arc::new(Guard {
@@ -182,13 +193,22 @@ impl HttpGateway {
             token: options.token,
             origins: options.allowed_origins,
         });
+        let served_gateway = gateway.clone();
         let served = Served {
             gateway,
             sessions: sessions.clone(),
         };
-        let mcp = Router::new().route_service(MCP_PATH, service).layer(
+        let mut mcp = Router::new().route_service(MCP_PATH, service).layer(
             axum::middleware::from_fn_with_state(sessions.clone(), cap_sessions),
         );
+        if let Some(cluster) = cluster {
+            let edge = crate::replicas::Edge::new(served_gateway.clone(), cluster)
+                .map_err(HttpError::Serve)?;
+            mcp = mcp.layer(axum::middleware::from_fn_with_state(
+                Arc::new(edge),
+                crate::replicas::edge,
+            ));
+        }
         // The status page and its login check the Origin and look at the token themselves.
         let page = Router::new()
             .route("/", get(page))
@@ -329,14 +349,44 @@ async fn cap_sessions(
     request: Request,
     next: Next,
 ) -> Response {
-    if request.method() != Method::POST || request.headers().contains_key(SESSION_ID) {
-        return next.run(request).await;
-    }
     let token = request
         .extensions()
         .get::<TokenId>()
         .copied()
         .unwrap_or_default();
+    if let Some(id) = request.headers().get(SESSION_ID) {
+        // Among replicas, a session opened on another one is made here: it takes a slot.
+        let id = id.to_str().unwrap_or_default().to_owned();
+        let resumes = sessions.clustered()
+            && matches!(*request.method(), Method::POST | Method::GET)
+            && !sessions.holds(&id).await;
+        if !resumes {
+            return next.run(request).await;
+        }
+        return match sessions.reserve(token) {
+            Ok(slot) => {
+                let response = next.run(request).await;
+                slot.keep(&id);
+                response
+            }
+            Err(full) => {
+                let limits = sessions.limits();
+                tracing::info!("a session was not resumed here: {full:?} (limits {limits:?})");
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    [
+                        (CONTENT_TYPE, "application/json".to_owned()),
+                        (RETRY_AFTER, limits.retry_after().to_string()),
+                    ],
+                    crate::sessions::refusal(full, &limits, serde_json::Value::Null).to_string(),
+                )
+                    .into_response()
+            }
+        };
+    }
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
     let full = match sessions.reserve(token) {
         Ok(slot) => {
             let response = next.run(request).await;

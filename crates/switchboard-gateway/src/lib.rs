@@ -15,10 +15,12 @@
 //! says `ask` asks the downstream client with an elicitation, or denies when the client cannot
 //! be asked.
 
+pub mod cluster;
 pub mod forward;
 pub mod http;
 pub mod metrics;
 pub mod page;
+mod replicas;
 pub mod rounds;
 pub mod search;
 pub mod session;
@@ -107,6 +109,8 @@ struct Inner {
     metrics: metrics::Metrics,
     /// Where spans go (`--otlp-endpoint`), once set.
     traces: std::sync::OnceLock<trace::Traces>,
+    /// The key shared with the other replicas (`--cluster-key-file`), once set.
+    cluster: std::sync::OnceLock<Arc<cluster::Cluster>>,
 }
 
 impl Gateway {
@@ -137,6 +141,7 @@ impl Gateway {
                 rounds: rounds::Rounds::default(),
                 metrics,
                 traces: std::sync::OnceLock::new(),
+                cluster: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -168,6 +173,19 @@ impl Gateway {
     /// Where spans go, if anywhere.
     pub fn traces(&self) -> Option<&trace::Traces> {
         self.inner.traces.get()
+    }
+
+    /// Serves as one of several replicas sharing `cluster`'s key: session ids and input rounds
+    /// states are sealed under it ([`cluster`]); `false` when a cluster was set already.
+    /// Set before [`http::HttpGateway::bind`].
+    pub fn set_cluster(&self, cluster: Arc<cluster::Cluster>) -> bool {
+        self.inner.rounds.set_cluster(cluster.clone());
+        self.inner.cluster.set(cluster).is_ok()
+    }
+
+    /// The key shared with the other replicas, if any.
+    pub fn cluster(&self) -> Option<&Arc<cluster::Cluster>> {
+        self.inner.cluster.get()
     }
 
     /// Calls, errors and latencies of the calls made through this gateway.

@@ -10,7 +10,10 @@
 //! next round.
 //!
 //! The state is an opaque random handle: nothing the client sends back is trusted beyond
-//! finding the parked request, which must be the same one (method and name or URI). A request
+//! finding the parked request, which must be the same one (method and name or URI). Among
+//! replicas (a [`Cluster`] key), the state is sealed under the key and holds the address of
+//! the replica that parks the request with the handle ([`RoundSeal`]), so that another replica
+//! can forward the client's next request there (`replicas.rs`). A request
 //! nobody comes back for is dropped after [`PARK_FOR`], which cancels it upstream; at most
 //! [`MAX_PARKED`] wait at once.
 
@@ -36,6 +39,7 @@ use switchboard::Progress;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use crate::cluster::{Cluster, Purpose};
 use crate::forward::Asker;
 
 /// How long a request waits for its client to come back with the answers.
@@ -48,6 +52,18 @@ pub const MAX_PARKED: usize = 256;
 #[derive(Debug, Clone, Default)]
 pub struct Rounds {
     parked: Arc<Mutex<HashMap<String, Running>>>,
+    /// The replicas' key: states are sealed under it, with this replica's address.
+    cluster: Arc<std::sync::OnceLock<Arc<Cluster>>>,
+}
+
+/// What a replica's `requestState` holds: where the request is parked, and its handle there.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct RoundSeal {
+    /// The parking replica's advertised `HOST:PORT`.
+    #[serde(rename = "a")]
+    pub addr: String,
+    #[serde(rename = "h")]
+    handle: String,
 }
 
 /// What a running request tells the round that waits on it.
@@ -96,6 +112,19 @@ impl std::fmt::Debug for Event {
 }
 
 impl Rounds {
+    /// Seals states under `cluster` from now on.
+    pub(crate) fn set_cluster(&self, cluster: Arc<Cluster>) {
+        let _ = self.cluster.set(cluster);
+    }
+
+    /// Whether a request is parked here under `state`.
+    pub fn holds(&self, state: &str) -> bool {
+        self.parked
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains_key(state)
+    }
+
     /// Starts `run`, the request `what` (method and name or URI). It is given the asker its
     /// questions go through and the sender of its progress.
     pub fn start<F>(&self, what: &str, run: F) -> Running
@@ -217,9 +246,25 @@ impl Rounds {
     }
 
     fn park(&self, running: Running, requests: InputRequests) -> Result<Step, ErrorData> {
-        let state = crate::random_hex(24).map_err(|e| {
+        let handle = crate::random_hex(24).map_err(|e| {
             ErrorData::internal_error(format!("no random request state: {e}"), None)
         })?;
+        let state = match self.cluster.get() {
+            Some(cluster) => {
+                let seal = RoundSeal {
+                    addr: cluster.advertise().unwrap_or_default().to_owned(),
+                    handle,
+                };
+                // A little longer than the request waits: the client learns it expired from
+                // the replica that parked it.
+                cluster
+                    .seal(Purpose::Round, &seal, PARK_FOR + Duration::from_secs(60))
+                    .map_err(|e| {
+                        ErrorData::internal_error(format!("no sealed request state: {e}"), None)
+                    })?
+            }
+            None => handle,
+        };
         {
             let mut parked = self.parked.lock().unwrap_or_else(PoisonError::into_inner);
             if parked.len() >= MAX_PARKED {

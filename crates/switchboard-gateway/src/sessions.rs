@@ -10,6 +10,16 @@
 //! its handler ([`crate::session::Session`], with its subscriptions and notification task) and
 //! rmcp's entry for it are dropped.
 //!
+//! Among replicas (`--cluster-key-file`, [`crate::cluster`]), a session's id is the client's
+//! `initialize` parameters sealed under the replicas' key ([`Purpose::Session`]), made in
+//! [`SessionManager::create_session`] from the parameters `OPENING` holds while rmcp opens
+//! the session. A request naming a session this replica does not hold reaches rmcp's restore:
+//! `SealedSessions` (rmcp's `SessionStore`) opens the id, and rmcp replays the `initialize`
+//! and `initialized` to a new handler, as if the client had initialized here; the request is
+//! then served. Such a session takes a slot like any other (`cap_sessions` in `http.rs`). An id
+//! that does not open (forged, altered, expired, another key) is unknown: 404, as without
+//! replicas.
+//!
 //! When no slot is free, an `initialize` gets HTTP 503 with a JSON-RPC error that names the cap
 //! and a `Retry-After` header (`refusal`); sessions already open go on as before, and requests
 //! that open none (2026-07-28 clients are sessionless) are not refused.
@@ -19,16 +29,29 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::Stream;
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, InitializeRequestParams, ServerJsonRpcMessage};
 use rmcp::transport::WorkerTransport;
 use rmcp::transport::streamable_http_server::SessionId;
 use rmcp::transport::streamable_http_server::session::local::{
     LocalSessionManager, LocalSessionManagerError, LocalSessionWorker,
 };
 use rmcp::transport::streamable_http_server::session::{
-    EventStore, ServerSseMessage, SessionManager,
+    EventStore, RestoreOutcome, ServerSseMessage, SessionManager, SessionState, SessionStore,
+    SessionStoreError,
 };
 use serde_json::{Value, json};
+
+use crate::cluster::{Cluster, Purpose};
+
+/// How long a sealed session id opens on a replica that does not hold its session (one that
+/// does keeps it until it ends); a client whose id expired gets 404 and initializes again.
+pub const SEALED_SESSION_LIFE: Duration = Duration::from_secs(24 * 3600);
+
+tokio::task_local! {
+    /// The `initialize` parameters of the POST being served, while rmcp opens its session:
+    /// what [`Sessions`] seals into the session id. Set by the replicas' middleware.
+    pub(crate) static OPENING: InitializeRequestParams;
+}
 
 /// How many sessions may be open, and how long one may sit idle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,6 +107,8 @@ pub struct Sessions {
     manager: LocalSessionManager,
     limits: SessionLimits,
     counts: Mutex<Counts>,
+    /// The replicas' key: session ids are sealed under it.
+    cluster: Option<Arc<Cluster>>,
 }
 
 #[derive(Debug, Default)]
@@ -99,12 +124,57 @@ struct Counts {
 
 impl Sessions {
     pub fn new(limits: SessionLimits) -> Self {
+        Self::with_cluster(limits, None)
+    }
+
+    /// Sessions whose ids are sealed under `cluster`'s key, resumed by any replica.
+    pub fn with_cluster(limits: SessionLimits, cluster: Option<Arc<Cluster>>) -> Self {
         let mut manager = LocalSessionManager::default();
         manager.session_config.keep_alive = Some(limits.idle);
         Sessions {
             manager,
             limits,
             counts: Mutex::default(),
+            cluster,
+        }
+    }
+
+    /// Whether session ids are sealed for replicas.
+    pub(crate) fn clustered(&self) -> bool {
+        self.cluster.is_some()
+    }
+
+    /// Whether this replica holds the session `id` now.
+    pub(crate) async fn holds(&self, id: &str) -> bool {
+        self.manager
+            .has_session(&SessionId::from(id))
+            .await
+            .unwrap_or(false)
+    }
+
+    /// A sealed id for a session opened by `init`, and its transport.
+    async fn create_sealed(
+        &self,
+        cluster: &Cluster,
+        init: &InitializeRequestParams,
+    ) -> Option<(SessionId, WorkerTransport<LocalSessionWorker>)> {
+        let id = cluster
+            .seal(Purpose::Session, init, SEALED_SESSION_LIFE)
+            .inspect_err(|e| tracing::warn!("a session id could not be sealed: {e}"))
+            .ok()?;
+        if id.len() > crate::cluster::MAX_TOKEN_CHARS {
+            // No replica would open it: the session stays this replica's.
+            tracing::warn!(
+                "a client's initialize is too large to seal into its session id ({} characters)",
+                id.len()
+            );
+            return None;
+        }
+        let id = SessionId::from(id);
+        // rmcp's restore makes a session under an id of ours; a fresh nonce makes it new.
+        match self.manager.restore_session(id.clone()).await {
+            Ok(RestoreOutcome::Restored(transport)) => Some((id, transport)),
+            _ => None,
         }
     }
 
@@ -187,9 +257,33 @@ impl SessionManager for Sessions {
     type Transport = WorkerTransport<LocalSessionWorker>;
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
-        let (id, transport) = self.manager.create_session().await?;
+        let init = OPENING.try_with(Clone::clone).ok();
+        let sealed = match (&self.cluster, &init) {
+            (Some(cluster), Some(init)) => self.create_sealed(cluster, init).await,
+            _ => None,
+        };
+        let (id, transport) = match sealed {
+            Some(sealed) => sealed,
+            None => self.manager.create_session().await?,
+        };
         self.counts().live.insert(id.clone(), None);
         Ok((id, transport))
+    }
+
+    /// A session another replica opened (its id opened under the key): made here, counted
+    /// like one opened here. rmcp replays its `initialize` next.
+    async fn restore_session(
+        &self,
+        id: SessionId,
+    ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
+        if self.cluster.is_none() {
+            return Ok(RestoreOutcome::NotSupported);
+        }
+        let outcome = self.manager.restore_session(id.clone()).await?;
+        if matches!(outcome, RestoreOutcome::Restored(_)) {
+            self.counts().live.insert(id, None);
+        }
+        Ok(outcome)
     }
 
     async fn initialize_session(
@@ -249,6 +343,34 @@ impl SessionManager for Sessions {
 
     fn event_store(&self) -> Option<Arc<dyn EventStore>> {
         self.manager.event_store()
+    }
+}
+
+/// rmcp's session store among replicas: nothing is stored, the session id is the state. A
+/// session id loads when it opens under the key as a session's ([`Purpose::Session`]).
+#[derive(Debug)]
+pub(crate) struct SealedSessions {
+    pub(crate) cluster: Arc<Cluster>,
+}
+
+#[async_trait::async_trait]
+impl SessionStore for SealedSessions {
+    async fn load(&self, session_id: &str) -> Result<Option<SessionState>, SessionStoreError> {
+        let init = self
+            .cluster
+            .open::<InitializeRequestParams>(Purpose::Session, session_id);
+        if init.is_none() {
+            tracing::debug!("a session id that does not open under the cluster key");
+        }
+        Ok(init.map(SessionState::new))
+    }
+
+    async fn store(&self, _id: &str, _state: &SessionState) -> Result<(), SessionStoreError> {
+        Ok(())
+    }
+
+    async fn delete(&self, _id: &str) -> Result<(), SessionStoreError> {
+        Ok(())
     }
 }
 

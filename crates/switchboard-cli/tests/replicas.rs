@@ -1,0 +1,460 @@
+//! Replicas with no sticky sessions: three `switchboard serve --http` processes with one
+//! configuration, token and cluster key, behind a real HAProxy (`balance roundrobin`), and
+//! clients of both generations through it: an initialize-era session whose requests land on
+//! every replica, and a 2026-07-28 client whose input rounds are answered on another replica
+//! than the one that parked them. Then one replica is killed (SIGKILL) while both clients keep
+//! calling: only calls in flight on it may fail.
+//!
+//! HAProxy is the Debian package (`scripts/install-partners.sh`); without it the test is
+//! skipped loudly, except under `CI=true`, where that is a failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
+    ElicitationAction, Implementation, ProtocolVersion,
+};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RequestContext, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use switchboard_testkit::config_tree::ConfigTree;
+
+const WAIT: Duration = Duration::from_secs(60);
+const TOKEN: &str = "replica-test-token-0123456789abcdef";
+const REPLICAS: usize = 3;
+
+/// A child process killed (and reaped) when dropped.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// HAProxy's binary, or `None` (the test is skipped, unless `CI=true`).
+fn haproxy() -> Option<PathBuf> {
+    let found = [
+        "/usr/sbin/haproxy",
+        "/usr/bin/haproxy",
+        "/usr/local/sbin/haproxy",
+    ]
+    .into_iter()
+    .map(PathBuf::from)
+    .find(|p| p.is_file());
+    if found.is_none() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "haproxy is not installed: run scripts/install-partners.sh (Debian package `haproxy`)"
+        );
+        eprintln!(
+            "SKIPPED: the replica test needs haproxy (Debian package `haproxy`, installed by \
+             scripts/install-partners.sh)"
+        );
+    }
+    found
+}
+
+/// The first line the process writes to stdout, within [`WAIT`].
+fn first_line(stdout: ChildStdout) -> String {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    rx.recv_timeout(WAIT).unwrap().trim().to_owned()
+}
+
+/// One replica: `serve --http` on a free loopback port. Returns it and its `HOST:PORT`.
+fn replica(tree: &ConfigTree, key: &Path, token: &Path) -> (Killed, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .arg("-C")
+        .arg(tree.project())
+        .args(["serve", "--http", "127.0.0.1:0", "--cluster-key-file"])
+        .arg(key)
+        .arg("--token-file")
+        .arg(token)
+        .env_clear()
+        .envs(tree.env())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let line = first_line(child.stdout.take().unwrap());
+    let addr = line
+        .strip_prefix("listening on http://")
+        .and_then(|rest| rest.strip_suffix("/mcp"))
+        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+        .to_owned();
+    (Killed(child), addr)
+}
+
+/// HAProxy in the foreground over `replicas`, round robin, health-checked every 200 ms and
+/// retrying a request whose connection failed on another replica. It listens on `listener`,
+/// handed to it as its stdin (`bind fd@0`): bound before it starts, so connections wait in the
+/// socket's backlog until it accepts them and there is no moment to wait for.
+fn balancer(
+    bin: &Path,
+    dir: &Path,
+    listener: std::net::TcpListener,
+    replicas: &[String],
+) -> Killed {
+    let servers: String = replicas
+        .iter()
+        .enumerate()
+        .map(|(i, addr)| format!("    server r{i} {addr} check inter 200 fall 1 rise 1\n"))
+        .collect();
+    let config = format!(
+        "global\n    maxconn 512\n\
+         defaults\n    mode http\n    timeout connect 2s\n    timeout client 120s\n    \
+         timeout server 120s\n    timeout tunnel 1h\n    option redispatch 1\n    retries 3\n    \
+         retry-on conn-failure\n\
+         frontend mcp\n    bind fd@0\n    default_backend replicas\n\
+         backend replicas\n    balance roundrobin\n    option httpchk GET /healthz\n{servers}"
+    );
+    let path = dir.join("haproxy.cfg");
+    std::fs::write(&path, config).unwrap();
+    let child = Command::new(bin)
+        .arg("-db")
+        .arg("-f")
+        .arg(&path)
+        .stdin(Stdio::from(std::os::fd::OwnedFd::from(listener)))
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    Killed(child)
+}
+
+/// A client that answers every elicitation with the testkit form's fields.
+#[derive(Clone)]
+struct Answers {
+    name: &'static str,
+    modern: bool,
+}
+
+impl ClientHandler for Answers {
+    fn get_info(&self) -> ClientConfig {
+        let capabilities = ClientCapabilities::builder().enable_elicitation().build();
+        let version = if self.modern {
+            ProtocolVersion::V_2026_07_28
+        } else {
+            ProtocolVersion::LATEST_WITH_INITIALIZE
+        };
+        ClientConfig::new(capabilities, Implementation::new(self.name, "1"))
+            .with_protocol_version(version)
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let mut result = ElicitResult::new(ElicitationAction::Accept);
+        result.content = Some(json!({"name": format!("client {}", self.name), "age": 30}));
+        Ok(result)
+    }
+}
+
+type Client = RunningService<RoleClient, Answers>;
+
+async fn connect(url: &str, name: &'static str, modern: bool) -> Client {
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(TOKEN),
+    );
+    let handler = Answers { name, modern };
+    let client = if modern {
+        let lifecycle = ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        };
+        handler.serve_with_lifecycle(transport, lifecycle).await
+    } else {
+        handler.serve(transport).await
+    };
+    client.unwrap()
+}
+
+fn call(name: &str, arguments: Value) -> CallToolRequestParams {
+    let mut params = CallToolRequestParams::new(name.to_owned());
+    params.arguments = arguments.as_object().cloned();
+    params
+}
+
+/// One call of the client's kind: `add` for the session, `ask_form` (an input round) for the
+/// 2026-07-28 client. `Err` says what went wrong.
+async fn one_call(client: &Client, modern: bool, i: u64) -> Result<(), String> {
+    let (tool, arguments) = if modern {
+        ("mcp__kit__ask_form", json!({}))
+    } else {
+        ("mcp__kit__add", json!({"a": i, "b": 1000}))
+    };
+    let result = tokio::time::timeout(WAIT, client.call_tool(call(tool, arguments)))
+        .await
+        .map_err(|_| format!("{tool} did not answer within {WAIT:?}"))?
+        .map_err(|e| format!("{tool}: {e}"))?;
+    let structured = result.structured_content.unwrap_or_default();
+    let expected = if modern {
+        json!("client modern")
+    } else {
+        json!(i + 1000)
+    };
+    let got = if modern {
+        &structured["name"]
+    } else {
+        &structured["sum"]
+    };
+    if got == &expected {
+        Ok(())
+    } else {
+        Err(format!("{tool}: {structured} (wanted {expected})"))
+    }
+}
+
+/// The calls each replica answered, from its own `/status` (`None`: it does not answer).
+async fn calls_by_replica(replicas: &[String]) -> Vec<Option<u64>> {
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let mut counts = Vec::new();
+    for addr in replicas {
+        let status = http
+            .get(format!("http://{addr}/status"))
+            .bearer_auth(TOKEN)
+            .send()
+            .await;
+        let count = match status {
+            Ok(response) => response.json::<Value>().await.ok().map(|status| {
+                status["servers"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|s| s["calls"].as_u64())
+                    .sum()
+            }),
+            Err(_) => None,
+        };
+        counts.push(count);
+    }
+    counts
+}
+
+/// The sessions open on each replica, from its own `/status`.
+async fn sessions_by_replica(replicas: &[String]) -> Vec<u64> {
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let mut open = Vec::new();
+    for addr in replicas {
+        let status: Value = http
+            .get(format!("http://{addr}/status"))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        open.push(status["sessions"]["open"].as_u64().unwrap());
+    }
+    open
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_behind_a_round_robin_balancer_serve_both_generations_and_survive_a_kill() {
+    let Some(haproxy) = haproxy() else {
+        return;
+    };
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let tree = ConfigTree::new().unwrap();
+    let kit = json!({"command": switchboard_testkit::server_bin(), "args": ["--ask-tools"]});
+    tree.write(
+        tree.user_file(),
+        &json!({"mcpServers": {"kit": kit}, "permissions": {"allow": ["mcp__kit"]}}).to_string(),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("cluster.key");
+    let token = dir.path().join("token");
+    std::fs::write(&key, b"thirty-two bytes of shared secret, and then some").unwrap();
+    std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        for file in [&key, &token] {
+            std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+    }
+    let (mut children, addrs): (Vec<Killed>, Vec<String>) =
+        (0..REPLICAS).map(|_| replica(&tree, &key, &token)).unzip();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let proxy = balancer(&haproxy, dir.path(), listener, &addrs);
+
+    let session = Arc::new(connect(&url, "session", false).await);
+    let modern = Arc::new(connect(&url, "modern", true).await);
+    // Several calls in a row: round robin sends each request to the next replica, so the
+    // session is resumed on the replicas that did not open it...
+    for i in 0..6 {
+        one_call(&session, false, i).await.unwrap();
+    }
+    let counts = calls_by_replica(&addrs).await;
+    assert!(
+        counts.iter().all(|c| c.unwrap_or(0) > 0),
+        "the session's calls did not spread over the replicas: {counts:?}"
+    );
+    // (the one session is open on every replica: opened on one, resumed on the others)
+    let sessions = sessions_by_replica(&addrs).await;
+    assert_eq!(sessions, [1; REPLICAS], "sessions open by replica");
+    // ... and each input round's second request lands on another replica than the one that
+    // parked it (two requests a call, three replicas: each parks some).
+    for i in 0..6 {
+        one_call(&modern, true, i).await.unwrap();
+    }
+    let before = counts;
+    let counts = calls_by_replica(&addrs).await;
+    assert!(
+        counts.iter().zip(&before).all(|(now, then)| now > then),
+        "the rounds did not spread over the replicas: {before:?} then {counts:?}"
+    );
+
+    // Both clients call on, continuously, while one replica is killed. A call that started
+    // after the kill must succeed; one in flight during it may fail.
+    let killed = Arc::new(AtomicBool::new(false));
+    let after = Arc::new(AtomicUsize::new(0));
+    let (going, mut calls_going) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let mut loops = Vec::new();
+    for (client, is_modern) in [(session.clone(), false), (modern.clone(), true)] {
+        let killed = killed.clone();
+        let after = after.clone();
+        let going = going.clone();
+        loops.push(tokio::spawn(async move {
+            let mut failures_in_flight = 0;
+            for i in 100.. {
+                let started_after_kill = killed.load(Ordering::SeqCst);
+                match one_call(&client, is_modern, i).await {
+                    Ok(()) if started_after_kill => {
+                        // Enough calls on the survivors: done.
+                        if after.fetch_add(1, Ordering::SeqCst) >= 16 {
+                            break;
+                        }
+                    }
+                    Ok(()) => {
+                        let _ = going.send(());
+                    }
+                    Err(e) if started_after_kill => {
+                        panic!("a call that started after the kill failed: {e}")
+                    }
+                    Err(e) => {
+                        eprintln!("a call in flight during the kill failed: {e}");
+                        failures_in_flight += 1;
+                        assert!(
+                            failures_in_flight <= 1,
+                            "more than the call in flight failed"
+                        );
+                    }
+                }
+            }
+            failures_in_flight
+        }));
+    }
+    drop(going);
+    // Kill one replica once both clients are calling.
+    for _ in 0..4 {
+        tokio::time::timeout(WAIT, calls_going.recv())
+            .await
+            .expect("the clients made no calls")
+            .expect("the clients stopped calling");
+    }
+    let mut victim = children.remove(0);
+    victim.0.kill().unwrap();
+    victim.0.wait().unwrap();
+    killed.store(true, Ordering::SeqCst);
+    for running in loops {
+        tokio::time::timeout(WAIT * 2, running)
+            .await
+            .expect("the clients did not finish their calls")
+            .unwrap();
+    }
+    let counts = calls_by_replica(&addrs).await;
+    assert_eq!(
+        counts[0], None,
+        "the killed replica still answers: {counts:?}"
+    );
+    assert!(
+        counts[1..].iter().all(Option::is_some),
+        "a surviving replica does not answer: {counts:?}"
+    );
+    drop(proxy);
+    drop(children);
+}
+
+/// A cluster key file that is short, or readable by others, is refused before any server
+/// starts, with an error naming the file; so is a replica on 0.0.0.0 with no advertised
+/// address.
+#[test]
+fn a_short_or_shared_cluster_key_file_is_refused_naming_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let tree = ConfigTree::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("cluster.key");
+    for (bytes, mode, says) in [
+        (&b"too short"[..], 0o600, "needs at least 32 secret bytes"),
+        (&[7u8; 32][..], 0o644, "readable by other users"),
+    ] {
+        std::fs::write(&key, bytes).unwrap();
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(mode)).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .arg("-C")
+            .arg(tree.project())
+            .args([
+                "serve",
+                "--http",
+                "127.0.0.1:0",
+                "--token",
+                TOKEN,
+                "--cluster-key-file",
+            ])
+            .arg(&key)
+            .env_clear()
+            .envs(tree.env())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains(&key.display().to_string()), "{stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+        assert!(out.stdout.is_empty(), "it listened: {stderr}");
+    }
+    // A replica on every interface must say where the others reach it.
+    std::fs::write(&key, [7u8; 32]).unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .arg("-C")
+        .arg(tree.project())
+        .args([
+            "serve",
+            "--http",
+            "0.0.0.0:0",
+            "--allow-remote",
+            "--token",
+            TOKEN,
+        ])
+        .arg("--cluster-key-file")
+        .arg(&key)
+        .env_clear()
+        .envs(tree.env())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("needs --advertise-addr"), "{stderr}");
+}

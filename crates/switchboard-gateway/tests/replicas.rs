@@ -1,0 +1,470 @@
+//! Replicas sharing a cluster key (`serve --cluster-key-file`), each a gateway on real HTTP on
+//! loopback with its own host and testkit server: a session opened on one is served by
+//! another, an input round parked on one is answered through another, and a round whose
+//! replica is gone is reported lost. Raw JSON-RPC over reqwest, so each request goes to the
+//! replica the test names. (The balancer test is the CLI's `tests/replicas.rs`.)
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use switchboard::host::Host;
+use switchboard_gateway::cluster::Cluster;
+use switchboard_gateway::http::{DEFAULT_ORIGINS, HttpGateway, HttpOptions};
+use switchboard_gateway::sessions::SessionLimits;
+use switchboard_gateway::{Gateway, ToolFilter};
+use switchboard_testkit::config_tree::ConfigTree;
+use tokio_util::sync::CancellationToken;
+
+const SETTLE: Duration = Duration::from_secs(30);
+const TOKEN: &str = "test-token-0123456789";
+
+/// One replica: its URL, and what stops it.
+struct Replica {
+    url: String,
+    stop: CancellationToken,
+    stopped: tokio::task::JoinHandle<()>,
+    _host: Host,
+}
+
+/// A replica serving `tree`'s servers, sealing under `secret` (none: no cluster).
+async fn replica(tree: &ConfigTree, secret: Option<&[u8]>) -> Replica {
+    replica_capped(tree, secret, SessionLimits::default()).await
+}
+
+/// [`replica`] with these session caps.
+async fn replica_capped(
+    tree: &ConfigTree,
+    secret: Option<&[u8]>,
+    sessions: SessionLimits,
+) -> Replica {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let env: switchboard::config::Environment = tree.env().into_iter().collect();
+    let host = Host::builder()
+        .discover(tree.project())
+        .env(env)
+        .output_dir(tree.root().join("out"))
+        .interaction(switchboard_gateway::forward::upstream_interaction())
+        .start()
+        .unwrap();
+    host.wait_settled(SETTLE).await.unwrap();
+    let gateway = Gateway::new(host.clone(), ToolFilter::default());
+    if let Some(secret) = secret {
+        assert!(gateway.set_cluster(Arc::new(Cluster::from_secret(secret).unwrap())));
+    }
+    let server = HttpGateway::bind(
+        gateway,
+        SocketAddr::from(([127, 0, 0, 1], 0)),
+        HttpOptions {
+            token: TOKEN.to_owned(),
+            allowed_origins: DEFAULT_ORIGINS.iter().map(|s| s.to_string()).collect(),
+            allow_remote: false,
+            sessions,
+        },
+    )
+    .await
+    .unwrap();
+    let url = format!("http://{}/mcp", server.local_addr().unwrap());
+    let stop = server.shutdown_token();
+    let stopped = tokio::spawn(async move {
+        let _ = server.run().await;
+    });
+    Replica {
+        url,
+        stop,
+        stopped,
+        _host: host,
+    }
+}
+
+fn tree() -> ConfigTree {
+    let tree = ConfigTree::new().unwrap();
+    let kit = json!({"command": switchboard_testkit::server_bin(), "args": ["--ask-tools"]});
+    tree.write(
+        tree.user_file(),
+        &json!({"mcpServers": {"kit": kit}, "permissions": {"allow": ["mcp__kit"]}}).to_string(),
+    )
+    .unwrap();
+    tree
+}
+
+/// Reads the JSON-RPC messages of a response: a JSON body, or the `data:` lines of an event
+/// stream.
+async fn messages(response: reqwest::Response) -> Vec<Value> {
+    let text = response.text().await.unwrap();
+    if let Ok(value) = serde_json::from_str::<Value>(&text) {
+        return vec![value];
+    }
+    text.lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter_map(|data| serde_json::from_str(data.trim()).ok())
+        .collect()
+}
+
+/// The answer to the request `id` in `response`.
+async fn answer(response: reqwest::Response, id: &Value) -> Value {
+    messages(response)
+        .await
+        .into_iter()
+        .find(|m| &m["id"] == id)
+        .unwrap_or_else(|| panic!("no answer to {id}"))
+}
+
+/// An initialize-era POST, in the session `session` if any.
+fn post_session(
+    http: &reqwest::Client,
+    url: &str,
+    session: Option<&str>,
+    body: Value,
+) -> reqwest::RequestBuilder {
+    let mut request = http
+        .post(url)
+        .bearer_auth(TOKEN)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(body.to_string());
+    if let Some(session) = session {
+        request = request
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", "2025-06-18");
+    }
+    request
+}
+
+/// Sends one 2026-07-28 request, with its per-request metadata and headers.
+fn post_2026(
+    http: &reqwest::Client,
+    url: &str,
+    id: Value,
+    mut params: Value,
+) -> reqwest::RequestBuilder {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw-2026", "version": "1"},
+    });
+    let mut request = http.post(url).header("mcp-method", "tools/call");
+    if let Some(name) = params.get("name").and_then(Value::as_str) {
+        request = request.header("mcp-name", name);
+    }
+    request
+        .bearer_auth(TOKEN)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .body(
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+                .to_string(),
+        )
+}
+
+const SECRET: &[u8] = b"0123456789abcdef0123456789abcdef";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_opened_on_one_replica_is_served_by_another() {
+    let tree = tree();
+    let a = replica(&tree, Some(SECRET)).await;
+    let b = replica(&tree, Some(SECRET)).await;
+    let foreign = replica(&tree, Some(b"another key, another cluster....")).await;
+    let http = reqwest::Client::new();
+
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "roaming", "version": "1"},
+    }});
+    let opened = post_session(&http, &a.url, None, init)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(opened.status(), 200);
+    let session = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let initialized = answer(opened, &json!(1)).await;
+    assert_eq!(
+        initialized["result"]["protocolVersion"], "2025-06-18",
+        "{initialized}"
+    );
+    let notified = post_session(
+        &http,
+        &b.url,
+        Some(&session),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(notified.status(), 202);
+
+    // Calls alternate between the replicas, in the one session.
+    for (i, url) in [&b.url, &a.url, &b.url].into_iter().enumerate() {
+        let id = json!(10 + i);
+        let called = post_session(
+            &http,
+            url,
+            Some(&session),
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                   "params": {"name": "mcp__kit__add", "arguments": {"a": i, "b": 40}}}),
+        )
+        .send()
+        .await
+        .unwrap();
+        assert_eq!(called.status(), 200, "call {i} at {url}");
+        let called = answer(called, &id).await;
+        assert_eq!(
+            called["result"]["structuredContent"]["sum"],
+            40 + i,
+            "{called}"
+        );
+    }
+    // The session's GET stream opens on the replica that did not open the session.
+    let stream = http
+        .get(&b.url)
+        .bearer_auth(TOKEN)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    assert!(
+        stream.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    // ... and a change on that replica's upstream reaches the session through it.
+    let added = post_session(
+        &http,
+        &b.url,
+        Some(&session),
+        json!({"jsonrpc": "2.0", "id": 20, "method": "tools/call",
+               "params": {"name": "mcp__kit__add_tool", "arguments": {"name": "fresh"}}}),
+    )
+    .send()
+    .await
+    .unwrap();
+    let added = answer(added, &json!(20)).await;
+    assert_ne!(added["result"]["isError"], true, "{added}");
+    let mut stream = stream;
+    let mut heard = String::new();
+    let told = tokio::time::timeout(SETTLE, async {
+        while let Some(chunk) = stream.chunk().await.unwrap() {
+            heard.push_str(&String::from_utf8_lossy(&chunk));
+            if heard.contains("notifications/tools/list_changed") {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert!(matches!(told, Ok(true)), "not told on the stream: {heard}");
+    drop(stream);
+
+    // A replica of another cluster, a forged id, an altered one: unknown sessions.
+    let mut altered = session.clone().into_bytes();
+    let middle = altered.len() / 2;
+    altered[middle] = if altered[middle] == b'A' { b'B' } else { b'A' };
+    let altered = String::from_utf8(altered).unwrap();
+    for (url, id) in [
+        (&foreign.url, session.as_str()),
+        (&b.url, "forged-session-id"),
+        (&b.url, altered.as_str()),
+    ] {
+        let refused = post_session(
+            &http,
+            url,
+            Some(id),
+            json!({"jsonrpc": "2.0", "id": 99, "method": "tools/list"}),
+        )
+        .send()
+        .await
+        .unwrap();
+        assert_eq!(refused.status(), 404, "{id} at {url}");
+    }
+    let status: Value = http
+        .get(b.url.replace("/mcp", "/status"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(status["sessions"]["open"], 1, "{status}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_input_round_parked_on_one_replica_is_answered_through_another_or_lost() {
+    let tree = tree();
+    let a = replica(&tree, Some(SECRET)).await;
+    let b = replica(&tree, Some(SECRET)).await;
+    let http = reqwest::Client::new();
+    let ask = json!({"name": "mcp__kit__ask_form", "arguments": {}});
+
+    // The round: parked on `a`, answered through `b`.
+    let first = answer(
+        post_2026(&http, &a.url, json!("r-1"), ask.clone())
+            .send()
+            .await
+            .unwrap(),
+        &json!("r-1"),
+    )
+    .await;
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    let (key, _) = first["result"]["inputRequests"]
+        .as_object()
+        .and_then(|r| r.iter().next())
+        .unwrap_or_else(|| panic!("no input request: {first}"));
+    let state = first["result"]["requestState"].as_str().unwrap().to_owned();
+    let answers = json!({key.clone(): {"action": "accept", "content": {"name": "Ada", "age": 36}}});
+    let mut again = ask.clone();
+    again["inputResponses"] = answers.clone();
+    again["requestState"] = json!(state);
+    let done = answer(
+        post_2026(&http, &b.url, json!("r-2"), again)
+            .send()
+            .await
+            .unwrap(),
+        &json!("r-2"),
+    )
+    .await;
+    assert_eq!(done["result"]["structuredContent"]["name"], "Ada", "{done}");
+
+    // A request forwarded once is not forwarded again: `b` got one for `a`'s round.
+    let first = answer(
+        post_2026(&http, &a.url, json!("r-f"), ask.clone())
+            .send()
+            .await
+            .unwrap(),
+        &json!("r-f"),
+    )
+    .await;
+    let mut again = ask.clone();
+    again["inputResponses"] = answers.clone();
+    again["requestState"] = first["result"]["requestState"].clone();
+    let refused = answer(
+        post_2026(&http, &b.url, json!("r-g"), again)
+            .header("x-switchboard-forwarded", "1")
+            .send()
+            .await
+            .unwrap(),
+        &json!("r-g"),
+    )
+    .await;
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("was forwarded here"),
+        "{refused}"
+    );
+
+    // Another round parked on `a`; `a` goes away; its state sent to `b` is a lost round.
+    let first = answer(
+        post_2026(&http, &a.url, json!("r-3"), ask.clone())
+            .send()
+            .await
+            .unwrap(),
+        &json!("r-3"),
+    )
+    .await;
+    let state = first["result"]["requestState"].as_str().unwrap().to_owned();
+    a.stop.cancel();
+    tokio::time::timeout(SETTLE, a.stopped)
+        .await
+        .unwrap()
+        .unwrap();
+    let mut again = ask.clone();
+    again["inputResponses"] = answers.clone();
+    again["requestState"] = json!(state);
+    let lost = answer(
+        post_2026(&http, &b.url, json!("r-4"), again)
+            .send()
+            .await
+            .unwrap(),
+        &json!("r-4"),
+    )
+    .await;
+    let message = lost["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("was lost"), "{lost}");
+    assert_eq!(lost["error"]["data"]["roundLost"], true, "{lost}");
+
+    // A state that does not open under the key is this replica's own business: unknown.
+    let mut forged = ask.clone();
+    forged["inputResponses"] = answers;
+    forged["requestState"] = json!("forged-state");
+    let unknown = answer(
+        post_2026(&http, &b.url, json!("r-5"), forged)
+            .send()
+            .await
+            .unwrap(),
+        &json!("r-5"),
+    )
+    .await;
+    assert!(
+        unknown["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("unknown"),
+        "{unknown}"
+    );
+    b.stop.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_session_takes_a_slot_under_the_caps() {
+    let tree = tree();
+    let a = replica(&tree, Some(SECRET)).await;
+    let limits = SessionLimits {
+        max_sessions: 1,
+        ..SessionLimits::default()
+    };
+    let b = replica_capped(&tree, Some(SECRET), limits).await;
+    let http = reqwest::Client::new();
+    let mut sessions = Vec::new();
+    for name in ["first", "second"] {
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": name, "version": "1"},
+        }});
+        let opened = post_session(&http, &a.url, None, init)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(opened.status(), 200);
+        sessions.push(
+            opened.headers()["mcp-session-id"]
+                .to_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let resumed = post_session(&http, &b.url, Some(&sessions[0]), list.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resumed.status(), 200);
+    // `b` holds one session, its cap: the other is refused there, the first goes on.
+    let refused = post_session(&http, &b.url, Some(&sessions[1]), list.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 503);
+    let refused: Value = refused.json().await.unwrap();
+    assert_eq!(refused["error"]["data"]["cap"], "maxSessions", "{refused}");
+    let again = post_session(&http, &b.url, Some(&sessions[0]), list)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 200);
+    a.stop.cancel();
+    b.stop.cancel();
+}
