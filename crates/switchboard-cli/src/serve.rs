@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use switchboard_gateway::http::{DEFAULT_ORIGINS, HttpGateway, HttpOptions, MCP_PATH};
+use switchboard_gateway::oauth::{OAuthOptions, ResourceServer};
 use switchboard_gateway::sessions::SessionLimits;
 use switchboard_gateway::{Gateway, ToolFilter};
 
@@ -27,10 +28,21 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         // Before any server starts or a token is made.
         return Err(switchboard_gateway::http::HttpError::NotLoopback(addr).into());
     }
-    // Read before any server starts: a bad token file fails at once.
+    // Read before any server starts: a bad token file or tool rule fails at once.
     let given = match addr {
         Some(_) => given_token(ctx, &args)?,
         None => None,
+    };
+    let filter = tool_filter(ctx, &args)?;
+    let oauth = match (&args.oauth_issuer, &args.oauth_audience) {
+        (Some(issuer), Some(audience)) => Some(std::sync::Arc::new(ResourceServer::new(
+            OAuthOptions {
+                issuer: issuer.clone(),
+                audience: audience.clone(),
+            },
+            filter.scopes(),
+        )?)),
+        _ => None,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -66,7 +78,7 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         let gateway = Gateway::with_options(
             host.clone(),
-            ToolFilter::new(&args.allow_tools, &args.deny_tools),
+            filter,
             args.tool_search.unwrap_or_default(),
             args.prefix,
         );
@@ -75,7 +87,7 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         let served = async {
             match addr {
-                Some(addr) => serve_http(gateway, addr, &args, given).await,
+                Some(addr) => serve_http(gateway, addr, &args, given, oauth).await,
                 None => switchboard_gateway::serve_stdio(gateway)
                     .await
                     .context("serving on stdio"),
@@ -172,9 +184,22 @@ async fn serve_http(
     addr: SocketAddr,
     args: &ServeArgs,
     given: Option<String>,
+    oauth: Option<std::sync::Arc<ResourceServer>>,
 ) -> anyhow::Result<()> {
+    if let Some(oauth) = &oauth {
+        // A check at start: a wrong issuer is told now, not at the first client.
+        match oauth.refresh().await {
+            Ok(keys) => eprintln!(
+                "switchboard: OAuth access tokens of {} are let in ({keys} signing keys)",
+                switchboard::redact_url(&oauth.options().issuer)
+            ),
+            Err(e) => eprintln!("switchboard: warning: {e} (tried again when a token comes)"),
+        }
+    }
     let token = match given {
         Some(token) => token,
+        // OAuth only: no static token.
+        None if oauth.is_some() => String::new(),
         None => {
             let path = gateway.host().config().paths.state_dir.join(TOKEN_FILE);
             let weak = switchboard_gateway::http::weak_token_file(&path);
@@ -201,6 +226,7 @@ async fn serve_http(
     };
     let options = HttpOptions {
         token,
+        oauth,
         allowed_origins: DEFAULT_ORIGINS
             .iter()
             .map(|s| (*s).to_owned())
@@ -221,6 +247,18 @@ async fn serve_http(
     drop(stdout);
     server.run().await?;
     Ok(())
+}
+
+/// The tool rules: `--allow-tool` / `--deny-tool`, then the user file's `gateway` section.
+fn tool_filter(_ctx: &Context, args: &ServeArgs) -> anyhow::Result<ToolFilter> {
+    const NONE: [&str; 0] = [];
+    let mut filter = ToolFilter::parse(&args.allow_tools, NONE)
+        .map_err(|e| anyhow::anyhow!("--allow-tool {e}"))?;
+    filter.extend(
+        ToolFilter::parse(NONE, &args.deny_tools)
+            .map_err(|e| anyhow::anyhow!("--deny-tool {e}"))?,
+    );
+    Ok(filter)
 }
 
 /// `HOST:PORT`, `[V6]:PORT`, or a bare port on 127.0.0.1.

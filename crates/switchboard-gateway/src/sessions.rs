@@ -63,10 +63,23 @@ impl Default for SessionLimits {
     }
 }
 
-/// Which of the gateway's bearer tokens a request carried (the gateway has one today), set by
-/// the bearer check as a request extension.
+/// Whose sessions a request's count against, set by the bearer check as a request extension:
+/// `TokenId(0)` for the static token, one per subject for OAuth access tokens
+/// ([`TokenId::of_subject`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub(crate) struct TokenId(pub(crate) usize);
+
+impl TokenId {
+    /// The id of a token's subject: a hash keyed once per process (a clash of two subjects
+    /// is as likely as guessing a 64-bit key), never 0.
+    pub(crate) fn of_subject(subject: &str) -> TokenId {
+        use std::hash::BuildHasher;
+        static KEYS: std::sync::OnceLock<std::collections::hash_map::RandomState> =
+            std::sync::OnceLock::new();
+        let hash = KEYS.get_or_init(Default::default).hash_one(subject) as usize;
+        TokenId(hash.max(1))
+    }
+}
 
 /// The cap a new session would pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
