@@ -33,15 +33,15 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         Some(_) => given_token(ctx, &args)?,
         None => None,
     };
-    let filter = tool_filter(ctx, &args)?;
+    let mut filter = flag_rules(&args)?;
     let oauth = match (&args.oauth_issuer, &args.oauth_audience) {
-        (Some(issuer), Some(audience)) => Some(std::sync::Arc::new(ResourceServer::new(
+        (Some(issuer), Some(audience)) => Some(ResourceServer::new(
             OAuthOptions {
                 issuer: issuer.clone(),
                 audience: audience.clone(),
             },
-            filter.scopes(),
-        )?)),
+            Vec::new(),
+        )?),
         _ => None,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -76,6 +76,16 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
             let all: Vec<String> = collisions.iter().map(ToString::to_string).collect();
             bail!("--prefix never: {}", all.join("; "));
         }
+        // The user file's rules join the flags'; one that cannot be read stops the gateway
+        // (a deny rule silently dropped would serve what it hides).
+        if let Err(e) = config_rules(&host, &mut filter) {
+            host.shutdown().await;
+            return Err(e);
+        }
+        let oauth = oauth.map(|mut oauth| {
+            oauth.set_scopes(filter.scopes());
+            std::sync::Arc::new(oauth)
+        });
         let gateway = Gateway::with_options(
             host.clone(),
             filter,
@@ -249,8 +259,8 @@ async fn serve_http(
     Ok(())
 }
 
-/// The tool rules: `--allow-tool` / `--deny-tool`, then the user file's `gateway` section.
-fn tool_filter(_ctx: &Context, args: &ServeArgs) -> anyhow::Result<ToolFilter> {
+/// The tool rules of `--allow-tool` / `--deny-tool`.
+fn flag_rules(args: &ServeArgs) -> anyhow::Result<ToolFilter> {
     const NONE: [&str; 0] = [];
     let mut filter = ToolFilter::parse(&args.allow_tools, NONE)
         .map_err(|e| anyhow::anyhow!("--allow-tool {e}"))?;
@@ -259,6 +269,28 @@ fn tool_filter(_ctx: &Context, args: &ServeArgs) -> anyhow::Result<ToolFilter> {
             .map_err(|e| anyhow::anyhow!("--deny-tool {e}"))?,
     );
     Ok(filter)
+}
+
+/// Adds the user file's `gateway.allowTools` / `gateway.denyTools` to `filter`; its warnings
+/// go to stderr, an error (naming the file, line and field) stops the gateway.
+fn config_rules(host: &switchboard::host::Host, filter: &mut ToolFilter) -> anyhow::Result<()> {
+    const NONE: [&str; 0] = [];
+    let settings = host.config().gateway_settings();
+    for issue in &settings.issues {
+        if issue.is_error() {
+            bail!("{issue}");
+        }
+        eprintln!("switchboard: {issue}");
+    }
+    for rule in &settings.tool_rules {
+        let parsed = if rule.deny {
+            ToolFilter::parse(NONE, [&rule.rule])
+        } else {
+            ToolFilter::parse([&rule.rule], NONE)
+        };
+        filter.extend(parsed.map_err(|e| anyhow::anyhow!("{}", rule.issue(e)))?);
+    }
+    Ok(())
 }
 
 /// `HOST:PORT`, `[V6]:PORT`, or a bare port on 127.0.0.1.

@@ -163,6 +163,11 @@ impl ResourceServer {
         })
     }
 
+    /// The scopes the metadata names (`scopes_supported`): those the tool rules name.
+    pub fn set_scopes(&mut self, scopes: Vec<String>) {
+        self.scopes = scopes;
+    }
+
     pub fn options(&self) -> &OAuthOptions {
         &self.options
     }
