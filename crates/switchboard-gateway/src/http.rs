@@ -403,7 +403,8 @@ async fn finish(request: Request, next: Next) -> Response {
     response
 }
 
-/// Caps the sessions: a POST without `Mcp-Session-Id` may open one (an `initialize` does), so
+/// Keeps each session to the token (the subject, for OAuth) that opened it, and caps the
+/// sessions: a POST without `Mcp-Session-Id` may open one (an `initialize` does), so
 /// it takes a slot first, which the session named in the response keeps. When no slot is
 /// free, the body says whether it is an `initialize`: one gets 503 with a JSON-RPC error
 /// naming the cap and `Retry-After`; anything else goes on (it opens no session).
@@ -412,14 +413,24 @@ async fn cap_sessions(
     request: Request,
     next: Next,
 ) -> Response {
-    if request.method() != Method::POST || request.headers().contains_key(SESSION_ID) {
-        return next.run(request).await;
-    }
     let token = request
         .extensions()
         .get::<TokenId>()
         .copied()
         .unwrap_or_default();
+    if let Some(id) = request.headers().get(SESSION_ID) {
+        // Another subject's session is as good as unknown to this one (the answer rmcp gives
+        // an unknown session).
+        if let Ok(id) = id.to_str()
+            && !sessions.usable_by(id, token)
+        {
+            return (StatusCode::NOT_FOUND, "Session not found\n").into_response();
+        }
+        return next.run(request).await;
+    }
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
     let full = match sessions.reserve(token) {
         Ok(slot) => {
             let response = next.run(request).await;

@@ -148,6 +148,16 @@ impl Sessions {
         })
     }
 
+    /// Whether the session `id` may be used by a request of `token`: the token (or subject)
+    /// that opened it, or any while that is not known yet. A session another subject opened
+    /// is not theirs to read or drive: its notifications and questions are its owner's.
+    pub(crate) fn usable_by(&self, id: &str, token: TokenId) -> bool {
+        match self.counts().live.get(id) {
+            Some(Some(owner)) => *owner == token,
+            _ => true,
+        }
+    }
+
     fn counts(&self) -> std::sync::MutexGuard<'_, Counts> {
         self.counts.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -336,6 +346,18 @@ mod tests {
         assert_eq!(sessions.reserve(TokenId(1)).unwrap_err(), Full::Total(3));
         drop((a, b, c));
         assert_eq!(sessions.open(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_session_is_usable_only_by_the_token_that_opened_it() {
+        let sessions = sessions(2, 2);
+        let (id, _transport) = sessions.create_session().await.unwrap();
+        assert!(sessions.usable_by(&id, TokenId(7)));
+        sessions.reserve(TokenId(7)).unwrap().keep(&id);
+        assert!(sessions.usable_by(&id, TokenId(7)));
+        assert!(!sessions.usable_by(&id, TokenId(8)));
+        // Unknown sessions are rmcp's to refuse.
+        assert!(sessions.usable_by("gone", TokenId(8)));
     }
 
     #[tokio::test]

@@ -438,3 +438,31 @@ async fn sessions_are_capped_per_subject() {
     assert_eq!(setup.initialize(Some(&alice_again)).await.status(), 503);
     assert_eq!(setup.initialize(Some(&bob)).await.status(), 200);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_is_only_its_subjects() {
+    let setup = setup(Options::default()).await;
+    let alice = setup.token("alice", "mcp").await;
+    let alice_again = setup.token("alice", "mcp").await;
+    let bob = setup.token("bob", "mcp").await;
+    let opened = setup.initialize(Some(&alice)).await;
+    assert_eq!(opened.status(), 200);
+    let session = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let list = |token: &str| {
+        reqwest::Client::new()
+            .post(&setup.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &session)
+            .bearer_auth(token)
+            .body(r#"{"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}"#)
+            .send()
+    };
+    // Bob holds the id but not the session: it is unknown to him.
+    assert_eq!(list(&bob).await.unwrap().status(), 404);
+    // Alice's next token (a refresh) goes on in it.
+    assert_eq!(list(&alice_again).await.unwrap().status(), 200);
+}
