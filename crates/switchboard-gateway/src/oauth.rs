@@ -117,6 +117,8 @@ pub struct ResourceServer {
     fetch: tokio::sync::Mutex<Fetched>,
     /// Scopes the tool rules name (the metadata's `scopes_supported`).
     scopes: Vec<String>,
+    /// The least time between two fetches for an unknown key.
+    refetch: Duration,
 }
 
 #[derive(Debug, Default)]
@@ -160,12 +162,19 @@ impl ResourceServer {
             keys: RwLock::default(),
             fetch: tokio::sync::Mutex::default(),
             scopes,
+            refetch: REFETCH,
         })
     }
 
     /// The scopes the metadata names (`scopes_supported`): those the tool rules name.
     pub fn set_scopes(&mut self, scopes: Vec<String>) {
         self.scopes = scopes;
+    }
+
+    /// The least time between two fetches of the JWKS for a key it does not hold (by default
+    /// [`REFETCH`]).
+    pub fn set_refetch(&mut self, refetch: Duration) {
+        self.refetch = refetch;
     }
 
     pub fn options(&self) -> &OAuthOptions {
@@ -223,7 +232,7 @@ impl ResourceServer {
     }
 
     /// The key `kid` (or, a token naming none, the one key of `alg`'s kind), fetching the JWKS
-    /// again when it is not there and the last fetch is older than [`REFETCH`].
+    /// again when it is not there and the last fetch is older than the refetch bound.
     async fn key(&self, kid: Option<&str>, alg: Algorithm) -> Result<Jwk, String> {
         if let Some(jwk) = find(&self.keys(), kid, alg) {
             return Ok(jwk);
@@ -237,7 +246,7 @@ impl ResourceServer {
             Some(kid) => format!("the issuer has no key `{kid}`"),
             None => "the token names no key (`kid`) and the issuer has no single one".to_owned(),
         };
-        if fetched.at.is_some_and(|at| at.elapsed() < REFETCH) {
+        if fetched.at.is_some_and(|at| at.elapsed() < self.refetch) {
             return Err(unknown());
         }
         if let Err(e) = self.fetch_keys(&mut fetched).await {

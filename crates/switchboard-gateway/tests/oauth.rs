@@ -41,6 +41,8 @@ struct Options {
     search: ToolSearch,
     static_token: bool,
     sessions: SessionLimits,
+    /// The least time between two JWKS fetches for an unknown key (default 5 s).
+    refetch: Option<Duration>,
 }
 
 impl Default for Options {
@@ -51,6 +53,7 @@ impl Default for Options {
             search: ToolSearch::Off,
             static_token: false,
             sessions: SessionLimits::default(),
+            refetch: None,
         }
     }
 }
@@ -79,7 +82,7 @@ async fn setup(options: Options) -> Setup {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let audience = format!("http://{}/mcp", listener.local_addr().unwrap());
     let filter = ToolFilter::parse(&options.allow, &options.deny).unwrap();
-    let oauth = ResourceServer::new(
+    let mut oauth = ResourceServer::new(
         OAuthOptions {
             issuer: issuer.clone(),
             audience: audience.clone(),
@@ -87,6 +90,9 @@ async fn setup(options: Options) -> Setup {
         filter.scopes(),
     )
     .unwrap();
+    if let Some(refetch) = options.refetch {
+        oauth.set_refetch(refetch);
+    }
     let gateway = Gateway::with_options(host.clone(), filter, options.search, Prefix::Always);
     let server = HttpGateway::on_listener(
         gateway.clone(),
@@ -465,4 +471,61 @@ async fn a_session_is_only_its_subjects() {
     assert_eq!(list(&bob).await.unwrap().status(), 404);
     // Alice's next token (a refresh) goes on in it.
     assert_eq!(list(&alice_again).await.unwrap().status(), 200);
+}
+
+impl Setup {
+    /// The authorization server signs with a new key from now on.
+    async fn rotate_key(&self) {
+        let response = reqwest::Client::new()
+            .post(format!("{}/test/rotate-key", self.issuer))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+    }
+
+    /// How many times the authorization server served its JWKS, once it said so `at_least`
+    /// times (its stderr is read by a thread of its own).
+    fn jwks_fetches(&self, at_least: usize) -> usize {
+        const SERVED: &str = "oauth: served the JWKS";
+        self.auth
+            .wait_for_stderr_count(SERVED, at_least, Duration::from_secs(20));
+        self.auth.stderr().matches(SERVED).count()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_of_a_rotated_key_fetches_the_keys_again() {
+    let setup = setup(Options {
+        refetch: Some(Duration::ZERO),
+        ..Options::default()
+    })
+    .await;
+    let old = setup.token("alice", "mcp").await;
+    assert_eq!(setup.initialize(Some(&old)).await.status(), 200);
+    assert_eq!(setup.jwks_fetches(1), 1);
+    setup.rotate_key().await;
+    let new = setup.token("alice", "mcp").await;
+    assert_eq!(setup.initialize(Some(&new)).await.status(), 200);
+    // Both keys are cached now: no more fetches.
+    assert_eq!(setup.initialize(Some(&old)).await.status(), 200);
+    assert_eq!(setup.initialize(Some(&new)).await.status(), 200);
+    assert_eq!(setup.jwks_fetches(2), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_key_does_not_fetch_the_keys_again_at_once() {
+    let setup = setup(Options::default()).await;
+    let old = setup.token("alice", "mcp").await;
+    assert_eq!(setup.initialize(Some(&old)).await.status(), 200);
+    setup.rotate_key().await;
+    let new = setup.token("alice", "mcp").await;
+    // Within 5 s of the last fetch: refused without asking the issuer (a flood of tokens
+    // naming made-up keys costs it nothing).
+    for _ in 0..3 {
+        let refused = setup.initialize(Some(&new)).await;
+        assert_eq!(refused.status(), 401);
+        assert!(challenge(&refused).contains("the issuer has no key"));
+    }
+    assert_eq!(setup.jwks_fetches(1), 1);
 }

@@ -28,7 +28,9 @@
 //!   endpoint also takes `client_credentials` (any `client_id`; `scope`, `resource`), and
 //!   `POST /test/mint` (JSON `{"sub", "scope", "aud", "expiresIn", "forged"}`, every field
 //!   optional) signs a token of any claims: `expiresIn` may be negative (an expired token),
-//!   `forged: true` signs with another key under the published `kid`.
+//!   `forged: true` signs with another key under the published `kid`. `POST /test/rotate-key`
+//!   signs with a new key (a new `kid`) from then on, published beside the old; each JWKS
+//!   fetch is `oauth: served the JWKS` on stderr.
 //!
 //! stderr gets one line per event (`oauth: issued …`, `oauth: refreshed …`), never a token.
 
@@ -68,27 +70,35 @@ struct Config {
     jwt: Option<Signer>,
 }
 
-/// The keys of `--oauth-jwt`: the published one, and one that signs forged tokens.
+/// The keys of `--oauth-jwt`: those published (tokens are signed with the newest), and one
+/// that signs forged tokens.
 struct Signer {
-    key: jsonwebtoken::EncodingKey,
+    /// `(kid, key, public JWK)`, oldest first.
+    keys: Mutex<Vec<(String, jsonwebtoken::EncodingKey, jsonwebtoken::jwk::Jwk)>>,
     forged: jsonwebtoken::EncodingKey,
-    kid: String,
-    /// `{"keys": [the public key as a JWK]}`.
-    jwks: Value,
 }
 
 impl std::fmt::Debug for Signer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Signer").field("kid", &self.kid).finish()
+        f.debug_struct("Signer").finish_non_exhaustive()
     }
 }
 
 impl Signer {
     fn new() -> Result<Signer, String> {
+        let signer = Signer {
+            keys: Mutex::default(),
+            forged: p256_key()?,
+        };
+        signer.rotate()?;
+        Ok(signer)
+    }
+
+    /// A new signing key (a new random `kid`), published beside the old ones.
+    fn rotate(&self) -> Result<String, String> {
         use jsonwebtoken::Algorithm;
         use jsonwebtoken::jwk::{Jwk, KeyAlgorithm, PublicKeyUse};
         let key = p256_key()?;
-        let forged = p256_key()?;
         let mut id = [0u8; 6];
         getrandom::fill(&mut id).map_err(|e| e.to_string())?;
         let kid = format!("testkit-{}", URL_SAFE_NO_PAD.encode(id));
@@ -96,20 +106,27 @@ impl Signer {
         jwk.common.key_id = Some(kid.clone());
         jwk.common.public_key_use = Some(PublicKeyUse::Signature);
         jwk.common.key_algorithm = Some(KeyAlgorithm::ES256);
-        Ok(Signer {
-            key,
-            forged,
-            kid,
-            jwks: json!({ "keys": [jwk] }),
-        })
+        self.keys
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((kid.clone(), key, jwk));
+        Ok(kid)
     }
 
-    /// A signed JWT of `claims` (by the forged key when `forged`).
+    /// `{"keys": [every public key as a JWK]}`.
+    fn jwks(&self) -> Value {
+        let keys = self.keys.lock().unwrap_or_else(PoisonError::into_inner);
+        json!({ "keys": keys.iter().map(|(_, _, jwk)| jwk).collect::<Vec<_>>() })
+    }
+
+    /// A signed JWT of `claims` under the newest `kid` (by the forged key when `forged`).
     fn sign(&self, claims: &Value, forged: bool) -> Result<String, String> {
+        let keys = self.keys.lock().unwrap_or_else(PoisonError::into_inner);
+        let (kid, key, _) = keys.last().ok_or("no signing key")?;
         let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
-        header.kid = Some(self.kid.clone());
+        header.kid = Some(kid.clone());
         header.typ = Some("at+jwt".to_owned());
-        let key = if forged { &self.forged } else { &self.key };
+        let key = if forged { &self.forged } else { key };
         jsonwebtoken::encode(&header, claims, key).map_err(|e| e.to_string())
     }
 }
@@ -243,6 +260,7 @@ pub(crate) fn protect(mcp: Router, options: &Options, path: &'static str) -> Rou
         .route("/test/expire-access", post(expire_access))
         .route("/jwks", get(jwks))
         .route("/test/mint", post(mint))
+        .route("/test/rotate-key", post(rotate_key))
         .with_state(server);
     guarded.merge(auth)
 }
@@ -543,7 +561,10 @@ fn jwt_claims(subject: &Subject<'_>, scope: &str, expires_in: i64, jti: &str) ->
 /// `GET /jwks`: the public key access tokens are signed with (`--oauth-jwt`).
 async fn jwks(State(server): State<Arc<Server>>) -> Response {
     match &server.config.jwt {
-        Some(signer) => json_response(StatusCode::OK, signer.jwks.clone()),
+        Some(signer) => {
+            eprintln!("oauth: served the JWKS");
+            json_response(StatusCode::OK, signer.jwks())
+        }
         None => StatusCode::NOT_FOUND.into_response(),
     }
 }
@@ -584,6 +605,21 @@ async fn mint(
                 StatusCode::OK,
                 json!({"access_token": token, "token_type": "Bearer"}),
             )
+        }
+        Err(e) => json_response(StatusCode::INTERNAL_SERVER_ERROR, json!({"error": e})),
+    }
+}
+
+/// `POST /test/rotate-key`: tokens are signed with a new key from now on (`--oauth-jwt`);
+/// the JWKS publishes it beside the old ones.
+async fn rotate_key(State(server): State<Arc<Server>>) -> Response {
+    let Some(signer) = &server.config.jwt else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    match signer.rotate() {
+        Ok(kid) => {
+            eprintln!("oauth: rotated the signing key");
+            json_response(StatusCode::OK, json!({ "kid": kid }))
         }
         Err(e) => json_response(StatusCode::INTERNAL_SERVER_ERROR, json!({"error": e})),
     }
