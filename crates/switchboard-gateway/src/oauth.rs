@@ -535,6 +535,71 @@ fn describe(e: reqwest::Error) -> String {
 mod tests {
     use super::*;
 
+    /// A resource server whose cache holds `keys`, fetched just now (so nothing is fetched).
+    async fn with_keys(keys: Vec<Jwk>) -> ResourceServer {
+        let server = ResourceServer::new(
+            OAuthOptions {
+                issuer: "https://auth.example.com".to_owned(),
+                audience: "https://mcp.example.com/mcp".to_owned(),
+            },
+            Vec::new(),
+        )
+        .unwrap();
+        *server.keys.write().unwrap() = Arc::new(JwkSet { keys });
+        server.fetch.lock().await.at = Some(Instant::now());
+        server
+    }
+
+    fn claims(aud: &str) -> Value {
+        let now = jsonwebtoken::get_current_timestamp();
+        json!({"iss": "https://auth.example.com", "aud": aud, "sub": "alice",
+               "scp": ["read", "write"], "iat": now, "exp": now + 60})
+    }
+
+    /// RS256 (a throwaway 2048-bit key, PKCS#1 DER, made for this test), with and without a
+    /// `kid`; a shared-secret algorithm is never accepted.
+    #[tokio::test]
+    async fn rs256_tokens_are_checked_and_hmac_ones_refused() {
+        use jsonwebtoken::{EncodingKey, Header};
+        let key = EncodingKey::from_rsa_der(include_bytes!("../tests/fixtures/rs256-test-key.der"));
+        let mut jwk = Jwk::from_encoding_key(&key, Algorithm::RS256).unwrap();
+        jwk.common.key_id = Some("rsa-1".to_owned());
+        let server = with_keys(vec![jwk]).await;
+        let mut header = Header::new(Algorithm::RS256);
+        header.kid = Some("rsa-1".to_owned());
+        let token =
+            jsonwebtoken::encode(&header, &claims("https://mcp.example.com/mcp"), &key).unwrap();
+        let identity = server.verify(&token).await.unwrap();
+        assert_eq!(identity.subject, "alice");
+        assert_eq!(identity.scopes, ["read", "write"]);
+        // No kid: the one RSA key.
+        let bare = jsonwebtoken::encode(
+            &Header::new(Algorithm::RS256),
+            &claims("https://mcp.example.com/mcp"),
+            &key,
+        )
+        .unwrap();
+        assert!(server.verify(&bare).await.is_ok());
+        let foreign =
+            jsonwebtoken::encode(&header, &claims("https://other.example/mcp"), &key).unwrap();
+        assert_eq!(
+            server.verify(&foreign).await.unwrap_err(),
+            "the token is for another audience"
+        );
+        let mut hmac = Header::new(Algorithm::HS256);
+        hmac.kid = Some("rsa-1".to_owned());
+        let secret = EncodingKey::from_secret(b"anyone who reads the JWKS").unwrap();
+        let forged =
+            jsonwebtoken::encode(&hmac, &claims("https://mcp.example.com/mcp"), &secret).unwrap();
+        assert!(
+            server
+                .verify(&forged)
+                .await
+                .unwrap_err()
+                .contains("algorithm"),
+        );
+    }
+
     #[test]
     fn scopes_come_from_scope_or_scp() {
         assert_eq!(scopes(&json!({"scope": "a b"})), ["a", "b"]);
