@@ -580,7 +580,8 @@ pub(crate) struct ServeArgs {
     #[arg(long)]
     pub(crate) stdio: bool,
     /// Serve Streamable HTTP at ADDR (`HOST:PORT` or a port; default 127.0.0.1 and a free port,
-    /// printed). Clients need the bearer token (generated at first start, stored owner-only).
+    /// printed). Clients need the bearer token (generated at first start, stored owner-only),
+    /// or with --oauth-issuer an access token of that issuer.
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:0")]
     pub(crate) http: Option<String>,
     /// Allow binding an address that is not loopback.

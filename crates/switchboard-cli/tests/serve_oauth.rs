@@ -178,13 +178,14 @@ fn serve_lets_in_oauth_tokens_and_applies_the_user_files_tool_rules() {
         .trim_end_matches("/mcp")
         .to_owned();
 
-    // No token: 401 naming the metadata (at the audience's origin), which names the issuer.
+    // No token: 401 naming the metadata (at the audience's origin), which names the issuer,
+    // and the scopes the rules name.
     let (code, head, _) = request(&addr, "POST", "/mcp", &[], Some("{}"));
     assert_eq!(code, 401);
     assert_eq!(
         header(&head, "www-authenticate"),
         Some(
-            r#"Bearer resource_metadata="https://switchboard.test/.well-known/oauth-protected-resource/mcp""#
+            r#"Bearer resource_metadata="https://switchboard.test/.well-known/oauth-protected-resource/mcp", scope="reader""#
         )
     );
     let (code, _, body) = request(

@@ -406,15 +406,23 @@ impl ResourceServer {
         )
     }
 
-    /// The `WWW-Authenticate` value of a 401: where the metadata is, and why a token sent
-    /// was refused.
+    /// The `WWW-Authenticate` value of a 401: where the metadata is, the scopes the tool
+    /// rules name (2025-11-25 asks for `scope`), and why a token sent was refused.
     pub fn challenge(&self, host: Option<&str>, refused: Option<&str>) -> String {
-        let mut challenge = format!(r#"Bearer resource_metadata="{}""#, self.metadata_url(host));
-        if let Some(why) = refused {
-            let why: String = why
-                .chars()
+        let quotable = |text: &str| -> String {
+            text.chars()
                 .filter(|c| !matches!(c, '"' | '\\') && (' '..='~').contains(c))
-                .collect();
+                .collect()
+        };
+        let mut challenge = format!(r#"Bearer resource_metadata="{}""#, self.metadata_url(host));
+        if !self.scopes.is_empty() {
+            challenge.push_str(&format!(
+                r#", scope="{}""#,
+                quotable(&self.scopes.join(" "))
+            ));
+        }
+        if let Some(why) = refused {
+            let why = quotable(why);
             challenge.push_str(&format!(
                 r#", error="invalid_token", error_description="{why}""#
             ));
@@ -658,6 +666,12 @@ mod tests {
         assert_eq!(
             challenge,
             r#"Bearer resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp", error="invalid_token", error_description="the token x has expired""#
+        );
+        let mut scoped = server("https://mcp.example.com/mcp");
+        scoped.set_scopes(vec!["read".to_owned(), "admin".to_owned()]);
+        assert_eq!(
+            scoped.challenge(None, None),
+            r#"Bearer resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp", scope="read admin""#
         );
         for issuer in [
             "http://auth.example.com",

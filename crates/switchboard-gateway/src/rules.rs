@@ -54,8 +54,14 @@ impl ToolRule {
         };
         let (who, pattern) = if let Some(rest) = text.strip_prefix("scope:") {
             let (name, pattern) = scoped(rest, "scope")?;
-            if name.contains(char::is_whitespace) {
-                return Err(format!("`{text}`: a scope has no spaces"));
+            // RFC 6749 §3.3: a scope token is printable ASCII but `"` and `\`.
+            if !name
+                .chars()
+                .all(|c| ('!'..='~').contains(&c) && !matches!(c, '"' | '\\'))
+            {
+                return Err(format!(
+                    "`{text}`: a scope is printable ASCII without spaces, `\"` or `\\`"
+                ));
             }
             (Who::Scope(name), pattern)
         } else if let Some(rest) = text.strip_prefix("sub:") {
@@ -214,6 +220,7 @@ mod tests {
             "role:x=y",
             "",
             "scope:a b=x",
+            "scope:a\"b=x",
         ] {
             let e = ToolRule::parse(bad).unwrap_err();
             assert!(e.contains(&format!("`{bad}`")), "{e}");
