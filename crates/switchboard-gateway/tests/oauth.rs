@@ -529,3 +529,95 @@ async fn an_unknown_key_does_not_fetch_the_keys_again_at_once() {
     }
     assert_eq!(setup.jwks_fetches(1), 1);
 }
+
+/// Opens the authorization URL as a browser would: the testkit's authorization server answers
+/// at once with the redirect to the client's loopback callback, which is followed.
+#[derive(Debug, Default)]
+struct Browser;
+
+impl switchboard::auth::Opener for Browser {
+    fn open(
+        &self,
+        _server: &str,
+        url: &str,
+    ) -> futures::future::BoxFuture<'static, Result<(), String>> {
+        let url = url.to_owned();
+        Box::pin(async move {
+            reqwest::get(url)
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })
+    }
+}
+
+struct Allow;
+
+impl switchboard::permissions::PermissionPrompter for Allow {
+    fn ask(
+        &self,
+        _request: &switchboard::permissions::PermissionRequest,
+    ) -> futures::future::BoxFuture<'_, switchboard::permissions::PermissionAnswer> {
+        Box::pin(async { switchboard::permissions::PermissionAnswer::AllowOnce })
+    }
+}
+
+/// An MCP client that knows nothing but the gateway's URL (Switchboard's own, as a host with
+/// the gateway as a remote server) logs in: the 401 names the metadata, the metadata the
+/// issuer, the challenge the scope to ask for; the token it gets lets it in with that scope.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_client_finds_where_to_log_in_and_gets_what_its_scope_allows() {
+    let setup = setup(Options {
+        allow: vec!["scope:reader=mcp__kit__echo"],
+        ..Options::default()
+    })
+    .await;
+    let state = tempfile::tempdir().unwrap();
+    let entry = json!({"type": "http", "url": setup.url, "oauth": {}});
+    let origin = switchboard::config::Origin {
+        scope: switchboard::config::Scope::User,
+        file: None,
+    };
+    let env = switchboard::config::Environment::default();
+    let (config, _) =
+        switchboard::config::parse_entry_value("gw", &entry, origin, &env, "<test>").unwrap();
+    let client = Host::builder()
+        .discover(state.path().to_owned())
+        .env(env)
+        .servers(vec![config])
+        .state_dir(state.path().to_owned())
+        .auth(switchboard::auth::AuthOptions {
+            store: switchboard::auth::TokenStore::in_dir(state.path()),
+            interactive: true,
+            opener: Arc::new(Browser),
+            ..switchboard::auth::AuthOptions::default()
+        })
+        .permissions(Arc::new(Allow))
+        .start()
+        .unwrap();
+    let connected = client.wait_for("gw", SETTLE).await.unwrap();
+    assert_eq!(connected.label(), "connected", "{connected:?}");
+    let tools: Vec<String> = client
+        .server_tools("gw")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(tools, ["mcp__kit__echo"]);
+    let outcome = client
+        .call(
+            "mcp__gw__mcp__kit__echo",
+            json!({"text": "logged in"}).as_object().cloned().unwrap(),
+            Default::default(),
+        )
+        .await
+        .unwrap();
+    assert!(outcome.result.to_string().contains("logged in"));
+    assert!(
+        setup
+            .auth
+            .wait_for_stderr("oauth: authorize scope=\"reader\"", Duration::from_secs(5))
+    );
+    client.shutdown().await;
+}
