@@ -7,7 +7,8 @@
 //! Security: every route but `/healthz` (and the OAuth metadata) wants `Authorization: Bearer
 //! <token>`: the static token, or with [`HttpOptions::oauth`] an access token of the issuer
 //! ([`crate::oauth`]), whose subject and scopes become the request's
-//! [`Identity`](crate::oauth::Identity) (401 without, naming the metadata);
+//! [`Identity`](crate::oauth::Identity) (401 without, naming the metadata; an access token
+//! opens `/mcp` only, `/status` and `/metrics` are the static token's);
 //! a request whose `Origin` is not on the allow-list is refused with 403 before anything else
 //! (DNS-rebinding protection; clients that are not browsers send no `Origin`); rmcp checks the
 //! `Host` header against loopback names; binding an address that is not loopback needs
@@ -338,6 +339,14 @@ async fn check_request(
         let refused = match bearer(request.headers()) {
             None => None,
             Some(token) => match oauth.verify(token).await {
+                // The operator's pages are the static token's: an access token is a client's.
+                Ok(_) if request.uri().path() != MCP_PATH => {
+                    return (
+                        StatusCode::FORBIDDEN,
+                        "this page wants the gateway's static token, not an access token\n",
+                    )
+                        .into_response();
+                }
                 Ok(identity) => {
                     // Sessions are counted per subject.
                     request

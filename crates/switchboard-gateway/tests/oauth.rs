@@ -317,6 +317,18 @@ async fn forged_foreign_expired_and_missing_tokens_are_refused_with_the_challeng
         .await;
     assert_eq!(setup.initialize(Some(&good)).await.status(), 200);
     assert_eq!(setup.initialize(Some(STATIC_TOKEN)).await.status(), 200);
+    // The operator's pages are the static token's alone.
+    let base = setup.url.trim_end_matches("/mcp").to_owned();
+    for page in ["/status", "/metrics"] {
+        let get = |token: &str| {
+            reqwest::Client::new()
+                .get(format!("{base}{page}"))
+                .bearer_auth(token)
+                .send()
+        };
+        assert_eq!(get(&good).await.unwrap().status(), 403, "{page}");
+        assert_eq!(get(STATIC_TOKEN).await.unwrap().status(), 200, "{page}");
+    }
     assert!(
         setup
             .auth
