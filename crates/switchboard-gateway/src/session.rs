@@ -438,21 +438,21 @@ impl Session {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         // The qualified name of the tool served under this name (the same under `always`).
-        let name = match self.gateway.prefix() {
-            Prefix::Always => request.name.to_string(),
+        // And the name it is served under, which the tool rules match too (a client may call
+        // it by either).
+        let (name, served) = match self.gateway.prefix() {
+            Prefix::Always => (request.name.to_string(), request.name.to_string()),
             prefix => {
                 let names = self.gateway.host().tool_names(prefix).await;
-                names.qualified(&request.name).to_owned()
+                let qualified = names.qualified(&request.name);
+                let served = names.served(qualified).unwrap_or(&request.name);
+                (qualified.to_owned(), served.to_owned())
             }
         };
         // A tool hidden from this client is refused as an unknown one: never run, and not
         // told apart from a tool that does not exist.
         let identity = Identity::of_request(&context.extensions);
-        if !self
-            .gateway
-            .filter()
-            .serves_to(identity, &name, &request.name)
-        {
+        if !self.gateway.filter().serves_to(identity, &name, &served) {
             return Err(ErrorData::invalid_params(
                 format!("no tool named `{}`", request.name),
                 None,

@@ -43,6 +43,7 @@ struct Options {
     sessions: SessionLimits,
     /// The least time between two JWKS fetches for an unknown key (default 5 s).
     refetch: Option<Duration>,
+    prefix: Prefix,
 }
 
 impl Default for Options {
@@ -54,6 +55,7 @@ impl Default for Options {
             static_token: false,
             sessions: SessionLimits::default(),
             refetch: None,
+            prefix: Prefix::Always,
         }
     }
 }
@@ -93,7 +95,7 @@ async fn setup(options: Options) -> Setup {
     if let Some(refetch) = options.refetch {
         oauth.set_refetch(refetch);
     }
-    let gateway = Gateway::with_options(host.clone(), filter, options.search, Prefix::Always);
+    let gateway = Gateway::with_options(host.clone(), filter, options.search, options.prefix);
     let server = HttpGateway::on_listener(
         gateway.clone(),
         listener,
@@ -632,4 +634,30 @@ async fn an_mcp_client_finds_where_to_log_in_and_gets_what_its_scope_allows() {
             .wait_for_stderr("oauth: authorize scope=\"reader\"", Duration::from_secs(5))
     );
     client.shutdown().await;
+}
+
+/// With `--prefix conditional` a tool is served by its own name and may be called by its
+/// qualified one too: a rule on either name holds for both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rule_on_the_served_name_holds_for_a_call_by_the_qualified_name() {
+    let setup = setup(Options {
+        deny: vec!["scope:guest=add"],
+        prefix: Prefix::Conditional,
+        ..Options::default()
+    })
+    .await;
+    let guest = setup.client(&setup.token("carol", "guest").await).await;
+    let names = tool_names(&guest).await;
+    assert!(names.contains(&"echo".to_owned()), "{names:?}");
+    assert!(!names.contains(&"add".to_owned()), "{names:?}");
+    for name in ["add", "mcp__kit__add"] {
+        let refused = guest
+            .call_tool(call(name, json!({"a": 1, "b": 2})))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("no tool named"), "{name}: {refused}");
+    }
+    assert_eq!(setup.gateway.metrics().server_calls("kit").calls, 0);
+    guest.cancel().await.unwrap();
 }
