@@ -650,7 +650,8 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = SessionLimits::DEFAULT_MAX_SESSIONS as u32,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) max_sessions: u32,
-    /// With --http: the most sessions open at once with one bearer token.
+    /// With --http: the most sessions open at once with one bearer token (with
+    /// --oauth-issuer: one token subject).
     #[arg(long, value_name = "N", default_value_t = SessionLimits::DEFAULT_MAX_PER_TOKEN as u32,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) max_sessions_per_token: u32,
