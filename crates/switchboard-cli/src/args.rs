@@ -126,7 +126,7 @@ pub(crate) enum Command {
         json: bool,
     },
     /// Serve every configured server's tools, resources and prompts as one MCP server.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Open the interactive console: servers and their states, tools, approvals (also what
     /// `switchboard` alone opens on a terminal).
     Console,
@@ -580,7 +580,8 @@ pub(crate) struct ServeArgs {
     #[arg(long)]
     pub(crate) stdio: bool,
     /// Serve Streamable HTTP at ADDR (`HOST:PORT` or a port; default 127.0.0.1 and a free port,
-    /// printed). Clients need the bearer token (generated at first start, stored owner-only).
+    /// printed). Clients need the bearer token (generated at first start, stored owner-only),
+    /// or with --oauth-issuer an access token of that issuer.
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:0")]
     pub(crate) http: Option<String>,
     /// Allow binding an address that is not loopback.
@@ -600,12 +601,25 @@ pub(crate) struct ServeArgs {
     /// Serve only these servers.
     #[arg(long, value_name = "A,B", value_delimiter = ',')]
     pub(crate) servers: Option<Vec<String>>,
-    /// Serve only tools matching this pattern (`*`, `?`; on qualified names; repeatable).
-    #[arg(long = "allow-tool", value_name = "PATTERN")]
+    /// Serve only tools matching this pattern (`*`, `?`; on qualified or served names;
+    /// repeatable). `scope:NAME=PATTERN` / `sub:ID=PATTERN`: only for requests whose OAuth
+    /// token has that scope / subject (an identity some allow rule applies to sees only what
+    /// its allow rules match).
+    #[arg(long = "allow-tool", value_name = "[scope:NAME=|sub:ID=]PATTERN")]
     pub(crate) allow_tools: Vec<String>,
-    /// Never serve tools matching this pattern (wins over --allow-tool; repeatable).
-    #[arg(long = "deny-tool", value_name = "PATTERN")]
+    /// Never serve tools matching this pattern (wins over --allow-tool; repeatable; takes
+    /// `scope:NAME=PATTERN` and `sub:ID=PATTERN` too).
+    #[arg(long = "deny-tool", value_name = "[scope:NAME=|sub:ID=]PATTERN")]
     pub(crate) deny_tools: Vec<String>,
+    /// With --http: let in OAuth access tokens (JWTs) of this authorization server, checked
+    /// against its JWKS; serves the protected resource metadata naming it. The static token
+    /// is still let in when given (--token, --token-file, SWITCHBOARD_GATEWAY_TOKEN).
+    #[arg(long, value_name = "URL", requires_all = ["oauth_audience", "http"])]
+    pub(crate) oauth_issuer: Option<String>,
+    /// With --oauth-issuer: the audience (`aud`) tokens must be for: this gateway's public MCP
+    /// URL (e.g. https://mcp.example.com/mcp).
+    #[arg(long, value_name = "URL", requires = "oauth_issuer")]
+    pub(crate) oauth_audience: Option<String>,
     /// What a call of a tool that no permission rule names does: `client` runs it (the client
     /// approves its own calls), `elicit` asks the client through an elicitation, `deny` denies
     /// it. An `ask` rule always asks; a `deny` rule always hides the tool.
@@ -636,7 +650,8 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = SessionLimits::DEFAULT_MAX_SESSIONS as u32,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) max_sessions: u32,
-    /// With --http: the most sessions open at once with one bearer token.
+    /// With --http: the most sessions open at once with one bearer token (with
+    /// --oauth-issuer: one token subject).
     #[arg(long, value_name = "N", default_value_t = SessionLimits::DEFAULT_MAX_PER_TOKEN as u32,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) max_sessions_per_token: u32,

@@ -168,7 +168,7 @@ fn run(cli: args::Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         args::Command::Mcp(cmd) => mcp::run(&ctx, cmd),
         args::Command::Plugin(cmd) => plugin::run(&ctx, cmd),
-        args::Command::Serve(args) => serve::run(&ctx, args),
+        args::Command::Serve(args) => serve::run(&ctx, *args),
         args::Command::Console => console::run(&ctx),
         other => catalog_cmds::run(&ctx, other),
     }

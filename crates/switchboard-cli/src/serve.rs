@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use switchboard_gateway::http::{DEFAULT_ORIGINS, HttpGateway, HttpOptions, MCP_PATH};
+use switchboard_gateway::oauth::{OAuthOptions, ResourceServer};
 use switchboard_gateway::sessions::SessionLimits;
 use switchboard_gateway::{Gateway, ToolFilter};
 
@@ -27,7 +28,7 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         // Before any server starts or a token is made.
         return Err(switchboard_gateway::http::HttpError::NotLoopback(addr).into());
     }
-    // Read before any server starts: a bad token file fails at once.
+    // Read before any server starts: a bad token file or tool rule fails at once.
     let given = match addr {
         Some(_) => given_token(ctx, &args)?,
         None => None,
@@ -59,6 +60,17 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         cluster.set_advertise(advertised.clone());
     }
+    let mut filter = flag_rules(&args)?;
+    let oauth = match (&args.oauth_issuer, &args.oauth_audience) {
+        (Some(issuer), Some(audience)) => Some(ResourceServer::new(
+            OAuthOptions {
+                issuer: issuer.clone(),
+                audience: audience.clone(),
+            },
+            Vec::new(),
+        )?),
+        _ => None,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -91,9 +103,19 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
             let all: Vec<String> = collisions.iter().map(ToString::to_string).collect();
             bail!("--prefix never: {}", all.join("; "));
         }
+        // The user file's rules join the flags'; one that cannot be read stops the gateway
+        // (a deny rule silently dropped would serve what it hides).
+        if let Err(e) = config_rules(&host, &mut filter) {
+            host.shutdown().await;
+            return Err(e);
+        }
+        let oauth = oauth.map(|mut oauth| {
+            oauth.set_scopes(filter.scopes());
+            std::sync::Arc::new(oauth)
+        });
         let gateway = Gateway::with_options(
             host.clone(),
-            ToolFilter::new(&args.allow_tools, &args.deny_tools),
+            filter,
             args.tool_search.unwrap_or_default(),
             args.prefix,
         );
@@ -105,7 +127,7 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         let served = async {
             match addr {
-                Some(addr) => serve_http(gateway, addr, &args, given).await,
+                Some(addr) => serve_http(gateway, addr, &args, given, oauth).await,
                 None => switchboard_gateway::serve_stdio(gateway)
                     .await
                     .context("serving on stdio"),
@@ -202,9 +224,22 @@ async fn serve_http(
     addr: SocketAddr,
     args: &ServeArgs,
     given: Option<String>,
+    oauth: Option<std::sync::Arc<ResourceServer>>,
 ) -> anyhow::Result<()> {
+    if let Some(oauth) = &oauth {
+        // A check at start: a wrong issuer is told now, not at the first client.
+        match oauth.refresh().await {
+            Ok(keys) => eprintln!(
+                "switchboard: OAuth access tokens of {} are let in ({keys} signing keys)",
+                switchboard::redact_url(&oauth.options().issuer)
+            ),
+            Err(e) => eprintln!("switchboard: warning: {e} (tried again when a token comes)"),
+        }
+    }
     let token = match given {
         Some(token) => token,
+        // OAuth only: no static token.
+        None if oauth.is_some() => String::new(),
         None => {
             let path = gateway.host().config().paths.state_dir.join(TOKEN_FILE);
             let weak = switchboard_gateway::http::weak_token_file(&path);
@@ -231,6 +266,7 @@ async fn serve_http(
     };
     let options = HttpOptions {
         token,
+        oauth,
         allowed_origins: DEFAULT_ORIGINS
             .iter()
             .map(|s| (*s).to_owned())
@@ -250,6 +286,40 @@ async fn serve_http(
     stdout.flush()?;
     drop(stdout);
     server.run().await?;
+    Ok(())
+}
+
+/// The tool rules of `--allow-tool` / `--deny-tool`.
+fn flag_rules(args: &ServeArgs) -> anyhow::Result<ToolFilter> {
+    const NONE: [&str; 0] = [];
+    let mut filter = ToolFilter::parse(&args.allow_tools, NONE)
+        .map_err(|e| anyhow::anyhow!("--allow-tool {e}"))?;
+    filter.extend(
+        ToolFilter::parse(NONE, &args.deny_tools)
+            .map_err(|e| anyhow::anyhow!("--deny-tool {e}"))?,
+    );
+    Ok(filter)
+}
+
+/// Adds the user file's `gateway.allowTools` / `gateway.denyTools` to `filter`; its warnings
+/// go to stderr, an error (naming the file, line and field) stops the gateway.
+fn config_rules(host: &switchboard::host::Host, filter: &mut ToolFilter) -> anyhow::Result<()> {
+    const NONE: [&str; 0] = [];
+    let settings = host.config().gateway_settings();
+    for issue in &settings.issues {
+        if issue.is_error() {
+            bail!("{issue}");
+        }
+        eprintln!("switchboard: {issue}");
+    }
+    for rule in &settings.tool_rules {
+        let parsed = if rule.deny {
+            ToolFilter::parse(NONE, [&rule.rule])
+        } else {
+            ToolFilter::parse([&rule.rule], NONE)
+        };
+        filter.extend(parsed.map_err(|e| anyhow::anyhow!("{}", rule.issue(e)))?);
+    }
     Ok(())
 }
 

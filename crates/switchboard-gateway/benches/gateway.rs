@@ -509,6 +509,7 @@ fn start_gateway(upstreams: &[(&str, String)], tree: &ConfigTree, multi_thread: 
                 Gateway::new(host, ToolFilter::default()),
                 SocketAddr::from(([127, 0, 0, 1], 0)),
                 HttpOptions {
+                    oauth: None,
                     token: TOKEN.to_owned(),
                     allowed_origins: Vec::new(),
                     allow_remote: false,

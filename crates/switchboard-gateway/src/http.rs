@@ -4,7 +4,11 @@
 //! names does, the requests that wait for their clients' answers, and the sessions open and
 //! their caps).
 //!
-//! Security: every route but `/healthz` wants `Authorization: Bearer <token>` (401 without);
+//! Security: every route but `/healthz` (and the OAuth metadata) wants `Authorization: Bearer
+//! <token>`: the static token, or with [`HttpOptions::oauth`] an access token of the issuer
+//! ([`crate::oauth`]), whose subject and scopes become the request's
+//! [`Identity`](crate::oauth::Identity) (401 without, naming the metadata; an access token
+//! opens `/mcp` only, `/status` and `/metrics` are the static token's);
 //! a request whose `Origin` is not on the allow-list is refused with 403 before anything else
 //! (DNS-rebinding protection; clients that are not browsers send no `Origin`); rmcp checks the
 //! `Host` header against loopback names; binding an address that is not loopback needs
@@ -50,8 +54,12 @@ pub const DEFAULT_ORIGINS: [&str; 3] =
 
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
-    /// The bearer token every request but `/healthz` must carry.
+    /// The bearer token every request but `/healthz` must carry. Empty: none (with
+    /// [`Self::oauth`], only the issuer's access tokens are let in).
     pub token: String,
+    /// The OAuth resource server (`--oauth-issuer`): its access tokens are let in too, each
+    /// request with its identity, and its metadata is served.
+    pub oauth: Option<Arc<crate::oauth::ResourceServer>>,
     /// Allowed `Origin`s: `scheme://host:port`, or `scheme://host:*` for any port.
     pub allowed_origins: Vec<String>,
     /// Allows binding an address that is not loopback (and any `Host` header).
@@ -164,6 +172,22 @@ impl HttpGateway {
         let listener = TcpListener::bind(addr)
             .await
             .map_err(|source| HttpError::Bind { addr, source })?;
+        Self::on_listener(gateway, listener, options)
+    }
+
+    /// Serves on a socket bound already (its address known before the gateway is made: the
+    /// OAuth audience may name it).
+    pub fn on_listener(
+        gateway: Gateway,
+        listener: TcpListener,
+        options: HttpOptions,
+    ) -> Result<Self, HttpError> {
+        if let Ok(addr) = listener.local_addr()
+            && !addr.ip().is_loopback()
+            && !options.allow_remote
+        {
+            return Err(HttpError::NotLoopback(addr));
+        }
         let shutdown = CancellationToken::new();
         let mut config = StreamableHttpServerConfig::default()
             .with_cancellation_token(shutdown.child_token())
@@ -177,9 +201,7 @@ impl HttpGateway {
         let cluster = gateway.cluster().cloned();
         if let Some(cluster) = &cluster {
             // Other replicas reach this one where it listens, unless told otherwise.
-            let bound = listener
-                .local_addr()
-                .map_err(|source| HttpError::Bind { addr, source })?;
+            let bound = listener.local_addr().map_err(HttpError::Serve)?;
             cluster.set_advertise(bound.to_string());
             config.session_store = Some(Arc::new(crate::sessions::SealedSessions {
                 cluster: cluster.clone(),
@@ -188,10 +210,12 @@ impl HttpGateway {
         let sessions = Arc::new(Sessions::with_cluster(options.sessions, cluster.clone()));
         let service =
             StreamableHttpService::new(move || Ok(factory.session()), sessions.clone(), config);
+        let oauth = options.oauth.clone();
         let guard = Arc::new(Guard {
             cookie: crate::status_page::cookie_value(&options.token),
             token: options.token,
             origins: options.allowed_origins,
+            oauth: options.oauth,
         });
         let served_gateway = gateway.clone();
         let served = Served {
@@ -228,6 +252,19 @@ impl HttpGateway {
             .layer(axum::middleware::from_fn_with_state(guard, check_request))
             .merge(page)
             .route("/healthz", get(|| async { "ok\n" }));
+        let router = match oauth {
+            // Open to anyone: it tells a client where to log in.
+            Some(oauth) => router.merge(
+                Router::new()
+                    .route(crate::oauth::METADATA_PATH, get(resource_metadata))
+                    .route(
+                        &format!("{}/{{*rest}}", crate::oauth::METADATA_PATH),
+                        get(resource_metadata),
+                    )
+                    .with_state(oauth),
+            ),
+            None => router,
+        };
         Ok(HttpGateway {
             listener,
             router,
@@ -259,13 +296,20 @@ impl HttpGateway {
 
 #[derive(Debug)]
 struct Guard {
+    /// Empty: no static token.
     token: String,
+    oauth: Option<Arc<crate::oauth::ResourceServer>>,
     /// The status page's cookie value ([`crate::status_page::cookie_value`]).
     cookie: String,
     origins: Vec<String>,
 }
 
 impl Guard {
+    /// Whether the request carries the status page's cookie (never without a static token).
+    fn has_cookie(&self, headers: &HeaderMap) -> bool {
+        !self.token.is_empty() && crate::status_page::has_cookie(headers, &self.cookie)
+    }
+
     /// A 403 for a request whose `Origin` is not allowed.
     fn refuse_origin(&self, headers: &HeaderMap) -> Option<Response> {
         let origin = headers.get(ORIGIN)?;
@@ -300,8 +344,51 @@ async fn check_request(
     // The status page's cookie opens its JSON, nothing else.
     let page_json = request.method() == Method::GET
         && request.uri().path() == "/status"
-        && crate::status_page::has_cookie(request.headers(), &guard.cookie);
-    if !page_json && !token_matches(request.headers(), &guard.token) {
+        && guard.has_cookie(request.headers());
+    if page_json || token_matches(request.headers(), &guard.token) {
+        // The static token: every session is counted against it.
+        request.extensions_mut().insert(TokenId(0));
+    } else if let Some(oauth) = &guard.oauth {
+        let host = request
+            .headers()
+            .get(axum::http::header::HOST)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let refused = match bearer(request.headers()) {
+            None => None,
+            Some(token) => match oauth.verify(token).await {
+                // The operator's pages are the static token's: an access token is a client's.
+                Ok(_) if request.uri().path() != MCP_PATH => {
+                    return (
+                        StatusCode::FORBIDDEN,
+                        "this page wants the gateway's static token, not an access token\n",
+                    )
+                        .into_response();
+                }
+                Ok(identity) => {
+                    // Sessions are counted per subject.
+                    request
+                        .extensions_mut()
+                        .insert(TokenId::of_subject(&identity.subject));
+                    request.extensions_mut().insert(identity);
+                    return finish(request, next).await;
+                }
+                Err(why) => {
+                    tracing::debug!("an access token was refused: {why}");
+                    Some(why)
+                }
+            },
+        };
+        return (
+            StatusCode::UNAUTHORIZED,
+            [(
+                WWW_AUTHENTICATE,
+                oauth.challenge(host.as_deref(), refused.as_deref()),
+            )],
+            "missing or refused access token\n",
+        )
+            .into_response();
+    } else {
         return (
             StatusCode::UNAUTHORIZED,
             [(WWW_AUTHENTICATE, "Bearer")],
@@ -309,8 +396,11 @@ async fn check_request(
         )
             .into_response();
     }
-    // The gateway has one token: every session is counted against it.
-    request.extensions_mut().insert(TokenId(0));
+    finish(request, next).await
+}
+
+/// The rest of an authorized request.
+async fn finish(request: Request, next: Next) -> Response {
     let sent_json = request
         .headers()
         .get(CONTENT_TYPE)
@@ -340,7 +430,8 @@ async fn check_request(
     response
 }
 
-/// Caps the sessions: a POST without `Mcp-Session-Id` may open one (an `initialize` does), so
+/// Keeps each session to the token (the subject, for OAuth) that opened it, and caps the
+/// sessions: a POST without `Mcp-Session-Id` may open one (an `initialize` does), so
 /// it takes a slot first, which the session named in the response keeps. When no slot is
 /// free, the body says whether it is an `initialize`: one gets 503 with a JSON-RPC error
 /// naming the cap and `Retry-After`; anything else goes on (it opens no session).
@@ -355,6 +446,13 @@ async fn cap_sessions(
         .copied()
         .unwrap_or_default();
     if let Some(id) = request.headers().get(SESSION_ID) {
+        // Another subject's session is as good as unknown to this one (the answer rmcp gives
+        // an unknown session).
+        if let Ok(id) = id.to_str()
+            && !sessions.usable_by(id, token)
+        {
+            return (StatusCode::NOT_FOUND, "Session not found\n").into_response();
+        }
         // Among replicas, a session opened on another one is made here: it takes a slot.
         let id = id.to_str().unwrap_or_default().to_owned();
         let resumes = sessions.clustered()
@@ -446,7 +544,7 @@ async fn check_origin(State(guard): State<Arc<Guard>>, request: Request, next: N
 async fn page(State(page): State<Page>, headers: HeaderMap) -> Response {
     let guard = &page.guard;
     let bearer = token_matches(&headers, &guard.token);
-    if !bearer && !crate::status_page::has_cookie(&headers, &guard.cookie) {
+    if !bearer && !guard.has_cookie(&headers) {
         return html(StatusCode::OK, crate::status_page::login_page(false), None);
     }
     let cookie = bearer.then(|| crate::status_page::set_cookie(&guard.cookie));
@@ -461,7 +559,7 @@ async fn login(State(page): State<Page>, body: axum::body::Bytes) -> Response {
         .find(|(key, _)| key == "token")
         .map(|(_, value)| value.trim().to_owned())
         .unwrap_or_default();
-    if !same_secret(&sent, &guard.token) {
+    if guard.token.is_empty() || !same_secret(&sent, &guard.token) {
         return html(
             StatusCode::UNAUTHORIZED,
             crate::status_page::login_page(true),
@@ -508,17 +606,33 @@ pub(crate) fn same_secret(sent: &str, secret: &str) -> bool {
             == 0
 }
 
-fn token_matches(headers: &HeaderMap, token: &str) -> bool {
-    let Some(sent) = headers
+/// The bearer token a request carries, if any.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
         .get(AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.split_once(' '))
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
         .map(|(_, sent)| sent.trim())
-    else {
-        return false;
-    };
-    same_secret(sent, token)
+        .filter(|sent| !sent.is_empty())
+}
+
+/// Whether the request carries the static token (never, when there is none).
+fn token_matches(headers: &HeaderMap, token: &str) -> bool {
+    !token.is_empty() && bearer(headers).is_some_and(|sent| same_secret(sent, token))
+}
+
+/// `GET /.well-known/oauth-protected-resource[/…]`: the protected resource metadata.
+async fn resource_metadata(State(oauth): State<Arc<crate::oauth::ResourceServer>>) -> Response {
+    (
+        [
+            (CONTENT_TYPE, "application/json"),
+            // Browser clients read it from other origins.
+            (axum::http::header::ACCESS_CONTROL_ALLOW_ORIGIN, "*"),
+        ],
+        oauth.metadata().to_string(),
+    )
+        .into_response()
 }
 
 /// `scheme://host:port` against the allow-list (`:*` for any port; a missing port is the

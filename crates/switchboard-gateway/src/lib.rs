@@ -19,9 +19,11 @@ pub mod cluster;
 pub mod forward;
 pub mod http;
 pub mod metrics;
+pub mod oauth;
 pub mod page;
 mod replicas;
 pub mod rounds;
+pub mod rules;
 pub mod search;
 pub mod session;
 pub mod sessions;
@@ -31,29 +33,8 @@ pub mod trace;
 use std::sync::Arc;
 
 use switchboard::host::{Host, Prefix};
-use wildmatch::WildMatch;
 
-/// Which tools are served: `--allow-tool` / `--deny-tool` patterns on qualified names.
-#[derive(Debug, Clone, Default)]
-pub struct ToolFilter {
-    allow: Vec<WildMatch>,
-    deny: Vec<WildMatch>,
-}
-
-impl ToolFilter {
-    /// `allow` empty serves every tool; `deny` wins over `allow`. Patterns use `*` and `?`.
-    pub fn new(allow: &[String], deny: &[String]) -> Self {
-        ToolFilter {
-            allow: allow.iter().map(|p| WildMatch::new(p)).collect(),
-            deny: deny.iter().map(|p| WildMatch::new(p)).collect(),
-        }
-    }
-
-    pub fn serves(&self, qualified: &str) -> bool {
-        (self.allow.is_empty() || self.allow.iter().any(|p| p.matches(qualified)))
-            && !self.deny.iter().any(|p| p.matches(qualified))
-    }
-}
+pub use rules::ToolFilter;
 
 /// `serve --tool-search`: whether `tools/list` shows every tool, or only the search and call
 /// tools (and the tools of `alwaysLoad` servers, and those a session found).
@@ -254,15 +235,5 @@ mod tests {
         assert_eq!("off".parse(), Ok(ToolSearch::Off));
         assert!("auto:".parse::<ToolSearch>().is_err());
         assert!("sometimes".parse::<ToolSearch>().is_err());
-    }
-
-    #[test]
-    fn deny_wins_and_an_empty_allow_list_serves_everything() {
-        let all = ToolFilter::new(&[], &["mcp__fs__write*".to_owned()]);
-        assert!(all.serves("mcp__fs__read"));
-        assert!(!all.serves("mcp__fs__write_file"));
-        let some = ToolFilter::new(&["mcp__fs__*".to_owned()], &[]);
-        assert!(some.serves("mcp__fs__read"));
-        assert!(!some.serves("mcp__git__log"));
     }
 }

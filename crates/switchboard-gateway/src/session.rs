@@ -35,6 +35,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::forward::{ElicitingPrompter, downstream_interaction, forwarding_interaction};
+use crate::oauth::Identity;
 use crate::page::{PAGE_SIZE, page};
 use crate::rounds::Step;
 use crate::search::{CALL_TOOL, SEARCH_TOOL};
@@ -82,15 +83,25 @@ impl Session {
         listing.items.into_iter().map(rename).collect()
     }
 
-    /// The tools as served, each under its served name (`names`, by `--prefix`).
-    fn tools_json(&self, tools: Vec<switchboard::Tool>, names: &ServedNames) -> Vec<Tool> {
+    /// The tools as served to `identity` (the tool rules, [`crate::rules`]), each under its
+    /// served name (`names`, by `--prefix`).
+    fn tools_json(
+        &self,
+        tools: Vec<switchboard::Tool>,
+        names: &ServedNames,
+        identity: Option<&Identity>,
+    ) -> Vec<Tool> {
+        let filter = self.gateway.filter();
         // The tools are consumed one by one, their schemas moved, not copied: a listing of
         // many servers' tools is held once at a time, not twice.
         tools
             .into_iter()
-            .filter(|t| t.server.is_some() && self.gateway.filter().serves(&t.qualified_name))
+            .filter(|t| t.server.is_some())
             .filter_map(|t| {
                 let served = names.served(&t.qualified_name)?.to_owned();
+                if !filter.serves_to(identity, &t.qualified_name, &served) {
+                    return None;
+                }
                 let mut tool = json!({
                     "name": served,
                     "annotations": {
@@ -132,7 +143,7 @@ impl Session {
 
     /// The tools this session lists: every served tool, or in search mode the search and call
     /// tools, the `alwaysLoad` servers' tools and the tools its searches found.
-    async fn listed_tools(&self) -> Vec<Tool> {
+    async fn listed_tools(&self, identity: Option<&Identity>) -> Vec<Tool> {
         let host = self.gateway.host();
         let snapshot = host.tools().await;
         let names = tool_names(self.gateway.prefix(), &snapshot.tools);
@@ -158,7 +169,7 @@ impl Session {
                     .collect()
             }
         };
-        let all = self.tools_json(snapshot.tools, &names);
+        let all = self.tools_json(snapshot.tools, &names, identity);
         if !crate::search::active(self.gateway.tool_search(), &all) {
             return all;
         }
@@ -180,17 +191,21 @@ impl Session {
     ) -> Result<CallToolResponse, ErrorData> {
         let (query, limit) = crate::search::search_request(request.arguments.as_ref())?;
         let filter = self.gateway.filter();
+        let identity = Identity::of_request(&context.extensions);
+        let names = self.gateway.host().tool_names(self.gateway.prefix()).await;
         let hits = self
             .gateway
             .host()
             .search_index()
             .await
             .search_where(&query, limit, |t| {
-                t.server.is_some() && filter.serves(&t.qualified_name)
+                t.server.is_some()
+                    && names
+                        .served(&t.qualified_name)
+                        .is_some_and(|served| filter.serves_to(identity, &t.qualified_name, served))
             });
         let tools: Vec<switchboard::Tool> = hits.iter().map(|h| h.tool.clone()).collect();
-        let names = self.gateway.host().tool_names(self.gateway.prefix()).await;
-        let definitions = self.tools_json(tools, &names);
+        let definitions = self.tools_json(tools, &names, identity);
         let scores: Vec<f32> = definitions
             .iter()
             .filter_map(|d| {
@@ -423,14 +438,21 @@ impl Session {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         // The qualified name of the tool served under this name (the same under `always`).
-        let name = match self.gateway.prefix() {
-            Prefix::Always => request.name.to_string(),
+        // And the name it is served under, which the tool rules match too (a client may call
+        // it by either).
+        let (name, served) = match self.gateway.prefix() {
+            Prefix::Always => (request.name.to_string(), request.name.to_string()),
             prefix => {
                 let names = self.gateway.host().tool_names(prefix).await;
-                names.qualified(&request.name).to_owned()
+                let qualified = names.qualified(&request.name);
+                let served = names.served(qualified).unwrap_or(&request.name);
+                (qualified.to_owned(), served.to_owned())
             }
         };
-        if !self.gateway.filter().serves(&name) {
+        // A tool hidden from this client is refused as an unknown one: never run, and not
+        // told apart from a tool that does not exist.
+        let identity = Identity::of_request(&context.extensions);
+        if !self.gateway.filter().serves_to(identity, &name, &served) {
             return Err(ErrorData::invalid_params(
                 format!("no tool named `{}`", request.name),
                 None,
@@ -852,6 +874,7 @@ impl ServerHandler for Session {
                 // converts the hundreds it answers, not all of them.
                 // Only the page is copied out of the catalogue, too.
                 let filter = self.gateway.filter();
+                let identity = Identity::of_request(&context.extensions);
                 let view = self.gateway.host().tools_view().await;
                 let names = tool_names_of(self.gateway.prefix(), view.iter());
                 for collision in &names.collisions {
@@ -860,15 +883,17 @@ impl ServerHandler for Session {
                 // Paged by served name (`--prefix`), which is held beside each tool.
                 let served: Vec<(&str, &switchboard::Tool)> = view
                     .iter()
-                    .filter(|t| t.server.is_some() && filter.serves(&t.qualified_name))
+                    .filter(|t| t.server.is_some())
                     .filter_map(|t| Some((names.served(&t.qualified_name)?, t)))
+                    .filter(|(served, t)| filter.serves_to(identity, &t.qualified_name, served))
                     .collect();
                 let (tools, next) = page(served, |(name, _)| name, cursor(&request), PAGE_SIZE)?;
                 let tools = tools.into_iter().map(|(_, t)| t.clone()).collect();
-                (self.tools_json(tools, &names), next)
+                (self.tools_json(tools, &names, identity), next)
             } else {
                 page(
-                    self.listed_tools().await,
+                    self.listed_tools(Identity::of_request(&context.extensions))
+                        .await,
                     |t| t.name.as_ref(),
                     cursor(&request),
                     PAGE_SIZE,

@@ -86,10 +86,23 @@ impl Default for SessionLimits {
     }
 }
 
-/// Which of the gateway's bearer tokens a request carried (the gateway has one today), set by
-/// the bearer check as a request extension.
+/// Whose sessions a request's count against, set by the bearer check as a request extension:
+/// `TokenId(0)` for the static token, one per subject for OAuth access tokens
+/// ([`TokenId::of_subject`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub(crate) struct TokenId(pub(crate) usize);
+
+impl TokenId {
+    /// The id of a token's subject: a hash keyed once per process (a clash of two subjects
+    /// is as likely as guessing a 64-bit key), never 0.
+    pub(crate) fn of_subject(subject: &str) -> TokenId {
+        use std::hash::BuildHasher;
+        static KEYS: std::sync::OnceLock<std::collections::hash_map::RandomState> =
+            std::sync::OnceLock::new();
+        let hash = KEYS.get_or_init(Default::default).hash_one(subject) as usize;
+        TokenId(hash.max(1))
+    }
+}
 
 /// The cap a new session would pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -203,6 +216,16 @@ impl Sessions {
             sessions: Some(self.clone()),
             token,
         })
+    }
+
+    /// Whether the session `id` may be used by a request of `token`: the token (or subject)
+    /// that opened it, or any while that is not known yet. A session another subject opened
+    /// is not theirs to read or drive: its notifications and questions are its owner's.
+    pub(crate) fn usable_by(&self, id: &str, token: TokenId) -> bool {
+        match self.counts().live.get(id) {
+            Some(Some(owner)) => *owner == token,
+            _ => true,
+        }
     }
 
     fn counts(&self) -> std::sync::MutexGuard<'_, Counts> {
@@ -445,6 +468,18 @@ mod tests {
         assert_eq!(sessions.reserve(TokenId(1)).unwrap_err(), Full::Total(3));
         drop((a, b, c));
         assert_eq!(sessions.open(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_session_is_usable_only_by_the_token_that_opened_it() {
+        let sessions = sessions(2, 2);
+        let (id, _transport) = sessions.create_session().await.unwrap();
+        assert!(sessions.usable_by(&id, TokenId(7)));
+        sessions.reserve(TokenId(7)).unwrap().keep(&id);
+        assert!(sessions.usable_by(&id, TokenId(7)));
+        assert!(!sessions.usable_by(&id, TokenId(8)));
+        // Unknown sessions are rmcp's to refuse.
+        assert!(sessions.usable_by("gone", TokenId(8)));
     }
 
     #[tokio::test]

@@ -90,6 +90,7 @@ async fn gateway_with(
         },
         SocketAddr::from(([127, 0, 0, 1], 0)),
         HttpOptions {
+            oauth: None,
             token: TOKEN.to_owned(),
             allowed_origins: DEFAULT_ORIGINS.iter().map(|s| s.to_string()).collect(),
             allow_remote: false,
@@ -381,6 +382,7 @@ async fn binding_beyond_loopback_needs_the_explicit_flag() {
         .start()
         .unwrap();
     let options = HttpOptions {
+        oauth: None,
         token: TOKEN.to_owned(),
         allowed_origins: Vec::new(),
         allow_remote: false,

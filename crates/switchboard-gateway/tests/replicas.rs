@@ -62,6 +62,7 @@ async fn replica_capped(
             allowed_origins: DEFAULT_ORIGINS.iter().map(|s| s.to_string()).collect(),
             allow_remote: false,
             sessions,
+            oauth: None,
         },
     )
     .await

@@ -150,6 +150,7 @@ async fn the_status_page_logs_in_with_the_token_and_follows_a_servers_state() {
         Gateway::new(host.clone(), ToolFilter::default()),
         SocketAddr::from(([127, 0, 0, 1], 0)),
         HttpOptions {
+            oauth: None,
             token: TOKEN.to_owned(),
             allowed_origins: DEFAULT_ORIGINS.iter().map(|s| s.to_string()).collect(),
             allow_remote: false,

@@ -21,6 +21,17 @@
 //!   wants `Authorization: DPoP` and a proof of that request with `ath` and the nonce (first
 //!   answered 401 `use_dpop_nonce`). A refused proof is `oauth: dpop proof refused: WHY`.
 //!
+//! - `--oauth-jwt`: access tokens are JWTs signed with an ES256 key made at start (`kid`
+//!   random), published at `/jwks` and named by the metadata's `jwks_uri`; claims `iss` (the
+//!   issuer), `aud` (the `resource` asked for, else the protected resource), `sub` (the client
+//!   id, or `user` for the authorization-code grant), `scope`, `iat`, `exp`, `jti`. The token
+//!   endpoint also takes `client_credentials` (any `client_id`; `scope`, `resource`), and
+//!   `POST /test/mint` (JSON `{"sub", "scope", "aud", "expiresIn", "forged"}`, every field
+//!   optional) signs a token of any claims: `expiresIn` may be negative (an expired token),
+//!   `forged: true` signs with another key under the published `kid`. `POST /test/rotate-key`
+//!   signs with a new key (a new `kid`) from then on, published beside the old; each JWKS
+//!   fetch is `oauth: served the JWKS` on stderr.
+//!
 //! stderr gets one line per event (`oauth: issued …`, `oauth: refreshed …`), never a token.
 
 use std::collections::HashMap;
@@ -38,6 +49,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
 
 use crate::options::Options;
@@ -54,6 +66,91 @@ struct Config {
     /// The protected endpoint's path: `/mcp`, or `/sse` for the legacy transport.
     path: &'static str,
     dpop: bool,
+    /// `--oauth-jwt`: the key JWT access tokens are signed with.
+    jwt: Option<Signer>,
+}
+
+/// The keys of `--oauth-jwt`: those published (tokens are signed with the newest), and one
+/// that signs forged tokens.
+struct Signer {
+    /// `(kid, key, public JWK)`, oldest first.
+    keys: Mutex<Vec<(String, jsonwebtoken::EncodingKey, jsonwebtoken::jwk::Jwk)>>,
+    forged: jsonwebtoken::EncodingKey,
+}
+
+impl std::fmt::Debug for Signer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Signer").finish_non_exhaustive()
+    }
+}
+
+impl Signer {
+    fn new() -> Result<Signer, String> {
+        let signer = Signer {
+            keys: Mutex::default(),
+            forged: p256_key()?,
+        };
+        signer.rotate()?;
+        Ok(signer)
+    }
+
+    /// A new signing key (a new random `kid`), published beside the old ones.
+    fn rotate(&self) -> Result<String, String> {
+        use jsonwebtoken::Algorithm;
+        use jsonwebtoken::jwk::{Jwk, KeyAlgorithm, PublicKeyUse};
+        let key = p256_key()?;
+        let mut id = [0u8; 6];
+        getrandom::fill(&mut id).map_err(|e| e.to_string())?;
+        let kid = format!("testkit-{}", URL_SAFE_NO_PAD.encode(id));
+        let mut jwk = Jwk::from_encoding_key(&key, Algorithm::ES256).map_err(|e| e.to_string())?;
+        jwk.common.key_id = Some(kid.clone());
+        jwk.common.public_key_use = Some(PublicKeyUse::Signature);
+        jwk.common.key_algorithm = Some(KeyAlgorithm::ES256);
+        self.keys
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((kid.clone(), key, jwk));
+        Ok(kid)
+    }
+
+    /// `{"keys": [every public key as a JWK]}`.
+    fn jwks(&self) -> Value {
+        let keys = self.keys.lock().unwrap_or_else(PoisonError::into_inner);
+        json!({ "keys": keys.iter().map(|(_, _, jwk)| jwk).collect::<Vec<_>>() })
+    }
+
+    /// A signed JWT of `claims` under the newest `kid` (by the forged key when `forged`).
+    fn sign(&self, claims: &Value, forged: bool) -> Result<String, String> {
+        let keys = self.keys.lock().unwrap_or_else(PoisonError::into_inner);
+        let (kid, key, _) = keys.last().ok_or("no signing key")?;
+        let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
+        header.kid = Some(kid.clone());
+        header.typ = Some("at+jwt".to_owned());
+        let key = if forged { &self.forged } else { key };
+        jsonwebtoken::encode(&header, claims, key).map_err(|e| e.to_string())
+    }
+}
+
+/// A new random P-256 key.
+fn p256_key() -> Result<jsonwebtoken::EncodingKey, String> {
+    use p256::pkcs8::EncodePrivateKey;
+    // A random 32-byte string is a valid scalar but for odds of about 2^-32.
+    for _ in 0..4 {
+        let mut bytes = [0u8; 32];
+        getrandom::fill(&mut bytes).map_err(|e| e.to_string())?;
+        if let Ok(key) = p256::ecdsa::SigningKey::from_slice(&bytes) {
+            let der = key.to_pkcs8_der().map_err(|e| e.to_string())?;
+            return Ok(jsonwebtoken::EncodingKey::from_ec_der(der.as_bytes()));
+        }
+    }
+    Err("cannot make a P-256 key".to_owned())
+}
+
+/// Who and what a JWT access token is for.
+struct Subject<'a> {
+    issuer: &'a str,
+    audience: &'a str,
+    sub: &'a str,
 }
 
 /// The nonce both ends of `--oauth-dpop` want in proofs.
@@ -135,6 +232,13 @@ pub(crate) fn protect(mcp: Router, options: &Options, path: &'static str) -> Rou
                 .map(|(t, s)| (t.to_owned(), s.to_owned())),
             path,
             dpop: options.oauth_dpop,
+            jwt: options.oauth_jwt.then(|| match Signer::new() {
+                Ok(signer) => signer,
+                Err(e) => {
+                    eprintln!("oauth: cannot make the JWT signing key: {e}");
+                    std::process::exit(2);
+                }
+            }),
         },
         books: Mutex::default(),
     });
@@ -154,6 +258,9 @@ pub(crate) fn protect(mcp: Router, options: &Options, path: &'static str) -> Rou
         .route("/revoke", post(revoke))
         .route("/test/revoke-all", post(revoke_all))
         .route("/test/expire-access", post(expire_access))
+        .route("/jwks", get(jwks))
+        .route("/test/mint", post(mint))
+        .route("/test/rotate-key", post(rotate_key))
         .with_state(server);
     guarded.merge(auth)
 }
@@ -188,6 +295,13 @@ async fn server_metadata(State(server): State<Arc<Server>>, headers: HeaderMap) 
             object.insert(
                 "dpop_signing_alg_values_supported".to_owned(),
                 json!(["ES256"]),
+            );
+        }
+        if server.config.jwt.is_some() {
+            object.insert("jwks_uri".to_owned(), json!(format!("{base}/jwks")));
+            object.insert(
+                "grant_types_supported".to_owned(),
+                json!(["authorization_code", "refresh_token", "client_credentials"]),
             );
         }
     }
@@ -280,8 +394,29 @@ fn token_error(code: &str, description: &str) -> Response {
     )
 }
 
-fn issue(server: &Server, books: &mut Books, scope: &str, jkt: Option<String>) -> Value {
-    let access = fresh(books, "at");
+fn issue(
+    server: &Server,
+    books: &mut Books,
+    scope: &str,
+    jkt: Option<String>,
+    subject: &Subject<'_>,
+) -> Value {
+    let access = match &server.config.jwt {
+        Some(signer) => {
+            let jti = fresh(books, "jti");
+            let claims = jwt_claims(
+                subject,
+                scope,
+                server.config.token_ttl.as_secs() as i64,
+                &jti,
+            );
+            match signer.sign(&claims, false) {
+                Ok(token) => token,
+                Err(e) => return json!({"error": "server_error", "error_description": e}),
+            }
+        }
+        None => fresh(books, "at"),
+    };
     let refresh = fresh(books, "rt");
     let token_type = if jkt.is_some() { "DPoP" } else { "Bearer" };
     books.access.insert(
@@ -332,6 +467,17 @@ async fn token(
     } else {
         None
     };
+    let base = base(&headers);
+    let issuer = server.config.issuer.clone().unwrap_or_else(|| base.clone());
+    let resource = form
+        .get("resource")
+        .cloned()
+        .unwrap_or_else(|| protected_resource(&server, &base));
+    let mut subject = Subject {
+        issuer: &issuer,
+        audience: &resource,
+        sub: "user",
+    };
     match form.get("grant_type").map(String::as_str) {
         Some("authorization_code") => {
             let Some(grant) = form.get("code").and_then(|c| books.codes.remove(c)) else {
@@ -346,7 +492,7 @@ async fn token(
             if form.get("redirect_uri") != Some(&grant.redirect_uri) {
                 return token_error("invalid_grant", "redirect_uri differs");
             }
-            let answer = issue(&server, &mut books, &grant.scope, jkt);
+            let answer = issue(&server, &mut books, &grant.scope, jkt, &subject);
             eprintln!("oauth: issued tokens for scope {:?}", grant.scope);
             json_response(StatusCode::OK, answer)
         }
@@ -365,14 +511,117 @@ async fn token(
                 return token_error("invalid_grant", "refresh token bound to another key");
             }
             books.spent.insert(presented);
-            let answer = issue(&server, &mut books, &scope, jkt);
+            let answer = issue(&server, &mut books, &scope, jkt, &subject);
             eprintln!("oauth: refreshed");
+            json_response(StatusCode::OK, answer)
+        }
+        Some("client_credentials") if server.config.jwt.is_some() => {
+            let Some(client) = form.get("client_id").filter(|c| !c.is_empty()) else {
+                return token_error("invalid_client", "no client_id");
+            };
+            subject.sub = client;
+            let scope = form.get("scope").map_or("mcp", String::as_str);
+            let answer = issue(&server, &mut books, scope, jkt, &subject);
+            eprintln!("oauth: issued a client-credentials token for scope {scope:?}");
             json_response(StatusCode::OK, answer)
         }
         _ => token_error(
             "unsupported_grant_type",
             "use authorization_code or refresh_token",
         ),
+    }
+}
+
+/// The resource the metadata names: `--oauth-resource`, else the endpoint on this origin.
+fn protected_resource(server: &Server, base: &str) -> String {
+    server
+        .config
+        .resource
+        .clone()
+        .unwrap_or_else(|| format!("{base}{}", server.config.path))
+}
+
+/// The claims of an access token for `subject` with `scope`, expiring in `expires_in` seconds
+/// (negative: expired already).
+fn jwt_claims(subject: &Subject<'_>, scope: &str, expires_in: i64, jti: &str) -> Value {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    json!({
+        "iss": subject.issuer,
+        "aud": subject.audience,
+        "sub": subject.sub,
+        "scope": scope,
+        "iat": now.min(now + expires_in),
+        "exp": now + expires_in,
+        "jti": jti,
+    })
+}
+
+/// `GET /jwks`: the public key access tokens are signed with (`--oauth-jwt`).
+async fn jwks(State(server): State<Arc<Server>>) -> Response {
+    match &server.config.jwt {
+        Some(signer) => {
+            eprintln!("oauth: served the JWKS");
+            json_response(StatusCode::OK, signer.jwks())
+        }
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+/// `POST /test/mint`: a JWT access token of the claims asked for (`--oauth-jwt`):
+/// `{"sub", "scope", "aud", "expiresIn", "forged"}`, each optional.
+async fn mint(
+    State(server): State<Arc<Server>>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let Some(signer) = &server.config.jwt else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let asked: Value = serde_json::from_slice(&body).unwrap_or_default();
+    let text = |key: &str| asked.get(key).and_then(Value::as_str).map(str::to_owned);
+    let base = base(&headers);
+    let issuer = server.config.issuer.clone().unwrap_or_else(|| base.clone());
+    let audience = text("aud").unwrap_or_else(|| protected_resource(&server, &base));
+    let sub = text("sub").unwrap_or_else(|| "user".to_owned());
+    let scope = text("scope").unwrap_or_else(|| "mcp".to_owned());
+    let expires_in = asked
+        .get("expiresIn")
+        .and_then(Value::as_i64)
+        .unwrap_or(server.config.token_ttl.as_secs() as i64);
+    let forged = asked.get("forged").and_then(Value::as_bool) == Some(true);
+    let jti = fresh(&mut server.books(), "jti");
+    let subject = Subject {
+        issuer: &issuer,
+        audience: &audience,
+        sub: &sub,
+    };
+    let claims = jwt_claims(&subject, &scope, expires_in, &jti);
+    match signer.sign(&claims, forged) {
+        Ok(token) => {
+            eprintln!("oauth: minted a token for sub {sub:?} scope {scope:?}");
+            json_response(
+                StatusCode::OK,
+                json!({"access_token": token, "token_type": "Bearer"}),
+            )
+        }
+        Err(e) => json_response(StatusCode::INTERNAL_SERVER_ERROR, json!({"error": e})),
+    }
+}
+
+/// `POST /test/rotate-key`: tokens are signed with a new key from now on (`--oauth-jwt`);
+/// the JWKS publishes it beside the old ones.
+async fn rotate_key(State(server): State<Arc<Server>>) -> Response {
+    let Some(signer) = &server.config.jwt else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    match signer.rotate() {
+        Ok(kid) => {
+            eprintln!("oauth: rotated the signing key");
+            json_response(StatusCode::OK, json!({ "kid": kid }))
+        }
+        Err(e) => json_response(StatusCode::INTERNAL_SERVER_ERROR, json!({"error": e})),
     }
 }
 

@@ -179,6 +179,12 @@ pub struct Options {
     /// request; both ends first answer `use_dpop_nonce` to a proof without their nonce.
     #[arg(long)]
     pub oauth_dpop: bool,
+
+    /// (oauth) Access tokens are JWTs (ES256, a key made at start, published at `/jwks` and
+    /// named by the metadata's `jwks_uri`) with `iss`, `aud`, `sub`, `scope`, `exp`; the token
+    /// endpoint takes the client-credentials grant, and `POST /test/mint` signs any claims.
+    #[arg(long)]
+    pub oauth_jwt: bool,
 }
 
 /// The transports `testkit-server` can serve.

@@ -90,6 +90,8 @@ pub(crate) struct Sections {
     pub(crate) idle_timeout: Checked<Seconds>,
     /// The MCP Registry `mcp search` and `mcp add --from-registry` use (the user's file only).
     pub(crate) registry_url: Checked<String>,
+    /// `switchboard serve`'s tool rules (the user's file only; see `gateway.rs`).
+    pub(crate) gateway: Checked<Object<GatewayFile>>,
 }
 
 /// A scope's file struct: what it holds besides servers.
@@ -107,6 +109,7 @@ impl ScopeFile for UserFile {
             startup: self.startup,
             idle_timeout: self.idle_timeout,
             registry_url: self.registry_url,
+            gateway: self.gateway,
         }
     }
 }
@@ -198,6 +201,9 @@ pub(crate) struct UserFile {
     /// The MCP Registry's base URL (read by `registry.rs`).
     #[serde(default)]
     pub(crate) registry_url: Checked<String>,
+    /// `switchboard serve`'s settings (read by `gateway.rs`).
+    #[serde(default)]
+    pub(crate) gateway: Checked<Object<GatewayFile>>,
     #[serde(rename = "$schema", default)]
     _schema: Skipped,
 }
@@ -311,6 +317,17 @@ pub(crate) struct PermissionsFile {
     pub(crate) ask: Checked<Located<PatternList>>,
     #[serde(default)]
     pub(crate) deny: Checked<Located<PatternList>>,
+}
+
+/// `gateway` as written: the gateway's tool rules, each a string as `--allow-tool` /
+/// `--deny-tool` take it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct GatewayFile {
+    #[serde(default)]
+    pub(crate) allow_tools: Checked<Located<PatternList>>,
+    #[serde(default)]
+    pub(crate) deny_tools: Checked<Located<PatternList>>,
 }
 
 /// A list of tool patterns; each broken element is a problem of its own.

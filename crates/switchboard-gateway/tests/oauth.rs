@@ -1,0 +1,663 @@
+//! Inbound identity: the gateway as an OAuth resource server in front of a real testkit server,
+//! with real access tokens (JWTs) from the testkit's authorization server (`--oauth-jwt`) and
+//! rmcp's Streamable HTTP client carrying them; tool rules per scope and subject.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::RunningService;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use switchboard::host::{Host, Prefix};
+use switchboard_gateway::http::{DEFAULT_ORIGINS, HttpGateway, HttpOptions};
+use switchboard_gateway::oauth::{OAuthOptions, ResourceServer};
+use switchboard_gateway::sessions::SessionLimits;
+use switchboard_gateway::{Gateway, ToolFilter, ToolSearch};
+use switchboard_testkit::config_tree::ConfigTree;
+use switchboard_testkit::{TestServer, Transport};
+
+const SETTLE: Duration = Duration::from_secs(30);
+const STATIC_TOKEN: &str = "static-token-0123456789abcdef0123";
+
+/// The testkit's authorization server (JWT access tokens), the gateway in front of a testkit
+/// server `kit`, and what a test needs of them.
+struct Setup {
+    auth: TestServer,
+    issuer: String,
+    audience: String,
+    url: String,
+    gateway: Gateway,
+    _tree: ConfigTree,
+    _host: Host,
+}
+
+struct Options {
+    allow: Vec<&'static str>,
+    deny: Vec<&'static str>,
+    search: ToolSearch,
+    static_token: bool,
+    sessions: SessionLimits,
+    /// The least time between two JWKS fetches for an unknown key (default 5 s).
+    refetch: Option<Duration>,
+    prefix: Prefix,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            allow: Vec::new(),
+            deny: Vec::new(),
+            search: ToolSearch::Off,
+            static_token: false,
+            sessions: SessionLimits::default(),
+            refetch: None,
+            prefix: Prefix::Always,
+        }
+    }
+}
+
+async fn setup(options: Options) -> Setup {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let auth = TestServer::start(Transport::Http, ["--oauth", "--oauth-jwt"]).unwrap();
+    let issuer = auth.url().trim_end_matches("/mcp").to_owned();
+    let tree = ConfigTree::new().unwrap();
+    let servers = json!({"kit": {"command": switchboard_testkit::server_bin(), "args": []}});
+    tree.write(
+        tree.user_file(),
+        &json!({"mcpServers": servers}).to_string(),
+    )
+    .unwrap();
+    let env: switchboard::config::Environment = tree.env().into_iter().collect();
+    let host = Host::builder()
+        .discover(tree.project())
+        .env(env)
+        .output_dir(tree.root().join("out"))
+        .interaction(switchboard_gateway::forward::upstream_interaction())
+        .start()
+        .unwrap();
+    host.wait_settled(SETTLE).await.unwrap();
+    // Bound first: the audience is the gateway's own URL.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let audience = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let filter = ToolFilter::parse(&options.allow, &options.deny).unwrap();
+    let mut oauth = ResourceServer::new(
+        OAuthOptions {
+            issuer: issuer.clone(),
+            audience: audience.clone(),
+        },
+        filter.scopes(),
+    )
+    .unwrap();
+    if let Some(refetch) = options.refetch {
+        oauth.set_refetch(refetch);
+    }
+    let gateway = Gateway::with_options(host.clone(), filter, options.search, options.prefix);
+    let server = HttpGateway::on_listener(
+        gateway.clone(),
+        listener,
+        HttpOptions {
+            token: if options.static_token {
+                STATIC_TOKEN.to_owned()
+            } else {
+                String::new()
+            },
+            oauth: Some(Arc::new(oauth)),
+            allowed_origins: DEFAULT_ORIGINS.iter().map(|s| s.to_string()).collect(),
+            allow_remote: false,
+            sessions: options.sessions,
+        },
+    )
+    .unwrap();
+    tokio::spawn(server.run());
+    Setup {
+        auth,
+        issuer,
+        url: audience.clone(),
+        audience,
+        gateway,
+        _tree: tree,
+        _host: host,
+    }
+}
+
+impl Setup {
+    /// A token from the authorization server's client-credentials grant: `client` is its
+    /// subject.
+    async fn token(&self, client: &str, scope: &str) -> String {
+        let answer: Value = reqwest::Client::new()
+            .post(format!("{}/token", self.issuer))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(
+                url::form_urlencoded::Serializer::new(String::new())
+                    .append_pair("grant_type", "client_credentials")
+                    .append_pair("client_id", client)
+                    .append_pair("scope", scope)
+                    .append_pair("resource", &self.audience)
+                    .finish(),
+            )
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        answer["access_token"].as_str().unwrap().to_owned()
+    }
+
+    /// A token of these claims, signed by the authorization server (`/test/mint`).
+    async fn mint(&self, claims: Value) -> String {
+        let answer: Value = reqwest::Client::new()
+            .post(format!("{}/test/mint", self.issuer))
+            .body(claims.to_string())
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        answer["access_token"].as_str().unwrap().to_owned()
+    }
+
+    /// A raw `initialize` with this bearer token (none: no `Authorization`).
+    async fn initialize(&self, token: Option<&str>) -> reqwest::Response {
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}});
+        let mut request = reqwest::Client::new()
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(init.to_string());
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        request.send().await.unwrap()
+    }
+
+    async fn client(&self, token: &str) -> RunningService<RoleClient, ()> {
+        let transport = StreamableHttpClientTransport::from_config(
+            StreamableHttpClientTransportConfig::with_uri(self.url.clone()).auth_header(token),
+        );
+        ().serve(transport).await.unwrap()
+    }
+}
+
+fn call(name: &str, arguments: Value) -> CallToolRequestParams {
+    let mut params = CallToolRequestParams::new(name.to_owned());
+    params.arguments = arguments.as_object().cloned();
+    params
+}
+
+async fn tool_names(client: &RunningService<RoleClient, ()>) -> Vec<String> {
+    let mut names: Vec<String> = client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    names.sort();
+    names
+}
+
+fn challenge(response: &reqwest::Response) -> String {
+    response
+        .headers()
+        .get("www-authenticate")
+        .expect("a 401 names the metadata")
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_token_lists_and_calls_and_the_metadata_names_the_issuer() {
+    let setup = setup(Options::default()).await;
+    // No token: 401 naming the metadata, which names the issuer and the resource.
+    let refused = setup.initialize(None).await;
+    assert_eq!(refused.status(), 401);
+    let base = setup.url.trim_end_matches("/mcp");
+    let metadata_url = format!("{base}/.well-known/oauth-protected-resource/mcp");
+    assert_eq!(
+        challenge(&refused),
+        format!(r#"Bearer resource_metadata="{metadata_url}""#)
+    );
+    for url in [
+        metadata_url.clone(),
+        format!("{base}/.well-known/oauth-protected-resource"),
+    ] {
+        let metadata: Value = reqwest::get(&url).await.unwrap().json().await.unwrap();
+        assert_eq!(metadata["resource"], json!(setup.audience), "{url}");
+        assert_eq!(
+            metadata["authorization_servers"],
+            json!([setup.issuer]),
+            "{url}"
+        );
+    }
+
+    // A token from the authorization server: the client lists and calls.
+    let token = setup.token("alice", "mcp").await;
+    let client = setup.client(&token).await;
+    let names = tool_names(&client).await;
+    assert!(names.contains(&"mcp__kit__echo".to_owned()), "{names:?}");
+    let result = client
+        .call_tool(call("mcp__kit__echo", json!({"text": "through oauth"})))
+        .await
+        .unwrap();
+    assert!(
+        serde_json::to_string(&result.content)
+            .unwrap()
+            .contains("through oauth")
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forged_foreign_expired_and_missing_tokens_are_refused_with_the_challenge() {
+    let setup = setup(Options {
+        static_token: true,
+        ..Options::default()
+    })
+    .await;
+    let metadata = format!(
+        r#"resource_metadata="{}/.well-known/oauth-protected-resource/mcp""#,
+        setup.url.trim_end_matches("/mcp")
+    );
+    let cases = [
+        (
+            "forged",
+            setup
+                .mint(json!({"sub": "alice", "aud": setup.audience, "forged": true}))
+                .await,
+            "signature",
+        ),
+        (
+            "another audience",
+            setup
+                .mint(json!({"sub": "alice", "aud": "http://other.example/mcp"}))
+                .await,
+            "audience",
+        ),
+        (
+            "expired",
+            setup
+                .mint(json!({"sub": "alice", "aud": setup.audience, "expiresIn": -120}))
+                .await,
+            "expired",
+        ),
+        ("not a JWT", "opaque-token".to_owned(), "not a JWT"),
+    ];
+    for (what, token, why) in &cases {
+        let response = setup.initialize(Some(token)).await;
+        assert_eq!(response.status(), 401, "{what}");
+        let challenge = challenge(&response);
+        assert!(challenge.starts_with("Bearer "), "{what}: {challenge}");
+        assert!(challenge.contains(&metadata), "{what}: {challenge}");
+        assert!(
+            challenge.contains(r#"error="invalid_token""#),
+            "{what}: {challenge}"
+        );
+        assert!(challenge.contains(why), "{what}: {challenge}");
+        assert!(
+            !challenge.contains(token.as_str()),
+            "{what}: the token leaked"
+        );
+    }
+    let missing = setup.initialize(None).await;
+    assert_eq!(missing.status(), 401);
+    let challenge = challenge(&missing);
+    assert!(challenge.contains(&metadata), "{challenge}");
+    assert!(!challenge.contains("error="), "{challenge}");
+
+    // The same token, valid, is let in; so is the static token given alongside.
+    let good = setup
+        .mint(json!({"sub": "alice", "aud": setup.audience}))
+        .await;
+    assert_eq!(setup.initialize(Some(&good)).await.status(), 200);
+    assert_eq!(setup.initialize(Some(STATIC_TOKEN)).await.status(), 200);
+    // The operator's pages are the static token's alone.
+    let base = setup.url.trim_end_matches("/mcp").to_owned();
+    for page in ["/status", "/metrics"] {
+        let get = |token: &str| {
+            reqwest::Client::new()
+                .get(format!("{base}{page}"))
+                .bearer_auth(token)
+                .send()
+        };
+        assert_eq!(get(&good).await.unwrap().status(), 403, "{page}");
+        assert_eq!(get(STATIC_TOKEN).await.unwrap().status(), 200, "{page}");
+    }
+    assert!(
+        setup
+            .auth
+            .wait_for_stderr("oauth: minted a token", Duration::from_secs(5))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_subjects_with_different_scopes_see_different_tools_and_a_hidden_call_is_refused() {
+    let setup = setup(Options {
+        allow: vec!["scope:reader=mcp__kit__echo"],
+        deny: vec!["sub:mallory=mcp__kit__add"],
+        ..Options::default()
+    })
+    .await;
+    let reader = setup
+        .client(&setup.token("alice", "mcp reader").await)
+        .await;
+    let other = setup.client(&setup.token("bob", "mcp").await).await;
+    let mallory = setup.client(&setup.token("mallory", "mcp").await).await;
+
+    // An allow rule applies to the reader: only what it allows.
+    assert_eq!(tool_names(&reader).await, ["mcp__kit__echo"]);
+    // No rule applies to bob: everything.
+    let all = tool_names(&other).await;
+    assert!(all.len() > 2, "{all:?}");
+    assert!(all.contains(&"mcp__kit__add".to_owned()), "{all:?}");
+    // Mallory's deny takes one tool away.
+    let mallorys = tool_names(&mallory).await;
+    assert!(!mallorys.contains(&"mcp__kit__add".to_owned()));
+    assert_eq!(mallorys.len(), all.len() - 1);
+
+    // A hidden tool's call is refused as an unknown tool's, and never runs.
+    let calls_before = setup.gateway.metrics().server_calls("kit").calls;
+    let hidden = reader
+        .call_tool(call("mcp__kit__add", json!({"a": 1, "b": 2})))
+        .await
+        .unwrap_err();
+    let unknown = reader
+        .call_tool(call("mcp__kit__nope", json!({})))
+        .await
+        .unwrap_err();
+    let (hidden, unknown) = (hidden.to_string(), unknown.to_string());
+    assert_eq!(
+        hidden.replace("mcp__kit__add", "NAME"),
+        unknown.replace("mcp__kit__nope", "NAME"),
+    );
+    assert!(hidden.contains("no tool named"), "{hidden}");
+    assert!(
+        mallory
+            .call_tool(call("mcp__kit__add", json!({"a": 1, "b": 2})))
+            .await
+            .is_err()
+    );
+    assert_eq!(
+        setup.gateway.metrics().server_calls("kit").calls,
+        calls_before
+    );
+    // What a client may see, it may call.
+    let sum = other
+        .call_tool(call("mcp__kit__add", json!({"a": 1, "b": 2})))
+        .await
+        .unwrap();
+    assert!(serde_json::to_string(&sum.content).unwrap().contains('3'));
+    for client in [reader, other, mallory] {
+        client.cancel().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_search_finds_and_calls_only_what_the_identity_may_see() {
+    let setup = setup(Options {
+        allow: vec!["scope:reader=mcp__kit__echo"],
+        search: ToolSearch::On,
+        ..Options::default()
+    })
+    .await;
+    let reader = setup.client(&setup.token("alice", "reader").await).await;
+    let other = setup.client(&setup.token("bob", "mcp").await).await;
+    let found = |result: rmcp::model::CallToolResult| {
+        let text = serde_json::to_string(&result.content).unwrap();
+        text.contains("mcp__kit__add")
+    };
+    let search = || {
+        call(
+            "search_tools",
+            json!({"query": "add two numbers", "limit": 50}),
+        )
+    };
+    assert!(!found(reader.call_tool(search()).await.unwrap()));
+    assert!(found(other.call_tool(search()).await.unwrap()));
+    let through_call_tool = || {
+        call(
+            "call_tool",
+            json!({"name": "mcp__kit__add", "arguments": {"a": 1, "b": 2}}),
+        )
+    };
+    let refused = reader
+        .call_tool(through_call_tool())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("no tool named"), "{refused}");
+    assert!(other.call_tool(through_call_tool()).await.is_ok());
+    for client in [reader, other] {
+        client.cancel().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_are_capped_per_subject() {
+    let setup = setup(Options {
+        sessions: SessionLimits {
+            max_per_token: 1,
+            ..SessionLimits::default()
+        },
+        ..Options::default()
+    })
+    .await;
+    let alice = setup.token("alice", "mcp").await;
+    let alice_again = setup.token("alice", "mcp").await;
+    let bob = setup.token("bob", "mcp").await;
+    assert_eq!(setup.initialize(Some(&alice)).await.status(), 200);
+    // Another token of the same subject shares its cap.
+    assert_eq!(setup.initialize(Some(&alice_again)).await.status(), 503);
+    assert_eq!(setup.initialize(Some(&bob)).await.status(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_is_only_its_subjects() {
+    let setup = setup(Options::default()).await;
+    let alice = setup.token("alice", "mcp").await;
+    let alice_again = setup.token("alice", "mcp").await;
+    let bob = setup.token("bob", "mcp").await;
+    let opened = setup.initialize(Some(&alice)).await;
+    assert_eq!(opened.status(), 200);
+    let session = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let list = |token: &str| {
+        reqwest::Client::new()
+            .post(&setup.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &session)
+            .bearer_auth(token)
+            .body(r#"{"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}"#)
+            .send()
+    };
+    // Bob holds the id but not the session: it is unknown to him.
+    assert_eq!(list(&bob).await.unwrap().status(), 404);
+    // Alice's next token (a refresh) goes on in it.
+    assert_eq!(list(&alice_again).await.unwrap().status(), 200);
+}
+
+impl Setup {
+    /// The authorization server signs with a new key from now on.
+    async fn rotate_key(&self) {
+        let response = reqwest::Client::new()
+            .post(format!("{}/test/rotate-key", self.issuer))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+    }
+
+    /// How many times the authorization server served its JWKS, once it said so `at_least`
+    /// times (its stderr is read by a thread of its own).
+    fn jwks_fetches(&self, at_least: usize) -> usize {
+        const SERVED: &str = "oauth: served the JWKS";
+        self.auth
+            .wait_for_stderr_count(SERVED, at_least, Duration::from_secs(20));
+        self.auth.stderr().matches(SERVED).count()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_of_a_rotated_key_fetches_the_keys_again() {
+    let setup = setup(Options {
+        refetch: Some(Duration::ZERO),
+        ..Options::default()
+    })
+    .await;
+    let old = setup.token("alice", "mcp").await;
+    assert_eq!(setup.initialize(Some(&old)).await.status(), 200);
+    assert_eq!(setup.jwks_fetches(1), 1);
+    setup.rotate_key().await;
+    let new = setup.token("alice", "mcp").await;
+    assert_eq!(setup.initialize(Some(&new)).await.status(), 200);
+    // Both keys are cached now: no more fetches.
+    assert_eq!(setup.initialize(Some(&old)).await.status(), 200);
+    assert_eq!(setup.initialize(Some(&new)).await.status(), 200);
+    assert_eq!(setup.jwks_fetches(2), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_key_does_not_fetch_the_keys_again_at_once() {
+    let setup = setup(Options::default()).await;
+    let old = setup.token("alice", "mcp").await;
+    assert_eq!(setup.initialize(Some(&old)).await.status(), 200);
+    setup.rotate_key().await;
+    let new = setup.token("alice", "mcp").await;
+    // Within 5 s of the last fetch: refused without asking the issuer (a flood of tokens
+    // naming made-up keys costs it nothing).
+    for _ in 0..3 {
+        let refused = setup.initialize(Some(&new)).await;
+        assert_eq!(refused.status(), 401);
+        assert!(challenge(&refused).contains("the issuer has no key"));
+    }
+    assert_eq!(setup.jwks_fetches(1), 1);
+}
+
+/// Opens the authorization URL as a browser would: the testkit's authorization server answers
+/// at once with the redirect to the client's loopback callback, which is followed.
+#[derive(Debug, Default)]
+struct Browser;
+
+impl switchboard::auth::Opener for Browser {
+    fn open(
+        &self,
+        _server: &str,
+        url: &str,
+    ) -> futures::future::BoxFuture<'static, Result<(), String>> {
+        let url = url.to_owned();
+        Box::pin(async move {
+            reqwest::get(url)
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })
+    }
+}
+
+struct Allow;
+
+impl switchboard::permissions::PermissionPrompter for Allow {
+    fn ask(
+        &self,
+        _request: &switchboard::permissions::PermissionRequest,
+    ) -> futures::future::BoxFuture<'_, switchboard::permissions::PermissionAnswer> {
+        Box::pin(async { switchboard::permissions::PermissionAnswer::AllowOnce })
+    }
+}
+
+/// An MCP client that knows nothing but the gateway's URL (Switchboard's own, as a host with
+/// the gateway as a remote server) logs in: the 401 names the metadata, the metadata the
+/// issuer, the challenge the scope to ask for; the token it gets lets it in with that scope.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_client_finds_where_to_log_in_and_gets_what_its_scope_allows() {
+    let setup = setup(Options {
+        allow: vec!["scope:reader=mcp__kit__echo"],
+        ..Options::default()
+    })
+    .await;
+    let state = tempfile::tempdir().unwrap();
+    let entry = json!({"type": "http", "url": setup.url, "oauth": {}});
+    let origin = switchboard::config::Origin {
+        scope: switchboard::config::Scope::User,
+        file: None,
+    };
+    let env = switchboard::config::Environment::default();
+    let (config, _) =
+        switchboard::config::parse_entry_value("gw", &entry, origin, &env, "<test>").unwrap();
+    let client = Host::builder()
+        .discover(state.path().to_owned())
+        .env(env)
+        .servers(vec![config])
+        .state_dir(state.path().to_owned())
+        .auth(switchboard::auth::AuthOptions {
+            store: switchboard::auth::TokenStore::in_dir(state.path()),
+            interactive: true,
+            opener: Arc::new(Browser),
+            ..switchboard::auth::AuthOptions::default()
+        })
+        .permissions(Arc::new(Allow))
+        .start()
+        .unwrap();
+    let connected = client.wait_for("gw", SETTLE).await.unwrap();
+    assert_eq!(connected.label(), "connected", "{connected:?}");
+    let tools: Vec<String> = client
+        .server_tools("gw")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(tools, ["mcp__kit__echo"]);
+    let outcome = client
+        .call(
+            "mcp__gw__mcp__kit__echo",
+            json!({"text": "logged in"}).as_object().cloned().unwrap(),
+            Default::default(),
+        )
+        .await
+        .unwrap();
+    assert!(outcome.result.to_string().contains("logged in"));
+    assert!(
+        setup
+            .auth
+            .wait_for_stderr("oauth: authorize scope=\"reader\"", Duration::from_secs(5))
+    );
+    client.shutdown().await;
+}
+
+/// With `--prefix conditional` a tool is served by its own name and may be called by its
+/// qualified one too: a rule on either name holds for both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rule_on_the_served_name_holds_for_a_call_by_the_qualified_name() {
+    let setup = setup(Options {
+        deny: vec!["scope:guest=add"],
+        prefix: Prefix::Conditional,
+        ..Options::default()
+    })
+    .await;
+    let guest = setup.client(&setup.token("carol", "guest").await).await;
+    let names = tool_names(&guest).await;
+    assert!(names.contains(&"echo".to_owned()), "{names:?}");
+    assert!(!names.contains(&"add".to_owned()), "{names:?}");
+    for name in ["add", "mcp__kit__add"] {
+        let refused = guest
+            .call_tool(call(name, json!({"a": 1, "b": 2})))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("no tool named"), "{name}: {refused}");
+    }
+    assert_eq!(setup.gateway.metrics().server_calls("kit").calls, 0);
+    guest.cancel().await.unwrap();
+}
