@@ -297,15 +297,15 @@ write_env() {
 # feature by default): Debian's dbus-daemon, gnome-keyring and libsecret-tools, installed with
 # apt when one is missing and this runs as root. Debian stable pins them; without them the
 # keychain tests fail and name the package.
-DEBIAN_PACKAGES=(dbus-daemon gnome-keyring libsecret-tools chromium chromium-driver)
+DEBIAN_PACKAGES=(dbus-daemon gnome-keyring libsecret-tools chromium chromium-driver redis-server)
 install_debian() {
   export DEBIAN_FRONTEND=noninteractive
   apt-get install -y -q --no-install-recommends "${DEBIAN_PACKAGES[@]}" \
     || { apt-get update -q && apt-get install -y -q --no-install-recommends "${DEBIAN_PACKAGES[@]}"; }
 }
-if [[ $(uname -s) == Linux ]] && { ! command -v dbus-daemon >/dev/null || ! command -v gnome-keyring-daemon >/dev/null || ! command -v secret-tool >/dev/null || ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; }; then
+if [[ $(uname -s) == Linux ]] && { ! command -v dbus-daemon >/dev/null || ! command -v gnome-keyring-daemon >/dev/null || ! command -v secret-tool >/dev/null || ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null || ! command -v redis-server >/dev/null; }; then
   if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
-    step "apt-get install ${DEBIAN_PACKAGES[*]} (the Secret Service for the keychain tests, a headless browser for the status page's)" install_debian
+    step "apt-get install ${DEBIAN_PACKAGES[*]} (the Secret Service for the keychain tests, a headless browser for the status page's, Redis for the shared store's)" install_debian
   else
     say "not root or no apt-get: install ${DEBIAN_PACKAGES[*]} yourself for the keychain tests"
   fi

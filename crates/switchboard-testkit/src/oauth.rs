@@ -21,6 +21,9 @@
 //!   wants `Authorization: DPoP` and a proof of that request with `ath` and the nonce (first
 //!   answered 401 `use_dpop_nonce`). A refused proof is `oauth: dpop proof refused: WHY`.
 //!
+//! - `--oauth-refresh-delay-ms MS`: a refresh is answered after MS (`oauth: refresh requested`
+//!   when it arrives), so two clients refreshing at once overlap.
+//!
 //! stderr gets one line per event (`oauth: issued …`, `oauth: refreshed …`), never a token.
 
 use std::collections::HashMap;
@@ -54,6 +57,8 @@ struct Config {
     /// The protected endpoint's path: `/mcp`, or `/sse` for the legacy transport.
     path: &'static str,
     dpop: bool,
+    /// `--oauth-refresh-delay-ms`.
+    refresh_delay: Duration,
 }
 
 /// The nonce both ends of `--oauth-dpop` want in proofs.
@@ -135,6 +140,7 @@ pub(crate) fn protect(mcp: Router, options: &Options, path: &'static str) -> Rou
                 .map(|(t, s)| (t.to_owned(), s.to_owned())),
             path,
             dpop: options.oauth_dpop,
+            refresh_delay: Duration::from_millis(options.oauth_refresh_delay_ms),
         },
         books: Mutex::default(),
     });
@@ -310,6 +316,12 @@ async fn token(
     body: axum::body::Bytes,
 ) -> Response {
     let form: HashMap<String, String> = url::form_urlencoded::parse(&body).into_owned().collect();
+    if form.get("grant_type").map(String::as_str) == Some("refresh_token")
+        && !server.config.refresh_delay.is_zero()
+    {
+        eprintln!("oauth: refresh requested");
+        tokio::time::sleep(server.config.refresh_delay).await;
+    }
     let mut books = server.books();
     let jkt = if server.config.dpop {
         let url = format!("{}/token", base(&headers));

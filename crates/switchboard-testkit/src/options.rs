@@ -179,6 +179,11 @@ pub struct Options {
     /// request; both ends first answer `use_dpop_nonce` to a proof without their nonce.
     #[arg(long)]
     pub oauth_dpop: bool,
+
+    /// (oauth) The token endpoint waits this long before answering a refresh: two clients
+    /// refreshing at once then overlap (a rotation race test).
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    pub oauth_refresh_delay_ms: u64,
 }
 
 /// The transports `testkit-server` can serve.

@@ -126,7 +126,8 @@ impl SharedStore {
         match *self.inner {}
     }
 
-    pub(crate) async fn flush(&self) {
+    /// Waits until the background writes made so far are done.
+    pub async fn flush(&self) {
         match *self.inner {}
     }
 
@@ -357,9 +358,10 @@ impl SharedStore {
         let _ = self.inner.writes.send(write);
     }
 
-    /// Waits (at most a request's timeout) until the background writes made so far are done:
-    /// a host shutting down leaves what it kept in the store.
-    pub(crate) async fn flush(&self) {
+    /// Waits (at most a request's timeout) until the background writes made so far through
+    /// this connection (kept lists, needs-auth records, announcements) are done. A host's
+    /// shutdown does it, so what it kept is in the store.
+    pub async fn flush(&self) {
         let (done, finished) = tokio::sync::oneshot::channel();
         if self.inner.writes.send(Write::Flush(done)).is_ok() {
             let _ = tokio::time::timeout(REQUEST_TIMEOUT, finished).await;
