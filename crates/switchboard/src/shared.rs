@@ -7,7 +7,8 @@
 //! NX PX`, released by their holder only, with a compare-and-delete script, waited for with a
 //! bounded poll), `needs-auth:<server>` (expiring with the memory's TTL),
 //! `lists:<server>:<hash>` (kept lists); the channel `switchboard:events` carries
-//! [`Announcement`]s, each with the sending instance's id so a replica skips its own.
+//! announcements (the server, its entry hash, what changed), each with the sending process's
+//! random id so a replica skips its own.
 //!
 //! Writes that nobody waits for (kept lists, needs-auth, announcements, unlocks) go through
 //! one task in order: an announcement is sent after the write it announces. Reads at start
