@@ -366,6 +366,9 @@ struct Shared {
     logs: broadcast::Sender<connection::ServerLog>,
     local_slots: Arc<Semaphore>,
     remote_slots: Arc<Semaphore>,
+    /// The task following the other replicas' announcements (with a shared store); ended
+    /// at shutdown, which closes its subscription.
+    replicas: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 /// Every configured server, connected in the background. Cheap to clone.
@@ -503,6 +506,7 @@ impl ServerManager {
                 configs.iter().map(|c| c.name.as_str()),
             ),
             kept: KeptLists::new(options.state_dir.as_deref(), options.shared.clone()),
+            replicas: Mutex::new(None),
             local_slots: Arc::new(Semaphore::new(
                 options.limits.local_connect_concurrency.max(1),
             )),
@@ -541,7 +545,7 @@ impl ServerManager {
         use crate::shared::Changed;
         let shared = Arc::downgrade(&self.shared);
         let slots = Arc::downgrade(&self.slots);
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             while let Some(a) = announcements.recv().await {
                 let (Some(shared), Some(slots)) = (shared.upgrade(), slots.upgrade()) else {
                     return;
@@ -585,6 +589,9 @@ impl ServerManager {
                 let _ = manager.shared.events.send(event);
             }
         });
+        if let Ok(mut slot) = self.shared.replicas.lock() {
+            *slot = Some(task);
+        }
     }
 
     fn spawn(&self, config: ServerConfig) {
@@ -867,6 +874,9 @@ impl ServerManager {
             .map(|mut s| std::mem::take(&mut *s).into_values().collect())
             .unwrap_or_default();
         stop_all(slots).await;
+        if let Some(task) = self.shared.replicas.lock().ok().and_then(|mut t| t.take()) {
+            task.abort();
+        }
         if let Some(store) = &self.shared.options.shared {
             store.flush().await;
         }
