@@ -525,3 +525,17 @@ async fn write_in_order(
         }
     }
 }
+
+#[cfg(all(test, not(feature = "redis")))]
+mod tests {
+    #[tokio::test]
+    async fn without_the_feature_a_store_is_an_error_naming_it() {
+        let Err(e) = super::SharedStore::connect("redis://:hunter2@127.0.0.1:6379/0").await else {
+            panic!("connected without Redis support");
+        };
+        let text = e.to_string();
+        assert!(text.contains("redis://***@127.0.0.1:6379/0"), "{text}");
+        assert!(text.contains("`redis` feature"), "{text}");
+        assert!(!text.contains("hunter2"), "{text}");
+    }
+}
