@@ -223,8 +223,10 @@ impl KeptLists {
                 let texts = match store.get_many_blocking(&keys) {
                     Ok(texts) => texts,
                     Err(e) => {
+                        // Taken as nothing kept, not asked again server by server (each
+                        // would wait for the store); an announcement makes one read again.
                         tracing::warn!("cannot read the kept lists: {e}");
-                        return;
+                        vec![None; keys.len()]
                     }
                 };
                 let pairs: Vec<(&str, Option<String>)> =
