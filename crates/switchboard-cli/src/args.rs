@@ -645,6 +645,12 @@ pub(crate) struct ServeArgs {
     /// W3C traceparent goes upstream in `_meta`.
     #[arg(long, value_name = "URL")]
     pub(crate) otlp_endpoint: Option<String>,
+    /// Share state with the other replicas of this gateway through a Redis
+    /// (`redis://[:PASSWORD@]HOST:PORT[/DB]`): upstream OAuth tokens (refreshed under a Redis
+    /// lock), needs-auth memory, kept tool lists and list changes. Without it, all of that stays
+    /// in this process and its state folder.
+    #[arg(long, value_name = "URL")]
+    pub(crate) store: Option<String>,
     /// With --http: the most sessions open at once; an `initialize` past it gets HTTP 503
     /// (a session ends when its client deletes it, or after 5 minutes idle).
     #[arg(long, value_name = "N", default_value_t = SessionLimits::DEFAULT_MAX_SESSIONS as u32,

@@ -82,9 +82,21 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
             .as_deref()
             .map(switchboard_gateway::trace::Traces::otlp)
             .transpose()?;
+        // Before any server starts: a bad or unreachable store fails at once, naming it.
+        let store = match args.store.as_deref() {
+            Some(url) => Some(
+                switchboard::shared::SharedStore::connect(url)
+                    .await
+                    .context("--store")?,
+            ),
+            None => None,
+        };
         // The configuration's errors are on stderr; the gateway serves what can run.
-        let host = crate::start::builder(ctx, args.servers.clone())?
-            .builder
+        let mut builder = crate::start::builder(ctx, args.servers.clone())?.builder;
+        if let Some(store) = store {
+            builder = builder.store(store);
+        }
+        let host = builder
             .interaction(switchboard_gateway::forward::upstream_interaction())
             .gateway_ask(args.ask.into())
             // An HTTP client may be on another machine: a file written here means nothing

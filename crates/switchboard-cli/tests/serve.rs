@@ -501,6 +501,81 @@ fn a_listing_that_loads_kept_lists_sends_no_list_changed() {
     gateway.finish();
 }
 
+/// Two gateways sharing a Redis (`--store`), each with its own state folder, in front of one
+/// upstream server: a `list_changed` the first one hears reaches the second one's client as
+/// `notifications/tools/list_changed`. A store that cannot be reached stops `serve` at once,
+/// naming it without its password.
+#[test]
+fn replicas_sharing_a_store_pass_on_list_changes() {
+    use switchboard_testkit::redis::RedisServer;
+    use switchboard_testkit::{TestServer, Transport};
+    let Some(redis) = RedisServer::start().unwrap() else {
+        return;
+    };
+    // Initialize era: the upstream tells only the session that added a tool.
+    let upstream = TestServer::start(Transport::Http, ["--protocol", "legacy"]).unwrap();
+    let tree = || {
+        let tree = ConfigTree::new().unwrap();
+        tree.write(
+            tree.user_file(),
+            &json!({"mcpServers": {"kit": {"type": "http", "url": upstream.url()}}}).to_string(),
+        )
+        .unwrap();
+        tree
+    };
+    let (one, two) = (tree(), tree());
+    let url = redis.url();
+    let mut first = RawStdio::start(&one, &["--stdio", "--store", &url]);
+    let mut second = RawStdio::start(&two, &["--stdio", "--store", &url]);
+    assert!(second.tool_names().contains(&"mcp__kit__echo".to_owned()));
+    let added = first.request(
+        "tools/call",
+        json!({"name": "mcp__kit__add_tool", "arguments": {"name": "fresh"}}),
+    );
+    assert!(added["result"].is_object(), "{added}");
+    // A notice may come first from the replicas' start (a list filled by one is announced to
+    // the other); the one that matters brings the new tool.
+    let mut told = 0;
+    loop {
+        second.notification("notifications/tools/list_changed");
+        told += 1;
+        if second.tool_names().contains(&"mcp__kit__fresh".to_owned()) {
+            break;
+        }
+        assert!(told < 5, "no list_changed brought the new tool");
+    }
+    first.finish();
+    second.finish();
+
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let refused = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(serve_args(
+            &one,
+            &[
+                "--stdio",
+                "--store",
+                &format!("redis://:hunter2@127.0.0.1:{closed}"),
+            ],
+        ))
+        .env_clear()
+        .envs(one.env())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("--store"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("redis://***@127.0.0.1:{closed}")),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("hunter2"), "{stderr}");
+}
+
 /// A gateway killed with SIGKILL stops nothing itself. Its guard process stops the servers'
 /// process groups, so what a server started (here a `sleep` in its group) does not outlive
 /// the gateway.

@@ -16,6 +16,7 @@ mod http;
 mod net;
 mod oauth;
 pub mod options;
+pub mod redis;
 pub mod registry;
 pub mod server;
 mod sse;

@@ -31,6 +31,8 @@
 //!   `forged: true` signs with another key under the published `kid`. `POST /test/rotate-key`
 //!   signs with a new key (a new `kid`) from then on, published beside the old; each JWKS
 //!   fetch is `oauth: served the JWKS` on stderr.
+//! - `--oauth-refresh-delay-ms MS`: a refresh is answered after MS (`oauth: refresh requested`
+//!   when it arrives), so two clients refreshing at once overlap.
 //!
 //! stderr gets one line per event (`oauth: issued …`, `oauth: refreshed …`), never a token.
 
@@ -66,6 +68,8 @@ struct Config {
     /// The protected endpoint's path: `/mcp`, or `/sse` for the legacy transport.
     path: &'static str,
     dpop: bool,
+    /// `--oauth-refresh-delay-ms`.
+    refresh_delay: Duration,
     /// `--oauth-jwt`: the key JWT access tokens are signed with.
     jwt: Option<Signer>,
 }
@@ -239,6 +243,7 @@ pub(crate) fn protect(mcp: Router, options: &Options, path: &'static str) -> Rou
                     std::process::exit(2);
                 }
             }),
+            refresh_delay: Duration::from_millis(options.oauth_refresh_delay_ms),
         },
         books: Mutex::default(),
     });
@@ -445,6 +450,12 @@ async fn token(
     body: axum::body::Bytes,
 ) -> Response {
     let form: HashMap<String, String> = url::form_urlencoded::parse(&body).into_owned().collect();
+    if form.get("grant_type").map(String::as_str) == Some("refresh_token")
+        && !server.config.refresh_delay.is_zero()
+    {
+        eprintln!("oauth: refresh requested");
+        tokio::time::sleep(server.config.refresh_delay).await;
+    }
     let mut books = server.books();
     let jkt = if server.config.dpop {
         let url = format!("{}/token", base(&headers));

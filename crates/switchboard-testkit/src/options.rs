@@ -185,6 +185,10 @@ pub struct Options {
     /// endpoint takes the client-credentials grant, and `POST /test/mint` signs any claims.
     #[arg(long)]
     pub oauth_jwt: bool,
+    /// (oauth) The token endpoint waits this long before answering a refresh: two clients
+    /// refreshing at once then overlap (a rotation race test).
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    pub oauth_refresh_delay_ms: u64,
 }
 
 /// The transports `testkit-server` can serve.

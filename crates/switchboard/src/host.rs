@@ -85,6 +85,7 @@ pub struct HostBuilder {
     child_guard: Option<(PathBuf, Vec<std::ffi::OsString>)>,
     all_eager: bool,
     binaries_inline: bool,
+    store: Option<crate::shared::SharedStore>,
 }
 
 impl std::fmt::Debug for HostBuilder {
@@ -222,6 +223,17 @@ impl HostBuilder {
         self
     }
 
+    /// Shares state with other hosts through a Redis (default: none, everything in this
+    /// process and its state folder): upstream OAuth tokens (a refresh under a Redis lock, so
+    /// two replicas never both spend a rotating refresh token), needs-auth memory, kept
+    /// lists, and list changes (another host's upstream `list_changed` reaches this one's
+    /// event stream). Connect it first with [`SharedStore::connect`](crate::shared::SharedStore::connect).
+    /// Tokens then live in the store whatever [`auth`](Self::auth) names.
+    pub fn store(mut self, store: crate::shared::SharedStore) -> Self {
+        self.store = Some(store);
+        self
+    }
+
     /// Keeps audio and blobs in results instead of files (see
     /// [`OutputBudget::binaries_inline`]): for results that go to another machine.
     pub fn binaries_inline(mut self, inline: bool) -> Self {
@@ -305,6 +317,7 @@ impl HostBuilder {
             child_guard: self
                 .child_guard
                 .map(|(program, args)| crate::guard::ChildGuard::new(program, args)),
+            shared: self.store,
             ..ManagerOptions::default()
         };
         for (name, factory) in self.in_process {

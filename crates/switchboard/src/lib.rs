@@ -8,7 +8,7 @@
 //!
 //! Public modules are the ones an embedding program works with: [`host`] (the façade),
 //! [`config`] (reading and editing configuration), [`interaction`] and [`permissions`] (what
-//! the program answers), [`guard`] (stdio servers stopped when the program is killed), [`redact`] (secrets kept out of what is shown), [`secrets`] (configured secrets: keychain or owner-only file), [`auth`] (OAuth options and token stores), [`budget`], [`import`], [`registry`] (the MCP Registry) and
+//! the program answers), [`guard`] (stdio servers stopped when the program is killed), [`redact`] (secrets kept out of what is shown), [`secrets`] (configured secrets: keychain or owner-only file), [`shared`] (state shared by gateway replicas, in Redis), [`auth`] (OAuth options and token stores), [`budget`], [`import`], [`registry`] (the MCP Registry) and
 //! [`env_vars`]. The types the façade hands out are re-exported here.
 //!
 //! Build, settle, list, call:
@@ -63,6 +63,7 @@ pub mod redact;
 pub mod registry;
 pub mod search;
 pub mod secrets;
+pub mod shared;
 pub(crate) mod transport;
 
 pub use catalog::{

@@ -75,6 +75,9 @@ pub(crate) struct ManagerOptions {
     pub auth: Option<crate::auth::AuthOptions>,
     /// The guard process for stdio servers ([`crate::guard`]); `None`: none.
     pub child_guard: Option<Arc<crate::guard::ChildGuard>>,
+    /// The Redis the replicas of a gateway share: tokens, needs-auth, kept lists and list
+    /// changes go through it; `None`: this process and its state folder only.
+    pub shared: Option<crate::shared::SharedStore>,
 }
 
 impl std::fmt::Debug for ManagerOptions {
@@ -99,6 +102,7 @@ impl Default for ManagerOptions {
             roots: None,
             auth: None,
             child_guard: None,
+            shared: None,
         }
     }
 }
@@ -362,6 +366,9 @@ struct Shared {
     logs: broadcast::Sender<connection::ServerLog>,
     local_slots: Arc<Semaphore>,
     remote_slots: Arc<Semaphore>,
+    /// The task following the other replicas' announcements (with a shared store); ended
+    /// at shutdown, which closes its subscription.
+    replicas: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 /// Every configured server, connected in the background. Cheap to clone.
@@ -476,7 +483,7 @@ impl ServerManager {
     ) -> ServerManager {
         let (events, _) = broadcast::channel(1024);
         let (logs, _) = broadcast::channel(LOG_BUFFER);
-        let auth = options.auth.clone().unwrap_or_else(|| {
+        let mut auth = options.auth.clone().unwrap_or_else(|| {
             let store = match &options.state_dir {
                 Some(dir) => crate::auth::TokenStore::from_env(dir, &options.env),
                 None => crate::auth::TokenStore::in_memory(),
@@ -486,10 +493,20 @@ impl ServerManager {
                 ..crate::auth::AuthOptions::default()
             }
         });
+        if let Some(store) = &options.shared {
+            // Replicas share their tokens and the lock that guards every refresh.
+            auth.store = crate::auth::TokenStore::shared(store.clone());
+        }
+        let configs: Vec<ServerConfig> = configs.into_iter().collect();
         let shared = Arc::new(Shared {
             auth,
-            memory: Memory::load(options.state_dir.as_deref()),
-            kept: KeptLists::new(options.state_dir.as_deref()),
+            memory: Memory::load_shared(
+                options.state_dir.as_deref(),
+                options.shared.clone(),
+                configs.iter().map(|c| c.name.as_str()),
+            ),
+            kept: KeptLists::new(options.state_dir.as_deref(), options.shared.clone()),
+            replicas: Mutex::new(None),
             local_slots: Arc::new(Semaphore::new(
                 options.limits.local_connect_concurrency.max(1),
             )),
@@ -504,17 +521,77 @@ impl ServerManager {
             shared,
             slots: Arc::new(Mutex::new(BTreeMap::new())),
         };
-        let configs: Vec<ServerConfig> = configs.into_iter().collect();
+        if let Some(store) = &manager.shared.options.shared {
+            manager.follow_replicas(store.announcements());
+        }
         manager.shared.kept.preload(
             configs
                 .iter()
-                .filter(|c| c.startup == crate::config::Startup::Lazy && !c.disabled)
-                .map(|c| c.name.as_str()),
+                .filter(|c| c.startup == crate::config::Startup::Lazy && !c.disabled),
         );
         for config in configs {
             manager.spawn(config);
         }
         manager
+    }
+
+    /// Acts on the other replicas' announcements while this manager lives: a list they
+    /// dropped or filled is read again and this host's listeners hear of the change; a
+    /// needs-auth record is read again, and a login there reconnects a server waiting here.
+    fn follow_replicas(
+        &self,
+        mut announcements: mpsc::UnboundedReceiver<crate::shared::Announcement>,
+    ) {
+        use crate::shared::Changed;
+        let shared = Arc::downgrade(&self.shared);
+        let slots = Arc::downgrade(&self.slots);
+        let task = tokio::spawn(async move {
+            while let Some(a) = announcements.recv().await {
+                let (Some(shared), Some(slots)) = (shared.upgrade(), slots.upgrade()) else {
+                    return;
+                };
+                let manager = ServerManager { shared, slots };
+                let Some(config) = manager.config(&a.server) else {
+                    continue;
+                };
+                let state = manager.state(&a.server);
+                let server = a.server;
+                if a.what == Changed::NeedsAuth {
+                    manager.shared.memory.reread_needs_auth(&server).await;
+                    let waiting = matches!(state, Some(ServerState::NeedsAuth { .. }));
+                    if waiting
+                        && manager
+                            .shared
+                            .memory
+                            .needs_auth(&server, &config.hash)
+                            .is_none()
+                    {
+                        let _ = manager.reconnect(&server);
+                    }
+                    continue;
+                }
+                // A list of another entry under this name is not ours.
+                if a.hash != config.launch_hash.0 {
+                    continue;
+                }
+                manager.shared.kept.forget(&server);
+                let event = match (a.what, state) {
+                    // A lazy server's tools are its kept list: the catalogue reads it again.
+                    (Changed::Tools, Some(state @ ServerState::Lazy { .. })) => {
+                        ServerEvent::State { server, state }
+                    }
+                    (Changed::Tools, _) => ServerEvent::ToolsChanged { server },
+                    (Changed::Resources, _) => ServerEvent::ResourcesChanged { server },
+                    (Changed::Prompts | Changed::NeedsAuth, _) => {
+                        ServerEvent::PromptsChanged { server }
+                    }
+                };
+                let _ = manager.shared.events.send(event);
+            }
+        });
+        if let Ok(mut slot) = self.shared.replicas.lock() {
+            *slot = Some(task);
+        }
     }
 
     fn spawn(&self, config: ServerConfig) {
@@ -797,6 +874,12 @@ impl ServerManager {
             .map(|mut s| std::mem::take(&mut *s).into_values().collect())
             .unwrap_or_default();
         stop_all(slots).await;
+        if let Some(task) = self.shared.replicas.lock().ok().and_then(|mut t| t.take()) {
+            task.abort();
+        }
+        if let Some(store) = &self.shared.options.shared {
+            store.flush().await;
+        }
     }
 
     fn session(&self, name: &str) -> Result<Arc<Session>, ManagerError> {

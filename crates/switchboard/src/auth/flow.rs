@@ -331,7 +331,7 @@ impl Authorizer {
     /// effort) and forgets them. Returns whether anything was stored.
     pub async fn logout(&self) -> Result<bool, AuthError> {
         let _busy = self.busy.lock().await;
-        let lock = self.options.store.lock().await?;
+        let lock = self.options.store.lock(&self.key).await?;
         let record = self.options.store.load(&self.key).await?;
         let had = record.tokens.is_some();
         if let (Some(tokens), Some(client)) = (&record.tokens, &record.client)
@@ -546,7 +546,7 @@ impl Authorizer {
         );
         let mut tokens = tokens;
         tokens.dpop_key = dpop.as_ref().map(|key| key.stored().to_owned());
-        let lock = self.options.store.lock().await?;
+        let lock = self.options.store.lock(&self.key).await?;
         self.options
             .store
             .save(

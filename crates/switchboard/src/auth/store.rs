@@ -11,6 +11,10 @@
 //! so two Switchboard processes never both spend a rotating refresh token: the one that gets
 //! the lock second re-reads the store and finds the new tokens. Without a state folder the
 //! store lives in memory. Secrets never appear in `Debug` output or in error messages.
+//!
+//! With a [`SharedStore`] (gateway replicas sharing a Redis), records are the values of
+//! `switchboard:tokens:<key>` and the lock is a Redis lock per record
+//! (`switchboard:lock:tokens:<key>`): the same rule across machines.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,11 +27,15 @@ use super::AuthError;
 use super::keychain::Keychain;
 use crate::config::Environment;
 use crate::env_vars::{EnvVarError, EnvVars};
+use crate::shared::{PREFIX, SharedLock, SharedStore};
 
 /// How long a process waits for another to finish a refresh.
 const LOCK_WAIT: Duration = Duration::from_secs(30);
 /// How often the lock is tried meanwhile.
 const LOCK_POLL: Duration = Duration::from_millis(20);
+/// How long a shared lock lives if its holder never releases it: longer than a refresh may
+/// take (a token request is bounded by [`super::OAUTH_TIMEOUT`]).
+const SHARED_LOCK_TTL: Duration = Duration::from_secs(90);
 
 /// How a client authenticates at the token endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -219,6 +227,8 @@ enum Inner {
         message: String,
     },
     Memory(Mutex<FileContents>),
+    /// Records in the Redis the replicas share.
+    Shared(SharedStore),
 }
 
 impl std::fmt::Debug for TokenStore {
@@ -235,6 +245,7 @@ impl std::fmt::Debug for TokenStore {
                 .finish(),
             Inner::Unavailable { .. } => f.write_str("TokenStore(unavailable)"),
             Inner::Memory(_) => f.write_str("TokenStore(memory)"),
+            Inner::Shared(store) => f.debug_tuple("TokenStore").field(store).finish(),
         }
     }
 }
@@ -325,6 +336,14 @@ impl TokenStore {
         })
     }
 
+    /// Records in the shared store (Redis), under `switchboard:tokens:<key>`, changed under
+    /// a Redis lock.
+    pub fn shared(store: SharedStore) -> TokenStore {
+        TokenStore {
+            inner: Opened::ready(Inner::Shared(store)),
+        }
+    }
+
     /// A store that lasts as long as this process.
     pub fn in_memory() -> TokenStore {
         TokenStore {
@@ -336,7 +355,7 @@ impl TokenStore {
     pub fn path(&self) -> Option<PathBuf> {
         match self.inner() {
             Inner::File { dir } | Inner::Keychain { dir, .. } => Some(dir.join(FILE_NAME)),
-            Inner::Unavailable { .. } | Inner::Memory(_) => None,
+            Inner::Unavailable { .. } | Inner::Memory(_) | Inner::Shared(_) => None,
         }
     }
 
@@ -347,6 +366,7 @@ impl TokenStore {
             Inner::Keychain { keychain, .. } => keychain.name().to_owned(),
             Inner::Unavailable { message } => format!("unavailable: {message}"),
             Inner::Memory(_) => "memory".to_owned(),
+            Inner::Shared(store) => store.url().to_owned(),
         }
     }
 
@@ -429,6 +449,20 @@ impl TokenStore {
                 .await
             }
             Inner::Unavailable { message } => Err(AuthError::Store(message.clone())),
+            Inner::Shared(store) => match store
+                .get(&record_key(key))
+                .await
+                .map_err(|e| AuthError::Store(e.to_string()))?
+            {
+                Some(text) => serde_json::from_str(&text).map_err(|_| {
+                    AuthError::Store(format!(
+                        "the entry `{}` in {} is not a token record; `switchboard mcp logout` of that server removes it",
+                        record_key(key),
+                        store.url()
+                    ))
+                }),
+                None => Ok(Record::default()),
+            },
             Inner::Memory(m) => Ok(m
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
@@ -439,10 +473,21 @@ impl TokenStore {
         }
     }
 
-    /// Takes the store's lock (bounded wait): only one process at a time changes it. Always a
-    /// lock file, whichever store holds the records.
-    pub(crate) async fn lock(&self) -> Result<StoreLock, AuthError> {
+    /// Takes the store's lock for the record `key` (bounded wait): only one process at a time
+    /// changes it. A lock file (for every record), whichever local store holds the records;
+    /// with a shared store, a Redis lock per record.
+    pub(crate) async fn lock(&self, key: &str) -> Result<StoreLock, AuthError> {
         match self.inner() {
+            Inner::Shared(store) => {
+                let lock = store
+                    .lock(&format!("tokens:{key}"), SHARED_LOCK_TTL, LOCK_WAIT)
+                    .await
+                    .map_err(|e| AuthError::Store(e.to_string()))?;
+                Ok(StoreLock {
+                    _file: None,
+                    _shared: Some(lock),
+                })
+            }
             Inner::File { dir } | Inner::Keychain { dir, .. } => {
                 ensure_dir(dir)?;
                 let path = dir.join(LOCK_NAME);
@@ -457,7 +502,12 @@ impl TokenStore {
                 let deadline = tokio::time::Instant::now() + LOCK_WAIT;
                 loop {
                     match file.try_lock() {
-                        Ok(()) => return Ok(StoreLock { _file: Some(file) }),
+                        Ok(()) => {
+                            return Ok(StoreLock {
+                                _file: Some(file),
+                                _shared: None,
+                            });
+                        }
                         Err(std::fs::TryLockError::WouldBlock) => {
                             if tokio::time::Instant::now() >= deadline {
                                 return Err(AuthError::Store(format!(
@@ -477,7 +527,10 @@ impl TokenStore {
                 }
             }
             Inner::Unavailable { message } => Err(AuthError::Store(message.clone())),
-            Inner::Memory(_) => Ok(StoreLock { _file: None }),
+            Inner::Memory(_) => Ok(StoreLock {
+                _file: None,
+                _shared: None,
+            }),
         }
     }
 
@@ -526,6 +579,19 @@ impl TokenStore {
                 .await
             }
             Inner::Unavailable { message } => Err(AuthError::Store(message.clone())),
+            Inner::Shared(store) => {
+                let key = record_key(key);
+                match record {
+                    Some(record) => {
+                        let text = serde_json::to_string(&record).map_err(|_| {
+                            AuthError::Store("cannot encode a token record".to_owned())
+                        })?;
+                        store.set(&key, &text).await
+                    }
+                    None => store.delete(&key).await,
+                }
+                .map_err(|e| AuthError::Store(e.to_string()))
+            }
             Inner::Memory(m) => {
                 let mut contents = m.lock().unwrap_or_else(PoisonError::into_inner);
                 match record {
@@ -567,10 +633,16 @@ fn remove_from_file(dir: &Path, key: &str) -> Result<(), AuthError> {
     Ok(())
 }
 
+/// The shared store's key of the record `key`.
+fn record_key(key: &str) -> String {
+    format!("{PREFIX}tokens:{key}")
+}
+
 /// Held while a process changes the store; dropping it releases the lock.
 #[derive(Debug)]
 pub(crate) struct StoreLock {
     _file: Option<std::fs::File>,
+    _shared: Option<SharedLock>,
 }
 
 fn ensure_dir(dir: &Path) -> Result<(), AuthError> {
@@ -641,7 +713,7 @@ mod tests {
             tokens: Some(tokens("secret-access")),
             dropped: None,
         };
-        let lock = store.lock().await.unwrap();
+        let lock = store.lock("k").await.unwrap();
         store.save("k", Some(record.clone())).await.unwrap();
         drop(lock);
         assert_eq!(store.load("k").await.unwrap(), record);
@@ -685,7 +757,7 @@ mod tests {
         let state = dir.path().join("state");
         let auto = TokenStore::open(&state, StoreKind::Auto);
         assert_eq!(auto.describe(), state.join(FILE_NAME).display().to_string());
-        let lock = auto.lock().await.unwrap();
+        let lock = auto.lock("k").await.unwrap();
         auto.save("k", Some(record("auto-access"))).await.unwrap();
         drop(lock);
         assert!(file_text(&auto).contains("auto-access"));
@@ -700,7 +772,7 @@ mod tests {
         assert!(err.contains("SWITCHBOARD_TOKEN_STORE=keychain"), "{err}");
         assert!(err.contains("Secret Service"), "{err}");
         assert!(!err.contains("auto-access"), "{err}");
-        let err = explicit.lock().await.unwrap_err().to_string();
+        let err = explicit.lock("k").await.unwrap_err().to_string();
         assert!(err.contains("SWITCHBOARD_TOKEN_STORE=keychain"), "{err}");
     }
 

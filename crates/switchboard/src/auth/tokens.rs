@@ -85,7 +85,7 @@ impl Authorizer {
     /// Refreshes under the store lock. When the stored token differs from `sent`, another
     /// task or process already replaced it: that one is used, the refresh token not spent.
     async fn refresh_locked(&self, sent: Option<&str>) -> Result<String, AuthError> {
-        let lock = self.options.store.lock().await?;
+        let lock = self.options.store.lock(&self.key).await?;
         let mut record = self.options.store.load(&self.key).await?;
         let Some(tokens) = record.tokens.clone() else {
             // Why they were dropped (a refused refresh token), when they were: any process or
@@ -425,7 +425,7 @@ impl Authorizer {
         );
         let token = tokens.access_token.clone();
         self.remember(Some(&tokens));
-        let lock = self.options.store.lock().await?;
+        let lock = self.options.store.lock(&self.key).await?;
         self.options
             .store
             .save(

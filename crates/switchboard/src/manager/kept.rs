@@ -7,6 +7,11 @@
 //! `ttlMs` ran out, a tool list is no longer fresh: a lazy server is then started at the
 //! host's start to list afresh, and until it does, the old list is what it lists. Only this
 //! process's view is cached in memory: a file is read once.
+//!
+//! With a [`SharedStore`], the lists are `switchboard:lists:<server>:<launch hash>` in Redis
+//! instead (every lazy server's read in one `MGET` at start), still checked against the
+//! entry's hash when read; a list filled or dropped here is announced to the other replicas,
+//! which [`forget`](KeptLists::forget) their copy and read it again.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -19,6 +24,10 @@ use serde_json::Value;
 use crate::config::{ConfigHash, ServerConfig};
 use crate::connection::ToolDef;
 use crate::connection::requests::CacheHints;
+use crate::shared::{Changed, PREFIX, SharedStore};
+
+/// How long a list stays in the shared store without being written again.
+const SHARED_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
 
 /// Which of a server's lists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,15 +144,33 @@ fn now_ms() -> u64 {
 #[derive(Debug)]
 pub(crate) struct KeptLists {
     dir: Option<PathBuf>,
+    /// Replaces `dir` when set.
+    shared: Option<SharedStore>,
     /// What was read or written, by server name (`None`: no file, or a broken one).
     cache: Mutex<HashMap<String, Option<Arc<Kept>>>>,
 }
 
 impl KeptLists {
-    pub(crate) fn new(state_dir: Option<&Path>) -> KeptLists {
+    pub(crate) fn new(state_dir: Option<&Path>, shared: Option<SharedStore>) -> KeptLists {
         KeptLists {
             dir: state_dir.map(|d| d.join("lists")),
+            shared,
             cache: Mutex::default(),
+        }
+    }
+
+    /// The shared store's key of a server's lists for one entry.
+    fn key(name: &str, hash: &str) -> String {
+        format!("{PREFIX}lists:{name}:{hash}")
+    }
+
+    fn parse(name: &str, text: &str) -> Option<Arc<Kept>> {
+        match serde_json::from_str::<Kept>(text) {
+            Ok(kept) => Some(Arc::new(kept)),
+            Err(e) => {
+                tracing::debug!(server = name, "ignoring the kept lists: {e}");
+                None
+            }
         }
     }
 
@@ -152,7 +179,16 @@ impl KeptLists {
         self.dir.as_ref().map(|d| d.join(format!("{name}.json")))
     }
 
-    fn read(&self, name: &str) -> Option<Arc<Kept>> {
+    fn read(&self, name: &str, hash: &str) -> Option<Arc<Kept>> {
+        if let Some(store) = &self.shared {
+            return match store.get_many_blocking(&[Self::key(name, hash)]) {
+                Ok(mut got) => got.pop().flatten().and_then(|t| Self::parse(name, &t)),
+                Err(e) => {
+                    tracing::debug!(server = name, "cannot read the kept lists: {e}");
+                    None
+                }
+            };
+        }
         let path = self.path(name)?;
         let text = std::fs::read_to_string(&path).ok()?;
         match serde_json::from_str::<Kept>(&text) {
@@ -166,20 +202,43 @@ impl KeptLists {
 
     /// Reads these servers' files at once, spread over the machine's cores: a start with
     /// many lazy servers parses them all, and parsing is most of its time.
-    pub(crate) fn preload<'a>(&self, names: impl IntoIterator<Item = &'a str>) {
-        let wanted: Vec<&str> = {
+    /// With a shared store, all in one round trip.
+    pub(crate) fn preload<'a>(&self, entries: impl IntoIterator<Item = &'a ServerConfig>) {
+        let wanted: Vec<(&str, &str)> = {
             let Ok(cache) = self.cache.lock() else {
                 return;
             };
-            names
+            entries
                 .into_iter()
-                .filter(|n| !cache.contains_key(*n))
+                .map(|c| (c.name.as_str(), c.launch_hash.0.as_str()))
+                .filter(|(n, _)| !cache.contains_key(*n))
                 .collect()
         };
-        if self.dir.is_none() || wanted.is_empty() {
+        if (self.dir.is_none() && self.shared.is_none()) || wanted.is_empty() {
             return;
         }
-        let read = crate::cores::map_on_cores(&wanted, |name| (*name, self.read(name)));
+        let read = match &self.shared {
+            Some(store) => {
+                let keys: Vec<String> = wanted.iter().map(|(n, h)| Self::key(n, h)).collect();
+                let texts = match store.get_many_blocking(&keys) {
+                    Ok(texts) => texts,
+                    Err(e) => {
+                        // Taken as nothing kept, not asked again server by server (each
+                        // would wait for the store); an announcement makes one read again.
+                        tracing::warn!("cannot read the kept lists: {e}");
+                        vec![None; keys.len()]
+                    }
+                };
+                let pairs: Vec<(&str, Option<String>)> =
+                    wanted.iter().map(|(n, _)| *n).zip(texts).collect();
+                crate::cores::map_on_cores(&pairs, |(name, text)| {
+                    (*name, text.as_deref().and_then(|t| Self::parse(name, t)))
+                })
+            }
+            None => {
+                crate::cores::map_on_cores(&wanted, |(name, hash)| (*name, self.read(name, hash)))
+            }
+        };
         if let Ok(mut cache) = self.cache.lock() {
             for (name, kept) in read {
                 cache.entry(name.to_owned()).or_insert(kept);
@@ -193,8 +252,9 @@ impl KeptLists {
         let mut cache = self.cache.lock().ok()?;
         let kept = cache
             .entry(name.to_owned())
-            .or_insert_with(|| self.read(name))
+            .or_insert_with(|| self.read(name, &config.launch_hash.0))
             .clone()?;
+        // Only a list of this very entry is trusted, wherever it was read.
         (kept.hash == config.launch_hash.0).then_some(kept)
     }
 
@@ -224,9 +284,35 @@ impl KeptLists {
 
     /// Keeps a tool list the server just gave, with its cache hints.
     pub(crate) fn put_tools(&self, config: &ServerConfig, tools: &[ToolDef], hints: &CacheHints) {
+        let mut filled = false;
         self.change(config.name.as_str(), &config.launch_hash, |kept| {
+            filled = kept.tools.is_none();
             kept.tools = Some(Listed::new(tools.to_vec(), hints));
         });
+        if filled {
+            self.announce(config, ListKind::Tools);
+        }
+    }
+
+    /// Drops this process's copy of a server's lists: another replica changed them, the next
+    /// use reads them again.
+    pub(crate) fn forget(&self, name: &str) {
+        if let Ok(mut cache) = self.cache.lock() {
+            cache.remove(name);
+        }
+    }
+
+    /// Tells the other replicas (with a shared store) that a list of `config`'s server was
+    /// dropped or filled, after the write that did it.
+    pub(crate) fn announce(&self, config: &ServerConfig, kind: ListKind) {
+        if let Some(store) = &self.shared {
+            let what = match kind {
+                ListKind::Tools => Changed::Tools,
+                ListKind::Resources | ListKind::ResourceTemplates => Changed::Resources,
+                ListKind::Prompts => Changed::Prompts,
+            };
+            store.announce(config.name.as_str(), &config.launch_hash.0, what);
+        }
     }
 
     /// Keeps a list of resources, templates or prompts the server just gave.
@@ -237,11 +323,16 @@ impl KeptLists {
         items: &[Value],
         hints: &CacheHints,
     ) {
+        let mut filled = false;
         self.change(config.name.as_str(), &config.launch_hash, |kept| {
             if let Some(slot) = kept.values_mut(kind) {
+                filled = slot.is_none();
                 *slot = Some(Listed::new(items.to_vec(), hints));
             }
         });
+        if filled && kind != ListKind::ResourceTemplates {
+            self.announce(config, kind);
+        }
     }
 
     /// Forgets one list (its server said it changed).
@@ -271,7 +362,7 @@ impl KeptLists {
         };
         let current = cache
             .entry(name.to_owned())
-            .or_insert_with(|| self.read(name));
+            .or_insert_with(|| self.read(name, &hash.0));
         let mut kept = match current.as_deref() {
             Some(kept) if kept.hash == hash.0 => kept.clone(),
             _ => Kept {
@@ -283,6 +374,15 @@ impl KeptLists {
         let kept = Arc::new(kept);
         *current = Some(kept.clone());
         drop(cache);
+        if let Some(store) = &self.shared {
+            match serde_json::to_string(&*kept) {
+                Ok(text) => {
+                    store.write_later(Self::key(name, &hash.0), Some(text), Some(SHARED_TTL))
+                }
+                Err(e) => tracing::debug!(server = name, "cannot keep the lists: {e}"),
+            }
+            return;
+        }
         let Some(path) = self.path(name) else { return };
         match serde_json::to_vec(&*kept) {
             Ok(bytes) => {
@@ -321,10 +421,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let config = entry(serde_json::json!({"command": "kit", "startup": "lazy"}));
         let none = CacheHints::default();
-        KeptLists::new(Some(dir.path())).put_tools(&config, &[tool("hello")], &none);
+        KeptLists::new(Some(dir.path()), None).put_tools(&config, &[tool("hello")], &none);
 
         // Another process (a restart) reads the file.
-        let later = KeptLists::new(Some(dir.path()));
+        let later = KeptLists::new(Some(dir.path()), None);
         let (tools, _) = later.tools(&config).unwrap();
         assert_eq!(tools, vec![tool("hello")]);
         // When it starts or how long it idles is not what it lists.
@@ -352,14 +452,14 @@ mod tests {
     fn a_changed_list_or_an_expired_ttl_is_gone() {
         let dir = tempfile::tempdir().unwrap();
         let config = entry(serde_json::json!({"command": "kit"}));
-        let kept = KeptLists::new(Some(dir.path()));
+        let kept = KeptLists::new(Some(dir.path()), None);
         let none = CacheHints::default();
         kept.put_tools(&config, &[tool("hello")], &none);
         let prompts = [serde_json::json!({"name": "p"})];
         kept.put_values(&config, ListKind::Prompts, &prompts, &none);
         kept.invalidate(&config, ListKind::Tools);
         assert!(kept.tools(&config).is_none());
-        let later = KeptLists::new(Some(dir.path()));
+        let later = KeptLists::new(Some(dir.path()), None);
         assert!(later.tools(&config).is_none());
         assert!(
             later
@@ -375,7 +475,7 @@ mod tests {
             cache_scope: Some("private".to_owned()),
         };
         kept.put_tools(&config, &[tool("hello")], &second);
-        assert!(KeptLists::new(Some(dir.path())).tools_fresh(&config));
+        assert!(KeptLists::new(Some(dir.path()), None).tools_fresh(&config));
         let mut listed = Listed::new(vec![tool("hello")], &second);
         listed.fetched_at -= 1_001;
         assert!(!listed.fresh());
@@ -389,7 +489,7 @@ mod tests {
         while now_ms() < until {
             std::hint::spin_loop();
         }
-        let later = KeptLists::new(Some(dir.path()));
+        let later = KeptLists::new(Some(dir.path()), None);
         // Still listed, no longer fresh: a start lists afresh.
         assert!(later.tools(&config).is_some());
         assert!(!later.tools_fresh(&config));

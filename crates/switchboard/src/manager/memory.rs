@@ -5,6 +5,10 @@
 //!
 //! Several processes share the file: a change is written under the file's edit lock, applied to
 //! the file as it is on disk then, so one process's records never erase another's.
+//!
+//! With a [`SharedStore`], needs-auth records are also `switchboard:needs-auth:<server>` in
+//! Redis, expiring with their TTL: read for every server at start (one `MGET`), written and
+//! removed as here, and announced so the other replicas read them again.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::ConfigHash;
 use crate::connection::Generation;
+use crate::shared::{Changed, PREFIX, SharedStore};
 
 /// How long a server stays `needs-auth` without being asked again.
 pub(crate) const NEEDS_AUTH_TTL: Duration = Duration::from_secs(15 * 60);
@@ -51,6 +56,11 @@ struct NeedsAuth {
 pub(crate) struct Memory {
     path: Option<PathBuf>,
     file: std::sync::Mutex<File>,
+    shared: Option<SharedStore>,
+}
+
+fn needs_auth_key(name: &str) -> String {
+    format!("{PREFIX}needs-auth:{name}")
 }
 
 fn now() -> u64 {
@@ -73,6 +83,55 @@ impl Memory {
         Memory {
             path,
             file: std::sync::Mutex::new(file),
+            shared: None,
+        }
+    }
+
+    /// [`load`](Self::load), then every named server's needs-auth record from the shared
+    /// store (one round trip), which replaces this machine's.
+    pub(crate) fn load_shared<'a>(
+        state_dir: Option<&Path>,
+        shared: Option<SharedStore>,
+        names: impl IntoIterator<Item = &'a str>,
+    ) -> Memory {
+        let mut memory = Memory::load(state_dir);
+        if let Some(store) = &shared {
+            let names: Vec<&str> = names.into_iter().collect();
+            let keys: Vec<String> = names.iter().map(|n| needs_auth_key(n)).collect();
+            match store.get_many_blocking(&keys) {
+                Ok(texts) => {
+                    if let Ok(mut file) = memory.file.lock() {
+                        for (name, text) in names.iter().zip(texts) {
+                            match text.and_then(|t| serde_json::from_str(&t).ok()) {
+                                Some(record) => file.needs_auth.insert((*name).to_owned(), record),
+                                None => file.needs_auth.remove(*name),
+                            };
+                        }
+                    }
+                }
+                Err(e) => tracing::warn!("cannot read the needs-auth records: {e}"),
+            }
+        }
+        memory.shared = shared;
+        memory
+    }
+
+    /// Reads `name`'s needs-auth record from the shared store again (another replica
+    /// changed it).
+    pub(crate) async fn reread_needs_auth(&self, name: &str) {
+        let Some(store) = &self.shared else { return };
+        let record = match store.get(&needs_auth_key(name)).await {
+            Ok(text) => text.and_then(|t| serde_json::from_str::<NeedsAuth>(&t).ok()),
+            Err(e) => {
+                tracing::debug!(server = name, "cannot read the needs-auth record: {e}");
+                return;
+            }
+        };
+        if let Ok(mut file) = self.file.lock() {
+            match record {
+                Some(record) => file.needs_auth.insert(name.to_owned(), record),
+                None => file.needs_auth.remove(name),
+            };
         }
     }
 
@@ -115,28 +174,40 @@ impl Memory {
     }
 
     pub(crate) fn set_needs_auth(&self, name: &str, hash: &ConfigHash, message: &str) {
+        let record = NeedsAuth {
+            hash: hash.0.clone(),
+            until: now() + NEEDS_AUTH_TTL.as_secs(),
+            message: message.to_owned(),
+        };
+        if let Some(store) = &self.shared
+            && let Ok(text) = serde_json::to_string(&record)
+        {
+            store.write_later(needs_auth_key(name), Some(text), Some(NEEDS_AUTH_TTL));
+            store.announce(name, &hash.0, Changed::NeedsAuth);
+        }
         self.update(|file| {
-            let until = now() + NEEDS_AUTH_TTL.as_secs();
-            file.needs_auth.insert(
-                name.to_owned(),
-                NeedsAuth {
-                    hash: hash.0.clone(),
-                    until,
-                    message: message.to_owned(),
-                },
-            );
+            file.needs_auth.insert(name.to_owned(), record.clone());
             true
         });
     }
 
     /// Forgets the record of `name`, whatever entry it was for (after a login).
     pub(crate) fn clear_needs_auth(&self, name: &str) {
-        self.update(|file| file.needs_auth.remove(name).is_some());
+        let mut had = false;
+        self.update(|file| {
+            let removed = file.needs_auth.remove(name).is_some();
+            had |= removed;
+            removed
+        });
+        if had && let Some(store) = &self.shared {
+            store.write_later(needs_auth_key(name), None, None);
+            store.announce(name, "", Changed::NeedsAuth);
+        }
     }
 
     /// Applies `change` here and, when it changed something, to the file as it is on disk
     /// under the file's lock.
-    fn update(&self, change: impl Fn(&mut File) -> bool) {
+    fn update(&self, mut change: impl FnMut(&mut File) -> bool) {
         let Ok(mut file) = self.file.lock() else {
             return;
         };

@@ -468,6 +468,8 @@ impl Supervisor {
                     if kind == ListKind::Resources {
                         shared.kept.invalidate(&config, ListKind::ResourceTemplates);
                     }
+                    // The other replicas drop their copy and tell their clients.
+                    shared.kept.announce(&config, kind);
                 }
                 let server = server.clone();
                 let event = match notice {

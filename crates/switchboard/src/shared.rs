@@ -1,0 +1,541 @@
+//! State shared by the replicas of one gateway, in Redis (`switchboard serve --store
+//! redis://HOST:PORT[/DB]`, [`HostBuilder::store`](crate::HostBuilder::store)): upstream OAuth
+//! tokens under a Redis lock, needs-auth memory, kept catalogue lists, and list-change fan-out
+//! over pub/sub. Without a store all of it stays in the process and its state folder.
+//!
+//! Keys, all under `switchboard:`: `tokens:<key>` (token records), `lock:<name>` (locks: `SET
+//! NX PX`, released by their holder only, with a compare-and-delete script, waited for with a
+//! bounded poll), `needs-auth:<server>` (expiring with the memory's TTL),
+//! `lists:<server>:<hash>` (kept lists); the channel `switchboard:events` carries
+//! announcements (the server, its entry hash, what changed), each with the sending process's
+//! random id so a replica skips its own.
+//!
+//! Writes that nobody waits for (kept lists, needs-auth, announcements, unlocks) go through
+//! one task in order: an announcement is sent after the write it announces. Reads at start
+//! (every lazy server's lists) are one `MGET` on a blocking connection, since the host is
+//! built synchronously. Compiled with the `redis` feature; without it
+//! [`SharedStore::connect`] says so.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// What every key starts with.
+pub(crate) const PREFIX: &str = "switchboard:";
+/// The pub/sub channel of [`Announcement`]s.
+#[cfg(feature = "redis")]
+pub(crate) const CHANNEL: &str = "switchboard:events";
+/// How long connecting may take, at start and for a blocking read.
+#[cfg(feature = "redis")]
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long one request may take.
+#[cfg(feature = "redis")]
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+/// How often a lock is tried while another holder has it.
+#[cfg(feature = "redis")]
+const LOCK_POLL: Duration = Duration::from_millis(20);
+
+/// The shared store could not be reached or used. Names the store's URL, password masked.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("shared store {url}: {message}")]
+#[non_exhaustive]
+pub struct StoreError {
+    /// The store's URL, its password masked.
+    pub url: String,
+    /// What went wrong.
+    pub message: String,
+}
+
+/// What one replica tells the others (JSON on `switchboard:events`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Announcement {
+    /// The sending process's random id.
+    pub(crate) from: String,
+    pub(crate) server: String,
+    /// The entry's launch hash: a replica with another entry of that name ignores it.
+    pub(crate) hash: String,
+    pub(crate) what: Changed,
+}
+
+/// What changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) enum Changed {
+    Tools,
+    Resources,
+    Prompts,
+    /// The server's needs-auth record was written or removed.
+    NeedsAuth,
+}
+
+/// A connection to the Redis the replicas share. Cheap to clone.
+#[derive(Clone)]
+pub struct SharedStore {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for SharedStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("SharedStore").field(&self.url()).finish()
+    }
+}
+
+#[cfg(not(feature = "redis"))]
+enum Inner {}
+
+#[cfg(not(feature = "redis"))]
+impl SharedStore {
+    /// Always an error: this build has no Redis client (the library's `redis` feature).
+    pub async fn connect(url: &str) -> Result<SharedStore, StoreError> {
+        Err(StoreError {
+            url: crate::redact::redact_url(url),
+            message: "this build has no Redis support (the `redis` feature)".to_owned(),
+        })
+    }
+
+    /// The store's URL, its password masked.
+    pub fn url(&self) -> &str {
+        match *self.inner {}
+    }
+
+    pub(crate) async fn get(&self, _key: &str) -> Result<Option<String>, StoreError> {
+        match *self.inner {}
+    }
+
+    pub(crate) async fn set(&self, _key: &str, _value: &str) -> Result<(), StoreError> {
+        match *self.inner {}
+    }
+
+    pub(crate) async fn delete(&self, _key: &str) -> Result<(), StoreError> {
+        match *self.inner {}
+    }
+
+    pub(crate) fn get_many_blocking(
+        &self,
+        _keys: &[String],
+    ) -> Result<Vec<Option<String>>, StoreError> {
+        match *self.inner {}
+    }
+
+    pub(crate) fn write_later(&self, _key: String, _value: Option<String>, _ttl: Option<Duration>) {
+        match *self.inner {}
+    }
+
+    pub(crate) fn announce(&self, _server: &str, _hash: &str, _what: Changed) {
+        match *self.inner {}
+    }
+
+    /// Waits until the background writes made so far are done.
+    pub async fn flush(&self) {
+        match *self.inner {}
+    }
+
+    pub(crate) fn announcements(&self) -> tokio::sync::mpsc::UnboundedReceiver<Announcement> {
+        match *self.inner {}
+    }
+
+    pub(crate) async fn lock(
+        &self,
+        _name: &str,
+        _ttl: Duration,
+        _wait: Duration,
+    ) -> Result<SharedLock, StoreError> {
+        match *self.inner {}
+    }
+}
+
+/// A lock in the shared store, held until dropped (or until its TTL runs out).
+#[derive(Debug)]
+pub(crate) struct SharedLock {
+    #[cfg(feature = "redis")]
+    writes: tokio::sync::mpsc::UnboundedSender<Write>,
+    #[cfg(feature = "redis")]
+    key: String,
+    #[cfg(feature = "redis")]
+    token: String,
+}
+
+#[cfg(feature = "redis")]
+impl Drop for SharedLock {
+    fn drop(&mut self) {
+        // Released by the writer task (a `Drop` cannot wait); if it is gone, the TTL frees it.
+        let _ = self.writes.send(Write::Unlock {
+            key: std::mem::take(&mut self.key),
+            token: std::mem::take(&mut self.token),
+        });
+    }
+}
+
+/// Deletes the lock only when it still holds this holder's token.
+#[cfg(feature = "redis")]
+const UNLOCK_SCRIPT: &str = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+
+/// A write nobody waits for, done in order by the writer task.
+#[cfg(feature = "redis")]
+#[derive(Debug)]
+enum Write {
+    Set {
+        key: String,
+        value: String,
+        ttl: Option<Duration>,
+    },
+    Delete {
+        key: String,
+    },
+    Publish {
+        message: String,
+    },
+    Unlock {
+        key: String,
+        token: String,
+    },
+    /// Answered once every write before it is done.
+    Flush(tokio::sync::oneshot::Sender<()>),
+}
+
+#[cfg(feature = "redis")]
+struct Inner {
+    /// Redacted.
+    url: String,
+    client: redis::Client,
+    conn: redis::aio::ConnectionManager,
+    /// For the reads at start, made when first needed.
+    blocking: std::sync::Mutex<Option<redis::Connection>>,
+    writes: tokio::sync::mpsc::UnboundedSender<Write>,
+    instance: String,
+}
+
+#[cfg(feature = "redis")]
+fn random_hex() -> String {
+    let mut bytes = [0u8; 16];
+    // Without randomness the id is still unique enough for a lock token or an instance: the
+    // process and the time.
+    if getrandom::fill(&mut bytes).is_err() {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        bytes[..8].copy_from_slice(&(nanos as u64).to_le_bytes());
+        bytes[8..12].copy_from_slice(&std::process::id().to_le_bytes());
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(feature = "redis")]
+impl SharedStore {
+    /// Connects to the Redis at `url` (`redis://[:PASSWORD@]HOST:PORT[/DB]`) and checks it
+    /// answers, within a few seconds. Call it inside a Tokio runtime.
+    pub async fn connect(url: &str) -> Result<SharedStore, StoreError> {
+        let shown = crate::redact::redact_url(url);
+        let fail = |message: String| StoreError {
+            url: shown.clone(),
+            message: crate::redact::redact_urls_in(&message),
+        };
+        if !(url.starts_with("redis://") || url.starts_with("redis+unix://")) {
+            return Err(fail(
+                "not a Redis URL: expected redis://HOST:PORT[/DB]".to_owned(),
+            ));
+        }
+        let client = redis::Client::open(url).map_err(|e| fail(e.to_string()))?;
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(CONNECT_TIMEOUT))
+            .set_response_timeout(Some(REQUEST_TIMEOUT))
+            .set_number_of_retries(1)
+            .set_max_delay(Duration::from_secs(2));
+        let connecting = async {
+            let mut conn = client.get_connection_manager_with_config(config).await?;
+            redis::cmd("PING")
+                .query_async::<String>(&mut conn)
+                .await
+                .map(|_| conn)
+        };
+        let conn = match tokio::time::timeout(CONNECT_TIMEOUT * 2, connecting).await {
+            Ok(Ok(conn)) => conn,
+            Ok(Err(e)) => return Err(fail(e.to_string())),
+            Err(_) => {
+                return Err(fail(format!("no answer within {:?}", CONNECT_TIMEOUT * 2)));
+            }
+        };
+        let (writes, queue) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(write_in_order(conn.clone(), shown.clone(), queue));
+        Ok(SharedStore {
+            inner: Arc::new(Inner {
+                url: shown,
+                client,
+                conn,
+                blocking: std::sync::Mutex::new(None),
+                writes,
+                instance: random_hex(),
+            }),
+        })
+    }
+
+    /// The store's URL, its password masked.
+    pub fn url(&self) -> &str {
+        &self.inner.url
+    }
+
+    fn error(&self, e: impl std::fmt::Display) -> StoreError {
+        StoreError {
+            url: self.inner.url.clone(),
+            message: crate::redact::redact_urls_in(&e.to_string()),
+        }
+    }
+
+    pub(crate) async fn get(&self, key: &str) -> Result<Option<String>, StoreError> {
+        let mut conn = self.inner.conn.clone();
+        redis::cmd("GET")
+            .arg(key)
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| self.error(e))
+    }
+
+    pub(crate) async fn set(&self, key: &str, value: &str) -> Result<(), StoreError> {
+        let mut conn = self.inner.conn.clone();
+        redis::cmd("SET")
+            .arg(key)
+            .arg(value)
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| self.error(e))
+    }
+
+    pub(crate) async fn delete(&self, key: &str) -> Result<(), StoreError> {
+        let mut conn = self.inner.conn.clone();
+        redis::cmd("DEL")
+            .arg(key)
+            .query_async::<i64>(&mut conn)
+            .await
+            .map(|_| ())
+            .map_err(|e| self.error(e))
+    }
+
+    /// Every key's value in one round trip (`MGET`), on a blocking connection: for the host's
+    /// synchronous start.
+    pub(crate) fn get_many_blocking(
+        &self,
+        keys: &[String],
+    ) -> Result<Vec<Option<String>>, StoreError> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut slot = self
+            .inner
+            .blocking
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if slot.is_none() {
+            let conn = self
+                .inner
+                .client
+                .get_connection_with_timeout(CONNECT_TIMEOUT)
+                .map_err(|e| self.error(e))?;
+            conn.set_read_timeout(Some(REQUEST_TIMEOUT))
+                .and_then(|()| conn.set_write_timeout(Some(REQUEST_TIMEOUT)))
+                .map_err(|e| self.error(e))?;
+            *slot = Some(conn);
+        }
+        let Some(conn) = slot.as_mut() else {
+            return Ok(vec![None; keys.len()]);
+        };
+        let got = redis::cmd("MGET").arg(keys).query(conn);
+        if got.is_err() {
+            // Made again next time.
+            *slot = None;
+        }
+        got.map_err(|e| self.error(e))
+    }
+
+    /// Writes `value` under `key` (`None` deletes it), expiring after `ttl`, in the
+    /// background, in order with the other background writes.
+    pub(crate) fn write_later(&self, key: String, value: Option<String>, ttl: Option<Duration>) {
+        let write = match value {
+            Some(value) => Write::Set { key, value, ttl },
+            None => Write::Delete { key },
+        };
+        let _ = self.inner.writes.send(write);
+    }
+
+    /// Waits (at most a request's timeout) until the background writes made so far through
+    /// this connection (kept lists, needs-auth records, announcements) are done. A host's
+    /// shutdown does it, so what it kept is in the store.
+    pub async fn flush(&self) {
+        let (done, finished) = tokio::sync::oneshot::channel();
+        if self.inner.writes.send(Write::Flush(done)).is_ok() {
+            let _ = tokio::time::timeout(REQUEST_TIMEOUT, finished).await;
+        }
+    }
+
+    /// Tells the other replicas that `server`'s `what` changed, after the writes before.
+    pub(crate) fn announce(&self, server: &str, hash: &str, what: Changed) {
+        let announcement = Announcement {
+            from: self.inner.instance.clone(),
+            server: server.to_owned(),
+            hash: hash.to_owned(),
+            what,
+        };
+        if let Ok(message) = serde_json::to_string(&announcement) {
+            let _ = self.inner.writes.send(Write::Publish { message });
+        }
+    }
+
+    /// The other replicas' announcements, from now on, until the receiver is dropped: a task
+    /// subscribes, and subscribes again (after a second) when the connection is lost.
+    pub(crate) fn announcements(&self) -> tokio::sync::mpsc::UnboundedReceiver<Announcement> {
+        use futures::StreamExt;
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let store = self.clone();
+        tokio::spawn(async move {
+            loop {
+                match store.inner.client.get_async_pubsub().await {
+                    Ok(mut pubsub) => match pubsub.subscribe(CHANNEL).await {
+                        Ok(()) => {
+                            let mut messages = pubsub.into_on_message();
+                            loop {
+                                tokio::select! {
+                                    () = tx.closed() => return,
+                                    message = messages.next() => {
+                                        let Some(message) = message else { break };
+                                        let Ok(text) = message.get_payload::<String>() else {
+                                            continue;
+                                        };
+                                        match serde_json::from_str::<Announcement>(&text) {
+                                            Ok(a) if a.from == store.inner.instance => {}
+                                            Ok(a) => {
+                                                if tx.send(a).is_err() {
+                                                    return;
+                                                }
+                                            }
+                                            Err(e) => tracing::debug!(
+                                                "ignoring a message on {CHANNEL}: {e}"
+                                            ),
+                                        }
+                                    }
+                                }
+                            }
+                            tracing::debug!(store = %store.url(), "lost the subscription to {CHANNEL}");
+                        }
+                        Err(e) => {
+                            tracing::debug!(store = %store.url(), "cannot subscribe: {}", store.error(e))
+                        }
+                    },
+                    Err(e) => {
+                        tracing::debug!(store = %store.url(), "cannot subscribe: {}", store.error(e))
+                    }
+                }
+                tokio::select! {
+                    () = tx.closed() => return,
+                    () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                }
+            }
+        });
+        rx
+    }
+
+    /// Takes the lock `name` (`switchboard:lock:<name>`), waiting at most `wait` for another
+    /// holder; it frees itself after `ttl` if its holder never releases it.
+    pub(crate) async fn lock(
+        &self,
+        name: &str,
+        ttl: Duration,
+        wait: Duration,
+    ) -> Result<SharedLock, StoreError> {
+        let key = format!("{PREFIX}lock:{name}");
+        let token = random_hex();
+        let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut conn = self.inner.conn.clone();
+        loop {
+            let taken: Option<String> = redis::cmd("SET")
+                .arg(&key)
+                .arg(&token)
+                .arg("NX")
+                .arg("PX")
+                .arg(ttl_ms)
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| self.error(e))?;
+            if taken.is_some() {
+                return Ok(SharedLock {
+                    writes: self.inner.writes.clone(),
+                    key,
+                    token,
+                });
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(self.error(format!(
+                    "another process held the lock `{key}` for more than {wait:?}"
+                )));
+            }
+            tokio::time::sleep(LOCK_POLL).await;
+        }
+    }
+}
+
+/// The background writes, one after another.
+#[cfg(feature = "redis")]
+async fn write_in_order(
+    mut conn: redis::aio::ConnectionManager,
+    url: String,
+    mut queue: tokio::sync::mpsc::UnboundedReceiver<Write>,
+) {
+    while let Some(write) = queue.recv().await {
+        let what = match &write {
+            Write::Set { .. } => "write",
+            Write::Delete { .. } => "delete",
+            Write::Publish { .. } => "announce",
+            Write::Unlock { .. } => "unlock",
+            Write::Flush(_) => "flush",
+        };
+        let cmd = match write {
+            Write::Set { key, value, ttl } => {
+                let mut cmd = redis::cmd("SET");
+                cmd.arg(key).arg(value);
+                if let Some(ttl) = ttl {
+                    cmd.arg("PX")
+                        .arg(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+                }
+                cmd
+            }
+            Write::Delete { key } => {
+                let mut cmd = redis::cmd("DEL");
+                cmd.arg(key);
+                cmd
+            }
+            Write::Publish { message } => {
+                let mut cmd = redis::cmd("PUBLISH");
+                cmd.arg(CHANNEL).arg(message);
+                cmd
+            }
+            Write::Unlock { key, token } => {
+                let mut cmd = redis::cmd("EVAL");
+                cmd.arg(UNLOCK_SCRIPT).arg(1).arg(key).arg(token);
+                cmd
+            }
+            Write::Flush(done) => {
+                let _ = done.send(());
+                continue;
+            }
+        };
+        if let Err(e) = cmd.query_async::<redis::Value>(&mut conn).await {
+            tracing::debug!(store = %url, "cannot {what}: {}", crate::redact::redact_urls_in(&e.to_string()));
+        }
+    }
+}
+
+#[cfg(all(test, not(feature = "redis")))]
+mod tests {
+    #[tokio::test]
+    async fn without_the_feature_a_store_is_an_error_naming_it() {
+        let Err(e) = super::SharedStore::connect("redis://:hunter2@127.0.0.1:6379/0").await else {
+            panic!("connected without Redis support");
+        };
+        let text = e.to_string();
+        assert!(text.contains("redis://***@127.0.0.1:6379/0"), "{text}");
+        assert!(text.contains("`redis` feature"), "{text}");
+        assert!(!text.contains("hunter2"), "{text}");
+    }
+}

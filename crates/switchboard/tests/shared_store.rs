@@ -1,0 +1,415 @@
+//! State shared through Redis (`HostBuilder::store`, `serve --store`): two hosts, each with its
+//! own state folder as two replicas on two machines would have, sharing one real
+//! `redis-server` (started here on a free loopback port; skipped loudly when it is not
+//! installed, a failure under `CI=true`). Needs the library's `redis` feature, which a
+//! workspace build turns on (the CLI asks for it): `cargo test -p switchboard --features redis
+//! --test shared_store`.
+#![cfg(feature = "redis")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde_json::{Map, Value, json};
+use switchboard::auth::{AuthOptions, Opener, TokenStore};
+use switchboard::config::ServerConfig;
+use switchboard::host::{CallOptions, Host, HostEvent};
+use switchboard::permissions::{
+    CallSource, PermissionAnswer, PermissionPrompter, PermissionRequest,
+};
+use switchboard::shared::SharedStore;
+use switchboard::{CatalogEvent, ServerState};
+use switchboard_testkit::redis::RedisServer;
+use switchboard_testkit::{TestServer, Transport};
+
+const SETTLE: Duration = Duration::from_secs(30);
+
+/// Plays the user's browser: follows the authorization server's redirect to the listener.
+#[derive(Default)]
+struct Browser {
+    opened: AtomicUsize,
+}
+
+impl Opener for Browser {
+    fn open(&self, _server: &str, url: &str) -> BoxFuture<'static, Result<(), String>> {
+        self.opened.fetch_add(1, Ordering::SeqCst);
+        let url = url.to_owned();
+        Box::pin(async move {
+            let client = reqwest::Client::builder()
+                .tls_backend_rustls()
+                .build()
+                .map_err(|e| e.to_string())?;
+            client
+                .get(url)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })
+    }
+}
+
+struct Allow;
+
+impl PermissionPrompter for Allow {
+    fn ask(&self, _request: &PermissionRequest) -> BoxFuture<'_, PermissionAnswer> {
+        Box::pin(async { PermissionAnswer::AllowOnce })
+    }
+}
+
+/// A connection to `redis` of its own, as another process would have.
+async fn connect(redis: &RedisServer) -> SharedStore {
+    SharedStore::connect(&redis.url()).await.unwrap()
+}
+
+/// A host with only `servers`, its state in `state`, sharing `redis` (a connection of its
+/// own, as another process would have).
+async fn replica(
+    redis: &RedisServer,
+    servers: Vec<ServerConfig>,
+    state: &Path,
+    browser: &Arc<Browser>,
+    interactive: bool,
+) -> Host {
+    replica_on(connect(redis).await, servers, state, browser, interactive)
+}
+
+/// [`replica`] on a given connection.
+fn replica_on(
+    store: SharedStore,
+    servers: Vec<ServerConfig>,
+    state: &Path,
+    browser: &Arc<Browser>,
+    interactive: bool,
+) -> Host {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let auth = AuthOptions {
+        // Replaced by the shared store: a replica's own folder holds no tokens.
+        store: TokenStore::in_dir(state),
+        interactive,
+        opener: browser.clone(),
+        ..AuthOptions::default()
+    };
+    Host::builder()
+        .discover(state.to_owned())
+        .env(switchboard::config::Environment::default())
+        .servers(servers)
+        .state_dir(state.to_owned())
+        .auth(auth)
+        .store(store)
+        .permissions(Arc::new(Allow))
+        .start()
+        .unwrap()
+}
+
+fn cli() -> CallOptions {
+    CallOptions {
+        source: CallSource::CommandLine,
+        ..CallOptions::default()
+    }
+}
+
+fn args(value: Value) -> Map<String, Value> {
+    value.as_object().cloned().unwrap()
+}
+
+async fn echo(host: &Host, tool: &str, text: &str) -> Result<String, String> {
+    host.call(tool, args(json!({"text": text})), cli())
+        .await
+        .map(|outcome| outcome.result.to_string())
+        .map_err(|e| switchboard::error_chain(&e))
+}
+
+async fn post(server: &TestServer, path: &str) {
+    let url = format!("{}{path}", server.url().strip_suffix("/mcp").unwrap());
+    let client = reqwest::Client::builder()
+        .tls_backend_rustls()
+        .build()
+        .unwrap();
+    assert!(client.post(url).send().await.unwrap().status().is_success());
+}
+
+/// Two replicas share one login; both find the access token refused at once and refresh:
+/// exactly one refresh reaches the token endpoint (the refresh token rotates, so a second
+/// one would be refused as reused), and both go on with the new tokens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_refreshing_at_once_spend_the_refresh_token_once() {
+    let Some(redis) = RedisServer::start().unwrap() else {
+        return;
+    };
+    // A refresh takes half a second: two replicas refreshing at once overlap.
+    let server = TestServer::start(
+        Transport::Http,
+        ["--oauth", "--oauth-refresh-delay-ms", "500"],
+    )
+    .unwrap();
+    let entry = common::server(
+        "guarded",
+        json!({"type": "http", "url": server.url(), "oauth": {}}),
+    );
+    let browser = Arc::new(Browser::default());
+    let (a, b, c) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+
+    // One login, on a replica of its own.
+    let login = replica(&redis, vec![entry.clone()], a.path(), &browser, true).await;
+    let state = login.wait_for("guarded", SETTLE).await.unwrap();
+    assert_eq!(state.label(), "connected", "{state:?}");
+    login.shutdown().await;
+    assert!(
+        !a.path().join("oauth-tokens.json").exists(),
+        "the tokens are in Redis, not in the replica's folder"
+    );
+
+    // Two more replicas, in folders that never saw a login, connect with those tokens.
+    let first = replica(&redis, vec![entry.clone()], b.path(), &browser, false).await;
+    let second = replica(&redis, vec![entry.clone()], c.path(), &browser, false).await;
+    for host in [&first, &second] {
+        let state = host.wait_for("guarded", SETTLE).await.unwrap();
+        assert_eq!(state.label(), "connected", "{state:?}");
+    }
+
+    post(&server, "/test/expire-access").await;
+    let (one, two) = tokio::join!(
+        echo(&first, "mcp__guarded__echo", "one"),
+        echo(&second, "mcp__guarded__echo", "two")
+    );
+    assert!(one.as_deref().is_ok_and(|t| t.contains("one")), "{one:?}");
+    assert!(two.as_deref().is_ok_and(|t| t.contains("two")), "{two:?}");
+    let log = server.stderr();
+    let after = &log[log.find("oauth: expired every access token").unwrap()..];
+    assert_eq!(
+        after.matches("oauth: refresh requested").count(),
+        1,
+        "one refresh reached the token endpoint:\n{after}"
+    );
+    assert_eq!(after.matches("oauth: refreshed").count(), 1, "{after}");
+    assert!(!after.contains("reused"), "{after}");
+    assert_eq!(browser.opened.load(Ordering::SeqCst), 1, "one login");
+    // Both keep working with what the refresh brought.
+    assert!(echo(&first, "mcp__guarded__echo", "again").await.is_ok());
+    assert!(echo(&second, "mcp__guarded__echo", "again").await.is_ok());
+    first.shutdown().await;
+    second.shutdown().await;
+}
+
+/// A testkit server behind `sh`, which counts its starts in `marker`.
+fn counted(marker: &Path) -> Value {
+    let script = format!(
+        "echo started >> '{}'; exec '{}' \"$@\"",
+        marker.display(),
+        switchboard_testkit::server_bin().display()
+    );
+    json!({"command": "/bin/sh", "args": ["-c", script, "testkit-server"], "startup": "lazy"})
+}
+
+fn starts(marker: &Path) -> usize {
+    std::fs::read_to_string(marker)
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
+/// A lazy server listed by one replica is listed by another (its own folder empty) from the
+/// shared store, without being started there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_kept_by_one_replica_is_listed_by_another_without_a_start() {
+    let Some(redis) = RedisServer::start().unwrap() else {
+        return;
+    };
+    let shared = tempfile::tempdir().unwrap();
+    let marker = shared.path().join("starts");
+    let entry = common::server("kit", counted(&marker));
+    let browser = Arc::new(Browser::default());
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+
+    let first = replica(&redis, vec![entry.clone()], a.path(), &browser, false).await;
+    first.wait_settled(SETTLE).await.unwrap();
+    assert!(
+        matches!(first.server_state("kit"), Some(ServerState::Lazy { tools: Some(n), .. }) if n > 5),
+        "{:?}",
+        first.server_state("kit")
+    );
+    assert_eq!(starts(&marker), 1, "started once to fill its lists");
+    first.shutdown().await;
+    assert!(
+        !a.path().join("lists").exists(),
+        "the lists are in Redis, not in the replica's folder"
+    );
+
+    let second = replica(&redis, vec![entry.clone()], b.path(), &browser, false).await;
+    // Known at once: no settling needed.
+    assert!(
+        matches!(second.server_state("kit"), Some(ServerState::Lazy { tools: Some(n), .. }) if n > 5),
+        "{:?}",
+        second.server_state("kit")
+    );
+    let tools: Vec<String> = second
+        .tools()
+        .await
+        .tools
+        .into_iter()
+        .map(|t| t.qualified_name)
+        .collect();
+    assert!(tools.contains(&"mcp__kit__echo".to_owned()), "{tools:?}");
+    assert_eq!(starts(&marker), 1, "listed without a start");
+    second.shutdown().await;
+
+    // Another entry under the same name does not trust that list: it starts to list.
+    let mut edited = counted(&marker);
+    edited["args"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!("--extra-tools"));
+    edited["args"].as_array_mut().unwrap().push(json!("1"));
+    let other = common::server("kit", edited);
+    let third = replica(&redis, vec![other], b.path(), &browser, false).await;
+    third.wait_settled(SETTLE).await.unwrap();
+    assert_eq!(starts(&marker), 2, "another entry's list is not used");
+    third.shutdown().await;
+}
+
+/// An upstream `list_changed` heard by one replica reaches the other's listeners as a
+/// catalogue change (what the gateway sends its clients as `notifications/tools/list_changed`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_change_on_one_replica_reaches_the_other() {
+    let Some(redis) = RedisServer::start().unwrap() else {
+        return;
+    };
+    // One upstream server both replicas connect to (its tools are shared by its sessions).
+    // Initialize era: the server notifies only the session that added the tool (a 2026-07-28
+    // server would tell every `subscriptions/listen` stream).
+    let server = TestServer::start(Transport::Http, ["--protocol", "legacy"]).unwrap();
+    let entry = common::server("kit", json!({"type": "http", "url": server.url()}));
+    let browser = Arc::new(Browser::default());
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let first = replica(&redis, vec![entry.clone()], a.path(), &browser, false).await;
+    let second = replica(&redis, vec![entry.clone()], b.path(), &browser, false).await;
+    for host in [&first, &second] {
+        let state = host.wait_for("kit", SETTLE).await.unwrap();
+        assert_eq!(state.label(), "connected", "{state:?}");
+        // Listed once, so the catalogue has something to change.
+        assert!(!host.tools().await.tools.is_empty());
+    }
+    let mut events = second.events();
+
+    // Only the first replica's session hears the server's notice.
+    first
+        .call("mcp__kit__add_tool", args(json!({"name": "fresh"})), cli())
+        .await
+        .unwrap();
+    let heard = async {
+        while let Some(event) = events.recv().await {
+            if let HostEvent::Catalog(CatalogEvent::ToolsChanged { server, added, .. }) = event
+                && server == "kit"
+                && added.contains(&"mcp__kit__fresh".to_owned())
+            {
+                return;
+            }
+        }
+    };
+    tokio::time::timeout(SETTLE, heard)
+        .await
+        .expect("the second replica hears of the new tool");
+    let tools: Vec<String> = second
+        .tools()
+        .await
+        .tools
+        .into_iter()
+        .map(|t| t.qualified_name)
+        .collect();
+    assert!(tools.contains(&"mcp__kit__fresh".to_owned()), "{tools:?}");
+    first.shutdown().await;
+    second.shutdown().await;
+}
+
+/// A store that cannot be reached is an error naming it (password masked), within seconds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_store_is_a_clear_error() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("redis://:hunter2@127.0.0.1:{port}/0");
+    let err = tokio::time::timeout(Duration::from_secs(30), SharedStore::connect(&url))
+        .await
+        .expect("no hang")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains(&format!("127.0.0.1:{port}")), "{err}");
+    assert!(!err.contains("hunter2"), "{err}");
+    let err = SharedStore::connect("http://127.0.0.1:1/")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("not a Redis URL"), "{err}");
+}
+
+/// A server that needs a login on one replica is `needs-auth` on another at once, from the
+/// shared memory, without a request; a login on the first reconnects it on the second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn needs_auth_is_shared_and_a_login_on_one_replica_reconnects_the_other() {
+    let Some(redis) = RedisServer::start().unwrap() else {
+        return;
+    };
+    let server = TestServer::start(Transport::Http, ["--oauth"]).unwrap();
+    let entry = common::server(
+        "guarded",
+        json!({"type": "http", "url": server.url(), "oauth": {}}),
+    );
+    let browser = Arc::new(Browser::default());
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let store = connect(&redis).await;
+    let first = replica_on(
+        store.clone(),
+        vec![entry.clone()],
+        a.path(),
+        &browser,
+        false,
+    );
+    let state = first.wait_for("guarded", SETTLE).await.unwrap();
+    assert_eq!(state.label(), "needs-auth", "{state:?}");
+    // What the first replica remembered is written before another replica starts.
+    store.flush().await;
+    let requests = server.stderr().matches("oauth: 401").count();
+
+    let second = replica(&redis, vec![entry.clone()], b.path(), &browser, false).await;
+    let state = second.wait_for("guarded", SETTLE).await.unwrap();
+    assert_eq!(state.label(), "needs-auth", "{state:?}");
+    assert_eq!(
+        server.stderr().matches("oauth: 401").count(),
+        requests,
+        "known from the shared memory, not asked again"
+    );
+
+    let mut events = second.events();
+    first.login("guarded").await.unwrap();
+    let connected = async {
+        loop {
+            if second
+                .server_state("guarded")
+                .is_some_and(|s| s.label() == "connected")
+            {
+                return;
+            }
+            if events.recv().await.is_none() {
+                return;
+            }
+        }
+    };
+    tokio::time::timeout(SETTLE, connected)
+        .await
+        .expect("the second replica reconnects after the first one's login");
+    assert!(echo(&second, "mcp__guarded__echo", "in").await.is_ok());
+    assert_eq!(browser.opened.load(Ordering::SeqCst), 1, "one login");
+    first.shutdown().await;
+    second.shutdown().await;
+}
