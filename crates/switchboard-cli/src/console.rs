@@ -9,10 +9,12 @@
 
 mod approval;
 mod call;
+mod form;
+mod question;
 mod servers;
 mod tools;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -98,12 +100,13 @@ async fn console(
     let planned = crate::start::host_builder(ctx, config)?;
     // Tokens where `mcp login` keeps them; the login URL shown on the console's own screen
     // (the browser is opened too), not printed over it.
+    let opener = Arc::new(switchboard::auth::SystemOpener {
+        browser: ctx.env.get("BROWSER").map(str::to_owned),
+        quiet: true,
+    });
     let auth = switchboard::auth::AuthOptions {
         store: switchboard::auth::TokenStore::from_env(&ctx.paths.state_dir, &ctx.env),
-        opener: Arc::new(switchboard::auth::SystemOpener {
-            browser: ctx.env.get("BROWSER").map(str::to_owned),
-            quiet: true,
-        }),
+        opener: opener.clone(),
         ..switchboard::auth::AuthOptions::default()
     };
     let host = Arc::new(planned.builder.auth(auth).start()?);
@@ -124,6 +127,8 @@ async fn console(
         retry: BTreeMap::new(),
         message,
         done,
+        questions: VecDeque::new(),
+        opener,
     };
     app.count_tools();
     // What is read at each draw and has no event of its own (a server's stderr tail) is
@@ -295,6 +300,10 @@ enum Done {
         query: String,
         names: Vec<String>,
     },
+    /// A server asks the user something, during one of the console's requests.
+    Question(Box<question::Question>),
+    /// A server says a URL question is done.
+    UrlCompleted { server: String, id: String },
 }
 
 enum View {
@@ -319,6 +328,10 @@ struct App {
     /// One line at the bottom: what the last action did.
     message: Option<String>,
     done: mpsc::UnboundedSender<Done>,
+    /// Servers' questions, the first one shown over the view.
+    questions: VecDeque<question::Question>,
+    /// How a URL is opened in the browser (a login's, a question's).
+    opener: Arc<switchboard::auth::SystemOpener>,
 }
 
 impl App {
@@ -328,6 +341,35 @@ impl App {
             View::Tools(view) => view.draw(frame, self.theme),
             View::Call(view, _) => view.draw(frame, self.theme, self.message.as_deref()),
         }
+        // A question whose request went away (its call cancelled) is no longer asked.
+        self.questions.retain(|q| !q.abandoned());
+        if let Some(question) = self.questions.front() {
+            question.draw(frame, self.theme);
+        }
+    }
+
+    /// A key on the open question; the browser opened for an accepted URL.
+    fn on_question(&mut self, key: KeyEvent) {
+        let Some(question) = self.questions.front_mut() else {
+            return;
+        };
+        match question.on_key(key) {
+            question::Answered::No => return,
+            question::Answered::Yes => {}
+            question::Answered::Open { server, url } => {
+                use switchboard::auth::Opener as _;
+                let opened = self.opener.open(&server, &url);
+                let done = self.done.clone();
+                tokio::spawn(async move {
+                    let note = match opened.await {
+                        Ok(()) => format!("Opened in the browser: {url}"),
+                        Err(e) => format!("{e}; open it yourself: {url}"),
+                    };
+                    let _ = done.send(Done::Note(note));
+                });
+            }
+        }
+        self.questions.pop_front();
     }
 
     fn on_terminal(&mut self, event: Event) -> Flow {
@@ -340,6 +382,10 @@ impl App {
         }
         if is_interrupt(&key) {
             return Flow::Quit;
+        }
+        if !self.questions.is_empty() {
+            self.on_question(key);
+            return Flow::Go;
         }
         match &mut self.view {
             View::Servers => return servers::on_key(self, key),
@@ -422,6 +468,14 @@ impl App {
                     && view.server == server
                 {
                     view.searched(query, names);
+                }
+            }
+            Done::Question(question) => self.questions.push_back(*question),
+            Done::UrlCompleted { server, id } => {
+                for question in &mut self.questions {
+                    if question.is_url(&server, &id) {
+                        question.complete();
+                    }
                 }
             }
         }

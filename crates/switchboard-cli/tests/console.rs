@@ -557,8 +557,29 @@ fn a_resized_terminal_is_drawn_at_its_new_size() {
     assert_eq!(console.quit(), Some(0));
 }
 
+/// Opens `tool`'s call form on the `kit` server of the console (started with `--ask-tools`).
+fn open_call(console: &mut Console, tool: &str) {
+    console.wait_line(&["kit", "✓ connected"]);
+    console.keys("\r");
+    console.wait_until("the tools", |s| s.contains("Tools of kit ("));
+    console.keys(&format!("/{tool}\r"));
+    console.wait_until("the filtered list", |s| {
+        s.contains(&format!("› {tool} ")) && s.contains("/ filter")
+    });
+    console.keys("c");
+    console.wait_line(&[&format!("Call mcp__kit__{tool}")]);
+}
+
+/// From a finished call back to the servers view (where `q` quits).
+fn leave_call(console: &mut Console) {
+    console.keys("\x1b");
+    console.wait_until("the tools", |s| s.contains("Tools of kit ("));
+    console.keys("\x1b");
+    console.wait_line(&["kit", "✓ connected"]);
+}
+
 #[test]
-fn a_question_during_a_console_call_is_declined_with_a_note() {
+fn a_form_question_during_a_call_is_a_dialog_and_its_answer_reaches_the_server() {
     let tree = ConfigTree::new().unwrap();
     write_servers(
         &tree,
@@ -566,25 +587,93 @@ fn a_question_during_a_console_call_is_declined_with_a_note() {
         &[("kit", server_entry(&["--ask-tools"]))],
     );
     let mut console = Console::start(&tree, &["console"]);
-    console.wait_line(&["kit", "✓ connected"]);
+    open_call(&mut console, "ask_form");
     console.keys("\r");
-    console.wait_until("the tools", |s| s.contains("Tools of kit ("));
-    console.keys("/ask_form\r");
-    console.wait_until("the filtered list", |s| {
-        s.contains("ask_form▏") || s.contains("(1 of")
+    // The server's form, required fields first, defaults filled in.
+    console.wait_until("the dialog", |s| {
+        s.contains("`kit` asks (during mcp__kit__ask_form)") && s.contains("Tell us about yourself")
     });
-    console.keys("c");
-    console.wait_line(&["Call mcp__kit__ask_form"]);
+    console.wait_line(&["name *", "(text)"]);
+    console.wait_line(&["age *", "(integer)"]);
+    console.wait_line(&["color", "\"green\""]);
+    // Checked against the requested schema before it goes: the field is named.
+    console.keys("ada\t200\r");
+    console.wait_until("the schema's complaint", |s| {
+        s.contains("field `age`") && s.contains("150")
+    });
+    console.keys("\x7f\x7f\x7f42\r");
+    // The server answers with what it was told.
+    console.wait_until("the tool's result", |s| {
+        s.contains("accepted: ") && s.contains("\"name\":\"ada\"") && s.contains("\"age\":42")
+    });
+    assert!(!console.contents().contains("Tell us about yourself"));
+    leave_call(&mut console);
+    assert_eq!(console.quit(), Some(0));
+}
+
+#[test]
+fn a_declined_question_is_declined_on_the_server() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(
+        &tree,
+        &tree.user_file(),
+        &[("kit", server_entry(&["--ask-tools"]))],
+    );
+    let mut console = Console::start(&tree, &["console"]);
+    open_call(&mut console, "ask_form");
     console.keys("\r");
-    // No prompt over the screen, no hang: the server hears a decline and the console says so.
+    console.wait_until("the dialog", |s| s.contains("Tell us about yourself"));
+    // Ctrl-D declines.
+    console.keys("\x04");
+    console.wait_until("the tool's result", |s| {
+        s.contains("declined") && s.contains("Enter call again")
+    });
+    leave_call(&mut console);
+    assert_eq!(console.quit(), Some(0));
+}
+
+#[test]
+fn a_url_question_shows_the_url_and_opens_the_browser() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(
+        &tree,
+        &tree.user_file(),
+        &[("kit", server_entry(&["--ask-tools"]))],
+    );
+    let opened = tree.home().join("opened");
+    // The browser: writes down the URL it was given.
+    let browser = tree.home().join("browser.sh");
+    std::fs::write(
+        &browser,
+        format!("#!/bin/sh\necho \"$1\" > {}\n", opened.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &browser,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let mut console = Console::start_with(
+        &tree,
+        &["console"],
+        &[("BROWSER", browser.to_str().unwrap())],
+    );
+    open_call(&mut console, "ask_url");
+    console.keys("1\r");
+    console.wait_until("the dialog", |s| {
+        s.contains("Sign in to continue (step 1)")
+            && s.contains("https://login.example.test/login?step=1")
+    });
+    console.keys("\r");
+    console.wait_until("the tool's result", |s| {
+        s.contains("signed in after 1 URL(s)")
+    });
     console.wait_until("the note", |s| {
-        s.contains("`kit` asked a question during the call; the console declined it")
+        s.contains("Opened in the browser: https://login.example.test/login?step=1")
     });
-    console.wait_until("the call's end", |s| s.contains("Enter call again"));
-    console.keys("\x1b");
-    console.wait_until("the tools", |s| s.contains("Tools of kit ("));
-    console.keys("\x1b");
-    console.wait_line(&["kit", "✓ connected"]);
+    let given = std::fs::read_to_string(&opened).unwrap();
+    assert_eq!(given.trim(), "https://login.example.test/login?step=1");
+    leave_call(&mut console);
     assert_eq!(console.quit(), Some(0));
 }
 
