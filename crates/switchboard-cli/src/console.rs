@@ -528,6 +528,28 @@ impl App {
         });
     }
 
+    /// Approves or rejects a project server; the host starts or stops it, and what was
+    /// done comes back as a note.
+    fn decide(&mut self, server: String, decision: switchboard::config::Decision) {
+        let host = self.host.clone();
+        let done = self.done.clone();
+        tokio::spawn(async move {
+            let verb = match decision {
+                switchboard::config::Decision::Approved => "Approved",
+                switchboard::config::Decision::Rejected => "Rejected",
+            };
+            let names = [server.clone()];
+            let note = match host.decide_project_servers(&names, decision).await {
+                Ok(decided) if decided.is_empty() => {
+                    format!("`{server}` is not a project server: nothing to decide")
+                }
+                Ok(_) => format!("{verb} `{server}` for this project"),
+                Err(e) => format!("`{server}`: {}", switchboard::error_chain(&e)),
+            };
+            let _ = done.send(Done::Note(note));
+        });
+    }
+
     /// Asks the catalogue's search about `query`; `server`'s tools among the hits come back
     /// as [`Done::Searched`].
     fn search(&self, server: String, query: String) {

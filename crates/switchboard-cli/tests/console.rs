@@ -203,6 +203,59 @@ fn one_waiting_project_server_is_approved_in_the_dialog_and_starts() {
 }
 
 #[test]
+fn a_pending_server_is_approved_and_rejected_from_the_servers_view() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(&tree, &tree.project_file(), &[("proj", server_entry(&[]))]);
+    write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_until("the approval dialog", |s| {
+        s.contains("A project server waits for approval")
+    });
+    // Later: it waits on the servers view.
+    console.keys("l");
+    console.wait_line(&["proj", "project", "- pending approval"]);
+    console.wait_line(&["kit", "✓ connected", "9"]);
+    // `a` on a user server (the first row) says why not.
+    console.keys("a");
+    console.wait_until("the refusal", |s| {
+        s.contains("`kit` is a user server: only the project's servers wait for approval")
+    });
+    console.keys("\x1b[Ba");
+    console.wait_line(&["proj", "project", "✓ connected", "9"]);
+    console.wait_until("the note", |s| {
+        s.contains("Approved `proj` for this project")
+    });
+    console.keys("x");
+    console.wait_line(&["proj", "project", "- rejected"]);
+    console.wait_until("the note", |s| {
+        s.contains("Rejected `proj` for this project")
+    });
+    assert_eq!(console.quit(), Some(0));
+
+    // Recorded: the next console does not ask, and the server stays rejected.
+    let mut again = Console::start(&tree, &["console"]);
+    let screen = again.wait_until("the servers view", |s| s.contains("✓ connected"));
+    assert!(!screen.contains("waits for approval"), "{screen}");
+    again.wait_line(&["proj", "- rejected"]);
+    assert_eq!(again.quit(), Some(0));
+    // And `mcp list` agrees.
+    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["mcp", "list"])
+        .current_dir(tree.project())
+        .env_clear()
+        .envs(tree.env())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.contains("proj") && l.contains("rejected")),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn quitting_gives_the_terminal_back_as_it_was() {
     use nix::sys::termios::{LocalFlags, tcgetattr};
     let tree = ConfigTree::new().unwrap();
