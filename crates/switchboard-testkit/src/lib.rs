@@ -17,6 +17,7 @@ mod net;
 mod oauth;
 pub mod options;
 pub mod registry;
+pub mod samples;
 pub mod server;
 mod sse;
 mod stdio;
