@@ -8,8 +8,10 @@
 //! ends: an error, Ctrl-C, or a panic (ratatui's panic hook).
 
 mod approval;
+mod browse;
 mod call;
 mod form;
+mod open;
 mod question;
 mod servers;
 mod tools;
@@ -129,6 +131,7 @@ async fn console(
         done,
         questions: VecDeque::new(),
         opener,
+        opened: 0,
     };
     app.count_tools();
     // What is read at each draw and has no event of its own (a server's stderr tail) is
@@ -304,6 +307,25 @@ enum Done {
     Question(Box<question::Question>),
     /// A server says a URL question is done.
     UrlCompleted { server: String, id: String },
+    /// A server's resources and resource templates.
+    Resources {
+        server: String,
+        items: Result<Vec<browse::Resource>, String>,
+    },
+    /// A server's prompts.
+    Prompts {
+        server: String,
+        items: Result<Vec<switchboard::host::PromptEntry>, String>,
+    },
+    /// A read or a prompt of the open view number `id` ended.
+    Opened { id: u64, text: String, failed: bool },
+    /// The server's suggestions for `field` of the open view number `id`, holding `value`.
+    Suggested {
+        id: u64,
+        field: String,
+        value: String,
+        values: Vec<String>,
+    },
 }
 
 enum View {
@@ -311,6 +333,10 @@ enum View {
     Tools(tools::ToolsView),
     /// A tool's call form, over the tools view it came from.
     Call(Box<call::CallView>, tools::ToolsView),
+    Resources(browse::Browse<browse::Resource>),
+    Prompts(browse::Browse<switchboard::host::PromptEntry>),
+    /// A resource read, a template or a prompt filled in, over the list it came from.
+    Open(Box<open::OpenView>, Box<View>),
 }
 
 struct App {
@@ -332,6 +358,8 @@ struct App {
     questions: VecDeque<question::Question>,
     /// How a URL is opened in the browser (a login's, a question's).
     opener: Arc<switchboard::auth::SystemOpener>,
+    /// The number of the last view opened with [`View::Open`].
+    opened: u64,
 }
 
 impl App {
@@ -340,6 +368,9 @@ impl App {
             View::Servers => servers::draw(self, frame),
             View::Tools(view) => view.draw(frame, self.theme),
             View::Call(view, _) => view.draw(frame, self.theme, self.message.as_deref()),
+            View::Resources(view) => view.draw(frame, self.theme, self.message.as_deref()),
+            View::Prompts(view) => view.draw(frame, self.theme, self.message.as_deref()),
+            View::Open(view, _) => view.draw(frame, self.theme, self.message.as_deref()),
         }
         // A question whose request went away (its call cancelled) is no longer asked.
         self.questions.retain(|q| !q.abandoned());
@@ -398,6 +429,10 @@ impl App {
                     }
                 }
                 tools::Leave::Yes => self.view = View::Servers,
+                tools::Leave::Next => {
+                    let server = view.server.clone();
+                    self.open_resources(server);
+                }
                 tools::Leave::Call(tool) => {
                     let View::Tools(back) = std::mem::replace(&mut self.view, View::Servers) else {
                         return Flow::Go;
@@ -413,8 +448,112 @@ impl App {
                     self.view = View::Tools(back);
                 }
             }
+            View::Resources(view) => match view.on_key(key) {
+                browse::Leave::No => {}
+                browse::Leave::Yes => self.view = View::Servers,
+                browse::Leave::Next => {
+                    let server = view.server.clone();
+                    self.open_prompts(server);
+                }
+                browse::Leave::Open(index) => {
+                    let Some(resource) = view.item(index).cloned() else {
+                        return Flow::Go;
+                    };
+                    let server = view.server.clone();
+                    let target = if resource.template {
+                        open::Target::Template { server, resource }
+                    } else {
+                        open::Target::Resource {
+                            server,
+                            uri: resource.uri().to_owned(),
+                        }
+                    };
+                    self.open(target);
+                }
+            },
+            View::Prompts(view) => match view.on_key(key) {
+                browse::Leave::No => {}
+                browse::Leave::Yes => self.view = View::Servers,
+                browse::Leave::Next => {
+                    let server = view.server.clone();
+                    self.open_tools(server);
+                }
+                browse::Leave::Open(index) => {
+                    if let Some(prompt) = view.item(index).cloned() {
+                        self.open(open::Target::Prompt(prompt));
+                    }
+                }
+            },
+            View::Open(view, _) => {
+                if view.on_key(key, &self.host, &self.done) == open::Leave::Yes
+                    && let View::Open(_, back) = std::mem::replace(&mut self.view, View::Servers)
+                {
+                    self.view = *back;
+                }
+            }
         }
         Flow::Go
+    }
+
+    /// Opens a resource, a template or a prompt over the current view.
+    fn open(&mut self, target: open::Target) {
+        self.opened += 1;
+        self.message = None;
+        let view = open::OpenView::new(target, self.opened, &self.host, &self.done);
+        let back = std::mem::replace(&mut self.view, View::Servers);
+        self.view = View::Open(Box::new(view), Box::new(back));
+    }
+
+    /// Opens the resources view of a server, listing its resources and templates.
+    fn open_resources(&mut self, server: String) {
+        self.view = View::Resources(browse::Browse::new(server.clone(), "resources"));
+        let host = self.host.clone();
+        let done = self.done.clone();
+        tokio::spawn(async move {
+            let (resources, templates) = tokio::join!(
+                host.resources(Some(&server)),
+                host.resource_templates(Some(&server))
+            );
+            let mut errors: Vec<String> = resources
+                .failures
+                .iter()
+                .chain(&templates.failures)
+                .map(|e| switchboard::error_chain(e))
+                .collect();
+            errors.dedup();
+            let items: Vec<browse::Resource> = resources
+                .items
+                .into_iter()
+                .map(|l| browse::Resource::from_listed(l, false))
+                .chain(
+                    templates
+                        .items
+                        .into_iter()
+                        .map(|l| browse::Resource::from_listed(l, true)),
+                )
+                .collect();
+            let items = if items.is_empty() && !errors.is_empty() {
+                Err(errors.join("\n"))
+            } else {
+                Ok(items)
+            };
+            let _ = done.send(Done::Resources { server, items });
+        });
+    }
+
+    /// Opens the prompts view of a server.
+    fn open_prompts(&mut self, server: String) {
+        self.view = View::Prompts(browse::Browse::new(server.clone(), "prompts"));
+        let host = self.host.clone();
+        let done = self.done.clone();
+        tokio::spawn(async move {
+            let listing = host.prompts(Some(&server)).await;
+            let items = match listing.failures.first() {
+                Some(e) if listing.items.is_empty() => Err(switchboard::error_chain(e)),
+                _ => Ok(listing.items),
+            };
+            let _ = done.send(Done::Prompts { server, items });
+        });
     }
 
     fn on_host(&mut self, event: HostEvent) {
@@ -471,6 +610,39 @@ impl App {
                 }
             }
             Done::Question(question) => self.questions.push_back(*question),
+            Done::Resources { server, items } => {
+                if let View::Resources(view) = &mut self.view
+                    && view.server == server
+                {
+                    view.loaded(items);
+                }
+            }
+            Done::Prompts { server, items } => {
+                if let View::Prompts(view) = &mut self.view
+                    && view.server == server
+                {
+                    view.loaded(items);
+                }
+            }
+            Done::Opened { id, text, failed } => {
+                if let View::Open(view, _) = &mut self.view
+                    && view.id == id
+                {
+                    view.finished(text, failed);
+                }
+            }
+            Done::Suggested {
+                id,
+                field,
+                value,
+                values,
+            } => {
+                if let View::Open(view, _) = &mut self.view
+                    && view.id == id
+                {
+                    view.suggested(field, value, values);
+                }
+            }
             Done::UrlCompleted { server, id } => {
                 for question in &mut self.questions {
                     if question.is_url(&server, &id) {

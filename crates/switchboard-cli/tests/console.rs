@@ -794,3 +794,118 @@ fn the_filter_also_lists_what_the_tool_search_finds() {
     console.wait_line(&["kit", "✓ connected"]);
     assert_eq!(console.quit(), Some(0));
 }
+
+#[test]
+fn resources_are_browsed_read_and_scrolled() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(
+        &tree,
+        &tree.user_file(),
+        &[(
+            "kit",
+            server_entry(&["--sample-resources", "--completions"]),
+        )],
+    );
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["kit", "✓ connected"]);
+    console.keys("\r");
+    console.wait_until("the tools", |s| s.contains("Tools of kit ("));
+    // Tab: on to the resources, templates with them.
+    console.keys("\t");
+    console.wait_until("the resources", |s| s.contains("Resources of kit (4 of 4)"));
+    console.wait_line(&["readme", "test://readme"]);
+    console.wait_line(&["note", "test://notes/{name}", "(template)"]);
+    console.keys("/read\r");
+    console.wait_until("the filtered list", |s| {
+        s.contains("Resources of kit (1 of 4)") && s.contains("Enter open")
+    });
+    console.keys("\r");
+    // Text as text, longer than the screen: its end comes into view with PgDn.
+    let screen = console.wait_until("the readme", |s| s.contains("line 1 of the readme"));
+    assert!(screen.contains("Switchboard test readme"), "{screen}");
+    assert!(!screen.contains("the end of the readme"), "{screen}");
+    console.keys("\x1b[6~\x1b[6~\x1b[6~");
+    console.wait_until("the readme's end", |s| {
+        s.contains("the end of the readme") && !s.contains("line 1 of the readme")
+    });
+    console.keys("\x1b[5~\x1b[5~\x1b[5~");
+    console.wait_until("the readme's start", |s| s.contains("line 1 of the readme"));
+    // Back to the list; JSON is pretty-printed.
+    console.keys("\x1b");
+    console.wait_until("the list", |s| s.contains("Resources of kit (1 of 4)"));
+    console.keys("/\x7f\x7f\x7f\x7fsettings\r");
+    console.wait_until("the filtered list", |s| {
+        s.contains("Resources of kit (1 of 4)") && s.contains("settings")
+    });
+    console.keys("\r");
+    console.wait_line(&["\"theme\": \"dark\","]);
+    console.keys("\x1b");
+    console.wait_until("the list", |s| s.contains("Resources of kit (1 of 4)"));
+    // A binary: its size and type.
+    console.keys("/\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7flogo\r");
+    console.wait_until("the filtered list", |s| {
+        s.contains("Resources of kit (1 of 4)") && s.contains("logo")
+    });
+    console.keys("\r");
+    console.wait_until("the binary", |s| {
+        s.contains("image/png") && (s.contains("binary: 69 bytes") || s.contains("saved to"))
+    });
+    console.keys("\x1b");
+    console.wait_until("the list", |s| s.contains("Resources of kit (1 of 4)"));
+    // A template: its variable in a form, with the server's suggestions.
+    console.keys("/\x7f\x7f\x7f\x7fnote\r");
+    console.wait_until("the filtered list", |s| {
+        s.contains("Resources of kit (1 of 4)") && s.contains("(template)")
+    });
+    console.keys("\r");
+    console.wait_line(&["name", "(text)"]);
+    console.keys("gro");
+    console.wait_line(&["suggestions: groceries", "(Tab takes groceries)"]);
+    console.keys("\t\r");
+    console.wait_until("the note", |s| {
+        s.contains("Note about groceries") && s.contains("test://notes/groceries")
+    });
+    console.keys("\x1b");
+    console.wait_until("the list", |s| s.contains("Resources of kit ("));
+    console.keys("\x1b");
+    console.wait_line(&["kit", "✓ connected"]);
+    assert_eq!(console.quit(), Some(0));
+}
+
+#[test]
+fn a_prompt_takes_its_arguments_with_the_servers_completions() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(
+        &tree,
+        &tree.user_file(),
+        &[("kit", server_entry(&["--completions"]))],
+    );
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["kit", "✓ connected"]);
+    console.keys("\r");
+    console.wait_until("the tools", |s| s.contains("Tools of kit ("));
+    console.keys("\t");
+    console.wait_until("the resources", |s| s.contains("Resources of kit"));
+    console.keys("\t");
+    console.wait_until("the prompts", |s| s.contains("Prompts of kit (1 of 1)"));
+    console.wait_line(&["color *", "The colour"]);
+    console.keys("\r");
+    console.wait_line(&["Prompt mcp__kit__paint"]);
+    console.wait_line(&["color *", "(text)"]);
+    console.keys("b");
+    console.wait_line(&["suggestions: black · blue · brown", "(Tab takes black)"]);
+    console.keys("lu");
+    console.wait_line(&["suggestions: blue", "(Tab takes blue)"]);
+    // Tab takes it; Tab again (nothing more to take) goes on to the next field.
+    console.keys("\t");
+    console.wait_line(&["color *", "blue"]);
+    console.keys("\tg");
+    console.wait_line(&["suggestions: gloss", "(Tab takes gloss)"]);
+    console.keys("\t\r");
+    console.wait_line(&["user: Paint the wall blue (gloss)"]);
+    console.keys("\x1b");
+    console.wait_until("the prompts", |s| s.contains("Prompts of kit (1 of 1)"));
+    console.keys("\x1b");
+    console.wait_line(&["kit", "✓ connected"]);
+    assert_eq!(console.quit(), Some(0));
+}
