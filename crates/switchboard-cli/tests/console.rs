@@ -106,6 +106,30 @@ impl Console {
         panic!("{text:?} is not on the screen:\n{}", screen.contents());
     }
 
+    /// The terminal becomes `rows` × `cols`, as a window dragged; the program hears SIGWINCH
+    /// (sent by hand: the test's pseudo-terminal is not the child's controlling terminal).
+    fn resize(&mut self, rows: u16, cols: u16) {
+        let stty = Command::new("stty")
+            .args(["rows", &rows.to_string(), "cols", &cols.to_string()])
+            .stdin(Stdio::from(self.terminal.try_clone().unwrap()))
+            .status()
+            .unwrap();
+        assert!(stty.success());
+        self.screen
+            .lock()
+            .unwrap()
+            .screen_mut()
+            .set_size(rows.try_into().unwrap(), cols.try_into().unwrap());
+        let pid = self.child.id().to_string();
+        assert!(
+            Command::new("kill")
+                .args(["-WINCH", &pid])
+                .status()
+                .unwrap()
+                .success()
+        );
+    }
+
     fn contents(&self) -> String {
         self.screen.lock().unwrap().screen().contents()
     }
@@ -575,28 +599,8 @@ fn a_resized_terminal_is_drawn_at_its_new_size() {
     write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
     let mut console = Console::start(&tree, &["console"]);
     console.wait_line(&["kit", "✓ connected", "9"]);
-    // The terminal becomes 20 × 90, as a window dragged smaller; the program hears SIGWINCH
-    // (sent by hand: the test's pseudo-terminal is not the child's controlling terminal).
-    let stty = Command::new("stty")
-        .args(["rows", "20", "cols", "90"])
-        .stdin(Stdio::from(console.terminal.try_clone().unwrap()))
-        .status()
-        .unwrap();
-    assert!(stty.success());
-    console
-        .screen
-        .lock()
-        .unwrap()
-        .screen_mut()
-        .set_size(20u16.try_into().unwrap(), 90u16.try_into().unwrap());
-    let pid = console.child.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-WINCH", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
+    // The terminal becomes 20 × 90, as a window dragged smaller.
+    console.resize(20, 90);
     // The table is 90 columns wide, and the key line is on the last of the 20 rows.
     console.wait_until("the console at 20 × 90", |s| {
         let first = s.lines().next().unwrap_or_default();
@@ -660,6 +664,33 @@ fn a_form_question_during_a_call_is_a_dialog_and_its_answer_reaches_the_server()
         s.contains("accepted: ") && s.contains("\"name\":\"ada\"") && s.contains("\"age\":42")
     });
     assert!(!console.contents().contains("Tell us about yourself"));
+    leave_call(&mut console);
+    assert_eq!(console.quit(), Some(0));
+}
+
+#[test]
+fn a_long_form_scrolls_to_the_field_being_typed() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(
+        &tree,
+        &tree.user_file(),
+        &[("kit", server_entry(&["--ask-tools"]))],
+    );
+    let mut console = Console::start(&tree, &["console"]);
+    open_call(&mut console, "ask_form");
+    // A short window: the server's form does not fit in its dialog.
+    console.resize(20, 100);
+    console.wait_until("the smaller screen", |s| s.lines().count() <= 20);
+    console.keys("\r");
+    let screen = console.wait_until("the dialog", |s| s.contains("› name *"));
+    assert!(!screen.contains("color (choice"), "{screen}");
+    // Down to the last field: it comes into view, the first goes off the top.
+    console.keys("\t\t\t\t\t");
+    let screen = console.wait_until("the last field", |s| s.contains("› color (choice"));
+    assert!(!screen.contains("name *"), "{screen}");
+    // Esc cancels the question; the tool hears it.
+    console.keys("\x1b");
+    console.wait_until("the tool's result", |s| s.contains("cancelled"));
     leave_call(&mut console);
     assert_eq!(console.quit(), Some(0));
 }
