@@ -111,14 +111,15 @@ async fn console(
         opener: opener.clone(),
         ..switchboard::auth::AuthOptions::default()
     };
-    let host = Arc::new(planned.builder.auth(auth).start()?);
-    // The host's builder may have written the configuration's problems on stderr.
-    screen.reset()?;
-    let mut events = host.events();
+    // Log lines go to the message line from here on, those of the servers' start too.
     let (done, mut results) = mpsc::unbounded_channel();
     if let Ok(mut tap) = LOG_TAP.lock() {
         *tap = Some(done.clone());
     }
+    let host = Arc::new(planned.builder.auth(auth).start()?);
+    // The host's builder may have written the configuration's problems on stderr.
+    screen.reset()?;
+    let mut events = host.events();
     let mut app = App {
         host: host.clone(),
         theme,

@@ -891,7 +891,11 @@ fn resources_are_browsed_read_and_scrolled() {
     console.keys("\r");
     console.wait_line(&["name", "(text)"]);
     console.keys("gro");
-    console.wait_line(&["suggestions: groceries", "(Tab takes groceries)"]);
+    // Suggestions show only for what the field holds: with `gro` on screen, they are for it.
+    console.wait_until("the suggestions", |s| {
+        s.contains("name (text): gro▏")
+            && s.contains("suggestions: groceries (Tab takes groceries)")
+    });
     console.keys("\t\r");
     console.wait_until("the note", |s| {
         s.contains("Note about groceries") && s.contains("test://notes/groceries")
@@ -923,15 +927,23 @@ fn a_prompt_takes_its_arguments_with_the_servers_completions() {
     console.keys("\r");
     console.wait_line(&["Prompt mcp__kit__paint"]);
     console.wait_line(&["color *", "(text)"]);
+    // Suggestions show only for what the field holds: with it on screen, they are for it.
     console.keys("b");
-    console.wait_line(&["suggestions: black · blue · brown", "(Tab takes black)"]);
+    console.wait_until("the suggestions", |s| {
+        s.contains("color * (text): b▏")
+            && s.contains("suggestions: black · blue · brown (Tab takes black)")
+    });
     console.keys("lu");
-    console.wait_line(&["suggestions: blue", "(Tab takes blue)"]);
+    console.wait_until("the suggestions", |s| {
+        s.contains("color * (text): blu▏") && s.contains("suggestions: blue (Tab takes blue)")
+    });
     // Tab takes it; Tab again (nothing more to take) goes on to the next field.
     console.keys("\t");
     console.wait_line(&["color *", "blue"]);
     console.keys("\tg");
-    console.wait_line(&["suggestions: gloss", "(Tab takes gloss)"]);
+    console.wait_until("the suggestions", |s| {
+        s.contains("finish (text): g▏") && s.contains("suggestions: gloss (Tab takes gloss)")
+    });
     console.keys("\t\r");
     console.wait_line(&["user: Paint the wall blue (gloss)"]);
     console.keys("\x1b");

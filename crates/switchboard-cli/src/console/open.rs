@@ -235,8 +235,16 @@ impl OpenView {
         });
     }
 
-    /// The server's suggestions for `field` when it held `value`.
+    /// The server's suggestions for `field` when it held `value`; an answer about another
+    /// value than the field holds now (an earlier keystroke's, come late) is dropped.
     pub(super) fn suggested(&mut self, field: String, value: String, values: Vec<String>) {
+        let current = self
+            .form
+            .as_ref()
+            .and_then(|form| form.fields.get(form.focus));
+        if !current.is_some_and(|f| f.name == field && f.text == value) {
+            return;
+        }
         self.suggestions = Some(Suggestions {
             field,
             value,

@@ -185,7 +185,7 @@ pub(super) fn draw(app: &App, frame: &mut ratatui::Frame<'_>) {
     }
     frame.render_widget(
         Paragraph::new(Line::from(
-            "↑/↓ select · r reconnect · e enable · d disable · l log in · o log out · a approve · x reject · Enter tools · q quit",
+            "↑/↓ select · r reconnect · e/d enable/disable · l/o log in/out · a/x approve/reject · Enter tools · q quit",
         ))
         .style(theme.fg(Color::DarkGray)),
         help_area,
