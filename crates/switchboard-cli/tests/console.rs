@@ -952,3 +952,33 @@ fn a_prompt_takes_its_arguments_with_the_servers_completions() {
     console.wait_line(&["kit", "✓ connected"]);
     assert_eq!(console.quit(), Some(0));
 }
+
+#[test]
+fn a_long_call_result_scrolls() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["kit", "✓ connected", "9"]);
+    console.keys("\r");
+    console.wait_until("the tools", |s| s.contains("Tools of kit (9 of 9)"));
+    console.keys("/big\r");
+    console.wait_until("the filtered list", |s| {
+        s.contains("› big ") && s.contains("/ filter")
+    });
+    console.keys("c");
+    console.wait_line(&["bytes *", "(integer)"]);
+    // 100 lines of 68 bytes: more than the result pane holds.
+    console.keys("6800\r");
+    let screen = console.wait_until("the result", |s| s.contains("00000000 abcdef"));
+    assert!(!screen.contains("00000099 abcdef"), "{screen}");
+    for _ in 0..10 {
+        console.keys("\x1b[6~");
+    }
+    console.wait_until("the result's end", |s| {
+        s.contains("00000099 abcdef") && !s.contains("00000000 abcdef")
+    });
+    console.keys("\x1b[A");
+    console.wait_until("a line up", |s| s.contains("00000098 abcdef"));
+    leave_call(&mut console);
+    assert_eq!(console.quit(), Some(0));
+}

@@ -178,7 +178,12 @@ impl CallView {
 
     /// Draws the form, the call's progress or result, and `note` (the console's message
     /// line: a log line, what the last action did).
-    pub(super) fn draw(&self, frame: &mut ratatui::Frame<'_>, theme: Theme, note: Option<&str>) {
+    pub(super) fn draw(
+        &mut self,
+        frame: &mut ratatui::Frame<'_>,
+        theme: Theme,
+        note: Option<&str>,
+    ) {
         // A result takes most of the screen once there is one.
         let result_height = match self.phase {
             Phase::Finished { .. } => Constraint::Percentage(60),
@@ -231,6 +236,7 @@ impl CallView {
                 "↑/↓ PgUp/PgDn scroll · Enter call again · Esc back",
             ),
         };
+        self.scroll = self.scroll.min(last_scroll(&status, status_area));
         frame.render_widget(
             Paragraph::new(status)
                 .style(style)
@@ -247,6 +253,37 @@ impl CallView {
 }
 
 const FORM_KEYS: &str = "Tab/↑/↓ field · Space/←/→ choose · Enter call · Esc back";
+
+/// The farthest `text` scrolls in a bordered pane on `area`: its last line at the bottom
+/// (lines wrapped at the pane's width, counted in display columns).
+pub(super) fn last_scroll(text: &str, area: ratatui::layout::Rect) -> u16 {
+    let width = usize::from(area.width.saturating_sub(2)).max(1);
+    let height = usize::from(area.height.saturating_sub(2));
+    let rows: usize = text.lines().map(|line| wrapped_rows(line, width)).sum();
+    u16::try_from(rows.saturating_sub(height)).unwrap_or(u16::MAX)
+}
+
+/// The rows a line takes wrapped at word boundaries at `width` columns (a word longer than
+/// a row is cut), as the result panes wrap it.
+fn wrapped_rows(line: &str, width: usize) -> usize {
+    use unicode_width::UnicodeWidthStr;
+    let mut rows = 1;
+    let mut column = 0;
+    for (i, word) in line.split(' ').enumerate() {
+        let mut word_width = word.width() + usize::from(i > 0);
+        if column + word_width > width && column > 0 {
+            rows += 1;
+            column = 0;
+            word_width = word.width();
+        }
+        while word_width > width {
+            rows += 1;
+            word_width -= width;
+        }
+        column += word_width;
+    }
+    rows
+}
 
 /// A scroll position moved by a key: ↑/↓ a line, PgUp/PgDn ten, Home to the top.
 pub(super) fn scrolled(scroll: u16, code: KeyCode) -> u16 {

@@ -303,7 +303,12 @@ impl OpenView {
         }
     }
 
-    pub(super) fn draw(&self, frame: &mut ratatui::Frame<'_>, theme: Theme, note: Option<&str>) {
+    pub(super) fn draw(
+        &mut self,
+        frame: &mut ratatui::Frame<'_>,
+        theme: Theme,
+        note: Option<&str>,
+    ) {
         let form_height = match (&self.form, &self.phase) {
             (None, _) => Constraint::Length(0),
             (Some(_), Phase::Finished { .. }) => Constraint::Length(6),
@@ -362,6 +367,9 @@ impl OpenView {
         } else {
             title
         };
+        self.scroll = self
+            .scroll
+            .min(super::call::last_scroll(&text, result_area));
         frame.render_widget(
             Paragraph::new(text)
                 .style(style)
