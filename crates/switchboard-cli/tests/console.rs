@@ -982,3 +982,35 @@ fn a_long_call_result_scrolls() {
     leave_call(&mut console);
     assert_eq!(console.quit(), Some(0));
 }
+
+#[test]
+fn a_question_while_getting_a_prompt_is_a_dialog_too() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(
+        &tree,
+        &tree.user_file(),
+        &[("kit", server_entry(&["--ask-tools"]))],
+    );
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["kit", "✓ connected"]);
+    console.keys("\r");
+    console.wait_until("the tools", |s| s.contains("Tools of kit ("));
+    console.keys("\t");
+    console.wait_until("the resources", |s| s.contains("Resources of kit"));
+    console.keys("\t");
+    console.wait_until("the prompts", |s| s.contains("Prompts of kit (1 of 1)"));
+    console.keys("\r");
+    console.wait_line(&["Prompt mcp__kit__greet"]);
+    console.wait_line(&["(no arguments)"]);
+    console.keys("\r");
+    console.wait_until("the dialog", |s| {
+        s.contains("`kit` asks") && s.contains("Who should be greeted?")
+    });
+    console.keys("ada\r");
+    console.wait_line(&["user: Hello, ada!"]);
+    console.keys("\x1b");
+    console.wait_until("the prompts", |s| s.contains("Prompts of kit (1 of 1)"));
+    console.keys("\x1b");
+    console.wait_line(&["kit", "✓ connected"]);
+    assert_eq!(console.quit(), Some(0));
+}
