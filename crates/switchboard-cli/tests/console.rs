@@ -237,7 +237,12 @@ fn a_pending_server_is_approved_and_rejected_from_the_servers_view() {
     });
     // Later: it waits on the servers view.
     console.keys("l");
-    console.wait_line(&["proj", "project", "- pending approval"]);
+    console.wait_line(&[
+        "proj",
+        "project",
+        "- pending approval",
+        "a approves it, x rejects it",
+    ]);
     console.wait_line(&["kit", "✓ connected", "9"]);
     // `a` on a user server (the first row) says why not.
     console.keys("a");

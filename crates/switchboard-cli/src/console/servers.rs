@@ -14,7 +14,7 @@ use ratatui::style::Color;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState, Wrap};
 use switchboard::ServerState;
-use switchboard::config::{ConfigSet, Decision, Scope, ServerEntry};
+use switchboard::config::{ConfigSet, Decision, EntryStatus, Scope, ServerEntry};
 
 use super::{App, Flow};
 use crate::output::{clean, clean_line, kind_and_target, status};
@@ -197,6 +197,14 @@ fn state_cell(app: &App, s: &Shown<'_>) -> (String, Color, Option<String>) {
     let Some(state) = &s.state else {
         // Not started by the host: pending approval, rejected, denied, invalid, disabled.
         let (word, reason) = status(s.entry);
+        // Decided here: the keys, not the command.
+        let reason = match s.entry.status() {
+            EntryStatus::PendingApproval => Some("a approves it, x rejects it".to_owned()),
+            EntryStatus::ChangedSinceApproval => {
+                Some("changed since it was approved: a approves it again".to_owned())
+            }
+            _ => reason,
+        };
         return (format!("- {word}"), Color::DarkGray, reason);
     };
     match state {
