@@ -1,8 +1,10 @@
 //! `switchboard console` (and `switchboard` alone on a terminal): a full-screen terminal UI over
 //! the same [`Host`] every command builds. It owns presentation only: states come from
-//! [`Host::servers`] and [`Host::events`], actions are [`Host::reconnect`] and
-//! [`Host::set_enabled`], tools come from [`Host::server_tools`], and the start-up approval
-//! records decisions through [`Context::approve_project`], as `mcp approve` does.
+//! [`Host::servers`] and [`Host::events`], actions are [`Host::reconnect`],
+//! [`Host::set_enabled`] and [`Host::decide_project_servers`], tools, resources and prompts
+//! come from [`Host::server_tools`], [`Host::resources`] and [`Host::prompts`], a server's
+//! questions are answered in dialogs (`question.rs`), and the start-up approval records
+//! decisions through [`Context::approve_project`], as `mcp approve` does.
 //!
 //! The terminal is put back (raw mode off, main screen) when the console ends, however it
 //! ends: an error, Ctrl-C, or a panic (ratatui's panic hook).
