@@ -347,7 +347,11 @@ impl OpenView {
                 theme.fg(Color::Red),
                 "Tab/↑/↓ field (Tab takes a suggestion) · Enter get · Esc back",
             ),
-            Phase::Running(_) => ("reading…".to_owned(), theme.fg(Color::Yellow), "Esc cancel"),
+            Phase::Running(_) => (
+                "asking the server…".to_owned(),
+                theme.fg(Color::Yellow),
+                "Esc cancel",
+            ),
             Phase::Finished { text, failed } => (
                 clean(text).into_owned(),
                 if *failed {
