@@ -1,18 +1,24 @@
 //! `switchboard console` (and `switchboard` alone on a terminal): a full-screen terminal UI over
 //! the same [`Host`] every command builds. It owns presentation only: states come from
-//! [`Host::servers`] and [`Host::events`], actions are [`Host::reconnect`] and
-//! [`Host::set_enabled`], tools come from [`Host::server_tools`], and the start-up approval
-//! records decisions through [`Context::approve_project`], as `mcp approve` does.
+//! [`Host::servers`] and [`Host::events`], actions are [`Host::reconnect`],
+//! [`Host::set_enabled`] and [`Host::decide_project_servers`], tools, resources and prompts
+//! come from [`Host::server_tools`], [`Host::resources`] and [`Host::prompts`], a server's
+//! questions are answered in dialogs (`question.rs`), and the start-up approval records
+//! decisions through [`Context::approve_project`], as `mcp approve` does.
 //!
 //! The terminal is put back (raw mode off, main screen) when the console ends, however it
 //! ends: an error, Ctrl-C, or a panic (ratatui's panic hook).
 
 mod approval;
+mod browse;
 mod call;
+mod form;
+mod open;
+mod question;
 mod servers;
 mod tools;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -98,22 +104,24 @@ async fn console(
     let planned = crate::start::host_builder(ctx, config)?;
     // Tokens where `mcp login` keeps them; the login URL shown on the console's own screen
     // (the browser is opened too), not printed over it.
+    let opener = Arc::new(switchboard::auth::SystemOpener {
+        browser: ctx.env.get("BROWSER").map(str::to_owned),
+        quiet: true,
+    });
     let auth = switchboard::auth::AuthOptions {
         store: switchboard::auth::TokenStore::from_env(&ctx.paths.state_dir, &ctx.env),
-        opener: Arc::new(switchboard::auth::SystemOpener {
-            browser: ctx.env.get("BROWSER").map(str::to_owned),
-            quiet: true,
-        }),
+        opener: opener.clone(),
         ..switchboard::auth::AuthOptions::default()
     };
-    let host = Arc::new(planned.builder.auth(auth).start()?);
-    // The host's builder may have written the configuration's problems on stderr.
-    screen.reset()?;
-    let mut events = host.events();
+    // Log lines go to the message line from here on, those of the servers' start too.
     let (done, mut results) = mpsc::unbounded_channel();
     if let Ok(mut tap) = LOG_TAP.lock() {
         *tap = Some(done.clone());
     }
+    let host = Arc::new(planned.builder.auth(auth).start()?);
+    // The host's builder may have written the configuration's problems on stderr.
+    screen.reset()?;
+    let mut events = host.events();
     let mut app = App {
         host: host.clone(),
         theme,
@@ -124,6 +132,9 @@ async fn console(
         retry: BTreeMap::new(),
         message,
         done,
+        questions: VecDeque::new(),
+        opener,
+        opened: 0,
     };
     app.count_tools();
     // What is read at each draw and has no event of its own (a server's stderr tail) is
@@ -295,6 +306,29 @@ enum Done {
         query: String,
         names: Vec<String>,
     },
+    /// A server asks the user something, during one of the console's requests.
+    Question(Box<question::Question>),
+    /// A server says a URL question is done.
+    UrlCompleted { server: String, id: String },
+    /// A server's resources and resource templates.
+    Resources {
+        server: String,
+        items: Result<Vec<browse::Resource>, String>,
+    },
+    /// A server's prompts.
+    Prompts {
+        server: String,
+        items: Result<Vec<switchboard::host::PromptEntry>, String>,
+    },
+    /// A read or a prompt of the open view number `id` ended.
+    Opened { id: u64, text: String, failed: bool },
+    /// The server's suggestions for `field` of the open view number `id`, holding `value`.
+    Suggested {
+        id: u64,
+        field: String,
+        value: String,
+        values: Vec<String>,
+    },
 }
 
 enum View {
@@ -302,6 +336,10 @@ enum View {
     Tools(tools::ToolsView),
     /// A tool's call form, over the tools view it came from.
     Call(Box<call::CallView>, tools::ToolsView),
+    Resources(browse::Browse<browse::Resource>),
+    Prompts(browse::Browse<switchboard::host::PromptEntry>),
+    /// A resource read, a template or a prompt filled in, over the list it came from.
+    Open(Box<open::OpenView>, Box<View>),
 }
 
 struct App {
@@ -319,6 +357,12 @@ struct App {
     /// One line at the bottom: what the last action did.
     message: Option<String>,
     done: mpsc::UnboundedSender<Done>,
+    /// Servers' questions, the first one shown over the view.
+    questions: VecDeque<question::Question>,
+    /// How a URL is opened in the browser (a login's, a question's).
+    opener: Arc<switchboard::auth::SystemOpener>,
+    /// The number of the last view opened with [`View::Open`].
+    opened: u64,
 }
 
 impl App {
@@ -327,7 +371,39 @@ impl App {
             View::Servers => servers::draw(self, frame),
             View::Tools(view) => view.draw(frame, self.theme),
             View::Call(view, _) => view.draw(frame, self.theme, self.message.as_deref()),
+            View::Resources(view) => view.draw(frame, self.theme, self.message.as_deref()),
+            View::Prompts(view) => view.draw(frame, self.theme, self.message.as_deref()),
+            View::Open(view, _) => view.draw(frame, self.theme, self.message.as_deref()),
         }
+        // A question whose request went away (its call cancelled) is no longer asked.
+        self.questions.retain(|q| !q.abandoned());
+        if let Some(question) = self.questions.front() {
+            question.draw(frame, self.theme);
+        }
+    }
+
+    /// A key on the open question; the browser opened for an accepted URL.
+    fn on_question(&mut self, key: KeyEvent) {
+        let Some(question) = self.questions.front_mut() else {
+            return;
+        };
+        match question.on_key(key) {
+            question::Answered::No => return,
+            question::Answered::Yes => {}
+            question::Answered::Open { server, url } => {
+                use switchboard::auth::Opener as _;
+                let opened = self.opener.open(&server, &url);
+                let done = self.done.clone();
+                tokio::spawn(async move {
+                    let note = match opened.await {
+                        Ok(()) => format!("Opened in the browser: {url}"),
+                        Err(e) => format!("{e}; open it yourself: {url}"),
+                    };
+                    let _ = done.send(Done::Note(note));
+                });
+            }
+        }
+        self.questions.pop_front();
     }
 
     fn on_terminal(&mut self, event: Event) -> Flow {
@@ -341,6 +417,10 @@ impl App {
         if is_interrupt(&key) {
             return Flow::Quit;
         }
+        if !self.questions.is_empty() {
+            self.on_question(key);
+            return Flow::Go;
+        }
         match &mut self.view {
             View::Servers => return servers::on_key(self, key),
             View::Tools(view) => match view.on_key(key) {
@@ -352,6 +432,10 @@ impl App {
                     }
                 }
                 tools::Leave::Yes => self.view = View::Servers,
+                tools::Leave::Next => {
+                    let server = view.server.clone();
+                    self.open_resources(server);
+                }
                 tools::Leave::Call(tool) => {
                     let View::Tools(back) = std::mem::replace(&mut self.view, View::Servers) else {
                         return Flow::Go;
@@ -367,8 +451,112 @@ impl App {
                     self.view = View::Tools(back);
                 }
             }
+            View::Resources(view) => match view.on_key(key) {
+                browse::Leave::No => {}
+                browse::Leave::Yes => self.view = View::Servers,
+                browse::Leave::Next => {
+                    let server = view.server.clone();
+                    self.open_prompts(server);
+                }
+                browse::Leave::Open(index) => {
+                    let Some(resource) = view.item(index).cloned() else {
+                        return Flow::Go;
+                    };
+                    let server = view.server.clone();
+                    let target = if resource.template {
+                        open::Target::Template { server, resource }
+                    } else {
+                        open::Target::Resource {
+                            server,
+                            uri: resource.uri().to_owned(),
+                        }
+                    };
+                    self.open(target);
+                }
+            },
+            View::Prompts(view) => match view.on_key(key) {
+                browse::Leave::No => {}
+                browse::Leave::Yes => self.view = View::Servers,
+                browse::Leave::Next => {
+                    let server = view.server.clone();
+                    self.open_tools(server);
+                }
+                browse::Leave::Open(index) => {
+                    if let Some(prompt) = view.item(index).cloned() {
+                        self.open(open::Target::Prompt(prompt));
+                    }
+                }
+            },
+            View::Open(view, _) => {
+                if view.on_key(key, &self.host, &self.done) == open::Leave::Yes
+                    && let View::Open(_, back) = std::mem::replace(&mut self.view, View::Servers)
+                {
+                    self.view = *back;
+                }
+            }
         }
         Flow::Go
+    }
+
+    /// Opens a resource, a template or a prompt over the current view.
+    fn open(&mut self, target: open::Target) {
+        self.opened += 1;
+        self.message = None;
+        let view = open::OpenView::new(target, self.opened, &self.host, &self.done);
+        let back = std::mem::replace(&mut self.view, View::Servers);
+        self.view = View::Open(Box::new(view), Box::new(back));
+    }
+
+    /// Opens the resources view of a server, listing its resources and templates.
+    fn open_resources(&mut self, server: String) {
+        self.view = View::Resources(browse::Browse::new(server.clone(), "resources"));
+        let host = self.host.clone();
+        let done = self.done.clone();
+        tokio::spawn(async move {
+            let (resources, templates) = tokio::join!(
+                host.resources(Some(&server)),
+                host.resource_templates(Some(&server))
+            );
+            let mut errors: Vec<String> = resources
+                .failures
+                .iter()
+                .chain(&templates.failures)
+                .map(|e| switchboard::error_chain(e))
+                .collect();
+            errors.dedup();
+            let items: Vec<browse::Resource> = resources
+                .items
+                .into_iter()
+                .map(|l| browse::Resource::from_listed(l, false))
+                .chain(
+                    templates
+                        .items
+                        .into_iter()
+                        .map(|l| browse::Resource::from_listed(l, true)),
+                )
+                .collect();
+            let items = if items.is_empty() && !errors.is_empty() {
+                Err(errors.join("\n"))
+            } else {
+                Ok(items)
+            };
+            let _ = done.send(Done::Resources { server, items });
+        });
+    }
+
+    /// Opens the prompts view of a server.
+    fn open_prompts(&mut self, server: String) {
+        self.view = View::Prompts(browse::Browse::new(server.clone(), "prompts"));
+        let host = self.host.clone();
+        let done = self.done.clone();
+        tokio::spawn(async move {
+            let listing = host.prompts(Some(&server)).await;
+            let items = match listing.failures.first() {
+                Some(e) if listing.items.is_empty() => Err(switchboard::error_chain(e)),
+                _ => Ok(listing.items),
+            };
+            let _ = done.send(Done::Prompts { server, items });
+        });
     }
 
     fn on_host(&mut self, event: HostEvent) {
@@ -424,6 +612,47 @@ impl App {
                     view.searched(query, names);
                 }
             }
+            Done::Question(question) => self.questions.push_back(*question),
+            Done::Resources { server, items } => {
+                if let View::Resources(view) = &mut self.view
+                    && view.server == server
+                {
+                    view.loaded(items);
+                }
+            }
+            Done::Prompts { server, items } => {
+                if let View::Prompts(view) = &mut self.view
+                    && view.server == server
+                {
+                    view.loaded(items);
+                }
+            }
+            Done::Opened { id, text, failed } => {
+                if let View::Open(view, _) = &mut self.view
+                    && view.id == id
+                {
+                    view.finished(text, failed);
+                }
+            }
+            Done::Suggested {
+                id,
+                field,
+                value,
+                values,
+            } => {
+                if let View::Open(view, _) = &mut self.view
+                    && view.id == id
+                {
+                    view.suggested(field, value, values);
+                }
+            }
+            Done::UrlCompleted { server, id } => {
+                for question in &mut self.questions {
+                    if question.is_url(&server, &id) {
+                        question.complete();
+                    }
+                }
+            }
         }
     }
 
@@ -468,6 +697,28 @@ impl App {
                     "Log in to `{server}` in the browser (opened), or open: {}",
                     url
                 ),
+                Err(e) => format!("`{server}`: {}", switchboard::error_chain(&e)),
+            };
+            let _ = done.send(Done::Note(note));
+        });
+    }
+
+    /// Approves or rejects a project server; the host starts or stops it, and what was
+    /// done comes back as a note.
+    fn decide(&mut self, server: String, decision: switchboard::config::Decision) {
+        let host = self.host.clone();
+        let done = self.done.clone();
+        tokio::spawn(async move {
+            let verb = match decision {
+                switchboard::config::Decision::Approved => "Approved",
+                switchboard::config::Decision::Rejected => "Rejected",
+            };
+            let names = [server.clone()];
+            let note = match host.decide_project_servers(&names, decision).await {
+                Ok(decided) if decided.is_empty() => {
+                    format!("`{server}` is not a project server: nothing to decide")
+                }
+                Ok(_) => format!("{verb} `{server}` for this project"),
                 Err(e) => format!("`{server}`: {}", switchboard::error_chain(&e)),
             };
             let _ = done.send(Done::Note(note));

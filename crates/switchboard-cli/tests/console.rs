@@ -106,6 +106,30 @@ impl Console {
         panic!("{text:?} is not on the screen:\n{}", screen.contents());
     }
 
+    /// The terminal becomes `rows` × `cols`, as a window dragged; the program hears SIGWINCH
+    /// (sent by hand: the test's pseudo-terminal is not the child's controlling terminal).
+    fn resize(&mut self, rows: u16, cols: u16) {
+        let stty = Command::new("stty")
+            .args(["rows", &rows.to_string(), "cols", &cols.to_string()])
+            .stdin(Stdio::from(self.terminal.try_clone().unwrap()))
+            .status()
+            .unwrap();
+        assert!(stty.success());
+        self.screen
+            .lock()
+            .unwrap()
+            .screen_mut()
+            .set_size(rows.try_into().unwrap(), cols.try_into().unwrap());
+        let pid = self.child.id().to_string();
+        assert!(
+            Command::new("kill")
+                .args(["-WINCH", &pid])
+                .status()
+                .unwrap()
+                .success()
+        );
+    }
+
     fn contents(&self) -> String {
         self.screen.lock().unwrap().screen().contents()
     }
@@ -200,6 +224,64 @@ fn one_waiting_project_server_is_approved_in_the_dialog_and_starts() {
     let screen = again.wait_until("the servers view", |s| s.contains("✓ connected"));
     assert!(!screen.contains("waits for approval"), "{screen}");
     assert_eq!(again.quit(), Some(0));
+}
+
+#[test]
+fn a_pending_server_is_approved_and_rejected_from_the_servers_view() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(&tree, &tree.project_file(), &[("proj", server_entry(&[]))]);
+    write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_until("the approval dialog", |s| {
+        s.contains("A project server waits for approval")
+    });
+    // Later: it waits on the servers view.
+    console.keys("l");
+    console.wait_line(&[
+        "proj",
+        "project",
+        "- pending approval",
+        "a approves it, x rejects it",
+    ]);
+    console.wait_line(&["kit", "✓ connected", "9"]);
+    // `a` on a user server (the first row) says why not.
+    console.keys("a");
+    console.wait_until("the refusal", |s| {
+        s.contains("`kit` is a user server: only the project's servers wait for approval")
+    });
+    console.keys("\x1b[Ba");
+    console.wait_line(&["proj", "project", "✓ connected", "9"]);
+    console.wait_until("the note", |s| {
+        s.contains("Approved `proj` for this project")
+    });
+    console.keys("x");
+    console.wait_line(&["proj", "project", "- rejected"]);
+    console.wait_until("the note", |s| {
+        s.contains("Rejected `proj` for this project")
+    });
+    assert_eq!(console.quit(), Some(0));
+
+    // Recorded: the next console does not ask, and the server stays rejected.
+    let mut again = Console::start(&tree, &["console"]);
+    let screen = again.wait_until("the servers view", |s| s.contains("✓ connected"));
+    assert!(!screen.contains("waits for approval"), "{screen}");
+    again.wait_line(&["proj", "- rejected"]);
+    assert_eq!(again.quit(), Some(0));
+    // And `mcp list` agrees.
+    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["mcp", "list"])
+        .current_dir(tree.project())
+        .env_clear()
+        .envs(tree.env())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.contains("proj") && l.contains("rejected")),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -522,28 +604,8 @@ fn a_resized_terminal_is_drawn_at_its_new_size() {
     write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
     let mut console = Console::start(&tree, &["console"]);
     console.wait_line(&["kit", "✓ connected", "9"]);
-    // The terminal becomes 20 × 90, as a window dragged smaller; the program hears SIGWINCH
-    // (sent by hand: the test's pseudo-terminal is not the child's controlling terminal).
-    let stty = Command::new("stty")
-        .args(["rows", "20", "cols", "90"])
-        .stdin(Stdio::from(console.terminal.try_clone().unwrap()))
-        .status()
-        .unwrap();
-    assert!(stty.success());
-    console
-        .screen
-        .lock()
-        .unwrap()
-        .screen_mut()
-        .set_size(20u16.try_into().unwrap(), 90u16.try_into().unwrap());
-    let pid = console.child.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-WINCH", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
+    // The terminal becomes 20 × 90, as a window dragged smaller.
+    console.resize(20, 90);
     // The table is 90 columns wide, and the key line is on the last of the 20 rows.
     console.wait_until("the console at 20 × 90", |s| {
         let first = s.lines().next().unwrap_or_default();
@@ -557,8 +619,29 @@ fn a_resized_terminal_is_drawn_at_its_new_size() {
     assert_eq!(console.quit(), Some(0));
 }
 
+/// Opens `tool`'s call form on the `kit` server of the console (started with `--ask-tools`).
+fn open_call(console: &mut Console, tool: &str) {
+    console.wait_line(&["kit", "✓ connected"]);
+    console.keys("\r");
+    console.wait_until("the tools", |s| s.contains("Tools of kit ("));
+    console.keys(&format!("/{tool}\r"));
+    console.wait_until("the filtered list", |s| {
+        s.contains(&format!("› {tool} ")) && s.contains("/ filter")
+    });
+    console.keys("c");
+    console.wait_line(&[&format!("Call mcp__kit__{tool}")]);
+}
+
+/// From a finished call back to the servers view (where `q` quits).
+fn leave_call(console: &mut Console) {
+    console.keys("\x1b");
+    console.wait_until("the tools", |s| s.contains("Tools of kit ("));
+    console.keys("\x1b");
+    console.wait_line(&["kit", "✓ connected"]);
+}
+
 #[test]
-fn a_question_during_a_console_call_is_declined_with_a_note() {
+fn a_form_question_during_a_call_is_a_dialog_and_its_answer_reaches_the_server() {
     let tree = ConfigTree::new().unwrap();
     write_servers(
         &tree,
@@ -566,25 +649,120 @@ fn a_question_during_a_console_call_is_declined_with_a_note() {
         &[("kit", server_entry(&["--ask-tools"]))],
     );
     let mut console = Console::start(&tree, &["console"]);
-    console.wait_line(&["kit", "✓ connected"]);
+    open_call(&mut console, "ask_form");
     console.keys("\r");
-    console.wait_until("the tools", |s| s.contains("Tools of kit ("));
-    console.keys("/ask_form\r");
-    console.wait_until("the filtered list", |s| {
-        s.contains("ask_form▏") || s.contains("(1 of")
+    // The server's form, required fields first, defaults filled in.
+    console.wait_until("the dialog", |s| {
+        s.contains("`kit` asks (during mcp__kit__ask_form)") && s.contains("Tell us about yourself")
     });
-    console.keys("c");
-    console.wait_line(&["Call mcp__kit__ask_form"]);
+    console.wait_line(&["name *", "(text)"]);
+    console.wait_line(&["age *", "(integer)"]);
+    console.wait_line(&["color", "\"green\""]);
+    // Checked against the requested schema before it goes: the field is named.
+    console.keys("ada\t200\r");
+    console.wait_until("the schema's complaint", |s| {
+        s.contains("field `age`") && s.contains("150")
+    });
+    console.keys("\x7f\x7f\x7f42\r");
+    // The server answers with what it was told.
+    console.wait_until("the tool's result", |s| {
+        s.contains("accepted: ") && s.contains("\"name\":\"ada\"") && s.contains("\"age\":42")
+    });
+    assert!(!console.contents().contains("Tell us about yourself"));
+    leave_call(&mut console);
+    assert_eq!(console.quit(), Some(0));
+}
+
+#[test]
+fn a_long_form_scrolls_to_the_field_being_typed() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(
+        &tree,
+        &tree.user_file(),
+        &[("kit", server_entry(&["--ask-tools"]))],
+    );
+    let mut console = Console::start(&tree, &["console"]);
+    open_call(&mut console, "ask_form");
+    // A short window: the server's form does not fit in its dialog.
+    console.resize(20, 100);
+    console.wait_until("the smaller screen", |s| s.lines().count() <= 20);
     console.keys("\r");
-    // No prompt over the screen, no hang: the server hears a decline and the console says so.
+    let screen = console.wait_until("the dialog", |s| s.contains("› name *"));
+    assert!(!screen.contains("color (choice"), "{screen}");
+    // Down to the last field: it comes into view, the first goes off the top.
+    console.keys("\t\t\t\t\t");
+    let screen = console.wait_until("the last field", |s| s.contains("› color (choice"));
+    assert!(!screen.contains("name *"), "{screen}");
+    // Esc cancels the question; the tool hears it.
+    console.keys("\x1b");
+    console.wait_until("the tool's result", |s| s.contains("cancelled"));
+    leave_call(&mut console);
+    assert_eq!(console.quit(), Some(0));
+}
+
+#[test]
+fn a_declined_question_is_declined_on_the_server() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(
+        &tree,
+        &tree.user_file(),
+        &[("kit", server_entry(&["--ask-tools"]))],
+    );
+    let mut console = Console::start(&tree, &["console"]);
+    open_call(&mut console, "ask_form");
+    console.keys("\r");
+    console.wait_until("the dialog", |s| s.contains("Tell us about yourself"));
+    // Ctrl-D declines.
+    console.keys("\x04");
+    console.wait_until("the tool's result", |s| {
+        s.contains("declined") && s.contains("Enter call again")
+    });
+    leave_call(&mut console);
+    assert_eq!(console.quit(), Some(0));
+}
+
+#[test]
+fn a_url_question_shows_the_url_and_opens_the_browser() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(
+        &tree,
+        &tree.user_file(),
+        &[("kit", server_entry(&["--ask-tools"]))],
+    );
+    let opened = tree.home().join("opened");
+    // The browser: writes down the URL it was given.
+    let browser = tree.home().join("browser.sh");
+    std::fs::write(
+        &browser,
+        format!("#!/bin/sh\necho \"$1\" > {}\n", opened.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &browser,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let mut console = Console::start_with(
+        &tree,
+        &["console"],
+        &[("BROWSER", browser.to_str().unwrap())],
+    );
+    open_call(&mut console, "ask_url");
+    console.keys("1\r");
+    console.wait_until("the dialog", |s| {
+        s.contains("Sign in to continue (step 1)")
+            && s.contains("https://login.example.test/login?step=1")
+    });
+    console.keys("\r");
+    console.wait_until("the tool's result", |s| {
+        s.contains("signed in after 1 URL(s)")
+    });
     console.wait_until("the note", |s| {
-        s.contains("`kit` asked a question during the call; the console declined it")
+        s.contains("Opened in the browser: https://login.example.test/login?step=1")
     });
-    console.wait_until("the call's end", |s| s.contains("Enter call again"));
-    console.keys("\x1b");
-    console.wait_until("the tools", |s| s.contains("Tools of kit ("));
-    console.keys("\x1b");
-    console.wait_line(&["kit", "✓ connected"]);
+    let given = std::fs::read_to_string(&opened).unwrap();
+    assert_eq!(given.trim(), "https://login.example.test/login?step=1");
+    leave_call(&mut console);
     assert_eq!(console.quit(), Some(0));
 }
 
@@ -648,6 +826,195 @@ fn the_filter_also_lists_what_the_tool_search_finds() {
     console.wait_line(&["Call mcp__kit__add"]);
     console.keys("\x1b");
     console.wait_line(&["add", "(related)"]);
+    console.keys("\x1b");
+    console.wait_line(&["kit", "✓ connected"]);
+    assert_eq!(console.quit(), Some(0));
+}
+
+#[test]
+fn resources_are_browsed_read_and_scrolled() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(
+        &tree,
+        &tree.user_file(),
+        &[(
+            "kit",
+            server_entry(&["--sample-resources", "--completions"]),
+        )],
+    );
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["kit", "✓ connected"]);
+    console.keys("\r");
+    console.wait_until("the tools", |s| s.contains("Tools of kit ("));
+    // Tab: on to the resources, templates with them.
+    console.keys("\t");
+    console.wait_until("the resources", |s| s.contains("Resources of kit (4 of 4)"));
+    console.wait_line(&["readme", "test://readme"]);
+    console.wait_line(&["note", "test://notes/{name}", "(template)"]);
+    console.keys("/read\r");
+    console.wait_until("the filtered list", |s| {
+        s.contains("Resources of kit (1 of 4)") && s.contains("Enter open")
+    });
+    console.keys("\r");
+    // Text as text, longer than the screen: its end comes into view with PgDn.
+    let screen = console.wait_until("the readme", |s| s.contains("line 1 of the readme"));
+    assert!(screen.contains("Switchboard test readme"), "{screen}");
+    assert!(!screen.contains("the end of the readme"), "{screen}");
+    console.keys("\x1b[6~\x1b[6~\x1b[6~");
+    console.wait_until("the readme's end", |s| {
+        s.contains("the end of the readme") && !s.contains("line 1 of the readme")
+    });
+    console.keys("\x1b[5~\x1b[5~\x1b[5~");
+    console.wait_until("the readme's start", |s| s.contains("line 1 of the readme"));
+    // Back to the list; JSON is pretty-printed.
+    console.keys("\x1b");
+    console.wait_until("the list", |s| s.contains("Resources of kit (1 of 4)"));
+    console.keys("/\x7f\x7f\x7f\x7fsettings\r");
+    console.wait_until("the filtered list", |s| {
+        s.contains("Resources of kit (1 of 4)") && s.contains("settings")
+    });
+    console.keys("\r");
+    console.wait_line(&["\"theme\": \"dark\","]);
+    console.keys("\x1b");
+    console.wait_until("the list", |s| s.contains("Resources of kit (1 of 4)"));
+    // A binary: its size and type.
+    console.keys("/\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7flogo\r");
+    console.wait_until("the filtered list", |s| {
+        s.contains("Resources of kit (1 of 4)") && s.contains("logo")
+    });
+    console.keys("\r");
+    console.wait_until("the binary", |s| {
+        s.contains("image/png") && (s.contains("binary: 69 bytes") || s.contains("saved to"))
+    });
+    console.keys("\x1b");
+    console.wait_until("the list", |s| s.contains("Resources of kit (1 of 4)"));
+    // A template: its variable in a form, with the server's suggestions.
+    console.keys("/\x7f\x7f\x7f\x7fnote\r");
+    console.wait_until("the filtered list", |s| {
+        s.contains("Resources of kit (1 of 4)") && s.contains("(template)")
+    });
+    console.keys("\r");
+    console.wait_line(&["name", "(text)"]);
+    console.keys("gro");
+    // Suggestions show only for what the field holds: with `gro` on screen, they are for it.
+    console.wait_until("the suggestions", |s| {
+        s.contains("name (text): gro▏")
+            && s.contains("suggestions: groceries (Tab takes groceries)")
+    });
+    console.keys("\t\r");
+    console.wait_until("the note", |s| {
+        s.contains("Note about groceries") && s.contains("test://notes/groceries")
+    });
+    console.keys("\x1b");
+    console.wait_until("the list", |s| s.contains("Resources of kit ("));
+    console.keys("\x1b");
+    console.wait_line(&["kit", "✓ connected"]);
+    assert_eq!(console.quit(), Some(0));
+}
+
+#[test]
+fn a_prompt_takes_its_arguments_with_the_servers_completions() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(
+        &tree,
+        &tree.user_file(),
+        &[("kit", server_entry(&["--completions"]))],
+    );
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["kit", "✓ connected"]);
+    console.keys("\r");
+    console.wait_until("the tools", |s| s.contains("Tools of kit ("));
+    console.keys("\t");
+    console.wait_until("the resources", |s| s.contains("Resources of kit"));
+    console.keys("\t");
+    console.wait_until("the prompts", |s| s.contains("Prompts of kit (1 of 1)"));
+    console.wait_line(&["color *", "The colour"]);
+    console.keys("\r");
+    console.wait_line(&["Prompt mcp__kit__paint"]);
+    console.wait_line(&["color *", "(text)"]);
+    // Suggestions show only for what the field holds: with it on screen, they are for it.
+    console.keys("b");
+    console.wait_until("the suggestions", |s| {
+        s.contains("color * (text): b▏")
+            && s.contains("suggestions: black · blue · brown (Tab takes black)")
+    });
+    console.keys("lu");
+    console.wait_until("the suggestions", |s| {
+        s.contains("color * (text): blu▏") && s.contains("suggestions: blue (Tab takes blue)")
+    });
+    // Tab takes it; Tab again (nothing more to take) goes on to the next field.
+    console.keys("\t");
+    console.wait_line(&["color *", "blue"]);
+    console.keys("\tg");
+    console.wait_until("the suggestions", |s| {
+        s.contains("finish (text): g▏") && s.contains("suggestions: gloss (Tab takes gloss)")
+    });
+    console.keys("\t\r");
+    console.wait_line(&["user: Paint the wall blue (gloss)"]);
+    console.keys("\x1b");
+    console.wait_until("the prompts", |s| s.contains("Prompts of kit (1 of 1)"));
+    console.keys("\x1b");
+    console.wait_line(&["kit", "✓ connected"]);
+    assert_eq!(console.quit(), Some(0));
+}
+
+#[test]
+fn a_long_call_result_scrolls() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["kit", "✓ connected", "9"]);
+    console.keys("\r");
+    console.wait_until("the tools", |s| s.contains("Tools of kit (9 of 9)"));
+    console.keys("/big\r");
+    console.wait_until("the filtered list", |s| {
+        s.contains("› big ") && s.contains("/ filter")
+    });
+    console.keys("c");
+    console.wait_line(&["bytes *", "(integer)"]);
+    // 100 lines of 68 bytes: more than the result pane holds.
+    console.keys("6800\r");
+    let screen = console.wait_until("the result", |s| s.contains("00000000 abcdef"));
+    assert!(!screen.contains("00000099 abcdef"), "{screen}");
+    for _ in 0..10 {
+        console.keys("\x1b[6~");
+    }
+    console.wait_until("the result's end", |s| {
+        s.contains("00000099 abcdef") && !s.contains("00000000 abcdef")
+    });
+    console.keys("\x1b[A");
+    console.wait_until("a line up", |s| s.contains("00000098 abcdef"));
+    leave_call(&mut console);
+    assert_eq!(console.quit(), Some(0));
+}
+
+#[test]
+fn a_question_while_getting_a_prompt_is_a_dialog_too() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(
+        &tree,
+        &tree.user_file(),
+        &[("kit", server_entry(&["--ask-tools"]))],
+    );
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["kit", "✓ connected"]);
+    console.keys("\r");
+    console.wait_until("the tools", |s| s.contains("Tools of kit ("));
+    console.keys("\t");
+    console.wait_until("the resources", |s| s.contains("Resources of kit"));
+    console.keys("\t");
+    console.wait_until("the prompts", |s| s.contains("Prompts of kit (1 of 1)"));
+    console.keys("\r");
+    console.wait_line(&["Prompt mcp__kit__greet"]);
+    console.wait_line(&["(no arguments)"]);
+    console.keys("\r");
+    console.wait_until("the dialog", |s| {
+        s.contains("`kit` asks") && s.contains("Who should be greeted?")
+    });
+    console.keys("ada\r");
+    console.wait_line(&["user: Hello, ada!"]);
+    console.keys("\x1b");
+    console.wait_until("the prompts", |s| s.contains("Prompts of kit (1 of 1)"));
     console.keys("\x1b");
     console.wait_line(&["kit", "✓ connected"]);
     assert_eq!(console.quit(), Some(0));

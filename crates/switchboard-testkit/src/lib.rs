@@ -18,6 +18,7 @@ mod oauth;
 pub mod options;
 pub mod redis;
 pub mod registry;
+pub mod samples;
 pub mod server;
 mod sse;
 mod stdio;

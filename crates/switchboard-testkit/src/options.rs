@@ -97,6 +97,15 @@ pub struct Options {
     #[arg(long, value_name = "BYTES")]
     pub big_resource: Option<u64>,
 
+    /// Offer sample resources (`test://readme` text, `test://settings.json`, `test://logo.png`
+    /// binary) and the resource template `test://notes/{name}`.
+    #[arg(long)]
+    pub sample_resources: bool,
+
+    /// Offer completions and the `paint` prompt, whose `color` argument completes.
+    #[arg(long)]
+    pub completions: bool,
+
     /// Offer resources and prompts, and answer every listing of them with an error.
     #[arg(long)]
     pub fail_lists: bool,

@@ -58,6 +58,10 @@ struct Shared {
     echo_meta: bool,
     /// `--fail-lists`: resource and prompt listings answer an error.
     fail_lists: bool,
+    /// `--sample-resources`.
+    sample_resources: bool,
+    /// `--completions`: the `paint` prompt and `completion/complete`.
+    completions: bool,
     /// `--expire-session-after` over stdio: calls after this many, and reads after them, answer
     /// -32001.
     expire_calls_after: Option<u64>,
@@ -113,6 +117,8 @@ impl Toolbox {
                 big_resource: options.big_resource,
                 echo_meta: options.echo_meta,
                 fail_lists: options.fail_lists,
+                sample_resources: options.sample_resources,
+                completions: options.completions,
                 expire_calls_after: match options.transport {
                     crate::options::Transport::Stdio => options.expire_session_after,
                     _ => None,
@@ -387,8 +393,15 @@ impl ServerHandler for Toolbox {
             capabilities.logging = Some(JsonObject::new());
             capabilities.prompts = Some(Default::default());
         }
-        if self.shared.big_resource.is_some() || self.shared.fail_lists {
+        if self.shared.big_resource.is_some()
+            || self.shared.fail_lists
+            || self.shared.sample_resources
+        {
             capabilities.resources = Some(Default::default());
+        }
+        if self.shared.completions {
+            capabilities.prompts = Some(Default::default());
+            capabilities.completions = Some(JsonObject::new());
         }
         if self.shared.fail_lists {
             capabilities.prompts = Some(Default::default());
@@ -491,7 +504,7 @@ impl ServerHandler for Toolbox {
         if self.shared.fail_lists {
             return Err(broken_listing());
         }
-        let resources = self
+        let mut resources: Vec<rmcp::model::Resource> = self
             .shared
             .big_resource
             .map(|bytes| {
@@ -501,6 +514,9 @@ impl ServerHandler for Toolbox {
             })
             .into_iter()
             .collect();
+        if self.shared.sample_resources {
+            resources.extend(crate::samples::resources());
+        }
         Ok(rmcp::model::ListResourcesResult::with_all_items(resources))
     }
 
@@ -512,8 +528,13 @@ impl ServerHandler for Toolbox {
         if self.shared.fail_lists {
             return Err(broken_listing());
         }
+        let templates = if self.shared.sample_resources {
+            crate::samples::templates()
+        } else {
+            Vec::new()
+        };
         Ok(rmcp::model::ListResourceTemplatesResult::with_all_items(
-            Vec::new(),
+            templates,
         ))
     }
 
@@ -533,6 +554,11 @@ impl ServerHandler for Toolbox {
                 "Session expired",
                 None,
             ));
+        }
+        if self.shared.sample_resources
+            && let Some(result) = crate::samples::read(&request.uri)
+        {
+            return result.map(Into::into);
         }
         match self.shared.big_resource {
             Some(bytes) if request.uri == BIG_RESOURCE => {
@@ -554,11 +580,14 @@ impl ServerHandler for Toolbox {
         if self.shared.fail_lists {
             return Err(broken_listing());
         }
-        let prompts = if self.shared.ask_tools {
+        let mut prompts = if self.shared.ask_tools {
             crate::ask::prompts()
         } else {
             Vec::new()
         };
+        if self.shared.completions {
+            prompts.extend(crate::samples::prompts());
+        }
         Ok(rmcp::model::ListPromptsResult::with_all_items(prompts))
     }
 
@@ -567,7 +596,23 @@ impl ServerHandler for Toolbox {
         request: rmcp::model::GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
+        if self.shared.completions
+            && let Some(response) = crate::samples::get_prompt(&request)
+        {
+            return response;
+        }
         crate::ask::get_prompt(&request, &context).await
+    }
+
+    async fn complete(
+        &self,
+        request: rmcp::model::CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, ErrorData> {
+        if !self.shared.completions {
+            return Ok(rmcp::model::CompleteResult::default());
+        }
+        crate::samples::complete(&request)
     }
 
     #[allow(deprecated)] // logging is what initialize-era clients speak

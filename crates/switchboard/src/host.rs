@@ -330,8 +330,10 @@ impl HostBuilder {
             self.builtins,
             Some(Arc::new(move |name: &str| hidden.is_hidden(name))),
         );
+        let config = Arc::new(config);
         Ok(Host {
-            config: Arc::new(config),
+            current: Arc::new(std::sync::RwLock::new(config.clone())),
+            config,
             manager,
             catalog,
             gate: Arc::new(Gate::new(settings, self.prompter).with_gateway_ask(self.gateway_ask)),
@@ -351,6 +353,8 @@ impl HostBuilder {
 #[derive(Clone)]
 pub struct Host {
     config: Arc<ConfigSet>,
+    /// The configuration as last read: `config` at start, then each reload's.
+    current: Arc<std::sync::RwLock<Arc<ConfigSet>>>,
     manager: ServerManager,
     catalog: Catalog,
     gate: Arc<Gate>,
@@ -613,6 +617,50 @@ impl Host {
         &self.config
     }
 
+    /// The configuration as last read: the one the host started with, or the one the last
+    /// [`reload`](Self::reload) read (approvals and entries as they are now).
+    pub fn current_config(&self) -> Arc<ConfigSet> {
+        match self.current.read() {
+            Ok(current) => current.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Approves or rejects project servers (`names`, entries of the project's `.mcp.json`)
+    /// as `switchboard mcp approve`/`reject` record it, for their definitions as they are
+    /// now, then [`reload`](Self::reload)s: an approved server starts, a rejected one stops.
+    /// Returns the project servers that were decided (names that are not project servers
+    /// are left out).
+    pub async fn decide_project_servers(
+        &self,
+        names: &[String],
+        decision: crate::config::Decision,
+    ) -> Result<Vec<String>, HostError> {
+        let config = self.current_config();
+        let paths = &config.paths;
+        let decided = crate::config::ApprovalStore::update(&paths.approvals_file(), |store| {
+            let mut decided = Vec::new();
+            for entry in config.servers.iter().filter(|e| {
+                e.origin.scope == crate::config::Scope::Project && names.contains(&e.name)
+            }) {
+                store.record(
+                    &paths.project_key(),
+                    &entry.name,
+                    &entry.approval_hash(),
+                    decision,
+                );
+                decided.push(entry.name.clone());
+            }
+            decided
+        })
+        .map_err(|source| HostError::Approvals {
+            file: paths.approvals_file(),
+            source,
+        })?;
+        self.reload().await?;
+        Ok(decided)
+    }
+
     /// Reads every configuration file again and applies its servers without a restart:
     /// unchanged servers keep their connections (and sessions), changed ones reconnect,
     /// removed ones stop, new ones start; the catalogue follows (its `list_changed`). Returns
@@ -637,7 +685,12 @@ impl Host {
             }
         }
         let reloaded = self.manager.reload(configs).await;
-        Ok((reloaded, config.issues))
+        let issues = config.issues.clone();
+        match self.current.write() {
+            Ok(mut current) => *current = Arc::new(config),
+            Err(poisoned) => *poisoned.into_inner() = Arc::new(config),
+        }
+        Ok((reloaded, issues))
     }
 
     /// Every tool of every connected server (and the program's own), as the catalogue names

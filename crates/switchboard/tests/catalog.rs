@@ -721,3 +721,45 @@ async fn search_finds_tools_by_their_descriptions_and_follows_the_catalogue() {
     assert_eq!(names(&hits), ["mcp__kit__zebra_finder"]);
     host.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_project_server_decided_through_the_host_starts_and_stops() {
+    use switchboard::config::{Approval, ConfigSet, Decision};
+    let tree = ConfigTree::new().unwrap();
+    tree.write(
+        tree.project_file(),
+        &json!({"mcpServers": {"proj": testkit(&[])}}).to_string(),
+    )
+    .unwrap();
+    let host = host_with(&tree, json!({"kit": testkit(&[])})).await;
+    assert!(host.server_state("proj").is_none());
+    let approval = |config: &ConfigSet| config.get("proj").unwrap().approval;
+    assert_eq!(approval(&host.current_config()), Approval::Pending);
+
+    // A user server is not decided; the project's is, and starts.
+    let decided = host
+        .decide_project_servers(&["kit".to_owned(), "proj".to_owned()], Decision::Approved)
+        .await
+        .unwrap();
+    assert_eq!(decided, ["proj"]);
+    host.wait_settled(SETTLE).await.unwrap();
+    assert!(matches!(
+        host.server_state("proj"),
+        Some(switchboard::ServerState::Connected(_))
+    ));
+    assert_eq!(approval(&host.current_config()), Approval::Approved);
+    // The start configuration is unchanged; the decision is in the approvals file, for
+    // every later load.
+    assert_eq!(approval(host.config()), Approval::Pending);
+    let env: switchboard::config::Environment = tree.env().into_iter().collect();
+    let paths = switchboard::config::ConfigPaths::discover(&tree.project(), &env);
+    assert_eq!(approval(&ConfigSet::load(paths, &env)), Approval::Approved);
+
+    // Rejected: it stops.
+    host.decide_project_servers(&["proj".to_owned()], Decision::Rejected)
+        .await
+        .unwrap();
+    assert!(host.server_state("proj").is_none());
+    assert_eq!(approval(&host.current_config()), Approval::Rejected);
+    host.shutdown().await;
+}

@@ -221,7 +221,7 @@ impl Dialog<'_> {
 }
 
 /// A rectangle of at most `width` × `height` in the middle of `area`.
-fn centered(area: Rect, width: u16, height: u16) -> Rect {
+pub(super) fn centered(area: Rect, width: u16, height: u16) -> Rect {
     let width = width.min(area.width);
     let height = height.min(area.height);
     Rect {

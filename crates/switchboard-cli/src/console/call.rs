@@ -2,134 +2,25 @@
 //! integers, booleans, enums, other types as JSON; required fields marked, defaults filled
 //! in), the call through [`Host::call`] with a progress line fed by the server's progress
 //! notifications, `Esc` to cancel it (dropping the call cancels it on the server), and the
-//! result's text.
+//! result's text, scrolled with ↑/↓ and PgUp/PgDn. A server's questions during the call open
+//! the console's dialogs (`question.rs`).
 
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 use ratatui::layout::{Constraint, Layout};
 use ratatui::style::Color;
-use ratatui::text::{Line, Span};
+use ratatui::text::Span;
 use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 use serde_json::{Map, Value};
 use switchboard::host::{CallOptions, Host};
-use switchboard::interaction::{ElicitAnswer, ElicitationRequest, Elicitor, Interaction};
 use switchboard::permissions::CallSource;
 use switchboard::{Progress, Tool};
 use tokio::sync::mpsc;
 
+use super::form::{Form, FormKey};
 use super::{Done, Theme};
 use crate::output::{clean, clean_line};
-
-/// What a field takes, from its schema's `type` and `enum`.
-#[derive(Debug, Clone, PartialEq)]
-enum Kind {
-    Text,
-    Number,
-    Integer,
-    Boolean,
-    /// One of these values (shown as JSON).
-    Choice(Vec<Value>),
-    /// Anything else (arrays, objects, unions): typed as JSON.
-    Json,
-}
-
-struct Field {
-    name: String,
-    kind: Kind,
-    required: bool,
-    description: Option<String>,
-    /// What is typed (text, numbers, JSON).
-    text: String,
-    /// The chosen value of a boolean (0 false, 1 true) or a choice; `None`: left out.
-    choice: Option<usize>,
-}
-
-impl Field {
-    fn from_schema(name: &str, schema: &Value, required: bool) -> Field {
-        let kind = match (
-            schema.get("enum").and_then(Value::as_array),
-            schema.get("type"),
-        ) {
-            (Some(values), _) if !values.is_empty() => Kind::Choice(values.clone()),
-            (_, Some(Value::String(t))) => match t.as_str() {
-                "string" => Kind::Text,
-                "number" => Kind::Number,
-                "integer" => Kind::Integer,
-                "boolean" => Kind::Boolean,
-                _ => Kind::Json,
-            },
-            _ => Kind::Json,
-        };
-        let default = schema.get("default");
-        let (text, choice) = match (&kind, default) {
-            (_, None) => (String::new(), None),
-            (Kind::Text, Some(Value::String(s))) => (s.clone(), None),
-            (Kind::Boolean, Some(Value::Bool(b))) => (String::new(), Some(usize::from(*b))),
-            (Kind::Choice(values), Some(d)) => (String::new(), values.iter().position(|v| v == d)),
-            (_, Some(d)) => (d.to_string(), None),
-        };
-        Field {
-            name: name.to_owned(),
-            kind,
-            required,
-            description: schema
-                .get("description")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            text,
-            choice,
-        }
-    }
-
-    /// How many values Space/←/→ cycle through (booleans and choices), `None` for typed ones.
-    fn options(&self) -> Option<usize> {
-        match &self.kind {
-            Kind::Boolean => Some(2),
-            Kind::Choice(values) => Some(values.len()),
-            _ => None,
-        }
-    }
-
-    fn shown(&self) -> String {
-        match (&self.kind, self.choice) {
-            (Kind::Boolean, Some(i)) => (i == 1).to_string(),
-            (Kind::Choice(values), Some(i)) => {
-                values.get(i).map(Value::to_string).unwrap_or_default()
-            }
-            (Kind::Boolean | Kind::Choice(_), None) => "(not set)".to_owned(),
-            _ => self.text.clone(),
-        }
-    }
-
-    /// The field's value; `Ok(None)` when left empty.
-    fn value(&self) -> Result<Option<Value>, String> {
-        match &self.kind {
-            Kind::Boolean => Ok(self.choice.map(|i| Value::Bool(i == 1))),
-            Kind::Choice(values) => Ok(self.choice.and_then(|i| values.get(i).cloned())),
-            _ if self.text.is_empty() => Ok(None),
-            Kind::Text => Ok(Some(Value::String(self.text.clone()))),
-            Kind::Integer => self
-                .text
-                .trim()
-                .parse::<i64>()
-                .map(|n| Some(Value::from(n)))
-                .map_err(|_| format!("`{}` wants a whole number", self.name)),
-            Kind::Number => self
-                .text
-                .trim()
-                .parse::<f64>()
-                .ok()
-                .and_then(serde_json::Number::from_f64)
-                .map(|n| Some(Value::Number(n)))
-                .ok_or_else(|| format!("`{}` wants a number", self.name)),
-            Kind::Json => serde_json::from_str(&self.text)
-                .map(Some)
-                .map_err(|e| format!("`{}` is not valid JSON: {e}", self.name)),
-        }
-    }
-}
 
 enum Phase {
     Form {
@@ -147,18 +38,12 @@ enum Phase {
 
 pub(super) struct CallView {
     pub(super) tool: Tool,
-    fields: Vec<Field>,
-    focus: usize,
+    form: Form,
     phase: Phase,
+    /// How many lines of the result are scrolled off its top (PgUp/PgDn, ↑/↓).
+    scroll: u16,
     /// Which call the answers that come back belong to.
     call: u64,
-}
-
-/// What a key on the form asks for.
-enum FormKey {
-    Stay,
-    Leave,
-    Submit,
 }
 
 /// Whether a key took the user back to the tools view.
@@ -170,46 +55,13 @@ pub(super) enum Leave {
 
 impl CallView {
     pub(super) fn new(tool: Tool) -> CallView {
-        let schema = &tool.input_schema;
-        let required: Vec<&str> = schema
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|r| r.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        let mut fields: Vec<Field> = schema
-            .get("properties")
-            .and_then(Value::as_object)
-            .map(|props| {
-                props
-                    .iter()
-                    .map(|(name, s)| Field::from_schema(name, s, required.contains(&name.as_str())))
-                    .collect()
-            })
-            .unwrap_or_default();
-        // Required fields first, each group in the schema's order.
-        fields.sort_by_key(|f| !f.required);
         CallView {
+            form: Form::from_schema(&tool.input_schema),
             tool,
-            fields,
-            focus: 0,
             phase: Phase::Form { error: None },
+            scroll: 0,
             call: 0,
         }
-    }
-
-    /// The form's arguments, or what is wrong with them.
-    fn arguments(&self) -> Result<Map<String, Value>, String> {
-        let mut args = Map::new();
-        for field in &self.fields {
-            match field.value()? {
-                Some(value) => {
-                    args.insert(field.name.clone(), value);
-                }
-                None if field.required => return Err(format!("`{}` is required", field.name)),
-                None => {}
-            }
-        }
-        Ok(args)
     }
 
     pub(super) fn on_key(
@@ -236,55 +88,21 @@ impl CallView {
                     KeyCode::Esc | KeyCode::Char('q') => return Leave::Yes,
                     // Back to the form, to call again.
                     KeyCode::Enter | KeyCode::Char('c') => self.phase = Phase::Form { error: None },
-                    _ => {}
+                    code => self.scroll = scrolled(self.scroll, code),
                 }
                 return Leave::No;
             }
             Phase::Form { .. } => {}
         }
-        match self.on_form_key(key.code) {
+        match self.form.on_key(key.code) {
             FormKey::Stay => {}
             FormKey::Leave => return Leave::Yes,
-            FormKey::Submit => match self.arguments() {
+            FormKey::Submit => match self.form.values() {
                 Ok(args) => self.start(args, host, done),
                 Err(error) => self.phase = Phase::Form { error: Some(error) },
             },
         }
         Leave::No
-    }
-
-    /// A key on the form: moves between fields, edits the focused one, or asks to leave or
-    /// to call.
-    fn on_form_key(&mut self, code: KeyCode) -> FormKey {
-        let count = self.fields.len();
-        match code {
-            KeyCode::Esc => return FormKey::Leave,
-            KeyCode::Enter => return FormKey::Submit,
-            KeyCode::Tab | KeyCode::Down if count > 0 => self.focus = (self.focus + 1) % count,
-            KeyCode::BackTab | KeyCode::Up if count > 0 => {
-                self.focus = (self.focus + count - 1) % count
-            }
-            code => {
-                let Some(field) = self.fields.get_mut(self.focus) else {
-                    return FormKey::Stay;
-                };
-                match (field.options(), code) {
-                    (Some(n), KeyCode::Char(' ') | KeyCode::Right) => {
-                        field.choice = Some(field.choice.map_or(0, |i| (i + 1) % n))
-                    }
-                    (Some(n), KeyCode::Left) => {
-                        field.choice = Some(field.choice.map_or(n - 1, |i| (i + n - 1) % n))
-                    }
-                    (Some(_), KeyCode::Backspace | KeyCode::Delete) => field.choice = None,
-                    (None, KeyCode::Char(c)) => field.text.push(c),
-                    (None, KeyCode::Backspace) => {
-                        field.text.pop();
-                    }
-                    _ => {}
-                }
-            }
-        }
-        FormKey::Stay
     }
 
     fn start(
@@ -294,16 +112,14 @@ impl CallView {
         done: &mpsc::UnboundedSender<Done>,
     ) {
         self.call += 1;
+        self.scroll = 0;
         let call = self.call;
         let host = host.clone();
         let done = done.clone();
         let qualified = self.tool.qualified_name.clone();
         let task = tokio::spawn(async move {
             let (progress_tx, mut progress_rx) = mpsc::unbounded_channel();
-            let interaction = Interaction {
-                elicitor: Some(Arc::new(Declines { done: done.clone() })),
-                ..host.interaction().clone()
-            };
+            let interaction = super::question::interaction(&host, &done);
             let options = CallOptions {
                 // The person who filled in the form asked for it, as on the command line.
                 source: CallSource::CommandLine,
@@ -361,11 +177,21 @@ impl CallView {
     }
 
     /// Draws the form, the call's progress or result, and `note` (the console's message
-    /// line: a question the server asked and the console declined, a log line).
-    pub(super) fn draw(&self, frame: &mut ratatui::Frame<'_>, theme: Theme, note: Option<&str>) {
+    /// line: a log line, what the last action did).
+    pub(super) fn draw(
+        &mut self,
+        frame: &mut ratatui::Frame<'_>,
+        theme: Theme,
+        note: Option<&str>,
+    ) {
+        // A result takes most of the screen once there is one.
+        let result_height = match self.phase {
+            Phase::Finished { .. } => Constraint::Percentage(60),
+            _ => Constraint::Length(8),
+        };
         let [form_area, status_area, note_area, help_area] = Layout::vertical([
             Constraint::Min(3),
-            Constraint::Length(8),
+            result_height,
             Constraint::Length(2),
             Constraint::Length(1),
         ])
@@ -378,69 +204,23 @@ impl CallView {
                 note_area,
             );
         }
-        let mut lines = Vec::new();
-        if self.fields.is_empty() {
-            lines.push(Line::from("(no arguments)"));
-        }
-        for (i, field) in self.fields.iter().enumerate() {
-            let focused = i == self.focus && matches!(self.phase, Phase::Form { .. });
-            let marker = if focused { "› " } else { "  " };
-            let required = if field.required { " *" } else { "" };
-            let kind = match &field.kind {
-                Kind::Text => "text",
-                Kind::Number => "number",
-                Kind::Integer => "integer",
-                Kind::Boolean => "true/false: Space",
-                Kind::Choice(_) => "choice: Space, ←/→",
-                Kind::Json => "JSON",
-            };
-            let cursor = if focused && field.options().is_none() {
-                "▏"
-            } else {
-                ""
-            };
-            let style = if focused {
-                theme.selected()
-            } else {
-                Default::default()
-            };
-            lines.push(Line::from(vec![
-                Span::raw(marker),
-                Span::styled(
-                    format!("{}{required}", clean_line(&field.name)),
-                    theme.title(),
-                ),
-                Span::raw(format!(" ({kind}): ")),
-                Span::styled(format!("{}{cursor}", clean_line(&field.shown())), style),
-            ]));
-            if let Some(description) = &field.description {
-                lines.push(Line::from(Span::styled(
-                    format!("    {}", clean_line(description)),
-                    theme.fg(Color::DarkGray),
-                )));
-            }
-        }
         let title = format!(" Call {} ", clean_line(&self.tool.qualified_name));
-        frame.render_widget(
-            Paragraph::new(lines).wrap(Wrap { trim: false }).block(
-                Block::default()
-                    .borders(Borders::ALL)
-                    .title(Span::styled(title, theme.title())),
-            ),
+        self.form.draw(
+            frame,
             form_area,
+            Block::default()
+                .borders(Borders::ALL)
+                .title(Span::styled(title, theme.title())),
+            theme,
+            matches!(self.phase, Phase::Form { .. }),
+            Vec::new(),
         );
 
         let (status, style, help) = match &self.phase {
-            Phase::Form { error: Some(e) } => (
-                clean(e).into_owned(),
-                theme.fg(Color::Red),
-                "Tab/↑/↓ field · Enter call · Esc back",
-            ),
-            Phase::Form { error: None } => (
-                String::new(),
-                Default::default(),
-                "Tab/↑/↓ field · Enter call · Esc back",
-            ),
+            Phase::Form { error: Some(e) } => {
+                (clean(e).into_owned(), theme.fg(Color::Red), FORM_KEYS)
+            }
+            Phase::Form { error: None } => (String::new(), Default::default(), FORM_KEYS),
             Phase::Running { progress, .. } => (
                 progress_line(progress.as_ref()),
                 theme.fg(Color::Yellow),
@@ -453,13 +233,15 @@ impl CallView {
                 } else {
                     Default::default()
                 },
-                "Enter call again · Esc back",
+                "↑/↓ PgUp/PgDn scroll · Enter call again · Esc back",
             ),
         };
+        self.scroll = self.scroll.min(last_scroll(&status, status_area));
         frame.render_widget(
             Paragraph::new(status)
                 .style(style)
                 .wrap(Wrap { trim: false })
+                .scroll((self.scroll, 0))
                 .block(Block::default().borders(Borders::ALL).title(" Result ")),
             status_area,
         );
@@ -467,6 +249,51 @@ impl CallView {
             Paragraph::new(help).style(theme.fg(Color::DarkGray)),
             help_area,
         );
+    }
+}
+
+const FORM_KEYS: &str = "Tab/↑/↓ field · Space/←/→ choose · Enter call · Esc back";
+
+/// The farthest `text` scrolls in a bordered pane on `area`: its last line at the bottom
+/// (lines wrapped at the pane's width, counted in display columns).
+pub(super) fn last_scroll(text: &str, area: ratatui::layout::Rect) -> u16 {
+    let width = usize::from(area.width.saturating_sub(2)).max(1);
+    let height = usize::from(area.height.saturating_sub(2));
+    let rows: usize = text.lines().map(|line| wrapped_rows(line, width)).sum();
+    u16::try_from(rows.saturating_sub(height)).unwrap_or(u16::MAX)
+}
+
+/// The rows a line takes wrapped at word boundaries at `width` columns (a word longer than
+/// a row is cut), as the result panes wrap it.
+fn wrapped_rows(line: &str, width: usize) -> usize {
+    use unicode_width::UnicodeWidthStr;
+    let mut rows = 1;
+    let mut column = 0;
+    for (i, word) in line.split(' ').enumerate() {
+        let mut word_width = word.width() + usize::from(i > 0);
+        if column + word_width > width && column > 0 {
+            rows += 1;
+            column = 0;
+            word_width = word.width();
+        }
+        while word_width > width {
+            rows += 1;
+            word_width -= width;
+        }
+        column += word_width;
+    }
+    rows
+}
+
+/// A scroll position moved by a key: ↑/↓ a line, PgUp/PgDn ten, Home to the top.
+pub(super) fn scrolled(scroll: u16, code: KeyCode) -> u16 {
+    match code {
+        KeyCode::Down | KeyCode::Char('j') => scroll.saturating_add(1),
+        KeyCode::Up | KeyCode::Char('k') => scroll.saturating_sub(1),
+        KeyCode::PageDown | KeyCode::Char(' ') => scroll.saturating_add(10),
+        KeyCode::PageUp => scroll.saturating_sub(10),
+        KeyCode::Home => 0,
+        _ => scroll,
     }
 }
 
@@ -489,22 +316,6 @@ fn progress_line(progress: Option<&Progress>) -> String {
         line.push_str(&clean_line(message));
     }
     line
-}
-
-/// The console does not answer servers' questions yet: it declines them and says so, rather
-/// than let the command line's terminal prompt write over the screen.
-struct Declines {
-    done: mpsc::UnboundedSender<Done>,
-}
-
-impl Elicitor for Declines {
-    fn elicit<'a>(&'a self, request: &'a ElicitationRequest) -> BoxFuture<'a, ElicitAnswer> {
-        let _ = self.done.send(Done::Note(format!(
-            "`{}` asked a question during the call; the console declined it (answer it with `switchboard call`)",
-            request.server
-        )));
-        Box::pin(async { ElicitAnswer::decline() })
-    }
 }
 
 #[cfg(test)]
@@ -539,7 +350,7 @@ mod tests {
                 '\u{8}' => KeyCode::Backspace,
                 c => KeyCode::Char(c),
             };
-            assert!(matches!(view.on_form_key(code), FormKey::Stay));
+            assert!(matches!(view.form.on_key(code), FormKey::Stay));
         }
     }
 
@@ -558,30 +369,40 @@ mod tests {
             "required": ["name", "count"]
         })));
         // Required fields first.
-        let names: Vec<&str> = view.fields.iter().map(|f| f.name.as_str()).collect();
+        let names: Vec<&str> = view.form.fields.iter().map(|f| f.name.as_str()).collect();
         assert_eq!(&names[..2], &["count", "name"]);
-        assert_eq!(view.arguments().unwrap_err(), "`count` is required");
+        assert_eq!(view.form.values().unwrap_err(), "`count` is required");
 
         type_keys(&mut view, "x");
         assert_eq!(
-            view.arguments().unwrap_err(),
+            view.form.values().unwrap_err(),
             "`count` wants a whole number"
         );
         type_keys(&mut view, "\u{8}3\tada");
-        let args = view.arguments().unwrap();
+        let args = view.form.values().unwrap();
         assert_eq!(
             Value::Object(args),
             json!({"count": 3, "name": "ada", "verbose": true, "colour": "green", "ratio": 0.5})
         );
 
         // Space moves a choice on; JSON fields take JSON.
-        let colour = view.fields.iter().position(|f| f.name == "colour").unwrap();
-        view.focus = colour;
+        let colour = view
+            .form
+            .fields
+            .iter()
+            .position(|f| f.name == "colour")
+            .unwrap();
+        view.form.focus = colour;
         type_keys(&mut view, " ");
-        let tags = view.fields.iter().position(|f| f.name == "tags").unwrap();
-        view.focus = tags;
+        let tags = view
+            .form
+            .fields
+            .iter()
+            .position(|f| f.name == "tags")
+            .unwrap();
+        view.form.focus = tags;
         type_keys(&mut view, "[\"a\"]");
-        let args = view.arguments().unwrap();
+        let args = view.form.values().unwrap();
         assert_eq!(args["colour"], json!("blue"));
         assert_eq!(args["tags"], json!(["a"]));
     }

@@ -1,7 +1,12 @@
 //! The servers view: every configured server with its scope, transport, live state, tool
 //! count and last error, the selected one's details (target, stderr tail) below; `r`
 //! reconnects, `e`/`d` enable/disable for this run, `l` logs in (OAuth, through
-//! [`Host::login`](switchboard::host::Host::login)), `o` logs out (as `mcp logout`), `Enter` opens its tools, `q` quits.
+//! [`Host::login`](switchboard::host::Host::login)), `o` logs out (as `mcp logout`), `a`/`x`
+//! approve/reject a project server (recorded as `mcp approve`/`reject` do, through
+//! [`Host::decide_project_servers`](switchboard::host::Host::decide_project_servers)), `Enter`
+//! opens its tools, `q` quits. Rows come from
+//! [`Host::current_config`](switchboard::host::Host::current_config), so a decision shows at
+//! once.
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 use ratatui::layout::{Constraint, Layout};
@@ -9,7 +14,7 @@ use ratatui::style::Color;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState, Wrap};
 use switchboard::ServerState;
-use switchboard::config::ServerEntry;
+use switchboard::config::{ConfigSet, Decision, EntryStatus, Scope, ServerEntry};
 
 use super::{App, Flow};
 use crate::output::{clean, clean_line, kind_and_target, status};
@@ -20,9 +25,8 @@ struct Shown<'a> {
     state: Option<ServerState>,
 }
 
-fn rows(app: &App) -> Vec<Shown<'_>> {
-    app.host
-        .config()
+fn rows<'a>(app: &App, config: &'a ConfigSet) -> Vec<Shown<'a>> {
+    config
         .servers
         .iter()
         .map(|entry| Shown {
@@ -33,13 +37,10 @@ fn rows(app: &App) -> Vec<Shown<'_>> {
 }
 
 pub(super) fn on_key(app: &mut App, key: KeyEvent) -> Flow {
-    let count = app.host.config().servers.len();
-    let selected = app
-        .host
-        .config()
-        .servers
-        .get(app.selected)
-        .map(|e| e.name.clone());
+    let config = app.host.current_config();
+    let count = config.servers.len();
+    let entry = config.servers.get(app.selected);
+    let selected = entry.map(|e| e.name.clone());
     match key.code {
         KeyCode::Char('q') | KeyCode::Esc => return Flow::Quit,
         KeyCode::Down | KeyCode::Char('j') if count > 0 => {
@@ -65,6 +66,23 @@ pub(super) fn on_key(app: &mut App, key: KeyEvent) -> Flow {
                 app.login(name);
             }
         }
+        KeyCode::Char(c @ ('a' | 'x')) => {
+            if let Some(entry) = entry {
+                let decision = if c == 'a' {
+                    Decision::Approved
+                } else {
+                    Decision::Rejected
+                };
+                if entry.origin.scope == Scope::Project {
+                    app.decide(entry.name.clone(), decision);
+                } else {
+                    app.message = Some(format!(
+                        "`{}` is a {} server: only the project's servers wait for approval",
+                        entry.name, entry.origin.scope
+                    ));
+                }
+            }
+        }
         KeyCode::Char('o') => {
             if let Some(name) = selected {
                 return Flow::Logout(name);
@@ -82,7 +100,8 @@ pub(super) fn on_key(app: &mut App, key: KeyEvent) -> Flow {
 
 pub(super) fn draw(app: &App, frame: &mut ratatui::Frame<'_>) {
     let theme = app.theme;
-    let shown = rows(app);
+    let config = app.host.current_config();
+    let shown = rows(app, &config);
     let [table_area, detail_area, message_area, help_area] = Layout::vertical([
         Constraint::Min(4),
         Constraint::Length(8),
@@ -166,7 +185,7 @@ pub(super) fn draw(app: &App, frame: &mut ratatui::Frame<'_>) {
     }
     frame.render_widget(
         Paragraph::new(Line::from(
-            "↑/↓ select · r reconnect · e enable · d disable · l log in · o log out · Enter tools · q quit",
+            "↑/↓ select · r reconnect · e/d enable/disable · l/o log in/out · a/x approve/reject · Enter tools · q quit",
         ))
         .style(theme.fg(Color::DarkGray)),
         help_area,
@@ -178,6 +197,14 @@ fn state_cell(app: &App, s: &Shown<'_>) -> (String, Color, Option<String>) {
     let Some(state) = &s.state else {
         // Not started by the host: pending approval, rejected, denied, invalid, disabled.
         let (word, reason) = status(s.entry);
+        // Decided here: the keys, not the command.
+        let reason = match s.entry.status() {
+            EntryStatus::PendingApproval => Some("a approves it, x rejects it".to_owned()),
+            EntryStatus::ChangedSinceApproval => {
+                Some("changed since it was approved: a approves it again".to_owned())
+            }
+            _ => reason,
+        };
         return (format!("- {word}"), Color::DarkGray, reason);
     };
     match state {

@@ -1,6 +1,6 @@
 //! A server's tools: a list with a filter box (`/` to type; matched against names, titles and
 //! descriptions, then what `Host::search_tools` finds, marked related), and the selected tool's detail: description, traits from its annotations,
-//! and input schema; `c` opens its call form.
+//! and input schema; `c` opens its call form, Tab the server's resources.
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 use ratatui::layout::{Constraint, Layout};
@@ -21,6 +21,8 @@ pub(super) enum Leave {
     No,
     /// To the call form of this tool.
     Call(Box<Tool>),
+    /// On to the server's resources (Tab).
+    Next,
 }
 
 pub(super) struct ToolsView {
@@ -133,6 +135,7 @@ impl ToolsView {
         }
         match key.code {
             KeyCode::Esc | KeyCode::Char('q') | KeyCode::Left => return Leave::Yes,
+            KeyCode::Tab => return Leave::Next,
             KeyCode::Char('/') => self.typing = true,
             KeyCode::Char('c') => {
                 if let Some((tool, _)) = self.shown().get(self.selected) {
@@ -234,7 +237,7 @@ impl ToolsView {
         let keys = if self.typing {
             "type to filter · Enter keep · Esc clear"
         } else {
-            "↑/↓ select · / filter · PgUp/PgDn detail · c call · Esc back"
+            "↑/↓ select · / filter · PgUp/PgDn detail · c call · Tab resources · Esc back"
         };
         frame.render_widget(Paragraph::new(keys).style(theme.fg(Color::DarkGray)), help);
     }

@@ -95,6 +95,16 @@ pub enum HostError {
         #[source]
         source: LoginError,
     },
+    /// Project servers' approvals could not be recorded
+    /// ([`Host::decide_project_servers`](super::Host::decide_project_servers)).
+    #[error("cannot record the approvals in {}", .file.display())]
+    Approvals {
+        /// The approvals file.
+        file: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: crate::config::ConfigError,
+    },
 }
 
 impl HostError {
