@@ -55,6 +55,28 @@ fn local_servers(tree: &ConfigTree) -> Value {
     file["projects"][tree.project().display().to_string()]["mcpServers"].clone()
 }
 
+/// A registry holding one document: the testkit server as the remote `remote`.
+fn kit_registry(remote: Value) -> (TestRegistry, tempfile::TempDir) {
+    let fixtures = tempfile::tempdir().unwrap();
+    std::fs::write(
+        fixtures.path().join("kit.json"),
+        json!({
+            "name": "io.github.switchboard-tests/kit",
+            "description": "The testkit server, hosted",
+            "version": "1.0.0",
+            "remotes": [remote]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let registry = TestRegistry::start([
+        std::ffi::OsStr::new("--fixtures"),
+        fixtures.path().as_os_str(),
+    ])
+    .unwrap();
+    (registry, fixtures)
+}
+
 /// Every file under `dir` but the secret store's, as text.
 fn all_text_under(dir: &Path) -> String {
     let mut out = String::new();
@@ -653,28 +675,12 @@ fn a_remote_from_the_registry_connects_with_its_secret_header_from_the_environme
         .to_owned();
     // A registry holding one document: the testkit server as a remote, its port a URL
     // variable, its key a secret header.
-    let fixtures = tempfile::tempdir().unwrap();
-    std::fs::write(
-        fixtures.path().join("kit.json"),
-        json!({
-            "name": "io.github.switchboard-tests/kit",
-            "description": "The testkit server, hosted",
-            "version": "1.0.0",
-            "remotes": [{
-                "type": "streamable-http",
-                "url": "http://127.0.0.1:{port}/mcp",
-                "variables": {"port": {"description": "Where it listens", "isRequired": true, "format": "number"}},
-                "headers": [{"name": "X-API-Key", "description": "The key", "isRequired": true, "isSecret": true}]
-            }]
-        })
-        .to_string(),
-    )
-    .unwrap();
-    let registry = TestRegistry::start([
-        std::ffi::OsStr::new("--fixtures"),
-        fixtures.path().as_os_str(),
-    ])
-    .unwrap();
+    let (registry, _fixtures) = kit_registry(json!({
+        "type": "streamable-http",
+        "url": "http://127.0.0.1:{port}/mcp",
+        "variables": {"port": {"description": "Where it listens", "isRequired": true, "format": "number"}},
+        "headers": [{"name": "X-API-Key", "description": "The key", "isRequired": true, "isSecret": true}]
+    }));
     let tree = ConfigTree::new().unwrap();
     ok(
         &tree,
@@ -719,27 +725,11 @@ fn a_stored_secret_header_reaches_the_server_and_goes_with_its_entry() {
     )
     .unwrap();
     let url = kit.url().to_owned();
-    let fixtures = tempfile::tempdir().unwrap();
-    std::fs::write(
-        fixtures.path().join("kit.json"),
-        json!({
-            "name": "io.github.switchboard-tests/kit",
-            "description": "The testkit server, hosted",
-            "version": "1.0.0",
-            "remotes": [{
-                "type": "streamable-http",
-                "url": url,
-                "headers": [{"name": "X-API-Key", "description": "The key", "isRequired": true, "isSecret": true}]
-            }]
-        })
-        .to_string(),
-    )
-    .unwrap();
-    let registry = TestRegistry::start([
-        std::ffi::OsStr::new("--fixtures"),
-        fixtures.path().as_os_str(),
-    ])
-    .unwrap();
+    let (registry, _fixtures) = kit_registry(json!({
+        "type": "streamable-http",
+        "url": url,
+        "headers": [{"name": "X-API-Key", "description": "The key", "isRequired": true, "isSecret": true}]
+    }));
     let tree = ConfigTree::new().unwrap();
     ok(
         &tree,
