@@ -6,8 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context as _, bail};
 use switchboard::config::{
-    ApprovalStore, ConfigEdit, ConfigError, ConfigPaths, ConfigSet, Decision, Environment, Scope,
-    ServersLocation,
+    ConfigEdit, ConfigError, ConfigPaths, ConfigSet, Decision, Environment, Scope, ServersLocation,
 };
 
 use crate::args::GlobalArgs;
@@ -66,21 +65,7 @@ impl Context {
         names: &[String],
         decision: Decision,
     ) -> anyhow::Result<()> {
-        let loaded = self.load();
-        ApprovalStore::update(&self.paths.approvals_file(), |store| {
-            for entry in loaded
-                .servers
-                .iter()
-                .filter(|e| e.origin.scope == Scope::Project && names.contains(&e.name))
-            {
-                store.record(
-                    &self.paths.project_key(),
-                    &entry.name,
-                    &entry.approval_hash(),
-                    decision,
-                );
-            }
-        })?;
+        self.load().decide_project(names, decision)?;
         Ok(())
     }
 }

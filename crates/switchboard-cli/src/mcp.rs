@@ -8,8 +8,7 @@ use std::process::ExitCode;
 use anyhow::{Context as _, bail};
 use serde_json::{Map, Value, json};
 use switchboard::config::{
-    Approval, ApprovalStore, ConfigEdit, ConfigError, Decision, Origin, Scope, ServerName,
-    parse_entry_value,
+    Approval, ConfigEdit, ConfigError, Decision, Origin, Scope, ServerName, parse_entry_value,
 };
 
 use crate::args::{AddArgs, McpCommand, ScopeArg, TransportArg};
@@ -789,11 +788,8 @@ fn decide(
         }
     }
     let key = ctx.paths.project_key();
-    ApprovalStore::update(&ctx.paths.approvals_file(), |store| {
-        for entry in &chosen {
-            store.record(&key, &entry.name, &entry.approval_hash(), decision);
-        }
-    })?;
+    let names: Vec<String> = chosen.iter().map(|e| e.name.clone()).collect();
+    loaded.decide_project(&names, decision)?;
     let verb = match decision {
         Decision::Approved => "Approved",
         Decision::Rejected => "Rejected",

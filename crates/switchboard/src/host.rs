@@ -637,26 +637,13 @@ impl Host {
         decision: crate::config::Decision,
     ) -> Result<Vec<String>, HostError> {
         let config = self.current_config();
-        let paths = &config.paths;
-        let decided = crate::config::ApprovalStore::update(&paths.approvals_file(), |store| {
-            let mut decided = Vec::new();
-            for entry in config.servers.iter().filter(|e| {
-                e.origin.scope == crate::config::Scope::Project && names.contains(&e.name)
-            }) {
-                store.record(
-                    &paths.project_key(),
-                    &entry.name,
-                    &entry.approval_hash(),
-                    decision,
-                );
-                decided.push(entry.name.clone());
-            }
-            decided
-        })
-        .map_err(|source| HostError::Approvals {
-            file: paths.approvals_file(),
-            source,
-        })?;
+        let decided =
+            config
+                .decide_project(names, decision)
+                .map_err(|source| HostError::Approvals {
+                    file: config.paths.approvals_file(),
+                    source,
+                })?;
         self.reload().await?;
         Ok(decided)
     }

@@ -132,3 +132,33 @@ impl ApprovalStore {
         })
     }
 }
+
+impl super::ConfigSet {
+    /// Records `decision` for this project's entries named in `names` (in the approvals file,
+    /// each under its approval hash, so a changed entry asks again); the names recorded come
+    /// back. What `mcp approve`/`reject`, the console and [`crate::Host`] all call.
+    pub fn decide_project(
+        &self,
+        names: &[String],
+        decision: Decision,
+    ) -> Result<Vec<String>, ConfigError> {
+        let paths = &self.paths;
+        ApprovalStore::update(&paths.approvals_file(), |store| {
+            let mut decided = Vec::new();
+            for entry in self
+                .servers
+                .iter()
+                .filter(|e| e.origin.scope == super::Scope::Project && names.contains(&e.name))
+            {
+                store.record(
+                    &paths.project_key(),
+                    &entry.name,
+                    &entry.approval_hash(),
+                    decision,
+                );
+                decided.push(entry.name.clone());
+            }
+            decided
+        })
+    }
+}
