@@ -563,6 +563,14 @@ fn dpop_bound_tokens_from_login_to_calls_over_http_and_sse() {
 
 /// The state `/status` of the gateway at `addr` gives server `name`.
 fn gateway_state(addr: &str, token: &str, name: &str) -> String {
+    gateway_server(addr, token, name)["state"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// What `/status` of the gateway at `addr` says of server `name`.
+fn gateway_server(addr: &str, token: &str, name: &str) -> serde_json::Value {
     let out = Command::new("curl")
         .args(["--silent", "--show-error", "--header"])
         .arg(format!("Authorization: Bearer {token}"))
@@ -576,7 +584,7 @@ fn gateway_state(addr: &str, token: &str, name: &str) -> String {
         .unwrap()
         .iter()
         .find(|s| s["name"] == name)
-        .map(|s| s["state"].as_str().unwrap().to_owned())
+        .cloned()
         .unwrap()
 }
 
@@ -610,7 +618,8 @@ fn gateway_call(addr: &str, token: &str, tool: &str, text: &str) -> String {
 }
 
 /// `mcp login --store` writes the tokens to the Redis gateway replicas share, not to this
-/// machine: a replica waiting for that login (`needs-auth`) reconnects at once with them;
+/// machine: a replica waiting for that login (`needs-auth`, its hint naming the store)
+/// reconnects at once with them;
 /// `mcp logout --store` forgets them there.
 #[test]
 fn login_and_logout_with_the_shared_store() {
@@ -645,7 +654,15 @@ fn login_and_logout_with_the_shared_store() {
         .and_then(|rest| rest.strip_suffix("/mcp"))
         .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
         .to_owned();
-    assert_eq!(gateway_state(&addr, TOKEN, "guarded"), "needs-auth");
+    let waiting = gateway_server(&addr, TOKEN, "guarded");
+    assert_eq!(waiting["state"], "needs-auth", "{waiting}");
+    // Its hint names the store: a login without it would keep the tokens where no replica
+    // looks.
+    let hint = format!("run `switchboard mcp login guarded --store {store}` to authorize");
+    assert!(
+        waiting["lastError"].as_str().unwrap().contains(&hint),
+        "{waiting}"
+    );
 
     let login = run(&tree, &["mcp", "login", "guarded", "--store", &store]);
     let text = all_output(&login);

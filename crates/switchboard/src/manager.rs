@@ -1049,8 +1049,10 @@ impl ServerManager {
         if let Err(RequestError::NeedsAuth(message)) = &mut result {
             refused = true;
             if logs_in {
-                if !message.contains(&crate::auth::login_hint(name)) {
-                    *message = format!("{message}; {}", crate::auth::login_hint(name));
+                let store = self.shared.options.shared.as_ref().map(|s| s.url());
+                let hint = crate::auth::login_hint_in(name, store);
+                if !message.contains(&hint) {
+                    *message = format!("{message}; {hint}");
                 }
                 self.needs_auth(name, &session, message.clone()).await;
             }
