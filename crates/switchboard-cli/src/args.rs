@@ -263,12 +263,19 @@ pub(crate) enum McpCommand {
         /// The `http` server to log in to.
         #[arg(add = ArgValueCandidates::new(server_names))]
         name: String,
+        /// Keep the tokens in the Redis gateway replicas share (`serve --store`), not on this
+        /// machine: one login for every replica.
+        #[arg(long, value_name = "REDIS_URL")]
+        store: Option<String>,
     },
     /// Forget a remote server's OAuth tokens (revoking them where the server allows).
     Logout {
         /// The server whose tokens to forget.
         #[arg(add = ArgValueCandidates::new(server_names))]
         name: String,
+        /// Forget the tokens kept in the Redis gateway replicas share (`serve --store`).
+        #[arg(long, value_name = "REDIS_URL")]
+        store: Option<String>,
     },
     /// Let a server start again: removes `"disabled": true` from its entry, in its own file.
     Enable {

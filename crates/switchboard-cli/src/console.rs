@@ -153,7 +153,7 @@ async fn console(
                     Flow::Logout(name) => {
                         app.message = Some(format!("Logging out of `{name}`…"));
                         let _ = screen.terminal.draw(|frame| app.draw(frame));
-                        app.message = Some(match crate::mcp_auth::forget_tokens(ctx, &name).await {
+                        app.message = Some(match crate::mcp_auth::forget_tokens(ctx, &name, None).await {
                             // Connected again without tokens: `needs-auth`, as after `mcp logout`.
                             Ok(had) => {
                                 let _ = host.reconnect(&name);

@@ -63,8 +63,12 @@ pub(crate) fn run(ctx: &Context, cmd: McpCommand) -> anyhow::Result<ExitCode> {
         McpCommand::Import(args) => crate::mcp_import::run(ctx, args),
         McpCommand::Approve { name, all } => decide(ctx, name.as_deref(), all, Decision::Approved),
         McpCommand::Reject { name } => decide(ctx, Some(&name), false, Decision::Rejected),
-        McpCommand::Login { name } => runtime()?.block_on(crate::mcp_auth::login(ctx, &name)),
-        McpCommand::Logout { name } => runtime()?.block_on(crate::mcp_auth::logout(ctx, &name)),
+        McpCommand::Login { name, store } => {
+            runtime()?.block_on(crate::mcp_auth::login(ctx, &name, store.as_deref()))
+        }
+        McpCommand::Logout { name, store } => {
+            runtime()?.block_on(crate::mcp_auth::logout(ctx, &name, store.as_deref()))
+        }
         McpCommand::Enable { name } => set_disabled(ctx, &name, false),
         McpCommand::Disable { name } => set_disabled(ctx, &name, true),
         McpCommand::Install(args) => crate::mcp_bundle::install(ctx, args),

@@ -1,16 +1,25 @@
-//! `switchboard mcp login NAME`, `mcp logout NAME`, and the auth line of `mcp get`.
+//! `switchboard mcp login NAME`, `mcp logout NAME`, and the auth line of `mcp get`. With
+//! `--store REDIS_URL` the tokens are those the gateway's replicas share (`serve --store`):
+//! a login there is one for every replica, and one waiting for it reconnects the server.
 
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use anyhow::Context as _;
 use anyhow::{anyhow, bail};
 use switchboard::auth::{AuthOptions, AuthStatus, Authorizer, SystemOpener, TokenStore};
 use switchboard::config::{ServerEntry, Transport};
+use switchboard::shared::SharedStore;
 
 use crate::context::Context;
 
-/// The authorizer of a configured Streamable HTTP or legacy SSE server, or why there is none.
-fn authorizer(ctx: &Context, entry: &ServerEntry) -> anyhow::Result<Authorizer> {
+/// The authorizer of a configured Streamable HTTP or legacy SSE server, or why there is none;
+/// its tokens in `store` when given, else in this machine's token store.
+fn authorizer(
+    ctx: &Context,
+    entry: &ServerEntry,
+    store: Option<&SharedStore>,
+) -> anyhow::Result<Authorizer> {
     let name = &entry.name;
     let config = entry
         .config
@@ -24,7 +33,10 @@ fn authorizer(ctx: &Context, entry: &ServerEntry) -> anyhow::Result<Authorizer> 
     };
     let oauth = remote.oauth.clone().unwrap_or_default();
     let options = AuthOptions {
-        store: TokenStore::from_env(&ctx.paths.state_dir, &ctx.env),
+        store: match store {
+            Some(store) => TokenStore::shared(store.clone()),
+            None => TokenStore::from_env(&ctx.paths.state_dir, &ctx.env),
+        },
         interactive: true,
         opener: Arc::new(SystemOpener {
             browser: ctx.env.get("BROWSER").map(str::to_owned),
@@ -48,20 +60,49 @@ fn entry<'a>(
         .ok_or_else(|| anyhow!("no server named `{name}` is configured"))
 }
 
-pub(crate) async fn login(ctx: &Context, name: &str) -> anyhow::Result<ExitCode> {
+/// The shared store `--store` names, connected (an error naming it when it cannot be).
+async fn shared(url: Option<&str>) -> anyhow::Result<Option<SharedStore>> {
+    match url {
+        Some(url) => Ok(Some(SharedStore::connect(url).await.context("--store")?)),
+        None => Ok(None),
+    }
+}
+
+pub(crate) async fn login(
+    ctx: &Context,
+    name: &str,
+    store: Option<&str>,
+) -> anyhow::Result<ExitCode> {
     let loaded = ctx.load();
-    let authorizer = authorizer(ctx, entry(&loaded, name)?)?;
+    let entry = entry(&loaded, name)?;
+    let store = shared(store).await?;
+    let authorizer = authorizer(ctx, entry, store.as_ref())?;
     authorizer
         .login()
         .await
         .map_err(|e| anyhow!("cannot log in to `{name}`: {e}"))?;
     switchboard::forget_needs_auth(&ctx.paths.state_dir, name);
-    println!("Logged in to `{name}`.");
+    if let Some(store) = &store {
+        switchboard::forget_shared_needs_auth(store, name).await;
+        println!("Logged in to `{name}`: its tokens are in {}.", store.url());
+    } else {
+        println!("Logged in to `{name}`.");
+    }
     Ok(ExitCode::SUCCESS)
 }
 
-pub(crate) async fn logout(ctx: &Context, name: &str) -> anyhow::Result<ExitCode> {
-    let had = forget_tokens(ctx, name).await?;
+pub(crate) async fn logout(
+    ctx: &Context,
+    name: &str,
+    store: Option<&str>,
+) -> anyhow::Result<ExitCode> {
+    let store = shared(store).await?;
+    let had = forget_tokens(ctx, name, store.as_ref()).await?;
+    if let Some(store) = &store {
+        // The record's lock is released by the store's writer task: before this process
+        // ends, or it would stay taken (until its TTL) for the next login or refresh.
+        store.flush().await;
+    }
     if had {
         println!(
             "Logged out of `{name}`: its tokens are revoked where the server allows, and forgotten."
@@ -72,11 +113,15 @@ pub(crate) async fn logout(ctx: &Context, name: &str) -> anyhow::Result<ExitCode
     Ok(ExitCode::SUCCESS)
 }
 
-/// Revokes (where the server allows) and forgets a server's tokens; whether it had any.
-/// `mcp logout` and the console's `o`.
-pub(crate) async fn forget_tokens(ctx: &Context, name: &str) -> anyhow::Result<bool> {
+/// Revokes (where the server allows) and forgets a server's tokens (in `store` when given);
+/// whether it had any. `mcp logout` and the console's `o`.
+pub(crate) async fn forget_tokens(
+    ctx: &Context,
+    name: &str,
+    store: Option<&SharedStore>,
+) -> anyhow::Result<bool> {
     let loaded = ctx.load();
-    let authorizer = authorizer(ctx, entry(&loaded, name)?)?;
+    let authorizer = authorizer(ctx, entry(&loaded, name)?, store)?;
     authorizer
         .logout()
         .await
@@ -85,7 +130,7 @@ pub(crate) async fn forget_tokens(ctx: &Context, name: &str) -> anyhow::Result<b
 
 /// `logged in (expires in 12 min, refreshable)` / `not logged in`, for `http` and `sse` servers.
 pub(crate) async fn status_line(ctx: &Context, entry: &ServerEntry) -> Option<String> {
-    let authorizer = authorizer(ctx, entry).ok()?;
+    let authorizer = authorizer(ctx, entry, None).ok()?;
     Some(match authorizer.status().await {
         Ok(AuthStatus::LoggedIn {
             expires_at,

@@ -560,3 +560,159 @@ fn dpop_bound_tokens_from_login_to_calls_over_http_and_sse() {
         assert!(!logs.contains(&key), "the DPoP key reached the logs");
     }
 }
+
+/// The state `/status` of the gateway at `addr` gives server `name`.
+fn gateway_state(addr: &str, token: &str, name: &str) -> String {
+    gateway_server(addr, token, name)["state"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// What `/status` of the gateway at `addr` says of server `name`.
+fn gateway_server(addr: &str, token: &str, name: &str) -> serde_json::Value {
+    let out = Command::new("curl")
+        .args(["--silent", "--show-error", "--header"])
+        .arg(format!("Authorization: Bearer {token}"))
+        .arg(format!("http://{addr}/status"))
+        .output()
+        .unwrap();
+    let status: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", all_output(&out)));
+    status["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .cloned()
+        .unwrap()
+}
+
+/// A 2026-07-28 `tools/call` of `tool` with `text` (one POST, no session) through the
+/// gateway at `addr`: the answer's body.
+fn gateway_call(addr: &str, token: &str, tool: &str, text: &str) -> String {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": tool,
+        "arguments": {"text": text},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "curl", "version": "1"},
+        },
+    }});
+    let out = Command::new("curl")
+        .args(["--silent", "--show-error", "--max-time", "60"])
+        .args(["--header", "content-type: application/json"])
+        .args(["--header", "accept: application/json, text/event-stream"])
+        .args(["--header", "mcp-protocol-version: 2026-07-28"])
+        .args(["--header", "mcp-method: tools/call"])
+        .arg("--header")
+        .arg(format!("mcp-name: {tool}"))
+        .arg("--header")
+        .arg(format!("Authorization: Bearer {token}"))
+        .args(["--data", &body.to_string()])
+        .arg(format!("http://{addr}/mcp"))
+        .output()
+        .unwrap();
+    all_output(&out)
+}
+
+/// `mcp login --store` writes the tokens to the Redis gateway replicas share, not to this
+/// machine: a replica waiting for that login (`needs-auth`, its hint naming the store)
+/// reconnects at once with them;
+/// `mcp logout --store` forgets them there.
+#[test]
+fn login_and_logout_with_the_shared_store() {
+    use std::io::{BufRead, BufReader};
+    const WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+    const TOKEN: &str = "shared-store-test-token-0123456789";
+    let Some(redis) = switchboard_testkit::redis::RedisServer::start().unwrap() else {
+        return;
+    };
+    let (tree, server) = setup(&[]);
+    let store = redis.url();
+
+    // A replica, before any login: the server needs one.
+    let mut replica = command(&tree, &["serve", "--http", "127.0.0.1:0"])
+        .args(["--token", TOKEN, "--store", &store])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = replica.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx.recv_timeout(WAIT).unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening on http://")
+        .and_then(|rest| rest.strip_suffix("/mcp"))
+        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+        .to_owned();
+    let waiting = gateway_server(&addr, TOKEN, "guarded");
+    assert_eq!(waiting["state"], "needs-auth", "{waiting}");
+    // Its hint names the store: a login without it would keep the tokens where no replica
+    // looks.
+    let hint = format!("run `switchboard mcp login guarded --store {store}` to authorize");
+    assert!(
+        waiting["lastError"].as_str().unwrap().contains(&hint),
+        "{waiting}"
+    );
+
+    let login = run(&tree, &["mcp", "login", "guarded", "--store", &store]);
+    let text = all_output(&login);
+    assert!(login.status.success(), "{text}");
+    assert!(
+        text.contains(&format!(
+            "Logged in to `guarded`: its tokens are in {store}"
+        )),
+        "{text}"
+    );
+    assert!(
+        !tree.state_dir().join("oauth-tokens.json").exists(),
+        "the tokens are in Redis, not on this machine"
+    );
+    // The replica heard of the login and connects with the tokens from Redis (the server's
+    // first session opens then: every request before was refused).
+    assert!(
+        server.wait_for_stderr("subscriptions/listen opened", WAIT),
+        "{}",
+        server.stderr()
+    );
+    // (a call waits while the server is still connecting)
+    let answer = gateway_call(&addr, TOKEN, "mcp__guarded__echo", "through the replica");
+    assert!(answer.contains("through the replica"), "{answer}");
+    assert!(!answer.contains("\"isError\":true"), "{answer}");
+    assert_eq!(gateway_state(&addr, TOKEN, "guarded"), "connected");
+    assert_eq!(server.stderr().matches("oauth: issued tokens").count(), 1);
+
+    let logout = run(&tree, &["mcp", "logout", "guarded", "--store", &store]);
+    let text = all_output(&logout);
+    assert!(logout.status.success(), "{text}");
+    assert!(text.contains("Logged out of `guarded`"), "{text}");
+    let again = all_output(&run(
+        &tree,
+        &["mcp", "logout", "guarded", "--store", &store],
+    ));
+    assert!(again.contains("`guarded` had no stored tokens."), "{again}");
+
+    // A store that cannot be reached is named, and nothing is logged in.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let unreachable = format!("redis://127.0.0.1:{port}");
+    let login = run(&tree, &["mcp", "login", "guarded", "--store", &unreachable]);
+    let text = all_output(&login);
+    assert_eq!(login.status.code(), Some(1), "{text}");
+    assert!(text.contains(&format!("127.0.0.1:{port}")), "{text}");
+    assert!(text.contains("--store"), "{text}");
+    let _ = replica.kill();
+    let _ = replica.wait();
+}

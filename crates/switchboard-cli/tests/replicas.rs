@@ -1,12 +1,15 @@
 //! Replicas with no sticky sessions: three `switchboard serve --http` processes with one
-//! configuration, token and cluster key, behind a real HAProxy (`balance roundrobin`), and
-//! clients of both generations through it: an initialize-era session whose requests land on
-//! every replica, and a 2026-07-28 client whose input rounds are answered on another replica
-//! than the one that parked them. Then one replica is killed (SIGKILL) while both clients keep
-//! calling: only calls in flight on it may fail.
+//! configuration, token and cluster key, sharing one real `redis-server` (`--store`), behind a
+//! real HAProxy (`balance roundrobin`), and clients of both generations through it: an
+//! initialize-era session whose requests land on every replica, and a 2026-07-28 client whose
+//! input rounds are answered on another replica than the one that parked them. Both call a
+//! remote server that wants OAuth with rotating refresh tokens, logged in once (into Redis)
+//! before the replicas start; its access token is expired twice while calls land on several
+//! replicas at once, and each time the authorization server sees one refresh. Then one replica
+//! is killed (SIGKILL) while both clients keep calling: only calls in flight on it may fail.
 //!
-//! HAProxy is the Debian package (`scripts/install-partners.sh`); without it the test is
-//! skipped loudly, except under `CI=true`, where that is a failure.
+//! HAProxy and Redis are Debian packages (`scripts/install-partners.sh`); without them the test
+//! is skipped loudly, except under `CI=true`, where that is a failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader};
@@ -26,7 +29,11 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Value, json};
+use switchboard::auth::{AuthOptions, Authorizer, Opener, TokenStore};
+use switchboard::shared::SharedStore;
 use switchboard_testkit::config_tree::ConfigTree;
+use switchboard_testkit::redis::RedisServer;
+use switchboard_testkit::{TestServer, Transport};
 
 const WAIT: Duration = Duration::from_secs(60);
 const TOKEN: &str = "replica-test-token-0123456789abcdef";
@@ -76,8 +83,9 @@ fn first_line(stdout: ChildStdout) -> String {
     rx.recv_timeout(WAIT).unwrap().trim().to_owned()
 }
 
-/// One replica: `serve --http` on a free loopback port. Returns it and its `HOST:PORT`.
-fn replica(tree: &ConfigTree, key: &Path, token: &Path) -> (Killed, String) {
+/// One replica: `serve --http` on a free loopback port, sharing the Redis at `store`. Returns
+/// it and its `HOST:PORT`.
+fn replica(tree: &ConfigTree, key: &Path, token: &Path, store: &str) -> (Killed, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
         .arg("-C")
         .arg(tree.project())
@@ -85,6 +93,7 @@ fn replica(tree: &ConfigTree, key: &Path, token: &Path) -> (Killed, String) {
         .arg(key)
         .arg("--token-file")
         .arg(token)
+        .args(["--store", store])
         .env_clear()
         .envs(tree.env())
         .stdin(Stdio::null())
@@ -192,38 +201,60 @@ fn call(name: &str, arguments: Value) -> CallToolRequestParams {
     params
 }
 
-/// One call of the client's kind: `add` for the session, `ask_form` (an input round) for the
-/// 2026-07-28 client. `Err` says what went wrong.
-async fn one_call(client: &Client, modern: bool, i: u64) -> Result<(), String> {
-    let (tool, arguments) = if modern {
-        ("mcp__kit__ask_form", json!({}))
-    } else {
-        ("mcp__kit__add", json!({"a": i, "b": 1000}))
+/// What a client calls.
+#[derive(Clone, Copy, Debug)]
+enum Call {
+    /// The kit's `add`: a plain call.
+    Add,
+    /// The kit's `ask_form`: an elicitation (for the 2026-07-28 client, an input round).
+    Ask,
+    /// The OAuth-protected remote server's `echo`.
+    Remote,
+}
+
+/// One call. `Err` says what went wrong.
+async fn one_call(client: &Client, kind: Call, i: u64) -> Result<(), String> {
+    let text = format!("call {i}");
+    let (tool, arguments) = match kind {
+        Call::Add => ("mcp__kit__add", json!({"a": i, "b": 1000})),
+        Call::Ask => ("mcp__kit__ask_form", json!({})),
+        Call::Remote => ("mcp__remote__echo", json!({"text": text})),
     };
     let result = tokio::time::timeout(WAIT, client.call_tool(call(tool, arguments)))
         .await
         .map_err(|_| format!("{tool} did not answer within {WAIT:?}"))?
         .map_err(|e| format!("{tool}: {e}"))?;
-    let structured = result.structured_content.unwrap_or_default();
-    let expected = if modern {
-        json!("client modern")
-    } else {
-        json!(i + 1000)
+    if result.is_error == Some(true) {
+        return Err(format!("{tool}: {:?}", result.content));
+    }
+    let structured = result.structured_content.clone().unwrap_or_default();
+    let (got, expected) = match kind {
+        Call::Add => (structured["sum"].clone(), json!(i + 1000)),
+        Call::Ask => (
+            structured["name"].clone(),
+            json!(format!("client {}", client.service().name)),
+        ),
+        Call::Remote => (
+            json!(
+                result
+                    .content
+                    .first()
+                    .and_then(|c| c.as_text())
+                    .map(|t| t.text.clone())
+            ),
+            json!(text),
+        ),
     };
-    let got = if modern {
-        &structured["name"]
-    } else {
-        &structured["sum"]
-    };
-    if got == &expected {
+    if got == expected {
         Ok(())
     } else {
-        Err(format!("{tool}: {structured} (wanted {expected})"))
+        Err(format!("{tool}: {got} (wanted {expected})"))
     }
 }
 
-/// The calls each replica answered, from its own `/status` (`None`: it does not answer).
-async fn calls_by_replica(replicas: &[String]) -> Vec<Option<u64>> {
+/// The calls each replica answered (of `server`, or of all), from its own `/status` (`None`:
+/// it does not answer).
+async fn calls_by_replica(replicas: &[String], server: Option<&str>) -> Vec<Option<u64>> {
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
     let mut counts = Vec::new();
     for addr in replicas {
@@ -238,6 +269,7 @@ async fn calls_by_replica(replicas: &[String]) -> Vec<Option<u64>> {
                     .as_array()
                     .into_iter()
                     .flatten()
+                    .filter(|s| server.is_none_or(|name| s["name"] == name))
                     .filter_map(|s| s["calls"].as_u64())
                     .sum()
             }),
@@ -246,6 +278,60 @@ async fn calls_by_replica(replicas: &[String]) -> Vec<Option<u64>> {
         counts.push(count);
     }
     counts
+}
+
+/// Plays the user's browser for the one login: follows the authorization server's redirect
+/// to the login's loopback listener.
+struct Browser;
+
+impl Opener for Browser {
+    fn open(
+        &self,
+        _server: &str,
+        url: &str,
+    ) -> futures::future::BoxFuture<'static, Result<(), String>> {
+        let url = url.to_owned();
+        Box::pin(async move {
+            let http = reqwest::Client::builder()
+                .no_proxy()
+                .build()
+                .map_err(|e| e.to_string())?;
+            http.get(url)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })
+    }
+}
+
+/// Logs `name` (at `url`) in once, its tokens written to the Redis at `store`: what every
+/// replica then uses.
+async fn log_in_once(store: &str, name: &str, url: &str) {
+    let options = AuthOptions {
+        store: TokenStore::shared(SharedStore::connect(store).await.unwrap()),
+        interactive: true,
+        opener: Arc::new(Browser),
+        ..AuthOptions::default()
+    };
+    let url = reqwest::Url::parse(url).unwrap();
+    Authorizer::new(
+        name,
+        &url,
+        Default::default(),
+        switchboard::config::Environment::default(),
+        options,
+    )
+    .login()
+    .await
+    .unwrap();
+}
+
+/// POSTs to the test route `path` of the testkit server at `url` (its `/mcp`).
+async fn post(url: &str, path: &str) {
+    let url = format!("{}{path}", url.strip_suffix("/mcp").unwrap());
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    assert!(http.post(url).send().await.unwrap().status().is_success());
 }
 
 /// The sessions open on each replica, from its own `/status`.
@@ -273,11 +359,25 @@ async fn replicas_behind_a_round_robin_balancer_serve_both_generations_and_survi
         return;
     };
     let _ = rustls::crypto::ring::default_provider().install_default();
+    let Some(redis) = RedisServer::start().unwrap() else {
+        return;
+    };
+    // A refresh takes 300 ms: replicas refreshing at once overlap.
+    let remote = TestServer::start(
+        Transport::Http,
+        ["--oauth", "--oauth-refresh-delay-ms", "300"],
+    )
+    .unwrap();
     let tree = ConfigTree::new().unwrap();
     let kit = json!({"command": switchboard_testkit::server_bin(), "args": ["--ask-tools"]});
+    let guarded = json!({"type": "http", "url": remote.url(), "oauth": {}});
     tree.write(
         tree.user_file(),
-        &json!({"mcpServers": {"kit": kit}, "permissions": {"allow": ["mcp__kit"]}}).to_string(),
+        &json!({
+            "mcpServers": {"kit": kit, "remote": guarded},
+            "permissions": {"allow": ["mcp__kit", "mcp__remote"]}
+        })
+        .to_string(),
     )
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -291,8 +391,13 @@ async fn replicas_behind_a_round_robin_balancer_serve_both_generations_and_survi
             std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600)).unwrap();
         }
     }
-    let (mut children, addrs): (Vec<Killed>, Vec<String>) =
-        (0..REPLICAS).map(|_| replica(&tree, &key, &token)).unzip();
+    // One login, before any replica starts: the tokens go to Redis, where every replica
+    // finds them.
+    log_in_once(&redis.url(), "remote", remote.url()).await;
+    assert_eq!(remote.stderr().matches("oauth: issued tokens").count(), 1);
+    let (mut children, addrs): (Vec<Killed>, Vec<String>) = (0..REPLICAS)
+        .map(|_| replica(&tree, &key, &token, &redis.url()))
+        .unzip();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let proxy = balancer(&haproxy, dir.path(), listener, &addrs);
@@ -302,9 +407,9 @@ async fn replicas_behind_a_round_robin_balancer_serve_both_generations_and_survi
     // Several calls in a row: round robin sends each request to the next replica, so the
     // session is resumed on the replicas that did not open it...
     for i in 0..6 {
-        one_call(&session, false, i).await.unwrap();
+        one_call(&session, Call::Add, i).await.unwrap();
     }
-    let counts = calls_by_replica(&addrs).await;
+    let counts = calls_by_replica(&addrs, None).await;
     assert!(
         counts.iter().all(|c| c.unwrap_or(0) > 0),
         "the session's calls did not spread over the replicas: {counts:?}"
@@ -315,13 +420,61 @@ async fn replicas_behind_a_round_robin_balancer_serve_both_generations_and_survi
     // ... and each input round's second request lands on another replica than the one that
     // parked it (two requests a call, three replicas: each parks some).
     for i in 0..6 {
-        one_call(&modern, true, i).await.unwrap();
+        one_call(&modern, Call::Ask, i).await.unwrap();
     }
     let before = counts;
-    let counts = calls_by_replica(&addrs).await;
+    let counts = calls_by_replica(&addrs, None).await;
     assert!(
         counts.iter().zip(&before).all(|(now, then)| now > then),
         "the rounds did not spread over the replicas: {before:?} then {counts:?}"
+    );
+
+    // The remote server, with the one login every replica read from Redis. Twice, its access
+    // token expires; then both clients call it, two calls each at once, which round robin
+    // spreads over the replicas: each finds the token refused and wants a refresh, but the
+    // authorization server sees one (a second would spend a rotated refresh token: "reused").
+    for rotation in 0..2 {
+        post(remote.url(), "/test/expire-access").await;
+        let before = calls_by_replica(&addrs, Some("remote")).await;
+        let calls = [&session, &session, &modern, &modern]
+            .into_iter()
+            .enumerate()
+            .map(|(i, client)| one_call(client, Call::Remote, 10 * rotation + i as u64));
+        for (i, outcome) in futures::future::join_all(calls)
+            .await
+            .into_iter()
+            .enumerate()
+        {
+            assert!(
+                outcome.is_ok(),
+                "rotation {rotation}, call {i}: {outcome:?}"
+            );
+        }
+        let counts = calls_by_replica(&addrs, Some("remote")).await;
+        let refreshing = counts
+            .iter()
+            .zip(&before)
+            .filter(|(now, then)| now > then)
+            .count();
+        assert!(
+            refreshing >= 2,
+            "the calls after the expiry reached fewer than two replicas: {before:?} then {counts:?}"
+        );
+        let log = remote.stderr();
+        let after = &log[log.rfind("oauth: expired every access token").unwrap()..];
+        assert_eq!(
+            after.matches("oauth: refresh requested").count(),
+            1,
+            "rotation {rotation}: one refresh reached the token endpoint:\n{after}"
+        );
+        assert_eq!(after.matches("oauth: refreshed").count(), 1, "{after}");
+    }
+    let log = remote.stderr();
+    assert!(!log.contains("reused"), "{log}");
+    assert_eq!(
+        log.matches("oauth: issued tokens").count(),
+        1,
+        "one login: {log}"
     );
 
     // Both clients call on, continuously, while one replica is killed. A call that started
@@ -330,7 +483,7 @@ async fn replicas_behind_a_round_robin_balancer_serve_both_generations_and_survi
     let after = Arc::new(AtomicUsize::new(0));
     let (going, mut calls_going) = tokio::sync::mpsc::unbounded_channel::<()>();
     let mut loops = Vec::new();
-    for (client, is_modern) in [(session.clone(), false), (modern.clone(), true)] {
+    for (client, own) in [(session.clone(), Call::Add), (modern.clone(), Call::Ask)] {
         let killed = killed.clone();
         let after = after.clone();
         let going = going.clone();
@@ -338,7 +491,9 @@ async fn replicas_behind_a_round_robin_balancer_serve_both_generations_and_survi
             let mut failures_in_flight = 0;
             for i in 100.. {
                 let started_after_kill = killed.load(Ordering::SeqCst);
-                match one_call(&client, is_modern, i).await {
+                // Its own kind of call, and the remote server's, in turn.
+                let kind = if i % 2 == 0 { own } else { Call::Remote };
+                match one_call(&client, kind, i).await {
                     Ok(()) if started_after_kill => {
                         // Enough calls on the survivors: done.
                         if after.fetch_add(1, Ordering::SeqCst) >= 16 {
@@ -382,7 +537,7 @@ async fn replicas_behind_a_round_robin_balancer_serve_both_generations_and_survi
             .expect("the clients did not finish their calls")
             .unwrap();
     }
-    let counts = calls_by_replica(&addrs).await;
+    let counts = calls_by_replica(&addrs, None).await;
     assert_eq!(
         counts[0], None,
         "the killed replica still answers: {counts:?}"
@@ -393,6 +548,7 @@ async fn replicas_behind_a_round_robin_balancer_serve_both_generations_and_survi
     );
     drop(proxy);
     drop(children);
+    drop(redis);
 }
 
 /// A cluster key file that is short, or readable by others, is refused before any server

@@ -41,7 +41,8 @@ pub enum Purpose {
 impl Purpose {
     fn label(self) -> &'static [u8] {
         match self {
-            Purpose::Session => b"switchboard session v1",
+            // v2: the session's owner is sealed with its `initialize` (an id of v1 is unknown).
+            Purpose::Session => b"switchboard session v2",
             Purpose::Round => b"switchboard round v1",
         }
     }

@@ -36,7 +36,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::Gateway;
-use crate::sessions::{SessionLimits, Sessions, TokenId};
+use crate::sessions::{Owner, SessionLimits, Sessions, TokenId};
 
 /// The path the MCP endpoint is served at.
 pub const MCP_PATH: &str = "/mcp";
@@ -460,6 +460,11 @@ async fn cap_sessions(
             && !sessions.holds(&id).await;
         if !resumes {
             return next.run(request).await;
+        }
+        // ... by its owner only: for anyone else it is as unknown here as it is where it is
+        // held.
+        if !sessions.resumable_by(&id, &Owner::of(request.extensions())) {
+            return (StatusCode::NOT_FOUND, "Session not found\n").into_response();
         }
         return match sessions.reserve(token) {
             Ok(slot) => {

@@ -4,8 +4,9 @@
 //! It looks into a POST that names no session (an `initialize`, or a 2026-07-28 client's
 //! request; the body is read once, within rmcp's limit, and handed on):
 //!
-//! - an `initialize`: its parameters are what the new session's id seals, handed to
-//!   [`crate::sessions::Sessions`] through [`OPENING`] while rmcp opens the session;
+//! - an `initialize`: its parameters and its sender ([`Owner`]) are what the new session's id
+//!   seals, handed to [`crate::sessions::Sessions`] through [`OPENING`] while rmcp opens the
+//!   session;
 //! - a request with a `requestState` this replica does not hold, that opens under the key as a
 //!   round's ([`RoundSeal`]) parked on another replica: the whole request (headers, the client's
 //!   `Authorization` among them, and body) goes to that replica, marked with [`FORWARDED`], and
@@ -32,7 +33,7 @@ use serde_json::{Value, json};
 use crate::Gateway;
 use crate::cluster::{Cluster, Purpose};
 use crate::rounds::RoundSeal;
-use crate::sessions::OPENING;
+use crate::sessions::{OPENING, Owner, SealedSession};
 
 /// The header that marks a request one replica forwarded to another.
 pub(crate) const FORWARDED: &str = "x-switchboard-forwarded";
@@ -112,9 +113,14 @@ pub(crate) async fn edge(State(edge): State<Arc<Edge>>, request: Request, next: 
             .ok()
             .and_then(|mut message| message.get_mut("params").map(Value::take))
             .and_then(|p| serde_json::from_value::<InitializeRequestParams>(p).ok());
+        let owner = Owner::of(&parts.extensions);
         let request = Request::from_parts(parts, Body::from(bytes));
         return match init {
-            Some(init) => OPENING.scope(init, next.run(request)).await,
+            Some(init) => {
+                OPENING
+                    .scope(SealedSession { init, owner }, next.run(request))
+                    .await
+            }
             None => next.run(request).await,
         };
     }

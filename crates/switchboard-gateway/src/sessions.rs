@@ -11,14 +11,15 @@
 //! rmcp's entry for it are dropped.
 //!
 //! Among replicas (`--cluster-key-file`, [`crate::cluster`]), a session's id is the client's
-//! `initialize` parameters sealed under the replicas' key ([`Purpose::Session`]), made in
-//! [`SessionManager::create_session`] from the parameters `OPENING` holds while rmcp opens
-//! the session. A request naming a session this replica does not hold reaches rmcp's restore:
-//! `SealedSessions` (rmcp's `SessionStore`) opens the id, and rmcp replays the `initialize`
-//! and `initialized` to a new handler, as if the client had initialized here; the request is
-//! then served. Such a session takes a slot like any other (`cap_sessions` in `http.rs`). An id
-//! that does not open (forged, altered, expired, another key) is unknown: 404, as without
-//! replicas.
+//! `initialize` parameters and the session's [`Owner`] sealed under the replicas' key
+//! ([`Purpose::Session`]), made in [`SessionManager::create_session`] from the
+//! [`SealedSession`] `OPENING` holds while rmcp opens the session. A request naming a session
+//! this replica does not hold reaches rmcp's restore: `SealedSessions` (rmcp's
+//! `SessionStore`) opens the id, and rmcp replays the `initialize` and `initialized` to a new
+//! handler, as if the client had initialized here; the request is then served. Such a session
+//! takes a slot like any other (`cap_sessions` in `http.rs`), and only a request of its sealed
+//! owner resumes it ([`Sessions::resumable_by`]). An id that does not open (forged, altered,
+//! expired, another key), or another owner's, is unknown: 404, as without replicas.
 //!
 //! When no slot is free, an `initialize` gets HTTP 503 with a JSON-RPC error that names the cap
 //! and a `Retry-After` header (`refusal`); sessions already open go on as before, and requests
@@ -39,18 +40,49 @@ use rmcp::transport::streamable_http_server::session::{
     EventStore, RestoreOutcome, ServerSseMessage, SessionManager, SessionState, SessionStore,
     SessionStoreError,
 };
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::cluster::{Cluster, Purpose};
+use crate::oauth::Identity;
 
 /// How long a sealed session id opens on a replica that does not hold its session (one that
 /// does keeps it until it ends); a client whose id expired gets 404 and initializes again.
 pub const SEALED_SESSION_LIFE: Duration = Duration::from_secs(24 * 3600);
 
 tokio::task_local! {
-    /// The `initialize` parameters of the POST being served, while rmcp opens its session:
-    /// what [`Sessions`] seals into the session id. Set by the replicas' middleware.
-    pub(crate) static OPENING: InitializeRequestParams;
+    /// The `initialize` parameters of the POST being served and who sent it, while rmcp opens
+    /// its session: what [`Sessions`] seals into the session id. Set by the replicas'
+    /// middleware.
+    pub(crate) static OPENING: SealedSession;
+}
+
+/// Who opened a session, the same on every replica: the gateway's static token, or an OAuth
+/// access token's subject (any token of that subject goes on in it).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) enum Owner {
+    #[default]
+    StaticToken,
+    Subject(String),
+}
+
+impl Owner {
+    /// The owner of a request the bearer check let in: its [`Identity`]'s subject, else the
+    /// static token.
+    pub(crate) fn of(extensions: &axum::http::Extensions) -> Owner {
+        match extensions.get::<Identity>() {
+            Some(identity) => Owner::Subject(identity.subject.clone()),
+            None => Owner::StaticToken,
+        }
+    }
+}
+
+/// What a session id seals among replicas.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct SealedSession {
+    pub(crate) init: InitializeRequestParams,
+    pub(crate) owner: Owner,
 }
 
 /// How many sessions may be open, and how long one may sit idle.
@@ -165,14 +197,27 @@ impl Sessions {
             .unwrap_or(false)
     }
 
-    /// A sealed id for a session opened by `init`, and its transport.
+    /// Whether a request of `owner` may resume the session `id` this replica does not hold:
+    /// unless the id opens as a session of another owner (one that does not open at all is
+    /// rmcp's to refuse as unknown).
+    pub(crate) fn resumable_by(&self, id: &str, owner: &Owner) -> bool {
+        let Some(cluster) = &self.cluster else {
+            return true;
+        };
+        match cluster.open::<SealedSession>(Purpose::Session, id) {
+            Some(sealed) => sealed.owner == *owner,
+            None => true,
+        }
+    }
+
+    /// A sealed id for a session opened by `opening`, and its transport.
     async fn create_sealed(
         &self,
         cluster: &Cluster,
-        init: &InitializeRequestParams,
+        opening: &SealedSession,
     ) -> Option<(SessionId, WorkerTransport<LocalSessionWorker>)> {
         let id = cluster
-            .seal(Purpose::Session, init, SEALED_SESSION_LIFE)
+            .seal(Purpose::Session, opening, SEALED_SESSION_LIFE)
             .inspect_err(|e| tracing::warn!("a session id could not be sealed: {e}"))
             .ok()?;
         if id.len() > crate::cluster::MAX_TOKEN_CHARS {
@@ -280,9 +325,9 @@ impl SessionManager for Sessions {
     type Transport = WorkerTransport<LocalSessionWorker>;
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
-        let init = OPENING.try_with(Clone::clone).ok();
-        let sealed = match (&self.cluster, &init) {
-            (Some(cluster), Some(init)) => self.create_sealed(cluster, init).await,
+        let opening = OPENING.try_with(Clone::clone).ok();
+        let sealed = match (&self.cluster, &opening) {
+            (Some(cluster), Some(opening)) => self.create_sealed(cluster, opening).await,
             _ => None,
         };
         let (id, transport) = match sealed {
@@ -379,13 +424,13 @@ pub(crate) struct SealedSessions {
 #[async_trait::async_trait]
 impl SessionStore for SealedSessions {
     async fn load(&self, session_id: &str) -> Result<Option<SessionState>, SessionStoreError> {
-        let init = self
+        let sealed = self
             .cluster
-            .open::<InitializeRequestParams>(Purpose::Session, session_id);
-        if init.is_none() {
+            .open::<SealedSession>(Purpose::Session, session_id);
+        if sealed.is_none() {
             tracing::debug!("a session id that does not open under the cluster key");
         }
-        Ok(init.map(SessionState::new))
+        Ok(sealed.map(|sealed| SessionState::new(sealed.init)))
     }
 
     async fn store(&self, _id: &str, _state: &SessionState) -> Result<(), SessionStoreError> {
@@ -480,6 +525,30 @@ mod tests {
         assert!(!sessions.usable_by(&id, TokenId(8)));
         // Unknown sessions are rmcp's to refuse.
         assert!(sessions.usable_by("gone", TokenId(8)));
+    }
+
+    #[tokio::test]
+    async fn a_sealed_session_is_resumable_by_its_owner_only() {
+        let cluster = Arc::new(Cluster::from_secret(&[7u8; 32]).unwrap());
+        let sessions = Sessions::with_cluster(SessionLimits::default(), Some(cluster.clone()));
+        let init: InitializeRequestParams = serde_json::from_value(json!({
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}))
+        .unwrap();
+        let opening = SealedSession {
+            init,
+            owner: Owner::StaticToken,
+        };
+        let (id, _transport) = OPENING
+            .scope(opening, sessions.create_session())
+            .await
+            .unwrap();
+        // Another replica, with the same key.
+        let other = Sessions::with_cluster(SessionLimits::default(), Some(cluster));
+        assert!(other.resumable_by(&id, &Owner::StaticToken));
+        assert!(!other.resumable_by(&id, &Owner::Subject("mallory".to_owned())));
+        // An id that does not open is rmcp's to call unknown.
+        assert!(other.resumable_by("junk", &Owner::Subject("mallory".to_owned())));
     }
 
     #[tokio::test]

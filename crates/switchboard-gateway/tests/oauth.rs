@@ -13,6 +13,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use switchboard::host::{Host, Prefix};
+use switchboard_gateway::cluster::Cluster;
 use switchboard_gateway::http::{DEFAULT_ORIGINS, HttpGateway, HttpOptions};
 use switchboard_gateway::oauth::{OAuthOptions, ResourceServer};
 use switchboard_gateway::sessions::SessionLimits;
@@ -22,6 +23,8 @@ use switchboard_testkit::{TestServer, Transport};
 
 const SETTLE: Duration = Duration::from_secs(30);
 const STATIC_TOKEN: &str = "static-token-0123456789abcdef0123";
+/// The replicas' key when [`Options::cluster`] is set.
+const CLUSTER_SECRET: &[u8] = b"0123456789abcdef0123456789abcdef";
 
 /// The testkit's authorization server (JWT access tokens), the gateway in front of a testkit
 /// server `kit`, and what a test needs of them.
@@ -32,7 +35,7 @@ struct Setup {
     url: String,
     gateway: Gateway,
     _tree: ConfigTree,
-    _host: Host,
+    host: Host,
 }
 
 struct Options {
@@ -44,6 +47,8 @@ struct Options {
     /// The least time between two JWKS fetches for an unknown key (default 5 s).
     refetch: Option<Duration>,
     prefix: Prefix,
+    /// Seal session ids under [`CLUSTER_SECRET`], as a replica.
+    cluster: bool,
 }
 
 impl Default for Options {
@@ -56,6 +61,7 @@ impl Default for Options {
             sessions: SessionLimits::default(),
             refetch: None,
             prefix: Prefix::Always,
+            cluster: false,
         }
     }
 }
@@ -96,6 +102,9 @@ async fn setup(options: Options) -> Setup {
         oauth.set_refetch(refetch);
     }
     let gateway = Gateway::with_options(host.clone(), filter, options.search, options.prefix);
+    if options.cluster {
+        assert!(gateway.set_cluster(Arc::new(Cluster::from_secret(CLUSTER_SECRET).unwrap())));
+    }
     let server = HttpGateway::on_listener(
         gateway.clone(),
         listener,
@@ -120,7 +129,7 @@ async fn setup(options: Options) -> Setup {
         audience,
         gateway,
         _tree: tree,
-        _host: host,
+        host,
     }
 }
 
@@ -485,6 +494,84 @@ async fn a_session_is_only_its_subjects() {
     assert_eq!(list(&bob).await.unwrap().status(), 404);
     // Alice's next token (a refresh) goes on in it.
     assert_eq!(list(&alice_again).await.unwrap().status(), 200);
+}
+
+impl Setup {
+    /// Another replica of this gateway (the same issuer, audience, host and cluster key, no
+    /// tool rules) on a port of its own: its `/mcp` URL.
+    async fn another_replica(&self) -> String {
+        let oauth = ResourceServer::new(
+            OAuthOptions {
+                issuer: self.issuer.clone(),
+                audience: self.audience.clone(),
+            },
+            Vec::new(),
+        )
+        .unwrap();
+        let gateway = Gateway::new(self.host.clone(), ToolFilter::default());
+        assert!(gateway.set_cluster(Arc::new(Cluster::from_secret(CLUSTER_SECRET).unwrap())));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let server = HttpGateway::on_listener(
+            gateway,
+            listener,
+            HttpOptions {
+                token: String::new(),
+                oauth: Some(Arc::new(oauth)),
+                allowed_origins: DEFAULT_ORIGINS.iter().map(|s| s.to_string()).collect(),
+                allow_remote: false,
+                sessions: SessionLimits::default(),
+            },
+        )
+        .unwrap();
+        tokio::spawn(server.run());
+        url
+    }
+}
+
+/// Among replicas, the session's subject is sealed into its id: another subject holding the
+/// id cannot resume it on a replica that does not hold it (404, as for an unknown session),
+/// while its own subject can, with another token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_is_only_its_subjects_on_every_replica() {
+    let setup = setup(Options {
+        cluster: true,
+        ..Options::default()
+    })
+    .await;
+    let (first, second) = (setup.another_replica().await, setup.another_replica().await);
+    let alice = setup.token("alice", "mcp").await;
+    let alice_again = setup.token("alice", "mcp").await;
+    let bob = setup.token("bob", "mcp").await;
+    let opened = setup.initialize(Some(&alice)).await;
+    assert_eq!(opened.status(), 200);
+    let session = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let list = |url: &str, token: &str| {
+        reqwest::Client::new()
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", "2025-06-18")
+            .bearer_auth(token)
+            .body(r#"{"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}"#)
+            .send()
+    };
+    // Bob holds the id, on a replica that never saw the session: unknown to him there too.
+    let refused = list(&first, &bob).await.unwrap();
+    assert_eq!(refused.status(), 404);
+    assert_eq!(refused.text().await.unwrap().trim(), "Session not found");
+    // Alice's next token resumes it there, and on another replica; bob stays out.
+    for url in [&first, &second] {
+        let listed = list(url, &alice_again).await.unwrap();
+        assert_eq!(listed.status(), 200, "{url}");
+        let text = listed.text().await.unwrap();
+        assert!(text.contains("mcp__kit__echo"), "{text}");
+        assert_eq!(list(url, &bob).await.unwrap().status(), 404, "{url}");
+    }
 }
 
 impl Setup {

@@ -111,5 +111,14 @@ impl Default for AuthOptions {
 
 /// The message of a server that needs the user to log in.
 pub fn login_hint(server: &str) -> String {
-    format!("run `switchboard mcp login {server}` to authorize")
+    login_hint_in(server, None)
+}
+
+/// [`login_hint`] for tokens kept in the shared store at `store` (its URL, password masked):
+/// a login without `--store` would keep them where no replica looks.
+pub(crate) fn login_hint_in(server: &str, store: Option<&str>) -> String {
+    match store {
+        Some(url) => format!("run `switchboard mcp login {server} --store {url}` to authorize"),
+        None => format!("run `switchboard mcp login {server}` to authorize"),
+    }
 }

@@ -81,6 +81,7 @@ pub use host::{
 };
 pub use manager::{
     InProcessFactory, LoginError, ManagerError, Reloaded, ServerEvent, forget_needs_auth,
+    forget_shared_needs_auth,
 };
 pub use name::{MAX_QUALIFIED_NAME, QualifiedName};
 pub use redact::redact_url;

@@ -392,6 +392,13 @@ pub fn forget_needs_auth(state_dir: &std::path::Path, name: &str) {
     Memory::load(Some(state_dir)).clear_needs_auth(name);
 }
 
+/// Forgets that `name` needed authorization in the store gateway replicas share (after a
+/// login that wrote its tokens there, `mcp login --store`), and tells the replicas: one
+/// waiting for that login reconnects the server. Returns once both are sent.
+pub async fn forget_shared_needs_auth(store: &crate::shared::SharedStore, name: &str) {
+    Memory::clear_shared_needs_auth(store, name).await;
+}
+
 /// Where the login's first outcome goes: the URL, or why there is none.
 type UrlSlot = Arc<Mutex<Option<oneshot::Sender<Result<String, crate::auth::AuthError>>>>>;
 
@@ -1042,8 +1049,10 @@ impl ServerManager {
         if let Err(RequestError::NeedsAuth(message)) = &mut result {
             refused = true;
             if logs_in {
-                if !message.contains(&crate::auth::login_hint(name)) {
-                    *message = format!("{message}; {}", crate::auth::login_hint(name));
+                let store = self.shared.options.shared.as_ref().map(|s| s.url());
+                let hint = crate::auth::login_hint_in(name, store);
+                if !message.contains(&hint) {
+                    *message = format!("{message}; {hint}");
                 }
                 self.needs_auth(name, &session, message.clone()).await;
             }

@@ -18,7 +18,7 @@ use super::dpop::DpopKey;
 use super::store::{Record, Tokens};
 use super::tokens::TokenFailure;
 use super::{
-    AuthError, AuthOptions, Challenge, MAX_STEP_UPS, OAUTH_TIMEOUT, REFRESH_MARGIN, login_hint,
+    AuthError, AuthOptions, Challenge, MAX_STEP_UPS, OAUTH_TIMEOUT, REFRESH_MARGIN, login_hint_in,
 };
 use crate::config::{Environment, OAuthConfig};
 use crate::net::{cut, http_client};
@@ -195,7 +195,8 @@ impl Authorizer {
     }
 
     pub(super) fn needs_login(&self, why: &str) -> AuthError {
-        AuthError::NeedsLogin(format!("{why}; {}", login_hint(&self.server)))
+        let hint = login_hint_in(&self.server, self.options.store.shared_url());
+        AuthError::NeedsLogin(format!("{why}; {hint}"))
     }
 
     pub(super) fn remember(&self, tokens: Option<&Tokens>) {

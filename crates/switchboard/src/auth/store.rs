@@ -359,6 +359,14 @@ impl TokenStore {
         }
     }
 
+    /// The shared store's URL (password masked) when the records live there.
+    pub(crate) fn shared_url(&self) -> Option<&str> {
+        match self.inner() {
+            Inner::Shared(store) => Some(store.url()),
+            _ => None,
+        }
+    }
+
     /// Where the records live, for people: a keychain's name, a file's path, ….
     pub fn describe(&self) -> String {
         match self.inner() {

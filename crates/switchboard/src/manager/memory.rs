@@ -205,6 +205,14 @@ impl Memory {
         }
     }
 
+    /// Forgets `name`'s needs-auth record in `store` and tells the replicas (a login made
+    /// outside them, `mcp login --store`); waits until both are sent.
+    pub(crate) async fn clear_shared_needs_auth(store: &SharedStore, name: &str) {
+        store.write_later(needs_auth_key(name), None, None);
+        store.announce(name, "", Changed::NeedsAuth);
+        store.flush().await;
+    }
+
     /// Applies `change` here and, when it changed something, to the file as it is on disk
     /// under the file's lock.
     fn update(&self, mut change: impl FnMut(&mut File) -> bool) {
