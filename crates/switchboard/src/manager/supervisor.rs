@@ -226,9 +226,9 @@ impl Supervisor {
             if fill {
                 filled = true;
                 let outcome = self
-                    .until_control(self.fill(&session), &mut control, &mut enabled)
+                    .until_control(Box::pin(self.fill(&session)), &mut control, &mut enabled)
                     .await;
-                session.close().await;
+                Box::pin(session.close()).await;
                 match outcome {
                     Err(Next::Stop(done)) => return finish(done),
                     _ => continue,
@@ -250,17 +250,19 @@ impl Supervisor {
             }
             self.set(ServerState::Connected(session.info.clone()));
 
-            let next = self.serve(&session, &mut control, &mut enabled).await;
+            // Boxed, as connecting is: serving and closing are large states, and inline they
+            // would make every lazy or idle server's task that large (and copied at spawn).
+            let next = Box::pin(self.serve(&session, &mut control, &mut enabled)).await;
             if let Ok(mut slot) = self.session.lock() {
                 *slot = None;
             }
             match next {
                 Served::Next(Next::Stop(done)) => {
-                    session.close().await;
+                    Box::pin(session.close()).await;
                     return finish(done);
                 }
                 Served::NeedsAuth(message) => {
-                    session.close().await;
+                    Box::pin(session.close()).await;
                     // Remembered like a refused connect: the loop's top shows it and waits
                     // for a login (a reconnect).
                     self.shared.memory.set_needs_auth(
@@ -272,11 +274,11 @@ impl Supervisor {
                 }
                 Served::Next(Next::Idle) => {
                     tracing::info!(server = self.name(), "idle: stopping it until it is needed");
-                    session.close().await;
+                    Box::pin(session.close()).await;
                     lazy = true;
                 }
                 Served::Next(_) => {
-                    session.close().await;
+                    Box::pin(session.close()).await;
                     retries = if self.config.restart == RestartPolicy::OnFailure {
                         Self::backoff()
                     } else {
@@ -285,9 +287,9 @@ impl Supervisor {
                 }
                 Served::Closed => {
                     // The connection ended by itself.
-                    let exit = session.exit_status(Duration::from_millis(500)).await;
+                    let exit = Box::pin(session.exit_status(Duration::from_millis(500))).await;
                     let stderr = session.stderr_tail();
-                    session.close().await;
+                    Box::pin(session.close()).await;
                     let message = match exit {
                         Some(exit) => format!("the server exited ({exit})"),
                         None => "the connection closed".to_owned(),
