@@ -4,7 +4,7 @@
 //! Every downstream client gets its own session, with its own handler ([`session::Session`]):
 //! its progress, cancellations and the questions servers ask during its calls go to it alone.
 //! Tools keep their schemas, annotations and output schemas; by `--prefix`
-//! ([`Prefix`](switchboard::host::Prefix), the names are the library's) they keep their qualified
+//! ([`switchboard::host::Prefix`], the names are the library's) they keep their qualified
 //! names (`mcp__<server>__<tool>`), resources get URIs that name their server
 //! (`switchboard://<server>/<uri>`) and prompts are named like tools, or each keeps its server's
 //! own name where no other server's collides. A `list_changed` of any upstream server reaches every

@@ -11,14 +11,14 @@
 //! rmcp's entry for it are dropped.
 //!
 //! Among replicas (`--cluster-key-file`, [`crate::cluster`]), a session's id is the client's
-//! `initialize` parameters and the session's [`Owner`] sealed under the replicas' key
+//! `initialize` parameters and the session's `Owner` sealed under the replicas' key
 //! ([`Purpose::Session`]), made in [`SessionManager::create_session`] from the
-//! [`SealedSession`] `OPENING` holds while rmcp opens the session. A request naming a session
+//! `SealedSession` `OPENING` holds while rmcp opens the session. A request naming a session
 //! this replica does not hold reaches rmcp's restore: `SealedSessions` (rmcp's
 //! `SessionStore`) opens the id, and rmcp replays the `initialize` and `initialized` to a new
 //! handler, as if the client had initialized here; the request is then served. Such a session
 //! takes a slot like any other (`cap_sessions` in `http.rs`), and only a request of its sealed
-//! owner resumes it ([`Sessions::resumable_by`]). An id that does not open (forged, altered,
+//! owner resumes it (`Sessions::resumable_by`). An id that does not open (forged, altered,
 //! expired, another key), or another owner's, is unknown: 404, as without replicas.
 //!
 //! When no slot is free, an `initialize` gets HTTP 503 with a JSON-RPC error that names the cap
