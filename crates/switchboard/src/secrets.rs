@@ -209,6 +209,26 @@ pub fn stored_secret_vars(value: &serde_json::Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// `base` with each of `vars` set to its value stored for the entry named `server` (a value not
+/// stored is left as `base` has it); stops at the first variable the store cannot read, which
+/// comes back with the store's error.
+pub(crate) fn stored_environment(
+    store: &SecretStore,
+    server: &str,
+    vars: &[String],
+    base: &Environment,
+) -> (Environment, Option<(String, SecretError)>) {
+    let mut env = base.clone();
+    for var in vars {
+        match store.get(&entry_secret_key(server, var)) {
+            Ok(Some(value)) => env.set(var.clone(), value),
+            Ok(None) => {}
+            Err(e) => return (env, Some((var.clone(), e))),
+        }
+    }
+    (env, None)
+}
+
 /// Whether entries of `scope` may read stored secrets: the user's own files only. A project's
 /// file comes with a repository, and `--mcp-config` files or the administrator's could name
 /// another entry's secrets to send them elsewhere.

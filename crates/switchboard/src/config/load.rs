@@ -654,47 +654,37 @@ impl Loader<'_> {
             }
             // Variables whose values the user stored (a Registry server's secret inputs):
             // from the user's own files only, and never for a plugin's entries.
-            let stored_env = match &prop.value {
+            let stored_vars = match &prop.value {
                 ast::Value::Object(obj) => get(obj, crate::secrets::STORED_SECRETS_KEY)
-                    .map(|v| crate::secrets::stored_secret_vars(&to_json(&v.value))),
-                _ => None,
+                    .map(|v| crate::secrets::stored_secret_vars(&to_json(&v.value)))
+                    .unwrap_or_default(),
+                _ => Vec::new(),
+            };
+            let reads_stored = plugin.is_none() && crate::secrets::reads_stored_secrets(scope);
+            if !stored_vars.is_empty() && !reads_stored {
+                self.issues.push(
+                    ConfigIssue::warning(format!(
+                        "`{}` is ignored in {scope} scope: only the user's own files may read stored secrets",
+                        crate::secrets::STORED_SECRETS_KEY
+                    ))
+                    .in_file(&doc.path)
+                    .server(name),
+                );
             }
-            .filter(|vars| !vars.is_empty())
-            .and_then(|vars| {
-                if plugin.is_some() || !crate::secrets::reads_stored_secrets(scope) {
+            let stored_env = (!stored_vars.is_empty() && reads_stored).then(|| {
+                let base = bundle_env.as_ref().map_or(self.env, |(env, _)| env);
+                let (env, problem) =
+                    crate::secrets::stored_environment(&self.secrets, name, &stored_vars, base);
+                if let Some((var, e)) = problem {
                     self.issues.push(
                         ConfigIssue::warning(format!(
-                            "`{}` is ignored in {scope} scope: only the user's own files may read stored secrets",
-                            crate::secrets::STORED_SECRETS_KEY
+                            "the stored value of `{var}` cannot be read: {e}"
                         ))
                         .in_file(&doc.path)
                         .server(name),
                     );
-                    return None;
                 }
-                let mut env = bundle_env
-                    .as_ref()
-                    .map_or_else(|| self.env.clone(), |(env, _)| env.clone());
-                for var in &vars {
-                    match self
-                        .secrets
-                        .get(&crate::secrets::entry_secret_key(name, var))
-                    {
-                        Ok(Some(value)) => env.set(var.clone(), value),
-                        Ok(None) => {}
-                        Err(e) => {
-                            self.issues.push(
-                                ConfigIssue::warning(format!(
-                                    "the stored value of `{var}` cannot be read: {e}"
-                                ))
-                                .in_file(&doc.path)
-                                .server(name),
-                            );
-                            break;
-                        }
-                    }
-                }
-                Some(env)
+                env
             });
             let env = match &stored_env {
                 Some(env) => env,
