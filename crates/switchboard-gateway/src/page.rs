@@ -21,23 +21,9 @@ pub(crate) fn page<T>(
     cursor: Option<&str>,
     size: usize,
 ) -> Result<(Vec<T>, Option<String>), ErrorData> {
-    page_and_rest(items, key, cursor, size).map(|(page, next, _)| (page, next))
-}
-
-/// A page, the cursor of the next one, and the items not on it.
-pub(crate) type PageAndRest<T> = (Vec<T>, Option<String>, Vec<T>);
-
-/// [`page`], also giving back the items not on the page, for the caller to drop where it
-/// costs no one a wait (thousands of tools take milliseconds to free).
-pub(crate) fn page_and_rest<T>(
-    items: Vec<T>,
-    key: impl Fn(&T) -> &str,
-    cursor: Option<&str>,
-    size: usize,
-) -> Result<PageAndRest<T>, ErrorData> {
     let size = size.max(1);
     if cursor.is_none() && items.len() <= size {
-        return Ok((items, None, Vec::new()));
+        return Ok((items, None));
     }
     let last = match cursor {
         None => None,
@@ -70,15 +56,13 @@ pub(crate) fn page_and_rest<T>(
         wanted[i] = Some(rank);
     }
     let mut page: Vec<(usize, T)> = Vec::with_capacity(end - start);
-    let mut rest = Vec::with_capacity(items.len() - (end - start));
     for (item, rank) in items.into_iter().zip(wanted) {
-        match rank {
-            Some(rank) => page.push((rank, item)),
-            None => rest.push(item),
+        if let Some(rank) = rank {
+            page.push((rank, item));
         }
     }
     page.sort_unstable_by_key(|(rank, _)| *rank);
-    Ok((page.into_iter().map(|(_, item)| item).collect(), next, rest))
+    Ok((page.into_iter().map(|(_, item)| item).collect(), next))
 }
 
 fn encode(last: &str, sent: usize) -> String {
