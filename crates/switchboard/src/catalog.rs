@@ -205,8 +205,8 @@ impl ToolsView {
 
     /// The tools copied out.
     pub fn into_snapshot(self) -> Snapshot {
-        let mut tools = Vec::with_capacity(self.len());
-        tools.extend(self.own.iter().cloned());
+        let mut tools = self.own;
+        tools.reserve(self.listed.len());
         tools.extend(
             self.listed
                 .iter()
