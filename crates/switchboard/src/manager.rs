@@ -976,8 +976,7 @@ impl ServerManager {
 
     /// A lazy server's kept list of resources, templates or prompts.
     pub(crate) fn kept_values(&self, name: &str, kind: ListKind) -> Option<Vec<serde_json::Value>> {
-        let kept = self.shared.kept.get(&self.config(name)?)?;
-        kept.values(kind).map(|l| l.items.clone())
+        self.shared.kept.values(&self.config(name)?, kind)
     }
 
     /// Lists resources, templates or prompts: a lazy server's from its kept lists (it is not

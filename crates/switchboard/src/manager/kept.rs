@@ -18,7 +18,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use serde::{Deserialize, Serialize};
+use serde::de::{IgnoredAny, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use crate::config::{ConfigHash, ServerConfig};
@@ -41,7 +42,7 @@ pub(crate) enum ListKind {
 /// One kept list: when it was fetched, how long the server said it stays good, and its items.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Listed<T> {
+pub(crate) struct Listed<I> {
     /// Milliseconds since the epoch.
     pub(crate) fetched_at: u64,
     /// The server's `ttlMs`, if it gave one.
@@ -50,7 +51,7 @@ pub(crate) struct Listed<T> {
     /// The server's `cacheScope`, if it gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) cache_scope: Option<String>,
-    pub(crate) items: Vec<T>,
+    pub(crate) items: I,
 }
 
 impl ListKind {
@@ -65,8 +66,8 @@ impl ListKind {
     }
 }
 
-impl<T> Listed<T> {
-    fn new(items: Vec<T>, hints: &CacheHints) -> Self {
+impl<I> Listed<I> {
+    fn new(items: I, hints: &CacheHints) -> Self {
         Listed {
             fetched_at: now_ms(),
             ttl_ms: hints.ttl_ms,
@@ -90,24 +91,64 @@ impl<T> Listed<T> {
     }
 }
 
-/// A server's kept lists (one file).
+/// A server's kept lists (one file), with the items of its tool list as `T` and of its other
+/// lists as `V`: parsed ([`Kept`]), counted ([`Head`]) or skipped.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Kept {
+pub(crate) struct Lists<T, V> {
     /// The launch hash of the entry the lists came from.
     hash: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) tools: Option<Listed<ToolDef>>,
+    pub(crate) tools: Option<Listed<T>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) resources: Option<Listed<Value>>,
+    pub(crate) resources: Option<Listed<V>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) resource_templates: Option<Listed<Value>>,
+    pub(crate) resource_templates: Option<Listed<V>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) prompts: Option<Listed<Value>>,
+    pub(crate) prompts: Option<Listed<V>>,
 }
 
-impl Kept {
-    fn values_mut(&mut self, kind: ListKind) -> Option<&mut Option<Listed<Value>>> {
+/// A server's kept lists, parsed.
+pub(crate) type Kept = Lists<Vec<ToolDef>, Vec<Value>>;
+
+/// What a server's kept lists say without their items: when and how long, and how many.
+type Head = Lists<Count, Count>;
+
+/// How many items a list has, counted while parsing skips them.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Count(usize);
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Counting;
+        impl<'de> Visitor<'de> for Counting {
+            type Value = Count;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Count, A::Error> {
+                let mut n = 0;
+                while seq.next_element::<IgnoredAny>()?.is_some() {
+                    n += 1;
+                }
+                Ok(Count(n))
+            }
+        }
+        deserializer.deserialize_seq(Counting)
+    }
+}
+
+impl<T, V> Lists<T, V> {
+    fn slot(&self, kind: ListKind) -> Option<&Option<Listed<V>>> {
+        match kind {
+            ListKind::Tools => None,
+            ListKind::Resources => Some(&self.resources),
+            ListKind::ResourceTemplates => Some(&self.resource_templates),
+            ListKind::Prompts => Some(&self.prompts),
+        }
+    }
+
+    fn values_mut(&mut self, kind: ListKind) -> Option<&mut Option<Listed<V>>> {
         match kind {
             ListKind::Tools => None,
             ListKind::Resources => Some(&mut self.resources),
@@ -117,19 +158,62 @@ impl Kept {
     }
 
     /// A list of values (not tools), when kept and fresh.
-    pub(crate) fn values(&self, kind: ListKind) -> Option<&Listed<Value>> {
-        match kind {
-            ListKind::Tools => None,
-            ListKind::Resources => self.resources.as_ref(),
-            ListKind::ResourceTemplates => self.resource_templates.as_ref(),
-            ListKind::Prompts => self.prompts.as_ref(),
-        }
-        .filter(|l| l.fresh())
+    pub(crate) fn values(&self, kind: ListKind) -> Option<&Listed<V>> {
+        self.slot(kind)?.as_ref().filter(|l| l.fresh())
     }
 
     /// The tool list, when kept and fresh.
-    pub(crate) fn tool_list(&self) -> Option<&Listed<ToolDef>> {
+    pub(crate) fn tool_list(&self) -> Option<&Listed<T>> {
         self.tools.as_ref().filter(|l| l.fresh())
+    }
+}
+
+fn head_of<I>(list: &Option<Listed<Vec<I>>>) -> Option<Listed<Count>> {
+    list.as_ref().map(|l| Listed {
+        fetched_at: l.fetched_at,
+        ttl_ms: l.ttl_ms,
+        cache_scope: l.cache_scope.clone(),
+        items: Count(l.items.len()),
+    })
+}
+
+impl Kept {
+    fn head(&self) -> Head {
+        Lists {
+            hash: self.hash.clone(),
+            tools: head_of(&self.tools),
+            resources: head_of(&self.resources),
+            resource_templates: head_of(&self.resource_templates),
+            prompts: head_of(&self.prompts),
+        }
+    }
+}
+
+/// A server's kept lists as held in memory: the JSON text they were read or written as, and
+/// their [`Head`]. Items are parsed when used: held parsed, a hundred lazy servers' tools were
+/// the largest part of the host's memory, and each catalogue built from them copied them again.
+#[derive(Debug)]
+pub(crate) struct Held {
+    text: Box<str>,
+    head: Head,
+}
+
+impl Held {
+    fn new(text: String) -> serde_json::Result<Held> {
+        let head = serde_json::from_str(&text)?;
+        Ok(Held {
+            text: text.into_boxed_str(),
+            head,
+        })
+    }
+
+    /// The lists, parsed (a file another version wrote that no longer parses: `None`).
+    fn parse<T: serde::de::DeserializeOwned + Default, V: serde::de::DeserializeOwned + Default>(
+        &self,
+    ) -> Option<Lists<T, V>> {
+        serde_json::from_str(&self.text)
+            .inspect_err(|e| tracing::debug!("ignoring the kept lists: {e}"))
+            .ok()
     }
 }
 
@@ -147,7 +231,7 @@ pub(crate) struct KeptLists {
     /// Replaces `dir` when set.
     shared: Option<SharedStore>,
     /// What was read or written, by server name (`None`: no file, or a broken one).
-    cache: Mutex<HashMap<String, Option<Arc<Kept>>>>,
+    cache: Mutex<HashMap<String, Option<Arc<Held>>>>,
 }
 
 impl KeptLists {
@@ -164,8 +248,8 @@ impl KeptLists {
         format!("{PREFIX}lists:{name}:{hash}")
     }
 
-    fn parse(name: &str, text: &str) -> Option<Arc<Kept>> {
-        match serde_json::from_str::<Kept>(text) {
+    fn parse(name: &str, text: String) -> Option<Arc<Held>> {
+        match Held::new(text) {
             Ok(kept) => Some(Arc::new(kept)),
             Err(e) => {
                 tracing::debug!(server = name, "ignoring the kept lists: {e}");
@@ -179,10 +263,10 @@ impl KeptLists {
         self.dir.as_ref().map(|d| d.join(format!("{name}.json")))
     }
 
-    fn read(&self, name: &str, hash: &str) -> Option<Arc<Kept>> {
+    fn read(&self, name: &str, hash: &str) -> Option<Arc<Held>> {
         if let Some(store) = &self.shared {
             return match store.get_many_blocking(&[Self::key(name, hash)]) {
-                Ok(mut got) => got.pop().flatten().and_then(|t| Self::parse(name, &t)),
+                Ok(mut got) => got.pop().flatten().and_then(|t| Self::parse(name, t)),
                 Err(e) => {
                     tracing::debug!(server = name, "cannot read the kept lists: {e}");
                     None
@@ -191,7 +275,7 @@ impl KeptLists {
         }
         let path = self.path(name)?;
         let text = std::fs::read_to_string(&path).ok()?;
-        match serde_json::from_str::<Kept>(&text) {
+        match Held::new(text) {
             Ok(kept) => Some(Arc::new(kept)),
             Err(e) => {
                 tracing::debug!(path = %path.display(), "ignoring the kept lists: {e}");
@@ -232,7 +316,7 @@ impl KeptLists {
                 let pairs: Vec<(&str, Option<String>)> =
                     wanted.iter().map(|(n, _)| *n).zip(texts).collect();
                 crate::cores::map_on_cores(&pairs, |(name, text)| {
-                    (*name, text.as_deref().and_then(|t| Self::parse(name, t)))
+                    (*name, text.clone().and_then(|t| Self::parse(name, t)))
                 })
             }
             None => {
@@ -247,7 +331,7 @@ impl KeptLists {
     }
 
     /// The server's kept lists, when they were made with this very entry.
-    pub(crate) fn get(&self, config: &ServerConfig) -> Option<Arc<Kept>> {
+    fn get(&self, config: &ServerConfig) -> Option<Arc<Held>> {
         let name = config.name.as_str();
         let mut cache = self.cache.lock().ok()?;
         let kept = cache
@@ -255,7 +339,7 @@ impl KeptLists {
             .or_insert_with(|| self.read(name, &config.launch_hash.0))
             .clone()?;
         // Only a list of this very entry is trusted, wherever it was read.
-        (kept.hash == config.launch_hash.0).then_some(kept)
+        (kept.head.hash == config.launch_hash.0).then_some(kept)
     }
 
     /// The server's kept tool list (of this entry), even when its `ttlMs` ran out since: what
@@ -263,23 +347,33 @@ impl KeptLists {
     /// [`tools_fresh`](Self::tools_fresh)'s to say.
     pub(crate) fn tools(&self, config: &ServerConfig) -> Option<(Vec<ToolDef>, SystemTime)> {
         let kept = self.get(config)?;
-        let list = kept.tools.as_ref()?;
-        Some((list.items.clone(), list.fetched()))
+        kept.head.tools.as_ref()?;
+        let list = kept.parse::<Vec<ToolDef>, IgnoredAny>()?.tools?;
+        let fetched = list.fetched();
+        Some((list.items, fetched))
     }
 
     /// How many tools the server's kept list has (of this entry, fresh or not), and when it
     /// was fetched: what a listing of states shows, without copying the tools.
     pub(crate) fn tool_count(&self, config: &ServerConfig) -> Option<(usize, SystemTime)> {
         let kept = self.get(config)?;
-        let list = kept.tools.as_ref()?;
-        Some((list.items.len(), list.fetched()))
+        let list = kept.head.tools.as_ref()?;
+        Some((list.items.0, list.fetched()))
     }
 
     /// Whether the server has a kept tool list of this entry whose `ttlMs` has not run out: a
     /// lazy server without one is started at the host's start to list afresh.
     pub(crate) fn tools_fresh(&self, config: &ServerConfig) -> bool {
         self.get(config)
-            .is_some_and(|kept| kept.tool_list().is_some())
+            .is_some_and(|kept| kept.head.tool_list().is_some())
+    }
+
+    /// A kept list of resources, templates or prompts (of this entry), when fresh.
+    pub(crate) fn values(&self, config: &ServerConfig, kind: ListKind) -> Option<Vec<Value>> {
+        let kept = self.get(config)?;
+        kept.head.values(kind)?;
+        let mut lists = kept.parse::<IgnoredAny, Vec<Value>>()?;
+        Some(lists.values_mut(kind)?.take()?.items)
     }
 
     /// Keeps a tool list the server just gave, with its cache hints.
@@ -338,8 +432,8 @@ impl KeptLists {
     /// Forgets one list (its server said it changed).
     pub(crate) fn invalidate(&self, config: &ServerConfig, kind: ListKind) {
         let present = self.get(config).is_some_and(|kept| match kind {
-            ListKind::Tools => kept.tools.is_some(),
-            other => kept.values(other).is_some(),
+            ListKind::Tools => kept.head.tools.is_some(),
+            other => kept.head.values(other).is_some(),
         });
         if !present {
             return;
@@ -364,33 +458,32 @@ impl KeptLists {
             .entry(name.to_owned())
             .or_insert_with(|| self.read(name, &hash.0));
         let mut kept = match current.as_deref() {
-            Some(kept) if kept.hash == hash.0 => kept.clone(),
-            _ => Kept {
-                hash: hash.0.clone(),
-                ..Kept::default()
-            },
+            Some(held) if held.head.hash == hash.0 => held.parse().unwrap_or_default(),
+            _ => Kept::default(),
         };
+        kept.hash.clone_from(&hash.0);
         change(&mut kept);
-        let kept = Arc::new(kept);
-        *current = Some(kept.clone());
+        let text = match serde_json::to_string(&kept) {
+            Ok(text) => text,
+            Err(e) => {
+                tracing::debug!(server = name, "cannot keep the lists: {e}");
+                return;
+            }
+        };
+        let head = kept.head();
+        drop(kept);
+        *current = Some(Arc::new(Held {
+            text: text.clone().into_boxed_str(),
+            head,
+        }));
         drop(cache);
         if let Some(store) = &self.shared {
-            match serde_json::to_string(&*kept) {
-                Ok(text) => {
-                    store.write_later(Self::key(name, &hash.0), Some(text), Some(SHARED_TTL))
-                }
-                Err(e) => tracing::debug!(server = name, "cannot keep the lists: {e}"),
-            }
+            store.write_later(Self::key(name, &hash.0), Some(text), Some(SHARED_TTL));
             return;
         }
         let Some(path) = self.path(name) else { return };
-        match serde_json::to_vec(&*kept) {
-            Ok(bytes) => {
-                if let Err(e) = crate::config::write_private(&path, &bytes) {
-                    tracing::debug!(path = %path.display(), "cannot keep the lists: {e}");
-                }
-            }
-            Err(e) => tracing::debug!(server = name, "cannot keep the lists: {e}"),
+        if let Err(e) = crate::config::write_private(&path, text.as_bytes()) {
+            tracing::debug!(path = %path.display(), "cannot keep the lists: {e}");
         }
     }
 }
@@ -461,13 +554,11 @@ mod tests {
         assert!(kept.tools(&config).is_none());
         let later = KeptLists::new(Some(dir.path()), None);
         assert!(later.tools(&config).is_none());
-        assert!(
-            later
-                .get(&config)
-                .unwrap()
-                .values(ListKind::Prompts)
-                .is_some()
+        assert_eq!(
+            later.values(&config, ListKind::Prompts),
+            Some(prompts.to_vec())
         );
+        assert_eq!(later.tool_count(&config), None);
 
         // The server's `ttlMs` is kept with the list; once it ran out, the list is gone.
         let second = CacheHints {
