@@ -11,7 +11,8 @@
 //! - A lazy server's tools come from its kept list (the manager's, on disk) without starting
 //!   it; that list stays while it starts, and is listed afresh once it is connected.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -501,8 +502,15 @@ impl Catalog {
     /// [`load_kept`](Self::load_kept) for many lazy servers at once, spread over the
     /// machine's cores: the first listing after a start with many lazy servers builds all
     /// their tools, and that is most of its time.
-    fn load_kept_all(&self, servers: &[&str]) {
-        crate::cores::map_on_cores(servers, |server| self.load_kept_as(server, false));
+    /// What it built is handed back too: the cache keeps only [`TOOL_CACHE_SERVERS`] lists,
+    /// and a listing of more lazy servers than that built most of them twice.
+    fn load_kept_all<'s>(&self, servers: &[&'s str]) -> HashMap<&'s str, Arc<ServerTools>> {
+        let built = crate::cores::map_on_cores(servers, |server| self.load_kept_as(server, false));
+        servers
+            .iter()
+            .zip(built)
+            .filter_map(|(server, tools)| Some((*server, tools?)))
+            .collect()
     }
 
     /// A lazy server's tools from its kept list, cached (telling what changed).
@@ -578,22 +586,35 @@ impl Catalog {
                 view.own.push(authenticate_tool(server));
             }
         }
-        let unloaded: Vec<&str> = states
+        // Each server's list as cached now (a list loaded below may push one out of the cache:
+        // then it was built twice and announced as new), and the lazy servers' not cached.
+        let mut ready: HashMap<&str, Arc<ServerTools>> = HashMap::new();
+        let mut unloaded = Vec::new();
+        for (name, state) in &states {
+            match self.cached(name) {
+                Some(tools) => {
+                    ready.insert(name.as_str(), tools);
+                }
+                None if matches!(state, ServerState::Lazy { .. }) => unloaded.push(name.as_str()),
+                None => {}
+            }
+        }
+        ready.extend(self.load_kept_all(&unloaded));
+        let connected: Vec<&str> = states
             .iter()
-            .filter(|(n, s)| matches!(s, ServerState::Lazy { .. }) && self.cached(n).is_none())
-            .map(|(n, _)| n.as_str())
-            .collect();
-        self.load_kept_all(&unloaded);
-        let connected: Vec<String> = states
-            .into_iter()
             .filter(|(n, s)| {
                 matches!(s, ServerState::Connected(_) | ServerState::Lazy { .. })
-                    || self.cached(n).is_some_and(|t| t.kept)
+                    || ready.get(n.as_str()).is_some_and(|t| t.kept)
             })
-            .map(|(n, _)| n)
+            .map(|(n, _)| n.as_str())
             .collect();
-        let lists =
-            futures::future::join_all(connected.iter().map(|s| self.server_tools_raw(s))).await;
+        let lists = futures::future::join_all(connected.iter().map(|s| async {
+            match ready.get(s) {
+                Some(tools) => Ok(tools.clone()),
+                None => self.server_tools_raw(s).await,
+            }
+        }))
+        .await;
         for (server, list) in connected.iter().zip(lists) {
             match list {
                 Ok(list) => {
@@ -605,7 +626,7 @@ impl Catalog {
                         }
                         if builtin_names.contains(tool.qualified_name.as_str()) {
                             view.issues.push(CatalogIssue {
-                                server: Some(server.clone()),
+                                server: Some((*server).to_owned()),
                                 message: format!("tool `{}` clashes with the program's own tool of that name, which wins", tool.qualified_name),
                             });
                             continue;
@@ -617,7 +638,7 @@ impl Catalog {
                 Err(e) => {
                     complete = false;
                     view.issues.push(CatalogIssue {
-                        server: Some(server.clone()),
+                        server: Some((*server).to_owned()),
                         message: crate::error_chain(&e),
                     });
                 }
@@ -854,17 +875,23 @@ fn build(config: &ServerConfig, defs: Vec<ToolDef>, number: u64) -> ServerTools 
 
     // A name listed twice would give two identical qualified names, which model APIs reject:
     // the first definition is kept, and the repetition reported once.
-    let mut seen = BTreeSet::new();
     let mut repeated = BTreeSet::new();
+    let first: Vec<bool> = {
+        let mut seen = HashSet::with_capacity(defs.len());
+        defs.iter()
+            .map(|d| {
+                let first = seen.insert(d.name.as_str());
+                if !first {
+                    repeated.insert(d.name.clone());
+                }
+                first
+            })
+            .collect()
+    };
     let defs: Vec<ToolDef> = defs
         .into_iter()
-        .filter(|d| {
-            let first = seen.insert(d.name.clone());
-            if !first {
-                repeated.insert(d.name.clone());
-            }
-            first
-        })
+        .zip(first)
+        .filter_map(|(d, first)| first.then_some(d))
         .collect();
     let mut issues: Vec<CatalogIssue> = repeated
         .iter()
@@ -880,11 +907,20 @@ fn build(config: &ServerConfig, defs: Vec<ToolDef>, number: u64) -> ServerTools 
     // Tools that sanitise to the same name collide: each gets a hash (a tool whose name needed
     // no change keeps it), and the collision is reported.
     let mut by_clean: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for d in &defs {
-        by_clean
-            .entry(QualifiedName::sanitize(&d.name))
-            .or_default()
-            .push(d.name.clone());
+    {
+        let mut count: HashMap<Cow<'_, str>, u32> = HashMap::with_capacity(defs.len());
+        for d in &defs {
+            *count.entry(crate::name::clean(&d.name)).or_default() += 1;
+        }
+        for d in &defs {
+            let clean = crate::name::clean(&d.name);
+            if count.get(&clean).is_some_and(|n| *n > 1) {
+                by_clean
+                    .entry(clean.into_owned())
+                    .or_default()
+                    .push(d.name.clone());
+            }
+        }
     }
     for (clean, names) in by_clean.iter().filter(|(_, n)| n.len() > 1) {
         let listed = names
@@ -903,9 +939,9 @@ fn build(config: &ServerConfig, defs: Vec<ToolDef>, number: u64) -> ServerTools 
     let tools = defs
         .into_iter()
         .map(|d| {
-            let clean = QualifiedName::sanitize(&d.name);
-            let collides = by_clean.get(&clean).is_some_and(|n| n.len() > 1);
-            let qualified = if collides && clean != d.name {
+            let clean = crate::name::clean(&d.name);
+            let collides = !by_clean.is_empty() && by_clean.contains_key(clean.as_ref());
+            let qualified = if collides && clean != d.name.as_str() {
                 QualifiedName::hashed(server, &d.name)
             } else {
                 QualifiedName::new(server, &d.name)

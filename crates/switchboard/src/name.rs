@@ -7,6 +7,7 @@
 //! `__` ([`ServerName`](crate::config::ServerName)), so the first `__` after the prefix ends
 //! the server's name and every qualified name parses back to its server.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use sha2::{Digest, Sha256};
@@ -43,15 +44,20 @@ impl QualifiedName {
     }
 
     fn build(server: &str, tool: &str, force_hash: bool) -> QualifiedName {
-        let prefix = format!("{PREFIX}{server}{SEPARATOR}");
-        let clean = QualifiedName::sanitize(tool);
-        let text = if !force_hash && prefix.len() + clean.len() <= MAX_QUALIFIED_NAME {
-            format!("{prefix}{clean}")
+        let prefix = PREFIX.len() + server.len() + SEPARATOR.len();
+        let clean = clean(tool);
+        let mut text = String::with_capacity(MAX_QUALIFIED_NAME.max(prefix + clean.len()));
+        text.push_str(PREFIX);
+        text.push_str(server);
+        text.push_str(SEPARATOR);
+        if !force_hash && prefix + clean.len() <= MAX_QUALIFIED_NAME {
+            text.push_str(&clean);
         } else {
-            let room = MAX_QUALIFIED_NAME.saturating_sub(prefix.len() + 1 + HASH_LEN);
-            let cut: String = clean.chars().take(room).collect();
-            format!("{prefix}{cut}_{}", short_hash(tool))
-        };
+            let room = MAX_QUALIFIED_NAME.saturating_sub(prefix + 1 + HASH_LEN);
+            text.extend(clean.chars().take(room));
+            text.push('_');
+            text.push_str(&short_hash(tool));
+        }
         QualifiedName {
             text,
             server_len: server.len(),
@@ -98,16 +104,24 @@ impl QualifiedName {
 
     /// A tool's name with characters outside `[A-Za-z0-9_-]` replaced by `_`.
     pub fn sanitize(tool: &str) -> String {
-        tool.chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect()
+        clean(tool).into_owned()
     }
+}
+
+fn allowed(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '-'
+}
+
+/// [`QualifiedName::sanitize`], copying only a name that changes.
+pub(crate) fn clean(tool: &str) -> Cow<'_, str> {
+    if tool.chars().all(allowed) {
+        return Cow::Borrowed(tool);
+    }
+    Cow::Owned(
+        tool.chars()
+            .map(|c| if allowed(c) { c } else { '_' })
+            .collect(),
+    )
 }
 
 /// 8 hex digits of SHA-256 of the text.

@@ -296,3 +296,42 @@ async fn a_kept_list_lasts_as_long_as_its_ttl() {
 fn json_args(value: Value) -> Map<String, Value> {
     value.as_object().cloned().unwrap_or_default()
 }
+
+/// More lazy servers than the catalogue's cache holds (20): one listing lists every one from its
+/// kept lists, starts none, and tells no one that their tools changed (the listing is what
+/// tells of them; a second build of each server's list announced them all as new).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listing_of_many_lazy_servers_starts_none_and_announces_nothing() {
+    let tree = ConfigTree::new().unwrap();
+    let marker = tree.root().join("starts");
+    let servers: Map<String, Value> = (0..25)
+        .map(|i| {
+            let entry = counted(&marker, &json!({"startup": "lazy"}));
+            (format!("kit{i:02}"), entry)
+        })
+        .collect();
+    let servers = Value::Object(servers);
+    let first = host(&tree, servers.clone());
+    first.wait_settled(SETTLE).await.unwrap();
+    assert_eq!(starts(&marker), 25, "each started once to fill its lists");
+    first.shutdown().await;
+
+    let host = host(&tree, servers);
+    host.wait_settled(SETTLE).await.unwrap();
+    let mut events = host.events();
+    for round in 0..2 {
+        let tools = tool_names(&host.tools().await.tools);
+        for i in 0..25 {
+            let echo = format!("mcp__kit{i:02}__echo");
+            assert!(tools.contains(&echo), "listing {round}: {echo} missing");
+        }
+        while let Some(event) = events.try_recv() {
+            assert!(
+                !matches!(event, HostEvent::Catalog(_)),
+                "listing {round} announced {event:?}"
+            );
+        }
+    }
+    assert_eq!(starts(&marker), 25, "no process started for a listing");
+    host.shutdown().await;
+}
