@@ -6,7 +6,11 @@
 # over the 28 MB of `.text` had 14 MB of it resident; laid out together, 2 MB.
 #
 # Usage: scripts/symbol-order.sh   (builds the release CLI and testkit server; valgrind)
-# Re-run it after large changes; names it lists that no longer exist are ignored.
+# Re-run it after large changes and before a release. Names carry hashes of their crates'
+# metadata, which change with any dependency or feature change: the link matches a stale name
+# to the binary's own when it is the only one alike without hashes (link-ordered.py), which
+# recovers non-generic functions and std's (v0-mangled) ones, not generic instances under
+# legacy mangling. Names of functions since gone are ignored.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"

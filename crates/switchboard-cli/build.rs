@@ -4,7 +4,9 @@
 //! Release builds for x86_64 Linux, which rustc links with LLD, also lay out the functions a
 //! start runs together (`symbol-order.txt`, written by `scripts/symbol-order.sh`): code is
 //! read in by pages, and scattered it kept 14 MB of `.text` resident where 2 MB is run.
-//! `SWITCHBOARD_NO_SYMBOL_ORDER=1` turns it off (for a linker that is not LLD). Where the
+//! The file's names are matched to the binary's own at the link (`link-ordered.sh`), as their
+//! hashes change with the crates' metadata. `SWITCHBOARD_NO_SYMBOL_ORDER=1` turns it off (for
+//! a linker that is not LLD). Where the
 //! building machine's glibc is 2.36 or later, relocations are packed too (DT_RELR;
 //! `SWITCHBOARD_NO_RELR=1` for a binary meant for older systems).
 
@@ -49,6 +51,15 @@ fn symbol_order() {
     {
         let order = order.display();
         println!("cargo:rustc-link-arg-bin=switchboard=-Wl,--symbol-ordering-file={order}");
+        // The file's names carry hashes that change with any dependency or feature change: the
+        // link matches them to the binary's own first (link-ordered.sh, run by gcc's -wrapper).
+        let wrapper = Path::new(&var("CARGO_MANIFEST_DIR")).join("link-ordered.sh");
+        println!("cargo:rerun-if-changed=link-ordered.sh");
+        println!("cargo:rerun-if-changed=link-ordered.py");
+        if wrapper.is_file() {
+            println!("cargo:rustc-link-arg-bin=switchboard=-wrapper");
+            println!("cargo:rustc-link-arg-bin=switchboard={}", wrapper.display());
+        }
         // Names of functions since renamed or gone are left out, silently.
         println!("cargo:rustc-link-arg-bin=switchboard=-Wl,--no-warn-symbol-ordering");
         // Relative relocations packed (DT_RELR): 1.2 MB of `.rela.dyn` that the loader read in
