@@ -23,7 +23,8 @@
 # scripts/install-partners.sh; PEERS_SWITCHBOARD (default target/release/switchboard: build it
 # with `cargo build --release --locked -p switchboard-cli --bin switchboard`);
 # PEERS_BENCH_WATCHDOG (seconds, default 900). Missing peers are skipped, with a note.
-# Exits 0 when every run ran (a missed target prints FAIL), 1 otherwise.
+# Exits 0 when every run ran (a missed target prints FAIL), 1 otherwise or when a gateway was
+# not on the path (no CPU of its own during the calls, or no server under it).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 env_file="${SWITCHBOARD_PARTNERS_DIR:-$root/.partners}/partners.env"
