@@ -125,12 +125,18 @@ start_switchboard() {
         XDG_STATE_HOME="$home/.local/state" SWITCHBOARD_MANAGED_CONFIG="$work/no-managed.json" \
         SWITCHBOARD_GATEWAY_TOKEN="$token" "$sb" serve --http "127.0.0.1:$port"
   ) >"$work/switchboard.log" 2>&1 &
-  pid[switchboard]=$!
-  roots+=("$!")
-  url[switchboard]="http://127.0.0.1:$port/mcp"
-  tool[switchboard]=mcp__everything__echo
-  wait_port "$!" "$port" || die "switchboard did not listen on $port: $(tail -5 "$work/switchboard.log")"
-  targets+=(switchboard)
+  started switchboard "$!" "$port" mcp__everything__echo
+}
+
+# Records gateway $1 (process $2, listening on port $3, serving the echo tool as $4) as a
+# target once it listens.
+started() {
+  pid[$1]=$2
+  roots+=("$2")
+  url[$1]="http://127.0.0.1:$3/mcp"
+  tool[$1]=$4
+  wait_port "$2" "$3" || die "$1 did not listen on $3: $(tail -5 "$work/$1.log")"
+  targets+=("$1")
 }
 
 start_supergateway() {
@@ -143,12 +149,7 @@ start_supergateway() {
   "$SWITCHBOARD_NODE22" "$SWITCHBOARD_PARTNER_SUPERGATEWAY" --stdio "$everything stdio" \
     --outputTransport streamableHttp --stateful --port "$port" --logLevel none \
     >"$work/supergateway.log" 2>&1 &
-  pid[supergateway]=$!
-  roots+=("$!")
-  url[supergateway]="http://127.0.0.1:$port/mcp"
-  tool[supergateway]=echo
-  wait_port "$!" "$port" || die "supergateway did not listen on $port: $(tail -5 "$work/supergateway.log")"
-  targets+=(supergateway)
+  started supergateway "$!" "$port" echo
 }
 
 start_mcp_proxy() {
@@ -160,12 +161,7 @@ start_mcp_proxy() {
   port="$(free_port)"
   "$SWITCHBOARD_PARTNER_MCP_PROXY" --host 127.0.0.1 --port "$port" --log-level WARNING -- \
     "$everything" stdio >"$work/mcp-proxy.log" 2>&1 &
-  pid[mcp-proxy]=$!
-  roots+=("$!")
-  url[mcp-proxy]="http://127.0.0.1:$port/mcp"
-  tool[mcp-proxy]=echo
-  wait_port "$!" "$port" || die "mcp-proxy did not listen on $port: $(tail -5 "$work/mcp-proxy.log")"
-  targets+=(mcp-proxy)
+  started mcp-proxy "$!" "$port" echo
 }
 
 # One client run against target $1 with the client's extra arguments after it; its JSON line
