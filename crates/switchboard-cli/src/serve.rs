@@ -125,12 +125,14 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
             oauth.set_scopes(filter.scopes());
             std::sync::Arc::new(oauth)
         });
+        let rules = flag_rules(&args)?;
         let gateway = Gateway::with_options(
             host.clone(),
             filter,
             args.tool_search.unwrap_or_default(),
             args.prefix,
         );
+        let gateway_for_reload = gateway.clone();
         if let Some(traces) = &traces {
             gateway.set_traces(traces.clone());
         }
@@ -147,7 +149,7 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         };
         // Listening before anything is served: a SIGHUP from then on reloads, never kills.
         let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
-        let reloading = tokio::spawn(reload_on_hangup(host.clone(), hangups));
+        let reloading = tokio::spawn(reload_on_hangup(gateway_for_reload, hangups, rules));
         let outcome = tokio::select! {
             outcome = served => outcome,
             _ = crate::context::interrupted() => Ok(()),
@@ -162,16 +164,26 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// On each SIGHUP, reads the configuration again and applies its servers (see
-/// [`switchboard::host::Host::reload`]); what changed and the new problems go to stderr.
+/// [`switchboard::host::Host::reload`]) and its tool rules (`flags` joined with the user
+/// file's `gateway` section; rules that do not parse leave the old ones in place); what
+/// changed and the new problems go to stderr.
 async fn reload_on_hangup(
-    host: switchboard::host::Host,
+    gateway: Gateway,
     hangups: Option<tokio::signal::unix::Signal>,
+    flags: ToolFilter,
 ) {
     let Some(mut hangups) = hangups else {
         return;
     };
+    let host = gateway.host().clone();
     while hangups.recv().await.is_some() {
-        match host.reload().await {
+        let reloaded = host.reload().await;
+        let mut rules = flags.clone();
+        match config_rules(&host, &mut rules) {
+            Ok(()) => gateway.set_filter(rules),
+            Err(e) => eprintln!("switchboard: the tool rules were kept as they were: {e:#}"),
+        }
+        match reloaded {
             Ok((reloaded, issues)) => {
                 for issue in &issues {
                     eprintln!("switchboard: {issue}");
@@ -317,7 +329,7 @@ fn flag_rules(args: &ServeArgs) -> anyhow::Result<ToolFilter> {
 /// go to stderr, an error (naming the file, line and field) stops the gateway.
 fn config_rules(host: &switchboard::host::Host, filter: &mut ToolFilter) -> anyhow::Result<()> {
     const NONE: [&str; 0] = [];
-    let settings = host.config().gateway_settings();
+    let settings = host.current_config().gateway_settings();
     for issue in &settings.issues {
         if issue.is_error() {
             bail!("{issue}");

@@ -449,6 +449,69 @@ fn sighup_reloads_servers_and_the_open_session_follows() {
     );
 }
 
+/// SIGHUP reads the tool rules again (the user file's `gateway` section, joined with the
+/// flags'): the open session hears `tools/list_changed`, a tool the new rules deny is neither
+/// listed nor callable, and one they no longer deny is both.
+#[test]
+fn sighup_reads_the_tool_rules_again() {
+    let tree = ConfigTree::new().unwrap();
+    let kit = json!({"command": switchboard_testkit::server_bin()});
+    let write = |deny: &[&str]| {
+        let file = json!({"mcpServers": {"kit": kit}, "gateway": {"denyTools": deny}});
+        tree.write(tree.user_file(), &file.to_string()).unwrap();
+    };
+    write(&["mcp__kit__add"]);
+    let mut gateway = RawStdio::start(&tree, &["--stdio", "--deny-tool", "mcp__kit__pid"]);
+    let names = |gateway: &mut RawStdio| -> Vec<String> {
+        let listed = gateway.request("tools/list", json!({}));
+        listed["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let call = |gateway: &mut RawStdio, name: &str| -> Value {
+        gateway.request(
+            "tools/call",
+            json!({"name": name, "arguments": {"a": 1, "b": 2, "text": "hi"}}),
+        )
+    };
+    let listed = names(&mut gateway);
+    assert!(listed.contains(&"mcp__kit__echo".to_owned()), "{listed:?}");
+    assert!(!listed.contains(&"mcp__kit__add".to_owned()), "{listed:?}");
+    let refused = call(&mut gateway, "mcp__kit__add");
+    assert!(
+        refused["result"]["isError"] == true || refused["error"].is_object(),
+        "{refused}"
+    );
+
+    let pid = gateway.child.id().to_string();
+    let hangup = || {
+        let status = Command::new("kill").args(["-HUP", &pid]).status().unwrap();
+        assert!(status.success());
+    };
+    write(&["mcp__kit__echo"]);
+    hangup();
+    gateway.notification("notifications/tools/list_changed");
+    let listed = names(&mut gateway);
+    assert!(listed.contains(&"mcp__kit__add".to_owned()), "{listed:?}");
+    assert!(!listed.contains(&"mcp__kit__echo".to_owned()), "{listed:?}");
+    // The flag's rule stays.
+    assert!(!listed.contains(&"mcp__kit__pid".to_owned()), "{listed:?}");
+    let added = call(&mut gateway, "mcp__kit__add");
+    assert!(added["result"].to_string().contains('3'), "{added}");
+    let refused = call(&mut gateway, "mcp__kit__echo");
+    assert!(
+        !refused.to_string().contains("Echo") && !refused.to_string().contains("hi\""),
+        "{refused}"
+    );
+    assert!(
+        refused["result"]["isError"] == true || refused["error"].is_object(),
+        "{refused}"
+    );
+}
+
 /// Lazy servers' kept lists load at the first listing: that listing tells of them, not a
 /// `tools/list_changed` per server; a real change afterwards is told.
 #[test]

@@ -80,7 +80,10 @@ pub struct Gateway {
 #[derive(Debug)]
 struct Inner {
     host: Host,
-    filter: ToolFilter,
+    /// The tool rules; replaced whole by [`Gateway::set_filter`].
+    filter: std::sync::RwLock<Arc<ToolFilter>>,
+    /// Bumped when the rules change: every session hears `tools/list_changed`.
+    rules: tokio::sync::watch::Sender<u64>,
     search: ToolSearch,
     /// How tools, prompts and resources are named.
     prefix: Prefix,
@@ -116,7 +119,8 @@ impl Gateway {
         Gateway {
             inner: Arc::new(Inner {
                 host,
-                filter,
+                filter: std::sync::RwLock::new(Arc::new(filter)),
+                rules: tokio::sync::watch::Sender::new(0),
                 search,
                 prefix,
                 rounds: rounds::Rounds::default(),
@@ -141,8 +145,32 @@ impl Gateway {
         &self.inner.host
     }
 
-    pub fn filter(&self) -> &ToolFilter {
-        &self.inner.filter
+    /// The tool rules now.
+    pub fn filter(&self) -> Arc<ToolFilter> {
+        self.inner
+            .filter
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Replaces the tool rules (a reload): listings and calls from now on follow them, and
+    /// every session hears `tools/list_changed`.
+    pub fn set_filter(&self, filter: ToolFilter) {
+        *self
+            .inner
+            .filter
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(filter);
+        self.inner.rules.send_modify(|n| *n += 1);
+    }
+
+    /// The host's events, and a tools change whenever the tool rules change.
+    pub fn events(&self) -> Events {
+        Events {
+            host: self.inner.host.events(),
+            rules: self.inner.rules.subscribe(),
+        }
     }
 
     /// Exports a span for each client request (and each call's upstream request) from now on;
@@ -182,6 +210,30 @@ impl Gateway {
     /// A handler for one new downstream session.
     pub fn session(&self) -> session::Session {
         session::Session::new(self.clone())
+    }
+}
+
+/// [`Gateway::events`].
+#[derive(Debug)]
+pub struct Events {
+    host: switchboard::host::Events,
+    rules: tokio::sync::watch::Receiver<u64>,
+}
+
+impl Events {
+    /// The next event; `None` once the host is gone.
+    pub async fn recv(&mut self) -> Option<switchboard::host::HostEvent> {
+        tokio::select! {
+            event = self.host.recv() => event,
+            // The gateway holds the sender: it cannot close while a session runs.
+            Ok(()) = self.rules.changed() => Some(switchboard::host::HostEvent::Catalog(
+                switchboard::CatalogEvent::ToolsChanged {
+                    server: String::new(),
+                    added: Vec::new(),
+                    removed: Vec::new(),
+                },
+            )),
+        }
     }
 }
 

@@ -236,7 +236,7 @@ impl Session {
     /// Follows the catalogue and the servers for this session until it ends, telling the
     /// client what changed.
     fn fan_out(&self, peer: Peer<RoleServer>) {
-        let mut events = self.gateway.host().events();
+        let mut events = self.gateway.events();
         let ended = self.ended.clone();
         let subscribed = self.subscribed.clone();
         let log_level = self.log_level.clone();
@@ -834,7 +834,7 @@ impl ServerHandler for Session {
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        let mut events = self.gateway.host().events();
+        let mut events = self.gateway.events();
         let sink = context.sink().clone();
         loop {
             let event = tokio::select! {
