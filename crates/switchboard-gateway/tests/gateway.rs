@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 use switchboard::host::{Host, Prefix};
 use switchboard::permissions::GatewayAsk;
 use switchboard_gateway::http::{DEFAULT_ORIGINS, HttpError, HttpGateway, HttpOptions};
+use switchboard_gateway::sessions::SessionLimits;
 use switchboard_gateway::{Gateway, ToolFilter, ToolSearch};
 use switchboard_testkit::config_tree::ConfigTree;
 use tokio::sync::mpsc;
@@ -34,6 +35,8 @@ thread_local! {
     /// Traces for the next gateway this thread makes ([`gateway_with`]).
     static TRACES: std::cell::RefCell<Option<switchboard_gateway::trace::Traces>> =
         const { std::cell::RefCell::new(None) };
+    /// Session limits for the next gateway this thread makes ([`gateway_with`]).
+    static LIMITS: std::cell::Cell<Option<SessionLimits>> = const { std::cell::Cell::new(None) };
 }
 
 fn testkit(args: &[&str]) -> Value {
@@ -94,7 +97,7 @@ async fn gateway_with(
             token: TOKEN.to_owned(),
             allowed_origins: DEFAULT_ORIGINS.iter().map(|s| s.to_string()).collect(),
             allow_remote: false,
-            sessions: Default::default(),
+            sessions: LIMITS.with(|l| l.take()).unwrap_or_default(),
         },
     )
     .await
@@ -454,20 +457,140 @@ async fn string_and_numeric_request_ids_round_trip() {
     assert_eq!(accepted.status(), 202);
 
     for id in [json!(9007199254740991_u64), json!("call-7"), json!(0)] {
-        let answer = messages(
-            send(
-                Some(session.clone()),
-                json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-                       "params": {"name": "mcp__kit__echo", "arguments": {"text": "hi"}}}),
-            )
-            .await
-            .unwrap(),
+        let response = send(
+            Some(session.clone()),
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                   "params": {"name": "mcp__kit__echo", "arguments": {"text": "hi"}}}),
         )
-        .await;
+        .await
+        .unwrap();
+        // Answered by the fast path.
+        assert_eq!(response.headers()["content-type"], "application/json");
+        let answer = messages(response).await;
         let answer = answer.iter().find(|m| m.get("id").is_some()).unwrap();
         assert_eq!(answer["id"], id, "{answer}");
         assert_eq!(answer["result"]["content"][0]["text"], "hi");
     }
+}
+
+/// A raw initialize-era session over reqwest: `initialize` and `initialized` sent.
+struct RawSession {
+    http: reqwest::Client,
+    url: String,
+    id: String,
+}
+
+impl RawSession {
+    async fn open(url: &str, capabilities: Value) -> RawSession {
+        let http = reqwest::Client::new();
+        let mut session = RawSession {
+            http,
+            url: url.to_owned(),
+            id: String::new(),
+        };
+        let init = session
+            .post(
+                json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": capabilities,
+                "clientInfo": {"name": "raw", "version": "1"}}}),
+            )
+            .await;
+        assert_eq!(init.status(), 200);
+        session.id = init.headers()["mcp-session-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let accepted = session
+            .post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        assert_eq!(accepted.status(), 202);
+        session
+    }
+
+    async fn post(&self, body: Value) -> reqwest::Response {
+        let mut request = self
+            .http
+            .post(&self.url)
+            .bearer_auth(TOKEN)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(body.to_string());
+        if !self.id.is_empty() {
+            request = request.header("mcp-session-id", &self.id);
+        }
+        tokio::time::timeout(WAIT, request.send())
+            .await
+            .expect("an answer in time")
+            .unwrap()
+    }
+
+    /// Calls `name`: the response's content type and the call's answer.
+    async fn call(&self, id: u64, name: &str, arguments: Value) -> (String, Value) {
+        let response = self
+            .post(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                         "params": {"name": name, "arguments": arguments}}))
+            .await;
+        assert_eq!(response.status(), 200, "{name}");
+        let kind = response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let answer = messages(response)
+            .await
+            .into_iter()
+            .find(|m| m["id"] == json!(id))
+            .expect("the call's answer");
+        (kind, answer)
+    }
+}
+
+/// A session's calls are answered as JSON (the fast path, before rmcp's session machinery)
+/// with the same results and errors, and they count as the session's activity: a session
+/// that calls for longer than its idle time is not ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_are_answered_as_json_and_keep_their_session_alive() {
+    LIMITS.with(|l| {
+        l.set(Some(SessionLimits {
+            idle: Duration::from_secs(1),
+            ..SessionLimits::default()
+        }))
+    });
+    let (_tree, _host, url) =
+        gateway(json!({"kit": testkit(&[])}), json!({"allow": ["mcp__kit"]})).await;
+    let session = RawSession::open(&url, json!({})).await;
+    let (kind, answer) = session
+        .call(1, "mcp__kit__echo", json!({"text": "fast"}))
+        .await;
+    assert_eq!(kind, "application/json");
+    assert_eq!(answer["result"]["content"][0]["text"], "fast", "{answer}");
+    assert!(answer["result"].get("resultType").is_none(), "{answer}");
+    let (_, unknown) = session.call(2, "mcp__kit__nothing", json!({})).await;
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    assert!(
+        unknown["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no tool named `mcp__kit__nothing`"),
+        "{unknown}"
+    );
+    // Calls one after another for over twice the idle time: the session stays.
+    let started = std::time::Instant::now();
+    let mut id = 3;
+    while started.elapsed() < Duration::from_millis(2500) {
+        let (_, answer) = session
+            .call(id, "mcp__kit__echo", json!({"text": "again"}))
+            .await;
+        assert_eq!(answer["result"]["content"][0]["text"], "again", "{answer}");
+        id += 1;
+    }
+    // rmcp still knows the session: a request only it answers is served.
+    let listed = session
+        .post(json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}))
+        .await;
+    assert_eq!(listed.status(), 200);
+    let listed = messages(listed).await;
+    assert!(listed[0]["result"]["tools"].is_array(), "{listed:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
