@@ -11,15 +11,26 @@
 //! `call_tool` runs: the served name (`--prefix`) and the tool rules with the request's
 //! identity ([`crate::session::called_tool`]), the search mode's call tool, the trace spans,
 //! [`Host::call`](switchboard::host::Host::call) (permissions, time limits, output budget),
-//! the metrics. The answer is `application/json`. The call counts as the session's activity
-//! for its idle clock ([`Sessions::touch`], at most every [`TOUCH_EVERY`]), and a client's
+//! the metrics. The call counts as the session's activity for its idle clock
+//! ([`Sessions::touch`], at most every [`TOUCH_EVERY`]), and a client's
 //! `notifications/cancelled` naming it cancels it (dropped, so cancelled upstream).
+//!
+//! The answer is held until the call ends (→ `application/json`) or the first message for the
+//! client comes (→ `text/event-stream`: that message, the following ones, then the answer). A
+//! call's messages are its progress notifications (for the client's `progressToken`) and its
+//! servers' questions (elicitation, sampling, roots, and the approval a rule's `ask` wants),
+//! put by [`StreamAsker`] as requests with ids the gateway makes (`sb-ask-N`). The client
+//! answers each in a POST of its own, a JSON-RPC response on the same session: it is handed to
+//! the waiting question here ([`Fast::deliver`]) and gets 202. A client that goes away drops
+//! the call, which cancels it upstream.
 //!
 //! Everything else goes on to rmcp as before, the body handed on as it was read: batches,
 //! other methods, a 2026-07-28 client (input rounds), the search tool (it changes the
 //! session's list), a request with SEP-2243 headers or a protocol-version `_meta`, a GET or a
-//! DELETE, and (until calls can ask their clients here) the calls of sessions whose client
-//! declared elicitation, sampling or roots, and calls with a progress token.
+//! DELETE, a response to a request of rmcp's.
+
+// Sampling and roots are deprecated for 2026-07-28, but initialize-era clients serve them.
+#![allow(deprecated)]
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,17 +39,26 @@ use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::header::{ACCEPT, CONTENT_TYPE};
+use axum::http::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use futures::FutureExt;
+use futures::future::BoxFuture;
 use rmcp::ErrorData;
-use rmcp::model::{ClientCapabilities, ErrorCode, InitializeRequestParams, ProtocolVersion};
-use serde_json::{Map, Value};
+use rmcp::model::{
+    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, ErrorCode, InitializeRequestParams, ListRootsResult, ProtocolVersion, Root,
+};
+use serde_json::{Map, Value, json};
+use switchboard::Progress;
 use switchboard::host::CallOptions;
 use switchboard::interaction::Interaction;
-use switchboard::permissions::CallSource;
+use switchboard::permissions::{CallSource, PermissionPrompter};
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
+
+use crate::forward::{Asker, ElicitingPrompter};
 
 use crate::http::{MAX_BODY, SESSION_ID};
 use crate::oauth::Identity;
@@ -123,6 +143,19 @@ pub(crate) struct Fast {
     declining: Interaction,
     epoch: Instant,
     touch_every_ms: u64,
+    /// The questions of calls answered here that wait for their clients' answers, by the id
+    /// the gateway gave each.
+    waiting: Mutex<HashMap<String, Waiter>>,
+    /// The number in the next question's id.
+    next_question: AtomicU64,
+}
+
+/// A question waiting for its client's answer.
+#[derive(Debug)]
+struct Waiter {
+    /// The session the question went to: only its answer is taken.
+    session: Arc<str>,
+    answer: oneshot::Sender<Result<Value, Value>>,
 }
 
 impl Fast {
@@ -135,11 +168,28 @@ impl Fast {
             declining: crate::forward::upstream_interaction(),
             epoch: Instant::now(),
             touch_every_ms: u64::try_from(touch_every.as_millis()).unwrap_or(u64::MAX),
+            waiting: Mutex::default(),
+            next_question: AtomicU64::new(1),
         }
     }
 
+    fn waiting(&self) -> std::sync::MutexGuard<'_, HashMap<String, Waiter>> {
+        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Hands a client's answer (`result`, or `error`) to the question `id` of its session;
+    /// `false` when no question of that session waits under that id here.
+    fn deliver(&self, session: &str, id: &str, answer: Result<Value, Value>) -> bool {
+        let mut waiting = self.waiting();
+        let theirs = waiting.get(id).is_some_and(|w| &*w.session == session);
+        if let Some(waiter) = theirs.then(|| waiting.remove(id)).flatten() {
+            let _ = waiter.answer.send(answer);
+        }
+        theirs
+    }
+
     /// The session of a POST the fast path may answer, from its headers alone.
-    fn link_for(&self, request: &Request) -> Option<(Arc<Link>, String)> {
+    fn session_of(&self, request: &Request) -> Option<String> {
         if request.method() != Method::POST {
             return None;
         }
@@ -158,11 +208,7 @@ impl Fast {
                 return None;
             }
         }
-        let link = self.sessions.link(id)?;
-        if link.modern {
-            return None;
-        }
-        Some((link, id.to_owned()))
+        Some(id.to_owned())
     }
 
     /// Tells rmcp's idle clock that the session `id` is in use, unless told recently.
@@ -187,11 +233,13 @@ impl Fast {
         identity: Option<&Identity>,
         id: &Value,
         call: CallRequest,
+        asking: Asking,
     ) -> Result<Value, ErrorData> {
         let CallRequest {
             name,
             arguments,
             traceparent,
+            ..
         } = call;
         let (name, arguments) =
             if self.gateway.tool_search() != ToolSearch::Off && name == CALL_TOOL {
@@ -206,7 +254,9 @@ impl Fast {
             source: CallSource::Gateway {
                 client: link.client.clone(),
             },
-            interaction: Some(self.declining.clone()),
+            interaction: Some(asking.interaction),
+            prompter: asking.prompter,
+            progress: asking.progress,
             meta: traced.as_ref().map(TracedCall::meta),
             ..CallOptions::default()
         };
@@ -246,9 +296,20 @@ impl Fast {
     }
 }
 
+/// What a call's questions and progress go to.
+struct Asking {
+    interaction: Interaction,
+    prompter: Option<Arc<dyn PermissionPrompter>>,
+    progress: Option<mpsc::UnboundedSender<Progress>>,
+}
+
 /// The middleware (see the module's doc).
 pub(crate) async fn serve(State(fast): State<Arc<Fast>>, request: Request, next: Next) -> Response {
-    let Some((link, session)) = fast.link_for(&request) else {
+    let Some(session) = fast.session_of(&request) else {
+        return next.run(request).await;
+    };
+    let link = fast.sessions.link(&session).filter(|link| !link.modern);
+    let Some(link) = link else {
         return next.run(request).await;
     };
     let (parts, body) = request.into_parts();
@@ -265,12 +326,12 @@ pub(crate) async fn serve(State(fast): State<Arc<Fast>>, request: Request, next:
     let route = serde_json::from_slice::<Incoming>(&bytes)
         .ok()
         .and_then(|message| message.route(&fast.gateway, &link));
+    let session: Arc<str> = Arc::from(session);
     match route {
         Some(Route::Call(id, call)) => {
             fast.touch(&link, &session).await;
-            let identity = parts.extensions.get::<Identity>();
-            let answer = fast.call(&link, identity, &id, call).await;
-            json_answer(&id, answer)
+            let identity = parts.extensions.get::<Identity>().cloned();
+            answer_call(fast, link, session, identity, id, call).await
         }
         Some(Route::Cancel(key)) => {
             if let Some(cancelled) = link.calls().get(&key) {
@@ -279,10 +340,255 @@ pub(crate) async fn serve(State(fast): State<Arc<Fast>>, request: Request, next:
             fast.touch(&link, &session).await;
             StatusCode::ACCEPTED.into_response()
         }
+        Some(Route::Answer(id, answer)) => {
+            if fast.deliver(&session, &id, answer) {
+                fast.touch(&link, &session).await;
+                return StatusCode::ACCEPTED.into_response();
+            }
+            // Not a question of a call here: rmcp's (an answer to its own request).
+            next.run(Request::from_parts(parts, Body::from(bytes)))
+                .await
+        }
         None => {
             next.run(Request::from_parts(parts, Body::from(bytes)))
                 .await
         }
+    }
+}
+
+/// Answers a call: as JSON when it ends before anything else is sent to its client, else as an
+/// event stream (what was sent so far, what follows, then the answer) once the first
+/// progress notification or question comes.
+async fn answer_call(
+    fast: Arc<Fast>,
+    link: Arc<Link>,
+    session: Arc<str>,
+    identity: Option<Identity>,
+    id: Value,
+    call: CallRequest,
+) -> Response {
+    if !link.asks() && call.progress.is_none() {
+        let asking = Asking {
+            interaction: fast.declining.clone(),
+            prompter: None,
+            progress: None,
+        };
+        let answer = fast.call(&link, identity.as_ref(), &id, call, asking).await;
+        return json_answer(&id, answer);
+    }
+    let (out, mut outbox) = mpsc::unbounded_channel::<Vec<u8>>();
+    let asker = Arc::new(StreamAsker {
+        fast: fast.clone(),
+        session,
+        out: out.clone(),
+    });
+    let interaction = crate::forward::forwarding_interaction(&link.capabilities, asker.clone());
+    let prompter = ElicitingPrompter::for_client(&link.capabilities, asker);
+    let token = call.progress.clone();
+    let call_id = id.clone();
+    let running = async move {
+        let (progress, mut progressed) = mpsc::unbounded_channel();
+        let asking = Asking {
+            interaction,
+            prompter,
+            progress: token.is_some().then_some(progress),
+        };
+        let call = fast.call(&link, identity.as_ref(), &call_id, call, asking);
+        tokio::pin!(call);
+        let answer = loop {
+            tokio::select! {
+                biased;
+                Some(step) = progressed.recv() => {
+                    if let Some(token) = &token {
+                        let _ = out.send(progress_message(token, step));
+                    }
+                }
+                answer = &mut call => break answer,
+            }
+        };
+        // Every progress notification goes before the answer.
+        while let Ok(step) = progressed.try_recv() {
+            if let Some(token) = &token {
+                let _ = out.send(progress_message(token, step));
+            }
+        }
+        answer
+    };
+    let mut running = Box::pin(running);
+    let first = tokio::select! {
+        biased;
+        Some(first) = outbox.recv() => first,
+        answer = &mut running => match outbox.try_recv() {
+            Ok(first) => {
+                let rest = std::iter::once(first).chain(std::iter::from_fn(|| outbox.try_recv().ok()));
+                let mut events: Vec<u8> = rest.flat_map(|m| event(&m)).collect();
+                match answer_bytes(&id, &answer) {
+                    Ok(answer) => events.extend(event(&answer)),
+                    Err(e) => tracing::warn!("a call's answer could not be written: {e}"),
+                }
+                return event_stream(futures::stream::iter([Ok(events)]));
+            }
+            Err(_) => return json_answer(&id, answer),
+        },
+    };
+    // Something went to the client: the rest of the call streams.
+    let (events, received) = mpsc::channel::<Vec<u8>>(16);
+    tokio::spawn(async move {
+        if events.send(event(&first)).await.is_err() {
+            return;
+        }
+        let mut keep_alive =
+            tokio::time::interval_at(tokio::time::Instant::now() + KEEP_ALIVE, KEEP_ALIVE);
+        loop {
+            let next = tokio::select! {
+                biased;
+                Some(message) = outbox.recv() => event(&message),
+                answer = &mut running => {
+                    let mut last: Vec<u8> = std::iter::from_fn(|| outbox.try_recv().ok())
+                        .flat_map(|m| event(&m))
+                        .collect();
+                    match answer_bytes(&id, &answer) {
+                        Ok(answer) => last.extend(event(&answer)),
+                        Err(e) => tracing::warn!("a call's answer could not be written: {e}"),
+                    }
+                    let _ = events.send(last).await;
+                    return;
+                }
+                _ = keep_alive.tick() => b": keep-alive\n\n".to_vec(),
+                // The client went away: dropping the call cancels it upstream.
+                () = events.closed() => return,
+            };
+            if events.send(next).await.is_err() {
+                return;
+            }
+        }
+    });
+    event_stream(futures::stream::unfold(
+        received,
+        |mut received| async move { received.recv().await.map(|chunk| (Ok(chunk), received)) },
+    ))
+}
+
+/// How often an event stream that has nothing to say says so (a comment), so that proxies do
+/// not close it while a client's user thinks.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// A message as one server-sent event.
+fn event(message: &[u8]) -> Vec<u8> {
+    let mut event = Vec::with_capacity(message.len() + 24);
+    event.extend_from_slice(b"event: message\ndata: ");
+    event.extend_from_slice(message);
+    event.extend_from_slice(b"\n\n");
+    event
+}
+
+/// An event stream response of `chunks`.
+fn event_stream<S>(chunks: S) -> Response
+where
+    S: futures::Stream<Item = Result<Vec<u8>, std::convert::Infallible>> + Send + 'static,
+{
+    let mut response = Response::new(Body::from_stream(chunks));
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+/// A server's progress as the client's `notifications/progress` for its `token`.
+fn progress_message(token: &Value, progress: Progress) -> Vec<u8> {
+    let mut params = json!({"progressToken": token, "progress": progress.progress});
+    if let Some(total) = progress.total {
+        params["total"] = json!(total);
+    }
+    if let Some(message) = progress.message {
+        params["message"] = Value::String(message);
+    }
+    json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
+        .to_string()
+        .into_bytes()
+}
+
+/// Puts a call's questions to its client as requests on the call's event stream, with ids the
+/// gateway makes; the client answers each with a POST of its own ([`Fast::deliver`]).
+#[derive(Debug)]
+struct StreamAsker {
+    fast: Arc<Fast>,
+    session: Arc<str>,
+    out: mpsc::UnboundedSender<Vec<u8>>,
+}
+
+/// Takes a question out of [`Fast::waiting`] when it is no longer waited for.
+struct Asked<'a> {
+    fast: &'a Fast,
+    id: String,
+}
+
+impl Drop for Asked<'_> {
+    fn drop(&mut self) {
+        self.fast.waiting().remove(&self.id);
+    }
+}
+
+impl StreamAsker {
+    async fn ask(&self, method: &str, params: Value) -> Result<Value, String> {
+        let number = self.fast.next_question.fetch_add(1, Ordering::Relaxed);
+        let id = format!("sb-ask-{number}");
+        let (answer, answered) = oneshot::channel();
+        self.fast.waiting().insert(
+            id.clone(),
+            Waiter {
+                session: self.session.clone(),
+                answer,
+            },
+        );
+        let asked = Asked {
+            fast: &self.fast,
+            id,
+        };
+        let request = json!({"jsonrpc": "2.0", "id": asked.id, "method": method, "params": params});
+        self.out
+            .send(request.to_string().into_bytes())
+            .map_err(|_| "the call's stream to its client is closed".to_owned())?;
+        match answered.await {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(error)) => Err(format!(
+                "the client answered `{method}` with an error: {error}"
+            )),
+            Err(_) => Err(format!("no answer to `{method}`")),
+        }
+    }
+}
+
+impl Asker for StreamAsker {
+    fn elicit(&self, params: ElicitRequestParams) -> BoxFuture<'_, Result<ElicitResult, String>> {
+        async move {
+            let params = serde_json::to_value(params).map_err(|e| e.to_string())?;
+            let result = self.ask("elicitation/create", params).await?;
+            serde_json::from_value(result).map_err(|e| format!("not an elicitation result: {e}"))
+        }
+        .boxed()
+    }
+
+    fn sample(
+        &self,
+        params: CreateMessageRequestParams,
+    ) -> BoxFuture<'_, Result<CreateMessageResult, String>> {
+        async move {
+            let params = serde_json::to_value(params).map_err(|e| e.to_string())?;
+            let result = self.ask("sampling/createMessage", params).await?;
+            serde_json::from_value(result).map_err(|e| format!("not a sampling result: {e}"))
+        }
+        .boxed()
+    }
+
+    fn roots(&self) -> BoxFuture<'_, Result<Vec<Root>, String>> {
+        async move {
+            let result = self.ask("roots/list", json!({})).await?;
+            serde_json::from_value::<ListRootsResult>(result)
+                .map(|listed| listed.roots)
+                .map_err(|e| format!("not a roots list: {e}"))
+        }
+        .boxed()
     }
 }
 
@@ -293,6 +599,8 @@ struct Incoming {
     id: Option<Value>,
     method: Option<String>,
     params: Option<Map<String, Value>>,
+    result: Option<Value>,
+    error: Option<Value>,
 }
 
 /// What the fast path does with a message.
@@ -301,6 +609,8 @@ enum Route {
     Call(Value, CallRequest),
     /// Cancels its call with this id (JSON text) if it runs here.
     Cancel(String),
+    /// A client's answer to the question with this id.
+    Answer(String, Result<Value, Value>),
 }
 
 /// A `tools/call`'s parameters, as far as the fast path takes them.
@@ -309,6 +619,8 @@ struct CallRequest {
     arguments: Map<String, Value>,
     /// The client's W3C `traceparent` (`_meta`), for the call's span.
     traceparent: Option<String>,
+    /// The client's progress token (`_meta`).
+    progress: Option<Value>,
 }
 
 impl Incoming {
@@ -316,11 +628,21 @@ impl Incoming {
         if self.jsonrpc != "2.0" {
             return None;
         }
-        match (self.method.as_deref()?, self.id) {
+        let Some(method) = self.method.as_deref() else {
+            let Some(Value::String(id)) = self.id else {
+                return None;
+            };
+            return match (self.result, self.error) {
+                (Some(result), None) => Some(Route::Answer(id, Ok(result))),
+                (None, Some(error)) => Some(Route::Answer(id, Err(error))),
+                _ => None,
+            };
+        };
+        match (method, self.id) {
             ("tools/call", Some(id @ (Value::Number(_) | Value::String(_)))) => {
                 let call = CallRequest::from_params(self.params?)?;
                 let searching = gateway.tool_search() != ToolSearch::Off;
-                if (searching && call.name == SEARCH_TOOL) || link.asks() {
+                if searching && call.name == SEARCH_TOOL {
                     return None;
                 }
                 Some(Route::Call(id, call))
@@ -349,14 +671,17 @@ impl CallRequest {
             Some(Value::Object(arguments)) => arguments,
             Some(_) => return None,
         };
-        let mut traceparent = None;
+        let (mut traceparent, mut progress) = (None, None);
         match params.shift_remove("_meta") {
             None => {}
             Some(Value::Object(meta)) => {
                 for (key, value) in meta {
                     match key.as_str() {
                         "traceparent" => traceparent = value.as_str().map(str::to_owned),
-                        "progressToken" => return None,
+                        "progressToken" => match value {
+                            token @ (Value::String(_) | Value::Number(_)) => progress = Some(token),
+                            _ => return None,
+                        },
                         key if key.starts_with("io.modelcontextprotocol/") => return None,
                         _ => {}
                     }
@@ -368,6 +693,7 @@ impl CallRequest {
             name,
             arguments,
             traceparent,
+            progress,
         })
     }
 }
@@ -402,26 +728,35 @@ fn accepts_both(headers: &HeaderMap) -> bool {
 /// A JSON-RPC answer as an `application/json` response, written without building it as a
 /// value first.
 fn json_answer(id: &Value, answer: Result<Value, ErrorData>) -> Response {
-    let mut body = Vec::with_capacity(256);
-    body.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-    let written = serde_json::to_writer(&mut body, id).and_then(|()| match &answer {
-        Ok(result) => {
-            body.extend_from_slice(br#","result":"#);
-            serde_json::to_writer(&mut body, result)
+    let body = match answer_bytes(id, &answer) {
+        Ok(body) => body,
+        Err(e) => {
+            tracing::warn!("a call's answer could not be written: {e}");
+            return StatusCode::INTERNAL_SERVER_ERROR.into_response();
         }
-        Err(error) => {
-            body.extend_from_slice(br#","error":"#);
-            serde_json::to_writer(&mut body, error)
-        }
-    });
-    if let Err(e) = written {
-        tracing::warn!("a call's answer could not be written: {e}");
-        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
-    }
-    body.push(b'}');
+    };
     let mut response = Response::new(Body::from(body));
     response
         .headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
+}
+
+/// A JSON-RPC answer's bytes.
+fn answer_bytes(id: &Value, answer: &Result<Value, ErrorData>) -> serde_json::Result<Vec<u8>> {
+    let mut body = Vec::with_capacity(256);
+    body.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    serde_json::to_writer(&mut body, id)?;
+    match answer {
+        Ok(result) => {
+            body.extend_from_slice(br#","result":"#);
+            serde_json::to_writer(&mut body, result)?;
+        }
+        Err(error) => {
+            body.extend_from_slice(br#","error":"#);
+            serde_json::to_writer(&mut body, error)?;
+        }
+    }
+    body.push(b'}');
+    Ok(body)
 }

@@ -545,6 +545,112 @@ impl RawSession {
     }
 }
 
+/// The JSON-RPC messages of an event stream as they come.
+struct Events {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+impl Events {
+    /// The next message, within `WAIT`; `None` when the stream ended.
+    async fn next(&mut self) -> Option<Value> {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let event: String = self.buffer.drain(..end + 2).collect();
+                let data: String = event
+                    .lines()
+                    .filter_map(|line| line.strip_prefix("data:"))
+                    .map(str::trim)
+                    .collect();
+                if let Ok(message) = serde_json::from_str(&data) {
+                    return Some(message);
+                }
+                continue;
+            }
+            let chunk = tokio::time::timeout(WAIT, self.response.chunk())
+                .await
+                .expect("the stream goes on in time")
+                .unwrap()?;
+            self.buffer.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+    }
+}
+
+/// A call that asks its client a question during the call is answered as an event stream: the
+/// question (an `elicitation/create` request with an id the gateway made), then, once the
+/// client's answer came back in a POST of its own, the call's result. A call with a progress
+/// token gets its progress notifications on the stream before its result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_streams_its_questions_and_progress_and_takes_the_answers() {
+    let (_tree, _host, url) = gateway(
+        json!({"kit": testkit(&["--ask-tools"])}),
+        json!({"allow": ["mcp__kit"]}),
+    )
+    .await;
+    let session = RawSession::open(&url, json!({"elicitation": {}})).await;
+    let response = session
+        .post(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                     "params": {"name": "mcp__kit__ask_form", "arguments": {}}}))
+        .await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut events = Events {
+        response,
+        buffer: String::new(),
+    };
+    let question = events.next().await.expect("the question");
+    assert_eq!(question["method"], "elicitation/create", "{question}");
+    assert_eq!(question["params"]["message"], "Tell us about yourself");
+    let asked = question["id"].clone();
+    assert!(asked.is_string(), "{question}");
+    // An answer from another session is not taken for it.
+    let other = RawSession::open(&url, json!({"elicitation": {}})).await;
+    let foreign = other
+        .post(json!({"jsonrpc": "2.0", "id": asked, "result": {"action": "decline"}}))
+        .await;
+    assert!(foreign.status().is_success() || foreign.status().is_client_error());
+    let answered = session
+        .post(json!({"jsonrpc": "2.0", "id": asked, "result": {
+            "action": "accept", "content": {"name": "Ada", "age": 36}}}))
+        .await;
+    assert_eq!(answered.status(), 202);
+    let result = events.next().await.expect("the call's result");
+    assert_eq!(result["id"], 1, "{result}");
+    let text = result["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("accepted") && text.contains("Ada"),
+        "{result}"
+    );
+    assert!(
+        events.next().await.is_none(),
+        "the stream ends with the result"
+    );
+
+    let response = session
+        .post(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                     "params": {"name": "mcp__kit__slow", "arguments": {"ms": 300, "steps": 3},
+                                "_meta": {"progressToken": "p-2"}}}))
+        .await;
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut events = Events {
+        response,
+        buffer: String::new(),
+    };
+    let mut progress = 0;
+    let result = loop {
+        let message = events.next().await.expect("progress, then the result");
+        if message["method"] == "notifications/progress" {
+            assert_eq!(message["params"]["progressToken"], "p-2", "{message}");
+            progress += 1;
+        } else {
+            break message;
+        }
+    };
+    assert!(progress >= 1, "no progress before the result");
+    assert_eq!(result["id"], 2, "{result}");
+    assert_eq!(result["result"]["content"][0]["text"], "done", "{result}");
+}
+
 /// A session's calls are answered as JSON (the fast path, before rmcp's session machinery)
 /// with the same results and errors, and they count as the session's activity: a session
 /// that calls for longer than its idle time is not ended.
