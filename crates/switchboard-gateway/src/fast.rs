@@ -24,6 +24,12 @@
 //! the waiting question here ([`Fast::deliver`]) and gets 202. A client that goes away drops
 //! the call, which cancels it upstream.
 //!
+//! Among replicas (`--cluster-key-file`), a session another replica opened is served from its
+//! sealed id (the client's `initialize` is in it; cap and owner were checked before), and a
+//! question's id is sealed with this replica's advertised address ([`QuestionSeal`]): the
+//! balancer may send the client's answer to any replica, and one that does not wait for it
+//! forwards it to the replica whose call asked ([`crate::replicas::forward_answer`]).
+//!
 //! Everything else goes on to rmcp as before, the body handed on as it was read: batches,
 //! other methods, a 2026-07-28 client (input rounds), the search tool (it changes the
 //! session's list), a request with SEP-2243 headers or a protocol-version `_meta`, a GET or a
@@ -53,12 +59,15 @@ use rmcp::model::{
 use serde_json::{Map, Value, json};
 use switchboard::Progress;
 use switchboard::host::CallOptions;
-use switchboard::interaction::Interaction;
+use switchboard::interaction::{Interaction, MAX_ANSWER_WAIT};
 use switchboard::permissions::{CallSource, PermissionPrompter};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use crate::cluster::Purpose;
 use crate::forward::{Asker, ElicitingPrompter};
+use crate::replicas::{Edge, FORWARDED};
+use crate::sessions::SealedSession;
 
 use crate::http::{MAX_BODY, SESSION_ID};
 use crate::oauth::Identity;
@@ -139,6 +148,8 @@ impl Drop for InFlight<'_> {
 pub(crate) struct Fast {
     gateway: Gateway,
     sessions: Arc<Sessions>,
+    /// Among replicas: the key and the way to the others.
+    edge: Option<Arc<Edge>>,
     /// The questions of a call whose client declared none: declined, as rmcp's path does.
     declining: Interaction,
     epoch: Instant,
@@ -159,12 +170,13 @@ struct Waiter {
 }
 
 impl Fast {
-    pub(crate) fn new(gateway: Gateway, sessions: Arc<Sessions>) -> Fast {
+    pub(crate) fn new(gateway: Gateway, sessions: Arc<Sessions>, edge: Option<Arc<Edge>>) -> Fast {
         let idle = sessions.limits().idle;
         let touch_every = TOUCH_EVERY.min(idle / 8);
         Fast {
             gateway,
             sessions,
+            edge,
             declining: crate::forward::upstream_interaction(),
             epoch: Instant::now(),
             touch_every_ms: u64::try_from(touch_every.as_millis()).unwrap_or(u64::MAX),
@@ -308,8 +320,14 @@ pub(crate) async fn serve(State(fast): State<Arc<Fast>>, request: Request, next:
     let Some(session) = fast.session_of(&request) else {
         return next.run(request).await;
     };
-    let link = fast.sessions.link(&session).filter(|link| !link.modern);
-    let Some(link) = link else {
+    // A session initialized here, or among replicas one whose id opens under the key (its
+    // `initialize` is in it): its calls are answered here without resuming it in rmcp.
+    let link = fast.sessions.link(&session).or_else(|| {
+        let cluster = &fast.edge.as_ref()?.cluster;
+        let sealed = cluster.open::<SealedSession>(Purpose::Session, &session)?;
+        Some(Arc::new(Link::new(&sealed.init)))
+    });
+    let Some(link) = link.filter(|link| !link.modern) else {
         return next.run(request).await;
     };
     let (parts, body) = request.into_parts();
@@ -344,6 +362,22 @@ pub(crate) async fn serve(State(fast): State<Arc<Fast>>, request: Request, next:
             if fast.deliver(&session, &id, answer) {
                 fast.touch(&link, &session).await;
                 return StatusCode::ACCEPTED.into_response();
+            }
+            // Among replicas, a question another replica's call asked: the answer goes there.
+            if let Some(edge) = &fast.edge
+                && let Some(seal) = edge.cluster.open::<QuestionSeal>(Purpose::Question, &id)
+            {
+                if Some(seal.addr.as_str()) == edge.cluster.advertise()
+                    || parts.headers.contains_key(FORWARDED)
+                {
+                    tracing::info!(
+                        "an answer to a question no call here waits for was dropped (its call \
+                         ended, or the question was forwarded here from {})",
+                        seal.addr
+                    );
+                    return StatusCode::ACCEPTED.into_response();
+                }
+                return crate::replicas::forward_answer(edge, &seal.addr, parts, bytes).await;
             }
             // Not a question of a call here: rmcp's (an answer to its own request).
             next.run(Request::from_parts(parts, Body::from(bytes)))
@@ -508,6 +542,19 @@ fn progress_message(token: &Value, progress: Progress) -> Vec<u8> {
         .into_bytes()
 }
 
+/// How long a sealed question id opens: longer than any question is waited for.
+const QUESTION_LIFE: Duration = Duration::from_secs(3600);
+
+/// What a question's id holds among replicas: the asking replica's advertised address and its
+/// own id for the question.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct QuestionSeal {
+    #[serde(rename = "a")]
+    addr: String,
+    #[serde(rename = "h")]
+    handle: String,
+}
+
 /// Puts a call's questions to its client as requests on the call's event stream, with ids the
 /// gateway makes; the client answers each with a POST of its own ([`Fast::deliver`]).
 #[derive(Debug)]
@@ -532,7 +579,19 @@ impl Drop for Asked<'_> {
 impl StreamAsker {
     async fn ask(&self, method: &str, params: Value) -> Result<Value, String> {
         let number = self.fast.next_question.fetch_add(1, Ordering::Relaxed);
-        let id = format!("sb-ask-{number}");
+        let mut id = format!("sb-ask-{number}");
+        // Among replicas the balancer may send the answer to another replica: the id says,
+        // sealed, which one asked.
+        if let Some(edge) = &self.fast.edge {
+            let seal = QuestionSeal {
+                addr: edge.cluster.advertise().unwrap_or_default().to_owned(),
+                handle: id,
+            };
+            id = edge
+                .cluster
+                .seal(Purpose::Question, &seal, QUESTION_LIFE)
+                .map_err(|e| format!("the question's id could not be sealed: {e}"))?;
+        }
         let (answer, answered) = oneshot::channel();
         self.fast.waiting().insert(
             id.clone(),
@@ -549,12 +608,16 @@ impl StreamAsker {
         self.out
             .send(request.to_string().into_bytes())
             .map_err(|_| "the call's stream to its client is closed".to_owned())?;
-        match answered.await {
-            Ok(Ok(result)) => Ok(result),
-            Ok(Err(error)) => Err(format!(
+        match tokio::time::timeout(MAX_ANSWER_WAIT, answered).await {
+            Ok(Ok(Ok(result))) => Ok(result),
+            Ok(Ok(Err(error))) => Err(format!(
                 "the client answered `{method}` with an error: {error}"
             )),
-            Err(_) => Err(format!("no answer to `{method}`")),
+            Ok(Err(_)) => Err(format!("no answer to `{method}`")),
+            Err(_) => Err(format!(
+                "no answer to `{method}` within {} s",
+                MAX_ANSWER_WAIT.as_secs()
+            )),
         }
     }
 }

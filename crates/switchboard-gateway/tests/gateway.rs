@@ -552,8 +552,10 @@ struct Events {
 }
 
 impl Events {
-    /// The next message, within `WAIT`; `None` when the stream ended.
+    /// The next message, within `WAIT` (keep-alive comments do not count); `None` when the
+    /// stream ended.
     async fn next(&mut self) -> Option<Value> {
+        let deadline = tokio::time::Instant::now() + WAIT;
         loop {
             if let Some(end) = self.buffer.find("\n\n") {
                 let event: String = self.buffer.drain(..end + 2).collect();
@@ -567,9 +569,9 @@ impl Events {
                 }
                 continue;
             }
-            let chunk = tokio::time::timeout(WAIT, self.response.chunk())
+            let chunk = tokio::time::timeout_at(deadline, self.response.chunk())
                 .await
-                .expect("the stream goes on in time")
+                .expect("the next message in time")
                 .unwrap()?;
             self.buffer.push_str(std::str::from_utf8(&chunk).unwrap());
         }
