@@ -1,7 +1,8 @@
 //! Replicas with no sticky sessions: three `switchboard serve --http` processes with one
 //! configuration, token and cluster key, sharing one real `redis-server` (`--store`), behind a
 //! real HAProxy (`balance roundrobin`), and clients of both generations through it: an
-//! initialize-era session whose requests land on every replica, and a 2026-07-28 client whose
+//! initialize-era session whose requests land on every replica (the answers to its calls'
+//! elicitations too, forwarded to the replica whose call asked), and a 2026-07-28 client whose
 //! input rounds are answered on another replica than the one that parked them. Both call a
 //! remote server that wants OAuth with rotating refresh tokens, logged in once (into Redis)
 //! before the replicas start; its access token is expired twice while calls land on several
@@ -417,6 +418,23 @@ async fn replicas_behind_a_round_robin_balancer_serve_both_generations_and_survi
     // (the one session is open on every replica: opened on one, resumed on the others)
     let sessions = sessions_by_replica(&addrs).await;
     assert_eq!(sessions, [1; REPLICAS], "sessions open by replica");
+    // The session's calls that ask its client during the call (an elicitation on the call's
+    // stream): round robin sends the client's answer, a POST of its own, to another replica
+    // than the one running the call, which forwards it there.
+    let before = calls_by_replica(&addrs, None).await;
+    for i in 0..6 {
+        one_call(&session, Call::Ask, i).await.unwrap();
+    }
+    let counts = calls_by_replica(&addrs, None).await;
+    let asking = counts
+        .iter()
+        .zip(&before)
+        .filter(|(now, then)| now > then)
+        .count();
+    assert!(
+        asking >= 2,
+        "the asking calls did not spread over the replicas: {before:?} then {counts:?}"
+    );
     // ... and each input round's second request lands on another replica than the one that
     // parked it (two requests a call, three replicas: each parks some).
     for i in 0..6 {

@@ -36,6 +36,8 @@ pub enum Purpose {
     Session,
     /// A 2026-07-28 input round's `requestState`.
     Round,
+    /// The id of a question the fast path put to an initialize-era client during a call.
+    Question,
 }
 
 impl Purpose {
@@ -44,6 +46,7 @@ impl Purpose {
             // v2: the session's owner is sealed with its `initialize` (an id of v1 is unknown).
             Purpose::Session => b"switchboard session v2",
             Purpose::Round => b"switchboard round v1",
+            Purpose::Question => b"switchboard question v1",
         }
     }
 }

@@ -222,14 +222,33 @@ impl HttpGateway {
             gateway,
             sessions: sessions.clone(),
         };
-        let mut mcp = Router::new().route_service(MCP_PATH, service).layer(
-            axum::middleware::from_fn_with_state(sessions.clone(), cap_sessions),
-        );
-        if let Some(cluster) = cluster {
-            let edge = crate::replicas::Edge::new(served_gateway.clone(), cluster)
-                .map_err(HttpError::Serve)?;
+        // rmcp's service, the fast path for calls before it (`fast.rs`), the session cap and
+        // owner check before that.
+        let edge = match &cluster {
+            Some(cluster) => Some(Arc::new(
+                crate::replicas::Edge::new(served_gateway.clone(), cluster.clone())
+                    .map_err(HttpError::Serve)?,
+            )),
+            None => None,
+        };
+        let fast = Arc::new(crate::fast::Fast::new(
+            served_gateway.clone(),
+            sessions.clone(),
+            edge.clone(),
+        ));
+        let mut mcp = Router::new()
+            .route_service(MCP_PATH, service)
+            .layer(axum::middleware::from_fn_with_state(
+                fast,
+                crate::fast::serve,
+            ))
+            .layer(axum::middleware::from_fn_with_state(
+                sessions.clone(),
+                cap_sessions,
+            ));
+        if let Some(edge) = edge {
             mcp = mcp.layer(axum::middleware::from_fn_with_state(
-                Arc::new(edge),
+                edge,
                 crate::replicas::edge,
             ));
         }

@@ -16,6 +16,7 @@
 //! be asked.
 
 pub mod cluster;
+mod fast;
 pub mod forward;
 pub mod http;
 pub mod metrics;

@@ -61,7 +61,7 @@ const HOP_BY_HOP: [&str; 8] = [
 #[derive(Debug)]
 pub(crate) struct Edge {
     gateway: Gateway,
-    cluster: Arc<Cluster>,
+    pub(crate) cluster: Arc<Cluster>,
     client: reqwest::Client,
 }
 
@@ -208,6 +208,44 @@ async fn forward(
     *response.status_mut() = status;
     *response.headers_mut() = headers;
     response
+}
+
+/// Sends a client's answer to a question to the replica at `addr`, whose call asked it, and
+/// passes its response back. When that replica cannot be reached, the answer is dropped (and
+/// logged): the call it was for is gone with it, or ends at its own time limit.
+pub(crate) async fn forward_answer(edge: &Edge, addr: &str, parts: Parts, body: Bytes) -> Response {
+    let url = format!("http://{addr}{}", crate::http::MCP_PATH);
+    let mut headers = without_hop_by_hop(parts.headers);
+    headers.remove(HOST);
+    headers.insert(
+        HeaderName::from_static(FORWARDED),
+        HeaderValue::from_static("1"),
+    );
+    match edge
+        .client
+        .post(url)
+        .headers(headers)
+        .body(body)
+        .send()
+        .await
+    {
+        Ok(answer) => {
+            let status = answer.status();
+            let headers = without_hop_by_hop(answer.headers().clone());
+            let mut response = Response::new(Body::from_stream(answer.bytes_stream()));
+            *response.status_mut() = status;
+            *response.headers_mut() = headers;
+            response
+        }
+        Err(e) => {
+            let cause = switchboard::error_chain(&e.without_url());
+            tracing::info!(
+                replica = addr,
+                "an answer to a question was dropped: the replica whose call asked it cannot be reached ({cause})"
+            );
+            StatusCode::ACCEPTED.into_response()
+        }
+    }
 }
 
 fn without_hop_by_hop(mut headers: HeaderMap) -> HeaderMap {

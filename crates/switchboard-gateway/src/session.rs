@@ -437,27 +437,8 @@ impl Session {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        // The qualified name of the tool served under this name (the same under `always`).
-        // And the name it is served under, which the tool rules match too (a client may call
-        // it by either).
-        let (name, served) = match self.gateway.prefix() {
-            Prefix::Always => (request.name.to_string(), request.name.to_string()),
-            prefix => {
-                let names = self.gateway.host().tool_names(prefix).await;
-                let qualified = names.qualified(&request.name);
-                let served = names.served(qualified).unwrap_or(&request.name);
-                (qualified.to_owned(), served.to_owned())
-            }
-        };
-        // A tool hidden from this client is refused as an unknown one: never run, and not
-        // told apart from a tool that does not exist.
         let identity = Identity::of_request(&context.extensions);
-        if !self.gateway.filter().serves_to(identity, &name, &served) {
-            return Err(ErrorData::invalid_params(
-                format!("no tool named `{}`", request.name),
-                None,
-            ));
-        }
+        let name = called_tool(&self.gateway, &request.name, identity).await?;
         if speaks_rounds(&context) {
             return self.call_in_rounds(name, request, context).await;
         }
@@ -525,15 +506,7 @@ impl Session {
         qualified: &str,
         context: &RequestContext<RoleServer>,
     ) -> Option<TracedCall> {
-        let traces = self.gateway.traces()?;
-        let (server, tool) = switchboard::QualifiedName::split(qualified)?;
-        let request = traces.request("tools/call", Some(tool), client_traceparent(context));
-        let (upstream, traceparent) = traces.upstream(&request, "tools/call", server, tool);
-        Some(TracedCall {
-            request,
-            upstream,
-            traceparent,
-        })
+        TracedCall::start(&self.gateway, qualified, client_traceparent(context))
     }
 
     /// The span of a client request other than a call (when traces are exported).
@@ -586,16 +559,63 @@ fn client_traceparent(context: &RequestContext<RoleServer>) -> Option<&str> {
     context.meta.get("traceparent").and_then(Value::as_str)
 }
 
+/// The qualified name of the tool a client calls by `requested`, the name it is served under
+/// (`--prefix`; the same under `always`). The tool rules match both the qualified and the
+/// served name (a client may call it by either): a tool hidden from this client is refused as
+/// an unknown one, never run, and not told apart from a tool that does not exist.
+pub(crate) async fn called_tool(
+    gateway: &Gateway,
+    requested: &str,
+    identity: Option<&Identity>,
+) -> Result<String, ErrorData> {
+    let (name, served) = match gateway.prefix() {
+        Prefix::Always => (requested.to_owned(), None),
+        prefix => {
+            let names = gateway.host().tool_names(prefix).await;
+            let qualified = names.qualified(requested);
+            let served = names.served(qualified).unwrap_or(requested);
+            (qualified.to_owned(), Some(served.to_owned()))
+        }
+    };
+    let served = served.as_deref().unwrap_or(requested);
+    if !gateway.filter().serves_to(identity, &name, served) {
+        return Err(ErrorData::invalid_params(
+            format!("no tool named `{requested}`"),
+            None,
+        ));
+    }
+    Ok(name)
+}
+
 /// A call's spans and the `traceparent` its upstream request carries.
-struct TracedCall {
+pub(crate) struct TracedCall {
     request: opentelemetry::Context,
     upstream: opentelemetry::Context,
     traceparent: String,
 }
 
 impl TracedCall {
+    /// The spans of a call of the tool `qualified` (when traces are exported): the client's
+    /// request (under the client's `traceparent`, if it sent one), and under it the upstream
+    /// request.
+    pub(crate) fn start(
+        gateway: &Gateway,
+        qualified: &str,
+        traceparent: Option<&str>,
+    ) -> Option<TracedCall> {
+        let traces = gateway.traces()?;
+        let (server, tool) = switchboard::QualifiedName::split(qualified)?;
+        let request = traces.request("tools/call", Some(tool), traceparent);
+        let (upstream, traceparent) = traces.upstream(&request, "tools/call", server, tool);
+        Some(TracedCall {
+            request,
+            upstream,
+            traceparent,
+        })
+    }
+
     /// The `_meta` members of the upstream request.
-    fn meta(&self) -> Map<String, Value> {
+    pub(crate) fn meta(&self) -> Map<String, Value> {
         let mut meta = Map::new();
         meta.insert(
             "traceparent".to_owned(),
@@ -604,7 +624,7 @@ impl TracedCall {
         meta
     }
 
-    fn end(self, outcome: &Result<CallOutcome, CallError>) {
+    pub(crate) fn end(self, outcome: &Result<CallOutcome, CallError>) {
         let failed = match outcome {
             Ok(o) if o.is_error => Some("the tool's result is an error".to_owned()),
             Ok(_) => None,
@@ -614,7 +634,7 @@ impl TracedCall {
         crate::trace::end(&self.request, failed);
     }
 
-    fn cancelled(self) {
+    pub(crate) fn cancelled(self) {
         let why = Some("cancelled by the client".to_owned());
         crate::trace::end(&self.upstream, why.clone());
         crate::trace::end(&self.request, why);
@@ -629,7 +649,7 @@ fn end_span<T>(span: Option<opentelemetry::Context>, result: &Result<T, ErrorDat
 }
 
 /// Counts a call of the tool `qualified` that started at `started` in the gateway's metrics.
-fn record(
+pub(crate) fn record(
     metrics: &crate::metrics::Metrics,
     qualified: &str,
     started: std::time::Instant,
@@ -685,7 +705,7 @@ fn speaks_rounds(context: &RequestContext<RoleServer>) -> bool {
 /// A call's outcome as the downstream client sees it, as MCP JSON: the result, the server's
 /// own refusal, or a denial or failure as the tool's error with its causes (the model reads
 /// why).
-fn call_value(outcome: Result<CallOutcome, CallError>) -> Result<Value, ErrorData> {
+pub(crate) fn call_value(outcome: Result<CallOutcome, CallError>) -> Result<Value, ErrorData> {
     match outcome {
         Ok(outcome) => Ok(outcome.result),
         Err(CallError::NoSuchTool(tool)) => Err(ErrorData::invalid_params(

@@ -26,11 +26,13 @@
 //! that open none (2026-07-28 clients are sessionless) are not refused.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use futures::Stream;
-use rmcp::model::{ClientJsonRpcMessage, InitializeRequestParams, ServerJsonRpcMessage};
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientRequest, InitializeRequestParams, ServerJsonRpcMessage,
+};
 use rmcp::transport::WorkerTransport;
 use rmcp::transport::streamable_http_server::SessionId;
 use rmcp::transport::streamable_http_server::session::local::{
@@ -44,6 +46,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::cluster::{Cluster, Purpose};
+use crate::fast::Link;
 use crate::oauth::Identity;
 
 /// How long a sealed session id opens on a replica that does not hold its session (one that
@@ -154,6 +157,8 @@ pub struct Sessions {
     counts: Mutex<Counts>,
     /// The replicas' key: session ids are sealed under it.
     cluster: Option<Arc<Cluster>>,
+    /// The sessions initialized here, for the fast path ([`crate::fast`]).
+    links: RwLock<HashMap<SessionId, Arc<Link>>>,
 }
 
 #[derive(Debug, Default)]
@@ -181,6 +186,7 @@ impl Sessions {
             limits,
             counts: Mutex::default(),
             cluster,
+            links: RwLock::default(),
         }
     }
 
@@ -234,6 +240,25 @@ impl Sessions {
             Ok(RestoreOutcome::Restored(transport)) => Some((id, transport)),
             _ => None,
         }
+    }
+
+    /// Counts a request rmcp does not see (the fast path's, [`crate::fast`]) as the session's
+    /// activity: rmcp's idle clock starts again at any event its session worker gets, and
+    /// closing a request stream that does not exist is one that changes nothing.
+    pub(crate) async fn touch(&self, id: &str) {
+        let handle = self.manager.sessions.read().await.get(id).cloned();
+        if let Some(handle) = handle {
+            let _ = handle.close_request_wise_channel(u64::MAX).await;
+        }
+    }
+
+    /// What the fast path knows of the session `id`, once rmcp initialized it here.
+    pub(crate) fn link(&self, id: &str) -> Option<Arc<Link>> {
+        self.links
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(id)
+            .cloned()
     }
 
     pub fn limits(&self) -> SessionLimits {
@@ -359,7 +384,23 @@ impl SessionManager for Sessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<ServerJsonRpcMessage, Self::Error> {
-        self.manager.initialize_session(id, message).await
+        let link = match &message {
+            ClientJsonRpcMessage::Request(request) => match &request.request {
+                ClientRequest::InitializeRequest(init) => Some(Arc::new(Link::new(&init.params))),
+                _ => None,
+            },
+            _ => None,
+        };
+        let response = self.manager.initialize_session(id, message).await?;
+        if let Some(link) = link
+            && self.holds(id).await
+        {
+            self.links
+                .write()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(id.clone(), link);
+        }
+        Ok(response)
     }
 
     async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
@@ -370,6 +411,10 @@ impl SessionManager for Sessions {
     /// transport closed): the slot comes back here, once.
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
         let closed = self.manager.close_session(id).await;
+        self.links
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id);
         let mut counts = self.counts();
         if let Some(Some(token)) = counts.live.remove(id) {
             counts.release(token);

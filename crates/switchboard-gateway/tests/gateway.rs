@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 use switchboard::host::{Host, Prefix};
 use switchboard::permissions::GatewayAsk;
 use switchboard_gateway::http::{DEFAULT_ORIGINS, HttpError, HttpGateway, HttpOptions};
+use switchboard_gateway::sessions::SessionLimits;
 use switchboard_gateway::{Gateway, ToolFilter, ToolSearch};
 use switchboard_testkit::config_tree::ConfigTree;
 use tokio::sync::mpsc;
@@ -34,6 +35,8 @@ thread_local! {
     /// Traces for the next gateway this thread makes ([`gateway_with`]).
     static TRACES: std::cell::RefCell<Option<switchboard_gateway::trace::Traces>> =
         const { std::cell::RefCell::new(None) };
+    /// Session limits for the next gateway this thread makes ([`gateway_with`]).
+    static LIMITS: std::cell::Cell<Option<SessionLimits>> = const { std::cell::Cell::new(None) };
 }
 
 fn testkit(args: &[&str]) -> Value {
@@ -94,7 +97,7 @@ async fn gateway_with(
             token: TOKEN.to_owned(),
             allowed_origins: DEFAULT_ORIGINS.iter().map(|s| s.to_string()).collect(),
             allow_remote: false,
-            sessions: Default::default(),
+            sessions: LIMITS.with(|l| l.take()).unwrap_or_default(),
         },
     )
     .await
@@ -454,20 +457,248 @@ async fn string_and_numeric_request_ids_round_trip() {
     assert_eq!(accepted.status(), 202);
 
     for id in [json!(9007199254740991_u64), json!("call-7"), json!(0)] {
-        let answer = messages(
-            send(
-                Some(session.clone()),
-                json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-                       "params": {"name": "mcp__kit__echo", "arguments": {"text": "hi"}}}),
-            )
-            .await
-            .unwrap(),
+        let response = send(
+            Some(session.clone()),
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                   "params": {"name": "mcp__kit__echo", "arguments": {"text": "hi"}}}),
         )
-        .await;
+        .await
+        .unwrap();
+        // Answered by the fast path.
+        assert_eq!(response.headers()["content-type"], "application/json");
+        let answer = messages(response).await;
         let answer = answer.iter().find(|m| m.get("id").is_some()).unwrap();
         assert_eq!(answer["id"], id, "{answer}");
         assert_eq!(answer["result"]["content"][0]["text"], "hi");
     }
+}
+
+/// A raw initialize-era session over reqwest: `initialize` and `initialized` sent.
+struct RawSession {
+    http: reqwest::Client,
+    url: String,
+    id: String,
+}
+
+impl RawSession {
+    async fn open(url: &str, capabilities: Value) -> RawSession {
+        let http = reqwest::Client::new();
+        let mut session = RawSession {
+            http,
+            url: url.to_owned(),
+            id: String::new(),
+        };
+        let init = session
+            .post(
+                json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": capabilities,
+                "clientInfo": {"name": "raw", "version": "1"}}}),
+            )
+            .await;
+        assert_eq!(init.status(), 200);
+        session.id = init.headers()["mcp-session-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let accepted = session
+            .post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        assert_eq!(accepted.status(), 202);
+        session
+    }
+
+    async fn post(&self, body: Value) -> reqwest::Response {
+        let mut request = self
+            .http
+            .post(&self.url)
+            .bearer_auth(TOKEN)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(body.to_string());
+        if !self.id.is_empty() {
+            request = request.header("mcp-session-id", &self.id);
+        }
+        tokio::time::timeout(WAIT, request.send())
+            .await
+            .expect("an answer in time")
+            .unwrap()
+    }
+
+    /// Calls `name`: the response's content type and the call's answer.
+    async fn call(&self, id: u64, name: &str, arguments: Value) -> (String, Value) {
+        let response = self
+            .post(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                         "params": {"name": name, "arguments": arguments}}))
+            .await;
+        assert_eq!(response.status(), 200, "{name}");
+        let kind = response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let answer = messages(response)
+            .await
+            .into_iter()
+            .find(|m| m["id"] == json!(id))
+            .expect("the call's answer");
+        (kind, answer)
+    }
+}
+
+/// The JSON-RPC messages of an event stream as they come.
+struct Events {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+impl Events {
+    /// The next message, within `WAIT` (keep-alive comments do not count); `None` when the
+    /// stream ended.
+    async fn next(&mut self) -> Option<Value> {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let event: String = self.buffer.drain(..end + 2).collect();
+                let data: String = event
+                    .lines()
+                    .filter_map(|line| line.strip_prefix("data:"))
+                    .map(str::trim)
+                    .collect();
+                if let Ok(message) = serde_json::from_str(&data) {
+                    return Some(message);
+                }
+                continue;
+            }
+            let chunk = tokio::time::timeout_at(deadline, self.response.chunk())
+                .await
+                .expect("the next message in time")
+                .unwrap()?;
+            self.buffer.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+    }
+}
+
+/// A call that asks its client a question during the call is answered as an event stream: the
+/// question (an `elicitation/create` request with an id the gateway made), then, once the
+/// client's answer came back in a POST of its own, the call's result. A call with a progress
+/// token gets its progress notifications on the stream before its result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_streams_its_questions_and_progress_and_takes_the_answers() {
+    let (_tree, _host, url) = gateway(
+        json!({"kit": testkit(&["--ask-tools"])}),
+        json!({"allow": ["mcp__kit"]}),
+    )
+    .await;
+    let session = RawSession::open(&url, json!({"elicitation": {}})).await;
+    let response = session
+        .post(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                     "params": {"name": "mcp__kit__ask_form", "arguments": {}}}))
+        .await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut events = Events {
+        response,
+        buffer: String::new(),
+    };
+    let question = events.next().await.expect("the question");
+    assert_eq!(question["method"], "elicitation/create", "{question}");
+    assert_eq!(question["params"]["message"], "Tell us about yourself");
+    let asked = question["id"].clone();
+    assert!(asked.is_string(), "{question}");
+    // An answer from another session is not taken for it.
+    let other = RawSession::open(&url, json!({"elicitation": {}})).await;
+    let foreign = other
+        .post(json!({"jsonrpc": "2.0", "id": asked, "result": {"action": "decline"}}))
+        .await;
+    assert!(foreign.status().is_success() || foreign.status().is_client_error());
+    let answered = session
+        .post(json!({"jsonrpc": "2.0", "id": asked, "result": {
+            "action": "accept", "content": {"name": "Ada", "age": 36}}}))
+        .await;
+    assert_eq!(answered.status(), 202);
+    let result = events.next().await.expect("the call's result");
+    assert_eq!(result["id"], 1, "{result}");
+    let text = result["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("accepted") && text.contains("Ada"),
+        "{result}"
+    );
+    assert!(
+        events.next().await.is_none(),
+        "the stream ends with the result"
+    );
+
+    let response = session
+        .post(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                     "params": {"name": "mcp__kit__slow", "arguments": {"ms": 300, "steps": 3},
+                                "_meta": {"progressToken": "p-2"}}}))
+        .await;
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut events = Events {
+        response,
+        buffer: String::new(),
+    };
+    let mut progress = 0;
+    let result = loop {
+        let message = events.next().await.expect("progress, then the result");
+        if message["method"] == "notifications/progress" {
+            assert_eq!(message["params"]["progressToken"], "p-2", "{message}");
+            progress += 1;
+        } else {
+            break message;
+        }
+    };
+    assert!(progress >= 1, "no progress before the result");
+    assert_eq!(result["id"], 2, "{result}");
+    assert_eq!(result["result"]["content"][0]["text"], "done", "{result}");
+}
+
+/// A session's calls are answered as JSON (the fast path, before rmcp's session machinery)
+/// with the same results and errors, and they count as the session's activity: a session
+/// that calls for longer than its idle time is not ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_are_answered_as_json_and_keep_their_session_alive() {
+    LIMITS.with(|l| {
+        l.set(Some(SessionLimits {
+            idle: Duration::from_secs(1),
+            ..SessionLimits::default()
+        }))
+    });
+    let (_tree, _host, url) =
+        gateway(json!({"kit": testkit(&[])}), json!({"allow": ["mcp__kit"]})).await;
+    let session = RawSession::open(&url, json!({})).await;
+    let (kind, answer) = session
+        .call(1, "mcp__kit__echo", json!({"text": "fast"}))
+        .await;
+    assert_eq!(kind, "application/json");
+    assert_eq!(answer["result"]["content"][0]["text"], "fast", "{answer}");
+    assert!(answer["result"].get("resultType").is_none(), "{answer}");
+    let (_, unknown) = session.call(2, "mcp__kit__nothing", json!({})).await;
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    assert!(
+        unknown["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no tool named `mcp__kit__nothing`"),
+        "{unknown}"
+    );
+    // Calls one after another for over twice the idle time: the session stays.
+    let started = std::time::Instant::now();
+    let mut id = 3;
+    while started.elapsed() < Duration::from_millis(2500) {
+        let (_, answer) = session
+            .call(id, "mcp__kit__echo", json!({"text": "again"}))
+            .await;
+        assert_eq!(answer["result"]["content"][0]["text"], "again", "{answer}");
+        id += 1;
+    }
+    // rmcp still knows the session: a request only it answers is served.
+    let listed = session
+        .post(json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}))
+        .await;
+    assert_eq!(listed.status(), 200);
+    let listed = messages(listed).await;
+    assert!(listed[0]["result"]["tools"].is_array(), "{listed:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -469,3 +469,98 @@ async fn a_resumed_session_takes_a_slot_under_the_caps() {
     a.stop.cancel();
     b.stop.cancel();
 }
+
+/// An initialize-era client's call runs on one replica and asks it a question (an
+/// elicitation on the call's event stream); the balancer sends the client's answer to a third
+/// replica, which forwards it to the one whose call asked: the call gets it and ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_asked_on_one_replica_is_answered_through_another() {
+    let tree = tree();
+    let a = replica(&tree, Some(SECRET)).await;
+    let b = replica(&tree, Some(SECRET)).await;
+    let c = replica(&tree, Some(SECRET)).await;
+    let http = reqwest::Client::new();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "roaming", "version": "1"},
+    }});
+    let opened = post_session(&http, &a.url, None, init)
+        .send()
+        .await
+        .unwrap();
+    let session = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    answer(opened, &json!(1)).await;
+    let notified = post_session(
+        &http,
+        &a.url,
+        Some(&session),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(notified.status(), 202);
+
+    let mut call = post_session(
+        &http,
+        &b.url,
+        Some(&session),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "mcp__kit__ask_form", "arguments": {}}}),
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(call.status(), 200);
+    let mut heard = String::new();
+    // Within SETTLE for each message (keep-alive comments do not count).
+    let mut next = async || -> Value {
+        let deadline = tokio::time::Instant::now() + SETTLE;
+        loop {
+            if let Some(end) = heard.find("\n\n") {
+                let event: String = heard.drain(..end + 2).collect();
+                let data: String = event
+                    .lines()
+                    .filter_map(|line| line.strip_prefix("data:"))
+                    .map(str::trim)
+                    .collect();
+                if let Ok(message) = serde_json::from_str(&data) {
+                    return message;
+                }
+                continue;
+            }
+            let chunk = tokio::time::timeout_at(deadline, call.chunk())
+                .await
+                .expect("the call's next message in time")
+                .unwrap()
+                .expect("the call's stream ended early");
+            heard.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+    };
+    let question = next().await;
+    assert_eq!(question["method"], "elicitation/create", "{question}");
+    let asked = question["id"].clone();
+    let answered = post_session(
+        &http,
+        &c.url,
+        Some(&session),
+        json!({"jsonrpc": "2.0", "id": asked, "result": {
+            "action": "accept", "content": {"name": "Grace", "age": 85}}}),
+    )
+    .send();
+    let answered = tokio::time::timeout(SETTLE, answered)
+        .await
+        .expect("the answer's POST is answered in time")
+        .unwrap();
+    assert_eq!(answered.status(), 202);
+    let result = next().await;
+    assert_eq!(result["id"], 2, "{result}");
+    assert_eq!(
+        result["result"]["structuredContent"]["name"], "Grace",
+        "{result}"
+    );
+}
