@@ -390,15 +390,7 @@ fn sighup_reloads_servers_and_the_open_session_follows() {
     let kit = json!({"command": bin});
     write(json!({"kit": kit}));
     let mut gateway = RawStdio::start(&tree, &["--stdio"]);
-    let names = |gateway: &mut RawStdio| -> Vec<String> {
-        let listed = gateway.request("tools/list", json!({}));
-        listed["result"]["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["name"].as_str().unwrap().to_owned())
-            .collect()
-    };
+    let names = RawStdio::tool_names;
     assert!(!names(&mut gateway).contains(&"mcp__extra__new_tool".to_owned()));
     let pid = gateway.child.id().to_string();
     let hangup = || {
@@ -462,15 +454,7 @@ fn sighup_reads_the_tool_rules_again() {
     };
     write(&["mcp__kit__add"]);
     let mut gateway = RawStdio::start(&tree, &["--stdio", "--deny-tool", "mcp__kit__pid"]);
-    let names = |gateway: &mut RawStdio| -> Vec<String> {
-        let listed = gateway.request("tools/list", json!({}));
-        listed["result"]["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["name"].as_str().unwrap().to_owned())
-            .collect()
-    };
+    let names = RawStdio::tool_names;
     let call = |gateway: &mut RawStdio, name: &str| -> Value {
         gateway.request(
             "tools/call",

@@ -69,7 +69,7 @@ use crate::forward::{Asker, ElicitingPrompter};
 use crate::replicas::{Edge, FORWARDED};
 use crate::sessions::SealedSession;
 
-use crate::http::{MAX_BODY, SESSION_ID};
+use crate::http::{SESSION_ID, read_body};
 use crate::oauth::Identity;
 use crate::search::{CALL_TOOL, SEARCH_TOOL};
 use crate::session::{TracedCall, call_value, called_tool, record};
@@ -331,15 +331,9 @@ pub(crate) async fn serve(State(fast): State<Arc<Fast>>, request: Request, next:
         return next.run(request).await;
     };
     let (parts, body) = request.into_parts();
-    let bytes = match axum::body::to_bytes(body, MAX_BODY).await {
+    let bytes = match read_body(body).await {
         Ok(bytes) => bytes,
-        Err(e) => {
-            return (
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!("the request body could not be read within {MAX_BODY} bytes: {e}\n"),
-            )
-                .into_response();
-        }
+        Err(refused) => return refused,
     };
     let route = serde_json::from_slice::<Incoming>(&bytes)
         .ok()

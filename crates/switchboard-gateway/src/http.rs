@@ -45,6 +45,17 @@ pub const MCP_PATH: &str = "/mcp";
 /// (see [`cap_sessions`]) is held to as well.
 pub(crate) const MAX_BODY: usize = 4 * 1024 * 1024;
 
+/// A request's body, read whole up to [`MAX_BODY`]; past it, the answer that refuses it.
+pub(crate) async fn read_body(body: axum::body::Body) -> Result<axum::body::Bytes, Response> {
+    axum::body::to_bytes(body, MAX_BODY).await.map_err(|e| {
+        (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the request body could not be read within {MAX_BODY} bytes: {e}\n"),
+        )
+            .into_response()
+    })
+}
+
 /// The header that names a Streamable HTTP session.
 pub(crate) const SESSION_ID: &str = "mcp-session-id";
 
@@ -525,15 +536,9 @@ async fn cap_sessions(
         Err(full) => full,
     };
     let (parts, body) = request.into_parts();
-    let bytes = match axum::body::to_bytes(body, MAX_BODY).await {
+    let bytes = match read_body(body).await {
         Ok(bytes) => bytes,
-        Err(e) => {
-            return (
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!("the request body could not be read within {MAX_BODY} bytes: {e}\n"),
-            )
-                .into_response();
-        }
+        Err(refused) => return refused,
     };
     let message = serde_json::from_slice::<serde_json::Value>(&bytes).unwrap_or_default();
     if message.get("method").and_then(|m| m.as_str()) != Some("initialize") {

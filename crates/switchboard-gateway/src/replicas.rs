@@ -92,18 +92,9 @@ pub(crate) async fn edge(State(edge): State<Arc<Edge>>, request: Request, next: 
         return next.run(request).await;
     }
     let (parts, body) = request.into_parts();
-    let bytes = match axum::body::to_bytes(body, crate::http::MAX_BODY).await {
+    let bytes = match crate::http::read_body(body).await {
         Ok(bytes) => bytes,
-        Err(e) => {
-            return (
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!(
-                    "the request body could not be read within {} bytes: {e}\n",
-                    crate::http::MAX_BODY
-                ),
-            )
-                .into_response();
-        }
+        Err(refused) => return refused,
     };
     // Only what decides the way: the rest of the body is skipped over, not built.
     let peek = serde_json::from_slice::<Peek>(&bytes).unwrap_or_default();
