@@ -922,7 +922,7 @@ fn build(config: &ServerConfig, defs: Vec<ToolDef>, number: u64) -> ServerTools 
             }
         }
     }
-    for (clean, names) in by_clean.iter().filter(|(_, n)| n.len() > 1) {
+    for (clean, names) in &by_clean {
         let listed = names
             .iter()
             .map(|n| format!("`{n}`"))
@@ -940,7 +940,7 @@ fn build(config: &ServerConfig, defs: Vec<ToolDef>, number: u64) -> ServerTools 
         .into_iter()
         .map(|d| {
             let clean = crate::name::clean(&d.name);
-            let collides = !by_clean.is_empty() && by_clean.contains_key(clean.as_ref());
+            let collides = by_clean.contains_key(clean.as_ref());
             let qualified = if collides && clean != d.name.as_str() {
                 QualifiedName::hashed(server, &d.name)
             } else {

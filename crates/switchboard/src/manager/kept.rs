@@ -199,11 +199,10 @@ pub(crate) struct Held {
 }
 
 impl Held {
-    fn new(text: String) -> serde_json::Result<Held> {
-        let head = serde_json::from_str(&text)?;
+    fn new(text: &str) -> serde_json::Result<Held> {
         Ok(Held {
-            text: text.into_boxed_str(),
-            head,
+            head: serde_json::from_str(text)?,
+            text: text.into(),
         })
     }
 
@@ -248,7 +247,7 @@ impl KeptLists {
         format!("{PREFIX}lists:{name}:{hash}")
     }
 
-    fn parse(name: &str, text: String) -> Option<Arc<Held>> {
+    fn parse(name: &str, text: &str) -> Option<Arc<Held>> {
         match Held::new(text) {
             Ok(kept) => Some(Arc::new(kept)),
             Err(e) => {
@@ -266,22 +265,15 @@ impl KeptLists {
     fn read(&self, name: &str, hash: &str) -> Option<Arc<Held>> {
         if let Some(store) = &self.shared {
             return match store.get_many_blocking(&[Self::key(name, hash)]) {
-                Ok(mut got) => got.pop().flatten().and_then(|t| Self::parse(name, t)),
+                Ok(mut got) => got.pop().flatten().and_then(|t| Self::parse(name, &t)),
                 Err(e) => {
                     tracing::debug!(server = name, "cannot read the kept lists: {e}");
                     None
                 }
             };
         }
-        let path = self.path(name)?;
-        let text = std::fs::read_to_string(&path).ok()?;
-        match Held::new(text) {
-            Ok(kept) => Some(Arc::new(kept)),
-            Err(e) => {
-                tracing::debug!(path = %path.display(), "ignoring the kept lists: {e}");
-                None
-            }
-        }
+        let text = std::fs::read_to_string(self.path(name)?).ok()?;
+        Self::parse(name, &text)
     }
 
     /// Reads these servers' files at once, spread over the machine's cores: a start with
@@ -316,7 +308,7 @@ impl KeptLists {
                 let pairs: Vec<(&str, Option<String>)> =
                     wanted.iter().map(|(n, _)| *n).zip(texts).collect();
                 crate::cores::map_on_cores(&pairs, |(name, text)| {
-                    (*name, text.clone().and_then(|t| Self::parse(name, t)))
+                    (*name, text.as_deref().and_then(|t| Self::parse(name, t)))
                 })
             }
             None => {
@@ -470,19 +462,20 @@ impl KeptLists {
                 return;
             }
         };
-        let head = kept.head();
+        let held = Arc::new(Held {
+            head: kept.head(),
+            text: text.into_boxed_str(),
+        });
         drop(kept);
-        *current = Some(Arc::new(Held {
-            text: text.clone().into_boxed_str(),
-            head,
-        }));
+        *current = Some(held.clone());
         drop(cache);
         if let Some(store) = &self.shared {
+            let text = held.text.to_string();
             store.write_later(Self::key(name, &hash.0), Some(text), Some(SHARED_TTL));
             return;
         }
         let Some(path) = self.path(name) else { return };
-        if let Err(e) = crate::config::write_private(&path, text.as_bytes()) {
+        if let Err(e) = crate::config::write_private(&path, held.text.as_bytes()) {
             tracing::debug!(path = %path.display(), "cannot keep the lists: {e}");
         }
     }
