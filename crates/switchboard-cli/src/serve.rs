@@ -61,6 +61,8 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         cluster.set_advertise(advertised.clone());
     }
     let mut filter = flag_rules(&args)?;
+    // The flags' rules alone: a reload joins them with the file's as it is then.
+    let rules = filter.clone();
     let oauth = match (&args.oauth_issuer, &args.oauth_audience) {
         (Some(issuer), Some(audience)) => Some(ResourceServer::new(
             OAuthOptions {
@@ -125,7 +127,6 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
             oauth.set_scopes(filter.scopes());
             std::sync::Arc::new(oauth)
         });
-        let rules = flag_rules(&args)?;
         let gateway = Gateway::with_options(
             host.clone(),
             filter,
