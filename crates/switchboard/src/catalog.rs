@@ -688,16 +688,15 @@ impl Catalog {
             Found::Builtin(_) => return Ok(None),
             Found::Authenticate(server) => ToolRef {
                 name: QualifiedName::new(server, AUTHENTICATE),
-                tool: authenticate_tool(server),
+                held: Held::Own(Box::new(authenticate_tool(server))),
                 input: None,
                 output: None,
             },
             Found::Listed(list, i) => {
-                let tool = list.tools[i].clone();
-                let (input, output) = validators(&list, &tool);
+                let (input, output) = validators(&list, i);
                 ToolRef {
                     name: name.cloned().ok_or_else(not_found)?,
-                    tool,
+                    held: Held::Listed(list, i),
                     input,
                     output,
                 }
@@ -742,12 +741,21 @@ enum Found<'a> {
 pub(crate) struct ToolRef {
     /// The name it was called by.
     pub(crate) name: QualifiedName,
-    /// The tool; its `name` is the server's own.
-    pub(crate) tool: Tool,
+    /// The tool, where it is kept: a call borrows it from its list, never copies it.
+    held: Held,
     /// The compiled `inputSchema` (`None`: the schema does not compile; nothing is checked).
     pub(crate) input: Option<Arc<jsonschema::Validator>>,
     /// The compiled `outputSchema` (`None`: none, or it does not compile).
     pub(crate) output: Option<Arc<jsonschema::Validator>>,
+}
+
+/// Where a [`ToolRef`]'s tool is.
+#[derive(Debug, Clone)]
+enum Held {
+    /// In a server's list, at this place.
+    Listed(Arc<ServerTools>, usize),
+    /// Made for the call (the `authenticate` pseudo-tool).
+    Own(Box<Tool>),
 }
 
 impl ToolRef {
@@ -755,13 +763,21 @@ impl ToolRef {
     pub(crate) fn server(&self) -> &str {
         self.name.server()
     }
+
+    /// The tool; its `name` is the server's own.
+    pub(crate) fn tool(&self) -> &Tool {
+        match &self.held {
+            Held::Listed(list, i) => &list.tools[*i],
+            Held::Own(tool) => tool,
+        }
+    }
 }
 
 /// The compiled validators of a tool's input and output schemas, compiled once per tool list
 /// (a schema that does not compile is remembered as `None` and logged once).
 fn validators(
     list: &ServerTools,
-    tool: &Tool,
+    index: usize,
 ) -> (
     Option<Arc<jsonschema::Validator>>,
     Option<Arc<jsonschema::Validator>>,
@@ -769,8 +785,9 @@ fn validators(
     let Ok(mut cache) = list.validators.lock() else {
         return (None, None);
     };
+    let tool = &list.tools[index];
     let mut compiled = |which: SchemaKind| {
-        let key = (tool.qualified_name.clone(), which);
+        let key = (index, which);
         if let Some(cached) = cache.get(&key) {
             return cached.clone();
         }
@@ -834,9 +851,10 @@ fn authenticate_tool(server: &str) -> Tool {
     }
 }
 
-/// Compiled schemas by tool and kind; `None` remembers a schema that does not compile.
+/// Compiled schemas by the tool's place in its list and the kind; `None` remembers a schema
+/// that does not compile.
 type Validators =
-    std::collections::HashMap<(String, SchemaKind), Option<Arc<jsonschema::Validator>>>;
+    std::collections::HashMap<(usize, SchemaKind), Option<Arc<jsonschema::Validator>>>;
 
 /// Which of a tool's schemas.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -933,10 +933,10 @@ impl Host {
     ) -> Result<CallOutcome, CallError> {
         let qualified = target.name.as_str();
         let server = target.server();
-        let tool = &target.tool;
+        let tool = target.tool();
+        let arguments = Value::Object(arguments);
         if let Some(validator) = &target.input {
-            let as_value = Value::Object(arguments.clone());
-            check_with(validator, &as_value).map_err(|message| CallError::InvalidArguments {
+            check_with(validator, &arguments).map_err(|message| CallError::InvalidArguments {
                 tool: qualified.to_owned(),
                 message,
             })?;
@@ -946,26 +946,31 @@ impl Host {
             qualified_tool: tool.qualified_name.clone(),
             server: server.to_owned(),
             tool: tool.name.clone(),
-            arguments: Value::Object(arguments),
+            arguments,
             source: options.source.clone(),
             read_only: tool.traits.read_only,
             destructive: tool.traits.destructive,
         };
+        // The post-call hooks see the request as it came: kept only when there are some.
+        let kept = self
+            .gate
+            .has_post_call_hooks(&request.qualified_tool)
+            .then(|| request.clone());
         let arguments = match self
             .gate
-            .check_with(request.clone(), options.prompter.as_ref())
+            .check_with(request, options.prompter.as_ref())
             .await?
         {
             Value::Object(map) => map,
             _ => Map::new(),
         };
-        let config = self
+        let (tool_timeout, max_output_tokens) = self
             .manager
-            .config(server)
+            .call_limits(server)
             .ok_or_else(|| CallError::NoSuchTool(qualified.to_owned()))?;
         let timeout = options
             .timeout
-            .or(config.tool_timeout)
+            .or(tool_timeout)
             .unwrap_or(self.limits.tool_timeout);
 
         // An expired session is renewed and the call retried once by the manager, on the
@@ -973,11 +978,11 @@ impl Host {
         let result = match self
             .send(
                 target,
-                arguments.clone(),
+                arguments,
                 timeout,
-                options.progress.clone(),
-                options.interaction.clone(),
-                options.meta.clone(),
+                options.progress,
+                options.interaction,
+                options.meta,
             )
             .await
         {
@@ -1017,16 +1022,20 @@ impl Host {
                 message,
             })?;
         }
-        self.gate.after(&request, &result).await;
+        if let Some(request) = &kept {
+            self.gate.after(request, &result).await;
+        }
+        let budget = match max_output_tokens {
+            Some(max) => std::borrow::Cow::Owned(self.budget.clone().with_max_tokens(max)),
+            None => std::borrow::Cow::Borrowed(&self.budget),
+        };
         let Budgeted {
             result,
             estimated_tokens,
             files,
             notes,
             ..
-        } = self
-            .budget
-            .for_server(&config)
+        } = budget
             .apply_to_tool_result(server, &tool.name, result)
             .map_err(|source| CallError::Budget {
                 server: server.to_owned(),
@@ -1056,7 +1065,7 @@ impl Host {
         meta: Option<Map<String, Value>>,
     ) -> Result<Value, RequestFailure> {
         let server = target.server();
-        let tool = &target.tool;
+        let tool = target.tool();
         let name = tool.name.clone();
         let context = CallContext {
             qualified: tool.qualified_name.clone(),

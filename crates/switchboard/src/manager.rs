@@ -694,6 +694,14 @@ impl ServerManager {
         self.slots.lock().ok()?.get(name).map(|s| s.config.clone())
     }
 
+    /// What a call to `name` needs of its entry, without copying the entry: its
+    /// `toolTimeout` and `maxOutputTokens`.
+    pub(crate) fn call_limits(&self, name: &str) -> Option<(Option<Duration>, Option<u64>)> {
+        let slots = self.slots.lock().ok()?;
+        let config = &slots.get(name)?.config;
+        Some((config.tool_timeout, config.max_output_tokens))
+    }
+
     /// Every state change and catalogue change, from now on.
     pub(crate) fn events(&self) -> broadcast::Receiver<ServerEvent> {
         self.shared.events.subscribe()

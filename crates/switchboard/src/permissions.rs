@@ -391,7 +391,7 @@ impl Gate {
         let rule = self.settings.evaluate(&tool)?;
         let effect = rule.map_or(Effect::Ask, |r| r.effect);
         // Why the call would be asked, for a gateway client that cannot be.
-        let why = match rule {
+        let why = || match rule {
             Some(rule) => format!("the rule `{}` in {} says ask", rule.pattern, rule.origin),
             None => "the gateway asks for every tool no rule names (`--ask elicit`)".to_owned(),
         };
@@ -452,7 +452,11 @@ impl Gate {
         }
         let Some(prompter) = prompter.or(self.prompter.as_ref()) else {
             return Err(match request.source {
-                CallSource::Gateway { client } => Denied::ClientCannotBeAsked { tool, client, why },
+                CallSource::Gateway { client } => Denied::ClientCannotBeAsked {
+                    tool,
+                    client,
+                    why: why(),
+                },
                 _ => Denied::NoWayToAsk {
                     tool,
                     server: request.server,
@@ -469,6 +473,11 @@ impl Gate {
             }
             PermissionAnswer::Deny { reason } => Err(Denied::ByUser { tool, reason }),
         }
+    }
+
+    /// Whether a call of `tool` has post-call hooks to run.
+    pub(crate) fn has_post_call_hooks(&self, tool: &str) -> bool {
+        self.settings.post_call_hooks_for(tool).next().is_some()
     }
 
     /// Runs the post-call hooks with the result. Their output is logged; a failing hook is a

@@ -351,11 +351,13 @@ impl PermissionSettings {
             .collect())
     }
 
-    pub(super) fn post_call_hooks_for<'s>(&'s self, tool: &str) -> impl Iterator<Item = &'s Hook> {
-        let tool = tool.to_owned();
+    pub(super) fn post_call_hooks_for<'s>(
+        &'s self,
+        tool: &'s str,
+    ) -> impl Iterator<Item = &'s Hook> {
         self.post_call
             .iter()
-            .filter(move |h| h.pattern.matches(&tool))
+            .filter(move |h| h.pattern.matches(tool))
     }
 }
 
