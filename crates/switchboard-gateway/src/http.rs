@@ -27,7 +27,7 @@ use axum::http::header::{AUTHORIZATION, CONTENT_TYPE, ORIGIN, RETRY_AFTER, WWW_A
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use axum::serve::ListenerExt;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
@@ -247,8 +247,18 @@ impl HttpGateway {
             sessions.clone(),
             edge.clone(),
         ));
+        // Behind an `Arc` and called by reference: the middleware in front clones what it
+        // wraps for every request, and rmcp's service is a deep copy (its whole config), made
+        // only for the requests that reach it.
+        let service = Arc::new(service);
         let mut mcp = Router::new()
-            .route_service(MCP_PATH, service)
+            .route(
+                MCP_PATH,
+                any(move |request: Request| {
+                    let service = service.clone();
+                    async move { service.handle(request).await.map(Body::new) }
+                }),
+            )
             .layer(axum::middleware::from_fn_with_state(
                 fast,
                 crate::fast::serve,
