@@ -57,6 +57,9 @@ pub struct Session {
     /// The tools this session's searches found (qualified names), listed from then on in
     /// search mode ([`crate::search`]).
     found: Arc<Mutex<BTreeSet<String>>>,
+    /// Among replicas with a shared store: where the other replicas' changes to this session
+    /// reach it ([`crate::session_sync`]), once initialized.
+    registration: std::sync::OnceLock<crate::session_sync::Registration>,
     ended: CancellationToken,
     _end_on_drop: DropGuard,
 }
@@ -69,6 +72,7 @@ impl Session {
             subscribed: Arc::default(),
             log_level: Arc::default(),
             found: Arc::default(),
+            registration: std::sync::OnceLock::new(),
             _end_on_drop: ended.clone().drop_guard(),
             ended,
         }
@@ -231,6 +235,16 @@ impl Session {
             Step::Done(crate::search::answer(&definitions, &scores)),
             SEARCH_TOOL,
         )
+    }
+
+    /// Among replicas with a shared store, tells the other replicas (and the session's record)
+    /// a change the client made here to the session its request names.
+    fn share(&self, extensions: &rmcp::model::Extensions, note: crate::session_sync::Note) {
+        if let Some(sync) = self.gateway.session_sync()
+            && let Some(id) = crate::session_sync::session_id_of(extensions)
+        {
+            sync.changed(&switchboard::shared::SharedStore::session_key(id), note);
+        }
     }
 
     /// Follows the catalogue and the servers for this session until it ends, telling the
@@ -841,6 +855,20 @@ impl ServerHandler for Session {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // Among replicas with a shared store, the other replicas' changes to this session
+        // reach this handler (and, restored here, it takes what the session's record holds).
+        if let Some(sync) = self.gateway.session_sync()
+            && let Some(id) = crate::session_sync::session_id_of(&context.extensions)
+        {
+            let state = crate::session_sync::HandlerState {
+                log_level: self.log_level.clone(),
+                subscribed: self.subscribed.clone(),
+            };
+            let key = switchboard::shared::SharedStore::session_key(id);
+            let _ = self
+                .registration
+                .set(sync.register(key, state, self.ended.clone()));
+        }
         self.fan_out(context.peer);
     }
 
@@ -1044,7 +1072,7 @@ impl ServerHandler for Session {
     async fn subscribe(
         &self,
         request: SubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let (server, original) = self.resource_target(&request.uri).await?;
         self.gateway
@@ -1055,20 +1083,28 @@ impl ServerHandler for Session {
         self.subscribed
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(request.uri);
+            .insert(request.uri.clone());
+        self.share(
+            &context.extensions,
+            crate::session_sync::Note::Subscribe(request.uri),
+        );
         Ok(())
     }
 
     async fn unsubscribe(
         &self,
         request: UnsubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         // The upstream subscription stays: another session may still want its updates.
         self.subscribed
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&request.uri);
+        self.share(
+            &context.extensions,
+            crate::session_sync::Note::Unsubscribe(request.uri),
+        );
         Ok(())
     }
 
@@ -1142,7 +1178,7 @@ impl ServerHandler for Session {
     async fn set_level(
         &self,
         request: SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let name = serde_json::to_value(request.level)
             .ok()
@@ -1154,6 +1190,10 @@ impl ServerHandler for Session {
             .log_level
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = Some(level);
+        self.share(
+            &context.extensions,
+            crate::session_sync::Note::Level(level.as_str().to_owned()),
+        );
         Ok(())
     }
 
