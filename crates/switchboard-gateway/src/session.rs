@@ -60,6 +60,8 @@ pub struct Session {
     /// Among replicas with a shared store: where the other replicas' changes to this session
     /// reach it ([`crate::session_sync`]), once initialized.
     registration: std::sync::OnceLock<crate::session_sync::Registration>,
+    /// The notification fan-out ([`Self::fan_out`]) was started.
+    started: std::sync::atomic::AtomicBool,
     ended: CancellationToken,
     _end_on_drop: DropGuard,
 }
@@ -73,6 +75,7 @@ impl Session {
             log_level: Arc::default(),
             found: Arc::default(),
             registration: std::sync::OnceLock::new(),
+            started: std::sync::atomic::AtomicBool::new(false),
             _end_on_drop: ended.clone().drop_guard(),
             ended,
         }
@@ -245,6 +248,28 @@ impl Session {
         {
             sync.changed(&switchboard::shared::SharedStore::session_key(id), note);
         }
+    }
+
+    /// Starts following the session, once: its notifications ([`Self::fan_out`]), and among
+    /// replicas with a shared store, the other replicas' changes to it (restored here, it
+    /// takes what the session's record holds).
+    fn start(&self, peer: Peer<RoleServer>, extensions: &rmcp::model::Extensions) {
+        if self.started.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        if let Some(sync) = self.gateway.session_sync()
+            && let Some(id) = crate::session_sync::session_id_of(extensions)
+        {
+            let state = crate::session_sync::HandlerState {
+                log_level: self.log_level.clone(),
+                subscribed: self.subscribed.clone(),
+            };
+            let key = switchboard::shared::SharedStore::session_key(id);
+            let _ = self
+                .registration
+                .set(sync.register(key, state, self.ended.clone()));
+        }
+        self.fan_out(peer);
     }
 
     /// Follows the catalogue and the servers for this session until it ends, telling the
@@ -854,22 +879,23 @@ impl ServerHandler for Session {
             .with_instructions(instructions)
     }
 
-    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        // Among replicas with a shared store, the other replicas' changes to this session
-        // reach this handler (and, restored here, it takes what the session's record holds).
-        if let Some(sync) = self.gateway.session_sync()
-            && let Some(id) = crate::session_sync::session_id_of(&context.extensions)
-        {
-            let state = crate::session_sync::HandlerState {
-                log_level: self.log_level.clone(),
-                subscribed: self.subscribed.clone(),
-            };
-            let key = switchboard::shared::SharedStore::session_key(id);
-            let _ = self
-                .registration
-                .set(sync.register(key, state, self.ended.clone()));
+    /// Among replicas the session is followed from its `initialize` on: the client's
+    /// `notifications/initialized` may reach another replica than this one.
+    async fn initialize(
+        &self,
+        request: rmcp::model::InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        let result = self.negotiate_initialize(&request)?;
+        if self.gateway.cluster().is_some() {
+            self.start(context.peer, &context.extensions);
         }
-        self.fan_out(context.peer);
+        Ok(result)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.start(context.peer, &context.extensions);
     }
 
     fn accepted_subscription_filter(

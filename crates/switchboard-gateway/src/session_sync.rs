@@ -475,9 +475,17 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The session id a request names (`Mcp-Session-Id`), from the request parts rmcp puts in a
-/// handler's context.
+/// The id of the session an `initialize` opens, put on the request by [`Sessions`] (the
+/// request itself names none).
+#[derive(Debug, Clone)]
+pub(crate) struct OpenedSession(pub(crate) Arc<str>);
+
+/// The session a request is in: the one its `initialize` opens, or the one it names
+/// (`Mcp-Session-Id`, from the request parts rmcp puts in a handler's context).
 pub(crate) fn session_id_of(extensions: &rmcp::model::Extensions) -> Option<&str> {
+    if let Some(opened) = extensions.get::<OpenedSession>() {
+        return Some(&opened.0);
+    }
     extensions
         .get::<axum::http::request::Parts>()?
         .headers

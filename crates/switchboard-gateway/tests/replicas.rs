@@ -599,9 +599,9 @@ fn shared_tree() -> ConfigTree {
     tree
 }
 
-/// Opens an initialize-era session on `url` (and sends `notifications/initialized` there):
-/// its id.
-async fn open_session(http: &reqwest::Client, url: &str) -> String {
+/// Opens an initialize-era session on `url` and sends `notifications/initialized` to
+/// `initialized` (a balancer may send it to another replica): its id.
+async fn open_session(http: &reqwest::Client, url: &str, initialized: &str) -> String {
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18",
         "capabilities": {},
@@ -616,7 +616,7 @@ async fn open_session(http: &reqwest::Client, url: &str) -> String {
     answer(opened, &json!(1)).await;
     let notified = post_session(
         http,
-        url,
+        initialized,
         Some(&session),
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
     )
@@ -760,7 +760,8 @@ async fn a_log_level_set_through_one_replica_filters_the_stream_another_holds() 
     let a = replica_shared(&tree, &redis.url()).await;
     let b = replica_shared(&tree, &redis.url()).await;
     let http = reqwest::Client::new();
-    let session = open_session(&http, &a.url).await;
+    // The client's `notifications/initialized` goes to `b`, as round robin would send it.
+    let session = open_session(&http, &a.url, &b.url).await;
     let mut stream = listen(&http, &a.url, &session).await;
 
     // The level is set through `b`; the log messages go to `a`'s stream (before a level is
@@ -796,7 +797,7 @@ async fn a_subscription_made_through_one_replica_brings_updates_on_another() {
     let a = replica_shared(&tree, &redis.url()).await;
     let b = replica_shared(&tree, &redis.url()).await;
     let http = reqwest::Client::new();
-    let session = open_session(&http, &a.url).await;
+    let session = open_session(&http, &a.url, &a.url).await;
     let mut stream = listen(&http, &a.url, &session).await;
     let uri = "switchboard://kit/test://readme";
 
@@ -854,7 +855,7 @@ async fn a_session_deleted_on_one_replica_is_unknown_on_every_replica() {
     let a = replica_shared(&tree, &redis.url()).await;
     let b = replica_shared(&tree, &redis.url()).await;
     let http = reqwest::Client::new();
-    let session = open_session(&http, &a.url).await;
+    let session = open_session(&http, &a.url, &a.url).await;
     // `b` holds the session too, and serves it.
     let listed = request(&http, &b.url, &session, 2, "tools/list", json!({})).await;
     assert!(listed["result"]["tools"].is_array(), "{listed}");
@@ -918,7 +919,7 @@ async fn a_call_running_on_one_replica_is_cancelled_through_another() {
     let a = replica_shared(&tree, &redis.url()).await;
     let b = replica_shared(&tree, &redis.url()).await;
     let http = reqwest::Client::new();
-    let session = open_session(&http, &a.url).await;
+    let session = open_session(&http, &a.url, &a.url).await;
 
     // A long call on `a`, streaming its progress.
     let mut running = post_session(
