@@ -133,7 +133,8 @@ impl Ended {
 #[derive(Debug)]
 pub(crate) struct SessionSync {
     store: SharedStore,
-    /// The sessions' idle time: how long a record is kept without a refresh.
+    /// How long a record is kept without a refresh: the sessions' idle time, and at least
+    /// three refreshes' worth.
     idle: Duration,
     /// The gateway's host and naming (not the gateway: it holds this).
     host: Host,
@@ -166,7 +167,7 @@ impl SessionSync {
     ) -> SessionSync {
         SessionSync {
             store,
-            idle,
+            idle: idle.max(REFRESH_MIN * 3),
             host: gateway.host().clone(),
             prefix: gateway.prefix(),
             sessions,
