@@ -788,6 +788,47 @@ async fn a_log_level_set_through_one_replica_filters_the_stream_another_holds() 
     drop(redis);
 }
 
+/// Calls the server's `touch` tool for `test://readme` through `url` until the session's
+/// `stream` is told of the update: the URI it names, or the last call's answer. (The server
+/// tells of it once the replica subscribed upstream, which another replica's note or the
+/// session's record makes it do.)
+async fn touch_until_told(
+    http: &reqwest::Client,
+    url: &str,
+    session: &str,
+    stream: &mut tokio::sync::mpsc::UnboundedReceiver<Value>,
+) -> Result<Value, Value> {
+    let deadline = tokio::time::Instant::now() + SETTLE;
+    let mut touched = Value::Null;
+    for id in 10.. {
+        if tokio::time::Instant::now() >= deadline {
+            break;
+        }
+        touched = request(
+            http,
+            url,
+            session,
+            id,
+            "tools/call",
+            json!({"name": "mcp__kit__touch", "arguments": {"uri": "test://readme"}}),
+        )
+        .await;
+        if touched.to_string().contains("touched test://readme") {
+            let heard = next_on(stream, ROUND, |m| {
+                (m["method"] == "notifications/resources/updated")
+                    .then(|| m["params"]["uri"].clone())
+            })
+            .await;
+            if let Some(uri) = heard {
+                return Ok(uri);
+            }
+        } else {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    Err(touched)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscription_made_through_one_replica_brings_updates_on_another() {
     let Some(redis) = switchboard_testkit::redis::RedisServer::start().unwrap() else {
@@ -813,36 +854,14 @@ async fn a_subscription_made_through_one_replica_brings_updates_on_another() {
     assert!(subscribed["result"].is_object(), "{subscribed}");
     // `a`'s server tells `a` of an update once `a` subscribed upstream too; the client hears
     // of it on `a`'s stream.
-    let deadline = tokio::time::Instant::now() + SETTLE;
-    let mut id = 10;
-    let mut heard = None;
-    let mut touched = Value::Null;
-    while heard.is_none() && tokio::time::Instant::now() < deadline {
-        id += 1;
-        touched = request(
-            &http,
-            &a.url,
-            &session,
-            id,
-            "tools/call",
-            json!({"name": "mcp__kit__touch", "arguments": {"uri": "test://readme"}}),
-        )
-        .await;
-        if touched.to_string().contains("touched test://readme") {
-            heard = next_on(&mut stream, ROUND, |m| {
-                (m["method"] == "notifications/resources/updated")
-                    .then(|| m["params"]["uri"].clone())
-            })
-            .await;
-        } else {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-    assert_eq!(
-        heard,
-        Some(json!(uri)),
-        "no update on `a`'s stream; the last touch: {touched}"
-    );
+    let heard = touch_until_told(&http, &a.url, &session, &mut stream).await;
+    assert_eq!(heard, Ok(json!(uri)), "on `a`");
+
+    // A replica that resumes the session later subscribes from the store's record.
+    let c = replica_shared(&tree, &redis.url()).await;
+    let mut resumed = listen(&http, &c.url, &session).await;
+    let heard = touch_until_told(&http, &c.url, &session, &mut resumed).await;
+    assert_eq!(heard, Ok(json!(uri)), "on `c`");
     drop(redis);
 }
 
