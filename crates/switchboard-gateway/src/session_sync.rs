@@ -221,13 +221,15 @@ impl SessionSync {
     }
 
     /// Applies another replica's note about the session `key`.
-    async fn apply(&self, key: &str, note: Note) {
+    async fn apply(self: &Arc<Self>, key: &str, note: Note) {
         match note {
             Note::Level(name) => self.apply_level(key, &name),
             Note::Subscribe(uri) => {
                 let states: Vec<HandlerState> = self.states(key);
                 if !states.is_empty() {
-                    self.subscribe_here(&states, uri).await;
+                    // The upstream request may take a while: the notes after it go on.
+                    let sync = self.clone();
+                    tokio::spawn(async move { sync.subscribe_here(&states, uri).await });
                 }
             }
             Note::Unsubscribe(uri) => {
