@@ -13,15 +13,15 @@
 //!   upstream before taking a URI.
 //!
 //! A replica that resumes a session reads its record when rmcp loads the sealed id
-//! ([`crate::sessions::SealedSessions`]) and its new handler applies it ([`SessionSync::take_restored`]).
-//! A `DELETE` marks the session ended in the store for as long as its sealed id could open
-//! ([`SEALED_SESSION_LIFE`]) before it is answered, and publishes [`Note::Ended`]: every replica
-//! closes the session if it holds it, and refuses its id from then on (rmcp's restore reads
-//! the mark; the fast path asks [`SessionSync::serves`], which reads it at most every few
-//! seconds a session). A `notifications/cancelled` for
-//! a call that does not run on the replica it reached is published as [`Note::Cancel`]: the
-//! replica running it cancels it (the fast path's call, or rmcp's request through the session
-//! it holds).
+//! ([`crate::sessions::SealedSessions`]), and its new handler applies it
+//! ([`SessionSync::take_restored`]). A `DELETE` marks the session ended in the store for as
+//! long as its sealed id could open ([`SEALED_SESSION_LIFE`]) before it is answered, and
+//! publishes [`Note::Ended`]: every replica closes the session if it holds it, and refuses its
+//! id from then on (rmcp's restore reads the mark; the fast path asks [`SessionSync::serves`],
+//! which reads it at most every few seconds a session). A `notifications/cancelled` for a call
+//! that does not run on the replica it reached is published as [`Note::Cancel`]: the replica
+//! running it cancels it (the fast path's call, or rmcp's request through the session it
+//! holds).
 //!
 //! The store keys and notes by [`SharedStore::session_key`], a hash of the session id: the id
 //! opens the session, and is never in the store or a log. Store errors are logged (the store's
