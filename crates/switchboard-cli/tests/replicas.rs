@@ -8,6 +8,8 @@
 //! before the replicas start; its access token is expired twice while calls land on several
 //! replicas at once, and each time the authorization server sees one refresh. Then one replica
 //! is killed (SIGKILL) while both clients keep calling: only calls in flight on it may fail.
+//! Last, a session resumed on the survivors is ended by a `DELETE`: every replica answers its
+//! id with 404.
 //!
 //! HAProxy and Redis are Debian packages (`scripts/install-partners.sh`); without them the test
 //! is skipped loudly, except under `CI=true`, where that is a failure.
@@ -335,6 +337,27 @@ async fn post(url: &str, path: &str) {
     assert!(http.post(url).send().await.unwrap().status().is_success());
 }
 
+/// An initialize-era POST through `url`, in the session `session` if any.
+async fn raw_post(
+    http: &reqwest::Client,
+    url: &str,
+    session: Option<&str>,
+    body: &Value,
+) -> reqwest::Response {
+    let mut request = http
+        .post(url)
+        .bearer_auth(TOKEN)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(body.to_string());
+    if let Some(session) = session {
+        request = request
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", "2025-06-18");
+    }
+    request.send().await.unwrap()
+}
+
 /// The sessions open on each replica, from its own `/status`.
 async fn sessions_by_replica(replicas: &[String]) -> Vec<u64> {
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
@@ -564,6 +587,60 @@ async fn replicas_behind_a_round_robin_balancer_serve_both_generations_and_survi
         counts[1..].iter().all(Option::is_some),
         "a surviving replica does not answer: {counts:?}"
     );
+
+    // A session resumed on the survivors, ended by a DELETE through the balancer: from then
+    // on every replica answers its id with 404 (the store tells them), and the client would
+    // initialize again.
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}});
+    let opened = raw_post(&http, &url, None, &init).await;
+    assert_eq!(opened.status(), 200);
+    let id = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(
+        raw_post(&http, &url, Some(&id), &initialized)
+            .await
+            .status(),
+        202
+    );
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                      "params": {"name": "mcp__kit__echo", "arguments": {"text": "hi"}}});
+    for body in [&list, &call] {
+        assert_eq!(raw_post(&http, &url, Some(&id), body).await.status(), 200);
+    }
+    let deleted = http
+        .delete(&url)
+        .bearer_auth(TOKEN)
+        .header("mcp-session-id", &id)
+        .header("mcp-protocol-version", "2025-06-18")
+        .send()
+        .await
+        .unwrap();
+    assert!(deleted.status().is_success(), "{}", deleted.status());
+    // Round robin: four 404s in a row are two from each survivor, a listing and a call each.
+    let gone = tokio::time::timeout(WAIT, async {
+        let mut in_a_row = 0;
+        for i in 0.. {
+            let body = if i % 2 == 0 { &list } else { &call };
+            if raw_post(&http, &url, Some(&id), body).await.status() == 404 {
+                in_a_row += 1;
+                if in_a_row == 4 {
+                    return;
+                }
+            } else {
+                in_a_row = 0;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    })
+    .await;
+    assert!(gone.is_ok(), "a replica still serves the deleted session");
     drop(proxy);
     drop(children);
     drop(redis);

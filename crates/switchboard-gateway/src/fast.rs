@@ -13,7 +13,10 @@
 //! [`Host::call`](switchboard::host::Host::call) (permissions, time limits, output budget),
 //! the metrics. The call counts as the session's activity for its idle clock
 //! ([`Sessions::touch`], at most every [`TOUCH_EVERY`]), and a client's
-//! `notifications/cancelled` naming it cancels it (dropped, so cancelled upstream).
+//! `notifications/cancelled` naming it cancels it (dropped, so cancelled upstream); among
+//! replicas with a store, a cancel for a call that does not run here is published for the
+//! replica running it ([`crate::session_sync`], which calls [`Fast::cancel_by_key`]), and a
+//! sealed session its client ended is not served ([`crate::session_sync::SessionSync::serves`]).
 //!
 //! The answer is held until the call ends (→ `application/json`) or the first message for the
 //! client comes (→ `text/event-stream`: that message, the following ones, then the answer). A
@@ -91,8 +94,6 @@ pub(crate) struct Link {
     modern: bool,
     /// When a call here last told rmcp's idle clock, in ms since [`Fast::epoch`].
     touched: AtomicU64,
-    /// The calls in flight here, by their JSON-RPC id (as JSON text), to cancel.
-    calls: Mutex<HashMap<String, CancellationToken>>,
 }
 
 impl Link {
@@ -102,7 +103,6 @@ impl Link {
             capabilities: init.capabilities.clone(),
             modern: init.protocol_version.as_str() >= ProtocolVersion::V_2026_07_28.as_str(),
             touched: AtomicU64::new(0),
-            calls: Mutex::default(),
         }
     }
 
@@ -111,26 +111,25 @@ impl Link {
         let c = &self.capabilities;
         c.elicitation.is_some() || c.sampling.is_some() || c.roots.is_some()
     }
-
-    fn calls(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
-        self.calls.lock().unwrap_or_else(PoisonError::into_inner)
-    }
 }
 
-/// A call in flight in [`Link::calls`], taken out when dropped.
+/// A call in flight: its session and its JSON-RPC id (as JSON text).
+type CallKey = (Arc<str>, String);
+
+/// A call in flight in [`Fast::calls`], taken out when dropped.
 struct InFlight<'a> {
-    link: &'a Link,
-    key: String,
+    fast: &'a Fast,
+    key: CallKey,
     cancelled: CancellationToken,
 }
 
 impl<'a> InFlight<'a> {
-    fn new(link: &'a Link, id: &Value) -> InFlight<'a> {
-        let key = id.to_string();
+    fn new(fast: &'a Fast, session: &Arc<str>, id: &Value) -> InFlight<'a> {
+        let key = (session.clone(), id.to_string());
         let cancelled = CancellationToken::new();
-        link.calls().insert(key.clone(), cancelled.clone());
+        fast.calls().insert(key.clone(), cancelled.clone());
         InFlight {
-            link,
+            fast,
             key,
             cancelled,
         }
@@ -139,7 +138,7 @@ impl<'a> InFlight<'a> {
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
-        self.link.calls().remove(&self.key);
+        self.fast.calls().remove(&self.key);
     }
 }
 
@@ -159,6 +158,9 @@ pub(crate) struct Fast {
     waiting: Mutex<HashMap<String, Waiter>>,
     /// The number in the next question's id.
     next_question: AtomicU64,
+    /// The calls in flight here, by session and JSON-RPC id, to cancel (sessions this replica
+    /// holds or not: a cancel may come through another replica, [`Fast::cancel_by_key`]).
+    calls: Mutex<HashMap<CallKey, CancellationToken>>,
 }
 
 /// A question waiting for its client's answer.
@@ -182,6 +184,39 @@ impl Fast {
             touch_every_ms: u64::try_from(touch_every.as_millis()).unwrap_or(u64::MAX),
             waiting: Mutex::default(),
             next_question: AtomicU64::new(1),
+            calls: Mutex::default(),
+        }
+    }
+
+    fn calls(&self) -> std::sync::MutexGuard<'_, HashMap<CallKey, CancellationToken>> {
+        self.calls.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Cancels the call `request` (its id as JSON text) of the session `session`, if it runs
+    /// here; whether it did.
+    fn cancel(&self, session: &Arc<str>, request: String) -> bool {
+        let calls = self.calls();
+        match calls.get(&(session.clone(), request)) {
+            Some(cancelled) => {
+                cancelled.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Cancels the call `request` (its id as JSON text) of the session whose key in the
+    /// shared store is `key`, if it runs here (another replica got the client's cancel).
+    pub(crate) fn cancel_by_key(&self, key: &str, request: &str) {
+        let calls = self.calls();
+        let mut hashed: HashMap<&str, String> = HashMap::new();
+        for ((session, id), cancelled) in calls.iter() {
+            let session_key = hashed
+                .entry(session)
+                .or_insert_with(|| switchboard::shared::SharedStore::session_key(session));
+            if id == request && session_key == key {
+                cancelled.cancel();
+            }
         }
     }
 
@@ -223,6 +258,19 @@ impl Fast {
         Some(id.to_owned())
     }
 
+    /// Among replicas, what the fast path knows of a session another replica opened: its
+    /// sealed id's `initialize`, unless its client ended it (then it is rmcp's to refuse).
+    async fn sealed_link(&self, session: &str) -> Option<Arc<Link>> {
+        let cluster = &self.edge.as_ref()?.cluster;
+        let sealed = cluster.open::<SealedSession>(Purpose::Session, session)?;
+        if let Some(sync) = self.gateway.session_sync()
+            && !sync.serves(session).await
+        {
+            return None;
+        }
+        Some(Arc::new(Link::new(&sealed.init)))
+    }
+
     /// Tells rmcp's idle clock that the session `id` is in use, unless told recently.
     async fn touch(&self, link: &Link, id: &str) {
         let now = u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -242,6 +290,7 @@ impl Fast {
     async fn call(
         &self,
         link: &Link,
+        session: &Arc<str>,
         identity: Option<&Identity>,
         id: &Value,
         call: CallRequest,
@@ -272,7 +321,7 @@ impl Fast {
             meta: traced.as_ref().map(TracedCall::meta),
             ..CallOptions::default()
         };
-        let in_flight = InFlight::new(link, id);
+        let in_flight = InFlight::new(self, session, id);
         // Boxed: the call's future is large (about 9 KB).
         let call = Box::pin(self.gateway.host().call(&name, arguments, options));
         let started = Instant::now();
@@ -322,11 +371,10 @@ pub(crate) async fn serve(State(fast): State<Arc<Fast>>, request: Request, next:
     };
     // A session initialized here, or among replicas one whose id opens under the key (its
     // `initialize` is in it): its calls are answered here without resuming it in rmcp.
-    let link = fast.sessions.link(&session).or_else(|| {
-        let cluster = &fast.edge.as_ref()?.cluster;
-        let sealed = cluster.open::<SealedSession>(Purpose::Session, &session)?;
-        Some(Arc::new(Link::new(&sealed.init)))
-    });
+    let link = match fast.sessions.link(&session) {
+        Some(link) => Some(link),
+        None => fast.sealed_link(&session).await,
+    };
     let Some(link) = link.filter(|link| !link.modern) else {
         return next.run(request).await;
     };
@@ -337,7 +385,7 @@ pub(crate) async fn serve(State(fast): State<Arc<Fast>>, request: Request, next:
     };
     let route = serde_json::from_slice::<Incoming>(&bytes)
         .ok()
-        .and_then(|message| message.route(&fast.gateway, &link));
+        .and_then(|message| message.route(&fast.gateway));
     let session: Arc<str> = Arc::from(session);
     match route {
         Some(Route::Call(id, call)) => {
@@ -345,12 +393,21 @@ pub(crate) async fn serve(State(fast): State<Arc<Fast>>, request: Request, next:
             let identity = parts.extensions.get::<Identity>().cloned();
             answer_call(fast, link, session, identity, id, call).await
         }
-        Some(Route::Cancel(key)) => {
-            if let Some(cancelled) = link.calls().get(&key) {
-                cancelled.cancel();
+        Some(Route::Cancel(request)) => {
+            if fast.cancel(&session, request.to_string()) {
+                fast.touch(&link, &session).await;
+                return StatusCode::ACCEPTED.into_response();
             }
-            fast.touch(&link, &session).await;
-            StatusCode::ACCEPTED.into_response()
+            // Not a call here: among replicas with a store, the one running it cancels it;
+            // rmcp cancels its own request here, if it runs one.
+            if let Some(sync) = fast.gateway.session_sync() {
+                sync.publish(
+                    &switchboard::shared::SharedStore::session_key(&session),
+                    &crate::session_sync::Note::Cancel(request),
+                );
+            }
+            next.run(Request::from_parts(parts, Body::from(bytes)))
+                .await
         }
         Some(Route::Answer(id, answer)) => {
             if fast.deliver(&session, &id, answer) {
@@ -401,13 +458,15 @@ async fn answer_call(
             prompter: None,
             progress: None,
         };
-        let answer = fast.call(&link, identity.as_ref(), &id, call, asking).await;
+        let answer = fast
+            .call(&link, &session, identity.as_ref(), &id, call, asking)
+            .await;
         return json_answer(&id, answer);
     }
     let (out, mut outbox) = mpsc::unbounded_channel::<Vec<u8>>();
     let asker = Arc::new(StreamAsker {
         fast: fast.clone(),
-        session,
+        session: session.clone(),
         out: out.clone(),
     });
     let interaction = crate::forward::forwarding_interaction(&link.capabilities, asker.clone());
@@ -421,7 +480,7 @@ async fn answer_call(
             prompter,
             progress: token.is_some().then_some(progress),
         };
-        let call = fast.call(&link, identity.as_ref(), &call_id, call, asking);
+        let call = fast.call(&link, &session, identity.as_ref(), &call_id, call, asking);
         tokio::pin!(call);
         let answer = loop {
             tokio::select! {
@@ -664,8 +723,8 @@ struct Incoming {
 enum Route {
     /// Answers the call with this id.
     Call(Value, CallRequest),
-    /// Cancels its call with this id (JSON text) if it runs here.
-    Cancel(String),
+    /// Cancels the call with this id, here or (among replicas) where it runs.
+    Cancel(Value),
     /// A client's answer to the question with this id.
     Answer(String, Result<Value, Value>),
 }
@@ -681,7 +740,7 @@ struct CallRequest {
 }
 
 impl Incoming {
-    fn route(self, gateway: &Gateway, link: &Link) -> Option<Route> {
+    fn route(self, gateway: &Gateway) -> Option<Route> {
         if self.jsonrpc != "2.0" {
             return None;
         }
@@ -704,12 +763,10 @@ impl Incoming {
                 }
                 Some(Route::Call(id, call))
             }
-            ("notifications/cancelled", None) => {
-                let key = self.params?.get("requestId")?.to_string();
-                link.calls()
-                    .contains_key(&key)
-                    .then_some(Route::Cancel(key))
-            }
+            ("notifications/cancelled", None) => match self.params?.shift_remove("requestId")? {
+                id @ (Value::Number(_) | Value::String(_)) => Some(Route::Cancel(id)),
+                _ => None,
+            },
             _ => None,
         }
     }

@@ -168,6 +168,8 @@ pub struct HttpGateway {
     listener: TcpListener,
     router: Router,
     shutdown: CancellationToken,
+    /// Among replicas with a shared store: sessions' state through it.
+    sync: Option<Arc<crate::session_sync::SessionSync>>,
 }
 
 impl HttpGateway {
@@ -214,11 +216,28 @@ impl HttpGateway {
             // Other replicas reach this one where it listens, unless told otherwise.
             let bound = listener.local_addr().map_err(HttpError::Serve)?;
             cluster.set_advertise(bound.to_string());
-            config.session_store = Some(Arc::new(crate::sessions::SealedSessions {
-                cluster: cluster.clone(),
-            }));
         }
         let sessions = Arc::new(Sessions::with_cluster(options.sessions, cluster.clone()));
+        // Among replicas with a shared store, sessions' state goes through it.
+        let sync = match (&cluster, gateway.host().store()) {
+            (Some(_), Some(store)) => {
+                let sync = Arc::new(crate::session_sync::SessionSync::new(
+                    store.clone(),
+                    options.sessions.idle,
+                    &gateway,
+                    Arc::downgrade(&sessions),
+                ));
+                gateway.set_session_sync(sync.clone());
+                Some(sync)
+            }
+            _ => None,
+        };
+        if let Some(cluster) = &cluster {
+            config.session_store = Some(Arc::new(crate::sessions::SealedSessions {
+                cluster: cluster.clone(),
+                sync: sync.clone(),
+            }));
+        }
         let service =
             StreamableHttpService::new(move || Ok(factory.session()), sessions.clone(), config);
         let oauth = options.oauth.clone();
@@ -247,6 +266,10 @@ impl HttpGateway {
             sessions.clone(),
             edge.clone(),
         ));
+        if let Some(sync) = &sync {
+            sync.set_fast(Arc::downgrade(&fast));
+            sync.follow();
+        }
         // Behind an `Arc` and called by reference: the middleware in front clones what it
         // wraps for every request, and rmcp's service is a deep copy (its whole config), made
         // only for the requests that reach it.
@@ -309,6 +332,7 @@ impl HttpGateway {
             listener,
             router,
             shutdown,
+            sync,
         })
     }
 
@@ -323,6 +347,19 @@ impl HttpGateway {
 
     /// Serves until the shutdown token is cancelled.
     pub async fn run(self) -> Result<(), HttpError> {
+        // Among replicas, the others' session notes are heard before a client is served.
+        if let Some(sync) = &self.sync
+            && !sync
+                .store()
+                .wait_listening(crate::session_sync::LISTEN_WAIT)
+                .await
+        {
+            tracing::warn!(
+                store = %sync.store().url(),
+                "not subscribed to the shared store yet: serving; other replicas' session \
+                 changes are heard once it is"
+            );
+        }
         let listener = self.listener.tap_io(|stream| {
             let _ = stream.set_nodelay(true);
         });
@@ -495,6 +532,14 @@ async fn cap_sessions(
         }
         // Among replicas, a session opened on another one is made here: it takes a slot.
         let id = id.to_str().unwrap_or_default().to_owned();
+        // A DELETE ends it on every replica: by its owner only.
+        if sessions.clustered()
+            && *request.method() == Method::DELETE
+            && !sessions.holds(&id).await
+            && !sessions.resumable_by(&id, &Owner::of(request.extensions()))
+        {
+            return (StatusCode::NOT_FOUND, "Session not found\n").into_response();
+        }
         let resumes = sessions.clustered()
             && matches!(*request.method(), Method::POST | Method::GET)
             && !sessions.holds(&id).await;

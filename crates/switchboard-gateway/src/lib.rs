@@ -27,6 +27,7 @@ pub mod rounds;
 pub mod rules;
 pub mod search;
 pub mod session;
+mod session_sync;
 pub mod sessions;
 mod status_page;
 pub mod trace;
@@ -96,6 +97,9 @@ struct Inner {
     traces: std::sync::OnceLock<trace::Traces>,
     /// The key shared with the other replicas (`--cluster-key-file`), once set.
     cluster: std::sync::OnceLock<Arc<cluster::Cluster>>,
+    /// Among replicas with a shared store, sessions' state through it (set by the HTTP
+    /// gateway).
+    session_sync: std::sync::OnceLock<Arc<session_sync::SessionSync>>,
 }
 
 impl Gateway {
@@ -128,6 +132,7 @@ impl Gateway {
                 metrics,
                 traces: std::sync::OnceLock::new(),
                 cluster: std::sync::OnceLock::new(),
+                session_sync: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -196,6 +201,15 @@ impl Gateway {
     /// The key shared with the other replicas, if any.
     pub fn cluster(&self) -> Option<&Arc<cluster::Cluster>> {
         self.inner.cluster.get()
+    }
+
+    /// Sessions' state among replicas with a shared store, once the HTTP gateway set it.
+    pub(crate) fn session_sync(&self) -> Option<&Arc<session_sync::SessionSync>> {
+        self.inner.session_sync.get()
+    }
+
+    pub(crate) fn set_session_sync(&self, sync: Arc<session_sync::SessionSync>) {
+        let _ = self.inner.session_sync.set(sync);
     }
 
     /// Calls, errors and latencies of the calls made through this gateway.

@@ -57,6 +57,11 @@ pub struct Session {
     /// The tools this session's searches found (qualified names), listed from then on in
     /// search mode ([`crate::search`]).
     found: Arc<Mutex<BTreeSet<String>>>,
+    /// Among replicas with a shared store: where the other replicas' changes to this session
+    /// reach it ([`crate::session_sync`]), once initialized.
+    registration: std::sync::OnceLock<crate::session_sync::Registration>,
+    /// The notification fan-out ([`Self::fan_out`]) was started.
+    started: std::sync::atomic::AtomicBool,
     ended: CancellationToken,
     _end_on_drop: DropGuard,
 }
@@ -69,6 +74,8 @@ impl Session {
             subscribed: Arc::default(),
             log_level: Arc::default(),
             found: Arc::default(),
+            registration: std::sync::OnceLock::new(),
+            started: std::sync::atomic::AtomicBool::new(false),
             _end_on_drop: ended.clone().drop_guard(),
             ended,
         }
@@ -231,6 +238,38 @@ impl Session {
             Step::Done(crate::search::answer(&definitions, &scores)),
             SEARCH_TOOL,
         )
+    }
+
+    /// Among replicas with a shared store, tells the other replicas (and the session's record)
+    /// a change the client made here to the session its request names.
+    fn share(&self, extensions: &rmcp::model::Extensions, note: crate::session_sync::Note) {
+        if let Some(sync) = self.gateway.session_sync()
+            && let Some(id) = crate::session_sync::session_id_of(extensions)
+        {
+            sync.changed(&switchboard::shared::SharedStore::session_key(id), note);
+        }
+    }
+
+    /// Starts following the session, once: its notifications ([`Self::fan_out`]), and among
+    /// replicas with a shared store, the other replicas' changes to it (restored here, it
+    /// takes what the session's record holds).
+    fn start(&self, peer: Peer<RoleServer>, extensions: &rmcp::model::Extensions) {
+        if self.started.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        if let Some(sync) = self.gateway.session_sync()
+            && let Some(id) = crate::session_sync::session_id_of(extensions)
+        {
+            let state = crate::session_sync::HandlerState {
+                log_level: self.log_level.clone(),
+                subscribed: self.subscribed.clone(),
+            };
+            let key = switchboard::shared::SharedStore::session_key(id);
+            let _ = self
+                .registration
+                .set(sync.register(key, state, self.ended.clone()));
+        }
+        self.fan_out(peer);
     }
 
     /// Follows the catalogue and the servers for this session until it ends, telling the
@@ -840,8 +879,23 @@ impl ServerHandler for Session {
             .with_instructions(instructions)
     }
 
+    /// Among replicas the session is followed from its `initialize` on: the client's
+    /// `notifications/initialized` may reach another replica than this one.
+    async fn initialize(
+        &self,
+        request: rmcp::model::InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        let result = self.negotiate_initialize(&request)?;
+        if self.gateway.cluster().is_some() {
+            self.start(context.peer, &context.extensions);
+        }
+        Ok(result)
+    }
+
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.fan_out(context.peer);
+        self.start(context.peer, &context.extensions);
     }
 
     fn accepted_subscription_filter(
@@ -1044,7 +1098,7 @@ impl ServerHandler for Session {
     async fn subscribe(
         &self,
         request: SubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let (server, original) = self.resource_target(&request.uri).await?;
         self.gateway
@@ -1055,20 +1109,28 @@ impl ServerHandler for Session {
         self.subscribed
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(request.uri);
+            .insert(request.uri.clone());
+        self.share(
+            &context.extensions,
+            crate::session_sync::Note::Subscribe(request.uri),
+        );
         Ok(())
     }
 
     async fn unsubscribe(
         &self,
         request: UnsubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         // The upstream subscription stays: another session may still want its updates.
         self.subscribed
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&request.uri);
+        self.share(
+            &context.extensions,
+            crate::session_sync::Note::Unsubscribe(request.uri),
+        );
         Ok(())
     }
 
@@ -1142,7 +1204,7 @@ impl ServerHandler for Session {
     async fn set_level(
         &self,
         request: SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let name = serde_json::to_value(request.level)
             .ok()
@@ -1154,6 +1216,10 @@ impl ServerHandler for Session {
             .log_level
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = Some(level);
+        self.share(
+            &context.extensions,
+            crate::session_sync::Note::Level(level.as_str().to_owned()),
+        );
         Ok(())
     }
 

@@ -45,6 +45,8 @@ use rmcp::transport::streamable_http_server::session::{
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use switchboard::shared::SharedStore;
+
 use crate::cluster::{Cluster, Purpose};
 use crate::fast::Link;
 use crate::oauth::Identity;
@@ -159,6 +161,10 @@ pub struct Sessions {
     cluster: Option<Arc<Cluster>>,
     /// The sessions initialized here, for the fast path ([`crate::fast`]).
     links: RwLock<HashMap<SessionId, Arc<Link>>>,
+    /// Among replicas, the sessions held here by their key in the shared store
+    /// ([`SharedStore::session_key`]), for the other replicas' notes
+    /// ([`crate::session_sync`]).
+    keys: Mutex<HashMap<String, SessionId>>,
 }
 
 #[derive(Debug, Default)]
@@ -187,6 +193,26 @@ impl Sessions {
             counts: Mutex::default(),
             cluster,
             links: RwLock::default(),
+            keys: Mutex::default(),
+        }
+    }
+
+    /// Among replicas, the session held here whose key in the shared store is `key`.
+    pub(crate) fn held_by_key(&self, key: &str) -> Option<SessionId> {
+        self.keys
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(key)
+            .cloned()
+    }
+
+    /// Notes the key of a session held here (among replicas).
+    fn keep_key(&self, id: &SessionId) {
+        if self.cluster.is_some() {
+            self.keys
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(SharedStore::session_key(id), id.clone());
         }
     }
 
@@ -360,6 +386,7 @@ impl SessionManager for Sessions {
             None => self.manager.create_session().await?,
         };
         self.counts().live.insert(id.clone(), None);
+        self.keep_key(&id);
         Ok((id, transport))
     }
 
@@ -374,6 +401,7 @@ impl SessionManager for Sessions {
         }
         let outcome = self.manager.restore_session(id.clone()).await?;
         if matches!(outcome, RestoreOutcome::Restored(_)) {
+            self.keep_key(&id);
             self.counts().live.insert(id, None);
         }
         Ok(outcome)
@@ -391,6 +419,12 @@ impl SessionManager for Sessions {
             },
             _ => None,
         };
+        // Among replicas the client's `notifications/initialized` may go to another replica:
+        // the handler learns its session from the `initialize` ([`Session::initialize`]).
+        let mut message = message;
+        if self.cluster.is_some() {
+            message.insert_extension(crate::session_sync::OpenedSession(id.clone()));
+        }
         let response = self.manager.initialize_session(id, message).await?;
         if let Some(link) = link
             && self.holds(id).await
@@ -415,6 +449,12 @@ impl SessionManager for Sessions {
             .write()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(id);
+        if self.cluster.is_some() {
+            self.keys
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&SharedStore::session_key(id));
+        }
         let mut counts = self.counts();
         if let Some(Some(token)) = counts.live.remove(id) {
             counts.release(token);
@@ -464,6 +504,9 @@ impl SessionManager for Sessions {
 #[derive(Debug)]
 pub(crate) struct SealedSessions {
     pub(crate) cluster: Arc<Cluster>,
+    /// With a shared store: an ended session's id does not load, a loaded session's record
+    /// is read, and a `DELETE` is told to the other replicas ([`crate::session_sync`]).
+    pub(crate) sync: Option<Arc<crate::session_sync::SessionSync>>,
 }
 
 #[async_trait::async_trait]
@@ -472,17 +515,34 @@ impl SessionStore for SealedSessions {
         let sealed = self
             .cluster
             .open::<SealedSession>(Purpose::Session, session_id);
-        if sealed.is_none() {
+        let Some(sealed) = sealed else {
             tracing::debug!("a session id that does not open under the cluster key");
+            return Ok(None);
+        };
+        if let Some(sync) = &self.sync
+            && !sync.restorable(session_id).await
+        {
+            tracing::debug!("a session id of a session its client ended");
+            return Ok(None);
         }
-        Ok(sealed.map(|sealed| SessionState::new(sealed.init)))
+        Ok(Some(SessionState::new(sealed.init)))
     }
 
     async fn store(&self, _id: &str, _state: &SessionState) -> Result<(), SessionStoreError> {
         Ok(())
     }
 
-    async fn delete(&self, _id: &str) -> Result<(), SessionStoreError> {
+    /// rmcp's answer to a `DELETE` (after the session was closed here): among replicas with a
+    /// store, the session ends on every replica.
+    async fn delete(&self, id: &str) -> Result<(), SessionStoreError> {
+        if let Some(sync) = &self.sync
+            && self
+                .cluster
+                .open::<SealedSession>(Purpose::Session, id)
+                .is_some()
+        {
+            sync.end(id).await;
+        }
         Ok(())
     }
 }

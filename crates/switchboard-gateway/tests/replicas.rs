@@ -1,8 +1,10 @@
 //! Replicas sharing a cluster key (`serve --cluster-key-file`), each a gateway on real HTTP on
 //! loopback with its own host and testkit server: a session opened on one is served by
 //! another, an input round parked on one is answered through another, and a round whose
-//! replica is gone is reported lost. Raw JSON-RPC over reqwest, so each request goes to the
-//! replica the test names. (The balancer test is the CLI's `tests/replicas.rs`.)
+//! replica is gone is reported lost; with a shared store (a real `redis-server`), a session's
+//! log level, resource subscriptions, end (`DELETE`) and cancellations reach every replica.
+//! Raw JSON-RPC over reqwest, so each request goes to the replica the test names. (The
+//! balancer test is the CLI's `tests/replicas.rs`.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::net::SocketAddr;
@@ -11,6 +13,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchboard::host::Host;
+use switchboard::shared::SharedStore;
 use switchboard_gateway::cluster::Cluster;
 use switchboard_gateway::http::{DEFAULT_ORIGINS, HttpGateway, HttpOptions};
 use switchboard_gateway::sessions::SessionLimits;
@@ -26,7 +29,7 @@ struct Replica {
     url: String,
     stop: CancellationToken,
     stopped: tokio::task::JoinHandle<()>,
-    _host: Host,
+    host: Host,
 }
 
 /// A replica serving `tree`'s servers, sealing under `secret` (none: no cluster).
@@ -40,15 +43,31 @@ async fn replica_capped(
     secret: Option<&[u8]>,
     sessions: SessionLimits,
 ) -> Replica {
+    replica_with(tree, secret, sessions, None).await
+}
+
+/// A replica of the cluster `SECRET` sharing the Redis at `store`.
+async fn replica_shared(tree: &ConfigTree, store: &str) -> Replica {
+    replica_with(tree, Some(SECRET), SessionLimits::default(), Some(store)).await
+}
+
+async fn replica_with(
+    tree: &ConfigTree,
+    secret: Option<&[u8]>,
+    sessions: SessionLimits,
+    store: Option<&str>,
+) -> Replica {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let env: switchboard::config::Environment = tree.env().into_iter().collect();
-    let host = Host::builder()
+    let mut builder = Host::builder()
         .discover(tree.project())
         .env(env)
         .output_dir(tree.root().join("out"))
-        .interaction(switchboard_gateway::forward::upstream_interaction())
-        .start()
-        .unwrap();
+        .interaction(switchboard_gateway::forward::upstream_interaction());
+    if let Some(store) = store {
+        builder = builder.store(SharedStore::connect(store).await.unwrap());
+    }
+    let host = builder.start().unwrap();
     host.wait_settled(SETTLE).await.unwrap();
     let gateway = Gateway::new(host.clone(), ToolFilter::default());
     if let Some(secret) = secret {
@@ -76,7 +95,7 @@ async fn replica_capped(
         url,
         stop,
         stopped,
-        _host: host,
+        host,
     }
 }
 
@@ -563,4 +582,422 @@ async fn a_question_asked_on_one_replica_is_answered_through_another() {
         result["result"]["structuredContent"]["name"], "Grace",
         "{result}"
     );
+}
+
+/// The server for the shared-state tests: logs at every level (`log`), resources whose
+/// updates can be subscribed to (`touch`), a slow tool that reports its cancellation.
+fn shared_tree() -> ConfigTree {
+    let tree = ConfigTree::new().unwrap();
+    let kit = json!({"command": switchboard_testkit::server_bin(),
+                     "args": ["--ask-tools", "--sample-resources", "--resource-updates",
+                              "--protocol", "legacy"]});
+    tree.write(
+        tree.user_file(),
+        &json!({"mcpServers": {"kit": kit}, "permissions": {"allow": ["mcp__kit"]}}).to_string(),
+    )
+    .unwrap();
+    tree
+}
+
+/// Opens an initialize-era session on `url` and sends `notifications/initialized` to
+/// `initialized` (a balancer may send it to another replica): its id.
+async fn open_session(http: &reqwest::Client, url: &str, initialized: &str) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "roaming", "version": "1"},
+    }});
+    let opened = post_session(http, url, None, init).send().await.unwrap();
+    assert_eq!(opened.status(), 200);
+    let session = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    answer(opened, &json!(1)).await;
+    let notified = post_session(
+        http,
+        initialized,
+        Some(&session),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(notified.status(), 202);
+    session
+}
+
+/// The session's GET stream on `url`: its messages, as they come.
+async fn listen(
+    http: &reqwest::Client,
+    url: &str,
+    session: &str,
+) -> tokio::sync::mpsc::UnboundedReceiver<Value> {
+    let mut stream = http
+        .get(url)
+        .bearer_auth(TOKEN)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut buffer = String::new();
+        while let Ok(Some(chunk)) = stream.chunk().await {
+            buffer.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = buffer.find('\n') {
+                let line: String = buffer.drain(..=end).collect();
+                if let Some(data) = line.strip_prefix("data:")
+                    && let Ok(message) = serde_json::from_str::<Value>(data.trim())
+                    && tx.send(message).is_err()
+                {
+                    return;
+                }
+            }
+        }
+    });
+    rx
+}
+
+/// Sends a request in `session` to `url`: its answer.
+async fn request(
+    http: &reqwest::Client,
+    url: &str,
+    session: &str,
+    id: u64,
+    method: &str,
+    params: Value,
+) -> Value {
+    let id = json!(id);
+    let response = post_session(
+        http,
+        url,
+        Some(session),
+        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(response.status(), 200, "{method} at {url}");
+    answer(response, &id).await
+}
+
+/// The next message on `stream` that `wanted` picks, within `wait`.
+async fn next_on<T>(
+    stream: &mut tokio::sync::mpsc::UnboundedReceiver<Value>,
+    wait: Duration,
+    mut wanted: impl FnMut(&Value) -> Option<T>,
+) -> Option<T> {
+    tokio::time::timeout(wait, async {
+        while let Some(message) = stream.recv().await {
+            if let Some(found) = wanted(&message) {
+                return Some(found);
+            }
+        }
+        None
+    })
+    .await
+    .ok()
+    .flatten()
+}
+
+/// How long one round of a test waits for what another replica's note should bring.
+const ROUND: Duration = Duration::from_secs(2);
+
+/// Calls the server's `log` tool through `url` until the session's `stream` gets, in one
+/// call's messages, exactly the levels `wanted` (the server logs at debug, info, warning, then
+/// error); what the last call got otherwise. The stream may hear of another replica's note,
+/// or start following the server's messages, while a call logs: its next call is clean.
+async fn logs_until(
+    http: &reqwest::Client,
+    url: &str,
+    session: &str,
+    stream: &mut tokio::sync::mpsc::UnboundedReceiver<Value>,
+    wanted: &[&str],
+) -> Vec<String> {
+    let deadline = tokio::time::Instant::now() + SETTLE;
+    let mut levels = Vec::new();
+    for id in 100.. {
+        if levels == wanted || tokio::time::Instant::now() >= deadline {
+            break;
+        }
+        levels.clear();
+        let logged = request(
+            http,
+            url,
+            session,
+            id,
+            "tools/call",
+            json!({"name": "mcp__kit__log", "arguments": {}}),
+        )
+        .await;
+        assert!(logged["result"].is_object(), "{logged}");
+        while let Some(level) = next_on(stream, ROUND, |m| {
+            (m["method"] == "notifications/message")
+                .then(|| m["params"]["level"].as_str().unwrap_or_default().to_owned())
+        })
+        .await
+        {
+            let last = level == "error";
+            levels.push(level);
+            if last {
+                break;
+            }
+        }
+    }
+    levels
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_level_set_through_one_replica_filters_the_stream_another_holds() {
+    let Some(redis) = switchboard_testkit::redis::RedisServer::start().unwrap() else {
+        return;
+    };
+    let tree = shared_tree();
+    let a = replica_shared(&tree, &redis.url()).await;
+    let b = replica_shared(&tree, &redis.url()).await;
+    let http = reqwest::Client::new();
+    // The client's `notifications/initialized` goes to `b`, as round robin would send it.
+    let session = open_session(&http, &a.url, &b.url).await;
+    let mut stream = listen(&http, &a.url, &session).await;
+
+    // The level is set through `b`; the log messages go to `a`'s stream (before a level is
+    // set, none passes).
+    let set = request(
+        &http,
+        &b.url,
+        &session,
+        2,
+        "logging/setLevel",
+        json!({"level": "warning"}),
+    )
+    .await;
+    assert!(set["result"].is_object(), "{set}");
+    let wanted = ["warning", "error"];
+    let levels = logs_until(&http, &a.url, &session, &mut stream, &wanted).await;
+    assert_eq!(levels, wanted, "the stream on `a`");
+
+    // A replica that resumes the session later takes the level from the store.
+    let c = replica_shared(&tree, &redis.url()).await;
+    let mut resumed = listen(&http, &c.url, &session).await;
+    let levels = logs_until(&http, &c.url, &session, &mut resumed, &wanted).await;
+    assert_eq!(levels, wanted, "the stream on `c`");
+    drop(redis);
+}
+
+/// Calls the server's `touch` tool for `test://readme` through `url` until the session's
+/// `stream` is told of the update: the URI it names, or the last call's answer. (The server
+/// tells of it once the replica subscribed upstream, which another replica's note or the
+/// session's record makes it do.)
+async fn touch_until_told(
+    http: &reqwest::Client,
+    url: &str,
+    session: &str,
+    stream: &mut tokio::sync::mpsc::UnboundedReceiver<Value>,
+) -> Result<Value, Value> {
+    let deadline = tokio::time::Instant::now() + SETTLE;
+    let mut touched = Value::Null;
+    for id in 10.. {
+        if tokio::time::Instant::now() >= deadline {
+            break;
+        }
+        touched = request(
+            http,
+            url,
+            session,
+            id,
+            "tools/call",
+            json!({"name": "mcp__kit__touch", "arguments": {"uri": "test://readme"}}),
+        )
+        .await;
+        if touched.to_string().contains("touched test://readme") {
+            let heard = next_on(stream, ROUND, |m| {
+                (m["method"] == "notifications/resources/updated")
+                    .then(|| m["params"]["uri"].clone())
+            })
+            .await;
+            if let Some(uri) = heard {
+                return Ok(uri);
+            }
+        } else {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    Err(touched)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_made_through_one_replica_brings_updates_on_another() {
+    let Some(redis) = switchboard_testkit::redis::RedisServer::start().unwrap() else {
+        return;
+    };
+    let tree = shared_tree();
+    let a = replica_shared(&tree, &redis.url()).await;
+    let b = replica_shared(&tree, &redis.url()).await;
+    let http = reqwest::Client::new();
+    let session = open_session(&http, &a.url, &a.url).await;
+    let mut stream = listen(&http, &a.url, &session).await;
+    let uri = "switchboard://kit/test://readme";
+
+    let subscribed = request(
+        &http,
+        &b.url,
+        &session,
+        2,
+        "resources/subscribe",
+        json!({"uri": uri}),
+    )
+    .await;
+    assert!(subscribed["result"].is_object(), "{subscribed}");
+    // `a`'s server tells `a` of an update once `a` subscribed upstream too; the client hears
+    // of it on `a`'s stream.
+    let heard = touch_until_told(&http, &a.url, &session, &mut stream).await;
+    assert_eq!(heard, Ok(json!(uri)), "on `a`");
+
+    // A replica that resumes the session later subscribes from the store's record.
+    let c = replica_shared(&tree, &redis.url()).await;
+    let mut resumed = listen(&http, &c.url, &session).await;
+    let heard = touch_until_told(&http, &c.url, &session, &mut resumed).await;
+    assert_eq!(heard, Ok(json!(uri)), "on `c`");
+    drop(redis);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_deleted_on_one_replica_is_unknown_on_every_replica() {
+    let Some(redis) = switchboard_testkit::redis::RedisServer::start().unwrap() else {
+        return;
+    };
+    let tree = shared_tree();
+    let a = replica_shared(&tree, &redis.url()).await;
+    let b = replica_shared(&tree, &redis.url()).await;
+    let http = reqwest::Client::new();
+    let session = open_session(&http, &a.url, &a.url).await;
+    // `b` holds the session too, and serves it.
+    let listed = request(&http, &b.url, &session, 2, "tools/list", json!({})).await;
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
+
+    let deleted = http
+        .delete(&a.url)
+        .bearer_auth(TOKEN)
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .send()
+        .await
+        .unwrap();
+    assert!(deleted.status().is_success(), "{}", deleted.status());
+
+    // `b` drops it once it hears of it; then every request names an unknown session.
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                      "params": {"name": "mcp__kit__echo", "arguments": {"text": "hi"}}});
+    let list = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"});
+    let gone = tokio::time::timeout(SETTLE, async {
+        loop {
+            let status = post_session(&http, &b.url, Some(&session), list.clone())
+                .send()
+                .await
+                .unwrap()
+                .status();
+            if status == 404 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(gone.is_ok(), "`b` still serves the deleted session");
+    for (url, body) in [(&b.url, &call), (&a.url, &call), (&a.url, &list)] {
+        let status = post_session(&http, url, Some(&session), body.clone())
+            .send()
+            .await
+            .unwrap()
+            .status();
+        assert_eq!(status, 404, "{} at {url}", body["method"]);
+    }
+    // A replica started afterwards reads the end from the store.
+    let c = replica_shared(&tree, &redis.url()).await;
+    for body in [&call, &list] {
+        let status = post_session(&http, &c.url, Some(&session), body.clone())
+            .send()
+            .await
+            .unwrap()
+            .status();
+        assert_eq!(status, 404, "{} at `c`", body["method"]);
+    }
+    drop(redis);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_running_on_one_replica_is_cancelled_through_another() {
+    let Some(redis) = switchboard_testkit::redis::RedisServer::start().unwrap() else {
+        return;
+    };
+    let tree = shared_tree();
+    let a = replica_shared(&tree, &redis.url()).await;
+    let b = replica_shared(&tree, &redis.url()).await;
+    let http = reqwest::Client::new();
+    let session = open_session(&http, &a.url, &a.url).await;
+
+    // A long call on `a`, streaming its progress.
+    let mut running = post_session(
+        &http,
+        &a.url,
+        Some(&session),
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+            "name": "mcp__kit__slow", "arguments": {"ms": 60000, "steps": 600},
+            "_meta": {"progressToken": "p-7"}}}),
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(running.status(), 200);
+    let mut heard = String::new();
+    let started = tokio::time::timeout(SETTLE, async {
+        while let Some(chunk) = running.chunk().await.unwrap() {
+            heard.push_str(&String::from_utf8_lossy(&chunk));
+            if heard.contains("notifications/progress") {
+                return;
+            }
+        }
+    })
+    .await;
+    assert!(started.is_ok(), "no progress from the slow call: {heard}");
+
+    // The client's cancel reaches `b`.
+    let cancelled = post_session(
+        &http,
+        &b.url,
+        Some(&session),
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+               "params": {"requestId": 7, "reason": "the user stopped it"}}),
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(cancelled.status(), 202);
+
+    // The call ends on `a`, and `a`'s server saw the cancellation.
+    let ended = tokio::time::timeout(SETTLE, async {
+        while let Some(chunk) = running.chunk().await.unwrap() {
+            heard.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the call on `a` went on");
+    assert!(heard.contains("cancelled by the client"), "{heard}");
+    let seen = tokio::time::timeout(SETTLE, async {
+        while !a
+            .host
+            .stderr_tail("kit")
+            .unwrap_or_default()
+            .contains("cancelled")
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(seen.is_ok(), "`a`'s server never saw the cancellation");
+    drop(redis);
 }

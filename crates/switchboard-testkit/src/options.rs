@@ -132,6 +132,12 @@ pub struct Options {
     #[arg(long)]
     pub log_lists: bool,
 
+    /// Offer `resources/subscribe` (initialize era; each subscription is written to stderr,
+    /// `testkit-server: subscribed to URI`) and the tool `touch` (`uri`): it sends
+    /// `notifications/resources/updated` for `uri` when a client subscribed to it.
+    #[arg(long)]
+    pub resource_updates: bool,
+
     /// Also offer `decorated`: a tool with a `title`, `icons` and `_meta` (echoes its `text`).
     #[arg(long)]
     pub decorated_tool: bool,

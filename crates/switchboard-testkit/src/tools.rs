@@ -60,6 +60,8 @@ struct Shared {
     fail_lists: bool,
     /// `--sample-resources`.
     sample_resources: bool,
+    /// `--resource-updates`: the URIs subscribed to.
+    subscriptions: Option<std::sync::Mutex<std::collections::HashSet<String>>>,
     /// `--completions`: the `paint` prompt and `completion/complete`.
     completions: bool,
     /// `--expire-session-after` over stdio: calls after this many, and reads after them, answer
@@ -98,6 +100,13 @@ impl Toolbox {
         if options.ask_tools {
             tools.extend(crate::ask::tools());
         }
+        if options.resource_updates {
+            tools.push(tool(
+                "touch",
+                "Sends notifications/resources/updated for `uri` if a client subscribed to it.",
+                json!({"type": "object", "properties": {"uri": {"type": "string"}}, "required": ["uri"]}),
+            ));
+        }
         Toolbox {
             shared: Arc::new(Shared {
                 protocol: options.protocol,
@@ -118,6 +127,7 @@ impl Toolbox {
                 echo_meta: options.echo_meta,
                 fail_lists: options.fail_lists,
                 sample_resources: options.sample_resources,
+                subscriptions: options.resource_updates.then(Default::default),
                 completions: options.completions,
                 expire_calls_after: match options.transport {
                     crate::options::Transport::Stdio => options.expire_session_after,
@@ -399,6 +409,11 @@ impl ServerHandler for Toolbox {
         {
             capabilities.resources = Some(Default::default());
         }
+        if self.shared.subscriptions.is_some() {
+            let mut resources = capabilities.resources.take().unwrap_or_default();
+            resources.subscribe = Some(true);
+            capabilities.resources = Some(resources);
+        }
         if self.shared.completions {
             capabilities.prompts = Some(Default::default());
             capabilities.completions = Some(JsonObject::new());
@@ -615,6 +630,38 @@ impl ServerHandler for Toolbox {
         crate::samples::complete(&request)
     }
 
+    #[allow(deprecated)] // resources/subscribe is what initialize-era clients speak
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let Some(subscriptions) = &self.shared.subscriptions else {
+            return Err(ErrorData::method_not_found::<
+                rmcp::model::SubscribeRequestMethod,
+            >());
+        };
+        eprintln!("testkit-server: subscribed to {}", request.uri);
+        if let Ok(mut subscriptions) = subscriptions.lock() {
+            subscriptions.insert(request.uri);
+        }
+        Ok(())
+    }
+
+    #[allow(deprecated)] // resources/unsubscribe is what initialize-era clients speak
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if let Some(subscriptions) = &self.shared.subscriptions
+            && let Ok(mut subscriptions) = subscriptions.lock()
+        {
+            subscriptions.remove(&request.uri);
+        }
+        Ok(())
+    }
+
     #[allow(deprecated)] // logging is what initialize-era clients speak
     async fn set_level(
         &self,
@@ -666,6 +713,36 @@ impl ServerHandler for Toolbox {
                 "Session expired",
                 None,
             ));
+        }
+        if request.name == "touch"
+            && let Some(subscriptions) = &self.shared.subscriptions
+        {
+            let uri = request
+                .arguments
+                .as_ref()
+                .and_then(|a| a.get("uri"))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            let subscribed = subscriptions.lock().is_ok_and(|s| s.contains(&uri));
+            if !subscribed {
+                return Ok(CallToolResult::success(vec![ContentBlock::text(format!(
+                    "nobody subscribed to {uri}"
+                ))])
+                .into());
+            }
+            #[allow(deprecated)] // resources/updated is what initialize-era clients subscribe to
+            let sent = context
+                .peer
+                .notify_resource_updated(rmcp::model::ResourceUpdatedNotificationParam::new(
+                    uri.clone(),
+                ))
+                .await;
+            let text = match sent {
+                Ok(()) => format!("touched {uri}"),
+                Err(e) => format!("could not tell of {uri}: {e}"),
+            };
+            return Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into());
         }
         if request.name == "log" && self.shared.ask_tools {
             let level = self.shared.log_level.lock().ok().and_then(|l| l.clone());

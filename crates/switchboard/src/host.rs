@@ -317,7 +317,7 @@ impl HostBuilder {
             child_guard: self
                 .child_guard
                 .map(|(program, args)| crate::guard::ChildGuard::new(program, args)),
-            shared: self.store,
+            shared: self.store.clone(),
             ..ManagerOptions::default()
         };
         for (name, factory) in self.in_process {
@@ -345,6 +345,7 @@ impl HostBuilder {
             search: Arc::default(),
             names: Arc::default(),
             reload,
+            store: self.store,
         })
     }
 }
@@ -369,6 +370,8 @@ pub struct Host {
     /// How the servers were chosen, to choose them again on [`Host::reload`] (`None`: they
     /// were given, not read).
     reload: Option<Arc<ReloadSpec>>,
+    /// The store shared with other replicas ([`HostBuilder::store`]).
+    store: Option<crate::shared::SharedStore>,
 }
 
 /// What [`Host::reload`] reads the configuration again with.
@@ -610,6 +613,13 @@ impl Host {
     /// prompter, nobody to answer servers' questions.
     pub fn builder() -> HostBuilder {
         HostBuilder::default()
+    }
+
+    /// The store shared with other replicas, if the host was built with one
+    /// ([`HostBuilder::store`]): what a gateway keeps of its clients' sessions there
+    /// ([`SharedStore::session_record`](crate::shared::SharedStore::session_record)).
+    pub fn store(&self) -> Option<&crate::shared::SharedStore> {
+        self.store.as_ref()
     }
 
     /// The configuration the host was started with (its issues included).

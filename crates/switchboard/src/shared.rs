@@ -6,15 +6,21 @@
 //! Keys, all under `switchboard:`: `tokens:<key>` (token records), `lock:<name>` (locks: `SET
 //! NX PX`, released by their holder only, with a compare-and-delete script, waited for with a
 //! bounded poll), `needs-auth:<server>` (expiring with the memory's TTL),
-//! `lists:<server>:<hash>` (kept lists); the channel `switchboard:events` carries
-//! announcements (the server, its entry hash, what changed), each with the sending process's
-//! random id so a replica skips its own.
+//! `lists:<server>:<hash>` (kept lists), `session:<key>` and `session-ended:<key>` (a gateway
+//! client's session record, [`SharedStore::session_record`]: a Redis hash of fields, and the
+//! mark a `DELETE` leaves); the channel `switchboard:events` carries announcements (the server,
+//! its entry hash, what changed) and session notes (a session's key and a note the gateway
+//! wrote), each with the sending process's random id so a replica skips its own. One task per
+//! store subscribes to it, for both.
 //!
-//! Writes that nobody waits for (kept lists, needs-auth, announcements, unlocks) go through
-//! one task in order: an announcement is sent after the write it announces. Reads at start
-//! (every lazy server's lists) are one `MGET` on a blocking connection, since the host is
-//! built synchronously. Compiled with the `redis` feature; without it
-//! [`SharedStore::connect`] says so.
+//! A session's key is [`SharedStore::session_key`] of its id, a hash: a session id opens the
+//! session, so it is never in a key, a message or a log.
+//!
+//! Writes that nobody waits for (kept lists, needs-auth, announcements, session fields and
+//! notes, unlocks) go through one task in order: an announcement is sent after the write it
+//! announces. Reads at start (every lazy server's lists) are one `MGET` on a blocking
+//! connection, since the host is built synchronously. Compiled with the `redis` feature;
+//! without it [`SharedStore::connect`] says so.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -68,6 +74,39 @@ pub(crate) enum Changed {
     Prompts,
     /// The server's needs-auth record was written or removed.
     NeedsAuth,
+}
+
+/// A session note on `switchboard:events` (JSON): told apart from an [`Announcement`] by its
+/// fields.
+#[cfg(feature = "redis")]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct SessionMessage {
+    /// The sending process's random id.
+    pub(crate) from: String,
+    /// The session's key ([`SharedStore::session_key`]).
+    pub(crate) session: String,
+    pub(crate) note: serde_json::Value,
+}
+
+/// Another replica's note about one of its clients' sessions
+/// ([`SharedStore::publish_session`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionNote {
+    /// The session's key ([`SharedStore::session_key`]).
+    pub session: String,
+    /// What the replica wrote, as it wrote it.
+    pub note: serde_json::Value,
+}
+
+/// What the store holds of one session ([`SharedStore::session_record`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SessionRecord {
+    /// The fields set with [`SharedStore::set_session_field`] that have not expired.
+    pub fields: std::collections::BTreeMap<String, String>,
+    /// The session was ended ([`SharedStore::end_session`]).
+    pub ended: bool,
 }
 
 /// A connection to the Redis the replicas share. Cheap to clone.
@@ -136,6 +175,47 @@ impl SharedStore {
         match *self.inner {}
     }
 
+    /// What the store holds of the session `key`.
+    pub async fn session_record(&self, _key: &str) -> Result<SessionRecord, StoreError> {
+        match *self.inner {}
+    }
+
+    /// Sets (or with `None` removes) a field of the session `key`'s record, in the background.
+    pub fn set_session_field(
+        &self,
+        _key: &str,
+        _field: &str,
+        _value: Option<String>,
+        _ttl: Duration,
+    ) {
+        match *self.inner {}
+    }
+
+    /// Keeps the session `key`'s record for `ttl` from now, in the background.
+    pub fn refresh_session(&self, _key: &str, _ttl: Duration) {
+        match *self.inner {}
+    }
+
+    /// Marks the session `key` ended for `keep`, and drops its record.
+    pub async fn end_session(&self, _key: &str, _keep: Duration) -> Result<(), StoreError> {
+        match *self.inner {}
+    }
+
+    /// Tells the other replicas `note` about the session `key`, in the background.
+    pub fn publish_session(&self, _key: &str, _note: serde_json::Value) {
+        match *self.inner {}
+    }
+
+    /// The other replicas' session notes, from now on.
+    pub fn session_notes(&self) -> tokio::sync::broadcast::Receiver<SessionNote> {
+        match *self.inner {}
+    }
+
+    /// Waits at most `wait` until this store hears the other replicas; whether it does.
+    pub async fn wait_listening(&self, _wait: Duration) -> bool {
+        match *self.inner {}
+    }
+
     pub(crate) async fn lock(
         &self,
         _name: &str,
@@ -143,6 +223,21 @@ impl SharedStore {
         _wait: Duration,
     ) -> Result<SharedLock, StoreError> {
         match *self.inner {}
+    }
+}
+
+impl SharedStore {
+    /// The key of the session whose id is `id` in the store: a hash (SHA-256 of the id under a
+    /// fixed label, 32 hex digits), so the id itself is never in a key, a message or a log.
+    pub fn session_key(id: &str) -> String {
+        use sha2::Digest;
+        let mut hasher = sha2::Sha256::new();
+        hasher.update(b"switchboard session key\0");
+        hasher.update(id.as_bytes());
+        hasher.finalize()[..16]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
     }
 }
 
@@ -191,6 +286,11 @@ enum Write {
         key: String,
         token: String,
     },
+    /// Commands sent together (a session record's field and its expiry).
+    Pipeline {
+        what: &'static str,
+        pipe: redis::Pipeline,
+    },
     /// Answered once every write before it is done.
     Flush(tokio::sync::oneshot::Sender<()>),
 }
@@ -205,6 +305,36 @@ struct Inner {
     blocking: std::sync::Mutex<Option<redis::Connection>>,
     writes: tokio::sync::mpsc::UnboundedSender<Write>,
     instance: String,
+    /// Where the other replicas' announcements go (the manager's receiver), once asked for.
+    announced: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedSender<Announcement>>>,
+    /// Where the other replicas' session notes go.
+    notes: tokio::sync::broadcast::Sender<SessionNote>,
+    /// Whether the subscription to `switchboard:events` is up.
+    listening: tokio::sync::watch::Sender<bool>,
+    /// The subscribing task was started.
+    listen_started: std::sync::atomic::AtomicBool,
+    /// Ends the subscribing task with the last handle (cancelled on drop).
+    stop: tokio_util::sync::CancellationToken,
+}
+
+#[cfg(feature = "redis")]
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// How many session notes wait for a slow receiver before the oldest are dropped.
+#[cfg(feature = "redis")]
+const NOTES_BUFFER: usize = 1024;
+
+/// The messages on `switchboard:events`.
+#[cfg(feature = "redis")]
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Incoming {
+    Session(SessionMessage),
+    Announcement(Announcement),
 }
 
 #[cfg(feature = "redis")]
@@ -268,6 +398,11 @@ impl SharedStore {
                 blocking: std::sync::Mutex::new(None),
                 writes,
                 instance: random_hex(),
+                announced: std::sync::Mutex::new(None),
+                notes: tokio::sync::broadcast::Sender::new(NOTES_BUFFER),
+                listening: tokio::sync::watch::Sender::new(false),
+                listen_started: std::sync::atomic::AtomicBool::new(false),
+                stop: tokio_util::sync::CancellationToken::new(),
             }),
         })
     }
@@ -382,57 +517,169 @@ impl SharedStore {
         }
     }
 
-    /// The other replicas' announcements, from now on, until the receiver is dropped: a task
-    /// subscribes, and subscribes again (after a second) when the connection is lost.
+    /// The other replicas' announcements, from now on, until the receiver is dropped (one
+    /// receiver: a second call takes them from the first).
     pub(crate) fn announcements(&self) -> tokio::sync::mpsc::UnboundedReceiver<Announcement> {
-        use futures::StreamExt;
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        let store = self.clone();
+        *self
+            .inner
+            .announced
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(tx);
+        self.listen();
+        rx
+    }
+
+    /// What the store holds of the session `key` ([`SharedStore::session_key`]): the fields
+    /// of its record, and whether it was ended.
+    pub async fn session_record(&self, key: &str) -> Result<SessionRecord, StoreError> {
+        let mut conn = self.inner.conn.clone();
+        let (fields, ended): (std::collections::BTreeMap<String, String>, bool) = redis::pipe()
+            .cmd("HGETALL")
+            .arg(format!("{PREFIX}session:{key}"))
+            .cmd("EXISTS")
+            .arg(format!("{PREFIX}session-ended:{key}"))
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| self.error(e))?;
+        Ok(SessionRecord { fields, ended })
+    }
+
+    /// Sets `field` of the session `key`'s record to `value` (`None` removes it), the record
+    /// expiring `ttl` from now; in the background, in order with the other writes.
+    pub fn set_session_field(&self, key: &str, field: &str, value: Option<String>, ttl: Duration) {
+        let record = format!("{PREFIX}session:{key}");
+        let mut pipe = redis::pipe();
+        match value {
+            Some(value) => pipe.cmd("HSET").arg(&record).arg(field).arg(value),
+            None => pipe.cmd("HDEL").arg(&record).arg(field),
+        };
+        pipe.cmd("PEXPIRE").arg(&record).arg(millis(ttl));
+        let _ = self.inner.writes.send(Write::Pipeline {
+            what: "write a session's record",
+            pipe,
+        });
+    }
+
+    /// Keeps the session `key`'s record (if any) for `ttl` from now, in the background.
+    pub fn refresh_session(&self, key: &str, ttl: Duration) {
+        let mut pipe = redis::pipe();
+        pipe.cmd("PEXPIRE")
+            .arg(format!("{PREFIX}session:{key}"))
+            .arg(millis(ttl));
+        let _ = self.inner.writes.send(Write::Pipeline {
+            what: "refresh a session's record",
+            pipe,
+        });
+    }
+
+    /// Marks the session `key` ended for `keep` (its record says so from now on) and drops
+    /// its fields; done when this returns.
+    pub async fn end_session(&self, key: &str, keep: Duration) -> Result<(), StoreError> {
+        let mut conn = self.inner.conn.clone();
+        redis::pipe()
+            .cmd("SET")
+            .arg(format!("{PREFIX}session-ended:{key}"))
+            .arg("1")
+            .arg("PX")
+            .arg(millis(keep))
+            .ignore()
+            .cmd("DEL")
+            .arg(format!("{PREFIX}session:{key}"))
+            .ignore()
+            .query_async::<()>(&mut conn)
+            .await
+            .map_err(|e| self.error(e))
+    }
+
+    /// Tells the other replicas `note` about the session `key` (they get it from
+    /// [`SharedStore::session_notes`]), in the background, after the writes before.
+    pub fn publish_session(&self, key: &str, note: serde_json::Value) {
+        let message = SessionMessage {
+            from: self.inner.instance.clone(),
+            session: key.to_owned(),
+            note,
+        };
+        if let Ok(message) = serde_json::to_string(&message) {
+            let _ = self.inner.writes.send(Write::Publish { message });
+        }
+    }
+
+    /// The other replicas' session notes, from now on (notes a slow receiver lets pile up
+    /// past a thousand are dropped, oldest first: it hears `Lagged`).
+    pub fn session_notes(&self) -> tokio::sync::broadcast::Receiver<SessionNote> {
+        let notes = self.inner.notes.subscribe();
+        self.listen();
+        notes
+    }
+
+    /// Waits at most `wait` until this store hears the other replicas (its subscription is
+    /// up); whether it does. A gateway waits for it before serving.
+    pub async fn wait_listening(&self, wait: Duration) -> bool {
+        self.listen();
+        let mut listening = self.inner.listening.subscribe();
+        tokio::time::timeout(wait, listening.wait_for(|up| *up))
+            .await
+            .is_ok_and(|up| up.is_ok())
+    }
+
+    /// Starts the one task that subscribes to `switchboard:events` (and subscribes again,
+    /// after a second, when the connection is lost), unless it runs; it ends with the store.
+    fn listen(&self) {
+        use futures::StreamExt;
+        use std::sync::atomic::Ordering;
+        if self.inner.listen_started.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let weak = Arc::downgrade(&self.inner);
+        let client = self.inner.client.clone();
+        let url = self.inner.url.clone();
+        let stop = self.inner.stop.clone();
         tokio::spawn(async move {
             loop {
-                match store.inner.client.get_async_pubsub().await {
-                    Ok(mut pubsub) => match pubsub.subscribe(CHANNEL).await {
-                        Ok(()) => {
-                            let mut messages = pubsub.into_on_message();
-                            loop {
-                                tokio::select! {
-                                    () = tx.closed() => return,
-                                    message = messages.next() => {
-                                        let Some(message) = message else { break };
-                                        let Ok(text) = message.get_payload::<String>() else {
-                                            continue;
-                                        };
-                                        match serde_json::from_str::<Announcement>(&text) {
-                                            Ok(a) if a.from == store.inner.instance => {}
-                                            Ok(a) => {
-                                                if tx.send(a).is_err() {
-                                                    return;
-                                                }
-                                            }
-                                            Err(e) => tracing::debug!(
-                                                "ignoring a message on {CHANNEL}: {e}"
-                                            ),
-                                        }
-                                    }
-                                }
+                let subscribed = async {
+                    let mut pubsub = client.get_async_pubsub().await?;
+                    pubsub.subscribe(CHANNEL).await?;
+                    Ok::<_, redis::RedisError>(pubsub.into_on_message())
+                };
+                let subscribed = tokio::select! {
+                    () = stop.cancelled() => return,
+                    subscribed = subscribed => subscribed,
+                };
+                match subscribed {
+                    Ok(mut messages) => {
+                        match weak.upgrade() {
+                            Some(inner) => inner.listening.send_replace(true),
+                            None => return,
+                        };
+                        loop {
+                            let message = tokio::select! {
+                                () = stop.cancelled() => return,
+                                message = messages.next() => message,
+                            };
+                            let Some(message) = message else { break };
+                            let Some(inner) = weak.upgrade() else { return };
+                            if let Ok(text) = message.get_payload::<String>() {
+                                inner.receive(&text);
                             }
-                            tracing::debug!(store = %store.url(), "lost the subscription to {CHANNEL}");
                         }
-                        Err(e) => {
-                            tracing::debug!(store = %store.url(), "cannot subscribe: {}", store.error(e))
+                        if let Some(inner) = weak.upgrade() {
+                            inner.listening.send_replace(false);
                         }
-                    },
-                    Err(e) => {
-                        tracing::debug!(store = %store.url(), "cannot subscribe: {}", store.error(e))
+                        tracing::debug!(store = %url, "lost the subscription to {CHANNEL}");
                     }
+                    Err(e) => tracing::debug!(
+                        store = %url,
+                        "cannot subscribe: {}",
+                        crate::redact::redact_urls_in(&e.to_string())
+                    ),
                 }
                 tokio::select! {
-                    () = tx.closed() => return,
+                    () = stop.cancelled() => return,
                     () = tokio::time::sleep(Duration::from_secs(1)) => {}
                 }
             }
         });
-        rx
     }
 
     /// Takes the lock `name` (`switchboard:lock:<name>`), waiting at most `wait` for another
@@ -475,6 +722,42 @@ impl SharedStore {
     }
 }
 
+#[cfg(feature = "redis")]
+impl Inner {
+    /// A message on `switchboard:events`, handed to whoever wants its kind; this process's
+    /// own are skipped.
+    fn receive(&self, text: &str) {
+        match serde_json::from_str::<Incoming>(text) {
+            Ok(Incoming::Session(m)) if m.from != self.instance => {
+                // Nobody listening is fine: no gateway serves sessions here.
+                let _ = self.notes.send(SessionNote {
+                    session: m.session,
+                    note: m.note,
+                });
+            }
+            Ok(Incoming::Announcement(a)) if a.from != self.instance => {
+                let mut slot = self
+                    .announced
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if let Some(tx) = slot.as_ref()
+                    && tx.send(a).is_err()
+                {
+                    *slot = None;
+                }
+            }
+            Ok(_) => {}
+            Err(e) => tracing::debug!("ignoring a message on {CHANNEL}: {e}"),
+        }
+    }
+}
+
+/// `ttl` in milliseconds, as Redis takes it.
+#[cfg(feature = "redis")]
+fn millis(ttl: Duration) -> u64 {
+    u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// The background writes, one after another.
 #[cfg(feature = "redis")]
 async fn write_in_order(
@@ -488,8 +771,15 @@ async fn write_in_order(
             Write::Delete { .. } => "delete",
             Write::Publish { .. } => "announce",
             Write::Unlock { .. } => "unlock",
+            Write::Pipeline { what, .. } => what,
             Write::Flush(_) => "flush",
         };
+        if let Write::Pipeline { pipe, .. } = &write {
+            if let Err(e) = pipe.query_async::<redis::Value>(&mut conn).await {
+                tracing::debug!(store = %url, "cannot {what}: {}", crate::redact::redact_urls_in(&e.to_string()));
+            }
+            continue;
+        }
         let cmd = match write {
             Write::Set { key, value, ttl } => {
                 let mut cmd = redis::cmd("SET");
@@ -519,6 +809,7 @@ async fn write_in_order(
                 let _ = done.send(());
                 continue;
             }
+            Write::Pipeline { .. } => continue,
         };
         if let Err(e) = cmd.query_async::<redis::Value>(&mut conn).await {
             tracing::debug!(store = %url, "cannot {what}: {}", crate::redact::redact_urls_in(&e.to_string()));

@@ -413,3 +413,64 @@ async fn needs_auth_is_shared_and_a_login_on_one_replica_reconnects_the_other() 
     first.shutdown().await;
     second.shutdown().await;
 }
+
+/// A session's record and notes: fields expire with the record, an end is kept and drops the
+/// fields, notes reach the other store's listeners (not the sender's own), and the key is a
+/// hash, never the id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_records_and_notes_are_shared_by_key() {
+    let Some(redis) = RedisServer::start().unwrap() else {
+        return;
+    };
+    let one = SharedStore::connect(&redis.url()).await.unwrap();
+    let two = SharedStore::connect(&redis.url()).await.unwrap();
+    let key = SharedStore::session_key("a-secret-session-id");
+    assert_eq!(key.len(), 32);
+    assert!(!key.contains("secret"));
+    assert_ne!(key, SharedStore::session_key("another-session-id"));
+
+    let mut heard = two.session_notes();
+    let mut own = one.session_notes();
+    assert!(two.wait_listening(SETTLE).await);
+    assert!(one.wait_listening(SETTLE).await);
+    one.set_session_field(&key, "level", Some("info".to_owned()), SETTLE);
+    one.set_session_field(&key, "sub:x://y", Some("1".to_owned()), SETTLE);
+    one.publish_session(&key, json!({"level": "info"}));
+    let note = tokio::time::timeout(SETTLE, heard.recv())
+        .await
+        .expect("the note reaches the other store")
+        .unwrap();
+    assert_eq!(note.session, key);
+    assert_eq!(note.note, json!({"level": "info"}));
+    // Written before the note was sent: the other store reads it.
+    let record = two.session_record(&key).await.unwrap();
+    assert_eq!(record.fields.get("level").map(String::as_str), Some("info"));
+    assert!(record.fields.contains_key("sub:x://y"));
+    assert!(!record.ended);
+    // The sender does not hear its own note.
+    two.publish_session(&key, json!("ended"));
+    let next = tokio::time::timeout(SETTLE, own.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        next.note,
+        json!("ended"),
+        "the first note `one` hears is `two`'s"
+    );
+
+    two.set_session_field(&key, "sub:x://y", None, SETTLE);
+    two.end_session(&key, SETTLE).await.unwrap();
+    let record = one.session_record(&key).await.unwrap();
+    assert!(record.ended);
+    assert!(record.fields.is_empty(), "{record:?}");
+    // Nothing in the store names the id.
+    let keys = std::process::Command::new("redis-cli")
+        .args(["-p", &redis.port().to_string(), "--scan"])
+        .output();
+    if let Ok(keys) = keys {
+        let keys = String::from_utf8_lossy(&keys.stdout);
+        assert!(keys.contains(&key), "{keys}");
+        assert!(!keys.contains("a-secret-session-id"), "{keys}");
+    }
+}
