@@ -72,10 +72,11 @@ pids+=($!)
 wait_for_line "$work/server.log" 'running on' >/dev/null
 upstream="http://localhost:$port/mcp"
 
-# A gateway in front of it, the upstream pinned to protocol $1; prints its URL.
+# A gateway in front of it, the upstream pinned to protocol $1; its URL goes into the variable
+# named $2. (Run in this shell, not in `$(...)`: its pid must reach `pids` for the cleanup.)
 token="conformance-$RANDOM$RANDOM"
 start_gateway() {
-    local dir="$work/gateway-$1"
+    local dir="$work/gateway-$1" url
     mkdir -p "$dir"
     printf '{"mcpServers": {"conformance": {"type": "http", "url": "%s", "protocol": "%s"}}}\n' \
         "$upstream" "$1" >"$dir/mcp.json"
@@ -84,10 +85,11 @@ start_gateway() {
         exec "$switchboard" --mcp-config mcp.json serve --http 127.0.0.1:0 --prefix conditional \
         >"$dir/out" 2>"$dir/err") &
     pids+=($!)
-    wait_for_line "$dir/out" '^listening on ' | sed 's/^listening on //'
+    url="$(wait_for_line "$dir/out" '^listening on ')"
+    printf -v "$2" '%s' "${url#listening on }"
 }
-gateway_2025="$(start_gateway 2025-11-25)"
-gateway_2026="$(start_gateway 2026-07-28)"
+start_gateway 2025-11-25 gateway_2025
+start_gateway 2026-07-28 gateway_2026
 
 # One suite run: LABEL JS SPEC(- for none) URL [preload]; prints `LABEL scenario: N passed, M failed`.
 results() {
