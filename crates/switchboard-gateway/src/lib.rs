@@ -256,7 +256,7 @@ impl Events {
 pub(crate) fn random_hex(bytes: usize) -> Result<String, getrandom::Error> {
     let mut buffer = vec![0u8; bytes];
     getrandom::fill(&mut buffer)?;
-    Ok(buffer.iter().map(|b| format!("{b:02x}")).collect())
+    Ok(hex::encode(buffer))
 }
 
 /// A server's progress as the notification for the downstream client's `token`.

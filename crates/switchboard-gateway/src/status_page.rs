@@ -14,10 +14,9 @@ pub(crate) const COOKIE: &str = "switchboard_status";
 
 /// The cookie's value for `token`: a hash of it, so the cookie is no bearer token.
 pub(crate) fn cookie_value(token: &str) -> String {
-    Sha256::digest(format!("switchboard status page\0{token}").as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(Sha256::digest(
+        format!("switchboard status page\0{token}").as_bytes(),
+    ))
 }
 
 /// Whether the request's `Cookie` header carries the page's cookie with `value`.

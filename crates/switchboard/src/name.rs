@@ -126,11 +126,7 @@ pub(crate) fn clean(tool: &str) -> Cow<'_, str> {
 
 /// 8 hex digits of SHA-256 of the text.
 pub(crate) fn short_hash(text: &str) -> String {
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .take(HASH_LEN / 2)
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(&Sha256::digest(text.as_bytes())[..HASH_LEN / 2])
 }
 
 impl fmt::Display for QualifiedName {

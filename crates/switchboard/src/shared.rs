@@ -234,10 +234,7 @@ impl SharedStore {
         let mut hasher = sha2::Sha256::new();
         hasher.update(b"switchboard session key\0");
         hasher.update(id.as_bytes());
-        hasher.finalize()[..16]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        hex::encode(&hasher.finalize()[..16])
     }
 }
 
@@ -350,7 +347,7 @@ fn random_hex() -> String {
         bytes[..8].copy_from_slice(&(nanos as u64).to_le_bytes());
         bytes[8..12].copy_from_slice(&std::process::id().to_le_bytes());
     }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(bytes)
 }
 
 #[cfg(feature = "redis")]

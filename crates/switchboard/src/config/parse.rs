@@ -161,7 +161,7 @@ pub fn entry_hash(raw: &serde_json::Value) -> ConfigHash {
     let mut canonical = String::new();
     write_canonical(raw, &mut canonical);
     let digest = Sha256::digest(canonical.as_bytes());
-    ConfigHash(digest.iter().map(|b| format!("{b:02x}")).collect())
+    ConfigHash(hex::encode(digest))
 }
 
 /// Keys that say when or how a server is used, not what is launched: a change of one keeps
@@ -194,7 +194,7 @@ pub(crate) fn launch_hash(raw: &serde_json::Value) -> ConfigHash {
 /// An entry's hash bound to the program it runs (an approval of a resolved command).
 pub(crate) fn bound_hash(hash: &ConfigHash, command: &str) -> ConfigHash {
     let digest = Sha256::digest(format!("{}\0{command}", hash.0).as_bytes());
-    ConfigHash(digest.iter().map(|b| format!("{b:02x}")).collect())
+    ConfigHash(hex::encode(digest))
 }
 
 fn write_canonical(value: &serde_json::Value, out: &mut String) {

@@ -257,7 +257,7 @@ pub async fn download_bundle(
     let body = read_limited(response, MAX_BUNDLE_BYTES)
         .await
         .map_err(download)?;
-    let actual = hex(&Sha256::digest(&body));
+    let actual = hex::encode(Sha256::digest(&body));
     if actual != expected {
         return Err(RegistryError::Checksum {
             server: server.to_owned(),
@@ -275,8 +275,4 @@ pub async fn download_bundle(
         path,
         sha256: actual,
     })
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
