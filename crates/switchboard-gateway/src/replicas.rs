@@ -163,26 +163,12 @@ async fn forward(
     id: Value,
     method: &str,
 ) -> Response {
-    let url = format!("http://{addr}{}", crate::http::MCP_PATH);
-    let mut headers = without_hop_by_hop(parts.headers);
-    headers.remove(HOST);
-    headers.insert(
-        HeaderName::from_static(FORWARDED),
-        HeaderValue::from_static("1"),
-    );
-    let sent = edge
-        .client
-        .post(url)
-        .headers(headers)
-        .body(body)
-        .send()
-        .await;
-    let answer = match sent {
-        Ok(answer) => answer,
+    match send_to(edge, addr, parts, body).await {
+        Ok(response) => response,
         Err(e) => {
             tracing::info!(replica = addr, "an input round was lost: {e}");
             let cause = switchboard::error_chain(&e.without_url());
-            return jsonrpc_error(
+            jsonrpc_error(
                 id,
                 format!(
                     "the input round of this `{method}` was lost: the replica that held it \
@@ -190,44 +176,17 @@ async fn forward(
                      requestState"
                 ),
                 json!({"roundLost": true, "replica": addr}),
-            );
+            )
         }
-    };
-    let status = answer.status();
-    let headers = without_hop_by_hop(answer.headers().clone());
-    let mut response = Response::new(Body::from_stream(answer.bytes_stream()));
-    *response.status_mut() = status;
-    *response.headers_mut() = headers;
-    response
+    }
 }
 
 /// Sends a client's answer to a question to the replica at `addr`, whose call asked it, and
 /// passes its response back. When that replica cannot be reached, the answer is dropped (and
 /// logged): the call it was for is gone with it, or ends at its own time limit.
 pub(crate) async fn forward_answer(edge: &Edge, addr: &str, parts: Parts, body: Bytes) -> Response {
-    let url = format!("http://{addr}{}", crate::http::MCP_PATH);
-    let mut headers = without_hop_by_hop(parts.headers);
-    headers.remove(HOST);
-    headers.insert(
-        HeaderName::from_static(FORWARDED),
-        HeaderValue::from_static("1"),
-    );
-    match edge
-        .client
-        .post(url)
-        .headers(headers)
-        .body(body)
-        .send()
-        .await
-    {
-        Ok(answer) => {
-            let status = answer.status();
-            let headers = without_hop_by_hop(answer.headers().clone());
-            let mut response = Response::new(Body::from_stream(answer.bytes_stream()));
-            *response.status_mut() = status;
-            *response.headers_mut() = headers;
-            response
-        }
+    match send_to(edge, addr, parts, body).await {
+        Ok(response) => response,
         Err(e) => {
             let cause = switchboard::error_chain(&e.without_url());
             tracing::info!(
@@ -237,6 +196,37 @@ pub(crate) async fn forward_answer(edge: &Edge, addr: &str, parts: Parts, body: 
             StatusCode::ACCEPTED.into_response()
         }
     }
+}
+
+/// Posts a client's request (its headers but the hop-by-hop ones and `Host`, marked
+/// [`FORWARDED`]) to the replica at `addr`, and passes its answer back as it streams: status,
+/// headers and body.
+async fn send_to(
+    edge: &Edge,
+    addr: &str,
+    parts: Parts,
+    body: Bytes,
+) -> Result<Response, reqwest::Error> {
+    let url = format!("http://{addr}{}", crate::http::MCP_PATH);
+    let mut headers = without_hop_by_hop(parts.headers);
+    headers.remove(HOST);
+    headers.insert(
+        HeaderName::from_static(FORWARDED),
+        HeaderValue::from_static("1"),
+    );
+    let answer = edge
+        .client
+        .post(url)
+        .headers(headers)
+        .body(body)
+        .send()
+        .await?;
+    let status = answer.status();
+    let headers = without_hop_by_hop(answer.headers().clone());
+    let mut response = Response::new(Body::from_stream(answer.bytes_stream()));
+    *response.status_mut() = status;
+    *response.headers_mut() = headers;
+    Ok(response)
 }
 
 fn without_hop_by_hop(mut headers: HeaderMap) -> HeaderMap {
