@@ -210,6 +210,8 @@ pub(crate) struct ConnectOptions {
     pub(crate) auth: crate::auth::AuthOptions,
     /// The guard process that stops stdio servers if this program is killed.
     pub(crate) child_guard: Option<Arc<crate::guard::ChildGuard>>,
+    /// The host's HTTP client for remote transports.
+    pub(crate) http: crate::net::HostClient,
 }
 
 impl std::fmt::Debug for ConnectOptions {
@@ -696,7 +698,13 @@ async fn open_remote(
             let authorizer = authorizer_for(config, remote, options);
             let transport = bounded(
                 timeout,
-                sse::sse_oauth(&remote.url, &remote.headers, authorizer, limit),
+                sse::sse_oauth(
+                    options.http.get().map_err(RemoteError::from)?,
+                    &remote.url,
+                    &remote.headers,
+                    authorizer,
+                    limit,
+                ),
             )
             .await?;
             remote_handshake(handler, transport, plan, timeout, None).await
@@ -708,8 +716,13 @@ async fn open_remote(
         }
         _ => {
             let authorizer = authorizer_for(config, remote, options);
-            let (transport, lane) =
-                http::streamable_http_oauth(&remote.url, &remote.headers, authorizer, limit)?;
+            let (transport, lane) = http::streamable_http_oauth(
+                options.http.get().map_err(RemoteError::from)?,
+                &remote.url,
+                &remote.headers,
+                authorizer,
+                limit,
+            )?;
             remote_handshake(handler, transport, plan, timeout, Some(lane)).await
         }
     }

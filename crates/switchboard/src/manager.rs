@@ -369,6 +369,8 @@ struct Shared {
     /// The task following the other replicas' announcements (with a shared store); ended
     /// at shutdown, which closes its subscription.
     replicas: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// This host's HTTP client: its pooled connections live on the host's runtime.
+    http: crate::net::HostClient,
 }
 
 /// Every configured server, connected in the background. Cheap to clone.
@@ -514,6 +516,7 @@ impl ServerManager {
             ),
             kept: KeptLists::new(options.state_dir.as_deref(), options.shared.clone()),
             replicas: Mutex::new(None),
+            http: crate::net::HostClient::default(),
             local_slots: Arc::new(Semaphore::new(
                 options.limits.local_connect_concurrency.max(1),
             )),

@@ -1,9 +1,15 @@
-//! The process's one HTTP client and the helpers that describe its errors, below both the
-//! remote transports and OAuth, which share it (so neither imports the other).
+//! The HTTP clients and the helpers that describe their errors, below both the remote
+//! transports and OAuth, which share them (so neither imports the other).
 //!
-//! - [`http_client`] is built once per process: pooled keep-alive connections, `TCP_NODELAY`,
-//!   rustls with the ring provider, a connect timeout and no overall timeout (a response may
-//!   stream for as long as a tool runs), same-origin 307/308 redirects only.
+//! - [`new_http_client`] builds one: pooled keep-alive connections, `TCP_NODELAY`, rustls with
+//!   the ring provider, a connect timeout and no overall timeout (a response may stream for as
+//!   long as a tool runs), same-origin 307/308 redirects only.
+//! - [`HostClient`] is a host's own, built at its first remote connection: the transports'
+//!   pooled connections run on the host's runtime, never on another host's (a runtime that
+//!   ends takes its connections' tasks with it, and an answer read on another runtime crosses
+//!   threads).
+//! - [`http_client`] is the process's, for one-off requests (OAuth discovery and tokens, the
+//!   Registry).
 //! - [`describe`] turns a reqwest error into text without its URL (a query may carry
 //!   credentials).
 
@@ -26,15 +32,45 @@ const MAX_REDIRECTS: usize = 10;
 #[error("cannot build the HTTP client: {0}")]
 pub(crate) struct ClientError(String);
 
-/// The process's HTTP client: pooled keep-alive connections, `TCP_NODELAY`, rustls with ring,
-/// a connect timeout and no overall timeout. Cloning it is cheap and shares the pool.
+/// The process's HTTP client, for one-off requests. Cloning it is cheap and shares the pool.
 pub(crate) fn http_client() -> Result<reqwest::Client, ClientError> {
     static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
     if let Some(client) = CLIENT.get() {
         return Ok(client.clone());
     }
+    let client = new_http_client()?;
+    // Two callers racing here build two clients; one wins and both get it.
+    Ok(CLIENT.get_or_init(|| client).clone())
+}
+
+/// A host's HTTP client for its transports, built at first use and shared by its clones.
+#[derive(Clone, Default)]
+pub(crate) struct HostClient(std::sync::Arc<OnceLock<reqwest::Client>>);
+
+impl HostClient {
+    /// The client (built now if this is the first use). Cloning it shares the pool.
+    pub(crate) fn get(&self) -> Result<reqwest::Client, ClientError> {
+        if let Some(client) = self.0.get() {
+            return Ok(client.clone());
+        }
+        let client = new_http_client()?;
+        Ok(self.0.get_or_init(|| client).clone())
+    }
+}
+
+impl std::fmt::Debug for HostClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostClient")
+            .field("built", &self.0.get().is_some())
+            .finish()
+    }
+}
+
+/// A new HTTP client with a pool of its own: keep-alive connections, `TCP_NODELAY`, rustls
+/// with ring, a connect timeout and no overall timeout.
+pub(crate) fn new_http_client() -> Result<reqwest::Client, ClientError> {
     install_crypto_provider();
-    let client = reqwest::Client::builder()
+    reqwest::Client::builder()
         .tcp_nodelay(true)
         .tcp_keepalive(TCP_KEEPALIVE)
         .connect_timeout(CONNECT_TIMEOUT)
@@ -42,9 +78,7 @@ pub(crate) fn http_client() -> Result<reqwest::Client, ClientError> {
         .redirect(same_origin_redirects())
         .tls_backend_rustls()
         .build()
-        .map_err(|e| ClientError(describe(&e)))?;
-    // Two callers racing here build two clients; one wins and both get it.
-    Ok(CLIENT.get_or_init(|| client).clone())
+        .map_err(|e| ClientError(describe(&e)))
 }
 
 /// Makes ring the process's rustls provider unless the embedding program chose one already.

@@ -763,3 +763,91 @@ async fn a_project_server_decided_through_the_host_starts_and_stops() {
     assert_eq!(approval(&host.current_config()), Approval::Rejected);
     host.shutdown().await;
 }
+
+/// Two hosts, each on a runtime of its own, in front of the same Streamable HTTP server (an
+/// embedder with a host per runtime, or the gateway bench). Each host's pooled connections run
+/// on its own runtime: while the first host's runtime is idle, and after it ends, the second
+/// host's calls finish. With one client for the process, the second host's requests took the
+/// first one's idle connections, whose tasks run only when that runtime runs: its calls hung.
+#[test]
+fn calls_in_flight_outlive_another_hosts_runtime() {
+    let no_flags: [&str; 0] = [];
+    let server =
+        switchboard_testkit::TestServer::start(switchboard_testkit::Transport::Http, no_flags)
+            .unwrap();
+    let servers = json!({"kit": {"type": "http", "url": server.url()}});
+    let (tree_a, tree_b) = (ConfigTree::new().unwrap(), ConfigTree::new().unwrap());
+
+    // Host A, on a runtime of its own: 8 calls at once leave 8 connections idle in its pool.
+    let other = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let host_a = other.block_on(async {
+        let host = host_with(&tree_a, servers.clone()).await;
+        let calls = (0..8).map(|n| {
+            host.call(
+                "mcp__kit__echo",
+                args(json!({"text": format!("a{n}")})),
+                cli(),
+            )
+        });
+        for out in futures::future::join_all(calls).await {
+            out.unwrap();
+        }
+        host
+    });
+
+    let main = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    main.block_on(async move {
+        let host = host_with(&tree_b, servers).await;
+        // Four slow calls in flight on host B, each seen reporting progress (so its request is
+        // on a connection) before host A's runtime ends.
+        let mut calls = Vec::new();
+        let mut started = Vec::new();
+        for _ in 0..4 {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+            let options = CallOptions {
+                progress: Some(tx),
+                ..cli()
+            };
+            let host = host.clone();
+            calls.push(tokio::spawn(async move {
+                host.call(
+                    "mcp__kit__slow",
+                    args(json!({"ms": 3000, "steps": 30})),
+                    options,
+                )
+                .await
+            }));
+            started.push(async move { rx.recv().await });
+        }
+        for progress in started {
+            tokio::time::timeout(SETTLE, progress)
+                .await
+                .expect("each slow call reported progress")
+                .expect("a progress report");
+        }
+        tokio::task::spawn_blocking(move || {
+            other.block_on(async move { drop(host_a) });
+            drop(other);
+        })
+        .await
+        .unwrap();
+        for call in calls {
+            let out = call.await.unwrap().unwrap_or_else(|e| {
+                panic!("a call in flight failed when another host's runtime ended: {e}")
+            });
+            assert_eq!(out.result["content"][0]["text"], "done");
+        }
+        let out = host
+            .call("mcp__kit__echo", args(json!({"text": "after"})), cli())
+            .await
+            .unwrap();
+        assert_eq!(out.result["content"][0]["text"], "after");
+    });
+}

@@ -437,6 +437,7 @@ impl Supervisor {
             roots: self.shared.options.roots.clone(),
             auth: self.shared.auth.clone(),
             child_guard: self.shared.options.child_guard.clone(),
+            http: self.shared.http.clone(),
         };
         let remembered = self
             .shared

@@ -522,6 +522,7 @@ pub(crate) fn streamable_http(
 /// Like [`streamable_http`], each request authorized by `auth` (OAuth) when given, with the
 /// direct `tools/call` lane (see [`http_lane`](super::http_lane)) beside rmcp's session.
 pub(crate) fn streamable_http_oauth(
+    http: reqwest::Client,
     url: &url::Url,
     headers: &BTreeMap<String, String>,
     auth: Option<Arc<Authorizer>>,
@@ -532,6 +533,7 @@ pub(crate) fn streamable_http_oauth(
         transport_headers.retain(|name, _| !name.trim().eq_ignore_ascii_case("authorization"));
     }
     let (mut client, config) = parts(
+        http,
         url,
         &transport_headers,
         None,
@@ -559,11 +561,20 @@ pub(crate) fn streamable_http_with(
     response_timeout: Duration,
     limit: MessageLimit,
 ) -> Result<HttpTransport, RemoteError> {
-    let (client, config) = parts(url, headers, bearer, response_timeout, None, limit)?;
+    let (client, config) = parts(
+        http_client()?,
+        url,
+        headers,
+        bearer,
+        response_timeout,
+        None,
+        limit,
+    )?;
     Ok(StreamableHttpClientTransport::with_client(client, config))
 }
 
 fn parts(
+    http: reqwest::Client,
     url: &url::Url,
     headers: &BTreeMap<String, String>,
     bearer: Option<String>,
@@ -599,7 +610,7 @@ fn parts(
     if let Some(token) = bearer {
         config = config.auth_header(token);
     }
-    let client = TimedClient::new(http_client()?, response_timeout, limit).with_auth(auth);
+    let client = TimedClient::new(http, response_timeout, limit).with_auth(auth);
     Ok((client, config))
 }
 

@@ -53,6 +53,7 @@ pub(crate) async fn sse(
 /// Like [`sse`], the stream and each message authorized by `auth` (OAuth) when given (a
 /// configured `Authorization` header then gives way to its tokens).
 pub(crate) async fn sse_oauth(
+    http: reqwest::Client,
     url: &url::Url,
     headers: &BTreeMap<String, String>,
     auth: Option<Arc<Authorizer>>,
@@ -63,6 +64,7 @@ pub(crate) async fn sse_oauth(
         headers.retain(|name, _| !name.trim().eq_ignore_ascii_case("authorization"));
     }
     open(
+        http,
         url,
         header_map(&headers)?,
         DEFAULT_RESPONSE_TIMEOUT,
@@ -79,10 +81,11 @@ pub(crate) async fn sse_with(
     response_timeout: Duration,
     limit: MessageLimit,
 ) -> Result<ChannelTransport, RemoteError> {
-    open(url, headers, response_timeout, limit, None).await
+    open(http_client()?, url, headers, response_timeout, limit, None).await
 }
 
 async fn open(
+    client: reqwest::Client,
     url: &url::Url,
     headers: HeaderMap,
     response_timeout: Duration,
@@ -90,7 +93,6 @@ async fn open(
     auth: Option<Arc<Authorizer>>,
 ) -> Result<ChannelTransport, RemoteError> {
     check_http_url(url)?;
-    let client = http_client()?;
     let request = || {
         client
             .get(url.as_str())
