@@ -30,6 +30,7 @@ pub mod session;
 mod session_sync;
 pub mod sessions;
 mod status_page;
+mod subscribed;
 pub mod trace;
 
 use std::sync::Arc;

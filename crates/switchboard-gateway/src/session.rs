@@ -49,8 +49,8 @@ const PROGRESS_DRAIN: std::time::Duration = std::time::Duration::from_secs(1);
 #[derive(Debug)]
 pub struct Session {
     gateway: Gateway,
-    /// The resources this session subscribed to (gateway URIs).
-    subscribed: Arc<Mutex<HashSet<String>>>,
+    /// The resources this session subscribed to (gateway URIs), held in the host's count.
+    subscribed: Arc<crate::subscribed::Subscribed>,
     /// The level the client set with `logging/setLevel`: servers' log messages at or above it
     /// are passed on; none before the client sets one.
     log_level: Arc<Mutex<Option<LogLevel>>>,
@@ -70,8 +70,8 @@ impl Session {
     pub(crate) fn new(gateway: Gateway) -> Self {
         let ended = CancellationToken::new();
         Session {
+            subscribed: Arc::new(crate::subscribed::Subscribed::new(gateway.host().clone())),
             gateway,
-            subscribed: Arc::default(),
             log_level: Arc::default(),
             found: Arc::default(),
             registration: std::sync::OnceLock::new(),
@@ -333,14 +333,10 @@ impl Session {
                     })) => {
                         // Subscribed to under its prefixed URI, or its own (served bare).
                         let prefixed = resource_uri(&server, &original);
-                        let uri = {
-                            let subscribed =
-                                subscribed.lock().unwrap_or_else(PoisonError::into_inner);
-                            if subscribed.contains(&prefixed) {
-                                Some(prefixed)
-                            } else {
-                                subscribed.contains(&original).then_some(original)
-                            }
+                        let uri = if subscribed.contains(&prefixed) {
+                            Some(prefixed)
+                        } else {
+                            subscribed.contains(&original).then_some(original)
                         };
                         if let Some(uri) = uri {
                             peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
@@ -1101,15 +1097,10 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let (server, original) = self.resource_target(&request.uri).await?;
-        self.gateway
-            .host()
-            .subscribe_resource(&server, &original)
+        self.subscribed
+            .add(&request.uri, &server, &original)
             .await
             .map_err(failure)?;
-        self.subscribed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(request.uri.clone());
         self.share(
             &context.extensions,
             crate::session_sync::Note::Subscribe(request.uri),
@@ -1122,11 +1113,11 @@ impl ServerHandler for Session {
         request: UnsubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        // The upstream subscription stays: another session may still want its updates.
+        // The upstream subscription ends with its last subscriber (the host counts them).
         self.subscribed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&request.uri);
+            .remove(&request.uri)
+            .await
+            .map_err(failure)?;
         self.share(
             &context.extensions,
             crate::session_sync::Note::Unsubscribe(request.uri),

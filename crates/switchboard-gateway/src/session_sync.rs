@@ -80,7 +80,7 @@ fn subscription_field(uri: &str) -> String {
 #[derive(Debug, Clone)]
 pub(crate) struct HandlerState {
     pub(crate) log_level: Arc<Mutex<Option<LogLevel>>>,
-    pub(crate) subscribed: Arc<Mutex<HashSet<String>>>,
+    pub(crate) subscribed: Arc<crate::subscribed::Subscribed>,
 }
 
 /// A handler's place in [`SessionSync`]'s table, given back when dropped (with the handler).
@@ -233,8 +233,17 @@ impl SessionSync {
                 }
             }
             Note::Unsubscribe(uri) => {
-                for state in self.states(key) {
-                    lock(&state.subscribed).remove(&uri);
+                let states: Vec<HandlerState> = self.states(key);
+                if !states.is_empty() {
+                    tokio::spawn(async move {
+                        for state in states {
+                            if let Err(e) = state.subscribed.remove(&uri).await {
+                                tracing::debug!(
+                                    "resources/unsubscribe after another replica's: {e}"
+                                );
+                            }
+                        }
+                    });
                 }
             }
             Note::Ended => {
@@ -282,23 +291,26 @@ impl SessionSync {
         }
     }
 
-    /// Subscribes this replica upstream to the gateway URI `uri`, then gives it to `states`.
+    /// Subscribes `states` (this replica's handlers of one session) to the gateway URI `uri`,
+    /// each counted by the host, which subscribes upstream once.
     async fn subscribe_here(&self, states: &[HandlerState], uri: String) {
         let host = &self.host;
         let subscribed = match host.resolve_resource_uri(self.prefix, &uri).await {
-            Ok((server, original)) => host.subscribe_resource(&server, &original).await,
+            Ok((server, original)) => {
+                let mut subscribed = Ok(());
+                for state in states {
+                    subscribed =
+                        subscribed.and(state.subscribed.add(&uri, &server, &original).await);
+                }
+                subscribed
+            }
             Err(e) => Err(e),
         };
-        match subscribed {
-            Ok(()) => {
-                for state in states {
-                    lock(&state.subscribed).insert(uri.clone());
-                }
-            }
-            Err(e) => tracing::warn!(
+        if let Err(e) = subscribed {
+            tracing::warn!(
                 "a subscription made through another replica is not followed here: {}",
                 switchboard::error_chain(&e)
-            ),
+            );
         }
     }
 

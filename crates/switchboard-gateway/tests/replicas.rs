@@ -1001,3 +1001,84 @@ async fn a_call_running_on_one_replica_is_cancelled_through_another() {
     assert!(seen.is_ok(), "`a`'s server never saw the cancellation");
     drop(redis);
 }
+
+/// What `kit`'s `touch` tool says through the gateway in `session`: whether the server holds
+/// a subscription to `test://readme`.
+async fn touch_says(http: &reqwest::Client, url: &str, session: &str, id: u64) -> String {
+    let touched = request(
+        http,
+        url,
+        session,
+        id,
+        "tools/call",
+        json!({"name": "mcp__kit__touch", "arguments": {"uri": "test://readme"}}),
+    )
+    .await;
+    touched["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// One gateway, two sessions subscribed to one resource: the server's subscription stays
+/// while either holds it, and ends when the last one leaves, here by ending its session
+/// without unsubscribing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_upstream_subscription_ends_with_its_last_session() {
+    let tree = shared_tree();
+    let gateway = replica(&tree, None).await;
+    let http = reqwest::Client::new();
+    let first = open_session(&http, &gateway.url, &gateway.url).await;
+    let second = open_session(&http, &gateway.url, &gateway.url).await;
+    let uri = json!({"uri": "switchboard://kit/test://readme"});
+    for session in [&first, &second] {
+        let subscribed = request(
+            &http,
+            &gateway.url,
+            session,
+            2,
+            "resources/subscribe",
+            uri.clone(),
+        )
+        .await;
+        assert!(subscribed["result"].is_object(), "{subscribed}");
+    }
+    assert_eq!(
+        touch_says(&http, &gateway.url, &first, 3).await,
+        "touched test://readme"
+    );
+
+    let left = request(&http, &gateway.url, &first, 4, "resources/unsubscribe", uri).await;
+    assert!(left["result"].is_object(), "{left}");
+    assert_eq!(
+        touch_says(&http, &gateway.url, &first, 5).await,
+        "touched test://readme",
+        "one session's unsubscribe ended the other's subscription"
+    );
+
+    let deleted = http
+        .delete(&gateway.url)
+        .bearer_auth(TOKEN)
+        .header("mcp-session-id", &second)
+        .header("mcp-protocol-version", "2025-06-18")
+        .send()
+        .await
+        .unwrap();
+    assert!(deleted.status().is_success(), "{}", deleted.status());
+    // The ended session gives its subscription back as it goes (a task of the gateway's).
+    let mut said = String::new();
+    let deadline = tokio::time::Instant::now() + SETTLE;
+    for id in 6.. {
+        said = touch_says(&http, &gateway.url, &first, id).await;
+        if said == "nobody subscribed to test://readme" || tokio::time::Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        said, "nobody subscribed to test://readme",
+        "the server is still subscribed after the last session ended"
+    );
+    gateway.stop.cancel();
+    let _ = gateway.stopped.await;
+}

@@ -21,7 +21,7 @@ mod supervisor;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -371,6 +371,10 @@ struct Shared {
     replicas: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// This host's HTTP client: its pooled connections live on the host's runtime.
     http: crate::net::HostClient,
+    /// Resource subscriptions by server, then URI, with how many subscribers hold each: the
+    /// first subscribes upstream, the last to leave unsubscribes, and every new session of
+    /// the server (a reconnect, a renewed session) subscribes to them again.
+    subscriptions: Mutex<HashMap<String, HashMap<String, usize>>>,
 }
 
 /// Every configured server, connected in the background. Cheap to clone.
@@ -517,6 +521,7 @@ impl ServerManager {
             kept: KeptLists::new(options.state_dir.as_deref(), options.shared.clone()),
             replicas: Mutex::new(None),
             http: crate::net::HostClient::default(),
+            subscriptions: Mutex::default(),
             local_slots: Arc::new(Semaphore::new(
                 options.limits.local_connect_concurrency.max(1),
             )),
@@ -1148,22 +1153,67 @@ impl ServerManager {
     }
 
     /// Subscribes to updates of a resource; they arrive as [`ServerEvent::ResourceUpdated`].
+    /// Counted: only the first subscriber's call reaches the server, and the subscription is
+    /// made again on each new session of the server until the last subscriber leaves.
     pub(crate) async fn subscribe_resource(
         &self,
         name: &str,
         uri: &str,
     ) -> Result<(), RequestFailure> {
-        self.request(name, |s| async move { s.subscribe_resource(uri).await })
-            .await
+        let first = {
+            let mut subscriptions = lock(&self.shared.subscriptions);
+            let count = subscriptions
+                .entry(name.to_owned())
+                .or_default()
+                .entry(uri.to_owned())
+                .or_default();
+            *count += 1;
+            *count == 1
+        };
+        if !first {
+            return Ok(());
+        }
+        let subscribed = self
+            .request(name, |s| async move { s.subscribe_resource(uri).await })
+            .await;
+        if subscribed.is_err() {
+            self.release_subscription(name, uri);
+        }
+        subscribed
     }
 
+    /// Ends one subscriber's subscription; the last one's reaches the server (as does one
+    /// for a resource no subscriber holds).
     pub(crate) async fn unsubscribe_resource(
         &self,
         name: &str,
         uri: &str,
     ) -> Result<(), RequestFailure> {
+        if !self.release_subscription(name, uri) {
+            return Ok(());
+        }
         self.request(name, |s| async move { s.unsubscribe_resource(uri).await })
             .await
+    }
+
+    /// Counts one subscriber of `uri` out; whether none is left (the server should be told).
+    fn release_subscription(&self, name: &str, uri: &str) -> bool {
+        let mut subscriptions = lock(&self.shared.subscriptions);
+        let Some(uris) = subscriptions.get_mut(name) else {
+            return true;
+        };
+        let Some(count) = uris.get_mut(uri) else {
+            return true;
+        };
+        *count = count.saturating_sub(1);
+        if *count > 0 {
+            return false;
+        }
+        uris.remove(uri);
+        if uris.is_empty() {
+            subscriptions.remove(name);
+        }
+        true
     }
 
     /// Argument completion (`completion/complete`) for a prompt or a resource template of a
@@ -1240,4 +1290,11 @@ async fn stop_all(slots: Vec<Slot>) {
         }
     });
     futures::future::join_all(waits).await;
+}
+
+/// A mutex's guard, also when a panicking holder poisoned it (the maps it guards stay whole).
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -851,3 +851,99 @@ fn calls_in_flight_outlive_another_hosts_runtime() {
         assert_eq!(out.result["content"][0]["text"], "after");
     });
 }
+
+/// What `kit`'s `touch` tool says about `uri`: "touched …" when the server holds a
+/// subscription to it, "nobody subscribed …" when not. Waits (bounded) for the server to be
+/// connected again when it is restarting.
+async fn touch(host: &Host, uri: &str) -> String {
+    let deadline = tokio::time::Instant::now() + SETTLE;
+    loop {
+        match host
+            .call("mcp__kit__touch", args(json!({"uri": uri})), cli())
+            .await
+        {
+            Ok(out) => {
+                return out.result["content"][0]["text"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned();
+            }
+            // A pause between attempts while the server restarts.
+            Err(_) if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("touch never answered: {e}"),
+        }
+    }
+}
+
+/// Resource subscriptions are counted by the host and outlive the server's sessions: a server
+/// restarted after a crash is subscribed again (and its updates arrive), and only the last of
+/// two subscribers' `unsubscribe` reaches the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscriptions_are_counted_and_made_again_after_a_restart() {
+    let tree = ConfigTree::new().unwrap();
+    // Subscriptions are an initialize-era request.
+    let mut kit = testkit(&[
+        "--protocol",
+        "legacy",
+        "--resource-updates",
+        "--crash-after",
+        "1",
+    ]);
+    kit["restart"] = json!("on-failure");
+    let host = host_with(&tree, json!({"kit": kit})).await;
+    let uri = "test://watched";
+    assert_eq!(
+        touch(&host, uri).await,
+        format!("nobody subscribed to {uri}")
+    );
+    host.subscribe_resource("kit", uri).await.unwrap();
+    host.subscribe_resource("kit", uri).await.unwrap();
+    assert_eq!(touch(&host, uri).await, format!("touched {uri}"));
+
+    // The second counted call crashes the server; the host starts it again.
+    let pid = |out: switchboard::host::CallOutcome| out.result["content"][0]["text"].clone();
+    let before = pid(host
+        .call("mcp__kit__pid", args(json!({})), cli())
+        .await
+        .unwrap());
+    let _ = host.call("mcp__kit__pid", args(json!({})), cli()).await;
+    let mut events = host.events();
+    assert_eq!(
+        touch(&host, uri).await,
+        format!("touched {uri}"),
+        "the restarted server was not subscribed again"
+    );
+    let after = pid(host
+        .call("mcp__kit__pid", args(json!({})), cli())
+        .await
+        .unwrap());
+    assert_ne!(before, after, "the server was not restarted");
+    let updated = async {
+        loop {
+            if let Some(HostEvent::Server(switchboard::ServerEvent::ResourceUpdated {
+                server,
+                uri: updated,
+            })) = events.recv().await
+                && server == "kit"
+                && updated == uri
+            {
+                return;
+            }
+        }
+    };
+    tokio::time::timeout(SETTLE, updated)
+        .await
+        .expect("the update from the restarted server reached the host");
+
+    // Two subscribers: the first to leave keeps the server's subscription.
+    host.unsubscribe_resource("kit", uri).await.unwrap();
+    assert_eq!(touch(&host, uri).await, format!("touched {uri}"));
+    host.unsubscribe_resource("kit", uri).await.unwrap();
+    assert_eq!(
+        touch(&host, uri).await,
+        format!("nobody subscribed to {uri}")
+    );
+    host.shutdown().await;
+}

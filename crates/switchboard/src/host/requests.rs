@@ -278,6 +278,8 @@ impl Host {
 
     /// Subscribes to updates of a resource; they arrive as
     /// [`ServerEvent::ResourceUpdated`](crate::manager::ServerEvent) on [`events`](Self::events).
+    /// Subscriptions are counted: only the first reaches the server, and each new session of
+    /// the server (after a restart or a renewed session) is subscribed again.
     pub async fn subscribe_resource(&self, server: &str, uri: &str) -> Result<(), HostError> {
         let timeout = self.limits.connect_timeout;
         let request = self.manager.subscribe_resource(server, uri);
@@ -286,7 +288,8 @@ impl Host {
             .map_err(|e| HostError::from_failure(server, "resources/subscribe", e))
     }
 
-    /// Stops the updates [`subscribe_resource`](Self::subscribe_resource) asked for.
+    /// Stops the updates [`subscribe_resource`](Self::subscribe_resource) asked for, once
+    /// every subscriber of the resource has.
     pub async fn unsubscribe_resource(&self, server: &str, uri: &str) -> Result<(), HostError> {
         let timeout = self.limits.connect_timeout;
         let request = self.manager.unsubscribe_resource(server, uri);

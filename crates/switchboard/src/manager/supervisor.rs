@@ -449,7 +449,26 @@ impl Supervisor {
         if let Some(level) = &self.config.log_level {
             session.set_log_level(level).await;
         }
+        self.subscribe_again(&session).await;
         Ok(session)
+    }
+
+    /// A new session knows none of the subscriptions the last one had: each is made again
+    /// (a failure is logged; the subscription stays for the next session).
+    async fn subscribe_again(&self, session: &Session) {
+        let uris: Vec<String> = super::lock(&self.shared.subscriptions)
+            .get(self.name())
+            .map(|uris| uris.keys().cloned().collect())
+            .unwrap_or_default();
+        for uri in uris {
+            if let Err(e) = session.subscribe_resource(&uri).await {
+                tracing::warn!(
+                    server = self.name(),
+                    uri = %crate::redact::redact_url(&uri),
+                    "resources/subscribe on the new session failed: {e}"
+                );
+            }
+        }
     }
 
     fn forward_notices(&self, mut notices: mpsc::UnboundedReceiver<Notice>) {
