@@ -10,7 +10,9 @@
 //!   (`SWITCHBOARD_PARTNER_EVERYTHING`; `echo` with `{"message": "hello"}`).
 //! - **gateways**: two [`HttpGateway`]s (what `switchboard serve --http` runs) on 127.0.0.1 port
 //!   0 in this process, each with a `Host` that has both upstreams (`{"type": "http", "url"}`,
-//!   allowed by a permissions rule), each on a Tokio runtime of its own: one with 2 workers
+//!   allowed by a permissions rule; the testkit server twice: `kit` as negotiated, 2026-07-28,
+//!   and `kit_pinned` with `"protocol": "2025-11-25"`, the relays' upstream work, for a like-for-like
+//!   table), each on a Tokio runtime of its own: one with 2 workers
 //!   (like `switchboard serve`), one current-thread. A call through a gateway is the whole
 //!   pipeline: catalogue lookup, input schema, permissions, timeout, output budget, then the
 //!   upstream call.
@@ -472,14 +474,24 @@ fn spawn_named(name: &str, run: impl FnOnce() + Send + 'static) {
 
 /// Starts the gateway on a runtime of its own, serving `upstreams` (name → URL); returns its
 /// MCP URL.
-fn start_gateway(upstreams: &[(&str, String)], tree: &ConfigTree, multi_thread: bool) -> String {
+fn start_gateway(
+    upstreams: &[(&str, String, Option<&str>)],
+    tree: &ConfigTree,
+    multi_thread: bool,
+) -> String {
     let servers: serde_json::Map<String, Value> = upstreams
         .iter()
-        .map(|(name, url)| ((*name).to_owned(), json!({"type": "http", "url": url})))
+        .map(|(name, url, protocol)| {
+            let mut entry = json!({"type": "http", "url": url});
+            if let Some(protocol) = protocol {
+                entry["protocol"] = json!(protocol);
+            }
+            ((*name).to_owned(), entry)
+        })
         .collect();
     let allow: Vec<String> = upstreams
         .iter()
-        .map(|(name, _)| format!("mcp__{name}"))
+        .map(|(name, ..)| format!("mcp__{name}"))
         .collect();
     tree.write(
         tree.user_file(),
@@ -552,6 +564,12 @@ const KIT_THROUGH: Echo = Echo {
     tool: "mcp__kit__echo",
     ..KIT_ECHO
 };
+/// Through the gateways' second entry for the testkit server, pinned to [`PROTOCOL`]: the
+/// upstream then does per call what it does for the relays (a 2025-11-25 session).
+const KIT_PINNED_THROUGH: Echo = Echo {
+    tool: "mcp__kit_pinned__echo",
+    ..KIT_ECHO
+};
 const EVERYTHING_ECHO: Echo = Echo {
     tool: "echo",
     arguments: || json!({"message": "hello"}),
@@ -591,9 +609,12 @@ fn main() {
              `set -a; . .partners/partners.env; set +a`): measuring the testkit upstream only"
         );
     }
-    let mut upstreams = vec![("kit", upstream.url().to_owned())];
+    let mut upstreams = vec![
+        ("kit", upstream.url().to_owned(), None),
+        ("kit_pinned", upstream.url().to_owned(), Some(PROTOCOL)),
+    ];
     if let Some((_, url)) = &everything {
-        upstreams.push(("everything", url.clone()));
+        upstreams.push(("everything", url.clone(), None));
     }
     let tree = ConfigTree::new().unwrap();
     let gateway_mt = start_gateway(&upstreams, &tree, true);
@@ -638,6 +659,16 @@ fn main() {
                     echo: t.echo,
                     stateless: true,
                 });
+                plan.push(Target::session(
+                    PINNED_MT,
+                    gateway_mt.clone(),
+                    KIT_PINNED_THROUGH,
+                ));
+                plan.push(Target::session(
+                    PINNED_CT,
+                    gateway_ct.clone(),
+                    KIT_PINNED_THROUGH,
+                ));
             }
             plan
         })
@@ -758,6 +789,37 @@ fn main() {
             );
         }
     }
+    for ((upstream, (figures, _)), plan) in targets.iter().zip(&results).zip(&plans) {
+        let at = |name: &str| plan.iter().position(|t| t.name == name);
+        let (Some(pinned_mt), Some(pinned_ct)) = (at(PINNED_MT), at(PINNED_CT)) else {
+            continue;
+        };
+        println!();
+        println!(
+            "{}, like for like: the gateways' entry pinned to {PROTOCOL} (`\"protocol\"`), so the \
+             upstream does per call what it does for the relays:",
+            upstream.label
+        );
+        println!();
+        println!(
+            "| runtime | phase | gateway, upstream on {PROTOCOL} calls/s | relay calls/s | gateway ÷ relay | target ≥ 0.9× |"
+        );
+        println!("|---|---|--:|--:|--:|---|");
+        for (runtime, gateway, relay) in [
+            ("current-thread", pinned_ct, 4),
+            ("multi-thread, 2 workers", pinned_mt, 3),
+        ] {
+            for (phase, pick) in PHASES {
+                let own = ratio_of(&figures[gateway], &figures[relay], pick);
+                println!(
+                    "| {runtime} | {phase} | {:.0} | {:.0} | {own:.2}× | {} |",
+                    rate_of(&figures[gateway], pick),
+                    rate_of(&figures[relay], pick),
+                    if own >= 0.9 { "PASS" } else { "FAIL" },
+                );
+            }
+        }
+    }
     println!();
     println!(
         "CPU per call (µs, median; warm-up, seq and x16 together; threads by name, upstream = \
@@ -781,6 +843,10 @@ fn main() {
         }
     }
 }
+
+/// The targets through the gateways' pinned testkit entry ([`KIT_PINNED_THROUGH`]).
+const PINNED_MT: &str = "gateway, multi-thread, upstream on 2025-11-25";
+const PINNED_CT: &str = "gateway, current-thread, upstream on 2025-11-25";
 
 /// An upstream's figures, per target (in its plan's order) and repetition: calls/s (seq, x16),
 /// and CPU µs per call (client, gateway threads, relay threads, upstream).
