@@ -662,6 +662,19 @@ async fn listen(
     rx
 }
 
+/// Ends `session` with a `DELETE` to `url`, which must succeed.
+async fn end_session(http: &reqwest::Client, url: &str, session: &str) {
+    let deleted = http
+        .delete(url)
+        .bearer_auth(TOKEN)
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .send()
+        .await
+        .unwrap();
+    assert!(deleted.status().is_success(), "{}", deleted.status());
+}
+
 /// Sends a request in `session` to `url`: its answer.
 async fn request(
     http: &reqwest::Client,
@@ -788,6 +801,24 @@ async fn a_log_level_set_through_one_replica_filters_the_stream_another_holds() 
     drop(redis);
 }
 
+/// What `kit`'s `touch` tool says through the gateway in `session`: whether the server holds
+/// a subscription to `test://readme`.
+async fn touch_says(http: &reqwest::Client, url: &str, session: &str, id: u64) -> String {
+    let touched = request(
+        http,
+        url,
+        session,
+        id,
+        "tools/call",
+        json!({"name": "mcp__kit__touch", "arguments": {"uri": "test://readme"}}),
+    )
+    .await;
+    touched["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
 /// Calls the server's `touch` tool for `test://readme` through `url` until the session's
 /// `stream` is told of the update: the URI it names, or the last call's answer. (The server
 /// tells of it once the replica subscribed upstream, which another replica's note or the
@@ -804,16 +835,8 @@ async fn touch_until_told(
         if tokio::time::Instant::now() >= deadline {
             break;
         }
-        touched = request(
-            http,
-            url,
-            session,
-            id,
-            "tools/call",
-            json!({"name": "mcp__kit__touch", "arguments": {"uri": "test://readme"}}),
-        )
-        .await;
-        if touched.to_string().contains("touched test://readme") {
+        touched = json!(touch_says(http, url, session, id).await);
+        if touched == "touched test://readme" {
             let heard = next_on(stream, ROUND, |m| {
                 (m["method"] == "notifications/resources/updated")
                     .then(|| m["params"]["uri"].clone())
@@ -879,15 +902,7 @@ async fn a_session_deleted_on_one_replica_is_unknown_on_every_replica() {
     let listed = request(&http, &b.url, &session, 2, "tools/list", json!({})).await;
     assert!(listed["result"]["tools"].is_array(), "{listed}");
 
-    let deleted = http
-        .delete(&a.url)
-        .bearer_auth(TOKEN)
-        .header("mcp-session-id", &session)
-        .header("mcp-protocol-version", "2025-06-18")
-        .send()
-        .await
-        .unwrap();
-    assert!(deleted.status().is_success(), "{}", deleted.status());
+    end_session(&http, &a.url, &session).await;
 
     // `b` drops it once it hears of it; then every request names an unknown session.
     let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
@@ -1002,24 +1017,6 @@ async fn a_call_running_on_one_replica_is_cancelled_through_another() {
     drop(redis);
 }
 
-/// What `kit`'s `touch` tool says through the gateway in `session`: whether the server holds
-/// a subscription to `test://readme`.
-async fn touch_says(http: &reqwest::Client, url: &str, session: &str, id: u64) -> String {
-    let touched = request(
-        http,
-        url,
-        session,
-        id,
-        "tools/call",
-        json!({"name": "mcp__kit__touch", "arguments": {"uri": "test://readme"}}),
-    )
-    .await;
-    touched["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
-}
-
 /// One gateway, two sessions subscribed to one resource: the server's subscription stays
 /// while either holds it, and ends when the last one leaves, here by ending its session
 /// without unsubscribing.
@@ -1056,15 +1053,7 @@ async fn the_upstream_subscription_ends_with_its_last_session() {
         "one session's unsubscribe ended the other's subscription"
     );
 
-    let deleted = http
-        .delete(&gateway.url)
-        .bearer_auth(TOKEN)
-        .header("mcp-session-id", &second)
-        .header("mcp-protocol-version", "2025-06-18")
-        .send()
-        .await
-        .unwrap();
-    assert!(deleted.status().is_success(), "{}", deleted.status());
+    end_session(&http, &gateway.url, &second).await;
     // The ended session gives its subscription back as it goes (a task of the gateway's).
     let mut said = String::new();
     let deadline = tokio::time::Instant::now() + SETTLE;
