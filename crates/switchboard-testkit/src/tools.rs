@@ -347,7 +347,7 @@ impl Toolbox {
                     resource,
                 )]))
             }
-            other if self.tools().iter().any(|t| t.name == other) => {
+            other if self.get_tool(other).is_some() => {
                 Ok(match args.get("text").and_then(Value::as_str) {
                     Some(text) => CallToolResult::success(vec![ContentBlock::text(format!(
                         "{other}: {text}"
@@ -681,8 +681,16 @@ impl ServerHandler for Toolbox {
         Ok(())
     }
 
+    // rmcp asks this for every 2026-07-28 `tools/call` (to check `Mcp-Param-*` headers):
+    // only the one tool is copied, not the list.
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.tools().into_iter().find(|tool| tool.name == name)
+        self.shared
+            .tools
+            .lock()
+            .ok()?
+            .iter()
+            .find(|tool| tool.name == name)
+            .cloned()
     }
 
     async fn call_tool(
