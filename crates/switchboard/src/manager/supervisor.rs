@@ -454,20 +454,26 @@ impl Supervisor {
     }
 
     /// A new session knows none of the subscriptions the last one had: each is made again
-    /// (a failure is logged; the subscription stays for the next session).
+    /// (a failure or a silence past the connect timeout is logged; the subscription stays for
+    /// the next session).
     async fn subscribe_again(&self, session: &Session) {
         let uris: Vec<String> = super::lock(&self.shared.subscriptions)
             .get(self.name())
             .map(|uris| uris.keys().cloned().collect())
             .unwrap_or_default();
+        // Each bounded like a connect: a server that never answers does not hold it up.
+        let bound = self.shared.options.limits.connect_timeout;
         for uri in uris {
-            if let Err(e) = session.subscribe_resource(&uri).await {
-                tracing::warn!(
-                    server = self.name(),
-                    uri = %crate::redact::redact_url(&uri),
-                    "resources/subscribe on the new session failed: {e}"
-                );
-            }
+            let failed = match tokio::time::timeout(bound, session.subscribe_resource(&uri)).await {
+                Ok(Ok(())) => continue,
+                Ok(Err(e)) => e.to_string(),
+                Err(_) => format!("no answer within {bound:?}"),
+            };
+            tracing::warn!(
+                server = self.name(),
+                uri = %crate::redact::redact_url(&uri),
+                "resources/subscribe on the new session failed: {failed}"
+            );
         }
     }
 
