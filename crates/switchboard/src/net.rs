@@ -34,41 +34,47 @@ pub(crate) struct ClientError(String);
 
 /// The process's HTTP client, for one-off requests. Cloning it is cheap and shares the pool.
 pub(crate) fn http_client() -> Result<reqwest::Client, ClientError> {
-    static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
-    if let Some(client) = CLIENT.get() {
-        return Ok(client.clone());
-    }
-    let client = new_http_client()?;
-    // Two callers racing here build two clients; one wins and both get it.
-    Ok(CLIENT.get_or_init(|| client).clone())
+    static CLIENT: ClientCell = ClientCell(OnceLock::new());
+    CLIENT.get()
 }
 
 /// A host's HTTP client for its transports, built at first use and shared by its clones.
 #[derive(Clone, Default)]
-pub(crate) struct HostClient(std::sync::Arc<OnceLock<reqwest::Client>>);
+pub(crate) struct HostClient(std::sync::Arc<ClientCell>);
 
 impl HostClient {
     /// The client (built now if this is the first use). Cloning it shares the pool.
     pub(crate) fn get(&self) -> Result<reqwest::Client, ClientError> {
-        if let Some(client) = self.0.get() {
-            return Ok(client.clone());
-        }
-        let client = new_http_client()?;
-        Ok(self.0.get_or_init(|| client).clone())
+        self.0.get()
     }
 }
 
 impl std::fmt::Debug for HostClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HostClient")
-            .field("built", &self.0.get().is_some())
+            .field("built", &self.0.0.get().is_some())
             .finish()
+    }
+}
+
+/// A client built at its first use and kept: the process's, or a host's.
+#[derive(Default)]
+struct ClientCell(OnceLock<reqwest::Client>);
+
+impl ClientCell {
+    fn get(&self) -> Result<reqwest::Client, ClientError> {
+        if let Some(client) = self.0.get() {
+            return Ok(client.clone());
+        }
+        let client = new_http_client()?;
+        // Two callers racing here build two clients; one wins and both get it.
+        Ok(self.0.get_or_init(|| client).clone())
     }
 }
 
 /// A new HTTP client with a pool of its own: keep-alive connections, `TCP_NODELAY`, rustls
 /// with ring, a connect timeout and no overall timeout.
-pub(crate) fn new_http_client() -> Result<reqwest::Client, ClientError> {
+fn new_http_client() -> Result<reqwest::Client, ClientError> {
     install_crypto_provider();
     reqwest::Client::builder()
         .tcp_nodelay(true)
