@@ -356,11 +356,12 @@ impl Session {
             Some(token) => self.forward_progress(token, progress).await,
             None => None,
         };
+        let whole = lane;
         let answer = match lane {
             CallLane::Lines(lane) => match lane.send("tools/call", &body) {
                 Ok((id, pending)) => {
                     guard.sent(NumberOrString::String(id.clone().into()), token);
-                    let mut cancel = CancelOnDrop::lane(CallLane::Lines(lane.clone()), id);
+                    let mut cancel = CancelOnDrop::lane(whole, id);
                     let answer = tokio::time::timeout(timeout, pending.answer()).await;
                     if answer.is_ok() {
                         cancel.disarm();
@@ -372,7 +373,7 @@ impl Session {
             CallLane::Http(lane) => {
                 let id = lane.next_id();
                 guard.sent(NumberOrString::String(id.clone().into()), token);
-                let mut cancel = CancelOnDrop::lane(CallLane::Http(lane.clone()), id.clone());
+                let mut cancel = CancelOnDrop::lane(whole, id.clone());
                 let answer =
                     tokio::time::timeout(timeout, lane.call(&id, &params.name, &body)).await;
                 if answer.is_ok() {
@@ -440,20 +441,21 @@ impl Session {
 
 /// Sends `notifications/cancelled` for a request whose caller went away (or timed out), on the
 /// road the request took: rmcp's session, or the call lane with the lane's own id.
-/// [`disarm`](CancelOnDrop::disarm) once the answer is in.
-struct CancelOnDrop(Option<CancelTarget>);
+/// [`disarm`](CancelOnDrop::disarm) once the answer is in. A lane is borrowed: the guard
+/// lives inside the call, and cloning an HTTP lane (its header maps) for every call costs.
+struct CancelOnDrop<'a>(Option<CancelTarget<'a>>);
 
-enum CancelTarget {
+enum CancelTarget<'a> {
     Peer(rmcp::service::Peer<RoleClient>, rmcp::model::RequestId),
-    Lane(CallLane, String),
+    Lane(&'a CallLane, String),
 }
 
-impl CancelOnDrop {
+impl<'a> CancelOnDrop<'a> {
     fn peer(peer: &rmcp::service::Peer<RoleClient>, id: rmcp::model::RequestId) -> Self {
         CancelOnDrop(Some(CancelTarget::Peer(peer.clone(), id)))
     }
 
-    fn lane(lane: CallLane, id: String) -> Self {
+    fn lane(lane: &'a CallLane, id: String) -> Self {
         CancelOnDrop(Some(CancelTarget::Lane(lane, id)))
     }
 
@@ -462,7 +464,7 @@ impl CancelOnDrop {
     }
 }
 
-impl Drop for CancelOnDrop {
+impl Drop for CancelOnDrop<'_> {
     fn drop(&mut self) {
         const REASON: &str = "the caller cancelled";
         match self.0.take() {
