@@ -366,8 +366,17 @@ struct Asking {
 
 /// The middleware (see the module's doc).
 pub(crate) async fn serve(State(fast): State<Arc<Fast>>, request: Request, next: Next) -> Response {
+    match try_serve(&fast, request).await {
+        Ok(response) => response,
+        Err(request) => next.run(request).await,
+    }
+}
+
+/// Answers `request` here when it is the fast path's, else gives it back (its body as it was
+/// read) for rmcp's service.
+pub(crate) async fn try_serve(fast: &Arc<Fast>, request: Request) -> Result<Response, Request> {
     let Some(session) = fast.session_of(&request) else {
-        return next.run(request).await;
+        return Err(request);
     };
     // A session initialized here, or among replicas one whose id opens under the key (its
     // `initialize` is in it): its calls are answered here without resuming it in rmcp.
@@ -376,12 +385,12 @@ pub(crate) async fn serve(State(fast): State<Arc<Fast>>, request: Request, next:
         None => fast.sealed_link(&session).await,
     };
     let Some(link) = link.filter(|link| !link.modern) else {
-        return next.run(request).await;
+        return Err(request);
     };
     let (parts, body) = request.into_parts();
     let bytes = match read_body(body).await {
         Ok(bytes) => bytes,
-        Err(refused) => return refused,
+        Err(refused) => return Ok(refused),
     };
     let route = serde_json::from_slice::<Incoming>(&bytes)
         .ok()
@@ -391,12 +400,12 @@ pub(crate) async fn serve(State(fast): State<Arc<Fast>>, request: Request, next:
         Some(Route::Call(id, call)) => {
             fast.touch(&link, &session).await;
             let identity = parts.extensions.get::<Identity>().cloned();
-            answer_call(fast, link, session, identity, id, call).await
+            Ok(answer_call(fast.clone(), link, session, identity, id, call).await)
         }
         Some(Route::Cancel(request)) => {
             if fast.cancel(&session, request.to_string()) {
                 fast.touch(&link, &session).await;
-                return StatusCode::ACCEPTED.into_response();
+                return Ok(StatusCode::ACCEPTED.into_response());
             }
             // Not a call here: among replicas with a store, the one running it cancels it;
             // rmcp cancels its own request here, if it runs one.
@@ -406,13 +415,12 @@ pub(crate) async fn serve(State(fast): State<Arc<Fast>>, request: Request, next:
                     &crate::session_sync::Note::Cancel(request),
                 );
             }
-            next.run(Request::from_parts(parts, Body::from(bytes)))
-                .await
+            Err(Request::from_parts(parts, Body::from(bytes)))
         }
         Some(Route::Answer(id, answer)) => {
             if fast.deliver(&session, &id, answer) {
                 fast.touch(&link, &session).await;
-                return StatusCode::ACCEPTED.into_response();
+                return Ok(StatusCode::ACCEPTED.into_response());
             }
             // Among replicas, a question another replica's call asked: the answer goes there.
             if let Some(edge) = &fast.edge
@@ -426,18 +434,14 @@ pub(crate) async fn serve(State(fast): State<Arc<Fast>>, request: Request, next:
                          ended, or the question was forwarded here from {})",
                         seal.addr
                     );
-                    return StatusCode::ACCEPTED.into_response();
+                    return Ok(StatusCode::ACCEPTED.into_response());
                 }
-                return crate::replicas::forward_answer(edge, &seal.addr, parts, bytes).await;
+                return Ok(crate::replicas::forward_answer(edge, &seal.addr, parts, bytes).await);
             }
             // Not a question of a call here: rmcp's (an answer to its own request).
-            next.run(Request::from_parts(parts, Body::from(bytes)))
-                .await
+            Err(Request::from_parts(parts, Body::from(bytes)))
         }
-        None => {
-            next.run(Request::from_parts(parts, Body::from(bytes)))
-                .await
-        }
+        None => Err(Request::from_parts(parts, Body::from(bytes))),
     }
 }
 

@@ -34,6 +34,7 @@ use serde_json::json;
 use switchboard::ServerState;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+use tower_service::Service;
 
 use crate::Gateway;
 use crate::sessions::{Owner, SessionLimits, Sessions, TokenId};
@@ -166,7 +167,7 @@ pub fn load_or_create_token(path: &Path) -> Result<(String, bool), HttpError> {
 #[derive(Debug)]
 pub struct HttpGateway {
     listener: TcpListener,
-    router: Router,
+    front: FrontDoor,
     shutdown: CancellationToken,
     /// Among replicas with a shared store: sessions' state through it.
     sync: Option<Arc<crate::session_sync::SessionSync>>,
@@ -266,6 +267,12 @@ impl HttpGateway {
             sessions.clone(),
             edge.clone(),
         ));
+        // Alone (no replicas), a call from the static token's client goes straight in.
+        let door = cluster.is_none().then(|| FastDoor {
+            fast: fast.clone(),
+            guard: guard.clone(),
+            sessions: sessions.clone(),
+        });
         if let Some(sync) = &sync {
             sync.set_fast(Arc::downgrade(&fast));
             sync.follow();
@@ -330,7 +337,7 @@ impl HttpGateway {
         };
         Ok(HttpGateway {
             listener,
-            router,
+            front: FrontDoor { router, fast: door },
             shutdown,
             sync,
         })
@@ -364,7 +371,7 @@ impl HttpGateway {
             let _ = stream.set_nodelay(true);
         });
         let shutdown = self.shutdown.clone();
-        axum::serve(listener, self.router)
+        axum::serve(listener, axum::ServiceExt::into_make_service(self.front))
             .with_graceful_shutdown(async move { shutdown.cancelled().await })
             .await
             .map_err(HttpError::Serve)
@@ -401,6 +408,74 @@ impl Guard {
 #[derive(Debug, Clone)]
 struct Page {
     guard: Arc<Guard>,
+}
+
+/// The way in for every request.
+///
+/// A POST to `/mcp` on a session, from the static token's client on an allowed `Origin`, on a
+/// gateway without replicas, goes straight to the fast path ([`crate::fast::try_serve`]): the
+/// checks the router's layers would make for it (the `Origin`, the token, the session's owner:
+/// [`check_request`], [`cap_sessions`]) are made here, without those layers' service clones and
+/// boxed futures for every request (about 5 µs a call, a tenth of the gateway's own work).
+/// Everything else, and whatever the fast path gives back, goes through the router, which makes
+/// every check again.
+#[derive(Debug, Clone)]
+struct FrontDoor {
+    router: Router,
+    fast: Option<FastDoor>,
+}
+
+#[derive(Debug, Clone)]
+struct FastDoor {
+    fast: Arc<crate::fast::Fast>,
+    guard: Arc<Guard>,
+    sessions: Arc<Sessions>,
+}
+
+impl FastDoor {
+    /// Whether every check of the router's layers would let `request` through to the fast path.
+    fn admits(&self, request: &Request) -> bool {
+        let headers = request.headers();
+        request.method() == Method::POST
+            && request.uri().path() == MCP_PATH
+            && self.guard.refuse_origin(headers).is_none()
+            && token_matches(headers, &self.guard.token)
+            && headers
+                .get(SESSION_ID)
+                .and_then(|id| id.to_str().ok())
+                .is_some_and(|id| self.sessions.usable_by(id, TokenId(0)))
+    }
+}
+
+impl Service<Request> for FrontDoor {
+    type Response = Response;
+    type Error = std::convert::Infallible;
+    type Future = futures::future::Either<
+        axum::routing::future::RouteFuture<std::convert::Infallible>,
+        futures::future::BoxFuture<'static, Result<Response, std::convert::Infallible>>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        // The router is always ready.
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let Some(door) = self.fast.as_ref().filter(|door| door.admits(&request)) else {
+            return futures::future::Either::Left(self.router.call(request));
+        };
+        let fast = door.fast.clone();
+        let mut router = self.router.clone();
+        futures::future::Either::Right(Box::pin(async move {
+            match crate::fast::try_serve(&fast, request).await {
+                Ok(response) => Ok(response),
+                Err(request) => router.call(request).await,
+            }
+        }))
+    }
 }
 
 /// What `/status` reports on.

@@ -701,6 +701,48 @@ async fn calls_are_answered_as_json_and_keep_their_session_alive() {
     assert!(listed[0]["result"]["tools"].is_array(), "{listed:?}");
 }
 
+/// A call on a live session, the fast path's request, is checked as any request is: without
+/// the token or with a wrong one 401, from a foreign `Origin` 403; from an allowed one answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_on_a_live_session_needs_the_token_and_an_allowed_origin() {
+    let (_tree, _host, url) =
+        gateway(json!({"kit": testkit(&[])}), json!({"allow": ["mcp__kit"]})).await;
+    let session = RawSession::open(&url, json!({})).await;
+    let call = |token: Option<&str>, origin: Option<&str>| {
+        let mut request = session
+            .http
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .header("mcp-session-id", &session.id)
+            .body(
+                json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                       "params": {"name": "mcp__kit__echo", "arguments": {"text": "door"}}})
+                .to_string(),
+            );
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(origin) = origin {
+            request = request.header("origin", origin);
+        }
+        request.send()
+    };
+    assert_eq!(call(None, None).await.unwrap().status(), 401);
+    assert_eq!(call(Some("wrong"), None).await.unwrap().status(), 401);
+    let foreign = call(Some(TOKEN), Some("http://evil.example"))
+        .await
+        .unwrap();
+    assert_eq!(foreign.status(), 403);
+    let allowed = call(Some(TOKEN), Some("http://localhost:3000"))
+        .await
+        .unwrap();
+    assert_eq!(allowed.status(), 200);
+    let answer: Value = allowed.json().await.unwrap();
+    assert_eq!(answer["result"]["content"][0]["text"], "door", "{answer}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_clients_each_see_only_their_own_progress() {
     let (_tree, _host, url) =
