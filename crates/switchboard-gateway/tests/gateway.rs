@@ -301,26 +301,42 @@ async fn next_matching<T>(
     .flatten()
 }
 
+/// A JSON-RPC POST of `body` to the gateway at `url`, on `session` (with its protocol version)
+/// when given, with the bearer `token` and the `Origin` when given.
+fn raw_post(
+    http: &reqwest::Client,
+    url: &str,
+    body: &Value,
+    session: Option<&str>,
+    token: Option<&str>,
+    origin: Option<&str>,
+) -> reqwest::RequestBuilder {
+    let mut request = http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(body.to_string());
+    if let Some(session) = session {
+        request = request
+            .header("mcp-protocol-version", "2025-11-25")
+            .header("mcp-session-id", session);
+    }
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    if let Some(origin) = origin {
+        request = request.header("origin", origin);
+    }
+    request
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_the_token_401_with_a_foreign_origin_403_and_healthz_is_open() {
     let (_tree, _host, url) = gateway(json!({"kit": testkit(&[])}), json!({})).await;
     let http = reqwest::Client::new();
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
-    let post = |token: Option<&str>, origin: Option<&str>| {
-        let mut request = http
-            .post(&url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(init.to_string());
-        if let Some(token) = token {
-            request = request.bearer_auth(token);
-        }
-        if let Some(origin) = origin {
-            request = request.header("origin", origin);
-        }
-        request.send()
-    };
+    let post = |token, origin| raw_post(&http, &url, &init, None, token, origin).send();
     assert_eq!(post(None, None).await.unwrap().status(), 401);
     assert_eq!(post(Some("wrong"), None).await.unwrap().status(), 401);
     assert_eq!(
@@ -708,26 +724,10 @@ async fn a_call_on_a_live_session_needs_the_token_and_an_allowed_origin() {
     let (_tree, _host, url) =
         gateway(json!({"kit": testkit(&[])}), json!({"allow": ["mcp__kit"]})).await;
     let session = RawSession::open(&url, json!({})).await;
-    let call = |token: Option<&str>, origin: Option<&str>| {
-        let mut request = session
-            .http
-            .post(&url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2025-11-25")
-            .header("mcp-session-id", &session.id)
-            .body(
-                json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-                       "params": {"name": "mcp__kit__echo", "arguments": {"text": "door"}}})
-                .to_string(),
-            );
-        if let Some(token) = token {
-            request = request.bearer_auth(token);
-        }
-        if let Some(origin) = origin {
-            request = request.header("origin", origin);
-        }
-        request.send()
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                      "params": {"name": "mcp__kit__echo", "arguments": {"text": "door"}}});
+    let call = |token, origin| {
+        raw_post(&session.http, &url, &body, Some(&session.id), token, origin).send()
     };
     assert_eq!(call(None, None).await.unwrap().status(), 401);
     assert_eq!(call(Some("wrong"), None).await.unwrap().status(), 401);
