@@ -416,9 +416,9 @@ struct Page {
 /// gateway without replicas, goes straight to the fast path ([`crate::fast::try_serve`]): the
 /// checks the router's layers would make for it (the `Origin`, the token, the session's owner:
 /// [`check_request`], [`cap_sessions`]) are made here, without those layers' service clones and
-/// boxed futures for every request (about 5 µs a call, a tenth of the gateway's own work).
-/// Everything else, and whatever the fast path gives back, goes through the router, which makes
-/// every check again.
+/// boxed futures for every request (about 5 µs of the 30 a call spent in the gateway's own code,
+/// before LTO). Everything else, and whatever the fast path gives back, goes through the router,
+/// which makes every check again.
 #[derive(Debug, Clone)]
 struct FrontDoor {
     router: Router,
