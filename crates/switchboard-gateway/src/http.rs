@@ -371,7 +371,6 @@ impl HttpGateway {
             let _ = stream.set_nodelay(true);
         });
         let shutdown = self.shutdown.clone();
-        let _anchor = TimerAnchor::start();
         axum::serve(listener, axum::ServiceExt::into_make_service(self.front))
             .with_graceful_shutdown(async move { shutdown.cancelled().await })
             .await
@@ -409,40 +408,6 @@ impl Guard {
 #[derive(Debug, Clone)]
 struct Page {
     guard: Arc<Guard>,
-}
-
-/// How often the [`TimerAnchor`] fires: sooner than any timer a call arms (the call lane's
-/// 60 s response timeout, the host's 30 s long-call log line).
-const TIMER_ANCHOR_PERIOD: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// A timer that always fires within [`TIMER_ANCHOR_PERIOD`], for as long as the gateway serves.
-///
-/// Tokio wakes its time driver (an eventfd write, then a park that returns at once, or a parked
-/// worker woken for nothing) whenever a new timer is due before the driver's next wake. With no
-/// shorter timer armed that was every call, twice: the call lane's response timeout and the
-/// host's long-call log (`perf` at `73ed45c`: two eventfd writes a call on the gateway's thread,
-/// against none from the relay's work). With this timer armed, a call's timers are never the
-/// soonest. The bench's gateway ÷ relay, like for like, went from 0.60–0.79× to 0.85–0.98×
-/// sequentially (run 13). Aborted when dropped.
-#[derive(Debug)]
-struct TimerAnchor(tokio::task::JoinHandle<()>);
-
-impl TimerAnchor {
-    fn start() -> TimerAnchor {
-        TimerAnchor(tokio::spawn(async {
-            let mut tick = tokio::time::interval(TIMER_ANCHOR_PERIOD);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tick.tick().await;
-            }
-        }))
-    }
-}
-
-impl Drop for TimerAnchor {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
 }
 
 /// The way in for every request.

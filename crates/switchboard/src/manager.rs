@@ -15,6 +15,7 @@
 //! - `needs-auth` is remembered on disk for 15 minutes; so is the protocol generation each
 //!   server answered with, so the handshake probe runs once per server definition.
 
+mod anchor;
 pub(crate) mod kept;
 mod memory;
 mod supervisor;
@@ -375,6 +376,8 @@ struct Shared {
     /// first subscribes upstream, the last to leave unsubscribes, and every new session of
     /// the server (a reconnect, a renewed session) subscribes to them again.
     subscriptions: Mutex<HashMap<String, HashMap<String, usize>>>,
+    /// A timer kept armed while requests are made (`anchor.rs`).
+    anchor: anchor::TimerAnchor,
 }
 
 /// Every configured server, connected in the background. Cheap to clone.
@@ -522,6 +525,7 @@ impl ServerManager {
             replicas: Mutex::new(None),
             http: crate::net::HostClient::default(),
             subscriptions: Mutex::default(),
+            anchor: anchor::TimerAnchor::default(),
             local_slots: Arc::new(Semaphore::new(
                 options.limits.local_connect_concurrency.max(1),
             )),
@@ -1033,6 +1037,7 @@ impl ServerManager {
         F: Fn(Arc<Session>) -> Fut,
         Fut: Future<Output = Result<T, RequestError>>,
     {
+        self.shared.anchor.touch();
         let _busy = self.slot_field(name, |slot| Busy::new(slot.activity.clone()));
         let mut session = self
             .ready_session(name)
