@@ -11,6 +11,8 @@
 #   mcp-proxy     `mcp-proxy --host 127.0.0.1 --port PORT --log-level WARNING -- <server>
 #                 stdio`, its Streamable HTTP endpoint /mcp
 #   direct        the client straight to the server over stdio (the reference)
+#   ceiling       scripts/bench-ceiling.py: an endpoint that answers at once with no server
+#                 behind it, so its calls/s is the most any gateway can reach with this client
 # Every node process (client, server-everything, supergateway) is the partners' Node 22.
 # Each target gets one untimed check run first (its answer, and the process seeing the
 # calls), then PEERS_BENCH_REPS (default 3) repetitions in turn, the first target changing each
@@ -128,6 +130,13 @@ start_switchboard() {
   started switchboard "$!" "$port" mcp__everything__echo
 }
 
+start_ceiling() {
+  local port
+  port="$(free_port)"
+  python3 "$root/scripts/bench-ceiling.py" --port "$port" >"$work/ceiling.log" 2>&1 &
+  started ceiling "$!" "$port" echo
+}
+
 # Records gateway $1 (process $2, listening on port $3, serving the echo tool as $4) as a
 # target once it listens.
 started() {
@@ -192,6 +201,7 @@ echo "bench peers: commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null)$(
 start_switchboard
 start_supergateway
 start_mcp_proxy
+start_ceiling
 targets+=(direct)
 
 # The check run: a few calls through each target, which must answer and be on the path (the
@@ -235,8 +245,9 @@ def median(xs):
     xs = sorted(xs)
     return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
 
-order = [t for t in ("switchboard", "supergateway", "mcp-proxy", "direct") if t in runs]
-off_path = [t for t in order if t != "direct" and not all(r["path"]["gateway_cpu_grew"] and r["path"]["server_pids"] for r in runs[t])]
+order = [t for t in ("switchboard", "supergateway", "mcp-proxy", "direct", "ceiling") if t in runs]
+# The ceiling has no server: only its own CPU must grow.
+off_path = [t for t in order if t != "direct" and not all(r["path"]["gateway_cpu_grew"] and (r["path"]["server_pids"] or t == "ceiling") for r in runs[t])]
 print()
 print(f"| target | runs | seq calls/s | x16 calls/s | CPU µs/call seq: client / gateway / server | x16: client / gateway / server |")
 print("|---|--:|--:|--:|--:|--:|")
@@ -252,6 +263,9 @@ for ph in ("seq", "x16"):
     if "direct" in runs:
         d = median([a[ph] / b[ph] for a, b in zip(sb, runs["direct"])])
         print(f"{ph}: switchboard ÷ direct over stdio = {d:.2f}")
+    if "ceiling" in runs:
+        c = median([a[ph] / b[ph] for a, b in zip(sb, runs["ceiling"])])
+        print(f"{ph}: switchboard ÷ ceiling = {c:.2f}")
     if not peers:
         print(f"{ph}: no peer measured")
         continue
@@ -259,6 +273,10 @@ for ph in ("seq", "x16"):
     ratio = median([a[ph] / b[ph] for a, b in zip(sb, runs[best])])
     verdict = "PASS" if ratio >= 3 else f"FAIL (missing {3 / ratio:.2f}x)"
     print(f"{ph}: switchboard ÷ best peer ({best}) = {ratio:.2f} (target >= 3x): {verdict}")
+    if "ceiling" in runs:
+        top = median([a[ph] / b[ph] for a, b in zip(runs["ceiling"], runs[best])])
+        reach = "within" if top >= 3 else "out of"
+        print(f"{ph}: ceiling ÷ best peer = {top:.2f}: 3x is {reach} reach of any gateway with this client")
 if off_path:
     print(f"NOT ON THE PATH: {', '.join(off_path)} (no gateway CPU during the calls, or no server under it)")
     sys.exit(1)
