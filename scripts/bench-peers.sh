@@ -12,7 +12,8 @@
 #                 stdio`, its Streamable HTTP endpoint /mcp
 #   direct        the client straight to the server over stdio (the reference)
 #   ceiling       scripts/bench-ceiling.py: an endpoint that answers at once with no server
-#                 behind it, so its calls/s is the most any gateway can reach with this client
+#                 behind it (one Python thread), so its calls/s is about the most a gateway
+#                 can reach with this client
 # Every node process (client, server-everything, supergateway) is the partners' Node 22.
 # Each target gets one untimed check run first (its answer, and the process seeing the
 # calls), then PEERS_BENCH_REPS (default 3) repetitions in turn, the first target changing each
@@ -276,7 +277,7 @@ for ph in ("seq", "x16"):
     if "ceiling" in runs:
         top = median([a[ph] / b[ph] for a, b in zip(runs["ceiling"], runs[best])])
         reach = "within" if top >= 3 else "out of"
-        print(f"{ph}: ceiling ÷ best peer = {top:.2f}: 3x is {reach} reach of any gateway with this client")
+        print(f"{ph}: ceiling ÷ best peer = {top:.2f}: 3x is {reach} reach of a gateway that costs what the ceiling costs, with this client")
 if off_path:
     print(f"NOT ON THE PATH: {', '.join(off_path)} (no gateway CPU during the calls, or no server under it)")
     sys.exit(1)
