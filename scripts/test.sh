@@ -11,20 +11,21 @@ set -a
 . "$partners/partners.env"
 set +a
 cargo test --workspace --locked "$@"
+# Every binary the steps below run, and the embedding example, with the features `cargo test
+# --workspace` just built them with (an example brings in the dev-dependencies' features, as the
+# tests did): nothing to rebuild. `cargo build -p <one package>` picks other features and
+# rebuilt much of the graph, twice (5 of a fresh clone's 26 CI minutes).
+cargo build --workspace --locked --bins --example embed
 # The MCP conformance suite's client scenarios (both suite versions, both protocol
 # generations) against the conformance client built on the library.
-cargo build -p switchboard-conformance --locked
 bash scripts/conformance.sh
 # The gateway's transparent mode: the suites' server scenarios against the suite's example
 # server alone and through `serve --prefix conditional` must agree.
-cargo build -p switchboard-cli --locked
 bash scripts/conformance-server.sh
 # The embedding example (examples/embed.rs) against the test server, in a scratch configuration
 # (no user or managed files, its own state): it must settle, list the tools, call `echo`,
 # print the echoed text and the events it saw, and exit 0.
 target="${CARGO_TARGET_DIR:-$root/target}/debug"
-# Built with the workspace's features, as `cargo test --workspace` just did: nothing to rebuild.
-cargo build --workspace --locked --example embed --bin testkit-server
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 printf '{"mcpServers": {"kit": {"command": "%s"}}}\n' "$target/testkit-server" >"$scratch/mcp.json"
