@@ -2,15 +2,15 @@
 """The `ceiling` target of scripts/bench-peers.sh: a Streamable HTTP MCP endpoint with no
 server behind it, so the TypeScript client's calls/s against it is about the most a gateway
 can reach with that client on this machine. It is not free: its own CPU a call (one Python
-thread, about 150-200 µs here) is printed as the gateway's, and a gateway that spent less
+thread, 80-220 µs here by load) is printed as the gateway's, and a gateway that spent less
 could go a little past it.
 
     python3 scripts/bench-ceiling.py --port PORT
 
-Stateless, standard library only, one thread on a selector: HTTP/1.1 keep-alive, every POST answered as one
-`application/json` body (initialize, tools/list with one tool `echo`, tools/call of `echo` as
-server-everything answers it: `Echo: <message>`), a notification with 202, GET with 405 (no
-stream) and DELETE with 200. Prints `listening on 127.0.0.1:PORT` once it listens.
+Stateless, standard library only, one thread on a selector: HTTP/1.1 keep-alive, every POST
+answered as one `application/json` body (initialize, tools/list with one tool `echo`,
+tools/call of `echo` as server-everything answers it: `Echo: <message>`), a notification with
+202, GET with 405 (no stream) and DELETE with 200. Prints `listening on 127.0.0.1:PORT` once it listens.
 """
 import argparse
 import json
@@ -60,10 +60,8 @@ def response(status, body=b"", content_type=None):
     return ("\r\n".join(head) + "\r\n\r\n").encode() + body
 
 
-def handle(request):
-    """The response to one whole request (its head and body)."""
-    head, _, body = request.partition(b"\r\n\r\n")
-    verb = head.split(b" ", 1)[0]
+def handle(verb, body):
+    """The response to one whole request: its method and its body."""
     if verb == b"POST":
         out = answer(json.loads(body))
         if out is None:
@@ -76,17 +74,21 @@ def handle(request):
 
 
 def whole(buffer):
-    """The length of the first whole request in `buffer`, or None while it is not all there."""
+    """The first whole request in `buffer` as (method, body, its length in the buffer), or None
+    while it is not all there."""
     end = buffer.find(b"\r\n\r\n")
     if end < 0:
         return None
+    lines = buffer[:end].split(b"\r\n")
     length = 0
-    for line in buffer[:end].split(b"\r\n")[1:]:
+    for line in lines[1:]:
         name, _, value = line.partition(b":")
         if name.strip().lower() == b"content-length":
             length = int(value)
     total = end + 4 + length
-    return total if len(buffer) >= total else None
+    if len(buffer) < total:
+        return None
+    return lines[0].split(b" ", 1)[0], buffer[end + 4 : total], total
 
 
 def main():
@@ -126,8 +128,9 @@ def main():
                 continue
             buffer = buffers[sock] + data
             out = b""
-            while (total := whole(buffer)) is not None:
-                out += handle(buffer[:total])
+            while (request := whole(buffer)) is not None:
+                verb, body, total = request
+                out += handle(verb, body)
                 buffer = buffer[total:]
             buffers[sock] = buffer
             if out:

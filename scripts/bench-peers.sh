@@ -246,6 +246,10 @@ def median(xs):
     xs = sorted(xs)
     return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
 
+# The median of the per-repetition ratios of target `num` to target `den` in phase `ph`.
+def ratio(num, den, ph):
+    return median([a[ph] / b[ph] for a, b in zip(runs[num], runs[den])])
+
 order = [t for t in ("switchboard", "supergateway", "mcp-proxy", "direct", "ceiling") if t in runs]
 # The ceiling has no server: only its own CPU must grow.
 off_path = [t for t in order if t != "direct" and not all(r["path"]["gateway_cpu_grew"] and (r["path"]["server_pids"] or t == "ceiling") for r in runs[t])]
@@ -260,22 +264,21 @@ for t in order:
 print()
 peers = [t for t in ("supergateway", "mcp-proxy") if t in runs]
 for ph in ("seq", "x16"):
-    sb = runs["switchboard"]
     if "direct" in runs:
-        d = median([a[ph] / b[ph] for a, b in zip(sb, runs["direct"])])
+        d = ratio("switchboard", "direct", ph)
         print(f"{ph}: switchboard ÷ direct over stdio = {d:.2f}")
     if "ceiling" in runs:
-        c = median([a[ph] / b[ph] for a, b in zip(sb, runs["ceiling"])])
+        c = ratio("switchboard", "ceiling", ph)
         print(f"{ph}: switchboard ÷ ceiling = {c:.2f}")
     if not peers:
         print(f"{ph}: no peer measured")
         continue
     best = max(peers, key=lambda t: median([r[ph] for r in runs[t]]))
-    ratio = median([a[ph] / b[ph] for a, b in zip(sb, runs[best])])
-    verdict = "PASS" if ratio >= 3 else f"FAIL (missing {3 / ratio:.2f}x)"
-    print(f"{ph}: switchboard ÷ best peer ({best}) = {ratio:.2f} (target >= 3x): {verdict}")
+    r = ratio("switchboard", best, ph)
+    verdict = "PASS" if r >= 3 else f"FAIL (missing {3 / r:.2f}x)"
+    print(f"{ph}: switchboard ÷ best peer ({best}) = {r:.2f} (target >= 3x): {verdict}")
     if "ceiling" in runs:
-        top = median([a[ph] / b[ph] for a, b in zip(runs["ceiling"], runs[best])])
+        top = ratio("ceiling", best, ph)
         reach = "within" if top >= 3 else "out of"
         print(f"{ph}: ceiling ÷ best peer = {top:.2f}: 3x is {reach} reach of a gateway that costs what the ceiling costs, with this client")
 if off_path:
