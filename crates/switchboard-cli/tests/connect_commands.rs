@@ -865,3 +865,117 @@ fn list_shows_a_lazy_server_from_its_kept_lists_and_probe_starts_it() {
     assert!(shown.contains("status:  ✓ connected (9 tools)"), "{shown}");
     assert_eq!(starts(), 3, "{shown}");
 }
+
+/// A forward HTTP proxy for one test: every connection is piped to the origin its first
+/// request names (absolute form), and what clients sent is kept to look at.
+struct RecordingProxy {
+    addr: std::net::SocketAddr,
+    sent: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+}
+
+impl RecordingProxy {
+    fn start() -> RecordingProxy {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let sent = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = sent.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                let log = log.clone();
+                std::thread::spawn(move || {
+                    let mut client = client;
+                    let mut head = Vec::new();
+                    let mut byte = [0u8; 1];
+                    while !head.ends_with(b"\r\n") && client.read(&mut byte).unwrap_or(0) == 1 {
+                        head.push(byte[0]);
+                    }
+                    // `POST http://127.0.0.1:PORT/mcp HTTP/1.1`: the origin's authority.
+                    let line = String::from_utf8_lossy(&head).to_string();
+                    let Some(authority) = line
+                        .split(' ')
+                        .nth(1)
+                        .and_then(|uri| uri.strip_prefix("http://"))
+                        .and_then(|rest| rest.split('/').next())
+                    else {
+                        return;
+                    };
+                    let Ok(mut origin) = std::net::TcpStream::connect(authority) else {
+                        return;
+                    };
+                    log.lock().unwrap().extend_from_slice(&head);
+                    if origin.write_all(&head).is_err() {
+                        return;
+                    }
+                    let (mut from_origin, mut to_client) =
+                        (origin.try_clone().unwrap(), client.try_clone().unwrap());
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from_origin, &mut to_client);
+                        let _ = to_client.shutdown(std::net::Shutdown::Write);
+                    });
+                    let mut buf = [0u8; 8192];
+                    while let Ok(n @ 1..) = client.read(&mut buf) {
+                        log.lock().unwrap().extend_from_slice(&buf[..n]);
+                        if origin.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                    let _ = origin.shutdown(std::net::Shutdown::Write);
+                });
+            }
+        });
+        RecordingProxy { addr, sent }
+    }
+
+    /// How many times the clients sent `needle`.
+    fn count(&self, needle: &str) -> usize {
+        let sent = String::from_utf8_lossy(&self.sent.lock().unwrap()).to_string();
+        sent.matches(needle).count()
+    }
+}
+
+/// An HTTP proxy named in the environment (`HTTP_PROXY`, `http_proxy`, `ALL_PROXY`) carries
+/// every request to a plain `http://` server, its tool calls too: the calls' own fast client
+/// (hyper's, `net::PlainClient`) is used only when no proxy is named.
+#[test]
+fn an_http_proxy_in_the_environment_carries_the_calls_too() {
+    use switchboard_testkit::{TestServer, Transport};
+    for (variable, protocol) in [
+        ("HTTP_PROXY", "legacy"),
+        ("http_proxy", "auto"),
+        ("ALL_PROXY", "legacy"),
+    ] {
+        let server = TestServer::start(Transport::Http, ["--protocol", protocol]).unwrap();
+        let proxy = RecordingProxy::start();
+        let tree = ConfigTree::new().unwrap();
+        tree.write(
+            tree.user_file(),
+            &serde_json::json!({"mcpServers": {"kit": {"type": "http", "url": server.url()}}})
+                .to_string(),
+        )
+        .unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .args(["call", "mcp__kit__echo", r#"{"text": "through the proxy"}"#])
+            .current_dir(tree.project())
+            .env_clear()
+            .envs(tree.env())
+            .env(variable, format!("http://{}", proxy.addr))
+            .output()
+            .unwrap();
+        assert_eq!(
+            (out.status.code(), text(&out.stdout, &tree)),
+            (Some(0), "through the proxy\n".to_owned()),
+            "{variable}: {}",
+            text(&out.stderr, &tree)
+        );
+        assert_eq!(
+            proxy.count("\"method\":\"tools/call\""),
+            1,
+            "{variable} ({protocol}): the call did not go through the proxy"
+        );
+        assert!(
+            proxy.count(&format!("POST {}", server.url())) >= 2,
+            "{variable}: the handshake did not go through the proxy"
+        );
+    }
+}

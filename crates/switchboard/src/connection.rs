@@ -718,6 +718,7 @@ async fn open_remote(
             let authorizer = authorizer_for(config, remote, options);
             let (transport, lane) = http::streamable_http_oauth(
                 options.http.get().map_err(RemoteError::from)?,
+                options.http.plain(),
                 &remote.url,
                 &remote.headers,
                 authorizer,

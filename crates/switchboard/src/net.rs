@@ -10,6 +10,12 @@
 //!   threads).
 //! - [`http_client`] is the process's, for one-off requests (OAuth discovery and tokens, the
 //!   Registry).
+//! - [`PlainClient`] is a host's second, for the call lane's `tools/call` POSTs to plain
+//!   `http://` servers: hyper's pooled client without reqwest's layers (its redirect layer
+//!   formats and parses every request's URL again, its retry layer copies every request's
+//!   headers: about 13 µs of the 150 µs of CPU the multi-thread gateway spent a call in
+//!   `perf`, issue 21). Not built when the environment names an HTTP proxy, which reqwest
+//!   honours and it would not.
 //! - [`describe`] turns a reqwest error into text without its URL (a query may carry
 //!   credentials).
 
@@ -38,23 +44,73 @@ pub(crate) fn http_client() -> Result<reqwest::Client, ClientError> {
     CLIENT.get()
 }
 
-/// A host's HTTP client for its transports, built at first use and shared by its clones.
+/// A host's HTTP clients for its transports, each built at first use and shared by its clones.
 #[derive(Clone, Default)]
-pub(crate) struct HostClient(std::sync::Arc<ClientCell>);
+pub(crate) struct HostClient(std::sync::Arc<HostClients>);
+
+#[derive(Default)]
+struct HostClients {
+    reqwest: ClientCell,
+    plain: OnceLock<Option<PlainClient>>,
+}
 
 impl HostClient {
     /// The client (built now if this is the first use). Cloning it shares the pool.
     pub(crate) fn get(&self) -> Result<reqwest::Client, ClientError> {
-        self.0.get()
+        self.0.reqwest.get()
+    }
+
+    /// The call lane's client for plain `http://` servers (built now if this is the first
+    /// use), or `None` when the environment names an HTTP proxy. Cloning it shares the pool.
+    pub(crate) fn plain(&self) -> Option<PlainClient> {
+        self.0
+            .plain
+            .get_or_init(|| {
+                // reqwest reads the process's environment for its proxy, so this does too.
+                let process = crate::environment::Environment::capture();
+                (!proxy_in_env(|name| process.get(name).map(Into::into))).then(new_plain_client)
+            })
+            .clone()
     }
 }
 
 impl std::fmt::Debug for HostClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HostClient")
-            .field("built", &self.0.0.get().is_some())
+            .field("built", &self.0.reqwest.0.get().is_some())
             .finish()
     }
+}
+
+/// hyper's pooled HTTP/1 client for plain `http://`, as [`HostClient::plain`] builds it.
+pub(crate) type PlainClient = hyper_util::client::legacy::Client<
+    hyper_util::client::legacy::connect::HttpConnector,
+    http_body_util::Full<bytes::Bytes>,
+>;
+
+/// The variables reqwest takes an HTTP proxy from (`NO_PROXY` aside: any of them set, and
+/// every request stays on reqwest).
+const PROXY_VARS: [&str; 4] = ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"];
+
+/// Whether `var` (the environment) names a proxy reqwest would use for an `http://` URL.
+fn proxy_in_env(var: impl Fn(&str) -> Option<String>) -> bool {
+    PROXY_VARS
+        .iter()
+        .any(|name| var(name).is_some_and(|value| !value.is_empty()))
+}
+
+/// The plain client: the same connect timeout, `TCP_NODELAY`, keep-alive probes and idle
+/// timeout as [`new_http_client`]'s; no redirects (the lane hands a 3xx to rmcp's transport,
+/// which follows the same-origin ones), no retries, no proxy.
+fn new_plain_client() -> PlainClient {
+    let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
+    connector.set_nodelay(true);
+    connector.set_keepalive(Some(TCP_KEEPALIVE));
+    connector.set_connect_timeout(Some(CONNECT_TIMEOUT));
+    hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+        .pool_timer(hyper_util::rt::TokioTimer::new())
+        .build(connector)
 }
 
 /// A client built at its first use and kept: the process's, or a host's.
@@ -73,7 +129,7 @@ impl ClientCell {
 }
 
 /// A new HTTP client with a pool of its own: keep-alive connections, `TCP_NODELAY`, rustls
-/// with ring, a connect timeout and no overall timeout.
+/// with ring, a connect timeout and no overall timeout, no retries.
 fn new_http_client() -> Result<reqwest::Client, ClientError> {
     install_crypto_provider();
     reqwest::Client::builder()
@@ -82,6 +138,9 @@ fn new_http_client() -> Result<reqwest::Client, ClientError> {
         .connect_timeout(CONNECT_TIMEOUT)
         .pool_idle_timeout(POOL_IDLE_TIMEOUT)
         .redirect(same_origin_redirects())
+        // It retries only HTTP/2 and HTTP/3 refusals, which this build (HTTP/1.1) never sees,
+        // and copied every request's headers for the retry all the same.
+        .retry(reqwest::retry::never().max_retries_per_request(0))
         .tls_backend_rustls()
         .build()
         .map_err(|e| ClientError(describe(&e)))
@@ -159,5 +218,23 @@ pub(crate) fn cut(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((end, _)) => format!("{}…", &text[..end]),
         None => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn any_proxy_variable_reqwest_reads_keeps_calls_on_reqwest() {
+        let with = |set: &'static str, value: &'static str| {
+            move |name: &str| (name == set).then(|| value.to_owned())
+        };
+        for name in PROXY_VARS {
+            assert!(proxy_in_env(with(name, "http://proxy:3128")), "{name}");
+            assert!(!proxy_in_env(with(name, "")), "{name} empty");
+        }
+        assert!(!proxy_in_env(with("NO_PROXY", "*")));
+        assert!(!proxy_in_env(with("HTTPS_PROXY", "http://proxy:3128")));
     }
 }

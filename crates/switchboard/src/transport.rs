@@ -118,9 +118,28 @@ impl<S> EventLimiter<S> {
     }
 }
 
-impl<S> Stream for EventLimiter<S>
+/// An error of a response body's bytes, described without the request's URL (a query may
+/// carry credentials).
+pub(crate) trait BodyError {
+    fn describe(self) -> String;
+}
+
+impl BodyError for reqwest::Error {
+    fn describe(self) -> String {
+        self.without_url().to_string()
+    }
+}
+
+impl BodyError for hyper::Error {
+    fn describe(self) -> String {
+        crate::error_chain(&self)
+    }
+}
+
+impl<S, E> Stream for EventLimiter<S>
 where
-    S: Stream<Item = Result<bytes::Bytes, reqwest::Error>> + Unpin,
+    S: Stream<Item = Result<bytes::Bytes, E>> + Unpin,
+    E: BodyError,
 {
     type Item = Result<bytes::Bytes, LimitedError>;
 
@@ -143,9 +162,7 @@ where
             }
             match std::task::ready!(Pin::new(&mut self.inner).poll_next(cx)) {
                 Some(Ok(chunk)) => self.pending = chunk,
-                Some(Err(e)) => {
-                    return Poll::Ready(Some(Err(LimitedError::Body(e.without_url().to_string()))));
-                }
+                Some(Err(e)) => return Poll::Ready(Some(Err(LimitedError::Body(e.describe())))),
                 None => return Poll::Ready(None),
             }
         }
@@ -164,16 +181,15 @@ pub(crate) fn over_limit_of(error: &sse_stream::Error) -> Option<String> {
 }
 
 /// Reads a whole body of at most `limit` bytes, failing with the limit's error past it.
-pub(crate) async fn read_limited(
-    mut response: reqwest::Response,
-    limit: &MessageLimit,
-) -> Result<Vec<u8>, String> {
+pub(crate) async fn read_body_limited<B>(body: B, limit: &MessageLimit) -> Result<Vec<u8>, String>
+where
+    B: hyper::body::Body<Data = bytes::Bytes> + Unpin,
+    B::Error: BodyError,
+{
+    let mut frames = http_body_util::BodyDataStream::new(body);
     let mut body = Vec::new();
-    while let Some(chunk) = response
-        .chunk()
-        .await
-        .map_err(|e| e.without_url().to_string())?
-    {
+    while let Some(chunk) = futures::StreamExt::next(&mut frames).await {
+        let chunk = chunk.map_err(|e| e.describe())?;
         if body.len().saturating_add(chunk.len()) > limit.bytes {
             return Err(limit.exceeded(Some(body.len().saturating_add(chunk.len()))));
         }

@@ -523,6 +523,7 @@ pub(crate) fn streamable_http(
 /// direct `tools/call` lane (see [`http_lane`](super::http_lane)) beside rmcp's session.
 pub(crate) fn streamable_http_oauth(
     http: reqwest::Client,
+    plain: Option<crate::net::PlainClient>,
     url: &url::Url,
     headers: &BTreeMap<String, String>,
     auth: Option<Arc<Authorizer>>,
@@ -546,6 +547,7 @@ pub(crate) fn streamable_http_oauth(
         url,
         &config.custom_headers,
         config.auth_header.clone(),
+        plain,
     );
     client.watch = Some(watch);
     let transport = StreamableHttpClientTransport::with_client(client, config);

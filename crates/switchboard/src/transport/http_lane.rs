@@ -4,18 +4,21 @@
 //! rmcp's Streamable HTTP client sends every message through its worker task: the typed message
 //! is encoded, posted, and the answer decoded into rmcp's model (the `ServerResult` union, tried
 //! variant by variant) before it is turned into JSON again for the catalogue and the output
-//! budget. The lane posts the call itself, on the process's shared keep-alive client, with the
-//! session id and protocol version the worker last used, and parses the answer once into JSON.
+//! budget. The lane posts the call itself, on the host's keep-alive client (for a plain
+//! `http://` server hyper's, [`PlainClient`](crate::net::PlainClient), without reqwest's
+//! layers), with the session id and protocol version the worker last used, and parses the
+//! answer once into JSON.
 //!
 //! - Everything else in the answer's event stream (progress, log messages, server-to-client
 //!   requests) is handed to rmcp's session through [`LaneHttpTransport`], marked as arriving
 //!   on the call's stream, exactly as the worker would hand it; rmcp answers the server's
 //!   requests through its worker as usual.
 //! - The lane only takes the road it knows is safe. Before the request could have run — no
-//!   handshake seen yet, a refused connection, HTTP 400/401/403/404 (a rejected token, an
-//!   expired session), a tool whose schema asks for `x-mcp-header` parameters or whose name
-//!   cannot be a header value — it answers [`HttpLaneError::Fallback`] and the call is sent
-//!   through rmcp, which knows how to refresh a token, renew a session and retry.
+//!   handshake seen yet, a refused connection, a redirect, HTTP 400/401/403/404 (a rejected
+//!   token, an expired session), a tool whose schema asks for `x-mcp-header` parameters or
+//!   whose name cannot be a header value — it answers [`HttpLaneError::Fallback`] and the call
+//!   is sent through rmcp, which knows how to refresh a token, renew a session, follow a
+//!   redirect and retry.
 //! - A stream that ends before the answer is resumed with `Last-Event-ID` when the server gave
 //!   event ids (a bounded number of times), as rmcp's worker does.
 
@@ -24,8 +27,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use bytes::Bytes;
 use futures::{FutureExt, StreamExt};
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use rmcp::model::{
     ClientJsonRpcMessage, ClientRequest, GetExtensions, RequestId, ServerJsonRpcMessage,
 };
@@ -137,6 +141,16 @@ pub(crate) struct HttpLane {
     bearer: Option<String>,
     /// Protocol 2026-07-28 onward: the standard request headers go with each call.
     standard_headers: bool,
+    /// A plain `http://` server's calls go on hyper's client, not reqwest's
+    /// ([`PlainClient`](crate::net::PlainClient)).
+    plain: Option<PlainLane>,
+}
+
+/// The client and the parsed URL of a lane to a plain `http://` server.
+#[derive(Debug, Clone)]
+struct PlainLane {
+    client: crate::net::PlainClient,
+    uri: http::Uri,
 }
 
 /// Creates the lane for one Streamable HTTP transport: the lane, and the watch its client and
@@ -146,6 +160,7 @@ pub(crate) fn http_lane(
     uri: &url::Url,
     headers: &HashMap<HeaderName, HeaderValue>,
     bearer: Option<String>,
+    plain: Option<crate::net::PlainClient>,
 ) -> (
     HttpLane,
     Arc<LaneWatch>,
@@ -170,6 +185,10 @@ pub(crate) fn http_lane(
         headers,
         bearer,
         standard_headers: false,
+        plain: plain.filter(|_| uri.scheme() == "http").and_then(|client| {
+            let uri = uri.as_str().parse::<http::Uri>().ok()?;
+            Some(PlainLane { client, uri })
+        }),
     };
     (lane, watch, inbox)
 }
@@ -259,28 +278,56 @@ impl HttpLane {
             let name = HeaderValue::from_str(tool).map_err(|_| HttpLaneError::Fallback)?;
             headers.insert(HeaderName::from_static("mcp-name"), name);
         }
-        let request = self
-            .client
-            .reqwest()
-            .post(self.uri.clone())
-            .headers(headers)
-            .body(body);
-        let request = self
-            .authorized("POST", request)
+        self.authorize("POST", &mut headers)
             .await
             .ok_or(HttpLaneError::Fallback)?;
-        let response =
-            match tokio::time::timeout(self.client.response_timeout(), request.send()).await {
-                Err(_) => {
-                    return Err(HttpLaneError::Failed(format!(
-                        "no response within {:?}",
-                        self.client.response_timeout()
-                    )));
+        let timeout = self.client.response_timeout();
+        let no_response = || HttpLaneError::Failed(format!("no response within {timeout:?}"));
+        match &self.plain {
+            Some(plain) => {
+                let mut request = http::Request::new(http_body_util::Full::new(Bytes::from(body)));
+                *request.method_mut() = http::Method::POST;
+                *request.uri_mut() = plain.uri.clone();
+                *request.headers_mut() = headers;
+                match tokio::time::timeout(timeout, plain.client.request(request)).await {
+                    Err(_) => Err(no_response()),
+                    Ok(Err(e)) if e.is_connect() => Err(HttpLaneError::Fallback),
+                    Ok(Err(e)) => Err(HttpLaneError::Failed(crate::error_chain(&e))),
+                    Ok(Ok(response)) => self.read_answer(id, response, session).await,
                 }
-                Ok(Err(e)) if e.is_connect() => return Err(HttpLaneError::Fallback),
-                Ok(Err(e)) => return Err(HttpLaneError::Failed(e.without_url().to_string())),
-                Ok(Ok(response)) => response,
-            };
+            }
+            None => {
+                let request = self
+                    .client
+                    .reqwest()
+                    .post(self.uri.clone())
+                    .headers(headers)
+                    .body(body);
+                match tokio::time::timeout(timeout, request.send()).await {
+                    Err(_) => Err(no_response()),
+                    Ok(Err(e)) if e.is_connect() => Err(HttpLaneError::Fallback),
+                    Ok(Err(e)) => Err(HttpLaneError::Failed(e.without_url().to_string())),
+                    Ok(Ok(response)) => {
+                        let response: http::Response<reqwest::Body> = response.into();
+                        self.read_answer(id, response, session).await
+                    }
+                }
+            }
+        }
+    }
+
+    /// The call's answer in `response`: a JSON body or an event stream; a status that says
+    /// the call did not run is a [`HttpLaneError::Fallback`].
+    async fn read_answer<B>(
+        &self,
+        id: &str,
+        response: http::Response<B>,
+        session: Option<Arc<str>>,
+    ) -> Result<Value, HttpLaneError>
+    where
+        B: hyper::body::Body<Data = Bytes> + Send + Unpin + 'static,
+        B::Error: super::BodyError,
+    {
         let status = response.status().as_u16();
         if status == 401
             && let Some(auth) = self.client.auth()
@@ -298,7 +345,12 @@ impl HttpLane {
                 header("dpop-nonce").as_deref(),
             );
         }
-        if matches!(status, 400 | 401 | 403 | 404 | 405 | 406 | 415 | 429) {
+        // A redirect (the plain client follows none; reqwest only same-origin 307 and 308)
+        // was not run either: rmcp's transport follows what may be followed.
+        if matches!(
+            status,
+            300..=399 | 400 | 401 | 403 | 404 | 405 | 406 | 415 | 429
+        ) {
             tracing::debug!(
                 status,
                 "the call lane hands a call to rmcp after HTTP {status}"
@@ -310,14 +362,18 @@ impl HttpLane {
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|ct| ct.trim_start().starts_with("text/event-stream"));
+        let body = response.into_body();
         if status == 200 && is_stream {
             let events: Events = Box::pin(sse_stream::SseStream::from_bytes_stream(
-                super::EventLimiter::new(response.bytes_stream(), self.client.limit().clone()),
+                super::EventLimiter::new(
+                    http_body_util::BodyDataStream::new(body),
+                    self.client.limit().clone(),
+                ),
             ));
             return self.read_stream(id, events, session).await;
         }
         // A JSON answer, or a failure status with (perhaps) a JSON-RPC error in its body.
-        let bytes = super::read_limited(response, self.client.limit())
+        let bytes = super::read_body_limited(body, self.client.limit())
             .await
             .map_err(HttpLaneError::Failed)?;
         match serde_json::from_slice::<Value>(&bytes) {
@@ -417,31 +473,44 @@ impl HttpLane {
         )))
     }
 
-    /// `request` (a `method` one) with the session's token: the authorizer's (OAuth; a
-    /// DPoP-bound one with its proof) or the configured bearer. `None` when the authorizer has
-    /// no token to give.
+    /// Puts the session's token in `headers` for a `method` request: the authorizer's (OAuth;
+    /// a DPoP-bound one with its proof) or the configured bearer. `None` when the authorizer
+    /// has no token to give.
+    async fn authorize(&self, method: &str, headers: &mut HeaderMap) -> Option<()> {
+        let Some(auth) = self.client.auth() else {
+            if let Some(token) = &self.bearer {
+                let mut value = HeaderValue::from_str(&format!("Bearer {token}")).ok()?;
+                value.set_sensitive(true);
+                headers.insert(AUTHORIZATION, value);
+            }
+            return Some(());
+        };
+        let Some(token) = auth.access_token().await.ok()? else {
+            return Some(());
+        };
+        let presentation = auth.present(&token, method, &self.uri).ok()?;
+        let mut authorization = HeaderValue::from_str(&presentation.authorization).ok()?;
+        authorization.set_sensitive(true);
+        headers.insert(AUTHORIZATION, authorization);
+        if let Some(proof) = presentation.proof {
+            headers.insert(
+                HeaderName::from_static("dpop"),
+                HeaderValue::from_str(&proof).ok()?,
+            );
+        }
+        Some(())
+    }
+
+    /// `request` (a `method` one) with the session's token, as [`authorize`](Self::authorize)
+    /// puts it.
     async fn authorized(
         &self,
         method: &str,
         request: reqwest::RequestBuilder,
     ) -> Option<reqwest::RequestBuilder> {
-        let Some(auth) = self.client.auth() else {
-            return Some(match &self.bearer {
-                Some(token) => request.bearer_auth(token),
-                None => request,
-            });
-        };
-        let Some(token) = auth.access_token().await.ok()? else {
-            return Some(request);
-        };
-        let presentation = auth.present(&token, method, &self.uri).ok()?;
-        let mut authorization = HeaderValue::from_str(&presentation.authorization).ok()?;
-        authorization.set_sensitive(true);
-        let request = request.header(reqwest::header::AUTHORIZATION, authorization);
-        Some(match presentation.proof {
-            Some(proof) => request.header("dpop", proof),
-            None => request,
-        })
+        let mut headers = HeaderMap::new();
+        self.authorize(method, &mut headers).await?;
+        Some(request.headers(headers))
     }
 
     /// A message on the call's stream that is not its answer goes to rmcp's session; a request
