@@ -323,7 +323,7 @@ struct Work<'a> {
 }
 
 impl<'a> Work<'a> {
-    fn new(budget: &'a OutputBudget, server: &str, flavour: Flavour) -> Self {
+    fn new(budget: &'a OutputBudget, server: &'a str, flavour: Flavour) -> Self {
         Work {
             budget,
             folder: files::Folder::new(&budget.output_dir, server),

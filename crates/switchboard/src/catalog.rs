@@ -535,6 +535,14 @@ impl Catalog {
         if let Some(tools) = self.cached(server) {
             return Ok(tools);
         }
+        // Boxed: listing is a request of its own, and a call whose server's list is cached
+        // (most calls) would carry room for it in its future (about 8 KB).
+        Box::pin(self.server_tools_uncached(server)).await
+    }
+
+    /// [`Self::server_tools_raw`] when nothing is cached: waits for a lazy server's lists,
+    /// loads the kept ones, or lists.
+    async fn server_tools_uncached(&self, server: &str) -> Result<Arc<ServerTools>, CatalogError> {
         let mut state = self.manager.state(server);
         if matches!(state, Some(ServerState::Pending { .. })) && self.manager.is_lazy(server) {
             // Filling its lists, or starting for a request: either way, soon settled.

@@ -914,10 +914,9 @@ impl Host {
                 read_only: false,
                 destructive: false,
             };
-            self.gate
-                .check_with(request, options.prompter.as_ref())
-                .await?;
-            return self.authenticate(server, qualified).await;
+            // Boxed: every other call's future would carry room for these.
+            Box::pin(self.gate.check_with(request, options.prompter.as_ref())).await?;
+            return Box::pin(self.authenticate(server, qualified)).await;
         }
         if let Some(name) = &name {
             self.ensure_connected(name.server(), qualified).await?;

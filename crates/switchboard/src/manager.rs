@@ -1053,7 +1053,9 @@ impl ServerManager {
                     server = name,
                     "the session expired: renewing it and retrying once"
                 );
-                self.renew(name, &session, self.shared.options.limits.connect_timeout)
+                // Boxed, as `needs_auth` below: rare, and every request's future would carry
+                // room for them.
+                Box::pin(self.renew(name, &session, self.shared.options.limits.connect_timeout))
                     .await;
                 session = self.session(name).map_err(RequestFailure::Manager)?;
                 result = f(session.clone()).await;
@@ -1074,7 +1076,7 @@ impl ServerManager {
                 if !message.contains(&hint) {
                     *message = format!("{message}; {hint}");
                 }
-                self.needs_auth(name, &session, message.clone()).await;
+                Box::pin(self.needs_auth(name, &session, message.clone())).await;
             }
         }
         let terminal = result.as_ref().err().is_some_and(RequestError::is_terminal);

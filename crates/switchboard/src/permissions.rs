@@ -399,7 +399,8 @@ impl Gate {
         let mut request = request;
         let mut hook_allowed = false;
         for hook in self.settings.pre_call_hooks_for(&tool)? {
-            match hooks::run_pre(hook, &request, &self.settings).await {
+            // Boxed: a hook runs a process; calls without hooks do not carry room for it.
+            match Box::pin(hooks::run_pre(hook, &request, &self.settings)).await {
                 hooks::PreOutcome::NoOpinion { arguments } => {
                     if let Some(arguments) = arguments {
                         request.arguments = arguments;

@@ -46,15 +46,13 @@ pub(crate) fn uri_stem(uri: &str) -> &str {
 #[derive(Debug)]
 pub(crate) struct Folder<'a> {
     dir: &'a Path,
-    server: String,
+    /// As the server's entry names it: sanitised when a file is made (most calls make none).
+    server: &'a str,
 }
 
 impl<'a> Folder<'a> {
-    pub(crate) fn new(dir: &'a Path, server: &str) -> Folder<'a> {
-        Folder {
-            dir,
-            server: sanitise(server),
-        }
+    pub(crate) fn new(dir: &'a Path, server: &'a str) -> Folder<'a> {
+        Folder { dir, server }
     }
 
     /// Writes a new file `<server>__<name>__<unique>.<ext>` with `write` and returns its path
@@ -82,6 +80,7 @@ impl<'a> Folder<'a> {
 
     fn create(&self, name: &str, ext: &str) -> io::Result<(PathBuf, File)> {
         create_dir(self.dir)?;
+        let server = sanitise(self.server);
         let name = sanitise(name);
         let ext = sanitise(ext);
         let millis = SystemTime::now()
@@ -93,7 +92,7 @@ impl<'a> Folder<'a> {
             let seq = SEQUENCE.fetch_add(1, Ordering::Relaxed);
             let file_name = format!(
                 "{}__{}__{}-{}-{}.{}",
-                self.server,
+                server,
                 name,
                 millis,
                 std::process::id(),

@@ -60,14 +60,21 @@ impl Session {
                         Ok(LaneAnswer::Complete(result)) => return Ok(result),
                         Ok(LaneAnswer::Other(result)) => Ok(*result),
                         Ok(LaneAnswer::Fallback) => {
-                            self.send_call(params.clone(), timeout, progress.clone(), &guard)
-                                .await
+                            Box::pin(self.send_call(
+                                params.clone(),
+                                timeout,
+                                progress.clone(),
+                                &guard,
+                            ))
+                            .await
                         }
                         Err(e) => Err(e),
                     }
                 }
+                // Boxed, as the rounds and the URL waits below: the lane's calls (the most
+                // frequent) do not carry room for rmcp's request in their futures.
                 None => {
-                    self.send_call(params.clone(), timeout, progress.clone(), &guard)
+                    Box::pin(self.send_call(params.clone(), timeout, progress.clone(), &guard))
                         .await
                 }
             };
@@ -75,9 +82,9 @@ impl Session {
                 Ok(ServerResult::CallToolResult(result)) => return Ok(as_value(&result)),
                 // 2026-07-28: a multi round-trip call that needs answers before it can finish.
                 Ok(ServerResult::InputRequiredResult(input)) => {
-                    let (responses, state, asked_urls) = self
-                        .answer_round(&guard, input, &mut rounds, url_rounds, wait)
-                        .await?;
+                    let (responses, state, asked_urls) =
+                        Box::pin(self.answer_round(&guard, input, &mut rounds, url_rounds, wait))
+                            .await?;
                     params.input_responses = responses;
                     params.request_state = state;
                     (asked_urls, "the server asked for another URL".to_owned())
@@ -99,7 +106,7 @@ impl Session {
                     if url_rounds < MAX_URL_ELICITATION_RETRIES {
                         let route = self.asker.route_for_call(&guard);
                         for url in urls {
-                            self.asker.await_url(&route, url, wait).await?;
+                            Box::pin(self.asker.await_url(&route, url, wait)).await?;
                         }
                     }
                     (true, message)

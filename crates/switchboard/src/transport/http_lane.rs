@@ -444,7 +444,8 @@ impl HttpLane {
             if let Some(wait) = retry {
                 tokio::time::sleep(wait.min(MAX_RETRY_WAIT)).await;
             }
-            events = self.resume(session.as_deref(), &event_id).await?;
+            // Boxed: rare, and it would make every call's future larger.
+            events = Box::pin(self.resume(session.as_deref(), &event_id)).await?;
         }
     }
 
@@ -485,7 +486,9 @@ impl HttpLane {
             }
             return Some(());
         };
-        let Some(token) = auth.access_token().await.ok()? else {
+        // Boxed: a token refresh is a whole HTTP exchange, and every call's future would
+        // carry room for it (about 3.6 KB) whether it logs in or not.
+        let Some(token) = Box::pin(auth.access_token()).await.ok()? else {
             return Some(());
         };
         let presentation = auth.present(&token, method, &self.uri).ok()?;
