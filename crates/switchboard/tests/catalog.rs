@@ -391,6 +391,28 @@ async fn http_calls_take_the_lane_with_progress_cancellation_and_session_renewal
             !steps.is_empty(),
             "{protocol}: no progress reached the caller"
         );
+        // A burst of progress reaches the caller whole and in order (progress must increase).
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let options = CallOptions {
+            progress: Some(tx),
+            ..cli()
+        };
+        host.call(
+            "mcp__kit__slow",
+            args(json!({"ms": 0, "steps": 200})),
+            options,
+        )
+        .await
+        .unwrap();
+        let mut steps = Vec::new();
+        while let Ok(progress) = rx.try_recv() {
+            steps.push(progress.progress);
+        }
+        assert_eq!(steps.len(), 200, "{protocol}: progress lost: {steps:?}");
+        assert!(
+            steps.windows(2).all(|w| w[0] < w[1]),
+            "{protocol}: progress out of order: {steps:?}"
+        );
 
         slow_call_times_out(&host).await;
         // The server names the request it cancelled: the lane's id, not rmcp's.

@@ -18,7 +18,7 @@ use super::requests::{Progress, RequestError, as_value};
 use crate::interaction::{
     MAX_ANSWER_WAIT, MAX_INPUT_ROUNDS, MAX_URL_ELICITATION_RETRIES, URL_ELICITATION_REQUIRED,
 };
-use crate::transport::http_lane::HttpLaneError;
+use crate::transport::http_lane::{HttpLaneError, LaneProgress};
 use crate::transport::lane::{CallLane, LaneError, LaneMeta};
 
 /// The pause before sending again a call answered with request state only, times the round.
@@ -277,7 +277,11 @@ impl Session {
         let mut subscriber = self.progress.subscribe(token.clone()).await;
         let task = tokio::spawn(async move {
             use futures::StreamExt;
+            let mut last = None;
             while let Some(p) = subscriber.next().await {
+                if !advances(&mut last, p.progress) {
+                    continue;
+                }
                 let progress = Progress {
                     progress: p.progress,
                     total: p.total,
@@ -294,6 +298,30 @@ impl Session {
             token: token.clone(),
         })
     }
+}
+
+/// A progress notification's `params` as the caller's [`Progress`].
+fn progress_of(params: &Value) -> Option<Progress> {
+    Some(Progress {
+        progress: params.get("progress")?.as_f64()?,
+        total: params.get("total").and_then(Value::as_f64),
+        message: params
+            .get("message")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    })
+}
+
+/// Whether `progress` is past `last` (then it becomes `last`). rmcp handles each notification
+/// in a task of its own, so two of a call's can reach its subscriber swapped; progress must
+/// increase with each notification (the specification), so the older one is dropped: the
+/// caller has seen newer.
+fn advances(last: &mut Option<f64>, progress: f64) -> bool {
+    if last.is_some_and(|last| progress <= last) {
+        return false;
+    }
+    *last = Some(progress);
+    true
 }
 
 impl ProgressForward {
@@ -358,7 +386,21 @@ impl Session {
         let body = meta
             .params(params, token.as_deref())
             .map_err(|e| RequestError::Transport(e.to_string()))?;
-        let token = token.map(|t| ProgressToken(NumberOrString::String(t.into())));
+        // On the HTTP lane the call's own stream hands its progress straight to the caller, in
+        // order; the subscription below takes what comes another way.
+        let direct = progress.clone();
+        let deliver = move |params: &Value| {
+            if let (Some(tx), Some(progress)) = (&direct, progress_of(params)) {
+                let _ = tx.send(progress);
+            }
+        };
+        let lane_progress = token.as_deref().map(|token| LaneProgress {
+            token,
+            deliver: &deliver,
+        });
+        let token = token
+            .as_deref()
+            .map(|t| ProgressToken(NumberOrString::String(t.into())));
         let forwarding = match &token {
             Some(token) => self.forward_progress(token, progress).await,
             None => None,
@@ -381,8 +423,11 @@ impl Session {
                 let id = lane.next_id();
                 guard.sent(NumberOrString::String(id.clone().into()), token);
                 let mut cancel = CancelOnDrop::lane(whole, id.clone());
-                let answer =
-                    tokio::time::timeout(timeout, lane.call(&id, &params.name, &body)).await;
+                let answer = tokio::time::timeout(
+                    timeout,
+                    lane.call(&id, &params.name, &body, lane_progress.as_ref()),
+                )
+                .await;
                 if answer.is_ok() {
                     cancel.disarm();
                 }
@@ -493,5 +538,20 @@ impl Drop for CancelOnDrop<'_> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::advances;
+
+    #[test]
+    fn progress_that_goes_back_is_dropped() {
+        let mut last = None;
+        let kept: Vec<f64> = [0.0, 50.0, 25.0, 50.0, 100.0, 75.0]
+            .into_iter()
+            .filter(|p| advances(&mut last, *p))
+            .collect();
+        assert_eq!(kept, [0.0, 50.0, 100.0]);
     }
 }

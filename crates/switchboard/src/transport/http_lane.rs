@@ -193,6 +193,23 @@ pub(crate) fn http_lane(
     (lane, watch, inbox)
 }
 
+/// Where a call's progress notifications go when they come on its own stream: the token the
+/// call sent, and what receives each notification's `params`.
+pub(crate) struct LaneProgress<'a> {
+    pub(crate) token: &'a str,
+    pub(crate) deliver: &'a (dyn Fn(&Value) + Send + Sync),
+}
+
+impl LaneProgress<'_> {
+    /// The `params` of `message` when it is a progress notification for this call.
+    fn of<'m>(&self, message: &'m Value) -> Option<&'m Value> {
+        let params = message.get("params")?;
+        (message.get("method").and_then(Value::as_str) == Some("notifications/progress")
+            && params.get("progressToken").and_then(Value::as_str) == Some(self.token))
+        .then_some(params)
+    }
+}
+
 /// The answer stream of one call, as the lane reads it.
 type Events = std::pin::Pin<
     Box<dyn futures::Stream<Item = Result<sse_stream::Sse, sse_stream::Error>> + Send>,
@@ -247,6 +264,7 @@ impl HttpLane {
         id: &str,
         tool: &str,
         params: &[u8],
+        progress: Option<&LaneProgress<'_>>,
     ) -> Result<Value, HttpLaneError> {
         if self
             .watch
@@ -293,7 +311,7 @@ impl HttpLane {
                     Err(_) => Err(no_response()),
                     Ok(Err(e)) if e.is_connect() => Err(HttpLaneError::Fallback),
                     Ok(Err(e)) => Err(HttpLaneError::Failed(crate::error_chain(&e))),
-                    Ok(Ok(response)) => self.read_answer(id, response, session).await,
+                    Ok(Ok(response)) => self.read_answer(id, response, session, progress).await,
                 }
             }
             None => {
@@ -309,7 +327,7 @@ impl HttpLane {
                     Ok(Err(e)) => Err(HttpLaneError::Failed(e.without_url().to_string())),
                     Ok(Ok(response)) => {
                         let response: http::Response<reqwest::Body> = response.into();
-                        self.read_answer(id, response, session).await
+                        self.read_answer(id, response, session, progress).await
                     }
                 }
             }
@@ -323,6 +341,7 @@ impl HttpLane {
         id: &str,
         response: http::Response<B>,
         session: Option<Arc<str>>,
+        progress: Option<&LaneProgress<'_>>,
     ) -> Result<Value, HttpLaneError>
     where
         B: hyper::body::Body<Data = Bytes> + Send + Unpin + 'static,
@@ -370,7 +389,7 @@ impl HttpLane {
                     self.client.limit().clone(),
                 ),
             ));
-            return self.read_stream(id, events, session).await;
+            return self.read_stream(id, events, session, progress).await;
         }
         // A JSON answer, or a failure status with (perhaps) a JSON-RPC error in its body.
         let bytes = super::read_body_limited(body, self.client.limit())
@@ -393,6 +412,7 @@ impl HttpLane {
         id: &str,
         mut events: Events,
         session: Option<Arc<str>>,
+        progress: Option<&LaneProgress<'_>>,
     ) -> Result<Value, HttpLaneError> {
         let mut last_event_id: Option<String> = None;
         let mut retry: Option<Duration> = None;
@@ -421,6 +441,14 @@ impl HttpLane {
                 if answers(&message, id) {
                     drain(events);
                     return Ok(message);
+                }
+                // The call's progress goes to it here, in the stream's order (rmcp would
+                // handle each notification in a task of its own, and two could swap).
+                if let Some(progress) = progress
+                    && let Some(params) = progress.of(&message)
+                {
+                    (progress.deliver)(params);
+                    continue;
                 }
                 self.hand_to_rmcp(message, id);
             }
