@@ -15,8 +15,10 @@
 # Usage: scripts/conformance-server.sh
 # Needs: the partners (scripts/install-partners.sh) and the CLI (cargo build -p
 # switchboard-cli), or SWITCHBOARD_BIN pointing at it.
-# Fails on a scenario whose results differ that scripts/conformance-server-expected.txt does
-# not list, or on a listed one whose results agree (the list is then stale).
+# Fails on a scenario whose results differ (its counts, or any one check's status) that
+# scripts/conformance-server-expected.txt does not list, on a listed one with a check that
+# fails through the gateway and not alone, or on a listed one whose results agree (the list
+# is then stale).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 if [[ -z "${SWITCHBOARD_CONFORMANCE:-}" ]]; then
@@ -91,7 +93,9 @@ start_gateway() {
 start_gateway 2025-11-25 gateway_2025
 start_gateway 2026-07-28 gateway_2026
 
-# One suite run: LABEL JS SPEC(- for none) URL [preload]; prints `LABEL scenario: N passed, M failed`.
+# One suite run: LABEL JS SPEC(- for none) URL [preload]; prints `LABEL scenario: N passed, M
+# failed`, and a line `LABEL scenario: check ID STATUS` for each of the scenario's checks (two
+# runs that fail as many checks, but not the same ones, differ).
 results() {
     local label="$1" js="$2" spec="$3" url="$4" preload="${5:-}" log
     log="$work/$label-$(echo "$url" | tr -c 'a-z0-9' _).log"
@@ -105,7 +109,18 @@ results() {
         tail -20 "$log" >&2
         return 1
     fi
-    sed -n '/=== SUMMARY ===/,$p' "$log" | sed -n 's/^[✓✗] \(.*\)$/\1/p' | sed "s/^/$label /" | sort
+    {
+        sed -n '/=== SUMMARY ===/,$p' "$log" | sed -n 's/^[✓✗] \(.*\)$/\1/p' | sed "s/^/$label /"
+        "$node" -e '
+            const fs = require("fs"), path = require("path");
+            const [dir, label] = process.argv.slice(1);
+            for (const run of fs.readdirSync(dir)) {
+                const m = /^(?:server-)?(.*)-\d{4}-\d\d-\d\dT[\d-]+Z$/.exec(run);
+                const file = path.join(dir, run, "checks.json");
+                if (!m || !fs.existsSync(file)) continue;
+                for (const c of require(file)) console.log(`${label} ${m[1]}: check ${c.id} ${c.status}`);
+            }' "$log.results" "$label"
+    } | sort
 }
 
 bearer="$root/scripts/conformance-server/bearer.mjs"
@@ -121,17 +136,21 @@ for run in "${runs[@]}"; do
     read -r label js spec gateway <<<"$run"
     results "$label" "$js" "$spec" "$upstream" >"$work/direct" || exit 1
     results "$label" "$js" "$spec" "$gateway" "$bearer" >"$work/through" || exit 1
-    scenarios=$((scenarios + $(wc -l <"$work/direct")))
+    scenarios=$((scenarios + $(grep -vc ': check ' "$work/direct")))
     # Scenario by scenario: the names of those whose lines differ.
     differing="$( (diff "$work/direct" "$work/through" || true) | sed -n 's/^[<>] \([^ ]*\) \([^:]*\):.*$/\1 \2/p' | sort -u)"
     while read -r label_ scenario; do
         [[ -z "$label_" ]] && continue
-        if grep -qx "$label_ $scenario" "$expected"; then
+        # A listed difference is the gateway doing better (see the list): a check that does
+        # not succeed through the gateway, and did alone, is not one of them.
+        worse="$(comm -13 <(grep -F "$label_ $scenario: check " "$work/direct" | sort) \
+            <(grep -F "$label_ $scenario: check " "$work/through" | grep -v -e ' SUCCESS$' -e ' INFO$' | sort))"
+        if grep -qx "$label_ $scenario" "$expected" && [[ -z "$worse" ]]; then
             echo "expected difference: $label_ $scenario"
         else
-            echo "DIFFERS $label_ $scenario"
-            echo "  alone:           $(grep -F "$label_ $scenario:" "$work/direct" | cut -d' ' -f3- || echo '(not run)')"
-            echo "  through gateway: $(grep -F "$label_ $scenario:" "$work/through" | cut -d' ' -f3- || echo '(not run)')"
+            echo "DIFFERS $label_ $scenario${worse:+ (worse through the gateway)}"
+            echo "  alone:           $(grep -F "$label_ $scenario:" "$work/direct" | grep -v ': check ' | cut -d' ' -f3- || echo '(not run)')"
+            echo "  through gateway: $(grep -F "$label_ $scenario:" "$work/through" | grep -v ': check ' | cut -d' ' -f3- || echo '(not run)')"
             # The checks that did not succeed, either way.
             for results in "$work/$label_"-*.log.results/*"$scenario"-*/checks.json; do
                 [[ -f "$results" ]] || continue
