@@ -44,7 +44,25 @@ pub(crate) async fn serve(options: &Options) -> std::io::Result<()> {
     } else {
         router
     };
+    let router = if options.redirect_posts {
+        router.layer(axum::middleware::from_fn(redirect_posts))
+    } else {
+        router
+    };
     crate::net::serve(options, "http", "/mcp", router).await
+}
+
+/// `--redirect-posts`: a POST to `/mcp` is answered 307 to `/mcp?redirected=1` (the same
+/// service), as a server behind a moved route would.
+async fn redirect_posts(request: Request, next: Next) -> Response {
+    if request.method() == Method::POST && request.uri().query().is_none() {
+        return (
+            StatusCode::TEMPORARY_REDIRECT,
+            [(axum::http::header::LOCATION, "/mcp?redirected=1")],
+        )
+            .into_response();
+    }
+    next.run(request).await
 }
 
 #[derive(Debug)]

@@ -80,6 +80,11 @@ pub struct Options {
     #[arg(long, value_name = "NAME=VALUE")]
     pub require_header: Option<String>,
 
+    /// (http) Answer every POST to `/mcp` with a 307 to `/mcp?redirected=1`, where the same
+    /// service answers.
+    #[arg(long)]
+    pub redirect_posts: bool,
+
     /// (http, sse, ws) Write `accepted connection` to stderr for each TCP
     /// connection accepted, so a test can count connections.
     #[arg(long)]

@@ -425,6 +425,34 @@ async fn http_calls_take_the_lane_with_progress_cancellation_and_session_renewal
     }
 }
 
+/// A server whose route moved (every POST answered 307 to the same origin) still answers
+/// calls: the lane, which follows no redirect, hands them to rmcp's transport, which follows a
+/// same-origin 307. Both protocol generations.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_to_a_server_that_redirects_them_are_answered() {
+    for protocol in ["legacy", "auto"] {
+        let server = switchboard_testkit::TestServer::start(
+            switchboard_testkit::Transport::Http,
+            ["--protocol", protocol, "--redirect-posts"],
+        )
+        .unwrap();
+        let tree = ConfigTree::new().unwrap();
+        let host = host_with(&tree, json!({"kit": {"type": "http", "url": server.url()}})).await;
+        for n in 0..3 {
+            let out = host
+                .call(
+                    "mcp__kit__echo",
+                    args(json!({"text": format!("moved {n}")})),
+                    cli(),
+                )
+                .await
+                .unwrap_or_else(|e| panic!("{protocol}: call {n}: {e}"));
+            assert_eq!(out.result["content"][0]["text"], format!("moved {n}"));
+        }
+        host.shutdown().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn large_results_go_to_a_file_and_names_never_escape_the_output_folder() {
     let tree = ConfigTree::new().unwrap();

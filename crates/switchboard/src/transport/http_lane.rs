@@ -14,11 +14,11 @@
 //!   on the call's stream, exactly as the worker would hand it; rmcp answers the server's
 //!   requests through its worker as usual.
 //! - The lane only takes the road it knows is safe. Before the request could have run — no
-//!   handshake seen yet, a refused connection, a redirect, HTTP 400/401/403/404 (a rejected
-//!   token, an expired session), a tool whose schema asks for `x-mcp-header` parameters or
-//!   whose name cannot be a header value — it answers [`HttpLaneError::Fallback`] and the call
-//!   is sent through rmcp, which knows how to refresh a token, renew a session, follow a
-//!   redirect and retry.
+//!   handshake seen yet, a refused connection, a 307/308 redirect, HTTP 400/401/403/404 (a
+//!   rejected token, an expired session), a tool whose schema asks for `x-mcp-header`
+//!   parameters or whose name cannot be a header value — it answers
+//!   [`HttpLaneError::Fallback`] and the call is sent through rmcp, which knows how to refresh
+//!   a token, renew a session, follow a redirect and retry.
 //! - A stream that ends before the answer is resumed with `Last-Event-ID` when the server gave
 //!   event ids (a bounded number of times), as rmcp's worker does.
 
@@ -364,11 +364,12 @@ impl HttpLane {
                 header("dpop-nonce").as_deref(),
             );
         }
-        // A redirect (the plain client follows none; reqwest only same-origin 307 and 308)
-        // was not run either: rmcp's transport follows what may be followed.
+        // A 307 or 308 (which the plain client does not follow) was not run either: rmcp's
+        // transport follows a same-origin one. Another redirect may answer a request that ran
+        // (303), and fails the call as it did on reqwest.
         if matches!(
             status,
-            300..=399 | 400 | 401 | 403 | 404 | 405 | 406 | 415 | 429
+            307 | 308 | 400 | 401 | 403 | 404 | 405 | 406 | 415 | 429
         ) {
             tracing::debug!(
                 status,
