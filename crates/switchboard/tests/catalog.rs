@@ -329,6 +329,49 @@ async fn dropping_a_call_cancels_it_on_the_server_and_progress_arrives() {
     host.shutdown().await;
 }
 
+/// A stdio server's progress for a call reaches the caller whole and in order, several calls at
+/// once: the line reader hands each lane call's progress straight to its caller in the pipe's
+/// order, before the answer that follows it (`transport/lane.rs`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_progress_reaches_the_caller_whole_and_in_order() {
+    for protocol in ["legacy", "auto"] {
+        let tree = ConfigTree::new().unwrap();
+        let host = host_with(&tree, json!({"kit": testkit(&["--protocol", protocol])})).await;
+        let calls = (0..4).map(|_| {
+            let host = &host;
+            async move {
+                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+                let options = CallOptions {
+                    progress: Some(tx),
+                    ..cli()
+                };
+                let out = host
+                    .call(
+                        "mcp__kit__slow",
+                        args(json!({"ms": 0, "steps": 200})),
+                        options,
+                    )
+                    .await
+                    .unwrap();
+                assert_eq!(out.result["content"][0]["text"], "done");
+                let mut steps = Vec::new();
+                while let Ok(progress) = rx.try_recv() {
+                    steps.push(progress.progress);
+                }
+                steps
+            }
+        });
+        for steps in futures::future::join_all(calls).await {
+            assert_eq!(steps.len(), 200, "{protocol}: progress lost: {steps:?}");
+            assert!(
+                steps.windows(2).all(|w| w[0] < w[1]),
+                "{protocol}: progress out of order: {steps:?}"
+            );
+        }
+        host.shutdown().await;
+    }
+}
+
 /// Over Streamable HTTP a `tools/call` takes the direct lane (`transport/http_lane.rs`): the
 /// server sees the lane's own request id, progress on the call's stream still reaches the
 /// caller, a timed-out call is cancelled on the server, and an expired session is renewed by

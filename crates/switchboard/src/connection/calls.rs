@@ -387,7 +387,8 @@ impl Session {
             .params(params, token.as_deref())
             .map_err(|e| RequestError::Transport(e.to_string()))?;
         // On the HTTP lane the call's own stream hands its progress straight to the caller, in
-        // order; the subscription below takes what comes another way.
+        // order; the subscription below takes what comes another way. Over stdio the line
+        // reader hands it all, in the pipe's order.
         let direct = progress.clone();
         let deliver = move |params: &Value| {
             if let (Some(tx), Some(progress)) = (&direct, progress_of(params)) {
@@ -398,12 +399,26 @@ impl Session {
             token,
             deliver: &deliver,
         });
+        let _watch = match (lane, token.as_deref(), &progress) {
+            (CallLane::Lines(lane), Some(token), Some(tx)) => {
+                let tx = tx.clone();
+                Some(lane.watch_progress(
+                    token,
+                    Box::new(move |params: &Value| {
+                        if let Some(progress) = progress_of(params) {
+                            let _ = tx.send(progress);
+                        }
+                    }),
+                ))
+            }
+            _ => None,
+        };
         let token = token
             .as_deref()
             .map(|t| ProgressToken(NumberOrString::String(t.into())));
-        let forwarding = match &token {
-            Some(token) => self.forward_progress(token, progress).await,
-            None => None,
+        let forwarding = match (&token, lane) {
+            (Some(token), CallLane::Http(_)) => self.forward_progress(token, progress).await,
+            _ => None,
         };
         let whole = lane;
         let answer = match lane {

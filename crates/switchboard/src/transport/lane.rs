@@ -6,8 +6,11 @@
 //! loop's task. The lane does less for the one request that is made most often: it writes the
 //! request line itself, with an id in its own id space (`"sb~N"`), and the line reader
 //! ([`LineGuard`](super::line_guard::LineGuard)) hands the answer with that id straight to the
-//! waiting call as JSON, parsed once. Everything else — other requests, notifications (progress
-//! included), server-to-client requests, the answers to them — goes through rmcp as before.
+//! waiting call as JSON, parsed once. A lane call's progress (its token is `"sb~pN"`) goes the
+//! same way to the call's own sink, in the pipe's order and so before the answer that follows it;
+//! rmcp handles each notification in a task of its own, which could swap two, or let the answer
+//! overtake the last. Everything else — other requests, other notifications, server-to-client
+//! requests, the answers to them — goes through rmcp as before.
 //!
 //! Both writers share the child's stdin through [`LaneWriter`]: rmcp's frames and the lane's
 //! lines are whole lines on one channel, written in order by one task, so they never interleave.
@@ -38,9 +41,13 @@ pub(crate) enum LaneError {
 
 type Waiters = HashMap<u64, oneshot::Sender<Value>>;
 
-#[derive(Debug)]
+/// Where the reader hands a lane call's progress: the notification's `params`.
+pub(crate) type ProgressSink = Box<dyn Fn(&Value) + Send + Sync>;
+
 struct Shared {
     waiters: Mutex<Waiters>,
+    /// The calls waiting for progress, by progress token.
+    progress: Mutex<HashMap<String, ProgressSink>>,
     next: AtomicU64,
     closed: AtomicBool,
     lines: mpsc::UnboundedSender<Vec<u8>>,
@@ -199,6 +206,7 @@ where
     let (lines, queue) = mpsc::unbounded_channel();
     let shared = Arc::new(Shared {
         waiters: Mutex::new(HashMap::new()),
+        progress: Mutex::new(HashMap::new()),
         next: AtomicU64::new(1),
         closed: AtomicBool::new(false),
         lines: lines.clone(),
@@ -251,6 +259,9 @@ fn close(shared: &Shared) {
     if let Ok(mut waiters) = shared.waiters.lock() {
         waiters.clear();
     }
+    if let Ok(mut sinks) = shared.progress.lock() {
+        sinks.clear();
+    }
 }
 
 impl Lane {
@@ -283,10 +294,23 @@ impl Lane {
         Ok((id, pending))
     }
 
-    /// A progress token no other request of this session uses.
+    /// A progress token no other request of this session uses; it starts with the lane's
+    /// prefix, so the reader looks at the notifications that name it.
     pub(crate) fn progress_token(&self) -> String {
         let number = self.shared.next.fetch_add(1, Ordering::Relaxed);
-        format!("sb-progress-{number}")
+        format!("{ID_PREFIX}p{number}")
+    }
+
+    /// Hands the progress notifications naming `token` to `sink`, as the reader meets them,
+    /// until the returned watch is dropped (later ones go to rmcp, which has nobody for them).
+    pub(crate) fn watch_progress(&self, token: &str, sink: ProgressSink) -> ProgressWatch {
+        if let Ok(mut sinks) = self.shared.progress.lock() {
+            sinks.insert(token.to_owned(), sink);
+        }
+        ProgressWatch {
+            shared: self.shared.clone(),
+            token: token.to_owned(),
+        }
     }
 
     /// Sends a notification (a cancellation, say).
@@ -296,6 +320,29 @@ impl Lane {
             line.push(b'\n');
             let _ = self.shared.lines.send(line);
         }
+    }
+}
+
+/// A call's progress going to its sink; dropping it stops that.
+pub(crate) struct ProgressWatch {
+    shared: Arc<Shared>,
+    token: String,
+}
+
+impl Drop for ProgressWatch {
+    fn drop(&mut self) {
+        if let Ok(mut sinks) = self.shared.progress.lock() {
+            sinks.remove(&self.token);
+        }
+    }
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("next", &self.next)
+            .field("closed", &self.closed)
+            .finish_non_exhaustive()
     }
 }
 
@@ -319,8 +366,9 @@ impl Drop for Pending {
 }
 
 impl LaneInbox {
-    /// Takes `line` if it answers a lane request; false leaves it to rmcp. Cheap for every other
-    /// line: a substring search, and a parse only when the lane's id prefix is in it.
+    /// Takes `line` if it answers a lane request, or is progress a lane call watches; false
+    /// leaves it to rmcp. Cheap for every other line: a substring search, and a parse only when
+    /// the lane's prefix is in it.
     pub(crate) fn take(&self, line: &[u8]) -> bool {
         if memchr::memmem::find(line, MARKER).is_none() {
             return false;
@@ -328,8 +376,8 @@ impl LaneInbox {
         let Ok(Value::Object(message)) = serde_json::from_slice::<Value>(line) else {
             return false;
         };
-        if message.contains_key("method") {
-            return false;
+        if let Some(method) = message.get("method") {
+            return method == "notifications/progress" && self.progress(&message);
         }
         let Some(number) = message
             .get("id")
@@ -350,6 +398,24 @@ impl LaneInbox {
         }
         // An answer to a lane request nobody waits for any more (cancelled) is dropped: rmcp
         // would not know the id either.
+        true
+    }
+
+    /// Hands a progress notification to the call watching its token; false when none does.
+    fn progress(&self, message: &serde_json::Map<String, Value>) -> bool {
+        let Some(params) = message.get("params") else {
+            return false;
+        };
+        let Some(token) = params.get("progressToken").and_then(Value::as_str) else {
+            return false;
+        };
+        let Ok(sinks) = self.shared.progress.lock() else {
+            return false;
+        };
+        let Some(sink) = sinks.get(token) else {
+            return false;
+        };
+        sink(params);
         true
     }
 
@@ -477,6 +543,64 @@ mod tests {
         let text = String::from_utf8(seen).unwrap();
         assert!(text.contains("notifications/progress"), "{text}");
         assert!(!text.contains("\"id\":\"sb~1\""), "{text}");
+    }
+
+    /// A watched call's progress goes to its sink in the pipe's order, all of it before the
+    /// answer that follows it; once the watch is dropped, progress naming the token is the
+    /// reader's again.
+    #[tokio::test]
+    async fn a_watched_calls_progress_goes_to_its_sink_in_order() {
+        let (client_out, _server_in) = tokio::io::duplex(1 << 16);
+        let (mut server_out, client_in) = tokio::io::duplex(1 << 16);
+        let (lane, inbox, _writer) = lane(client_out);
+        let mut reader =
+            LineGuard::new(client_in, crate::transport::MessageLimit::new("t", 1 << 20))
+                .with_lane(inbox);
+        let token = lane.progress_token();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        let watch = lane.watch_progress(
+            &token,
+            Box::new(move |params: &Value| sink.lock().unwrap().push(params["progress"].clone())),
+        );
+        let (id, pending) = lane.send("tools/call", b"{}").unwrap();
+        let progress = |n: u64| {
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progressToken\":\"{token}\",\"progress\":{n}}}}}\n"
+            )
+        };
+        let mut lines: String = (1..=50).map(progress).collect();
+        lines.push_str(&format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":\"{id}\",\"result\":{{}}}}\n"
+        ));
+        server_out.write_all(lines.as_bytes()).await.unwrap();
+        let reading = tokio::spawn(async move {
+            let mut chunk = vec![0u8; 4096];
+            let mut text = Vec::new();
+            loop {
+                let n = reader.read(&mut chunk).await.unwrap();
+                assert!(n > 0, "the stream ended early");
+                text.extend_from_slice(&chunk[..n]);
+                if text.ends_with(b"}\n")
+                    && String::from_utf8_lossy(&text).contains("\"progress\":51")
+                {
+                    return String::from_utf8(text).unwrap();
+                }
+            }
+        });
+        pending.answer().await.unwrap();
+        let expected: Vec<Value> = (1..=50).map(|n| json!(n)).collect();
+        assert_eq!(*seen.lock().unwrap(), expected);
+
+        drop(watch);
+        server_out.write_all(progress(51).as_bytes()).await.unwrap();
+        let text = reading.await.unwrap();
+        assert_eq!(
+            text,
+            progress(51),
+            "only the unwatched progress reaches the reader"
+        );
+        assert_eq!(seen.lock().unwrap().len(), 50);
     }
 
     /// When the reader goes away, a waiting call fails instead of waiting for its timeout.
