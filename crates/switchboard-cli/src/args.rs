@@ -677,6 +677,10 @@ pub(crate) struct ServeArgs {
     /// address it listens on; set it when listening on 0.0.0.0).
     #[arg(long, value_name = "HOST:PORT", requires = "cluster_key_file")]
     pub(crate) advertise_addr: Option<String>,
+    /// The gateway's worker threads (default: one per CPU core this process may use). `GET
+    /// /status` says how many run.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub(crate) workers: Option<u16>,
     /// Testing: a session ends after this many idle seconds (rmcp's keep-alive).
     #[arg(long, value_name = "SECONDS", hide = true,
           default_value_t = SessionLimits::DEFAULT_IDLE.as_secs(),

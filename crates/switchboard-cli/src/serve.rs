@@ -73,10 +73,11 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         )?),
         _ => None,
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if let Some(workers) = args.workers {
+        runtime.worker_threads(usize::from(workers));
+    }
+    let runtime = runtime.enable_all().build()?;
     runtime.block_on(async {
         // Before any server starts: a bad endpoint fails at once.
         let traces = args

@@ -1426,7 +1426,11 @@ fn sessions_past_the_cap_are_refused_until_one_ends() {
     let (code, response) = session_request(&serve, token, &first, "tools/list");
     assert_eq!(code, 200, "{response}");
     assert!(response.contains(r#""tools":[]"#), "{response}");
-    let sessions = &status_of(&serve, token)["sessions"];
+    let status = status_of(&serve, token);
+    // One worker thread per core by default.
+    let cores = std::thread::available_parallelism().unwrap().get();
+    assert_eq!(status["workers"], cores, "{status}");
+    let sessions = &status["sessions"];
     assert_eq!(
         (
             &sessions["open"],
@@ -1453,6 +1457,30 @@ fn sessions_past_the_cap_are_refused_until_one_ends() {
     let (code, response) = session_request(&serve, token, &third, "tools/list");
     assert_eq!(code, 200, "{response}");
     serve.stop();
+}
+
+/// `--workers N` sets the gateway's worker threads, as `/status` reports; zero is refused,
+/// naming the flag.
+#[test]
+fn workers_sets_the_gateways_threads() {
+    let tree = ConfigTree::new().unwrap();
+    tree.write(tree.user_file(), r#"{"mcpServers": {}}"#)
+        .unwrap();
+    let token = "workers-token-0123456789abcdef";
+    let serve = HttpServe::start(&tree, &["--token", token, "--workers", "3"]);
+    assert_eq!(status_of(&serve, token)["workers"], 3);
+    serve.stop();
+
+    let refused = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(serve_args(&tree, &["--http", "--workers", "0"]))
+        .env_clear()
+        .envs(tree.env())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--workers"), "{stderr}");
 }
 
 /// A server that answers `initialize` but never `tools/list` does not hold the gateway's

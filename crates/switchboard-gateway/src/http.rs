@@ -862,6 +862,8 @@ async fn status(State(served): State<Served>) -> Response {
         // What a call of a tool that no permission rule names does (`serve --ask`).
         "ask": ask.as_str(),
         "waitingForInput": gateway.rounds().parked(),
+        // The runtime's worker threads (`serve --workers`).
+        "workers": tokio::runtime::Handle::current().metrics().num_workers(),
         "sessions": {
             "open": sessions.open(),
             "max": sessions.limits().max_sessions,

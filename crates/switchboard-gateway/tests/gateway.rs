@@ -384,6 +384,8 @@ async fn without_the_token_401_with_a_foreign_origin_403_and_healthz_is_open() {
             "servers": [{"name": "kit", "state": "connected", "tools": 9, "lastError": null, "calls": 0, "errors": 0}],
             "ask": "client",
             "waitingForInput": 0,
+            // The test's runtime: two workers.
+            "workers": 2,
             // The two initializes above that were let in: open, as the caps allow.
             "sessions": {"open": 2, "max": 10000, "maxPerToken": 1000, "idleSeconds": 300},
         })
