@@ -217,7 +217,10 @@ impl Toolbox {
                 "Adds a tool named `name` (echo-like) and notifies tools/list_changed.",
                 json!({
                     "type": "object",
-                    "properties": {"name": {"type": "string"}},
+                    "properties": {
+                        "name": {"type": "string"},
+                        "announce": {"type": "integer", "description": "Notifies this many times (default 1)."}
+                    },
                     "required": ["name"]
                 }),
             ),
@@ -307,19 +310,22 @@ impl Toolbox {
                 if let Ok(mut tools) = self.shared.tools.lock() {
                     tools.push(echo_like(new.to_owned()));
                 }
-                // A 2026-07-28 client hears of it on its `subscriptions/listen` streams only.
-                if context.meta.protocol_version().is_some() {
-                    let listeners = self
-                        .shared
-                        .listeners
-                        .lock()
-                        .map(|l| l.clone())
-                        .unwrap_or_default();
-                    for listener in listeners {
-                        let _ = listener.notify_tool_list_changed().await;
+                let announce = args.get("announce").and_then(Value::as_u64).unwrap_or(1);
+                for _ in 0..announce {
+                    // A 2026-07-28 client hears of it on its `subscriptions/listen` streams only.
+                    if context.meta.protocol_version().is_some() {
+                        let listeners = self
+                            .shared
+                            .listeners
+                            .lock()
+                            .map(|l| l.clone())
+                            .unwrap_or_default();
+                        for listener in listeners {
+                            let _ = listener.notify_tool_list_changed().await;
+                        }
+                    } else {
+                        let _ = context.peer.notify_tool_list_changed().await;
                     }
-                } else {
-                    let _ = context.peer.notify_tool_list_changed().await;
                 }
                 Ok(CallToolResult::success(vec![ContentBlock::text(format!(
                     "added {new}"

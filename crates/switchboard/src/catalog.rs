@@ -12,7 +12,7 @@
 //!   it; that list stays while it starts, and is listed afresh once it is connected.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -305,9 +305,16 @@ impl Catalog {
         let catalog = self.clone();
         let mut events = self.manager.events();
         tokio::spawn(async move {
+            // Events taken from the channel early (see `covered`), handled before newer ones.
+            let mut queued = VecDeque::new();
             loop {
-                match events.recv().await {
+                let event = match queued.pop_front() {
+                    Some(event) => event,
+                    None => events.recv().await,
+                };
+                match event {
                     Ok(ServerEvent::ToolsChanged { server }) => {
+                        covered(&mut events, &mut queued, &server);
                         catalog.refresh(&server, true).await;
                     }
                     Ok(ServerEvent::State {
@@ -1020,6 +1027,49 @@ pub(crate) fn cap_description(description: String) -> String {
     let mut cut: String = description.chars().take(keep).collect();
     cut.push_str(&marker);
     cut
+}
+
+/// A server's tool changes already in the channel when its listing starts are covered by that
+/// listing: a server that registers its tools one by one after connecting (a TypeScript SDK
+/// server, say) announces each, and one listing answers the burst. `queued` gets what is
+/// waiting in `events`, less the repeats of `server`'s change before anything else about it
+/// (a state change, say, keeps its place and whatever follows it).
+fn covered(
+    events: &mut broadcast::Receiver<ServerEvent>,
+    queued: &mut VecDeque<Result<ServerEvent, broadcast::error::RecvError>>,
+    server: &str,
+) {
+    use broadcast::error::{RecvError, TryRecvError};
+    loop {
+        match events.try_recv() {
+            Ok(event) => queued.push_back(Ok(event)),
+            Err(TryRecvError::Lagged(n)) => queued.push_back(Err(RecvError::Lagged(n))),
+            Err(TryRecvError::Empty | TryRecvError::Closed) => break,
+        }
+    }
+    let mut at = 0;
+    while let Some(event) = queued.get(at) {
+        match event {
+            Ok(ServerEvent::ToolsChanged { server: s }) if s == server => {
+                queued.remove(at);
+            }
+            Ok(event) if event_server(event) != server => at += 1,
+            _ => break,
+        }
+    }
+}
+
+/// The server an event is about.
+fn event_server(event: &ServerEvent) -> &str {
+    match event {
+        ServerEvent::State { server, .. }
+        | ServerEvent::Reconnecting { server, .. }
+        | ServerEvent::ToolsChanged { server }
+        | ServerEvent::ResourcesChanged { server }
+        | ServerEvent::PromptsChanged { server }
+        | ServerEvent::Removed { server }
+        | ServerEvent::ResourceUpdated { server, .. } => server,
+    }
 }
 
 #[cfg(test)]

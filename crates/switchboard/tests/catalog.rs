@@ -261,6 +261,66 @@ async fn a_call_during_the_connect_lists_the_tools_once() {
     host.shutdown().await;
 }
 
+/// A burst of tool changes (a server registering its tools one by one after connecting) is
+/// answered by one or two listings, not one per notification. Both protocol generations.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_tool_changes_is_listed_once() {
+    for protocol in ["legacy", "auto"] {
+        let tree = ConfigTree::new().unwrap();
+        let host = host_with(
+            &tree,
+            json!({
+                "kit": testkit(&["--log-lists", "--protocol", protocol]),
+                "other": testkit(&["--protocol", protocol]),
+            }),
+        )
+        .await;
+        let _ = host.tools().await;
+        let lists = || {
+            host.stderr_tail("kit")
+                .unwrap_or_default()
+                .matches("tools/list answered")
+                .count()
+        };
+        let before = lists();
+        let mut events = host.events();
+        for (server, announce) in [("kit", 8), ("other", 1)] {
+            let out = host
+                .call(
+                    &format!("mcp__{server}__add_tool"),
+                    args(json!({"name": "fresh", "announce": announce})),
+                    cli(),
+                )
+                .await
+                .unwrap();
+            assert!(!out.is_error);
+        }
+        // The catalogue handles changes one after the other: once it has told of `other`'s,
+        // `kit`'s burst is behind it.
+        tokio::time::timeout(SETTLE, async {
+            loop {
+                if let Some(HostEvent::Catalog(CatalogEvent::ToolsChanged { added, .. })) =
+                    events.recv().await
+                    && added.contains(&"mcp__other__fresh".to_owned())
+                {
+                    return;
+                }
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("{protocol}: `other`'s change never reached the catalogue"));
+        assert!(host.tool("mcp__kit__fresh").await.is_ok(), "{protocol}");
+        // One listing, or a few when the burst arrives spread out (under load): each answers
+        // every notification that came before it. One per notification would be eight.
+        let listed = lists() - before;
+        assert!(
+            (1..=4).contains(&listed),
+            "{protocol}: {listed} listings for a burst of eight notifications"
+        );
+        host.shutdown().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_check_arguments_report_tool_errors_and_time_out_with_a_cancel() {
     let tree = ConfigTree::new().unwrap();
