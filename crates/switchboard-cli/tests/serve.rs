@@ -49,6 +49,22 @@ fn serve_args(tree: &ConfigTree, extra: &[&str]) -> Vec<String> {
     args
 }
 
+/// `switchboard serve` with these arguments, run to its end: a start that is refused. Its exit
+/// code and its stderr.
+fn serve_refused(tree: &ConfigTree, args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(serve_args(tree, args))
+        .env_clear()
+        .envs(tree.env())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 fn node(
     tree: &ConfigTree,
     cwd: &Path,
@@ -332,15 +348,8 @@ fn prefix_never_refuses_to_start_on_a_shared_name_and_serves_own_names_otherwise
         .to_string(),
     )
     .unwrap();
-    let refused = Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(serve_args(&tree, &["--stdio", "--prefix", "never"]))
-        .env_clear()
-        .envs(tree.env())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&refused.stderr);
-    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    let (code, stderr) = serve_refused(&tree, &["--stdio", "--prefix", "never"]);
+    assert_eq!(code, Some(1), "{stderr}");
     assert!(
         stderr.contains("tool `echo` is offered by servers `alpha` and `beta`"),
         "{stderr}"
@@ -599,22 +608,9 @@ fn replicas_sharing_a_store_pass_on_list_changes() {
         .local_addr()
         .unwrap()
         .port();
-    let refused = Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(serve_args(
-            &one,
-            &[
-                "--stdio",
-                "--store",
-                &format!("redis://:hunter2@127.0.0.1:{closed}"),
-            ],
-        ))
-        .env_clear()
-        .envs(one.env())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&refused.stderr);
-    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    let store = format!("redis://:hunter2@127.0.0.1:{closed}");
+    let (code, stderr) = serve_refused(&one, &["--stdio", "--store", &store]);
+    assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("--store"), "{stderr}");
     assert!(
         stderr.contains(&format!("redis://***@127.0.0.1:{closed}")),
@@ -1471,15 +1467,8 @@ fn workers_sets_the_gateways_threads() {
     assert_eq!(status_of(&serve, token)["workers"], 3);
     serve.stop();
 
-    let refused = Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(serve_args(&tree, &["--http", "--workers", "0"]))
-        .env_clear()
-        .envs(tree.env())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&refused.stderr);
-    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    let (code, stderr) = serve_refused(&tree, &["--http", "--workers", "0"]);
+    assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("--workers"), "{stderr}");
 }
 

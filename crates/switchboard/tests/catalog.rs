@@ -73,6 +73,25 @@ async fn slow_call_times_out(host: &Host) {
     );
 }
 
+/// Calls the testkit's `slow` of `server` with these arguments, listening for progress: its
+/// result and the progress values that reached the caller, in order.
+async fn slow_with_progress(host: &Host, server: &str, arguments: Value) -> (Value, Vec<f64>) {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let options = CallOptions {
+        progress: Some(tx),
+        ..cli()
+    };
+    let out = host
+        .call(&format!("mcp__{server}__slow"), args(arguments), options)
+        .await
+        .unwrap_or_else(|e| panic!("{server}: slow: {e}"));
+    let mut steps = Vec::new();
+    while let Ok(progress) = rx.try_recv() {
+        steps.push(progress.progress);
+    }
+    (out.result, steps)
+}
+
 fn cli() -> CallOptions {
     CallOptions {
         source: CallSource::CommandLine,
@@ -400,24 +419,9 @@ async fn stdio_progress_reaches_the_caller_whole_and_in_order() {
         let calls = (0..4).map(|_| {
             let host = &host;
             async move {
-                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-                let options = CallOptions {
-                    progress: Some(tx),
-                    ..cli()
-                };
-                let out = host
-                    .call(
-                        "mcp__kit__slow",
-                        args(json!({"ms": 0, "steps": 200})),
-                        options,
-                    )
-                    .await
-                    .unwrap();
-                assert_eq!(out.result["content"][0]["text"], "done");
-                let mut steps = Vec::new();
-                while let Ok(progress) = rx.try_recv() {
-                    steps.push(progress.progress);
-                }
+                let (result, steps) =
+                    slow_with_progress(host, "kit", json!({"ms": 0, "steps": 200})).await;
+                assert_eq!(result["content"][0]["text"], "done");
                 steps
             }
         });
@@ -472,45 +476,14 @@ async fn http_calls_take_the_lane_with_progress_cancellation_and_session_renewal
             }
         }
 
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let options = CallOptions {
-            progress: Some(tx),
-            ..cli()
-        };
-        let out = host
-            .call(
-                "mcp__kit__slow",
-                args(json!({"ms": 60, "steps": 3})),
-                options,
-            )
-            .await
-            .unwrap();
-        assert_eq!(out.result["content"][0]["text"], "done");
-        let mut steps = Vec::new();
-        while let Ok(progress) = rx.try_recv() {
-            steps.push(progress.progress);
-        }
+        let (result, steps) = slow_with_progress(&host, "kit", json!({"ms": 60, "steps": 3})).await;
+        assert_eq!(result["content"][0]["text"], "done");
         assert!(
             !steps.is_empty(),
             "{protocol}: no progress reached the caller"
         );
         // A burst of progress reaches the caller whole and in order (progress must increase).
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let options = CallOptions {
-            progress: Some(tx),
-            ..cli()
-        };
-        host.call(
-            "mcp__kit__slow",
-            args(json!({"ms": 0, "steps": 200})),
-            options,
-        )
-        .await
-        .unwrap();
-        let mut steps = Vec::new();
-        while let Ok(progress) = rx.try_recv() {
-            steps.push(progress.progress);
-        }
+        let (_, steps) = slow_with_progress(&host, "kit", json!({"ms": 0, "steps": 200})).await;
         assert_eq!(steps.len(), 200, "{protocol}: progress lost: {steps:?}");
         assert!(
             steps.windows(2).all(|w| w[0] < w[1]),
