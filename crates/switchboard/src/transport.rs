@@ -180,6 +180,18 @@ pub(crate) fn over_limit_of(error: &sse_stream::Error) -> Option<String> {
     }
 }
 
+/// The progress token and `params` of `message` when it is a `notifications/progress` with a
+/// string token (the lanes' tokens are strings): how both call lanes find a call's progress.
+pub(crate) fn progress_notification(
+    message: &serde_json::Map<String, serde_json::Value>,
+) -> Option<(&str, &serde_json::Value)> {
+    if message.get("method")?.as_str()? != "notifications/progress" {
+        return None;
+    }
+    let params = message.get("params")?;
+    Some((params.get("progressToken")?.as_str()?, params))
+}
+
 /// Reads a whole body of at most `limit` bytes, failing with the limit's error past it.
 pub(crate) async fn read_body_limited<B>(body: B, limit: &MessageLimit) -> Result<Vec<u8>, String>
 where

@@ -203,10 +203,8 @@ pub(crate) struct LaneProgress<'a> {
 impl LaneProgress<'_> {
     /// The `params` of `message` when it is a progress notification for this call.
     fn of<'m>(&self, message: &'m Value) -> Option<&'m Value> {
-        let params = message.get("params")?;
-        (message.get("method").and_then(Value::as_str) == Some("notifications/progress")
-            && params.get("progressToken").and_then(Value::as_str) == Some(self.token))
-        .then_some(params)
+        let (token, params) = super::progress_notification(message.as_object()?)?;
+        (token == self.token).then_some(params)
     }
 }
 

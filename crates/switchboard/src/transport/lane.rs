@@ -376,8 +376,9 @@ impl LaneInbox {
         let Ok(Value::Object(message)) = serde_json::from_slice::<Value>(line) else {
             return false;
         };
-        if let Some(method) = message.get("method") {
-            return method == "notifications/progress" && self.progress(&message);
+        if message.contains_key("method") {
+            return super::progress_notification(&message)
+                .is_some_and(|(token, params)| self.progress(token, params));
         }
         let Some(number) = message
             .get("id")
@@ -401,14 +402,9 @@ impl LaneInbox {
         true
     }
 
-    /// Hands a progress notification to the call watching its token; false when none does.
-    fn progress(&self, message: &serde_json::Map<String, Value>) -> bool {
-        let Some(params) = message.get("params") else {
-            return false;
-        };
-        let Some(token) = params.get("progressToken").and_then(Value::as_str) else {
-            return false;
-        };
+    /// Hands a progress notification's `params` to the call watching its token; false when
+    /// none does.
+    fn progress(&self, token: &str, params: &Value) -> bool {
         let Ok(sinks) = self.shared.progress.lock() else {
             return false;
         };
