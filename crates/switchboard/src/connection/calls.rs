@@ -2,6 +2,7 @@
 //! 2026-07-28 input rounds (also used by reads and prompts), initialize-era URL elicitation
 //! retries, and the direct lanes (stdio and Streamable HTTP) beside rmcp.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
@@ -19,7 +20,7 @@ use crate::interaction::{
     MAX_ANSWER_WAIT, MAX_INPUT_ROUNDS, MAX_URL_ELICITATION_RETRIES, URL_ELICITATION_REQUIRED,
 };
 use crate::transport::http_lane::{HttpLaneError, LaneProgress};
-use crate::transport::lane::{CallLane, LaneError, LaneMeta};
+use crate::transport::lane::{CallLane, LaneError, LaneMeta, ProgressSink};
 
 /// The pause before sending again a call answered with request state only, times the round.
 const STATE_ONLY_PAUSE: Duration = Duration::from_millis(50);
@@ -389,27 +390,21 @@ impl Session {
         // On the HTTP lane the call's own stream hands its progress straight to the caller, in
         // order; the subscription below takes what comes another way. Over stdio the line
         // reader hands it all, in the pipe's order.
-        let direct = progress.clone();
-        let deliver = move |params: &Value| {
-            if let (Some(tx), Some(progress)) = (&direct, progress_of(params)) {
-                let _ = tx.send(progress);
-            }
-        };
+        let sink: Option<ProgressSink> = progress.clone().map(|tx| -> ProgressSink {
+            Arc::new(move |params: &Value| {
+                if let Some(progress) = progress_of(params) {
+                    let _ = tx.send(progress);
+                }
+            })
+        });
+        let nobody = |_: &Value| {};
         let lane_progress = token.as_deref().map(|token| LaneProgress {
             token,
-            deliver: &deliver,
+            deliver: sink.as_deref().unwrap_or(&nobody),
         });
-        let _watch = match (lane, token.as_deref(), &progress) {
-            (CallLane::Lines(lane), Some(token), Some(tx)) => {
-                let tx = tx.clone();
-                Some(lane.watch_progress(
-                    token,
-                    Box::new(move |params: &Value| {
-                        if let Some(progress) = progress_of(params) {
-                            let _ = tx.send(progress);
-                        }
-                    }),
-                ))
+        let _watch = match (lane, token.as_deref(), &sink) {
+            (CallLane::Lines(lane), Some(token), Some(sink)) => {
+                Some(lane.watch_progress(token, sink.clone()))
             }
             _ => None,
         };

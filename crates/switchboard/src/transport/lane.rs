@@ -42,7 +42,7 @@ pub(crate) enum LaneError {
 type Waiters = HashMap<u64, oneshot::Sender<Value>>;
 
 /// Where the reader hands a lane call's progress: the notification's `params`.
-pub(crate) type ProgressSink = Box<dyn Fn(&Value) + Send + Sync>;
+pub(crate) type ProgressSink = Arc<dyn Fn(&Value) + Send + Sync>;
 
 struct Shared {
     waiters: Mutex<Waiters>,
@@ -557,7 +557,7 @@ mod tests {
         let sink = seen.clone();
         let watch = lane.watch_progress(
             &token,
-            Box::new(move |params: &Value| sink.lock().unwrap().push(params["progress"].clone())),
+            Arc::new(move |params: &Value| sink.lock().unwrap().push(params["progress"].clone())),
         );
         let (id, pending) = lane.send("tools/call", b"{}").unwrap();
         let progress = |n: u64| {
