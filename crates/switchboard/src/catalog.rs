@@ -1053,22 +1053,9 @@ fn covered(
             Ok(ServerEvent::ToolsChanged { server: s }) if s == server => {
                 queued.remove(at);
             }
-            Ok(event) if event_server(event) != server => at += 1,
+            Ok(event) if event.server() != server => at += 1,
             _ => break,
         }
-    }
-}
-
-/// The server an event is about.
-fn event_server(event: &ServerEvent) -> &str {
-    match event {
-        ServerEvent::State { server, .. }
-        | ServerEvent::Reconnecting { server, .. }
-        | ServerEvent::ToolsChanged { server }
-        | ServerEvent::ResourcesChanged { server }
-        | ServerEvent::PromptsChanged { server }
-        | ServerEvent::Removed { server }
-        | ServerEvent::ResourceUpdated { server, .. } => server,
     }
 }
 

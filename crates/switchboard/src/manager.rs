@@ -188,6 +188,21 @@ pub enum ServerEvent {
     },
 }
 
+impl ServerEvent {
+    /// The server the event is about.
+    pub fn server(&self) -> &str {
+        match self {
+            ServerEvent::State { server, .. }
+            | ServerEvent::Reconnecting { server, .. }
+            | ServerEvent::ToolsChanged { server }
+            | ServerEvent::ResourcesChanged { server }
+            | ServerEvent::PromptsChanged { server }
+            | ServerEvent::Removed { server }
+            | ServerEvent::ResourceUpdated { server, .. } => server,
+        }
+    }
+}
+
 /// What the servers' supervisor could not do.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
