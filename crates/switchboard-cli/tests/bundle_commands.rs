@@ -494,10 +494,24 @@ fn unsafe_archives_and_wrong_manifests_are_refused_naming_the_entry_or_field() {
     let err = install(&link);
     assert!(
         err.contains(
-            "entry `server/escape` is a link to `../../../../etc`, outside the bundle's folder"
+            "entry `server/escape` is a symbolic link (to `../../../../etc`); a bundle may not \
+             hold links"
         ),
         "{err}"
     );
+    // A chain of links, each inside the folder as written, that leads out once the first is
+    // on disk (`a/b/u -> ..`, then `a/b/u/esc -> ../../../etc`): refused at its first link.
+    let chain = bundle(
+        &tree.root().join("chain.mcpb"),
+        &good,
+        &[("a/b/u@", ".."), ("a/b/u/esc@", "../../../etc")],
+    );
+    let err = install(&chain);
+    assert!(
+        err.contains("entry `a/b/u` is a symbolic link (to `..`)"),
+        "{err}"
+    );
+    assert!(!tree.state_dir().join("bundles/greeter").exists());
     // Nothing landed anywhere, no entry was written.
     assert!(!tree.root().join("evil.txt").exists());
     assert!(!tree.state_dir().join("evil.txt").exists());
@@ -689,9 +703,10 @@ impl Pki {
         self.dir.join("ca.pem")
     }
 
-    /// Appends to `target` a signature of `content`'s bytes, as `mcpb sign` does: a detached
-    /// PKCS#7 between `MCPB_SIG_V1` + its length and `MCPB_SIG_END`.
-    fn sign(&self, content: &Path, target: &Path) {
+    /// A detached CMS signature (DER) of `content`, as `mcpb sign` makes.
+    fn der(&self, content: &[u8]) -> Vec<u8> {
+        let input = self.dir.join("content.bin");
+        std::fs::write(&input, content).unwrap();
         let sig = self.dir.join("sig.der");
         self.openssl(&[
             "cms",
@@ -700,7 +715,7 @@ impl Pki {
             "-md",
             "sha256",
             "-in",
-            content.to_str().unwrap(),
+            input.to_str().unwrap(),
             "-signer",
             "signer.pem",
             "-inkey",
@@ -710,14 +725,35 @@ impl Pki {
             "-out",
             sig.to_str().unwrap(),
         ]);
-        let sig = std::fs::read(sig).unwrap();
+        std::fs::read(sig).unwrap()
+    }
+
+    /// Appends to `target` a signature of `content`'s bytes: a detached PKCS#7 between
+    /// `MCPB_SIG_V1` + its length and `MCPB_SIG_END`.
+    fn sign(&self, content: &Path, target: &Path) {
+        let sig = self.der(&std::fs::read(content).unwrap());
         let mut bytes = std::fs::read(target).unwrap();
-        bytes.extend_from_slice(b"MCPB_SIG_V1");
-        bytes.extend_from_slice(&u32::try_from(sig.len()).unwrap().to_le_bytes());
-        bytes.extend_from_slice(&sig);
-        bytes.extend_from_slice(b"MCPB_SIG_END");
+        bytes.extend(sig_block(&sig, 0));
         std::fs::write(target, bytes).unwrap();
     }
+}
+
+/// `MCPB_SIG_V1`, the DER's length, the DER, `padding` zero bytes, `MCPB_SIG_END`.
+fn sig_block(der: &[u8], padding: usize) -> Vec<u8> {
+    let mut out = b"MCPB_SIG_V1".to_vec();
+    out.extend_from_slice(&u32::try_from(der.len()).unwrap().to_le_bytes());
+    out.extend_from_slice(der);
+    out.extend(std::iter::repeat_n(0, padding));
+    out.extend_from_slice(b"MCPB_SIG_END");
+    out
+}
+
+/// Sets the comment length of the zip's end record (the last 22 bytes of a zip written with
+/// no comment).
+fn set_comment_length(zip: &mut [u8], len: usize) {
+    let at = zip.len() - 22;
+    assert_eq!(&zip[at..at + 4], b"PK\x05\x06");
+    zip[at + 20..at + 22].copy_from_slice(&u16::try_from(len).unwrap().to_le_bytes());
 }
 
 #[test]
@@ -770,4 +806,110 @@ fn a_signature_is_checked_against_the_content_and_the_trusted_roots() {
         get.contains("bundle:  greeter 1.1.0 (signature: signed by Test Signer)"),
         "{get}"
     );
+}
+
+/// Installs `file` with the test root trusted: (success, stdout, stderr).
+fn install_trusted(tree: &ConfigTree, pki: &Pki, file: &Path) -> (bool, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args([
+            "mcp",
+            "install",
+            file.to_str().unwrap(),
+            "--config",
+            "api_key=k",
+        ])
+        .current_dir(tree.project())
+        .env_clear()
+        .envs(tree.env())
+        .env("SSL_CERT_FILE", pki.root())
+        .output()
+        .unwrap();
+    (
+        output.status.success(),
+        text(tree, &output.stdout),
+        text(tree, &output.stderr),
+    )
+}
+
+#[test]
+fn a_signature_holds_only_for_the_very_archive_that_is_unpacked() {
+    let tree = ConfigTree::new().unwrap();
+    let pki = Pki::new(&tree);
+    let uninstall = || {
+        ok(&tree, &["mcp", "remove", "greeter"]);
+    };
+
+    // `mcpb sign`'s layout: the zip is signed, then its end record's comment length is made
+    // to count the block, so strict zip readers read the signed file whole.
+    let zip = std::fs::read(greeter(&tree, "1.0.0")).unwrap();
+    let block = sig_block(&pki.der(&zip), 0);
+    let mut counted = zip.clone();
+    set_comment_length(&mut counted, block.len());
+    counted.extend_from_slice(&block);
+    let file = tree.root().join("counted.mcpb");
+    std::fs::write(&file, &counted).unwrap();
+    let (ok1, out, err) = install_trusted(&tree, &pki, &file);
+    assert!(ok1, "{out}{err}");
+    assert!(out.contains("signature: signed by Test Signer\n"), "{out}");
+    uninstall();
+
+    // `mcpb prepare-for-signing` and `apply-signature`: the comment length set to 16 KiB
+    // before signing, the block padded with zeros to that size.
+    const PREPARED: usize = 16384;
+    let mut prepared = std::fs::read(greeter(&tree, "1.1.0")).unwrap();
+    set_comment_length(&mut prepared, PREPARED);
+    let der = pki.der(&prepared);
+    let padding = PREPARED - (11 + 4 + der.len() + 12);
+    let signed_prepared = [prepared.clone(), sig_block(&der, padding)].concat();
+    let file = tree.root().join("prepared.mcpb");
+    std::fs::write(&file, &signed_prepared).unwrap();
+    let (ok2, out, err) = install_trusted(&tree, &pki, &file);
+    assert!(ok2, "{out}{err}");
+    assert!(out.contains("signature: signed by Test Signer\n"), "{out}");
+    uninstall();
+
+    // The wrapping attack: another archive in the padding, between the DER and the footer,
+    // where a reader that takes the zip from the whole file finds it first.
+    let mut evil_manifest = manifest("6.6.6");
+    evil_manifest["description"] = json!("not what was signed");
+    let evil = std::fs::read(bundle(
+        &tree.root().join("evil.mcpb"),
+        &evil_manifest.to_string(),
+        &[],
+    ))
+    .unwrap();
+    assert!(evil.len() < padding, "the evil zip fits in the padding");
+    let mut wrapped = prepared.clone();
+    wrapped.extend_from_slice(b"MCPB_SIG_V1");
+    wrapped.extend_from_slice(&u32::try_from(der.len()).unwrap().to_le_bytes());
+    wrapped.extend_from_slice(&der);
+    wrapped.extend_from_slice(&evil);
+    wrapped.extend(std::iter::repeat_n(0, padding - evil.len()));
+    wrapped.extend_from_slice(b"MCPB_SIG_END");
+    assert_eq!(wrapped.len(), signed_prepared.len());
+    // And after the footer: a signed file with an archive appended.
+    let mut trailing = signed_prepared.clone();
+    trailing.extend_from_slice(&evil);
+    let follow = format!(
+        "{} bytes follow its signature block; a bundle ends with its signature",
+        evil.len()
+    );
+    for (name, bytes, why) in [
+        ("wrapped.mcpb", &wrapped, "its signature block is malformed"),
+        ("trailing.mcpb", &trailing, follow.as_str()),
+    ] {
+        let file = tree.root().join(name);
+        std::fs::write(&file, bytes).unwrap();
+        let (ok3, out, err) = install_trusted(&tree, &pki, &file);
+        assert!(!ok3, "{name}: {out}{err}");
+        assert!(err.contains(&format!("{name}: {why}")), "{name}: {err}");
+        assert!(!out.contains("signed by"), "{out}");
+        // Refused with --force too: no layout but the one is read at all.
+        let err = fails(
+            &tree,
+            &["mcp", "install", file.to_str().unwrap(), "--force"],
+        );
+        assert!(err.contains(why), "{err}");
+        assert!(!tree.state_dir().join("bundles/greeter").exists());
+    }
 }

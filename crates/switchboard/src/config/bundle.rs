@@ -32,6 +32,7 @@ pub use user_config::{FieldKind, UserConfigField};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
@@ -409,10 +410,21 @@ fn open(path: &Path, file: &Path, env: &Environment) -> Result<Opened, BundleErr
         file: file.to_owned(),
         message,
     };
-    let bytes = std::fs::read(path).map_err(|source| BundleError::Io {
+    let io = |source| BundleError::Io {
         path: file.to_owned(),
         source,
-    })?;
+    };
+    // Read once, and no more than a bundle may hold (`/dev/zero` has no length to check).
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(archive::MAX_FILE + 1).read_to_end(&mut bytes))
+        .map_err(io)?;
+    if bytes.len() as u64 > archive::MAX_FILE {
+        return Err(invalid(format!(
+            "it is larger than {} MiB, the most a bundle may be",
+            archive::MAX_FILE >> 20
+        )));
+    }
     let mut archive = Archive::open(bytes).map_err(invalid)?;
     let text = archive.manifest().map_err(invalid)?;
     let manifest =

@@ -1,8 +1,15 @@
-//! The archive: an MCPB file is a zip, possibly followed by a signature block (`mcpb sign`:
-//! `MCPB_SIG_V1`, a 4-byte little-endian length, a PKCS#7 DER signature, `MCPB_SIG_END`).
+//! The archive: an MCPB file is a zip, possibly followed by one signature block (`mcpb sign`:
+//! `MCPB_SIG_V1`, a 4-byte little-endian length, that many bytes of CMS DER, zero bytes of
+//! padding, `MCPB_SIG_END`) and nothing else. The archive read is the bytes before the block,
+//! and only those: they are what the signature covers, and no byte of the block (where a
+//! second zip could hide) is ever read as part of the zip. The zip's end record may count the
+//! block as its comment (`mcpb sign` and `mcpb prepare-for-signing` write it so, for strict zip
+//! readers): then its comment length is cut back to the bytes before the block, and the
+//! signature may cover either form. Any other layout is refused.
+//!
 //! Unpacking refuses any entry that would land outside the bundle's folder: absolute paths,
-//! `..`, and symbolic links pointing out (links are made last, so nothing is written through
-//! one).
+//! `..`, and symbolic links (a bundle has no need of them, and a chain of links each inside
+//! the folder can still lead out of it).
 
 use std::io::{Cursor, Read};
 use std::path::{Component, Path, PathBuf};
@@ -12,12 +19,17 @@ use super::signature::Verdict;
 /// Where the signature block starts and ends.
 const SIG_HEADER: &[u8] = b"MCPB_SIG_V1";
 const SIG_FOOTER: &[u8] = b"MCPB_SIG_END";
+/// The zip's end-of-central-directory record: its signature, and its size before the comment.
+const EOCD_MAGIC: &[u8] = b"PK\x05\x06";
+const EOCD_SIZE: usize = 22;
 
 /// The most a bundle may unpack to, and the most entries it may hold (zip bombs).
 const MAX_UNPACKED: u64 = 2 << 30;
 const MAX_ENTRIES: usize = 100_000;
 /// The most `manifest.json` may hold.
 const MAX_MANIFEST: u64 = 1 << 20;
+/// The most a bundle's file may hold: it is read into memory once.
+pub(crate) const MAX_FILE: u64 = 512 << 20;
 
 /// The archive's bytes, its signature block cut off and checked.
 pub(crate) struct Archive {
@@ -35,45 +47,102 @@ impl std::fmt::Debug for Archive {
     }
 }
 
-/// Cuts a trailing signature block off (`MCPB_SIG_V1`, a 4-byte little-endian length, the
-/// PKCS#7 DER, `MCPB_SIG_END`): the bytes before it, and the signature.
-fn split_signature(mut bytes: Vec<u8>) -> (Vec<u8>, Option<Vec<u8>>) {
-    if !bytes.ends_with(SIG_FOOTER) {
-        return (bytes, None);
+/// A file cut at its signature block: the zip before it, and the block's DER.
+#[derive(Debug, PartialEq, Eq)]
+struct Split<'a> {
+    zip: &'a [u8],
+    der: &'a [u8],
+}
+
+/// Finds the one signature block at the end of `bytes`: `Ok(None)` when the file does not end
+/// with `MCPB_SIG_END`; an error when it does but the block is not laid out exactly so.
+fn split_signature(bytes: &[u8]) -> Result<Option<Split<'_>>, String> {
+    let Some(body_end) = bytes.len().checked_sub(SIG_FOOTER.len()) else {
+        return Ok(None);
+    };
+    if &bytes[body_end..] != SIG_FOOTER {
+        // A block with more bytes after it: something was appended to a signed file.
+        if let Some(footer) = memchr::memmem::rfind(bytes, SIG_FOOTER)
+            && memchr::memmem::rfind(&bytes[..footer], SIG_HEADER).is_some()
+        {
+            return Err(format!(
+                "{} bytes follow its signature block; a bundle ends with its signature",
+                bytes.len() - footer - SIG_FOOTER.len()
+            ));
+        }
+        return Ok(None);
     }
-    let body_end = bytes.len() - SIG_FOOTER.len();
-    let Some(start) = bytes[..body_end]
+    // The block's framing is exact: the length reaches the padding, and the padding is zeros
+    // up to the footer. Tried from the last header back (the DER may hold the header's bytes).
+    let mut search = &bytes[..body_end];
+    while let Some(start) = search
         .windows(SIG_HEADER.len())
         .rposition(|w| w == SIG_HEADER)
-    else {
-        return (bytes, None);
-    };
-    let block = &bytes[start + SIG_HEADER.len()..body_end];
-    let signature = match block.split_first_chunk::<4>() {
-        Some((len, rest)) => {
-            let len = usize::try_from(u32::from_le_bytes(*len)).unwrap_or(usize::MAX);
-            rest.get(..len).unwrap_or(rest).to_vec()
+    {
+        search = &bytes[..start];
+        let after = start + SIG_HEADER.len();
+        let Some(len) = bytes.get(after..after + 4) else {
+            continue;
+        };
+        let len = u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize;
+        let der_start = after + 4;
+        let Some(der_end) = der_start.checked_add(len).filter(|end| *end <= body_end) else {
+            continue;
+        };
+        if bytes[der_end..body_end].iter().all(|b| *b == 0) {
+            return Ok(Some(Split {
+                zip: &bytes[..start],
+                der: &bytes[der_start..der_end],
+            }));
         }
-        None => Vec::new(),
-    };
-    bytes.truncate(start);
-    (bytes, Some(signature))
+    }
+    Err(
+        "its signature block is malformed: `MCPB_SIG_END` ends the file, but no \
+         `MCPB_SIG_V1` block before it holds exactly its length of signature and zero \
+         padding"
+            .to_owned(),
+    )
+}
+
+/// Where `zip`'s end record is, when its comment ends where `zip` ends (`total == zip.len()`)
+/// or where the whole file ends (`total`: the comment counts the signature block).
+fn end_record(zip: &[u8], total: usize) -> Option<(usize, usize)> {
+    let last = zip.len().checked_sub(EOCD_SIZE)?;
+    (0..=last).rev().take(u16::MAX as usize + 1).find_map(|at| {
+        if &zip[at..at + 4] != EOCD_MAGIC {
+            return None;
+        }
+        let comment = usize::from(u16::from_le_bytes([zip[at + 20], zip[at + 21]]));
+        let ends = at + EOCD_SIZE + comment;
+        (ends == zip.len() || ends == total).then_some((at, comment))
+    })
 }
 
 impl Archive {
     pub(crate) fn open(bytes: Vec<u8>) -> Result<Archive, String> {
-        let whole = bytes.ends_with(SIG_FOOTER).then(|| bytes.clone());
-        let (bytes, signature) = split_signature(bytes);
-        let signature = signature.map(|sig| super::signature::verify(&bytes, &sig));
-        // A signer may have counted the block as the zip's comment: then the zip reads whole.
-        let zip = match (zip::ZipArchive::new(Cursor::new(bytes)), whole) {
-            (Ok(zip), _) => zip,
-            (Err(_), Some(whole)) if signature.is_some() => {
-                zip::ZipArchive::new(Cursor::new(whole))
-                    .map_err(|e| format!("not a zip archive: {e}"))?
+        let (zip, signature) = match split_signature(&bytes)? {
+            None => (bytes, None),
+            Some(split) => {
+                let zip = split.zip.to_vec();
+                let (at, comment) = end_record(&zip, bytes.len()).ok_or(
+                    "its zip does not end where its signature block starts (its end record \
+                     is not there, or its comment runs past the block)",
+                )?;
+                // The zip as it reads alone: its comment is what lies before the block.
+                let mut alone = zip.clone();
+                let own = u16::try_from(zip.len() - at - EOCD_SIZE)
+                    .map_err(|_| "its zip comment is too long".to_owned())?;
+                alone[at + 20..at + 22].copy_from_slice(&own.to_le_bytes());
+                let verdict = if comment + at + EOCD_SIZE == zip.len() {
+                    super::signature::verify(&[&zip], split.der)
+                } else {
+                    super::signature::verify(&[&alone, &zip], split.der)
+                };
+                (alone, Some(verdict))
             }
-            (Err(e), _) => return Err(format!("not a zip archive: {e}")),
         };
+        let zip = zip::ZipArchive::new(Cursor::new(zip))
+            .map_err(|e| format!("not a zip archive: {e}"))?;
         if zip.len() > MAX_ENTRIES {
             return Err(format!("more than {MAX_ENTRIES} entries"));
         }
@@ -96,7 +165,6 @@ impl Archive {
     /// Unpacks every entry into `dir` (an empty folder).
     pub(crate) fn unpack(&mut self, dir: &Path) -> Result<(), String> {
         use std::os::unix::fs::PermissionsExt;
-        let mut links = Vec::new();
         let mut total = 0u64;
         for i in 0..self.zip.len() {
             let mut file = self
@@ -119,19 +187,14 @@ impl Archive {
                 continue;
             }
             if file.is_symlink() {
+                // Refused whatever it points at: a chain of links, each inside the folder as
+                // written, can still lead out of it once the earlier ones are on disk.
                 let mut to = String::new();
-                file.by_ref()
-                    .take(4096)
-                    .read_to_string(&mut to)
-                    .map_err(|e| format!("entry `{name}`: cannot be read: {e}"))?;
-                let from_parent = relative.parent().unwrap_or(Path::new(""));
-                if Path::new(&to).is_absolute() || inside_path(&from_parent.join(&to)).is_none() {
-                    return Err(format!(
-                        "entry `{name}` is a link to `{to}`, outside the bundle's folder"
-                    ));
-                }
-                links.push((target, to, name));
-                continue;
+                let _ = file.by_ref().take(4096).read_to_string(&mut to);
+                return Err(format!(
+                    "entry `{name}` is a symbolic link (to `{}`); a bundle may not hold links",
+                    to.escape_debug()
+                ));
             }
             if let Some(parent) = target.parent() {
                 std::fs::create_dir_all(parent)
@@ -159,14 +222,6 @@ impl Archive {
                 .map_or(0o644, |m| if m & 0o100 != 0 { 0o755 } else { 0o644 });
             out.set_permissions(std::fs::Permissions::from_mode(mode))
                 .map_err(|e| format!("entry `{name}`: {e}"))?;
-        }
-        for (target, to, name) in links {
-            if let Some(parent) = target.parent() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| format!("entry `{name}`: cannot create its folder: {e}"))?;
-            }
-            std::os::unix::fs::symlink(&to, &target)
-                .map_err(|e| format!("entry `{name}`: cannot create the link: {e}"))?;
         }
         Ok(())
     }
@@ -220,18 +275,77 @@ mod tests {
         assert_eq!(inside("C:/evil"), None);
     }
 
+    fn block(der: &[u8], padding: usize) -> Vec<u8> {
+        let mut out = SIG_HEADER.to_vec();
+        out.extend_from_slice(&u32::try_from(der.len()).unwrap().to_le_bytes());
+        out.extend_from_slice(der);
+        out.extend(std::iter::repeat_n(0, padding));
+        out.extend_from_slice(SIG_FOOTER);
+        out
+    }
+
     #[test]
-    fn a_signature_block_is_cut_off() {
+    fn a_signature_block_is_cut_off_exactly() {
+        let zip = b"PK-zip-bytes".to_vec();
+        assert_eq!(split_signature(&zip), Ok(None));
+        let mut bytes = zip.clone();
+        bytes.extend(block(b"sig", 0));
+        let split = split_signature(&bytes).unwrap().unwrap();
+        assert_eq!((split.zip, split.der), (&b"PK-zip-bytes"[..], &b"sig"[..]));
+        // Zero padding (`mcpb apply-signature` pads the block to a fixed size) is allowed.
+        let mut padded = zip.clone();
+        padded.extend(block(b"sig", 40));
+        let split = split_signature(&padded).unwrap().unwrap();
+        assert_eq!((split.zip, split.der), (&b"PK-zip-bytes"[..], &b"sig"[..]));
+    }
+
+    #[test]
+    fn anything_between_the_signature_and_its_footer_is_refused() {
+        // A second archive between the DER and the footer: the wrapping attack.
         let mut bytes = b"PK-zip-bytes".to_vec();
-        let (plain, signature) = split_signature(bytes.clone());
-        assert_eq!(signature, None);
-        assert_eq!(plain, bytes);
+        let mut wrapped = block(b"sig", 0);
+        let footer = wrapped.split_off(wrapped.len() - SIG_FOOTER.len());
+        wrapped.extend_from_slice(b"PK\x03\x04 a second zip PK\x05\x06");
+        wrapped.extend(footer);
+        bytes.extend(wrapped);
+        let err = split_signature(&bytes).unwrap_err();
+        assert!(err.contains("signature block is malformed"), "{err}");
+        // A length that runs past the footer, or a block with no header at all.
+        let mut bytes = b"PK".to_vec();
         bytes.extend_from_slice(SIG_HEADER);
-        bytes.extend_from_slice(&3u32.to_le_bytes());
+        bytes.extend_from_slice(&999u32.to_le_bytes());
         bytes.extend_from_slice(b"sig");
         bytes.extend_from_slice(SIG_FOOTER);
-        let (plain, signature) = split_signature(bytes);
-        assert_eq!(signature.as_deref(), Some(&b"sig"[..]));
-        assert_eq!(plain, b"PK-zip-bytes");
+        assert!(split_signature(&bytes).is_err());
+        assert!(split_signature(SIG_FOOTER).is_err());
+    }
+
+    #[test]
+    fn the_end_record_must_end_at_the_block_or_count_it_as_its_comment() {
+        let mut zip = b"entries".to_vec();
+        zip.extend_from_slice(EOCD_MAGIC);
+        zip.extend_from_slice(&[0; 16]);
+        zip.extend_from_slice(&0u16.to_le_bytes());
+        assert_eq!(end_record(&zip, zip.len() + 50), Some((7, 0)));
+        // The comment counts the 50 bytes of the block.
+        let n = zip.len();
+        zip[n - 2..].copy_from_slice(&50u16.to_le_bytes());
+        assert_eq!(end_record(&zip, zip.len() + 50), Some((7, 50)));
+        // A comment that ends anywhere else (in the middle of the block, past it).
+        zip[n - 2..].copy_from_slice(&20u16.to_le_bytes());
+        assert_eq!(end_record(&zip, zip.len() + 50), None);
+    }
+
+    proptest::proptest! {
+        // Whatever follows a zip, opening it never panics, and a file that does not end in a
+        // well-formed block reads as it is.
+        #[test]
+        fn any_tail_opens_or_is_refused(tail in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200)) {
+            let mut bytes = b"PK\x05\x06".to_vec();
+            bytes.extend_from_slice(&[0; 18]);
+            bytes.extend_from_slice(&tail);
+            bytes.extend_from_slice(SIG_FOOTER);
+            let _ = Archive::open(bytes);
+        }
     }
 }

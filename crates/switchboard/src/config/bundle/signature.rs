@@ -1,13 +1,23 @@
-//! A bundle's signature (`mcpb sign`): a detached PKCS#7 / CMS `SignedData` over the zip's
+//! A bundle's signature (`mcpb sign`): a detached CMS `SignedData` (RFC 5652) over the zip's
 //! bytes. Checked here: the `messageDigest` attribute against the content's digest, the
-//! signature over the signed attributes with one of the certificates it carries, and that
+//! signature over the signed attributes with the certificate the signer info names, and that
 //! certificate's chain to the system's trusted roots for code signing (rustls-webpki; roots
 //! from `rustls-native-certs`, which honours `SSL_CERT_FILE`). No revocation check.
 //!
-//! The DER is read by hand (a few nested TLVs): definite lengths only, as DER is.
+//! The block is decoded with RustCrypto's `cms` (strict DER: definite, minimal lengths and no
+//! trailing bytes). The signature is checked over the signed attributes *as they were sent*
+//! (DER decoding sorts a SET OF, and `mcpb sign`'s node-forge writes them unsorted), so those
+//! bytes, and each certificate's, are taken from the block with `der`'s reader, not re-encoded.
 
+use cms::content_info::ContentInfo;
+use cms::signed_data::{SignedData, SignerIdentifier};
+use der::asn1::{ObjectIdentifier, OctetString};
+use der::{
+    AnyRef, Decode as _, Encode as _, Reader as _, SliceReader, Tag, TagNumber, Tagged as _,
+};
 use rustls::pki_types::{CertificateDer, UnixTime};
 use sha2::Digest as _;
+use x509_cert::Certificate;
 
 /// What the signature says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,108 +30,147 @@ pub(crate) enum Verdict {
     Invalid { why: String },
 }
 
-const OID_SIGNED_DATA: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x07, 0x02];
-const OID_MESSAGE_DIGEST: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x09, 0x04];
-const OID_SHA256: &[u8] = &[0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x01];
-const OID_SHA384: &[u8] = &[0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x02];
-const OID_SHA512: &[u8] = &[0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x03];
-const OID_COMMON_NAME: &[u8] = &[0x55, 0x04, 0x03];
-const OID_ORGANIZATION: &[u8] = &[0x55, 0x04, 0x0a];
-/// id-kp-codeSigning (1.3.6.1.5.5.7.3.3).
+const OID_SIGNED_DATA: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.113549.1.7.2");
+const OID_DATA: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.113549.1.7.1");
+const OID_CONTENT_TYPE: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.113549.1.9.3");
+const OID_MESSAGE_DIGEST: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.113549.1.9.4");
+const OID_SHA256: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.16.840.1.101.3.4.2.1");
+const OID_SHA384: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.16.840.1.101.3.4.2.2");
+const OID_SHA512: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.16.840.1.101.3.4.2.3");
+/// id-kp-codeSigning (1.3.6.1.5.5.7.3.3), as DER contents.
 const EKU_CODE_SIGNING: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x03];
 
-const SEQUENCE: u8 = 0x30;
-const SET: u8 = 0x31;
-const OID: u8 = 0x06;
-const OCTET_STRING: u8 = 0x04;
-const CONTEXT_0: u8 = 0xa0;
-const CONTEXT_1: u8 = 0xa1;
-
-/// One TLV: its tag, its contents, and all of its bytes.
-#[derive(Clone, Copy)]
-struct Tlv<'a> {
-    tag: u8,
-    body: &'a [u8],
-    whole: &'a [u8],
-}
-
-fn read<'a>(input: &mut &'a [u8]) -> Option<Tlv<'a>> {
-    let start = *input;
-    let (&tag, rest) = start.split_first()?;
-    let (&first, mut rest) = rest.split_first()?;
-    let len = if first < 0x80 {
-        usize::from(first)
-    } else {
-        let n = usize::from(first & 0x7f);
-        if n == 0 || n > 4 {
-            return None;
-        }
-        let (bytes, after) = rest.split_at_checked(n)?;
-        rest = after;
-        bytes
-            .iter()
-            .fold(0usize, |acc, b| acc << 8 | usize::from(*b))
-    };
-    let (body, after) = rest.split_at_checked(len)?;
-    let whole = &start[..start.len() - after.len()];
-    *input = after;
-    Some(Tlv { tag, body, whole })
-}
-
-/// The TLVs inside `body`.
-fn children(body: &[u8]) -> Option<Vec<Tlv<'_>>> {
-    let mut input = body;
-    let mut out = Vec::new();
-    while !input.is_empty() {
-        out.push(read(&mut input)?);
-    }
-    Some(out)
-}
-
 /// The parts of a `SignedData` the check needs.
-struct Signed<'a> {
-    certificates: Vec<&'a [u8]>,
-    digest_oid: &'a [u8],
-    /// The `[0]` signed attributes, whole (their tag becomes SET for the signature).
-    signed_attrs: Option<Tlv<'a>>,
-    signature: &'a [u8],
+struct Signed {
+    /// Each certificate as its DER bytes in the block, with its decoded form.
+    certificates: Vec<(Vec<u8>, Certificate)>,
+    digest_oid: ObjectIdentifier,
+    sid: SignerIdentifier,
+    /// The signed attributes as sent, tagged as a SET (what was signed), and the
+    /// `messageDigest` they carry; `None`: the content itself was signed.
+    signed_attrs: Option<(Vec<u8>, Vec<u8>)>,
+    signature: Vec<u8>,
 }
 
-fn parse(der: &[u8]) -> Option<Signed<'_>> {
-    let mut input = der;
-    let info = read(&mut input).filter(|i| i.tag == SEQUENCE)?;
-    let [oid, content] = children(info.body)?[..] else {
-        return None;
-    };
-    if oid.tag != OID || oid.body != OID_SIGNED_DATA || content.tag != CONTEXT_0 {
-        return None;
+/// The elements of a constructed value, as they were sent.
+fn elements(body: &[u8]) -> Result<Vec<AnyRef<'_>>, String> {
+    let mut reader = SliceReader::new(body).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    while !reader.is_finished() {
+        out.push(AnyRef::decode(&mut reader).map_err(|e| e.to_string())?);
     }
-    let signed_data = children(content.body)?.into_iter().next()?;
-    let parts = children(signed_data.body)?;
+    Ok(out)
+}
+
+/// The certificates and the one signer's signed attributes of a `SignedData` as sent.
+struct RawParts {
+    certificates: Vec<Vec<u8>>,
+    signed_attrs: Option<Vec<u8>>,
+}
+
+/// The raw parts of a `SignedData` whose structure `cms` has already checked.
+fn raw_parts(der: &[u8]) -> Result<RawParts, String> {
+    let context = |number: u32| Tag::ContextSpecific {
+        constructed: true,
+        number: TagNumber(number),
+    };
+    let info = AnyRef::from_der(der).map_err(|e| e.to_string())?;
+    let content = elements(info.value())?
+        .get(1)
+        .copied()
+        .ok_or("no content")?;
+    let signed_data = AnyRef::from_der(content.value()).map_err(|e| e.to_string())?;
+    let parts = elements(signed_data.value())?;
     let mut certificates = Vec::new();
-    let mut signer_infos = None;
-    for part in parts.iter().skip(3) {
-        match part.tag {
-            CONTEXT_0 => certificates = children(part.body)?.iter().map(|c| c.whole).collect(),
-            CONTEXT_1 => {}
-            SET => signer_infos = Some(*part),
-            _ => return None,
+    if let Some(set) = parts.iter().find(|p| p.tag() == context(0)) {
+        for cert in elements(set.value())? {
+            certificates.push(cert.to_der().map_err(|e| e.to_string())?);
         }
     }
-    let signer = children(signer_infos?.body)?.into_iter().next()?;
-    let fields = children(signer.body)?;
-    // version, sid, digestAlgorithm, [0] signedAttrs?, signatureAlgorithm, signature, ...
-    let digest_oid = children(fields.get(2)?.body)?.first()?.body;
-    let (signed_attrs, rest) = match fields.get(3) {
-        Some(attrs) if attrs.tag == CONTEXT_0 => (Some(*attrs), fields.get(4..)?),
-        _ => (None, fields.get(3..)?),
+    let signer_infos = parts.last().ok_or("no signer infos")?;
+    let signer = elements(signer_infos.value())?
+        .first()
+        .copied()
+        .ok_or("no signer info")?;
+    let attrs = match elements(signer.value())?
+        .into_iter()
+        .find(|p| p.tag() == context(0))
+    {
+        Some(attrs) => {
+            let mut bytes = attrs.to_der().map_err(|e| e.to_string())?;
+            // `[0] IMPLICIT` on the wire; the signature is over the SET.
+            bytes[0] = 0x31;
+            Some(bytes)
+        }
+        None => None,
     };
-    let signature = rest.get(1).filter(|s| s.tag == OCTET_STRING)?.body;
-    Some(Signed {
+    Ok(RawParts {
         certificates,
-        digest_oid,
+        signed_attrs: attrs,
+    })
+}
+
+fn parse(der: &[u8]) -> Result<Signed, String> {
+    let info = ContentInfo::from_der(der).map_err(|e| format!("not CMS: {e}"))?;
+    if info.content_type != OID_SIGNED_DATA {
+        return Err(format!(
+            "its content is {}, not signed data",
+            info.content_type
+        ));
+    }
+    let data: SignedData = info
+        .content
+        .decode_as()
+        .map_err(|e| format!("its signed data: {e}"))?;
+    if data.encap_content_info.econtent.is_some() {
+        return Err("it carries content of its own (not a detached signature)".to_owned());
+    }
+    let [signer] = data.signer_infos.0.as_slice() else {
+        return Err(format!(
+            "it has {} signers, not one",
+            data.signer_infos.0.len()
+        ));
+    };
+    let RawParts {
+        certificates: raw_certs,
+        signed_attrs: raw_attrs,
+    } = raw_parts(der)?;
+    // Each certificate's own bytes (the decoded set is sorted, and a re-encoding could differ
+    // from what its issuer signed); a `[3]` other format is no certificate here.
+    let certificates = raw_certs
+        .into_iter()
+        .filter_map(|raw| Certificate::from_der(&raw).ok().map(|cert| (raw, cert)))
+        .collect();
+    let signed_attrs = match (&signer.signed_attrs, raw_attrs) {
+        (Some(attrs), Some(raw)) => {
+            let mut digests = attrs.iter().filter(|a| a.oid == OID_MESSAGE_DIGEST);
+            let (Some(digest), None) = (digests.next(), digests.next()) else {
+                return Err("its signed attributes do not hold one message digest".to_owned());
+            };
+            let [value] = digest.values.as_slice() else {
+                return Err("its message digest attribute holds more than one value".to_owned());
+            };
+            let digest: OctetString = value
+                .decode_as()
+                .map_err(|e| format!("its message digest: {e}"))?;
+            if let Some(kind) = attrs.iter().find(|a| a.oid == OID_CONTENT_TYPE) {
+                let is_data = matches!(kind.values.as_slice(), [v]
+                    if v.decode_as::<ObjectIdentifier>().ok() == Some(OID_DATA));
+                if !is_data {
+                    return Err("its signed content type is not data".to_owned());
+                }
+            }
+            Some((raw, digest.as_bytes().to_vec()))
+        }
+        (None, None) => None,
+        _ => return Err("its signed attributes cannot be read".to_owned()),
+    };
+    Ok(Signed {
+        certificates,
+        digest_oid: signer.digest_alg.oid,
+        sid: signer.sid.clone(),
         signed_attrs,
-        signature,
+        signature: signer.signature.as_bytes().to_vec(),
     })
 }
 
@@ -141,7 +190,7 @@ static SHA384_ALGS: Algorithms = &[
 static SHA512_ALGS: Algorithms = &[webpki::ring::RSA_PKCS1_2048_8192_SHA512];
 
 /// The content's digest with the algorithm named, and the signature algorithms to try.
-fn digest(oid: &[u8], content: &[u8]) -> Option<(Vec<u8>, Algorithms)> {
+fn digest(oid: ObjectIdentifier, content: &[u8]) -> Option<(Vec<u8>, Algorithms)> {
     Some(match oid {
         OID_SHA256 => (sha2::Sha256::digest(content).to_vec(), SHA256_ALGS),
         OID_SHA384 => (sha2::Sha384::digest(content).to_vec(), SHA384_ALGS),
@@ -150,93 +199,91 @@ fn digest(oid: &[u8], content: &[u8]) -> Option<(Vec<u8>, Algorithms)> {
     })
 }
 
-/// The `messageDigest` attribute's value.
-fn message_digest<'a>(attrs: &Tlv<'a>) -> Option<&'a [u8]> {
-    children(attrs.body)?.into_iter().find_map(|attr| {
-        let parts = children(attr.body)?;
-        let (oid, values) = (parts.first()?, parts.get(1)?);
-        (oid.body == OID_MESSAGE_DIGEST)
-            .then(|| children(values.body)?.first().map(|v| v.body))
+/// Whether `cert` is the one `sid` names.
+fn names(sid: &SignerIdentifier, cert: &Certificate) -> bool {
+    let tbs = cert.tbs_certificate();
+    match sid {
+        SignerIdentifier::IssuerAndSerialNumber(id) => {
+            id.issuer == *tbs.issuer() && id.serial_number == *tbs.serial_number()
+        }
+        SignerIdentifier::SubjectKeyIdentifier(ski) => tbs
+            .get_extension::<x509_cert::ext::pkix::SubjectKeyIdentifier>()
+            .ok()
             .flatten()
-    })
+            .is_some_and(|(_, own)| own == *ski),
+    }
 }
 
 /// The certificate's subject for people: its common name, else its organisation.
-fn subject_name(cert: &[u8]) -> Option<String> {
-    let mut input = cert;
-    let cert = read(&mut input)?;
-    let tbs = children(cert.body)?.into_iter().next()?;
-    let fields = children(tbs.body)?;
-    // [0] version?, serial, signature, issuer, validity, subject
-    let skip = usize::from(fields.first()?.tag == CONTEXT_0);
-    let subject = fields.get(skip + 4)?;
-    let mut by_oid = Vec::new();
-    for set in children(subject.body)? {
-        for pair in children(set.body)? {
-            let parts = children(pair.body)?;
-            by_oid.push((parts.first()?.body, parts.get(1)?.body));
-        }
-    }
-    [OID_COMMON_NAME, OID_ORGANIZATION].iter().find_map(|want| {
-        by_oid
-            .iter()
-            .find(|(oid, _)| oid == want)
-            .map(|(_, value)| String::from_utf8_lossy(value).into_owned())
-    })
+fn subject_name(cert: &Certificate) -> Option<String> {
+    let subject = cert.tbs_certificate().subject();
+    let name = match subject.common_name() {
+        Ok(Some(cn)) => Some(cn),
+        _ => subject.organization().ok().flatten(),
+    };
+    name.map(|n| n.value().into_owned())
 }
 
-/// Checks `pkcs7` as a detached signature of `content`.
-pub(crate) fn verify(content: &[u8], pkcs7: &[u8]) -> Verdict {
-    let invalid = |why: &str| Verdict::Invalid {
-        why: why.to_owned(),
-    };
-    let Some(signed) = parse(pkcs7) else {
-        return invalid("the signature block is not a PKCS#7 signature Switchboard can read");
-    };
-    let Some((digest, algorithms)) = digest(signed.digest_oid, content) else {
-        return invalid("its digest algorithm is not SHA-256, SHA-384 nor SHA-512");
-    };
-    // What was signed: the attributes (as a SET), which name the content's digest; else the
-    // content itself.
-    let attrs_as_set;
-    let message: &[u8] = match &signed.signed_attrs {
-        Some(attrs) => {
-            if message_digest(attrs) != Some(digest.as_slice()) {
-                return invalid("the archive does not match what was signed");
-            }
-            let mut bytes = attrs.whole.to_vec();
-            bytes[0] = SET;
-            attrs_as_set = bytes;
-            &attrs_as_set
+/// What the signature of `content` has to say, given the digest the block's attributes name.
+fn what_was_signed<'a>(signed: &'a Signed, digest: &[u8], content: &'a [u8]) -> Option<&'a [u8]> {
+    match &signed.signed_attrs {
+        Some((attrs, named)) => (named.as_slice() == digest).then_some(attrs.as_slice()),
+        None => Some(content),
+    }
+}
+
+/// Checks `pkcs7` as a detached signature of one of `contents` (the same archive, its end
+/// record's comment length as written and as it reads alone; see `archive.rs`).
+pub(crate) fn verify(contents: &[&[u8]], pkcs7: &[u8]) -> Verdict {
+    let invalid = |why: String| Verdict::Invalid { why };
+    let signed = match parse(pkcs7) {
+        Ok(signed) => signed,
+        Err(why) => {
+            return invalid(format!(
+                "the signature block is not a CMS signature Switchboard can read ({why})"
+            ));
         }
-        None => content,
     };
-    let certs: Vec<CertificateDer<'_>> = signed
+    let mut matched = None;
+    for content in contents {
+        let Some((digest, algorithms)) = digest(signed.digest_oid, content) else {
+            return invalid("its digest algorithm is not SHA-256, SHA-384 nor SHA-512".to_owned());
+        };
+        if let Some(message) = what_was_signed(&signed, &digest, content) {
+            matched = Some((message, algorithms));
+            break;
+        }
+    }
+    let Some((message, algorithms)) = matched else {
+        return invalid("the archive does not match what was signed".to_owned());
+    };
+    let Some(index) = signed
         .certificates
         .iter()
-        .map(|c| CertificateDer::from(*c))
-        .collect();
-    let signer = certs.iter().enumerate().find_map(|(i, der)| {
-        let cert = webpki::EndEntityCert::try_from(der).ok()?;
-        algorithms
-            .iter()
-            .any(|alg| {
-                cert.verify_signature(*alg, message, signed.signature)
-                    .is_ok()
-            })
-            .then_some(i)
-    });
-    let Some(index) = signer else {
-        return invalid("no certificate it carries made this signature");
+        .position(|(_, cert)| names(&signed.sid, cert))
+    else {
+        return invalid("it does not carry the certificate of its signer".to_owned());
     };
-    let name = subject_name(&certs[index]).unwrap_or_else(|| "an unnamed certificate".to_owned());
-    let intermediates: Vec<CertificateDer<'_>> = certs
+    let der = CertificateDer::from(signed.certificates[index].0.as_slice());
+    let verified = webpki::EndEntityCert::try_from(&der).is_ok_and(|cert| {
+        algorithms.iter().any(|alg| {
+            cert.verify_signature(*alg, message, &signed.signature)
+                .is_ok()
+        })
+    });
+    if !verified {
+        return invalid("its signer's certificate did not make this signature".to_owned());
+    }
+    let name = subject_name(&signed.certificates[index].1)
+        .unwrap_or_else(|| "an unnamed certificate".to_owned());
+    let intermediates: Vec<CertificateDer<'_>> = signed
+        .certificates
         .iter()
         .enumerate()
         .filter(|(i, _)| *i != index)
-        .map(|(_, c)| c.clone())
+        .map(|(_, (raw, _))| CertificateDer::from(raw.as_slice()))
         .collect();
-    match chain(&certs[index], &intermediates) {
+    match chain(&der, &intermediates) {
         Ok(()) => Verdict::Trusted { signer: name },
         Err(why) => Verdict::Untrusted { signer: name, why },
     }
@@ -280,17 +327,60 @@ fn chain(cert: &CertificateDer<'_>, intermediates: &[CertificateDer<'_>]) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn what_is_not_a_signature_is_invalid() {
-        assert!(matches!(
-            verify(b"zip", b"\x30\x03\x02\x01\x01"),
-            Verdict::Invalid { .. }
-        ));
-        assert!(matches!(verify(b"zip", b""), Verdict::Invalid { .. }));
-        assert!(matches!(
-            verify(b"zip", b"\x30\x84\xff\xff\xff\xff"),
-            Verdict::Invalid { .. }
-        ));
+        for block in [
+            &b"\x30\x03\x02\x01\x01"[..],
+            b"",
+            b"\x30\x84\xff\xff\xff\xff",
+            // A SEQUENCE, then a byte after it.
+            b"\x30\x00\x00",
+        ] {
+            assert!(
+                matches!(verify(&[b"zip"], block), Verdict::Invalid { .. }),
+                "{block:?}"
+            );
+        }
+    }
+
+    proptest! {
+        // The block comes from the bundle's author: no input makes the reader panic, and
+        // nothing but a real signature is ever more than invalid.
+        #[test]
+        fn any_bytes_are_at_worst_invalid(block in proptest::collection::vec(any::<u8>(), 0..600)) {
+            let verdict = verify(&[b"zip"], &block);
+            prop_assert!(matches!(verdict, Verdict::Invalid { .. }), "{:?}", verdict);
+        }
+
+        // DER-shaped input (a SEQUENCE holding the signed-data OID and random TLVs) reaches
+        // the deeper parts of the reader.
+        #[test]
+        fn der_shaped_bytes_are_at_worst_invalid(
+            inner in proptest::collection::vec(any::<u8>(), 0..300),
+        ) {
+            let oid = [0x06u8, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x07, 0x02];
+            let mut content = vec![0xa0u8];
+            push_len(&mut content, inner.len());
+            content.extend_from_slice(&inner);
+            let mut body = oid.to_vec();
+            body.extend_from_slice(&content);
+            let mut block = vec![0x30u8];
+            push_len(&mut block, body.len());
+            block.extend_from_slice(&body);
+            let verdict = verify(&[b"zip"], &block);
+            prop_assert!(matches!(verdict, Verdict::Invalid { .. }), "{:?}", verdict);
+        }
+    }
+
+    fn push_len(out: &mut Vec<u8>, len: usize) {
+        if len < 0x80 {
+            out.push(len as u8);
+        } else if len < 0x100 {
+            out.extend_from_slice(&[0x81, len as u8]);
+        } else {
+            out.extend_from_slice(&[0x82, (len >> 8) as u8, len as u8]);
+        }
     }
 }
