@@ -811,33 +811,51 @@ fn decide(
     Ok(ExitCode::SUCCESS)
 }
 
-/// What approving a project entry lets run: the resolved command, its arguments, the names
-/// of the variables it sets (not their values), or the URL it connects to.
+/// What approving a project entry lets run: the resolved command, its arguments, every
+/// variable it sets (with the value as written; a value whose name looks secret keeps only its
+/// `${VAR}` references), the URL it connects to, its headers (masked as written), and every
+/// command it can run besides: a `headersHelper`, a proxy's `tokenCommand`.
 pub(crate) fn describe_for_approval(entry: &switchboard::config::ServerEntry) -> String {
+    use switchboard::config::{TokenSource, Transport};
     let mut text = format!(
         "`{}` from {}:\n",
         entry.name,
         clean_line(&entry.origin.to_string())
     );
+    // A value as the project's file wrote it (before `${VAR}` expansion), else as read.
+    let written = |field: &str, key: &str, read: &str| -> String {
+        let raw = entry.raw.get(field).and_then(|m| m.get(key));
+        let value = raw.and_then(Value::as_str).unwrap_or(read);
+        if looks_secret(key) || field == "headers" {
+            switchboard::redact::mask_written(value)
+        } else {
+            value.to_owned()
+        }
+    };
+    let pairs = |field: &str, map: &BTreeMap<String, String>, sep: &str| -> String {
+        map.iter()
+            .map(|(k, v)| {
+                let value = Value::String(written(field, k, v)).to_string();
+                clean_line(&format!("{k}{sep}{value}")).into_owned()
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let quoted = |args: &[String]| -> String {
+        args.iter()
+            .map(|a| clean_line(&Value::String(a.clone()).to_string()).into_owned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
     match &entry.config {
         Ok(config) => match &config.transport {
-            switchboard::config::Transport::Stdio(stdio) => {
+            Transport::Stdio(stdio) => {
                 text.push_str(&format!("  command: {}\n", clean_line(&stdio.command)));
                 if !stdio.args.is_empty() {
-                    let args: Vec<String> = stdio
-                        .args
-                        .iter()
-                        .map(|a| clean_line(&Value::String(a.clone()).to_string()).into_owned())
-                        .collect();
-                    text.push_str(&format!("  args: {}\n", args.join(" ")));
+                    text.push_str(&format!("  args: {}\n", quoted(&stdio.args)));
                 }
                 if !stdio.env.is_empty() {
-                    let names: Vec<String> = stdio
-                        .env
-                        .keys()
-                        .map(|k| clean_line(k).into_owned())
-                        .collect();
-                    text.push_str(&format!("  env: {}\n", names.join(", ")));
+                    text.push_str(&format!("  env: {}\n", pairs("env", &stdio.env, "=")));
                 }
                 if let Some(cwd) = &stdio.cwd {
                     text.push_str(&format!(
@@ -846,11 +864,41 @@ pub(crate) fn describe_for_approval(entry: &switchboard::config::ServerEntry) ->
                     ));
                 }
             }
-            transport => text.push_str(&format!(
-                "  {}: {}\n",
-                transport.type_name(),
-                clean_line(&transport.target())
-            )),
+            transport => {
+                text.push_str(&format!(
+                    "  {}: {}\n",
+                    transport.type_name(),
+                    clean_line(&transport.target())
+                ));
+                let (headers, helper) = match transport {
+                    Transport::Http(r) | Transport::Sse(r) | Transport::WebSocket(r) => {
+                        (Some(&r.headers), r.headers_helper.as_deref())
+                    }
+                    Transport::Proxy(p) => (Some(&p.headers), None),
+                    _ => (None, None),
+                };
+                if let Some(headers) = headers.filter(|h| !h.is_empty()) {
+                    text.push_str(&format!("  headers: {}\n", pairs("headers", headers, ": ")));
+                }
+                if let Some(helper) = helper {
+                    text.push_str(&format!(
+                        "  headersHelper, a shell command it runs: {}\n",
+                        clean_line(helper)
+                    ));
+                }
+                if let Transport::Proxy(proxy) = transport {
+                    match &proxy.token {
+                        TokenSource::Command(argv) => text.push_str(&format!(
+                            "  tokenCommand, a command it runs: {}\n",
+                            quoted(argv)
+                        )),
+                        TokenSource::Env(var) => {
+                            text.push_str(&format!("  tokenEnv: {}\n", clean_line(var)));
+                        }
+                        TokenSource::Provider => {}
+                    }
+                }
+            }
         },
         Err(issue) => text.push_str(&format!(
             "  invalid, it will not start: {}\n",
@@ -858,6 +906,25 @@ pub(crate) fn describe_for_approval(entry: &switchboard::config::ServerEntry) ->
         )),
     }
     text
+}
+
+/// Whether a variable's or header's name says its value is a secret.
+fn looks_secret(name: &str) -> bool {
+    let name = name.to_ascii_uppercase();
+    [
+        "TOKEN",
+        "SECRET",
+        "KEY",
+        "PASSWORD",
+        "PASSWD",
+        "AUTH",
+        "CREDENTIAL",
+        "COOKIE",
+        "SESSION",
+        "PRIVATE",
+    ]
+    .iter()
+    .any(|word| name.contains(word))
 }
 
 /// Asks on the terminal whether to go ahead; anything but yes is no.
