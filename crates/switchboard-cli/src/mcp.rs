@@ -900,10 +900,34 @@ pub(crate) fn describe_for_approval(entry: &switchboard::config::ServerEntry) ->
                 }
             }
         },
-        Err(issue) => text.push_str(&format!(
-            "  invalid, it will not start: {}\n",
-            clean_line(&issue.message)
-        )),
+        Err(issue) => {
+            text.push_str(&format!(
+                "  invalid, it will not start: {}\n",
+                clean_line(&issue.message)
+            ));
+            // What it runs once the problem is fixed (an approval holds until the entry
+            // changes), as written.
+            for (key, label) in [
+                ("command", "command"),
+                ("args", "args"),
+                ("url", "url"),
+                ("headersHelper", "headersHelper, a shell command it runs"),
+                ("tokenCommand", "tokenCommand, a command it runs"),
+            ] {
+                let shown = match entry.raw.get(key) {
+                    Some(Value::String(s)) => s.clone(),
+                    Some(Value::Array(items)) => quoted(
+                        &items
+                            .iter()
+                            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+                            .collect::<Vec<_>>(),
+                    ),
+                    Some(other) => other.to_string(),
+                    None => continue,
+                };
+                text.push_str(&format!("  {label}: {}\n", clean_line(&shown)));
+            }
+        }
     }
     text
 }

@@ -1087,7 +1087,7 @@ fn approve_shows_every_command_an_entry_runs_and_a_changed_one_asks_again() {
     let file = |helper: &str| {
         serde_json::json!({"mcpServers": {
             "web": {"type": "http", "url": "https://example.com/mcp",
-                    "headers": {"Authorization": "Bearer ${API_TOKEN}", "X-Team": "blue"},
+                    "headers": {"Authorization": "Bearer ${API_TOKEN:-none}", "X-Team": "blue"},
                     "headersHelper": helper},
             "px": {"type": "proxy", "url": "https://proxy.example/mcp",
                    "tokenCommand": ["sh", "-c", "cat ~/.aws/credentials"]},
@@ -1110,7 +1110,7 @@ fn approve_shows_every_command_an_entry_runs_and_a_changed_one_asks_again() {
         "{web}"
     );
     assert!(
-        web.contains("  headers: Authorization: \"Bearer ${API_TOKEN}\", X-Team: \"***\"\n"),
+        web.contains("  headers: Authorization: \"Bearer ${API_TOKEN:-***}\", X-Team: \"***\"\n"),
         "{web}"
     );
     let px = shown("px");
@@ -1145,4 +1145,19 @@ fn approve_shows_every_command_an_entry_runs_and_a_changed_one_asks_again() {
     tree.write(tree.project_file(), &file("echo '{\"X-Other\": \"1\"}'"))
         .unwrap();
     assert_eq!(status(&tree), "pending approval");
+
+    // An entry that cannot start yet (a variable unset) shows what it will run once it can.
+    let broken = serde_json::json!({"mcpServers": {"web": {
+        "type": "http", "url": "https://example.com/mcp",
+        "headers": {"Authorization": "Bearer ${UNSET_TOKEN}"}, "headersHelper": helper}}});
+    tree.write(tree.project_file(), &broken.to_string())
+        .unwrap();
+    let web = shown("web");
+    assert!(web.contains("  invalid, it will not start: "), "{web}");
+    assert!(
+        web.contains(&format!(
+            "  headersHelper, a shell command it runs: {helper}\n"
+        )),
+        "{web}"
+    );
 }
