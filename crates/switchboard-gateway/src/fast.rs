@@ -57,25 +57,23 @@ use futures::future::BoxFuture;
 use rmcp::ErrorData;
 use rmcp::model::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-    ElicitResult, ErrorCode, InitializeRequestParams, ListRootsResult, ProtocolVersion, Root,
+    ElicitResult, InitializeRequestParams, ListRootsResult, ProtocolVersion, Root,
 };
 use serde_json::{Map, Value, json};
 use switchboard::Progress;
-use switchboard::host::CallOptions;
 use switchboard::interaction::{Interaction, MAX_ANSWER_WAIT};
-use switchboard::permissions::{CallSource, PermissionPrompter};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::cluster::Purpose;
-use crate::forward::{Asker, ElicitingPrompter};
+use crate::forward::Asker;
 use crate::replicas::{Edge, FORWARDED};
 use crate::sessions::SealedSession;
 
+use crate::call::Asking;
 use crate::http::{SESSION_ID, read_body};
 use crate::oauth::Identity;
-use crate::search::{CALL_TOOL, SEARCH_TOOL};
-use crate::session::{TracedCall, call_value, called_tool, record};
+use crate::search::SEARCH_TOOL;
 use crate::sessions::Sessions;
 use crate::{Gateway, ToolSearch};
 
@@ -285,8 +283,10 @@ impl Fast {
         }
     }
 
-    /// Runs a call the way the session handler's `call_tool` does: the JSON-RPC result or
-    /// error.
+    /// Runs a call through [`crate::call`], as the session handler's `call_tool` does, and
+    /// writes its result as rmcp writes one for an initialize-era client. `None`: its client
+    /// cancelled it, and a cancelled request gets no answer (as rmcp does, and as the
+    /// specification asks).
     async fn call(
         &self,
         link: &Link,
@@ -295,54 +295,40 @@ impl Fast {
         id: &Value,
         call: CallRequest,
         asking: Asking,
-    ) -> Result<Value, ErrorData> {
+    ) -> Option<Result<Value, ErrorData>> {
         let CallRequest {
             name,
             arguments,
             traceparent,
             ..
         } = call;
-        let (name, arguments) =
-            if self.gateway.tool_search() != ToolSearch::Off && name == CALL_TOOL {
-                let (name, arguments) = crate::search::call_request(Some(&arguments))?;
-                (name, arguments.unwrap_or_default())
-            } else {
-                (name, arguments)
-            };
-        let name = called_tool(&self.gateway, &name, identity).await?;
-        let traced = TracedCall::start(&self.gateway, &name, traceparent.as_deref());
-        let options = CallOptions {
-            source: CallSource::Gateway {
-                client: link.client.clone(),
-            },
-            interaction: Some(asking.interaction),
-            prompter: asking.prompter,
-            progress: asking.progress,
-            meta: traced.as_ref().map(TracedCall::meta),
-            ..CallOptions::default()
+        let call = match crate::call::resolve(&self.gateway, &name, arguments, identity).await {
+            Ok(call) => call,
+            Err(refused) => return Some(Err(refused)),
         };
+        let name = call.name.clone();
         let in_flight = InFlight::new(self, session, id);
-        // Boxed: the call's future is large (about 9 KB).
-        let call = Box::pin(self.gateway.host().call(&name, arguments, options));
-        let started = Instant::now();
-        let outcome = tokio::select! {
-            outcome = call => outcome,
-            () = in_flight.cancelled.cancelled() => {
-                if let Some(traced) = traced {
-                    traced.cancelled();
-                }
-                // Dropping the call cancelled it upstream.
-                return Err(ErrorData::new(ErrorCode::INTERNAL_ERROR, "cancelled by the client", None));
-            }
-        };
-        drop(in_flight);
-        record(self.gateway.metrics(), &name, started, &outcome);
-        if let Some(traced) = traced {
-            traced.end(&outcome);
+        let answer = crate::call::run(
+            &self.gateway,
+            call,
+            link.client.clone(),
+            traceparent.as_deref(),
+            asking,
+            in_flight.cancelled.cancelled(),
+        )
+        .await;
+        if in_flight.cancelled.is_cancelled() {
+            return None;
         }
-        let mut result = call_value(outcome)?;
-        // As rmcp answers an initialize-era client: no `resultType` (a 2026-07-28 server's
-        // result has one), `content` always there.
+        drop(in_flight);
+        Some(answer.and_then(|result| initialize_era(&name, result)))
+    }
+}
+
+/// A tool's result as rmcp writes it for an initialize-era client: no `resultType` (a
+/// 2026-07-28 server's result has one), `content` always there.
+fn initialize_era(name: &str, mut result: Value) -> Result<Value, ErrorData> {
+    {
         let Value::Object(fields) = &mut result else {
             return Err(ErrorData::internal_error(
                 format!("{name}: an unexpected result: not an object"),
@@ -353,15 +339,8 @@ impl Fast {
         if !fields.contains_key("content") {
             fields.insert("content".to_owned(), Value::Array(Vec::new()));
         }
-        Ok(result)
     }
-}
-
-/// What a call's questions and progress go to.
-struct Asking {
-    interaction: Interaction,
-    prompter: Option<Arc<dyn PermissionPrompter>>,
-    progress: Option<mpsc::UnboundedSender<Progress>>,
+    Ok(result)
 }
 
 /// The middleware (see the module's doc).
@@ -465,7 +444,10 @@ async fn answer_call(
         let answer = fast
             .call(&link, &session, identity.as_ref(), &id, call, asking)
             .await;
-        return json_answer(&id, answer);
+        return match answer {
+            Some(answer) => json_answer(&id, answer),
+            None => event_stream(futures::stream::empty()),
+        };
     }
     let (out, mut outbox) = mpsc::unbounded_channel::<Vec<u8>>();
     let asker = Arc::new(StreamAsker {
@@ -473,17 +455,12 @@ async fn answer_call(
         session: session.clone(),
         out: out.clone(),
     });
-    let interaction = crate::forward::forwarding_interaction(&link.capabilities, asker.clone());
-    let prompter = ElicitingPrompter::for_client(&link.capabilities, asker);
     let token = call.progress.clone();
     let call_id = id.clone();
     let running = async move {
         let (progress, mut progressed) = mpsc::unbounded_channel();
-        let asking = Asking {
-            interaction,
-            prompter,
-            progress: token.is_some().then_some(progress),
-        };
+        let progress = token.is_some().then_some(progress);
+        let asking = Asking::new(Some(&link.capabilities), asker, progress);
         let call = fast.call(&link, &session, identity.as_ref(), &call_id, call, asking);
         tokio::pin!(call);
         let answer = loop {
@@ -513,13 +490,13 @@ async fn answer_call(
             Ok(first) => {
                 let rest = std::iter::once(first).chain(std::iter::from_fn(|| outbox.try_recv().ok()));
                 let mut events: Vec<u8> = rest.flat_map(|m| event(&m)).collect();
-                match answer_bytes(&id, &answer) {
-                    Ok(answer) => events.extend(event(&answer)),
-                    Err(e) => tracing::warn!("a call's answer could not be written: {e}"),
-                }
+                events.extend(answer_event(&id, answer.as_ref()));
                 return event_stream(futures::stream::iter([Ok(events)]));
             }
-            Err(_) => return json_answer(&id, answer),
+            Err(_) => return match answer {
+                Some(answer) => json_answer(&id, answer),
+                None => event_stream(futures::stream::empty()),
+            },
         },
     };
     // Something went to the client: the rest of the call streams.
@@ -538,10 +515,7 @@ async fn answer_call(
                     let mut last: Vec<u8> = std::iter::from_fn(|| outbox.try_recv().ok())
                         .flat_map(|m| event(&m))
                         .collect();
-                    match answer_bytes(&id, &answer) {
-                        Ok(answer) => last.extend(event(&answer)),
-                        Err(e) => tracing::warn!("a call's answer could not be written: {e}"),
-                    }
+                    last.extend(answer_event(&id, answer.as_ref()));
                     let _ = events.send(last).await;
                     return;
                 }
@@ -564,13 +538,10 @@ async fn answer_call(
 /// not close it while a client's user thinks.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
-/// A message as one server-sent event.
+/// A message (JSON text) as one server-sent event, as rmcp writes them.
 fn event(message: &[u8]) -> Vec<u8> {
-    let mut event = Vec::with_capacity(message.len() + 24);
-    event.extend_from_slice(b"event: message\ndata: ");
-    event.extend_from_slice(message);
-    event.extend_from_slice(b"\n\n");
-    event
+    let data = String::from_utf8_lossy(message).into_owned();
+    bytes::Bytes::from(sse_stream::Sse::default().event("message").data(data)).into()
 }
 
 /// An event stream response of `chunks`.
@@ -585,15 +556,14 @@ where
     response
 }
 
-/// A server's progress as the client's `notifications/progress` for its `token`.
+/// A server's progress as the client's `notifications/progress` for its `token` (a string or
+/// a number, as [`CallRequest::from_params`] takes them), written by the one encoder the
+/// session handler uses too ([`crate::progress_notification`]).
 fn progress_message(token: &Value, progress: Progress) -> Vec<u8> {
-    let mut params = json!({"progressToken": token, "progress": progress.progress});
-    if let Some(total) = progress.total {
-        params["total"] = json!(total);
-    }
-    if let Some(message) = progress.message {
-        params["message"] = Value::String(message);
-    }
+    let params = serde_json::from_value::<rmcp::model::ProgressToken>(token.clone())
+        .map(|token| crate::progress_notification(token, progress))
+        .and_then(serde_json::to_value)
+        .unwrap_or_default();
     json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
         .to_string()
         .into_bytes()
@@ -858,6 +828,20 @@ fn json_answer(id: &Value, answer: Result<Value, ErrorData>) -> Response {
         .headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
+}
+
+/// A call's answer as the last event of its stream; nothing for a cancelled call.
+fn answer_event(id: &Value, answer: Option<&Result<Value, ErrorData>>) -> Vec<u8> {
+    let Some(answer) = answer else {
+        return Vec::new();
+    };
+    match answer_bytes(id, answer) {
+        Ok(answer) => event(&answer),
+        Err(e) => {
+            tracing::warn!("a call's answer could not be written: {e}");
+            Vec::new()
+        }
+    }
 }
 
 /// A JSON-RPC answer's bytes.

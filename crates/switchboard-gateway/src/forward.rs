@@ -46,13 +46,11 @@ pub trait Asker: Send + Sync + std::fmt::Debug {
     fn roots(&self) -> BoxFuture<'_, Result<Vec<Root>, String>>;
 }
 
-/// The interaction of one call of an initialize-era client: each question is a request to
+/// The interaction of one request of an initialize-era client: each question is a request to
 /// `peer`, for what it declared.
 pub fn downstream_interaction(peer: &Peer<RoleServer>) -> Interaction {
     match client_capabilities(peer) {
-        Some(capabilities) => {
-            forwarding_interaction(&capabilities, Arc::new(PeerAsker { peer: peer.clone() }))
-        }
+        Some(capabilities) => forwarding_interaction(&capabilities, PeerAsker::shared(peer)),
         None => upstream_interaction(),
     }
 }
@@ -119,8 +117,14 @@ impl Sampler for Nobody {
 
 /// Asks over an initialize-era session: requests to the client.
 #[derive(Debug)]
-struct PeerAsker {
+pub(crate) struct PeerAsker {
     peer: Peer<RoleServer>,
+}
+
+impl PeerAsker {
+    pub(crate) fn shared(peer: &Peer<RoleServer>) -> Arc<dyn Asker> {
+        Arc::new(PeerAsker { peer: peer.clone() })
+    }
 }
 
 impl Asker for PeerAsker {
@@ -251,7 +255,7 @@ impl ElicitingPrompter {
     /// `None` when the client did not declare elicitation (the call is then denied).
     pub fn for_peer(peer: &Peer<RoleServer>) -> Option<Arc<dyn PermissionPrompter>> {
         let capabilities = client_capabilities(peer)?;
-        Self::for_client(&capabilities, Arc::new(PeerAsker { peer: peer.clone() }))
+        Self::for_client(&capabilities, PeerAsker::shared(peer))
     }
 
     /// Asks through `asker`; `None` when the client did not declare elicitation.

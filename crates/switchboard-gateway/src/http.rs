@@ -267,8 +267,9 @@ impl HttpGateway {
             sessions.clone(),
             edge.clone(),
         ));
+        let fast_path = served_gateway.fast_path();
         // Alone (no replicas), a call from the static token's client goes straight in.
-        let door = cluster.is_none().then(|| FastDoor {
+        let door = (fast_path && cluster.is_none()).then(|| FastDoor {
             fast: fast.clone(),
             guard: guard.clone(),
             sessions: sessions.clone(),
@@ -281,22 +282,23 @@ impl HttpGateway {
         // wraps for every request, and rmcp's service is a deep copy (its whole config), made
         // only for the requests that reach it.
         let service = Arc::new(service);
-        let mut mcp = Router::new()
-            .route(
-                MCP_PATH,
-                any(move |request: Request| {
-                    let service = service.clone();
-                    async move { service.handle(request).await.map(Body::new) }
-                }),
-            )
-            .layer(axum::middleware::from_fn_with_state(
+        let mut mcp = Router::new().route(
+            MCP_PATH,
+            any(move |request: Request| {
+                let service = service.clone();
+                async move { service.handle(request).await.map(Body::new) }
+            }),
+        );
+        if fast_path {
+            mcp = mcp.layer(axum::middleware::from_fn_with_state(
                 fast,
                 crate::fast::serve,
-            ))
-            .layer(axum::middleware::from_fn_with_state(
-                sessions.clone(),
-                cap_sessions,
             ));
+        }
+        let mut mcp = mcp.layer(axum::middleware::from_fn_with_state(
+            sessions.clone(),
+            cap_sessions,
+        ));
         if let Some(edge) = edge {
             mcp = mcp.layer(axum::middleware::from_fn_with_state(
                 edge,

@@ -15,6 +15,7 @@
 //! says `ask` asks the downstream client with an elicitation, or denies when the client cannot
 //! be asked.
 
+mod call;
 pub mod cluster;
 mod fast;
 pub mod forward;
@@ -101,6 +102,9 @@ struct Inner {
     /// Among replicas with a shared store, sessions' state through it (set by the HTTP
     /// gateway).
     session_sync: std::sync::OnceLock<Arc<session_sync::SessionSync>>,
+    /// Whether the HTTP gateway answers initialize-era calls before rmcp ([`fast`]); on
+    /// unless [`Gateway::set_fast_path`] says otherwise (`serve --no-fast-path`).
+    fast_path: std::sync::atomic::AtomicBool,
 }
 
 impl Gateway {
@@ -134,11 +138,29 @@ impl Gateway {
                 traces: std::sync::OnceLock::new(),
                 cluster: std::sync::OnceLock::new(),
                 session_sync: std::sync::OnceLock::new(),
+                fast_path: std::sync::atomic::AtomicBool::new(true),
             }),
         }
     }
 
     /// Whether tools are served behind a search tool.
+    /// Turns the HTTP gateway's fast path for calls on or off (`serve --no-fast-path`): off,
+    /// every request goes through rmcp's session machinery, with the same answers (the
+    /// gateway's tests compare the two) at about twice the gateway's own CPU a call. Read when
+    /// the HTTP gateway is bound.
+    pub fn set_fast_path(&self, on: bool) {
+        self.inner
+            .fast_path
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether the fast path is on ([`Gateway::set_fast_path`]).
+    pub fn fast_path(&self) -> bool {
+        self.inner
+            .fast_path
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     pub fn tool_search(&self) -> ToolSearch {
         self.inner.search
     }

@@ -24,12 +24,12 @@ use serde_json::{Map, Value, json};
 use switchboard::CatalogEvent;
 use switchboard::ServerEvent;
 use switchboard::host::{
-    CallError, CallOptions, CallOutcome, EventKind, HostError, HostEvent, Listing, Prefix,
-    PromptEntry, RESOURCE_SCHEME, RequestOptions, ServedNames, prompt_names, resource_names,
-    resource_uri, tool_names, tool_names_of,
+    CallError, CallOutcome, EventKind, HostError, HostEvent, Listing, Prefix, PromptEntry,
+    RESOURCE_SCHEME, RequestOptions, ServedNames, prompt_names, resource_names, resource_uri,
+    tool_names, tool_names_of,
 };
 use switchboard::interaction::Interaction;
-use switchboard::permissions::{CallSource, PermissionPrompter};
+use switchboard::permissions::PermissionPrompter;
 use switchboard::{CompletionTarget, LogLevel, Progress, RequestError, ServerLog, ServerState};
 use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
@@ -38,7 +38,7 @@ use crate::forward::{ElicitingPrompter, downstream_interaction, forwarding_inter
 use crate::oauth::Identity;
 use crate::page::{PAGE_SIZE, page};
 use crate::rounds::Step;
-use crate::search::{CALL_TOOL, SEARCH_TOOL};
+use crate::search::SEARCH_TOOL;
 use crate::{Gateway, ToolSearch};
 
 /// The most a result waits for the progress notifications before it.
@@ -419,45 +419,46 @@ impl Session {
         }
     }
 
-    /// A call of a 2026-07-28 client ([`Self::in_rounds`]).
+    /// A call of a 2026-07-28 client ([`Self::in_rounds`]), run by [`crate::call::run`].
     async fn call_in_rounds(
         &self,
-        name: String,
-        request: CallToolRequestParams,
+        call: crate::call::Resolved,
+        state: Option<String>,
+        answers: Option<InputResponses>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let client = context
             .client_info()
             .map(|info| info.name)
             .unwrap_or_else(|| "unknown".to_owned());
-        let host = self.gateway.host().clone();
-        let metrics = self.gateway.metrics().clone();
-        let traced = self.traced_call(&name, &context);
-        let arguments = request.arguments.unwrap_or_default();
-        let tool = name.clone();
+        let gateway = self.gateway.clone();
+        let traceparent = client_traceparent(&context).map(str::to_owned);
+        let name = call.name.clone();
         let step = self
             .in_rounds(
                 format!("tools/call {name}"),
-                request.request_state,
-                request.input_responses,
+                state,
+                answers,
                 &context,
                 move |interaction, prompter, progress| {
                     async move {
-                        let options = CallOptions {
-                            source: CallSource::Gateway { client },
-                            progress: Some(progress),
-                            interaction: Some(interaction),
+                        let asking = crate::call::Asking {
+                            interaction,
                             prompter,
-                            meta: traced.as_ref().map(TracedCall::meta),
-                            ..CallOptions::default()
+                            progress: Some(progress),
                         };
-                        let started = std::time::Instant::now();
-                        let outcome = host.call(&tool, arguments, options).await;
-                        record(&metrics, &tool, started, &outcome);
-                        if let Some(traced) = traced {
-                            traced.end(&outcome);
-                        }
-                        call_value(outcome)
+                        // A round's call outlives the request that started it: no cancel
+                        // but its own end.
+                        let cancel = std::future::pending();
+                        crate::call::run(
+                            &gateway,
+                            call,
+                            client,
+                            traceparent.as_deref(),
+                            asking,
+                            cancel,
+                        )
+                        .await
                     }
                     .boxed()
                 },
@@ -466,18 +467,31 @@ impl Session {
         respond::<CallToolResult, _>(step, &name)
     }
 
-    /// A tool call by its qualified name (directly, or through `call_tool`).
+    /// A tool call by the name the client used (directly, or through the search mode's call
+    /// tool), run by [`crate::call::run`].
     async fn call_named(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let identity = Identity::of_request(&context.extensions);
-        let name = called_tool(&self.gateway, &request.name, identity).await?;
+        let call = crate::call::resolve(
+            &self.gateway,
+            &request.name,
+            request.arguments.unwrap_or_default(),
+            identity,
+        )
+        .await?;
         if speaks_rounds(&context) {
-            return self.call_in_rounds(name, request, context).await;
+            return self
+                .call_in_rounds(
+                    call,
+                    request.request_state,
+                    request.input_responses,
+                    context,
+                )
+                .await;
         }
-        let arguments = request.arguments.unwrap_or_default();
         let peer = context.peer.clone();
         let client = peer
             .peer_info()
@@ -499,49 +513,28 @@ impl Session {
             }
             None => (None, None),
         };
-        let traced = self.traced_call(&name, &context);
-        let options = CallOptions {
-            source: CallSource::Gateway { client },
+        let capabilities = crate::forward::client_capabilities(&peer);
+        let asking = crate::call::Asking::new(
+            capabilities.as_ref(),
+            crate::forward::PeerAsker::shared(&peer),
             progress,
-            interaction: Some(downstream_interaction(&peer)),
-            prompter: ElicitingPrompter::for_peer(&peer),
-            meta: traced.as_ref().map(TracedCall::meta),
-            ..CallOptions::default()
-        };
-        // Boxed: the call's future is large (about 9 KB), and the task rmcp spawns for each
-        // request would otherwise hold and copy it inline.
-        let call = Box::pin(self.gateway.host().call(&name, arguments, options));
-        let started = std::time::Instant::now();
-        let outcome = tokio::select! {
-            outcome = call => outcome,
-            () = context.ct.cancelled() => {
-                if let Some(traced) = traced {
-                    traced.cancelled();
-                }
-                // Dropping the call cancelled it upstream.
-                return Err(ErrorData::new(ErrorCode::INTERNAL_ERROR, "cancelled by the client", None));
-            }
-        };
-        record(self.gateway.metrics(), &name, started, &outcome);
-        if let Some(traced) = traced {
-            traced.end(&outcome);
-        }
+        );
+        let name = call.name.clone();
+        let answer = crate::call::run(
+            &self.gateway,
+            call,
+            client,
+            client_traceparent(&context),
+            asking,
+            context.ct.cancelled(),
+        )
+        .await;
         if let Some(task) = forward_progress {
             // Every progress notification goes out before the result (the channel closes when
             // the call is over; bounded all the same).
             let _ = tokio::time::timeout(PROGRESS_DRAIN, task).await;
         }
-        respond::<CallToolResult, _>(Step::Done(call_value(outcome)?), &name)
-    }
-
-    /// The spans of a call of the tool `qualified` (when traces are exported): the client's
-    /// request, and under it the upstream request.
-    fn traced_call(
-        &self,
-        qualified: &str,
-        context: &RequestContext<RoleServer>,
-    ) -> Option<TracedCall> {
-        TracedCall::start(&self.gateway, qualified, client_traceparent(context))
+        respond::<CallToolResult, _>(Step::Done(answer?), &name)
     }
 
     /// The span of a client request other than a call (when traces are exported).
@@ -984,20 +977,12 @@ impl ServerHandler for Session {
 
     async fn call_tool(
         &self,
-        mut request: CallToolRequestParams,
+        request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if self.gateway.tool_search() != ToolSearch::Off {
-            match request.name.as_ref() {
-                SEARCH_TOOL => return self.search(&request, &context).await,
-                CALL_TOOL => {
-                    let (name, arguments) =
-                        crate::search::call_request(request.arguments.as_ref())?;
-                    request.name = name.into();
-                    request.arguments = arguments;
-                }
-                _ => {}
-            }
+        // The search tool answers here; its call tool is a call (`crate::call::resolve`).
+        if self.gateway.tool_search() != ToolSearch::Off && request.name == SEARCH_TOOL {
+            return self.search(&request, &context).await;
         }
         self.call_named(request, context).await
     }

@@ -37,6 +37,10 @@ thread_local! {
         const { std::cell::RefCell::new(None) };
     /// Session limits for the next gateway this thread makes ([`gateway_with`]).
     static LIMITS: std::cell::Cell<Option<SessionLimits>> = const { std::cell::Cell::new(None) };
+    /// Whether the next gateway this thread makes has its fast path off ([`gateway_with`]).
+    static NO_FAST_PATH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The tool rules of the next gateway this thread makes ([`gateway_with`]).
+    static RULES: std::cell::RefCell<Option<ToolFilter>> = const { std::cell::RefCell::new(None) };
 }
 
 fn testkit(args: &[&str]) -> Value {
@@ -84,11 +88,12 @@ async fn gateway_with(
     host.wait_settled(SETTLE).await.unwrap();
     let server = HttpGateway::bind(
         {
-            let gateway =
-                Gateway::with_options(host.clone(), ToolFilter::default(), ToolSearch::Off, prefix);
+            let rules = RULES.with(|r| r.borrow_mut().take()).unwrap_or_default();
+            let gateway = Gateway::with_options(host.clone(), rules, ToolSearch::Off, prefix);
             if let Some(traces) = TRACES.with(|t| t.borrow_mut().take()) {
                 gateway.set_traces(traces);
             }
+            gateway.set_fast_path(!NO_FAST_PATH.with(|f| f.replace(false)));
             gateway
         },
         SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -669,6 +674,167 @@ async fn a_call_streams_its_questions_and_progress_and_takes_the_answers() {
     assert!(progress >= 1, "no progress before the result");
     assert_eq!(result["id"], 2, "{result}");
     assert_eq!(result["result"]["content"][0]["text"], "done", "{result}");
+}
+
+/// What one client sees of a set of calls, case by case, through a gateway with its fast
+/// path on or off: the messages of each call's response (progress, questions, the answer),
+/// with what differs by design made alike: the questions' ids (the gateway makes them,
+/// differently on each path; rmcp also sends its id as a progress token), the trees' paths and
+/// a saved result's time-stamped file name.
+async fn calls_as_seen(fast_path: bool) -> Vec<(&'static str, Vec<Value>)> {
+    NO_FAST_PATH.with(|f| f.set(!fast_path));
+    RULES.with(|r| {
+        *r.borrow_mut() = Some(ToolFilter::new(&[], &["mcp__kit__pid".to_owned()]));
+    });
+    let (tree, _host, url) = gateway(
+        json!({"kit": testkit(&["--ask-tools"])}),
+        json!({"allow": ["mcp__kit"], "deny": ["mcp__kit__add"]}),
+    )
+    .await;
+    let alike = |messages: Vec<Value>| -> Vec<Value> {
+        messages
+            .into_iter()
+            .map(|mut m| {
+                if m.get("method").is_some() && m.get("id").is_some() {
+                    m["id"] = json!("a question");
+                    // rmcp gives each request it sends its id as a progress token too.
+                    if let Some(meta) = m["params"].get_mut("_meta").and_then(Value::as_object_mut)
+                    {
+                        meta.remove("progressToken");
+                        if meta.is_empty() {
+                            m["params"].as_object_mut().unwrap().remove("_meta");
+                        }
+                    }
+                }
+                let text = tree.redact(&m.to_string());
+                // A saved result's file is named by the time it was written.
+                let text = match text.split_once("kit__big__") {
+                    Some((head, tail)) => {
+                        let end = tail.find(".txt").unwrap_or(0);
+                        format!("{head}kit__big__N{}", &tail[end..])
+                    }
+                    None => text,
+                };
+                serde_json::from_str(&text).unwrap()
+            })
+            .collect()
+    };
+    let session = RawSession::open(&url, json!({"elicitation": {}})).await;
+    let call = |id: u64, name: &str, arguments: Value, meta: Option<Value>| {
+        let mut params = json!({"name": name, "arguments": arguments});
+        if let Some(meta) = meta {
+            params["_meta"] = meta;
+        }
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+    };
+    let mut seen = Vec::new();
+    let plain = [
+        ("ok", "mcp__kit__echo", json!({"text": "hi"})),
+        ("isError", "mcp__kit__fail", json!({})),
+        ("unknown tool", "mcp__kit__nope", json!({})),
+        ("hidden by a rule", "mcp__kit__pid", json!({})),
+        ("denied", "mcp__kit__add", json!({"a": 1, "b": 2})),
+        ("oversized", "mcp__kit__big", json!({"bytes": 400_000})),
+    ];
+    for (id, (case, name, arguments)) in (10..).zip(plain) {
+        let response = session.post(call(id, name, arguments, None)).await;
+        // Which path answered: the fast path answers a call with nothing to stream as JSON,
+        // rmcp always with an event stream.
+        let kind = response.headers()["content-type"].to_str().unwrap();
+        let expected = if fast_path {
+            "application/json"
+        } else {
+            "text/event-stream"
+        };
+        assert_eq!(kind, expected, "{case}");
+        seen.push((case, alike(messages(response).await)));
+    }
+    let progress = call(
+        20,
+        "mcp__kit__slow",
+        json!({"ms": 100, "steps": 4}),
+        Some(json!({"progressToken": "p-20"})),
+    );
+    seen.push((
+        "progress",
+        alike(messages(session.post(progress).await).await),
+    ));
+    for (id, case, answer) in [
+        (
+            21,
+            "an elicitation answered",
+            json!({"action": "accept", "content": {"name": "Ada", "age": 36}}),
+        ),
+        (22, "an elicitation declined", json!({"action": "decline"})),
+    ] {
+        let response = session
+            .post(call(id, "mcp__kit__ask_form", json!({}), None))
+            .await;
+        let mut events = Events {
+            response,
+            buffer: String::new(),
+        };
+        let question = events.next().await.expect("the question");
+        let answered = session
+            .post(json!({"jsonrpc": "2.0", "id": question["id"], "result": answer}))
+            .await;
+        assert!(answered.status().is_success(), "{case}");
+        let mut all = vec![question];
+        while let Some(message) = events.next().await {
+            all.push(message);
+        }
+        seen.push((case, alike(all)));
+    }
+    // A cancel once the call runs upstream (its first progress came): what follows it.
+    let slow = call(
+        30,
+        "mcp__kit__slow",
+        json!({"ms": 60_000, "steps": 600}),
+        Some(json!({"progressToken": "p-30"})),
+    );
+    let mut events = Events {
+        response: session.post(slow).await,
+        buffer: String::new(),
+    };
+    let first = events.next().await.expect("the first progress");
+    assert_eq!(first["method"], "notifications/progress", "{first}");
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                        "params": {"requestId": 30, "reason": "the user stopped it"}});
+    assert!(session.post(cancel).await.status().is_success());
+    let mut after = Vec::new();
+    while let Some(message) = events.next().await {
+        if message["method"] != "notifications/progress" {
+            after.push(message);
+        }
+    }
+    // No answer to a cancelled request: the stream just ends.
+    after.push(json!("the stream ended"));
+    seen.push(("a client cancel", alike(after)));
+    let (_, fine) = session
+        .call(31, "mcp__kit__echo", json!({"text": "after"}))
+        .await;
+    seen.push(("after the cancel", alike(vec![fine])));
+    seen
+}
+
+/// The fast path answers every kind of call exactly as rmcp's session handler does: the same
+/// JSON for a result, an `isError` result, an unknown tool, a tool a rule hides, a denied call,
+/// progress, an elicitation answered and one declined, a cancel and an oversized result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fast_path_answers_every_call_as_rmcps_handler_does() {
+    let fast = calls_as_seen(true).await;
+    let plain = calls_as_seen(false).await;
+    assert_eq!(fast.len(), plain.len());
+    for ((case, fast), (_, plain)) in fast.iter().zip(&plain) {
+        assert_eq!(
+            fast, plain,
+            "{case}: the fast path (left) and rmcp (right) differ"
+        );
+    }
+    // Each case says something of its own (no case is an empty answer on both paths).
+    for (case, messages) in &fast {
+        assert!(!messages.is_empty(), "{case}: nothing seen");
+    }
 }
 
 /// A session's calls are answered as JSON (the fast path, before rmcp's session machinery)
