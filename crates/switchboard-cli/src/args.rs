@@ -681,6 +681,11 @@ pub(crate) struct ServeArgs {
     /// /status` says how many run.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub(crate) workers: Option<u16>,
+    /// With --http: answer every request through rmcp's session machinery, calls included
+    /// (the fast path answers an initialize-era session's calls before it, with the same
+    /// answers, for about half the gateway's CPU a call).
+    #[arg(long, requires = "http")]
+    pub(crate) no_fast_path: bool,
     /// Testing: a session ends after this many idle seconds (rmcp's keep-alive).
     #[arg(long, value_name = "SECONDS", hide = true,
           default_value_t = SessionLimits::DEFAULT_IDLE.as_secs(),

@@ -20,6 +20,23 @@ use crate::context::Context;
 const TOKEN_FILE: &str = "gateway-token";
 
 pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
+    // clap's `requires = "http"` is not enforced here (the flags sit in the `transport`
+    // group): the HTTP-only flags are checked by hand, as a usage error.
+    if args.http.is_none() {
+        let only_http = [
+            ("--no-fast-path", args.no_fast_path),
+            ("--cluster-key-file", args.cluster_key_file.is_some()),
+        ];
+        if let Some((flag, _)) = only_http.iter().find(|(_, given)| *given) {
+            use clap::CommandFactory as _;
+            crate::args::Cli::command()
+                .error(
+                    clap::error::ErrorKind::MissingRequiredArgument,
+                    format!("{flag} needs --http"),
+                )
+                .exit();
+        }
+    }
     let addr = args.http.as_deref().map(parse_addr).transpose()?;
     if let Some(addr) = addr
         && !addr.ip().is_loopback()
@@ -134,6 +151,7 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
             args.tool_search.unwrap_or_default(),
             args.prefix,
         );
+        gateway.set_fast_path(!args.no_fast_path);
         let gateway_for_reload = gateway.clone();
         if let Some(traces) = &traces {
             gateway.set_traces(traces.clone());

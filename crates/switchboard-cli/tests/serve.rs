@@ -1472,6 +1472,67 @@ fn workers_sets_the_gateways_threads() {
     assert!(stderr.contains("--workers"), "{stderr}");
 }
 
+/// `--no-fast-path` answers calls through rmcp's session machinery (an event stream), the
+/// default through the fast path (JSON), with the same result; it needs `--http`.
+#[test]
+fn no_fast_path_answers_calls_through_rmcp_with_the_same_result() {
+    let tree = ConfigTree::new().unwrap();
+    let bin = switchboard_testkit::server_bin();
+    tree.write(
+        tree.user_file(),
+        &json!({"mcpServers": {"kit": {"command": bin}}, "permissions": {"allow": ["mcp__kit"]}})
+            .to_string(),
+    )
+    .unwrap();
+    let token = "fast-path-token-0123456789abcdef";
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                      "params": {"name": "mcp__kit__echo", "arguments": {"text": "hi"}}})
+    .to_string();
+    let mut answers = Vec::new();
+    for (flags, kind) in [
+        (&[][..], "application/json"),
+        (&["--no-fast-path"][..], "text/event-stream"),
+    ] {
+        let mut args = vec!["--token", token];
+        args.extend_from_slice(flags);
+        let serve = HttpServe::start(&tree, &args);
+        let session = open_session(&serve, token);
+        let (code, response) = http_with(
+            &serve,
+            token,
+            "POST",
+            &mcp_path(&serve),
+            &[format!("Mcp-Session-Id: {session}")],
+            Some(&call),
+        );
+        assert_eq!(code, 200, "{response}");
+        assert_eq!(
+            header(&response, "content-type"),
+            Some(kind),
+            "{flags:?}: {response}"
+        );
+        let body = response.split_once("\r\n\r\n").unwrap().1;
+        let answer = body
+            .lines()
+            .map(|line| line.strip_prefix("data: ").unwrap_or(line))
+            .filter_map(|line| serde_json::from_str::<Value>(line.trim()).ok())
+            .find(|message| message["id"] == 7)
+            .unwrap_or_else(|| panic!("no answer in {body}"));
+        answers.push(answer["result"].clone());
+        serve.stop();
+    }
+    assert_eq!(answers[0], answers[1]);
+    assert!(
+        answers[0]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("hi")
+    );
+    let (code, stderr) = serve_refused(&tree, &["--stdio", "--no-fast-path"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--http"), "{stderr}");
+}
+
 /// A server that answers `initialize` but never `tools/list` does not hold the gateway's
 /// listing: `tools/list` answers within the listing bound (the connect timeout, `MCP_TIMEOUT`)
 /// with the healthy server's tools, and the hung server's left out.
