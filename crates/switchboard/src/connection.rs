@@ -212,6 +212,10 @@ pub(crate) struct ConnectOptions {
     pub(crate) child_guard: Option<Arc<crate::guard::ChildGuard>>,
     /// The host's HTTP client for remote transports.
     pub(crate) http: crate::net::HostClient,
+    /// Whether calls take the session's call lane ([`Limits::call_lanes`]).
+    ///
+    /// [`Limits::call_lanes`]: crate::env_vars::Limits::call_lanes
+    pub(crate) call_lanes: bool,
 }
 
 impl std::fmt::Debug for ConnectOptions {
@@ -419,7 +423,7 @@ impl Session {
     }
 
     /// The Streamable HTTP call lane, when the session has one.
-    pub(crate) fn http_lane(&self) -> Option<&crate::transport::http_lane::HttpLane> {
+    pub(crate) fn http_lane(&self) -> Option<&crate::transport::lane::http::HttpLane> {
         match &self.lane {
             Some((crate::transport::lane::CallLane::Http(lane), _)) => Some(lane),
             _ => None,
@@ -487,6 +491,22 @@ impl Session {
 
 /// Connects to one server and runs the handshake, within the connect timeout.
 pub(crate) async fn open(
+    config: &ServerConfig,
+    options: &ConnectOptions,
+    remembered: Option<Generation>,
+    notices: mpsc::UnboundedSender<Notice>,
+) -> Result<Session, ConnectError> {
+    let mut session = connect(config, options, remembered, notices).await?;
+    if !options.call_lanes {
+        // Every request through rmcp, calls included: nothing is sent on the lane, so
+        // nothing comes back on it.
+        session.lane = None;
+    }
+    Ok(session)
+}
+
+/// [`open`], the session with whatever call lane its transport has.
+async fn connect(
     config: &ServerConfig,
     options: &ConnectOptions,
     remembered: Option<Generation>,
@@ -1025,7 +1045,7 @@ async fn remote_handshake<T>(
     transport: T,
     plan: Plan,
     timeout: Duration,
-    lane: Option<crate::transport::http_lane::HttpLane>,
+    lane: Option<crate::transport::lane::http::HttpLane>,
 ) -> Result<Session, ConnectError>
 where
     T: rmcp::transport::Transport<RoleClient> + 'static,

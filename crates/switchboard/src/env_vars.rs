@@ -36,6 +36,11 @@ impl EnvVars {
     /// HTTP body, an event of an event stream, a WebSocket message (default 67 108 864, 64 MiB).
     /// A message over it fails its request; it is never read into memory past the limit.
     pub const SWITCHBOARD_MAX_MESSAGE_BYTES: &'static str = "SWITCHBOARD_MAX_MESSAGE_BYTES";
+    /// `off` sends every request through the MCP SDK (rmcp), calls included; by default a
+    /// `tools/call` to a stdio, in-process or Streamable HTTP server takes the host's own call
+    /// lane (`transport/lane/`), which gives the same results for less CPU a call. `on` or
+    /// unset: lanes. [`HostBuilder::call_lanes`](crate::host::HostBuilder::call_lanes) wins.
+    pub const SWITCHBOARD_CALL_LANES: &'static str = "SWITCHBOARD_CALL_LANES";
     /// Log filter of the `switchboard` binary (`warn` by default; e.g. `info`,
     /// `switchboard::server=debug` for servers' stderr and log messages).
     pub const SWITCHBOARD_LOG: &'static str = "SWITCHBOARD_LOG";
@@ -98,6 +103,8 @@ pub struct Limits {
     pub output_max_age: Duration,
     /// The most bytes one message from a server may have (every transport).
     pub max_message_bytes: usize,
+    /// Whether calls take the host's own call lanes ([`EnvVars::SWITCHBOARD_CALL_LANES`]).
+    pub call_lanes: bool,
 }
 
 impl Default for Limits {
@@ -111,6 +118,7 @@ impl Default for Limits {
             remote_connect_concurrency: 20,
             output_max_age: Duration::from_secs(7 * DAY_SECS),
             max_message_bytes: 64 * 1024 * 1024,
+            call_lanes: true,
         }
     }
 }
@@ -138,7 +146,24 @@ impl Limits {
                 .unwrap_or(d.output_max_age),
             max_message_bytes: count(EnvVars::SWITCHBOARD_MAX_MESSAGE_BYTES)?
                 .unwrap_or(d.max_message_bytes),
+            call_lanes: switch(env, EnvVars::SWITCHBOARD_CALL_LANES)?.unwrap_or(d.call_lanes),
         })
+    }
+}
+
+/// `on` or `off` (also `1`/`0`, `true`/`false`); unset or empty: `None`.
+fn switch(env: &Environment, name: &'static str) -> Result<Option<bool>, EnvVarError> {
+    match env.get(name).map(str::trim).filter(|v| !v.is_empty()) {
+        None => Ok(None),
+        Some(v) => match v.to_ascii_lowercase().as_str() {
+            "on" | "1" | "true" => Ok(Some(true)),
+            "off" | "0" | "false" => Ok(Some(false)),
+            _ => Err(EnvVarError {
+                name,
+                value: v.to_owned(),
+                expected: "`on` or `off`",
+            }),
+        },
     }
 }
 

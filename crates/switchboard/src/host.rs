@@ -86,6 +86,7 @@ pub struct HostBuilder {
     all_eager: bool,
     binaries_inline: bool,
     store: Option<crate::shared::SharedStore>,
+    call_lanes: Option<bool>,
 }
 
 impl std::fmt::Debug for HostBuilder {
@@ -234,6 +235,15 @@ impl HostBuilder {
         self
     }
 
+    /// Whether a `tools/call` to a stdio, in-process or Streamable HTTP server takes the
+    /// host's own call lane (the default: the same results as the MCP SDK's client, for less
+    /// CPU a call) or goes through the SDK like every other request (`false`). Wins over
+    /// [`EnvVars::SWITCHBOARD_CALL_LANES`](crate::env_vars::EnvVars::SWITCHBOARD_CALL_LANES).
+    pub fn call_lanes(mut self, on: bool) -> Self {
+        self.call_lanes = Some(on);
+        self
+    }
+
     /// Keeps audio and blobs in results instead of files (see
     /// [`OutputBudget::binaries_inline`]): for results that go to another machine.
     pub fn binaries_inline(mut self, inline: bool) -> Self {
@@ -271,7 +281,10 @@ impl HostBuilder {
         if let Some(dir) = self.state_dir {
             config.paths.state_dir = dir;
         }
-        let limits = Limits::from_env(&env)?;
+        let mut limits = Limits::from_env(&env)?;
+        if let Some(on) = self.call_lanes {
+            limits.call_lanes = on;
+        }
         let (settings, _) = PermissionSettings::from_config(&config, &env, self.project_trusted);
         let output_dir = self.output_dir.unwrap_or_else(|| {
             config

@@ -3,7 +3,6 @@
 
 pub(crate) mod headers_helper;
 pub(crate) mod http;
-pub(crate) mod http_lane;
 pub(crate) mod ide;
 pub(crate) mod lane;
 pub(crate) mod line_guard;

@@ -436,7 +436,7 @@ async fn stdio_progress_reaches_the_caller_whole_and_in_order() {
     }
 }
 
-/// Over Streamable HTTP a `tools/call` takes the direct lane (`transport/http_lane.rs`): the
+/// Over Streamable HTTP a `tools/call` takes the direct lane (`transport/lane/http.rs`): the
 /// server sees the lane's own request id, progress on the call's stream still reaches the
 /// caller, a timed-out call is cancelled on the server, and an expired session is renewed by
 /// rmcp (the lane falls back) with no call lost. Both protocol generations.
@@ -1072,4 +1072,135 @@ async fn subscriptions_are_counted_and_made_again_after_a_restart() {
         format!("nobody subscribed to {uri}")
     );
     host.shutdown().await;
+}
+
+/// `path` with each time-stamped file name of a saved result (`…__<millis>-<pid>-<n>.…`) made
+/// alike: two hosts save the same result under different names.
+fn without_stamps(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("__") {
+        out.push_str(&rest[..at + 2]);
+        rest = &rest[at + 2..];
+        let stamp = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '-'))
+            .unwrap_or(rest.len());
+        if rest[..stamp].matches('-').count() == 2 && stamp > 4 {
+            out.push_str("STAMP");
+            rest = &rest[stamp..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// What a set of calls gives a caller through a host with its call lanes on or off, for one
+/// server (`entry`): each call's `CallOutcome.result`, or its error's chain, the trees'
+/// paths and saved files' stamps made alike.
+async fn calls_through(entry: Value, lanes: bool) -> Vec<(&'static str, Value)> {
+    let tree = ConfigTree::new().unwrap();
+    tree.write(
+        tree.user_file(),
+        &json!({"mcpServers": {"kit": entry}}).to_string(),
+    )
+    .unwrap();
+    let env: switchboard::config::Environment = tree.env().into_iter().collect();
+    let host = Host::builder()
+        .discover(tree.project())
+        .env(env)
+        .output_dir(tree.root().join("out"))
+        .call_lanes(lanes)
+        .start()
+        .unwrap();
+    host.wait_settled(SETTLE).await.unwrap();
+    let cases = [
+        ("a result", "echo", json!({"text": "hi"})),
+        ("structured content", "add", json!({"a": 2, "b": 3})),
+        ("isError", "fail", json!({})),
+        ("bad arguments", "add", json!({"a": "two"})),
+        ("an unknown tool", "nope", json!({})),
+        ("an image", "image", json!({})),
+        ("an oversized result", "big", json!({"bytes": 400_000})),
+    ];
+    let mut seen = Vec::new();
+    for (case, tool, arguments) in cases {
+        let outcome = host
+            .call(&format!("mcp__kit__{tool}"), args(arguments), cli())
+            .await;
+        // Compared as JSON values: the order of an object's members may differ.
+        let shown = match outcome {
+            Ok(outcome) => outcome.result,
+            Err(e) => json!({"error": switchboard::error_chain(&e)}),
+        };
+        let shown = without_stamps(&tree.redact(&shown.to_string()));
+        seen.push((case, serde_json::from_str(&shown).unwrap()));
+    }
+    let (result, steps) = slow_with_progress(&host, "kit", json!({"ms": 30, "steps": 3})).await;
+    assert!(
+        !steps.is_empty(),
+        "lanes {lanes}: no progress reached the caller"
+    );
+    seen.push(("progress", result));
+    slow_call_times_out(&host).await;
+    seen.push(("a timeout", json!("cancelled")));
+    // A stdio server's stderr says which way the cancelled call came.
+    if host.stderr_tail("kit").is_some() {
+        assert!(server_logged(&host, "kit", "cancelled ").await);
+        let tail = host.stderr_tail("kit").unwrap_or_default();
+        assert_eq!(
+            tail.contains("cancelled sb~"),
+            lanes,
+            "lanes {lanes}: {tail}"
+        );
+    }
+    host.shutdown().await;
+    seen
+}
+
+/// A call gives the same `CallOutcome.result` (or error) with the host's call lanes on as
+/// through the MCP SDK's client alone (`HostBuilder::call_lanes(false)`,
+/// `SWITCHBOARD_CALL_LANES=off`), on both lanes: stdio and Streamable HTTP, both protocol
+/// generations over HTTP. The server tells which way a call came: a cancelled lane call is
+/// named by the lane's id (`sb~N`), an SDK call by a number.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_are_answered_alike_with_the_call_lanes_on_and_off() {
+    // The testkit over stdio, or over Streamable HTTP in a protocol mode (`legacy`, `auto`).
+    let start = |transport: &str| match transport {
+        "stdio" => (testkit(&[]), None),
+        protocol => {
+            let server = switchboard_testkit::TestServer::start(
+                switchboard_testkit::Transport::Http,
+                ["--protocol", protocol],
+            )
+            .unwrap();
+            (json!({"type": "http", "url": server.url()}), Some(server))
+        }
+    };
+    for transport in ["stdio", "legacy", "auto"] {
+        let (entry, server) = start(transport);
+        let on = calls_through(entry, true).await;
+        if let Some(server) = &server {
+            assert!(
+                server.wait_for_stderr("cancelled sb~", SETTLE),
+                "{transport}: the lane did not carry the calls; stderr:\n{}",
+                server.stderr()
+            );
+        }
+        let (entry, server) = start(transport);
+        let off = calls_through(entry, false).await;
+        if let Some(server) = &server {
+            assert!(server.wait_for_stderr("cancelled ", SETTLE));
+            assert!(
+                !server.stderr().contains("cancelled sb~"),
+                "{transport}: a call took the lane with the lanes off"
+            );
+        }
+        assert_eq!(on.len(), off.len());
+        for ((case, on), (_, off)) in on.iter().zip(&off) {
+            assert_eq!(
+                on, off,
+                "{transport}: {case}: lanes on (left) and off (right) differ"
+            );
+        }
+    }
 }

@@ -19,7 +19,7 @@ use super::requests::{Progress, RequestError, as_value};
 use crate::interaction::{
     MAX_ANSWER_WAIT, MAX_INPUT_ROUNDS, MAX_URL_ELICITATION_RETRIES, URL_ELICITATION_REQUIRED,
 };
-use crate::transport::http_lane::{HttpLaneError, LaneProgress};
+use crate::transport::lane::http::{HttpLaneError, LaneProgress};
 use crate::transport::lane::{CallLane, LaneError, LaneMeta, ProgressSink};
 
 /// The pause before sending again a call answered with request state only, times the round.
@@ -80,7 +80,12 @@ impl Session {
                 }
             };
             let (asked_urls, last) = match answer {
-                Ok(ServerResult::CallToolResult(result)) => return Ok(as_value(&result)),
+                Ok(ServerResult::CallToolResult(result)) => {
+                    return Ok(match as_value(&result) {
+                        Value::Object(result) => complete(result),
+                        other => other,
+                    });
+                }
                 // 2026-07-28: a multi round-trip call that needs answers before it can finish.
                 Ok(ServerResult::InputRequiredResult(input)) => {
                     let (responses, state, asked_urls) =
@@ -364,7 +369,7 @@ enum LaneAnswer {
     Complete(Value),
     /// Anything else (input requests), typed for the round loop.
     Other(Box<ServerResult>),
-    /// The lane did not send the call (see `transport/http_lane.rs`): rmcp sends it.
+    /// The lane did not send the call (see `transport/lane/http.rs`): rmcp sends it.
     Fallback,
 }
 
@@ -481,24 +486,31 @@ impl Session {
                 data: error.get("data").cloned(),
             });
         }
-        let Some(Value::Object(mut result)) = answer.remove("result") else {
+        let Some(Value::Object(result)) = answer.remove("result") else {
             return Err(RequestError::Unexpected { what: "tools/call" });
         };
         match result.get("resultType").and_then(Value::as_str) {
-            Some("complete") | None => {
-                // As rmcp's typed result would have it: no `resultType`, `content` present.
-                result.remove("resultType");
-                result
-                    .entry("content")
-                    .or_insert_with(|| Value::Array(Vec::new()));
-                Ok(LaneAnswer::Complete(Value::Object(result)))
-            }
+            Some("complete") | None => Ok(LaneAnswer::Complete(complete(result))),
             // 2026-07-28 input requests (and anything else) take the typed road.
             Some(_) => serde_json::from_value::<ServerResult>(Value::Object(result))
                 .map(|r| LaneAnswer::Other(Box::new(r)))
                 .map_err(|_| RequestError::Unexpected { what: "tools/call" }),
         }
     }
+}
+
+/// A complete call result as a caller gets it, whichever road it came by (the lane's JSON as
+/// the server sent it, or rmcp's typed result written back, which says `"resultType":
+/// "complete"` on 2026-07-28): no `resultType`, `content` always there. The catalogue test
+/// `calls_are_answered_alike_with_the_call_lanes_on_and_off` holds the two roads to it.
+fn complete(mut result: Map<String, Value>) -> Value {
+    if result.get("resultType").and_then(Value::as_str) == Some("complete") {
+        result.remove("resultType");
+    }
+    result
+        .entry("content")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    Value::Object(result)
 }
 
 /// Sends `notifications/cancelled` for a request whose caller went away (or timed out), on the

@@ -438,6 +438,7 @@ impl Supervisor {
             auth: self.shared.auth.clone(),
             child_guard: self.shared.options.child_guard.clone(),
             http: self.shared.http.clone(),
+            call_lanes: self.shared.options.limits.call_lanes,
         };
         let remembered = self
             .shared

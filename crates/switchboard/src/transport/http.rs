@@ -28,7 +28,7 @@ use rmcp::transport::streamable_http_client::{
 use sse_stream::Sse;
 
 use super::MessageLimit;
-use super::http_lane::{HttpLane, LaneHttpTransport};
+use super::lane::http::{HttpLane, LaneHttpTransport};
 use super::remote::{DEFAULT_RESPONSE_TIMEOUT, RemoteError, header_map, http_client};
 use crate::auth::{AuthError, Authorizer, Challenge};
 
@@ -48,7 +48,7 @@ pub(crate) struct TimedClient {
     /// after a 403 `insufficient_scope`.
     auth: Option<Arc<Authorizer>>,
     /// The call lane's watch: told which session every posted message used.
-    watch: Option<Arc<super::http_lane::LaneWatch>>,
+    watch: Option<Arc<super::lane::http::LaneWatch>>,
     /// The most one message from the server may have (a JSON body, an event).
     limit: MessageLimit,
 }
@@ -520,7 +520,7 @@ pub(crate) fn streamable_http(
 }
 
 /// Like [`streamable_http`], each request authorized by `auth` (OAuth) when given, with the
-/// direct `tools/call` lane (see [`http_lane`](super::http_lane)) beside rmcp's session.
+/// direct `tools/call` lane (see [`lane::http`](super::lane::http)) beside rmcp's session.
 pub(crate) fn streamable_http_oauth(
     http: reqwest::Client,
     plain: Option<crate::net::PlainClient>,
@@ -542,7 +542,7 @@ pub(crate) fn streamable_http_oauth(
         auth,
         limit,
     )?;
-    let (lane, watch, injected) = super::http_lane::http_lane(
+    let (lane, watch, injected) = super::lane::http::http_lane(
         client.clone(),
         url,
         &config.custom_headers,

@@ -5,7 +5,7 @@
 //! again for the catalogue and the output budget, and every request goes through the service
 //! loop's task. The lane does less for the one request that is made most often: it writes the
 //! request line itself, with an id in its own id space (`"sb~N"`), and the line reader
-//! ([`LineGuard`](super::line_guard::LineGuard)) hands the answer with that id straight to the
+//! ([`LineGuard`](crate::transport::line_guard::LineGuard)) hands the answer with that id straight to the
 //! waiting call as JSON, parsed once. A lane call's progress (its token is `"sb~pN"`) goes the
 //! same way to the call's own sink, in the pipe's order and so before the answer that follows it;
 //! rmcp handles each notification in a task of its own, which could swap two, or let the answer
@@ -15,6 +15,13 @@
 //! Both writers share the child's stdin through [`LaneWriter`]: rmcp's frames and the lane's
 //! lines are whole lines on one channel, written in order by one task, so they never interleave.
 //! When the server's stdout ends, every call waiting on the lane fails at once.
+//!
+//! The Streamable HTTP lane is [`http`]. Both share one id space ([`ID_PREFIX`]) and the
+//! request's bytes ([`request_bytes`]), and both can be turned off for the host
+//! (`HostBuilder::call_lanes(false)`, `SWITCHBOARD_CALL_LANES=off`): every call then goes
+//! through rmcp, and the catalogue tests compare the two roads' results.
+
+pub(crate) mod http;
 
 use std::collections::HashMap;
 use std::io;
@@ -27,8 +34,9 @@ use serde_json::Value;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
-/// Every lane request id starts with this; the reader looks for it before parsing a line.
-const ID_PREFIX: &str = "sb~";
+/// Every lane request id starts with this, on both lanes; the stdio reader looks for it
+/// before parsing a line.
+pub(crate) const ID_PREFIX: &str = "sb~";
 /// The bytes the reader looks for: the start of a string that is a lane id.
 pub(crate) const MARKER: &[u8] = b"\"sb~";
 
@@ -64,7 +72,7 @@ pub(crate) struct Lane {
 #[derive(Debug, Clone)]
 pub(crate) enum CallLane {
     Lines(Lane),
-    Http(Box<super::http_lane::HttpLane>),
+    Http(Box<http::HttpLane>),
 }
 
 impl CallLane {
@@ -377,7 +385,7 @@ impl LaneInbox {
             return false;
         };
         if message.contains_key("method") {
-            return super::progress_notification(&message)
+            return crate::transport::progress_notification(&message)
                 .is_some_and(|(token, params)| self.progress(token, params));
         }
         let Some(number) = message

@@ -1,5 +1,5 @@
 //! A direct lane for `tools/call` over Streamable HTTP, beside rmcp's session to the same
-//! server (the HTTP twin of [`lane`](super::lane)).
+//! server (the HTTP twin of the stdio [`lane`](super)).
 //!
 //! rmcp's Streamable HTTP client sends every message through its worker task: the typed message
 //! is encoded, posted, and the answer decoded into rmcp's model (the `ServerResult` union, tried
@@ -37,10 +37,9 @@ use rmcp::service::{InboundStreamOrigin, RoleClient};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::http::{HttpTransport, TimedClient};
+use super::ID_PREFIX;
+use crate::transport::http::{HttpTransport, TimedClient};
 
-/// Lane request ids: the same id space as the stdio lane's.
-const ID_PREFIX: &str = "sb~";
 /// How many times a call's stream that ended before its answer is resumed.
 const MAX_RESUMES: usize = 3;
 /// The longest wait a server's `retry:` field can ask for before a resumption.
@@ -203,7 +202,7 @@ pub(crate) struct LaneProgress<'a> {
 impl LaneProgress<'_> {
     /// The `params` of `message` when it is a progress notification for this call.
     fn of<'m>(&self, message: &'m Value) -> Option<&'m Value> {
-        let (token, params) = super::progress_notification(message.as_object()?)?;
+        let (token, params) = crate::transport::progress_notification(message.as_object()?)?;
         (token == self.token).then_some(params)
     }
 }
@@ -256,7 +255,7 @@ impl HttpLane {
 
     /// Posts `tools/call` with `id` and waits for its answer: the whole JSON-RPC response
     /// (`result` or `error`). Other messages on the answer's stream go to rmcp.
-    /// `params` is JSON text already (see [`LaneMeta`](super::lane::LaneMeta)).
+    /// `params` is JSON text already (see [`LaneMeta`](super::LaneMeta)).
     pub(crate) async fn call(
         &self,
         id: &str,
@@ -283,7 +282,7 @@ impl HttpLane {
             }
             observed.session.clone()
         };
-        let body = super::lane::request_bytes(id, "tools/call", params);
+        let body = super::request_bytes(id, "tools/call", params);
         let mut headers = self.call_headers.clone();
         with_session(&mut headers, session.as_deref()).ok_or(HttpLaneError::Fallback)?;
         if self.standard_headers {
@@ -343,7 +342,7 @@ impl HttpLane {
     ) -> Result<Value, HttpLaneError>
     where
         B: hyper::body::Body<Data = Bytes> + Send + Unpin + 'static,
-        B::Error: super::BodyError,
+        B::Error: crate::transport::BodyError,
     {
         let status = response.status().as_u16();
         if status == 401
@@ -383,7 +382,7 @@ impl HttpLane {
         let body = response.into_body();
         if status == 200 && is_stream {
             let events: Events = Box::pin(sse_stream::SseStream::from_bytes_stream(
-                super::EventLimiter::new(
+                crate::transport::EventLimiter::new(
                     http_body_util::BodyDataStream::new(body),
                     self.client.limit().clone(),
                 ),
@@ -391,7 +390,7 @@ impl HttpLane {
             return self.read_stream(id, events, session, progress).await;
         }
         // A JSON answer, or a failure status with (perhaps) a JSON-RPC error in its body.
-        let bytes = super::read_body_limited(body, self.client.limit())
+        let bytes = crate::transport::read_body_limited(body, self.client.limit())
             .await
             .map_err(HttpLaneError::Failed)?;
         match serde_json::from_slice::<Value>(&bytes) {
@@ -420,7 +419,7 @@ impl HttpLane {
             while let Some(event) = events.next().await {
                 let event = event.map_err(|e| {
                     HttpLaneError::Failed(
-                        super::over_limit_of(&e)
+                        crate::transport::over_limit_of(&e)
                             .unwrap_or_else(|| format!("the call's event stream broke: {e}")),
                     )
                 })?;
@@ -497,7 +496,10 @@ impl HttpLane {
             return Err(failed(&format!("HTTP {}", response.status().as_u16())));
         }
         Ok(Box::pin(sse_stream::SseStream::from_bytes_stream(
-            super::EventLimiter::new(response.bytes_stream(), self.client.limit().clone()),
+            crate::transport::EventLimiter::new(
+                response.bytes_stream(),
+                self.client.limit().clone(),
+            ),
         )))
     }
 
