@@ -16,7 +16,8 @@
 #   cargo bench -p switchboard --bench lazy      (lazy servers: `serve --stdio` over 100 servers
 #                                                 × 50 tools eager vs lazy, and a lazy server's
 #                                                 first call vs its own start and call)
-#   footprint                                    (peak RSS, VmHWM, of the release `serve --stdio`
+#   footprint                                    (peak RSS, VmHWM, beside RssAnon and Pss, of the
+#                                                 release `serve --stdio`
 #                                                 answering initialize and tools/list with 1 and
 #                                                 100 configured testkit stdio servers; `STARTUP`
 #                                                 goes into each entry's `"startup"`, e.g.
@@ -54,7 +55,8 @@ footprint() {
   local bin="${FOOTPRINT_BIN_DIR:-$root/target/release}"
   local sb="$bin/switchboard" kit="$bin/testkit-server"
   local startup="${STARTUP:-}" n i dir
-  printf '%-8s %-9s %-14s %s\n' servers startup "peak RSS (kB)" "RSS at end (kB)"
+  printf '%-8s %-9s %-14s %-16s %-15s %s\n' servers startup "peak RSS (kB)" "RSS at end (kB)" \
+    "RssAnon (kB)" "Pss (kB)"
   for n in ${FOOTPRINT_SERVERS:-1 100}; do
     dir="$(mktemp -d)"
     mkdir -p "$dir/home/.config/switchboard" "$dir/project"
@@ -77,7 +79,7 @@ footprint() {
 }
 
 # One `serve --stdio` in $2 (a home and a project) through initialize and tools/list; prints
-# its peak and final RSS.
+# its peak and final RSS, its anonymous RSS and its proportional set size at the end.
 footprint_run() {
   local sb="$1" dir="$2" n="$3" startup="$4" line pid hwm rss
   coproc SB {
@@ -97,7 +99,11 @@ footprint_run() {
   case $line in *'"tools"'*) ;; *) echo "footprint: no tools/list answer with $n servers: $(tail -5 "$dir/stderr")" >&2; exit 1 ;; esac
   hwm="$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")"
   rss="$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")"
-  printf '%-8s %-9s %-14s %s\n' "$n" "${startup:-default}" "$hwm" "$rss"
+  # What the process pays for alone: its anonymous pages (heap, stacks), and its proportional
+  # share of every page (shared code counted once among the processes that map it).
+  anon="$(awk '/^RssAnon/ {print $2}' "/proc/$pid/status")"
+  pss="$(awk '/^Pss:/ {print $2}' "/proc/$pid/smaps_rollup")"
+  printf '%-8s %-9s %-14s %-16s %-15s %s\n' "$n" "${startup:-default}" "$hwm" "$rss" "$anon" "$pss"
   exec {SB[1]}>&-
   wait "$pid" || true
 }

@@ -1,22 +1,29 @@
 #!/usr/bin/env bash
-# Writes crates/switchboard-cli/symbol-order.txt: the functions of the release `switchboard`
-# that a start runs, for the linker to lay out together (the CLI's build.rs passes the file to
-# LLD with --symbol-ordering-file on x86_64 Linux release builds). Code is read in by pages,
-# and the kernel maps 64 KB around each fault: a start that runs 1.7 MB of functions spread
-# over the 28 MB of `.text` had 14 MB of it resident; laid out together, 2 MB.
+# A packaging step one opts into: a release `switchboard` whose functions that a start runs
+# are laid out together. A plain `cargo build --release` does none of this (no linker
+# arguments, no order file in the tree). Code is read in by pages, and the kernel maps 64 KB
+# around each fault: a start that ran 1.7 MB of functions spread over the 28 MB of `.text`
+# had 14 MB of it resident; laid out together, 2 MB (docs/bench-history/, 2026-12-01). That is
+# shared, clean, reclaimable memory: it shows in VmHWM and VmRSS, not in RssAnon, which is what
+# BENCHMARKS.md's footprint targets are on.
 #
-# Usage: scripts/symbol-order.sh   (builds the release CLI and testkit server; valgrind)
-# Re-run it after large changes and before a release. Names carry hashes of their crates'
-# metadata, which change with any dependency or feature change: the link matches a stale name
-# to the binary's own when it is the only one alike without hashes (link-ordered.py), which
-# recovers non-generic functions and std's (v0-mangled) ones, not generic instances under
-# legacy mangling. Names of functions since gone are ignored.
+# Usage: scripts/symbol-order.sh   (needs valgrind and LLD, rustc's default linker on x86_64
+# Linux). It builds the release CLI and testkit server with v0 symbol mangling (names that
+# need no matching between builds of the same sources), profiles what a start runs under
+# callgrind, writes the functions it ran to target/symbol-order.txt, then links the CLI again
+# with LLD's --symbol-ordering-file (and DT_RELR, packed relocations, where this machine's
+# glibc is 2.36 or later). The result is target/release/switchboard.
+#
+# Cost: RUSTFLAGS differ from a plain release build's, so the first run builds the whole graph
+# once more (about 15 minutes on 2 cores with fat LTO), and every run links the CLI twice.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+export RUSTFLAGS="${RUSTFLAGS:-} -C symbol-mangling-version=v0"
 cargo build --release --locked -p switchboard-testkit --bin testkit-server
 cargo build --release --locked -p switchboard-cli --bin switchboard
 sb="$root/target/release/switchboard" kit="$root/target/release/testkit-server"
+order="$root/target/symbol-order.txt"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/home/.config/switchboard" "$work/project"
@@ -57,7 +64,7 @@ done
 profile mcp list
 profile tools
 profile call mcp__kit__echo --arg text=hi
-python3 - "$sb" "$work" >crates/switchboard-cli/symbol-order.txt <<'PY'
+python3 - "$sb" "$work" >"$order" <<'PY'
 import glob, re, subprocess, sys
 sb, work = sys.argv[1], sys.argv[2]
 ran = set()
@@ -77,4 +84,13 @@ for line in subprocess.run(["nm", sb], capture_output=True, text=True).stdout.sp
         text.add(parts[2])
 print("\n".join(sorted(ran & text)))
 PY
-echo "symbol-order.txt: $(wc -l <crates/switchboard-cli/symbol-order.txt) functions" >&2
+echo "symbol-order.txt: $(wc -l <"$order") functions" >&2
+# The second link: only the CLI crate is built again, with the order (names of functions that
+# the link no longer has are left out silently).
+link=(-C "link-arg=-Wl,--symbol-ordering-file=$order" -C "link-arg=-Wl,--no-warn-symbol-ordering")
+glibc="$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')"
+if [ -n "$glibc" ] && [ "$(printf '%s\n2.36\n' "$glibc" | sort -V | head -1)" = 2.36 ]; then
+  link+=(-C "link-arg=-Wl,-z,pack-relative-relocs")
+fi
+cargo rustc --release --locked -p switchboard-cli --bin switchboard -- "${link[@]}"
+echo "ordered: $sb" >&2
