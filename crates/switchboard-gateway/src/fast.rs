@@ -41,9 +41,10 @@
 // Sampling and roots are deprecated for 2026-07-28, but initialize-era clients serve them.
 #![allow(deprecated)]
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
@@ -186,8 +187,8 @@ impl Fast {
         }
     }
 
-    fn calls(&self) -> std::sync::MutexGuard<'_, HashMap<CallKey, CancellationToken>> {
-        self.calls.lock().unwrap_or_else(PoisonError::into_inner)
+    fn calls(&self) -> parking_lot::MutexGuard<'_, HashMap<CallKey, CancellationToken>> {
+        self.calls.lock()
     }
 
     /// Cancels the call `request` (its id as JSON text) of the session `session`, if it runs
@@ -218,8 +219,8 @@ impl Fast {
         }
     }
 
-    fn waiting(&self) -> std::sync::MutexGuard<'_, HashMap<String, Waiter>> {
-        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+    fn waiting(&self) -> parking_lot::MutexGuard<'_, HashMap<String, Waiter>> {
+        self.waiting.lock()
     }
 
     /// Hands a client's answer (`result`, or `error`) to the question `id` of its session;

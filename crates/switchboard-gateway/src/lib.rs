@@ -85,7 +85,7 @@ pub struct Gateway {
 struct Inner {
     host: Host,
     /// The tool rules; replaced whole by [`Gateway::set_filter`].
-    filter: std::sync::RwLock<Arc<ToolFilter>>,
+    filter: parking_lot::RwLock<Arc<ToolFilter>>,
     /// Bumped when the rules change: every session hears `tools/list_changed`.
     rules: tokio::sync::watch::Sender<u64>,
     search: ToolSearch,
@@ -129,7 +129,7 @@ impl Gateway {
         Gateway {
             inner: Arc::new(Inner {
                 host,
-                filter: std::sync::RwLock::new(Arc::new(filter)),
+                filter: parking_lot::RwLock::new(Arc::new(filter)),
                 rules: tokio::sync::watch::Sender::new(0),
                 search,
                 prefix,
@@ -176,21 +176,13 @@ impl Gateway {
 
     /// The tool rules now.
     pub fn filter(&self) -> Arc<ToolFilter> {
-        self.inner
-            .filter
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        self.inner.filter.read().clone()
     }
 
     /// Replaces the tool rules (a reload): listings and calls from now on follow them, and
     /// every session hears `tools/list_changed`.
     pub fn set_filter(&self, filter: ToolFilter) {
-        *self
-            .inner
-            .filter
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(filter);
+        *self.inner.filter.write() = Arc::new(filter);
         self.inner.rules.send_modify(|n| *n += 1);
     }
 

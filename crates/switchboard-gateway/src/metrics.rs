@@ -12,8 +12,9 @@
 //! The hot path: a call takes a read lock on its label family and adds to atomics; the states,
 //! sessions and rounds are read when scraped.
 
+use parking_lot::{Mutex, RwLock};
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -167,20 +168,13 @@ impl Metrics {
             .duration
             .get_or_create(&labels)
             .observe(took.as_secs_f64());
-        let known = self
-            .inner
-            .per_server
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(server)
-            .cloned();
+        let known = self.inner.per_server.read().get(server).cloned();
         let counters = match known {
             Some(counters) => counters,
             None => self
                 .inner
                 .per_server
                 .write()
-                .unwrap_or_else(PoisonError::into_inner)
                 .entry(server.to_owned())
                 .or_default()
                 .clone(),
@@ -196,7 +190,6 @@ impl Metrics {
         self.inner
             .per_server
             .read()
-            .unwrap_or_else(PoisonError::into_inner)
             .get(server)
             .map(|c| ServerCalls {
                 calls: c.0.get(),
@@ -208,11 +201,7 @@ impl Metrics {
     /// The text of a scrape: the call metrics, with the states, `sessions` (`None` over stdio)
     /// and parked rounds read now.
     pub fn encode(&self, host: &Host, sessions: Option<usize>, parked: usize) -> String {
-        let _one = self
-            .inner
-            .scraping
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let _one = self.inner.scraping.lock();
         self.inner.states.clear();
         for (server, state) in host.servers() {
             let now = state.label();

@@ -21,7 +21,8 @@
 //! Tokens are never logged; a refusal's reason (expired, wrong audience, unknown key, …) goes
 //! to the client in `error_description` and to the log at debug level.
 
-use std::sync::{Arc, PoisonError, RwLock};
+use parking_lot::RwLock;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use jsonwebtoken::jwk::{AlgorithmParameters, Jwk, JwkSet};
@@ -208,13 +209,7 @@ impl ResourceServer {
         validation.leeway = LEEWAY.as_secs();
         validation.validate_nbf = true;
         validation.set_audience(&[&self.options.audience]);
-        validation.set_issuer(
-            &self
-                .issuers
-                .read()
-                .unwrap_or_else(PoisonError::into_inner)
-                .clone(),
-        );
+        validation.set_issuer(&self.issuers.read().clone());
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         let claims = jsonwebtoken::decode::<Value>(token, &key, &validation)
             .map_err(|e| refusal(&e))?
@@ -257,10 +252,7 @@ impl ResourceServer {
     }
 
     fn keys(&self) -> Arc<JwkSet> {
-        self.keys
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.keys.read().clone()
     }
 
     /// Fetches the JWKS (discovering its URL first, once) into the cache.
@@ -292,7 +284,7 @@ impl ResourceServer {
             ))
         })?;
         tracing::debug!("the issuer's JWKS holds {} keys", set.keys.len());
-        *self.keys.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(set);
+        *self.keys.write() = Arc::new(set);
         Ok(())
     }
 
@@ -317,7 +309,7 @@ impl ResourceServer {
                 )));
             }
             if named != self.options.issuer {
-                let mut issuers = self.issuers.write().unwrap_or_else(PoisonError::into_inner);
+                let mut issuers = self.issuers.write();
                 if !issuers.iter().any(|i| i == named) {
                     issuers.push(named.to_owned());
                 }
@@ -553,7 +545,7 @@ mod tests {
             Vec::new(),
         )
         .unwrap();
-        *server.keys.write().unwrap() = Arc::new(JwkSet { keys });
+        *server.keys.write() = Arc::new(JwkSet { keys });
         server.fetch.lock().await.at = Some(Instant::now());
         server
     }

@@ -20,8 +20,9 @@
 // Sampling and roots are deprecated for 2026-07-28, but they are what upstream servers ask.
 #![allow(deprecated)]
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -119,10 +120,7 @@ impl Rounds {
 
     /// Whether a request is parked here under `state`.
     pub fn holds(&self, state: &str) -> bool {
-        self.parked
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains_key(state)
+        self.parked.lock().contains_key(state)
     }
 
     /// Starts `run`, the request `what` (method and name or URI). It is given the asker its
@@ -162,7 +160,7 @@ impl Rounds {
         what: &str,
         mut answers: InputResponses,
     ) -> Result<Running, ErrorData> {
-        let mut parked = self.parked.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut parked = self.parked.lock();
         let Some(mut running) = parked.remove(state) else {
             return Err(ErrorData::invalid_params(
                 format!(
@@ -266,7 +264,7 @@ impl Rounds {
             None => handle,
         };
         {
-            let mut parked = self.parked.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut parked = self.parked.lock();
             if parked.len() >= MAX_PARKED {
                 drop(parked);
                 drop(running);
@@ -293,10 +291,7 @@ impl Rounds {
 
     /// How many requests wait for their clients' answers.
     pub fn parked(&self) -> usize {
-        self.parked
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
+        self.parked.lock().len()
     }
 }
 
@@ -305,10 +300,7 @@ fn expire(parked: &Weak<Mutex<HashMap<String, Running>>>, state: &str) {
     let Some(parked) = parked.upgrade() else {
         return;
     };
-    let removed = parked
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .remove(state);
+    let removed = parked.lock().remove(state);
     if let Some(running) = removed {
         tracing::info!(
             request = running.what,

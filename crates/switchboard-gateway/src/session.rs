@@ -3,8 +3,9 @@
 // Resource subscriptions are legacy-only in 2026-07-28, but initialize-era clients use them.
 #![allow(deprecated)]
 
+use parking_lot::Mutex;
 use std::collections::{BTreeSet, HashSet};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -180,7 +181,7 @@ impl Session {
         if !crate::search::active(self.gateway.tool_search(), &all) {
             return all;
         }
-        let found = self.found.lock().unwrap_or_else(PoisonError::into_inner);
+        let found = self.found.lock();
         let mut listed = crate::search::meta_tools();
         listed.extend(
             all.into_iter()
@@ -223,7 +224,7 @@ impl Session {
             })
             .collect();
         let added = {
-            let mut found = self.found.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut found = self.found.lock();
             definitions
                 .iter()
                 .filter(|d| found.insert(d.name.to_string()))
@@ -288,7 +289,7 @@ impl Session {
                 let sent = match event {
                     None => return,
                     Some(HostEvent::Log(log)) => {
-                        let wanted = *log_level.lock().unwrap_or_else(PoisonError::into_inner);
+                        let wanted = *log_level.lock();
                         match log_message(log, wanted) {
                             Some(message) => peer.notify_logging_message(message).await,
                             None => Ok(()),
@@ -1188,10 +1189,7 @@ impl ServerHandler for Session {
             .unwrap_or_default();
         let level = LogLevel::parse(&name)
             .ok_or_else(|| ErrorData::invalid_params(format!("no log level `{name}`"), None))?;
-        *self
-            .log_level
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(level);
+        *self.log_level.lock() = Some(level);
         self.share(
             &context.extensions,
             crate::session_sync::Note::Level(level.as_str().to_owned()),

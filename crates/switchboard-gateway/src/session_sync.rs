@@ -27,9 +27,10 @@
 //! opens the session, and is never in the store or a log. Store errors are logged (the store's
 //! URL redacted) and never fail a client's request: the replica goes on with what it knows.
 
+use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use rmcp::model::ClientJsonRpcMessage;
@@ -189,12 +190,12 @@ impl SessionSync {
         let _ = self.fast.set(fast);
     }
 
-    fn handlers(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<(u64, HandlerState)>>> {
-        self.handlers.lock().unwrap_or_else(PoisonError::into_inner)
+    fn handlers(&self) -> parking_lot::MutexGuard<'_, HashMap<String, Vec<(u64, HandlerState)>>> {
+        self.handlers.lock()
     }
 
-    fn ended(&self) -> std::sync::MutexGuard<'_, Ended> {
-        self.ended.lock().unwrap_or_else(PoisonError::into_inner)
+    fn ended(&self) -> parking_lot::MutexGuard<'_, Ended> {
+        self.ended.lock()
     }
 
     /// Follows the other replicas' notes while this replica serves.
@@ -328,11 +329,7 @@ impl SessionSync {
             .entry(key.clone())
             .or_default()
             .push((number, state.clone()));
-        let restored = self
-            .restored
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&key);
+        let restored = self.restored.lock().remove(&key);
         if let Some(record) = restored {
             self.take_restored(&state, record);
         }
@@ -393,7 +390,7 @@ impl SessionSync {
                 false
             }
             Ok(record) => {
-                let mut restored = self.restored.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut restored = self.restored.lock();
                 // Records whose restore failed before a handler took them are not kept long.
                 if restored.len() >= 1024 {
                     restored.clear();
@@ -419,7 +416,7 @@ impl SessionSync {
         }
         let now = Instant::now();
         {
-            let mut checked = self.checked.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut checked = self.checked.lock();
             if checked
                 .get(&key)
                 .is_some_and(|at| now.duration_since(*at) < CHECK_EVERY)
@@ -486,8 +483,8 @@ impl SessionSync {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+fn lock<T>(mutex: &Mutex<T>) -> parking_lot::MutexGuard<'_, T> {
+    mutex.lock()
 }
 
 /// The id of the session an `initialize` opens, put on the request by [`Sessions`] (the

@@ -25,8 +25,9 @@
 //! and a `Retry-After` header (`refusal`); sessions already open go on as before, and requests
 //! that open none (2026-07-28 clients are sessionless) are not refused.
 
+use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::Stream;
@@ -199,11 +200,7 @@ impl Sessions {
 
     /// Among replicas, the session held here whose key in the shared store is `key`.
     pub(crate) fn held_by_key(&self, key: &str) -> Option<SessionId> {
-        self.keys
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(key)
-            .cloned()
+        self.keys.lock().get(key).cloned()
     }
 
     /// Notes the key of a session held here (among replicas).
@@ -211,7 +208,6 @@ impl Sessions {
         if self.cluster.is_some() {
             self.keys
                 .lock()
-                .unwrap_or_else(PoisonError::into_inner)
                 .insert(SharedStore::session_key(id), id.clone());
         }
     }
@@ -280,11 +276,7 @@ impl Sessions {
 
     /// What the fast path knows of the session `id`, once rmcp initialized it here.
     pub(crate) fn link(&self, id: &str) -> Option<Arc<Link>> {
-        self.links
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(id)
-            .cloned()
+        self.links.read().get(id).cloned()
     }
 
     pub fn limits(&self) -> SessionLimits {
@@ -324,8 +316,8 @@ impl Sessions {
         }
     }
 
-    fn counts(&self) -> std::sync::MutexGuard<'_, Counts> {
-        self.counts.lock().unwrap_or_else(PoisonError::into_inner)
+    fn counts(&self) -> parking_lot::MutexGuard<'_, Counts> {
+        self.counts.lock()
     }
 }
 
@@ -429,10 +421,7 @@ impl SessionManager for Sessions {
         if let Some(link) = link
             && self.holds(id).await
         {
-            self.links
-                .write()
-                .unwrap_or_else(PoisonError::into_inner)
-                .insert(id.clone(), link);
+            self.links.write().insert(id.clone(), link);
         }
         Ok(response)
     }
@@ -445,15 +434,9 @@ impl SessionManager for Sessions {
     /// transport closed): the slot comes back here, once.
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
         let closed = self.manager.close_session(id).await;
-        self.links
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(id);
+        self.links.write().remove(id);
         if self.cluster.is_some() {
-            self.keys
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(&SharedStore::session_key(id));
+            self.keys.lock().remove(&SharedStore::session_key(id));
         }
         let mut counts = self.counts();
         if let Some(Some(token)) = counts.live.remove(id) {

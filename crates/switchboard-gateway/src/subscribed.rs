@@ -3,8 +3,8 @@
 //! the upstream subscription ends with its last subscriber, and a session that goes away
 //! without unsubscribing gives its subscriptions back when it is dropped.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
 
 use switchboard::host::{Host, HostError};
 
@@ -58,8 +58,8 @@ impl Subscribed {
         self.host.unsubscribe_resource(&server, &original).await
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (String, String)>> {
-        self.uris.lock().unwrap_or_else(PoisonError::into_inner)
+    fn lock(&self) -> parking_lot::MutexGuard<'_, HashMap<String, (String, String)>> {
+        self.uris.lock()
     }
 }
 
@@ -68,7 +68,6 @@ impl Drop for Subscribed {
         let held: Vec<(String, String)> = self
             .uris
             .get_mut()
-            .unwrap_or_else(PoisonError::into_inner)
             .drain()
             .map(|(_, target)| target)
             .collect();

@@ -112,7 +112,7 @@ pub(crate) fn tools() -> Vec<Tool> {
 
 /// Shared state of the initialize-era `ask_url` counters.
 #[derive(Debug, Default)]
-pub(crate) struct UrlCounters(std::sync::Mutex<BTreeMap<String, u64>>);
+pub(crate) struct UrlCounters(parking_lot::Mutex<BTreeMap<String, u64>>);
 
 fn modern(context: &RequestContext<RoleServer>) -> bool {
     context
@@ -308,9 +308,7 @@ pub(crate) async fn run(
                 ));
             }
             let visited = {
-                let Ok(mut counters) = counters.0.lock() else {
-                    return Err(ErrorData::internal_error("a poisoned counter", None));
-                };
+                let mut counters = counters.0.lock();
                 let count = counters.entry(key.clone()).or_insert(0);
                 let before = *count;
                 if before < needed {

@@ -1,10 +1,11 @@
 //! Finding and running `testkit-server` from tests.
 
+use parking_lot::{Condvar, Mutex};
 use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::options::Transport;
@@ -183,11 +184,7 @@ impl TestServer {
 
     /// What the server wrote to stderr so far (the last MiB of it).
     pub fn stderr(&self) -> String {
-        let text = self
-            .stderr
-            .text
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let text = self.stderr.text.lock();
         String::from_utf8_lossy(&text).into_owned()
     }
 
@@ -201,11 +198,7 @@ impl TestServer {
     /// times, at most `wait`. Returns whether it did.
     pub fn wait_for_stderr_count(&self, needle: &str, count: usize, wait: Duration) -> bool {
         let deadline = Instant::now() + wait;
-        let mut text = self
-            .stderr
-            .text
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut text = self.stderr.text.lock();
         loop {
             if String::from_utf8_lossy(&text).matches(needle).count() >= count {
                 return true;
@@ -214,10 +207,7 @@ impl TestServer {
             if left.is_zero() {
                 return false;
             }
-            text = match self.stderr.grew.wait_timeout(text, left) {
-                Ok((text, _)) => text,
-                Err(poisoned) => poisoned.into_inner().0,
-            };
+            self.stderr.grew.wait_for(&mut text, left);
         }
     }
 
@@ -241,7 +231,7 @@ impl StderrLog {
             if read == 0 {
                 break;
             }
-            let mut text = self.text.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut text = self.text.lock();
             text.extend_from_slice(&buffer[..read]);
             if text.len() > STDERR_KEPT {
                 let excess = text.len() - STDERR_KEPT;

@@ -2,8 +2,9 @@
 //! that expires sessions (`--expire-session-after`) and applies the method
 //! filter (legacy servers, servers that ignore unknown requests).
 
+use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use axum::Router;
 use axum::body::{Body, to_bytes};
@@ -84,7 +85,7 @@ impl Guard {
         let Some(limit) = self.expire_after else {
             return false;
         };
-        let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut sessions = self.sessions.lock();
         if is_post {
             let posts = sessions.posts.entry(session.to_owned()).or_insert(0);
             *posts += 1;

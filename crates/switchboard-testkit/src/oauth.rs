@@ -36,8 +36,9 @@
 //!
 //! stderr gets one line per event (`oauth: issued …`, `oauth: refreshed …`), never a token.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -110,22 +111,19 @@ impl Signer {
         jwk.common.key_id = Some(kid.clone());
         jwk.common.public_key_use = Some(PublicKeyUse::Signature);
         jwk.common.key_algorithm = Some(KeyAlgorithm::ES256);
-        self.keys
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push((kid.clone(), key, jwk));
+        self.keys.lock().push((kid.clone(), key, jwk));
         Ok(kid)
     }
 
     /// `{"keys": [every public key as a JWK]}`.
     fn jwks(&self) -> Value {
-        let keys = self.keys.lock().unwrap_or_else(PoisonError::into_inner);
+        let keys = self.keys.lock();
         json!({ "keys": keys.iter().map(|(_, _, jwk)| jwk).collect::<Vec<_>>() })
     }
 
     /// A signed JWT of `claims` under the newest `kid` (by the forged key when `forged`).
     fn sign(&self, claims: &Value, forged: bool) -> Result<String, String> {
-        let keys = self.keys.lock().unwrap_or_else(PoisonError::into_inner);
+        let keys = self.keys.lock();
         let (kid, key, _) = keys.last().ok_or("no signing key")?;
         let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
         header.kid = Some(kid.clone());
@@ -195,8 +193,8 @@ struct Server {
 }
 
 impl Server {
-    fn books(&self) -> std::sync::MutexGuard<'_, Books> {
-        self.books.lock().unwrap_or_else(PoisonError::into_inner)
+    fn books(&self) -> parking_lot::MutexGuard<'_, Books> {
+        self.books.lock()
     }
 }
 

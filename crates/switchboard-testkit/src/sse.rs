@@ -4,10 +4,11 @@
 //! `/message?sessionId=ID`; the client POSTs each JSON-RPC message there (202)
 //! and every server message comes back on the stream as a `message` event.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::Router;
@@ -76,8 +77,8 @@ impl SseState {
         format!("{:x}{nanos:08x}{n:04x}", std::process::id())
     }
 
-    fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, SessionEnds>> {
-        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    fn sessions(&self) -> parking_lot::MutexGuard<'_, HashMap<String, SessionEnds>> {
+        self.sessions.lock()
     }
 }
 

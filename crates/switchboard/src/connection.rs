@@ -67,17 +67,62 @@ pub enum ServerState {
     },
 }
 
-impl ServerState {
-    /// A short word for listings.
-    pub fn label(&self) -> &'static str {
+/// Which [`ServerState`] a server is in, without its details: what an error that a server is
+/// not connected carries (`Copy`, compared as a value, never as text).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StateKind {
+    Pending,
+    Connected,
+    Failed,
+    NeedsAuth,
+    Disabled,
+    Lazy,
+}
+
+impl StateKind {
+    /// A short word for listings and JSON: `pending`, `connected`, `failed`, `needs-auth`,
+    /// `disabled`, `lazy`.
+    pub fn label(self) -> &'static str {
         match self {
-            ServerState::Pending { .. } => "pending",
-            ServerState::Connected(_) => "connected",
-            ServerState::Failed(_) => "failed",
-            ServerState::NeedsAuth { .. } => "needs-auth",
-            ServerState::Disabled => "disabled",
-            ServerState::Lazy { .. } => "lazy",
+            StateKind::Pending => "pending",
+            StateKind::Connected => "connected",
+            StateKind::Failed => "failed",
+            StateKind::NeedsAuth => "needs-auth",
+            StateKind::Disabled => "disabled",
+            StateKind::Lazy => "lazy",
         }
+    }
+}
+
+/// How the state reads in a sentence: "server `x` is {state}".
+impl std::fmt::Display for StateKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StateKind::Pending => "still connecting",
+            StateKind::NeedsAuth => "waiting for authorization",
+            StateKind::Lazy => "not started (lazy)",
+            other => other.label(),
+        })
+    }
+}
+
+impl ServerState {
+    /// Which state this is ([`StateKind`]).
+    pub fn kind(&self) -> StateKind {
+        match self {
+            ServerState::Pending { .. } => StateKind::Pending,
+            ServerState::Connected(_) => StateKind::Connected,
+            ServerState::Failed(_) => StateKind::Failed,
+            ServerState::NeedsAuth { .. } => StateKind::NeedsAuth,
+            ServerState::Disabled => StateKind::Disabled,
+            ServerState::Lazy { .. } => StateKind::Lazy,
+        }
+    }
+
+    /// A short word for listings ([`StateKind::label`]).
+    pub fn label(&self) -> &'static str {
+        self.kind().label()
     }
 
     /// Not connecting any more: anything but [`Pending`](Self::Pending).
@@ -280,7 +325,7 @@ impl ConnectError {
     }
 }
 
-fn humantime(d: Duration) -> String {
+pub(crate) fn humantime(d: Duration) -> String {
     if d.as_millis().is_multiple_of(1000) {
         format!("{} s", d.as_secs())
     } else {

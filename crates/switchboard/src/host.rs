@@ -345,7 +345,7 @@ impl HostBuilder {
         );
         let config = Arc::new(config);
         Ok(Host {
-            current: Arc::new(std::sync::RwLock::new(config.clone())),
+            current: Arc::new(parking_lot::RwLock::new(config.clone())),
             config,
             manager,
             catalog,
@@ -368,7 +368,7 @@ impl HostBuilder {
 pub struct Host {
     config: Arc<ConfigSet>,
     /// The configuration as last read: `config` at start, then each reload's.
-    current: Arc<std::sync::RwLock<Arc<ConfigSet>>>,
+    current: Arc<parking_lot::RwLock<Arc<ConfigSet>>>,
     manager: ServerManager,
     catalog: Catalog,
     gate: Arc<Gate>,
@@ -484,7 +484,20 @@ pub enum CallError {
         /// The tool's qualified name.
         tool: String,
         /// The server's state ([`ServerState::label`]): `failed`, `needs-auth`, `disabled`…
-        state: &'static str,
+        state: crate::StateKind,
+    },
+    /// The tool's server was still connecting (or reconnecting) when the wait for it ended.
+    #[error(
+        "server `{server}` did not connect within {}: cannot call `{tool}`",
+        crate::connection::humantime(*waited)
+    )]
+    ConnectTimeout {
+        /// The tool's server.
+        server: String,
+        /// The tool's qualified name.
+        tool: String,
+        /// How long the call waited (the connect timeout, `MCP_TIMEOUT`).
+        waited: Duration,
     },
     /// The arguments do not match the tool's `inputSchema`; the call was not sent.
     #[error("invalid arguments for `{tool}`: {message}")]
@@ -574,6 +587,7 @@ impl CallError {
     pub fn server(&self) -> Option<&str> {
         match self {
             CallError::NotConnected { server, .. }
+            | CallError::ConnectTimeout { server, .. }
             | CallError::Request { server, .. }
             | CallError::Server { server, .. }
             | CallError::Budget { server, .. }
@@ -593,6 +607,7 @@ impl CallError {
         match self {
             CallError::Request { source, .. } => matches!(source, RequestError::Timeout(_)),
             CallError::Catalog { source, .. } => error::catalog_timeout(source),
+            CallError::ConnectTimeout { .. } => true,
             _ => false,
         }
     }
@@ -601,7 +616,7 @@ impl CallError {
     /// `authenticate` pseudo-tool started did not get as far as an authorization URL.
     pub fn needs_auth(&self) -> bool {
         match self {
-            CallError::NotConnected { state, .. } => *state == "needs-auth",
+            CallError::NotConnected { state, .. } => *state == crate::StateKind::NeedsAuth,
             CallError::Request { source, .. } => matches!(source, RequestError::NeedsAuth(_)),
             CallError::Login { source, .. } => error::login_pending(source),
             CallError::Catalog { source, .. } => error::catalog_needs_auth(source),
@@ -643,10 +658,7 @@ impl Host {
     /// The configuration as last read: the one the host started with, or the one the last
     /// [`reload`](Self::reload) read (approvals and entries as they are now).
     pub fn current_config(&self) -> Arc<ConfigSet> {
-        match self.current.read() {
-            Ok(current) => current.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        self.current.read().clone()
     }
 
     /// Approves or rejects project servers (`names`, entries of the project's `.mcp.json`)
@@ -696,10 +708,7 @@ impl Host {
         }
         let reloaded = self.manager.reload(configs).await;
         let issues = config.issues.clone();
-        match self.current.write() {
-            Ok(mut current) => *current = Arc::new(config),
-            Err(poisoned) => *poisoned.into_inner() = Arc::new(config),
-        }
+        *self.current.write() = Arc::new(config);
         Ok((reloaded, issues))
     }
 
@@ -863,10 +872,16 @@ impl Host {
         };
         match state {
             ServerState::Connected(_) => Ok(()),
+            // Waited for, and still connecting: a timeout, not a missing tool.
+            ServerState::Pending { .. } => Err(CallError::ConnectTimeout {
+                server: server.to_owned(),
+                tool: tool.to_owned(),
+                waited: self.limits.connect_timeout,
+            }),
             other => Err(CallError::NotConnected {
                 server: server.to_owned(),
                 tool: tool.to_owned(),
-                state: other.label(),
+                state: other.kind(),
             }),
         }
     }

@@ -72,7 +72,7 @@ pub use catalog::{
 };
 pub use connection::{
     Annotations, Capabilities, Completion, CompletionTarget, Failure, Generation, LogLevel,
-    MAX_LIST_PAGES, Progress, RequestError, ServerInfo, ServerLog, ServerState, ToolDef,
+    MAX_LIST_PAGES, Progress, RequestError, ServerInfo, ServerLog, ServerState, StateKind, ToolDef,
 };
 pub use host::{
     CallError, CallOptions, CallOutcome, Events, Host, HostBuilder, HostError, HostEvent, Listed,

@@ -22,10 +22,11 @@ mod supervisor;
 #[cfg(test)]
 mod tests;
 
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -216,7 +217,7 @@ pub enum ManagerError {
         /// The server.
         server: String,
         /// Its state ([`ServerState::label`]).
-        state: &'static str,
+        state: crate::StateKind,
     },
     /// A request to the server failed (its transport, or the server's own error).
     #[error("server `{server}`: the request failed")]
@@ -342,16 +343,14 @@ impl Default for Activity {
 
 impl Activity {
     fn touch(&self) {
-        if let Ok(mut last) = self.last.lock() {
+        {
+            let mut last = self.last.lock();
             *last = tokio::time::Instant::now();
         }
     }
 
     fn last(&self) -> tokio::time::Instant {
-        self.last
-            .lock()
-            .map(|l| *l)
-            .unwrap_or_else(|_| tokio::time::Instant::now())
+        *self.last.lock()
     }
 }
 
@@ -435,7 +434,7 @@ struct CapturingOpener {
 
 impl crate::auth::Opener for CapturingOpener {
     fn open(&self, server: &str, url: &str) -> BoxFuture<'static, Result<(), String>> {
-        if let Some(tx) = self.url.lock().ok().and_then(|mut u| u.take()) {
+        if let Some(tx) = self.url.lock().take() {
             let _ = tx.send(Ok(url.to_owned()));
         }
         self.inner.open(server, url)
@@ -487,7 +486,7 @@ impl ServerManager {
                 }
                 Err(e) => {
                     tracing::warn!(target: "switchboard::auth", server = %server, "login failed: {e}");
-                    if let Some(tx) = slot.lock().ok().and_then(|mut u| u.take()) {
+                    if let Some(tx) = slot.lock().take() {
                         let _ = tx.send(Err(e));
                     }
                 }
@@ -623,7 +622,8 @@ impl ServerManager {
                 let _ = manager.shared.events.send(event);
             }
         });
-        if let Ok(mut slot) = self.shared.replicas.lock() {
+        {
+            let mut slot = self.shared.replicas.lock();
             *slot = Some(task);
         }
     }
@@ -662,7 +662,8 @@ impl ServerManager {
             activity: activity.clone(),
         };
         tokio::spawn(supervisor.run(control_rx));
-        if let Ok(mut slots) = self.slots.lock() {
+        {
+            let mut slots = self.slots.lock();
             slots.insert(
                 name,
                 Slot {
@@ -680,10 +681,7 @@ impl ServerManager {
 
     /// Names of all servers, sorted.
     pub(crate) fn names(&self) -> Vec<String> {
-        self.slots
-            .lock()
-            .map(|s| s.keys().cloned().collect())
-            .unwrap_or_default()
+        self.slots.lock().keys().cloned().collect()
     }
 
     /// The time and size limits the manager was started with.
@@ -694,7 +692,6 @@ impl ServerManager {
     pub(crate) fn state(&self, name: &str) -> Option<ServerState> {
         self.slots
             .lock()
-            .ok()?
             .get(name)
             .map(|s| s.state.borrow().clone())
     }
@@ -703,28 +700,25 @@ impl ServerManager {
     pub(crate) fn states(&self) -> Vec<(String, ServerState)> {
         self.slots
             .lock()
-            .map(|s| {
-                s.iter()
-                    .map(|(n, slot)| (n.clone(), slot.state.borrow().clone()))
-                    .collect()
-            })
-            .unwrap_or_default()
+            .iter()
+            .map(|(n, slot)| (n.clone(), slot.state.borrow().clone()))
+            .collect()
     }
 
     /// A receiver of one server's state.
     pub(crate) fn watch(&self, name: &str) -> Option<watch::Receiver<ServerState>> {
-        self.slots.lock().ok()?.get(name).map(|s| s.state.clone())
+        self.slots.lock().get(name).map(|s| s.state.clone())
     }
 
     /// The configuration a server runs with.
     pub(crate) fn config(&self, name: &str) -> Option<ServerConfig> {
-        self.slots.lock().ok()?.get(name).map(|s| s.config.clone())
+        self.slots.lock().get(name).map(|s| s.config.clone())
     }
 
     /// What a call to `name` needs of its entry, without copying the entry: its
     /// `toolTimeout` and `maxOutputTokens`.
     pub(crate) fn call_limits(&self, name: &str) -> Option<(Option<Duration>, Option<u64>)> {
-        let slots = self.slots.lock().ok()?;
+        let slots = self.slots.lock();
         let config = &slots.get(name)?.config;
         Some((config.tool_timeout, config.max_output_tokens))
     }
@@ -747,8 +741,9 @@ impl ServerManager {
         let receivers: Vec<_> = self
             .slots
             .lock()
-            .map(|s| s.values().map(|slot| slot.state.clone()).collect())
-            .unwrap_or_default();
+            .values()
+            .map(|slot| slot.state.clone())
+            .collect();
         let all = futures::future::join_all(receivers.into_iter().map(|mut rx| async move {
             let _ = rx.wait_for(ServerState::is_settled).await;
         }));
@@ -777,9 +772,7 @@ impl ServerManager {
 
     /// `required` servers that settled in a state other than `connected`.
     pub(crate) fn required_failures(&self) -> Vec<String> {
-        let Ok(slots) = self.slots.lock() else {
-            return Vec::new();
-        };
+        let slots = self.slots.lock();
         slots
             .iter()
             .filter(|(_, s)| s.config.required)
@@ -794,10 +787,7 @@ impl ServerManager {
     }
 
     fn control(&self, name: &str, control: Control) -> Result<(), ManagerError> {
-        let slots = self
-            .slots
-            .lock()
-            .map_err(|_| ManagerError::NoSuchServer(name.to_owned()))?;
+        let slots = self.slots.lock();
         let slot = slots
             .get(name)
             .ok_or_else(|| ManagerError::NoSuchServer(name.to_owned()))?;
@@ -850,7 +840,7 @@ impl ServerManager {
     }
 
     fn slot_field<T>(&self, name: &str, f: impl FnOnce(&Slot) -> T) -> Option<T> {
-        let slots = self.slots.lock().ok()?;
+        let slots = self.slots.lock();
         slots.get(name).map(f)
     }
 
@@ -869,9 +859,7 @@ impl ServerManager {
             .collect();
         let mut reloaded = Reloaded::default();
         let stale: Vec<Slot> = {
-            let Ok(mut slots) = self.slots.lock() else {
-                return reloaded;
-            };
+            let mut slots = self.slots.lock();
             for (name, slot) in slots.iter() {
                 match wanted.get(name) {
                     None => reloaded.removed.push(name.clone()),
@@ -910,13 +898,11 @@ impl ServerManager {
     /// Shuts every server down in parallel: each stdio process gets SIGINT, SIGTERM, SIGKILL
     /// within 600 ms. Returns when all are down (bounded).
     pub(crate) async fn shutdown(&self) {
-        let slots: Vec<Slot> = self
-            .slots
-            .lock()
-            .map(|mut s| std::mem::take(&mut *s).into_values().collect())
-            .unwrap_or_default();
+        let slots: Vec<Slot> = std::mem::take(&mut *self.slots.lock())
+            .into_values()
+            .collect();
         stop_all(slots).await;
-        if let Some(task) = self.shared.replicas.lock().ok().and_then(|mut t| t.take()) {
+        if let Some(task) = self.shared.replicas.lock().take() {
             task.abort();
         }
         if let Some(store) = &self.shared.options.shared {
@@ -925,17 +911,14 @@ impl ServerManager {
     }
 
     fn session(&self, name: &str) -> Result<Arc<Session>, ManagerError> {
-        let slots = self
-            .slots
-            .lock()
-            .map_err(|_| ManagerError::NoSuchServer(name.to_owned()))?;
+        let slots = self.slots.lock();
         let slot = slots
             .get(name)
             .ok_or_else(|| ManagerError::NoSuchServer(name.to_owned()))?;
-        let session = slot.session.lock().ok().and_then(|s| s.clone());
+        let session = slot.session.lock().clone();
         session.ok_or_else(|| ManagerError::NotConnected {
             server: name.to_owned(),
-            state: slot.state.borrow().label(),
+            state: slot.state.borrow().kind(),
         })
     }
 
@@ -943,7 +926,8 @@ impl ServerManager {
     async fn ready_session(&self, name: &str) -> Result<Arc<Session>, ManagerError> {
         match self.session(name) {
             Err(ManagerError::NotConnected { state, .. })
-                if state == "lazy" || (state == "pending" && self.is_lazy(name)) =>
+                if state == crate::StateKind::Lazy
+                    || (state == crate::StateKind::Pending && self.is_lazy(name)) =>
             {
                 self.wake(name).await;
                 self.session(name)
@@ -1286,7 +1270,7 @@ impl ServerManager {
 
     /// Counts consecutive terminal request errors; at the third, the connection is redone.
     pub(crate) fn note_outcome(&self, name: &str, terminal_error: bool) {
-        let Ok(slots) = self.slots.lock() else { return };
+        let slots = self.slots.lock();
         let Some(slot) = slots.get(name) else { return };
         if !terminal_error {
             slot.terminal_errors.store(0, Ordering::Relaxed);
@@ -1315,8 +1299,6 @@ async fn stop_all(slots: Vec<Slot>) {
 }
 
 /// A mutex's guard, also when a panicking holder poisoned it (the maps it guards stay whole).
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+fn lock<T>(mutex: &Mutex<T>) -> parking_lot::MutexGuard<'_, T> {
+    mutex.lock()
 }

@@ -299,11 +299,11 @@ struct Inner {
     client: redis::Client,
     conn: redis::aio::ConnectionManager,
     /// For the reads at start, made when first needed.
-    blocking: std::sync::Mutex<Option<redis::Connection>>,
+    blocking: parking_lot::Mutex<Option<redis::Connection>>,
     writes: tokio::sync::mpsc::UnboundedSender<Write>,
     instance: String,
     /// Where the other replicas' announcements go (the manager's receiver), once asked for.
-    announced: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedSender<Announcement>>>,
+    announced: parking_lot::Mutex<Option<tokio::sync::mpsc::UnboundedSender<Announcement>>>,
     /// Where the other replicas' session notes go.
     notes: tokio::sync::broadcast::Sender<SessionNote>,
     /// Whether the subscription to `switchboard:events` is up.
@@ -392,10 +392,10 @@ impl SharedStore {
                 url: shown,
                 client,
                 conn,
-                blocking: std::sync::Mutex::new(None),
+                blocking: parking_lot::Mutex::new(None),
                 writes,
                 instance: random_hex(),
-                announced: std::sync::Mutex::new(None),
+                announced: parking_lot::Mutex::new(None),
                 notes: tokio::sync::broadcast::Sender::new(NOTES_BUFFER),
                 listening: tokio::sync::watch::Sender::new(false),
                 listen_started: std::sync::atomic::AtomicBool::new(false),
@@ -454,11 +454,7 @@ impl SharedStore {
         if keys.is_empty() {
             return Ok(Vec::new());
         }
-        let mut slot = self
-            .inner
-            .blocking
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut slot = self.inner.blocking.lock();
         if slot.is_none() {
             let conn = self
                 .inner
@@ -518,11 +514,7 @@ impl SharedStore {
     /// receiver: a second call takes them from the first).
     pub(crate) fn announcements(&self) -> tokio::sync::mpsc::UnboundedReceiver<Announcement> {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        *self
-            .inner
-            .announced
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(tx);
+        *self.inner.announced.lock() = Some(tx);
         self.listen();
         rx
     }
@@ -733,10 +725,7 @@ impl Inner {
                 });
             }
             Ok(Incoming::Announcement(a)) if a.from != self.instance => {
-                let mut slot = self
-                    .announced
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let mut slot = self.announced.lock();
                 if let Some(tx) = slot.as_ref()
                     && tx.send(a).is_err()
                 {

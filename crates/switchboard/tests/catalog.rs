@@ -314,20 +314,24 @@ async fn a_burst_of_tool_changes_is_listed_once() {
                 .unwrap();
             assert!(!out.is_error);
         }
-        // The catalogue handles changes one after the other: once it has told of `other`'s,
-        // `kit`'s burst is behind it.
+        // Both changes told (a server may send its notices after its answer, so `kit`'s can
+        // come after `other`'s).
         tokio::time::timeout(SETTLE, async {
-            loop {
+            let mut told = std::collections::BTreeSet::new();
+            while told.len() < 2 {
                 if let Some(HostEvent::Catalog(CatalogEvent::ToolsChanged { added, .. })) =
                     events.recv().await
-                    && added.contains(&"mcp__other__fresh".to_owned())
                 {
-                    return;
+                    for name in ["mcp__kit__fresh", "mcp__other__fresh"] {
+                        if added.iter().any(|a| a == name) {
+                            told.insert(name);
+                        }
+                    }
                 }
             }
         })
         .await
-        .unwrap_or_else(|_| panic!("{protocol}: `other`'s change never reached the catalogue"));
+        .unwrap_or_else(|_| panic!("{protocol}: a change never reached the catalogue"));
         assert!(host.tool("mcp__kit__fresh").await.is_ok(), "{protocol}");
         // One listing, or a few when the burst arrives spread out (under load): each answers
         // every notification that came before it. One per notification would be eight.
@@ -1203,4 +1207,46 @@ async fn calls_are_answered_alike_with_the_call_lanes_on_and_off() {
             );
         }
     }
+}
+
+/// A call to a server still connecting when the wait for it ends (the host's `MCP_TIMEOUT`,
+/// here 300 ms, against a server whose own `timeout` lets it take a minute) fails as a
+/// timeout that names the server and the wait, not as a missing tool; the server's state is
+/// a `Copy` kind compared as a value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_to_a_server_that_is_still_connecting_times_out_naming_it() {
+    let tree = ConfigTree::new().unwrap();
+    tree.write(
+        tree.user_file(),
+        &json!({"mcpServers": {"kit": {
+            "command": switchboard_testkit::server_bin(),
+            "args": ["--slow-start", "60000"],
+            "timeout": 60_000,
+        }}})
+        .to_string(),
+    )
+    .unwrap();
+    let mut env: switchboard::config::Environment = tree.env().into_iter().collect();
+    env.set("MCP_TIMEOUT", "300");
+    let host = Host::builder()
+        .discover(tree.project())
+        .env(env)
+        .output_dir(tree.root().join("out"))
+        .start()
+        .unwrap();
+    let err = host
+        .call("mcp__kit__echo", args(json!({"text": "hi"})), cli())
+        .await
+        .unwrap_err();
+    assert!(err.is_timeout(), "{err:?}");
+    assert_eq!(err.server(), Some("kit"));
+    assert_eq!(
+        switchboard::error_chain(&err),
+        "server `kit` did not connect within 300 ms: cannot call `mcp__kit__echo`"
+    );
+    assert_eq!(
+        host.server_state("kit").map(|s| s.kind()),
+        Some(switchboard::StateKind::Pending)
+    );
+    host.shutdown().await;
 }

@@ -16,9 +16,10 @@
 //! `switchboard:tokens:<key>` and the lock is a Redis lock per record
 //! (`switchboard:lock:tokens:<key>`): the same rule across machines.
 
+use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -473,7 +474,6 @@ impl TokenStore {
             },
             Inner::Memory(m) => Ok(m
                 .lock()
-                .unwrap_or_else(PoisonError::into_inner)
                 .servers
                 .get(key)
                 .cloned()
@@ -601,7 +601,7 @@ impl TokenStore {
                 .map_err(|e| AuthError::Store(e.to_string()))
             }
             Inner::Memory(m) => {
-                let mut contents = m.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut contents = m.lock();
                 match record {
                     Some(record) => contents.servers.insert(key.to_owned(), record),
                     None => contents.servers.remove(key),

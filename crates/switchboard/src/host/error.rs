@@ -22,7 +22,7 @@ pub enum HostError {
         server: String,
         /// Its state ([`ServerState::label`](crate::ServerState::label)): `failed`,
         /// `needs-auth`, `disabled`…
-        state: &'static str,
+        state: crate::StateKind,
     },
     /// The server did not declare the capability the request needs.
     #[error("server `{server}` offers no {what}")]
@@ -208,8 +208,8 @@ impl From<ManagerError> for HostError {
     }
 }
 
-/// The label of a server's `needs-auth` state.
-const NEEDS_AUTH: &str = "needs-auth";
+/// A server's `needs-auth` state.
+const NEEDS_AUTH: crate::StateKind = crate::StateKind::NeedsAuth;
 
 /// A login that failed or ran out of time leaves its server waiting for one; a server that
 /// cannot log in (neither `http` nor `sse`) does not wait for one.
@@ -326,7 +326,7 @@ mod tests {
         );
         let catalog = HostError::from(CatalogError::Manager(ManagerError::NotConnected {
             server: "s".to_owned(),
-            state: "needs-auth",
+            state: NEEDS_AUTH,
         }));
         assert_eq!(catalog.server(), Some("s"));
         assert!(catalog.needs_auth());

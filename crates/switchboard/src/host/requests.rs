@@ -370,7 +370,7 @@ impl Host {
                 }),
                 Some(state) => failures.push(HostError::NotConnected {
                     server: name.to_owned(),
-                    state: state.label(),
+                    state: state.kind(),
                 }),
             }
         } else {

@@ -7,8 +7,10 @@
 //! `pending` meanwhile), then stopped.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot, watch};
@@ -245,17 +247,13 @@ impl Supervisor {
                 session.info.generation,
             );
             self.shared.memory.clear_needs_auth(self.name());
-            if let Ok(mut slot) = self.session.lock() {
-                *slot = Some(session.clone());
-            }
+            *self.session.lock() = Some(session.clone());
             self.set(ServerState::Connected(session.info.clone()));
 
             // Boxed, as connecting is: serving and closing are large states, and inline they
             // would make every lazy or idle server's task that large (and copied at spawn).
             let next = Box::pin(self.serve(&session, &mut control, &mut enabled)).await;
-            if let Ok(mut slot) = self.session.lock() {
-                *slot = None;
-            }
+            *self.session.lock() = None;
             match next {
                 Served::Next(Next::Stop(done)) => {
                     Box::pin(session.close()).await;
@@ -409,9 +407,7 @@ impl Supervisor {
     /// turns `lazy` under the session's lock, so a request that then finds no session finds
     /// the server lazy, and starts it again.
     fn stop_idle(&self) -> bool {
-        let Ok(mut slot) = self.session.lock() else {
-            return false;
-        };
+        let mut slot = self.session.lock();
         if self.activity.in_flight.load(Ordering::SeqCst) > 0 {
             return false;
         }

@@ -418,7 +418,7 @@ async fn disabling_shuts_a_server_down_and_enabling_connects_it() {
     assert!(matches!(
         manager.list_tools("on").await,
         Err(ManagerError::NotConnected {
-            state: "disabled",
+            state: crate::StateKind::Disabled,
             ..
         })
     ));

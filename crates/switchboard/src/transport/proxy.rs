@@ -15,9 +15,10 @@
 
 // `connection::open` wires these transports in next; until then only the tests use them.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::process::Stdio;
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use super::MessageLimit;
@@ -80,12 +81,9 @@ pub(crate) async fn proxy_token(
 }
 
 /// The tokens commands printed, by command line. Never held across an await.
-fn command_tokens() -> std::sync::MutexGuard<'static, HashMap<Vec<String>, String>> {
+fn command_tokens() -> parking_lot::MutexGuard<'static, HashMap<Vec<String>, String>> {
     static TOKENS: OnceLock<Mutex<HashMap<Vec<String>, String>>> = OnceLock::new();
-    TOKENS
-        .get_or_init(Mutex::default)
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
+    TOKENS.get_or_init(Mutex::default).lock()
 }
 
 async fn run_token_command(argv: &[String], timeout: Duration) -> Result<String, RemoteError> {
