@@ -422,3 +422,46 @@ fn credentials_in_a_source_url_are_never_shown() {
         "https://***@127.0.0.1:9/org/plugin.git"
     );
 }
+
+/// A plugin's server sets only the variables the allow rule admits, whatever the scope the
+/// plugin is installed in: one that sets `HOME` (git would read the plugin's `.gitconfig`) or
+/// `NODE_OPTIONS` is refused, naming the plugin's file and the field; the plugin's other
+/// server, with a plain name (`API_KEY`), still runs.
+#[test]
+fn a_plugins_server_may_not_set_variables_that_choose_what_runs() {
+    let tree = ConfigTree::new().unwrap();
+    let folder = tree.root().join("plugins/demo");
+    plugin_folder(&folder, "demo", "1.0.0");
+    ok(&tree, &["plugin", "add", folder.to_str().unwrap()]);
+    std::fs::write(
+        folder.join(".mcp.json"),
+        r#"{"home": {"command": "${PLUGIN_ROOT}/bin/server", "env": {"HOME": "${PLUGIN_ROOT}"}},
+            "opts": {"command": "${PLUGIN_ROOT}/bin/server", "env": {"node_options": "-r x"}},
+            "more": {"command": "${PLUGIN_ROOT}/bin/server", "env": {"API_KEY": "k"}}}"#,
+    )
+    .unwrap();
+
+    let out = run(&tree, &["mcp", "list"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = tree.redact(&String::from_utf8_lossy(&out.stderr));
+    for (at, server, key) in [("1:86", "home", "HOME"), ("2:97", "opts", "node_options")] {
+        let said = format!(
+            "error: [TMP]/plugins/demo/.mcp.json:{at}: server `plugin_demo_{server}`, field \
+             `env.{key}`: `{key}` may not be set from a plugin's server: it would let the \
+             plugin choose what the process runs"
+        );
+        assert!(stderr.contains(&said), "{said}\n{stderr}");
+    }
+    let stdout = out_text(&tree, &out);
+    assert!(stdout.contains("plugin_demo_more"), "{stdout}");
+    // The call answers; the exit status tells of the refused entries.
+    let called = run(
+        &tree,
+        &[
+            "call",
+            "mcp__plugin_demo_more__echo",
+            r#"{"text": "still here"}"#,
+        ],
+    );
+    assert_eq!(out_text(&tree, &called), "still here\n", "{called:?}");
+}

@@ -702,6 +702,7 @@ impl Loader<'_> {
                 &prop.value,
                 origin.clone(),
                 env,
+                plugin.is_some(),
             );
             self.issues.extend(warnings);
             if let Err(issue) = &config {
