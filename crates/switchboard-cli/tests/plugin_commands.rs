@@ -465,3 +465,70 @@ fn a_plugins_server_may_not_set_variables_that_choose_what_runs() {
     );
     assert_eq!(out_text(&tree, &called), "still here\n", "{called:?}");
 }
+
+/// A plugin folder whose `.mcp.json` names its data folder (`${PLUGIN_DATA}`).
+fn data_plugin_folder(dir: &Path) {
+    plugin_folder(dir, "demo", "1.0.0");
+    std::fs::write(
+        dir.join(".mcp.json"),
+        r#"{"more": {"command": "${PLUGIN_ROOT}/bin/server",
+                     "args": ["--echo-description", "${PLUGIN_DATA}"]}}"#,
+    )
+    .unwrap();
+}
+
+/// A repository's `.mcp.json` records plugins: one under a key of `../` steps, which would make
+/// its data folder outside the state folder, is refused naming the file and the field, and
+/// nothing is made; a well-named one makes no data folder either until one of its servers is
+/// approved (nothing an unapproved project file says touches the disk).
+#[test]
+fn a_projects_plugin_records_touch_no_disk_and_need_valid_names() {
+    let tree = ConfigTree::new().unwrap();
+    let folder = tree.root().join("plugins/demo");
+    data_plugin_folder(&folder);
+    // From the data folder (`<state>/plugin-data/<key>`), five steps up is the tree's root.
+    let key = "../../../../../escape";
+    let project = serde_json::json!({
+        "plugins": {key: {"path": folder}, "demo": {"path": folder}},
+    });
+    tree.write(tree.project_file(), &project.to_string())
+        .unwrap();
+
+    let out = run(&tree, &["mcp", "list", "--no-connect"]);
+    assert!(!tree.root().join("escape").exists());
+    assert!(!tree.state_dir().join("plugin-data").exists());
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = tree.redact(&String::from_utf8_lossy(&out.stderr));
+    assert!(
+        stderr.contains(&format!(
+            "error: [TMP]/project/.mcp.json:1:13: field `plugins.{key}`: plugin name `{key}` is \
+             not a valid name: use only letters, digits, `-` and `_`"
+        )),
+        "{stderr}"
+    );
+    // Only the well-named plugin is installed; its servers wait for approval.
+    let listed: Vec<String> = plugins(&tree)
+        .iter()
+        .map(|p| p["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(listed, ["demo"]);
+    let list = out_text(&tree, &out);
+    assert!(list.contains("pending approval"), "{list}");
+    assert!(!tree.state_dir().join("plugin-data").exists());
+
+    // Approved, its server gets its data folder.
+    let approved = run(&tree, &["mcp", "approve", "plugin:demo:more"]);
+    assert!(
+        String::from_utf8_lossy(&approved.stderr).contains("Approved `plugin_demo_more`"),
+        "{approved:?}"
+    );
+    let data = tree.state_dir().join("plugin-data/demo");
+    let called = run(&tree, &["tools", "plugin_demo_more", "--json"]);
+    let shown = out_text(&tree, &called);
+    assert!(data.is_dir(), "{data:?}");
+    assert!(
+        shown.contains(&tree.redact(&data.display().to_string())),
+        "{shown}"
+    );
+    assert!(!tree.root().join("escape").exists());
+}

@@ -8,7 +8,9 @@
 //! JSON file) and from a `.mcp.json` at its root (`{"mcpServers": {...}}` or a bare map), with
 //! `${CLAUDE_PLUGIN_ROOT}` and `${PLUGIN_ROOT}` replaced by the plugin's folder and
 //! `${CLAUDE_PLUGIN_DATA}` and `${PLUGIN_DATA}` by its data folder (`<state dir>/plugin-data/
-//! <plugin>`, kept across updates, removed with the plugin). Each server is
+//! <plugin>`, kept across updates, removed with the plugin; made when its servers may start, a
+//! project's plugin's once one is approved: reading touches nothing). A record's key must be a
+//! valid server name (it names folders); others are refused as issues. Each server is
 //! named `plugin_<plugin>_<server>` (sanitised as server names are), so its tools are
 //! `mcp__plugin_<plugin>_<server>__<tool>`; entries keep their scope, so a project's plugin
 //! servers wait for approval and managed policy applies to them as to any other entry.
@@ -94,6 +96,9 @@ pub(crate) struct PluginFolder {
     pub(crate) description: Option<String>,
     pub(crate) docs: Vec<ServersDoc>,
     pub(crate) issues: Vec<ConfigIssue>,
+    /// The first file that names the data folder (`${CLAUDE_PLUGIN_DATA}`), if one does:
+    /// the folder is to be made before its servers start.
+    pub(crate) data_named: Option<PathBuf>,
 }
 
 /// The name a plugin's server gets in the configuration.
@@ -119,8 +124,14 @@ fn json_inner(path: &Path) -> String {
 
 /// Reads a plugin's text file with its variables replaced: `${CLAUDE_PLUGIN_ROOT}` and
 /// `${PLUGIN_ROOT}` by its folder, `${CLAUDE_PLUGIN_DATA}` and `${PLUGIN_DATA}` by its data
-/// folder (created, owner-only, when a file names it).
-fn read_expanded(path: &Path, root: &Path, data: &Path) -> Result<Option<Document>, ConfigIssue> {
+/// folder. Reading touches nothing on disk: the data folder a file names is made by whoever
+/// may start its servers ([`PluginFolder::data_named`]).
+fn read_expanded(
+    path: &Path,
+    root: &Path,
+    data: &Path,
+    data_named: &mut Option<PathBuf>,
+) -> Result<Option<Document>, ConfigIssue> {
     let Some(mut text) = super::json::read_text(path)? else {
         return Ok(None);
     };
@@ -129,19 +140,25 @@ fn read_expanded(path: &Path, root: &Path, data: &Path) -> Result<Option<Documen
         .replace("${CLAUDE_PLUGIN_ROOT}", &inner)
         .replace("${PLUGIN_ROOT}", &inner);
     if text.contains("${CLAUDE_PLUGIN_DATA}") || text.contains("${PLUGIN_DATA}") {
-        if let Err(e) = super::edit::create_private_dir(data) {
-            return Err(ConfigIssue::warning(format!(
-                "cannot create the plugin's data folder {}: {e}",
-                data.display()
-            ))
-            .in_file(path));
-        }
+        data_named.get_or_insert_with(|| path.to_owned());
         let inner = json_inner(data);
         text = text
             .replace("${CLAUDE_PLUGIN_DATA}", &inner)
             .replace("${PLUGIN_DATA}", &inner);
     }
     Ok(Some(Document::new(path.to_owned(), text)))
+}
+
+/// Makes a plugin's data folder (owner-only), which `file` names; the problem as an issue of
+/// that file.
+pub(crate) fn create_data_dir(data: &Path, file: &Path) -> Result<(), ConfigIssue> {
+    super::edit::create_private_dir(data).map_err(|e| {
+        ConfigIssue::warning(format!(
+            "cannot create the plugin's data folder {}: {e}",
+            data.display()
+        ))
+        .in_file(file)
+    })
 }
 
 /// Reads a plugin's manifest and server files (`data`: its data folder). Never fails as a
@@ -166,7 +183,7 @@ pub(crate) fn read_folder(plugin: &str, root: &Path, data: &Path) -> PluginFolde
         return out;
     }
     let manifest_path = root.join(MANIFEST);
-    match read_expanded(&manifest_path, root, data) {
+    match read_expanded(&manifest_path, root, data, &mut out.data_named) {
         Err(issue) => out.issues.push(named(issue)),
         Ok(None) => {}
         Ok(Some(doc)) => match serde_json::from_str::<serde_json::Value>(&strip_jsonc(&doc)) {
@@ -193,7 +210,7 @@ pub(crate) fn read_folder(plugin: &str, root: &Path, data: &Path) -> PluginFolde
                     }),
                     Some(serde_json::Value::String(file)) => {
                         let file = root.join(file);
-                        match read_expanded(&file, root, data) {
+                        match read_expanded(&file, root, data, &mut out.data_named) {
                             Ok(Some(doc)) => out.docs.push(ServersDoc {
                                 key: servers_key(&doc),
                                 doc,
@@ -221,7 +238,7 @@ pub(crate) fn read_folder(plugin: &str, root: &Path, data: &Path) -> PluginFolde
             }
         },
     }
-    match read_expanded(&root.join(".mcp.json"), root, data) {
+    match read_expanded(&root.join(".mcp.json"), root, data, &mut out.data_named) {
         Err(issue) => out.issues.push(named(issue)),
         Ok(None) => {}
         Ok(Some(doc)) => out.docs.push(ServersDoc {
