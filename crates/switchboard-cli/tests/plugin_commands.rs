@@ -532,3 +532,27 @@ fn a_projects_plugin_records_touch_no_disk_and_need_valid_names() {
     );
     assert!(!tree.root().join("escape").exists());
 }
+
+/// `plugin remove` deletes only the clone Switchboard made: a repository's record whose path
+/// only starts like one (`<state>/plugins/../../…`) keeps its folder.
+#[test]
+fn removing_a_plugin_deletes_no_folder_a_record_merely_points_at() {
+    let tree = ConfigTree::new().unwrap();
+    let victim = tree.root().join("victim");
+    plugin_folder(&victim, "demo", "1.0.0");
+    // As after any clone.
+    std::fs::create_dir_all(tree.state_dir().join("plugins")).unwrap();
+    let path = tree
+        .state_dir()
+        .join("plugins/../../../../../victim")
+        .display()
+        .to_string();
+    let project = serde_json::json!({"plugins": {"demo": {"path": path}}});
+    tree.write(tree.project_file(), &project.to_string())
+        .unwrap();
+    assert_eq!(plugins(&tree)[0]["name"], "demo");
+
+    ok(&tree, &["plugin", "remove", "demo"]);
+    assert!(plugins(&tree).is_empty());
+    assert!(victim.join(".claude-plugin/plugin.json").exists());
+}

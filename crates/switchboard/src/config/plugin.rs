@@ -579,15 +579,20 @@ pub fn remove_plugin(
     let mut edit = open(paths, plugin.scope, "plugins")?;
     edit.remove(name)?;
     edit.save()?;
-    if plugin.path.starts_with(paths.state_dir.join("plugins")) {
+    // Only what Switchboard made is deleted: the clone it made (`plugins/<name>`, exactly:
+    // a recorded path may come from a repository's file) and the data folder, named only by a
+    // valid name (the loader refuses others).
+    let valid = ServerName::new(&plugin.name).is_ok();
+    if valid && plugin.path == paths.state_dir.join("plugins").join(&plugin.name) {
         let _ = std::fs::remove_dir_all(&plugin.path);
     }
     // Its data, unless the same plugin stays installed in another scope.
-    if !plugins
-        .iter()
-        .any(|p| p.name == plugin.name && p.scope != plugin.scope)
+    if valid
+        && !plugins
+            .iter()
+            .any(|p| p.name == plugin.name && p.scope != plugin.scope)
     {
-        let _ = std::fs::remove_dir_all(plugin_data_dir(&paths.state_dir, name));
+        let _ = std::fs::remove_dir_all(plugin_data_dir(&paths.state_dir, &plugin.name));
     }
     Ok(plugin)
 }
