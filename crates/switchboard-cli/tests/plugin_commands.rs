@@ -556,3 +556,101 @@ fn removing_a_plugin_deletes_no_folder_a_record_merely_points_at() {
     assert!(plugins(&tree).is_empty());
     assert!(victim.join(".claude-plugin/plugin.json").exists());
 }
+
+/// A plugin's server files are read only inside its folder: a `.mcp.json` (or a manifest, or
+/// its folder) that is a link to a file elsewhere, and a manifest's `mcpServers` naming
+/// `../outside.json`, an absolute path or a link out, are refused naming the plugin, the file
+/// and the field; the servers of the file outside never load, the plugin's others do.
+#[test]
+fn a_plugins_files_may_not_lead_out_of_its_folder() {
+    let tree = ConfigTree::new().unwrap();
+    let folder = tree.root().join("plugins/demo");
+    plugin_folder(&folder, "demo", "1.0.0");
+    ok(&tree, &["plugin", "add", folder.to_str().unwrap()]);
+    let bin = serde_json::to_string(&switchboard_testkit::server_bin()).unwrap();
+    let outside = tree
+        .write(
+            "outside.json",
+            &format!(r#"{{"mcpServers": {{"stolen": {{"command": {bin}}}}}}}"#),
+        )
+        .unwrap();
+    let manifest = folder.join(".claude-plugin/plugin.json");
+    let manifest_with = |servers: &str| {
+        let servers = serde_json::to_string(servers).unwrap();
+        std::fs::write(
+            &manifest,
+            format!(r#"{{"name": "demo", "mcpServers": {servers}}}"#),
+        )
+        .unwrap();
+    };
+    let refused = |expected: &str| {
+        let out = run(&tree, &["mcp", "list", "--no-connect"]);
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        let stderr = tree.redact(&String::from_utf8_lossy(&out.stderr));
+        assert!(stderr.contains(expected), "{expected}\n{stderr}");
+        assert!(
+            stderr.contains("hint: a plugin's files must be inside its folder"),
+            "{stderr}"
+        );
+        let stdout = out_text(&tree, &out);
+        assert!(!stdout.contains("stolen"), "{stdout}");
+        stdout
+    };
+
+    // `.mcp.json`, a link to a file elsewhere.
+    std::fs::remove_file(folder.join(".mcp.json")).unwrap();
+    std::os::unix::fs::symlink(&outside, folder.join(".mcp.json")).unwrap();
+    let stdout = refused(
+        "error: [TMP]/plugins/demo/.mcp.json: plugin `demo`: .mcp.json leads out of the \
+         plugin's folder (to [TMP]/outside.json)",
+    );
+    assert!(stdout.contains("plugin_demo_echo"), "{stdout}");
+    std::fs::remove_file(folder.join(".mcp.json")).unwrap();
+
+    // The manifest's `mcpServers`: a path up, an absolute path, a link out.
+    manifest_with("../../outside.json");
+    refused(
+        "error: [TMP]/plugins/demo/.claude-plugin/plugin.json: field `mcpServers`: plugin \
+         `demo`: the servers file `../../outside.json` leads out of the plugin's folder (to \
+         [TMP]/outside.json)",
+    );
+    manifest_with(outside.to_str().unwrap());
+    refused(
+        "error: [TMP]/plugins/demo/.claude-plugin/plugin.json: field `mcpServers`: plugin \
+         `demo`: the servers file `[TMP]/outside.json` is an absolute path",
+    );
+    std::os::unix::fs::symlink(&outside, folder.join("servers.json")).unwrap();
+    manifest_with("servers.json");
+    refused(
+        "error: [TMP]/plugins/demo/.claude-plugin/plugin.json: field `mcpServers`: plugin \
+         `demo`: the servers file `servers.json` leads out of the plugin's folder (to \
+         [TMP]/outside.json)",
+    );
+
+    // The manifest's folder, a link to another plugin's.
+    let other = tree.root().join("elsewhere");
+    std::fs::create_dir_all(other.join(".claude-plugin")).unwrap();
+    std::fs::write(
+        other.join(".claude-plugin/plugin.json"),
+        format!(r#"{{"name": "demo", "mcpServers": {{"stolen": {{"command": {bin}}}}}}}"#),
+    )
+    .unwrap();
+    std::fs::remove_dir_all(folder.join(".claude-plugin")).unwrap();
+    std::os::unix::fs::symlink(other.join(".claude-plugin"), folder.join(".claude-plugin"))
+        .unwrap();
+    refused(
+        "error: [TMP]/plugins/demo/.claude-plugin/plugin.json: plugin `demo`: \
+         .claude-plugin/plugin.json leads out of the plugin's folder (to \
+         [TMP]/elsewhere/.claude-plugin/plugin.json)",
+    );
+
+    // A file inside the folder, even through a link inside it, is the plugin's.
+    std::fs::remove_file(folder.join(".claude-plugin")).unwrap();
+    std::fs::remove_file(folder.join("servers.json")).unwrap();
+    plugin_folder(&folder, "demo", "1.0.0");
+    std::fs::create_dir_all(folder.join("conf")).unwrap();
+    std::fs::rename(folder.join(".mcp.json"), folder.join("conf/servers.json")).unwrap();
+    std::os::unix::fs::symlink("conf/servers.json", folder.join(".mcp.json")).unwrap();
+    let listed = ok(&tree, &["mcp", "list", "--no-connect"]);
+    assert!(listed.contains("plugin_demo_more"), "{listed}");
+}

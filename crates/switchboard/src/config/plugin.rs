@@ -5,7 +5,9 @@
 //! `version`); a plugin from a git repository (a URL, or a local path to a repository) is
 //! cloned under the state directory (`plugins/<name>`), a plain folder is used where it is.
 //! Its servers come from `.claude-plugin/plugin.json`'s `mcpServers` (inline, or a path to a
-//! JSON file) and from a `.mcp.json` at its root (`{"mcpServers": {...}}` or a bare map), with
+//! JSON file) and from a `.mcp.json` at its root (`{"mcpServers": {...}}` or a bare map), each
+//! read only when it is inside the plugin's folder once links are resolved (no absolute
+//! path, no `..` or link out of it), with
 //! `${CLAUDE_PLUGIN_ROOT}` and `${PLUGIN_ROOT}` replaced by the plugin's folder and
 //! `${CLAUDE_PLUGIN_DATA}` and `${PLUGIN_DATA}` by its data folder (`<state dir>/plugin-data/
 //! <plugin>`, kept across updates, removed with the plugin; made when its servers may start, a
@@ -161,8 +163,27 @@ pub(crate) fn create_data_dir(data: &Path, file: &Path) -> Result<(), ConfigIssu
     })
 }
 
-/// Reads a plugin's manifest and server files (`data`: its data folder). Never fails as a
-/// whole.
+/// What a file a plugin's folder provides must be.
+const INSIDE_HINT: &str =
+    "a plugin's files must be inside its folder (links out of it are refused)";
+
+/// Why `path` may not be read as one of the plugin's files (`real_root`: its folder, links
+/// resolved): it leads out of the folder once links are resolved, or is a link that leads
+/// nowhere. `None` when it is inside, or absent (its reader says so).
+fn leads_out(real_root: &Path, path: &Path) -> Option<String> {
+    std::fs::symlink_metadata(path).ok()?;
+    match path.canonicalize() {
+        Ok(real) if real.starts_with(real_root) => None,
+        Ok(real) => Some(format!(
+            "leads out of the plugin's folder (to {})",
+            real.display()
+        )),
+        Err(e) => Some(format!("is a link that cannot be followed: {e}")),
+    }
+}
+
+/// Reads a plugin's manifest and server files (`data`: its data folder), each only when it is
+/// inside the plugin's folder once links are resolved. Never fails as a whole.
 pub(crate) fn read_folder(plugin: &str, root: &Path, data: &Path) -> PluginFolder {
     let mut out = PluginFolder::default();
     let named = |issue: ConfigIssue| {
@@ -182,8 +203,17 @@ pub(crate) fn read_folder(plugin: &str, root: &Path, data: &Path) -> PluginFolde
         );
         return out;
     }
+    // Every file is read only where it really is inside the folder: a link (or a path) out of
+    // it would make another file the plugin's.
+    let real_root = root.canonicalize().unwrap_or_else(|_| root.to_owned());
     let manifest_path = root.join(MANIFEST);
-    match read_expanded(&manifest_path, root, data, &mut out.data_named) {
+    let manifest = match leads_out(&real_root, &manifest_path) {
+        Some(why) => Err(ConfigIssue::error(format!("{MANIFEST} {why}"))
+            .in_file(&manifest_path)
+            .hint(INSIDE_HINT)),
+        None => read_expanded(&manifest_path, root, data, &mut out.data_named),
+    };
+    match manifest {
         Err(issue) => out.issues.push(named(issue)),
         Ok(None) => {}
         Ok(Some(doc)) => match serde_json::from_str::<serde_json::Value>(&strip_jsonc(&doc)) {
@@ -208,9 +238,23 @@ pub(crate) fn read_folder(plugin: &str, root: &Path, data: &Path) -> PluginFolde
                         doc,
                         key: Some("mcpServers"),
                     }),
-                    Some(serde_json::Value::String(file)) => {
-                        let file = root.join(file);
-                        match read_expanded(&file, root, data, &mut out.data_named) {
+                    Some(serde_json::Value::String(written)) => {
+                        let file = root.join(written);
+                        let why = if Path::new(written).is_absolute() {
+                            Some("is an absolute path".to_owned())
+                        } else {
+                            leads_out(&real_root, &file)
+                        };
+                        let read = match why {
+                            Some(why) => Err(ConfigIssue::error(format!(
+                                "the servers file `{written}` {why}"
+                            ))
+                            .in_file(&manifest_path)
+                            .field("mcpServers")
+                            .hint(INSIDE_HINT)),
+                            None => read_expanded(&file, root, data, &mut out.data_named),
+                        };
+                        match read {
                             Ok(Some(doc)) => out.docs.push(ServersDoc {
                                 key: servers_key(&doc),
                                 doc,
@@ -238,7 +282,14 @@ pub(crate) fn read_folder(plugin: &str, root: &Path, data: &Path) -> PluginFolde
             }
         },
     }
-    match read_expanded(&root.join(".mcp.json"), root, data, &mut out.data_named) {
+    let servers_path = root.join(".mcp.json");
+    let servers = match leads_out(&real_root, &servers_path) {
+        Some(why) => Err(ConfigIssue::error(format!(".mcp.json {why}"))
+            .in_file(&servers_path)
+            .hint(INSIDE_HINT)),
+        None => read_expanded(&servers_path, root, data, &mut out.data_named),
+    };
+    match servers {
         Err(issue) => out.issues.push(named(issue)),
         Ok(None) => {}
         Ok(Some(doc)) => out.docs.push(ServersDoc {
