@@ -197,13 +197,16 @@ impl ConfigSet {
             _ => None,
         };
 
-        let user = loader.read_file::<UserFile>(&paths.user_file(), Scope::User, &[]);
+        let user = loader.read_own_file::<UserFile>(&paths.user_file(), Scope::User, &[]);
         for file in paths.project_files.iter().rev() {
             loader.read_file::<ProjectFile>(file, Scope::Project, &[]);
         }
         let key = paths.project_key();
-        let local =
-            loader.read_file::<LocalFile>(&paths.local_file(), Scope::Local, &["projects", &key]);
+        let local = loader.read_own_file::<LocalFile>(
+            &paths.local_file(),
+            Scope::Local,
+            &["projects", &key],
+        );
         for spec in &paths.dynamic {
             match load_dynamic_text(spec, &paths.cwd) {
                 Ok(doc) => {
@@ -407,6 +410,32 @@ struct DataDir {
 }
 
 impl Loader<'_> {
+    /// [`Loader::read_file`] for a file of the user's own (the user's and the local file):
+    /// its entries run without approval, so one another user could have written (its folder
+    /// or itself theirs, or writable by others) is not read, and is an error.
+    fn read_own_file<F: ScopeFile>(
+        &mut self,
+        path: &std::path::Path,
+        scope: Scope,
+        nest: &[&str],
+    ) -> ScopeSettings {
+        let Some((at, why)) = crate::secrets::untrusted_file(path) else {
+            return self.read_file::<F>(path, scope, nest);
+        };
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        let what = if at == path {
+            "not read (its servers would run without approval)".to_owned()
+        } else {
+            format!("`{name}` in this folder is not read (its servers would run without approval)")
+        };
+        let issue = ConfigIssue::untrusted(&at, &what, why);
+        self.issues.push(issue.clone());
+        ScopeSettings {
+            broken: Some(issue),
+            ..ScopeSettings::new(scope, path.to_owned())
+        }
+    }
+
     fn read_file<F: ScopeFile>(
         &mut self,
         path: &std::path::Path,
