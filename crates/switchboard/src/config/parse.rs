@@ -1192,3 +1192,70 @@ impl Walker<'_> {
         Ok(self.positive_int(value, field)?.map(Duration::from_millis))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every name the deny list refused stays refused under the allow rule, in either case,
+    /// and so do the loader's, git's config and bash's exported functions by their start.
+    #[test]
+    fn the_allow_rule_keeps_every_refusal_of_the_deny_list() {
+        let denied = [
+            "PATH",
+            "NODE_OPTIONS",
+            "NODE_PATH",
+            "PYTHONSTARTUP",
+            "PYTHONPATH",
+            "PYTHONHOME",
+            "PYTHONUSERBASE",
+            "PYTHONEXECUTABLE",
+            "PERL5OPT",
+            "PERL5LIB",
+            "PERLLIB",
+            "PERL5DB",
+            "RUBYOPT",
+            "RUBYLIB",
+            "JAVA_TOOL_OPTIONS",
+            "_JAVA_OPTIONS",
+            "JDK_JAVA_OPTIONS",
+            "CLASSPATH",
+            "GCONV_PATH",
+            "LOCPATH",
+            "NLSPATH",
+            "HOSTALIASES",
+            "BASH_ENV",
+            "ENV",
+            "PROMPT_COMMAND",
+            "SHELLOPTS",
+            "BASHOPTS",
+            "PS4",
+            "IFS",
+            "GIT_SSH_COMMAND",
+            "GIT_SSH",
+            "GIT_EXEC_PATH",
+            "GIT_ASKPASS",
+            "SSH_ASKPASS",
+            "GIT_CONFIG_PARAMETERS",
+            "LD_PRELOAD",
+            "DYLD_INSERT_LIBRARIES",
+            "GIT_CONFIG_GLOBAL",
+            "BASH_FUNC_ls%%",
+        ];
+        for name in denied {
+            assert!(refused_env(name).is_some(), "{name}");
+            assert!(refused_env(&name.to_ascii_lowercase()).is_some(), "{name}");
+        }
+        for name in [
+            "API_KEY",
+            "GITHUB_TOKEN",
+            "LANG",
+            "LC_ALL",
+            "TZ",
+            "NODE_ENV",
+            "DEBUG",
+        ] {
+            assert_eq!(refused_env(name), None, "{name}");
+        }
+    }
+}
