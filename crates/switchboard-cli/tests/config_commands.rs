@@ -1161,3 +1161,135 @@ fn approve_shows_every_command_an_entry_runs_and_a_changed_one_asks_again() {
         "{web}"
     );
 }
+
+/// Another local user who may write to the state folder or the approval record could approve
+/// a server the user rejected: such a record approves nothing (an error naming the path, with
+/// the `chmod` that fixes it), and neither the folder nor the file is trusted again until it
+/// is the user's alone. The user's own configuration folder and files are checked the same way
+/// (their servers run without approval), and so are the trusted projects.
+#[test]
+fn state_and_config_files_others_could_write_are_not_trusted() {
+    use std::os::unix::fs::PermissionsExt;
+    let chmod = |path: &Path, mode: u32| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    let tree = ConfigTree::new().unwrap();
+    tree.write(
+        tree.project_file(),
+        r#"{"mcpServers": {"evil": {"command": "evil-server"}}}"#,
+    )
+    .unwrap();
+    ok(&tree, &run(&tree, &["mcp", "reject", "evil"]));
+    let approvals = tree.state_dir().join("approvals.json");
+    // The server's status, and what the listing says on stderr.
+    let listing = |tree: &ConfigTree| -> (String, String) {
+        let out = run(tree, &["mcp", "list", "--json", "--no-connect"]);
+        let json: Value = serde_json::from_str(&stdout(&out)).unwrap();
+        let status = json["servers"][0]["status"].as_str().unwrap().to_owned();
+        let said = stderr(tree, &run(tree, &["mcp", "list", "--no-connect"]));
+        (status, said)
+    };
+
+    // Another user, through a world-writable folder and file, turns the rejection round.
+    chmod(&tree.state_dir(), 0o777);
+    chmod(&approvals, 0o666);
+    let forged = std::fs::read_to_string(&approvals)
+        .unwrap()
+        .replace("\"rejected\"", "\"approved\"");
+    std::fs::write(&approvals, forged).unwrap();
+
+    let (status, said) = listing(&tree);
+    assert_eq!(status, "pending approval", "{said}");
+    assert!(
+        said.contains(
+            "error: [TMP]/home/.local/state/switchboard: the approval record is not used, so \
+             no project server is approved: it is writable by every user (mode 0777): another \
+             user could rewrite it\n  hint: make it yours only: \
+             `chmod 700 [TMP]/home/.local/state/switchboard`"
+        ),
+        "{said}"
+    );
+    // Nothing can be approved through it either.
+    let approve = run(&tree, &["mcp", "approve", "evil"]);
+    assert_eq!(approve.status.code(), Some(1));
+    chmod(&tree.state_dir(), 0o770);
+    let (status, said) = listing(&tree);
+    assert_eq!(status, "pending approval", "{said}");
+    assert!(said.contains("writable by its group (mode 0770)"), "{said}");
+
+    chmod(&tree.state_dir(), 0o700);
+    let (status, said) = listing(&tree);
+    assert_eq!(status, "pending approval", "{said}");
+    assert!(
+        said.contains(
+            "error: [TMP]/home/.local/state/switchboard/approvals.json: the approval record is \
+             not used, so no project server is approved: it is writable by every user (mode \
+             0666): another user could rewrite it\n  hint: make it yours only: \
+             `chmod 600 [TMP]/home/.local/state/switchboard/approvals.json`"
+        ),
+        "{said}"
+    );
+    // The user's own again, it says what the user last wrote to it.
+    chmod(&approvals, 0o600);
+    ok(&tree, &run(&tree, &["mcp", "reject", "evil"]));
+    assert_eq!(listing(&tree).0, "rejected");
+
+    // The configuration folder and the user's file: their servers run unapproved.
+    let bin = serde_json::to_string(&switchboard_testkit::server_bin()).unwrap();
+    tree.write(
+        tree.user_file(),
+        &format!(r#"{{"mcpServers": {{"mine": {{"command": {bin}}}}}}}"#),
+    )
+    .unwrap();
+    let listed = |tree: &ConfigTree| {
+        let out = run(tree, &["mcp", "list", "--no-connect"]);
+        (out.status.code(), stdout(&out), stderr(tree, &out))
+    };
+    assert!(listed(&tree).1.contains("mine"));
+    chmod(&tree.config_dir(), 0o777);
+    let (code, out, said) = listed(&tree);
+    assert_eq!(code, Some(1));
+    assert!(!out.contains("mine"), "{out}");
+    assert!(
+        said.contains(
+            "error: [TMP]/home/.config/switchboard: `mcp.json` in this folder is not read (its \
+             servers would run without approval): it is writable by every user (mode 0777)"
+        ),
+        "{said}"
+    );
+    assert!(
+        said.contains("hint: make it yours only: `chmod 700 [TMP]/home/.config/switchboard`"),
+        "{said}"
+    );
+    chmod(&tree.config_dir(), 0o755);
+    chmod(&tree.user_file(), 0o646);
+    let (code, out, said) = listed(&tree);
+    assert_eq!(code, Some(1));
+    assert!(!out.contains("mine"), "{out}");
+    assert!(
+        said.contains(
+            "error: [TMP]/home/.config/switchboard/mcp.json: not read (its servers would run \
+             without approval): it is writable by every user (mode 0646)"
+        ),
+        "{said}"
+    );
+    assert!(
+        said.contains("`chmod 600 [TMP]/home/.config/switchboard/mcp.json`"),
+        "{said}"
+    );
+    chmod(&tree.user_file(), 0o644);
+    assert!(listed(&tree).1.contains("mine"));
+
+    // The trusted projects: a record others could write trusts nothing.
+    ok(&tree, &run(&tree, &["mcp", "trust"]));
+    let trusted = tree.state_dir().join("trusted-projects.json");
+    chmod(&trusted, 0o666);
+    let said = stderr(&tree, &run(&tree, &["tools"]));
+    assert!(
+        said.contains(
+            "[TMP]/home/.local/state/switchboard/trusted-projects.json: the trusted projects \
+             are not used, so no project is trusted: it is writable by every user (mode 0666)"
+        ),
+        "{said}"
+    );
+}

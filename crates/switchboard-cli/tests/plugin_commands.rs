@@ -422,3 +422,235 @@ fn credentials_in_a_source_url_are_never_shown() {
         "https://***@127.0.0.1:9/org/plugin.git"
     );
 }
+
+/// A plugin's server sets only the variables the allow rule admits, whatever the scope the
+/// plugin is installed in: one that sets `HOME` (git would read the plugin's `.gitconfig`) or
+/// `NODE_OPTIONS` is refused, naming the plugin's file and the field; the plugin's other
+/// server, with a plain name (`API_KEY`), still runs.
+#[test]
+fn a_plugins_server_may_not_set_variables_that_choose_what_runs() {
+    let tree = ConfigTree::new().unwrap();
+    let folder = tree.root().join("plugins/demo");
+    plugin_folder(&folder, "demo", "1.0.0");
+    ok(&tree, &["plugin", "add", folder.to_str().unwrap()]);
+    std::fs::write(
+        folder.join(".mcp.json"),
+        r#"{"home": {"command": "${PLUGIN_ROOT}/bin/server", "env": {"HOME": "${PLUGIN_ROOT}"}},
+            "opts": {"command": "${PLUGIN_ROOT}/bin/server", "env": {"node_options": "-r x"}},
+            "more": {"command": "${PLUGIN_ROOT}/bin/server", "env": {"API_KEY": "k"}}}"#,
+    )
+    .unwrap();
+
+    let out = run(&tree, &["mcp", "list"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = tree.redact(&String::from_utf8_lossy(&out.stderr));
+    for (at, server, key) in [("1:86", "home", "HOME"), ("2:97", "opts", "node_options")] {
+        let said = format!(
+            "error: [TMP]/plugins/demo/.mcp.json:{at}: server `plugin_demo_{server}`, field \
+             `env.{key}`: `{key}` may not be set from a plugin's server: it would let the \
+             plugin choose what the process runs"
+        );
+        assert!(stderr.contains(&said), "{said}\n{stderr}");
+    }
+    let stdout = out_text(&tree, &out);
+    assert!(stdout.contains("plugin_demo_more"), "{stdout}");
+    // The call answers; the exit status tells of the refused entries.
+    let called = run(
+        &tree,
+        &[
+            "call",
+            "mcp__plugin_demo_more__echo",
+            r#"{"text": "still here"}"#,
+        ],
+    );
+    assert_eq!(out_text(&tree, &called), "still here\n", "{called:?}");
+}
+
+/// A plugin folder whose `.mcp.json` names its data folder (`${PLUGIN_DATA}`).
+fn data_plugin_folder(dir: &Path) {
+    plugin_folder(dir, "demo", "1.0.0");
+    std::fs::write(
+        dir.join(".mcp.json"),
+        r#"{"more": {"command": "${PLUGIN_ROOT}/bin/server",
+                     "args": ["--echo-description", "${PLUGIN_DATA}"]}}"#,
+    )
+    .unwrap();
+}
+
+/// A repository's `.mcp.json` records plugins: one under a key of `../` steps, which would make
+/// its data folder outside the state folder, is refused naming the file and the field, and
+/// nothing is made; a well-named one makes no data folder either until one of its servers is
+/// approved (nothing an unapproved project file says touches the disk).
+#[test]
+fn a_projects_plugin_records_touch_no_disk_and_need_valid_names() {
+    let tree = ConfigTree::new().unwrap();
+    let folder = tree.root().join("plugins/demo");
+    data_plugin_folder(&folder);
+    // From the data folder (`<state>/plugin-data/<key>`), five steps up is the tree's root.
+    let key = "../../../../../escape";
+    let project = serde_json::json!({
+        "plugins": {key: {"path": folder}, "demo": {"path": folder}},
+    });
+    tree.write(tree.project_file(), &project.to_string())
+        .unwrap();
+
+    let out = run(&tree, &["mcp", "list", "--no-connect"]);
+    assert!(!tree.root().join("escape").exists());
+    assert!(!tree.state_dir().join("plugin-data").exists());
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = tree.redact(&String::from_utf8_lossy(&out.stderr));
+    assert!(
+        stderr.contains(&format!(
+            "error: [TMP]/project/.mcp.json:1:13: field `plugins.{key}`: plugin name `{key}` is \
+             not a valid name: use only letters, digits, `-` and `_`"
+        )),
+        "{stderr}"
+    );
+    // Only the well-named plugin is installed; its servers wait for approval.
+    let listed: Vec<String> = plugins(&tree)
+        .iter()
+        .map(|p| p["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(listed, ["demo"]);
+    let list = out_text(&tree, &out);
+    assert!(list.contains("pending approval"), "{list}");
+    assert!(!tree.state_dir().join("plugin-data").exists());
+
+    // Approved, its server gets its data folder.
+    let approved = run(&tree, &["mcp", "approve", "plugin:demo:more"]);
+    assert!(
+        String::from_utf8_lossy(&approved.stderr).contains("Approved `plugin_demo_more`"),
+        "{approved:?}"
+    );
+    let data = tree.state_dir().join("plugin-data/demo");
+    let called = run(&tree, &["tools", "plugin_demo_more", "--json"]);
+    let shown = out_text(&tree, &called);
+    assert!(data.is_dir(), "{data:?}");
+    assert!(
+        shown.contains(&tree.redact(&data.display().to_string())),
+        "{shown}"
+    );
+    assert!(!tree.root().join("escape").exists());
+}
+
+/// `plugin remove` deletes only the clone Switchboard made: a repository's record whose path
+/// only starts like one (`<state>/plugins/../../…`) keeps its folder.
+#[test]
+fn removing_a_plugin_deletes_no_folder_a_record_merely_points_at() {
+    let tree = ConfigTree::new().unwrap();
+    let victim = tree.root().join("victim");
+    plugin_folder(&victim, "demo", "1.0.0");
+    // As after any clone.
+    std::fs::create_dir_all(tree.state_dir().join("plugins")).unwrap();
+    let path = tree
+        .state_dir()
+        .join("plugins/../../../../../victim")
+        .display()
+        .to_string();
+    let project = serde_json::json!({"plugins": {"demo": {"path": path}}});
+    tree.write(tree.project_file(), &project.to_string())
+        .unwrap();
+    assert_eq!(plugins(&tree)[0]["name"], "demo");
+
+    ok(&tree, &["plugin", "remove", "demo"]);
+    assert!(plugins(&tree).is_empty());
+    assert!(victim.join(".claude-plugin/plugin.json").exists());
+}
+
+/// A plugin's server files are read only inside its folder: a `.mcp.json` (or a manifest, or
+/// its folder) that is a link to a file elsewhere, and a manifest's `mcpServers` naming
+/// `../outside.json`, an absolute path or a link out, are refused naming the plugin, the file
+/// and the field; the servers of the file outside never load, the plugin's others do.
+#[test]
+fn a_plugins_files_may_not_lead_out_of_its_folder() {
+    let tree = ConfigTree::new().unwrap();
+    let folder = tree.root().join("plugins/demo");
+    plugin_folder(&folder, "demo", "1.0.0");
+    ok(&tree, &["plugin", "add", folder.to_str().unwrap()]);
+    let bin = serde_json::to_string(&switchboard_testkit::server_bin()).unwrap();
+    let outside = tree
+        .write(
+            "outside.json",
+            &format!(r#"{{"mcpServers": {{"stolen": {{"command": {bin}}}}}}}"#),
+        )
+        .unwrap();
+    let manifest = folder.join(".claude-plugin/plugin.json");
+    let manifest_with = |servers: &str| {
+        let servers = serde_json::to_string(servers).unwrap();
+        std::fs::write(
+            &manifest,
+            format!(r#"{{"name": "demo", "mcpServers": {servers}}}"#),
+        )
+        .unwrap();
+    };
+    let refused = |expected: &str| {
+        let out = run(&tree, &["mcp", "list", "--no-connect"]);
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        let stderr = tree.redact(&String::from_utf8_lossy(&out.stderr));
+        assert!(stderr.contains(expected), "{expected}\n{stderr}");
+        assert!(
+            stderr.contains("hint: a plugin's files must be inside its folder"),
+            "{stderr}"
+        );
+        let stdout = out_text(&tree, &out);
+        assert!(!stdout.contains("stolen"), "{stdout}");
+        stdout
+    };
+
+    // `.mcp.json`, a link to a file elsewhere.
+    std::fs::remove_file(folder.join(".mcp.json")).unwrap();
+    std::os::unix::fs::symlink(&outside, folder.join(".mcp.json")).unwrap();
+    let stdout = refused(
+        "error: [TMP]/plugins/demo/.mcp.json: plugin `demo`: .mcp.json leads out of the \
+         plugin's folder (to [TMP]/outside.json)",
+    );
+    assert!(stdout.contains("plugin_demo_echo"), "{stdout}");
+    std::fs::remove_file(folder.join(".mcp.json")).unwrap();
+
+    // The manifest's `mcpServers`: a path up, an absolute path, a link out.
+    manifest_with("../../outside.json");
+    refused(
+        "error: [TMP]/plugins/demo/.claude-plugin/plugin.json: field `mcpServers`: plugin \
+         `demo`: the servers file `../../outside.json` leads out of the plugin's folder (to \
+         [TMP]/outside.json)",
+    );
+    manifest_with(outside.to_str().unwrap());
+    refused(
+        "error: [TMP]/plugins/demo/.claude-plugin/plugin.json: field `mcpServers`: plugin \
+         `demo`: the servers file `[TMP]/outside.json` is an absolute path",
+    );
+    std::os::unix::fs::symlink(&outside, folder.join("servers.json")).unwrap();
+    manifest_with("servers.json");
+    refused(
+        "error: [TMP]/plugins/demo/.claude-plugin/plugin.json: field `mcpServers`: plugin \
+         `demo`: the servers file `servers.json` leads out of the plugin's folder (to \
+         [TMP]/outside.json)",
+    );
+
+    // The manifest's folder, a link to another plugin's.
+    let other = tree.root().join("elsewhere");
+    std::fs::create_dir_all(other.join(".claude-plugin")).unwrap();
+    std::fs::write(
+        other.join(".claude-plugin/plugin.json"),
+        format!(r#"{{"name": "demo", "mcpServers": {{"stolen": {{"command": {bin}}}}}}}"#),
+    )
+    .unwrap();
+    std::fs::remove_dir_all(folder.join(".claude-plugin")).unwrap();
+    std::os::unix::fs::symlink(other.join(".claude-plugin"), folder.join(".claude-plugin"))
+        .unwrap();
+    refused(
+        "error: [TMP]/plugins/demo/.claude-plugin/plugin.json: plugin `demo`: \
+         .claude-plugin/plugin.json leads out of the plugin's folder (to \
+         [TMP]/elsewhere/.claude-plugin/plugin.json)",
+    );
+
+    // A file inside the folder, even through a link inside it, is the plugin's.
+    std::fs::remove_file(folder.join(".claude-plugin")).unwrap();
+    std::fs::remove_file(folder.join("servers.json")).unwrap();
+    plugin_folder(&folder, "demo", "1.0.0");
+    std::fs::create_dir_all(folder.join("conf")).unwrap();
+    std::fs::rename(folder.join(".mcp.json"), folder.join("conf/servers.json")).unwrap();
+    std::os::unix::fs::symlink("conf/servers.json", folder.join(".mcp.json")).unwrap();
+    let listed = ok(&tree, &["mcp", "list", "--no-connect"]);
+    assert!(listed.contains("plugin_demo_more"), "{listed}");
+}

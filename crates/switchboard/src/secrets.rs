@@ -282,6 +282,14 @@ fn lock(dir: &Path) -> Result<std::fs::File, SecretError> {
 }
 
 fn read(path: &Path) -> Result<BTreeMap<String, String>, SecretError> {
+    if let Some((at, why)) = untrusted_file(path) {
+        return Err(SecretError(format!(
+            "{} is not used: it is {}\n  hint: {}",
+            at.display(),
+            why.why,
+            why.hint
+        )));
+    }
     match std::fs::read_to_string(path) {
         Ok(text) => serde_json::from_str(&text).map_err(|e| {
             SecretError(format!(
@@ -316,6 +324,66 @@ pub(crate) fn write_owner_only(dir: &Path, path: &Path, contents: &[u8]) -> std:
     Ok(())
 }
 
+/// Why a folder or file of the user's own (the state and config folders, approvals, trusted
+/// projects, secrets) cannot be trusted: another user owns it, or its group or other users
+/// may write to it, so another local user could have rewritten what it says. `None` when it
+/// is safe, or absent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Untrusted {
+    /// What is wrong, without the path (`writable by other users (mode 0777)`).
+    pub why: String,
+    /// How to fix it: `chmod 700 PATH` for a folder, `chmod 600 PATH` for a file.
+    pub hint: String,
+}
+
+/// [`Untrusted`] for `path` (followed if it is a link), `None` when it is the user's own and
+/// only they may write to it, or when it does not exist.
+pub fn untrusted(path: &Path) -> Option<Untrusted> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path).ok()?;
+    let mode = meta.mode() & 0o7777;
+    let dir = meta.is_dir();
+    let chmod = format!(
+        "chmod {} {}",
+        if dir { "700" } else { "600" },
+        path.display()
+    );
+    let me = nix::unistd::geteuid().as_raw();
+    if meta.uid() != me {
+        return Some(Untrusted {
+            why: format!(
+                "owned by another user (uid {}, not {me}): they could rewrite it",
+                meta.uid()
+            ),
+            hint: format!(
+                "make it yours alone (`sudo chown $(id -u) {} && {chmod}`), or remove it",
+                path.display()
+            ),
+        });
+    }
+    if mode & 0o022 != 0 {
+        let who = if mode & 0o002 != 0 {
+            "every user"
+        } else {
+            "its group"
+        };
+        return Some(Untrusted {
+            why: format!("writable by {who} (mode {mode:04o}): another user could rewrite it"),
+            hint: format!("make it yours only: `{chmod}`"),
+        });
+    }
+    None
+}
+
+/// [`untrusted`] for a file and the folder holding it: the folder first (whoever may write
+/// to it may replace the file).
+pub fn untrusted_file(path: &Path) -> Option<(PathBuf, Untrusted)> {
+    let folder = path.parent().filter(|p| !p.as_os_str().is_empty());
+    folder
+        .and_then(|dir| untrusted(dir).map(|u| (dir.to_owned(), u)))
+        .or_else(|| untrusted(path).map(|u| (path.to_owned(), u)))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -337,5 +405,74 @@ mod tests {
         assert_eq!(store.get("a").unwrap(), None);
         assert_eq!(store.get("b").unwrap().as_deref(), Some("other"));
         assert!(!format!("{store:?}").contains("other"));
+    }
+
+    /// A secret store another user could have rewritten is not read (nor written through):
+    /// the error names the folder or file and the `chmod` that makes it the user's alone.
+    #[test]
+    fn a_store_others_could_write_is_refused_with_the_chmod_that_fixes_it() {
+        use std::os::unix::fs::PermissionsExt;
+        let chmod = |path: &Path, mode: u32| {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        let store = SecretStore::in_dir(&state);
+        store.set("a", "s3cret").unwrap();
+        let path = state.join(FILE_NAME);
+
+        chmod(&path, 0o666);
+        let refused = store.get("a").unwrap_err().to_string();
+        assert!(!refused.contains("s3cret"));
+        assert_eq!(
+            refused,
+            format!(
+                "{} is not used: it is writable by every user (mode 0666): another user could \
+                 rewrite it\n  hint: make it yours only: `chmod 600 {}`",
+                path.display(),
+                path.display()
+            )
+        );
+        assert!(store.set("a", "forged").is_err());
+        chmod(&path, 0o600);
+        chmod(&state, 0o770);
+        let refused = store.get("a").unwrap_err().to_string();
+        assert!(
+            refused.starts_with(&format!(
+                "{} is not used: it is writable by its group (mode 0770)",
+                state.display()
+            )),
+            "{refused}"
+        );
+        assert!(
+            refused.ends_with(&format!("`chmod 700 {}`", state.display())),
+            "{refused}"
+        );
+        chmod(&state, 0o700);
+        assert_eq!(store.get("a").unwrap().as_deref(), Some("s3cret"));
+    }
+
+    /// What another user owns is not trusted, whatever its mode.
+    #[test]
+    fn what_another_user_owns_is_untrusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("approvals.json");
+        std::fs::write(&path, "{}").unwrap();
+        assert_eq!(untrusted(&path), None);
+        assert_eq!(untrusted(&dir.path().join("absent")), None);
+        let theirs = if nix::unistd::geteuid().is_root() {
+            // Root may give it away: to `nobody`.
+            std::os::unix::fs::chown(&path, Some(65534), None).unwrap();
+            path.clone()
+        } else {
+            // Anyone else finds one: `/` is root's.
+            PathBuf::from("/")
+        };
+        let why = untrusted(&theirs).unwrap();
+        assert!(
+            why.why.starts_with("owned by another user (uid "),
+            "{why:?}"
+        );
+        assert!(why.hint.contains("or remove it"), "{why:?}");
     }
 }

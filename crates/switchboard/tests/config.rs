@@ -700,6 +700,140 @@ fn a_project_may_not_choose_what_runs_through_variables_or_env() {
     }
 }
 
+/// A project's entry may set only the variables the allow rule admits: plain names outside
+/// the families that choose what an interpreter, package manager, loader, TLS stack, proxy,
+/// shell, git or the home and config folders load (in any case: programs read
+/// `https_proxy`). Each refusal names the file, server and field; names a server documents
+/// (`API_KEY`, `LANG`, `NODE_ENV`) stay allowed; the user may set anything in their scope.
+#[test]
+fn a_project_may_set_only_variables_the_allow_rule_admits() {
+    let tree = ConfigTree::new().unwrap();
+    let refused = [
+        "HOME",
+        "XDG_CONFIG_HOME",
+        "DOTNET_STARTUP_HOOKS",
+        "CORECLR_PROFILER_PATH",
+        "NPM_CONFIG_USERCONFIG",
+        "npm_config_registry",
+        "UV_INDEX_URL",
+        "UV_DEFAULT_INDEX",
+        "PIP_INDEX_URL",
+        "HTTPS_PROXY",
+        "https_proxy",
+        "NODE_TLS_REJECT_UNAUTHORIZED",
+        "NODE_EXTRA_CA_CERTS",
+        "SSL_CERT_FILE",
+        "PYTHONWARNINGS",
+        "PYTHONBREAKPOINT",
+        "LUA_INIT",
+        "PHPRC",
+        "BROWSER",
+        "EDITOR",
+        "PAGER",
+        "SHELL",
+        "GIT_DIR",
+        "Home",
+        "COMPlus_EnableDiagnostics",
+        "_JAVA_OPTIONS",
+        "BASH_FUNC_x%%",
+        "weird-name",
+    ];
+    let allowed = [
+        "API_KEY",
+        "GITHUB_TOKEN",
+        "LANG",
+        "LC_ALL",
+        "NODE_ENV",
+        "PYTHONUNBUFFERED",
+        "my_setting",
+    ];
+    let mut entries: Vec<(String, String)> = Vec::new();
+    for (i, key) in refused.iter().chain(&allowed).enumerate() {
+        let env = serde_json::json!({ *key: "./x" });
+        entries.push((
+            format!("s{i}"),
+            format!(r#"{{"command": "/bin/true", "env": {env}}}"#),
+        ));
+    }
+    // A shell script's assignment counts as the variable; an option's `=` is no assignment.
+    let script = |text: &str| {
+        let args = serde_json::json!(["-c", text]);
+        format!(r#"{{"command": "sh", "args": {args}}}"#)
+    };
+    entries.push(("home_script".into(), script("HOME=.x exec git status")));
+    entries.push((
+        "proxy_script".into(),
+        script("export https_proxy=http://evil; node s"),
+    ));
+    entries.push(("port_script".into(), script("exec node s.js --port=3000")));
+    let named: Vec<(&str, String)> = entries
+        .iter()
+        .map(|(n, e)| (n.as_str(), e.clone()))
+        .collect();
+    tree.write(tree.project_file(), &servers(&named)).unwrap();
+    let set = load(&tree);
+    for (i, key) in refused.iter().enumerate() {
+        let name = format!("s{i}");
+        match set.get(&name).unwrap().status() {
+            EntryStatus::Invalid(issue) => {
+                assert_eq!(
+                    issue.file.as_deref(),
+                    Some(tree.project_file().as_path()),
+                    "{key}"
+                );
+                assert_eq!(issue.server.as_deref(), Some(name.as_str()), "{key}");
+                assert_eq!(
+                    issue.field.as_deref(),
+                    Some(format!("env.{key}").as_str()),
+                    "{key}"
+                );
+                assert!(
+                    issue.message.starts_with(&format!(
+                        "`{key}` may not be set from a project's .mcp.json: "
+                    )),
+                    "{key}: {}",
+                    issue.message
+                );
+                assert!(issue.position.is_some(), "{key}");
+            }
+            other => panic!("{key} was not refused: {other:?}"),
+        }
+    }
+    for (i, key) in allowed.iter().enumerate() {
+        let name = format!("s{}", refused.len() + i);
+        let status = set.get(&name).unwrap().status();
+        assert_eq!(status, EntryStatus::PendingApproval, "{key}");
+    }
+    for (name, var) in [("home_script", "HOME"), ("proxy_script", "https_proxy")] {
+        match set.get(name).unwrap().status() {
+            EntryStatus::Invalid(issue) => {
+                assert_eq!(issue.field.as_deref(), Some("args[1]"), "{name}");
+                assert!(
+                    issue.message.contains(&format!("`{var}`")),
+                    "{}",
+                    issue.message
+                );
+            }
+            other => panic!("{name} was not refused: {other:?}"),
+        }
+    }
+    assert_eq!(
+        set.get("port_script").unwrap().status(),
+        EntryStatus::PendingApproval
+    );
+    // The user may, in their own scope.
+    std::fs::remove_file(tree.project_file()).unwrap();
+    tree.write(tree.user_file(), &servers(&named)).unwrap();
+    let set = load(&tree);
+    for (name, _) in &entries {
+        assert_eq!(
+            set.get(name).unwrap().status(),
+            EntryStatus::Ready,
+            "{name}"
+        );
+    }
+}
+
 /// A project server's bare command is looked up in the user's own PATH when the configuration
 /// is read: what is approved is that program, and another found first later asks again.
 #[test]

@@ -57,8 +57,17 @@ pub struct ApprovalStore {
 }
 
 impl ApprovalStore {
-    /// Reads the record; a missing file is an empty record.
+    /// Reads the record; a missing file is an empty record. A record another user could have
+    /// written (its folder or itself theirs, or writable by others) is an error, never
+    /// approvals: whoever loads it approves nothing.
     pub fn load(path: &Path) -> Result<ApprovalStore, ConfigIssue> {
+        if let Some((at, why)) = crate::secrets::untrusted_file(path) {
+            return Err(ConfigIssue::untrusted(
+                &at,
+                "the approval record is not used, so no project server is approved",
+                why,
+            ));
+        }
         let hint = "fix or delete the file; project servers will ask for approval again";
         let text = super::json::read_text(path).map_err(|mut issue| {
             issue.message = format!("cannot read the approval record: {}", issue.message);

@@ -74,6 +74,18 @@ impl ConfigIssue {
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
     }
+
+    /// An error for a folder or file of the user's own that another user could have rewritten
+    /// (`path`, which `what` says is not used, and why: [`crate::secrets::untrusted`]).
+    pub fn untrusted(
+        path: &std::path::Path,
+        what: &str,
+        untrusted: crate::secrets::Untrusted,
+    ) -> Self {
+        ConfigIssue::error(format!("{what}: it is {}", untrusted.why))
+            .in_file(path)
+            .hint(untrusted.hint)
+    }
 }
 
 impl fmt::Display for ConfigIssue {

@@ -151,6 +151,7 @@ impl ConfigSet {
             issues: Vec::new(),
             layers: Vec::new(),
             plugins: Vec::new(),
+            data_dirs: Vec::new(),
         };
 
         // The managed file is read first for its policy; its entries merge last, so they win.
@@ -196,13 +197,16 @@ impl ConfigSet {
             _ => None,
         };
 
-        let user = loader.read_file::<UserFile>(&paths.user_file(), Scope::User, &[]);
+        let user = loader.read_own_file::<UserFile>(&paths.user_file(), Scope::User, &[]);
         for file in paths.project_files.iter().rev() {
             loader.read_file::<ProjectFile>(file, Scope::Project, &[]);
         }
         let key = paths.project_key();
-        let local =
-            loader.read_file::<LocalFile>(&paths.local_file(), Scope::Local, &["projects", &key]);
+        let local = loader.read_own_file::<LocalFile>(
+            &paths.local_file(),
+            Scope::Local,
+            &["projects", &key],
+        );
         for spec in &paths.dynamic {
             match load_dynamic_text(spec, &paths.cwd) {
                 Ok(doc) => {
@@ -249,6 +253,7 @@ impl ConfigSet {
             })
             .collect();
         let mut servers: Vec<ServerEntry> = servers;
+        make_data_dirs(&loader.data_dirs, &servers, &mut loader.issues);
         apply_user_defaults(&user, &mut servers, &mut loader.issues);
         ConfigSet {
             paths,
@@ -282,6 +287,24 @@ impl ConfigSet {
 
     pub fn has_errors(&self) -> bool {
         self.issues.iter().any(ConfigIssue::is_error)
+    }
+}
+
+/// Makes the data folders plugins' files name, for the plugins whose servers may start: a
+/// project's plugin only once one of its servers is approved (nothing an unapproved project
+/// file says touches the disk).
+fn make_data_dirs(dirs: &[DataDir], servers: &[ServerEntry], issues: &mut Vec<ConfigIssue>) {
+    for data in dirs {
+        let may_start = data.scope != Scope::Project
+            || servers.iter().any(|e| {
+                e.origin.scope == Scope::Project
+                    && e.plugin.as_deref() == Some(data.plugin.as_str())
+                    && e.approval.allows_start()
+            });
+        if may_start && let Err(issue) = super::plugin::create_data_dir(&data.dir, &data.file) {
+            let message = format!("plugin `{}`: {}", data.plugin, issue.message);
+            issues.push(ConfigIssue { message, ..issue });
+        }
     }
 }
 
@@ -373,9 +396,46 @@ struct Loader<'e> {
     /// Each file's servers, in the order read (by rising precedence).
     layers: Vec<Servers>,
     plugins: Vec<PluginInfo>,
+    /// The data folders enabled plugins' files name, made once approvals are known.
+    data_dirs: Vec<DataDir>,
+}
+
+/// A plugin's data folder one of its files names (`${CLAUDE_PLUGIN_DATA}`).
+struct DataDir {
+    plugin: String,
+    scope: Scope,
+    dir: PathBuf,
+    /// The file that names it.
+    file: PathBuf,
 }
 
 impl Loader<'_> {
+    /// [`Loader::read_file`] for a file of the user's own (the user's and the local file):
+    /// its entries run without approval, so one another user could have written (its folder
+    /// or itself theirs, or writable by others) is not read, and is an error.
+    fn read_own_file<F: ScopeFile>(
+        &mut self,
+        path: &std::path::Path,
+        scope: Scope,
+        nest: &[&str],
+    ) -> ScopeSettings {
+        let Some((at, why)) = crate::secrets::untrusted_file(path) else {
+            return self.read_file::<F>(path, scope, nest);
+        };
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        let what = if at == path {
+            "not read (its servers would run without approval)".to_owned()
+        } else {
+            format!("`{name}` in this folder is not read (its servers would run without approval)")
+        };
+        let issue = ConfigIssue::untrusted(&at, &what, why);
+        self.issues.push(issue.clone());
+        ScopeSettings {
+            broken: Some(issue),
+            ..ScopeSettings::new(scope, path.to_owned())
+        }
+    }
+
     fn read_file<F: ScopeFile>(
         &mut self,
         path: &std::path::Path,
@@ -487,6 +547,22 @@ impl Loader<'_> {
         };
         for prop in &plugins.properties {
             let name = prop_name(prop);
+            // The name becomes a folder's (`plugin-data/<name>`) and a server name's part: a
+            // record key that is no server name (`../..`) is refused before anything reads it.
+            if let Err(e) = super::ServerName::new(name) {
+                let issue = ConfigIssue::error(format!(
+                    "plugin name `{name}` is not a valid name: {}",
+                    e.reason
+                ))
+                .in_file(&doc.path)
+                .at(doc.position(prop.range.start))
+                .field(format!("{prefix}plugins.{name}"));
+                self.issues.push(match e.suggestion {
+                    Some(s) => issue.hint(format!("rename the record, for example to `{s}`")),
+                    None => issue.hint("remove the record"),
+                });
+                continue;
+            }
             let record = match serde_json::from_value::<PluginRecord>(to_json(&prop.value)) {
                 Ok(record) => record,
                 Err(e) => {
@@ -527,6 +603,14 @@ impl Loader<'_> {
                     let servers = self.plugin_servers(servers_doc, scope, name);
                     info.servers.extend(servers.0.keys().cloned());
                     self.layers.push(servers);
+                }
+                if let Some(file) = folder.data_named {
+                    self.data_dirs.push(DataDir {
+                        plugin: name.to_owned(),
+                        scope,
+                        dir: data,
+                        file,
+                    });
                 }
             }
             self.plugins.push(info);
@@ -702,6 +786,7 @@ impl Loader<'_> {
                 &prop.value,
                 origin.clone(),
                 env,
+                plugin.is_some(),
             );
             self.issues.extend(warnings);
             if let Err(issue) = &config {

@@ -48,56 +48,183 @@ pub(crate) const LOG_LEVELS: [&str; 8] = [
     "emergency",
 ];
 
-/// Variables that let whoever controls them choose what the child process runs or loads. A
-/// project's `.mcp.json` comes with a repository, so it may not set them (nor any `LD_*` or
-/// `DYLD_*`, see [`is_hijacking_env`]). `PATH` is among them: with it, an approved `node` is
-/// whatever `node` the repository puts first.
-const HIJACKING_ENV: [&str; 35] = [
+/// The environment a project's or a plugin's entry may set: an allow rule. A name is allowed
+/// when it is plain (`[A-Za-z][A-Za-z0-9_]*`) and, upper-cased as the OS or a program may read
+/// it (`https_proxy`, `npm_config_registry`), is in none of the families below, each of which
+/// lets whoever sets it choose what an interpreter, a package manager, the dynamic loader, the
+/// TLS stack, a proxy, a shell, git or the user's home and config folders load. A repository
+/// comes with its `.mcp.json`, a plugin with its folder: neither may choose them. `PATH` is
+/// among them: with it, an approved `node` is whatever `node` the repository puts first;
+/// `HOME` too: with it, the repository's `.gitconfig` is the one git reads.
+///
+/// Names refused whole.
+const REFUSED_ENV: [&str; 63] = [
+    // The command search path and the user's own folders.
     "PATH",
-    "NODE_OPTIONS",
-    "NODE_PATH",
-    "PYTHONSTARTUP",
-    "PYTHONPATH",
-    "PYTHONHOME",
-    "PYTHONUSERBASE",
-    "PYTHONEXECUTABLE",
-    "PERL5OPT",
-    "PERL5LIB",
-    "PERLLIB",
-    "PERL5DB",
-    "RUBYOPT",
-    "RUBYLIB",
-    "JAVA_TOOL_OPTIONS",
-    "_JAVA_OPTIONS",
-    "JDK_JAVA_OPTIONS",
+    "HOME",
+    "USERPROFILE",
+    "APPDATA",
+    "LOCALAPPDATA",
+    "TMPDIR",
+    "TMP",
+    "TEMP",
+    "COMSPEC",
+    "PATHEXT",
+    // Shells and what they run.
+    "SHELL",
+    "ENV",
+    "ZDOTDIR",
+    "FPATH",
+    "IFS",
+    "PS4",
+    "PROMPT_COMMAND",
+    "SHELLOPTS",
+    "BASHOPTS",
+    // Programs other programs start.
+    "VISUAL",
+    "BROWSER",
+    "LESSOPEN",
+    "LESSCLOSE",
+    // Class and library paths.
     "CLASSPATH",
     "GCONV_PATH",
     "LOCPATH",
     "NLSPATH",
+    "GLIBC_TUNABLES",
     "HOSTALIASES",
-    "BASH_ENV",
-    "ENV",
-    "PROMPT_COMMAND",
-    "SHELLOPTS",
-    "BASHOPTS",
-    "PS4",
-    "IFS",
-    "GIT_SSH_COMMAND",
-    "GIT_SSH",
-    "GIT_EXEC_PATH",
-    "GIT_ASKPASS",
-    "SSH_ASKPASS",
-    "GIT_CONFIG_PARAMETERS",
+    // Credentials and settings files that can name a command.
+    "NETRC",
+    "WGETRC",
+    "GNUPGHOME",
+    "KUBECONFIG",
+    "AWS_CONFIG_FILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "VIRTUAL_ENV",
+    // Rust's and Go's toolchains (`cargo run`, `go run`).
+    "RUSTC",
+    "RUSTC_WRAPPER",
+    "RUSTC_WORKSPACE_WRAPPER",
+    "RUSTFLAGS",
+    "RUSTDOCFLAGS",
+    "GOFLAGS",
+    "GOPROXY",
+    "GONOPROXY",
+    "GOPRIVATE",
+    "GONOSUMDB",
+    "GONOSUMCHECK",
+    "GOSUMDB",
+    "GOINSECURE",
+    "GOPATH",
+    "GOROOT",
+    "GOBIN",
+    "GOENV",
+    "GOTOOLCHAIN",
+    "GOEXPERIMENT",
+    "GOCACHE",
+    "GOMODCACHE",
+    "GOWORK",
+    "GOTMPDIR",
+    // Windows' counterparts of the loader's and .NET's variables.
+    "COR_ENABLE_PROFILING",
+    "COR_PROFILER",
+    "COR_PROFILER_PATH",
+    // A proxy (the `*_PROXY` family is refused by its end).
+    "PROXY",
 ];
 
-/// Whether a project's entry may not set `name`: [`HIJACKING_ENV`], the dynamic loader's
-/// `LD_*` and `DYLD_*`, and git's `GIT_CONFIG_*` (which can set `core.sshCommand`).
-fn is_hijacking_env(name: &str) -> bool {
-    HIJACKING_ENV.contains(&name)
-        || name.starts_with("LD_")
-        || name.starts_with("DYLD_")
-        || name.starts_with("GIT_CONFIG_")
-        || name.starts_with("BASH_FUNC_")
+/// Families refused by their start (upper-cased names).
+const REFUSED_ENV_PREFIXES: [&str; 34] = [
+    // The dynamic loader.
+    "LD_",
+    "DYLD_",
+    // Interpreters and runtimes.
+    "NODE_",
+    "PYTHON",
+    "PERL",
+    "RUBY",
+    "JAVA_",
+    "JDK_",
+    "DOTNET_",
+    "CORECLR_",
+    "COMPLUS_",
+    "LUA_",
+    "PHP",
+    "DENO_",
+    "BUN_",
+    "CGO_",
+    // Package managers.
+    "NPM_CONFIG_",
+    "YARN_",
+    "COREPACK_",
+    "PIP_",
+    "UV_",
+    "GEM_",
+    "BUNDLE_",
+    "CARGO_",
+    "RUSTUP_",
+    "DOCKER_",
+    // TLS stacks and HTTP clients.
+    "SSL_",
+    "OPENSSL_",
+    "CURL_",
+    "REQUESTS_CA",
+    // Shells, git, ssh and the user's config folders.
+    "BASH_",
+    "GIT_",
+    "SSH_",
+    "XDG_",
+];
+
+/// Families refused by their end (upper-cased names): `HTTPS_PROXY`, `GIT_EDITOR`,
+/// `MANPAGER`, `SUDO_ASKPASS`.
+const REFUSED_ENV_SUFFIXES: [&str; 4] = ["_PROXY", "EDITOR", "PAGER", "ASKPASS"];
+
+/// Names inside a refused family that only change how a runtime reports, never what it loads.
+const ALLOWED_IN_FAMILY: [&str; 6] = [
+    "NODE_ENV",
+    "NODE_NO_WARNINGS",
+    "PYTHONUNBUFFERED",
+    "PYTHONIOENCODING",
+    "PYTHONDONTWRITEBYTECODE",
+    "PYTHONUTF8",
+];
+
+/// Why a project's or a plugin's entry may not set a variable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RefusedEnv {
+    /// Not `[A-Za-z][A-Za-z0-9_]*`.
+    NotPlain,
+    /// In a family that chooses what the process runs or loads.
+    Family,
+}
+
+/// Whether `name` is plain: `[A-Za-z][A-Za-z0-9_]*`.
+fn is_plain_env_name(name: &str) -> bool {
+    name.starts_with(|c: char| c.is_ascii_alphabetic())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Whether the plain name `name` is in a refused family (compared upper-cased).
+fn in_refused_env_family(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    let upper = upper.as_str();
+    if ALLOWED_IN_FAMILY.contains(&upper) {
+        return false;
+    }
+    REFUSED_ENV.contains(&upper)
+        || REFUSED_ENV_PREFIXES.iter().any(|p| upper.starts_with(p))
+        || REFUSED_ENV_SUFFIXES.iter().any(|s| upper.ends_with(s))
+}
+
+/// The allow rule for a project's or a plugin's entry: `None` when it may set `name`.
+fn refused_env(name: &str) -> Option<RefusedEnv> {
+    if !is_plain_env_name(name) {
+        Some(RefusedEnv::NotPlain)
+    } else if in_refused_env_family(name) {
+        Some(RefusedEnv::Family)
+    } else {
+        None
+    }
 }
 
 /// Shells whose `-c` script could set a variable the `env` list refuses.
@@ -108,11 +235,12 @@ fn command_base(command: &str) -> &str {
     command.rsplit('/').next().unwrap_or(command)
 }
 
-/// The names of refused variables a shell script or `env` argument assigns or exports.
+/// The names of refused variables a shell script assigns or exports (a word before `=` that
+/// is no plain name is no assignment: `--port=3000`).
 fn assigned_hijacking_var(text: &str) -> Option<&str> {
     text.split(|c: char| c.is_whitespace() || c == ';' || c == '&' || c == '|')
         .filter_map(|word| word.split_once('=').map(|(name, _)| name))
-        .find(|name| is_hijacking_env(name))
+        .find(|name| is_plain_env_name(name) && in_refused_env_family(name))
 }
 
 /// A bare command looked up in the user's own `PATH` (absolute directories only: a relative
@@ -241,7 +369,7 @@ pub fn parse_entry_value(
     let value = doc
         .parse()?
         .ok_or_else(|| ConfigIssue::error("empty entry").server(name))?;
-    let parsed = parse_entry(&doc, name, (1, 1), &value, origin, env);
+    let parsed = parse_entry(&doc, name, (1, 1), &value, origin, env, false);
     parsed.config.map(|config| (config, parsed.warnings))
 }
 
@@ -252,6 +380,7 @@ pub(crate) fn parse_entry(
     value: &ast::Value<'_>,
     origin: Origin,
     env: &Environment,
+    plugin: bool,
 ) -> ParsedEntry {
     let raw = to_json(value);
     let hash = entry_hash(&raw);
@@ -268,6 +397,7 @@ pub(crate) fn parse_entry(
                     errors: &read.errors,
                     unknown: &read.unknown,
                     at: read.value.offset,
+                    plugin,
                 };
                 let entry = &read.value.value.0;
                 walker.entry(
@@ -321,6 +451,8 @@ struct Walker<'a> {
     unknown: &'a [de::Unknown],
     /// Where the entry's object starts.
     at: usize,
+    /// A plugin's entry: its environment is checked as a project's is, whatever its scope.
+    plugin: bool,
 }
 
 impl Walker<'_> {
@@ -583,8 +715,10 @@ impl Walker<'_> {
             .string_list(&entry.args, "args", true)?
             .unwrap_or_default();
         let mut command = command;
-        if origin.scope == Scope::Project {
+        if origin.scope == Scope::Project || self.plugin {
             self.project_stdio_checks(entry, &command, &args, &env)?;
+        }
+        if origin.scope == Scope::Project {
             // What runs is bound now, against the user's own PATH: the approval shows it.
             if let Some(resolved) = resolve_on_path(&command, self.env) {
                 command = resolved;
@@ -598,8 +732,9 @@ impl Walker<'_> {
         })
     }
 
-    /// What a repository may not choose for a server it defines: variables that decide what
-    /// runs or loads, and the ways around that list (`env VAR=… cmd`, `sh -c "VAR=… cmd"`).
+    /// What a repository (or a plugin) may not choose for a server it defines: variables the
+    /// allow rule ([`refused_env`]) refuses, and the ways around it (`env VAR=… cmd`,
+    /// `sh -c "VAR=… cmd"`).
     fn project_stdio_checks(
         &self,
         entry: &ServerFile,
@@ -607,8 +742,18 @@ impl Walker<'_> {
         args: &[String],
         env: &BTreeMap<String, String>,
     ) -> Result<(), ConfigIssue> {
-        let hint = "define this server in your user or local scope instead";
-        if let Some(key) = env.keys().find(|k| is_hijacking_env(k)) {
+        // Who defines the server, as the messages say it.
+        let (file, who, one) = if self.plugin {
+            ("a plugin's server", "the plugin", "a plugin")
+        } else {
+            ("a project's .mcp.json", "the repository", "a project")
+        };
+        let hint = if self.plugin {
+            "define this server in your user or local scope instead, or ask the plugin's author"
+        } else {
+            "define this server in your user or local scope instead"
+        };
+        if let Some((key, why)) = env.keys().find_map(|k| refused_env(k).map(|why| (k, why))) {
             // Where the key is written (the last time, as the value read is the last).
             let at = match &entry.env {
                 Keyed::Present {
@@ -622,10 +767,16 @@ impl Walker<'_> {
                 _ => None,
             }
             .unwrap_or(self.at);
-            let message = format!(
-                "`{key}` may not be set from a project's .mcp.json: \
-                 it would let the repository choose what the process runs"
-            );
+            let message = match why {
+                RefusedEnv::Family => format!(
+                    "`{key}` may not be set from {file}: \
+                     it would let {who} choose what the process runs"
+                ),
+                RefusedEnv::NotPlain => format!(
+                    "`{key}` may not be set from {file}: \
+                     only plain names (a letter, then letters, digits and `_`) may be"
+                ),
+            };
             return Err(self.issue_at(at, &format!("env.{key}"), message).hint(hint));
         }
         let at_command = match &entry.command {
@@ -638,8 +789,10 @@ impl Walker<'_> {
                 .issue_at(
                     at_command,
                     "command",
-                    "`env` may not be the command of a project's server: it could set \
-                     variables a project may not set; name the program itself",
+                    format!(
+                        "`env` may not be the command of {one}'s server: it could set \
+                         variables {one} may not set; name the program itself"
+                    ),
                 )
                 .hint(hint));
         }
@@ -655,8 +808,8 @@ impl Walker<'_> {
                             at_args,
                             &format!("args[{i}]"),
                             format!(
-                                "the shell script sets `{var}`, which a project's .mcp.json \
-                                 may not set: it would let the repository choose what runs"
+                                "the shell script sets `{var}`, which {file} \
+                                 may not set: it would let {who} choose what runs"
                             ),
                         )
                         .hint(hint));
@@ -1037,5 +1190,72 @@ impl Walker<'_> {
 
     fn millis(&self, value: &Keyed<Count>, field: &str) -> Result<Option<Duration>, ConfigIssue> {
         Ok(self.positive_int(value, field)?.map(Duration::from_millis))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every name the deny list refused stays refused under the allow rule, in either case,
+    /// and so do the loader's, git's config and bash's exported functions by their start.
+    #[test]
+    fn the_allow_rule_keeps_every_refusal_of_the_deny_list() {
+        let denied = [
+            "PATH",
+            "NODE_OPTIONS",
+            "NODE_PATH",
+            "PYTHONSTARTUP",
+            "PYTHONPATH",
+            "PYTHONHOME",
+            "PYTHONUSERBASE",
+            "PYTHONEXECUTABLE",
+            "PERL5OPT",
+            "PERL5LIB",
+            "PERLLIB",
+            "PERL5DB",
+            "RUBYOPT",
+            "RUBYLIB",
+            "JAVA_TOOL_OPTIONS",
+            "_JAVA_OPTIONS",
+            "JDK_JAVA_OPTIONS",
+            "CLASSPATH",
+            "GCONV_PATH",
+            "LOCPATH",
+            "NLSPATH",
+            "HOSTALIASES",
+            "BASH_ENV",
+            "ENV",
+            "PROMPT_COMMAND",
+            "SHELLOPTS",
+            "BASHOPTS",
+            "PS4",
+            "IFS",
+            "GIT_SSH_COMMAND",
+            "GIT_SSH",
+            "GIT_EXEC_PATH",
+            "GIT_ASKPASS",
+            "SSH_ASKPASS",
+            "GIT_CONFIG_PARAMETERS",
+            "LD_PRELOAD",
+            "DYLD_INSERT_LIBRARIES",
+            "GIT_CONFIG_GLOBAL",
+            "BASH_FUNC_ls%%",
+        ];
+        for name in denied {
+            assert!(refused_env(name).is_some(), "{name}");
+            assert!(refused_env(&name.to_ascii_lowercase()).is_some(), "{name}");
+        }
+        for name in [
+            "API_KEY",
+            "GITHUB_TOKEN",
+            "LANG",
+            "LC_ALL",
+            "TZ",
+            "NODE_ENV",
+            "DEBUG",
+        ] {
+            assert_eq!(refused_env(name), None, "{name}");
+        }
     }
 }

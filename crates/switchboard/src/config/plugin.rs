@@ -5,10 +5,14 @@
 //! `version`); a plugin from a git repository (a URL, or a local path to a repository) is
 //! cloned under the state directory (`plugins/<name>`), a plain folder is used where it is.
 //! Its servers come from `.claude-plugin/plugin.json`'s `mcpServers` (inline, or a path to a
-//! JSON file) and from a `.mcp.json` at its root (`{"mcpServers": {...}}` or a bare map), with
+//! JSON file) and from a `.mcp.json` at its root (`{"mcpServers": {...}}` or a bare map), each
+//! read only when it is inside the plugin's folder once links are resolved (no absolute
+//! path, no `..` or link out of it), with
 //! `${CLAUDE_PLUGIN_ROOT}` and `${PLUGIN_ROOT}` replaced by the plugin's folder and
 //! `${CLAUDE_PLUGIN_DATA}` and `${PLUGIN_DATA}` by its data folder (`<state dir>/plugin-data/
-//! <plugin>`, kept across updates, removed with the plugin). Each server is
+//! <plugin>`, kept across updates, removed with the plugin; made when its servers may start, a
+//! project's plugin's once one is approved: reading touches nothing). A record's key must be a
+//! valid server name (it names folders); others are refused as issues. Each server is
 //! named `plugin_<plugin>_<server>` (sanitised as server names are), so its tools are
 //! `mcp__plugin_<plugin>_<server>__<tool>`; entries keep their scope, so a project's plugin
 //! servers wait for approval and managed policy applies to them as to any other entry.
@@ -94,6 +98,9 @@ pub(crate) struct PluginFolder {
     pub(crate) description: Option<String>,
     pub(crate) docs: Vec<ServersDoc>,
     pub(crate) issues: Vec<ConfigIssue>,
+    /// The first file that names the data folder (`${CLAUDE_PLUGIN_DATA}`), if one does:
+    /// the folder is to be made before its servers start.
+    pub(crate) data_named: Option<PathBuf>,
 }
 
 /// The name a plugin's server gets in the configuration.
@@ -119,8 +126,14 @@ fn json_inner(path: &Path) -> String {
 
 /// Reads a plugin's text file with its variables replaced: `${CLAUDE_PLUGIN_ROOT}` and
 /// `${PLUGIN_ROOT}` by its folder, `${CLAUDE_PLUGIN_DATA}` and `${PLUGIN_DATA}` by its data
-/// folder (created, owner-only, when a file names it).
-fn read_expanded(path: &Path, root: &Path, data: &Path) -> Result<Option<Document>, ConfigIssue> {
+/// folder. Reading touches nothing on disk: the data folder a file names is made by whoever
+/// may start its servers ([`PluginFolder::data_named`]).
+fn read_expanded(
+    path: &Path,
+    root: &Path,
+    data: &Path,
+    data_named: &mut Option<PathBuf>,
+) -> Result<Option<Document>, ConfigIssue> {
     let Some(mut text) = super::json::read_text(path)? else {
         return Ok(None);
     };
@@ -129,13 +142,7 @@ fn read_expanded(path: &Path, root: &Path, data: &Path) -> Result<Option<Documen
         .replace("${CLAUDE_PLUGIN_ROOT}", &inner)
         .replace("${PLUGIN_ROOT}", &inner);
     if text.contains("${CLAUDE_PLUGIN_DATA}") || text.contains("${PLUGIN_DATA}") {
-        if let Err(e) = super::edit::create_private_dir(data) {
-            return Err(ConfigIssue::warning(format!(
-                "cannot create the plugin's data folder {}: {e}",
-                data.display()
-            ))
-            .in_file(path));
-        }
+        data_named.get_or_insert_with(|| path.to_owned());
         let inner = json_inner(data);
         text = text
             .replace("${CLAUDE_PLUGIN_DATA}", &inner)
@@ -144,8 +151,39 @@ fn read_expanded(path: &Path, root: &Path, data: &Path) -> Result<Option<Documen
     Ok(Some(Document::new(path.to_owned(), text)))
 }
 
-/// Reads a plugin's manifest and server files (`data`: its data folder). Never fails as a
-/// whole.
+/// Makes a plugin's data folder (owner-only), which `file` names; the problem as an issue of
+/// that file.
+pub(crate) fn create_data_dir(data: &Path, file: &Path) -> Result<(), ConfigIssue> {
+    super::edit::create_private_dir(data).map_err(|e| {
+        ConfigIssue::warning(format!(
+            "cannot create the plugin's data folder {}: {e}",
+            data.display()
+        ))
+        .in_file(file)
+    })
+}
+
+/// What a file a plugin's folder provides must be.
+const INSIDE_HINT: &str =
+    "a plugin's files must be inside its folder (links out of it are refused)";
+
+/// Why `path` may not be read as one of the plugin's files (`real_root`: its folder, links
+/// resolved): it leads out of the folder once links are resolved, or is a link that leads
+/// nowhere. `None` when it is inside, or absent (its reader says so).
+fn leads_out(real_root: &Path, path: &Path) -> Option<String> {
+    std::fs::symlink_metadata(path).ok()?;
+    match path.canonicalize() {
+        Ok(real) if real.starts_with(real_root) => None,
+        Ok(real) => Some(format!(
+            "leads out of the plugin's folder (to {})",
+            real.display()
+        )),
+        Err(e) => Some(format!("is a link that cannot be followed: {e}")),
+    }
+}
+
+/// Reads a plugin's manifest and server files (`data`: its data folder), each only when it is
+/// inside the plugin's folder once links are resolved. Never fails as a whole.
 pub(crate) fn read_folder(plugin: &str, root: &Path, data: &Path) -> PluginFolder {
     let mut out = PluginFolder::default();
     let named = |issue: ConfigIssue| {
@@ -165,8 +203,17 @@ pub(crate) fn read_folder(plugin: &str, root: &Path, data: &Path) -> PluginFolde
         );
         return out;
     }
+    // Every file is read only where it really is inside the folder: a link (or a path) out of
+    // it would make another file the plugin's.
+    let real_root = root.canonicalize().unwrap_or_else(|_| root.to_owned());
     let manifest_path = root.join(MANIFEST);
-    match read_expanded(&manifest_path, root, data) {
+    let manifest = match leads_out(&real_root, &manifest_path) {
+        Some(why) => Err(ConfigIssue::error(format!("{MANIFEST} {why}"))
+            .in_file(&manifest_path)
+            .hint(INSIDE_HINT)),
+        None => read_expanded(&manifest_path, root, data, &mut out.data_named),
+    };
+    match manifest {
         Err(issue) => out.issues.push(named(issue)),
         Ok(None) => {}
         Ok(Some(doc)) => match serde_json::from_str::<serde_json::Value>(&strip_jsonc(&doc)) {
@@ -191,9 +238,23 @@ pub(crate) fn read_folder(plugin: &str, root: &Path, data: &Path) -> PluginFolde
                         doc,
                         key: Some("mcpServers"),
                     }),
-                    Some(serde_json::Value::String(file)) => {
-                        let file = root.join(file);
-                        match read_expanded(&file, root, data) {
+                    Some(serde_json::Value::String(written)) => {
+                        let file = root.join(written);
+                        let why = if Path::new(written).is_absolute() {
+                            Some("is an absolute path".to_owned())
+                        } else {
+                            leads_out(&real_root, &file)
+                        };
+                        let read = match why {
+                            Some(why) => Err(ConfigIssue::error(format!(
+                                "the servers file `{written}` {why}"
+                            ))
+                            .in_file(&manifest_path)
+                            .field("mcpServers")
+                            .hint(INSIDE_HINT)),
+                            None => read_expanded(&file, root, data, &mut out.data_named),
+                        };
+                        match read {
                             Ok(Some(doc)) => out.docs.push(ServersDoc {
                                 key: servers_key(&doc),
                                 doc,
@@ -221,7 +282,14 @@ pub(crate) fn read_folder(plugin: &str, root: &Path, data: &Path) -> PluginFolde
             }
         },
     }
-    match read_expanded(&root.join(".mcp.json"), root, data) {
+    let servers_path = root.join(".mcp.json");
+    let servers = match leads_out(&real_root, &servers_path) {
+        Some(why) => Err(ConfigIssue::error(format!(".mcp.json {why}"))
+            .in_file(&servers_path)
+            .hint(INSIDE_HINT)),
+        None => read_expanded(&servers_path, root, data, &mut out.data_named),
+    };
+    match servers {
         Err(issue) => out.issues.push(named(issue)),
         Ok(None) => {}
         Ok(Some(doc)) => out.docs.push(ServersDoc {
@@ -562,15 +630,20 @@ pub fn remove_plugin(
     let mut edit = open(paths, plugin.scope, "plugins")?;
     edit.remove(name)?;
     edit.save()?;
-    if plugin.path.starts_with(paths.state_dir.join("plugins")) {
+    // Only what Switchboard made is deleted: the clone it made (`plugins/<name>`, exactly:
+    // a recorded path may come from a repository's file) and the data folder, named only by a
+    // valid name (the loader refuses others).
+    let valid = ServerName::new(&plugin.name).is_ok();
+    if valid && plugin.path == paths.state_dir.join("plugins").join(&plugin.name) {
         let _ = std::fs::remove_dir_all(&plugin.path);
     }
     // Its data, unless the same plugin stays installed in another scope.
-    if !plugins
-        .iter()
-        .any(|p| p.name == plugin.name && p.scope != plugin.scope)
+    if valid
+        && !plugins
+            .iter()
+            .any(|p| p.name == plugin.name && p.scope != plugin.scope)
     {
-        let _ = std::fs::remove_dir_all(plugin_data_dir(&paths.state_dir, name));
+        let _ = std::fs::remove_dir_all(plugin_data_dir(&paths.state_dir, &plugin.name));
     }
     Ok(plugin)
 }

@@ -26,8 +26,16 @@ pub struct TrustStore {
 }
 
 impl TrustStore {
-    /// Reads the record; a missing file trusts nothing.
+    /// Reads the record; a missing file trusts nothing, and so does one another user could
+    /// have written (an error).
     pub fn load(path: &Path) -> Result<TrustStore, ConfigIssue> {
+        if let Some((at, why)) = crate::secrets::untrusted_file(path) {
+            return Err(ConfigIssue::untrusted(
+                &at,
+                "the trusted projects are not used, so no project is trusted",
+                why,
+            ));
+        }
         let hint = "fix or delete the file; no project is trusted until then";
         let text = super::json::read_text(path).map_err(|mut issue| {
             issue.message = format!("cannot read the trusted projects: {}", issue.message);
