@@ -450,6 +450,83 @@ fn sighup_reloads_servers_and_the_open_session_follows() {
     );
 }
 
+/// A SIGHUP that finds the user file half written keeps the configuration as it was, saying
+/// why on stderr: no server stops (the same process answers after the next, good, reload).
+#[test]
+fn sighup_with_a_half_written_file_keeps_the_last_good_configuration() {
+    let tree = ConfigTree::new().unwrap();
+    let bin = switchboard_testkit::server_bin();
+    let kit = json!({"command": bin});
+    let good = |servers: Value| json!({"mcpServers": servers}).to_string();
+    tree.write(tree.user_file(), &good(json!({"kit": kit})))
+        .unwrap();
+    let token = "reload-token-0123456789abcdef";
+    let mut serve = HttpServe::start(&tree, &["--token", token]);
+    let (lines, stderr) = mpsc::channel();
+    let pipe = serve.child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+            let _ = lines.send(line);
+        }
+    });
+    let said = |needle: &str| {
+        let deadline = std::time::Instant::now() + WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match stderr.recv_timeout(left) {
+                Ok(line) if line.contains(needle) => return line,
+                Ok(_) => {}
+                Err(_) => panic!("no `{needle}` on stderr"),
+            }
+        }
+    };
+    let session = open_session(&serve, token);
+    let pid_of_kit = || {
+        let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                          "params": {"name": "mcp__kit__pid", "arguments": {}}})
+        .to_string();
+        let (code, response) = http_with(
+            &serve,
+            token,
+            "POST",
+            &mcp_path(&serve),
+            &[format!("Mcp-Session-Id: {session}")],
+            Some(&call),
+        );
+        assert_eq!(code, 200, "{response}");
+        let body = response.split_once("\r\n\r\n").unwrap().1.to_owned();
+        assert!(body.contains("\"isError\":false"), "{body}");
+        body
+    };
+    let before = pid_of_kit();
+    let hangup = || {
+        let pid = serve.child.id().to_string();
+        let status = Command::new("kill").args(["-HUP", &pid]).status().unwrap();
+        assert!(status.success());
+    };
+    let text = good(json!({"kit": kit}));
+    tree.write(tree.user_file(), &text[..text.len() / 2])
+        .unwrap();
+    hangup();
+    let kept = said("cannot reload");
+    assert!(
+        kept.contains("the configuration was kept as it was"),
+        "{kept}"
+    );
+    assert!(kept.contains("mcp.json"), "{kept}");
+    // The next good reload adds a server; `kit` was never stopped in between.
+    tree.write(
+        tree.user_file(),
+        &good(json!({"kit": kit, "extra": {"command": bin}})),
+    )
+    .unwrap();
+    hangup();
+    let applied = said("reloaded the configuration");
+    assert!(applied.contains("added extra"), "{applied}");
+    assert_eq!(pid_of_kit(), before, "`kit` was restarted");
+    serve.stop();
+}
+
 /// SIGHUP reads the tool rules again (the user file's `gateway` section, joined with the
 /// flags'): the open session hears `tools/list_changed`, a tool the new rules deny is neither
 /// listed nor callable, and one they no longer deny is both.

@@ -687,11 +687,26 @@ impl Host {
     /// unchanged servers keep their connections (and sessions), changed ones reconnect,
     /// removed ones stop, new ones start; the catalogue follows (its `list_changed`). Returns
     /// what changed and the new configuration's problems (the servers that can run do).
-    /// Permissions, hooks and other settings stay as they were read at start.
+    /// Permissions, hooks and other settings stay as they were read at start. A file that
+    /// read before and does not now is [`HostError::ReloadRefused`]: nothing changes.
     pub async fn reload(&self) -> Result<(Reloaded, Vec<crate::config::ConfigIssue>), HostError> {
         let spec = self.reload.as_ref().ok_or(HostError::NotReloadable)?;
         let mut config = ConfigSet::load(self.config.paths.clone(), &spec.env);
         config.paths.state_dir = self.config.paths.state_dir.clone();
+        // A file that read last time and does not now keeps everything as it was: applied, it
+        // would stop every server it names (and every client would lose their tools).
+        let before = self.current_config();
+        let newly_broken = config.settings.iter().find_map(|now| {
+            let issue = now.broken.as_ref()?;
+            before
+                .settings
+                .iter()
+                .any(|then| then.file == now.file && then.broken.is_none())
+                .then(|| issue.clone())
+        });
+        if let Some(issue) = newly_broken {
+            return Err(HostError::ReloadRefused(Box::new(issue)));
+        }
         let mut configs: Vec<ServerConfig> = config
             .startable()
             .filter(|c| {

@@ -44,6 +44,10 @@ pub enum HostError {
     /// not read from files: there is nothing to read again.
     #[error("the servers were given, not read from configuration files: nothing to reload")]
     NotReloadable,
+    /// A configuration file that read before does not now (half written by an editor, say):
+    /// the reload applied nothing, and the configuration stays as it was.
+    #[error("the configuration was kept as it was: {0}")]
+    ReloadRefused(Box<crate::config::ConfigIssue>),
     /// No server offers a resource with this URI (nor a template it fits).
     #[error("no server offers the resource `{0}`")]
     NoSuchResource(String),
