@@ -293,6 +293,31 @@ fn a_broken_manifest_names_plugin_file_and_field_and_hides_nothing_else() {
     assert!(stdout.contains("plugin_demo_more"), "{stdout}");
 }
 
+/// A plugin file past the size a plugin's file may have (a manifest padded to 2 MiB) is an
+/// issue naming the file and the cap; it is not read, and the rest still loads.
+#[test]
+fn a_plugin_file_past_its_cap_is_not_read() {
+    let tree = ConfigTree::new().unwrap();
+    let folder = tree.root().join("plugins/demo");
+    plugin_folder(&folder, "demo", "1.0.0");
+    ok(&tree, &["plugin", "add", folder.to_str().unwrap()]);
+    let manifest = folder.join(".claude-plugin/plugin.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(&manifest, format!("{text}{}", " ".repeat(2 << 20))).unwrap();
+    let out = run(&tree, &["mcp", "list"]);
+    let stderr = tree.redact(&String::from_utf8_lossy(&out.stderr));
+    assert!(
+        stderr.contains(
+            "[TMP]/plugins/demo/.claude-plugin/plugin.json: plugin `demo`: the file is larger \
+             than 1024 KiB, the most a plugin's file may be"
+        ),
+        "{stderr}"
+    );
+    let stdout = out_text(&tree, &out);
+    assert!(stdout.contains("plugin_demo_more"), "{stdout}");
+    assert!(!stdout.contains("plugin_demo_echo"), "{stdout}");
+}
+
 fn out_text(tree: &ConfigTree, output: &Output) -> String {
     out(tree, output)
 }

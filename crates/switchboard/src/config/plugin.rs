@@ -124,6 +124,9 @@ fn json_inner(path: &Path) -> String {
         .to_owned()
 }
 
+/// The most a plugin's manifest or servers file may hold.
+const MAX_PLUGIN_FILE: u64 = 1 << 20;
+
 /// Reads a plugin's text file with its variables replaced: `${CLAUDE_PLUGIN_ROOT}` and
 /// `${PLUGIN_ROOT}` by its folder, `${CLAUDE_PLUGIN_DATA}` and `${PLUGIN_DATA}` by its data
 /// folder. Reading touches nothing on disk: the data folder a file names is made by whoever
@@ -134,6 +137,18 @@ fn read_expanded(
     data: &Path,
     data_named: &mut Option<PathBuf>,
 ) -> Result<Option<Document>, ConfigIssue> {
+    // Read at every command: a plugin's manifest or servers file is a few kilobytes, and one
+    // of hundreds of megabytes cost every command seconds and gigabytes.
+    if let Ok(meta) = std::fs::metadata(path)
+        && meta.len() > MAX_PLUGIN_FILE
+    {
+        return Err(ConfigIssue::error(format!(
+            "the file is larger than {} KiB, the most a plugin's file may be ({} bytes)",
+            MAX_PLUGIN_FILE >> 10,
+            meta.len()
+        ))
+        .in_file(path));
+    }
     let Some(mut text) = super::json::read_text(path)? else {
         return Ok(None);
     };

@@ -23,6 +23,9 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use crate::config::{ConfigHash, ServerConfig};
+
+/// The most a kept list's file may hold before it is not read at all.
+const MAX_KEPT_FILE: u64 = 32 << 20;
 use crate::connection::ToolDef;
 use crate::connection::requests::CacheHints;
 use crate::shared::{Changed, PREFIX, SharedStore};
@@ -272,7 +275,22 @@ impl KeptLists {
                 }
             };
         }
-        let text = std::fs::read_to_string(self.path(name)?).ok()?;
+        let path = self.path(name)?;
+        // A list of thousands of tools with their schemas is a few megabytes; a file far past
+        // that is not read (it cost every listing seconds and a gigabyte): the server is
+        // listed again when it runs.
+        let size = std::fs::metadata(&path).ok()?.len();
+        if size > MAX_KEPT_FILE {
+            tracing::warn!(
+                server = name,
+                "the kept tool list {} is {size} bytes, over the {} MiB a kept list may be: \
+                 not read",
+                path.display(),
+                MAX_KEPT_FILE >> 20
+            );
+            return None;
+        }
+        let text = std::fs::read_to_string(path).ok()?;
         Self::parse(name, &text)
     }
 
@@ -532,6 +550,28 @@ mod tests {
                 .mode();
             assert_eq!(mode & 0o777, 0o700);
         }
+    }
+
+    #[test]
+    fn a_kept_list_past_its_cap_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = entry(serde_json::json!({"command": "kit", "startup": "lazy"}));
+        let none = CacheHints::default();
+        KeptLists::new(Some(dir.path()), None).put_tools(&config, &[tool("hello")], &none);
+        let file = dir.path().join("lists").join("kit.json");
+        assert!(
+            KeptLists::new(Some(dir.path()), None)
+                .tools(&config)
+                .is_some()
+        );
+        // The same list grown past the cap (a sparse tail of spaces: nothing is written).
+        let f = std::fs::OpenOptions::new().write(true).open(&file).unwrap();
+        f.set_len(MAX_KEPT_FILE + 1).unwrap();
+        assert!(
+            KeptLists::new(Some(dir.path()), None)
+                .tools(&config)
+                .is_none()
+        );
     }
 
     #[test]
