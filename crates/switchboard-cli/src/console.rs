@@ -203,9 +203,22 @@ impl Screen {
     fn keys(&self) -> mpsc::UnboundedReceiver<Event> {
         let (tx, rx) = mpsc::unbounded_channel();
         std::thread::spawn(move || {
-            while let Ok(event) = event::read() {
-                if tx.send(event).is_err() {
-                    break;
+            loop {
+                match event::read() {
+                    Ok(event) => {
+                        if tx.send(event).is_err() {
+                            break;
+                        }
+                    }
+                    // A signal (the SIGWINCH of a resize) can interrupt the read, or leave
+                    // nothing to read: the keys after it must not be lost, as they were when
+                    // this loop ended here.
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            std::io::ErrorKind::Interrupted | std::io::ErrorKind::WouldBlock
+                        ) => {}
+                    Err(_) => break,
                 }
             }
         });
