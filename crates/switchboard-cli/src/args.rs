@@ -681,6 +681,17 @@ pub(crate) struct ServeArgs {
     /// /status` says how many run.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub(crate) workers: Option<u16>,
+    /// How long after the start a client's listing waits for servers still connecting. The
+    /// gateway answers at once; past this, a listing shows what is ready (and lazy servers'
+    /// kept lists) and the rest is announced with `list_changed` as it connects. Raise it for
+    /// clients that list once and never again.
+    #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
+    pub(crate) list_wait: f64,
+    /// Wait for every server to connect (or fail) before serving, at most the connect
+    /// timeout and 5 s, as a script that wants a ready gateway may (by default the gateway
+    /// serves at once).
+    #[arg(long)]
+    pub(crate) wait_for_servers: bool,
     /// With --http: answer every request through rmcp's session machinery, calls included
     /// (the fast path answers an initialize-era session's calls before it, with the same
     /// answers, for about half the gateway's CPU a call).

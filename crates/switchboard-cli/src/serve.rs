@@ -123,17 +123,36 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
             // there, so audio and blobs stay in the results.
             .binaries_inline(addr.is_some())
             .start()?;
-        if let Err(e) = crate::start::settle(&host).await {
-            host.shutdown().await;
-            return Err(e);
-        }
-        // `--prefix never` serves the servers' own names: two servers offering one is refused
-        // before any client sees either.
-        let collisions = host.name_collisions(args.prefix).await;
-        if !collisions.is_empty() {
-            host.shutdown().await;
-            let all: Vec<String> = collisions.iter().map(ToString::to_string).collect();
-            bail!("--prefix never: {}", all.join("; "));
+        if args.prefix == switchboard::host::Prefix::Never || args.wait_for_servers {
+            // `--prefix never` serves the servers' own names: two servers offering one is
+            // refused before any client sees either, so every server is waited for first (as
+            // `--wait-for-servers` asks).
+            if let Err(e) = crate::start::settle(&host).await {
+                host.shutdown().await;
+                return Err(e);
+            }
+            let collisions = host.name_collisions(args.prefix).await;
+            if !collisions.is_empty() {
+                host.shutdown().await;
+                let all: Vec<String> = collisions.iter().map(ToString::to_string).collect();
+                bail!("--prefix never: {}", all.join("; "));
+            }
+        } else {
+            // Served at once: a slow server holds no client up, but a `required` one is waited
+            // for (the user said the gateway needs it), and one that fails stops the start.
+            // What else fails is reported when it settles.
+            let bound = host.limits().connect_timeout + std::time::Duration::from_secs(5);
+            if let Err(e) = host.wait_required(bound).await {
+                crate::start::report_failures(&host);
+                host.shutdown().await;
+                return Err(e.into());
+            }
+            let reporting = host.clone();
+            tokio::spawn(async move {
+                if let Err(e) = crate::start::settle(&reporting).await {
+                    eprintln!("warning: {e:#}");
+                }
+            });
         }
         // The user file's rules join the flags'; one that cannot be read stops the gateway
         // (a deny rule silently dropped would serve what it hides).
@@ -152,6 +171,10 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
             args.prefix,
         );
         gateway.set_fast_path(!args.no_fast_path);
+        gateway.set_list_wait(
+            std::time::Duration::try_from_secs_f64(args.list_wait)
+                .context("--list-wait: a number of seconds")?,
+        );
         let gateway_for_reload = gateway.clone();
         if let Some(traces) = &traces {
             gateway.set_traces(traces.clone());

@@ -96,6 +96,13 @@ pub(crate) fn host_builder(
 pub(crate) async fn settle(host: &Host) -> anyhow::Result<()> {
     let bound = host.limits().connect_timeout + Duration::from_secs(5);
     let readiness = host.wait_settled(bound).await;
+    report_failures(host);
+    readiness?;
+    Ok(())
+}
+
+/// Warns on stderr of each server that failed or waits for a login, with its hint and stderr.
+pub(crate) fn report_failures(host: &Host) {
     for (name, state) in host.servers() {
         match state {
             ServerState::Failed(f) => {
@@ -116,6 +123,4 @@ pub(crate) async fn settle(host: &Host) -> anyhow::Result<()> {
             _ => {}
         }
     }
-    readiness?;
-    Ok(())
 }

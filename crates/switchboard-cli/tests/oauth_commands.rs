@@ -632,14 +632,17 @@ fn login_and_logout_with_the_shared_store() {
     let (tree, server) = setup(&[]);
     let store = redis.url();
 
-    // A replica, before any login: the server needs one.
-    let mut replica = command(&tree, &["serve", "--http", "127.0.0.1:0"])
-        .args(["--token", TOKEN, "--store", &store])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    // A replica, before any login: the server needs one (waited for, to be seen so).
+    let mut replica = command(
+        &tree,
+        &["serve", "--http", "127.0.0.1:0", "--wait-for-servers"],
+    )
+    .args(["--token", TOKEN, "--store", &store])
+    .stdin(std::process::Stdio::null())
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
     let stdout = replica.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {

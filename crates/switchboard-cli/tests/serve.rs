@@ -1610,6 +1610,82 @@ fn no_fast_path_answers_calls_through_rmcp_with_the_same_result() {
     assert!(stderr.contains("--http"), "{stderr}");
 }
 
+/// `serve --http` listens at once however long a server takes to start (here one that
+/// sleeps 200 s, under a connect timeout of 120 s: the gateway used to wait 125 s before it
+/// listened): a client is answered, and lists the ready server's tools while the slow one is
+/// still `pending`.
+#[test]
+fn the_gateway_serves_at_once_while_a_server_is_still_starting() {
+    let tree = ConfigTree::new().unwrap();
+    let bin = switchboard_testkit::server_bin();
+    tree.write(
+        tree.user_file(),
+        &json!({"mcpServers": {
+            "ready": {"command": bin},
+            "slow": {"command": bin, "args": ["--slow-start", "200000"], "timeout": 300_000},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let token = "at-once-token-0123456789abcdef";
+    let serve = HttpServe::start_with_env(&tree, &["--token", token], &[("MCP_TIMEOUT", "120000")]);
+    let session = open_session(&serve, token);
+    let (code, listed) = session_request(&serve, token, &session, "tools/list");
+    assert_eq!(code, 200, "{listed}");
+    assert!(listed.contains("mcp__ready__echo"), "{listed}");
+    assert!(!listed.contains("mcp__slow__"), "{listed}");
+    let status = status_of(&serve, token);
+    let state = |name: &str| {
+        status["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .map(|s| s["state"].clone())
+    };
+    assert_eq!(state("slow"), Some(json!("pending")), "{status}");
+    assert_eq!(state("ready"), Some(json!("connected")), "{status}");
+    serve.stop();
+}
+
+/// Over stdio, a server that connects after the client's first listing is announced: the
+/// client hears `tools/list_changed`, and its next listing has the server's tools.
+#[test]
+fn a_server_that_connects_late_is_announced_to_the_stdio_client() {
+    let tree = ConfigTree::new().unwrap();
+    let bin = switchboard_testkit::server_bin();
+    tree.write(
+        tree.user_file(),
+        &json!({"mcpServers": {
+            "ready": {"command": bin},
+            "late": {"command": bin, "args": ["--slow-start", "6000", "--tool-name", "late_tool"],
+                     "timeout": 60_000},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let mut gateway = RawStdio::start(&tree, &["--stdio"]);
+    let first = RawStdio::tool_names(&mut gateway);
+    assert!(first.contains(&"mcp__ready__echo".to_owned()), "{first:?}");
+    assert!(
+        !first.contains(&"mcp__late__late_tool".to_owned()),
+        "{first:?}"
+    );
+    let mut listed = first;
+    for _ in 0..20 {
+        gateway.notification("notifications/tools/list_changed");
+        listed = RawStdio::tool_names(&mut gateway);
+        if listed.contains(&"mcp__late__late_tool".to_owned()) {
+            break;
+        }
+    }
+    assert!(
+        listed.contains(&"mcp__late__late_tool".to_owned()),
+        "{listed:?}"
+    );
+    gateway.finish();
+}
+
 /// A server that answers `initialize` but never `tools/list` does not hold the gateway's
 /// listing: `tools/list` answers within the listing bound (the connect timeout, `MCP_TIMEOUT`)
 /// with the healthy server's tools, and the hung server's left out.

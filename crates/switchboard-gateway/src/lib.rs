@@ -105,7 +105,17 @@ struct Inner {
     /// Whether the HTTP gateway answers initialize-era calls before rmcp ([`fast`]); on
     /// unless [`Gateway::set_fast_path`] says otherwise (`serve --no-fast-path`).
     fast_path: std::sync::atomic::AtomicBool,
+    /// When the gateway was made: a listing waits for servers still connecting only until
+    /// [`Inner::list_wait`] after it.
+    started: std::time::Instant,
+    /// How long after the start a listing waits for servers still connecting
+    /// (`serve --list-wait`).
+    list_wait: parking_lot::Mutex<std::time::Duration>,
 }
+
+/// How long after its start the gateway's listings wait for servers still connecting, unless
+/// [`Gateway::set_list_wait`] says otherwise: a slow server never holds a client up longer.
+pub const DEFAULT_LIST_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl Gateway {
     pub fn new(host: Host, filter: ToolFilter) -> Self {
@@ -139,6 +149,8 @@ impl Gateway {
                 cluster: std::sync::OnceLock::new(),
                 session_sync: std::sync::OnceLock::new(),
                 fast_path: std::sync::atomic::AtomicBool::new(true),
+                started: std::time::Instant::now(),
+                list_wait: parking_lot::Mutex::new(DEFAULT_LIST_WAIT),
             }),
         }
     }
@@ -159,6 +171,24 @@ impl Gateway {
         self.inner
             .fast_path
             .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// How long after the gateway's start a client's listing waits for servers still
+    /// connecting (`serve --list-wait`; [`DEFAULT_LIST_WAIT`]). Past it, a listing answers
+    /// with what is ready (and lazy servers' kept lists), and the rest is announced with
+    /// `list_changed` as it connects.
+    pub fn set_list_wait(&self, wait: std::time::Duration) {
+        *self.inner.list_wait.lock() = wait;
+    }
+
+    /// Waits for servers still connecting, for what is left of the list wait.
+    pub(crate) async fn list_wait(&self) {
+        let wait = *self.inner.list_wait.lock();
+        let left = wait.saturating_sub(self.inner.started.elapsed());
+        if !left.is_zero() {
+            // A `required` server that failed is the start's to report, not a listing's.
+            let _ = self.inner.host.wait_settled(left).await;
+        }
     }
 
     pub fn tool_search(&self) -> ToolSearch {

@@ -931,6 +931,7 @@ impl ServerHandler for Session {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        self.gateway.list_wait().await;
         let span = self.traced("tools/list", &context);
         let result = async move {
             let (tools, next) = if self.gateway.tool_search() == ToolSearch::Off {
@@ -993,6 +994,7 @@ impl ServerHandler for Session {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
+        self.gateway.list_wait().await;
         let span = self.traced("resources/list", &context);
         let result = async move {
             let listing = self.gateway.host().resources(None).await;
@@ -1015,6 +1017,7 @@ impl ServerHandler for Session {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        self.gateway.list_wait().await;
         let listing = self.gateway.host().resource_templates(None).await;
         let names = resource_names(
             self.gateway.prefix(),
@@ -1116,6 +1119,7 @@ impl ServerHandler for Session {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
+        self.gateway.list_wait().await;
         let span = self.traced("prompts/list", &context);
         let result = async move {
             let listing = self.gateway.host().prompts(None).await;

@@ -756,6 +756,28 @@ impl ServerManager {
         }
     }
 
+    /// Waits until every `required` server is settled, at most `timeout`; an error names
+    /// those that did not connect. The other servers are not waited for.
+    pub(crate) async fn wait_required(&self, timeout: Duration) -> Result<(), ManagerError> {
+        let receivers: Vec<_> = self
+            .slots
+            .lock()
+            .values()
+            .filter(|slot| slot.config.required)
+            .map(|slot| slot.state.clone())
+            .collect();
+        let all = futures::future::join_all(receivers.into_iter().map(|mut rx| async move {
+            let _ = rx.wait_for(ServerState::is_settled).await;
+        }));
+        let _ = tokio::time::timeout(timeout, all).await;
+        let failed = self.required_failures();
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(ManagerError::RequiredFailed(failed))
+        }
+    }
+
     /// Waits until one server is settled (not `pending`), at most `timeout`.
     pub(crate) async fn wait_for(
         &self,

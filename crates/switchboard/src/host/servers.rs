@@ -164,6 +164,13 @@ impl Host {
         Ok(Readiness::TimedOut { pending })
     }
 
+    /// Waits until every `required` server settled, at most `timeout` (the others are not
+    /// waited for): [`HostError::RequiredFailed`] names those that did not connect. What a
+    /// gateway waits for before it serves.
+    pub async fn wait_required(&self, timeout: Duration) -> Result<(), HostError> {
+        Ok(self.manager.wait_required(timeout).await?)
+    }
+
     /// `required` servers that settled in a state other than `connected`.
     pub fn required_failures(&self) -> Vec<String> {
         self.manager.required_failures()
