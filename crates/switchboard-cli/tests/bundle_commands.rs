@@ -786,20 +786,8 @@ fn a_signature_is_checked_against_the_content_and_the_trusted_roots() {
     // Signed by a certificate of a root the system trusts (SSL_CERT_FILE names the roots).
     let v2 = greeter(&tree, "1.1.0");
     pki.sign(&v2, &v2);
-    let output = Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(["mcp", "install", v2.to_str().unwrap()])
-        .current_dir(tree.project())
-        .env_clear()
-        .envs(tree.env())
-        .env("SSL_CERT_FILE", pki.root())
-        .output()
-        .unwrap();
-    let out = text(&tree, &output.stdout);
-    assert!(
-        output.status.success(),
-        "{out}{}",
-        text(&tree, &output.stderr)
-    );
+    let (installed, out, err) = install_trusted(&tree, &pki, &v2, &[]);
+    assert!(installed, "{out}{err}");
     assert!(out.contains("signature: signed by Test Signer\n"), "{out}");
     let get = ok(&tree, &["mcp", "get", "greeter", "--no-connect"]);
     assert!(
@@ -808,16 +796,17 @@ fn a_signature_is_checked_against_the_content_and_the_trusted_roots() {
     );
 }
 
-/// Installs `file` with the test root trusted: (success, stdout, stderr).
-fn install_trusted(tree: &ConfigTree, pki: &Pki, file: &Path) -> (bool, String, String) {
+/// Installs `file` with the test root trusted, with `extra` arguments: (success, stdout,
+/// stderr).
+fn install_trusted(
+    tree: &ConfigTree,
+    pki: &Pki,
+    file: &Path,
+    extra: &[&str],
+) -> (bool, String, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args([
-            "mcp",
-            "install",
-            file.to_str().unwrap(),
-            "--config",
-            "api_key=k",
-        ])
+        .args(["mcp", "install", file.to_str().unwrap()])
+        .args(extra)
         .current_dir(tree.project())
         .env_clear()
         .envs(tree.env())
@@ -848,7 +837,7 @@ fn a_signature_holds_only_for_the_very_archive_that_is_unpacked() {
     counted.extend_from_slice(&block);
     let file = tree.root().join("counted.mcpb");
     std::fs::write(&file, &counted).unwrap();
-    let (ok1, out, err) = install_trusted(&tree, &pki, &file);
+    let (ok1, out, err) = install_trusted(&tree, &pki, &file, &["--config", "api_key=k"]);
     assert!(ok1, "{out}{err}");
     assert!(out.contains("signature: signed by Test Signer\n"), "{out}");
     uninstall();
@@ -863,7 +852,7 @@ fn a_signature_holds_only_for_the_very_archive_that_is_unpacked() {
     let signed_prepared = [prepared.clone(), sig_block(&der, padding)].concat();
     let file = tree.root().join("prepared.mcpb");
     std::fs::write(&file, &signed_prepared).unwrap();
-    let (ok2, out, err) = install_trusted(&tree, &pki, &file);
+    let (ok2, out, err) = install_trusted(&tree, &pki, &file, &["--config", "api_key=k"]);
     assert!(ok2, "{out}{err}");
     assert!(out.contains("signature: signed by Test Signer\n"), "{out}");
     uninstall();
@@ -900,7 +889,7 @@ fn a_signature_holds_only_for_the_very_archive_that_is_unpacked() {
     ] {
         let file = tree.root().join(name);
         std::fs::write(&file, bytes).unwrap();
-        let (ok3, out, err) = install_trusted(&tree, &pki, &file);
+        let (ok3, out, err) = install_trusted(&tree, &pki, &file, &["--config", "api_key=k"]);
         assert!(!ok3, "{name}: {out}{err}");
         assert!(err.contains(&format!("{name}: {why}")), "{name}: {err}");
         assert!(!out.contains("signed by"), "{out}");

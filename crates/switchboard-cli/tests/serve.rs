@@ -482,21 +482,9 @@ fn sighup_with_a_half_written_file_keeps_the_last_good_configuration() {
     };
     let session = open_session(&serve, token);
     let pid_of_kit = || {
-        let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-                          "params": {"name": "mcp__kit__pid", "arguments": {}}})
-        .to_string();
-        let (code, response) = http_with(
-            &serve,
-            token,
-            "POST",
-            &mcp_path(&serve),
-            &[format!("Mcp-Session-Id: {session}")],
-            Some(&call),
-        );
-        assert_eq!(code, 200, "{response}");
-        let body = response.split_once("\r\n\r\n").unwrap().1.to_owned();
-        assert!(body.contains("\"isError\":false"), "{body}");
-        body
+        let (_, answer) = session_call(&serve, token, &session, "mcp__kit__pid", json!({}));
+        assert_eq!(answer["result"]["isError"], false, "{answer}");
+        answer["result"]["content"][0]["text"].clone()
     };
     let before = pid_of_kit();
     let hangup = || {
@@ -1324,15 +1312,44 @@ fn open_session(serve: &HttpServe, token: &str) -> String {
 
 /// A request in the session `session` of `serve --http`: the status code and the response.
 fn session_request(serve: &HttpServe, token: &str, session: &str, method: &str) -> (u16, String) {
-    let body = json!({"jsonrpc": "2.0", "id": 2, "method": method, "params": {}}).to_string();
+    let body = json!({"jsonrpc": "2.0", "id": 2, "method": method, "params": {}});
+    session_post(serve, token, session, &body)
+}
+
+/// A JSON-RPC message posted in the session `session`: the status code and the response.
+fn session_post(serve: &HttpServe, token: &str, session: &str, message: &Value) -> (u16, String) {
     http_with(
         serve,
         token,
         "POST",
         &mcp_path(serve),
         &[format!("Mcp-Session-Id: {session}")],
-        Some(&body),
+        Some(&message.to_string()),
     )
+}
+
+/// `tools/call` of `name` with `arguments` in the session `session` (id 7): the response's
+/// content type and the call's answer, from a JSON body or an event stream.
+fn session_call(
+    serve: &HttpServe,
+    token: &str,
+    session: &str,
+    name: &str,
+    arguments: Value,
+) -> (Option<String>, Value) {
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                      "params": {"name": name, "arguments": arguments}});
+    let (code, response) = session_post(serve, token, session, &call);
+    assert_eq!(code, 200, "{response}");
+    let kind = header(&response, "content-type").map(str::to_owned);
+    let body = response.split_once("\r\n\r\n").unwrap().1;
+    let answer = body
+        .lines()
+        .map(|line| line.strip_prefix("data: ").unwrap_or(line))
+        .filter_map(|line| serde_json::from_str::<Value>(line.trim()).ok())
+        .find(|message| message["id"] == 7)
+        .unwrap_or_else(|| panic!("no answer in {body}"));
+    (kind, answer)
 }
 
 /// `GET /status` of `serve --http`, with the token, as JSON.
@@ -1562,9 +1579,6 @@ fn no_fast_path_answers_calls_through_rmcp_with_the_same_result() {
     )
     .unwrap();
     let token = "fast-path-token-0123456789abcdef";
-    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-                      "params": {"name": "mcp__kit__echo", "arguments": {"text": "hi"}}})
-    .to_string();
     let mut answers = Vec::new();
     for (flags, kind) in [
         (&[][..], "application/json"),
@@ -1574,27 +1588,14 @@ fn no_fast_path_answers_calls_through_rmcp_with_the_same_result() {
         args.extend_from_slice(flags);
         let serve = HttpServe::start(&tree, &args);
         let session = open_session(&serve, token);
-        let (code, response) = http_with(
+        let (content_type, answer) = session_call(
             &serve,
             token,
-            "POST",
-            &mcp_path(&serve),
-            &[format!("Mcp-Session-Id: {session}")],
-            Some(&call),
+            &session,
+            "mcp__kit__echo",
+            json!({"text": "hi"}),
         );
-        assert_eq!(code, 200, "{response}");
-        assert_eq!(
-            header(&response, "content-type"),
-            Some(kind),
-            "{flags:?}: {response}"
-        );
-        let body = response.split_once("\r\n\r\n").unwrap().1;
-        let answer = body
-            .lines()
-            .map(|line| line.strip_prefix("data: ").unwrap_or(line))
-            .filter_map(|line| serde_json::from_str::<Value>(line.trim()).ok())
-            .find(|message| message["id"] == 7)
-            .unwrap_or_else(|| panic!("no answer in {body}"));
+        assert_eq!(content_type.as_deref(), Some(kind), "{flags:?}: {answer}");
         answers.push(answer["result"].clone());
         serve.stop();
     }

@@ -26,13 +26,16 @@ fn start_host(tree: &ConfigTree, servers: Value) -> Host {
         &json!({"mcpServers": servers}).to_string(),
     )
     .unwrap();
+    builder(tree).start().unwrap()
+}
+
+/// A host's builder over the tree: its project, its environment, its output folder.
+fn builder(tree: &ConfigTree) -> switchboard::HostBuilder {
     let env: switchboard::config::Environment = tree.env().into_iter().collect();
     Host::builder()
         .discover(tree.project())
         .env(env)
         .output_dir(tree.root().join("out"))
-        .start()
-        .unwrap()
 }
 
 fn testkit(args: &[&str]) -> Value {
@@ -1108,14 +1111,7 @@ async fn calls_through(entry: Value, lanes: bool) -> Vec<(&'static str, Value)> 
         &json!({"mcpServers": {"kit": entry}}).to_string(),
     )
     .unwrap();
-    let env: switchboard::config::Environment = tree.env().into_iter().collect();
-    let host = Host::builder()
-        .discover(tree.project())
-        .env(env)
-        .output_dir(tree.root().join("out"))
-        .call_lanes(lanes)
-        .start()
-        .unwrap();
+    let host = builder(&tree).call_lanes(lanes).start().unwrap();
     host.wait_settled(SETTLE).await.unwrap();
     let cases = [
         ("a result", "echo", json!({"text": "hi"})),
@@ -1228,12 +1224,7 @@ async fn a_call_to_a_server_that_is_still_connecting_times_out_naming_it() {
     .unwrap();
     let mut env: switchboard::config::Environment = tree.env().into_iter().collect();
     env.set("MCP_TIMEOUT", "300");
-    let host = Host::builder()
-        .discover(tree.project())
-        .env(env)
-        .output_dir(tree.root().join("out"))
-        .start()
-        .unwrap();
+    let host = builder(&tree).env(env).start().unwrap();
     let err = host
         .call("mcp__kit__echo", args(json!({"text": "hi"})), cli())
         .await
