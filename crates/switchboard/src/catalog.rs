@@ -317,10 +317,20 @@ impl Catalog {
                         covered(&mut events, &mut queued, &server);
                         catalog.refresh(&server, true).await;
                     }
+                    // A renewed session keeps the list it had (the server says if it
+                    // changed): nothing is listed before the retried request.
                     Ok(ServerEvent::State {
                         server,
                         state: ServerState::Connected(_),
-                    }) => catalog.refresh(&server, false).await,
+                    }) => {
+                        catalog.manager.renewed(&server);
+                        catalog.refresh(&server, false).await
+                    }
+                    Ok(ServerEvent::State {
+                        server,
+                        state: ServerState::Pending { .. },
+                    }) if catalog.manager.is_renewing(&server)
+                        && catalog.cached(&server).is_some() => {}
                     Ok(ServerEvent::State {
                         server,
                         state: ServerState::Lazy { .. },
@@ -335,6 +345,7 @@ impl Catalog {
                         state: ServerState::Pending { .. },
                     }) if catalog.cached(&server).is_some_and(|t| t.kept) => {}
                     Ok(ServerEvent::State { server, .. } | ServerEvent::Removed { server }) => {
+                        catalog.manager.renewed(&server);
                         catalog.forget(&server)
                     }
                     Ok(_) => {}

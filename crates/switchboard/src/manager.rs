@@ -392,6 +392,11 @@ struct Shared {
     subscriptions: Mutex<HashMap<String, HashMap<String, usize>>>,
     /// A timer kept armed while requests are made (`anchor.rs`).
     anchor: anchor::TimerAnchor,
+    /// Servers whose session is being renewed (it expired): the catalogue keeps their lists
+    /// through the reconnect rather than listing the new session first, so that the retried
+    /// request is the new session's first (a server whose sessions last two requests
+    /// otherwise spent them relisting).
+    renewing: Mutex<std::collections::HashSet<String>>,
 }
 
 /// Every configured server, connected in the background. Cheap to clone.
@@ -540,6 +545,7 @@ impl ServerManager {
             http: crate::net::HostClient::default(),
             subscriptions: Mutex::default(),
             anchor: anchor::TimerAnchor::default(),
+            renewing: Mutex::default(),
             local_slots: Arc::new(Semaphore::new(
                 options.limits.local_connect_concurrency.max(1),
             )),
@@ -845,7 +851,9 @@ impl ServerManager {
             return;
         }
         rx.mark_unchanged();
+        self.shared.renewing.lock().insert(name.to_owned());
         if self.reconnect(name).is_err() {
+            self.shared.renewing.lock().remove(name);
             return;
         }
         let renewed = async {
@@ -859,6 +867,17 @@ impl ServerManager {
             }
         };
         let _ = tokio::time::timeout(timeout, renewed).await;
+    }
+
+    /// Whether the server's session is being renewed ([`Shared::renewing`]).
+    pub(crate) fn is_renewing(&self, name: &str) -> bool {
+        self.shared.renewing.lock().contains(name)
+    }
+
+    /// The renewal of the server's session is over (its new session connected, or it
+    /// settled otherwise): whether one was under way.
+    pub(crate) fn renewed(&self, name: &str) -> bool {
+        self.shared.renewing.lock().remove(name)
     }
 
     fn slot_field<T>(&self, name: &str, f: impl FnOnce(&Slot) -> T) -> Option<T> {
@@ -1079,7 +1098,13 @@ impl ServerManager {
                 Box::pin(self.renew(name, &session, self.shared.options.limits.connect_timeout))
                     .await;
                 session = self.session(name).map_err(RequestFailure::Manager)?;
-                result = f(session.clone()).await;
+                result = match f(session.clone()).await {
+                    // The new session gone as well: said as the expiry it is.
+                    Err(e) if e.is_session_expired(remote) || e.is_terminal() => {
+                        Err(RequestError::ExpiredAgain(Box::new(e)))
+                    }
+                    other => other,
+                };
             }
         }
         // Only a server that logs in with OAuth waits for a login; another one whose

@@ -1241,3 +1241,33 @@ async fn a_call_to_a_server_that_is_still_connecting_times_out_naming_it() {
     );
     host.shutdown().await;
 }
+
+/// Against a server whose sessions expire after 2 requests (initialize-era Streamable HTTP),
+/// every call succeeds: after a renewal the retried call goes first, before the catalogue
+/// lists the new session's tools again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_on_sessions_that_expire_after_two_requests_all_succeed() {
+    let server = switchboard_testkit::TestServer::start(
+        switchboard_testkit::Transport::Http,
+        ["--protocol", "legacy", "--expire-session-after", "2"],
+    )
+    .unwrap();
+    let tree = ConfigTree::new().unwrap();
+    let host = host_with(&tree, json!({"kit": {"type": "http", "url": server.url()}})).await;
+    let mut failed = Vec::new();
+    for n in 0..8 {
+        let out = host
+            .call(
+                "mcp__kit__echo",
+                args(json!({"text": format!("call {n}")})),
+                cli(),
+            )
+            .await;
+        match out {
+            Ok(out) => assert_eq!(out.result["content"][0]["text"], format!("call {n}")),
+            Err(e) => failed.push(format!("call {n}: {}", switchboard::error_chain(&e))),
+        }
+    }
+    assert_eq!(failed, Vec::<String>::new());
+    host.shutdown().await;
+}

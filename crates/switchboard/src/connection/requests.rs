@@ -154,6 +154,10 @@ pub enum RequestError {
     /// carried its session id).
     #[error("the server no longer knows the session (HTTP 404)")]
     SessionExpired,
+    /// The session expired, a new one was made, and the request failed on it too (a
+    /// server whose sessions last fewer requests than a renewal needs).
+    #[error("the session expired, and the request failed again on a new one")]
+    ExpiredAgain(#[source] Box<RequestError>),
     /// The transport failed (HTTP, the pipe, the socket).
     #[error("{0}")]
     Transport(String),
@@ -186,7 +190,11 @@ const CONNECTION_CLOSED: i32 = -32000;
 impl RequestError {
     /// Whether the connection itself is broken (reset, timeout, broken pipe).
     pub fn is_terminal(&self) -> bool {
-        matches!(self, RequestError::Closed | RequestError::Transport(_))
+        match self {
+            RequestError::Closed | RequestError::Transport(_) => true,
+            RequestError::ExpiredAgain(inner) => inner.is_terminal(),
+            _ => false,
+        }
     }
 
     /// Whether the request failed because its session is gone, so that it is retried once on
