@@ -75,7 +75,10 @@ pub(crate) async fn proxy_token(
             Ok(token)
         }
         TokenSource::Provider => Err(RemoteError::Token(
-            "no token provider registered".to_owned(),
+            "the entry names no token source: set `tokenEnv` (a variable holding the token) or \
+             `tokenCommand` (a command that prints it); an embedding program may register a \
+             token provider instead"
+                .to_owned(),
         )),
     }
 }
@@ -218,7 +221,11 @@ mod tests {
         let err = proxy_token(&TokenSource::Provider, &env, false)
             .await
             .unwrap_err();
-        assert!(err.to_string().contains("no token provider registered"));
+        assert!(
+            err.to_string()
+                .contains("set `tokenEnv` (a variable holding the token) or `tokenCommand`"),
+            "{err}"
+        );
 
         let slow = ["sleep", "30"].map(str::to_owned);
         let err = bounded(
