@@ -118,7 +118,8 @@ async fn console(
     if let Ok(mut tap) = LOG_TAP.lock() {
         *tap = Some(done.clone());
     }
-    let host = Arc::new(planned.builder.auth(auth).start()?);
+    // The console runs for long: a remote server down at its start is tried again.
+    let host = Arc::new(planned.builder.auth(auth).one_shot(false).start()?);
     // The host's builder may have written the configuration's problems on stderr.
     screen.reset()?;
     let mut events = host.events();

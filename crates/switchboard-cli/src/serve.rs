@@ -112,7 +112,10 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
             None => None,
         };
         // The configuration's errors are on stderr; the gateway serves what can run.
-        let mut builder = crate::start::builder(ctx, args.servers.clone())?.builder;
+        // A gateway runs for long: a remote server down at its start is tried again.
+        let mut builder = crate::start::builder(ctx, args.servers.clone())?
+            .builder
+            .one_shot(false);
         if let Some(store) = store {
             builder = builder.store(store);
         }

@@ -72,7 +72,10 @@ pub(crate) fn host_builder(
     let (interaction, roots) = crate::interact::setup(ctx, &config)?;
     let settings = crate::trust::check_settings(&config, &ctx.env);
     let config_errors = config.has_errors() || settings.has_errors;
+    // Most commands end soon: a remote server down now fails them at once. `serve` and the
+    // console run for long and say otherwise.
     let mut builder = Host::builder()
+        .one_shot(true)
         .trust_project(settings.trusted)
         .config(config)
         .env(ctx.env.clone())

@@ -170,6 +170,8 @@ async fn run() -> Result<(), String> {
         .discover(state_dir.path().to_owned())
         .env(env)
         .servers(vec![config])
+        // One scenario, then the process ends: a server that fails, fails.
+        .one_shot(true)
         .state_dir(state_dir.path().to_owned())
         .interaction(Interaction {
             elicitor: Some(Arc::new(AcceptDefaults)),

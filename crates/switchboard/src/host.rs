@@ -87,6 +87,7 @@ pub struct HostBuilder {
     binaries_inline: bool,
     store: Option<crate::shared::SharedStore>,
     call_lanes: Option<bool>,
+    one_shot: bool,
 }
 
 impl std::fmt::Debug for HostBuilder {
@@ -244,6 +245,15 @@ impl HostBuilder {
         self
     }
 
+    /// A host for one command that ends soon (the CLI's `tools`, `call`, `mcp list`): a
+    /// remote server that fails to connect stays `failed`. By default a host runs for long
+    /// (an agent, a gateway, a console) and tries such a server again, with backoff and then
+    /// once a minute, until it connects (its tools are announced then).
+    pub fn one_shot(mut self, one_shot: bool) -> Self {
+        self.one_shot = one_shot;
+        self
+    }
+
     /// Keeps audio and blobs in results instead of files (see
     /// [`OutputBudget::binaries_inline`]): for results that go to another machine.
     pub fn binaries_inline(mut self, inline: bool) -> Self {
@@ -331,6 +341,7 @@ impl HostBuilder {
                 .child_guard
                 .map(|(program, args)| crate::guard::ChildGuard::new(program, args)),
             shared: self.store.clone(),
+            probe_remotes: !self.one_shot,
             ..ManagerOptions::default()
         };
         for (name, factory) in self.in_process {

@@ -80,6 +80,9 @@ pub(crate) struct ManagerOptions {
     /// The Redis the replicas of a gateway share: tokens, needs-auth, kept lists and list
     /// changes go through it; `None`: this process and its state folder only.
     pub shared: Option<crate::shared::SharedStore>,
+    /// A remote server that failed to connect is tried again (backoff, then once a minute)
+    /// until it connects: for a host that runs for long (a gateway, a console, an agent).
+    pub probe_remotes: bool,
 }
 
 impl std::fmt::Debug for ManagerOptions {
@@ -105,6 +108,7 @@ impl Default for ManagerOptions {
             auth: None,
             child_guard: None,
             shared: None,
+            probe_remotes: false,
         }
     }
 }

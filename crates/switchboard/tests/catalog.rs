@@ -1271,3 +1271,48 @@ async fn calls_on_sessions_that_expire_after_two_requests_all_succeed() {
     assert_eq!(failed, Vec::<String>::new());
     host.shutdown().await;
 }
+
+/// A remote server that is down when a long-running host starts (the default; a one-shot
+/// command's host fails fast) is tried again with backoff: it is `failed` with its cause
+/// meanwhile, and once it listens its tools are announced and callable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_server_down_at_start_is_tried_again_until_it_connects() {
+    // A port nothing listens on yet.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let tree = ConfigTree::new().unwrap();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let host = host_with(&tree, json!({"kit": {"type": "http", "url": url}})).await;
+    let Some(switchboard::ServerState::Failed(failure)) = host.server_state("kit") else {
+        panic!("not failed: {:?}", host.server_state("kit"));
+    };
+    assert!(!failure.message.is_empty());
+    let mut events = host.events();
+    let server = switchboard_testkit::TestServer::start(
+        switchboard_testkit::Transport::Http,
+        ["--listen", &format!("127.0.0.1:{port}")],
+    )
+    .unwrap();
+    assert_eq!(server.url(), url);
+    tokio::time::timeout(SETTLE, async {
+        loop {
+            if let Some(HostEvent::Catalog(CatalogEvent::ToolsChanged { added, .. })) =
+                events.recv().await
+                && added.iter().any(|t| t == "mcp__kit__echo")
+            {
+                return;
+            }
+        }
+    })
+    .await
+    .expect("the server's tools were never announced");
+    let out = host
+        .call("mcp__kit__echo", args(json!({"text": "back"})), cli())
+        .await
+        .unwrap();
+    assert_eq!(out.result["content"][0]["text"], "back");
+    host.shutdown().await;
+}

@@ -17,6 +17,9 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use super::kept::ListKind;
 use super::{Activity, Control, RECONNECT_ATTEMPTS, ServerEvent, Shared};
+
+/// How often a failed remote server is tried again once the backoff is spent.
+const PROBE_INTERVAL: Duration = Duration::from_secs(60);
 use crate::config::{RestartPolicy, ServerConfig, Startup, Transport};
 use crate::connection::{
     self, ConnectError, ConnectOptions, Failure, Notice, ServerState, Session,
@@ -80,6 +83,20 @@ impl Supervisor {
         }
     }
 
+    /// How long before a failed remote server is tried again, the `probes`-th time since it
+    /// last connected: 1, 2, 4, 8, 16 s, then every minute; `None` where the host does not
+    /// probe ([`ManagerOptions::probe_remotes`](super::ManagerOptions::probe_remotes): one-shot
+    /// commands fail fast) or the server is not remote.
+    fn probe_delay(&self, probes: u32) -> Option<Duration> {
+        if !self.shared.options.probe_remotes || !self.config.transport.is_remote() {
+            return None;
+        }
+        Some(match probes {
+            n if n < RECONNECT_ATTEMPTS => Duration::from_secs(1 << n),
+            _ => PROBE_INTERVAL,
+        })
+    }
+
     fn backoff() -> VecDeque<Duration> {
         use backon::BackoffBuilder;
         backon::ExponentialBuilder::default()
@@ -100,6 +117,8 @@ impl Supervisor {
             retries = Self::backoff();
         }
         let mut first_delay = false;
+        // How many times a failed remote server has been tried again since it last connected.
+        let mut probes = 0u32;
         // Not to be started until a request needs it.
         let mut lazy = self.config.startup == Startup::Lazy;
         // The lists were filled once already (a lazy server is started once for that).
@@ -203,6 +222,21 @@ impl Supervisor {
                         let state = error.into_state();
                         if retries.is_empty() {
                             self.set(state);
+                            // A long-running host tries a remote server again: with the
+                            // usual backoff, then once a minute; `failed` (with its cause)
+                            // meanwhile, and the first success announces its tools.
+                            if let Some(delay) = self.probe_delay(probes) {
+                                probes += 1;
+                                let sleep = (self.shared.options.sleeper)(delay);
+                                match self.until_control(sleep, &mut control, &mut enabled).await {
+                                    Ok(()) => {
+                                        retries.push_back(Duration::ZERO);
+                                        continue;
+                                    }
+                                    Err(Next::Stop(done)) => return finish(done),
+                                    Err(_) => break None,
+                                }
+                            }
                             match self.idle(&mut control, enabled).await {
                                 (Next::Stop(done), _) => return finish(done),
                                 (_, now_enabled) => enabled = now_enabled,
@@ -237,6 +271,7 @@ impl Supervisor {
                 }
             }
 
+            probes = 0;
             let session = Arc::new(session);
             self.terminal_errors.store(0, Ordering::Relaxed);
             // The idle time counts from the connect, not from before a stop.
