@@ -80,6 +80,12 @@ pub(crate) fn run(ctx: &Context, cmd: McpCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// Whether a URL's path ends in `/sse` (its query and fragment aside).
+fn url_path_ends_with_sse(url: &str) -> bool {
+    let path = url.split(['?', '#']).next().unwrap_or(url);
+    path.trim_end_matches('/').ends_with("/sse")
+}
+
 fn entry_from_args(args: &AddArgs) -> anyhow::Result<Value> {
     let name = &args.name;
     let first = args.target.first().map(String::as_str).unwrap_or_default();
@@ -88,6 +94,9 @@ fn entry_from_args(args: &AddArgs) -> anyhow::Result<Value> {
         .any(|p| first.starts_with(p));
     let transport = args.transport.unwrap_or(match first {
         _ if first.starts_with("ws://") || first.starts_with("wss://") => TransportArg::Ws,
+        // The legacy HTTP+SSE transport's endpoint is `/sse` by convention (the SDKs' and
+        // most servers'); posting to it as Streamable HTTP gets a 404 or 405.
+        _ if looks_like_url && url_path_ends_with_sse(first) => TransportArg::Sse,
         _ if looks_like_url => TransportArg::Http,
         _ => TransportArg::Stdio,
     });

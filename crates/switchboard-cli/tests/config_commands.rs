@@ -257,6 +257,21 @@ fn remote_servers_are_added_from_a_url_with_headers() {
             ],
         ),
     );
+    // A URL whose path ends in `/sse` is the legacy transport's endpoint: guessed as `sse`.
+    ok(
+        &tree,
+        &run(
+            &tree,
+            &[
+                "mcp",
+                "add",
+                "--scope",
+                "user",
+                "guessed",
+                "https://old.example/sse?key=1",
+            ],
+        ),
+    );
     let json: Value =
         serde_json::from_str(&std::fs::read_to_string(tree.user_file()).unwrap()).unwrap();
     assert_eq!(
@@ -264,7 +279,8 @@ fn remote_servers_are_added_from_a_url_with_headers() {
         serde_json::json!({
             "api": {"type": "http", "url": "https://api.example/mcp", "headers": {"Authorization": "Bearer ${API_TOKEN:-none}"}},
             "legacy": {"type": "sse", "url": "http://127.0.0.1:9/sse"},
-            "sock": {"type": "ws", "url": "wss://ws.example/mcp"}
+            "sock": {"type": "ws", "url": "wss://ws.example/mcp"},
+            "guessed": {"type": "sse", "url": "https://old.example/sse?key=1"}
         })
     );
 }
