@@ -68,6 +68,10 @@ pub(crate) fn start(toolbox: Toolbox, filter: MethodFilter) -> Session {
                     }
                 }
                 Verdict::Ignore => {}
+                Verdict::Exit(method) => {
+                    eprintln!("testkit-server: unknown method `{method}`; exiting");
+                    std::process::exit(1);
+                }
             }
         }
         // The client is gone: closing the pipe tells rmcp to end the session.

@@ -42,6 +42,8 @@ pub(crate) enum Verdict {
     Answer(String),
     /// Drop it: the client never hears back.
     Ignore,
+    /// End the process, as a server on an old SDK does on a method it does not know.
+    Exit(String),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -49,15 +51,17 @@ pub(crate) struct MethodFilter {
     active: bool,
     legacy: bool,
     ignore_unknown: bool,
+    exit_on_unknown: bool,
 }
 
 impl MethodFilter {
     pub(crate) fn new(options: &Options) -> Self {
         let legacy = options.protocol == ProtocolMode::Legacy;
         MethodFilter {
-            active: legacy || options.ignore_unknown_methods,
+            active: legacy || options.ignore_unknown_methods || options.exit_on_unknown_method,
             legacy,
             ignore_unknown: options.ignore_unknown_methods,
+            exit_on_unknown: options.exit_on_unknown_method,
         }
     }
 
@@ -83,6 +87,9 @@ impl MethodFilter {
         };
         if self.serves(method) {
             return Verdict::Pass;
+        }
+        if self.exit_on_unknown {
+            return Verdict::Exit(method.to_owned());
         }
         if self.ignore_unknown {
             return Verdict::Ignore;

@@ -125,6 +125,10 @@ async fn guard_requests(State(guard): State<Arc<Guard>>, request: Request, next:
                 return ([(CONTENT_TYPE, "application/json")], answer).into_response();
             }
             Verdict::Ignore => std::future::pending::<()>().await,
+            Verdict::Exit(method) => {
+                eprintln!("testkit-server: unknown method `{method}`; exiting");
+                std::process::exit(1);
+            }
         }
     }
     next.run(Request::from_parts(parts, Body::from(body))).await

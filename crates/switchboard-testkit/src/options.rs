@@ -28,6 +28,11 @@ pub struct Options {
     #[arg(long)]
     pub ignore_unknown_methods: bool,
 
+    /// Exit (code 1, a line on stderr) on a request for a method this server does not
+    /// serve, as servers on old SDKs do (the Python SDK's 1.6 on `server/discover`).
+    #[arg(long)]
+    pub exit_on_unknown_method: bool,
+
     /// Sleep this many milliseconds before serving anything.
     #[arg(long, value_name = "MS")]
     pub slow_start: Option<u64>,

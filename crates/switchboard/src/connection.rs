@@ -550,6 +550,104 @@ pub(crate) async fn open(
     Ok(session)
 }
 
+/// How a stdio connect failed: the server exited during the handshake, or anything else.
+enum Stdio {
+    ExitedInHandshake(ConnectError),
+    Other(ConnectError),
+}
+
+impl Stdio {
+    fn into_error(self) -> ConnectError {
+        match self {
+            Stdio::ExitedInHandshake(e) | Stdio::Other(e) => e,
+        }
+    }
+}
+
+impl From<SpawnError> for Stdio {
+    fn from(e: SpawnError) -> Self {
+        Stdio::Other(e.into())
+    }
+}
+
+/// Starts a stdio server and runs the handshake `plan` with it, within `timeout`.
+async fn connect_stdio(
+    config: &ServerConfig,
+    stdio_config: &crate::config::StdioTransport,
+    options: &ConnectOptions,
+    handler: ClientSide,
+    plan: Plan,
+    timeout: Duration,
+    limit: &MessageLimit,
+) -> Result<Session, Stdio> {
+    let child = stdio::spawn(
+        config.name.as_str(),
+        stdio_config,
+        &options.env,
+        limit.clone(),
+        options.child_guard.as_ref(),
+    )?;
+    let process = child.process;
+    let lane = child.lane;
+    let stderr = process.stderr();
+    let mut exit = process.exit_watch();
+    let attempt =
+        tokio::time::timeout(timeout, handshake(handler, child.transport, plan, true)).await;
+    match attempt {
+        Ok(Ok((service, generation))) => Ok(Session::start(
+            service,
+            generation,
+            Some(process),
+            Some(crate::transport::lane::CallLane::Lines(lane)),
+        )),
+        Ok(Err(error)) => {
+            // The server may have exited: say how, with what it said on stderr. Only a
+            // closed connection waits for the exit status (bounded; slow under load).
+            let wait = if matches!(error, HandshakeError::Closed | HandshakeError::Send { .. }) {
+                Duration::from_secs(1)
+            } else {
+                Duration::ZERO
+            };
+            let status = match tokio::time::timeout(wait, exit.wait_for(Option::is_some)).await {
+                Ok(Ok(status)) => *status,
+                _ => None,
+            };
+            let message = match (&error, status) {
+                (HandshakeError::Closed | HandshakeError::Send { .. }, Some(status)) => {
+                    format!(
+                        "the server exited during the handshake ({})",
+                        exit_text(status)
+                    )
+                }
+                _ => error.to_string(),
+            };
+            if status.is_some() {
+                // It exited: what it wrote last may still be in the pipe.
+                stderr.wait_closed(Duration::from_millis(500)).await;
+            }
+            let tail = stderr.last_lines(20);
+            process.shutdown().await;
+            let error = ConnectError::Handshake {
+                message,
+                stderr: Some(tail).filter(|t| !t.is_empty()),
+            };
+            Err(if status.is_some() {
+                Stdio::ExitedInHandshake(error)
+            } else {
+                Stdio::Other(error)
+            })
+        }
+        Err(_) => {
+            let tail = stderr.last_lines(20);
+            process.shutdown().await;
+            Err(Stdio::Other(ConnectError::Timeout(
+                timeout,
+                Some(tail).filter(|t| !t.is_empty()),
+            )))
+        }
+    }
+}
+
 /// [`open`], the session with whatever call lane its transport has.
 async fn connect(
     config: &ServerConfig,
@@ -581,69 +679,32 @@ async fn connect(
     let limit = MessageLimit::new(config.name.as_str(), options.max_message_bytes);
     match &config.transport {
         Transport::Stdio(stdio_config) => {
-            let child = stdio::spawn(
-                config.name.as_str(),
-                stdio_config,
-                &options.env,
-                limit.clone(),
-                options.child_guard.as_ref(),
-            )?;
-            let process = child.process;
-            let lane = child.lane;
-            let stderr = process.stderr();
-            let mut exit = process.exit_watch();
-            let attempt =
-                tokio::time::timeout(timeout, handshake(handler, child.transport, plan, true))
-                    .await;
-            match attempt {
-                Ok(Ok((service, generation))) => Ok(Session::start(
-                    service,
-                    generation,
-                    Some(process),
-                    Some(crate::transport::lane::CallLane::Lines(lane)),
-                )),
-                Ok(Err(error)) => {
-                    // The server may have exited: say how, with what it said on stderr. Only a
-                    // closed connection waits for the exit status (bounded; slow under load).
-                    let wait =
-                        if matches!(error, HandshakeError::Closed | HandshakeError::Send { .. }) {
-                            Duration::from_secs(1)
-                        } else {
-                            Duration::ZERO
-                        };
-                    let status =
-                        match tokio::time::timeout(wait, exit.wait_for(Option::is_some)).await {
-                            Ok(Ok(status)) => *status,
-                            _ => None,
-                        };
-                    let message = match (&error, status) {
-                        (HandshakeError::Closed | HandshakeError::Send { .. }, Some(status)) => {
-                            format!(
-                                "the server exited during the handshake ({})",
-                                exit_text(status)
-                            )
-                        }
-                        _ => error.to_string(),
-                    };
-                    if status.is_some() {
-                        // It exited: what it wrote last may still be in the pipe.
-                        stderr.wait_closed(Duration::from_millis(500)).await;
-                    }
-                    let tail = stderr.last_lines(20);
-                    process.shutdown().await;
-                    Err(ConnectError::Handshake {
-                        message,
-                        stderr: Some(tail).filter(|t| !t.is_empty()),
-                    })
+            let attempt = |handler: ClientSide, plan: Plan| {
+                connect_stdio(
+                    config,
+                    stdio_config,
+                    options,
+                    handler,
+                    plan,
+                    timeout,
+                    &limit,
+                )
+            };
+            match attempt(handler.clone(), plan.clone()).await {
+                // A server on an old SDK may exit on the probe's `server/discover` (the Python
+                // SDK's 1.6 does): it is started again with `initialize`, and the session's
+                // generation is what the manager remembers for the entry.
+                Err(Stdio::ExitedInHandshake(_)) if plan == Plan::Probe => {
+                    tracing::info!(
+                        server = config.name.as_str(),
+                        "the server exited on the server/discover probe: starting it again \
+                         with initialize"
+                    );
+                    attempt(handler, Plan::Initialize(latest_initialize_version()))
+                        .await
+                        .map_err(Stdio::into_error)
                 }
-                Err(_) => {
-                    let tail = stderr.last_lines(20);
-                    process.shutdown().await;
-                    Err(ConnectError::Timeout(
-                        timeout,
-                        Some(tail).filter(|t| !t.is_empty()),
-                    ))
-                }
+                other => other.map_err(Stdio::into_error),
             }
         }
         Transport::Http(remote) | Transport::Sse(remote) | Transport::WebSocket(remote) => {

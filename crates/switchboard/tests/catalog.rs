@@ -1316,3 +1316,25 @@ async fn a_remote_server_down_at_start_is_tried_again_until_it_connects() {
     assert_eq!(out.result["content"][0]["text"], "back");
     host.shutdown().await;
 }
+
+/// A stdio server on an old SDK that exits when it gets a method it does not know (here on
+/// the `server/discover` probe) is started again with `initialize` and connects.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_exits_on_the_discover_probe_is_started_again_with_initialize() {
+    let tree = ConfigTree::new().unwrap();
+    let host = host_with(
+        &tree,
+        json!({"old": testkit(&["--protocol", "legacy", "--exit-on-unknown-method"])}),
+    )
+    .await;
+    let Some(switchboard::ServerState::Connected(info)) = host.server_state("old") else {
+        panic!("not connected: {:?}", host.server_state("old"));
+    };
+    assert_eq!(info.generation, switchboard::Generation::Initialize);
+    let out = host
+        .call("mcp__old__echo", args(json!({"text": "hi"})), cli())
+        .await
+        .unwrap();
+    assert_eq!(out.result["content"][0]["text"], "hi");
+    host.shutdown().await;
+}
