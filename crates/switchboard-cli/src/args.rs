@@ -687,6 +687,10 @@ pub(crate) struct ServeArgs {
     /// clients that list once and never again.
     #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
     pub(crate) list_wait: f64,
+    /// Write this process's id to FILE once the signal handlers are set (so `kill -HUP
+    /// "$(cat FILE)"` reloads this gateway, and no other on the machine), and remove it at exit.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) pid_file: Option<std::path::PathBuf>,
     /// Wait for every server to connect (or fail) before serving, at most the connect
     /// timeout and 5 s, as a script that wants a ready gateway may (by default the gateway
     /// serves at once).

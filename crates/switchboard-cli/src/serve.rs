@@ -196,6 +196,18 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         // Listening before anything is served: a SIGHUP from then on reloads, never kills.
         let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
         let reloading = tokio::spawn(reload_on_hangup(gateway_for_reload, hangups, rules));
+        // The signal handlers are set: a SIGHUP to this pid reloads from now on.
+        let pid_file = match &args.pid_file {
+            Some(path) => match write_pid_file(path) {
+                Ok(()) => Some(path.clone()),
+                Err(e) => {
+                    reloading.abort();
+                    host.shutdown().await;
+                    return Err(e);
+                }
+            },
+            None => None,
+        };
         let outcome = tokio::select! {
             outcome = served => outcome,
             _ = crate::context::interrupted() => Ok(()),
@@ -205,8 +217,29 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
             traces.shutdown();
         }
         host.shutdown().await;
+        if let Some(path) = pid_file {
+            let _ = std::fs::remove_file(path);
+        }
         outcome.map(|()| ExitCode::SUCCESS)
     })
+}
+
+/// Writes this process's id and a newline to `path`, replacing it whole (a reader never sees
+/// half a number).
+fn write_pid_file(path: &std::path::Path) -> anyhow::Result<()> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => std::path::Path::new("."),
+    };
+    let mut file = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("--pid-file {}: cannot write in its folder", path.display()))?;
+    use std::io::Write as _;
+    writeln!(file, "{}", std::process::id())
+        .and_then(|()| file.flush())
+        .with_context(|| format!("--pid-file {}", path.display()))?;
+    file.persist(path)
+        .map_err(|e| anyhow::anyhow!("--pid-file {}: {}", path.display(), e.error))?;
+    Ok(())
 }
 
 /// On each SIGHUP, reads the configuration again and applies its servers (see

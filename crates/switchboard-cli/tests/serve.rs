@@ -1549,6 +1549,25 @@ fn sessions_past_the_cap_are_refused_until_one_ends() {
     serve.stop();
 }
 
+/// `--pid-file FILE` holds the gateway's pid while it serves (a SIGHUP to it reloads this
+/// gateway alone) and is gone once it stops.
+#[test]
+fn pid_file_names_this_gateway_while_it_serves() {
+    let tree = ConfigTree::new().unwrap();
+    tree.write(tree.user_file(), r#"{"mcpServers": {}}"#)
+        .unwrap();
+    let file = tree.root().join("serve.pid");
+    let token = "pid-file-token-0123456789abcdef";
+    let serve = HttpServe::start(
+        &tree,
+        &["--token", token, "--pid-file", file.to_str().unwrap()],
+    );
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(written, format!("{}\n", serve.child.id()));
+    serve.stop();
+    assert!(!file.exists(), "the pid file outlived the gateway");
+}
+
 /// `--workers N` sets the gateway's worker threads, as `/status` reports; zero is refused,
 /// naming the flag.
 #[test]
