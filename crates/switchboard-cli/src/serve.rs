@@ -137,8 +137,13 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
             let collisions = host.name_collisions(args.prefix).await;
             if !collisions.is_empty() {
                 host.shutdown().await;
+                // One line of what clashes, then the way out once.
                 let all: Vec<String> = collisions.iter().map(ToString::to_string).collect();
-                bail!("--prefix never: {}", all.join("; "));
+                bail!(
+                    "--prefix never needs unique names: {}\n  hint: --prefix conditional keeps \
+                     the unique ones bare and prefixes these; --prefix always prefixes all",
+                    all.join("; ")
+                );
             }
         } else {
             // Served at once: a slow server holds no client up, but a `required` one is waited

@@ -354,6 +354,12 @@ fn prefix_never_refuses_to_start_on_a_shared_name_and_serves_own_names_otherwise
         stderr.contains("tool `echo` is offered by servers `alpha` and `beta`"),
         "{stderr}"
     );
+    // Every clash on the one line, the hint once.
+    assert!(
+        stderr.contains("; tool `echo` is offered by servers `alpha` and `beta`;"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("hint:").count(), 1, "{stderr}");
 
     let mut gateway = RawStdio::start(
         &tree,

@@ -59,7 +59,7 @@ impl std::str::FromStr for Prefix {
 
 /// Two or more servers offer one name under [`Prefix::Never`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{kind} `{name}` is offered by servers {}; `--prefix never` needs unique names (use `conditional` or `always`)", servers.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(" and "))]
+#[error("{kind} `{name}` is offered by servers {}", servers.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(" and "))]
 pub struct NameCollision {
     /// `tool`, `prompt`, `resource` or `resource template`.
     pub kind: &'static str,
@@ -403,7 +403,7 @@ mod tests {
         assert_eq!(names.served("mcp__a__add"), Some("add"));
         assert_eq!(
             names.collisions[0].to_string(),
-            "tool `echo` is offered by servers `a` and `b`; `--prefix never` needs unique names (use `conditional` or `always`)"
+            "tool `echo` is offered by servers `a` and `b`"
         );
     }
 
