@@ -240,7 +240,18 @@ fn check_entry(
         None => std::borrow::Cow::Borrowed(&ctx.env),
     };
     match parse_entry_value(name, entry, origin, &env, "<new entry>") {
-        Ok((_, warnings)) => print_issues(&warnings),
+        Ok((config, warnings)) => {
+            print_issues(&warnings);
+            // An entry managed policy would never let start is refused, naming the rule.
+            if let switchboard::config::PolicyVerdict::Denied(why) =
+                ctx.load().policy.verdict(&config)
+            {
+                bail!(
+                    "server `{name}` was not added: it could never start here, {why}\n  \
+                     hint: the administrator's managed file decides which servers may run"
+                );
+            }
+        }
         Err(issue) if issue.missing_variable.is_some() => {
             let var = issue.missing_variable.unwrap_or_default();
             eprintln!(

@@ -1309,3 +1309,33 @@ fn state_and_config_files_others_could_write_are_not_trusted() {
         "{said}"
     );
 }
+
+/// `mcp add` refuses a server that managed policy denies, naming the rule, and writes
+/// nothing; one the policy allows is added as before.
+#[test]
+fn add_refuses_a_server_managed_policy_denies() {
+    let tree = ConfigTree::new().unwrap();
+    tree.write(
+        tree.managed_file(),
+        r#"{"policy": {"deny": [{"name": "untrusted-*"}]}}"#,
+    )
+    .unwrap();
+    let out = run(
+        &tree,
+        &["mcp", "add", "--scope", "user", "untrusted-tool", "--", "x"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&tree, &out);
+    assert!(
+        err.contains(
+            "server `untrusted-tool` was not added: it could never start here, denied by \
+             managed policy (name `untrusted-*`)"
+        ),
+        "{err}"
+    );
+    assert!(!tree.user_file().exists());
+    ok(
+        &tree,
+        &run(&tree, &["mcp", "add", "--scope", "user", "fine", "--", "x"]),
+    );
+}
