@@ -211,67 +211,22 @@ fn local_scope_is_private_per_project_and_keeps_other_projects_entries() {
 #[test]
 fn remote_servers_are_added_from_a_url_with_headers() {
     let tree = ConfigTree::new().unwrap();
-    ok(
-        &tree,
-        &run(
-            &tree,
-            &[
-                "mcp",
-                "add",
-                "--scope",
-                "user",
-                "api",
-                "https://api.example/mcp",
-                "-H",
-                "Authorization: Bearer ${API_TOKEN:-none}",
-            ],
-        ),
-    );
-    ok(
-        &tree,
-        &run(
-            &tree,
-            &[
-                "mcp",
-                "add",
-                "--scope",
-                "user",
-                "-t",
-                "sse",
-                "legacy",
-                "http://127.0.0.1:9/sse",
-            ],
-        ),
-    );
-    ok(
-        &tree,
-        &run(
-            &tree,
-            &[
-                "mcp",
-                "add",
-                "--scope",
-                "user",
-                "sock",
-                "wss://ws.example/mcp",
-            ],
-        ),
-    );
-    // A URL whose path ends in `/sse` is the legacy transport's endpoint: guessed as `sse`.
-    ok(
-        &tree,
-        &run(
-            &tree,
-            &[
-                "mcp",
-                "add",
-                "--scope",
-                "user",
-                "guessed",
-                "https://old.example/sse?key=1",
-            ],
-        ),
-    );
+    for args in [
+        &[
+            "api",
+            "https://api.example/mcp",
+            "-H",
+            "Authorization: Bearer ${API_TOKEN:-none}",
+        ][..],
+        &["-t", "sse", "legacy", "http://127.0.0.1:9/sse"],
+        &["sock", "wss://ws.example/mcp"],
+        // A URL whose path ends in `/sse` is the legacy transport's endpoint: guessed `sse`.
+        &["guessed", "https://old.example/sse?key=1"],
+    ] {
+        let mut add = vec!["mcp", "add", "--scope", "user"];
+        add.extend_from_slice(args);
+        ok(&tree, &run(&tree, &add));
+    }
     let json: Value =
         serde_json::from_str(&std::fs::read_to_string(tree.user_file()).unwrap()).unwrap();
     assert_eq!(
