@@ -24,6 +24,37 @@ fn load_in(tree: &ConfigTree, cwd: &Path, extra_env: &[(&str, &str)]) -> ConfigS
     ConfigSet::load(ConfigPaths::discover(cwd, &env), &env)
 }
 
+/// The issue that keeps the project entry `name` from starting: it names the project file,
+/// the server, `field` and a position (`what` says which case, in messages).
+#[track_caller]
+fn project_refused(
+    tree: &ConfigTree,
+    set: &switchboard::config::ConfigSet,
+    name: &str,
+    field: &str,
+    what: &str,
+) -> switchboard::config::ConfigIssue {
+    match set.get(name).unwrap().status() {
+        EntryStatus::Invalid(issue) => {
+            assert_eq!(
+                issue.file.as_deref(),
+                Some(tree.project_file().as_path()),
+                "{what}"
+            );
+            assert_eq!(issue.server.as_deref(), Some(name), "{what}");
+            assert_eq!(
+                issue.field.as_deref(),
+                Some(field),
+                "{what}: {}",
+                issue.message
+            );
+            assert!(issue.position.is_some(), "{what}");
+            issue.clone()
+        }
+        other => panic!("{what} was not refused: {other:?}"),
+    }
+}
+
 fn load(tree: &ConfigTree) -> ConfigSet {
     load_in(tree, &tree.project(), &[])
 }
@@ -667,25 +698,7 @@ fn a_project_may_not_choose_what_runs_through_variables_or_env() {
     tree.write(tree.project_file(), &servers(&named)).unwrap();
     let set = load(&tree);
     for (i, (entry, field)) in cases.iter().enumerate() {
-        let name = format!("s{i}");
-        match set.get(&name).unwrap().status() {
-            EntryStatus::Invalid(issue) => {
-                assert_eq!(
-                    issue.file.as_deref(),
-                    Some(tree.project_file().as_path()),
-                    "{entry}"
-                );
-                assert_eq!(issue.server.as_deref(), Some(name.as_str()), "{entry}");
-                assert_eq!(
-                    issue.field.as_deref(),
-                    Some(*field),
-                    "{entry}: {}",
-                    issue.message
-                );
-                assert!(issue.position.is_some(), "{entry}");
-            }
-            other => panic!("{entry} was not refused: {other:?}"),
-        }
+        project_refused(&tree, &set, &format!("s{i}"), field, entry);
     }
     // The user may, in their own scope.
     std::fs::remove_file(tree.project_file()).unwrap();
@@ -773,31 +786,14 @@ fn a_project_may_set_only_variables_the_allow_rule_admits() {
     tree.write(tree.project_file(), &servers(&named)).unwrap();
     let set = load(&tree);
     for (i, key) in refused.iter().enumerate() {
-        let name = format!("s{i}");
-        match set.get(&name).unwrap().status() {
-            EntryStatus::Invalid(issue) => {
-                assert_eq!(
-                    issue.file.as_deref(),
-                    Some(tree.project_file().as_path()),
-                    "{key}"
-                );
-                assert_eq!(issue.server.as_deref(), Some(name.as_str()), "{key}");
-                assert_eq!(
-                    issue.field.as_deref(),
-                    Some(format!("env.{key}").as_str()),
-                    "{key}"
-                );
-                assert!(
-                    issue.message.starts_with(&format!(
-                        "`{key}` may not be set from a project's .mcp.json: "
-                    )),
-                    "{key}: {}",
-                    issue.message
-                );
-                assert!(issue.position.is_some(), "{key}");
-            }
-            other => panic!("{key} was not refused: {other:?}"),
-        }
+        let issue = project_refused(&tree, &set, &format!("s{i}"), &format!("env.{key}"), key);
+        assert!(
+            issue.message.starts_with(&format!(
+                "`{key}` may not be set from a project's .mcp.json: "
+            )),
+            "{key}: {}",
+            issue.message
+        );
     }
     for (i, key) in allowed.iter().enumerate() {
         let name = format!("s{}", refused.len() + i);
