@@ -219,7 +219,9 @@ where
         closed: AtomicBool::new(false),
         lines: lines.clone(),
     });
-    tokio::spawn(write_lines(stdin, queue, shared.clone()));
+    // Weak: the lane's shared state holds a sender of the queue, so a strong reference here
+    // would keep the queue open, and this task alive, after the session and rmcp are gone.
+    tokio::spawn(write_lines(stdin, queue, Arc::downgrade(&shared)));
     (
         Lane {
             shared: shared.clone(),
@@ -237,7 +239,7 @@ where
 async fn write_lines<W: AsyncWrite + Unpin>(
     stdin: W,
     mut queue: mpsc::UnboundedReceiver<Vec<u8>>,
-    shared: Arc<Shared>,
+    shared: std::sync::Weak<Shared>,
 ) {
     // One per server for its life: small. It only joins lines queued together (a longer line
     // is written straight through).
@@ -257,7 +259,9 @@ async fn write_lines<W: AsyncWrite + Unpin>(
         }
     }
     // The pipe is gone or closed: no answer will come to what is waiting.
-    close(&shared);
+    if let Some(shared) = shared.upgrade() {
+        close(&shared);
+    }
     let _ = stdin.flush().await;
     let _ = stdin.shutdown().await;
 }
