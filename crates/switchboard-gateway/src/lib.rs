@@ -291,6 +291,7 @@ impl Events {
                     server: String::new(),
                     added: Vec::new(),
                     removed: Vec::new(),
+                    changed: Vec::new(),
                 },
             )),
         }

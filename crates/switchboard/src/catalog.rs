@@ -51,7 +51,10 @@ pub struct ToolTraits {
 /// A tool of the catalogue.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tool {
-    /// The name to call it by: `mcp__<server>__<tool>`, or a built-in's own name.
+    /// The name to call it by: `mcp__<server>__<tool>`, or a built-in's own name. Safe for
+    /// model APIs as it is: at most [`MAX_QUALIFIED_NAME`](crate::MAX_QUALIFIED_NAME)
+    /// characters of `[A-Za-z0-9_-]` (longer or odd names are shortened with a hash, the same
+    /// way every time).
     pub qualified_name: String,
     /// `None` for the embedding program's own tools.
     pub server: Option<String>,
@@ -73,6 +76,51 @@ pub struct Tool {
     pub icons: Option<Value>,
     /// The server's `_meta` (JSON object).
     pub meta: Option<Value>,
+}
+
+/// A tool as a model API takes it ([`Tool::model_definition`]). Serialised, it is the shape
+/// of Anthropic's tool definitions (`name`, `description`, `input_schema`); OpenAI's function
+/// tools take the same three as `name`, `description`, `parameters`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ModelTool {
+    /// [`Tool::qualified_name`]: what the model calls it by, and what to pass to
+    /// [`Host::call`](crate::Host::call).
+    pub name: String,
+    /// What it does (empty when the server gave nothing).
+    pub description: String,
+    /// The arguments' JSON Schema, as model APIs accept it: `"type": "object"` with
+    /// `properties` (empty when the server gave none), and no `$schema`.
+    pub input_schema: Value,
+}
+
+impl Tool {
+    /// The tool as a model API takes it: its qualified name, its description, and its input
+    /// schema made acceptable (a schema without `type` or `properties`, or with `$schema`, is
+    /// refused by some APIs; servers send all three).
+    pub fn model_definition(&self) -> ModelTool {
+        ModelTool {
+            name: self.qualified_name.clone(),
+            description: self.description.clone().unwrap_or_default(),
+            input_schema: model_schema(&self.input_schema),
+        }
+    }
+}
+
+/// An input schema as model APIs accept it: an object schema with `properties`, no `$schema`.
+fn model_schema(schema: &Value) -> Value {
+    let mut schema = match schema {
+        Value::Object(map) => map.clone(),
+        _ => serde_json::Map::new(),
+    };
+    schema.remove("$schema");
+    schema.insert("type".to_owned(), Value::from("object"));
+    if !schema.get("properties").is_some_and(Value::is_object) {
+        schema.insert(
+            "properties".to_owned(),
+            Value::Object(serde_json::Map::new()),
+        );
+    }
+    Value::Object(schema)
 }
 
 /// A tool the embedding program provides itself; it wins a clash with an MCP tool.
@@ -110,7 +158,9 @@ impl std::fmt::Display for CatalogIssue {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum CatalogEvent {
-    /// A server's tools changed: qualified names added and removed.
+    /// A server's tools changed: qualified names added, removed, and kept with a changed
+    /// definition (description, schemas, annotations). [`Host::tools`](crate::Host::tools)
+    /// lists the change by the time this arrives.
     ToolsChanged {
         /// The server.
         server: String,
@@ -118,6 +168,8 @@ pub enum CatalogEvent {
         added: Vec<String>,
         /// Qualified names of the tools that went.
         removed: Vec<String>,
+        /// Qualified names of the tools still there whose definition changed.
+        changed: Vec<String>,
     },
 }
 
@@ -304,13 +356,19 @@ impl Catalog {
     fn follow(&self) {
         let catalog = self.clone();
         let mut events = self.manager.events();
+        // The follower holds the catalogue (and so the event channels): it ends with the
+        // host's shutdown, so that the program's event streams end and no task is left.
+        let closed = self.manager.closed();
         tokio::spawn(async move {
             // Events taken from the channel early (see `covered`), handled before newer ones.
             let mut queued = VecDeque::new();
             loop {
                 let event = match queued.pop_front() {
                     Some(event) => event,
-                    None => events.recv().await,
+                    None => tokio::select! {
+                        event = events.recv() => event,
+                        () = closed.cancelled() => return,
+                    },
                 };
                 match event {
                     Ok(ServerEvent::ToolsChanged { server }) => {
@@ -375,6 +433,7 @@ impl Catalog {
                 server: server.to_owned(),
                 added: Vec::new(),
                 removed,
+                changed: Vec::new(),
             });
         }
     }
@@ -426,21 +485,33 @@ impl Catalog {
         if !announce {
             return;
         }
-        let names = |t: &ServerTools| {
+        fn by_name(t: &ServerTools) -> BTreeMap<&str, &Tool> {
             t.tools
                 .iter()
-                .map(|t| t.qualified_name.clone())
-                .collect::<BTreeSet<_>>()
+                .map(|t| (t.qualified_name.as_str(), t))
+                .collect()
+        }
+        let before = old.as_deref().map(by_name).unwrap_or_default();
+        let after = by_name(new);
+        let names = |of: &BTreeMap<&str, &Tool>, not_in: &BTreeMap<&str, &Tool>| -> Vec<String> {
+            of.keys()
+                .filter(|n| !not_in.contains_key(*n))
+                .map(|n| (*n).to_owned())
+                .collect()
         };
-        let before = old.as_deref().map(names).unwrap_or_default();
-        let after = names(new);
-        let added: Vec<String> = after.difference(&before).cloned().collect();
-        let removed: Vec<String> = before.difference(&after).cloned().collect();
-        if !added.is_empty() || !removed.is_empty() {
+        let added = names(&after, &before);
+        let removed = names(&before, &after);
+        let changed: Vec<String> = after
+            .iter()
+            .filter(|(n, tool)| before.get(*n).is_some_and(|old| old != *tool))
+            .map(|(n, _)| (*n).to_owned())
+            .collect();
+        if !added.is_empty() || !removed.is_empty() || !changed.is_empty() {
             let _ = self.events.send(CatalogEvent::ToolsChanged {
                 server: server.to_owned(),
                 added,
                 removed,
+                changed,
             });
         }
     }

@@ -1,15 +1,28 @@
 //! The host: configuration, connections, catalogue and calls behind one handle. The CLI and the
 //! gateway are programs built on it; an agent embeds it the same way.
 //!
+//! An agent over the user's own configuration (every scope for the working directory, as the
+//! `switchboard` command line reads it) that calls read-only tools without asking and no
+//! others (implement [`PermissionPrompter`] to ask a person instead). Not run as a test, as it
+//! reads the machine's files: the crate's front page has one that runs.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
 //! use switchboard::host::{CallOptions, Host};
-//! let host = Host::builder().discover(std::env::current_dir()?).start()?;
+//! use switchboard::permissions::AllowReadOnly;
+//!
+//! let host = Host::builder()
+//!     .discover(std::env::current_dir()?)
+//!     .permissions(Arc::new(AllowReadOnly))
+//!     .start()?;
 //! host.wait_settled(std::time::Duration::from_secs(30)).await?;
 //! for tool in host.tools().await.tools {
 //!     println!("{}", tool.qualified_name);
 //! }
 //! let out = host.call("mcp__github__list_issues", Default::default(), CallOptions::default()).await?;
+//! println!("{}", out.text());
+//! host.shutdown().await;
 //! # Ok(()) }
 //! ```
 //!
@@ -24,6 +37,7 @@
 
 #![warn(missing_docs)]
 
+mod content;
 mod error;
 mod names;
 mod requests;
@@ -40,7 +54,7 @@ use crate::budget::{BudgetError, Budgeted, OutputBudget};
 use crate::catalog::{BuiltinTool, Catalog, CatalogError, Snapshot, Tool, ToolRef};
 use crate::config::{ConfigPaths, ConfigSet, Environment, ServerConfig};
 use crate::connection::{CallContext, Progress, RequestError, ServerState};
-use crate::env_vars::{EnvVarError, Limits};
+use crate::env_vars::Limits;
 use crate::interaction::{Interaction, Roots};
 use crate::manager::{
     InProcessFactory, LoginError, ManagerError, ManagerOptions, Reloaded, RequestFailure,
@@ -48,11 +62,13 @@ use crate::manager::{
 };
 use crate::name::QualifiedName;
 use crate::permissions::{
-    CallSource, Denied, Gate, GatewayAsk, PermissionPrompter, PermissionRequest, PermissionSettings,
+    CallSource, Denied, Effect, Gate, GatewayAsk, PermissionPrompter, PermissionRequest,
+    PermissionSettings,
 };
 use crate::search::{SearchHit, ToolIndex};
 
-pub use error::HostError;
+pub use content::ContentBlock;
+pub use error::{HostError, StartError};
 pub use names::{
     NameCollision, Prefix, RESOURCE_SCHEME, ServedNames, parse_resource_uri, prompt_names,
     resource_names, resource_uri, tool_names, tool_names_of,
@@ -88,6 +104,9 @@ pub struct HostBuilder {
     store: Option<crate::shared::SharedStore>,
     call_lanes: Option<bool>,
     one_shot: bool,
+    isolated: bool,
+    /// Rules given in code: (effect, pattern, the builder call that gave it).
+    program_rules: Vec<(Effect, String, &'static str)>,
 }
 
 impl std::fmt::Debug for HostBuilder {
@@ -139,9 +158,57 @@ impl HostBuilder {
         self
     }
 
-    /// Who to ask when a rule says `ask`.
+    /// Who to ask when a rule says `ask` (and, for the program's own calls, when no rule names
+    /// the tool). Without one, such a call is denied ([`Denied::NoWayToAsk`]): MCP tools are
+    /// `ask` by default. Provided prompters: [`AllowAll`](crate::permissions::AllowAll),
+    /// [`AllowReadOnly`](crate::permissions::AllowReadOnly) and
+    /// [`prompt_fn`](crate::permissions::prompt_fn) (a closure); or implement
+    /// [`PermissionPrompter`] to ask a person.
     pub fn permissions(mut self, prompter: Arc<dyn PermissionPrompter>) -> Self {
         self.prompter = Some(prompter);
+        self
+    }
+
+    /// Allows the tools these patterns name without asking, as an `allow` rule of a settings
+    /// file would (`mcp__<server>` for every tool of a server, `mcp__<server>__<tool>`, `*` and
+    /// `?` globs; see [`permissions`](crate::permissions)). A `deny` anywhere, a managed rule,
+    /// an `ask` rule and the hooks still apply. A pattern that is not one makes
+    /// [`start`](Self::start) fail, naming it.
+    pub fn allow<I, S>(mut self, patterns: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.program_rules.extend(
+            patterns
+                .into_iter()
+                .map(|p| (Effect::Allow, p.into(), "HostBuilder::allow")),
+        );
+        self
+    }
+
+    /// Denies the tools these patterns name, as a `deny` rule of a settings file would: they
+    /// are left out of the catalogue, and a call of one fails with [`CallError::Denied`].
+    pub fn deny<I, S>(mut self, patterns: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.program_rules.extend(
+            patterns
+                .into_iter()
+                .map(|p| (Effect::Deny, p.into(), "HostBuilder::deny")),
+        );
+        self
+    }
+
+    /// Makes the program's configuration the whole configuration: only the
+    /// [`dynamic_config`](Self::dynamic_config) sources (or the [`servers`](Self::servers)
+    /// given) and the rules given in code; no user, local, project or managed file is read
+    /// (nor their permissions and hooks). The state folder is still used (OAuth tokens,
+    /// protocol memory) unless [`state_dir`](Self::state_dir) names another.
+    pub fn isolated(mut self) -> Self {
+        self.isolated = true;
         self
     }
 
@@ -262,8 +329,9 @@ impl HostBuilder {
     }
 
     /// Starts every startable server in the background and returns at once; see
-    /// [`Host::wait_settled`]. Fails only when a variable of [`Limits`] is set but not valid.
-    pub fn start(self) -> Result<Host, EnvVarError> {
+    /// [`Host::wait_settled`]. Fails only when a variable of [`Limits`] is set but not valid,
+    /// or a pattern given to [`allow`](Self::allow) or [`deny`](Self::deny) is not one.
+    pub fn start(self) -> Result<Host, StartError> {
         let mut env = self.env.unwrap_or_else(Environment::capture);
         // The working directory `discover` named is the environment's when it has none (an
         // IDE's lock file is matched by it).
@@ -285,7 +353,11 @@ impl HostBuilder {
                     .unwrap_or_else(|| env.current_dir().map(PathBuf::from).unwrap_or_default());
                 let mut paths = ConfigPaths::discover(&cwd, &env);
                 paths.dynamic = self.dynamic;
-                ConfigSet::load(paths, &env)
+                if self.isolated {
+                    ConfigSet::load_isolated(paths, &env)
+                } else {
+                    ConfigSet::load(paths, &env)
+                }
             }
         };
         if let Some(dir) = self.state_dir {
@@ -295,7 +367,13 @@ impl HostBuilder {
         if let Some(on) = self.call_lanes {
             limits.call_lanes = on;
         }
-        let (settings, _) = PermissionSettings::from_config(&config, &env, self.project_trusted);
+        let (mut settings, _) =
+            PermissionSettings::from_config(&config, &env, self.project_trusted);
+        for (effect, pattern, method) in &self.program_rules {
+            settings
+                .add_program_rules(*effect, [pattern], method)
+                .map_err(|message| StartError::Pattern { method, message })?;
+        }
         let output_dir = self.output_dir.unwrap_or_else(|| {
             config
                 .paths

@@ -170,13 +170,24 @@ pub struct ElicitationRequest {
     /// The qualified name of the tool whose call caused the request (or of the prompt being
     /// got), when known.
     pub tool: Option<String>,
+    /// What is asked.
     pub params: Elicitation,
+    /// Set when the elicitor is asked again: why its last answer was refused (accepted form
+    /// content that does not match the requested schema). The form's message then starts by
+    /// saying so, for an elicitor that only shows the message. An elicitor is asked at most
+    /// [`ELICIT_ASKS`] times for one request; then the server is told the answer was invalid.
+    pub refused: Option<String>,
 }
+
+/// How many times an elicitor is asked for one form whose answers do not match its schema.
+pub const ELICIT_ASKS: usize = 3;
 
 /// Asks a person. Implemented by the embedding program (the CLI prompts on its terminal).
 pub trait Elicitor: Send + Sync {
     /// Answers one elicitation: accept (with content for a form), decline or cancel. The host
-    /// checks accepted form content against the requested schema before it reaches the server.
+    /// checks accepted form content against the requested schema before it reaches the server;
+    /// content that does not match is refused and the elicitor asked again
+    /// ([`ElicitationRequest::refused`] says why), at most [`ELICIT_ASKS`] times.
     fn elicit<'a>(&'a self, request: &'a ElicitationRequest) -> BoxFuture<'a, ElicitAnswer>;
 
     /// The server said a URL elicitation is complete (`notifications/elicitation/complete`).

@@ -11,30 +11,49 @@
 //! the program answers), [`guard`] (stdio servers stopped when the program is killed), [`redact`] (secrets kept out of what is shown), [`secrets`] (configured secrets: keychain or owner-only file), [`shared`] (state shared by gateway replicas, in Redis), [`auth`] (OAuth options and token stores), [`budget`], [`import`], [`registry`] (the MCP Registry) and
 //! [`env_vars`]. The types the façade hands out are re-exported here.
 //!
-//! Build, settle, list, call:
+//! Build, settle, list, call (this example runs as a test, against the repository's test
+//! server):
 //!
-//! ```no_run
-//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let kit = std::env::var("SWITCHBOARD_TESTKIT_SERVER").unwrap_or_else(|_| {
+//! #     concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/debug/testkit-server").to_owned()
+//! # });
+//! # let dir = tempfile::tempdir()?;
+//! # let config = dir.path().join("mcp.json");
+//! # let servers = serde_json::json!({"mcpServers": {"echo": {"command": kit}}});
+//! # std::fs::write(&config, servers.to_string())?;
+//! # let config = config.display().to_string();
 //! use std::time::Duration;
 //! use switchboard::{CallOptions, Host, Readiness};
 //!
-//! // Every scope's configuration for the working directory, plus a `--mcp-config` file.
+//! // `config` is the program's own `mcp.json` (`{"mcpServers": {"echo": {"command": …}}}`).
 //! let host = Host::builder()
-//!     .dynamic_config(vec!["mcp.json".to_owned()])
+//!     .dynamic_config(vec![config])
+//!     // Its configuration is the whole configuration: no user, project or managed file.
+//!     .isolated()
+//!     // MCP tools are `ask` by default: a program's call is denied unless a rule allows it
+//!     // or a prompter says yes (`.permissions(Arc::new(permissions::AllowReadOnly))`).
+//!     .allow(["mcp__echo__*"])
+//! #   .state_dir(dir.path().join("state"))
 //!     .start()?;
 //! // The servers connect in the background; wait until none is still connecting.
 //! if let Readiness::TimedOut { pending } = host.wait_settled(Duration::from_secs(30)).await? {
 //!     eprintln!("still connecting: {pending:?}");
 //! }
 //! for tool in host.tools().await.tools {
-//!     println!("{}", tool.qualified_name);
+//!     // What a model API takes: name, description, input schema.
+//!     let definition = tool.model_definition();
+//!     println!("{} - {}", definition.name, definition.description);
 //! }
 //! let arguments = serde_json::json!({"text": "hello"});
 //! let arguments = arguments.as_object().cloned().unwrap_or_default();
 //! let outcome = host
 //!     .call("mcp__echo__echo", arguments, CallOptions::default())
 //!     .await?;
-//! println!("{}", outcome.result);
+//! assert_eq!(outcome.text(), "hello");
+//! // Stops the servers; every `host.events()` stream ends.
 //! host.shutdown().await;
 //! # Ok(()) }
 //! ```
@@ -67,17 +86,18 @@ pub mod shared;
 pub(crate) mod transport;
 
 pub use catalog::{
-    BuiltinTool, CatalogError, CatalogEvent, CatalogIssue, MAX_DESCRIPTION, Snapshot, Tool,
-    ToolTraits, ToolsView,
+    BuiltinTool, CatalogError, CatalogEvent, CatalogIssue, MAX_DESCRIPTION, ModelTool, Snapshot,
+    Tool, ToolTraits, ToolsView,
 };
 pub use connection::{
     Annotations, Capabilities, Completion, CompletionTarget, Failure, Generation, LogLevel,
     MAX_LIST_PAGES, Progress, RequestError, ServerInfo, ServerLog, ServerState, StateKind, ToolDef,
 };
+#[doc(inline)]
+pub use host::{CallError, CallOptions, CallOutcome, Host, HostBuilder};
 pub use host::{
-    CallError, CallOptions, CallOutcome, Events, Host, HostBuilder, HostError, HostEvent, Listed,
-    Listing, NameCollision, Prefix, PromptEntry, ReadOutcome, Readiness, RequestOptions,
-    ServedNames,
+    ContentBlock, Events, HostError, HostEvent, Listed, Listing, NameCollision, Prefix,
+    PromptEntry, ReadOutcome, Readiness, RequestOptions, ServedNames, StartError,
 };
 pub use manager::{
     InProcessFactory, LoginError, ManagerError, Reloaded, ServerEvent, forget_needs_auth,

@@ -162,6 +162,10 @@ pub enum ServerEvent {
         attempt: u32,
         /// When it is made.
         delay: Duration,
+        /// Why the server is not connected: how the last connection ended (a stdio server's
+        /// exit status and stderr tail, a remote's dropped connection) or why the last attempt
+        /// failed. `None` for a reconnect that was asked for.
+        cause: Option<crate::connection::Failure>,
     },
     /// The server said its tools changed (the catalogue lists them again).
     ToolsChanged {
@@ -401,6 +405,9 @@ struct Shared {
     /// request is the new session's first (a server whose sessions last two requests
     /// otherwise spent them relisting).
     renewing: Mutex<std::collections::HashSet<String>>,
+    /// Cancelled once [`ServerManager::shutdown`] has stopped every server: the host's event
+    /// streams end and its background tasks (the catalogue's follower) stop.
+    closed: tokio_util::sync::CancellationToken,
 }
 
 /// Every configured server, connected in the background. Cheap to clone.
@@ -550,6 +557,7 @@ impl ServerManager {
             subscriptions: Mutex::default(),
             anchor: anchor::TimerAnchor::default(),
             renewing: Mutex::default(),
+            closed: tokio_util::sync::CancellationToken::new(),
             local_slots: Arc::new(Semaphore::new(
                 options.limits.local_connect_concurrency.max(1),
             )),
@@ -743,6 +751,11 @@ impl ServerManager {
     /// receiver loses the oldest messages (`Lagged`), never blocks a server.
     pub(crate) fn logs(&self) -> broadcast::Receiver<connection::ServerLog> {
         self.shared.logs.subscribe()
+    }
+
+    /// Cancelled once the manager has shut down ([`ServerManager::shutdown`]).
+    pub(crate) fn closed(&self) -> tokio_util::sync::CancellationToken {
+        self.shared.closed.clone()
     }
 
     /// Waits until no server is `pending`, at most `timeout`. Fails when a `required` server
@@ -953,6 +966,7 @@ impl ServerManager {
         if let Some(store) = &self.shared.options.shared {
             store.flush().await;
         }
+        self.shared.closed.cancel();
     }
 
     fn session(&self, name: &str) -> Result<Arc<Session>, ManagerError> {

@@ -199,8 +199,28 @@ pub struct SettingOrigin {
     pub position: (usize, usize),
 }
 
+impl SettingOrigin {
+    /// A rule the embedding program gave in code: `method` is the builder call that gave it
+    /// (`HostBuilder::allow`, `HostBuilder::deny`). Shown as "the program (METHOD)".
+    pub fn program(method: &str) -> SettingOrigin {
+        SettingOrigin {
+            scope: Scope::Dynamic,
+            file: PathBuf::from(method),
+            position: (0, 0),
+        }
+    }
+
+    /// Whether the program gave the rule in code ([`SettingOrigin::program`]).
+    pub fn is_program(&self) -> bool {
+        self.scope == Scope::Dynamic && self.position == (0, 0)
+    }
+}
+
 impl fmt::Display for SettingOrigin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_program() {
+            return write!(f, "the program ({})", self.file.display());
+        }
         let (line, column) = self.position;
         write!(
             f,
@@ -245,7 +265,77 @@ pub enum PermissionAnswer {
 /// The future may borrow the request; an implementation written as
 /// `fn ask(&self, request: &PermissionRequest) -> BoxFuture<'_, PermissionAnswer>` fits too.
 pub trait PermissionPrompter: Send + Sync {
+    /// Answers one call waiting for permission. The call waits for the answer (a person's
+    /// time is not counted against the tool's timeout, which starts once the call is sent).
     fn ask<'a>(&'a self, request: &'a PermissionRequest) -> BoxFuture<'a, PermissionAnswer>;
+}
+
+/// A prompter that allows every call a rule says `ask` about (and every call no rule names),
+/// for a program that decides itself which tools it calls. `deny` rules and hooks still apply.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AllowAll;
+
+impl PermissionPrompter for AllowAll {
+    fn ask<'a>(&'a self, _request: &'a PermissionRequest) -> BoxFuture<'a, PermissionAnswer> {
+        Box::pin(std::future::ready(PermissionAnswer::AllowOnce))
+    }
+}
+
+/// A prompter that allows the tools whose server marks them read-only (`readOnlyHint`) and
+/// denies the others, naming why. The hint is the server's word, not a guarantee: use it for
+/// servers you trust to label their tools.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AllowReadOnly;
+
+impl PermissionPrompter for AllowReadOnly {
+    fn ask<'a>(&'a self, request: &'a PermissionRequest) -> BoxFuture<'a, PermissionAnswer> {
+        Box::pin(std::future::ready(if request.read_only {
+            PermissionAnswer::AllowOnce
+        } else {
+            PermissionAnswer::Deny {
+                reason: Some(format!(
+                    "`{}` is not read-only (its server gives no readOnlyHint) and the program allows only read-only tools (`permissions::AllowReadOnly`)",
+                    request.qualified_tool
+                )),
+            }
+        }))
+    }
+}
+
+/// A prompter that answers with a function of the request, for a policy written in code:
+///
+/// ```
+/// use switchboard::permissions::{PermissionAnswer, prompt_fn};
+/// let prompter = prompt_fn(|request| match request.server.as_str() {
+///     "docs" => PermissionAnswer::AllowOnce,
+///     _ => PermissionAnswer::Deny { reason: Some("only the docs server".into()) },
+/// });
+/// # let _: std::sync::Arc<dyn switchboard::permissions::PermissionPrompter> = std::sync::Arc::new(prompter);
+/// ```
+pub fn prompt_fn<F>(answer: F) -> PromptFn<F>
+where
+    F: Fn(&PermissionRequest) -> PermissionAnswer + Send + Sync,
+{
+    PromptFn(answer)
+}
+
+/// The prompter [`prompt_fn`] makes.
+#[derive(Clone, Copy)]
+pub struct PromptFn<F>(F);
+
+impl<F> fmt::Debug for PromptFn<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("PromptFn")
+    }
+}
+
+impl<F> PermissionPrompter for PromptFn<F>
+where
+    F: Fn(&PermissionRequest) -> PermissionAnswer + Send + Sync,
+{
+    fn ask<'a>(&'a self, request: &'a PermissionRequest) -> BoxFuture<'a, PermissionAnswer> {
+        Box::pin(std::future::ready((self.0)(request)))
+    }
 }
 
 /// Why a call may not go ahead. Every variant names the tool and what said no.
@@ -288,7 +378,7 @@ pub enum Denied {
         reason: Option<String>,
     },
     #[error(
-        "`{tool}` needs approval and there is no way to ask: add an allow rule for `{tool}` (or `mcp__{server}` for every tool of the server) to the `permissions` of a settings file"
+        "`{tool}` needs approval and there is no way to ask: no rule allows it and the program gave no prompter; allow it in code (`HostBuilder::allow([\"{tool}\"])`, or `mcp__{server}` for every tool of the server), give a prompter (`HostBuilder::permissions`, e.g. `permissions::AllowReadOnly`), or add an allow rule to the `permissions` of a settings file"
     )]
     NoWayToAsk { tool: String, server: String },
     #[error(

@@ -234,6 +234,7 @@ async fn a_list_changed_notification_updates_the_catalogue_and_says_what_changed
                     server: s,
                     added,
                     removed,
+                    ..
                 })) = events.recv().await
                     && s == server
                 {

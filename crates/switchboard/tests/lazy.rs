@@ -233,7 +233,8 @@ async fn a_changed_entry_or_a_list_changed_replaces_the_kept_lists() {
     // The server's notice drops the kept list; the catalogue lists again and keeps the new one.
     let heard = async {
         while let Some(event) = events.recv().await {
-            if let HostEvent::Server(ServerEvent::ToolsChanged { server }) = event
+            if let HostEvent::Catalog(switchboard::CatalogEvent::ToolsChanged { server, .. }) =
+                event
                 && server == "kit"
             {
                 return;

@@ -144,6 +144,18 @@ impl ConfigSet {
     /// Reads every scope. Never fails as a whole: a broken file or entry becomes an issue and
     /// the rest still loads. Each file is read and parsed once.
     pub fn load(paths: ConfigPaths, env: &Environment) -> ConfigSet {
+        Self::load_with(paths, env, false)
+    }
+
+    /// Reads only the `--mcp-config` sources ([`ConfigPaths::dynamic`]): no managed, user,
+    /// local or project file, nor their settings, policy or approvals. For a program whose own
+    /// configuration is the whole configuration
+    /// ([`HostBuilder::isolated`](crate::HostBuilder::isolated)).
+    pub fn load_isolated(paths: ConfigPaths, env: &Environment) -> ConfigSet {
+        Self::load_with(paths, env, true)
+    }
+
+    fn load_with(paths: ConfigPaths, env: &Environment, isolated: bool) -> ConfigSet {
         let mut loader = Loader {
             env,
             secrets: crate::secrets::SecretStore::from_env(&paths.state_dir, env),
@@ -157,7 +169,12 @@ impl ConfigSet {
         // The managed file is read first for its policy; its entries merge last, so they win.
         let mut policy = Policy::default();
         let mut managed_settings = ScopeSettings::new(Scope::Managed, paths.managed_file.clone());
-        let managed = match Document::read(&paths.managed_file) {
+        let read = if isolated {
+            Ok(None)
+        } else {
+            Document::read(&paths.managed_file)
+        };
+        let managed = match read {
             Ok(doc) => doc,
             Err(issue) => {
                 loader.issues.push(issue.clone());
@@ -197,16 +214,24 @@ impl ConfigSet {
             _ => None,
         };
 
-        let user = loader.read_own_file::<UserFile>(&paths.user_file(), Scope::User, &[]);
-        for file in paths.project_files.iter().rev() {
-            loader.read_file::<ProjectFile>(file, Scope::Project, &[]);
-        }
         let key = paths.project_key();
-        let local = loader.read_own_file::<LocalFile>(
-            &paths.local_file(),
-            Scope::Local,
-            &["projects", &key],
-        );
+        let (user, local) = if isolated {
+            (
+                ScopeSettings::new(Scope::User, paths.user_file()),
+                ScopeSettings::new(Scope::Local, paths.local_file()),
+            )
+        } else {
+            let user = loader.read_own_file::<UserFile>(&paths.user_file(), Scope::User, &[]);
+            for file in paths.project_files.iter().rev() {
+                loader.read_file::<ProjectFile>(file, Scope::Project, &[]);
+            }
+            let local = loader.read_own_file::<LocalFile>(
+                &paths.local_file(),
+                Scope::Local,
+                &["projects", &key],
+            );
+            (user, local)
+        };
         for spec in &paths.dynamic {
             match load_dynamic_text(spec, &paths.cwd) {
                 Ok(doc) => {
@@ -218,14 +243,19 @@ impl ConfigSet {
         if let Some((doc, root, read)) = managed_file {
             managed_settings = loader.take_root(doc, root, read, Scope::Managed, &[]);
         }
-        let project = read_project_settings(&paths.project_settings_file());
+        let project = if isolated {
+            ScopeSettings::new(Scope::Project, paths.project_settings_file())
+        } else {
+            read_project_settings(&paths.project_settings_file())
+        };
 
-        let approvals = match ApprovalStore::load(&paths.approvals_file()) {
-            Ok(store) => Some(store),
-            Err(issue) => {
+        let approvals = match (!isolated).then(|| ApprovalStore::load(&paths.approvals_file())) {
+            Some(Ok(store)) => Some(store),
+            Some(Err(issue)) => {
                 loader.issues.push(issue);
                 None
             }
+            None => None,
         };
         // Each file's servers, from the highest precedence down.
         let merged = loader

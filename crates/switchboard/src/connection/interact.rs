@@ -32,8 +32,8 @@ use tokio::sync::watch;
 
 use super::RequestError;
 use crate::interaction::{
-    ElicitAction, ElicitAnswer, Elicitation, ElicitationHooks, ElicitationRequest, Elicitor,
-    Interaction, Roots, Sampler, SamplingError, SamplingRequest, check_answer,
+    ELICIT_ASKS, ElicitAction, ElicitAnswer, Elicitation, ElicitationHooks, ElicitationRequest,
+    Elicitor, Interaction, Roots, Sampler, SamplingError, SamplingRequest, check_answer,
 };
 
 /// How many completed URL elicitation ids a connection remembers (a completion may arrive
@@ -237,26 +237,53 @@ impl Asker {
             tracing::warn!(server = %self.server, "declined an elicitation of an unknown mode");
             return Ok(ElicitResult::new(ElicitationAction::Decline));
         };
-        let request = ElicitationRequest {
+        let mut request = ElicitationRequest {
             server: self.server.clone(),
             tool: route.tool.clone(),
             params: elicitation,
+            refused: None,
         };
         let hooked = match &self.hooks {
             Some(hooks) => hooks.answer(&request).await,
             None => None,
         };
-        let answer = match (hooked, route.elicitor.clone()) {
-            (Some(answer), _) => answer,
-            (None, Some(elicitor)) => elicitor.elicit(&request).await,
-            (None, None) => {
-                tracing::warn!(
-                    server = %self.server,
-                    "declined an elicitation: no elicitor is configured for this call"
-                );
-                return Ok(ElicitResult::new(ElicitationAction::Decline));
-            }
+        if let Some(answer) = hooked {
+            // A hook's answer is not asked again: a wrong one is the hook's bug.
+            self.check_form(&request, &answer)?;
+            return Ok(elicit_result(answer));
+        }
+        let Some(elicitor) = route.elicitor.clone() else {
+            tracing::warn!(
+                server = %self.server,
+                "declined an elicitation: no elicitor is configured for this call"
+            );
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
         };
+        let message = request.params.message().to_owned();
+        let mut asks = 0;
+        loop {
+            asks += 1;
+            let answer = elicitor.elicit(&request).await;
+            match self.check_form(&request, &answer) {
+                Ok(()) => return Ok(elicit_result(answer)),
+                Err(AnswerError::InvalidAnswer(why)) if asks < ELICIT_ASKS => {
+                    tracing::info!(server = %self.server, "asking again: {why}");
+                    if let Elicitation::Form { message: shown, .. } = &mut request.params {
+                        *shown = format!("The last answer was refused ({why}). {message}");
+                    }
+                    request.refused = Some(why);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Accepted form content must match the requested schema.
+    fn check_form(
+        &self,
+        request: &ElicitationRequest,
+        answer: &ElicitAnswer,
+    ) -> Result<(), AnswerError> {
         if let (
             ElicitAction::Accept,
             Elicitation::Form {
@@ -272,7 +299,7 @@ impl Asker {
                 ))
             })?;
         }
-        Ok(elicit_result(answer))
+        Ok(())
     }
 
     pub(crate) async fn sample(

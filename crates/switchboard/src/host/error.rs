@@ -7,6 +7,23 @@ use crate::catalog::CatalogError;
 use crate::connection::RequestError;
 use crate::manager::{LoginError, ManagerError, RequestFailure};
 
+/// Why [`HostBuilder::start`](super::HostBuilder::start) refused to start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    /// A variable of [`Limits`](crate::env_vars::Limits) is set but not valid.
+    #[error(transparent)]
+    Limits(#[from] crate::env_vars::EnvVarError),
+    /// A pattern given in code is not a tool pattern.
+    #[error("{method}: {message}")]
+    Pattern {
+        /// The builder call that gave it: `HostBuilder::allow` or `HostBuilder::deny`.
+        method: &'static str,
+        /// What is wrong with it, naming it.
+        message: String,
+    },
+}
+
 /// A request to a server through the host (a listing, a read, a prompt, a completion, a login)
 /// that did not succeed. Each variant names the server; the cause is kept as a source.
 #[derive(Debug, thiserror::Error)]

@@ -28,10 +28,11 @@ pub enum Readiness {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum HostEvent {
-    /// A server's state changed, a reconnect is scheduled, or a server said its resources or
-    /// prompts changed.
+    /// A server's state changed, a reconnect is scheduled (with why), or a server said its
+    /// resources or prompts changed. (Its tools: see [`HostEvent::Catalog`].)
     Server(ServerEvent),
-    /// A server's tools changed in the catalogue.
+    /// A server's tools changed in the catalogue: the one signal to read [`Host::tools`]
+    /// again, which lists the change by the time this arrives.
     Catalog(CatalogEvent),
     /// A server's log message (`notifications/message`).
     Log(ServerLog),
@@ -56,48 +57,68 @@ pub enum EventKind {
     Log,
 }
 
-/// A receiver of [`HostEvent`]s from the moment it was made.
+/// A receiver of [`HostEvent`]s from the moment it was made. It ends (`None`) once the host
+/// has shut down ([`Host::shutdown`]) and every event sent before has been received.
+///
+/// The one signal that the tools changed is [`HostEvent::Catalog`]: when it arrives,
+/// [`Host::tools`] already lists the change. (A server's own `tools/list_changed` notice stays
+/// inside the host, which lists the tools again and then tells.)
 #[derive(Debug)]
 pub struct Events {
     servers: broadcast::Receiver<ServerEvent>,
     catalog: broadcast::Receiver<CatalogEvent>,
     logs: broadcast::Receiver<ServerLog>,
+    closed: tokio_util::sync::CancellationToken,
+}
+
+/// Whether the program is told of this server event (the protocol-level tools notice is the
+/// catalogue's business: [`HostEvent::Catalog`] follows it once the list is read again).
+fn told(event: &ServerEvent) -> bool {
+    !matches!(event, ServerEvent::ToolsChanged { .. })
 }
 
 impl Events {
-    /// The next event; `None` once the host is gone.
+    /// The next event; `None` once the host has shut down (or is gone) and nothing sent
+    /// before is left.
     pub async fn recv(&mut self) -> Option<HostEvent> {
         use broadcast::error::RecvError;
         let lagged = |kind, missed| Some(HostEvent::Lagged { kind, missed });
-        tokio::select! {
-            event = self.servers.recv() => match event {
-                Ok(e) => Some(HostEvent::Server(e)),
-                Err(RecvError::Lagged(n)) => lagged(EventKind::Server, n),
-                Err(RecvError::Closed) => None,
-            },
-            event = self.catalog.recv() => match event {
-                Ok(e) => Some(HostEvent::Catalog(e)),
-                Err(RecvError::Lagged(n)) => lagged(EventKind::Catalog, n),
-                Err(RecvError::Closed) => None,
-            },
-            event = self.logs.recv() => match event {
-                Ok(e) => Some(HostEvent::Log(e)),
-                Err(RecvError::Lagged(n)) => lagged(EventKind::Log, n),
-                Err(RecvError::Closed) => None,
-            },
+        loop {
+            let event = tokio::select! {
+                event = self.servers.recv() => match event {
+                    Ok(e) if !told(&e) => continue,
+                    Ok(e) => Some(HostEvent::Server(e)),
+                    Err(RecvError::Lagged(n)) => lagged(EventKind::Server, n),
+                    Err(RecvError::Closed) => None,
+                },
+                event = self.catalog.recv() => match event {
+                    Ok(e) => Some(HostEvent::Catalog(e)),
+                    Err(RecvError::Lagged(n)) => lagged(EventKind::Catalog, n),
+                    Err(RecvError::Closed) => None,
+                },
+                event = self.logs.recv() => match event {
+                    Ok(e) => Some(HostEvent::Log(e)),
+                    Err(RecvError::Lagged(n)) => lagged(EventKind::Log, n),
+                    Err(RecvError::Closed) => None,
+                },
+                // What was sent before the end still comes, then the end.
+                () = self.closed.cancelled() => self.try_recv(),
+            };
+            return event;
         }
     }
-}
 
-impl Events {
     /// The next event already waiting, without waiting; `None` when there is none.
     pub fn try_recv(&mut self) -> Option<HostEvent> {
         use broadcast::error::TryRecvError;
         let lagged = |kind, missed| Some(HostEvent::Lagged { kind, missed });
-        match self.servers.try_recv() {
-            Ok(e) => return Some(HostEvent::Server(e)),
-            Err(TryRecvError::Lagged(n)) => return lagged(EventKind::Server, n),
-            Err(_) => {}
+        loop {
+            match self.servers.try_recv() {
+                Ok(e) if !told(&e) => continue,
+                Ok(e) => return Some(HostEvent::Server(e)),
+                Err(TryRecvError::Lagged(n)) => return lagged(EventKind::Server, n),
+                Err(_) => break,
+            }
         }
         match self.catalog.try_recv() {
             Ok(e) => return Some(HostEvent::Catalog(e)),
@@ -144,6 +165,7 @@ impl Host {
             servers: self.manager.events(),
             catalog: self.catalog.events(),
             logs: self.manager.logs(),
+            closed: self.manager.closed(),
         }
     }
 
@@ -193,7 +215,8 @@ impl Host {
         Ok(self.manager.authenticate(name).await?)
     }
 
-    /// Stops every server (bounded).
+    /// Stops every server (bounded), then ends every [`Events`] stream (after the events sent
+    /// before) and the host's background tasks.
     pub async fn shutdown(&self) {
         self.manager.shutdown().await;
     }

@@ -123,6 +123,8 @@ impl Supervisor {
         let mut lazy = self.config.startup == Startup::Lazy;
         // The lists were filled once already (a lazy server is started once for that).
         let mut filled = false;
+        // Why the server is not connected, for the next reconnect's event.
+        let mut cause: Option<Failure> = None;
         loop {
             if !enabled {
                 self.set(ServerState::Disabled);
@@ -180,6 +182,7 @@ impl Supervisor {
                         server: self.name().to_owned(),
                         attempt: attempt + 1,
                         delay,
+                        cause: cause.take(),
                     });
                     self.set(ServerState::Pending {
                         attempt: attempt + 1,
@@ -220,6 +223,9 @@ impl Supervisor {
                     }
                     Err(error) => {
                         let state = error.into_state();
+                        if let ServerState::Failed(failure) = &state {
+                            cause = Some(failure.clone());
+                        }
                         if retries.is_empty() {
                             self.set(state);
                             // A long-running host tries a remote server again: with the
@@ -329,6 +335,11 @@ impl Supervisor {
                     };
                     if self.reconnects_on_close() {
                         tracing::info!(server = self.name(), "{message}; reconnecting");
+                        cause = Some(Failure {
+                            message,
+                            hint: None,
+                            stderr,
+                        });
                         retries = Self::backoff();
                         first_delay = true;
                         continue;

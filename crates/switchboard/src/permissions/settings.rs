@@ -254,6 +254,32 @@ impl PermissionSettings {
         self.evaluate(qualified_tool).err()
     }
 
+    /// Adds rules the embedding program gives in code, after every file's
+    /// ([`HostBuilder::allow`](crate::HostBuilder::allow) and `deny`): they weigh as a user's
+    /// rules do (a `deny` anywhere wins, a managed rule beats them, `ask` beats `allow`).
+    /// `method` names the call that gave them, for messages. The error names the pattern that
+    /// is not one.
+    pub fn add_program_rules<I, S>(
+        &mut self,
+        effect: Effect,
+        patterns: I,
+        method: &str,
+    ) -> Result<(), String>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        for text in patterns {
+            let pattern = ToolPattern::parse(text.as_ref())?;
+            self.rules.push(Rule {
+                effect,
+                pattern,
+                origin: SettingOrigin::program(method),
+            });
+        }
+        Ok(())
+    }
+
     /// Whether the tool is left out of the catalogue: a denied tool is not shown at all.
     pub fn is_hidden(&self, qualified_tool: &str) -> bool {
         matches!(self.decide(qualified_tool), Decision::Deny { .. })
