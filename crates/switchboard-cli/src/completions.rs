@@ -15,7 +15,7 @@ use clap_complete::env::{Bash, EnvCompleter, Fish, Zsh};
 use crate::args::{Cli, ShellArg};
 
 /// The variable the shell scripts set when they ask `switchboard` for completions.
-pub(crate) const COMPLETE_VAR: &str = "COMPLETE";
+pub(crate) const COMPLETE_VAR: &str = switchboard::env_vars::EnvVars::COMPLETE;
 
 /// Answers a shell that asks for completions (`COMPLETE=<shell> switchboard -- …`) and exits;
 /// returns at once otherwise.

@@ -105,7 +105,10 @@ async fn console(
     // Tokens where `mcp login` keeps them; the login URL shown on the console's own screen
     // (the browser is opened too), not printed over it.
     let opener = Arc::new(switchboard::auth::SystemOpener {
-        browser: ctx.env.get("BROWSER").map(str::to_owned),
+        browser: ctx
+            .env
+            .get(switchboard::env_vars::EnvVars::BROWSER)
+            .map(str::to_owned),
         quiet: true,
     });
     let auth = switchboard::auth::AuthOptions {

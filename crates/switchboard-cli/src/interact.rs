@@ -240,11 +240,12 @@ impl CliElicitor {
 /// Opens the URL in a browser where one exists: `$BROWSER`, else `open` on macOS, else
 /// `xdg-open` on a graphical session. Best effort: the URL is printed either way.
 fn open_browser(url: &str) {
-    let program = match std::env::var("BROWSER") {
+    use switchboard::env_vars::EnvVars;
+    let program = match std::env::var(EnvVars::BROWSER) {
         Ok(browser) if !browser.trim().is_empty() => browser,
         _ if cfg!(target_os = "macos") => "open".to_owned(),
-        _ if std::env::var_os("DISPLAY").is_some()
-            || std::env::var_os("WAYLAND_DISPLAY").is_some() =>
+        _ if std::env::var_os(EnvVars::DISPLAY).is_some()
+            || std::env::var_os(EnvVars::WAYLAND_DISPLAY).is_some() =>
         {
             "xdg-open".to_owned()
         }

@@ -39,7 +39,10 @@ fn authorizer(
         },
         interactive: true,
         opener: Arc::new(SystemOpener {
-            browser: ctx.env.get("BROWSER").map(str::to_owned),
+            browser: ctx
+                .env
+                .get(switchboard::env_vars::EnvVars::BROWSER)
+                .map(str::to_owned),
             quiet: false,
         }),
         client_metadata_url: oauth.client_metadata_url.clone(),

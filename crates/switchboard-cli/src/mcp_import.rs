@@ -32,7 +32,7 @@ pub(crate) fn run(ctx: &Context, args: ImportArgs) -> anyhow::Result<ExitCode> {
     };
     let path = match (&args.path, host) {
         (Some(path), _) => ctx.paths.cwd.join(path),
-        (None, ImportHost::Codex) => match ctx.env.path("CODEX_HOME") {
+        (None, ImportHost::Codex) => match ctx.env.path(EnvVars::CODEX_HOME) {
             Some(dir) => dir.join("config.toml"),
             None => host.default_path(&locations),
         },

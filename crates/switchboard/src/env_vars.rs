@@ -66,6 +66,28 @@ impl EnvVars {
     /// Where stdio servers' and hooks' commands are looked up (a server entry's own `env`
     /// may set another).
     pub const PATH: &'static str = "PATH";
+    /// The program the `switchboard` binary opens an authorization URL with (`mcp login`, the
+    /// console); unset: `open` on macOS, `xdg-open` where [`DISPLAY`](Self::DISPLAY) or
+    /// [`WAYLAND_DISPLAY`](Self::WAYLAND_DISPLAY) is set, else only the printed URL.
+    pub const BROWSER: &'static str = "BROWSER";
+    /// An X11 display: without [`BROWSER`](Self::BROWSER), the binary opens URLs with
+    /// `xdg-open` only when this or [`WAYLAND_DISPLAY`](Self::WAYLAND_DISPLAY) is set.
+    pub const DISPLAY: &'static str = "DISPLAY";
+    /// A Wayland display: as [`DISPLAY`](Self::DISPLAY).
+    pub const WAYLAND_DISPLAY: &'static str = "WAYLAND_DISPLAY";
+    /// A PEM file of trusted roots replacing the system's, for bundle signatures (read by
+    /// `rustls-native-certs`).
+    pub const SSL_CERT_FILE: &'static str = "SSL_CERT_FILE";
+    /// Folders of trusted roots replacing the system's, for bundle signatures (read by
+    /// `rustls-native-certs`).
+    pub const SSL_CERT_DIR: &'static str = "SSL_CERT_DIR";
+    /// Set by the completion scripts `switchboard completions` prints: set to a shell (`bash`,
+    /// `zsh`, `fish`; not empty, not `0`), the binary answers with completions and exits,
+    /// whatever its arguments.
+    pub const COMPLETE: &'static str = "COMPLETE";
+    /// Codex's folder: `switchboard mcp import --from codex` reads its `config.toml` there
+    /// (default `~/.codex`).
+    pub const CODEX_HOME: &'static str = "CODEX_HOME";
 }
 
 /// A variable that is set but cannot be used.
