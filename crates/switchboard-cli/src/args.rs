@@ -154,6 +154,21 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print a page of docs/reference/ as Markdown (hidden: the `reference_docs` test
+    /// compares the pages with it).
+    #[command(name = "__reference", hide = true)]
+    Reference {
+        /// The page.
+        #[arg(value_enum)]
+        page: ReferencePage,
+    },
+}
+
+/// `__reference`: the generated pages of docs/reference/.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ReferencePage {
+    /// docs/reference/cli.md: every command, from these definitions.
+    Cli,
 }
 
 #[derive(Debug, Subcommand)]
@@ -179,6 +194,8 @@ pub(crate) enum McpCommand {
         name: String,
         /// The entry, e.g. '{"command": "npx", "args": ["-y", "pkg"]}'.
         json: String,
+        /// Where to keep it: local (you, this project), project (.mcp.json, shared), user
+        /// (you, everywhere).
         #[arg(short, long, value_enum, default_value_t = ScopeArg::Local)]
         scope: ScopeArg,
     },
@@ -440,6 +457,8 @@ pub(crate) enum PluginCommand {
     Add {
         /// The plugin's folder, repository URL, or NAME@MARKETPLACE.
         source: String,
+        /// Where to record it: user (you, everywhere), local (you, this project), project
+        /// (.mcp.json, shared).
         #[arg(short, long, value_enum, default_value_t = ScopeArg::User)]
         scope: ScopeArg,
     },

@@ -108,7 +108,8 @@ async fn dispatch(host: &Host, command: Command) -> anyhow::Result<ExitCode> {
         | Command::Serve(_)
         | Command::Console
         | Command::Completions { .. }
-        | Command::Man => unreachable_mcp(),
+        | Command::Man
+        | Command::Reference { .. } => unreachable_mcp(),
     }
 }
 

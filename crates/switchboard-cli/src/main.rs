@@ -17,6 +17,7 @@ mod mcp_registry;
 mod output;
 mod plugin;
 mod probe;
+mod reference;
 mod serve;
 mod start;
 mod trust;
@@ -162,6 +163,7 @@ fn run(cli: args::Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         args::Command::Completions { shell } => return completions::completions(shell),
         args::Command::Man => return completions::man(),
+        args::Command::Reference { page } => return reference::run(page),
         _ => {}
     }
     let ctx = context::Context::new(&cli.global)?;
