@@ -541,3 +541,64 @@ async fn a_form_answer_that_breaks_the_schema_goes_back_to_the_elicitor() {
     );
     host.shutdown().await;
 }
+
+/// Takes `delay` to fill in `ask_form`, as a person would.
+struct SlowPerson {
+    delay: Duration,
+}
+
+impl switchboard::interaction::Elicitor for SlowPerson {
+    fn elicit<'a>(
+        &'a self,
+        _request: &'a switchboard::interaction::ElicitationRequest,
+    ) -> futures::future::BoxFuture<'a, switchboard::interaction::ElicitAnswer> {
+        Box::pin(async move {
+            tokio::time::sleep(self.delay).await;
+            switchboard::interaction::ElicitAnswer {
+                action: switchboard::interaction::ElicitAction::Accept,
+                content: Some(json!({"name": "Ada", "age": 36})),
+            }
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persons_answer_time_is_not_counted_against_the_calls_timeout() {
+    // Initialize era: the server asks in the middle of the call, while its timer runs; with
+    // lanes on and off (the lane and rmcp each wait for the answer their own way).
+    for lanes in [true, false] {
+        let tree = ConfigTree::new().unwrap();
+        let interaction = switchboard::interaction::Interaction {
+            elicitor: Some(Arc::new(SlowPerson {
+                delay: Duration::from_millis(1500),
+            })),
+            ..Default::default()
+        };
+        let host = settled(
+            builder(
+                &tree,
+                json!({"kit": testkit(&["--ask-tools", "--protocol", "legacy"])}),
+            )
+            .allow(["mcp__kit"])
+            .call_lanes(lanes)
+            .interaction(interaction),
+        )
+        .await;
+        let quick = || CallOptions {
+            timeout: Some(Duration::from_millis(500)),
+            ..CallOptions::default()
+        };
+        let outcome = host
+            .call("mcp__kit__ask_form", Map::new(), quick())
+            .await
+            .unwrap_or_else(|e| panic!("lanes {lanes}: {}", switchboard::error_chain(&e)));
+        assert!(outcome.text().contains("36"), "{}", outcome.result);
+        // The server itself being slow still times out.
+        let err = host
+            .call("mcp__kit__slow", args(json!({"ms": 20000})), quick())
+            .await
+            .unwrap_err();
+        assert!(err.is_timeout(), "lanes {lanes}: {err}");
+        host.shutdown().await;
+    }
+}

@@ -44,7 +44,9 @@ impl Session {
         let guard = self
             .asker
             .begin_call(Some(call.qualified.clone()), call.interaction);
-        let wait = timeout.min(MAX_ANSWER_WAIT);
+        // A person's answer (a form, a URL to visit) is bounded on its own, not by the call's
+        // timeout, which waits meanwhile.
+        let wait = MAX_ANSWER_WAIT;
         let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
         if let Some(meta) = call.meta {
             params.meta = Some(rmcp::model::RequestMetaObject(meta.into()));
@@ -217,8 +219,9 @@ impl Session {
         guard: &CallGuard,
     ) -> Result<ServerResult, RequestError> {
         let request = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params));
-        let mut options = PeerRequestOptions::no_options();
-        options.timeout = Some(timeout);
+        // The timeout is the guard's, not rmcp's: it pauses while a person answers the
+        // server's question.
+        let options = PeerRequestOptions::no_options();
         let handle: RequestHandle<RoleClient> = self
             .peer()
             .send_request_with_option(request, options)
@@ -228,7 +231,14 @@ impl Session {
         let forwarding = self
             .forward_progress(&handle.progress_token, progress)
             .await;
-        let response = handle.await_response().await;
+        let response = guard.timeout(timeout, handle.await_response()).await;
+        let Ok(response) = response else {
+            // The cancellation goes out as `cancel` drops.
+            if let Some(forwarding) = forwarding {
+                forwarding.finish().await;
+            }
+            return Err(RequestError::Timeout(timeout));
+        };
         cancel.disarm();
         if let Some(forwarding) = forwarding {
             forwarding.finish().await;
@@ -426,7 +436,7 @@ impl Session {
                 Ok((id, pending)) => {
                     guard.sent(NumberOrString::String(id.clone().into()), token);
                     let mut cancel = CancelOnDrop::lane(whole, id);
-                    let answer = tokio::time::timeout(timeout, pending.answer()).await;
+                    let answer = guard.timeout(timeout, pending.answer()).await;
                     if answer.is_ok() {
                         cancel.disarm();
                     }
@@ -438,11 +448,12 @@ impl Session {
                 let id = lane.next_id();
                 guard.sent(NumberOrString::String(id.clone().into()), token);
                 let mut cancel = CancelOnDrop::lane(whole, id.clone());
-                let answer = tokio::time::timeout(
-                    timeout,
-                    lane.call(&id, &params.name, &body, lane_progress.as_ref()),
-                )
-                .await;
+                let answer = guard
+                    .timeout(
+                        timeout,
+                        lane.call(&id, &params.name, &body, lane_progress.as_ref()),
+                    )
+                    .await;
                 if answer.is_ok() {
                     cancel.disarm();
                 }

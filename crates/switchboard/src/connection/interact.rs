@@ -19,9 +19,10 @@
 #![allow(deprecated)]
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rmcp::model::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
@@ -50,6 +51,9 @@ pub(crate) struct Asker {
     calls: Mutex<Vec<InFlight>>,
     next_key: AtomicU64,
     completed: watch::Sender<VecDeque<String>>,
+    /// Bumped whenever an elicitor of one of this server's calls is done: a call whose timeout
+    /// was paused looks again at its deadline.
+    resumed: watch::Sender<u64>,
 }
 
 impl std::fmt::Debug for Asker {
@@ -68,6 +72,12 @@ struct InFlight {
     /// The qualified tool (or prompt) name, for the elicitor and sampler to show.
     tool: Option<String>,
     interaction: Option<Interaction>,
+    /// Elicitors answering this call's questions now; while any is, its timeout is paused.
+    asking: usize,
+    /// When the current pause began.
+    paused_since: Option<Instant>,
+    /// How long the call's timeout was paused before the current pause.
+    paused: Duration,
 }
 
 /// Who answers one request.
@@ -77,6 +87,8 @@ pub(crate) struct Route {
     elicitor: Option<Arc<dyn Elicitor>>,
     sampler: Option<Arc<dyn Sampler>>,
     roots: Option<Arc<dyn crate::interaction::RootsSource>>,
+    /// The call whose question this is, when known: its timeout pauses while a person answers.
+    call: Option<u64>,
 }
 
 /// Where an initialize-era request came from, as far as the transport can tell.
@@ -106,6 +118,7 @@ impl Asker {
             calls: Mutex::new(Vec::new()),
             next_key: AtomicU64::new(1),
             completed: watch::Sender::new(VecDeque::new()),
+            resumed: watch::Sender::new(0),
         })
     }
 
@@ -160,6 +173,9 @@ impl Asker {
                 progress_token: None,
                 tool,
                 interaction,
+                asking: 0,
+                paused_since: None,
+                paused: Duration::ZERO,
             });
         }
         CallGuard {
@@ -169,18 +185,21 @@ impl Asker {
     }
 
     fn route_of(&self, call: Option<&InFlight>) -> Route {
+        let key = call.map(|c| c.key);
         match call {
             Some(InFlight {
                 tool,
                 interaction: Some(own),
                 ..
             }) => Route {
+                call: key,
                 tool: tool.clone(),
                 elicitor: own.elicitor.clone(),
                 sampler: own.sampler.clone(),
                 roots: own.roots.clone().or_else(|| self.host.roots.clone()),
             },
             Some(InFlight { tool, .. }) => Route {
+                call: key,
                 tool: tool.clone(),
                 ..self.host_route()
             },
@@ -190,6 +209,7 @@ impl Asker {
 
     fn host_route(&self) -> Route {
         Route {
+            call: None,
             tool: None,
             elicitor: self.host.elicitor.clone(),
             sampler: self.host.sampler.clone(),
@@ -263,7 +283,11 @@ impl Asker {
         let mut asks = 0;
         loop {
             asks += 1;
-            let answer = elicitor.elicit(&request).await;
+            let answer = {
+                // A person's time is not the server's: the call's timeout waits meanwhile.
+                let _paused = route.call.map(|key| self.pause(key));
+                elicitor.elicit(&request).await
+            };
             match self.check_form(&request, &answer) {
                 Ok(()) => return Ok(elicit_result(answer)),
                 Err(AnswerError::InvalidAnswer(why)) if asks < ELICIT_ASKS => {
@@ -501,7 +525,90 @@ pub(crate) struct CallGuard {
     pub(crate) key: u64,
 }
 
+impl Asker {
+    /// Pauses call `key`'s timeout until the returned guard is dropped.
+    fn pause(&self, key: u64) -> Pause<'_> {
+        if let Ok(mut calls) = self.calls.lock()
+            && let Some(call) = calls.iter_mut().find(|c| c.key == key)
+        {
+            if call.asking == 0 {
+                call.paused_since = Some(Instant::now());
+            }
+            call.asking += 1;
+        }
+        Pause { asker: self, key }
+    }
+
+    /// Whether call `key`'s timeout is paused now, and for how long it was paused in all.
+    fn paused(&self, key: u64) -> (bool, Duration) {
+        let Ok(calls) = self.calls.lock() else {
+            return (false, Duration::ZERO);
+        };
+        calls
+            .iter()
+            .find(|c| c.key == key)
+            .map_or((false, Duration::ZERO), |c| {
+                let now = c.paused_since.map_or(Duration::ZERO, |t| t.elapsed());
+                (c.asking > 0, c.paused + now)
+            })
+    }
+}
+
+/// A call's timeout paused while an elicitor answers one of its questions.
+struct Pause<'a> {
+    asker: &'a Asker,
+    key: u64,
+}
+
+impl Drop for Pause<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut calls) = self.asker.calls.lock()
+            && let Some(call) = calls.iter_mut().find(|c| c.key == self.key)
+        {
+            call.asking = call.asking.saturating_sub(1);
+            if call.asking == 0
+                && let Some(since) = call.paused_since.take()
+            {
+                call.paused += since.elapsed();
+            }
+        }
+        self.asker.resumed.send_modify(|n| *n = n.wrapping_add(1));
+    }
+}
+
 impl CallGuard {
+    /// Runs `work` for at most `limit`, not counting the time an elicitor spends answering one
+    /// of this call's questions (a person's answer is not the server being slow). `Err` when
+    /// the time ran out.
+    pub(crate) async fn timeout<F: Future>(
+        &self,
+        limit: Duration,
+        work: F,
+    ) -> Result<F::Output, ()> {
+        let start = tokio::time::Instant::now();
+        let mut resumed = self.asker.resumed.subscribe();
+        tokio::pin!(work);
+        loop {
+            let (paused, total) = self.asker.paused(self.key);
+            if paused {
+                tokio::select! {
+                    out = &mut work => return Ok(out),
+                    _ = resumed.changed() => continue,
+                }
+            }
+            let deadline = start + limit + total;
+            tokio::select! {
+                out = &mut work => return Ok(out),
+                () = tokio::time::sleep_until(deadline) => {
+                    // Time is up unless a pause began or ended meanwhile.
+                    if self.asker.paused(self.key) == (false, total) {
+                        return Err(());
+                    }
+                }
+            }
+        }
+    }
+
     /// The request id and progress token of the call's current `tools/call`.
     pub(crate) fn sent(&self, id: RequestId, progress_token: Option<ProgressToken>) {
         if let Ok(mut calls) = self.asker.calls.lock()
