@@ -14,6 +14,7 @@
 
 // Roots are deprecated for 2026-07-28 (SEP-2577), but initialize-era servers still ask for them.
 #![allow(deprecated)]
+#![warn(missing_docs)]
 
 mod command;
 mod settings;
@@ -38,14 +39,20 @@ pub enum Elicitation {
     /// Fill in a form. `requested_schema` is the JSON Schema of an object whose properties
     /// are primitive fields, in the order the server gave them.
     Form {
+        /// The server's question, to show the person.
         message: String,
+        /// The server's `requestedSchema`; accepted content is checked against it.
         requested_schema: Value,
     },
     /// Open a URL (to sign in to a third party, to pay, …). `elicitation_id` names it in the
     /// server's completion notice (empty on 2026-07-28, which has none).
     Url {
+        /// Why the server wants the URL opened, to show the person.
         message: String,
+        /// The URL to open, as the server gave it.
         url: String,
+        /// The server's `elicitationId`; [`Elicitor::completed`] gets it when the server
+        /// says the elicitation is complete.
         elicitation_id: String,
     },
 }
@@ -82,6 +89,8 @@ impl Elicitation {
 pub enum ElicitAction {
     /// Filled in the form (with content) or agreed to open the URL.
     Accept,
+    /// Refused: will not fill in the form or open the URL. The host also declines when no
+    /// elicitor is configured.
     Decline,
     /// Dismissed the question without deciding.
     Cancel,
@@ -90,6 +99,8 @@ pub enum ElicitAction {
 /// The answer to an [`Elicitation`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct ElicitAnswer {
+    /// What the person decided; `content` reaches the server only with
+    /// [`ElicitAction::Accept`].
     pub action: ElicitAction,
     /// The form's fields (an object), when a form was accepted.
     pub content: Option<Value>,
@@ -112,6 +123,7 @@ impl ElicitAnswer {
         }
     }
 
+    /// Declines: the person will not answer ([`ElicitAction::Decline`]).
     pub fn decline() -> Self {
         ElicitAnswer {
             action: ElicitAction::Decline,
@@ -119,6 +131,8 @@ impl ElicitAnswer {
         }
     }
 
+    /// Cancels: the person dismissed the question without deciding
+    /// ([`ElicitAction::Cancel`]).
     pub fn cancel() -> Self {
         ElicitAnswer {
             action: ElicitAction::Cancel,
@@ -159,6 +173,8 @@ impl ElicitAnswer {
 pub struct Root {
     /// A `file://` URI.
     pub uri: String,
+    /// A name to show for it (the host's [`Roots`] use the directory's last component);
+    /// `None`: no name is sent.
     pub name: Option<String>,
 }
 
@@ -204,6 +220,7 @@ pub(crate) trait ElicitationHooks: Send + Sync {
 /// A server asks the host's model for a completion.
 #[derive(Debug, Clone)]
 pub struct SamplingRequest {
+    /// The server that asks.
     pub server: String,
     /// The qualified name of the tool whose call caused the request, when known.
     pub tool: Option<String>,
@@ -229,6 +246,8 @@ pub trait Sampler: Send + Sync {
 
 /// Says which roots to give a server that asks (`roots/list`).
 pub trait RootsSource: Send + Sync {
+    /// The roots to send `server` (its configured name), asked each time it lists them; an
+    /// empty list gives it none.
     fn roots<'a>(&'a self, server: &'a str) -> BoxFuture<'a, Vec<Root>>;
 }
 
@@ -236,7 +255,13 @@ pub trait RootsSource: Send + Sync {
 /// message that says what to configure.
 #[derive(Clone, Default)]
 pub struct Interaction {
+    /// Who answers forms and URLs (after the settings' `elicitation` hooks). `None`: they
+    /// are declined, and the host's own interaction declares no `elicitation` capability
+    /// unless there are such hooks.
     pub elicitor: Option<Arc<dyn Elicitor>>,
+    /// Who answers `sampling/createMessage`. `None`: a sampling request fails with a message
+    /// saying no sampler is configured, and the host's own interaction declares no `sampling`
+    /// capability.
     pub sampler: Option<Arc<dyn Sampler>>,
     /// Overrides the host's [`Roots`] for the requests of one call.
     pub roots: Option<Arc<dyn RootsSource>>,
@@ -260,12 +285,15 @@ pub struct Roots {
 }
 
 impl Roots {
+    /// Serves these directories, in order. They should be absolute paths: one that cannot be
+    /// a `file://` URI is left out of [`Roots::as_roots`].
     pub fn new(dirs: Vec<PathBuf>) -> Self {
         Roots {
             dirs: watch::Sender::new(dirs),
         }
     }
 
+    /// The directories served now, as last given to [`Roots::new`] or [`Roots::set`].
     pub fn dirs(&self) -> Vec<PathBuf> {
         self.dirs.borrow().clone()
     }

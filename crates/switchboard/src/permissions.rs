@@ -96,6 +96,8 @@
 //! denies every MCP tool until it is fixed (an administrator's restriction must not vanish
 //! because of a typo). A broken `preCall` hook entry denies the calls it would have checked.
 
+#![warn(missing_docs)]
+
 mod hooks;
 mod settings;
 
@@ -123,7 +125,10 @@ pub enum CallSource {
     /// The embedding program (an agent, a model's tool use): `ask` asks.
     Program,
     /// A client of the gateway: `ask` asks.
-    Gateway { client: String },
+    Gateway {
+        /// The client's name as it gave it (`clientInfo.name`); hooks get it as `"client"`.
+        client: String,
+    },
 }
 
 impl CallSource {
@@ -182,10 +187,16 @@ impl fmt::Display for GatewayAsk {
 /// What the rules say about a tool.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
+    /// The rules allow the tool: a call goes ahead without asking (the pre-call hooks still
+    /// run).
     Allow,
+    /// The rules say `ask`, or no rule names the tool: a call needs approval, asked as its
+    /// [`CallSource`] says.
     Ask,
     /// Denied, with the rule and file that say so.
     Deny {
+        /// The denial as a message: the tool, the rule and where it is written (or why the
+        /// managed settings could not be read).
         reason: String,
     },
 }
@@ -193,7 +204,11 @@ pub enum Decision {
 /// Where a rule or hook was written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SettingOrigin {
+    /// The scope whose settings file holds it; [`Scope::Dynamic`] for a rule the program gave
+    /// in code.
     pub scope: Scope,
+    /// The settings file; for a rule the program gave in code, the builder call that gave it
+    /// (`HostBuilder::allow`).
     pub file: PathBuf,
     /// 1-based line and column.
     pub position: (usize, usize),
@@ -236,10 +251,14 @@ impl fmt::Display for SettingOrigin {
 pub struct PermissionRequest {
     /// `mcp__<server>__<tool>`.
     pub qualified_tool: String,
+    /// The name of the tool's server, as configured (the `<server>` of `qualified_tool`).
     pub server: String,
     /// The tool's name as the server knows it.
     pub tool: String,
+    /// The call's arguments, a JSON object. The prompter sees them as the pre-call hooks left
+    /// them: what will be sent.
     pub arguments: serde_json::Value,
+    /// Who is making the call: a command-line call's `ask` needs no prompter.
     pub source: CallSource,
     /// The server's `readOnlyHint` (a hint from the server, not a guarantee).
     pub read_only: bool,
@@ -250,11 +269,14 @@ pub struct PermissionRequest {
 /// A person's answer to a [`PermissionPrompter`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PermissionAnswer {
+    /// Allow this call only; the next call of the tool is asked again.
     AllowOnce,
     /// Allow this tool for the rest of this process (the [`Gate`] remembers it; nothing is
     /// written to a file).
     AllowAlways,
+    /// Deny this call: it fails with [`Denied::ByUser`].
     Deny {
+        /// Why, in the person's words; shown in the denial's message.
         reason: Option<String>,
     },
 }
@@ -342,57 +364,108 @@ where
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Denied {
+    /// A `deny` rule names the tool (a managed one is named first, when there are several).
     #[error("`{tool}` is denied by the rule `{pattern}` in {origin}")]
     Rule {
+        /// The tool's qualified name.
         tool: String,
+        /// The rule's pattern, as written.
         pattern: String,
+        /// Where the rule is written.
         origin: SettingOrigin,
     },
+    /// The managed settings file, or an entry in it, could not be read: every MCP tool is
+    /// denied until it is fixed.
     #[error(
         "`{tool}` is denied: the managed settings could not be read, so every MCP tool is denied until they are fixed: {reason}"
     )]
-    ManagedSettingsBroken { tool: String, reason: String },
-    #[error("`{tool}` is denied by the preCall hook `{hook}` ({origin}): {reason}")]
-    Hook {
+    ManagedSettingsBroken {
+        /// The tool's qualified name.
         tool: String,
-        hook: String,
-        origin: SettingOrigin,
+        /// The first error in the managed file, with its file, line and column.
         reason: String,
     },
+    /// A `preCall` hook answered `"decision": "deny"`, or exited with code 2.
+    #[error("`{tool}` is denied by the preCall hook `{hook}` ({origin}): {reason}")]
+    Hook {
+        /// The tool's qualified name.
+        tool: String,
+        /// The hook's command line (program and arguments, joined by spaces).
+        hook: String,
+        /// Where the hook is written.
+        origin: SettingOrigin,
+        /// The hook's `reason`, or the end of its stderr after exit code 2 ("no reason
+        /// given" when it gave none).
+        reason: String,
+    },
+    /// A `preCall` hook did not work: another non-zero exit, a timeout, a program that could
+    /// not start, or output that is not an answer. Hooks fail closed.
     #[error("`{tool}` is denied because the preCall hook `{hook}` ({origin}) failed: {message}")]
     HookFailed {
+        /// The tool's qualified name.
         tool: String,
+        /// The hook's command line (program and arguments, joined by spaces).
         hook: String,
+        /// Where the hook is written.
         origin: SettingOrigin,
+        /// What went wrong (the exit code and the end of stderr, the timeout, the output).
         message: String,
     },
+    /// A `preCall` hook entry that would have checked the tool could not be read (one whose
+    /// `match` is unreadable checks every tool).
     #[error("`{tool}` is denied because the preCall hook at {origin} is invalid: {message}")]
     HookInvalid {
+        /// The tool's qualified name.
         tool: String,
+        /// Where the broken entry (or the broken `preCall` list) is written.
         origin: SettingOrigin,
+        /// What is wrong with the entry, naming the field.
         message: String,
     },
+    /// The prompter answered [`PermissionAnswer::Deny`].
     #[error("`{tool}` was denied by the user{}", reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default())]
     ByUser {
+        /// The tool's qualified name.
         tool: String,
+        /// The reason the prompter gave, if any.
         reason: Option<String>,
     },
+    /// The program's call needs approval (a rule says `ask`, or no rule names the tool) and
+    /// there is no prompter to ask.
     #[error(
         "`{tool}` needs approval and there is no way to ask: no rule allows it and the program gave no prompter; allow it in code (`HostBuilder::allow([\"{tool}\"])`, or `mcp__{server}` for every tool of the server), give a prompter (`HostBuilder::permissions`, e.g. `permissions::AllowReadOnly`), or add an allow rule to the `permissions` of a settings file"
     )]
-    NoWayToAsk { tool: String, server: String },
+    NoWayToAsk {
+        /// The tool's qualified name.
+        tool: String,
+        /// The tool's server, for the `mcp__<server>` rule the message suggests.
+        server: String,
+    },
+    /// A gateway client's call needs approval (an `ask` rule, or [`GatewayAsk::Elicit`]) and
+    /// there is no prompter to ask: the client does not declare elicitation.
     #[error(
         "`{tool}` needs approval ({why}) and the gateway's client `{client}` cannot be asked: it does not declare elicitation"
     )]
     ClientCannotBeAsked {
+        /// The tool's qualified name.
         tool: String,
+        /// The gateway client's name (`clientInfo.name`).
         client: String,
+        /// Why the call needs approval: the `ask` rule and where it is written, or the
+        /// gateway's `--ask elicit`.
         why: String,
     },
+    /// A gateway client called a tool that no rule names, and the gateway denies such calls
+    /// ([`GatewayAsk::Deny`]).
     #[error(
         "`{tool}` is denied: no permission rule names it and the gateway denies such calls (`--ask deny`); add an allow rule for `{tool}` (or `mcp__{server}` for every tool of the server) to the `permissions` of a settings file"
     )]
-    GatewayDefault { tool: String, server: String },
+    GatewayDefault {
+        /// The tool's qualified name.
+        tool: String,
+        /// The tool's server, for the `mcp__<server>` rule the message suggests.
+        server: String,
+    },
 }
 
 impl Denied {
@@ -433,6 +506,10 @@ impl fmt::Debug for Gate {
 }
 
 impl Gate {
+    /// A gate that checks calls against `settings` and asks `prompter` when a call needs
+    /// approval (`None`: such a call is denied, [`Denied::NoWayToAsk`]). A gateway call of a
+    /// tool no rule names runs ([`GatewayAsk::Client`]) unless
+    /// [`with_gateway_ask`](Gate::with_gateway_ask) says otherwise.
     pub fn new(
         settings: PermissionSettings,
         prompter: Option<Arc<dyn PermissionPrompter>>,
@@ -451,10 +528,12 @@ impl Gate {
         self
     }
 
+    /// The rules and hooks the gate checks calls with.
     pub fn settings(&self) -> &PermissionSettings {
         &self.settings
     }
 
+    /// What a gateway call of a tool that no rule names does ([`Gate::with_gateway_ask`]).
     pub fn gateway_ask(&self) -> GatewayAsk {
         self.gateway_ask
     }

@@ -26,6 +26,8 @@ pub struct CommandSampler {
 }
 
 impl CommandSampler {
+    /// A sampler that runs `settings.command` for the servers in `settings.servers` and
+    /// fails every other server's request, naming the file to add it to.
     pub fn new(settings: SamplingSettings) -> Self {
         CommandSampler { settings }
     }

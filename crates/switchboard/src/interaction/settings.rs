@@ -28,8 +28,15 @@ pub const DEFAULT_SAMPLING_TIMEOUT: Duration = Duration::from_secs(120);
 /// Where sampling requests go: a command, for the servers allowed to ask.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SamplingSettings {
+    /// The program to run (`sampling.command`, `${VAR}` expanded); a bare name is looked up
+    /// on `PATH`.
     pub command: String,
+    /// Its arguments (`sampling.args`, `${VAR}` expanded; one naming an unset variable is
+    /// passed as written).
     pub args: Vec<String>,
+    /// How long the command has to answer one request (`sampling.timeoutMs`;
+    /// [`DEFAULT_SAMPLING_TIMEOUT`] when unset). Past it, the command is killed and the
+    /// request fails.
     pub timeout: Duration,
     /// The servers allowed to sample (the allow-list), each with its token cap.
     pub servers: BTreeMap<String, ServerSampling>,
@@ -47,6 +54,8 @@ pub struct ServerSampling {
 /// The interaction settings of the user file.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct InteractionSettings {
+    /// Where sampling requests go (`sampling`); `None` when the user file sets none, or its
+    /// `sampling` cannot be used (the issues say why), and then no server can sample.
     pub sampling: Option<SamplingSettings>,
     /// Extra roots, besides the working directory (`~` expands to the home folder).
     pub roots: Vec<PathBuf>,

@@ -26,12 +26,17 @@ const MAX_HOOK_TIMEOUT_MS: u64 = 3_600_000;
 /// What a rule says. Ordered by strength: `Deny` beats `Ask` beats `Allow`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Effect {
+    /// Calls go ahead without asking (the pre-call hooks still run).
     Allow,
+    /// Calls need approval: the person typing a command-line call gives it, other calls are
+    /// asked through the prompter.
     Ask,
+    /// Calls are denied, and the tools are left out of the catalogue.
     Deny,
 }
 
 impl Effect {
+    /// The key of `permissions` the rule is written under: `allow`, `ask` or `deny`.
     pub fn as_str(self) -> &'static str {
         match self {
             Effect::Allow => "allow",
@@ -88,6 +93,7 @@ impl ToolPattern {
         })
     }
 
+    /// The pattern as written (`mcp__github__get_*`).
     pub fn as_str(&self) -> &str {
         &self.text
     }
@@ -120,20 +126,29 @@ impl std::fmt::Display for ToolPattern {
 /// One `allow`, `ask` or `deny` entry.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rule {
+    /// What the rule says: the list (`allow`, `ask`, `deny`) it is written in.
     pub effect: Effect,
+    /// The tools it names.
     pub pattern: ToolPattern,
+    /// Where it is written, or the builder call that gave it in code.
     pub origin: SettingOrigin,
 }
 
+/// When a hook runs: the list of `hooks` it is written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HookEvent {
+    /// Before a call of a tool its pattern names, after the rules: it may allow, deny or
+    /// rewrite the arguments, and its failure denies the call.
     PreCall,
+    /// After a call, with its result: its output is logged, its failure is a warning.
     PostCall,
     /// A server asks for a form or a URL: the hook may answer before the user is asked.
     Elicitation,
 }
 
 impl HookEvent {
+    /// The key of `hooks` the hook is written under (`preCall`, `postCall`, `elicitation`),
+    /// also the `"event"` the hook reads on stdin.
     pub fn as_str(self) -> &'static str {
         match self {
             HookEvent::PreCall => "preCall",
@@ -146,11 +161,17 @@ impl HookEvent {
 /// A command that runs before or after calls of the tools its pattern names.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hook {
+    /// When it runs.
     pub event: HookEvent,
+    /// The tools its `match` names (`mcp__*` when the entry has no `match`); for an
+    /// elicitation hook, the server that asks and, with a tool part, the tool whose call asks.
     pub pattern: ToolPattern,
     /// Program and arguments, `${VAR}` already expanded; run without a shell.
     pub command: Vec<String>,
+    /// How long it may run (`timeoutMs`, 1 ms to one hour; [`DEFAULT_HOOK_TIMEOUT`] when
+    /// unset). Past it, its process group is killed and the hook has failed.
     pub timeout: Duration,
+    /// Where the entry is written.
     pub origin: SettingOrigin,
 }
 
@@ -285,18 +306,27 @@ impl PermissionSettings {
         matches!(self.decide(qualified_tool), Decision::Deny { .. })
     }
 
+    /// Every rule: the managed file's, then the user's, local and project ones, each in file
+    /// order, then the program's ([`PermissionSettings::add_program_rules`]). An untrusted
+    /// project's `allow` rules are not among them.
     pub fn rules(&self) -> &[Rule] {
         &self.rules
     }
 
+    /// The `preCall` hooks, in the order they run: managed, user, local, project, each in
+    /// file order. Entries that could not be read are not among them (they deny instead).
     pub fn pre_call_hooks(&self) -> &[Hook] {
         &self.pre_call
     }
 
+    /// The `postCall` hooks, in the order they run: managed, user, local, project, each in
+    /// file order.
     pub fn post_call_hooks(&self) -> &[Hook] {
         &self.post_call
     }
 
+    /// The `elicitation` hooks, in the order they are asked: managed, user, local, project,
+    /// each in file order.
     pub fn elicitation_hooks(&self) -> &[Hook] {
         &self.elicitation
     }
