@@ -15,7 +15,7 @@ cargo test --workspace --locked "$@"
 # --workspace` just built them with (an example brings in the dev-dependencies' features, as the
 # tests did): nothing to rebuild. `cargo build -p <one package>` picks other features and
 # rebuilt much of the graph, twice (5 of a fresh clone's 26 CI minutes).
-cargo build --workspace --locked --bins --example embed
+cargo build --workspace --locked --bins --example embed --example agent
 # The MCP conformance suite's client scenarios (both suite versions, both protocol
 # generations) against the conformance client built on the library.
 bash scripts/conformance.sh
@@ -43,3 +43,15 @@ for expected in 'readiness: Settled' 'server kit: connected' '  mcp__kit__echo -
     fi
 done
 echo "examples/embed.rs: ok"
+# The agent example (examples/agent.rs): a scripted model against the test server and the
+# reference server-everything, the program's own configuration the whole configuration. Each
+# step prints `ok: ...`; any other outcome exits non-zero, naming the step.
+printf '{"mcpServers": {"kit": {"command": "%s"}, "crashy": {"command": "%s", "args": ["--crash-after", "0"], "restart": "on-failure"}, "everything": {"command": "%s", "args": ["stdio"]}}}\n' \
+    "$target/testkit-server" "$target/testkit-server" "$SWITCHBOARD_PARTNER_EVERYTHING" >"$scratch/agent.json"
+if ! out="$(cd "$scratch" && HOME="$scratch" SWITCHBOARD_STATE_DIR="$scratch/agent-state" \
+    "$target/examples/agent" "$scratch/agent.json" 2>&1)"; then
+    printf 'examples/agent.rs failed:\n%s\n' "$out" >&2
+    exit 1
+fi
+printf '%s\n' "$out"
+echo "examples/agent.rs: ok"
