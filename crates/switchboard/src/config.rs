@@ -415,13 +415,20 @@ pub enum Startup {
     Lazy,
 }
 
-/// What to do when a local server exits on its own.
+/// What to do when a local server exits on its own: an entry's `"restart"`, written
+/// `"never"` or `"on-failure"`. (A remote server whose connection drops is always reconnected
+/// with the same backoff, whatever this says; a long-running host then keeps probing it once
+/// a minute, see [`HostBuilder::one_shot`](crate::HostBuilder::one_shot).)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RestartPolicy {
-    /// Stay `failed` (the seeds' behaviour for stdio servers).
+    /// `"never"`, the default: stay `failed`, with the exit status and stderr tail as the
+    /// cause (the seeds' behaviour for stdio servers). `switchboard mcp reconnect NAME` or
+    /// [`Host::reconnect`](crate::Host::reconnect) starts it again.
     #[default]
     Never,
-    /// Restart with the remote reconnect backoff (1, 2, 4, 8, 16 s; at most 5 tries).
+    /// `"on-failure"`: restart with the remote reconnect backoff (1, 2, 4, 8, 16 s; at most 5
+    /// tries), each scheduled restart an event that carries why the server went
+    /// ([`ServerEvent::Reconnecting`](crate::ServerEvent::Reconnecting)).
     OnFailure,
 }
 
