@@ -68,8 +68,10 @@ pub(crate) async fn probe(
             }
         }
     };
-    // Every server has its own connect timeout; this only guards against a stuck supervisor.
-    let bound = limits.connect_timeout + Duration::from_secs(5);
+    // Every server has its own connect timeout, counted from when its turn to connect comes;
+    // the bound covers the last one's wait for its turn, so a server past its handshake
+    // timeout is shown failed, never still pending (it only guards a stuck supervisor).
+    let bound = host.settle_bound();
     // One listener for the whole probe: once tokio has installed its handler, a signal that
     // arrives while nobody listens is swallowed, not fatal (the tool lookups below ignored
     // Ctrl-C and SIGTERM that way).

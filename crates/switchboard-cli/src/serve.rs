@@ -149,7 +149,7 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
             // Served at once: a slow server holds no client up, but a `required` one is waited
             // for (the user said the gateway needs it), and one that fails stops the start.
             // What else fails is reported when it settles.
-            let bound = host.limits().connect_timeout + std::time::Duration::from_secs(5);
+            let bound = host.settle_bound();
             if let Err(e) = host.wait_required(bound).await {
                 crate::start::report_failures(&host);
                 host.shutdown().await;

@@ -2,8 +2,6 @@
 //! command needs (and every `required` one), the command line's interaction and roots, the
 //! guard process; then waiting for the servers to settle.
 
-use std::time::Duration;
-
 use anyhow::bail;
 use switchboard::ServerState;
 use switchboard::host::{Host, HostBuilder};
@@ -97,7 +95,7 @@ pub(crate) fn host_builder(
 /// Waits for the servers to connect and says which did not, with what a failed one wrote on
 /// stderr last. A `required` server that did not connect fails the command.
 pub(crate) async fn settle(host: &Host) -> anyhow::Result<()> {
-    let bound = host.limits().connect_timeout + Duration::from_secs(5);
+    let bound = host.settle_bound();
     let readiness = host.wait_settled(bound).await;
     report_failures(host);
     readiness?;

@@ -459,6 +459,38 @@ fn rmcp_log_lines_stay_out_of_stderr_by_default() {
     assert!(!stderr.contains("rmcp"), "{stderr}");
 }
 
+/// Issue 41, bug 11: servers connect a few at a time, so with many configured the last ones
+/// start late. A handshake past its own timeout is `failed`, however late its turn came: the
+/// list used to end its wait one connect timeout after the start and show those `… pending`.
+#[test]
+fn a_handshake_past_its_timeout_is_failed_however_many_servers_wait_their_turn() {
+    let tree = ConfigTree::new().unwrap();
+    let hangs: &[&str] = &["--slow-start", "60000"];
+    let names: Vec<String> = (0..8).map(|i| format!("hang{i}")).collect();
+    let servers: Vec<(&str, &[&str], &str)> =
+        names.iter().map(|n| (n.as_str(), hangs, "")).collect();
+    user_config(&tree, &servers);
+    // One at a time, one second each: the last one's turn comes after seven seconds, past
+    // the old wait of one timeout plus five seconds.
+    let out = run_with(
+        &tree,
+        &["mcp", "list"],
+        &[
+            ("MCP_TIMEOUT", "1000"),
+            ("MCP_SERVER_CONNECTION_BATCH_SIZE", "1"),
+        ],
+    );
+    let table = text(&out.stdout, &tree);
+    assert!(!table.contains("pending"), "{table}");
+    assert_eq!(
+        table
+            .matches("✗ failed: no answer to the handshake within 1 s")
+            .count(),
+        8,
+        "{table}"
+    );
+}
+
 fn run_with(tree: &ConfigTree, args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_switchboard"))
         .args(args)

@@ -702,6 +702,37 @@ impl ServerManager {
         self.slots.lock().keys().cloned().collect()
     }
 
+    /// The longest a first settle can take: each class of servers (local, remote) connects a
+    /// few at a time ([`Limits::local_connect_concurrency`], `remote_…`), each within its
+    /// connect timeout, so the last of a class may start only after the others' rounds; plus
+    /// 5 s for the supervisors themselves. Lazy and disabled servers do not count.
+    pub(crate) fn settle_bound(&self) -> Duration {
+        let limits = self.limits();
+        let mut local = (0u32, Duration::ZERO);
+        let mut remote = (0u32, Duration::ZERO);
+        for slot in self.slots.lock().values() {
+            let config = &slot.config;
+            if config.disabled || config.startup == crate::config::Startup::Lazy {
+                continue;
+            }
+            let timeout = config.connect_timeout.unwrap_or(limits.connect_timeout);
+            let class = if config.is_local() {
+                &mut local
+            } else {
+                &mut remote
+            };
+            class.0 += 1;
+            class.1 = class.1.max(timeout);
+        }
+        let rounds = |(count, timeout): (u32, Duration), at_once: usize| {
+            let at_once = u32::try_from(at_once.max(1)).unwrap_or(u32::MAX);
+            timeout.saturating_mul(count.div_ceil(at_once).max(1))
+        };
+        rounds(local, limits.local_connect_concurrency)
+            .max(rounds(remote, limits.remote_connect_concurrency))
+            + Duration::from_secs(5)
+    }
+
     /// The time and size limits the manager was started with.
     pub(crate) fn limits(&self) -> Limits {
         self.shared.options.limits

@@ -186,6 +186,14 @@ impl Host {
         Ok(Readiness::TimedOut { pending })
     }
 
+    /// How long [`wait_settled`](Self::wait_settled) may have to wait for every server's
+    /// first connect: servers connect a few at a time, each within its own connect timeout,
+    /// so the bound is that timeout times the rounds the last one waits, plus 5 s. A wait this
+    /// long sees every server connected or failed, never still connecting.
+    pub fn settle_bound(&self) -> Duration {
+        self.manager.settle_bound()
+    }
+
     /// Waits until every `required` server settled, at most `timeout` (the others are not
     /// waited for): [`HostError::RequiredFailed`] names those that did not connect. What a
     /// gateway waits for before it serves.
