@@ -373,6 +373,40 @@ fn a_fixed_entry_is_not_kept_needing_auth_from_memory() {
     assert!(listed.contains("✓ connected"), "{listed}");
 }
 
+/// Issue 41, bug 3: the needs-auth memory is keyed on the credential sent, not only on the
+/// entry as written: a `${VAR}` in a header that the user fixes is tried at once (it used to
+/// stay `needs auth` for 15 minutes), and the message says what to check and how to retry.
+#[test]
+fn a_fixed_variable_in_a_header_is_tried_at_once() {
+    use switchboard_testkit::{TestServer, Transport};
+    let server = TestServer::start(Transport::Http, ["--require-token", "right"]).unwrap();
+    let tree = ConfigTree::new().unwrap();
+    tree.write(
+        tree.user_file(),
+        &serde_json::json!({"mcpServers": {"api": {
+            "type": "http",
+            "url": server.url(),
+            "headers": {"Authorization": "Bearer ${API_TOKEN}"}
+        }}})
+        .to_string(),
+    )
+    .unwrap();
+    let out = run_with(&tree, &["mcp", "list"], &[("API_TOKEN", "wrong")]);
+    let listed = text(&out.stdout, &tree);
+    assert!(listed.contains("! needs auth"), "{listed}");
+    assert!(
+        listed.contains("check the `Authorization` header's value")
+            && listed.contains("`switchboard mcp reconnect api`"),
+        "{listed}"
+    );
+    // Still wrong: remembered, not tried again.
+    let out = run_with(&tree, &["mcp", "list"], &[("API_TOKEN", "wrong")]);
+    assert!(text(&out.stdout, &tree).contains("! needs auth"));
+    let out = run_with(&tree, &["mcp", "list"], &[("API_TOKEN", "right")]);
+    let listed = text(&out.stdout, &tree);
+    assert!(listed.contains("✓ connected"), "{listed}");
+}
+
 /// `headersHelper` runs before the first request and its headers reach the server; after a
 /// 401 it runs again, and its new headers are sent. A helper that fails names the server, the
 /// field and its stderr, and no header value is printed.

@@ -614,7 +614,10 @@ impl ServerManager {
                         && manager
                             .shared
                             .memory
-                            .needs_auth(&server, &config.hash)
+                            .needs_auth(
+                                &server,
+                                &memory::credential_key(&config, &manager.shared.options.env, true),
+                            )
                             .is_none()
                     {
                         let _ = manager.reconnect(&server);

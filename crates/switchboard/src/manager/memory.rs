@@ -59,6 +59,57 @@ pub(crate) struct Memory {
     shared: Option<SharedStore>,
 }
 
+/// Where a needs-auth record is keyed: the entry's hash, and a fingerprint of the credential
+/// it sent, as resolved now (issue 41, bug 3): a `${VAR}` in a header or a proxy's `tokenEnv`
+/// that the user fixed changes the key, so the fixed value is tried at once rather than after
+/// the record's 15 minutes. Only a SHA-256 of the values is kept, never the values.
+///
+/// A proxy's `tokenCommand` prints its token at connect time, so it cannot be known here:
+/// its fingerprint is this process's (a new command-line run tries again; a long-running host
+/// waits for a reconnect), or none among replicas, which must agree on the key.
+pub(crate) fn credential_key(
+    config: &crate::config::ServerConfig,
+    env: &crate::config::Environment,
+    among_replicas: bool,
+) -> ConfigHash {
+    use crate::config::{TokenSource, Transport};
+    use sha2::{Digest, Sha256};
+    let mut sent = Sha256::new();
+    let mut any = false;
+    let mut add = |part: &str| {
+        any = true;
+        sent.update(part.as_bytes());
+        sent.update([0]);
+    };
+    match &config.transport {
+        Transport::Http(remote) | Transport::Sse(remote) | Transport::WebSocket(remote) => {
+            for (name, value) in &remote.headers {
+                add(name);
+                add(value);
+            }
+        }
+        Transport::Proxy(proxy) => {
+            for (name, value) in &proxy.headers {
+                add(name);
+                add(value);
+            }
+            match &proxy.token {
+                TokenSource::Env(var) => add(env.get(var).unwrap_or_default()),
+                TokenSource::Command(_) if !among_replicas => {
+                    add(&format!("process {}", std::process::id()));
+                }
+                TokenSource::Command(_) | TokenSource::Provider => {}
+            }
+        }
+        _ => {}
+    }
+    if !any {
+        return config.hash.clone();
+    }
+    sent.update(config.hash.0.as_bytes());
+    ConfigHash(hex::encode(sent.finalize()))
+}
+
 fn needs_auth_key(name: &str) -> String {
     format!("{PREFIX}needs-auth:{name}")
 }

@@ -76,6 +76,44 @@ impl Supervisor {
         }
     }
 
+    /// The key of this entry's needs-auth memory: its hash and what it sends as credentials.
+    fn credential_key(&self) -> crate::config::ConfigHash {
+        super::memory::credential_key(
+            &self.config,
+            &self.shared.options.env,
+            self.shared.options.shared.is_some(),
+        )
+    }
+
+    /// A refusal's message with the way out when the credential is the entry's own (a header,
+    /// a proxy's token): no login helps there, the value must change (and a changed value is
+    /// tried at once). Servers that take OAuth keep the message as it is: `mcp login` helps.
+    fn needs_auth_message(&self, message: &str) -> String {
+        use crate::config::{TokenSource, Transport};
+        let message = crate::redact::redact_urls_in(message);
+        let name = self.name();
+        let fix = match &self.config.transport {
+            Transport::Proxy(proxy) => match &proxy.token {
+                TokenSource::Env(var) => format!("check the token in `{var}` (`tokenEnv`)"),
+                TokenSource::Command(_) => "check what `tokenCommand` prints".to_owned(),
+                TokenSource::Provider => return message,
+            },
+            Transport::Http(remote) | Transport::Sse(remote) | Transport::WebSocket(remote)
+                if remote.oauth.is_none()
+                    && remote
+                        .headers
+                        .keys()
+                        .any(|k| k.trim().eq_ignore_ascii_case("authorization")) =>
+            {
+                "check the `Authorization` header's value (and the variable it names)".to_owned()
+            }
+            _ => return message,
+        };
+        format!(
+            "{message}: {fix}; a changed value is tried at once, or run `switchboard mcp reconnect {name}`"
+        )
+    }
+
     fn reconnects_on_close(&self) -> bool {
         match self.config.transport {
             Transport::Stdio(_) | Transport::Sdk => self.config.restart == RestartPolicy::OnFailure,
@@ -139,7 +177,7 @@ impl Supervisor {
             if let Some(message) = self
                 .shared
                 .memory
-                .needs_auth(self.name(), &self.config.hash)
+                .needs_auth(self.name(), &self.credential_key())
             {
                 self.set(ServerState::NeedsAuth { message });
                 match self.idle(&mut control, enabled).await {
@@ -216,8 +254,8 @@ impl Supervisor {
                     Err(ConnectError::NeedsAuth(message)) => {
                         self.shared.memory.set_needs_auth(
                             self.name(),
-                            &self.config.hash,
-                            &crate::redact::redact_urls_in(&message),
+                            &self.credential_key(),
+                            &self.needs_auth_message(&message),
                         );
                         break None;
                     }
@@ -306,8 +344,8 @@ impl Supervisor {
                     // for a login (a reconnect).
                     self.shared.memory.set_needs_auth(
                         self.name(),
-                        &self.config.hash,
-                        &crate::redact::redact_urls_in(&message),
+                        &self.credential_key(),
+                        &self.needs_auth_message(&message),
                     );
                     retries = VecDeque::new();
                 }
