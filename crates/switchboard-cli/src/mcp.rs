@@ -646,7 +646,11 @@ fn get(
             show_secrets
         ))?)
     )?;
-    if let Some(auth) = runtime()?.block_on(crate::mcp_auth::status_line(ctx, entry)) {
+    let asked = matches!(
+        probed.as_ref().map(|p| &p.state),
+        Some(switchboard::ServerState::NeedsAuth { .. })
+    );
+    if let Some(auth) = runtime()?.block_on(crate::mcp_auth::status_line(ctx, entry, asked)) {
         writeln!(out, "  auth:    {}", clean_line(&auth))?;
     }
     writeln!(out, "  gateway: {}", gateway.line)?;

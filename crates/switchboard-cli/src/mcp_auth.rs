@@ -132,7 +132,11 @@ pub(crate) async fn forget_tokens(
 }
 
 /// `logged in (expires in 12 min, refreshable)` / `not logged in`, for `http` and `sse` servers.
-pub(crate) async fn status_line(ctx: &Context, entry: &ServerEntry) -> Option<String> {
+/// `mcp login` is offered only where it can help: the entry configures `oauth`, or the server
+/// asked for authorization (`asked`: the probe found it waiting for a login). An entry that
+/// sends its own `Authorization` header (or a `headersHelper`'s) says so instead, and one that
+/// nothing asked of says that no login is needed.
+pub(crate) async fn status_line(ctx: &Context, entry: &ServerEntry, asked: bool) -> Option<String> {
     let authorizer = authorizer(ctx, entry, None).ok()?;
     Some(match authorizer.status().await {
         Ok(AuthStatus::LoggedIn {
@@ -164,7 +168,29 @@ pub(crate) async fn status_line(ctx: &Context, entry: &ServerEntry) -> Option<St
                 format!("logged in ({})", parts.join(", "))
             }
         }
-        Ok(_) => format!("not logged in (`switchboard mcp login {}`)", entry.name),
+        Ok(_) => {
+            let remote = match entry.config.as_ref().map(|c| &c.transport) {
+                Ok(
+                    switchboard::config::Transport::Http(remote)
+                    | switchboard::config::Transport::Sse(remote),
+                ) => Some(remote),
+                _ => None,
+            };
+            let oauth = remote.is_some_and(|r| r.oauth.is_some());
+            let own_header = remote.is_some_and(|r| {
+                r.headers_helper.is_some()
+                    || r.headers
+                        .keys()
+                        .any(|k| k.trim().eq_ignore_ascii_case("authorization"))
+            });
+            if oauth || asked {
+                format!("not logged in (`switchboard mcp login {}`)", entry.name)
+            } else if own_header {
+                "its own `Authorization` header (no login)".to_owned()
+            } else {
+                "none needed (the server asked for no authorization)".to_owned()
+            }
+        }
         Err(e) => format!("token store unreadable: {e}"),
     })
 }

@@ -373,6 +373,37 @@ fn a_fixed_entry_is_not_kept_needing_auth_from_memory() {
     assert!(listed.contains("✓ connected"), "{listed}");
 }
 
+/// `mcp get` offers `mcp login` only where a login can help (issue 41): not to a public
+/// server, nor to one that sends its own `Authorization` header.
+#[test]
+fn get_offers_a_login_only_to_a_server_that_asks_for_one() {
+    use switchboard_testkit::{TestServer, Transport};
+    let public = TestServer::start(Transport::Http, std::iter::empty::<&str>()).unwrap();
+    let guarded = TestServer::start(Transport::Http, ["--require-token", "right"]).unwrap();
+    let tree = ConfigTree::new().unwrap();
+    tree.write(
+        tree.user_file(),
+        &serde_json::json!({"mcpServers": {
+            "public": {"type": "http", "url": public.url()},
+            "own": {"type": "http", "url": guarded.url(), "headers": {"Authorization": "Bearer right"}},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let get = |name: &str| text(&run(&tree, &["mcp", "get", name]).stdout, &tree);
+    let shown = get("public");
+    assert!(
+        shown.contains("auth:    none needed (the server asked for no authorization)"),
+        "{shown}"
+    );
+    assert!(!shown.contains("mcp login"), "{shown}");
+    let shown = get("own");
+    assert!(
+        shown.contains("auth:    its own `Authorization` header (no login)"),
+        "{shown}"
+    );
+}
+
 /// Issue 41, bug 3: the needs-auth memory is keyed on the credential sent, not only on the
 /// entry as written: a `${VAR}` in a header that the user fixes is tried at once (it used to
 /// stay `needs auth` for 15 minutes), and the message says what to check and how to retry.
