@@ -178,7 +178,7 @@ fn a_plugin_folder_provides_servers_until_it_is_disabled_or_removed() {
 }
 
 #[test]
-fn a_plugin_in_a_local_git_repository_is_cloned_and_updated() {
+fn a_plugin_from_a_repository_url_is_cloned_and_updated_a_path_is_used_in_place() {
     let tree = ConfigTree::new().unwrap();
     let repo = tree.root().join("repos/demo");
     plugin_folder(&repo, "demo", "1.0.0");
@@ -199,16 +199,21 @@ fn a_plugin_in_a_local_git_repository_is_cloned_and_updated() {
     ok(&tree, &["plugin", "update", "demo"]);
     assert_eq!(plugins(&tree)[0]["version"], "2.0.0");
 
-    // Removing a clone deletes it; a plain path to a repository is cloned too.
+    // Removing a clone deletes it. A plain path to a repository is a folder like any other
+    // (issue 41): used where it is, never pulled by `plugin update`, kept by `plugin remove`.
     ok(&tree, &["plugin", "remove", "demo"]);
     assert!(!path.exists());
     ok(&tree, &["plugin", "add", repo.to_str().unwrap()]);
-    let cloned = plugin_path(&tree);
-    assert!(
-        cloned.starts_with(tree.state_dir().join("plugins")),
-        "{cloned:?}"
-    );
+    assert_eq!(plugin_path(&tree), repo);
     call_echo(&tree, "mcp__plugin_demo_more__echo");
+    let refused = run(&tree, &["plugin", "update", "demo"]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("used where it is, not a clone"),
+        "{refused:?}"
+    );
+    ok(&tree, &["plugin", "remove", "demo"]);
+    assert!(repo.join(".git").exists());
 }
 
 #[test]

@@ -348,7 +348,13 @@ fn json_kind(value: &serde_json::Value) -> &'static str {
 
 /// Whether `source` names a git repository: a URL, or a local folder holding `.git`.
 fn is_git(source: &str, cwd: &Path) -> bool {
-    source.contains("://") || source.starts_with("git@") || cwd.join(source).join(".git").exists()
+    is_git_url(source) || cwd.join(source).join(".git").exists()
+}
+
+/// A repository's URL (`https://…`, `file://…`, `git@host:…`), which a plugin is cloned
+/// from; a path to a folder is used where it is, git repository or not.
+fn is_git_url(source: &str) -> bool {
+    source.contains("://") || source.starts_with("git@")
 }
 
 /// How long a `git` command may take (a clone of a large repository over a slow link).
@@ -541,7 +547,9 @@ fn install(
     location: &str,
 ) -> Result<PluginInfo, ConfigError> {
     let store = paths.state_dir.join("plugins");
-    let (root, cloned) = if is_git(location, &paths.cwd) {
+    // A path is used in place (as a folder is), even when it holds a repository: the user
+    // edits it there. A URL is cloned.
+    let (root, cloned) = if is_git_url(location) {
         let target = clone_named(paths, location, &store, plugin_name, |name, target| {
             format!(
                 "plugin `{name}` is already installed ({})\n  hint: remove it first with `switchboard plugin remove {name}`",
@@ -686,9 +694,12 @@ pub fn update_plugin(
     scope: Option<Scope>,
 ) -> Result<PluginInfo, ConfigError> {
     let plugin = find(plugins, name, scope)?;
-    if !plugin.path.join(".git").exists() {
+    // Only a clone Switchboard made is pulled: a folder used in place is the user's own (a
+    // working copy of theirs is never pulled behind their back).
+    let clone = plugin.path.starts_with(paths.state_dir.join("plugins"));
+    if !clone || !plugin.path.join(".git").exists() {
         return Err(ConfigError::Plugin(format!(
-            "plugin `{name}` is a folder, not a git clone; it is read where it is ({})",
+            "plugin `{name}` is a folder used where it is, not a clone; it is read there ({}), so update it there",
             plugin.path.display()
         )));
     }
