@@ -507,6 +507,13 @@ fn list(
                 "No MCP servers configured. Add one with `switchboard mcp add NAME -- COMMAND [ARGS...]`."
             );
         }
+        // A disabled plugin's servers are not entries: say where they went.
+        for plugin in loaded.plugins.iter().filter(|p| !p.enabled) {
+            eprintln!(
+                "plugin `{}` ({} scope) is disabled: its servers are left out (`switchboard plugin enable {}`)",
+                plugin.name, plugin.scope, plugin.name
+            );
+        }
         let rows: Vec<Vec<String>> = loaded
             .servers
             .iter()

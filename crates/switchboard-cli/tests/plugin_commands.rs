@@ -161,6 +161,13 @@ fn a_plugin_folder_provides_servers_until_it_is_disabled_or_removed() {
         assert!(stderr.contains("comes from plugin `demo`"), "{stderr}");
     }
     ok(&tree, &["plugin", "disable", "demo"]);
+    // `mcp list` says where the servers went, not only that there are none.
+    let listed = run(&tree, &["mcp", "list"]);
+    let stderr = String::from_utf8_lossy(&listed.stderr);
+    assert!(
+        stderr.contains("plugin `demo` (user scope) is disabled: its servers are left out"),
+        "{stderr}"
+    );
     let names = tools(&tree);
     assert!(
         !names.iter().any(|n| n.contains("plugin_demo")),
