@@ -21,7 +21,11 @@ pub(crate) fn run(ctx: &Context, command: Command) -> anyhow::Result<ExitCode> {
         .build()?;
     runtime.block_on(async {
         let only = servers_needed(&command);
-        let planned = crate::start::builder(ctx, only)?;
+        let is_call = matches!(command, Command::Call { .. });
+        let planned = match only {
+            Some(only) if is_call => crate::start::builder_for_call(ctx, only)?,
+            only => crate::start::builder(ctx, only)?,
+        };
         let host = planned.builder.start()?;
         let outcome = tokio::select! {
             outcome = dispatch(&host, command) => outcome,
@@ -32,12 +36,19 @@ pub(crate) fn run(ctx: &Context, command: Command) -> anyhow::Result<ExitCode> {
         };
         host.shutdown().await;
         // What could run has run; errors in the configuration (on stderr) still fail the
-        // command, so a script notices a broken entry before it matters.
+        // command, so a script notices a broken entry before it matters. A call that
+        // succeeded is the exception: its result is what the script asked for, and an
+        // unrelated broken entry or rule is a warning (above, on stderr), not its failure.
         outcome.map(|code| {
-            if planned.config_errors {
-                ExitCode::FAILURE
-            } else {
+            if !planned.config_errors {
                 code
+            } else if is_call && code == ExitCode::SUCCESS {
+                eprintln!(
+                    "warning: the configuration has errors (above); the call itself succeeded"
+                );
+                code
+            } else {
+                ExitCode::FAILURE
             }
         })
     })

@@ -21,6 +21,21 @@ pub(crate) struct Planned {
 /// The host's builder for these servers, after checking that each can start. The
 /// configuration's errors are printed on stderr (its warnings are for `mcp list`).
 pub(crate) fn builder(ctx: &Context, only: Option<Vec<String>>) -> anyhow::Result<Planned> {
+    builder_with(ctx, only, true)
+}
+
+/// [`builder`], for a command that needs only the servers it names (`switchboard call`): a
+/// `required` server is not started for it (`required` governs `mcp list` and the start of
+/// the commands that list or serve, not one call).
+pub(crate) fn builder_for_call(ctx: &Context, only: Vec<String>) -> anyhow::Result<Planned> {
+    builder_with(ctx, Some(only), false)
+}
+
+fn builder_with(
+    ctx: &Context,
+    only: Option<Vec<String>>,
+    with_required: bool,
+) -> anyhow::Result<Planned> {
     let config = ctx.load();
     print_issues(
         &config
@@ -46,7 +61,7 @@ pub(crate) fn builder(ctx: &Context, only: Option<Vec<String>>) -> anyhow::Resul
     }
     // A `required` server is started by every command: none runs without it.
     let only = only.map(|mut names| {
-        for required in config.startable().filter(|c| c.required) {
+        for required in config.startable().filter(|c| c.required && with_required) {
             if !names.iter().any(|n| n == required.name.as_str()) {
                 names.push(required.name.as_str().to_owned());
             }

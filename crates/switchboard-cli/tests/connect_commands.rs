@@ -110,10 +110,9 @@ fn a_required_server_that_fails_makes_list_exit_non_zero() {
     );
     let out = run(&tree, &["mcp", "list"]);
     assert_eq!(out.status.code(), Some(1));
-    // Every command that connects honours `required`, not only `mcp list`.
+    // Every command that lists or serves honours `required`, not only `mcp list`.
     for args in [
         &["tools"][..],
-        &["call", "fine", "echo", "{\"text\": \"hi\"}"],
         &["resources"],
         &["prompts"],
         &["serve", "--stdio"],
@@ -126,6 +125,40 @@ fn a_required_server_that_fails_makes_list_exit_non_zero() {
             text(&out.stderr, &tree)
         );
     }
+    // A call of another server is not a listing (issue 41): it runs and exits 0, and the
+    // required server is not even started for it.
+    let out = run(&tree, &["call", "fine", "echo", "{\"text\": \"hi\"}"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr, &tree));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hi\n");
+    assert!(!text(&out.stderr, &tree).contains("needed"), "{out:?}");
+}
+
+/// A call that succeeded exits 0 even when an unrelated part of the configuration is
+/// broken (issue 41): the error is on stderr, with a warning that the call itself succeeded.
+#[test]
+fn a_successful_call_exits_0_despite_an_unrelated_bad_rule() {
+    let tree = ConfigTree::new().unwrap();
+    let bin = switchboard_testkit::server_bin();
+    tree.write(
+        tree.user_file(),
+        &serde_json::json!({
+            "mcpServers": {"fine": {"command": bin}},
+            "permissions": {"allow": ["not a pattern"]}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let out = run(&tree, &["call", "fine", "echo", "{\"text\": \"hi\"}"]);
+    let stderr = text(&out.stderr, &tree);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hi\n");
+    assert!(
+        stderr.contains("`not a pattern` is not an MCP tool pattern"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("the call itself succeeded"), "{stderr}");
+    // Other commands still fail on it, so a script notices.
+    assert_eq!(run(&tree, &["tools"]).status.code(), Some(1));
 }
 
 #[test]
