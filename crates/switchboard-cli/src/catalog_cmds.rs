@@ -293,12 +293,29 @@ async fn call(
         Some(_) => (name.to_owned(), rest.first().map(String::as_str)),
         None => {
             let tool = rest.first().with_context(|| format!("name the tool: `switchboard call {name} TOOL`, or `switchboard call mcp__{name}__TOOL`"))?;
-            let qualified = host.tool_name(name, tool).await?;
+            // A server whose listing fails may still serve the tool: it is called by name.
+            let qualified = match host.tool_name(name, tool).await {
+                Ok(qualified) => qualified,
+                Err(switchboard::CatalogError::List { .. }) => {
+                    QualifiedName::new(name, tool).into_string()
+                }
+                Err(e) => return Err(e.into()),
+            };
             (qualified, rest.get(1).map(String::as_str))
         }
     };
-    let tool = host.tool(&qualified).await?;
-    let args = arguments(&tool.input_schema, inline, pairs)?;
+    let schema = match host.tool(&qualified).await {
+        Ok(tool) => tool.input_schema,
+        Err(switchboard::CallError::Catalog { source, .. })
+            if matches!(*source, switchboard::CatalogError::List { .. }) =>
+        {
+            // The outcome's note says the listing failed; with no schema, `--arg` values
+            // are sent as text (write the arguments as JSON for other types).
+            json!({"type": "object"})
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let args = arguments(&schema, inline, pairs)?;
 
     let (progress_tx, mut progress_rx) =
         tokio::sync::mpsc::unbounded_channel::<switchboard::Progress>();

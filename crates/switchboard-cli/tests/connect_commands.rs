@@ -133,6 +133,28 @@ fn a_required_server_that_fails_makes_list_exit_non_zero() {
     assert!(!text(&out.stderr, &tree).contains("needed"), "{out:?}");
 }
 
+/// A server whose `tools/list` fails may still serve its tools (issue 41): `call` tries the
+/// tool by its name and says that the listing failed, instead of refusing.
+#[test]
+fn a_tool_of_a_server_whose_listing_fails_is_called_by_name() {
+    let tree = ConfigTree::new().unwrap();
+    user_config(&tree, &[("broken", &["--fail-tools-list"], "")]);
+    for args in [
+        &["call", "broken", "echo", "{\"text\": \"still here\"}"][..],
+        &["call", "mcp__broken__echo", "--arg", "text=still here"],
+    ] {
+        let out = run(&tree, args);
+        let stderr = text(&out.stderr, &tree);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "still here\n");
+        assert!(
+            stderr.contains("server `broken`: cannot list tools")
+                && stderr.contains("called by its name"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
 /// A call that succeeded exits 0 even when an unrelated part of the configuration is
 /// broken (issue 41): the error is on stderr, with a warning that the call itself succeeded.
 #[test]

@@ -53,6 +53,10 @@ pub struct Options {
     #[arg(long)]
     pub hang_tools_list: bool,
 
+    /// `tools/list` answers with an error (-32603); calls are still served.
+    #[arg(long)]
+    pub fail_tools_list: bool,
+
     /// (sse) Once a `tools/call` is posted, the event stream sends one event that never ends:
     /// `data:` lines of 64 KiB, forever, with no blank line (the call itself is not served).
     #[arg(long)]

@@ -41,6 +41,7 @@ struct Shared {
     log_lists: bool,
     /// `--hang-tools-list`: `tools/list` never answers.
     hang_tools_list: bool,
+    fail_tools_list: bool,
     /// The tool list: the fixed tools, the generated and named ones, and those `add_tool`
     /// added at run time.
     tools: std::sync::Mutex<Vec<Tool>>,
@@ -118,6 +119,7 @@ impl Toolbox {
                 endless_pages: options.endless_pages,
                 log_lists: options.log_lists,
                 hang_tools_list: options.hang_tools_list,
+                fail_tools_list: options.fail_tools_list,
                 tools: std::sync::Mutex::new(tools),
                 url_counters: crate::ask::UrlCounters::default(),
                 ask_tools: options.ask_tools,
@@ -483,6 +485,12 @@ impl ServerHandler for Toolbox {
         if self.shared.hang_tools_list {
             eprintln!("tools/list hangs");
             std::future::pending::<()>().await;
+        }
+        if self.shared.fail_tools_list {
+            return Err(ErrorData::internal_error(
+                "tools/list is broken (--fail-tools-list)",
+                None,
+            ));
         }
         if self.shared.log_lists {
             eprintln!("tools/list answered");

@@ -801,6 +801,30 @@ impl Catalog {
         }))
     }
 
+    /// A tool its server did not list (its `tools/list` failed), to be called by its name as
+    /// written: no schema to check the arguments or the result against, no traits.
+    pub(crate) fn unlisted(name: &QualifiedName) -> ToolRef {
+        let tool = Tool {
+            qualified_name: name.as_str().to_owned(),
+            server: Some(name.server().to_owned()),
+            name: name.tool_part().to_owned(),
+            display_name: name.tool_part().to_owned(),
+            title: None,
+            description: None,
+            input_schema: serde_json::json!({"type": "object"}),
+            output_schema: None,
+            traits: ToolTraits::default(),
+            icons: None,
+            meta: None,
+        };
+        ToolRef {
+            name: name.clone(),
+            held: Held::Own(Box::new(tool)),
+            input: None,
+            output: None,
+        }
+    }
+
     /// Where a name is found: the `authenticate` pseudo-tool, a built-in (which wins over a
     /// server's tool of that name), or a server's list (not hidden).
     async fn lookup<'a>(

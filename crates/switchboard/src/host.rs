@@ -925,14 +925,27 @@ impl Host {
         if let Some(name) = &name {
             self.ensure_connected(name.server(), qualified).await?;
         }
-        let target = self
-            .catalog
-            .resolve(qualified, name.as_ref())
-            .await
-            .map_err(|e| self.lookup_error(qualified, e))?
-            .ok_or_else(|| CallError::Builtin {
+        let target = match self.catalog.resolve(qualified, name.as_ref()).await {
+            Ok(target) => target.ok_or_else(|| CallError::Builtin {
                 tool: qualified.to_owned(),
-            })?;
+            })?,
+            // The server is up but its listing failed: it may still serve the tool (a
+            // server's list can break on one bad entry). The call goes by its name, with
+            // nothing to check the arguments against, and the outcome says why.
+            Err(CatalogError::List { server, source }) if name.is_some() => {
+                let listing = crate::error_chain(&CatalogError::List { server, source });
+                let unlisted = name.as_ref().map(Catalog::unlisted);
+                let Some(target) = unlisted else {
+                    return Err(CallError::NoSuchTool(qualified.to_owned()));
+                };
+                let mut outcome = self.call_resolved(&target, arguments, options).await?;
+                outcome.notes.push(format!(
+                    "{listing}: `{qualified}` was called by its name, its arguments unchecked"
+                ));
+                return Ok(outcome);
+            }
+            Err(e) => return Err(self.lookup_error(qualified, e)),
+        };
         self.call_resolved(&target, arguments, options).await
     }
 
