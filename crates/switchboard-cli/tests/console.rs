@@ -526,6 +526,73 @@ fn d_disables_the_selected_server_and_e_enables_it_again() {
 }
 
 #[test]
+fn e_enables_a_server_disabled_in_its_file_as_mcp_enable_does() {
+    let tree = ConfigTree::new().unwrap();
+    let off = format!(
+        "{{\"command\": {}, \"args\": [], \"disabled\": true}}",
+        serde_json::to_string(&switchboard_testkit::server_bin()).unwrap()
+    );
+    write_servers(
+        &tree,
+        &tree.user_file(),
+        &[("kit", server_entry(&[])), ("off", off.clone())],
+    );
+    // A project server approved as it is, disabled.
+    write_servers(&tree, &tree.project_file(), &[("proj", off)]);
+    let approve = switchboard(&tree, &["mcp", "approve", "proj"]);
+    assert!(approve.status.success(), "{approve:?}");
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["kit", "✓ connected", "9"]);
+    console.wait_line(&["off", "user", "- disabled"]);
+    console.wait_line(&["proj", "project", "- disabled"]);
+    // `r` says what to do instead of "no server named".
+    console.keys("\x1b[Br");
+    console.wait_until("the hint", |s| {
+        s.contains("`off` is disabled in its file: e enables it")
+    });
+    console.keys("e");
+    console.wait_line(&["off", "user", "stdio", "✓ connected", "9"]);
+    let screen = console.wait_until("the note", |s| s.contains("Enabled `off` in user scope"));
+    assert!(!screen.contains("no server named"), "{screen}");
+    console.wait_line(&["kit", "✓ connected", "9"]);
+    // The project's: enabling it is the user's own edit, so it stays approved and starts.
+    console.keys("\x1b[Be");
+    console.wait_line(&["proj", "project", "stdio", "✓ connected", "9"]);
+    console.wait_until("the note", |s| {
+        s.contains("Enabled `proj` in project scope")
+    });
+    assert_eq!(console.quit(), Some(0));
+
+    // Written as `mcp enable` writes it: the field is gone, the rest of the entry kept.
+    for file in [tree.user_file(), tree.project_file()] {
+        let written = std::fs::read_to_string(&file).unwrap();
+        assert!(!written.contains("disabled"), "{written}");
+        assert!(written.contains("\"command\""), "{written}");
+    }
+    let list = switchboard(&tree, &["mcp", "list"]);
+    let stdout = String::from_utf8_lossy(&list.stdout);
+    for name in ["off", "proj"] {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.contains(name) && l.contains("✓ connected")),
+            "{stdout}"
+        );
+    }
+}
+
+/// `switchboard ARGS` in the tree's project, off the terminal.
+fn switchboard(tree: &ConfigTree, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(args)
+        .current_dir(tree.project())
+        .env_clear()
+        .envs(tree.env())
+        .output()
+        .unwrap()
+}
+
+#[test]
 fn l_logs_in_to_a_server_that_needs_it_and_o_logs_out() {
     use switchboard_testkit::{TestServer, Transport};
     let server = TestServer::start(Transport::Http, ["--oauth"]).unwrap();

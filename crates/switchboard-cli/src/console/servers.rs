@@ -1,6 +1,7 @@
 //! The servers view: every configured server with its scope, transport, live state, tool
 //! count and last error, the selected one's details (target, stderr tail) below; `r`
-//! reconnects, `e`/`d` enable/disable for this run, `l` logs in (OAuth, through
+//! reconnects, `e`/`d` enable/disable for this run (`e` on an entry its file disables edits
+//! the file as `mcp enable` does, then reloads), `l` logs in (OAuth, through
 //! [`Host::login`](switchboard::host::Host::login)), `o` logs out (as `mcp logout`), `a`/`x`
 //! approve/reject a project server (recorded as `mcp approve`/`reject` do, through
 //! [`Host::decide_project_servers`](switchboard::host::Host::decide_project_servers)), `Enter`
@@ -14,9 +15,11 @@ use ratatui::style::Color;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState, Wrap};
 use switchboard::ServerState;
-use switchboard::config::{ConfigSet, Decision, EntryStatus, Scope, ServerEntry};
+use switchboard::config::{
+    Approval, ConfigEdit, ConfigError, ConfigSet, Decision, EntryStatus, Scope, ServerEntry,
+};
 
-use super::{App, Flow};
+use super::{App, Done, Flow};
 use crate::output::{clean, clean_line, kind_and_target, status};
 
 /// One row: the entry as configured and, once the host started it, its state.
@@ -48,7 +51,14 @@ pub(super) fn on_key(app: &mut App, key: KeyEvent) -> Flow {
         }
         KeyCode::Up | KeyCode::Char('k') => app.selected = app.selected.saturating_sub(1),
         KeyCode::Char(c @ ('r' | 'e' | 'd')) => {
-            if let Some(name) = selected {
+            // An entry the host did not start (its file disables it, it waits for approval):
+            // the host has no server of that name to act on.
+            if let Some(entry) = entry.filter(|e| app.host.server_state(&e.name).is_none()) {
+                match entry.status() {
+                    EntryStatus::Disabled if c == 'e' => enable_in_file(app, entry),
+                    _ => app.message = Some(not_started(entry, c)),
+                }
+            } else if let Some(name) = selected {
                 let (verb, result) = match c {
                     'r' => ("Reconnecting", app.host.reconnect(&name)),
                     'e' => ("Enabled", app.host.set_enabled(&name, true)),
@@ -96,6 +106,101 @@ pub(super) fn on_key(app: &mut App, key: KeyEvent) -> Flow {
         _ => {}
     }
     Flow::Go
+}
+
+/// What `r`, `e` or `d` (`key`) on an entry the host did not start says.
+fn not_started(entry: &ServerEntry, key: char) -> String {
+    let name = &entry.name;
+    match entry.status() {
+        EntryStatus::Disabled if key == 'd' => {
+            format!(
+                "`{name}` is disabled already, in its file ({})",
+                entry.origin
+            )
+        }
+        EntryStatus::Disabled => format!("`{name}` is disabled in its file: e enables it"),
+        EntryStatus::PendingApproval | EntryStatus::ChangedSinceApproval => {
+            format!("`{name}` waits for approval: a approves it")
+        }
+        EntryStatus::Rejected => format!("`{name}` is rejected for this project: a approves it"),
+        EntryStatus::Denied(reason) => format!("`{name}` is denied: {reason}"),
+        EntryStatus::Invalid(issue) => format!("`{name}` is invalid: {}", issue.message),
+        EntryStatus::Ready => format!("`{name}` has not started"),
+    }
+}
+
+/// `e` on an entry its file disables: the edit `switchboard mcp enable` makes (`"disabled"`
+/// removed from the entry in the file that defines it, the rest untouched), then the
+/// configuration read again, so the server starts.
+fn enable_in_file(app: &mut App, entry: &ServerEntry) {
+    let name = entry.name.clone();
+    if let Some(plugin) = &entry.plugin {
+        app.message = Some(format!(
+            "`{name}` comes from plugin `{plugin}`: `switchboard plugin enable {plugin}` enables it"
+        ));
+        return;
+    }
+    let scope = entry.origin.scope;
+    if !Scope::WRITABLE.contains(&scope) {
+        app.message = Some(format!(
+            "`{name}` comes from {}, which switchboard does not edit",
+            entry.origin
+        ));
+        return;
+    }
+    let (default_file, location, mode) = app.host.current_config().paths.scope_file(scope);
+    let file = entry.origin.file.clone().unwrap_or(default_file);
+    let edited = ConfigEdit::open(&file, location, mode).and_then(|mut edit| {
+        if !edit.set_field(&name, "disabled", None)? {
+            return Err(ConfigError::NotFound {
+                name: name.clone(),
+                scope: Some(scope),
+            });
+        }
+        edit.save()?;
+        Ok(edit.path().to_owned())
+    });
+    let path = match edited {
+        Ok(path) => path,
+        Err(e) => {
+            app.message = Some(format!("`{name}`: {}", switchboard::error_chain(&e)));
+            return;
+        }
+    };
+    app.message = Some(format!(
+        "Enabled `{name}` in {scope} scope ({})",
+        path.display()
+    ));
+    // Enabling is the user's own edit: an approved project entry stays approved.
+    let approved = scope == Scope::Project && entry.approval == Approval::Approved;
+    let host = app.host.clone();
+    let done = app.done.clone();
+    tokio::spawn(async move {
+        let mut reloaded = host.reload().await.map(|_| ());
+        if reloaded.is_ok() && approved {
+            reloaded = host
+                .decide_project_servers(std::slice::from_ref(&name), Decision::Approved)
+                .await
+                .map(|_| ());
+        }
+        let failed = match reloaded {
+            Err(e) => Some(switchboard::error_chain(&e)),
+            Ok(()) if host.server_state(&name).is_none() => {
+                let config = host.current_config();
+                let entry = config.servers.iter().find(|e| e.name == name);
+                Some(entry.map_or_else(
+                    || "it is no longer configured".to_owned(),
+                    |e| status(e).0.to_owned(),
+                ))
+            }
+            Ok(()) => None,
+        };
+        if let Some(why) = failed {
+            let _ = done.send(Done::Note(format!(
+                "Enabled `{name}` in its file, but it did not start: {why}"
+            )));
+        }
+    });
 }
 
 pub(super) fn draw(app: &App, frame: &mut ratatui::Frame<'_>) {
