@@ -139,6 +139,7 @@ async fn console(
         questions: VecDeque::new(),
         opener,
         opened: 0,
+        awaiting: BTreeMap::new(),
     };
     app.count_tools();
     // What is read at each draw and has no event of its own (a server's stderr tail) is
@@ -155,6 +156,7 @@ async fn console(
                     Flow::Go => {}
                     Flow::Quit => break Ok(()),
                     Flow::Logout(name) => {
+                        app.awaiting.remove(&name);
                         app.message = Some(format!("Logging out of `{name}`…"));
                         let _ = screen.terminal.draw(|frame| app.draw(frame));
                         app.message = Some(match crate::mcp_auth::forget_tokens(ctx, &name, None).await {
@@ -317,6 +319,13 @@ enum Done {
     },
     /// A line for the bottom of the screen.
     Note(String),
+    /// About an action on `server` whose outcome the message line waits for: `note` (a
+    /// login's URL) is shown while it still waits; `failed`, the action ended here.
+    Awaited {
+        server: String,
+        note: String,
+        failed: bool,
+    },
     /// What the catalogue's search found for `query` among `server`'s tools.
     Searched {
         server: String,
@@ -380,6 +389,57 @@ struct App {
     opener: Arc<switchboard::auth::SystemOpener>,
     /// The number of the last view opened with [`View::Open`].
     opened: u64,
+    /// Actions on servers whose outcome the message line waits for, by server.
+    awaiting: BTreeMap<String, Awaited>,
+}
+
+/// An action on a server whose outcome replaces its message ("Reconnecting…", a login's URL)
+/// once the server has gone through connecting and settled.
+struct Awaited {
+    action: Action,
+    /// The server was seen connecting since: the next settled state is the outcome (before,
+    /// a state is the one the action started from).
+    started: bool,
+}
+
+enum Action {
+    Reconnect,
+    Login,
+    /// Enabled, as this message said (for this session, or in the file).
+    Enable(String),
+}
+
+impl Action {
+    /// What the message line says once the server is in `state`; `None` while it connects.
+    fn outcome(&self, server: &str, state: &ServerState) -> Option<String> {
+        let lead = match self {
+            Action::Reconnect => format!("Reconnecting `{server}`"),
+            Action::Login => format!("Logged in to `{server}`"),
+            Action::Enable(message) => message.clone(),
+        };
+        Some(match (self, state) {
+            (_, ServerState::Pending { .. }) => return None,
+            (Action::Reconnect, ServerState::Connected(_)) => {
+                format!("Reconnected `{server}`: connected")
+            }
+            (_, ServerState::Connected(_)) => format!("{lead}: connected"),
+            (Action::Reconnect, ServerState::Failed(f)) => format!("{lead} failed: {}", f.message),
+            (_, ServerState::Failed(f)) => format!("{lead}, but it failed: {}", f.message),
+            (Action::Login, ServerState::NeedsAuth { message }) => {
+                format!("`{server}` still needs authorization: {message}")
+            }
+            (Action::Reconnect, ServerState::NeedsAuth { message }) => {
+                format!("`{server}` needs authorization (l logs in): {message}")
+            }
+            (_, ServerState::NeedsAuth { message }) => {
+                format!("{lead}; it needs authorization (l logs in): {message}")
+            }
+            (_, ServerState::Lazy { .. }) => {
+                format!("{lead}: lazy, it connects when a request needs it")
+            }
+            (_, ServerState::Disabled) => format!("`{server}` is disabled"),
+        })
+    }
 }
 
 impl App {
@@ -582,6 +642,7 @@ impl App {
                 self.retry.insert(server, delay);
             }
             HostEvent::Server(ServerEvent::State { server, state }) => {
+                self.settled(&server, &state);
                 if !matches!(state, ServerState::Failed(_)) {
                     self.retry.remove(&server);
                 }
@@ -589,9 +650,50 @@ impl App {
                     self.tool_counts.remove(&server);
                 }
             }
+            // Missed states: what the awaited servers are in now is their outcome.
+            HostEvent::Lagged { .. } => {
+                let names: Vec<String> = self.awaiting.keys().cloned().collect();
+                for name in names {
+                    if let Some(state) = self.host.server_state(&name) {
+                        if let Some(awaited) = self.awaiting.get_mut(&name) {
+                            awaited.started = true;
+                        }
+                        self.settled(&name, &state);
+                    }
+                }
+            }
             _ => {}
         }
         self.count_tools();
+    }
+
+    /// Waits for the outcome of `action` on `server`, which replaces the message line then.
+    fn await_outcome(&mut self, server: &str, action: Action) {
+        self.awaiting.insert(
+            server.to_owned(),
+            Awaited {
+                action,
+                started: false,
+            },
+        );
+    }
+
+    /// `server` is in `state`: the outcome of an action awaited on it, once it connected.
+    fn settled(&mut self, server: &str, state: &ServerState) {
+        let Some(awaited) = self.awaiting.get_mut(server) else {
+            return;
+        };
+        match state {
+            ServerState::Pending { .. } => awaited.started = true,
+            // A lazy server does not connect when enabled or logged in to: it says so at once.
+            ServerState::Lazy { .. } => {}
+            _ if !awaited.started => return,
+            _ => {}
+        }
+        if let Some(outcome) = awaited.action.outcome(server, state) {
+            self.awaiting.remove(server);
+            self.message = Some(outcome);
+        }
     }
 
     fn on_result(&mut self, done: Done) {
@@ -618,6 +720,19 @@ impl App {
                 }
             }
             Done::Note(note) => self.message = Some(note),
+            Done::Awaited {
+                server,
+                note,
+                failed,
+            } => {
+                // Once the outcome is known, a late note (the URL of a login done) is not news.
+                if self.awaiting.contains_key(&server) || failed {
+                    self.message = Some(note);
+                }
+                if failed {
+                    self.awaiting.remove(&server);
+                }
+            }
             Done::Searched {
                 server,
                 query,
@@ -708,15 +823,23 @@ impl App {
         let host = self.host.clone();
         let done = self.done.clone();
         self.message = Some(format!("Logging in to `{server}`…"));
+        self.await_outcome(&server, Action::Login);
         tokio::spawn(async move {
-            let note = match host.login(&server).await {
-                Ok(url) => format!(
-                    "Log in to `{server}` in the browser (opened), or open: {}",
-                    url
+            let (note, failed) = match host.login(&server).await {
+                Ok(url) => (
+                    format!("Log in to `{server}` in the browser (opened), or open: {url}"),
+                    false,
                 ),
-                Err(e) => format!("`{server}`: {}", switchboard::error_chain(&e)),
+                Err(e) => (
+                    format!("`{server}`: {}", switchboard::error_chain(&e)),
+                    true,
+                ),
             };
-            let _ = done.send(Done::Note(note));
+            let _ = done.send(Done::Awaited {
+                server,
+                note,
+                failed,
+            });
         });
     }
 

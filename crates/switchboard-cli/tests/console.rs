@@ -522,6 +522,37 @@ fn d_disables_the_selected_server_and_e_enables_it_again() {
     console.wait_line(&["one", "✓ connected", "9"]);
     console.keys("e");
     console.wait_line(&["two", "✓ connected", "9"]);
+    console.wait_until("the outcome", |s| {
+        s.contains("Enabled `two` for this session: connected")
+    });
+    assert_eq!(console.quit(), Some(0));
+}
+
+#[test]
+fn the_message_line_says_how_a_reconnect_ended() {
+    let tree = ConfigTree::new().unwrap();
+    let broken = r#"{"command": "sh", "args": ["-c", "echo broken on purpose >&2; exit 1"]}"#;
+    write_servers(
+        &tree,
+        &tree.user_file(),
+        &[("broken", broken.to_owned()), ("kit", server_entry(&[]))],
+    );
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["broken", "✗ failed"]);
+    console.wait_line(&["kit", "✓ connected", "9"]);
+    // "Reconnecting…" gives way to how it went: failed, and why.
+    console.keys("r");
+    let screen = console.wait_until("the failure", |s| {
+        s.contains("Reconnecting `broken` failed: the server exited")
+    });
+    assert!(!screen.contains("Reconnecting `broken`…"), "{screen}");
+    // Connected.
+    console.keys("\x1b[Br");
+    let screen = console.wait_until("the reconnect", |s| {
+        s.contains("Reconnected `kit`: connected")
+    });
+    assert!(!screen.contains("Reconnecting `kit`…"), "{screen}");
+    console.wait_line(&["kit", "✓ connected", "9"]);
     assert_eq!(console.quit(), Some(0));
 }
 
@@ -605,19 +636,44 @@ fn l_logs_in_to_a_server_that_needs_it_and_o_logs_out() {
             format!(r#"{{"type": "http", "url": "{}"}}"#, server.url()),
         )],
     );
-    // The browser: curl following the redirects, as a user clicking through.
+    // The browser: curl following the redirects, as a user clicking through, once the test
+    // says so (a line on the FIFO `click`).
+    let click = tree.home().join("click");
+    let made = Command::new("mkfifo").arg(&click).status().unwrap();
+    assert!(made.success());
+    let browser = tree.home().join("browser.sh");
+    std::fs::write(
+        &browser,
+        format!(
+            "#!/bin/sh\nread go < {}\nexec curl --silent --location --output /dev/null \"$1\"\n",
+            click.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &browser,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
     let mut console = Console::start_with(
         &tree,
         &["console"],
-        &[("BROWSER", "curl --silent --location --output /dev/null")],
+        &[("BROWSER", browser.to_str().unwrap())],
     );
     console.wait_line(&["guarded", "user", "http", "! needs auth"]);
     console.keys("l");
-    console.wait_line(&["guarded", "✓ connected", "9"]);
     console.wait_until("the login URL", |s| {
         s.contains("Log in to `guarded` in the browser (opened), or open:")
             && s.contains("/authorize?")
     });
+    // The user clicks through (the write waits for the browser to read: off this thread).
+    std::thread::spawn(move || std::fs::write(click, "go\n"));
+    console.wait_line(&["guarded", "✓ connected", "9"]);
+    // The prompt gives way to the outcome.
+    let screen = console.wait_until("the login's outcome", |s| {
+        s.contains("Logged in to `guarded`: connected")
+    });
+    assert!(!screen.contains("/authorize?"), "{screen}");
     // `o`: the tokens go, and the server needs a login again.
     console.keys("o");
     console.wait_until("the logout", |s| s.contains("Logged out of `guarded`"));

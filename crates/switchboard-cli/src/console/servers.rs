@@ -19,7 +19,7 @@ use switchboard::config::{
     Approval, ConfigEdit, ConfigError, ConfigSet, Decision, EntryStatus, Scope, ServerEntry,
 };
 
-use super::{App, Done, Flow};
+use super::{Action, App, Done, Flow};
 use crate::output::{clean, clean_line, kind_and_target, status};
 
 /// One row: the entry as configured and, once the host started it, its state.
@@ -59,16 +59,7 @@ pub(super) fn on_key(app: &mut App, key: KeyEvent) -> Flow {
                     _ => app.message = Some(not_started(entry, c)),
                 }
             } else if let Some(name) = selected {
-                let (verb, result) = match c {
-                    'r' => ("Reconnecting", app.host.reconnect(&name)),
-                    'e' => ("Enabled", app.host.set_enabled(&name, true)),
-                    _ => ("Disabled", app.host.set_enabled(&name, false)),
-                };
-                app.message = Some(match result {
-                    Ok(()) if c == 'r' => format!("{verb} `{name}`…"),
-                    Ok(()) => format!("{verb} `{name}` for this session"),
-                    Err(e) => format!("`{name}`: {}", switchboard::error_chain(&e)),
-                });
+                on_action(app, name, c);
             }
         }
         KeyCode::Char('l') => {
@@ -106,6 +97,39 @@ pub(super) fn on_key(app: &mut App, key: KeyEvent) -> Flow {
         _ => {}
     }
     Flow::Go
+}
+
+/// `r`, `e` or `d` (`key`) on a server the host runs: the message line says it is under way,
+/// then how it ended ([`App::await_outcome`]).
+fn on_action(app: &mut App, name: String, key: char) {
+    // A new action on the server: the outcome of an earlier one is not news any more.
+    app.awaiting.remove(&name);
+    let lazy = matches!(app.host.server_state(&name), Some(ServerState::Lazy { .. }));
+    let result = match key {
+        'r' => app.host.reconnect(&name),
+        'e' => app.host.set_enabled(&name, true),
+        _ => app.host.set_enabled(&name, false),
+    };
+    if let Err(e) = result {
+        app.message = Some(format!("`{name}`: {}", switchboard::error_chain(&e)));
+        return;
+    }
+    app.message = Some(match key {
+        // Nothing to connect before a request needs it.
+        'r' | 'e' if lazy => format!("`{name}` is lazy: it connects when a request needs it"),
+        'r' => {
+            app.await_outcome(&name, Action::Reconnect);
+            format!("Reconnecting `{name}`…")
+        }
+        'e' => {
+            app.await_outcome(
+                &name,
+                Action::Enable(format!("Enabled `{name}` for this session")),
+            );
+            format!("Enabling `{name}` for this session…")
+        }
+        _ => format!("Disabled `{name}` for this session"),
+    });
 }
 
 /// What `r`, `e` or `d` (`key`) on an entry the host did not start says.
@@ -167,10 +191,10 @@ fn enable_in_file(app: &mut App, entry: &ServerEntry) {
             return;
         }
     };
-    app.message = Some(format!(
-        "Enabled `{name}` in {scope} scope ({})",
-        path.display()
-    ));
+    let enabled = format!("Enabled `{name}` in {scope} scope ({})", path.display());
+    app.message = Some(format!("{enabled}…"));
+    app.awaiting.remove(&name);
+    app.await_outcome(&name, Action::Enable(enabled));
     // Enabling is the user's own edit: an approved project entry stays approved.
     let approved = scope == Scope::Project && entry.approval == Approval::Approved;
     let host = app.host.clone();
@@ -196,9 +220,11 @@ fn enable_in_file(app: &mut App, entry: &ServerEntry) {
             Ok(()) => None,
         };
         if let Some(why) = failed {
-            let _ = done.send(Done::Note(format!(
-                "Enabled `{name}` in its file, but it did not start: {why}"
-            )));
+            let _ = done.send(Done::Awaited {
+                note: format!("Enabled `{name}` in its file, but it did not start: {why}"),
+                server: name,
+                failed: true,
+            });
         }
     });
 }
