@@ -50,7 +50,7 @@ pub use name::{MAX_SERVER_NAME, NameError, ServerName};
 pub use parse::{TRANSPORT_TYPES, entry_hash, parse_entry_value};
 pub use paths::ConfigPaths;
 pub use plugin::{
-    MANIFEST, MARKETPLACE, MarketplaceInfo, PluginInfo, add_marketplace, add_plugin,
+    MANIFEST, MARKETPLACE, MarketplaceInfo, PluginInfo, add_marketplace, add_plugin, fetch_plugin,
     list_marketplaces, plugin_data_dir, plugin_server_name, remove_marketplace, remove_plugin,
     set_plugin_enabled, update_plugin,
 };

@@ -11,7 +11,10 @@ use super::de;
 use super::de::Checked;
 use super::json::{Document, get, kind_name, prop_name, range_of, to_json};
 use super::parse::{ParsedEntry, parse_entry};
-use super::plugin::{PluginInfo, PluginRecord, ServersDoc, plugin_server_name, read_folder};
+use super::plugin::{
+    PluginFolder, PluginInfo, PluginPlaces, PluginRecord, ServersDoc, locate, plugin_server_name,
+    read_folder,
+};
 use super::settings::{
     Combine, LocalFile, LocalProject, ManagedFile, ProjectFile, ProjectSettingsFile, ScopeFile,
     ScopeSettings, UserFile,
@@ -160,6 +163,12 @@ impl ConfigSet {
             env,
             secrets: crate::secrets::SecretStore::from_env(&paths.state_dir, env),
             state_dir: paths.state_dir.clone(),
+            places: PluginPlaces {
+                state_dir: paths.state_dir.clone(),
+                project_root: paths.project_root.clone(),
+                cwd: paths.cwd.clone(),
+                user_file: (!isolated).then(|| paths.user_file()),
+            },
             issues: Vec::new(),
             layers: Vec::new(),
             plugins: Vec::new(),
@@ -420,6 +429,8 @@ struct Loader<'e> {
     env: &'e Environment,
     /// The state folder (plugins' data folders are under it).
     state_dir: PathBuf,
+    /// Where a plugin's record may put it on this machine.
+    places: PluginPlaces,
     /// Where a bundle's sensitive `user_config` values are (read only for such entries).
     secrets: crate::secrets::SecretStore,
     issues: Vec<ConfigIssue>,
@@ -605,19 +616,32 @@ impl Loader<'_> {
                     continue;
                 }
             };
+            // Where it is on this machine: a project's record names no path of the machine
+            // that wrote it.
+            let field = format!("{prefix}plugins.{name}");
+            let located = locate(&self.places, scope, &doc.path, name, &field, &record);
+            let data = super::plugin::plugin_data_dir(&self.state_dir, name);
+            let present = located.problem.is_none() && located.path.is_dir();
+            let folder = match located.problem {
+                None => read_folder(name, &located.path, &data),
+                Some(issue) => PluginFolder {
+                    issues: vec![issue],
+                    ..PluginFolder::default()
+                },
+            };
             let mut info = PluginInfo {
                 name: name.to_owned(),
                 scope,
                 file: doc.path.clone(),
                 source: record.source,
-                path: record.path.clone(),
+                present,
+                path: located.path,
+                marketplace_url: record.marketplace,
                 enabled: record.enabled,
                 version: record.version,
                 description: None,
                 servers: Vec::new(),
             };
-            let data = super::plugin::plugin_data_dir(&self.state_dir, name);
-            let folder = read_folder(name, &record.path, &data);
             info.description = folder.description;
             if info.version.is_none() {
                 info.version = folder.version;

@@ -2,8 +2,14 @@
 //! configuration of the scope they are installed in.
 //!
 //! A plugin is recorded in a scope's file under `plugins.<name>` (`source`, `path`, `enabled`,
-//! `version`); a plugin from a git repository (a URL, or a local path to a repository) is
-//! cloned under the state directory (`plugins/<name>`), a plain folder is used where it is.
+//! `version`); a plugin from a repository URL is cloned under the state directory
+//! (`plugins/<name>`), a folder (a repository or not) is used where it is. The project's file
+//! is shared, so its records hold no path of the machine that wrote them: a clone's or a
+//! marketplace plugin's record holds its `source` only (and `marketplace`, the marketplace's
+//! URL), a folder's a `path` from the project root, inside the project. Each machine finds the
+//! plugin where it keeps that source ([`locate`]); a copy it lacks is a warning whose hint
+//! (`switchboard plugin fetch NAME`, after `plugin marketplace add URL`) makes it, changing
+//! no shared file: nothing is fetched because a file says so.
 //! Its servers come from `.claude-plugin/plugin.json`'s `mcpServers` (inline, or a path to a
 //! JSON file) and from a `.mcp.json` at its root (`{"mcpServers": {...}}` or a bare map), each
 //! read only when it is inside the plugin's folder once links are resolved (no absolute
@@ -46,8 +52,14 @@ pub struct PluginInfo {
     pub file: PathBuf,
     /// What it was added from (a path, a URL, or `NAME@MARKETPLACE`).
     pub source: String,
-    /// Its folder.
+    /// Its folder on this machine (where it would be, when it is not here).
     pub path: PathBuf,
+    /// Whether its folder is on this machine: a project's plugin whose clone was not made
+    /// here yet, or whose marketplace is not added here, is not (`plugin fetch` makes it).
+    pub present: bool,
+    /// The URL of the marketplace a project's `NAME@MARKETPLACE` record names, for the hint
+    /// that adds it (as written in the project's file: redact it).
+    pub marketplace_url: Option<String>,
     pub enabled: bool,
     pub version: Option<String>,
     pub description: Option<String>,
@@ -55,16 +67,22 @@ pub struct PluginInfo {
     pub servers: Vec<String>,
 }
 
-/// A plugin's record in a scope's file.
+/// A plugin's record in a scope's file. `path` is absolute in the user's own files; a
+/// project's file (shared) holds a path relative to the project root, or none: the plugin is
+/// then where this machine keeps its source ([`locate`]).
 #[derive(Debug, Clone, Deserialize)]
 pub(crate) struct PluginRecord {
     #[serde(default)]
     pub(crate) source: String,
-    pub(crate) path: PathBuf,
+    #[serde(default)]
+    pub(crate) path: Option<PathBuf>,
     #[serde(default = "yes")]
     pub(crate) enabled: bool,
     #[serde(default)]
     pub(crate) version: Option<String>,
+    /// A `NAME@MARKETPLACE` plugin's marketplace URL (in a project's record).
+    #[serde(default)]
+    pub(crate) marketplace: Option<String>,
 }
 
 fn yes() -> bool {
@@ -186,13 +204,15 @@ const INSIDE_HINT: &str =
 /// resolved): it leads out of the folder once links are resolved, or is a link that leads
 /// nowhere. `None` when it is inside, or absent (its reader says so).
 fn leads_out(real_root: &Path, path: &Path) -> Option<String> {
+    leads_out_of(real_root, path, "the plugin's folder")
+}
+
+/// [`leads_out`] of any folder (`what` names it).
+fn leads_out_of(real_root: &Path, path: &Path, what: &str) -> Option<String> {
     std::fs::symlink_metadata(path).ok()?;
     match path.canonicalize() {
         Ok(real) if real.starts_with(real_root) => None,
-        Ok(real) => Some(format!(
-            "leads out of the plugin's folder (to {})",
-            real.display()
-        )),
+        Ok(real) => Some(format!("leads out of {what} (to {})", real.display())),
         Err(e) => Some(format!("is a link that cannot be followed: {e}")),
     }
 }
@@ -342,6 +362,247 @@ fn json_kind(value: &serde_json::Value) -> &'static str {
         serde_json::Value::Array(_) => "an array",
         serde_json::Value::Object(_) => "an object",
     }
+}
+
+// ---- where a record's plugin is on this machine -----------------------------------------
+
+/// What [`locate`] needs of this machine's places.
+#[derive(Debug, Clone)]
+pub(crate) struct PluginPlaces {
+    pub(crate) state_dir: PathBuf,
+    /// A project's (and a local) record's relative path is from here.
+    pub(crate) project_root: PathBuf,
+    pub(crate) cwd: PathBuf,
+    /// The user's file, which records the marketplaces (`None`: none is read).
+    pub(crate) user_file: Option<PathBuf>,
+}
+
+/// Where a record's plugin is on this machine.
+#[derive(Debug)]
+pub(crate) struct Located {
+    /// Its folder (where it would be, when it is not here).
+    pub(crate) path: PathBuf,
+    /// Why the folder is not read: it is not on this machine (a warning whose hint makes it
+    /// and changes no shared file), or the record may not name it (an error).
+    pub(crate) problem: Option<ConfigIssue>,
+}
+
+impl Located {
+    fn at(path: PathBuf) -> Located {
+        Located {
+            path,
+            problem: None,
+        }
+    }
+
+    fn missing(path: PathBuf, issue: ConfigIssue) -> Located {
+        Located {
+            path,
+            problem: Some(issue),
+        }
+    }
+}
+
+/// Where this machine keeps a plugin cloned from a URL: `<state dir>/plugins/<name>`.
+fn clone_dir(state_dir: &Path, name: &str) -> PathBuf {
+    state_dir.join("plugins").join(name)
+}
+
+/// Where the plugin recorded as `name` (`field`: its record's field, for issues) is on this
+/// machine. An absolute `path` is used as written; a relative one is from the project root
+/// (for a project's or a local record; else from the folder of the file holding it), and a
+/// project's may not lead out of the project, by `..` or a link. Without a `path`, the
+/// plugin is where this machine keeps its source: a URL's clone in
+/// `<state dir>/plugins/<name>`, a `NAME@MARKETPLACE`'s folder in that marketplace as the
+/// user's file records it. Nothing is fetched: a missing copy is a warning naming the command
+/// that makes it.
+pub(crate) fn locate(
+    places: &PluginPlaces,
+    scope: Scope,
+    file: &Path,
+    name: &str,
+    field: &str,
+    record: &PluginRecord,
+) -> Located {
+    match &record.path {
+        // Another machine's path, as an older Switchboard wrote into a project's file: when
+        // it is not here and the source says where this machine keeps the plugin, it is
+        // there.
+        Some(path)
+            if scope == Scope::Project && path.is_absolute() && !path.is_dir() && {
+                is_git_url(&record.source) || marketplace_ref(&record.source).is_some()
+            } =>
+        {
+            by_source(places, name, field, record)
+        }
+        Some(path) if path.is_absolute() => Located::at(path.clone()),
+        Some(path) => relative(places, scope, file, name, field, path),
+        None => by_source(places, name, field, record),
+    }
+}
+
+/// A record's relative `path`.
+fn relative(
+    places: &PluginPlaces,
+    scope: Scope,
+    file: &Path,
+    name: &str,
+    field: &str,
+    path: &Path,
+) -> Located {
+    let base = match scope {
+        Scope::Project | Scope::Local => places.project_root.as_path(),
+        _ => file
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(&places.cwd),
+    };
+    let folder = base.join(path);
+    if scope != Scope::Project {
+        return Located::at(folder);
+    }
+    // A project's file comes with a repository: what it names must be in that repository.
+    let refused = |why: String| {
+        ConfigIssue::error(format!(
+            "plugin `{name}`: its path `{}` {why}",
+            path.display()
+        ))
+        .field(format!("{field}.path"))
+        .hint("a project's plugin must be inside the project (links out of it are refused); nothing was read")
+    };
+    let mut depth = 0usize;
+    for part in path.components() {
+        match part {
+            std::path::Component::Normal(_) => depth += 1,
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir if depth > 0 => depth -= 1,
+            _ => {
+                let why = format!("leads out of the project ({})", base.display());
+                return Located::missing(folder, refused(why));
+            }
+        }
+    }
+    if std::fs::symlink_metadata(&folder).is_err() {
+        let issue = ConfigIssue::error(format!(
+            "plugin `{name}`: its folder `{}` is not in the project ({})",
+            path.display(),
+            base.display()
+        ))
+        .field(format!("{field}.path"))
+        .hint("the path is from the project root: restore the folder there, or correct the record");
+        return Located::missing(folder, issue);
+    }
+    let real_base = base.canonicalize().unwrap_or_else(|_| base.to_owned());
+    match leads_out_of(&real_base, &folder, "the project") {
+        Some(why) => Located::missing(folder, refused(why)),
+        None => Located::at(folder),
+    }
+}
+
+/// A record without a `path`: where this machine keeps its source.
+fn by_source(places: &PluginPlaces, name: &str, field: &str, record: &PluginRecord) -> Located {
+    let source = record.source.as_str();
+    if let Some((plugin, market)) = marketplace_ref(source) {
+        return in_marketplace(places, name, plugin, market, record.marketplace.as_deref());
+    }
+    if is_git_url(source) {
+        return cloned_from(places, name, source);
+    }
+    Located::missing(
+        PathBuf::new(),
+        ConfigIssue::error(format!(
+            "plugin `{name}`: the record has no `path`, and its source `{}` is neither a \
+             repository URL nor NAME@MARKETPLACE",
+            crate::redact::redact_urls_in(source)
+        ))
+        .field(format!("{field}.path"))
+        .hint("record the folder's path, or a source Switchboard can fetch"),
+    )
+}
+
+/// A plugin cloned from `url` into this machine's state folder.
+fn cloned_from(places: &PluginPlaces, name: &str, url: &str) -> Located {
+    let folder = clone_dir(&places.state_dir, name);
+    if folder.is_dir() {
+        return Located::at(folder);
+    }
+    let issue = ConfigIssue::warning(format!(
+        "plugin `{name}` is not on this machine yet (no clone at {}): its servers are left out",
+        folder.display()
+    ))
+    .hint(format!(
+        "run `switchboard plugin fetch {name}` to clone {} there (no shared file changes)",
+        crate::redact::redact_url(url)
+    ));
+    Located::missing(folder, issue)
+}
+
+/// Plugin `plugin` of marketplace `market`, recorded as `name` (`url`: the marketplace's URL,
+/// when the record gives it).
+fn in_marketplace(
+    places: &PluginPlaces,
+    name: &str,
+    plugin: &str,
+    market: &str,
+    url: Option<&str>,
+) -> Located {
+    let add = format!(
+        "`switchboard plugin marketplace add {}`",
+        url.map_or_else(|| "URL".to_owned(), crate::redact::redact_url)
+    );
+    let root = places
+        .user_file
+        .as_deref()
+        .map(|file| marketplace_root(file, market));
+    let root = match root {
+        Some(Ok(Some(root))) => root,
+        Some(Err(e)) => {
+            let issue = ConfigIssue::warning(format!(
+                "plugin `{name}`: the marketplaces cannot be read: {e}: its servers are left out"
+            ));
+            return Located::missing(PathBuf::new(), issue);
+        }
+        None | Some(Ok(None)) => {
+            let issue = ConfigIssue::warning(format!(
+                "plugin `{name}` comes from marketplace `{market}`, which is not added on this \
+                 machine: its servers are left out"
+            ))
+            .hint(format!(
+                "add it with {add}, then run `switchboard plugin fetch {name}` (no shared file changes)"
+            ));
+            return Located::missing(PathBuf::new(), issue);
+        }
+    };
+    match marketplace_entry(&root, market, plugin) {
+        Ok(location) if location.contains("://") => cloned_from(places, name, &location),
+        Ok(location) => {
+            let folder = PathBuf::from(location);
+            if folder.is_dir() {
+                return Located::at(folder);
+            }
+            let issue = ConfigIssue::warning(format!(
+                "plugin `{name}`: marketplace `{market}` has no folder {} for it: its servers \
+                 are left out",
+                folder.display()
+            ))
+            .hint(stale_market_hint(market, &add));
+            Located::missing(folder, issue)
+        }
+        Err(e) => {
+            let issue =
+                ConfigIssue::warning(format!("plugin `{name}`: {e}: its servers are left out"))
+                    .hint(stale_market_hint(market, &add));
+            Located::missing(root, issue)
+        }
+    }
+}
+
+/// What to do when this machine's copy of a marketplace lacks a plugin a record names.
+fn stale_market_hint(market: &str, add: &str) -> String {
+    format!(
+        "this machine's copy of marketplace `{market}` may be older than the record: \
+         `switchboard plugin marketplace remove {market}`, then {add} (no shared file changes)"
+    )
 }
 
 // ---- installing and editing -------------------------------------------------------------
@@ -516,18 +777,42 @@ fn open(
     ConfigEdit::open_section(&path, location, section, mode)
 }
 
-/// Installs a plugin from a folder, a git repository (URL or local path, cloned under the
-/// state directory) or `NAME@MARKETPLACE`, recording it in `scope`'s file.
+/// Installs a plugin from a folder (used where it is), a repository URL (cloned under the
+/// state directory) or `NAME@MARKETPLACE`, recording it in `scope`'s file. The project's file
+/// is shared: it records no path of this machine's (the source only, or a path from the
+/// project root), so a folder outside the project, or a URL holding credentials, is refused.
 pub fn add_plugin(
     paths: &ConfigPaths,
     scope: Scope,
     source: &str,
 ) -> Result<PluginInfo, ConfigError> {
+    if scope == Scope::Project && is_git_url(source) && has_credentials(source) {
+        return Err(ConfigError::Plugin(format!(
+            "{} holds credentials, which the project's shared .mcp.json would give to everyone \
+             who has the project\n  hint: add the URL without them (git asks its credential \
+             helper), or install the plugin for you only with `--scope local`",
+            crate::redact::redact_url(source)
+        )));
+    }
     if let Some((name, market)) = marketplace_ref(source) {
         let folder = marketplace_plugin(paths, name, market)?;
         return install(paths, scope, source, &folder);
     }
     install(paths, scope, source, source)
+}
+
+/// Whether a URL carries credentials: a password, or for `http(s)` any user (a token is
+/// often given as one). `ssh://git@host/…` and `git@host:…` name a user, not a secret.
+fn has_credentials(url: &str) -> bool {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    authority.rsplit_once('@').is_some_and(|(user, _)| {
+        user.contains(':')
+            || scheme.eq_ignore_ascii_case("http")
+            || scheme.eq_ignore_ascii_case("https")
+    })
 }
 
 /// `NAME@MARKETPLACE`, when `source` is one (not a path nor a URL).
@@ -571,11 +856,55 @@ fn install(
         }
         (root, false)
     };
-    let result = record(paths, scope, recorded, &root);
+    // Where the plugin is follows from its source alone (each machine has its own copy)
+    // when it is a clone or in a marketplace.
+    let portable = cloned || marketplace_ref(recorded).is_some();
+    let result = record(paths, scope, recorded, &root, portable);
     if result.is_err() && cloned {
         let _ = std::fs::remove_dir_all(&root);
     }
     result
+}
+
+/// The record of a plugin added to the project's file, which is shared: no path of this
+/// machine's. A `portable` plugin records its source only (with its marketplace's URL, for
+/// the hint that adds it elsewhere); a folder its path from the project root, and only when it
+/// is inside the project.
+fn project_record(
+    paths: &ConfigPaths,
+    source: &str,
+    root: &Path,
+    portable: bool,
+) -> Result<serde_json::Value, ConfigError> {
+    if portable {
+        let mut entry = serde_json::json!({"source": source, "enabled": true});
+        let url = marketplace_ref(source)
+            .and_then(|(_, market)| marketplace_record(&paths.user_file(), market).ok()?)
+            .and_then(|r| r.get("source")?.as_str().map(str::to_owned))
+            .filter(|url| is_git_url(url) && !has_credentials(url));
+        if let Some(url) = url {
+            entry["marketplace"] = serde_json::Value::String(url);
+        }
+        return Ok(entry);
+    }
+    let project = &paths.project_root;
+    let real_project = project.canonicalize().unwrap_or_else(|_| project.clone());
+    let real = root.canonicalize().unwrap_or_else(|_| root.to_owned());
+    let Ok(inside) = real.strip_prefix(&real_project) else {
+        return Err(ConfigError::Plugin(format!(
+            "{} is outside the project ({}): the project's .mcp.json is shared, and that \
+             folder is on this machine only\n  hint: install it for you only with `--scope \
+             local`, or add it by its repository URL so each machine clones its own copy",
+            root.display(),
+            project.display()
+        )));
+    };
+    let inside = if inside.as_os_str().is_empty() {
+        ".".to_owned()
+    } else {
+        inside.to_string_lossy().into_owned()
+    };
+    Ok(serde_json::json!({"source": inside, "path": inside, "enabled": true}))
 }
 
 fn record(
@@ -583,12 +912,22 @@ fn record(
     scope: Scope,
     source: &str,
     root: &Path,
+    portable: bool,
 ) -> Result<PluginInfo, ConfigError> {
     let name = plugin_name(root)?;
     let folder = read_folder(&name, root, &plugin_data_dir(&paths.state_dir, &name));
     if let Some(issue) = folder.issues.into_iter().find(ConfigIssue::is_error) {
         return Err(issue.hint("the plugin was not added").into());
     }
+    let mut entry = if scope == Scope::Project {
+        project_record(paths, source, root, portable)?
+    } else {
+        serde_json::json!({
+            "source": source,
+            "path": root.to_string_lossy(),
+            "enabled": true,
+        })
+    };
     let mut edit = open(paths, scope, "plugins")?;
     if edit.contains(&name) {
         return Err(ConfigError::Plugin(format!(
@@ -596,11 +935,6 @@ fn record(
             edit.path().display()
         )));
     }
-    let mut entry = serde_json::json!({
-        "source": source,
-        "path": root.to_string_lossy(),
-        "enabled": true,
-    });
     if let Some(version) = &folder.version {
         entry["version"] = serde_json::Value::String(version.clone());
     }
@@ -610,8 +944,13 @@ fn record(
         name,
         scope,
         file: edit.path().to_owned(),
-        source: source.to_owned(),
+        source: entry["source"].as_str().unwrap_or(source).to_owned(),
         path: root.to_owned(),
+        present: true,
+        marketplace_url: entry
+            .get("marketplace")
+            .and_then(|u| u.as_str())
+            .map(str::to_owned),
         enabled: true,
         version: folder.version,
         description: folder.description,
@@ -656,8 +995,13 @@ pub fn remove_plugin(
     // Only what Switchboard made is deleted: the clone it made (`plugins/<name>`, exactly:
     // a recorded path may come from a repository's file) and the data folder, named only by a
     // valid name (the loader refuses others).
+    // This machine's clone only, and only when no other scope's record reads it (a project's
+    // plugin and the user's own of the same source share it).
     let valid = ServerName::new(&plugin.name).is_ok();
-    if valid && plugin.path == paths.state_dir.join("plugins").join(&plugin.name) {
+    let shared = plugins
+        .iter()
+        .any(|p| p.scope != plugin.scope && p.path == plugin.path);
+    if valid && !shared && plugin.path == clone_dir(&paths.state_dir, &plugin.name) {
         let _ = std::fs::remove_dir_all(&plugin.path);
     }
     // Its data, unless the same plugin stays installed in another scope.
@@ -694,6 +1038,19 @@ pub fn update_plugin(
     scope: Option<Scope>,
 ) -> Result<PluginInfo, ConfigError> {
     let plugin = find(plugins, name, scope)?;
+    if !plugin.present {
+        let hint = if plugin.path == clone_dir(&paths.state_dir, &plugin.name) {
+            format!("`switchboard plugin fetch {name}` makes its copy")
+        } else {
+            format!(
+                "it is read from {}, which is not there",
+                plugin.path.display()
+            )
+        };
+        return Err(ConfigError::Plugin(format!(
+            "plugin `{name}` is not on this machine\n  hint: {hint}"
+        )));
+    }
     // Only a clone Switchboard made is pulled: a folder used in place is the user's own (a
     // working copy of theirs is never pulled behind their back).
     let clone = plugin.path.starts_with(paths.state_dir.join("plugins"));
@@ -714,6 +1071,63 @@ pub fn update_plugin(
         description: folder.description,
         ..plugin
     })
+}
+
+/// Makes this machine's copy of a plugin whose record names only its source (as a project's
+/// does, added on another machine): a repository URL, or a `NAME@MARKETPLACE` whose
+/// marketplace lists a URL, is cloned into `<state dir>/plugins/<name>`; a marketplace's folder
+/// needs only the marketplace. Edits no file. Returns the plugin, and whether a clone was made
+/// (`false`: it was here already).
+pub fn fetch_plugin(
+    paths: &ConfigPaths,
+    plugins: &[PluginInfo],
+    name: &str,
+    scope: Option<Scope>,
+) -> Result<(PluginInfo, bool), ConfigError> {
+    let plugin = find(plugins, name, scope)?;
+    if plugin.present {
+        return Ok((plugin, false));
+    }
+    let location = match marketplace_ref(&plugin.source) {
+        Some((entry, market)) => {
+            let Some(root) = marketplace_root(&paths.user_file(), market)? else {
+                let url = plugin
+                    .marketplace_url
+                    .as_deref()
+                    .map_or_else(|| "URL".to_owned(), crate::redact::redact_url);
+                return Err(ConfigError::Plugin(format!(
+                    "plugin `{name}` comes from marketplace `{market}`, which is not added on this machine\n  hint: add it first with `switchboard plugin marketplace add {url}`"
+                )));
+            };
+            marketplace_entry(&root, market, entry)?
+        }
+        None => plugin.source.clone(),
+    };
+    let target = clone_dir(&paths.state_dir, &plugin.name);
+    if !location.contains("://") || plugin.path != target || ServerName::new(name).is_err() {
+        return Err(ConfigError::Plugin(format!(
+            "plugin `{name}` is read from a folder ({}), not a clone: there is nothing to fetch",
+            plugin.path.display()
+        )));
+    }
+    if std::fs::symlink_metadata(&target).is_ok() {
+        return Err(ConfigError::Plugin(format!(
+            "{} is in the way of the clone\n  hint: move it away, then fetch again",
+            target.display()
+        )));
+    }
+    let dir = clone(&location, &paths.state_dir.join("plugins"))?;
+    std::fs::rename(dir.path().join("repo"), &target).map_err(|source| ConfigError::Write {
+        path: target.clone(),
+        source,
+    })?;
+    Ok((
+        PluginInfo {
+            present: true,
+            ..plugin
+        },
+        true,
+    ))
 }
 
 // ---- marketplaces -------------------------------------------------------------------------
@@ -856,24 +1270,42 @@ fn marketplace_name(root: &Path) -> Result<String, ConfigError> {
     Ok(ServerName::sanitize(&name))
 }
 
+/// Marketplace `market`'s record in the user's file (`user`), if it has one.
+fn marketplace_record(user: &Path, market: &str) -> Result<Option<serde_json::Value>, ConfigError> {
+    let doc = Document::read(user)?;
+    Ok(doc
+        .as_ref()
+        .map(|d| serde_json::from_str::<serde_json::Value>(&strip_jsonc(d)).unwrap_or_default())
+        .and_then(|mut v| {
+            v.get_mut("marketplaces")?
+                .get_mut(market)
+                .map(serde_json::Value::take)
+        }))
+}
+
+/// Marketplace `market`'s folder, as the user's file (`user`) records it.
+fn marketplace_root(user: &Path, market: &str) -> Result<Option<PathBuf>, ConfigError> {
+    Ok(marketplace_record(user, market)?.and_then(|r| r.get("path")?.as_str().map(PathBuf::from)))
+}
+
 /// Where plugin `name` of marketplace `market` is: a folder inside the marketplace, or a URL.
 fn marketplace_plugin(
     paths: &ConfigPaths,
     name: &str,
     market: &str,
 ) -> Result<String, ConfigError> {
-    let user = paths.user_file();
-    let doc = Document::read(&user)?;
-    let root = doc
-        .as_ref()
-        .map(|d| serde_json::from_str::<serde_json::Value>(&strip_jsonc(d)).unwrap_or_default())
-        .and_then(|v| v.get("marketplaces")?.get(market)?.get("path")?.as_str().map(PathBuf::from))
-        .ok_or_else(|| {
-            ConfigError::Plugin(format!(
-                "no marketplace named `{market}`\n  hint: add it with `switchboard plugin marketplace add PATH|URL`"
-            ))
-        })?;
-    let file = read_marketplace(&root)?;
+    let root = marketplace_root(&paths.user_file(), market)?.ok_or_else(|| {
+        ConfigError::Plugin(format!(
+            "no marketplace named `{market}`\n  hint: add it with `switchboard plugin marketplace add PATH|URL`"
+        ))
+    })?;
+    marketplace_entry(&root, market, name)
+}
+
+/// Where plugin `name` of the marketplace in `root` (`market`) is: a folder inside it, or a
+/// URL. Reads only the marketplace's file.
+fn marketplace_entry(root: &Path, market: &str, name: &str) -> Result<String, ConfigError> {
+    let file = read_marketplace(root)?;
     let entry = file
         .plugins
         .iter()
