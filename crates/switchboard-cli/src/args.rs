@@ -453,12 +453,13 @@ pub(crate) struct ImportArgs {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum PluginCommand {
-    /// Install a plugin: a folder, a git repository (path or URL, cloned), or NAME@MARKETPLACE.
+    /// Install a plugin: a folder (used where it is), a repository URL (cloned), or
+    /// NAME@MARKETPLACE.
     Add {
         /// The plugin's folder, repository URL, or NAME@MARKETPLACE.
         source: String,
         /// Where to record it: user (you, everywhere), local (you, this project), project
-        /// (.mcp.json, shared).
+        /// (.mcp.json, shared: the source only, or a folder inside the project, from its root).
         #[arg(short, long, value_enum, default_value_t = ScopeArg::User)]
         scope: ScopeArg,
     },
@@ -486,6 +487,15 @@ pub(crate) enum PluginCommand {
     },
     /// Disable a plugin: its servers leave the configuration.
     Disable {
+        /// The plugin's name (as `plugin list` shows it).
+        name: String,
+        /// The scope it is in (needed when several scopes have it).
+        #[arg(short, long, value_enum)]
+        scope: Option<ScopeArg>,
+    },
+    /// Make this machine's copy of a plugin recorded by its source only (a project's plugin
+    /// added on another machine): clone its repository. Changes no configuration file.
+    Fetch {
         /// The plugin's name (as `plugin list` shows it).
         name: String,
         /// The scope it is in (needed when several scopes have it).

@@ -61,7 +61,12 @@ pub(crate) fn run(ctx: &Context, cmd: PluginCommand) -> anyhow::Result<ExitCode>
                             p.name.clone(),
                             p.scope.to_string(),
                             p.version.clone().unwrap_or_else(|| "-".to_owned()),
-                            if p.enabled { "enabled" } else { "disabled" }.to_owned(),
+                            match (p.enabled, p.present) {
+                                (false, _) => "disabled",
+                                (true, true) => "enabled",
+                                (true, false) => "enabled, not on this machine",
+                            }
+                            .to_owned(),
                             p.servers.join(", "),
                         ]
                     })
@@ -80,6 +85,25 @@ pub(crate) fn run(ctx: &Context, cmd: PluginCommand) -> anyhow::Result<ExitCode>
         }
         PluginCommand::Enable { name, scope } => set_enabled(ctx, &name, scope_of(scope), true)?,
         PluginCommand::Disable { name, scope } => set_enabled(ctx, &name, scope_of(scope), false)?,
+        PluginCommand::Fetch { name, scope } => {
+            let loaded = ctx.load();
+            let (plugin, fetched) =
+                config::fetch_plugin(paths, &loaded.plugins, &name, scope_of(scope))?;
+            let path = clean_line(&plugin.path.display().to_string()).into_owned();
+            if fetched {
+                println!("Fetched plugin {} into {path}", clean_line(&plugin.name));
+            } else {
+                println!(
+                    "Plugin {} is on this machine already ({path})",
+                    clean_line(&plugin.name)
+                );
+            }
+            if fetched && plugin.scope == config::Scope::Project {
+                eprintln!(
+                    "Its servers need approval before they start: `switchboard mcp approve NAME`."
+                );
+            }
+        }
         PluginCommand::Update { name, scope } => {
             let loaded = ctx.load();
             let plugin = config::update_plugin(paths, &loaded.plugins, &name, scope_of(scope))?;
@@ -167,6 +191,7 @@ fn plugin_json(p: &PluginInfo) -> Value {
         "file": p.file.display().to_string(),
         "source": switchboard::redact::redact_urls_in(&p.source),
         "path": p.path.display().to_string(),
+        "present": p.present,
         "enabled": p.enabled,
         "version": p.version,
         "description": p.description,

@@ -251,7 +251,7 @@ fn a_plugin_from_a_local_marketplace_provides_its_servers() {
 #[test]
 fn a_project_plugin_waits_for_approval() {
     let tree = ConfigTree::new().unwrap();
-    let folder = tree.root().join("plugins/demo");
+    let folder = tree.project().join("plugins/demo");
     plugin_folder(&folder, "demo", "1.0.0");
     ok(
         &tree,
@@ -690,4 +690,302 @@ fn a_plugins_files_may_not_lead_out_of_its_folder() {
     std::os::unix::fs::symlink("conf/servers.json", folder.join(".mcp.json")).unwrap();
     let listed = ok(&tree, &["mcp", "list", "--no-connect"]);
     assert!(listed.contains("plugin_demo_more"), "{listed}");
+}
+
+/// The project's `plugins.<name>` record, as `plugin add --scope project` wrote it.
+fn project_record(tree: &ConfigTree, name: &str) -> Value {
+    let text = std::fs::read_to_string(tree.project_file()).unwrap();
+    let json: Value = serde_json::from_str(&text).unwrap();
+    json["plugins"][name].clone()
+}
+
+fn stderr_of(tree: &ConfigTree, output: &Output) -> String {
+    tree.redact(&String::from_utf8_lossy(&output.stderr))
+}
+
+/// A teammate's machine: another home, whose project holds the installer's `.mcp.json`.
+fn teammate_of(tree: &ConfigTree) -> ConfigTree {
+    let mate = ConfigTree::new().unwrap();
+    std::fs::copy(tree.project_file(), mate.project_file()).unwrap();
+    mate
+}
+
+/// `plugin add --scope project` of a repository URL records the URL only (issue 41, bug 5):
+/// the shared `.mcp.json` holds no path of the installer's machine (the clone in its state
+/// folder was written there), and a URL with credentials is refused before anything is
+/// cloned or written.
+#[test]
+fn a_project_plugin_from_a_url_records_its_source_only() {
+    let tree = ConfigTree::new().unwrap();
+    let repo = tree.root().join("repos/demo");
+    plugin_folder(&repo, "demo", "1.0.0");
+    git_repo(&repo);
+    let url = file_url(&repo);
+
+    ok(&tree, &["plugin", "add", "--scope", "project", &url]);
+    assert_eq!(
+        project_record(&tree, "demo"),
+        serde_json::json!({"source": url, "enabled": true, "version": "1.0.0"})
+    );
+    let text = std::fs::read_to_string(tree.project_file()).unwrap();
+    assert!(!text.contains("\"path\""), "{text}");
+    assert!(
+        !text.contains(&tree.state_dir().display().to_string()),
+        "{text}"
+    );
+    // The installer's own machine reads it from its clone.
+    assert_eq!(plugin_path(&tree), tree.state_dir().join("plugins/demo"));
+    ok(&tree, &["mcp", "approve", "plugin:demo:echo"]);
+    call_echo(&tree, "mcp__plugin_demo_echo__echo");
+
+    let token = "ghp_shared_token_4711";
+    let secret = format!("https://someone:{token}@127.0.0.1:9/org/other.git");
+    let refused = run(&tree, &["plugin", "add", "--scope", "project", &secret]);
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    let stderr = stderr_of(&tree, &refused);
+    assert!(stderr.contains("holds credentials"), "{stderr}");
+    assert!(stderr.contains("--scope local"), "{stderr}");
+    assert!(!stderr.contains(token), "{stderr}");
+    assert_eq!(std::fs::read_to_string(tree.project_file()).unwrap(), text);
+}
+
+/// A teammate with the project's `.mcp.json` of a URL plugin, and no clone of it, gets a
+/// warning naming the command that makes one (not an error about the installer's folder);
+/// `plugin fetch` clones it without touching the shared file, and its servers then run once
+/// approved. `update` pulls the teammate's clone; `remove` deletes only that clone.
+#[test]
+fn a_teammate_fetches_a_project_plugin_from_its_url() {
+    let tree = ConfigTree::new().unwrap();
+    let repo = tree.root().join("repos/demo");
+    plugin_folder(&repo, "demo", "1.0.0");
+    git_repo(&repo);
+    ok(
+        &tree,
+        &["plugin", "add", "--scope", "project", &file_url(&repo)],
+    );
+    let mate = teammate_of(&tree);
+    let shared = std::fs::read_to_string(mate.project_file()).unwrap();
+
+    let listed = run(&mate, &["mcp", "list", "--no-connect"]);
+    assert_eq!(listed.status.code(), Some(0), "{listed:?}");
+    let stderr = stderr_of(&mate, &listed);
+    assert!(
+        stderr.contains(
+            "warning: [TMP]/project/.mcp.json:3:5: plugin `demo` is not on this machine yet \
+             (no clone at [TMP]/home/.local/state/switchboard/plugins/demo): its servers are \
+             left out"
+        ),
+        "{stderr}"
+    );
+    let hint = format!(
+        "hint: run `switchboard plugin fetch demo` to clone {} there (no shared file changes)",
+        file_url(&repo)
+    );
+    assert!(stderr.contains(&hint), "{hint}\n{stderr}");
+    assert!(!stderr.contains("does not exist"), "{stderr}");
+    assert!(!stderr.contains("error"), "{stderr}");
+    let before = plugins(&mate);
+    assert_eq!(before[0]["present"], false);
+    assert!(
+        ok(&mate, &["plugin", "list"]).contains("enabled, not on this machine"),
+        "plugin list"
+    );
+    let refused = run(&mate, &["plugin", "update", "demo"]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        stderr_of(&mate, &refused).contains("`switchboard plugin fetch demo`"),
+        "{refused:?}"
+    );
+
+    let fetched = ok(&mate, &["plugin", "fetch", "demo"]);
+    assert!(
+        fetched
+            .contains("Fetched plugin demo into [TMP]/home/.local/state/switchboard/plugins/demo"),
+        "{fetched}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(mate.project_file()).unwrap(),
+        shared
+    );
+    let again = ok(&mate, &["plugin", "fetch", "demo"]);
+    assert!(again.contains("on this machine already"), "{again}");
+    let listed = run(&mate, &["mcp", "list", "--no-connect"]);
+    let stderr = stderr_of(&mate, &listed);
+    assert!(!stderr.contains("not on this machine"), "{stderr}");
+    assert!(out(&mate, &listed).contains("pending approval"));
+    ok(&mate, &["mcp", "approve", "plugin:demo:echo"]);
+    call_echo(&mate, "mcp__plugin_demo_echo__echo");
+
+    plugin_folder(&repo, "demo", "2.0.0");
+    git(&repo, &["commit", "--quiet", "-am", "two"]);
+    ok(&mate, &["plugin", "update", "demo"]);
+    assert_eq!(plugins(&mate)[0]["version"], "2.0.0");
+
+    let clone = mate.state_dir().join("plugins/demo");
+    assert!(clone.is_dir());
+    ok(&mate, &["plugin", "remove", "demo"]);
+    assert!(!clone.exists());
+    assert!(tree.state_dir().join("plugins/demo").is_dir());
+
+    // A project file an older Switchboard wrote names the installer's clone: where that is
+    // not on this machine, the source says where the plugin is.
+    let old = ConfigTree::new().unwrap();
+    let legacy = serde_json::json!({"plugins": {"demo": {
+        "source": file_url(&repo),
+        "path": "/home/installer/.local/state/switchboard/plugins/demo",
+    }}});
+    old.write(old.project_file(), &legacy.to_string()).unwrap();
+    let listed = run(&old, &["mcp", "list", "--no-connect"]);
+    assert_eq!(listed.status.code(), Some(0), "{listed:?}");
+    assert!(stderr_of(&old, &listed).contains(&hint), "{listed:?}");
+    ok(&old, &["plugin", "fetch", "demo"]);
+    assert_eq!(plugin_path(&old), old.state_dir().join("plugins/demo"));
+}
+
+/// A project's `NAME@MARKETPLACE` plugin records its marketplace's URL; a teammate without
+/// that marketplace is told to add it (by that URL), then the plugin, inside the
+/// marketplace's clone, is there.
+#[test]
+fn a_teammate_adds_the_marketplace_of_a_project_plugin() {
+    let tree = ConfigTree::new().unwrap();
+    let market = tree.root().join("repos/market");
+    plugin_folder(&market.join("plugins/demo"), "demo", "1.0.0");
+    std::fs::create_dir_all(market.join(".claude-plugin")).unwrap();
+    std::fs::write(
+        market.join(".claude-plugin/marketplace.json"),
+        r#"{"name": "market", "plugins": [{"name": "demo", "source": "./plugins/demo"}]}"#,
+    )
+    .unwrap();
+    git_repo(&market);
+    let url = file_url(&market);
+    ok(&tree, &["plugin", "marketplace", "add", &url]);
+    ok(
+        &tree,
+        &["plugin", "add", "--scope", "project", "demo@market"],
+    );
+    assert_eq!(
+        project_record(&tree, "demo"),
+        serde_json::json!({"source": "demo@market", "marketplace": url, "enabled": true,
+                           "version": "1.0.0"})
+    );
+
+    let mate = teammate_of(&tree);
+    let listed = run(&mate, &["mcp", "list", "--no-connect"]);
+    assert_eq!(listed.status.code(), Some(0), "{listed:?}");
+    let stderr = stderr_of(&mate, &listed);
+    assert!(
+        stderr.contains(
+            "plugin `demo` comes from marketplace `market`, which is not added on this machine"
+        ),
+        "{stderr}"
+    );
+    let hint = format!(
+        "hint: add it with `switchboard plugin marketplace add {url}`, then run `switchboard \
+         plugin fetch demo` (no shared file changes)"
+    );
+    assert!(stderr.contains(&hint), "{hint}\n{stderr}");
+
+    ok(&mate, &["plugin", "marketplace", "add", &url]);
+    let fetched = ok(&mate, &["plugin", "fetch", "demo"]);
+    assert!(fetched.contains("on this machine already"), "{fetched}");
+    assert_eq!(
+        plugin_path(&mate),
+        mate.state_dir().join("marketplaces/market/plugins/demo")
+    );
+    ok(&mate, &["mcp", "approve", "plugin:demo:echo"]);
+    call_echo(&mate, "mcp__plugin_demo_echo__echo");
+}
+
+/// A folder inside the project is recorded from the project root, so the teammate's checkout
+/// of it is used; a folder outside the project is refused (saying why, and what to do), and a
+/// record whose path leads out of the project, by `..` or a link, is not read.
+#[test]
+fn a_project_plugin_folder_is_recorded_from_the_project_root() {
+    let tree = ConfigTree::new().unwrap();
+    plugin_folder(&tree.project().join("plugins/demo"), "demo", "1.0.0");
+    ok(
+        &tree,
+        &["plugin", "add", "--scope", "project", "./plugins/demo"],
+    );
+    assert_eq!(
+        project_record(&tree, "demo"),
+        serde_json::json!({"source": "plugins/demo", "path": "plugins/demo", "enabled": true,
+                           "version": "1.0.0"})
+    );
+    ok(&tree, &["mcp", "approve", "plugin:demo:echo"]);
+    call_echo(&tree, "mcp__plugin_demo_echo__echo");
+
+    // The teammate's checkout holds the folder too.
+    let mate = teammate_of(&tree);
+    plugin_folder(&mate.project().join("plugins/demo"), "demo", "1.0.0");
+    assert_eq!(plugin_path(&mate), mate.project().join("plugins/demo"));
+    ok(&mate, &["mcp", "approve", "plugin:demo:echo"]);
+    call_echo(&mate, "mcp__plugin_demo_echo__echo");
+
+    let outside = tree.root().join("elsewhere/other");
+    plugin_folder(&outside, "other", "1.0.0");
+    let refused = run(
+        &tree,
+        &[
+            "plugin",
+            "add",
+            "--scope",
+            "project",
+            outside.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    let stderr = stderr_of(&tree, &refused);
+    assert!(
+        stderr.contains(
+            "[TMP]/elsewhere/other is outside the project ([TMP]/project): the project's \
+             .mcp.json is shared"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("`--scope local`"), "{stderr}");
+    assert!(project_record(&tree, "other").is_null());
+    ok(
+        &tree,
+        &[
+            "plugin",
+            "add",
+            "--scope",
+            "local",
+            outside.to_str().unwrap(),
+        ],
+    );
+
+    // Records a repository could hold: a path up and out, a link out.
+    std::os::unix::fs::symlink(tree.root().join("elsewhere"), tree.project().join("linked"))
+        .unwrap();
+    let project = serde_json::json!({"plugins": {
+        "up": {"path": "../elsewhere/other"},
+        "down": {"path": "plugins/../../elsewhere/other"},
+        "linked": {"path": "linked/other"},
+    }});
+    tree.write(tree.project_file(), &project.to_string())
+        .unwrap();
+    let listed = run(&tree, &["mcp", "list", "--no-connect"]);
+    assert_eq!(listed.status.code(), Some(1), "{listed:?}");
+    let stderr = stderr_of(&tree, &listed);
+    for said in [
+        "field `plugins.up.path`: plugin `up`: its path `../elsewhere/other` leads out of the \
+         project ([TMP]/project)",
+        "field `plugins.down.path`: plugin `down`: its path `plugins/../../elsewhere/other` \
+         leads out of the project ([TMP]/project)",
+        "field `plugins.linked.path`: plugin `linked`: its path `linked/other` leads out of \
+         the project (to [TMP]/elsewhere/other)",
+    ] {
+        assert!(stderr.contains(said), "{said}\n{stderr}");
+    }
+    assert!(
+        stderr.contains("hint: a project's plugin must be inside the project"),
+        "{stderr}"
+    );
+    // Only the local scope's plugin provides servers.
+    let shown = out(&tree, &listed);
+    assert!(shown.contains("plugin_other_echo"), "{shown}");
+    assert!(shown.contains("local, plugin other"), "{shown}");
+    assert!(!shown.contains("project, plugin"), "{shown}");
 }
