@@ -54,7 +54,9 @@ pub(crate) enum Plan {
 pub(crate) enum HandshakeError {
     #[error("the connection closed during the handshake")]
     Closed,
-    #[error("cannot send the {what}: {source}")]
+    // The whole chain: an HTTP client's own text ("error sending request") hides the cause
+    // (the connection refused) in its sources.
+    #[error("cannot send the {what}: {}", describe_send(&**source))]
     Send {
         what: &'static str,
         source: Box<dyn std::error::Error + Send + Sync + 'static>,
@@ -358,6 +360,12 @@ fn on_ping_answer(fallback_at: &mut Option<tokio::time::Instant>) {
             *at = grace;
         }
     }
+}
+
+/// A send error's text with its causes, the HTTP client's too (rmcp's message keeps only
+/// the client's top line, "error sending request for url", not the refused connection).
+fn describe_send(error: &(dyn std::error::Error + Send + Sync + 'static)) -> String {
+    crate::transport::http::client_error_text(error).unwrap_or_else(|| crate::error_chain(error))
 }
 
 async fn send<T: Transport<RoleClient>>(

@@ -76,6 +76,50 @@ impl Supervisor {
         }
     }
 
+    /// A remote server that cannot be reached says so plainly, naming where (issue 41): the
+    /// transports' own words ("error sending request for url", "tcp connect error: Connection
+    /// refused (os error 111)") differ and bury the cause.
+    fn plainly(&self, state: ServerState) -> ServerState {
+        let ServerState::Failed(mut failure) = state else {
+            return state;
+        };
+        let url = match &self.config.transport {
+            Transport::Http(remote) | Transport::Sse(remote) | Transport::WebSocket(remote) => {
+                &remote.url
+            }
+            Transport::Proxy(proxy) => &proxy.url,
+            _ => return ServerState::Failed(failure),
+        };
+        let host = url.host_str().unwrap_or_default();
+        let at = match url.port_or_known_default() {
+            Some(port) => format!("{host}:{port}"),
+            None => host.to_owned(),
+        };
+        let words = failure.message.to_ascii_lowercase();
+        let plain = if words.contains("connection refused") {
+            Some((
+                format!("connection refused at {at}"),
+                "nothing listens there: is the server running, and is the URL's port right?",
+            ))
+        } else if words.contains("dns error")
+            || words.contains("failed to lookup address")
+            || words.contains("name or service not known")
+        {
+            Some((
+                format!("cannot resolve the host `{host}`"),
+                "check the URL's host name (and this machine's network)",
+            ))
+        } else {
+            None
+        };
+        if let Some((message, hint)) = plain {
+            tracing::debug!(server = self.name(), "{}", failure.message);
+            failure.message = message;
+            failure.hint = Some(failure.hint.unwrap_or_else(|| hint.to_owned()));
+        }
+        ServerState::Failed(failure)
+    }
+
     /// The key of this entry's needs-auth memory: its hash and what it sends as credentials.
     fn credential_key(&self) -> crate::config::ConfigHash {
         super::memory::credential_key(
@@ -260,7 +304,7 @@ impl Supervisor {
                         break None;
                     }
                     Err(error) => {
-                        let state = error.into_state();
+                        let state = self.plainly(error.into_state());
                         if let ServerState::Failed(failure) = &state {
                             cause = Some(failure.clone());
                         }

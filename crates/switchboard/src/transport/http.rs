@@ -351,6 +351,17 @@ fn classify(error: StreamableHttpError<reqwest::Error>) -> StreamableHttpError<r
     }
 }
 
+/// The HTTP client's error inside a Streamable HTTP transport error, with its causes (rmcp's
+/// `Client error: …` shows only its top line); `None` for another error.
+pub(crate) fn client_error_text(
+    error: &(dyn std::error::Error + Send + Sync + 'static),
+) -> Option<String> {
+    match error.downcast_ref::<StreamableHttpError<reqwest::Error>>()? {
+        StreamableHttpError::Client(e) => Some(crate::error_chain(e)),
+        _ => None,
+    }
+}
+
 impl StreamableHttpClient for TimedClient {
     type Error = reqwest::Error;
 
