@@ -722,6 +722,20 @@ fn a_long_approval_list_scrolls_to_the_cursor() {
 }
 
 #[test]
+fn with_no_servers_the_console_says_how_to_add_one() {
+    let tree = ConfigTree::new().unwrap();
+    let mut console = Console::start(&tree, &["console"]);
+    let screen = console.wait_until("the hint", |s| {
+        s.contains("No MCP servers configured.")
+            && s.contains("switchboard mcp add NAME -- COMMAND [ARGS...]")
+    });
+    assert!(screen.starts_with("┌ Switchboard · 0 servers"), "{screen}");
+    // In place of the table: no header of an empty one.
+    assert!(!screen.contains("TRANSPORT"), "{screen}");
+    assert_eq!(console.quit(), Some(0));
+}
+
+#[test]
 fn a_resized_terminal_is_drawn_at_its_new_size() {
     let tree = ConfigTree::new().unwrap();
     write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);

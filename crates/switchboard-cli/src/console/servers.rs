@@ -5,7 +5,8 @@
 //! [`Host::login`](switchboard::host::Host::login)), `o` logs out (as `mcp logout`), `a`/`x`
 //! approve/reject a project server (recorded as `mcp approve`/`reject` do, through
 //! [`Host::decide_project_servers`](switchboard::host::Host::decide_project_servers)), `Enter`
-//! opens its tools, `q` quits. Rows come from
+//! opens its tools, `q` quits. With no server configured, how to add one takes the table's
+//! place. Rows come from
 //! [`Host::current_config`](switchboard::host::Host::current_config), so a decision shows at
 //! once.
 
@@ -13,7 +14,7 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent};
 use ratatui::layout::{Constraint, Layout};
 use ratatui::style::Color;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState, Wrap};
+use ratatui::widgets::{Block, Borders, Cell, Padding, Paragraph, Row, Table, TableState, Wrap};
 use switchboard::ServerState;
 use switchboard::config::{
     Approval, ConfigEdit, ConfigError, ConfigSet, Decision, EntryStatus, Scope, ServerEntry,
@@ -298,10 +299,25 @@ pub(super) fn draw(app: &App, frame: &mut ratatui::Frame<'_>) {
     .block(
         Block::default()
             .borders(Borders::ALL)
-            .title(Span::styled(title, theme.title())),
+            .title(Span::styled(title.clone(), theme.title())),
     );
-    let mut state = TableState::default().with_selected(Some(app.selected));
-    frame.render_stateful_widget(table, table_area, &mut state);
+    if shown.is_empty() {
+        // Nothing to list: how to add a server, in place of an empty table.
+        frame.render_widget(
+            Paragraph::new(no_servers(&config))
+                .wrap(Wrap { trim: false })
+                .block(
+                    Block::default()
+                        .borders(Borders::ALL)
+                        .padding(Padding::horizontal(1))
+                        .title(Span::styled(title, theme.title())),
+                ),
+            table_area,
+        );
+    } else {
+        let mut state = TableState::default().with_selected(Some(app.selected));
+        frame.render_stateful_widget(table, table_area, &mut state);
+    }
 
     if let Some(s) = shown.get(app.selected) {
         frame.render_widget(detail(app, s), detail_area);
@@ -321,6 +337,28 @@ pub(super) fn draw(app: &App, frame: &mut ratatui::Frame<'_>) {
         .style(theme.fg(Color::DarkGray)),
         help_area,
     );
+}
+
+/// What the servers view says when no server is configured: how to add one, as `mcp list`
+/// does, and the disabled plugins whose servers are left out.
+fn no_servers(config: &ConfigSet) -> Vec<Line<'static>> {
+    let mut lines = vec![
+        Line::from("No MCP servers configured."),
+        Line::from(""),
+        Line::from("Add one with `switchboard mcp add NAME -- COMMAND [ARGS...]` (a program),"),
+        Line::from(
+            "or `switchboard mcp add NAME URL` (a remote server), then open the console again.",
+        ),
+    ];
+    for plugin in config.plugins.iter().filter(|p| !p.enabled) {
+        lines.push(Line::from(format!(
+            "plugin `{}` ({} scope) is disabled: its servers are left out (`switchboard plugin enable {}`)",
+            clean_line(&plugin.name),
+            plugin.scope,
+            clean_line(&plugin.name)
+        )));
+    }
+    lines
 }
 
 /// The state as a word with a symbol, its colour, and the error that goes with it.
