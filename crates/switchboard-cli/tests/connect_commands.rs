@@ -188,6 +188,33 @@ fn an_unreachable_server_says_connection_refused_and_where() {
     assert!(shown.contains("is the server running"), "{shown}");
 }
 
+/// A URL that answers, but not as an MCP endpoint, says what it answered as text, with a
+/// hint (issue 41, bug 8): it printed the response body with its newlines escaped.
+#[test]
+fn a_url_with_no_mcp_endpoint_says_what_it_answered_and_what_to_check() {
+    use switchboard_testkit::{TestServer, Transport};
+    let server = TestServer::start(Transport::Http, std::iter::empty::<&str>()).unwrap();
+    let url = server.url().replace("/mcp", "/elsewhere");
+    let tree = ConfigTree::new().unwrap();
+    tree.write(
+        tree.user_file(),
+        &serde_json::json!({"mcpServers": {"h": {"type": "http", "url": url}}}).to_string(),
+    )
+    .unwrap();
+    let shown = text(&run(&tree, &["mcp", "get", "h"]).stdout, &tree);
+    assert!(
+        shown.contains(&format!(
+            "✗ failed: the server answered HTTP 404 Not Found at {url}"
+        )),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("no MCP endpoint at this URL: check its path"),
+        "{shown}"
+    );
+    assert!(!shown.contains("\\u{"), "{shown}");
+}
+
 /// A call that succeeded exits 0 even when an unrelated part of the configuration is
 /// broken (issue 41): the error is on stderr, with a warning that the call itself succeeded.
 #[test]

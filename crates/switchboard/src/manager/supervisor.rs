@@ -109,6 +109,20 @@ impl Supervisor {
                 format!("cannot resolve the host `{host}`"),
                 "check the URL's host name (and this machine's network)",
             ))
+        } else if let Some((status, body)) = http_status_in(&failure.message) {
+            let excerpt = text_excerpt(body);
+            let url = crate::redact::redact_url(url.as_str());
+            let message = if excerpt.is_empty() {
+                format!("the server answered HTTP {status} at {url}")
+            } else {
+                format!("the server answered HTTP {status} at {url}: \"{excerpt}\"")
+            };
+            let hint = if status.starts_with("404") || status.starts_with("405") {
+                "no MCP endpoint at this URL: check its path (Streamable HTTP servers often serve `/mcp`; a legacy SSE server `/sse`, with `\"type\": \"sse\"`)"
+            } else {
+                "the URL answers, but not as an MCP server: check it, and the server's own log"
+            };
+            Some((message, hint))
         } else {
             None
         };
@@ -707,5 +721,64 @@ impl Supervisor {
 fn finish(done: Option<oneshot::Sender<()>>) {
     if let Some(done) = done {
         let _ = done.send(());
+    }
+}
+
+/// The status line (`404 Not Found`) and body of an HTTP error in a transport's message
+/// ("unexpected server response: HTTP 404 Not Found: <!DOCTYPE html>…").
+fn http_status_in(message: &str) -> Option<(&str, &str)> {
+    let at = message.find("HTTP ")?;
+    let rest = &message[at + 5..];
+    let digits = rest.get(..3)?;
+    if !digits.bytes().all(|b| b.is_ascii_digit()) || digits.starts_with('2') {
+        return None;
+    }
+    Some(match rest.split_once(": ") {
+        Some((status, body)) => (status.trim(), body),
+        None => (rest.trim(), ""),
+    })
+}
+
+/// A response body as a short line of text: markup dropped, white space collapsed, at most
+/// 160 characters (an HTML error page printed whole, its newlines escaped, said nothing).
+fn text_excerpt(body: &str) -> String {
+    let mut text = String::new();
+    let mut in_tag = false;
+    for c in body.chars() {
+        match c {
+            '<' => {
+                in_tag = true;
+                text.push(' ');
+            }
+            '>' => in_tag = false,
+            _ if in_tag => {}
+            c if c.is_whitespace() || c.is_control() => text.push(' '),
+            c => text.push(c),
+        }
+    }
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let mut line = words.join(" ");
+    if line.chars().count() > 160 {
+        line = line.chars().take(159).collect::<String>() + "…";
+    }
+    line
+}
+
+#[cfg(test)]
+mod plain_tests {
+    use super::{http_status_in, text_excerpt};
+
+    #[test]
+    fn an_html_error_page_becomes_one_short_line_of_text() {
+        let message = "cannot send the initialize request: unexpected server response: HTTP 404 Not Found: <!DOCTYPE html>\n<html>\n<head><title>404 Not Found</title></head>\n<body>\n<h1>Not Found</h1>\n<p>The requested URL was not found.</p>\n</body></html>\n";
+        let (status, body) = http_status_in(message).unwrap();
+        assert_eq!(status, "404 Not Found");
+        assert_eq!(
+            text_excerpt(body),
+            "404 Not Found Not Found The requested URL was not found."
+        );
+        assert_eq!(text_excerpt(&"x".repeat(500)).chars().count(), 160);
+        assert!(http_status_in("HTTP 200 OK: fine").is_none());
+        assert!(http_status_in("no status here").is_none());
     }
 }
