@@ -39,9 +39,19 @@ impl Console {
     }
 
     fn start_with(tree: &ConfigTree, args: &[&str], env: &[(&str, &str)]) -> Console {
+        Console::start_sized(tree, args, env, (ROWS, COLS))
+    }
+
+    /// On a terminal of `rows` × `cols` from the start.
+    fn start_sized(
+        tree: &ConfigTree,
+        args: &[&str],
+        env: &[(&str, &str)],
+        (rows, cols): (u16, u16),
+    ) -> Console {
         let size = nix::pty::Winsize {
-            ws_row: ROWS,
-            ws_col: COLS,
+            ws_row: rows,
+            ws_col: cols,
             ws_xpixel: 0,
             ws_ypixel: 0,
         };
@@ -62,8 +72,8 @@ impl Console {
         let master = std::fs::File::from(pty.master);
         let input = master.try_clone().unwrap();
         let screen = Arc::new(Mutex::new(vt100::Parser::new(
-            ROWS.try_into().unwrap(),
-            COLS.try_into().unwrap(),
+            rows.try_into().unwrap(),
+            cols.try_into().unwrap(),
             0,
         )));
         let (tx, updates) = mpsc::channel();
@@ -733,6 +743,43 @@ fn with_no_servers_the_console_says_how_to_add_one() {
     // In place of the table: no header of an empty one.
     assert!(!screen.contains("TRANSPORT"), "{screen}");
     assert_eq!(console.quit(), Some(0));
+}
+
+#[test]
+fn the_key_line_keeps_q_quit_on_a_narrow_terminal() {
+    let tree = ConfigTree::new().unwrap();
+    write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
+    // Wide, every key; narrower, the least needed go first; `q quit` always stays.
+    for (cols, shown, gone) in [
+        (
+            140,
+            &["r reconnect", "a/x approve/reject", "Enter tools"][..],
+            &[][..],
+        ),
+        (
+            100,
+            &["r reconnect", "Enter tools"],
+            &["a/x approve/reject"],
+        ),
+        (40, &["Enter tools"], &["r reconnect", "e/d enable/disable"]),
+    ] {
+        let mut console = Console::start_sized(&tree, &["console"], &[], (ROWS, cols));
+        // The last row, drawn last: once it ends with `q quit`, it is all there.
+        let screen = console.wait_until(&format!("`q quit` at {cols} columns"), |s| {
+            s.lines()
+                .nth(usize::from(ROWS) - 1)
+                .is_some_and(|l| l.starts_with("↑/↓ select") && l.trim_end().ends_with("· q quit"))
+        });
+        let keys = screen.lines().nth(usize::from(ROWS) - 1).unwrap();
+        assert!(keys.chars().count() <= usize::from(cols), "{keys}");
+        for key in shown {
+            assert!(keys.contains(key), "{cols} columns: {keys}");
+        }
+        for key in gone {
+            assert!(!keys.contains(key), "{cols} columns: {keys}");
+        }
+        assert_eq!(console.quit(), Some(0));
+    }
 }
 
 #[test]

@@ -331,12 +331,38 @@ pub(super) fn draw(app: &App, frame: &mut ratatui::Frame<'_>) {
         );
     }
     frame.render_widget(
-        Paragraph::new(Line::from(
-            "↑/↓ select · r reconnect · e/d enable/disable · l/o log in/out · a/x approve/reject · Enter tools · q quit",
-        ))
-        .style(theme.fg(Color::DarkGray)),
+        Paragraph::new(key_line(usize::from(help_area.width))).style(theme.fg(Color::DarkGray)),
         help_area,
     );
+}
+
+/// The servers view's keys in the order shown, each with its rank: where the line does not
+/// fit, the keys of the highest ranks go first (approving and logging in are named on the
+/// rows that need them), and `q quit` (rank 0) always shows.
+const KEYS: [(&str, u8); 7] = [
+    ("↑/↓ select", 1),
+    ("r reconnect", 3),
+    ("e/d enable/disable", 4),
+    ("l/o log in/out", 5),
+    ("a/x approve/reject", 6),
+    ("Enter tools", 2),
+    ("q quit", 0),
+];
+
+/// The key line for a terminal `width` columns wide.
+fn key_line(width: usize) -> Line<'static> {
+    (0..=6u8)
+        .rev()
+        .map(|rank| {
+            let keys: Vec<&str> = KEYS
+                .iter()
+                .filter(|(_, r)| *r <= rank)
+                .map(|(key, _)| *key)
+                .collect();
+            Line::from(keys.join(" · "))
+        })
+        .find(|line| line.width() <= width)
+        .unwrap_or_else(|| Line::from("q quit"))
 }
 
 /// What the servers view says when no server is configured: how to add one, as `mcp list`
