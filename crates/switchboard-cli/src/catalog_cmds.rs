@@ -359,15 +359,25 @@ async fn call(
         bar.finish_and_clear();
     }
     let outcome = outcome?;
+    // A note the result already says (a saved file's placeholder is in the content) is not
+    // said twice; in JSON the notes are a field of their own.
+    let shown = if json {
+        String::new()
+    } else {
+        content_text(&outcome.result)
+    };
     for note in &outcome.notes {
-        eprintln!("note: {}", clean(note));
+        let note = clean(note);
+        if json || !shown.contains(note.as_ref()) {
+            eprintln!("note: {note}");
+        }
     }
     if json {
         print_json(
             &json!({"result": outcome.result, "isError": outcome.is_error, "files": outcome.files, "notes": outcome.notes}),
         )?;
     } else {
-        print_content(&outcome.result)?;
+        std::io::stdout().lock().write_all(shown.as_bytes())?;
     }
     if outcome.is_error {
         eprintln!("error: the tool `{qualified}` reported an error");

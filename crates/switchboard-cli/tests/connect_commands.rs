@@ -215,6 +215,31 @@ fn a_url_with_no_mcp_endpoint_says_what_it_answered_and_what_to_check() {
     assert!(!shown.contains("\\u{"), "{shown}");
 }
 
+/// A saved binary is announced once (issue 41): its placeholder is in the printed result, and
+/// the same words were repeated on stderr as a note.
+#[test]
+fn a_saved_binary_is_announced_once() {
+    let tree = ConfigTree::new().unwrap();
+    user_config(&tree, &[("kit", &[], "")]);
+    let out = run(
+        &tree,
+        &[
+            "call",
+            "kit",
+            "blob",
+            r#"{"uri": "test://x", "bytes": 100}"#,
+        ],
+    );
+    let (stdout, stderr) = (text(&out.stdout, &tree), text(&out.stderr, &tree));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let all = format!("{stdout}{stderr}");
+    assert_eq!(
+        all.matches("saved to").count(),
+        1,
+        "{stdout}\n---\n{stderr}"
+    );
+}
+
 /// A call that succeeded exits 0 even when an unrelated part of the configuration is
 /// broken (issue 41): the error is on stderr, with a warning that the call itself succeeded.
 #[test]
