@@ -435,9 +435,10 @@ pub(crate) struct ImportArgs {
     /// Read this file instead of the host's usual one.
     #[arg(long)]
     pub(crate) path: Option<PathBuf>,
-    /// Where to write the imported servers.
-    #[arg(short, long, value_enum, default_value_t = ScopeArg::User)]
-    pub(crate) scope: ScopeArg,
+    /// Where to write the imported servers [default: user; a host's servers of this project
+    /// only (Claude Code's local scope) go to this project's local scope].
+    #[arg(short, long, value_enum)]
+    pub(crate) scope: Option<ScopeArg>,
     /// Replace servers of the same name in the target scope.
     #[arg(long)]
     pub(crate) force: bool,

@@ -54,10 +54,18 @@ pub(crate) fn run(ctx: &Context, args: ImportArgs) -> anyhow::Result<ExitCode> {
         }
     }
 
-    let scope = args.scope.scope();
-    let mut edit = ctx.open(scope)?;
+    // Without `--scope`, each server goes where its host kept it: a server of this project only
+    // (Claude Code's local scope) to this project's local scope, the rest to the user's.
+    let scope_of = |server: &switchboard::import::ImportedServer| match args.scope {
+        Some(scope) => scope.scope(),
+        None if server.per_project => Scope::Local,
+        None => Scope::User,
+    };
+    let mut edits: std::collections::BTreeMap<Scope, switchboard::config::ConfigEdit> =
+        std::collections::BTreeMap::new();
     let mut rows = Vec::new();
-    let mut written = Vec::new();
+    let mut written: std::collections::BTreeMap<Scope, Vec<String>> =
+        std::collections::BTreeMap::new();
     let mut failed = false;
     for server in report
         .servers
@@ -67,6 +75,11 @@ pub(crate) fn run(ctx: &Context, args: ImportArgs) -> anyhow::Result<ExitCode> {
         for note in &server.notes {
             eprintln!("note: `{}`: {}", clean(&server.name), clean(note));
         }
+        let scope = scope_of(server);
+        let edit = match edits.entry(scope) {
+            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::btree_map::Entry::Vacant(e) => e.insert(ctx.open(scope)?),
+        };
         let entry = Value::Object(server.entry.clone());
         let origin = Origin {
             scope,
@@ -83,7 +96,7 @@ pub(crate) fn run(ctx: &Context, args: ImportArgs) -> anyhow::Result<ExitCode> {
             _ => {
                 let replaced = edit.contains(&server.name);
                 edit.set(&server.name, &entry)?;
-                written.push(server.name.clone());
+                written.entry(scope).or_default().push(server.name.clone());
                 if replaced {
                     "replaced".to_owned()
                 } else {
@@ -102,22 +115,29 @@ pub(crate) fn run(ctx: &Context, args: ImportArgs) -> anyhow::Result<ExitCode> {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned();
-        rows.push((server, entry, kind, target, action));
+        rows.push((server, entry, kind, target, action, scope));
     }
 
     if args.json {
         let list: Vec<Value> = rows
             .iter()
-            .map(|(s, entry, _, _, action)| json!({"name": s.name, "entry": entry, "notes": s.notes, "source": s.source, "action": action}))
+            .map(|(s, entry, _, _, action, scope)| json!({"name": s.name, "entry": entry, "notes": s.notes, "source": s.source, "action": action, "scope": scope.as_str()}))
             .collect();
+        let scope = args.scope.map_or("by server", |s| s.scope().as_str());
         crate::output::print_json(
-            &json!({"from": host.id(), "path": path, "scope": scope.as_str(), "dryRun": args.dry_run, "servers": list, "warnings": report.warnings}),
+            &json!({"from": host.id(), "path": path, "scope": scope, "dryRun": args.dry_run, "servers": list, "warnings": report.warnings}),
         )?;
     } else {
         let table: Vec<Vec<String>> = rows
             .iter()
-            .map(|(s, _, kind, target, action)| {
-                vec![s.name.clone(), kind.clone(), target.clone(), action.clone()]
+            .map(|(s, _, kind, target, action, scope)| {
+                vec![
+                    s.name.clone(),
+                    scope.as_str().to_owned(),
+                    kind.clone(),
+                    target.clone(),
+                    action.clone(),
+                ]
             })
             .collect();
         print_table(&table)?;
@@ -125,18 +145,24 @@ pub(crate) fn run(ctx: &Context, args: ImportArgs) -> anyhow::Result<ExitCode> {
     if args.dry_run {
         eprintln!("Dry run: nothing was written.");
     } else if !written.is_empty() {
-        edit.save()?;
-        if scope == Scope::Project {
-            ctx.approve_project(&written, Decision::Approved)?;
+        for (scope, names) in &written {
+            let Some(edit) = edits.remove(scope) else {
+                continue;
+            };
+            let path = edit.path().to_owned();
+            edit.save()?;
+            if *scope == Scope::Project {
+                ctx.approve_project(names, Decision::Approved)?;
+            }
+            let mut err = std::io::stderr().lock();
+            writeln!(
+                err,
+                "Imported {} server(s) from {} into {scope} scope ({})",
+                names.len(),
+                host.display_name(),
+                path.display()
+            )?;
         }
-        let mut err = std::io::stderr().lock();
-        writeln!(
-            err,
-            "Imported {} server(s) from {} into {scope} scope ({})",
-            written.len(),
-            host.display_name(),
-            edit.path().display()
-        )?;
     } else if rows.is_empty() {
         eprintln!(
             "{} has no MCP servers in {}",

@@ -462,9 +462,11 @@ fn import_brings_servers_over_from_other_hosts_without_clobbering() {
         &["mcp", "import", "--from", "claude-code", "--dry-run"],
     );
     ok(&tree, &out);
+    // Each where Claude Code kept it (issue 41): its user servers in the user scope, this
+    // project's own in the local scope of this project.
     insta::assert_snapshot!(stdout(&out), @r"
-    github  stdio  npx                        imported
-    notes   http   https://notes.example/mcp  imported
+    github  user   stdio  npx                        imported
+    notes   local  http   https://notes.example/mcp  imported
     ");
     assert!(!tree.user_file().exists(), "a dry run writes nothing");
 
@@ -478,9 +480,30 @@ fn import_brings_servers_over_from_other_hosts_without_clobbering() {
         json["mcpServers"]["github"]["env"]["GITHUB_TOKEN"],
         "${GITHUB_TOKEN}"
     );
+    assert!(json["mcpServers"].get("notes").is_none(), "{json}");
+    let local: Value =
+        serde_json::from_str(&std::fs::read_to_string(tree.local_file()).unwrap()).unwrap();
     assert_eq!(
-        json["mcpServers"]["notes"],
+        local["projects"][&key]["mcpServers"]["notes"],
         serde_json::json!({"type": "http", "url": "https://notes.example/mcp"})
+    );
+    // `--scope` puts them all in one place, as before.
+    let out = run(
+        &tree,
+        &[
+            "mcp",
+            "import",
+            "--from",
+            "claude-code",
+            "--scope",
+            "user",
+            "--dry-run",
+        ],
+    );
+    assert!(
+        stdout(&out).lines().all(|l| l.contains(" user ")),
+        "{}",
+        stdout(&out)
     );
 
     // Again: nothing is overwritten without --force.
@@ -513,10 +536,6 @@ fn import_brings_servers_over_from_other_hosts_without_clobbering() {
     let json: Value =
         serde_json::from_str(&std::fs::read_to_string(tree.user_file()).unwrap()).unwrap();
     assert_eq!(json["mcpServers"]["github"]["command"], "other");
-    assert_eq!(
-        json["mcpServers"]["notes"]["url"],
-        "https://notes.example/mcp"
-    );
 
     // Codex's TOML, from an explicit path, into the project file: approved by the import itself.
     tree.write("codex.toml", "[mcp_servers.time]\ncommand = \"uvx\"\nargs = [\"mcp-server-time\"]\nstartup_timeout_sec = 20\n").unwrap();

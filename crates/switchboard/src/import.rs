@@ -152,6 +152,9 @@ pub struct ImportedServer {
     pub source: PathBuf,
     /// What changed on the way, and what the user may have to do.
     pub notes: Vec<String>,
+    /// The host kept it for this project only (Claude Code's local scope of the project):
+    /// it belongs in the local scope of the same project, not the user's.
+    pub per_project: bool,
 }
 
 /// What one import produced.

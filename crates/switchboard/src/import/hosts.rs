@@ -92,6 +92,7 @@ impl Out {
             entry: draft.into_entry(),
             source: self.path.clone(),
             notes: renamed.into_iter().chain(notes).collect(),
+            per_project: false,
         });
     }
 
@@ -407,7 +408,13 @@ fn claude_code(root: &ast::Object<'_>, project_dir: &Path, out: &mut Out) {
             if disabled.contains(name) {
                 notes.push("disabled, as in the project's `disabledMcpServers`".to_owned());
             }
-            todo.push((name.clone(), value.clone(), notes, disabled.contains(name)));
+            todo.push((
+                name.clone(),
+                value.clone(),
+                notes,
+                disabled.contains(name),
+                index == 1,
+            ));
         }
     }
     for name in hidden {
@@ -416,11 +423,14 @@ fn claude_code(root: &ast::Object<'_>, project_dir: &Path, out: &mut Out) {
              {dir} defines \"{name}\" too, and that one wins, as in Claude Code"
         ));
     }
-    for (name, value, notes, disable) in todo {
+    for (name, value, notes, disable, per_project) in todo {
         let before = out.report.servers.len();
         out.convert(ImportHost::ClaudeCode, &name, &value, None, notes);
-        if disable && let Some(server) = out.report.servers.get_mut(before) {
-            server.entry.insert("disabled".into(), true.into());
+        if let Some(server) = out.report.servers.get_mut(before) {
+            server.per_project = per_project;
+            if disable {
+                server.entry.insert("disabled".into(), true.into());
+            }
         }
     }
 }
