@@ -524,6 +524,52 @@ fn sighup_with_a_half_written_file_keeps_the_last_good_configuration() {
 /// SIGHUP reads the tool rules again (the user file's `gateway` section, joined with the
 /// flags'): the open session hears `tools/list_changed`, a tool the new rules deny is neither
 /// listed nor callable, and one they no longer deny is both.
+/// A client is told of a change to what it was shown, once (issue 41): an upstream that
+/// crashes and comes back (its tools went, then came back as they were) was announced two or
+/// three times, and every upstream's first listing once more after the client had listed.
+#[test]
+fn a_reconnect_is_announced_once_and_a_new_tool_once() {
+    let tree = ConfigTree::new().unwrap();
+    let bin = switchboard_testkit::server_bin();
+    let servers = json!({"mcpServers": {
+        "kit": {"command": bin, "args": ["--crash-after", "1"], "restart": "on-failure"},
+        "other": {"command": bin},
+    }});
+    tree.write(tree.user_file(), &servers.to_string()).unwrap();
+    let mut gateway = RawStdio::start(&tree, &["--stdio", "--wait-for-servers"]);
+    let listed = RawStdio::tool_names(&mut gateway);
+    assert!(listed.contains(&"mcp__kit__echo".to_owned()), "{listed:?}");
+    // Listed again: what the client was shown is known from here on.
+    let _ = RawStdio::tool_names(&mut gateway);
+    let is_tools_notice = |m: &Value| m["method"] == "notifications/tools/list_changed";
+    let mut notices = 0;
+    let mut call = |gateway: &mut RawStdio, name: &str, args: Value| -> Value {
+        let (answer, notes) =
+            gateway.request_noting("tools/call", json!({"name": name, "arguments": args}));
+        notices += notes.iter().filter(|m| is_tools_notice(m)).count();
+        answer
+    };
+    // One call answered, the next one crashes `kit`; it restarts, and a call succeeds once
+    // its tools are listed again (the call looks the tool up).
+    call(&mut gateway, "mcp__kit__echo", json!({"text": "one"}));
+    call(&mut gateway, "mcp__kit__echo", json!({"text": "two"}));
+    let back = (0..50).any(|_| {
+        let answer = call(&mut gateway, "mcp__kit__echo", json!({"text": "back"}));
+        answer["result"].to_string().contains("back")
+    });
+    assert!(back, "kit did not come back");
+    // A real change: a tool the client has not seen.
+    call(
+        &mut gateway,
+        "mcp__other__add_tool",
+        json!({"name": "fresh"}),
+    );
+    gateway.notification("notifications/tools/list_changed");
+    notices += 1;
+    // Its tools going (told), coming back as they were (not told), the new tool (told).
+    assert_eq!(notices, 2, "tools/list_changed notices");
+}
+
 #[test]
 fn sighup_reads_the_tool_rules_again() {
     let tree = ConfigTree::new().unwrap();

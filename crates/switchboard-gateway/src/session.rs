@@ -63,6 +63,11 @@ pub struct Session {
     registration: std::sync::OnceLock<crate::session_sync::Registration>,
     /// The notification fan-out ([`Self::fan_out`]) was started.
     started: std::sync::atomic::AtomicBool,
+    /// The tools the client was last given by `tools/list` (hashes of their qualified names;
+    /// `None` until it lists): a change of tools it was not shown, or that it was shown as
+    /// they are now, is not announced (issue 41: 16 notices in 25 s as 30 upstreams connected,
+    /// and two or three for one reconnect, as its tools went and came back).
+    seen: Arc<Mutex<Option<HashSet<u64>>>>,
     ended: CancellationToken,
     _end_on_drop: DropGuard,
 }
@@ -77,6 +82,7 @@ impl Session {
             found: Arc::default(),
             registration: std::sync::OnceLock::new(),
             started: std::sync::atomic::AtomicBool::new(false),
+            seen: Arc::default(),
             _end_on_drop: ended.clone().drop_guard(),
             ended,
         }
@@ -280,6 +286,7 @@ impl Session {
         let ended = self.ended.clone();
         let subscribed = self.subscribed.clone();
         let log_level = self.log_level.clone();
+        let seen = self.seen.clone();
         tokio::spawn(async move {
             loop {
                 let event = tokio::select! {
@@ -304,8 +311,14 @@ impl Session {
                         );
                         Ok(())
                     }
-                    Some(HostEvent::Catalog(CatalogEvent::ToolsChanged { .. }))
-                    | Some(HostEvent::Lagged {
+                    Some(HostEvent::Catalog(change)) => {
+                        if changes_what_was_seen(&change, seen.lock().as_ref()) {
+                            peer.notify_tool_list_changed().await
+                        } else {
+                            Ok(())
+                        }
+                    }
+                    Some(HostEvent::Lagged {
                         kind: EventKind::Catalog,
                         ..
                     }) => peer.notify_tool_list_changed().await,
@@ -952,6 +965,13 @@ impl ServerHandler for Session {
                     .filter_map(|t| Some((names.served(&t.qualified_name)?, t)))
                     .filter(|(served, t)| filter.serves_to(identity, &t.qualified_name, served))
                     .collect();
+                // What the client is given, every page of it: changes are told against it.
+                *self.seen.lock() = Some(
+                    served
+                        .iter()
+                        .map(|(_, t)| name_hash(&t.qualified_name))
+                        .collect(),
+                );
                 let (tools, next) = page(served, |(name, _)| name, cursor(&request), PAGE_SIZE)?;
                 let tools = tools.into_iter().map(|(_, t)| t.clone()).collect();
                 (self.tools_json(tools, &names, identity), next)
@@ -1253,5 +1273,37 @@ impl ServerHandler for Session {
         info.total = completion.total;
         info.has_more = Some(completion.has_more);
         Ok(CompleteResult::new(info))
+    }
+}
+
+/// A qualified name's hash, for the set of tools a client was shown.
+fn name_hash(name: &str) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(name)
+}
+
+/// Whether a catalogue change is one the client should hear of: it has not listed the tools
+/// yet (`seen` is `None`: told as before), the rules changed (no server named: anything may
+/// be shown or hidden now), a tool came that it was not shown, or one it was shown went or
+/// changed. A tool that goes and comes back (a reconnect) is told once, as it goes.
+fn changes_what_was_seen(change: &CatalogEvent, seen: Option<&HashSet<u64>>) -> bool {
+    let Some(seen) = seen else {
+        return true;
+    };
+    match change {
+        CatalogEvent::ToolsChanged {
+            server,
+            added,
+            removed,
+            changed,
+        } => {
+            server.is_empty()
+                || added.iter().any(|n| !seen.contains(&name_hash(n)))
+                || removed
+                    .iter()
+                    .chain(changed)
+                    .any(|n| seen.contains(&name_hash(n)))
+        }
+        _ => true,
     }
 }
