@@ -717,6 +717,12 @@ pub(crate) struct ServeArgs {
     /// clients that list once and never again.
     #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
     pub(crate) list_wait: f64,
+    /// The longest tool name served: a longer one is cut to it (its start, `_` and a hash,
+    /// the same every time). The default leaves 16 characters of a model API's 64 for the
+    /// prefix a client adds (Claude Code names a gateway `gw`'s tools `mcp__gw__<name>`); 64
+    /// serves the host's names as they are.
+    #[arg(long, value_name = "N", default_value_t = 48, value_parser = clap::value_parser!(u16).range(16..=64))]
+    pub(crate) max_name_length: u16,
     /// Write this process's id to FILE once the signal handlers are set (so `kill -HUP
     /// "$(cat FILE)"` reloads this gateway, and no other on the machine), and remove it at exit.
     #[arg(long, value_name = "FILE")]

@@ -183,6 +183,9 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
             std::time::Duration::try_from_secs_f64(args.list_wait)
                 .context("--list-wait: a number of seconds")?,
         );
+        // 64 is the host's own cut: nothing more to do.
+        let budget = usize::from(args.max_name_length);
+        gateway.set_name_budget((budget < switchboard::MAX_QUALIFIED_NAME).then_some(budget));
         let gateway_for_reload = gateway.clone();
         if let Some(traces) = &traces {
             gateway.set_traces(traces.clone());

@@ -524,6 +524,53 @@ fn sighup_with_a_half_written_file_keeps_the_last_good_configuration() {
 /// SIGHUP reads the tool rules again (the user file's `gateway` section, joined with the
 /// flags'): the open session hears `tools/list_changed`, a tool the new rules deny is neither
 /// listed nor callable, and one they no longer deny is both.
+/// Served names keep room for the prefix a client adds (issue 41): Claude Code names a
+/// gateway's tools `mcp__<gateway>__<name>`, and model APIs refuse names over 64. A name over
+/// `--max-name-length` (default 48) is cut the way the host cuts its own, and calls by it
+/// reach the tool; `--max-name-length 64` serves the host's names.
+#[test]
+fn served_names_fit_the_name_budget_and_still_call_their_tool() {
+    let tree = ConfigTree::new().unwrap();
+    let long = "a_tool_with_a_name_long_enough_to_need_a_cut_xx";
+    let servers = json!({"mcpServers": {"kit": {
+        "command": switchboard_testkit::server_bin(), "args": ["--tool-name", long]
+    }}});
+    tree.write(tree.user_file(), &servers.to_string()).unwrap();
+    let full = format!("mcp__kit__{long}");
+    assert_eq!(full.len(), 57);
+
+    let mut gateway = RawStdio::start(&tree, &["--stdio", "--wait-for-servers"]);
+    let names = RawStdio::tool_names(&mut gateway);
+    assert!(names.iter().all(|n| n.len() <= 48), "{names:?}");
+    let cut: Vec<&String> = names
+        .iter()
+        .filter(|n| n.starts_with("mcp__kit__a_tool_with"))
+        .collect();
+    assert_eq!(cut.len(), 1, "{names:?}");
+    assert_eq!(cut[0].len(), 48, "{names:?}");
+    let called = gateway.request(
+        "tools/call",
+        json!({"name": cut[0], "arguments": {"text": "by its cut name"}}),
+    );
+    assert!(
+        called["result"].to_string().contains("by its cut name"),
+        "{called}"
+    );
+    // Short names are served as they are, the same at every start.
+    assert!(names.contains(&"mcp__kit__echo".to_owned()), "{names:?}");
+    let again = RawStdio::tool_names(&mut RawStdio::start(
+        &tree,
+        &["--stdio", "--wait-for-servers"],
+    ));
+    assert_eq!(again, names);
+
+    let mut wide = RawStdio::start(
+        &tree,
+        &["--stdio", "--wait-for-servers", "--max-name-length", "64"],
+    );
+    assert!(RawStdio::tool_names(&mut wide).contains(&full));
+}
+
 /// A client is told of a change to what it was shown, once (issue 41): an upstream that
 /// crashes and comes back (its tools went, then came back as they were) was announced two or
 /// three times, and every upstream's first listing once more after the client had listed.

@@ -111,6 +111,8 @@ struct Inner {
     /// How long after the start a listing waits for servers still connecting
     /// (`serve --list-wait`).
     list_wait: parking_lot::Mutex<std::time::Duration>,
+    /// The longest served tool name (`serve --max-name-length`); `None`: the host's 64.
+    name_budget: parking_lot::Mutex<Option<usize>>,
 }
 
 /// How long after its start the gateway's listings wait for servers still connecting, unless
@@ -151,6 +153,7 @@ impl Gateway {
                 fast_path: std::sync::atomic::AtomicBool::new(true),
                 started: std::time::Instant::now(),
                 list_wait: parking_lot::Mutex::new(DEFAULT_LIST_WAIT),
+                name_budget: parking_lot::Mutex::new(None),
             }),
         }
     }
@@ -179,6 +182,26 @@ impl Gateway {
     /// `list_changed` as it connects.
     pub fn set_list_wait(&self, wait: std::time::Duration) {
         *self.inner.list_wait.lock() = wait;
+    }
+
+    /// The longest tool name served (`serve --max-name-length`; `None`: the host's 64): a
+    /// client that adds its own prefix (Claude Code's `mcp__<gateway>__`) must stay within a
+    /// model API's cap. A longer name is cut by the host's rule (its start, `_`, a hash).
+    pub fn set_name_budget(&self, max: Option<usize>) {
+        *self.inner.name_budget.lock() = max;
+    }
+
+    /// [`set_name_budget`](Self::set_name_budget)'s value.
+    pub fn name_budget(&self) -> Option<usize> {
+        *self.inner.name_budget.lock()
+    }
+
+    /// The served names of the catalogue's tools, by `--prefix` and the name budget.
+    pub(crate) async fn tool_names(&self) -> std::sync::Arc<switchboard::host::ServedNames> {
+        self.inner
+            .host
+            .tool_names_within(self.prefix(), self.name_budget())
+            .await
     }
 
     /// Waits for servers still connecting, for what is left of the list wait.

@@ -27,7 +27,7 @@ use switchboard::ServerEvent;
 use switchboard::host::{
     CallError, CallOutcome, EventKind, HostError, HostEvent, Listing, Prefix, PromptEntry,
     RESOURCE_SCHEME, RequestOptions, ServedNames, prompt_names, resource_names, resource_uri,
-    tool_names, tool_names_of,
+    tool_names_within,
 };
 use switchboard::interaction::Interaction;
 use switchboard::permissions::PermissionPrompter;
@@ -160,7 +160,11 @@ impl Session {
     async fn listed_tools(&self, identity: Option<&Identity>) -> Vec<Tool> {
         let host = self.gateway.host();
         let snapshot = host.tools().await;
-        let names = tool_names(self.gateway.prefix(), &snapshot.tools);
+        let names = tool_names_within(
+            self.gateway.prefix(),
+            self.gateway.name_budget(),
+            snapshot.tools.iter(),
+        );
         for collision in &names.collisions {
             tracing::warn!("not served: {collision}");
         }
@@ -206,7 +210,7 @@ impl Session {
         let (query, limit) = crate::search::search_request(request.arguments.as_ref())?;
         let filter = self.gateway.filter();
         let identity = Identity::of_request(&context.extensions);
-        let names = self.gateway.host().tool_names(self.gateway.prefix()).await;
+        let names = self.gateway.tool_names().await;
         let hits = self
             .gateway
             .host()
@@ -610,10 +614,10 @@ pub(crate) async fn called_tool(
     requested: &str,
     identity: Option<&Identity>,
 ) -> Result<String, ErrorData> {
-    let (name, served) = match gateway.prefix() {
-        Prefix::Always => (requested.to_owned(), None),
-        prefix => {
-            let names = gateway.host().tool_names(prefix).await;
+    let (name, served) = match (gateway.prefix(), gateway.name_budget()) {
+        (Prefix::Always, None) => (requested.to_owned(), None),
+        _ => {
+            let names = gateway.tool_names().await;
             let qualified = names.qualified(requested);
             let served = names.served(qualified).unwrap_or(requested);
             (qualified.to_owned(), Some(served.to_owned()))
@@ -954,7 +958,11 @@ impl ServerHandler for Session {
                 let filter = self.gateway.filter();
                 let identity = Identity::of_request(&context.extensions);
                 let view = self.gateway.host().tools_view().await;
-                let names = tool_names_of(self.gateway.prefix(), view.iter());
+                let names = tool_names_within(
+                    self.gateway.prefix(),
+                    self.gateway.name_budget(),
+                    view.iter(),
+                );
                 for collision in &names.collisions {
                     tracing::warn!("not served: {collision}");
                 }

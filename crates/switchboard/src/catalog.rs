@@ -240,7 +240,7 @@ pub struct ToolsView {
 
 impl ToolsView {
     /// The tools, built-ins first, then each server's (servers sorted by name).
-    pub fn iter(&self) -> impl Iterator<Item = &Tool> + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = &Tool> + Clone + '_ {
         self.own
             .iter()
             .chain(self.listed.iter().map(|&(l, i)| &self.lists[l].tools[i]))

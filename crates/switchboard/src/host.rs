@@ -71,7 +71,7 @@ pub use content::ContentBlock;
 pub use error::{HostError, StartError};
 pub use names::{
     NameCollision, Prefix, RESOURCE_SCHEME, ServedNames, parse_resource_uri, prompt_names,
-    resource_names, resource_uri, tool_names, tool_names_of,
+    resource_names, resource_uri, tool_names, tool_names_of, tool_names_within,
 };
 pub use requests::{Listed, Listing, PromptEntry, ReadOutcome, RequestOptions};
 pub use servers::{EventKind, Events, HostEvent, Readiness};

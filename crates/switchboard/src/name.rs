@@ -124,6 +124,21 @@ pub(crate) fn clean(tool: &str) -> Cow<'_, str> {
     )
 }
 
+/// `name` if it has at most `max` characters, else its first characters, `_` and 8 hex digits
+/// of a hash of the whole name, `max` characters in all: the rule qualified names are cut by,
+/// for a shorter budget (a gateway whose client adds its own prefix, `serve
+/// --max-name-length`).
+pub(crate) fn fit(name: &str, max: usize) -> Cow<'_, str> {
+    if name.chars().count() <= max {
+        return Cow::Borrowed(name);
+    }
+    let room = max.saturating_sub(1 + HASH_LEN);
+    let mut text: String = name.chars().take(room).collect();
+    text.push('_');
+    text.push_str(&short_hash(name));
+    Cow::Owned(text)
+}
+
 /// 8 hex digits of SHA-256 of the text.
 pub(crate) fn short_hash(text: &str) -> String {
     hex::encode(&Sha256::digest(text.as_bytes())[..HASH_LEN / 2])

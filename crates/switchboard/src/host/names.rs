@@ -136,6 +136,26 @@ impl ServedNames {
         names
     }
 
+    /// These names with every served name longer than `max` characters cut to `max` by the
+    /// rule qualified names are cut by (its start, `_`, a hash of the whole name): a budget
+    /// for clients that add a prefix of their own to the names (`serve --max-name-length`).
+    /// `qualified`: every item's qualified name.
+    pub fn within<'a>(mut self, max: usize, qualified: impl IntoIterator<Item = &'a str>) -> Self {
+        for q in qualified {
+            let Some(served) = self.served(q) else {
+                continue;
+            };
+            let fitted = crate::name::fit(served, max);
+            if let std::borrow::Cow::Owned(short) = fitted {
+                let old = served.to_owned();
+                self.qualified.remove(&old);
+                self.qualified.insert(short.clone(), q.to_owned());
+                self.served.insert(q.to_owned(), short);
+            }
+        }
+        self
+    }
+
     /// The served name of the item with this qualified name; `None` when it is not served
     /// (a collision under [`Prefix::Never`]).
     pub fn served<'a>(&'a self, qualified: &'a str) -> Option<&'a str> {
@@ -168,6 +188,25 @@ pub fn tool_names_of<'a>(prefix: Prefix, tools: impl Iterator<Item = &'a Tool>) 
                 .map(|s| (s, t.name.as_str(), t.qualified_name.as_str()))
         }),
     )
+}
+
+/// [`tool_names_of`], every served name at most `max` characters when `max` is given
+/// ([`ServedNames::within`]).
+pub fn tool_names_within<'a>(
+    prefix: Prefix,
+    max: Option<usize>,
+    tools: impl Iterator<Item = &'a Tool> + Clone,
+) -> ServedNames {
+    let names = tool_names_of(prefix, tools.clone());
+    match max {
+        Some(max) => names.within(
+            max,
+            tools
+                .filter(|t| t.server.is_some())
+                .map(|t| t.qualified_name.as_str()),
+        ),
+        None => names,
+    }
 }
 
 /// The served names of a listing's resources (`field` `uri`) or templates (`uriTemplate`).
@@ -208,29 +247,36 @@ pub fn prompt_names(prefix: Prefix, prompts: &[PromptEntry]) -> ServedNames {
     )
 }
 
-/// The tool names cached with the catalogue generation they were built from.
-pub(super) type BuiltNames = (u64, Prefix, Arc<ServedNames>);
+/// The tool names cached with the catalogue generation and naming they were built from.
+pub(super) type BuiltNames = (u64, (Prefix, Option<usize>), Arc<ServedNames>);
 
 impl Host {
     /// The served names of the catalogue's tools by `prefix`: built once per catalogue
     /// generation (a server's list stored or dropped), so a call's lookup is a map's.
     pub async fn tool_names(&self, prefix: Prefix) -> Arc<ServedNames> {
-        if prefix == Prefix::Always {
+        self.tool_names_within(prefix, None).await
+    }
+
+    /// [`tool_names`](Self::tool_names), every served name at most `max` characters when
+    /// `max` is given ([`ServedNames::within`]).
+    pub async fn tool_names_within(&self, prefix: Prefix, max: Option<usize>) -> Arc<ServedNames> {
+        if prefix == Prefix::Always && max.is_none() {
             return Arc::default();
         }
         let generation = self.catalog.generation();
+        let naming = (prefix, max);
         let cached = self.names.lock().ok().and_then(|c| {
             c.as_ref()
-                .filter(|(g, p, _)| *g == generation && *p == prefix)
+                .filter(|(g, n, _)| *g == generation && *n == naming)
                 .map(|(_, _, n)| n.clone())
         });
         if let Some(names) = cached {
             return names;
         }
         let (snapshot, complete) = self.catalog.snapshot_listed().await;
-        let names = Arc::new(tool_names(prefix, &snapshot.tools));
+        let names = Arc::new(tool_names_within(prefix, max, snapshot.tools.iter()));
         if complete && let Ok(mut cache) = self.names.lock() {
-            *cache = Some((generation, prefix, names.clone()));
+            *cache = Some((generation, naming, names.clone()));
         }
         names
     }
