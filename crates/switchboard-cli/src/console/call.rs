@@ -139,13 +139,8 @@ impl CallView {
             };
             let (text, failed) = match result {
                 Ok(outcome) => {
-                    let mut text = crate::catalog_cmds::content_text(&outcome.result);
-                    for file in &outcome.files {
-                        text.push_str(&format!("[saved to {}]\n", file.display()));
-                    }
-                    for note in &outcome.notes {
-                        text.push_str(&format!("note: {note}\n"));
-                    }
+                    let text = crate::catalog_cmds::content_text(&outcome.result);
+                    let text = unsaid(text, &outcome.files, &outcome.notes, "", "\n");
                     (text, outcome.is_error)
                 }
                 Err(e) => (switchboard::error_chain(&e), true),
@@ -318,6 +313,30 @@ fn progress_line(progress: Option<&Progress>) -> String {
     line
 }
 
+/// `text` followed by the saved files and the notes it does not already say, each on a line
+/// of its own (`before` and `after` it): a saved file's placeholder is in the content, and
+/// was shown again as a file line and as a note (issue 41: three times).
+pub(super) fn unsaid(
+    mut text: String,
+    files: &[std::path::PathBuf],
+    notes: &[String],
+    before: &str,
+    after: &str,
+) -> String {
+    for file in files {
+        let path = file.display().to_string();
+        if !text.contains(&path) {
+            text.push_str(&format!("{before}[saved to {path}]{after}"));
+        }
+    }
+    for note in notes {
+        if !text.contains(note.as_str()) {
+            text.push_str(&format!("{before}note: {note}{after}"));
+        }
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -325,6 +344,21 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_saved_file_is_named_once() {
+        let path = std::path::PathBuf::from("/out/kit__blob-1.bin");
+        let placeholder = "[resource \"test://x\" (100 bytes) saved to /out/kit__blob-1.bin]";
+        let text = super::unsaid(
+            format!("{placeholder}\n"),
+            std::slice::from_ref(&path),
+            &[placeholder.to_owned(), "something else".to_owned()],
+            "",
+            "\n",
+        );
+        assert_eq!(text.matches("/out/kit__blob-1.bin").count(), 1, "{text}");
+        assert!(text.contains("note: something else\n"), "{text}");
+    }
 
     fn tool(schema: Value) -> Tool {
         Tool {

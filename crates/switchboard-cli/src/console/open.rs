@@ -444,12 +444,7 @@ async fn read(host: &Host, server: &str, uri: &str, options: RequestOptions) -> 
         }
         text.push_str(&shown_contents(item));
     }
-    for file in &outcome.files {
-        text.push_str(&format!("\n[saved to {}]", file.display()));
-    }
-    for note in &outcome.notes {
-        text.push_str(&format!("\nnote: {note}"));
-    }
+    let text = super::call::unsaid(text, &outcome.files, &outcome.notes, "\n", "");
     (text, false)
 }
 
