@@ -174,31 +174,32 @@ impl HostBuilder {
     /// `?` globs; see [`permissions`](crate::permissions)). A `deny` anywhere, a managed rule,
     /// an `ask` rule and the hooks still apply. A pattern that is not one makes
     /// [`start`](Self::start) fail, naming it.
-    pub fn allow<I, S>(mut self, patterns: I) -> Self
+    pub fn allow<I, S>(self, patterns: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.program_rules.extend(
-            patterns
-                .into_iter()
-                .map(|p| (Effect::Allow, p.into(), "HostBuilder::allow")),
-        );
-        self
+        self.program_rules(Effect::Allow, patterns, "HostBuilder::allow")
     }
 
     /// Denies the tools these patterns name, as a `deny` rule of a settings file would: they
     /// are left out of the catalogue, and a call of one fails with [`CallError::Denied`].
-    pub fn deny<I, S>(mut self, patterns: I) -> Self
+    pub fn deny<I, S>(self, patterns: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.program_rules.extend(
-            patterns
-                .into_iter()
-                .map(|p| (Effect::Deny, p.into(), "HostBuilder::deny")),
-        );
+        self.program_rules(Effect::Deny, patterns, "HostBuilder::deny")
+    }
+
+    /// Rules given in code (`allow`, `deny`), checked at [`start`](Self::start).
+    fn program_rules<I, S>(mut self, effect: Effect, patterns: I, method: &'static str) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.program_rules
+            .extend(patterns.into_iter().map(|p| (effect, p.into(), method)));
         self
     }
 
@@ -925,26 +926,23 @@ impl Host {
         if let Some(name) = &name {
             self.ensure_connected(name.server(), qualified).await?;
         }
-        let target = match self.catalog.resolve(qualified, name.as_ref()).await {
-            Ok(target) => target.ok_or_else(|| CallError::Builtin {
+        let target = match (self.catalog.resolve(qualified, name.as_ref()).await, &name) {
+            (Ok(target), _) => target.ok_or_else(|| CallError::Builtin {
                 tool: qualified.to_owned(),
             })?,
             // The server is up but its listing failed: it may still serve the tool (a
             // server's list can break on one bad entry). The call goes by its name, with
             // nothing to check the arguments against, and the outcome says why.
-            Err(CatalogError::List { server, source }) if name.is_some() => {
-                let listing = crate::error_chain(&CatalogError::List { server, source });
-                let unlisted = name.as_ref().map(Catalog::unlisted);
-                let Some(target) = unlisted else {
-                    return Err(CallError::NoSuchTool(qualified.to_owned()));
-                };
+            (Err(e @ CatalogError::List { .. }), Some(name)) => {
+                let target = Catalog::unlisted(name);
                 let mut outcome = self.call_resolved(&target, arguments, options).await?;
                 outcome.notes.push(format!(
-                    "{listing}: `{qualified}` was called by its name, its arguments unchecked"
+                    "{}: `{qualified}` was called by its name, its arguments unchecked",
+                    crate::error_chain(&e)
                 ));
                 return Ok(outcome);
             }
-            Err(e) => return Err(self.lookup_error(qualified, e)),
+            (Err(e), _) => return Err(self.lookup_error(qualified, e)),
         };
         self.call_resolved(&target, arguments, options).await
     }

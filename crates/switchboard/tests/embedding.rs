@@ -35,6 +35,16 @@ fn builder(tree: &ConfigTree, servers: Value) -> switchboard::HostBuilder {
         .dynamic_config(vec![json!({"mcpServers": servers}).to_string()])
 }
 
+/// `kit`'s `echo` of `text`, called as the program (the default source).
+async fn echo(host: &Host, text: &str) -> Result<switchboard::CallOutcome, CallError> {
+    host.call(
+        "mcp__kit__echo",
+        args(json!({"text": text})),
+        CallOptions::default(),
+    )
+    .await
+}
+
 async fn settled(builder: switchboard::HostBuilder) -> Host {
     let host = builder.start().unwrap();
     host.wait_settled(SETTLE).await.unwrap();
@@ -67,14 +77,7 @@ async fn next_event<T>(
 async fn a_program_call_with_no_rule_and_no_prompter_is_denied_naming_the_builder() {
     let tree = ConfigTree::new().unwrap();
     let host = settled(builder(&tree, json!({"kit": testkit(&[])}))).await;
-    let err = host
-        .call(
-            "mcp__kit__echo",
-            args(json!({"text": "hi"})),
-            CallOptions::default(),
-        )
-        .await
-        .unwrap_err();
+    let err = echo(&host, "hi").await.unwrap_err();
     assert!(err.is_denied(), "{err}");
     let text = switchboard::error_chain(&err);
     assert!(text.contains("HostBuilder::allow"), "{text}");
@@ -91,14 +94,7 @@ async fn rules_given_in_code_allow_and_deny() {
             .deny(["mcp__kit__fail"]),
     )
     .await;
-    let outcome = host
-        .call(
-            "mcp__kit__echo",
-            args(json!({"text": "allowed in code"})),
-            CallOptions::default(),
-        )
-        .await
-        .unwrap();
+    let outcome = echo(&host, "allowed in code").await.unwrap();
     assert_eq!(outcome.text(), "allowed in code");
     // A deny wins over the allow, names where it was written, and hides the tool.
     let err = host
@@ -146,14 +142,7 @@ async fn the_provided_prompters_answer_as_named() {
     )
     .await;
     // `echo` says readOnlyHint; `fail` says destructiveHint.
-    read_only
-        .call(
-            "mcp__kit__echo",
-            args(json!({"text": "x"})),
-            CallOptions::default(),
-        )
-        .await
-        .unwrap();
+    echo(&read_only, "x").await.unwrap();
     let err = read_only
         .call("mcp__kit__fail", Map::new(), CallOptions::default())
         .await
@@ -190,14 +179,7 @@ async fn the_provided_prompters_answer_as_named() {
         ))),
     )
     .await;
-    closure
-        .call(
-            "mcp__kit__echo",
-            args(json!({"text": "x"})),
-            CallOptions::default(),
-        )
-        .await
-        .unwrap();
+    echo(&closure, "x").await.unwrap();
     let err = closure
         .call(
             "mcp__kit__add",
@@ -264,13 +246,7 @@ fn twenty_hosts_built_and_shut_down_leave_no_task_thread_or_child() {
             )
             .await;
             let mut events = host.events();
-            host.call(
-                "mcp__kit__echo",
-                args(json!({"text": "x"})),
-                CallOptions::default(),
-            )
-            .await
-            .unwrap();
+            echo(&host, "x").await.unwrap();
             host.shutdown().await;
             drop(host);
             while events.recv().await.is_some() {}
@@ -315,13 +291,7 @@ async fn a_crash_before_an_automatic_restart_is_an_event_with_its_cause() {
     let host = settled(builder(&tree, json!({"kit": kit})).allow(["mcp__kit"])).await;
     let mut events = host.events();
     // The first call makes the server exit (code 3).
-    let _ = host
-        .call(
-            "mcp__kit__echo",
-            args(json!({"text": "x"})),
-            CallOptions::default(),
-        )
-        .await;
+    let _ = echo(&host, "x").await;
     let cause = next_event(&mut events, |event| match event {
         HostEvent::Server(ServerEvent::Reconnecting { server, cause, .. }) if server == "kit" => {
             Some(cause)
@@ -461,13 +431,7 @@ async fn an_isolated_host_reads_no_user_local_project_or_managed_file() {
     let host = settled(builder(&tree, json!({"kit": testkit(&[])})).allow(["mcp__kit"])).await;
     let servers: Vec<String> = host.servers().into_iter().map(|(name, _)| name).collect();
     assert_eq!(servers, ["kit"]);
-    host.call(
-        "mcp__kit__echo",
-        args(json!({"text": "x"})),
-        CallOptions::default(),
-    )
-    .await
-    .unwrap();
+    echo(&host, "x").await.unwrap();
     host.shutdown().await;
 }
 
@@ -475,14 +439,7 @@ async fn an_isolated_host_reads_no_user_local_project_or_managed_file() {
 async fn a_denied_call_is_a_typed_error() {
     let tree = ConfigTree::new().unwrap();
     let host = settled(builder(&tree, json!({"kit": testkit(&[])})).deny(["mcp__kit__echo"])).await;
-    let err = host
-        .call(
-            "mcp__kit__echo",
-            args(json!({"text": "x"})),
-            CallOptions::default(),
-        )
-        .await
-        .unwrap_err();
+    let err = echo(&host, "x").await.unwrap_err();
     assert!(matches!(err, CallError::Denied(_)), "{err:?}");
     assert_eq!(err.server(), Some("kit"));
     host.shutdown().await;
