@@ -478,6 +478,7 @@ fn start_gateway(
     upstreams: &[(&str, String, Option<&str>)],
     tree: &ConfigTree,
     multi_thread: bool,
+    fast_path: bool,
 ) -> String {
     let servers: serde_json::Map<String, Value> = upstreams
         .iter()
@@ -511,7 +512,7 @@ fn start_gateway(
                 .start()
                 .unwrap();
             host.wait_settled(Duration::from_secs(20)).await.unwrap();
-            if multi_thread {
+            if multi_thread && fast_path {
                 // Each downstream call's handler task holds this future inline (tokio moves the
                 // task into place when rmcp spawns it, and again when it completes).
                 let call = host.call(
@@ -524,8 +525,10 @@ fn start_gateway(
                     std::mem::size_of_val(&call)
                 );
             }
+            let gateway = Gateway::new(host, ToolFilter::default());
+            gateway.set_fast_path(fast_path);
             let server = HttpGateway::bind(
-                Gateway::new(host, ToolFilter::default()),
+                gateway,
                 SocketAddr::from(([127, 0, 0, 1], 0)),
                 HttpOptions {
                     oauth: None,
@@ -617,9 +620,14 @@ fn main() {
         upstreams.push(("everything", url.clone(), None));
     }
     let tree = ConfigTree::new().unwrap();
-    let gateway_mt = start_gateway(&upstreams, &tree, true);
+    let gateway_mt = start_gateway(&upstreams, &tree, true, true);
     let tree_ct = ConfigTree::new().unwrap();
-    let gateway_ct = start_gateway(&upstreams, &tree_ct, false);
+    let gateway_ct = start_gateway(&upstreams, &tree_ct, false, true);
+    // The fast path's A/B (issue 36): the same gateways with `serve --no-fast-path`.
+    let tree_slow_mt = ConfigTree::new().unwrap();
+    let slow_mt = start_gateway(&upstreams, &tree_slow_mt, true, false);
+    let tree_slow_ct = ConfigTree::new().unwrap();
+    let slow_ct = start_gateway(&upstreams, &tree_slow_ct, false, false);
     let mut targets = vec![Upstream {
         label: "testkit-server (Rust)",
         direct: upstream.url().to_owned(),
@@ -669,6 +677,8 @@ fn main() {
                     gateway_ct.clone(),
                     KIT_PINNED_THROUGH,
                 ));
+                plan.push(Target::session(NO_FAST_MT, slow_mt.clone(), t.through));
+                plan.push(Target::session(NO_FAST_CT, slow_ct.clone(), t.through));
             }
             plan
         })
@@ -820,6 +830,39 @@ fn main() {
             }
         }
     }
+    for ((upstream, (figures, cpu)), plan) in targets.iter().zip(&results).zip(&plans) {
+        let at = |name: &str| plan.iter().position(|t| t.name == name);
+        let (Some(slow_mt), Some(slow_ct)) = (at(NO_FAST_MT), at(NO_FAST_CT)) else {
+            continue;
+        };
+        println!();
+        println!(
+            "{}, the fast path's A/B: the same gateway with it on and off (`serve \
+             --no-fast-path`), in the same run:",
+            upstream.label
+        );
+        println!();
+        println!(
+            "| runtime | phase | on calls/s | off calls/s | on ÷ off | gateway CPU µs a call, on / off |"
+        );
+        println!("|---|---|--:|--:|--:|--:|");
+        for (runtime, fast, slow) in [
+            ("current-thread", 2, slow_ct),
+            ("multi-thread, 2 workers", 1, slow_mt),
+        ] {
+            let gateway_cpu = |target: usize| median(cpu[target].iter().map(|r| r[1]).collect());
+            for (phase, pick) in PHASES {
+                println!(
+                    "| {runtime} | {phase} | {:.0} | {:.0} | {:.2}× | {:.0} / {:.0} |",
+                    rate_of(&figures[fast], pick),
+                    rate_of(&figures[slow], pick),
+                    ratio_of(&figures[fast], &figures[slow], pick),
+                    gateway_cpu(fast),
+                    gateway_cpu(slow),
+                );
+            }
+        }
+    }
     println!();
     println!(
         "CPU per call (µs, median; warm-up, seq and x16 together; threads by name, upstream = \
@@ -847,6 +890,9 @@ fn main() {
 /// The targets through the gateways' pinned testkit entry ([`KIT_PINNED_THROUGH`]).
 const PINNED_MT: &str = "gateway, multi-thread, upstream on 2025-11-25";
 const PINNED_CT: &str = "gateway, current-thread, upstream on 2025-11-25";
+/// The targets through the gateways with the fast path off (`serve --no-fast-path`).
+const NO_FAST_MT: &str = "gateway, multi-thread, no fast path";
+const NO_FAST_CT: &str = "gateway, current-thread, no fast path";
 
 /// An upstream's figures, per target (in its plan's order) and repetition: calls/s (seq, x16),
 /// and CPU µs per call (client, gateway threads, relay threads, upstream).

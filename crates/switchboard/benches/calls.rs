@@ -99,6 +99,9 @@ const HTTP_TARGET: f64 = 1.5;
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 enum Client {
     Switchboard,
+    /// The same host with its call lanes off (`HostBuilder::call_lanes(false)`): every call on
+    /// rmcp's client. The A/B of the lanes, in the same run.
+    SwitchboardNoLanes,
     Rmcp,
     /// rmcp's client on 2026-07-28 (`server/discover`, per-request `_meta`).
     RmcpModern,
@@ -118,8 +121,9 @@ enum Runtime {
 }
 
 impl Client {
-    const ALL: [Client; 4] = [
+    const ALL: [Client; 5] = [
         Client::Switchboard,
+        Client::SwitchboardNoLanes,
         Client::Rmcp,
         Client::RmcpModern,
         Client::Raw,
@@ -127,6 +131,7 @@ impl Client {
     fn name(self) -> &'static str {
         match self {
             Client::Switchboard => "switchboard",
+            Client::SwitchboardNoLanes => "sb-nolanes",
             Client::Rmcp => "rmcp",
             Client::RmcpModern => "rmcp-0728",
             Client::Raw => "raw",
@@ -421,6 +426,42 @@ fn parent(smoke: bool, reps: usize) {
         }
     }
     println!();
+    // The call lanes' A/B (issue 36): the same host with lanes on and off, in the same run.
+    // Issue 36's bar: a lane that buys under 10 % of calls/s or of the client's CPU a call
+    // has no place.
+    println!(
+        "Call lanes A/B (switchboard ÷ sb-nolanes: calls/s, median of per-repetition ratios; \
+         client CPU µs a call, medians, on / off)"
+    );
+    for wire in [Wire::Stdio, Wire::Http] {
+        for runtime in [Runtime::Current, Runtime::Multi] {
+            for (phase, pick) in [
+                (
+                    "sequential",
+                    (|r: &CaseRun| r.seq.clone()) as fn(&CaseRun) -> Phase,
+                ),
+                ("16 in flight", |r: &CaseRun| r.par.clone()),
+            ] {
+                let on = (Client::Switchboard, wire, runtime);
+                let off = (Client::SwitchboardNoLanes, wire, runtime);
+                let cpu = |key: Key| {
+                    runs.get(&key).map_or(f64::NAN, |list| {
+                        median(list.iter().map(|r| pick(r).client_cpu_us()))
+                    })
+                };
+                println!(
+                    "  lanes {:<5} {:<2} {:<12}: calls/s {}; client CPU {:.1} / {:.1} µs",
+                    wire.name(),
+                    runtime.name(),
+                    phase,
+                    ratio(&runs, on, off, pick).map_or("-".to_owned(), |r| format!("{r:.2}x")),
+                    cpu(on),
+                    cpu(off),
+                );
+            }
+        }
+    }
+    println!();
     println!(
         "load average {} (after); uptime: {}; {} case failures; {:.1} s",
         load_average(),
@@ -683,7 +724,7 @@ async fn connect(
     let stdio_args = ["--pid-file".to_owned(), pid_file.display().to_string()];
     let server = switchboard_testkit::server_bin();
     let conn = match (client, wire) {
-        (Client::Switchboard, _) => {
+        (Client::Switchboard | Client::SwitchboardNoLanes, _) => {
             let mut entry = match http {
                 Some(http) => json!({"type": "http", "url": http.url()}),
                 None => json!({"command": server, "args": stdio_args}),
@@ -704,6 +745,7 @@ async fn connect(
                 .discover(tree.project())
                 .env(env)
                 .output_dir(tree.root().join("out"))
+                .call_lanes(client == Client::Switchboard)
                 .start()
                 .expect("a host");
             let settled = host.wait_settled(CONNECT_WAIT).await;
