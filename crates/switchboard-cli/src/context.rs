@@ -81,18 +81,26 @@ pub(crate) fn stop_spinner() {
     }
 }
 
-/// Resolves on SIGINT or SIGTERM, so servers are shut down before the program goes.
-pub(crate) async fn interrupted() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut term) => {
-                term.recv().await;
+/// Resolves on SIGINT or SIGTERM, so servers are shut down before the program goes. The
+/// handlers are set when this is called, not when the future is first polled: `serve` prints
+/// `listening` from a future polled beside this one, and a SIGTERM sent on that line must stop
+/// the gateway cleanly (its pid file removed), not by the signal's default action.
+pub(crate) fn interrupted() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::unix::{Signal, SignalKind, signal};
+    let interrupt = signal(SignalKind::interrupt()).ok();
+    let terminate = signal(SignalKind::terminate()).ok();
+    async fn received(signal: Option<Signal>) {
+        match signal {
+            Some(mut signal) => {
+                signal.recv().await;
             }
-            Err(_) => std::future::pending::<()>().await,
+            None => std::future::pending::<()>().await,
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term => {}
+    }
+    async move {
+        tokio::select! {
+            _ = received(interrupt) => {}
+            _ = received(terminate) => {}
+        }
     }
 }
