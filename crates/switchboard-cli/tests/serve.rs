@@ -39,6 +39,12 @@ fn reference_tree() -> ConfigTree {
     tree
 }
 
+/// `--list-wait` for a client that lists once and expects every server in that list (the
+/// SDK's client, the Inspector, a search right after the first listing): the reference servers
+/// are Node and Python programs, and on two busy cores one can take longer than the default
+/// 2 s to start. A listing still comes as soon as every server has settled.
+const LISTS_ONCE: &str = "60";
+
 fn serve_args(tree: &ConfigTree, extra: &[&str]) -> Vec<String> {
     let mut args = vec![
         "-C".to_owned(),
@@ -202,7 +208,7 @@ fn check_ts_client_output(out: &Output) {
 fn the_typescript_sdk_client_works_through_serve_over_stdio() {
     let tree = reference_tree();
     let mut args = vec![env!("CARGO_BIN_EXE_switchboard").to_owned()];
-    args.extend(serve_args(&tree, &["--stdio"]));
+    args.extend(serve_args(&tree, &["--stdio", "--list-wait", LISTS_ONCE]));
     let mut node_args = vec!["stdio".to_owned()];
     node_args.extend(args);
     let out = node(&tree, tree.root(), &ts_client(), &node_args, None);
@@ -212,7 +218,7 @@ fn the_typescript_sdk_client_works_through_serve_over_stdio() {
 #[test]
 fn the_typescript_sdk_client_works_through_serve_over_http_with_the_generated_token() {
     let tree = reference_tree();
-    let serve = HttpServe::start(&tree, &[]);
+    let serve = HttpServe::start(&tree, &["--list-wait", LISTS_ONCE]);
     let token = token(&tree);
     #[cfg(unix)]
     {
@@ -251,9 +257,9 @@ fn the_inspector_cli_lists_and_calls_through_serve_over_stdio_and_http() {
     let tree = reference_tree();
     let (cli, dir) = inspector();
     let mut stdio = vec![env!("CARGO_BIN_EXE_switchboard").to_owned()];
-    stdio.extend(serve_args(&tree, &["--stdio"]));
+    stdio.extend(serve_args(&tree, &["--stdio", "--list-wait", LISTS_ONCE]));
 
-    let serve = HttpServe::start(&tree, &[]);
+    let serve = HttpServe::start(&tree, &["--list-wait", LISTS_ONCE]);
     let header = format!("Authorization: Bearer {}", token(&tree));
     let http = vec![
         serve.url.clone(),
@@ -1855,7 +1861,10 @@ fn tool_search_lists_the_search_tools_and_a_search_adds_what_it_found() {
         .to_string(),
     )
     .unwrap();
-    let mut gateway = RawStdio::start(&tree, &["--stdio", "--tool-search"]);
+    let mut gateway = RawStdio::start(
+        &tree,
+        &["--stdio", "--tool-search", "--list-wait", LISTS_ONCE],
+    );
     let names = gateway.tool_names();
     assert!(names.contains(&"search_tools".to_owned()), "{names:?}");
     assert!(names.contains(&"call_tool".to_owned()), "{names:?}");
@@ -1908,7 +1917,16 @@ fn tool_search_lists_the_search_tools_and_a_search_adds_what_it_found() {
     assert_eq!(denied["result"]["isError"], true, "{denied}");
     gateway.finish();
 
-    let mut gateway = RawStdio::start(&tree, &["--stdio", "--tool-search", "auto:1000000"]);
+    let mut gateway = RawStdio::start(
+        &tree,
+        &[
+            "--stdio",
+            "--tool-search",
+            "auto:1000000",
+            "--list-wait",
+            LISTS_ONCE,
+        ],
+    );
     let names = gateway.tool_names();
     assert!(
         names.contains(&"mcp__everything__echo".to_owned()),
