@@ -350,6 +350,16 @@ pub(crate) fn add(ctx: &Context, args: &AddArgs) -> anyhow::Result<ExitCode> {
             let store = switchboard::secrets::SecretStore::from_env(&ctx.paths.state_dir, &ctx.env);
             let stored =
                 switchboard::registry::store_secrets(&store, &local, scope, &mut entry, &values)?;
+            // What the entry will run, before it is written: the registry's arguments are
+            // someone else's text.
+            if let Some(command) = entry["command"].as_str() {
+                let args = entry["args"].as_array().into_iter().flatten();
+                let words: Vec<String> = std::iter::once(command)
+                    .chain(args.filter_map(Value::as_str))
+                    .map(|word| clean_line(word).into_owned())
+                    .collect();
+                eprintln!("It runs: {}", words.join(" "));
+            }
             if let Err(e) = crate::mcp::add(ctx, &local, scope, entry) {
                 if stored {
                     for (var, _) in &values {

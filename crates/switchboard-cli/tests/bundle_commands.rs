@@ -449,6 +449,96 @@ fn a_newer_version_upgrades_in_place_and_keeps_the_values() {
     assert!(!store.contains("kept-key"), "{store}");
 }
 
+/// `mcp install FILE` with the process's data (heap) limited to `limit_mib`: what it prints,
+/// and its exit code (`None`: killed, as when an allocation past the limit aborts it).
+fn install_limited(tree: &ConfigTree, file: &Path, limit_mib: u64) -> (String, Option<i32>) {
+    let output = Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -d {}; exec \"$0\" \"$@\"", limit_mib << 10))
+        .arg(env!("CARGO_BIN_EXE_switchboard"))
+        .args([
+            "mcp",
+            "install",
+            file.to_str().unwrap(),
+            "--config",
+            "api_key=k",
+        ])
+        .current_dir(tree.project())
+        .env_clear()
+        .envs(tree.env())
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        text(tree, &output.stdout),
+        text(tree, &output.stderr)
+    );
+    (said, output.status.code())
+}
+
+/// A bundle is read where it is, never into memory whole: with 256 MiB of heap, a real bundle
+/// installs, a 400 MiB file is found not to be a zip, a file past the 512 MiB a bundle may
+/// be and `/dev/zero` are refused naming the cap, and a manifest past its cap is named so.
+/// The files are sparse: nothing here writes hundreds of megabytes.
+#[test]
+fn a_huge_or_endless_bundle_is_refused_naming_the_cap_without_reading_it_whole() {
+    let tree = ConfigTree::new().unwrap();
+    let (said, code) = install_limited(&tree, &greeter(&tree, "1.0.0"), 256);
+    assert_eq!(code, Some(0), "{said}");
+
+    let sparse = |name: &str, len: u64| {
+        let path = tree.root().join(name);
+        std::fs::File::create(&path).unwrap().set_len(len).unwrap();
+        path
+    };
+    let within = sparse("within.mcpb", 400 << 20);
+    let (said, code) = install_limited(&tree, &within, 256);
+    assert_eq!(code, Some(1), "{said}");
+    assert!(
+        said.contains("[TMP]/within.mcpb: not a zip archive"),
+        "{said}"
+    );
+
+    let huge = sparse("huge.mcpb", (512 << 20) + 1);
+    let (said, code) = install_limited(&tree, &huge, 256);
+    assert_eq!(code, Some(1), "{said}");
+    assert!(
+        said.contains("[TMP]/huge.mcpb: it is larger than 512 MiB, the most a bundle may be"),
+        "{said}"
+    );
+
+    let (said, code) = install_limited(&tree, Path::new("/dev/zero"), 256);
+    assert_eq!(code, Some(1), "{said}");
+    assert!(
+        said.contains(
+            "/dev/zero: it is not a file (a device, a pipe or a folder); a bundle is read \
+             from a file of at most 512 MiB"
+        ),
+        "{said}"
+    );
+
+    let mut long = manifest("1.0.0");
+    long["description"] = Value::String("x".repeat(2 << 20));
+    let wordy = bundle(&tree.root().join("wordy.mcpb"), &long.to_string(), &[]);
+    let said = fails(
+        &tree,
+        &[
+            "mcp",
+            "install",
+            wordy.to_str().unwrap(),
+            "--config",
+            "api_key=k",
+        ],
+    );
+    assert!(
+        said.contains(
+            "[TMP]/wordy.mcpb: manifest.json is larger than 1024 KiB, the most a bundle's \
+             manifest may be"
+        ),
+        "{said}"
+    );
+}
+
 #[test]
 fn unsafe_archives_and_wrong_manifests_are_refused_naming_the_entry_or_field() {
     let tree = ConfigTree::new().unwrap();

@@ -138,6 +138,38 @@ fn a_file_that_does_not_parse_is_never_rewritten() {
     assert_eq!(std::fs::read_to_string(tree.user_file()).unwrap(), broken);
 }
 
+/// A server written twice in one file (`{"a": …, "a": …}`) is warned about, naming the file,
+/// the line and the key; the last copy is the one read, and `mcp remove` removes every copy,
+/// so no `a` is left behind.
+#[test]
+fn a_key_written_twice_is_warned_about_and_remove_takes_every_copy() {
+    let tree = ConfigTree::new().unwrap();
+    let twice = "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"first\"},\n    \"a\": {\"command\": \"second\"},\n    \"b\": {\"command\": \"other\"}\n  }\n}\n";
+    tree.write(tree.user_file(), twice).unwrap();
+
+    let out = run(&tree, &["mcp", "get", "a"]);
+    let said = tree.redact(&format!("{}{}", stdout(&out), stderr(&tree, &out)));
+    assert!(
+        said.contains(
+            "[TMP]/home/.config/switchboard/mcp.json:4:5: server `a`: the key `a` is written \
+             again here (first on line 3); the last one counts"
+        ),
+        "{said}"
+    );
+    assert!(said.contains("second"), "{said}");
+
+    ok(
+        &tree,
+        &run(&tree, &["mcp", "remove", "a", "--scope", "user"]),
+    );
+    let after = std::fs::read_to_string(tree.user_file()).unwrap();
+    assert!(!after.contains("\"a\""), "{after}");
+    assert!(after.contains("\"b\": {\"command\": \"other\"}"), "{after}");
+    let out = run(&tree, &["mcp", "get", "a"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(!stderr(&tree, &out).contains("written again"));
+}
+
 #[cfg(unix)]
 #[test]
 fn writes_keep_the_files_permissions_and_new_private_files_are_owner_only() {

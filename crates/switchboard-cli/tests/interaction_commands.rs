@@ -512,6 +512,39 @@ fn a_servers_log_level_is_set_from_config_and_its_messages_reach_the_log() {
     assert!(!stderr.contains("testkit log at info"), "{stderr}");
 }
 
+/// A flood of 100 000 `notifications/message` at the default log level: a few lines a
+/// second are printed, the rest counted, and each count said once ("N messages from server
+/// `kit` dropped"); every message is printed or counted.
+#[test]
+fn a_log_flood_is_rate_limited_and_the_dropped_messages_counted() {
+    let tree = ConfigTree::new().unwrap();
+    let mut kit = testkit("legacy");
+    kit["logLevel"] = json!("warning");
+    user_file(&tree, json!({"kit": kit}), json!({}));
+    // Two levels (warning, error), 50 000 each.
+    let out = run(&tree, &["call", "kit", "log", "--arg", "repeat=50000"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "logged at warning, error");
+    let stderr = text(&out.stderr);
+    let printed = stderr
+        .lines()
+        .filter(|l| l.contains("testkit log at"))
+        .count() as u64;
+    let dropped: u64 = stderr
+        .lines()
+        .filter_map(|l| {
+            let (before, _) = l.split_once(" messages from server `kit` dropped")?;
+            before.rsplit(' ').next()?.parse::<u64>().ok()
+        })
+        .sum();
+    assert_eq!(
+        printed + dropped,
+        100_000,
+        "{printed} printed, {dropped} dropped"
+    );
+    assert!(printed < 10_000, "{printed} lines printed");
+}
+
 #[test]
 fn the_prompt_command_asks_for_arguments_with_the_servers_completions() {
     let tree = ConfigTree::new().unwrap();

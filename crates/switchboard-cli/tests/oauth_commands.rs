@@ -160,6 +160,37 @@ fn login_get_logout_and_no_token_in_any_log() {
     }
 }
 
+/// A token file another user may write to is not used (they could have put tokens of theirs
+/// in it): the server needs a login, and the error names the file and how to make it the
+/// user's own, as for approvals and secrets.
+#[test]
+fn a_token_file_others_may_write_to_is_refused_with_a_chmod_hint() {
+    use std::os::unix::fs::PermissionsExt;
+    let (tree, _server) = setup(&[]);
+    assert!(run(&tree, &["mcp", "login", "guarded"]).status.success());
+    let file = tree.state_dir().join("oauth-tokens.json");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
+
+    let get = all_output(&run(&tree, &["mcp", "get", "guarded"]));
+    assert!(!get.contains("status:  ✓ connected"), "{get}");
+    assert!(
+        get.contains(&format!(
+            "{} is not used: it is writable by every user (mode 0666)",
+            file.display()
+        )),
+        "{get}"
+    );
+    assert!(
+        get.contains(&format!("`chmod 600 {}`", file.display())),
+        "{get}"
+    );
+
+    // Made the user's own again, the tokens are used.
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let get = all_output(&run(&tree, &["mcp", "get", "guarded"]));
+    assert!(get.contains("status:  ✓ connected"), "{get}");
+}
+
 #[test]
 fn two_processes_never_both_spend_a_rotating_refresh_token() {
     // 30 s tokens are inside the refresh margin: every request of both processes refreshes,

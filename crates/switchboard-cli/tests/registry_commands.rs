@@ -55,26 +55,123 @@ fn local_servers(tree: &ConfigTree) -> Value {
     file["projects"][tree.project().display().to_string()]["mcpServers"].clone()
 }
 
-/// A registry holding one document: the testkit server as the remote `remote`.
-fn kit_registry(remote: Value) -> (TestRegistry, tempfile::TempDir) {
+/// A registry holding these documents (file name, `server.json`).
+fn registry_of(documents: &[(String, Value)]) -> (TestRegistry, tempfile::TempDir) {
     let fixtures = tempfile::tempdir().unwrap();
-    std::fs::write(
-        fixtures.path().join("kit.json"),
-        json!({
-            "name": "io.github.switchboard-tests/kit",
-            "description": "The testkit server, hosted",
-            "version": "1.0.0",
-            "remotes": [remote]
-        })
-        .to_string(),
-    )
-    .unwrap();
+    for (file, document) in documents {
+        std::fs::write(fixtures.path().join(file), document.to_string()).unwrap();
+    }
     let registry = TestRegistry::start([
         std::ffi::OsStr::new("--fixtures"),
         fixtures.path().as_os_str(),
     ])
     .unwrap();
     (registry, fixtures)
+}
+
+/// A registry holding one document: the testkit server as the remote `remote`.
+fn kit_registry(remote: Value) -> (TestRegistry, tempfile::TempDir) {
+    registry_of(&[(
+        "kit.json".to_owned(),
+        json!({
+            "name": "io.github.switchboard-tests/kit",
+            "description": "The testkit server, hosted",
+            "version": "1.0.0",
+            "remotes": [remote]
+        }),
+    )])
+}
+
+/// An OCI package's `runtimeArguments` go to `docker run`: the command is shown before it is
+/// written, and an argument that reaches past the container into this machine (privileges,
+/// the host's network or processes, a host folder, capabilities, security options) is
+/// refused, named, with nothing written.
+#[test]
+fn oci_runtime_arguments_are_shown_and_dangerous_ones_refused_by_name() {
+    let named = |name: &str, value: &str| json!([{"type": "named", "name": name, "value": value}]);
+    let positional = |value: &str| json!([{"type": "positional", "value": value}]);
+    // (document, its runtimeArguments, the argument refused; "": none).
+    let hostile: &[(&str, Value, &str)] = &[
+        ("privileged", positional("--privileged"), "--privileged"),
+        ("root-mount", named("-v", "/:/host"), "-v /:/host"),
+        ("host-network", named("--network", "host"), "--network host"),
+        ("host-pid", positional("--pid=host"), "--pid=host"),
+        (
+            "caps",
+            named("--cap-add", "SYS_ADMIN"),
+            "--cap-add SYS_ADMIN",
+        ),
+        (
+            "unconfined",
+            named("--security-opt", "seccomp=unconfined"),
+            "--security-opt seccomp=unconfined",
+        ),
+        (
+            "bind",
+            named("--mount", "type=bind,source=/etc,target=/x"),
+            "--mount type=bind,source=/etc,target=/x",
+        ),
+        (
+            "calm",
+            json!([
+                {"type": "named", "name": "--cpus", "value": "1"},
+                {"type": "named", "name": "-v", "value": "calm-data:/data"}
+            ]),
+            "",
+        ),
+    ];
+    let documents: Vec<(String, Value)> = hostile
+        .iter()
+        .map(|(name, runtime, _)| {
+            let document = json!({
+                "name": format!("io.example/{name}"),
+                "description": "An OCI server",
+                "version": "1.0.0",
+                "packages": [{
+                    "registryType": "oci",
+                    "identifier": format!("docker.io/example/{name}"),
+                    "version": "1",
+                    "transport": {"type": "stdio"},
+                    "runtimeArguments": runtime
+                }]
+            });
+            (format!("{name}.json"), document)
+        })
+        .collect();
+    let (registry, _fixtures) = registry_of(&documents);
+    let tree = ConfigTree::new().unwrap();
+    for (name, _, refused) in hostile {
+        let server = format!("io.example/{name}");
+        let args = ["mcp", "add", server.as_str(), "--from-registry"];
+        if refused.is_empty() {
+            let (_, stderr) = ok(&tree, &registry, &args);
+            let shown = stderr
+                .find("It runs: docker run -i --rm --cpus 1 -v calm-data:/data docker.io/example/calm:1")
+                .unwrap_or_else(|| panic!("{stderr}"));
+            let added = stderr.find("Added stdio server `calm`").unwrap();
+            assert!(shown < added, "shown before it is written: {stderr}");
+            continue;
+        }
+        let out = run(&tree, &registry, &args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "server `{server}`: its `runtimeArguments` give docker `{refused}`, which \
+                 reaches past the container into this machine; refused"
+            )),
+            "{name}: {stderr}"
+        );
+        assert!(!stderr.contains("Added"), "{stderr}");
+    }
+    let written = local_servers(&tree);
+    assert_eq!(
+        written
+            .as_object()
+            .map(|o| o.keys().cloned().collect::<Vec<_>>()),
+        Some(vec!["calm".to_owned()]),
+        "{written}"
+    );
 }
 
 /// Every file under `dir` but the secret store's, as text.

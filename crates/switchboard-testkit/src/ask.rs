@@ -28,20 +28,34 @@ pub(crate) const ASK_TOOLS: [&str; 4] = ["ask_form", "ask_url", "ask_sample", "a
 const LOG_LEVELS: [&str; 4] = ["debug", "info", "warning", "error"];
 
 /// The `log` tool: one `notifications/message` at each level at or above the level the client
-/// set (`logging/setLevel`; all of them when it set none).
-pub(crate) async fn log(context: &RequestContext<RoleServer>, set: Option<&str>) -> CallToolResult {
+/// set (`logging/setLevel`; all of them when it set none); `repeat` times each (a flood).
+pub(crate) async fn log(
+    context: &RequestContext<RoleServer>,
+    set: Option<&str>,
+    repeat: u64,
+) -> CallToolResult {
     let floor = set
         .and_then(|s| LOG_LEVELS.iter().position(|l| *l == s))
         .unwrap_or(0);
     let mut sent = Vec::new();
     for level in &LOG_LEVELS[floor..] {
-        let notification: Result<ServerNotification, _> = serde_json::from_value(json!({
-            "method": "notifications/message",
-            "params": {"level": level, "logger": "testkit", "data": format!("testkit log at {level}")}
-        }));
-        if let Ok(notification) = notification
-            && context.peer.send_notification(notification).await.is_ok()
-        {
+        let mut all = true;
+        for i in 0..repeat.max(1) {
+            let data = if repeat > 1 {
+                format!("testkit log at {level} #{i}")
+            } else {
+                format!("testkit log at {level}")
+            };
+            let notification: Result<ServerNotification, _> = serde_json::from_value(json!({
+                "method": "notifications/message",
+                "params": {"level": level, "logger": "testkit", "data": data}
+            }));
+            all &= match notification {
+                Ok(notification) => context.peer.send_notification(notification).await.is_ok(),
+                Err(_) => false,
+            };
+        }
+        if all {
             sent.push(*level);
         }
     }
@@ -99,8 +113,9 @@ pub(crate) fn tools() -> Vec<Tool> {
         ),
         Tool::new(
             "log",
-            "Sends a log message at each level the client's logging/setLevel lets through.",
-            schema(json!({"type": "object", "properties": {}})),
+            "Sends a log message at each level the client's logging/setLevel lets through \
+             (`repeat` times each).",
+            schema(json!({"type": "object", "properties": {"repeat": {"type": "integer"}}})),
         ),
         Tool::new(
             "ask_roots",

@@ -768,7 +768,13 @@ impl ServerHandler for Toolbox {
         }
         if request.name == "log" && self.shared.ask_tools {
             let level = self.shared.log_level.lock().ok().and_then(|l| l.clone());
-            let result = crate::ask::log(&context, level.as_deref()).await;
+            let repeat = request
+                .arguments
+                .as_ref()
+                .and_then(|a| a.get("repeat"))
+                .and_then(Value::as_u64)
+                .unwrap_or(1);
+            let result = crate::ask::log(&context, level.as_deref(), repeat).await;
             return Ok(result.into());
         }
         if crate::ask::ASK_TOOLS.contains(&request.name.as_ref())

@@ -282,13 +282,8 @@ fn lock(dir: &Path) -> Result<std::fs::File, SecretError> {
 }
 
 fn read(path: &Path) -> Result<BTreeMap<String, String>, SecretError> {
-    if let Some((at, why)) = untrusted_file(path) {
-        return Err(SecretError(format!(
-            "{} is not used: it is {}\n  hint: {}",
-            at.display(),
-            why.why,
-            why.hint
-        )));
+    if let Some(refused) = untrusted_file_message(path) {
+        return Err(SecretError(refused));
     }
     match std::fs::read_to_string(path) {
         Ok(text) => serde_json::from_str(&text).map_err(|e| {
@@ -382,6 +377,19 @@ pub fn untrusted_file(path: &Path) -> Option<(PathBuf, Untrusted)> {
     folder
         .and_then(|dir| untrusted(dir).map(|u| (dir.to_owned(), u)))
         .or_else(|| untrusted(path).map(|u| (path.to_owned(), u)))
+}
+
+/// [`untrusted_file`] as the refusal of a file of secrets (the secret store's, the token
+/// store's): what is not used, why, and the hint.
+pub(crate) fn untrusted_file_message(path: &Path) -> Option<String> {
+    untrusted_file(path).map(|(at, why)| {
+        format!(
+            "{} is not used: it is {}\n  hint: {}",
+            at.display(),
+            why.why,
+            why.hint
+        )
+    })
 }
 
 #[cfg(test)]

@@ -32,7 +32,6 @@ pub use user_config::{FieldKind, UserConfigField};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
@@ -414,18 +413,21 @@ fn open(path: &Path, file: &Path, env: &Environment) -> Result<Opened, BundleErr
         path: file.to_owned(),
         source,
     };
-    // Read once, and no more than a bundle may hold (`/dev/zero` has no length to check).
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(archive::MAX_FILE + 1).read_to_end(&mut bytes))
-        .map_err(io)?;
-    if bytes.len() as u64 > archive::MAX_FILE {
+    // Read where it is, never into memory whole; only a file has an end to check (a device
+    // such as `/dev/zero` or a pipe has none, and is not read).
+    let opened = std::fs::File::open(path).map_err(io)?;
+    let meta = opened.metadata().map_err(io)?;
+    if !meta.is_file() {
         return Err(invalid(format!(
-            "it is larger than {} MiB, the most a bundle may be",
+            "it is not a file (a device, a pipe or a folder); a bundle is read from a file of \
+             at most {} MiB",
             archive::MAX_FILE >> 20
         )));
     }
-    let mut archive = Archive::open(bytes).map_err(invalid)?;
+    if meta.len() > archive::MAX_FILE {
+        return Err(invalid(archive::too_large()));
+    }
+    let mut archive = Archive::open(opened).map_err(invalid)?;
     let text = archive.manifest().map_err(invalid)?;
     let manifest =
         manifest::read(&text).map_err(|message| invalid(format!("manifest.json:{message}")))?;

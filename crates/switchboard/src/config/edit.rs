@@ -9,7 +9,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use jsonc_parser::cst::{CstInputValue, CstObject, CstRootNode};
+use jsonc_parser::cst::{CstInputValue, CstObject, CstObjectProp, CstRootNode};
 
 use super::json::{Document, parse_options};
 use super::lock::FileLock;
@@ -154,13 +154,27 @@ impl ConfigEdit {
         matches!(self.servers(false), Ok(Some(servers)) if servers.get(name).is_some())
     }
 
+    /// The entry `name` that counts: the last of that name, as the loader reads it (a name
+    /// written twice is warned about).
+    fn entry(servers: &CstObject, name: &str) -> Option<CstObjectProp> {
+        servers
+            .properties()
+            .into_iter()
+            .rev()
+            .find(|p| Self::is_named(p, name))
+    }
+
+    fn is_named(prop: &CstObjectProp, name: &str) -> bool {
+        prop.name().and_then(|n| n.decoded_value().ok()).as_deref() == Some(name)
+    }
+
     /// Adds an entry, or replaces the entry of that name.
     pub fn set(&mut self, name: &str, entry: &serde_json::Value) -> Result<(), ConfigError> {
         let servers = self.servers(true)?.ok_or_else(|| {
             ConfigIssue::error(format!("cannot create `{}`", self.section)).in_file(&self.path)
         })?;
         let value = to_input(entry);
-        match servers.get(name) {
+        match Self::entry(&servers, name) {
             Some(prop) => prop.set_value(value),
             None => {
                 servers.append(name, value);
@@ -177,7 +191,7 @@ impl ConfigEdit {
         key: &str,
         value: Option<&serde_json::Value>,
     ) -> Result<bool, ConfigError> {
-        let Some(prop) = self.servers(false)?.and_then(|s| s.get(name)) else {
+        let Some(prop) = self.servers(false)?.and_then(|s| Self::entry(&s, name)) else {
             return Ok(false);
         };
         let Some(entry) = prop.object_value() else {
@@ -198,15 +212,22 @@ impl ConfigEdit {
         Ok(true)
     }
 
-    /// Removes an entry; `false` when there was none.
+    /// Removes an entry, every copy of it when its name is written more than once; `false`
+    /// when there was none.
     pub fn remove(&mut self, name: &str) -> Result<bool, ConfigError> {
-        match self.servers(false)?.and_then(|s| s.get(name)) {
-            Some(prop) => {
-                prop.remove();
-                Ok(true)
-            }
-            None => Ok(false),
+        let Some(servers) = self.servers(false)? else {
+            return Ok(false);
+        };
+        let copies: Vec<CstObjectProp> = servers
+            .properties()
+            .into_iter()
+            .filter(|p| Self::is_named(p, name))
+            .collect();
+        let removed = !copies.is_empty();
+        for prop in copies {
+            prop.remove();
         }
+        Ok(removed)
     }
 
     /// The file's text with the edits applied.

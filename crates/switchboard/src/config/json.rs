@@ -237,6 +237,57 @@ pub(crate) fn get<'o, 'a>(obj: &'o ast::Object<'a>, name: &str) -> Option<&'o as
     obj.properties.iter().rev().find(|p| prop_name(p) == name)
 }
 
+/// A warning for each key written more than once in one object of `value`, at any depth
+/// (`{"a": 1, "a": 2}`): JSON readers disagree on which copy counts; Switchboard reads the
+/// last, and an edit of that key (`mcp remove`) changes every copy.
+pub(crate) fn duplicate_keys(doc: &Document, value: &ast::Value<'_>) -> Vec<ConfigIssue> {
+    let mut found = Vec::new();
+    let mut stack = vec![(value, String::new())];
+    while let Some((value, path)) = stack.pop() {
+        match value {
+            ast::Value::Object(obj) => {
+                let mut first = std::collections::HashMap::new();
+                for prop in &obj.properties {
+                    let name = prop_name(prop);
+                    let field = if path.is_empty() {
+                        name.to_owned()
+                    } else {
+                        format!("{path}.{name}")
+                    };
+                    let start = prop.range.start;
+                    if let Some(earlier) = first.insert(name, start) {
+                        first.insert(name, earlier);
+                        let (line, _) = doc.position(earlier);
+                        let issue = ConfigIssue::warning(format!(
+                            "the key `{name}` is written again here (first on line {line}); \
+                             the last one counts"
+                        ))
+                        .in_file(&doc.path)
+                        .at(doc.position(start))
+                        .hint("write each key once");
+                        // A server's name: the issue is that server's (`mcp get` shows it).
+                        let issue = if path == "mcpServers" || path.ends_with(".mcpServers") {
+                            issue.server(name)
+                        } else {
+                            issue.field(field.clone())
+                        };
+                        found.push((start, issue));
+                    }
+                    stack.push((&prop.value, field));
+                }
+            }
+            ast::Value::Array(array) => {
+                for (i, element) in array.elements.iter().enumerate() {
+                    stack.push((element, format!("{path}[{i}]")));
+                }
+            }
+            _ => {}
+        }
+    }
+    found.sort_by_key(|(at, _)| *at);
+    found.into_iter().map(|(_, issue)| issue).collect()
+}
+
 pub(crate) fn prop_name<'o>(prop: &'o ast::ObjectProp<'_>) -> &'o str {
     match &prop.name {
         ast::ObjectPropName::String(s) => s.value.as_ref(),

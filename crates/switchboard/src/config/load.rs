@@ -503,7 +503,10 @@ impl Loader<'_> {
         nest: &[&str],
     ) -> ScopeSettings {
         match doc.root_value() {
-            Ok(Some(root)) => self.read_root::<F>(doc, &root, scope, nest),
+            Ok(Some(root)) => {
+                self.issues.extend(super::json::duplicate_keys(doc, &root));
+                self.read_root::<F>(doc, &root, scope, nest)
+            }
             Ok(None) => ScopeSettings::new(scope, doc.path.clone()),
             Err(issue) => {
                 self.issues.push(issue.clone());
@@ -675,7 +678,10 @@ impl Loader<'_> {
     fn plugin_servers(&mut self, file: &ServersDoc, scope: Scope, plugin: &str) -> Servers {
         let doc = &file.doc;
         let root = match doc.root_value() {
-            Ok(Some(root)) => root,
+            Ok(Some(root)) => {
+                self.issues.extend(super::json::duplicate_keys(doc, &root));
+                root
+            }
             Ok(None) => return Servers::default(),
             Err(issue) => {
                 let message = format!("plugin `{plugin}`: {}", issue.message);

@@ -111,10 +111,74 @@ pub struct ServerLog {
     pub data: serde_json::Value,
 }
 
+/// The most log lines a server's `notifications/message` make in one [`LOG_INTERVAL`]; the
+/// rest are counted, and the count said once (a server can send a hundred thousand).
+const LOG_LINES_PER_INTERVAL: u32 = 50;
+const LOG_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How many of a server's log lines were printed in the current interval, and dropped since
+/// the count was last said. Said when a message comes after the interval, and when the
+/// session ends.
+#[derive(Debug)]
+struct LogLimit {
+    server: String,
+    start: std::time::Instant,
+    printed: u32,
+    dropped: u64,
+}
+
+impl LogLimit {
+    fn new(server: &str) -> LogLimit {
+        LogLimit {
+            server: server.to_owned(),
+            start: std::time::Instant::now(),
+            printed: 0,
+            dropped: 0,
+        }
+    }
+
+    /// Whether a message that came at `now` may be printed.
+    fn admit(&mut self, now: std::time::Instant) -> bool {
+        if now.duration_since(self.start) >= LOG_INTERVAL {
+            self.say_dropped();
+            self.start = now;
+            self.printed = 0;
+        }
+        if self.printed < LOG_LINES_PER_INTERVAL {
+            self.printed += 1;
+            true
+        } else {
+            self.dropped += 1;
+            false
+        }
+    }
+
+    fn say_dropped(&mut self) {
+        let dropped = std::mem::take(&mut self.dropped);
+        if dropped > 0 {
+            tracing::warn!(
+                target: "switchboard::server",
+                server = %self.server,
+                "{dropped} messages from server `{}` dropped (more than {LOG_LINES_PER_INTERVAL} \
+                 a second)",
+                self.server
+            );
+        }
+    }
+}
+
+impl Drop for LogLimit {
+    fn drop(&mut self) {
+        self.say_dropped();
+    }
+}
+
 #[derive(Clone)]
 pub(crate) struct ClientSide {
     server: String,
     notices: mpsc::UnboundedSender<Notice>,
+    /// The server's log lines, limited.
+    log_limit: Arc<parking_lot::Mutex<LogLimit>>,
     /// Routes `notifications/progress` to the call that asked for it.
     pub(crate) progress: ProgressDispatcher,
     /// Answers elicitation, sampling and roots requests.
@@ -143,6 +207,7 @@ impl ClientSide {
         ClientSide {
             server: server.to_owned(),
             notices,
+            log_limit: Arc::new(parking_lot::Mutex::new(LogLimit::new(server))),
             progress: ProgressDispatcher::new(),
             asker,
         }
@@ -274,6 +339,9 @@ impl ClientHandler for ClientSide {
             logger: params.logger.clone(),
             data: params.data.clone(),
         }));
+        if !self.log_limit.lock().admit(std::time::Instant::now()) {
+            return;
+        }
         let server = &self.server;
         let data = params.data;
         let logger = params.logger.unwrap_or_default();

@@ -301,6 +301,66 @@ fn unmarked(text: &str) -> String {
         .collect()
 }
 
+/// The first of `args` (an OCI package's `runtimeArguments`, given to `docker run`) that
+/// reaches past the container into this machine, as written: privileges, the host's
+/// namespaces, devices, a host folder mounted, another container's volumes, a host file read.
+/// A registry entry is someone else's text; such a server is added by hand, if at all.
+fn refused_docker_argument(args: &[String]) -> Option<String> {
+    let args: Vec<String> = args.iter().map(|a| unmarked(a)).collect();
+    for (i, arg) in args.iter().enumerate() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((flag, value)) if flag.starts_with('-') => (flag, Some(value)),
+            _ => (arg.as_str(), None),
+        };
+        let value = inline.or_else(|| args.get(i + 1).map(String::as_str));
+        let shown = match inline {
+            Some(_) => arg.clone(),
+            None => format!("{arg} {}", value.unwrap_or_default()),
+        };
+        let refused = match flag {
+            "--privileged" => return Some(arg.clone()),
+            "--cap-add"
+            | "--security-opt"
+            | "--device"
+            | "--device-cgroup-rule"
+            | "--gpus"
+            | "--volumes-from"
+            | "--env-file"
+            | "--sysctl" => true,
+            "--network" | "--net" | "--pid" | "--ipc" | "--uts" | "--userns" | "--cgroupns" => {
+                value.is_some_and(|v| v == "host" || v.starts_with("container:"))
+            }
+            // A named volume (`data:/data`) or an anonymous one (`/data`) stays docker's; a
+            // path (`/:/host`, `./x:/x`, `~/x:/x`) is this machine's.
+            "-v" | "--volume" => value.is_none_or(|v| {
+                v.split_once(':')
+                    .is_some_and(|(source, _)| !names_a_volume(source))
+            }),
+            "--mount" => value.is_none_or(|v| {
+                v.split(',').any(|part| match part.split_once('=') {
+                    Some(("type", kind)) => kind == "bind",
+                    Some(("source" | "src", source)) => !names_a_volume(source),
+                    _ => false,
+                })
+            }),
+            _ => false,
+        };
+        if refused {
+            return Some(shown.trim_end().to_owned());
+        }
+    }
+    None
+}
+
+/// Whether a volume's source is a named volume (docker's: `[a-zA-Z0-9][a-zA-Z0-9_.-]*`),
+/// not a path of this machine.
+fn names_a_volume(source: &str) -> bool {
+    source.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && source
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+}
+
 /// `text` without its marks, or an error when a `${` in it, and the reference it opens up to
 /// its `}`, is not wholly inside marks: the registry's text would then be expanded.
 fn unmark(server: &str, what: &str, text: &str) -> Result<String, RegistryError> {
@@ -646,6 +706,13 @@ pub fn plan_install(
                     ("uvx", args)
                 }
                 PackageKind::Oci => {
+                    if let Some(refused) = refused_docker_argument(&runtime) {
+                        return Err(convert(format!(
+                            "its `runtimeArguments` give docker `{refused}`, which reaches past \
+                             the container into this machine; refused\n  hint: if you trust \
+                             it, add the server by hand with `switchboard mcp add`"
+                        )));
+                    }
                     let mut args = vec!["run".to_owned(), "-i".to_owned(), "--rm".to_owned()];
                     args.extend(runtime);
                     // The values stay in the entry's `env`; docker passes them on by name.

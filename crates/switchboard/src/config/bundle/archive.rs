@@ -11,10 +11,10 @@
 //! `..`, and symbolic links (a bundle has no need of them, and a chain of links each inside
 //! the folder can still lead out of it).
 
-use std::io::{Cursor, Read};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Component, Path, PathBuf};
 
-use super::signature::Verdict;
+use super::signature::{Content, Verdict};
 
 /// Where the signature block starts and ends.
 const SIG_HEADER: &[u8] = b"MCPB_SIG_V1";
@@ -28,12 +28,23 @@ const MAX_UNPACKED: u64 = 2 << 30;
 const MAX_ENTRIES: usize = 100_000;
 /// The most `manifest.json` may hold.
 const MAX_MANIFEST: u64 = 1 << 20;
-/// The most a bundle's file may hold: it is read into memory once.
+/// The most a bundle's file may hold. It is read where it is, never into memory whole: its
+/// last bytes (the signature block and the zip's end record), then what the zip reader and
+/// the signature's digest ask for.
 pub(crate) const MAX_FILE: u64 = 512 << 20;
+/// The most a signature block may hold (a signature with its chain is a few kilobytes).
+const MAX_SIG_BLOCK: usize = 1 << 20;
+/// What is read of the file's end: a whole signature block and, before it, the zip's end
+/// record with the longest comment it may have.
+const MAX_TAIL: usize = MAX_SIG_BLOCK + EOCD_SIZE + u16::MAX as usize;
+
+/// Anything a bundle is read from: its file (a `Cursor` in tests).
+pub(crate) trait Source: Read + Seek + Send {}
+impl<T: Read + Seek + Send> Source for T {}
 
 /// The archive's bytes, its signature block cut off and checked.
 pub(crate) struct Archive {
-    zip: zip::ZipArchive<Cursor<Vec<u8>>>,
+    zip: zip::ZipArchive<Window>,
     /// What its signature block says (`None`: there is none).
     pub(crate) signature: Option<Verdict>,
 }
@@ -47,6 +58,86 @@ impl std::fmt::Debug for Archive {
     }
 }
 
+/// The zip's bytes of a bundle's file, read in place: its first `len` bytes (the signature
+/// block after them is never part of it), the end record's comment length replaced by
+/// `patch` (the zip as it reads alone) when there is one.
+struct Window {
+    source: Box<dyn Source>,
+    len: u64,
+    /// Where `source` is, in the window.
+    pos: u64,
+    /// The offset of the end record's comment length, and the length the zip reads with.
+    patch: Option<(u64, [u8; 2])>,
+}
+
+impl Read for Window {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.len.saturating_sub(self.pos);
+        let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        if want == 0 {
+            return Ok(0);
+        }
+        let n = self.source.read(&mut buf[..want])?;
+        if let Some((at, bytes)) = self.patch {
+            for (i, byte) in bytes.iter().enumerate() {
+                let offset = at + i as u64;
+                if offset >= self.pos && offset < self.pos + n as u64 {
+                    buf[(offset - self.pos) as usize] = *byte;
+                }
+            }
+        }
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl Seek for Window {
+    fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
+        let pos = match to {
+            SeekFrom::Start(n) => Some(n),
+            SeekFrom::End(d) => self.len.checked_add_signed(d),
+            SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+        }
+        .ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "a seek before the start")
+        })?;
+        self.source.seek(SeekFrom::Start(pos))?;
+        self.pos = pos;
+        Ok(pos)
+    }
+}
+
+/// The forms of the zip a signature may cover (`patches`: each form's end record comment
+/// length, `None` as written), read from the file each time a digest needs them.
+struct Forms<'a> {
+    window: &'a mut Window,
+    patches: Vec<Option<(u64, [u8; 2])>>,
+}
+
+impl Content for Forms<'_> {
+    fn forms(&self) -> usize {
+        self.patches.len()
+    }
+
+    fn len(&self) -> u64 {
+        self.window.len
+    }
+
+    fn feed(&mut self, form: usize, sink: &mut dyn FnMut(&[u8])) -> std::io::Result<()> {
+        self.window.patch = self.patches.get(form).copied().flatten();
+        self.window.seek(SeekFrom::Start(0))?;
+        let mut buf = vec![0; 64 << 10];
+        loop {
+            match self.window.read(&mut buf) {
+                Ok(0) => return Ok(()),
+                Ok(n) => sink(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
 /// A file cut at its signature block: the zip before it, and the block's DER.
 #[derive(Debug, PartialEq, Eq)]
 struct Split<'a> {
@@ -54,8 +145,9 @@ struct Split<'a> {
     der: &'a [u8],
 }
 
-/// Finds the one signature block at the end of `bytes`: `Ok(None)` when the file does not end
-/// with `MCPB_SIG_END`; an error when it does but the block is not laid out exactly so.
+/// Finds the one signature block at the end of `bytes` (the file's last bytes): `Ok(None)`
+/// when the file does not end with `MCPB_SIG_END`; an error when it does but the block is not
+/// laid out exactly so.
 fn split_signature(bytes: &[u8]) -> Result<Option<Split<'_>>, String> {
     let Some(body_end) = bytes.len().checked_sub(SIG_FOOTER.len()) else {
         return Ok(None);
@@ -96,12 +188,12 @@ fn split_signature(bytes: &[u8]) -> Result<Option<Split<'_>>, String> {
             }));
         }
     }
-    Err(
+    Err(format!(
         "its signature block is malformed: `MCPB_SIG_END` ends the file, but no \
          `MCPB_SIG_V1` block before it holds exactly its length of signature and zero \
-         padding"
-            .to_owned(),
-    )
+         padding within the last {} MiB, the most a signature block may be",
+        MAX_SIG_BLOCK >> 20
+    ))
 }
 
 /// Where `zip`'s end record is, when its comment ends where `zip` ends (`total == zip.len()`)
@@ -119,30 +211,59 @@ fn end_record(zip: &[u8], total: usize) -> Option<(usize, usize)> {
 }
 
 impl Archive {
-    pub(crate) fn open(bytes: Vec<u8>) -> Result<Archive, String> {
-        let (zip, signature) = match split_signature(&bytes)? {
-            None => (bytes, None),
+    /// Opens the bundle in `source` (at most [`MAX_FILE`] bytes, checked before anything is
+    /// read), reading only its end into memory.
+    pub(crate) fn open(source: impl Source + 'static) -> Result<Archive, String> {
+        let mut source: Box<dyn Source> = Box::new(source);
+        let cannot = |e: std::io::Error| format!("cannot be read: {e}");
+        let total = source.seek(SeekFrom::End(0)).map_err(cannot)?;
+        if total > MAX_FILE {
+            return Err(too_large());
+        }
+        // The file's end: where a signature block and the zip's end record are.
+        let tail_len = total.min(MAX_TAIL as u64);
+        let base = total - tail_len;
+        let mut tail = vec![0; tail_len as usize];
+        source.seek(SeekFrom::Start(base)).map_err(cannot)?;
+        source.read_exact(&mut tail).map_err(cannot)?;
+        let mut window = Window {
+            source,
+            len: total,
+            pos: total,
+            patch: None,
+        };
+        let signature = match split_signature(&tail)? {
+            None => None,
             Some(split) => {
-                let zip = split.zip.to_vec();
-                let (at, comment) = end_record(&zip, bytes.len()).ok_or(
+                let (at, comment) = end_record(split.zip, tail.len()).ok_or(
                     "its zip does not end where its signature block starts (its end record \
                      is not there, or its comment runs past the block)",
                 )?;
                 // The zip as it reads alone: its comment is what lies before the block.
-                let mut alone = zip.clone();
-                let own = u16::try_from(zip.len() - at - EOCD_SIZE)
+                let own = u16::try_from(split.zip.len() - at - EOCD_SIZE)
                     .map_err(|_| "its zip comment is too long".to_owned())?;
-                alone[at + 20..at + 22].copy_from_slice(&own.to_le_bytes());
-                let verdict = if comment + at + EOCD_SIZE == zip.len() {
-                    super::signature::verify(&[&zip], split.der)
+                let alone = Some((base + (at + 20) as u64, own.to_le_bytes()));
+                window.len = base + split.zip.len() as u64;
+                let patches = if comment + at + EOCD_SIZE == split.zip.len() {
+                    vec![None]
                 } else {
-                    super::signature::verify(&[&alone, &zip], split.der)
+                    vec![alone, None]
                 };
-                (alone, Some(verdict))
+                let der = split.der.to_vec();
+                drop(tail);
+                let verdict = super::signature::verify(
+                    &mut Forms {
+                        window: &mut window,
+                        patches,
+                    },
+                    &der,
+                );
+                window.patch = alone;
+                Some(verdict)
             }
         };
-        let zip = zip::ZipArchive::new(Cursor::new(zip))
-            .map_err(|e| format!("not a zip archive: {e}"))?;
+        window.seek(SeekFrom::Start(0)).map_err(cannot)?;
+        let zip = zip::ZipArchive::new(window).map_err(|e| format!("not a zip archive: {e}"))?;
         if zip.len() > MAX_ENTRIES {
             return Err(format!("more than {MAX_ENTRIES} entries"));
         }
@@ -155,10 +276,16 @@ impl Archive {
             .zip
             .by_name("manifest.json")
             .map_err(|_| "no manifest.json at its root".to_owned())?;
+        if file.size() > MAX_MANIFEST {
+            return Err(manifest_too_large());
+        }
         let mut text = String::new();
-        file.take(MAX_MANIFEST)
+        file.take(MAX_MANIFEST + 1)
             .read_to_string(&mut text)
             .map_err(|e| format!("manifest.json: cannot be read: {e}"))?;
+        if text.len() as u64 > MAX_MANIFEST {
+            return Err(manifest_too_large());
+        }
         Ok(text)
     }
 
@@ -225,6 +352,21 @@ impl Archive {
         }
         Ok(())
     }
+}
+
+/// The refusal of a file larger than a bundle may be.
+pub(crate) fn too_large() -> String {
+    format!(
+        "it is larger than {} MiB, the most a bundle may be",
+        MAX_FILE >> 20
+    )
+}
+
+fn manifest_too_large() -> String {
+    format!(
+        "manifest.json is larger than {} KiB, the most a bundle's manifest may be",
+        MAX_MANIFEST >> 10
+    )
 }
 
 /// The entry's path inside the bundle's folder, `None` when it would land outside it
@@ -336,7 +478,48 @@ mod tests {
         assert_eq!(end_record(&zip, zip.len() + 50), None);
     }
 
+    /// A small real bundle: a manifest and a script, deflated.
+    fn small_zip() -> Vec<u8> {
+        use std::io::Write as _;
+        let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        let options = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
+        zip.start_file("manifest.json", options).unwrap();
+        zip.write_all(br#"{"name": "fuzz", "version": "1.0.0"}"#)
+            .unwrap();
+        zip.start_file("server/run.sh", options).unwrap();
+        zip.write_all(b"#!/bin/sh\necho hello\n").unwrap();
+        zip.finish().unwrap().into_inner()
+    }
+
     proptest::proptest! {
+        // The bundle reader as a fuzz target: a real bundle with bytes changed anywhere, and
+        // maybe a signature block of random bytes after it, opens or is refused, and what
+        // opens unpacks or is refused, never panicking and never writing outside its folder.
+        #[test]
+        fn a_changed_bundle_opens_and_unpacks_inside_its_folder_or_is_refused(
+            changes in proptest::collection::vec((proptest::prelude::any::<usize>(), proptest::prelude::any::<u8>()), 0..8),
+            signature in proptest::option::of(proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64)),
+        ) {
+            let mut bytes = small_zip();
+            let len = bytes.len();
+            for (at, byte) in changes {
+                bytes[at % len] = byte;
+            }
+            if let Some(der) = signature {
+                bytes.extend(block(&der, 0));
+            }
+            let dir = tempfile::tempdir().unwrap();
+            let inner = dir.path().join("bundle");
+            std::fs::create_dir(&inner).unwrap();
+            if let Ok(mut archive) = Archive::open(std::io::Cursor::new(bytes)) {
+                let _ = archive.manifest();
+                let _ = archive.unpack(&inner);
+            }
+            let outside: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+            proptest::prop_assert_eq!(outside, vec![std::ffi::OsString::from("bundle")]);
+        }
+
         // Whatever follows a zip, opening it never panics, and a file that does not end in a
         // well-formed block reads as it is.
         #[test]
@@ -345,7 +528,7 @@ mod tests {
             bytes.extend_from_slice(&[0; 18]);
             bytes.extend_from_slice(&tail);
             bytes.extend_from_slice(SIG_FOOTER);
-            let _ = Archive::open(bytes);
+            let _ = Archive::open(std::io::Cursor::new(bytes));
         }
     }
 }

@@ -16,7 +16,6 @@ use der::{
     AnyRef, Decode as _, Encode as _, Reader as _, SliceReader, Tag, TagNumber, Tagged as _,
 };
 use rustls::pki_types::{CertificateDer, UnixTime};
-use sha2::Digest as _;
 use x509_cert::Certificate;
 
 /// What the signature says.
@@ -189,14 +188,60 @@ static SHA384_ALGS: Algorithms = &[
 ];
 static SHA512_ALGS: Algorithms = &[webpki::ring::RSA_PKCS1_2048_8192_SHA512];
 
-/// The content's digest with the algorithm named, and the signature algorithms to try.
-fn digest(oid: ObjectIdentifier, content: &[u8]) -> Option<(Vec<u8>, Algorithms)> {
-    Some(match oid {
-        OID_SHA256 => (sha2::Sha256::digest(content).to_vec(), SHA256_ALGS),
-        OID_SHA384 => (sha2::Sha384::digest(content).to_vec(), SHA384_ALGS),
-        OID_SHA512 => (sha2::Sha512::digest(content).to_vec(), SHA512_ALGS),
-        _ => return None,
-    })
+/// What a signature may cover: the archive, in one or more forms (see `archive.rs`), read
+/// each time it is needed rather than held in memory.
+pub(crate) trait Content {
+    /// How many forms there are; the first that matches the signature is the one checked.
+    fn forms(&self) -> usize;
+    /// How many bytes a form has.
+    fn len(&self) -> u64;
+    /// Gives `form`'s bytes to `sink`, in order.
+    fn feed(&mut self, form: usize, sink: &mut dyn FnMut(&[u8])) -> std::io::Result<()>;
+}
+
+/// Content in memory (tests, and the fuzz target): each slice is a form.
+impl Content for &[&[u8]] {
+    fn forms(&self) -> usize {
+        <[&[u8]]>::len(self)
+    }
+
+    fn len(&self) -> u64 {
+        self.first().map_or(0, |form| form.len() as u64)
+    }
+
+    fn feed(&mut self, form: usize, sink: &mut dyn FnMut(&[u8])) -> std::io::Result<()> {
+        if let Some(bytes) = self.get(form) {
+            sink(bytes);
+        }
+        Ok(())
+    }
+}
+
+/// The most content signed without signed attributes may be: its signature is over the
+/// content itself, which is then held in memory to check it (`mcpb sign` always signs
+/// attributes).
+const MAX_UNATTRIBUTED: u64 = 64 << 20;
+
+/// The digest of `form` of `content` with `D`.
+fn hash<D: sha2::Digest>(content: &mut dyn Content, form: usize) -> std::io::Result<Vec<u8>> {
+    let mut digest = D::new();
+    content.feed(form, &mut |bytes| digest.update(bytes))?;
+    Ok(digest.finalize().to_vec())
+}
+
+/// The content's digest with the algorithm named, and the signature algorithms to try
+/// (`Ok(None)`: an algorithm not accepted).
+fn digest(
+    oid: ObjectIdentifier,
+    content: &mut dyn Content,
+    form: usize,
+) -> std::io::Result<Option<(Vec<u8>, Algorithms)>> {
+    Ok(Some(match oid {
+        OID_SHA256 => (hash::<sha2::Sha256>(content, form)?, SHA256_ALGS),
+        OID_SHA384 => (hash::<sha2::Sha384>(content, form)?, SHA384_ALGS),
+        OID_SHA512 => (hash::<sha2::Sha512>(content, form)?, SHA512_ALGS),
+        _ => return Ok(None),
+    }))
 }
 
 /// Whether `cert` is the one `sid` names.
@@ -224,17 +269,47 @@ fn subject_name(cert: &Certificate) -> Option<String> {
     name.map(|n| n.value().into_owned())
 }
 
-/// What the signature of `content` has to say, given the digest the block's attributes name.
-fn what_was_signed<'a>(signed: &'a Signed, digest: &[u8], content: &'a [u8]) -> Option<&'a [u8]> {
-    match &signed.signed_attrs {
-        Some((attrs, named)) => (named.as_slice() == digest).then_some(attrs.as_slice()),
-        None => Some(content),
+/// What the signature of `content` has to say: the signed attributes when their digest is
+/// that of one of its forms, else (no attributes) its first form itself.
+fn what_was_signed(
+    signed: &Signed,
+    content: &mut dyn Content,
+) -> Result<Option<(Vec<u8>, Algorithms)>, String> {
+    let unreadable = |e: std::io::Error| format!("the archive cannot be read: {e}");
+    for form in 0..content.forms() {
+        let Some((digest, algorithms)) =
+            digest(signed.digest_oid, content, form).map_err(unreadable)?
+        else {
+            return Err("its digest algorithm is not SHA-256, SHA-384 nor SHA-512".to_owned());
+        };
+        match &signed.signed_attrs {
+            Some((attrs, named)) => {
+                if *named == digest {
+                    return Ok(Some((attrs.clone(), algorithms)));
+                }
+            }
+            None => {
+                if content.len() > MAX_UNATTRIBUTED {
+                    return Err(format!(
+                        "it signs the archive without signed attributes, which Switchboard \
+                         checks only for bundles up to {} MiB",
+                        MAX_UNATTRIBUTED >> 20
+                    ));
+                }
+                let mut bytes = Vec::new();
+                content
+                    .feed(form, &mut |b| bytes.extend_from_slice(b))
+                    .map_err(unreadable)?;
+                return Ok(Some((bytes, algorithms)));
+            }
+        }
     }
+    Ok(None)
 }
 
-/// Checks `pkcs7` as a detached signature of one of `contents` (the same archive, its end
-/// record's comment length as written and as it reads alone; see `archive.rs`).
-pub(crate) fn verify(contents: &[&[u8]], pkcs7: &[u8]) -> Verdict {
+/// Checks `pkcs7` as a detached signature of one of `content`'s forms (the same archive, its
+/// end record's comment length as written and as it reads alone; see `archive.rs`).
+pub(crate) fn verify(content: &mut dyn Content, pkcs7: &[u8]) -> Verdict {
     let invalid = |why: String| Verdict::Invalid { why };
     let signed = match parse(pkcs7) {
         Ok(signed) => signed,
@@ -244,18 +319,10 @@ pub(crate) fn verify(contents: &[&[u8]], pkcs7: &[u8]) -> Verdict {
             ));
         }
     };
-    let mut matched = None;
-    for content in contents {
-        let Some((digest, algorithms)) = digest(signed.digest_oid, content) else {
-            return invalid("its digest algorithm is not SHA-256, SHA-384 nor SHA-512".to_owned());
-        };
-        if let Some(message) = what_was_signed(&signed, &digest, content) {
-            matched = Some((message, algorithms));
-            break;
-        }
-    }
-    let Some((message, algorithms)) = matched else {
-        return invalid("the archive does not match what was signed".to_owned());
+    let (message, algorithms) = match what_was_signed(&signed, content) {
+        Ok(Some(matched)) => matched,
+        Ok(None) => return invalid("the archive does not match what was signed".to_owned()),
+        Err(why) => return invalid(why),
     };
     let Some(index) = signed
         .certificates
@@ -267,7 +334,7 @@ pub(crate) fn verify(contents: &[&[u8]], pkcs7: &[u8]) -> Verdict {
     let der = CertificateDer::from(signed.certificates[index].0.as_slice());
     let verified = webpki::EndEntityCert::try_from(&der).is_ok_and(|cert| {
         algorithms.iter().any(|alg| {
-            cert.verify_signature(*alg, message, &signed.signature)
+            cert.verify_signature(*alg, &message, &signed.signature)
                 .is_ok()
         })
     });
@@ -329,6 +396,12 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// What `block` says of the content `zip`.
+    fn of_zip(block: &[u8]) -> Verdict {
+        let mut forms: &[&[u8]] = &[b"zip"];
+        verify(&mut forms, block)
+    }
+
     #[test]
     fn what_is_not_a_signature_is_invalid() {
         for block in [
@@ -339,7 +412,7 @@ mod tests {
             b"\x30\x00\x00",
         ] {
             assert!(
-                matches!(verify(&[b"zip"], block), Verdict::Invalid { .. }),
+                matches!(of_zip(block), Verdict::Invalid { .. }),
                 "{block:?}"
             );
         }
@@ -350,7 +423,7 @@ mod tests {
         // nothing but a real signature is ever more than invalid.
         #[test]
         fn any_bytes_are_at_worst_invalid(block in proptest::collection::vec(any::<u8>(), 0..600)) {
-            let verdict = verify(&[b"zip"], &block);
+            let verdict = of_zip(&block);
             prop_assert!(matches!(verdict, Verdict::Invalid { .. }), "{:?}", verdict);
         }
 
@@ -369,7 +442,7 @@ mod tests {
             let mut block = vec![0x30u8];
             push_len(&mut block, body.len());
             block.extend_from_slice(&body);
-            let verdict = verify(&[b"zip"], &block);
+            let verdict = of_zip(&block);
             prop_assert!(matches!(verdict, Verdict::Invalid { .. }), "{:?}", verdict);
         }
     }
