@@ -1099,7 +1099,7 @@ async fn with_stored_token(
         Err(e @ crate::auth::AuthError::NeedsLogin(_)) => {
             Err(ConnectError::NeedsAuth(e.to_string()))
         }
-        Err(e) => Err(auth_connect_error(e.to_string(), false)),
+        Err(e) => Err(auth_connect_error(crate::error_chain(&e), false)),
     }
 }
 

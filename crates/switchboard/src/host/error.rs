@@ -305,7 +305,10 @@ mod tests {
         let failed = CallError::Login {
             server: "s".to_owned(),
             tool: "mcp__s__authenticate".to_owned(),
-            source: LoginError::Auth(AuthError::Discovery("no metadata".to_owned())),
+            source: LoginError::Auth(AuthError::Discovery {
+                what: "no metadata".to_owned(),
+                source: None,
+            }),
         };
         assert_eq!(
             failed.to_string(),
