@@ -24,6 +24,7 @@ pub use handshake::Generation;
 use handshake::{HandshakeError, Plan, handshake, latest_initialize_version};
 pub use requests::{
     Annotations, Completion, CompletionTarget, MAX_LIST_PAGES, Progress, RequestError, ToolDef,
+    TransportError,
 };
 
 use crate::config::{ProtocolPin, ServerConfig, Transport};

@@ -692,10 +692,10 @@ impl CallError {
     }
 
     /// The server did not answer within the call's timeout (or, looking the tool up, within
-    /// the listing's).
+    /// the listing's), or its transport ran out of time (connecting, or for a response).
     pub fn is_timeout(&self) -> bool {
         match self {
-            CallError::Request { source, .. } => matches!(source, RequestError::Timeout(_)),
+            CallError::Request { source, .. } => source.is_timeout(),
             CallError::Catalog { source, .. } => error::catalog_timeout(source),
             CallError::ConnectTimeout { .. } => true,
             _ => false,
