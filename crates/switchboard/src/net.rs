@@ -102,7 +102,7 @@ fn proxy_in_env(var: impl Fn(&str) -> Option<String>) -> bool {
 /// The plain client: the same connect timeout, `TCP_NODELAY`, keep-alive probes and idle
 /// timeout as [`new_http_client`]'s; no redirects (the lane hands a 307 or 308 to rmcp's
 /// transport, which follows a same-origin one), no retries, no proxy.
-fn new_plain_client() -> PlainClient {
+pub(crate) fn new_plain_client() -> PlainClient {
     let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
     connector.set_nodelay(true);
     connector.set_keepalive(Some(TCP_KEEPALIVE));

@@ -679,3 +679,6 @@ impl rmcp::transport::Transport<RoleClient> for LaneHttpTransport {
         self.inner.close().await
     }
 }
+
+#[cfg(test)]
+mod tests;
