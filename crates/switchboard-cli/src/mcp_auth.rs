@@ -80,10 +80,12 @@ pub(crate) async fn login(
     let entry = entry(&loaded, name)?;
     let store = shared(store).await?;
     let authorizer = authorizer(ctx, entry, store.as_ref())?;
-    authorizer
-        .login()
-        .await
-        .map_err(|e| anyhow!("cannot log in to `{name}`: {e}"))?;
+    authorizer.login().await.map_err(|e| {
+        anyhow!(
+            "cannot log in to `{name}`: {}",
+            switchboard::error_chain(&e)
+        )
+    })?;
     switchboard::forget_needs_auth(&ctx.paths.state_dir, name);
     if let Some(store) = &store {
         switchboard::forget_shared_needs_auth(store, name).await;
@@ -125,10 +127,12 @@ pub(crate) async fn forget_tokens(
 ) -> anyhow::Result<bool> {
     let loaded = ctx.load();
     let authorizer = authorizer(ctx, entry(&loaded, name)?, store)?;
-    authorizer
-        .logout()
-        .await
-        .map_err(|e| anyhow!("cannot log out of `{name}`: {e}"))
+    authorizer.logout().await.map_err(|e| {
+        anyhow!(
+            "cannot log out of `{name}`: {}",
+            switchboard::error_chain(&e)
+        )
+    })
 }
 
 /// `logged in (expires in 12 min, refreshable)` / `not logged in`, for `http` and `sse` servers.
@@ -191,6 +195,6 @@ pub(crate) async fn status_line(ctx: &Context, entry: &ServerEntry, asked: bool)
                 "none needed (the server asked for no authorization)".to_owned()
             }
         }
-        Err(e) => format!("token store unreadable: {e}"),
+        Err(e) => format!("token store unreadable: {}", switchboard::error_chain(&e)),
     })
 }

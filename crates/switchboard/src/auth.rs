@@ -40,30 +40,144 @@ pub const MAX_STEP_UPS: u32 = 2;
 /// How long the loopback listener waits for the user to finish in the browser.
 pub const LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// Why authorization did not succeed. Messages never carry tokens, codes or secrets.
-#[derive(Debug, Clone, thiserror::Error)]
+/// Why authorization did not succeed. Messages never carry tokens, codes or secrets; the
+/// cause, when there is one, is the error's [`source`](std::error::Error::source) (print the
+/// error with [`error_chain`](crate::error_chain) to show it).
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum AuthError {
     /// The user has to log in (no tokens, or the refresh token was refused).
     #[error("{0}")]
     NeedsLogin(String),
-    #[error("OAuth discovery failed: {0}")]
-    Discovery(String),
+    #[error("OAuth discovery failed{}", detail(.what))]
+    Discovery {
+        /// What failed, when more than the cause says.
+        what: String,
+        /// The cause.
+        #[source]
+        source: Option<AuthCause>,
+    },
     /// Something unsafe was refused (plain HTTP, mismatched issuer or resource, no PKCE …).
     #[error("refused: {0}")]
     Refused(String),
-    #[error("client registration failed: {0}")]
-    Registration(String),
+    #[error("client registration failed{}", detail(.what))]
+    Registration {
+        /// What failed, when more than the cause says.
+        what: String,
+        /// The cause.
+        #[source]
+        source: Option<AuthCause>,
+    },
     #[error("the authorization server refused: {0}")]
     Denied(String),
-    #[error("the token request failed: {0}")]
-    Token(String),
-    #[error("the redirect listener: {0}")]
-    Callback(String),
-    #[error("the token store: {0}")]
-    Store(String),
+    #[error("the token request failed{}", detail(.what))]
+    Token {
+        /// What failed, when more than the cause says.
+        what: String,
+        /// The cause.
+        #[source]
+        source: Option<AuthCause>,
+    },
+    #[error("the redirect listener{}", detail(.what))]
+    Callback {
+        /// What failed, when more than the cause says.
+        what: String,
+        /// The cause.
+        #[source]
+        source: Option<AuthCause>,
+    },
+    #[error("the token store{}", detail(.what))]
+    Store {
+        /// What failed, when more than the cause says.
+        what: String,
+        /// The cause.
+        #[source]
+        source: Option<AuthCause>,
+    },
     #[error("{0}")]
     Config(String),
+}
+
+/// `: what`, or nothing when `what` is empty (the cause says it all).
+fn detail(what: &str) -> String {
+    if what.is_empty() {
+        String::new()
+    } else {
+        format!(": {what}")
+    }
+}
+
+/// What an OAuth step failed on: the source of an [`AuthError`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuthCause {
+    /// The request to an endpoint got no answer. `origin` is the endpoint's
+    /// `scheme://host:port` (never its path or query); the error carries no URL.
+    #[error("{origin}: {}", crate::net::failure_kind(.source))]
+    Http {
+        /// `scheme://host:port` of the endpoint.
+        origin: String,
+        /// The HTTP client's error, its URL removed.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// The endpoint at `origin` answered with a failure status, and perhaps an OAuth error
+    /// (`error: error_description`).
+    #[error("{origin} answered HTTP {status}{}", detail(.error.as_deref().unwrap_or_default()))]
+    Status {
+        /// `scheme://host:port` of the endpoint.
+        origin: String,
+        /// The HTTP status.
+        status: u16,
+        /// The OAuth `error` (and its description), when the body had one.
+        error: Option<String>,
+    },
+    /// A file or a socket.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// JSON that could not be read or written.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// The shared store of the gateway's replicas.
+    #[error(transparent)]
+    Store(#[from] crate::shared::StoreError),
+}
+
+impl AuthCause {
+    /// A request to `endpoint` that got no answer (the error's URL is removed).
+    pub(crate) fn http(endpoint: &url::Url, error: reqwest::Error) -> Self {
+        AuthCause::Http {
+            origin: discovery::origin_of(endpoint),
+            source: error.without_url(),
+        }
+    }
+
+    /// `endpoint`'s answer with a failure `status`: the OAuth error in `body`, when it has one.
+    pub(crate) fn status(endpoint: &url::Url, status: reqwest::StatusCode, body: &[u8]) -> Self {
+        AuthCause::Status {
+            origin: discovery::origin_of(endpoint),
+            status: status.as_u16(),
+            error: serde_json::from_slice::<tokens::OAuthErrorBody>(body)
+                .ok()
+                .map(|body| body.describe()),
+        }
+    }
+}
+
+impl AuthError {
+    /// Whether an HTTP request of the authorization ran out of time.
+    pub fn is_timeout(&self) -> bool {
+        match self {
+            AuthError::Discovery { source, .. }
+            | AuthError::Registration { source, .. }
+            | AuthError::Token { source, .. }
+            | AuthError::Callback { source, .. }
+            | AuthError::Store { source, .. } => {
+                matches!(source, Some(AuthCause::Http { source, .. }) if source.is_timeout())
+            }
+            _ => false,
+        }
+    }
 }
 
 /// How the host authorizes servers.

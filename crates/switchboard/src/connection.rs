@@ -24,6 +24,7 @@ pub use handshake::Generation;
 use handshake::{HandshakeError, Plan, handshake, latest_initialize_version};
 pub use requests::{
     Annotations, Completion, CompletionTarget, MAX_LIST_PAGES, Progress, RequestError, ToolDef,
+    TransportError,
 };
 
 use crate::config::{ProtocolPin, ServerConfig, Transport};
@@ -1099,7 +1100,7 @@ async fn with_stored_token(
         Err(e @ crate::auth::AuthError::NeedsLogin(_)) => {
             Err(ConnectError::NeedsAuth(e.to_string()))
         }
-        Err(e) => Err(auth_connect_error(e.to_string(), false)),
+        Err(e) => Err(auth_connect_error(crate::error_chain(&e), false)),
     }
 }
 

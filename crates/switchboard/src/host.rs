@@ -692,10 +692,10 @@ impl CallError {
     }
 
     /// The server did not answer within the call's timeout (or, looking the tool up, within
-    /// the listing's).
+    /// the listing's), or its transport ran out of time (connecting, or for a response).
     pub fn is_timeout(&self) -> bool {
         match self {
-            CallError::Request { source, .. } => matches!(source, RequestError::Timeout(_)),
+            CallError::Request { source, .. } => source.is_timeout(),
             CallError::Catalog { source, .. } => error::catalog_timeout(source),
             CallError::ConnectTimeout { .. } => true,
             _ => false,
@@ -815,26 +815,32 @@ impl Host {
             .manager
             .state(server)
             .ok_or_else(|| CallError::NoSuchTool(tool.to_owned()))?;
+        // The server went away while the call waited for it (a reload removed it).
+        let gone = |source: ManagerError| CallError::Server {
+            server: server.to_owned(),
+            tool: tool.to_owned(),
+            source: Box::new(source),
+        };
         let state = match state {
             ServerState::Connected(_) => return Ok(()),
             ServerState::Failed(_) => {
-                let _ = self.manager.reconnect(server);
+                self.manager.reconnect(server).map_err(gone)?;
                 let mut watch = self
                     .manager
                     .watch(server)
-                    .ok_or_else(|| CallError::NoSuchTool(tool.to_owned()))?;
+                    .ok_or_else(|| gone(ManagerError::NoSuchServer(server.to_owned())))?;
                 watch.mark_unchanged();
                 let _ = tokio::time::timeout(self.limits.connect_timeout, watch.changed()).await;
                 self.manager
                     .wait_for(server, self.limits.connect_timeout)
                     .await
-                    .map_err(|_| CallError::NoSuchTool(tool.to_owned()))?
+                    .map_err(gone)?
             }
             ServerState::Pending { .. } => self
                 .manager
                 .wait_for(server, self.limits.connect_timeout)
                 .await
-                .map_err(|_| CallError::NoSuchTool(tool.to_owned()))?,
+                .map_err(gone)?,
             other => other,
         };
         // A lazy server (or one that just filled its lists) starts now.

@@ -92,6 +92,7 @@ pub use catalog::{
 pub use connection::{
     Annotations, Capabilities, Completion, CompletionTarget, Failure, Generation, LogLevel,
     MAX_LIST_PAGES, Progress, RequestError, ServerInfo, ServerLog, ServerState, StateKind, ToolDef,
+    TransportError,
 };
 #[doc(inline)]
 pub use host::{CallError, CallOptions, CallOutcome, Host, HostBuilder};

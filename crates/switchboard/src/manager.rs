@@ -264,7 +264,7 @@ impl ManagerError {
 
 /// Why the OAuth login of a server (`Host::login`, the `authenticate` pseudo-tool) did not
 /// produce an authorization URL. Messages never carry tokens, codes or secrets.
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LoginError {
     /// The server is neither `http` nor `sse`.
@@ -501,7 +501,7 @@ impl ServerManager {
                     let _ = manager.reconnect(&server);
                 }
                 Err(e) => {
-                    tracing::warn!(target: "switchboard::auth", server = %server, "login failed: {e}");
+                    tracing::warn!(target: "switchboard::auth", server = %server, "login failed: {}", crate::error_chain(&e));
                     if let Some(tx) = slot.lock().take() {
                         let _ = tx.send(Err(e));
                     }

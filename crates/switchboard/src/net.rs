@@ -102,7 +102,7 @@ fn proxy_in_env(var: impl Fn(&str) -> Option<String>) -> bool {
 /// The plain client: the same connect timeout, `TCP_NODELAY`, keep-alive probes and idle
 /// timeout as [`new_http_client`]'s; no redirects (the lane hands a 307 or 308 to rmcp's
 /// transport, which follows a same-origin one), no retries, no proxy.
-fn new_plain_client() -> PlainClient {
+pub(crate) fn new_plain_client() -> PlainClient {
     let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
     connector.set_nodelay(true);
     connector.set_keepalive(Some(TCP_KEEPALIVE));
@@ -177,17 +177,22 @@ fn same_origin_redirects() -> reqwest::redirect::Policy {
     })
 }
 
+/// What kind of failure a reqwest error is, in words: `timed out`, `connection failed`, …
+pub(crate) fn failure_kind(err: &reqwest::Error) -> &'static str {
+    if err.is_timeout() {
+        "timed out"
+    } else if err.is_connect() {
+        "connection failed"
+    } else if err.is_body() || err.is_decode() {
+        "reading the response failed"
+    } else {
+        "request failed"
+    }
+}
+
 /// A reqwest error as text, without the URL (its query may carry credentials), with its causes.
 pub(crate) fn describe(err: &reqwest::Error) -> String {
-    let mut text = if err.is_timeout() {
-        "timed out".to_owned()
-    } else if err.is_connect() {
-        "connection failed".to_owned()
-    } else if err.is_body() || err.is_decode() {
-        "reading the response failed".to_owned()
-    } else {
-        "request failed".to_owned()
-    };
+    let mut text = failure_kind(err).to_owned();
     let mut source = std::error::Error::source(err);
     let mut depth = 0;
     while let Some(cause) = source {

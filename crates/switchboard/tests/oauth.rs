@@ -598,3 +598,41 @@ async fn an_sse_server_behind_oauth_logs_in_connects_and_calls() {
     assert_eq!(browser.opened.load(Ordering::SeqCst), 1);
     host.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_token_request_names_the_status_and_the_origin() {
+    use switchboard::auth::{AuthCause, AuthError, Authorizer};
+    // Without `--oauth-jwt` the testkit's authorization server refuses the client-credentials
+    // grant: HTTP 400 `unsupported_grant_type`.
+    let server = oauth_server(&[]);
+    let url = url::Url::parse(server.url()).unwrap();
+    let origin = url.origin().ascii_serialization();
+    let mut env = switchboard::config::Environment::default();
+    env.set("GUARDED_SECRET", "not-a-real-secret");
+    let oauth = switchboard::config::OAuthConfig {
+        client_id: Some("machine".to_owned()),
+        client_secret_env: Some("GUARDED_SECRET".to_owned()),
+        client_credentials: true,
+        ..Default::default()
+    };
+    let authorizer = Authorizer::new("guarded", &url, oauth, env, AuthOptions::default());
+    let error = authorizer.login().await.unwrap_err();
+    let chain = switchboard::error_chain(&error);
+    assert_eq!(
+        chain,
+        format!(
+            "the token request failed: {origin} answered HTTP 400: unsupported_grant_type: \
+             use authorization_code or refresh_token"
+        )
+    );
+    assert!(!chain.contains("/mcp"), "no path: {chain}");
+    let Some(AuthCause::Status {
+        status, origin: at, ..
+    }) = std::error::Error::source(&error).and_then(|cause| cause.downcast_ref::<AuthCause>())
+    else {
+        panic!("the cause is the answer: {error:?}");
+    };
+    assert_eq!((*status, at.as_str()), (400, origin.as_str()));
+    assert!(matches!(error, AuthError::Token { .. }));
+    assert!(!error.is_timeout());
+}

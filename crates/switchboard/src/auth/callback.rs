@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use super::AuthError;
+use super::{AuthCause, AuthError};
 
 /// The most of a request the listener reads.
 const MAX_REQUEST: usize = 16 * 1024;
@@ -84,16 +84,25 @@ impl Callback {
         let listener = TcpListener::bind(("127.0.0.1", port.unwrap_or(0)))
             .await
             .map_err(|e| {
-                AuthError::Callback(match port {
-                    Some(p) => format!(
-                        "cannot listen on 127.0.0.1:{p} for the redirect (oauth.callbackPort): {e}"
-                    ),
-                    None => format!("cannot listen on 127.0.0.1 for the redirect: {e}"),
-                })
+                let what = match port {
+                    Some(p) => {
+                        format!(
+                            "cannot listen on 127.0.0.1:{p} for the redirect (oauth.callbackPort)"
+                        )
+                    }
+                    None => "cannot listen on 127.0.0.1 for the redirect".to_owned(),
+                };
+                AuthError::Callback {
+                    what,
+                    source: Some(AuthCause::Io(e)),
+                }
             })?;
         let port = listener
             .local_addr()
-            .map_err(|e| AuthError::Callback(e.to_string()))?
+            .map_err(|e| AuthError::Callback {
+                what: String::new(),
+                source: Some(AuthCause::Io(e)),
+            })?
             .port();
         Ok(Callback { listener, port })
     }
@@ -139,12 +148,15 @@ impl Callback {
                 return params;
             }
         };
-        tokio::time::timeout(timeout, accept).await.map_err(|_| {
-            AuthError::Callback(format!(
-                "no redirect from the authorization server within {} s",
-                timeout.as_secs()
-            ))
-        })
+        tokio::time::timeout(timeout, accept)
+            .await
+            .map_err(|_| AuthError::Callback {
+                what: format!(
+                    "no redirect from the authorization server within {} s",
+                    timeout.as_secs()
+                ),
+                source: None,
+            })
     }
 }
 

@@ -20,8 +20,7 @@
 use serde::Deserialize;
 use url::Url;
 
-use super::{AuthError, OAUTH_TIMEOUT};
-use crate::net::describe;
+use super::{AuthCause, AuthError, OAUTH_TIMEOUT};
 
 /// Protected resource metadata, the fields Switchboard uses.
 #[derive(Debug, Clone, Deserialize, Default)]
@@ -89,13 +88,13 @@ impl Discovery {
 }
 
 fn endpoint(value: Option<&str>, field: &str) -> Result<Url, AuthError> {
-    let value = value.ok_or_else(|| {
-        AuthError::Discovery(format!(
-            "the authorization server metadata has no `{field}`"
-        ))
+    let value = value.ok_or_else(|| AuthError::Discovery {
+        what: format!("the authorization server metadata has no `{field}`"),
+        source: None,
     })?;
-    let url = Url::parse(value).map_err(|_| {
-        AuthError::Discovery(format!("the authorization server's `{field}` is not a URL"))
+    let url = Url::parse(value).map_err(|_| AuthError::Discovery {
+        what: format!("the authorization server's `{field}` is not a URL"),
+        source: None,
     })?;
     check_safe(&url, field)?;
     Ok(url)
@@ -161,22 +160,24 @@ pub(crate) async fn discover(
         }
         None => canonical(server_url),
     };
-    let issuer = prm.authorization_servers.first().cloned().ok_or_else(|| {
-        AuthError::Discovery(
-            "the protected resource metadata names no authorization server".to_owned(),
-        )
-    })?;
-    let issuer_url = Url::parse(&issuer).map_err(|_| {
-        AuthError::Discovery(
-            "the authorization server in the resource metadata is not a URL".to_owned(),
-        )
+    let issuer =
+        prm.authorization_servers
+            .first()
+            .cloned()
+            .ok_or_else(|| AuthError::Discovery {
+                what: "the protected resource metadata names no authorization server".to_owned(),
+                source: None,
+            })?;
+    let issuer_url = Url::parse(&issuer).map_err(|_| AuthError::Discovery {
+        what: "the authorization server in the resource metadata is not a URL".to_owned(),
+        source: None,
     })?;
     check_safe(&issuer_url, "the authorization server")?;
     let metadata = server_metadata(client, &issuer, IssuerCheck::Exact).await?.ok_or_else(|| {
-        AuthError::Discovery(format!(
+        AuthError::Discovery { what: format!(
             "no authorization server metadata at {} (tried the OAuth and OpenID well-known URLs)",
             origin_of(&issuer_url)
-        ))
+        ), source: None }
     })?;
     Ok(Discovery {
         resource,
@@ -243,9 +244,11 @@ async fn resource_metadata(
     }
     for url in candidates {
         if let Some(value) = get_json(client, &url).await? {
-            let prm: ResourceMetadata = serde_json::from_value(value).map_err(|e| {
-                AuthError::Discovery(format!("the protected resource metadata is malformed: {e}"))
-            })?;
+            let prm: ResourceMetadata =
+                serde_json::from_value(value).map_err(|e| AuthError::Discovery {
+                    what: "the protected resource metadata is malformed".to_owned(),
+                    source: Some(AuthCause::Json(e)),
+                })?;
             return Ok(Some(prm));
         }
     }
@@ -285,17 +288,19 @@ pub(crate) async fn server_metadata(
     issuer: &str,
     check: IssuerCheck,
 ) -> Result<Option<ServerMetadata>, AuthError> {
-    let issuer_url = Url::parse(issuer)
-        .map_err(|_| AuthError::Discovery("the authorization server is not a URL".to_owned()))?;
+    let issuer_url = Url::parse(issuer).map_err(|_| AuthError::Discovery {
+        what: "the authorization server is not a URL".to_owned(),
+        source: None,
+    })?;
     for url in metadata_urls(&issuer_url) {
         let Some(value) = get_json(client, &url).await? else {
             continue;
         };
-        let metadata: ServerMetadata = serde_json::from_value(value).map_err(|e| {
-            AuthError::Discovery(format!(
-                "the authorization server metadata is malformed: {e}"
-            ))
-        })?;
+        let metadata: ServerMetadata =
+            serde_json::from_value(value).map_err(|e| AuthError::Discovery {
+                what: "the authorization server metadata is malformed".to_owned(),
+                source: Some(AuthCause::Json(e)),
+            })?;
         let found = metadata.issuer.as_deref().unwrap_or("");
         let accepted = match check {
             IssuerCheck::Exact => same_issuer(found, issuer),
@@ -361,8 +366,9 @@ async fn get_json(
         .timeout(OAUTH_TIMEOUT)
         .send()
         .await
-        .map_err(|e| {
-            AuthError::Discovery(format!("cannot fetch {}: {}", origin_of(url), describe(&e)))
+        .map_err(|e| AuthError::Discovery {
+            what: "cannot fetch the metadata".to_owned(),
+            source: Some(AuthCause::http(url, e)),
         })?;
     let status = response.status();
     if status.is_redirection() {
@@ -374,8 +380,9 @@ async fn get_json(
     if !status.is_success() {
         return Ok(None);
     }
-    let bytes = response.bytes().await.map_err(|e| {
-        AuthError::Discovery(format!("cannot read {}: {}", origin_of(url), describe(&e)))
+    let bytes = response.bytes().await.map_err(|e| AuthError::Discovery {
+        what: "cannot read the metadata".to_owned(),
+        source: Some(AuthCause::http(url, e)),
     })?;
     match serde_json::from_slice::<serde_json::Value>(&bytes) {
         Ok(value) if value.is_object() => Ok(Some(value)),

@@ -80,19 +80,25 @@ impl DpopKey {
     pub(crate) fn from_stored(stored: &str) -> Result<DpopKey, AuthError> {
         let der = URL_SAFE_NO_PAD
             .decode(stored)
-            .map_err(|_| AuthError::Store("the stored DPoP key is not base64url".to_owned()))?;
+            .map_err(|_| AuthError::Store {
+                what: "the stored DPoP key is not base64url".to_owned(),
+                source: None,
+            })?;
         DpopKey::from_der(&der)
     }
 
     fn from_der(der: &[u8]) -> Result<DpopKey, AuthError> {
         if jsonwebtoken::crypto::CryptoProvider::try_get_default().is_none() {
-            return Err(AuthError::Token(
-                "signing a DPoP proof: jsonwebtoken has no crypto backend".to_owned(),
-            ));
+            return Err(AuthError::Token {
+                what: "signing a DPoP proof: jsonwebtoken has no crypto backend".to_owned(),
+                source: None,
+            });
         }
         let key = EncodingKey::from_ec_der(der);
-        let jwk = Jwk::from_encoding_key(&key, Algorithm::ES256)
-            .map_err(|_| AuthError::Store("the DPoP key is not a P-256 key".to_owned()))?;
+        let jwk = Jwk::from_encoding_key(&key, Algorithm::ES256).map_err(|_| AuthError::Store {
+            what: "the DPoP key is not a P-256 key".to_owned(),
+            source: None,
+        })?;
         Ok(DpopKey {
             key,
             jwk,
@@ -130,8 +136,10 @@ impl DpopKey {
         let mut header = Header::new(Algorithm::ES256);
         header.typ = Some("dpop+jwt".to_owned());
         header.jwk = Some(self.jwk.clone());
-        jsonwebtoken::encode(&header, &claims, &self.key)
-            .map_err(|_| AuthError::Token("signing a DPoP proof failed".to_owned()))
+        jsonwebtoken::encode(&header, &claims, &self.key).map_err(|_| AuthError::Token {
+            what: "signing a DPoP proof failed".to_owned(),
+            source: None,
+        })
     }
 }
 

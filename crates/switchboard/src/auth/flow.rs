@@ -444,7 +444,10 @@ impl Authorizer {
         challenge: &Challenge,
         extra_scopes: &[String],
     ) -> Result<Tokens, AuthError> {
-        let client_http = http_client().map_err(|e| AuthError::Discovery(e.to_string()))?;
+        let client_http = http_client().map_err(|e| AuthError::Discovery {
+            what: e.to_string(),
+            source: None,
+        })?;
         let discovery = discover(&client_http, &self.url, challenge.resource_metadata()).await?;
         match &discovery.metadata.code_challenge_methods_supported {
             Some(methods) if methods.iter().any(|m| m == "S256") => {}

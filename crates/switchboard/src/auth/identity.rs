@@ -8,12 +8,11 @@ use base64::engine::general_purpose::STANDARD;
 use serde::{Deserialize, Serialize};
 use url::Url;
 
-use super::discovery::{Discovery, check_safe, origin_of};
+use super::discovery::{Discovery, check_safe};
 use super::flow::random_token;
 use super::store::{ClientAuth, ClientIdentity, now};
-use super::tokens::OAuthErrorBody;
-use super::{AuthError, Authorizer, OAUTH_TIMEOUT};
-use crate::net::{cut, describe, http_client};
+use super::{AuthCause, AuthError, Authorizer, OAUTH_TIMEOUT};
+use crate::net::http_client;
 
 impl Authorizer {
     /// A pre-registered client (`oauth.clientId`, the secret from `oauth.clientSecretEnv` or
@@ -126,8 +125,9 @@ impl Authorizer {
         endpoint: &str,
         redirect_uri: &str,
     ) -> Result<ClientIdentity, AuthError> {
-        let url = Url::parse(endpoint).map_err(|_| {
-            AuthError::Registration("the registration endpoint is not a URL".to_owned())
+        let url = Url::parse(endpoint).map_err(|_| AuthError::Registration {
+            what: "the registration endpoint is not a URL".to_owned(),
+            source: None,
         })?;
         check_safe(&url, "the registration endpoint")?;
         let mut grant_types = vec!["authorization_code"];
@@ -147,34 +147,33 @@ impl Authorizer {
             "token_endpoint_auth_method": "none",
             "application_type": "native",
         });
-        let client = http_client().map_err(|e| AuthError::Registration(e.to_string()))?;
+        let client = http_client().map_err(|e| AuthError::Registration {
+            what: e.to_string(),
+            source: None,
+        })?;
         let response = client
             .post(url.clone())
             .json(&body)
             .timeout(OAUTH_TIMEOUT)
             .send()
             .await
-            .map_err(|e| {
-                AuthError::Registration(format!("{}: {}", origin_of(&url), describe(&e)))
+            .map_err(|e| AuthError::Registration {
+                what: String::new(),
+                source: Some(AuthCause::http(&url, e)),
             })?;
         let status = response.status();
         let bytes = response
             .bytes()
             .await
-            .map_err(|e| AuthError::Registration(describe(&e)))?;
+            .map_err(|e| AuthError::Registration {
+                what: String::new(),
+                source: Some(AuthCause::http(&url, e)),
+            })?;
         if !status.is_success() {
-            let detail = serde_json::from_slice::<OAuthErrorBody>(&bytes)
-                .map(|e| {
-                    format!(
-                        "{}{}",
-                        e.error,
-                        e.error_description
-                            .map(|d| format!(": {}", cut(&d, 200)))
-                            .unwrap_or_default()
-                    )
-                })
-                .unwrap_or_else(|_| format!("HTTP {status}"));
-            return Err(AuthError::Registration(detail));
+            return Err(AuthError::Registration {
+                what: String::new(),
+                source: Some(AuthCause::status(&url, status, &bytes)),
+            });
         }
         #[derive(Deserialize)]
         struct Registered {
@@ -184,8 +183,11 @@ impl Authorizer {
             #[serde(default)]
             token_endpoint_auth_method: Option<String>,
         }
-        let registered: Registered = serde_json::from_slice(&bytes)
-            .map_err(|e| AuthError::Registration(format!("the answer is malformed: {e}")))?;
+        let registered: Registered =
+            serde_json::from_slice(&bytes).map_err(|e| AuthError::Registration {
+                what: "the answer is malformed".to_owned(),
+                source: Some(AuthCause::Json(e)),
+            })?;
         let auth = match registered.token_endpoint_auth_method.as_deref() {
             Some("client_secret_basic") if registered.client_secret.is_some() => {
                 ClientAuth::ClientSecretBasic
@@ -243,10 +245,11 @@ impl Authorizer {
         // `encode` panics when jsonwebtoken has no backend: another crate in the build turned
         // on its other one too and installed none. Say so instead.
         if jsonwebtoken::crypto::CryptoProvider::try_get_default().is_none() {
-            return Err(AuthError::Token(
-                "signing the client assertion failed: jsonwebtoken has no crypto backend"
+            return Err(AuthError::Token {
+                what: "signing the client assertion failed: jsonwebtoken has no crypto backend"
                     .to_owned(),
-            ));
+                source: None,
+            });
         }
         #[derive(Serialize)]
         struct Claims<'a> {
@@ -276,7 +279,10 @@ impl Authorizer {
             jsonwebtoken::errors::ErrorKind::InvalidEcdsaKey => {
                 field(format!("`{var}` does not hold a PKCS#8 P-256 key"))
             }
-            _ => AuthError::Token("signing the client assertion failed".to_owned()),
+            _ => AuthError::Token {
+                what: "signing the client assertion failed".to_owned(),
+                source: None,
+            },
         })
     }
 }

@@ -24,8 +24,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use super::AuthError;
 use super::keychain::Keychain;
+use super::{AuthCause, AuthError};
 use crate::config::Environment;
 use crate::env_vars::{EnvVarError, EnvVars};
 use crate::shared::{PREFIX, SharedLock, SharedStore};
@@ -433,10 +433,10 @@ impl TokenStore {
                     match keychain.get(&key) {
                         Ok(Some(secret)) => {
                             return serde_json::from_str(&secret).map_err(|_| {
-                                AuthError::Store(format!(
+                                AuthError::Store { what: format!(
                                     "the entry `{key}` in {} is not a token record; `switchboard mcp logout` of that server removes it",
                                     keychain.name()
-                                ))
+                                ), source: None }
                             });
                         }
                         Ok(None) => {}
@@ -446,10 +446,10 @@ impl TokenStore {
                             path.display()
                         ),
                         Err(e) => {
-                            return Err(AuthError::Store(format!(
+                            return Err(AuthError::Store { what: format!(
                                 "cannot read {}: {e}",
                                 keychain.name()
-                            )));
+                            ), source: None });
                         }
                     }
                     // Not in the keychain: a record stored before it was chosen.
@@ -457,18 +457,18 @@ impl TokenStore {
                 })
                 .await
             }
-            Inner::Unavailable { message } => Err(AuthError::Store(message.clone())),
+            Inner::Unavailable { message } => Err(AuthError::Store { what: message.clone(), source: None }),
             Inner::Shared(store) => match store
                 .get(&record_key(key))
                 .await
-                .map_err(|e| AuthError::Store(e.to_string()))?
+                .map_err(|e| store_error("", e))?
             {
                 Some(text) => serde_json::from_str(&text).map_err(|_| {
-                    AuthError::Store(format!(
+                    AuthError::Store { what: format!(
                         "the entry `{}` in {} is not a token record; `switchboard mcp logout` of that server removes it",
                         record_key(key),
                         store.url()
-                    ))
+                    ), source: None }
                 }),
                 None => Ok(Record::default()),
             },
@@ -490,7 +490,7 @@ impl TokenStore {
                 let lock = store
                     .lock(&format!("tokens:{key}"), SHARED_LOCK_TTL, LOCK_WAIT)
                     .await
-                    .map_err(|e| AuthError::Store(e.to_string()))?;
+                    .map_err(|e| store_error("", e))?;
                 Ok(StoreLock {
                     _file: None,
                     _shared: Some(lock),
@@ -504,9 +504,7 @@ impl TokenStore {
                     .truncate(false)
                     .write(true)
                     .open(&path)
-                    .map_err(|e| {
-                        AuthError::Store(format!("cannot open {}: {e}", path.display()))
-                    })?;
+                    .map_err(|e| store_error(format!("cannot open {}", path.display()), e))?;
                 let deadline = tokio::time::Instant::now() + LOCK_WAIT;
                 loop {
                     match file.try_lock() {
@@ -518,23 +516,26 @@ impl TokenStore {
                         }
                         Err(std::fs::TryLockError::WouldBlock) => {
                             if tokio::time::Instant::now() >= deadline {
-                                return Err(AuthError::Store(format!(
-                                    "another process held {} for more than {LOCK_WAIT:?}",
-                                    path.display()
-                                )));
+                                return Err(AuthError::Store {
+                                    what: format!(
+                                        "another process held {} for more than {LOCK_WAIT:?}",
+                                        path.display()
+                                    ),
+                                    source: None,
+                                });
                             }
                             tokio::time::sleep(LOCK_POLL).await;
                         }
                         Err(std::fs::TryLockError::Error(e)) => {
-                            return Err(AuthError::Store(format!(
-                                "cannot lock {}: {e}",
-                                path.display()
-                            )));
+                            return Err(store_error(format!("cannot lock {}", path.display()), e));
                         }
                     }
                 }
             }
-            Inner::Unavailable { message } => Err(AuthError::Store(message.clone())),
+            Inner::Unavailable { message } => Err(AuthError::Store {
+                what: message.clone(),
+                source: None,
+            }),
             Inner::Memory(_) => Ok(StoreLock {
                 _file: None,
                 _shared: None,
@@ -560,9 +561,11 @@ impl TokenStore {
                 blocking(move || {
                     let written = match &record {
                         Some(record) => {
-                            let text = serde_json::to_string(record).map_err(|_| {
-                                AuthError::Store("cannot encode a token record".to_owned())
-                            })?;
+                            let text =
+                                serde_json::to_string(record).map_err(|_| AuthError::Store {
+                                    what: "cannot encode a token record".to_owned(),
+                                    source: None,
+                                })?;
                             keychain.set(&key, &text)
                         }
                         None => keychain.delete(&key).map(|_| ()),
@@ -578,27 +581,32 @@ impl TokenStore {
                             );
                             save_file(&dir, key, record)
                         }
-                        Err(e) => Err(AuthError::Store(format!(
-                            "cannot write to {}: {e}",
-                            keychain.name()
-                        ))),
+                        Err(e) => Err(AuthError::Store {
+                            what: format!("cannot write to {}: {e}", keychain.name()),
+                            source: None,
+                        }),
                     }
                 })
                 .await
             }
-            Inner::Unavailable { message } => Err(AuthError::Store(message.clone())),
+            Inner::Unavailable { message } => Err(AuthError::Store {
+                what: message.clone(),
+                source: None,
+            }),
             Inner::Shared(store) => {
                 let key = record_key(key);
                 match record {
                     Some(record) => {
-                        let text = serde_json::to_string(&record).map_err(|_| {
-                            AuthError::Store("cannot encode a token record".to_owned())
-                        })?;
+                        let text =
+                            serde_json::to_string(&record).map_err(|_| AuthError::Store {
+                                what: "cannot encode a token record".to_owned(),
+                                source: None,
+                            })?;
                         store.set(&key, &text).await
                     }
                     None => store.delete(&key).await,
                 }
-                .map_err(|e| AuthError::Store(e.to_string()))
+                .map_err(|e| store_error("", e))
             }
             Inner::Memory(m) => {
                 let mut contents = m.lock();
@@ -612,13 +620,24 @@ impl TokenStore {
     }
 }
 
+/// The store failed on `cause`: `what` it was doing, when the cause does not say.
+fn store_error(what: impl Into<String>, cause: impl Into<AuthCause>) -> AuthError {
+    AuthError::Store {
+        what: what.into(),
+        source: Some(cause.into()),
+    }
+}
+
 /// Runs file or keychain work off the async threads.
 async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, AuthError> + Send + 'static,
 ) -> Result<T, AuthError> {
     tokio::task::spawn_blocking(work)
         .await
-        .map_err(|e| AuthError::Store(format!("the token store's task failed: {e}")))?
+        .map_err(|e| AuthError::Store {
+            what: format!("the token store's task failed: {e}"),
+            source: None,
+        })?
 }
 
 fn save_file(dir: &Path, key: String, record: Option<Record>) -> Result<(), AuthError> {
@@ -662,7 +681,7 @@ fn ensure_dir(dir: &Path) -> Result<(), AuthError> {
         .recursive(true)
         .mode(0o700)
         .create(dir)
-        .map_err(|e| AuthError::Store(format!("cannot create {}: {e}", dir.display())))
+        .map_err(|e| store_error(format!("cannot create {}", dir.display()), e))
 }
 
 fn read(path: &Path) -> Result<FileContents, AuthError> {
@@ -672,28 +691,26 @@ fn read(path: &Path) -> Result<FileContents, AuthError> {
         return Err(AuthError::Store(refused));
     }
     match std::fs::read_to_string(path) {
-        Ok(text) => serde_json::from_str(&text).map_err(|e| {
-            AuthError::Store(format!(
+        Ok(text) => serde_json::from_str(&text).map_err(|e| AuthError::Store {
+            what: format!(
                 "{} is not a token store ({}:{}); remove it to log in again",
                 path.display(),
                 e.line(),
                 e.column()
-            ))
+            ),
+            source: None,
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(FileContents::default()),
-        Err(e) => Err(AuthError::Store(format!(
-            "cannot read {}: {e}",
-            path.display()
-        ))),
+        Err(e) => Err(store_error(format!("cannot read {}", path.display()), e)),
     }
 }
 
 fn write(dir: &Path, path: &Path, contents: &FileContents) -> Result<(), AuthError> {
     ensure_dir(dir)?;
     let text = serde_json::to_string_pretty(contents)
-        .map_err(|e| AuthError::Store(format!("cannot encode the token store: {e}")))?;
+        .map_err(|e| store_error("cannot encode the token store", e))?;
     crate::secrets::write_owner_only(dir, path, text.as_bytes())
-        .map_err(|e| AuthError::Store(format!("cannot write {}: {e}", path.display())))
+        .map_err(|e| store_error(format!("cannot write {}", path.display()), e))
 }
 
 #[cfg(test)]

@@ -29,8 +29,8 @@ struct ExchangeResponse {
     #[serde(default)]
     issued_token_type: Option<String>,
 }
-use super::{AuthError, Authorizer, Challenge, OAUTH_TIMEOUT, REFRESH_MARGIN};
-use crate::net::{cut, describe, http_client};
+use super::{AuthCause, AuthError, Authorizer, Challenge, OAUTH_TIMEOUT, REFRESH_MARGIN};
+use crate::net::{cut, http_client};
 
 #[derive(Debug, Deserialize)]
 pub(super) struct TokenResponse {
@@ -52,19 +52,33 @@ pub(super) struct OAuthErrorBody {
     pub(super) error_description: Option<String>,
 }
 
-/// A token endpoint failure: the OAuth error code when the server sent one.
+impl OAuthErrorBody {
+    /// `error: error_description` (the description cut to 200 characters).
+    pub(super) fn describe(&self) -> String {
+        match &self.error_description {
+            Some(description) => format!("{}: {}", self.error, cut(description, 200)),
+            None => self.error.clone(),
+        }
+    }
+}
+
+/// A token endpoint failure: the OAuth error when the server sent one.
 pub(super) enum TokenFailure {
-    OAuth(String, Option<String>),
+    /// The endpoint refused with an OAuth error: the error, and the answer (origin, status).
+    OAuth {
+        body: OAuthErrorBody,
+        refusal: AuthCause,
+    },
     Other(AuthError),
 }
 
 impl TokenFailure {
     pub(super) fn into_error(self) -> AuthError {
         match self {
-            TokenFailure::OAuth(code, Some(description)) => {
-                AuthError::Token(format!("{code}: {}", cut(&description, 200)))
-            }
-            TokenFailure::OAuth(code, None) => AuthError::Token(code),
+            TokenFailure::OAuth { refusal, .. } => AuthError::Token {
+                what: String::new(),
+                source: Some(refusal),
+            },
             TokenFailure::Other(e) => e,
         }
     }
@@ -79,7 +93,12 @@ impl Authorizer {
         let sent = sent.map(str::to_owned);
         tokio::spawn(async move { this.refresh_locked(sent.as_deref()).await })
             .await
-            .unwrap_or_else(|e| Err(AuthError::Store(format!("the token refresh failed: {e}"))))
+            .unwrap_or_else(|e| {
+                Err(AuthError::Store {
+                    what: format!("the token refresh failed: {e}"),
+                    source: None,
+                })
+            })
     }
 
     /// Refreshes under the store lock. When the stored token differs from `sent`, another
@@ -105,8 +124,10 @@ impl Authorizer {
         else {
             return Err(self.needs_login("the access token expired and there is no refresh token"));
         };
-        let endpoint = Url::parse(&tokens.token_endpoint)
-            .map_err(|_| AuthError::Store("the stored token endpoint is not a URL".to_owned()))?;
+        let endpoint = Url::parse(&tokens.token_endpoint).map_err(|_| AuthError::Store {
+            what: "the stored token endpoint is not a URL".to_owned(),
+            source: None,
+        })?;
         check_safe(&endpoint, "the token endpoint")?;
         let params = vec![
             ("grant_type", "refresh_token".to_owned()),
@@ -142,21 +163,18 @@ impl Authorizer {
                 tracing::debug!(target: "switchboard::auth", server = %self.server, "refreshed the access token");
                 Ok(token)
             }
-            Err(TokenFailure::OAuth(code, description))
+            Err(TokenFailure::OAuth { body, .. })
                 if matches!(
-                    code.as_str(),
+                    body.error.as_str(),
                     "invalid_grant" | "invalid_client" | "unauthorized_client"
                 ) =>
             {
                 // The refresh token is spent or revoked: forget the tokens, keep the client, and
                 // say why (stored, so every connection and process that finds none says so).
-                let why = match description {
-                    Some(d) => format!(
-                        "the authorization server refused the refresh token ({code}: {})",
-                        cut(&d, 200)
-                    ),
-                    None => format!("the authorization server refused the refresh token ({code})"),
-                };
+                let why = format!(
+                    "the authorization server refused the refresh token ({})",
+                    body.describe()
+                );
                 record.tokens = None;
                 record.dropped = Some(why.clone());
                 self.options.store.save(&self.key, Some(record)).await?;
@@ -252,7 +270,10 @@ impl Authorizer {
                 ))
             })?
             .to_owned();
-        let client_http = http_client().map_err(|e| AuthError::Discovery(e.to_string()))?;
+        let client_http = http_client().map_err(|e| AuthError::Discovery {
+            what: e.to_string(),
+            source: None,
+        })?;
         let idp_endpoint = self.idp_token_endpoint(&client_http).await?;
         let scopes = self.scopes(challenge, &discovery, &[]);
 
@@ -281,34 +302,31 @@ impl Authorizer {
         }
         let (status, bytes) = self.post_form(&idp_endpoint, &idp_client, params).await?;
         if !status.is_success() {
-            let why = match serde_json::from_slice::<OAuthErrorBody>(&bytes) {
-                Ok(OAuthErrorBody {
-                    error,
-                    error_description: Some(d),
-                }) => format!("{error}: {}", cut(&d, 200)),
-                Ok(OAuthErrorBody { error, .. }) => error,
-                Err(_) => format!("HTTP {status}"),
-            };
-            return Err(AuthError::Token(format!(
-                "the identity provider at {} refused the token exchange ({why})",
-                origin_of(&idp_endpoint)
-            )));
+            return Err(AuthError::Token {
+                what: "the identity provider refused the token exchange".to_owned(),
+                source: Some(AuthCause::status(&idp_endpoint, status, &bytes)),
+            });
         }
-        let exchanged: ExchangeResponse = serde_json::from_slice(&bytes).map_err(|_| {
-            AuthError::Token(format!(
-                "the answer from the identity provider at {} is not a token exchange response",
-                origin_of(&idp_endpoint)
-            ))
-        })?;
+        let exchanged: ExchangeResponse =
+            serde_json::from_slice(&bytes).map_err(|e| AuthError::Token {
+                what: format!(
+                    "the answer from the identity provider at {} is not a token exchange response",
+                    origin_of(&idp_endpoint)
+                ),
+                source: Some(AuthCause::Json(e)),
+            })?;
         if exchanged
             .issued_token_type
             .as_deref()
             .is_some_and(|t| t != ID_JAG_TYPE)
         {
-            return Err(AuthError::Token(format!(
-                "the identity provider at {} issued another kind of token than an ID-JAG",
-                origin_of(&idp_endpoint)
-            )));
+            return Err(AuthError::Token {
+                what: format!(
+                    "the identity provider at {} issued another kind of token than an ID-JAG",
+                    origin_of(&idp_endpoint)
+                ),
+                source: None,
+            });
         }
 
         // RFC 7523 at the authorization server: the ID-JAG for an access token.
@@ -383,10 +401,10 @@ impl Authorizer {
                 .await?
                 .and_then(|m| m.token_endpoint)
                 .ok_or_else(|| {
-                    AuthError::Discovery(format!(
+                    AuthError::Discovery { what: format!(
                         "the identity provider's metadata names no token endpoint (server `{}`, `oauth.idpIssuer`)",
                         self.server
-                    ))
+                    ), source: None }
                 })?,
             (None, None) => {
                 return Err(AuthError::Config(format!(
@@ -449,7 +467,10 @@ impl Authorizer {
         challenge: Option<&Challenge>,
         missing: impl FnOnce() -> AuthError,
     ) -> Result<(Discovery, ClientIdentity), AuthError> {
-        let client_http = http_client().map_err(|e| AuthError::Discovery(e.to_string()))?;
+        let client_http = http_client().map_err(|e| AuthError::Discovery {
+            what: e.to_string(),
+            source: None,
+        })?;
         let discovery = discover(
             &client_http,
             &self.url,
@@ -531,33 +552,40 @@ impl Authorizer {
             }
         };
         if !status.is_success() {
+            let refusal = AuthCause::status(endpoint, status, &bytes);
             return Err(match serde_json::from_slice::<OAuthErrorBody>(&bytes) {
-                Ok(body) => TokenFailure::OAuth(body.error, body.error_description),
-                Err(_) => TokenFailure::Other(AuthError::Token(format!(
-                    "HTTP {status} from {}",
-                    origin_of(endpoint)
-                ))),
+                Ok(body) => TokenFailure::OAuth { body, refusal },
+                Err(_) => TokenFailure::Other(AuthError::Token {
+                    what: String::new(),
+                    source: Some(refusal),
+                }),
             });
         }
-        let response: TokenResponse = serde_json::from_slice(&bytes).map_err(|_| {
-            TokenFailure::Other(AuthError::Token(format!(
-                "the answer from {} is not a token response",
-                origin_of(endpoint)
-            )))
+        let response: TokenResponse = serde_json::from_slice(&bytes).map_err(|e| {
+            TokenFailure::Other(AuthError::Token {
+                what: format!(
+                    "the answer from {} is not a token response",
+                    origin_of(endpoint)
+                ),
+                source: Some(AuthCause::Json(e)),
+            })
         })?;
         let token_type = response.token_type.as_deref().unwrap_or("bearer");
         let dpop_bound = token_type.eq_ignore_ascii_case("dpop");
         let usable = token_type.eq_ignore_ascii_case("bearer") || dpop_bound && dpop.is_some();
         if !usable {
-            return Err(TokenFailure::Other(AuthError::Token(format!(
-                "the token is a `{}` token, not a bearer token{}",
-                cut(token_type, 40),
-                if dpop_bound {
-                    " (DPoP-bound, yet no proof was sent)"
-                } else {
-                    ""
-                }
-            ))));
+            return Err(TokenFailure::Other(AuthError::Token {
+                what: format!(
+                    "the token is a `{}` token, not a bearer token{}",
+                    cut(token_type, 40),
+                    if dpop_bound {
+                        " (DPoP-bound, yet no proof was sent)"
+                    } else {
+                        ""
+                    }
+                ),
+                source: None,
+            }));
         }
         Ok(response)
     }
@@ -582,7 +610,10 @@ impl Authorizer {
         proof: Option<String>,
     ) -> Result<(reqwest::StatusCode, Option<String>, Vec<u8>), AuthError> {
         check_safe(endpoint, "the token endpoint")?;
-        let http = http_client().map_err(|e| AuthError::Token(e.to_string()))?;
+        let http = http_client().map_err(|e| AuthError::Token {
+            what: e.to_string(),
+            source: None,
+        })?;
         let mut request = http
             .post(endpoint.clone())
             .header(reqwest::header::ACCEPT, "application/json");
@@ -629,7 +660,10 @@ impl Authorizer {
             .timeout(OAUTH_TIMEOUT)
             .send()
             .await
-            .map_err(|e| AuthError::Token(format!("{}: {}", origin_of(endpoint), describe(&e))))?;
+            .map_err(|e| AuthError::Token {
+                what: String::new(),
+                source: Some(AuthCause::http(endpoint, e)),
+            })?;
         let status = response.status();
         if status.is_redirection() {
             return Err(AuthError::Refused(format!(
@@ -642,10 +676,10 @@ impl Authorizer {
             .get(dpop::DPOP_NONCE)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|e| AuthError::Token(describe(&e)))?;
+        let bytes = response.bytes().await.map_err(|e| AuthError::Token {
+            what: String::new(),
+            source: Some(AuthCause::http(endpoint, e)),
+        })?;
         Ok((status, nonce, bytes.to_vec()))
     }
 }

@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 
 use super::Session;
 use super::interact::CallGuard;
-use super::requests::{Progress, RequestError, as_value};
+use super::requests::{Progress, RequestError, TransportError, as_value};
 use crate::interaction::{
     MAX_ANSWER_WAIT, MAX_INPUT_ROUNDS, MAX_URL_ELICITATION_RETRIES, URL_ELICITATION_REQUIRED,
 };
@@ -401,7 +401,7 @@ impl Session {
         let token = (progress.is_some() || !meta.per_request()).then(|| lane.progress_token());
         let body = meta
             .params(params, token.as_deref())
-            .map_err(|e| RequestError::Transport(e.to_string()))?;
+            .map_err(|e| RequestError::Transport(TransportError::Encode(e)))?;
         // On the HTTP lane the call's own stream hands its progress straight to the caller, in
         // order; the subscription below takes what comes another way. Over stdio the line
         // reader hands it all, in the pipe's order.
@@ -466,9 +466,9 @@ impl Session {
                         return Ok(LaneAnswer::Fallback);
                     }
                     Err(elapsed) => Err(elapsed),
-                    Ok(Err(HttpLaneError::Failed(message))) => Ok(Err(RequestError::Transport(
-                        crate::redact::redact_urls_in(&message),
-                    ))),
+                    Ok(Err(HttpLaneError::Failed(error))) => {
+                        Ok(Err(RequestError::Transport(error)))
+                    }
                     Ok(Ok(answer)) => Ok(Ok(answer)),
                 }
             }

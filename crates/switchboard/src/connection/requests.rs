@@ -159,8 +159,8 @@ pub enum RequestError {
     #[error("the session expired, and the request failed again on a new one")]
     ExpiredAgain(#[source] Box<RequestError>),
     /// The transport failed (HTTP, the pipe, the socket).
-    #[error("{0}")]
-    Transport(String),
+    #[error(transparent)]
+    Transport(#[from] TransportError),
     /// The server refused the credentials (HTTP 401, or 403 `invalid_token`) and no refresh
     /// got a token it takes: the user has to log in. The manager moves the server to
     /// `needs-auth` with this message.
@@ -169,6 +169,59 @@ pub enum RequestError {
     /// Not supported over this protocol revision yet.
     #[error("{0} over protocol 2026-07-28 (subscriptions/listen) is not supported yet")]
     NotYetSupported(&'static str),
+}
+
+/// How the transport of a request failed, its cause kept.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TransportError {
+    /// The HTTP request failed; the error carries no URL.
+    #[error(transparent)]
+    Http(reqwest::Error),
+    /// The pipe or the socket.
+    #[error(transparent)]
+    Io(std::io::Error),
+    /// No response within this time (the HTTP client's bound on one response).
+    #[error("no response within {}", super::humantime(*.0))]
+    NoResponse(Duration),
+    /// The request could not be encoded.
+    #[error("cannot encode the request")]
+    Encode(#[source] serde_json::Error),
+    /// Anything else, as the transport put it (URLs redacted).
+    #[error("{0}")]
+    Other(String),
+}
+
+impl TransportError {
+    /// Whether the transport ran out of time (connecting, or waiting for a response).
+    pub fn is_timeout(&self) -> bool {
+        match self {
+            TransportError::Http(e) => e.is_timeout(),
+            TransportError::Io(e) => e.kind() == std::io::ErrorKind::TimedOut,
+            TransportError::NoResponse(_) => true,
+            TransportError::Encode(_) | TransportError::Other(_) => false,
+        }
+    }
+
+    /// A transport's error as rmcp hands it over (boxed): the HTTP client's error without its
+    /// URL, an I/O error as it is, anything else as text with its URLs redacted.
+    pub(crate) fn of_transport(error: Box<dyn std::error::Error + Send + Sync>) -> Self {
+        use rmcp::transport::streamable_http_client::StreamableHttpError;
+        let error = match error.downcast::<StreamableHttpError<reqwest::Error>>() {
+            Ok(http) => match *http {
+                StreamableHttpError::Client(e) => return TransportError::Http(e.without_url()),
+                StreamableHttpError::Io(e) => return TransportError::Io(e),
+                other => Box::new(other) as Box<dyn std::error::Error + Send + Sync>,
+            },
+            Err(error) => error,
+        };
+        match error.downcast::<std::io::Error>() {
+            Ok(io) => TransportError::Io(*io),
+            Err(error) => {
+                TransportError::Other(crate::redact::redact_urls_in(&crate::error_chain(&*error)))
+            }
+        }
+    }
 }
 
 /// ` (code N)` after a server's message, unless the message already names the code (servers
@@ -188,6 +241,17 @@ const SESSION_EXPIRED: i32 = -32001;
 const CONNECTION_CLOSED: i32 = -32000;
 
 impl RequestError {
+    /// Whether the server did not answer in time: the request's timeout, or its transport's
+    /// (a connect timeout, no response).
+    pub fn is_timeout(&self) -> bool {
+        match self {
+            RequestError::Timeout(_) => true,
+            RequestError::Transport(e) => e.is_timeout(),
+            RequestError::ExpiredAgain(inner) => inner.is_timeout(),
+            _ => false,
+        }
+    }
+
     /// Whether the connection itself is broken (reset, timeout, broken pipe).
     pub fn is_terminal(&self) -> bool {
         match self {
@@ -263,7 +327,12 @@ impl From<rmcp::ServiceError> for RequestError {
             rmcp::ServiceError::UnexpectedResponse => {
                 RequestError::Unexpected { what: "a request" }
             }
-            other => RequestError::Transport(crate::redact::redact_urls_in(&other.to_string())),
+            rmcp::ServiceError::TransportSend(sent) => {
+                RequestError::Transport(TransportError::of_transport(sent.error))
+            }
+            other => RequestError::Transport(TransportError::Other(crate::redact::redact_urls_in(
+                &other.to_string(),
+            ))),
         }
     }
 }
@@ -597,5 +666,52 @@ mod tests {
             refused("no tool named \"x\"").to_string(),
             "the server answered with an error: no tool named \"x\" (code -32602)"
         );
+    }
+
+    /// A request whose connection cannot be made within the client's connect timeout: the
+    /// listener's queue is full, so the kernel drops the client's SYN and it waits.
+    #[tokio::test]
+    async fn a_connect_timeout_of_the_transport_is_a_timeout() {
+        #![allow(clippy::unwrap_used)]
+        use rmcp::transport::streamable_http_client::StreamableHttpError;
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let listener = socket.listen(0).unwrap();
+        let at = listener.local_addr().unwrap();
+        // Never accepted: it fills the queue (a backlog of 0 holds one).
+        let _queued = std::net::TcpStream::connect(at).unwrap();
+        crate::net::install_crypto_provider();
+        let client = reqwest::Client::builder()
+            .connect_timeout(std::time::Duration::from_millis(200))
+            .build()
+            .unwrap();
+        let refused = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            client.post(format!("http://{at}/mcp?key=secret")).send(),
+        )
+        .await
+        .expect("the connect timeout ends the request")
+        .unwrap_err();
+        assert!(refused.is_connect(), "{refused:?}");
+        // As rmcp hands over the Streamable HTTP transport's failure.
+        let sent =
+            rmcp::ServiceError::TransportSend(rmcp::transport::DynamicTransportError::new::<
+                crate::transport::http::HttpTransport,
+                rmcp::service::RoleClient,
+            >(StreamableHttpError::Client(refused)));
+        let error = RequestError::from(sent);
+        assert!(error.is_timeout(), "{error:?}");
+        assert!(error.is_terminal());
+        let chain = crate::error_chain(&error);
+        assert!(
+            !chain.contains("secret") && !chain.contains("/mcp"),
+            "{chain}"
+        );
+        let call = crate::host::CallError::Request {
+            server: "s".to_owned(),
+            tool: "mcp__s__t".to_owned(),
+            source: error,
+        };
+        assert!(call.is_timeout());
     }
 }

@@ -151,11 +151,11 @@ impl HostError {
         }
     }
 
-    /// The server did not answer in time.
+    /// The server did not answer in time (the request's timeout, or its transport's).
     pub fn is_timeout(&self) -> bool {
         match self {
             HostError::Timeout { .. } => true,
-            HostError::Request { source, .. } => matches!(**source, RequestError::Timeout(_)),
+            HostError::Request { source, .. } => source.is_timeout(),
             HostError::Catalog(e) => catalog_timeout(e),
             _ => false,
         }
@@ -241,10 +241,8 @@ pub(super) fn login_pending(error: &LoginError) -> bool {
 /// A catalogue lookup failed because the server's `tools/list` got no answer in time.
 pub(super) fn catalog_timeout(error: &CatalogError) -> bool {
     match error {
-        CatalogError::List { source, .. } => matches!(**source, RequestError::Timeout(_)),
-        CatalogError::Manager(ManagerError::Request { source, .. }) => {
-            matches!(**source, RequestError::Timeout(_))
-        }
+        CatalogError::List { source, .. } => source.is_timeout(),
+        CatalogError::Manager(ManagerError::Request { source, .. }) => source.is_timeout(),
         _ => false,
     }
 }
@@ -305,7 +303,10 @@ mod tests {
         let failed = CallError::Login {
             server: "s".to_owned(),
             tool: "mcp__s__authenticate".to_owned(),
-            source: LoginError::Auth(AuthError::Discovery("no metadata".to_owned())),
+            source: LoginError::Auth(AuthError::Discovery {
+                what: "no metadata".to_owned(),
+                source: None,
+            }),
         };
         assert_eq!(
             failed.to_string(),

@@ -276,9 +276,10 @@ fn present(
         return Ok((Some(token.to_owned()), headers));
     };
     let invalid = || {
-        auth_error(AuthError::Token(
-            "the DPoP-bound token cannot be sent in a header".to_owned(),
-        ))
+        auth_error(AuthError::Token {
+            what: "the DPoP-bound token cannot be sent in a header".to_owned(),
+            source: None,
+        })
     };
     let mut authorization =
         HeaderValue::from_str(&presentation.authorization).map_err(|_| invalid())?;
@@ -314,7 +315,7 @@ fn auth_error(error: AuthError) -> StreamableHttpError<reqwest::Error> {
     io_error(
         std::io::ErrorKind::PermissionDenied,
         RemoteError::Auth {
-            message: error.to_string(),
+            message: crate::error_chain(&error),
             needs_login,
         },
     )

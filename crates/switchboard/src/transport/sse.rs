@@ -307,7 +307,7 @@ async fn authorized(
 fn auth_error(error: AuthError) -> RemoteError {
     RemoteError::Auth {
         needs_login: matches!(error, AuthError::NeedsLogin(_)),
-        message: error.to_string(),
+        message: crate::error_chain(&error),
     }
 }
 

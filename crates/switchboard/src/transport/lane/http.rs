@@ -38,6 +38,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::ID_PREFIX;
+use crate::connection::TransportError;
 use crate::transport::http::{HttpTransport, TimedClient};
 
 /// How many times a call's stream that ended before its answer is resumed.
@@ -120,8 +121,8 @@ fn mentions_header_annotation(schema: &serde_json::Map<String, Value>) -> bool {
 pub(crate) enum HttpLaneError {
     /// The request did not run (or could not be sent this way): send it through rmcp.
     Fallback,
-    /// The request may have run, and failed on the way; the message names no secret.
-    Failed(String),
+    /// The request may have run, and failed on the way; the error names no secret.
+    Failed(TransportError),
 }
 
 /// The lane's sending side. Cheap to clone.
@@ -297,7 +298,7 @@ impl HttpLane {
             .await
             .ok_or(HttpLaneError::Fallback)?;
         let timeout = self.client.response_timeout();
-        let no_response = || HttpLaneError::Failed(format!("no response within {timeout:?}"));
+        let no_response = || HttpLaneError::Failed(TransportError::NoResponse(timeout));
         match &self.plain {
             Some(plain) => {
                 let mut request = http::Request::new(http_body_util::Full::new(Bytes::from(body)));
@@ -307,7 +308,7 @@ impl HttpLane {
                 match tokio::time::timeout(timeout, plain.client.request(request)).await {
                     Err(_) => Err(no_response()),
                     Ok(Err(e)) if e.is_connect() => Err(HttpLaneError::Fallback),
-                    Ok(Err(e)) => Err(HttpLaneError::Failed(crate::error_chain(&e))),
+                    Ok(Err(e)) => Err(failed(crate::error_chain(&e))),
                     Ok(Ok(response)) => self.read_answer(id, response, session, progress).await,
                 }
             }
@@ -321,7 +322,7 @@ impl HttpLane {
                 match tokio::time::timeout(timeout, request.send()).await {
                     Err(_) => Err(no_response()),
                     Ok(Err(e)) if e.is_connect() => Err(HttpLaneError::Fallback),
-                    Ok(Err(e)) => Err(HttpLaneError::Failed(e.without_url().to_string())),
+                    Ok(Err(e)) => Err(HttpLaneError::Failed(TransportError::Http(e.without_url()))),
                     Ok(Ok(response)) => {
                         let response: http::Response<reqwest::Body> = response.into();
                         self.read_answer(id, response, session, progress).await
@@ -392,15 +393,13 @@ impl HttpLane {
         // A JSON answer, or a failure status with (perhaps) a JSON-RPC error in its body.
         let bytes = crate::transport::read_body_limited(body, self.client.limit())
             .await
-            .map_err(HttpLaneError::Failed)?;
+            .map_err(failed)?;
         match serde_json::from_slice::<Value>(&bytes) {
             Ok(message) if answers(&message, id) => Ok(message),
-            _ if status == 200 => Err(HttpLaneError::Failed(
+            _ if status == 200 => Err(failed(
                 "the server answered the call with something else than its response".into(),
             )),
-            _ => Err(HttpLaneError::Failed(format!(
-                "the server answered HTTP {status}"
-            ))),
+            _ => Err(failed(format!("the server answered HTTP {status}"))),
         }
     }
 
@@ -418,7 +417,7 @@ impl HttpLane {
         loop {
             while let Some(event) = events.next().await {
                 let event = event.map_err(|e| {
-                    HttpLaneError::Failed(
+                    failed(
                         crate::transport::over_limit_of(&e)
                             .unwrap_or_else(|| format!("the call's event stream broke: {e}")),
                     )
@@ -452,12 +451,12 @@ impl HttpLane {
             }
             // The stream ended before the answer: resume it where it stopped, if we can.
             let Some(event_id) = last_event_id.clone() else {
-                return Err(HttpLaneError::Failed(
+                return Err(failed(
                     "the server closed the call's event stream before answering".into(),
                 ));
             };
             if resumes >= MAX_RESUMES {
-                return Err(HttpLaneError::Failed(format!(
+                return Err(failed(format!(
                     "the server closed the call's event stream {MAX_RESUMES} times before answering"
                 )));
             }
@@ -479,7 +478,7 @@ impl HttpLane {
     async fn resume(&self, session: Option<&str>, last: &str) -> Result<Events, HttpLaneError> {
         let mut headers = self.headers.clone();
         headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
-        let failed = |what: &str| HttpLaneError::Failed(format!("cannot resume the call: {what}"));
+        let failed = |what: &str| failed(format!("cannot resume the call: {what}"));
         with_session(&mut headers, session).ok_or_else(|| failed("session id"))?;
         let value = HeaderValue::from_str(last).map_err(|_| failed("event id"))?;
         headers.insert(HeaderName::from_static("last-event-id"), value);
@@ -604,6 +603,13 @@ impl HttpLane {
     }
 }
 
+/// A failure the lane describes in words (any URL in them redacted).
+fn failed(message: String) -> HttpLaneError {
+    HttpLaneError::Failed(TransportError::Other(crate::redact::redact_urls_in(
+        &message,
+    )))
+}
+
 /// Adds `Mcp-Session-Id` when the session has one; `None` when the id cannot be a header.
 fn with_session(headers: &mut HeaderMap, session: Option<&str>) -> Option<()> {
     if let Some(session) = session {
@@ -673,3 +679,6 @@ impl rmcp::transport::Transport<RoleClient> for LaneHttpTransport {
         self.inner.close().await
     }
 }
+
+#[cfg(test)]
+mod tests;
