@@ -338,20 +338,7 @@ impl Toolbox {
                 }
                 let announce = args.get("announce").and_then(Value::as_u64).unwrap_or(1);
                 for _ in 0..announce {
-                    // A 2026-07-28 client hears of it on its `subscriptions/listen` streams only.
-                    if context.meta.protocol_version().is_some() {
-                        let listeners = self
-                            .shared
-                            .listeners
-                            .lock()
-                            .map(|l| l.clone())
-                            .unwrap_or_default();
-                        for listener in listeners {
-                            let _ = listener.notify_tool_list_changed().await;
-                        }
-                    } else {
-                        let _ = context.peer.notify_tool_list_changed().await;
-                    }
+                    self.announce(context, Changed::Tools).await;
                 }
                 Ok(CallToolResult::success(vec![ContentBlock::text(format!(
                     "added {new}"
@@ -426,7 +413,41 @@ impl Toolbox {
     }
 }
 
+/// Which list changed, for [`Toolbox::announce`].
+#[derive(Debug, Clone, Copy)]
+enum Changed {
+    Tools,
+    Resources,
+    Prompts,
+}
+
 impl Toolbox {
+    /// Sends a list's `list_changed`: to a 2026-07-28 client on its `subscriptions/listen`
+    /// streams only, to an initialize-era client as a notification.
+    async fn announce(&self, context: &RequestContext<RoleServer>, changed: Changed) {
+        if context.meta.protocol_version().is_some() {
+            let listeners = self
+                .shared
+                .listeners
+                .lock()
+                .map(|l| l.clone())
+                .unwrap_or_default();
+            for listener in listeners {
+                let _ = match changed {
+                    Changed::Tools => listener.notify_tool_list_changed().await,
+                    Changed::Resources => listener.notify_resource_list_changed().await,
+                    Changed::Prompts => listener.notify_prompt_list_changed().await,
+                };
+            }
+        } else {
+            let _ = match changed {
+                Changed::Tools => context.peer.notify_tool_list_changed().await,
+                Changed::Resources => context.peer.notify_resource_list_changed().await,
+                Changed::Prompts => context.peer.notify_prompt_list_changed().await,
+            };
+        }
+    }
+
     /// `add_item` (`--growing-lists`): adds a resource or a prompt and tells of the change.
     async fn add_item(
         &self,
@@ -458,26 +479,12 @@ impl Toolbox {
                 );
             }
         }
-        // A 2026-07-28 client hears of it on its `subscriptions/listen` streams only.
-        if context.meta.protocol_version().is_some() {
-            let listeners = self
-                .shared
-                .listeners
-                .lock()
-                .map(|l| l.clone())
-                .unwrap_or_default();
-            for listener in listeners {
-                let _ = if resource {
-                    listener.notify_resource_list_changed().await
-                } else {
-                    listener.notify_prompt_list_changed().await
-                };
-            }
-        } else if resource {
-            let _ = context.peer.notify_resource_list_changed().await;
+        let changed = if resource {
+            Changed::Resources
         } else {
-            let _ = context.peer.notify_prompt_list_changed().await;
-        }
+            Changed::Prompts
+        };
+        self.announce(context, changed).await;
         Ok(CallToolResult::success(vec![ContentBlock::text(format!(
             "added the {kind} {name}"
         ))]))
