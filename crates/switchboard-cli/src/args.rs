@@ -294,13 +294,15 @@ pub(crate) enum McpCommand {
         #[arg(long, value_name = "REDIS_URL")]
         store: Option<String>,
     },
-    /// Let a server start again: removes `"disabled": true` from its entry, in its own file.
+    /// Let a server start again: removes `"disabled": true` from its entry, in its own file (a
+    /// plugin's server: from its plugin's `disabledServers`).
     Enable {
         /// The server to enable.
         #[arg(add = ArgValueCandidates::new(server_names))]
         name: String,
     },
-    /// Keep a server from starting: writes `"disabled": true` into its entry, in its own file.
+    /// Keep a server from starting: writes `"disabled": true` into its entry, in its own file (a
+    /// plugin's server: into its plugin's `disabledServers`, as `plugin disable --server`).
     Disable {
         /// The server to disable.
         #[arg(add = ArgValueCandidates::new(server_names))]
@@ -485,6 +487,10 @@ pub(crate) enum PluginCommand {
         /// The scope it is in (needed when several scopes have it).
         #[arg(short, long, value_enum)]
         scope: Option<ScopeArg>,
+        /// Enable only this server of the plugin, disabled with `plugin disable --server`
+        /// (its name in the plugin, or `plugin_<plugin>_<server>`).
+        #[arg(long, value_name = "NAME")]
+        server: Option<String>,
     },
     /// Disable a plugin: its servers leave the configuration.
     Disable {
@@ -493,6 +499,10 @@ pub(crate) enum PluginCommand {
         /// The scope it is in (needed when several scopes have it).
         #[arg(short, long, value_enum)]
         scope: Option<ScopeArg>,
+        /// Disable only this server of the plugin (its name in the plugin, or
+        /// `plugin_<plugin>_<server>`); `mcp disable plugin_<plugin>_<server>` does the same.
+        #[arg(long, value_name = "NAME")]
+        server: Option<String>,
     },
     /// Make this machine's copy of a plugin recorded by its source only (a project's plugin
     /// added on another machine): clone its repository. Changes no configuration file.

@@ -86,7 +86,7 @@ fn warn_failures<T>(listing: &Listing<T>) {
 }
 
 async fn dispatch(host: &Host, command: Command) -> anyhow::Result<ExitCode> {
-    crate::start::settle(host).await?;
+    crate::start::settle_in_view(host).await?;
     match command {
         Command::Tools {
             server,

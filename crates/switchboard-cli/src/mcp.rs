@@ -317,11 +317,11 @@ fn set_disabled(ctx: &Context, name: &str, disabled: bool) -> anyhow::Result<Exi
         }
         .into());
     };
+    // A plugin's server: recorded in the plugin's `disabledServers`, as `plugin disable
+    // PLUGIN --server NAME` does.
     if let Some(plugin) = &entry.plugin {
-        bail!(
-            "server `{name}` comes from plugin `{plugin}`\n  hint: run `switchboard plugin {} {plugin}`",
-            if disabled { "disable" } else { "enable" }
-        );
+        set_plugin_server_enabled(ctx, plugin, name, Some(entry.origin.scope), !disabled)?;
+        return Ok(ExitCode::SUCCESS);
     }
     let scope = entry.origin.scope;
     let (default_file, location, mode) = ctx.scope_file(scope);
@@ -359,6 +359,39 @@ fn set_disabled(ctx: &Context, name: &str, disabled: bool) -> anyhow::Result<Exi
         edit.path().display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// `plugin enable|disable PLUGIN --server NAME`, and `mcp enable|disable` of a plugin's server.
+pub(crate) fn set_plugin_server_enabled(
+    ctx: &Context,
+    plugin: &str,
+    server: &str,
+    scope: Option<Scope>,
+    enabled: bool,
+) -> anyhow::Result<()> {
+    let loaded = ctx.load();
+    let (plugin, server) = switchboard::config::set_plugin_server_enabled(
+        &ctx.paths,
+        &loaded.plugins,
+        plugin,
+        server,
+        scope,
+        enabled,
+    )?;
+    println!(
+        "{} server {} of plugin {} in {} scope",
+        if enabled { "Enabled" } else { "Disabled" },
+        clean_line(&server),
+        clean_line(&plugin.name),
+        plugin.scope
+    );
+    if enabled && !plugin.enabled {
+        println!(
+            "The plugin itself is disabled: `switchboard plugin enable {}` starts its servers again",
+            clean_line(&plugin.name)
+        );
+    }
+    Ok(())
 }
 
 fn remove(ctx: &Context, name: &str, scope: Option<Scope>) -> anyhow::Result<ExitCode> {

@@ -83,8 +83,26 @@ pub(crate) fn run(ctx: &Context, cmd: PluginCommand) -> anyhow::Result<ExitCode>
                 plugin.scope
             );
         }
-        PluginCommand::Enable { name, scope } => set_enabled(ctx, &name, scope_of(scope), true)?,
-        PluginCommand::Disable { name, scope } => set_enabled(ctx, &name, scope_of(scope), false)?,
+        PluginCommand::Enable {
+            name,
+            scope,
+            server: None,
+        } => set_enabled(ctx, &name, scope_of(scope), true)?,
+        PluginCommand::Disable {
+            name,
+            scope,
+            server: None,
+        } => set_enabled(ctx, &name, scope_of(scope), false)?,
+        PluginCommand::Enable {
+            name,
+            scope,
+            server: Some(server),
+        } => crate::mcp::set_plugin_server_enabled(ctx, &name, &server, scope_of(scope), true)?,
+        PluginCommand::Disable {
+            name,
+            scope,
+            server: Some(server),
+        } => crate::mcp::set_plugin_server_enabled(ctx, &name, &server, scope_of(scope), false)?,
         PluginCommand::Fetch { name, scope } => {
             let loaded = ctx.load();
             let (plugin, fetched) =
@@ -196,5 +214,6 @@ fn plugin_json(p: &PluginInfo) -> Value {
         "version": p.version,
         "description": p.description,
         "servers": p.servers,
+        "disabledServers": p.disabled_servers,
     })
 }

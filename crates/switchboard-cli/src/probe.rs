@@ -1,9 +1,7 @@
-//! Connecting to configured servers for a listing: start them all in parallel, show a spinner
-//! on a terminal while they connect, gather what each reports, and shut them down.
+//! Connecting to configured servers for a listing: start them all in parallel, name those still
+//! connecting on a terminal, gather what each reports, and shut them down.
 
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchboard::ServerState;
@@ -49,25 +47,6 @@ pub(crate) async fn probe(
     }
     let host = builder.start()?;
 
-    let spinner = std::io::stderr().is_terminal().then(|| {
-        let bar = indicatif::ProgressBar::new_spinner();
-        bar.set_message(format!("connecting to {total} server(s)…"));
-        bar.enable_steady_tick(Duration::from_millis(80));
-        bar
-    });
-    let mut events = host.events();
-    let progress = async {
-        while events.recv().await.is_some() {
-            if let Some(bar) = &spinner {
-                let settled = host
-                    .servers()
-                    .iter()
-                    .filter(|(_, s)| s.is_settled())
-                    .count();
-                bar.set_message(format!("connecting: {settled}/{total} settled"));
-            }
-        }
-    };
     // Every server has its own connect timeout, counted from when its turn to connect comes;
     // the bound covers the last one's wait for its turn, so a server past its handshake
     // timeout is shown failed, never still pending (it only guards a stuck supervisor).
@@ -78,16 +57,12 @@ pub(crate) async fn probe(
     let interrupted = interrupted();
     tokio::pin!(interrupted);
     tokio::select! {
-        _ = host.wait_settled(bound) => {}
-        _ = progress => {}
+        // On a terminal, a spinner names the servers still connecting after a second.
+        _ = crate::start::wait_in_view(&host, bound) => {}
         _ = &mut interrupted => {
-            if let Some(bar) = &spinner { bar.finish_and_clear(); }
             host.shutdown().await;
             std::process::exit(130);
         }
-    }
-    if let Some(bar) = &spinner {
-        bar.finish_and_clear();
     }
 
     let states = host.servers();

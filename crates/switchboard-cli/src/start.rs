@@ -2,9 +2,12 @@
 //! command needs (and every `required` one), the command line's interaction and roots, the
 //! guard process; then waiting for the servers to settle.
 
+use std::io::IsTerminal;
+use std::time::Duration;
+
 use anyhow::bail;
 use switchboard::ServerState;
-use switchboard::host::{Host, HostBuilder};
+use switchboard::host::{Host, HostBuilder, Readiness};
 
 use crate::context::Context;
 use crate::output::{clean, print_issues};
@@ -115,6 +118,80 @@ pub(crate) async fn settle(host: &Host) -> anyhow::Result<()> {
     report_failures(host);
     readiness?;
     Ok(())
+}
+
+/// How long a start may be silent on a terminal before it says what it waits for.
+const QUIET_START: Duration = Duration::from_secs(1);
+/// How many of the servers still connecting the spinner names.
+const SHOWN_NAMES: usize = 4;
+
+/// [`settle`], for a command a person waits on: on a terminal, once the wait passes
+/// [`QUIET_START`], a spinner names the servers still connecting (quiet when stderr is not a
+/// terminal).
+pub(crate) async fn settle_in_view(host: &Host) -> anyhow::Result<()> {
+    let bound = host.settle_bound();
+    let readiness = wait_in_view(host, bound).await;
+    report_failures(host);
+    readiness?;
+    Ok(())
+}
+
+/// Waits (at most `bound`) for the servers to settle; on a terminal, after [`QUIET_START`], a
+/// spinner on stderr names those still connecting until they all have settled.
+pub(crate) async fn wait_in_view(
+    host: &Host,
+    bound: Duration,
+) -> Result<Readiness, switchboard::HostError> {
+    let waiting = host.wait_settled(bound);
+    tokio::pin!(waiting);
+    if !std::io::stderr().is_terminal() {
+        return waiting.await;
+    }
+    let mut events = host.events();
+    tokio::select! {
+        done = &mut waiting => return done,
+        _ = tokio::time::sleep(QUIET_START) => {}
+    }
+    // Cleared however the wait ends (a Ctrl-C drops it).
+    let bar =
+        indicatif::ProgressBar::new_spinner().with_finish(indicatif::ProgressFinish::AndClear);
+    bar.enable_steady_tick(Duration::from_millis(80));
+    let show = || {
+        let servers = host.servers();
+        let pending: Vec<&str> = servers
+            .iter()
+            .filter(|(_, state)| !state.is_settled())
+            .map(|(name, _)| name.as_str())
+            .collect();
+        // A long list would wrap, and a spinner redraws one line only.
+        let mut names = pending
+            .iter()
+            .take(SHOWN_NAMES)
+            .copied()
+            .collect::<Vec<_>>()
+            .join(", ");
+        if pending.len() > SHOWN_NAMES {
+            names.push_str(&format!(" and {} more", pending.len() - SHOWN_NAMES));
+        }
+        bar.set_message(format!(
+            "still connecting ({} of {}): {names}",
+            pending.len(),
+            servers.len(),
+        ));
+    };
+    show();
+    let done = loop {
+        tokio::select! {
+            done = &mut waiting => break done,
+            event = events.recv() => match event {
+                Some(_) => show(),
+                // The host is shutting down: its wait ends now too.
+                None => break waiting.await,
+            },
+        }
+    };
+    bar.finish_and_clear();
+    done
 }
 
 /// Warns on stderr of each server that failed or waits for a login, with its hint and stderr.

@@ -7,6 +7,9 @@ use std::process::{Command, Output};
 use serde_json::Value;
 use switchboard_testkit::config_tree::ConfigTree;
 
+mod terminal;
+use terminal::OnTerminal;
+
 fn run(tree: &ConfigTree, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_switchboard"))
         .args(args)
@@ -1217,4 +1220,38 @@ fn an_http_proxy_in_the_environment_carries_the_calls_too() {
             "{variable}: the handshake did not go through the proxy"
         );
     }
+}
+
+#[test]
+fn a_slow_start_on_a_terminal_names_the_servers_still_connecting() {
+    let tree = ConfigTree::new().unwrap();
+    user_config(
+        &tree,
+        &[
+            ("quick", &[], ""),
+            ("sluggish", &["--slow-start", "4000"], ""),
+        ],
+    );
+    let mut command = Command::new(env!("CARGO_BIN_EXE_switchboard"));
+    command
+        .args(["tools"])
+        .current_dir(tree.project())
+        .env_clear()
+        .envs(tree.env())
+        // A terminal that can redraw a line (with no TERM it is dumb: no spinner).
+        .env("TERM", "xterm");
+    let mut term = OnTerminal::start(command);
+    // Shown while the slow server is still starting; the quick one is not waited for.
+    term.expect("still connecting (1 of 2): sluggish");
+    let (code, stdout) = term.finish();
+    assert_eq!(code, Some(0), "{}", term.shown());
+    assert!(stdout.contains("mcp__sluggish__echo"), "{stdout}");
+    // The same command off a terminal (stderr a pipe) stays quiet.
+    let out = run(&tree, &["tools"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        !text(&out.stderr, &tree).contains("still connecting"),
+        "{}",
+        text(&out.stderr, &tree)
+    );
 }

@@ -150,16 +150,11 @@ fn a_plugin_folder_provides_servers_until_it_is_disabled_or_removed() {
     assert_eq!(listed[0]["version"], "1.0.0");
     assert_eq!(listed[0]["enabled"], true);
 
-    // The entry is the plugin's: `mcp disable` and `mcp remove` point at `plugin`.
-    for args in [
-        &["mcp", "disable", "plugin_demo_echo"][..],
-        &["mcp", "remove", "plugin_demo_echo"],
-    ] {
-        let refused = run(&tree, args);
-        assert_eq!(refused.status.code(), Some(1));
-        let stderr = String::from_utf8_lossy(&refused.stderr);
-        assert!(stderr.contains("comes from plugin `demo`"), "{stderr}");
-    }
+    // The entry is the plugin's: `mcp remove` points at `plugin`.
+    let refused = run(&tree, &["mcp", "remove", "plugin_demo_echo"]);
+    assert_eq!(refused.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("comes from plugin `demo`"), "{stderr}");
     ok(&tree, &["plugin", "disable", "demo"]);
     // `mcp list` says where the servers went, not only that there are none.
     let listed = run(&tree, &["mcp", "list"]);
@@ -182,6 +177,69 @@ fn a_plugin_folder_provides_servers_until_it_is_disabled_or_removed() {
     assert!(!tools(&tree).iter().any(|n| n.contains("plugin_demo")));
     // A folder added where it is stays where it is.
     assert!(folder.join(".claude-plugin/plugin.json").exists());
+}
+
+/// `mcp list`'s line for a server: its name, then its cells.
+fn list_line(tree: &ConfigTree, server: &str) -> String {
+    let list = ok(tree, &["mcp", "list"]);
+    list.lines()
+        .find(|l| l.starts_with(server))
+        .unwrap_or_else(|| panic!("no line for {server}:\n{list}"))
+        .to_owned()
+}
+
+#[test]
+fn one_server_of_a_plugin_is_disabled_and_enabled_again() {
+    let tree = ConfigTree::new().unwrap();
+    let folder = tree.root().join("plugins/demo");
+    plugin_folder(&folder, "demo", "1.0.0");
+    ok(&tree, &["plugin", "add", folder.to_str().unwrap()]);
+
+    // By its name in the plugin, with `plugin disable --server`.
+    let said = ok(&tree, &["plugin", "disable", "demo", "--server", "echo"]);
+    assert!(
+        said.contains("Disabled server plugin_demo_echo of plugin demo"),
+        "{said}"
+    );
+    let line = list_line(&tree, "plugin_demo_echo");
+    assert!(line.contains("disabled"), "{line}");
+    assert!(list_line(&tree, "plugin_demo_more").contains("connected"));
+    let names = tools(&tree);
+    assert!(
+        !names.iter().any(|n| n.contains("plugin_demo_echo")),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&"mcp__plugin_demo_more__echo".to_owned()),
+        "{names:?}"
+    );
+    assert_eq!(
+        plugins(&tree)[0]["disabledServers"],
+        serde_json::json!(["plugin_demo_echo"])
+    );
+    ok(
+        &tree,
+        &["plugin", "enable", "demo", "--server", "plugin_demo_echo"],
+    );
+    call_echo(&tree, "mcp__plugin_demo_echo__echo");
+
+    // By its configuration name, with `mcp disable` / `mcp enable`.
+    ok(&tree, &["mcp", "disable", "plugin_demo_more"]);
+    assert!(list_line(&tree, "plugin_demo_more").contains("disabled"));
+    ok(&tree, &["mcp", "enable", "plugin_demo_more"]);
+    call_echo(&tree, "mcp__plugin_demo_more__echo");
+    assert_eq!(plugins(&tree)[0]["disabledServers"], serde_json::json!([]));
+
+    // A server the plugin does not have is refused, naming those it has.
+    let refused = run(&tree, &["plugin", "disable", "demo", "--server", "nope"]);
+    assert_eq!(refused.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains(
+            "plugin `demo` has no server `nope`; its servers: plugin_demo_echo, plugin_demo_more"
+        ),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -141,8 +141,8 @@ pub struct Options {
     #[arg(long)]
     pub endless_pages: bool,
 
-    /// Write `tools/list answered` to stderr for each `tools/list` (each page), so a test can
-    /// count them.
+    /// Write `tools/list answered` to stderr for each `tools/list` (each page), and
+    /// `resources/list answered` / `prompts/list answered` for those, so a test can count them.
     #[arg(long)]
     pub log_lists: bool,
 
@@ -151,6 +151,12 @@ pub struct Options {
     /// `notifications/resources/updated` for `uri` when a client subscribed to it.
     #[arg(long)]
     pub resource_updates: bool,
+
+    /// Offer resources and prompts that change: the tool `add_item` (`kind`: `resource` or
+    /// `prompt`; `name`) adds the resource `test://added/NAME` or the prompt NAME and sends that
+    /// list's `list_changed` (both protocol generations).
+    #[arg(long)]
+    pub growing_lists: bool,
 
     /// Also offer `decorated`: a tool with a `title`, `icons` and `_meta` (echoes its `text`).
     #[arg(long)]

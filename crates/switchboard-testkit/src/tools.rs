@@ -65,9 +65,18 @@ struct Shared {
     subscriptions: Option<std::sync::Mutex<std::collections::HashSet<String>>>,
     /// `--completions`: the `paint` prompt and `completion/complete`.
     completions: bool,
+    /// `--growing-lists`: the resources and prompts `add_item` added.
+    growing: Option<std::sync::Mutex<Grown>>,
     /// `--expire-session-after` over stdio: calls after this many, and reads after them, answer
     /// -32001.
     expire_calls_after: Option<u64>,
+}
+
+/// What `add_item` added (`--growing-lists`).
+#[derive(Debug, Default)]
+struct Grown {
+    resources: Vec<rmcp::model::Resource>,
+    prompts: Vec<rmcp::model::Prompt>,
 }
 
 /// The URI of `--big-resource`.
@@ -101,6 +110,20 @@ impl Toolbox {
         if options.ask_tools {
             tools.extend(crate::ask::tools());
         }
+        if options.growing_lists {
+            tools.push(tool(
+                "add_item",
+                "Adds the resource test://added/NAME or the prompt NAME and notifies that list's change.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "kind": {"type": "string", "enum": ["resource", "prompt"]},
+                        "name": {"type": "string"}
+                    },
+                    "required": ["kind", "name"]
+                }),
+            ));
+        }
         if options.resource_updates {
             tools.push(tool(
                 "touch",
@@ -131,6 +154,7 @@ impl Toolbox {
                 sample_resources: options.sample_resources,
                 subscriptions: options.resource_updates.then(Default::default),
                 completions: options.completions,
+                growing: options.growing_lists.then(Default::default),
                 expire_calls_after: match options.transport {
                     crate::options::Transport::Stdio => options.expire_session_after,
                     _ => None,
@@ -314,25 +338,13 @@ impl Toolbox {
                 }
                 let announce = args.get("announce").and_then(Value::as_u64).unwrap_or(1);
                 for _ in 0..announce {
-                    // A 2026-07-28 client hears of it on its `subscriptions/listen` streams only.
-                    if context.meta.protocol_version().is_some() {
-                        let listeners = self
-                            .shared
-                            .listeners
-                            .lock()
-                            .map(|l| l.clone())
-                            .unwrap_or_default();
-                        for listener in listeners {
-                            let _ = listener.notify_tool_list_changed().await;
-                        }
-                    } else {
-                        let _ = context.peer.notify_tool_list_changed().await;
-                    }
+                    self.announce(context, Changed::Tools).await;
                 }
                 Ok(CallToolResult::success(vec![ContentBlock::text(format!(
                     "added {new}"
                 ))]))
             }
+            "add_item" => self.add_item(args, context).await,
             "image" => Ok(CallToolResult::success(vec![
                 ContentBlock::image(TINY_PNG, "image/png"),
                 ContentBlock::text("a 4x2 red rectangle"),
@@ -401,6 +413,84 @@ impl Toolbox {
     }
 }
 
+/// Which list changed, for [`Toolbox::announce`].
+#[derive(Debug, Clone, Copy)]
+enum Changed {
+    Tools,
+    Resources,
+    Prompts,
+}
+
+impl Toolbox {
+    /// Sends a list's `list_changed`: to a 2026-07-28 client on its `subscriptions/listen`
+    /// streams only, to an initialize-era client as a notification.
+    async fn announce(&self, context: &RequestContext<RoleServer>, changed: Changed) {
+        if context.meta.protocol_version().is_some() {
+            let listeners = self
+                .shared
+                .listeners
+                .lock()
+                .map(|l| l.clone())
+                .unwrap_or_default();
+            for listener in listeners {
+                let _ = match changed {
+                    Changed::Tools => listener.notify_tool_list_changed().await,
+                    Changed::Resources => listener.notify_resource_list_changed().await,
+                    Changed::Prompts => listener.notify_prompt_list_changed().await,
+                };
+            }
+        } else {
+            let _ = match changed {
+                Changed::Tools => context.peer.notify_tool_list_changed().await,
+                Changed::Resources => context.peer.notify_resource_list_changed().await,
+                Changed::Prompts => context.peer.notify_prompt_list_changed().await,
+            };
+        }
+    }
+
+    /// `add_item` (`--growing-lists`): adds a resource or a prompt and tells of the change.
+    async fn add_item(
+        &self,
+        args: &JsonObject,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let (Some(grown), Some(kind), Some(name)) = (
+            &self.shared.growing,
+            args.get("kind").and_then(Value::as_str),
+            args.get("name").and_then(Value::as_str),
+        ) else {
+            return Ok(bad_arguments("add_item needs `kind` and `name`"));
+        };
+        let resource = match kind {
+            "resource" => true,
+            "prompt" => false,
+            _ => return Ok(bad_arguments("add_item's `kind` is `resource` or `prompt`")),
+        };
+        if let Ok(mut grown) = grown.lock() {
+            if resource {
+                let uri = format!("test://added/{name}");
+                grown
+                    .resources
+                    .push(rmcp::model::Resource::new(uri, name.to_owned()));
+            } else {
+                grown.prompts.push(
+                    serde_json::from_value(json!({"name": name}))
+                        .map_err(|e| ErrorData::internal_error(e.to_string(), None))?,
+                );
+            }
+        }
+        let changed = if resource {
+            Changed::Resources
+        } else {
+            Changed::Prompts
+        };
+        self.announce(context, changed).await;
+        Ok(CallToolResult::success(vec![ContentBlock::text(format!(
+            "added the {kind} {name}"
+        ))]))
+    }
+}
+
 impl ServerHandler for Toolbox {
     fn get_info(&self) -> ServerConfig {
         let mut capabilities = ServerCapabilities::builder()
@@ -425,6 +515,14 @@ impl ServerHandler for Toolbox {
         if self.shared.completions {
             capabilities.prompts = Some(Default::default());
             capabilities.completions = Some(JsonObject::new());
+        }
+        if self.shared.growing.is_some() {
+            let mut resources = capabilities.resources.take().unwrap_or_default();
+            resources.list_changed = Some(true);
+            capabilities.resources = Some(resources);
+            let mut prompts = capabilities.prompts.take().unwrap_or_default();
+            prompts.list_changed = Some(true);
+            capabilities.prompts = Some(prompts);
         }
         if self.shared.fail_lists {
             capabilities.prompts = Some(Default::default());
@@ -546,6 +644,12 @@ impl ServerHandler for Toolbox {
         if self.shared.sample_resources {
             resources.extend(crate::samples::resources());
         }
+        if let Some(Ok(grown)) = self.shared.growing.as_ref().map(|g| g.lock()) {
+            resources.extend(grown.resources.iter().cloned());
+        }
+        if self.shared.log_lists {
+            eprintln!("resources/list answered");
+        }
         Ok(rmcp::model::ListResourcesResult::with_all_items(resources))
     }
 
@@ -616,6 +720,12 @@ impl ServerHandler for Toolbox {
         };
         if self.shared.completions {
             prompts.extend(crate::samples::prompts());
+        }
+        if let Some(Ok(grown)) = self.shared.growing.as_ref().map(|g| g.lock()) {
+            prompts.extend(grown.prompts.iter().cloned());
+        }
+        if self.shared.log_lists {
+            eprintln!("prompts/list answered");
         }
         Ok(rmcp::model::ListPromptsResult::with_all_items(prompts))
     }

@@ -52,7 +52,7 @@ pub use paths::ConfigPaths;
 pub use plugin::{
     MANIFEST, MARKETPLACE, MarketplaceInfo, PluginInfo, add_marketplace, add_plugin, fetch_plugin,
     list_marketplaces, plugin_data_dir, plugin_server_name, remove_marketplace, remove_plugin,
-    set_plugin_enabled, update_plugin,
+    set_plugin_enabled, set_plugin_server_enabled, update_plugin,
 };
 pub use policy::{Policy, PolicyRule, PolicyVerdict};
 pub use settings::ScopeSettings;

@@ -12,11 +12,14 @@
 //!   starts it (concurrent ones start it once) and waits for it. A server with an
 //!   `idleTimeout` and no request in flight for that long is stopped and goes back to `lazy`.
 //!   Its lists are kept on disk meanwhile ([`kept`]), so its tools stay listed.
+//! - A connected server's resource, template and prompt lists are cached in memory for its
+//!   session ([`listed`]): asked again after its `list_changed` or on a new session.
 //! - `needs-auth` is remembered on disk for 15 minutes; so is the protocol generation each
 //!   server answered with, so the handshake probe runs once per server definition.
 
 mod anchor;
 pub(crate) mod kept;
+mod listed;
 mod memory;
 mod supervisor;
 #[cfg(test)]
@@ -383,6 +386,8 @@ impl Drop for Busy {
 struct Shared {
     options: ManagerOptions,
     kept: KeptLists,
+    /// Connected servers' resource, template and prompt lists (`listed.rs`).
+    listed: listed::ListCache,
     auth: crate::auth::AuthOptions,
     memory: Memory,
     events: broadcast::Sender<ServerEvent>,
@@ -552,6 +557,7 @@ impl ServerManager {
                 configs.iter().map(|c| c.name.as_str()),
             ),
             kept: KeptLists::new(options.state_dir.as_deref(), options.shared.clone()),
+            listed: listed::ListCache::default(),
             replicas: Mutex::new(None),
             http: crate::net::HostClient::default(),
             subscriptions: Mutex::default(),
@@ -1092,7 +1098,8 @@ impl ServerManager {
     }
 
     /// Lists resources, templates or prompts: a lazy server's from its kept lists (it is not
-    /// started for a listing), a connected server's from the server (and kept).
+    /// started for a listing), a connected server's from the cache of its session's lists, else
+    /// from the server (then cached and kept).
     async fn list_kept<F, Fut>(
         &self,
         name: &str,
@@ -1108,7 +1115,23 @@ impl ServerManager {
         {
             return Ok(items);
         }
-        let items = self.request(name, f).await?;
+        if let Ok(session) = self.session(name)
+            && let Some(items) = self.shared.listed.get(name, kind, &session)
+        {
+            return Ok(items);
+        }
+        let ticket = self.shared.listed.ticket();
+        let answered = Mutex::new(std::sync::Weak::new());
+        let items = self
+            .request(name, |session| {
+                *answered.lock() = Arc::downgrade(&session);
+                f(session)
+            })
+            .await?;
+        let answered = answered.into_inner();
+        self.shared
+            .listed
+            .put(name, kind, &answered, &items, ticket);
         if let Some(config) = self.config(name) {
             let hints = self.cache_hints(name, kind);
             self.shared.kept.put_values(&config, kind, &items, &hints);

@@ -1339,3 +1339,84 @@ async fn a_server_that_exits_on_the_discover_probe_is_started_again_with_initial
     assert_eq!(out.result["content"][0]["text"], "hi");
     host.shutdown().await;
 }
+
+/// A connected server's resource and prompt lists are asked once, then served from the cache;
+/// the server's `list_changed` drops that list (the other stays), and the next listing shows
+/// the change. Both protocol generations.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resource_and_prompt_lists_are_cached_until_the_server_says_they_changed() {
+    for protocol in ["legacy", "auto"] {
+        let tree = ConfigTree::new().unwrap();
+        let host = host_with(
+            &tree,
+            json!({"kit": testkit(&["--growing-lists", "--log-lists", "--protocol", protocol])}),
+        )
+        .await;
+        let asked = |what: &str| {
+            host.stderr_tail("kit")
+                .unwrap_or_default()
+                .matches(&format!("{what}/list answered"))
+                .count()
+        };
+        for _ in 0..3 {
+            let resources = host.resources(Some("kit")).await;
+            assert!(resources.failures.is_empty(), "{:?}", resources.failures);
+            let prompts = host.prompts(Some("kit")).await;
+            assert!(prompts.failures.is_empty(), "{:?}", prompts.failures);
+        }
+        assert_eq!(asked("resources"), 1, "{protocol}");
+        assert_eq!(asked("prompts"), 1, "{protocol}");
+
+        for (kind, name, after) in [("resource", "fresh", (2, 1)), ("prompt", "brisk", (2, 2))] {
+            let mut events = host.events();
+            let out = host
+                .call(
+                    "mcp__kit__add_item",
+                    args(json!({"kind": kind, "name": name})),
+                    cli(),
+                )
+                .await
+                .unwrap();
+            assert!(!out.is_error, "{}", out.result);
+            // Once the host has heard of the change, that list is asked again.
+            tokio::time::timeout(SETTLE, async {
+                loop {
+                    match events.recv().await {
+                        Some(HostEvent::Server(
+                            switchboard::ServerEvent::ResourcesChanged { .. }
+                            | switchboard::ServerEvent::PromptsChanged { .. },
+                        )) => break,
+                        Some(_) => {}
+                        None => panic!("the host ended"),
+                    }
+                }
+            })
+            .await
+            .expect("the change was told");
+            for _ in 0..2 {
+                let resources = host.resources(Some("kit")).await;
+                assert!(
+                    resources
+                        .items
+                        .iter()
+                        .any(|r| r.item["uri"] == "test://added/fresh"),
+                    "{:?}",
+                    resources.items
+                );
+                let prompts = host.prompts(Some("kit")).await;
+                assert_eq!(
+                    prompts.items.iter().any(|p| p.prompt == "brisk"),
+                    kind == "prompt",
+                    "{:?}",
+                    prompts.items
+                );
+            }
+            assert_eq!(
+                (asked("resources"), asked("prompts")),
+                after,
+                "{protocol} {kind}"
+            );
+        }
+        host.shutdown().await;
+    }
+}

@@ -80,6 +80,7 @@ impl OnTerminal {
         }
     }
 
+    #[allow(dead_code)]
     pub(crate) fn answer(&mut self, line: &str) {
         self.input
             .write_all(format!("{line}\n").as_bytes())

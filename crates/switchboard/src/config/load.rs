@@ -644,6 +644,7 @@ impl Loader<'_> {
                 version: record.version,
                 description: None,
                 servers: Vec::new(),
+                disabled_servers: record.disabled_servers,
             };
             info.description = folder.description;
             if info.version.is_none() {
@@ -657,7 +658,16 @@ impl Loader<'_> {
                     });
                 }
                 for servers_doc in &folder.docs {
-                    let servers = self.plugin_servers(servers_doc, scope, name);
+                    let mut servers = self.plugin_servers(servers_doc, scope, name);
+                    // Servers the user disabled one by one: disabled as an entry's
+                    // `"disabled": true` would (its hash, hence its approval, unchanged).
+                    for (server, entry) in &mut servers.0 {
+                        if info.disabled_servers.contains(server)
+                            && let Ok(config) = &mut entry.config
+                        {
+                            config.disabled = true;
+                        }
+                    }
                     info.servers.extend(servers.0.keys().cloned());
                     self.layers.push(servers);
                 }

@@ -2,7 +2,7 @@
 //! configuration of the scope they are installed in.
 //!
 //! A plugin is recorded in a scope's file under `plugins.<name>` (`source`, `path`, `enabled`,
-//! `version`); a plugin from a repository URL is cloned under the state directory
+//! `version`, `disabledServers`: its servers disabled one by one, by configuration name); a plugin from a repository URL is cloned under the state directory
 //! (`plugins/<name>`), a folder (a repository or not) is used where it is. The project's file
 //! is shared, so its records hold no path of the machine that wrote them: a clone's or a
 //! marketplace plugin's record holds its `source` only (and `marketplace`, the marketplace's
@@ -65,6 +65,9 @@ pub struct PluginInfo {
     pub description: Option<String>,
     /// The names of the servers it provides (when enabled and readable).
     pub servers: Vec<String>,
+    /// Its servers the user disabled one by one (`disabledServers`, configuration names
+    /// `plugin_<plugin>_<server>`): listed as disabled, never started.
+    pub disabled_servers: Vec<String>,
 }
 
 /// A plugin's record in a scope's file. `path` is absolute in the user's own files; a
@@ -83,6 +86,9 @@ pub(crate) struct PluginRecord {
     /// A `NAME@MARKETPLACE` plugin's marketplace URL (in a project's record).
     #[serde(default)]
     pub(crate) marketplace: Option<String>,
+    /// Its servers disabled one by one, by configuration name (`plugin_<plugin>_<server>`).
+    #[serde(default, rename = "disabledServers")]
+    pub(crate) disabled_servers: Vec<String>,
 }
 
 fn yes() -> bool {
@@ -955,6 +961,7 @@ fn record(
         version: folder.version,
         description: folder.description,
         servers: Vec::new(),
+        disabled_servers: Vec::new(),
     })
 }
 
@@ -1028,6 +1035,46 @@ pub fn set_plugin_enabled(
     edit.set_field(name, "enabled", Some(&serde_json::Value::Bool(enabled)))?;
     edit.save()?;
     Ok(PluginInfo { enabled, ..plugin })
+}
+
+/// Enables or disables one server of a plugin (`server`: its name in the plugin's file, or
+/// its configuration name `plugin_<plugin>_<server>`), recorded in the plugin's
+/// `disabledServers`. Returns the plugin as it is now and the server's configuration name.
+pub fn set_plugin_server_enabled(
+    paths: &ConfigPaths,
+    plugins: &[PluginInfo],
+    plugin: &str,
+    server: &str,
+    scope: Option<Scope>,
+    enabled: bool,
+) -> Result<(PluginInfo, String), ConfigError> {
+    let mut info = find(plugins, plugin, scope)?;
+    let qualified = [server.to_owned(), plugin_server_name(plugin, server)]
+        .into_iter()
+        .find(|name| info.servers.contains(name) || info.disabled_servers.contains(name))
+        .ok_or_else(|| {
+            let offered = if info.servers.is_empty() {
+                "none (is the plugin enabled and its folder here?)".to_owned()
+            } else {
+                info.servers.join(", ")
+            };
+            ConfigError::Plugin(format!(
+                "plugin `{plugin}` has no server `{server}`; its servers: {offered}"
+            ))
+        })?;
+    info.disabled_servers.retain(|name| *name != qualified);
+    if !enabled {
+        info.disabled_servers.push(qualified.clone());
+    }
+    let mut edit = open(paths, info.scope, "plugins")?;
+    let list = serde_json::Value::from(info.disabled_servers.clone());
+    edit.set_field(
+        plugin,
+        "disabledServers",
+        (!info.disabled_servers.is_empty()).then_some(&list),
+    )?;
+    edit.save()?;
+    Ok((info, qualified))
 }
 
 /// Pulls a cloned plugin's repository; returns the plugin with its new version.

@@ -631,6 +631,7 @@ impl Supervisor {
                     _ => None,
                 };
                 if let Some(kind) = changed {
+                    shared.listed.changed(&server, kind);
                     shared.kept.invalidate(&config, kind);
                     if kind == ListKind::Resources {
                         shared.kept.invalidate(&config, ListKind::ResourceTemplates);
