@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use switchboard_testkit::config_tree::ConfigTree;
 
 /// The bound on every wait of these tests: far above what each step takes.
-const WAIT: Duration = Duration::from_secs(60);
+use switchboard_testkit::WAIT;
 
 fn partner(var: &str) -> String {
     std::env::var(var).unwrap_or_else(|_| {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use switchboard_testkit::config_tree::ConfigTree;
 
 /// Generous: a debug build on a busy machine starts servers slowly.
-const WAIT: Duration = Duration::from_secs(30);
+use switchboard_testkit::WAIT;
 const ROWS: u16 = 40;
 const COLS: u16 = 140;
 

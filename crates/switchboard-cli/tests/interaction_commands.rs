@@ -13,7 +13,7 @@ use switchboard_testkit::config_tree::ConfigTree;
 mod terminal;
 use terminal::OnTerminal;
 
-const WAIT: Duration = Duration::from_secs(60);
+use switchboard_testkit::WAIT;
 
 fn command(tree: &ConfigTree, args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_switchboard"));

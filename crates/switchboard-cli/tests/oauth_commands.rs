@@ -624,7 +624,7 @@ fn gateway_call(addr: &str, token: &str, tool: &str, text: &str) -> String {
 #[test]
 fn login_and_logout_with_the_shared_store() {
     use std::io::{BufRead, BufReader};
-    const WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+    use switchboard_testkit::WAIT;
     const TOKEN: &str = "shared-store-test-token-0123456789";
     let Some(redis) = switchboard_testkit::redis::RedisServer::start().unwrap() else {
         return;

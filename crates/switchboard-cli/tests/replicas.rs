@@ -38,7 +38,7 @@ use switchboard_testkit::config_tree::ConfigTree;
 use switchboard_testkit::redis::RedisServer;
 use switchboard_testkit::{TestServer, Transport};
 
-const WAIT: Duration = Duration::from_secs(60);
+use switchboard_testkit::WAIT;
 const TOKEN: &str = "replica-test-token-0123456789abcdef";
 const REPLICAS: usize = 3;
 

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use switchboard_testkit::config_tree::ConfigTree;
 use switchboard_testkit::{TestServer, Transport};
 
-const WAIT: Duration = Duration::from_secs(60);
+use switchboard_testkit::WAIT;
 
 /// The value of `API_TOKEN`, which the configuration references as `${API_TOKEN}`.
 const ENV_TOKEN: &str = "env-token-secret";

@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use switchboard_testkit::config_tree::ConfigTree;
 
-const WAIT: Duration = Duration::from_secs(60);
+use switchboard_testkit::WAIT;
 
 fn partner(var: &str) -> String {
     std::env::var(var).unwrap_or_else(|_| {

@@ -5,13 +5,12 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchboard_testkit::config_tree::ConfigTree;
 use switchboard_testkit::{TestServer, Transport};
 
-const WAIT: Duration = Duration::from_secs(60);
+use switchboard_testkit::WAIT;
 const AUDIENCE: &str = "https://switchboard.test/mcp";
 
 /// One HTTP/1.1 request to `addr` (`HOST:PORT`): the status code, the response's head and

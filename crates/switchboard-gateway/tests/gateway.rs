@@ -27,8 +27,7 @@ use switchboard_gateway::{Gateway, ToolFilter, ToolSearch};
 use switchboard_testkit::config_tree::ConfigTree;
 use tokio::sync::mpsc;
 
-const SETTLE: Duration = Duration::from_secs(30);
-const WAIT: Duration = Duration::from_secs(20);
+use switchboard_testkit::{SETTLE, SETTLE as WAIT};
 const TOKEN: &str = "test-token-0123456789";
 
 thread_local! {

@@ -21,7 +21,7 @@ use switchboard_gateway::{Gateway, ToolFilter, ToolSearch};
 use switchboard_testkit::config_tree::ConfigTree;
 use switchboard_testkit::{TestServer, Transport};
 
-const SETTLE: Duration = Duration::from_secs(30);
+use switchboard_testkit::SETTLE;
 const STATIC_TOKEN: &str = "static-token-0123456789abcdef0123";
 /// The replicas' key when [`Options::cluster`] is set.
 const CLUSTER_SECRET: &[u8] = b"0123456789abcdef0123456789abcdef";

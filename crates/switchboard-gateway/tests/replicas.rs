@@ -21,7 +21,7 @@ use switchboard_gateway::{Gateway, ToolFilter};
 use switchboard_testkit::config_tree::ConfigTree;
 use tokio_util::sync::CancellationToken;
 
-const SETTLE: Duration = Duration::from_secs(30);
+use switchboard_testkit::SETTLE;
 const TOKEN: &str = "test-token-0123456789";
 
 /// One replica: its URL, and what stops it.

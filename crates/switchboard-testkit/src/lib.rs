@@ -27,6 +27,7 @@ mod tools;
 mod ws;
 
 pub use harness::{
-    DEFAULT_START_WAIT, ReferenceServer, SERVER_BIN_ENV, TestServer, TestServerError, server_bin,
+    DEFAULT_START_WAIT, ReferenceServer, SERVER_BIN_ENV, SETTLE, TestServer, TestServerError, WAIT,
+    server_bin,
 };
 pub use options::{Options, ProtocolMode, Transport};

@@ -7,8 +7,6 @@
 
 mod common;
 
-use std::time::Duration;
-
 use serde_json::json;
 use switchboard::config::Environment;
 use switchboard::config::ServerConfig;
@@ -17,7 +15,7 @@ use switchboard::permissions::{PermissionAnswer, PermissionPrompter, PermissionR
 use switchboard::{Generation, ServerState};
 use switchboard_testkit::ReferenceServer;
 
-const SETTLE: Duration = Duration::from_secs(60);
+use switchboard_testkit::WAIT as SETTLE;
 
 /// A partner's entry point, from the environment `scripts/test.sh` sets up.
 fn partner(var: &str) -> String {

@@ -6,7 +6,6 @@ mod common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde_json::json;
@@ -17,7 +16,7 @@ use switchboard::host::Host;
 use switchboard::permissions::{PermissionAnswer, PermissionPrompter, PermissionRequest};
 use switchboard_testkit::{TestServer, Transport};
 
-const SETTLE: Duration = Duration::from_secs(30);
+use switchboard_testkit::SETTLE;
 
 /// Plays the user's browser: follows the authorization server's redirect to the listener.
 #[derive(Default)]

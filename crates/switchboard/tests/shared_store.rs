@@ -27,7 +27,7 @@ use switchboard::{CatalogEvent, ServerState};
 use switchboard_testkit::redis::RedisServer;
 use switchboard_testkit::{TestServer, Transport};
 
-const SETTLE: Duration = Duration::from_secs(30);
+use switchboard_testkit::SETTLE;
 
 /// Plays the user's browser: follows the authorization server's redirect to the listener.
 #[derive(Default)]
