@@ -5,7 +5,7 @@
 //! [`claude`], no network.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Output, Stdio};
 use std::sync::mpsc;
@@ -85,15 +85,7 @@ impl Drop for HttpServe {
 
 /// The first stdout line, if it comes within `WAIT`.
 fn first_line(stdout: ChildStdout) -> Option<String> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    rx.recv_timeout(WAIT)
-        .ok()
-        .map(|line| line.trim().to_owned())
+    switchboard_testkit::cli::first_line(stdout, WAIT)
 }
 
 /// `claude ARGS` in the tree's project folder, with the tree's HOME and XDG folders (so the

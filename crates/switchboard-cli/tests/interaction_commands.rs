@@ -16,13 +16,7 @@ use terminal::OnTerminal;
 use switchboard_testkit::WAIT;
 
 fn command(tree: &ConfigTree, args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_switchboard"));
-    command
-        .args(args)
-        .current_dir(tree.project())
-        .env_clear()
-        .envs(tree.env());
-    command
+    switchboard_testkit::cli::command(env!("CARGO_BIN_EXE_switchboard"), tree, args)
 }
 
 fn run(tree: &ConfigTree, args: &[&str]) -> Output {

@@ -15,12 +15,10 @@
 //! is skipped loudly, except under `CI=true`, where that is a failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc;
 use std::time::Duration;
 
 use rmcp::model::{
@@ -77,13 +75,7 @@ fn haproxy() -> Option<PathBuf> {
 
 /// The first line the process writes to stdout, within [`WAIT`].
 fn first_line(stdout: ChildStdout) -> String {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    rx.recv_timeout(WAIT).unwrap().trim().to_owned()
+    switchboard_testkit::cli::first_line(stdout, WAIT).expect("a first line on stdout")
 }
 
 /// One replica: `serve --http` on a free loopback port, sharing the Redis at `store`. Returns

@@ -82,12 +82,9 @@ fn secret_tree(rejecting: &TestServer) -> ConfigTree {
 }
 
 fn command(tree: &ConfigTree, args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_switchboard"));
+    let mut command =
+        switchboard_testkit::cli::command(env!("CARGO_BIN_EXE_switchboard"), tree, args);
     command
-        .args(args)
-        .current_dir(tree.project())
-        .env_clear()
-        .envs(tree.env())
         .env("API_TOKEN", ENV_TOKEN)
         .env("SWITCHBOARD_LOG", "trace")
         .env("MCP_TIMEOUT", "10000");

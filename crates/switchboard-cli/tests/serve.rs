@@ -146,13 +146,7 @@ impl HttpServe {
 
 /// The first stdout line, within `WAIT`.
 fn first_line(stdout: ChildStdout) -> String {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    rx.recv_timeout(WAIT).unwrap().trim().to_owned()
+    switchboard_testkit::cli::first_line(stdout, WAIT).expect("a first line on stdout")
 }
 
 fn token(tree: &ConfigTree) -> String {

@@ -9,6 +9,7 @@
 
 pub mod ask;
 mod bridge;
+pub mod cli;
 pub mod config_tree;
 mod filter;
 mod harness;
