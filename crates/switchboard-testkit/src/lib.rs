@@ -17,6 +17,7 @@ mod http;
 mod net;
 mod oauth;
 pub mod options;
+pub mod raw_http;
 pub mod redis;
 pub mod registry;
 pub mod samples;
