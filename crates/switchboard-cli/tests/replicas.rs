@@ -33,6 +33,7 @@ use serde_json::{Value, json};
 use switchboard::auth::{AuthOptions, Authorizer, Opener, TokenStore};
 use switchboard::shared::SharedStore;
 use switchboard_testkit::config_tree::ConfigTree;
+use switchboard_testkit::mcp_http;
 use switchboard_testkit::redis::RedisServer;
 use switchboard_testkit::{TestServer, Transport};
 
@@ -336,17 +337,11 @@ async fn raw_post(
     session: Option<&str>,
     body: &Value,
 ) -> reqwest::Response {
-    let mut request = http
-        .post(url)
-        .bearer_auth(TOKEN)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(body.to_string());
-    if let Some(session) = session {
-        request = request
-            .header("mcp-session-id", session)
-            .header("mcp-protocol-version", "2025-06-18");
-    }
+    let request = mcp_http::post(http, url, body).bearer_auth(TOKEN);
+    let request = match session {
+        Some(session) => mcp_http::in_session(request, session, "2025-06-18"),
+        None => request,
+    };
     request.send().await.unwrap()
 }
 

@@ -14,6 +14,7 @@ pub mod config_tree;
 mod filter;
 mod harness;
 mod http;
+pub mod mcp_http;
 mod net;
 mod oauth;
 pub mod options;
