@@ -30,12 +30,12 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Value, json};
-use switchboard::auth::{AuthOptions, Authorizer, Opener, TokenStore};
+use switchboard::auth::{AuthOptions, Authorizer, TokenStore};
 use switchboard::shared::SharedStore;
 use switchboard_testkit::config_tree::ConfigTree;
 use switchboard_testkit::mcp_http;
 use switchboard_testkit::redis::RedisServer;
-use switchboard_testkit::{TestServer, Transport};
+use switchboard_testkit::{Browser, TestServer, Transport};
 
 use switchboard_testkit::WAIT;
 const TOKEN: &str = "replica-test-token-0123456789abcdef";
@@ -276,38 +276,13 @@ async fn calls_by_replica(replicas: &[String], server: Option<&str>) -> Vec<Opti
     counts
 }
 
-/// Plays the user's browser for the one login: follows the authorization server's redirect
-/// to the login's loopback listener.
-struct Browser;
-
-impl Opener for Browser {
-    fn open(
-        &self,
-        _server: &str,
-        url: &str,
-    ) -> futures::future::BoxFuture<'static, Result<(), String>> {
-        let url = url.to_owned();
-        Box::pin(async move {
-            let http = reqwest::Client::builder()
-                .no_proxy()
-                .build()
-                .map_err(|e| e.to_string())?;
-            http.get(url)
-                .send()
-                .await
-                .map(|_| ())
-                .map_err(|e| e.to_string())
-        })
-    }
-}
-
 /// Logs `name` (at `url`) in once, its tokens written to the Redis at `store`: what every
 /// replica then uses.
 async fn log_in_once(store: &str, name: &str, url: &str) {
     let options = AuthOptions {
         store: TokenStore::shared(SharedStore::connect(store).await.unwrap()),
         interactive: true,
-        opener: Arc::new(Browser),
+        opener: Arc::new(Browser::default()),
         ..AuthOptions::default()
     };
     let url = reqwest::Url::parse(url).unwrap();

@@ -9,6 +9,10 @@
 
 pub mod ask;
 mod bridge;
+#[cfg(feature = "opener")]
+mod browser;
+#[cfg(feature = "opener")]
+pub use browser::Browser;
 pub mod cli;
 pub mod config_tree;
 mod filter;
