@@ -631,16 +631,7 @@ async fn an_unknown_key_does_not_fetch_the_keys_again_at_once() {
     assert_eq!(setup.jwks_fetches(1), 1);
 }
 
-struct Allow;
-
-impl switchboard::permissions::PermissionPrompter for Allow {
-    fn ask(
-        &self,
-        _request: &switchboard::permissions::PermissionRequest,
-    ) -> futures::future::BoxFuture<'_, switchboard::permissions::PermissionAnswer> {
-        Box::pin(async { switchboard::permissions::PermissionAnswer::AllowOnce })
-    }
-}
+use switchboard::permissions::AllowAll as Allow;
 
 /// An MCP client that knows nothing but the gateway's URL (Switchboard's own, as a host with
 /// the gateway as a remote server) logs in: the 401 names the metadata, the metadata the

@@ -11,7 +11,6 @@ use serde_json::json;
 use switchboard::config::Environment;
 use switchboard::config::ServerConfig;
 use switchboard::host::Host;
-use switchboard::permissions::{PermissionAnswer, PermissionPrompter, PermissionRequest};
 use switchboard::{Generation, ServerState};
 use switchboard_testkit::ReferenceServer;
 
@@ -27,16 +26,7 @@ fn partner(var: &str) -> String {
 use common::server;
 
 /// Allows every call: these tests are about speaking to the servers.
-struct Allow;
-
-impl PermissionPrompter for Allow {
-    fn ask(
-        &self,
-        _request: &PermissionRequest,
-    ) -> futures::future::BoxFuture<'_, PermissionAnswer> {
-        Box::pin(async { PermissionAnswer::AllowOnce })
-    }
-}
+use switchboard::permissions::AllowAll as Allow;
 
 /// A host with exactly these servers, its state in a folder of its own (kept alive with it).
 fn start(servers: Vec<ServerConfig>) -> (Host, tempfile::TempDir) {

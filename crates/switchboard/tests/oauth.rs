@@ -7,13 +7,11 @@ mod common;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use futures::future::BoxFuture;
 use serde_json::json;
 use switchboard::ServerState;
 use switchboard::auth::{AuthOptions, TokenStore};
 use switchboard::config::ServerConfig;
 use switchboard::host::Host;
-use switchboard::permissions::{PermissionAnswer, PermissionPrompter, PermissionRequest};
 use switchboard_testkit::{Browser, TestServer, Transport};
 
 use switchboard_testkit::SETTLE;
@@ -32,13 +30,7 @@ fn config(server: &TestServer) -> ServerConfig {
 }
 
 /// The person at the keyboard, who allows every call (these tests are about authorization).
-struct Allow;
-
-impl PermissionPrompter for Allow {
-    fn ask(&self, _request: &PermissionRequest) -> BoxFuture<'_, PermissionAnswer> {
-        Box::pin(async { PermissionAnswer::AllowOnce })
-    }
-}
+use switchboard::permissions::AllowAll as Allow;
 
 /// A host with only `config`, its state (tokens included) in `state`.
 fn manager(

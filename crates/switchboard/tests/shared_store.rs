@@ -14,14 +14,11 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
 use switchboard::auth::{AuthOptions, TokenStore};
 use switchboard::config::ServerConfig;
 use switchboard::host::{CallOptions, Host, HostEvent};
-use switchboard::permissions::{
-    CallSource, PermissionAnswer, PermissionPrompter, PermissionRequest,
-};
+use switchboard::permissions::CallSource;
 use switchboard::shared::SharedStore;
 use switchboard::{CatalogEvent, ServerState};
 use switchboard_testkit::redis::RedisServer;
@@ -29,13 +26,7 @@ use switchboard_testkit::{Browser, TestServer, Transport};
 
 use switchboard_testkit::SETTLE;
 
-struct Allow;
-
-impl PermissionPrompter for Allow {
-    fn ask(&self, _request: &PermissionRequest) -> BoxFuture<'_, PermissionAnswer> {
-        Box::pin(async { PermissionAnswer::AllowOnce })
-    }
-}
+use switchboard::permissions::AllowAll as Allow;
 
 /// A connection to `redis` of its own, as another process would have.
 async fn connect(redis: &RedisServer) -> SharedStore {
