@@ -9,50 +9,27 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::{Value, json};
+use switchboard_testkit::cli::{self, text};
 use switchboard_testkit::config_tree::ConfigTree;
 
 mod terminal;
 use terminal::OnTerminal;
 
-fn run(tree: &ConfigTree, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(args)
-        .current_dir(tree.project())
-        .env_clear()
-        .envs(tree.env())
-        .output()
-        .unwrap()
-}
+const SWITCHBOARD: &str = env!("CARGO_BIN_EXE_switchboard");
 
-fn text(tree: &ConfigTree, bytes: &[u8]) -> String {
-    tree.redact(&String::from_utf8_lossy(bytes))
+fn run(tree: &ConfigTree, args: &[&str]) -> Output {
+    cli::run(SWITCHBOARD, tree, args)
 }
 
 #[track_caller]
 fn ok(tree: &ConfigTree, args: &[&str]) -> String {
-    let output = run(tree, args);
-    assert!(
-        output.status.success(),
-        "{args:?}: exit {:?}\nstdout: {}\nstderr: {}",
-        output.status.code(),
-        text(tree, &output.stdout),
-        text(tree, &output.stderr)
-    );
-    text(tree, &output.stdout)
+    cli::succeeded(tree, args, &run(tree, args))
 }
 
 /// The error a command fails with.
 #[track_caller]
 fn fails(tree: &ConfigTree, args: &[&str]) -> String {
-    let output = run(tree, args);
-    assert_eq!(
-        output.status.code(),
-        Some(1),
-        "{args:?}\nstdout: {}\nstderr: {}",
-        text(tree, &output.stdout),
-        text(tree, &output.stderr)
-    );
-    text(tree, &output.stderr)
+    cli::failed(tree, args, &run(tree, args))
 }
 
 /// The script the bundle's server is: the testkit server, its echo tool describing what the

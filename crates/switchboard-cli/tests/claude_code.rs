@@ -5,7 +5,7 @@
 //! [`claude`], no network.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Output, Stdio};
 use std::sync::mpsc;
@@ -15,7 +15,8 @@ use serde_json::{Value, json};
 use switchboard_testkit::config_tree::ConfigTree;
 
 /// The bound on every wait of these tests: far above what each step takes.
-const WAIT: Duration = Duration::from_secs(60);
+use switchboard_testkit::WAIT;
+use switchboard_testkit::raw_http::{self, header};
 
 fn partner(var: &str) -> String {
     std::env::var(var).unwrap_or_else(|_| {
@@ -85,15 +86,7 @@ impl Drop for HttpServe {
 
 /// The first stdout line, if it comes within `WAIT`.
 fn first_line(stdout: ChildStdout) -> Option<String> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    rx.recv_timeout(WAIT)
-        .ok()
-        .map(|line| line.trim().to_owned())
+    switchboard_testkit::cli::first_line(stdout, WAIT)
 }
 
 /// `claude ARGS` in the tree's project folder, with the tree's HOME and XDG folders (so the
@@ -155,47 +148,14 @@ fn http(
     headers: &[String],
     body: Option<&str>,
 ) -> (u16, String) {
-    let url = serve.url.strip_prefix("http://").unwrap();
-    let (addr, _) = url.split_once('/').unwrap();
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    stream.set_read_timeout(Some(WAIT)).unwrap();
-    let body_headers = match body {
-        Some(body) => format!(
-            "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
-            body.len()
-        ),
-        None => String::new(),
-    };
-    let extra: String = headers.iter().map(|h| format!("{h}\r\n")).collect();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\n{extra}{body_headers}Connection: close\r\n\r\n{}",
-        serve.token,
-        body.unwrap_or_default()
-    )
-    .unwrap();
-    let mut response = String::new();
-    let _ = stream.read_to_string(&mut response);
-    let code = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|code| code.parse().ok())
-        .unwrap_or_else(|| panic!("{response}"));
-    (code, response)
+    let response =
+        raw_http::mcp_request(&serve.url, &serve.token, method, path, headers, body, WAIT);
+    (response.code, response.text)
 }
 
 const MCP_PATH: &str = "/mcp";
 
 const INITIALIZE: &str = r#"{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}"#;
-
-/// A response header's value (names compared without case).
-fn header<'a>(response: &'a str, name: &str) -> Option<&'a str> {
-    let (head, _) = response.split_once("\r\n\r\n")?;
-    head.lines().find_map(|line| {
-        let (key, value) = line.split_once(':')?;
-        key.eq_ignore_ascii_case(name).then(|| value.trim())
-    })
-}
 
 /// `initialize` then `notifications/initialized` over `serve --http`: the session's id.
 fn open_session(serve: &HttpServe) -> String {

@@ -6,20 +6,20 @@ use std::process::{Command, Output};
 
 use pretty_assertions::assert_eq;
 use serde_json::Value;
+use switchboard_testkit::cli;
 use switchboard_testkit::config_tree::ConfigTree;
 
+const SWITCHBOARD: &str = env!("CARGO_BIN_EXE_switchboard");
+
 fn switchboard(tree: &ConfigTree, cwd: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(args)
+    cli::command(SWITCHBOARD, tree, args)
         .current_dir(cwd)
-        .env_clear()
-        .envs(tree.env())
         .output()
         .unwrap()
 }
 
 fn run(tree: &ConfigTree, args: &[&str]) -> Output {
-    switchboard(tree, &tree.project(), args)
+    cli::run(SWITCHBOARD, tree, args)
 }
 
 fn stdout(out: &Output) -> String {

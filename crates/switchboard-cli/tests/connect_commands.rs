@@ -5,19 +5,16 @@
 use std::process::{Command, Output};
 
 use serde_json::Value;
+use switchboard_testkit::cli;
 use switchboard_testkit::config_tree::ConfigTree;
 
 mod terminal;
 use terminal::OnTerminal;
 
+const SWITCHBOARD: &str = env!("CARGO_BIN_EXE_switchboard");
+
 fn run(tree: &ConfigTree, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(args)
-        .current_dir(tree.project())
-        .env_clear()
-        .envs(tree.env())
-        .output()
-        .unwrap()
+    cli::run(SWITCHBOARD, tree, args)
 }
 
 fn text(bytes: &[u8], tree: &ConfigTree) -> String {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use switchboard_testkit::config_tree::ConfigTree;
 
 /// Generous: a debug build on a busy machine starts servers slowly.
-const WAIT: Duration = Duration::from_secs(30);
+use switchboard_testkit::WAIT;
 const ROWS: u16 = 40;
 const COLS: u16 = 140;
 
@@ -624,13 +624,7 @@ fn e_enables_a_server_disabled_in_its_file_as_mcp_enable_does() {
 
 /// `switchboard ARGS` in the tree's project, off the terminal.
 fn switchboard(tree: &ConfigTree, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(args)
-        .current_dir(tree.project())
-        .env_clear()
-        .envs(tree.env())
-        .output()
-        .unwrap()
+    switchboard_testkit::cli::run(env!("CARGO_BIN_EXE_switchboard"), tree, args)
 }
 
 #[test]

@@ -13,16 +13,10 @@ use switchboard_testkit::config_tree::ConfigTree;
 mod terminal;
 use terminal::OnTerminal;
 
-const WAIT: Duration = Duration::from_secs(60);
+use switchboard_testkit::WAIT;
 
 fn command(tree: &ConfigTree, args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_switchboard"));
-    command
-        .args(args)
-        .current_dir(tree.project())
-        .env_clear()
-        .envs(tree.env());
-    command
+    switchboard_testkit::cli::command(env!("CARGO_BIN_EXE_switchboard"), tree, args)
 }
 
 fn run(tree: &ConfigTree, args: &[&str]) -> Output {

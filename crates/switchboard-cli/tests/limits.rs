@@ -11,7 +11,7 @@ use switchboard_testkit::{TestServer, Transport};
 
 /// No command here may take longer than this; past it the test fails (and the process is
 /// killed) instead of hanging.
-const DEADLINE: Duration = Duration::from_secs(60);
+use switchboard_testkit::WAIT as DEADLINE;
 const LIMIT: &str = "1048576";
 
 /// Runs the CLI to its end, failing the test past [`DEADLINE`].

@@ -10,12 +10,9 @@ use switchboard_testkit::config_tree::ConfigTree;
 use switchboard_testkit::{TestServer, Transport};
 
 fn command(tree: &ConfigTree, args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_switchboard"));
+    let mut command =
+        switchboard_testkit::cli::command(env!("CARGO_BIN_EXE_switchboard"), tree, args);
     command
-        .args(args)
-        .current_dir(tree.project())
-        .env_clear()
-        .envs(tree.env())
         // Everything Switchboard and its libraries log, so the test can look for tokens.
         .env("SWITCHBOARD_LOG", "trace")
         .env("BROWSER", "curl --silent --location --output /dev/null");
@@ -655,7 +652,7 @@ fn gateway_call(addr: &str, token: &str, tool: &str, text: &str) -> String {
 #[test]
 fn login_and_logout_with_the_shared_store() {
     use std::io::{BufRead, BufReader};
-    const WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+    use switchboard_testkit::WAIT;
     const TOKEN: &str = "shared-store-test-token-0123456789";
     let Some(redis) = switchboard_testkit::redis::RedisServer::start().unwrap() else {
         return;

@@ -7,33 +7,22 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
+use switchboard_testkit::cli;
 use switchboard_testkit::config_tree::ConfigTree;
 
+const SWITCHBOARD: &str = env!("CARGO_BIN_EXE_switchboard");
+
 fn run(tree: &ConfigTree, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(args)
-        .current_dir(tree.project())
-        .env_clear()
-        .envs(tree.env())
-        .output()
-        .unwrap()
+    cli::run(SWITCHBOARD, tree, args)
 }
 
 fn out(tree: &ConfigTree, out: &Output) -> String {
-    tree.redact(&String::from_utf8_lossy(&out.stdout))
+    cli::text(tree, &out.stdout)
 }
 
 #[track_caller]
 fn ok(tree: &ConfigTree, args: &[&str]) -> String {
-    let output = run(tree, args);
-    assert!(
-        output.status.success(),
-        "{args:?}: exit {:?}\nstdout: {}\nstderr: {}",
-        output.status.code(),
-        out(tree, &output),
-        tree.redact(&String::from_utf8_lossy(&output.stderr))
-    );
-    out(tree, &output)
+    cli::succeeded(tree, args, &run(tree, args))
 }
 
 /// The qualified names `tools` lists.

@@ -15,13 +15,9 @@ mod terminal;
 use terminal::OnTerminal;
 
 fn command(tree: &ConfigTree, registry: &TestRegistry, args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_switchboard"));
-    command
-        .args(args)
-        .current_dir(tree.project())
-        .env_clear()
-        .envs(tree.env())
-        .env("SWITCHBOARD_REGISTRY_URL", registry.url());
+    let mut command =
+        switchboard_testkit::cli::command(env!("CARGO_BIN_EXE_switchboard"), tree, args);
+    command.env("SWITCHBOARD_REGISTRY_URL", registry.url());
     command
 }
 

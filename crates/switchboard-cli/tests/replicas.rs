@@ -15,12 +15,10 @@
 //! is skipped loudly, except under `CI=true`, where that is a failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc;
 use std::time::Duration;
 
 use rmcp::model::{
@@ -32,13 +30,14 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Value, json};
-use switchboard::auth::{AuthOptions, Authorizer, Opener, TokenStore};
+use switchboard::auth::{AuthOptions, Authorizer, TokenStore};
 use switchboard::shared::SharedStore;
 use switchboard_testkit::config_tree::ConfigTree;
+use switchboard_testkit::mcp_http;
 use switchboard_testkit::redis::RedisServer;
-use switchboard_testkit::{TestServer, Transport};
+use switchboard_testkit::{Browser, TestServer, Transport};
 
-const WAIT: Duration = Duration::from_secs(60);
+use switchboard_testkit::WAIT;
 const TOKEN: &str = "replica-test-token-0123456789abcdef";
 const REPLICAS: usize = 3;
 
@@ -77,13 +76,7 @@ fn haproxy() -> Option<PathBuf> {
 
 /// The first line the process writes to stdout, within [`WAIT`].
 fn first_line(stdout: ChildStdout) -> String {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    rx.recv_timeout(WAIT).unwrap().trim().to_owned()
+    switchboard_testkit::cli::first_line(stdout, WAIT).expect("a first line on stdout")
 }
 
 /// One replica: `serve --http` on a free loopback port, sharing the Redis at `store`. Returns
@@ -283,38 +276,13 @@ async fn calls_by_replica(replicas: &[String], server: Option<&str>) -> Vec<Opti
     counts
 }
 
-/// Plays the user's browser for the one login: follows the authorization server's redirect
-/// to the login's loopback listener.
-struct Browser;
-
-impl Opener for Browser {
-    fn open(
-        &self,
-        _server: &str,
-        url: &str,
-    ) -> futures::future::BoxFuture<'static, Result<(), String>> {
-        let url = url.to_owned();
-        Box::pin(async move {
-            let http = reqwest::Client::builder()
-                .no_proxy()
-                .build()
-                .map_err(|e| e.to_string())?;
-            http.get(url)
-                .send()
-                .await
-                .map(|_| ())
-                .map_err(|e| e.to_string())
-        })
-    }
-}
-
 /// Logs `name` (at `url`) in once, its tokens written to the Redis at `store`: what every
 /// replica then uses.
 async fn log_in_once(store: &str, name: &str, url: &str) {
     let options = AuthOptions {
         store: TokenStore::shared(SharedStore::connect(store).await.unwrap()),
         interactive: true,
-        opener: Arc::new(Browser),
+        opener: Arc::new(Browser::default()),
         ..AuthOptions::default()
     };
     let url = reqwest::Url::parse(url).unwrap();
@@ -344,17 +312,11 @@ async fn raw_post(
     session: Option<&str>,
     body: &Value,
 ) -> reqwest::Response {
-    let mut request = http
-        .post(url)
-        .bearer_auth(TOKEN)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(body.to_string());
-    if let Some(session) = session {
-        request = request
-            .header("mcp-session-id", session)
-            .header("mcp-protocol-version", "2025-06-18");
-    }
+    let request = mcp_http::post(http, url, body).bearer_auth(TOKEN);
+    let request = match session {
+        Some(session) => mcp_http::in_session(request, session, "2025-06-18"),
+        None => request,
+    };
     request.send().await.unwrap()
 }
 

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use switchboard_testkit::config_tree::ConfigTree;
 use switchboard_testkit::{TestServer, Transport};
 
-const WAIT: Duration = Duration::from_secs(60);
+use switchboard_testkit::WAIT;
 
 /// The value of `API_TOKEN`, which the configuration references as `${API_TOKEN}`.
 const ENV_TOKEN: &str = "env-token-secret";
@@ -82,12 +82,9 @@ fn secret_tree(rejecting: &TestServer) -> ConfigTree {
 }
 
 fn command(tree: &ConfigTree, args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_switchboard"));
+    let mut command =
+        switchboard_testkit::cli::command(env!("CARGO_BIN_EXE_switchboard"), tree, args);
     command
-        .args(args)
-        .current_dir(tree.project())
-        .env_clear()
-        .envs(tree.env())
         .env("API_TOKEN", ENV_TOKEN)
         .env("SWITCHBOARD_LOG", "trace")
         .env("MCP_TIMEOUT", "10000");

@@ -12,7 +12,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use switchboard_testkit::config_tree::ConfigTree;
 
-const WAIT: Duration = Duration::from_secs(60);
+use switchboard_testkit::WAIT;
+use switchboard_testkit::raw_http::{self, header};
 
 fn partner(var: &str) -> String {
     std::env::var(var).unwrap_or_else(|_| {
@@ -152,13 +153,7 @@ impl HttpServe {
 
 /// The first stdout line, within `WAIT`.
 fn first_line(stdout: ChildStdout) -> String {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    rx.recv_timeout(WAIT).unwrap().trim().to_owned()
+    switchboard_testkit::cli::first_line(stdout, WAIT).expect("a first line on stdout")
 }
 
 fn token(tree: &ConfigTree) -> String {
@@ -1346,33 +1341,8 @@ fn http_with(
     headers: &[String],
     body: Option<&str>,
 ) -> (u16, String) {
-    use std::io::Read;
-    let url = serve.url.strip_prefix("http://").unwrap();
-    let (addr, _) = url.split_once('/').unwrap();
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    stream.set_read_timeout(Some(WAIT)).unwrap();
-    let body_headers = match body {
-        Some(body) => format!(
-            "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
-            body.len()
-        ),
-        None => String::new(),
-    };
-    let extra: String = headers.iter().map(|h| format!("{h}\r\n")).collect();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n{extra}{body_headers}Connection: close\r\n\r\n{}",
-        body.unwrap_or_default()
-    )
-    .unwrap();
-    let mut response = String::new();
-    let _ = stream.read_to_string(&mut response);
-    let code = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|code| code.parse().ok())
-        .unwrap_or_else(|| panic!("{response}"));
-    (code, response)
+    let response = raw_http::mcp_request(&serve.url, token, method, path, headers, body, WAIT);
+    (response.code, response.text)
 }
 
 /// The path of the MCP endpoint of `serve --http` (`/mcp`).
@@ -1388,15 +1358,6 @@ fn mcp_path(serve: &HttpServe) -> String {
 }
 
 const INITIALIZE: &str = r#"{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}"#;
-
-/// A response header's value (names compared without case).
-fn header<'a>(response: &'a str, name: &str) -> Option<&'a str> {
-    let (head, _) = response.split_once("\r\n\r\n")?;
-    head.lines().find_map(|line| {
-        let (key, value) = line.split_once(':')?;
-        key.eq_ignore_ascii_case(name).then(|| value.trim())
-    })
-}
 
 /// `initialize` then `notifications/initialized` over `serve --http`: the session's id.
 fn open_session(serve: &HttpServe, token: &str) -> String {

@@ -3,15 +3,15 @@
 //! (`--oauth-jwt`), and the user file's `gateway` tool rules. Plain HTTP/1.1 over std sockets.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchboard_testkit::config_tree::ConfigTree;
 use switchboard_testkit::{TestServer, Transport};
 
-const WAIT: Duration = Duration::from_secs(60);
+use switchboard_testkit::WAIT;
+use switchboard_testkit::raw_http::{self, header};
 const AUDIENCE: &str = "https://switchboard.test/mcp";
 
 /// One HTTP/1.1 request to `addr` (`HOST:PORT`): the status code, the response's head and
@@ -23,32 +23,12 @@ fn request(
     headers: &[String],
     body: Option<&str>,
 ) -> (u16, String, String) {
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    stream.set_read_timeout(Some(WAIT)).unwrap();
-    let extra: String = headers.iter().map(|h| format!("{h}\r\n")).collect();
-    let length = body.map_or(0, str::len);
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{extra}Content-Length: {length}\r\nConnection: close\r\n\r\n{}",
-        body.unwrap_or_default()
+    let response = raw_http::request(addr, method, path, headers, body, WAIT);
+    (
+        response.code,
+        response.head().to_owned(),
+        response.body().to_owned(),
     )
-    .unwrap();
-    let mut response = String::new();
-    let _ = stream.read_to_string(&mut response);
-    let code = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|code| code.parse().ok())
-        .unwrap_or_else(|| panic!("{response}"));
-    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
-    (code, head.to_owned(), body.to_owned())
-}
-
-fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
-    head.lines().find_map(|line| {
-        let (key, value) = line.split_once(':')?;
-        key.eq_ignore_ascii_case(name).then(|| value.trim())
-    })
 }
 
 /// The JSON-RPC message of a response body: plain JSON, or an event stream's `data:` line.

@@ -25,10 +25,10 @@ use switchboard_gateway::http::{DEFAULT_ORIGINS, HttpError, HttpGateway, HttpOpt
 use switchboard_gateway::sessions::SessionLimits;
 use switchboard_gateway::{Gateway, ToolFilter, ToolSearch};
 use switchboard_testkit::config_tree::ConfigTree;
+use switchboard_testkit::mcp_http::{self, messages};
 use tokio::sync::mpsc;
 
-const SETTLE: Duration = Duration::from_secs(30);
-const WAIT: Duration = Duration::from_secs(20);
+use switchboard_testkit::{SETTLE, SETTLE as WAIT};
 const TOKEN: &str = "test-token-0123456789";
 
 thread_local! {
@@ -316,15 +316,9 @@ fn raw_post(
     token: Option<&str>,
     origin: Option<&str>,
 ) -> reqwest::RequestBuilder {
-    let mut request = http
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(body.to_string());
+    let mut request = mcp_http::post(http, url, body);
     if let Some(session) = session {
-        request = request
-            .header("mcp-protocol-version", "2025-11-25")
-            .header("mcp-session-id", session);
+        request = mcp_http::in_session(request, session, "2025-11-25");
     }
     if let Some(token) = token {
         request = request.bearer_auth(token);
@@ -421,19 +415,6 @@ async fn binding_beyond_loopback_needs_the_explicit_flag() {
     )
     .await;
     assert!(matches!(refused, Err(HttpError::NotLoopback(_))));
-}
-
-/// Reads the JSON-RPC messages of a response: a JSON body, or the `data:` lines of an event
-/// stream.
-async fn messages(response: reqwest::Response) -> Vec<Value> {
-    let text = response.text().await.unwrap();
-    if let Ok(value) = serde_json::from_str::<Value>(&text) {
-        return vec![value];
-    }
-    text.lines()
-        .filter_map(|line| line.strip_prefix("data:"))
-        .filter_map(|data| serde_json::from_str(data.trim()).ok())
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1227,31 +1208,10 @@ fn post_2026(
     url: &str,
     id: Value,
     method: &str,
-    mut params: Value,
+    params: Value,
 ) -> impl Future<Output = reqwest::Result<reqwest::Response>> + use<> {
-    let mut meta = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
-        "io.modelcontextprotocol/clientInfo": {"name": "raw-2026", "version": "1"},
-    });
-    // The request's own metadata (a progress token) joins the protocol's.
-    if let Some(Value::Object(own)) = params.get("_meta") {
-        for (key, value) in own {
-            meta[key] = value.clone();
-        }
-    }
-    params["_meta"] = meta;
-    // SEP-2243: the method, and the tool's name, in headers too.
-    let mut request = http.post(url).header("mcp-method", method);
-    if let Some(name) = params.get("name").and_then(Value::as_str) {
-        request = request.header("mcp-name", name);
-    }
-    request
+    mcp_http::post_2026(http, url, id, method, params)
         .bearer_auth(TOKEN)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .body(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string())
         .send()
 }
 

@@ -19,9 +19,9 @@ use switchboard_gateway::oauth::{OAuthOptions, ResourceServer};
 use switchboard_gateway::sessions::SessionLimits;
 use switchboard_gateway::{Gateway, ToolFilter, ToolSearch};
 use switchboard_testkit::config_tree::ConfigTree;
-use switchboard_testkit::{TestServer, Transport};
+use switchboard_testkit::{Browser, TestServer, Transport};
 
-const SETTLE: Duration = Duration::from_secs(30);
+use switchboard_testkit::SETTLE;
 const STATIC_TOKEN: &str = "static-token-0123456789abcdef0123";
 /// The replicas' key when [`Options::cluster`] is set.
 const CLUSTER_SECRET: &[u8] = b"0123456789abcdef0123456789abcdef";
@@ -631,37 +631,7 @@ async fn an_unknown_key_does_not_fetch_the_keys_again_at_once() {
     assert_eq!(setup.jwks_fetches(1), 1);
 }
 
-/// Opens the authorization URL as a browser would: the testkit's authorization server answers
-/// at once with the redirect to the client's loopback callback, which is followed.
-#[derive(Debug, Default)]
-struct Browser;
-
-impl switchboard::auth::Opener for Browser {
-    fn open(
-        &self,
-        _server: &str,
-        url: &str,
-    ) -> futures::future::BoxFuture<'static, Result<(), String>> {
-        let url = url.to_owned();
-        Box::pin(async move {
-            reqwest::get(url)
-                .await
-                .map(|_| ())
-                .map_err(|e| e.to_string())
-        })
-    }
-}
-
-struct Allow;
-
-impl switchboard::permissions::PermissionPrompter for Allow {
-    fn ask(
-        &self,
-        _request: &switchboard::permissions::PermissionRequest,
-    ) -> futures::future::BoxFuture<'_, switchboard::permissions::PermissionAnswer> {
-        Box::pin(async { switchboard::permissions::PermissionAnswer::AllowOnce })
-    }
-}
+use switchboard::permissions::AllowAll as Allow;
 
 /// An MCP client that knows nothing but the gateway's URL (Switchboard's own, as a host with
 /// the gateway as a remote server) logs in: the 401 names the metadata, the metadata the
@@ -690,7 +660,7 @@ async fn an_mcp_client_finds_where_to_log_in_and_gets_what_its_scope_allows() {
         .auth(switchboard::auth::AuthOptions {
             store: switchboard::auth::TokenStore::in_dir(state.path()),
             interactive: true,
-            opener: Arc::new(Browser),
+            opener: Arc::new(Browser::default()),
             ..switchboard::auth::AuthOptions::default()
         })
         .permissions(Arc::new(Allow))

@@ -19,9 +19,10 @@ use switchboard_gateway::http::{DEFAULT_ORIGINS, HttpGateway, HttpOptions};
 use switchboard_gateway::sessions::SessionLimits;
 use switchboard_gateway::{Gateway, ToolFilter};
 use switchboard_testkit::config_tree::ConfigTree;
+use switchboard_testkit::mcp_http::{self, messages};
 use tokio_util::sync::CancellationToken;
 
-const SETTLE: Duration = Duration::from_secs(30);
+use switchboard_testkit::SETTLE;
 const TOKEN: &str = "test-token-0123456789";
 
 /// One replica: its URL, and what stops it.
@@ -110,19 +111,6 @@ fn tree() -> ConfigTree {
     tree
 }
 
-/// Reads the JSON-RPC messages of a response: a JSON body, or the `data:` lines of an event
-/// stream.
-async fn messages(response: reqwest::Response) -> Vec<Value> {
-    let text = response.text().await.unwrap();
-    if let Ok(value) = serde_json::from_str::<Value>(&text) {
-        return vec![value];
-    }
-    text.lines()
-        .filter_map(|line| line.strip_prefix("data:"))
-        .filter_map(|data| serde_json::from_str(data.trim()).ok())
-        .collect()
-}
-
 /// The answer to the request `id` in `response`.
 async fn answer(response: reqwest::Response, id: &Value) -> Value {
     messages(response)
@@ -139,45 +127,21 @@ fn post_session(
     session: Option<&str>,
     body: Value,
 ) -> reqwest::RequestBuilder {
-    let mut request = http
-        .post(url)
-        .bearer_auth(TOKEN)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(body.to_string());
-    if let Some(session) = session {
-        request = request
-            .header("mcp-session-id", session)
-            .header("mcp-protocol-version", "2025-06-18");
+    let request = mcp_http::post(http, url, &body).bearer_auth(TOKEN);
+    match session {
+        Some(session) => mcp_http::in_session(request, session, "2025-06-18"),
+        None => request,
     }
-    request
 }
 
-/// Sends one 2026-07-28 request, with its per-request metadata and headers.
+/// Sends one 2026-07-28 `tools/call`, with its per-request metadata and headers.
 fn post_2026(
     http: &reqwest::Client,
     url: &str,
     id: Value,
-    mut params: Value,
+    params: Value,
 ) -> reqwest::RequestBuilder {
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
-        "io.modelcontextprotocol/clientInfo": {"name": "raw-2026", "version": "1"},
-    });
-    let mut request = http.post(url).header("mcp-method", "tools/call");
-    if let Some(name) = params.get("name").and_then(Value::as_str) {
-        request = request.header("mcp-name", name);
-    }
-    request
-        .bearer_auth(TOKEN)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .body(
-            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
-                .to_string(),
-        )
+    mcp_http::post_2026(http, url, id, "tools/call", params).bearer_auth(TOKEN)
 }
 
 const SECRET: &[u8] = b"0123456789abcdef0123456789abcdef";

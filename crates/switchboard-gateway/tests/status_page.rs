@@ -9,7 +9,6 @@
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::json;
@@ -18,7 +17,7 @@ use switchboard_gateway::http::{DEFAULT_ORIGINS, HttpGateway, HttpOptions};
 use switchboard_gateway::{Gateway, ToolFilter};
 use switchboard_testkit::config_tree::ConfigTree;
 
-const WAIT: Duration = Duration::from_secs(30);
+use switchboard_testkit::SETTLE as WAIT;
 const TOKEN: &str = "status-page-token-0123456789abcdef";
 
 /// The browser and its driver, if installed: `(chromium, chromedriver)`.

@@ -16,6 +16,15 @@ pub const SERVER_BIN_ENV: &str = "SWITCHBOARD_TESTKIT_SERVER";
 /// How long [`TestServer::start`] waits for the `listening on URL` line.
 pub const DEFAULT_START_WAIT: Duration = Duration::from_secs(30);
 
+/// How long a test waits for in-process servers to settle (a host's servers connected, an
+/// event, an answer): a bound for a failing test, not a pause; it is generous because the
+/// machine running the tests may be busy.
+pub const SETTLE: Duration = Duration::from_secs(30);
+
+/// How long a test waits on a program it runs as a child process (the CLI, `serve`, a partner
+/// client), which starts its own servers in turn: twice [`SETTLE`].
+pub const WAIT: Duration = Duration::from_secs(60);
+
 /// The most of a server's stderr that [`TestServer`] keeps.
 const STDERR_KEPT: usize = 1024 * 1024;
 

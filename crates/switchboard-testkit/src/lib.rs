@@ -9,13 +9,20 @@
 
 pub mod ask;
 mod bridge;
+#[cfg(feature = "opener")]
+mod browser;
+#[cfg(feature = "opener")]
+pub use browser::Browser;
+pub mod cli;
 pub mod config_tree;
 mod filter;
 mod harness;
 mod http;
+pub mod mcp_http;
 mod net;
 mod oauth;
 pub mod options;
+pub mod raw_http;
 pub mod redis;
 pub mod registry;
 pub mod samples;
@@ -27,6 +34,7 @@ mod tools;
 mod ws;
 
 pub use harness::{
-    DEFAULT_START_WAIT, ReferenceServer, SERVER_BIN_ENV, TestServer, TestServerError, server_bin,
+    DEFAULT_START_WAIT, ReferenceServer, SERVER_BIN_ENV, SETTLE, TestServer, TestServerError, WAIT,
+    server_bin,
 };
 pub use options::{Options, ProtocolMode, Transport};

@@ -4,7 +4,6 @@
 //! HTTP+SSE transport and WebSocket, each on a real socket, via `TestServer`.
 
 use std::future::Future;
-use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use reqwest::StatusCode;
@@ -15,7 +14,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 /// Every wait in these tests is bounded by this; none of them sleeps.
-const WAIT: Duration = Duration::from_secs(20);
+use switchboard_testkit::SETTLE as WAIT;
 
 async fn bounded<T>(what: &str, future: impl Future<Output = T>) -> T {
     tokio::time::timeout(WAIT, future)

@@ -5,13 +5,13 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::{Value, json};
 use switchboard_testkit::server_bin;
 
 /// Every wait in these tests is bounded by this; none of them sleeps.
-const WAIT: Duration = Duration::from_secs(20);
+use switchboard_testkit::SETTLE as WAIT;
 
 struct StdioServer {
     child: Child,

@@ -10,7 +10,7 @@ use switchboard::permissions::CallSource;
 use switchboard::{CatalogEvent, MAX_QUALIFIED_NAME};
 use switchboard_testkit::config_tree::ConfigTree;
 
-const SETTLE: Duration = Duration::from_secs(30);
+use switchboard_testkit::SETTLE;
 
 /// A host over a temporary tree whose user file holds these servers, once they settled.
 async fn host_with(tree: &ConfigTree, servers: Value) -> Host {

@@ -13,7 +13,7 @@ use switchboard::permissions::{self, PermissionAnswer, PermissionRequest};
 use switchboard::{CatalogEvent, ServerEvent};
 use switchboard_testkit::config_tree::ConfigTree;
 
-const SETTLE: Duration = Duration::from_secs(30);
+use switchboard_testkit::SETTLE;
 
 fn testkit(args: &[&str]) -> Value {
     json!({"command": switchboard_testkit::server_bin(), "args": args})

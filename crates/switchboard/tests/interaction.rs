@@ -20,7 +20,7 @@ use switchboard::interaction::{
 use switchboard::permissions::CallSource;
 use switchboard_testkit::config_tree::ConfigTree;
 
-const SETTLE: Duration = Duration::from_secs(60);
+use switchboard_testkit::WAIT as SETTLE;
 
 /// What the scripted elicitor does with a URL.
 #[derive(Clone, Copy, PartialEq)]

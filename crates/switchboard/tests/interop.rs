@@ -7,17 +7,14 @@
 
 mod common;
 
-use std::time::Duration;
-
 use serde_json::json;
 use switchboard::config::Environment;
 use switchboard::config::ServerConfig;
 use switchboard::host::Host;
-use switchboard::permissions::{PermissionAnswer, PermissionPrompter, PermissionRequest};
 use switchboard::{Generation, ServerState};
 use switchboard_testkit::ReferenceServer;
 
-const SETTLE: Duration = Duration::from_secs(60);
+use switchboard_testkit::WAIT as SETTLE;
 
 /// A partner's entry point, from the environment `scripts/test.sh` sets up.
 fn partner(var: &str) -> String {
@@ -29,16 +26,7 @@ fn partner(var: &str) -> String {
 use common::server;
 
 /// Allows every call: these tests are about speaking to the servers.
-struct Allow;
-
-impl PermissionPrompter for Allow {
-    fn ask(
-        &self,
-        _request: &PermissionRequest,
-    ) -> futures::future::BoxFuture<'_, PermissionAnswer> {
-        Box::pin(async { PermissionAnswer::AllowOnce })
-    }
-}
+use switchboard::permissions::AllowAll as Allow;
 
 /// A host with exactly these servers, its state in a folder of its own (kept alive with it).
 fn start(servers: Vec<ServerConfig>) -> (Host, tempfile::TempDir) {

@@ -12,7 +12,7 @@ use switchboard::permissions::CallSource;
 use switchboard::{ServerEvent, ServerState};
 use switchboard_testkit::config_tree::ConfigTree;
 
-const SETTLE: Duration = Duration::from_secs(30);
+use switchboard_testkit::SETTLE;
 
 /// A testkit server behind `sh`, which counts its starts in `marker`.
 fn counted(marker: &Path, extra: &Value) -> Value {

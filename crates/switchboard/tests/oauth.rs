@@ -5,44 +5,16 @@
 mod common;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::sync::atomic::Ordering;
 
-use futures::future::BoxFuture;
 use serde_json::json;
 use switchboard::ServerState;
-use switchboard::auth::{AuthOptions, Opener, TokenStore};
+use switchboard::auth::{AuthOptions, TokenStore};
 use switchboard::config::ServerConfig;
 use switchboard::host::Host;
-use switchboard::permissions::{PermissionAnswer, PermissionPrompter, PermissionRequest};
-use switchboard_testkit::{TestServer, Transport};
+use switchboard_testkit::{Browser, TestServer, Transport};
 
-const SETTLE: Duration = Duration::from_secs(30);
-
-/// Plays the user's browser: follows the authorization server's redirect to the listener.
-#[derive(Default)]
-struct Browser {
-    opened: AtomicUsize,
-}
-
-impl Opener for Browser {
-    fn open(&self, _server: &str, url: &str) -> BoxFuture<'static, Result<(), String>> {
-        self.opened.fetch_add(1, Ordering::SeqCst);
-        let url = url.to_owned();
-        Box::pin(async move {
-            let client = reqwest::Client::builder()
-                .tls_backend_rustls()
-                .build()
-                .map_err(|e| e.to_string())?;
-            client
-                .get(url)
-                .send()
-                .await
-                .map(|_| ())
-                .map_err(|e| e.to_string())
-        })
-    }
-}
+use switchboard_testkit::SETTLE;
 
 fn oauth_server(args: &[&str]) -> TestServer {
     let mut all = vec!["--oauth"];
@@ -58,13 +30,7 @@ fn config(server: &TestServer) -> ServerConfig {
 }
 
 /// The person at the keyboard, who allows every call (these tests are about authorization).
-struct Allow;
-
-impl PermissionPrompter for Allow {
-    fn ask(&self, _request: &PermissionRequest) -> BoxFuture<'_, PermissionAnswer> {
-        Box::pin(async { PermissionAnswer::AllowOnce })
-    }
-}
+use switchboard::permissions::AllowAll as Allow;
 
 /// A host with only `config`, its state (tokens included) in `state`.
 fn manager(

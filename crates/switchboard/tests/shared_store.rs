@@ -11,56 +11,22 @@ mod common;
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
-use switchboard::auth::{AuthOptions, Opener, TokenStore};
+use switchboard::auth::{AuthOptions, TokenStore};
 use switchboard::config::ServerConfig;
 use switchboard::host::{CallOptions, Host, HostEvent};
-use switchboard::permissions::{
-    CallSource, PermissionAnswer, PermissionPrompter, PermissionRequest,
-};
+use switchboard::permissions::CallSource;
 use switchboard::shared::SharedStore;
 use switchboard::{CatalogEvent, ServerState};
 use switchboard_testkit::redis::RedisServer;
-use switchboard_testkit::{TestServer, Transport};
+use switchboard_testkit::{Browser, TestServer, Transport};
 
-const SETTLE: Duration = Duration::from_secs(30);
+use switchboard_testkit::SETTLE;
 
-/// Plays the user's browser: follows the authorization server's redirect to the listener.
-#[derive(Default)]
-struct Browser {
-    opened: AtomicUsize,
-}
-
-impl Opener for Browser {
-    fn open(&self, _server: &str, url: &str) -> BoxFuture<'static, Result<(), String>> {
-        self.opened.fetch_add(1, Ordering::SeqCst);
-        let url = url.to_owned();
-        Box::pin(async move {
-            let client = reqwest::Client::builder()
-                .tls_backend_rustls()
-                .build()
-                .map_err(|e| e.to_string())?;
-            client
-                .get(url)
-                .send()
-                .await
-                .map(|_| ())
-                .map_err(|e| e.to_string())
-        })
-    }
-}
-
-struct Allow;
-
-impl PermissionPrompter for Allow {
-    fn ask(&self, _request: &PermissionRequest) -> BoxFuture<'_, PermissionAnswer> {
-        Box::pin(async { PermissionAnswer::AllowOnce })
-    }
-}
+use switchboard::permissions::AllowAll as Allow;
 
 /// A connection to `redis` of its own, as another process would have.
 async fn connect(redis: &RedisServer) -> SharedStore {

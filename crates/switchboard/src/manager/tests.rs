@@ -15,7 +15,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 /// Long enough for any start on a loaded 2-core machine; tests never wait it out on success.
-const SETTLE: Duration = Duration::from_secs(30);
+use switchboard_testkit::SETTLE;
 
 fn testkit(name: &str, args: &[&str]) -> ServerConfig {
     let bin = switchboard_testkit::server_bin();

@@ -12,7 +12,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 use switchboard_testkit::{TestServer, Transport};
 
-const SETTLE: Duration = Duration::from_secs(30);
+use switchboard_testkit::SETTLE;
 
 fn server(name: &str, entry: serde_json::Value) -> ServerConfig {
     let env: Environment = [("PROXY_TOKEN", "s3cret")].into_iter().collect();
