@@ -10,6 +10,7 @@
 pub mod ask;
 mod bridge;
 pub mod config_tree;
+pub mod file_tools;
 mod filter;
 mod harness;
 mod http;

@@ -1,0 +1,43 @@
+//! A server whose tools change between runs: `fixtures/pins/file_tools_server.py` (the
+//! official Python SDK's low-level server) reads its tool list from a JSON file each time it
+//! lists them. Tests of tool pinning rewrite the file between sessions.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+/// A tool list written as the protocol writes it (`name`, `description`, `inputSchema`, ...),
+/// kept in a file the server reads.
+#[derive(Debug)]
+pub struct FileTools {
+    path: PathBuf,
+}
+
+impl FileTools {
+    /// A tool list in `path`, holding `tools` (a JSON array).
+    pub fn new(path: impl Into<PathBuf>, tools: &Value) -> std::io::Result<FileTools> {
+        let file = FileTools { path: path.into() };
+        file.set(tools)?;
+        Ok(file)
+    }
+
+    /// Replaces the tool list (atomically: a listing never reads half a file).
+    pub fn set(&self, tools: &Value) -> std::io::Result<()> {
+        let next = self.path.with_extension("next");
+        std::fs::write(&next, tools.to_string())?;
+        std::fs::rename(next, &self.path)
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The server's configuration entry: `$SWITCHBOARD_PYTHON` running the fixture on this
+    /// file (`python` is the Python whose environment has the `mcp` package).
+    pub fn entry(&self, python: &str) -> Value {
+        let script =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pins/file_tools_server.py");
+        json!({"command": python, "args": [script, self.path]})
+    }
+}
