@@ -805,7 +805,7 @@ impl Catalog {
         if !self.pins.enabled(&config) {
             return Ok(Vec::new());
         }
-        let pinned = self.pins.read(server).ok().flatten().unwrap_or_default();
+        let pinned = self.pins.read(&config).ok().flatten().unwrap_or_default();
         let mut changes: Vec<PinChange> = list
             .held_pins
             .iter()

@@ -8,10 +8,11 @@
 //! (a held tool is an unknown tool to the model) until `switchboard mcp approve NAME --changes`
 //! ([`Host::approve_changes`](crate::Host::approve_changes)) pins what the server lists now.
 //!
-//! Pins live in `<state dir>/pins/<server>.json` (owner-only, written atomically under
-//! `<file>.lock`), keyed by the server's name: they outlive the entry, so a server removed and
-//! added again is checked against what was pinned before, not trusted afresh. The entry's
-//! launch hash when the pins were made is kept with them, for the record.
+//! Pins live in `<state dir>/pins/<server>.<launch hash>.json` (owner-only, written atomically
+//! under `<file>.lock`), keyed by the server's name and its entry's launch hash, as its kept
+//! lists are: an entry that launches something else is another server, pinned on its first
+//! session. They outlive the entry: a server removed and added again is checked against what
+//! was pinned before, not trusted afresh (only `mcp approve NAME --changes` starts afresh).
 //!
 //! An entry's `"pinning": false` (or the user file's top-level `"pinning": false`) turns
 //! pinning off for a server; a managed file's `"pinning": true` keeps it on whatever the
@@ -315,15 +316,17 @@ impl Pins {
         self.forced || config.pinning.unwrap_or(self.default_on)
     }
 
-    fn path(&self, server: &str) -> Option<PathBuf> {
-        // Server names are `[A-Za-z0-9][A-Za-z0-9_-]*`: safe as file names.
-        self.dir.as_ref().map(|d| d.join(format!("{server}.json")))
+    /// `<server>.<launch hash>.json`: an entry launched otherwise is another server.
+    fn path(&self, config: &ServerConfig) -> Option<PathBuf> {
+        // Server names are `[A-Za-z0-9][A-Za-z0-9_-]*`, hashes hex: safe as file names.
+        let name = format!("{}.{}.json", config.name, config.launch_hash.0);
+        self.dir.as_ref().map(|d| d.join(name))
     }
 
     /// The server's pins: `Ok(None)` when it has none yet; `Err` when the file is there but
     /// cannot be read or parsed (nothing then matches: every tool is held, not trusted anew).
-    pub(crate) fn read(&self, server: &str) -> Result<Option<PinFile>, String> {
-        let Some(path) = self.path(server) else {
+    pub(crate) fn read(&self, config: &ServerConfig) -> Result<Option<PinFile>, String> {
+        let Some(path) = self.path(config) else {
             return Ok(None);
         };
         let text = match std::fs::read_to_string(&path) {
@@ -353,7 +356,7 @@ impl Pins {
             .iter()
             .map(|d| (d.name.as_str(), Pin::tool(d)))
             .collect();
-        let pinned = match self.read(server) {
+        let pinned = match self.read(config) {
             Ok(Some(file)) => file,
             Ok(None) => match self.first_use(config, &now) {
                 Some(file) => file,
@@ -383,7 +386,7 @@ impl Pins {
             .map(|(name, pin)| (name.to_owned(), pin))
             .collect();
         if !held.is_empty() && self.in_first_session(server, session) {
-            match self.edit(server, |current| {
+            match self.edit(config, |current| {
                 let mut file = current.clone().ok().flatten().unwrap_or_default();
                 file.tools
                     .extend(held.iter().map(|(n, p)| (n.clone(), p.clone())));
@@ -411,7 +414,7 @@ impl Pins {
     /// are what to check against: `Some`).
     fn first_use(&self, config: &ServerConfig, now: &[(&str, Pin)]) -> Option<PinFile> {
         let server = config.name.as_str();
-        let result = self.edit(server, |current| {
+        let result = self.edit(config, |current| {
             match current {
                 Ok(None) => {}
                 Ok(Some(existing)) => return Err(existing.clone()),
@@ -454,7 +457,7 @@ impl Pins {
             return Err(PinError::Off(server.to_owned()));
         }
         let mut approved = BTreeSet::new();
-        self.edit(server, |current| {
+        self.edit(config, |current| {
             // A file that cannot be read is replaced by the approval.
             let mut file = current.clone().ok().flatten().unwrap_or_default();
             if file.hash.is_empty() {
@@ -480,11 +483,12 @@ impl Pins {
     /// (`Err`: nothing is written, and the error is handed back).
     fn edit<E>(
         &self,
-        server: &str,
+        config: &ServerConfig,
         change: impl FnOnce(&Result<Option<PinFile>, String>) -> Result<PinFile, E>,
     ) -> Result<Result<(), E>, PinError> {
+        let server = config.name.as_str();
         let path = self
-            .path(server)
+            .path(config)
             .ok_or_else(|| PinError::NoStateDir(server.to_owned()))?;
         let fail = |source: Box<dyn std::error::Error + Send + Sync>| PinError::Write {
             server: server.to_owned(),
@@ -492,7 +496,7 @@ impl Pins {
             source,
         };
         let _lock = crate::config::FileLock::acquire(&path).map_err(|e| fail(Box::new(e)))?;
-        let current = self.read(server);
+        let current = self.read(config);
         let file = match change(&current) {
             Ok(file) => file,
             Err(e) => return Ok(Err(e)),
