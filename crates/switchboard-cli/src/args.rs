@@ -77,6 +77,10 @@ pub(crate) enum Command {
         /// How many tools `--search` shows at most.
         #[arg(long, value_name = "N", default_value_t = 10, requires = "search")]
         limit: usize,
+        /// Show held tools too (changed since their server's tools were pinned, or new),
+        /// marked `held`: see `mcp diff`.
+        #[arg(long, conflicts_with = "search")]
+        all: bool,
     },
     /// Call a tool: `call mcp__server__tool '{"k": "v"}'`, or `call SERVER TOOL --arg k=v`.
     Call {
@@ -255,7 +259,8 @@ pub(crate) enum McpCommand {
     },
     /// Import servers from another MCP host's configuration.
     Import(ImportArgs),
-    /// Approve servers from this project's .mcp.json so they may start.
+    /// Approve servers from this project's .mcp.json so they may start; with --changes,
+    /// accept a server's changed or new tools (pin what it lists now; see `mcp diff`).
     Approve {
         /// The server to approve.
         #[arg(
@@ -267,6 +272,25 @@ pub(crate) enum McpCommand {
         /// Approve every project server waiting for approval.
         #[arg(long)]
         all: bool,
+        /// Pin the server's tools as it lists them now: its held tools are released, and
+        /// the pins of tools it no longer lists go.
+        #[arg(long, conflicts_with = "all")]
+        changes: bool,
+        /// With --changes: only this held tool (its name on the server, or its qualified
+        /// name).
+        #[arg(long, value_name = "TOOL", requires = "changes")]
+        tool: Option<String>,
+    },
+    /// Show how a server's tools differ from their pins: each held tool (changed since it
+    /// was pinned, or new) with its old and new description and the parameters added,
+    /// removed or retyped, and each pinned tool it no longer lists.
+    Diff {
+        /// The server.
+        #[arg(add = ArgValueCandidates::new(server_names))]
+        name: String,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Reject a server from this project's .mcp.json: it will not start.
     Reject {

@@ -94,9 +94,10 @@ async fn dispatch(host: &Host, command: Command) -> anyhow::Result<ExitCode> {
             schema,
             search,
             limit,
+            all,
         } => {
             let search = search.as_deref().map(|query| (query, limit));
-            tools(host, server.as_deref(), json, schema, search).await
+            tools(host, server.as_deref(), json, schema, search, all).await
         }
         Command::Call {
             name,
@@ -134,6 +135,7 @@ async fn tools(
     json: bool,
     schema: bool,
     search: Option<(&str, usize)>,
+    all: bool,
 ) -> anyhow::Result<ExitCode> {
     let snapshot = host.tools().await;
     for issue in &snapshot.issues {
@@ -157,7 +159,7 @@ async fn tools(
     }
     let in_server = |t: &switchboard::Tool| server.is_none_or(|s| t.server.as_deref() == Some(s));
     // A search ranks the whole catalogue (the server filter applies before the limit).
-    let (tools, scores): (Vec<_>, Vec<Option<f32>>) = match search {
+    let (mut tools, mut scores): (Vec<_>, Vec<Option<f32>>) = match search {
         Some((query, limit)) => host
             .search_index()
             .await
@@ -172,11 +174,25 @@ async fn tools(
             .map(|t| (t, None))
             .unzip(),
     };
+    // Held tools (`--all`) after the others, marked.
+    let shown = tools.len();
+    if all {
+        let held: Vec<_> = host
+            .held_tools()
+            .await
+            .into_iter()
+            .filter(in_server)
+            .collect();
+        scores.extend(held.iter().map(|_| None));
+        tools.extend(held);
+    }
+    let held = |i: usize| i >= shown;
     if json {
         let list: Vec<Value> = tools
             .iter()
             .zip(&scores)
-            .map(|(t, score)| {
+            .enumerate()
+            .map(|(i, (t, score))| {
                 let mut row = json!({
                     "name": t.qualified_name, "server": t.server, "tool": t.name, "title": t.display_name,
                     "description": t.description, "inputSchema": t.input_schema, "outputSchema": t.output_schema,
@@ -185,6 +201,9 @@ async fn tools(
                 });
                 if let Some(score) = score {
                     row["score"] = json!(score);
+                }
+                if all {
+                    row["held"] = json!(held(i));
                 }
                 row
             })
@@ -198,8 +217,11 @@ async fn tools(
         return Ok(ExitCode::SUCCESS);
     }
     let mut out = std::io::stdout().lock();
-    for t in &tools {
+    for (i, t) in tools.iter().enumerate() {
         let mut traits = Vec::new();
+        if held(i) {
+            traits.push("held");
+        }
         if t.traits.read_only {
             traits.push("read-only");
         }

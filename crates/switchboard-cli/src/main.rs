@@ -13,6 +13,7 @@ mod mcp;
 mod mcp_auth;
 mod mcp_bundle;
 mod mcp_import;
+mod mcp_pins;
 mod mcp_registry;
 mod output;
 mod plugin;

@@ -61,7 +61,16 @@ pub(crate) fn run(ctx: &Context, cmd: McpCommand) -> anyhow::Result<ExitCode> {
             get(ctx, &name, json, true, true, false)
         }
         McpCommand::Import(args) => crate::mcp_import::run(ctx, args),
-        McpCommand::Approve { name, all } => decide(ctx, name.as_deref(), all, Decision::Approved),
+        McpCommand::Approve {
+            name: Some(name),
+            changes: true,
+            tool,
+            ..
+        } => crate::mcp_pins::approve(ctx, &name, tool.as_deref()),
+        McpCommand::Approve { name, all, .. } => {
+            decide(ctx, name.as_deref(), all, Decision::Approved)
+        }
+        McpCommand::Diff { name, json } => crate::mcp_pins::diff(ctx, &name, json),
         McpCommand::Reject { name } => decide(ctx, Some(&name), false, Decision::Rejected),
         McpCommand::Login { name, store } => {
             runtime()?.block_on(crate::mcp_auth::login(ctx, &name, store.as_deref()))

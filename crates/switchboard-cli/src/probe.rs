@@ -17,6 +17,8 @@ use crate::output::status;
 pub(crate) struct Probed {
     pub(crate) state: ServerState,
     pub(crate) tools: Option<usize>,
+    /// How many of its tools are held (see `mcp diff`).
+    pub(crate) held: usize,
     pub(crate) stderr: Option<String>,
 }
 
@@ -66,6 +68,11 @@ pub(crate) async fn probe(
     }
 
     let states = host.servers();
+    let mut held: BTreeMap<String, usize> = BTreeMap::new();
+    for tool in host.held_tools().await {
+        *held.entry(tool.server.unwrap_or_default()).or_default() += 1;
+    }
+    let held = &held;
     let lookups = states.iter().map(|(name, state)| {
         let host = &host;
         async move {
@@ -90,6 +97,7 @@ pub(crate) async fn probe(
                 Probed {
                     state: state.clone(),
                     tools,
+                    held: held.get(name).copied().unwrap_or_default(),
                     stderr,
                 },
             )
@@ -122,9 +130,13 @@ pub(crate) fn probed_status(
     };
     match &probed.state {
         ServerState::Connected(_) => {
+            let held = match probed.held {
+                0 => String::new(),
+                n => format!(", {n} held"),
+            };
             let tools = probed
                 .tools
-                .map(|n| format!(" ({n} tool{})", if n == 1 { "" } else { "s" }))
+                .map(|n| format!(" ({n} tool{}{held})", if n == 1 { "" } else { "s" }))
                 .unwrap_or_default();
             (format!("✓ connected{tools}"), None)
         }
@@ -162,6 +174,9 @@ fn ago(at: std::time::SystemTime) -> String {
 
 pub(crate) fn state_json(probed: &Probed) -> Value {
     let mut value = json!({"state": probed.state.label(), "tools": probed.tools});
+    if probed.held > 0 {
+        value["heldTools"] = json!(probed.held);
+    }
     match &probed.state {
         ServerState::Connected(info) => {
             value["protocolVersion"] = json!(info.protocol_version);

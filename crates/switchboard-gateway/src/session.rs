@@ -758,6 +758,15 @@ pub(crate) fn call_value(outcome: Result<CallOutcome, CallError>) -> Result<Valu
             format!("no tool named `{tool}`"),
             None,
         )),
+        // A held tool (changed since pinned) is an unknown tool to the model.
+        Err(CallError::Catalog { tool, source })
+            if matches!(*source, switchboard::CatalogError::Held { .. }) =>
+        {
+            Err(ErrorData::invalid_params(
+                format!("no tool named `{tool}`"),
+                None,
+            ))
+        }
         Err(e @ CallError::InvalidArguments { .. }) => {
             Err(ErrorData::invalid_params(e.to_string(), None))
         }

@@ -15,6 +15,7 @@ mod browser;
 pub use browser::Browser;
 pub mod cli;
 pub mod config_tree;
+pub mod file_tools;
 mod filter;
 mod harness;
 mod http;

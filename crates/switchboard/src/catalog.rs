@@ -27,6 +27,7 @@ use crate::config::ServerConfig;
 use crate::connection::{RequestError, ServerState, ToolDef};
 use crate::manager::{ManagerError, ServerEvent, ServerManager};
 use crate::name::QualifiedName;
+use crate::pins::{HeldPins, PinChange, Pins};
 
 /// The longest tool description kept.
 pub const MAX_DESCRIPTION: usize = 2048;
@@ -192,6 +193,20 @@ pub enum CatalogError {
     /// No tool has this name.
     #[error("no tool named `{0}`")]
     NoSuchTool(String),
+    /// The tool is held: its definition differs from its pin, or its server never listed it
+    /// before (see [`Host::pin_changes`](crate::Host::pin_changes)).
+    #[error(
+        "tool `{tool}` of server `{server}` is held: it changed since its tools were pinned (or is new); run `switchboard mcp diff {server}` to see the change, and `switchboard mcp approve {server} --changes` to accept it"
+    )]
+    Held {
+        /// The server.
+        server: String,
+        /// The qualified name asked for.
+        tool: String,
+    },
+    /// Pins could not be written.
+    #[error(transparent)]
+    Pins(#[from] crate::pins::PinError),
     /// The server did not answer `tools/list` within the connect timeout (`MCP_TIMEOUT`).
     #[error("server `{server}`: no answer to tools/list within {}ms (MCP_TIMEOUT); its tools are left out", after.as_millis())]
     ListTimeout { server: String, after: Duration },
@@ -209,6 +224,12 @@ struct ServerTools {
     kept: bool,
     tools: Vec<Tool>,
     issues: Vec<CatalogIssue>,
+    /// Tools held back (see `crate::pins`): listed, never shown or called.
+    held: Vec<Tool>,
+    /// What the server lists now for each held tool (by its name on the server), and every
+    /// name it listed (pinning on only): what an approval pins.
+    held_pins: HeldPins,
+    listed_names: Vec<String>,
     /// Input-schema validators, compiled on first use; they go with the list when it is
     /// replaced, so a changed schema is never checked with an old validator.
     validators: Mutex<Validators>,
@@ -298,6 +319,8 @@ pub(crate) struct Catalog {
     /// Bumped whenever a list is stored or dropped: what was built from the catalogue (the
     /// search index) is stale when it differs.
     generation: Arc<AtomicU64>,
+    /// The tools' pins: a tool that differs from its pin is held.
+    pins: Arc<Pins>,
 }
 
 /// A `tools/list` in flight: its number, and what it came to (`None` until then; `Some(None)`
@@ -323,6 +346,7 @@ impl Catalog {
         manager: ServerManager,
         builtins: Vec<BuiltinTool>,
         hide: Option<Hide>,
+        pins: Pins,
     ) -> Catalog {
         let (events, _) = broadcast::channel(256);
         let capacity = NonZeroUsize::new(TOOL_CACHE_SERVERS).unwrap_or(NonZeroUsize::MIN);
@@ -334,6 +358,7 @@ impl Catalog {
             hide: hide.unwrap_or_else(|| Arc::new(|_| false)),
             events,
             generation: Arc::default(),
+            pins: Arc::new(pins),
         };
         catalog.follow();
         catalog
@@ -585,7 +610,17 @@ impl Catalog {
                 },
             })?;
         self.manager.keep_tools(server, &defs);
-        Ok(Arc::new(build(&config, defs, number)))
+        let session = match self.manager.state(server) {
+            Some(ServerState::Connected(info)) => Some(info),
+            _ => None,
+        };
+        Ok(Arc::new(build(
+            &config,
+            defs,
+            number,
+            &self.pins,
+            session.as_ref(),
+        )))
     }
 
     /// [`load_kept`](Self::load_kept) for many lazy servers at once, spread over the
@@ -613,7 +648,13 @@ impl Catalog {
     fn load_kept_as(&self, server: &str, announce: bool) -> Option<Arc<ServerTools>> {
         let config = self.manager.config(server)?;
         let (defs, _) = self.manager.kept_tools(server)?;
-        let mut tools = build(&config, defs, NEXT.fetch_add(1, Ordering::Relaxed));
+        let mut tools = build(
+            &config,
+            defs,
+            NEXT.fetch_add(1, Ordering::Relaxed),
+            &self.pins,
+            None,
+        );
         tools.kept = true;
         let tools = Arc::new(tools);
         self.store_as(server, &tools, announce);
@@ -744,6 +785,83 @@ impl Catalog {
         (view, complete)
     }
 
+    /// Every held tool now, servers sorted by name (see `crate::pins`).
+    pub(crate) async fn held(&self) -> Vec<Tool> {
+        let (view, _) = self.view_listed().await;
+        view.lists
+            .iter()
+            .flat_map(|list| list.held.iter().cloned())
+            .collect()
+    }
+
+    /// How a server's tools differ from their pins: each held tool, and each pinned tool it no
+    /// longer lists; by tool name.
+    pub(crate) async fn pin_changes(&self, server: &str) -> Result<Vec<PinChange>, CatalogError> {
+        let config = self
+            .manager
+            .config(server)
+            .ok_or_else(|| ManagerError::NoSuchServer(server.to_owned()))?;
+        let list = self.server_tools_raw(server).await?;
+        if !self.pins.enabled(&config) {
+            return Ok(Vec::new());
+        }
+        let pinned = self.pins.read(&config).ok().flatten().unwrap_or_default();
+        let mut changes: Vec<PinChange> = list
+            .held_pins
+            .iter()
+            .map(|(name, pin)| {
+                let old = pinned.tools.get(name).map(|p| &p.definition);
+                PinChange::between(server, name, old, Some(&pin.definition))
+            })
+            .collect();
+        for (name, pin) in &pinned.tools {
+            if !list.listed_names.contains(name) {
+                changes.push(PinChange::between(
+                    server,
+                    name,
+                    Some(&pin.definition),
+                    None,
+                ));
+            }
+        }
+        changes.sort_by(|a, b| a.tool.cmp(&b.tool));
+        Ok(changes)
+    }
+
+    /// Pins what a server lists now (`tool`: that held tool only, by its name or qualified
+    /// name), and lists it again so what was held is shown (and announced). The names pinned.
+    pub(crate) async fn approve(
+        &self,
+        server: &str,
+        tool: Option<&str>,
+    ) -> Result<Vec<String>, CatalogError> {
+        let config = self
+            .manager
+            .config(server)
+            .ok_or_else(|| ManagerError::NoSuchServer(server.to_owned()))?;
+        let list = self.server_tools_raw(server).await?;
+        let only = tool.map(|t| {
+            list.held
+                .iter()
+                .find(|h| h.qualified_name == t)
+                .map_or_else(|| t.to_owned(), |h| h.name.clone())
+        });
+        let approved = self.pins.approve(
+            &config,
+            &list.held_pins,
+            &list.listed_names,
+            only.as_deref(),
+        )?;
+        match self.manager.state(server) {
+            Some(ServerState::Connected(_)) => self.refresh(server, true).await,
+            Some(ServerState::Lazy { .. }) => {
+                self.load_kept(server);
+            }
+            _ => {}
+        }
+        Ok(approved)
+    }
+
     /// The server whose `mcp__<server>__authenticate` pseudo-tool `name` is: a Streamable
     /// HTTP or legacy SSE server in `needs-auth`.
     pub(crate) fn authenticate_target<'n>(&self, name: &'n QualifiedName) -> Option<&'n str> {
@@ -840,11 +958,20 @@ impl Catalog {
         }
         let name = name.ok_or_else(|| CatalogError::NoSuchTool(qualified.to_owned()))?;
         let list = self.server_tools_raw(name.server()).await?;
-        list.tools
+        if let Some(i) = list
+            .tools
             .iter()
             .position(|t| t.qualified_name == qualified && !(self.hide)(&t.qualified_name))
-            .map(|i| Found::Listed(list.clone(), i))
-            .ok_or_else(|| CatalogError::NoSuchTool(qualified.to_owned()))
+        {
+            return Ok(Found::Listed(list.clone(), i));
+        }
+        if list.held.iter().any(|t| t.qualified_name == qualified) {
+            return Err(CatalogError::Held {
+                server: name.server().to_owned(),
+                tool: qualified.to_owned(),
+            });
+        }
+        Err(CatalogError::NoSuchTool(qualified.to_owned()))
     }
 }
 
@@ -984,8 +1111,44 @@ enum SchemaKind {
     Output,
 }
 
-/// Turns a server's tool definitions into catalogue tools.
-fn build(config: &ServerConfig, defs: Vec<ToolDef>, number: u64) -> ServerTools {
+/// Turns a server's tool definitions into catalogue tools; those that differ from their pins
+/// are set apart as held.
+fn build(
+    config: &ServerConfig,
+    defs: Vec<ToolDef>,
+    number: u64,
+    pins: &Pins,
+    session: Option<&Arc<crate::connection::ServerInfo>>,
+) -> ServerTools {
+    let held_pins = pins.check(config, &defs, session);
+    let listed_names = if pins.enabled(config) {
+        defs.iter().map(|d| d.name.clone()).collect()
+    } else {
+        Vec::new()
+    };
+    let mut tools = build_tools(config, defs, number);
+    if !held_pins.is_empty() {
+        let (held, shown) = std::mem::take(&mut tools.tools)
+            .into_iter()
+            .partition(|t| held_pins.contains_key(&t.name));
+        tools.tools = shown;
+        tools.held = held;
+        tools.issues.push(CatalogIssue {
+            server: Some(config.name.as_str().to_owned()),
+            message: format!(
+                "{} tool(s) held: changed since pinned, or new; see `switchboard mcp diff {}`",
+                held_pins.len(),
+                config.name
+            ),
+        });
+    }
+    tools.held_pins = held_pins;
+    tools.listed_names = listed_names;
+    tools
+}
+
+/// [`build`] without the pins.
+fn build_tools(config: &ServerConfig, defs: Vec<ToolDef>, number: u64) -> ServerTools {
     let server = config.name.as_str();
     let enabled: Option<Vec<WildMatch>> = config
         .enabled_tools
@@ -1119,6 +1282,7 @@ fn build(config: &ServerConfig, defs: Vec<ToolDef>, number: u64) -> ServerTools 
         tools,
         issues,
         validators: Mutex::default(),
+        ..ServerTools::default()
     }
 }
 

@@ -160,6 +160,8 @@ pub struct ServerConfig {
     /// The log level asked of the server (`logLevel`: `debug` … `emergency`), sent with
     /// `logging/setLevel` to an initialize-era server that offers logging.
     pub log_level: Option<String>,
+    /// `pinning`: whether the server's tools are pinned (`None`: the user's default, on).
+    pub pinning: Option<bool>,
     /// Keys Switchboard does not know, kept as written (another host may own them).
     pub extra: BTreeMap<String, serde_json::Value>,
 }
@@ -190,6 +192,7 @@ impl ServerConfig {
             disabled_tools: Vec::new(),
             max_output_tokens: None,
             log_level: None,
+            pinning: None,
             extra: BTreeMap::new(),
         }
     }

@@ -40,6 +40,7 @@
 mod content;
 mod error;
 mod names;
+mod pinned;
 mod requests;
 mod servers;
 mod serving;
@@ -432,6 +433,11 @@ impl HostBuilder {
             manager.clone(),
             self.builtins,
             Some(Arc::new(move |name: &str| hidden.is_hidden(name))),
+            crate::pins::Pins::new(
+                Some(&config.paths.state_dir),
+                config.pinning_default(),
+                config.pinning_forced(),
+            ),
         );
         let config = Arc::new(config);
         Ok(Host {

@@ -78,6 +78,7 @@ mod manager;
 mod name;
 mod net;
 pub mod permissions;
+mod pins;
 pub mod redact;
 pub mod registry;
 pub mod search;
@@ -105,6 +106,7 @@ pub use manager::{
     forget_shared_needs_auth,
 };
 pub use name::{MAX_QUALIFIED_NAME, QualifiedName};
+pub use pins::{ChangeKind, PinChange, PinError, Retyped};
 pub use redact::redact_url;
 
 /// An error and its causes on one line (`error: cause: cause`), each cause once: a cause whose

@@ -294,7 +294,7 @@ pub fn entry_hash(raw: &serde_json::Value) -> ConfigHash {
 
 /// Keys that say when or how a server is used, not what is launched: a change of one keeps
 /// the server's kept lists (tool filters apply to the lists when they are read).
-const NOT_LAUNCH_KEYS: [&str; 11] = [
+const NOT_LAUNCH_KEYS: [&str; 12] = [
     "startup",
     "idleTimeout",
     "disabled",
@@ -306,6 +306,7 @@ const NOT_LAUNCH_KEYS: [&str; 11] = [
     "maxOutputTokens",
     "toolTimeout",
     "restart",
+    "pinning",
 ];
 
 /// The hash of an entry's launch-relevant keys ([`ServerConfig::launch_hash`]).
@@ -652,6 +653,7 @@ impl Walker<'_> {
                 .unwrap_or_default(),
             max_output_tokens: self.positive_int(&entry.max_output_tokens, "maxOutputTokens")?,
             log_level,
+            pinning: self.get(&entry.pinning, "pinning")?.map(|(Flag(b), _)| *b),
             extra,
         })
     }

@@ -92,6 +92,9 @@ pub(crate) struct Sections {
     pub(crate) registry_url: Checked<String>,
     /// `switchboard serve`'s tool rules (the user's file only; see `gateway.rs`).
     pub(crate) gateway: Checked<Object<GatewayFile>>,
+    /// `pinning`: the user's default for entries that do not say (user file); forced on for
+    /// every server (managed file, `true`). See `crate::pins`.
+    pub(crate) pinning: Checked<bool>,
 }
 
 /// A scope's file struct: what it holds besides servers.
@@ -110,6 +113,7 @@ impl ScopeFile for UserFile {
             idle_timeout: self.idle_timeout,
             registry_url: self.registry_url,
             gateway: self.gateway,
+            pinning: self.pinning,
         }
     }
 }
@@ -141,6 +145,7 @@ impl ScopeFile for ManagedFile {
         Sections {
             permissions: self.permissions,
             hooks: self.hooks,
+            pinning: self.pinning,
             ..Sections::default()
         }
     }
@@ -204,6 +209,9 @@ pub(crate) struct UserFile {
     /// `switchboard serve`'s settings (read by `gateway.rs`).
     #[serde(default)]
     pub(crate) gateway: Checked<Object<GatewayFile>>,
+    /// `false`: no server's tools are pinned unless its entry says `"pinning": true`.
+    #[serde(default)]
+    pub(crate) pinning: Checked<bool>,
     #[serde(rename = "$schema", default)]
     _schema: Skipped,
 }
@@ -283,6 +291,9 @@ pub(crate) struct ManagedFile {
     pub(crate) permissions: Checked<Object<PermissionsFile>>,
     #[serde(default)]
     pub(crate) hooks: Field<Object<HooksFile>>,
+    /// `true`: every server's tools are pinned, whatever the entries and the user say.
+    #[serde(default)]
+    pub(crate) pinning: Checked<bool>,
     #[serde(rename = "$schema", default)]
     _schema: Skipped,
 }
@@ -515,6 +526,8 @@ pub(crate) struct ServerFile {
     pub(crate) enabled_tools: Keyed<TextList>,
     pub(crate) disabled_tools: Keyed<TextList>,
     pub(crate) max_output_tokens: Keyed<Count>,
+    /// `false`: the server's tools are not pinned (see `crate::pins`).
+    pub(crate) pinning: Keyed<Flag>,
     /// For people reading the file; not used.
     #[serde(rename = "description")]
     _description: Skipped,

@@ -1,0 +1,206 @@
+//! Tool pinning (issue 38) through `Host`, against a real server whose tools change between
+//! runs: the official Python SDK's server reading its tool list from a file
+//! (`switchboard_testkit::file_tools`).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use switchboard::host::{CallError, CallOptions, Host};
+use switchboard::{ChangeKind, PinChange};
+use switchboard_testkit::config_tree::ConfigTree;
+use switchboard_testkit::file_tools::{FileTools, changed_tools, first_tools};
+
+const SETTLE: Duration = Duration::from_secs(60);
+
+/// A partner's entry point, from the environment `scripts/test.sh` sets up.
+#[allow(clippy::disallowed_methods)]
+fn python() -> String {
+    std::env::var("SWITCHBOARD_PYTHON").unwrap_or_else(|_| {
+        panic!("SWITCHBOARD_PYTHON is not set: run the tests with `bash scripts/test.sh`, which installs the pinned test partners")
+    })
+}
+
+/// A host over the tree with the file-tools server as `kit`, once it settled.
+async fn host(tree: &ConfigTree, tools: &FileTools) -> Host {
+    tree.write(
+        tree.user_file(),
+        &json!({"mcpServers": {"kit": tools.entry(&python())}}).to_string(),
+    )
+    .unwrap();
+    let env: switchboard::config::Environment = tree.env().into_iter().collect();
+    let host = Host::builder()
+        .discover(tree.project())
+        .env(env)
+        .output_dir(tree.root().join("out"))
+        .allow(["mcp__kit__*"])
+        .start()
+        .unwrap();
+    host.wait_settled(SETTLE).await.unwrap();
+    host
+}
+
+async fn names(host: &Host) -> Vec<String> {
+    let mut names: Vec<String> = host
+        .tools()
+        .await
+        .tools
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    names.sort();
+    names
+}
+
+async fn call(host: &Host, tool: &str) -> Result<String, CallError> {
+    let mut args = Map::new();
+    if tool == "stay" {
+        args.insert("x".into(), json!("y"));
+    }
+    host.call(&format!("mcp__kit__{tool}"), args, CallOptions::default())
+        .await
+        .map(|outcome| {
+            outcome.result["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+}
+
+fn change<'a>(changes: &'a [PinChange], tool: &str) -> &'a PinChange {
+    changes
+        .iter()
+        .find(|c| c.tool == tool)
+        .unwrap_or_else(|| panic!("no change of `{tool}` in {changes:?}"))
+}
+
+/// The first session pins every tool; a later session (another host on the same state
+/// folder) holds a changed description, a changed schema, a new tool and a renamed one: out
+/// of `tools()`, and a call by name names the tool and `mcp diff`; the unchanged tool is
+/// listed and callable. The changes are described, and approving releases them (one tool,
+/// then all).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changed_and_new_tools_are_held_until_approved() {
+    let tree = ConfigTree::new().unwrap();
+    let tools = FileTools::new(tree.root().join("tools.json"), &first_tools()).unwrap();
+
+    let first = host(&tree, &tools).await;
+    assert_eq!(names(&first).await, ["add", "echo", "hello", "stay"]);
+    assert!(first.held_tools().await.is_empty());
+    first.shutdown().await;
+
+    tools.set(&changed_tools()).unwrap();
+    let later = host(&tree, &tools).await;
+    assert_eq!(names(&later).await, ["stay"]);
+    let mut held: Vec<String> = later
+        .held_tools()
+        .await
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    held.sort();
+    assert_eq!(held, ["add", "echo", "greet", "shout"]);
+
+    // The server's other tool works; a held one is not called.
+    assert_eq!(
+        call(&later, "stay").await.unwrap(),
+        r#"stay called with {"x": "y"}"#
+    );
+    for tool in ["echo", "add", "shout", "greet"] {
+        let error = call(&later, tool).await.unwrap_err();
+        let text = switchboard::error_chain(&error);
+        assert!(
+            text.contains(&format!("`mcp__kit__{tool}`"))
+                && text.contains("switchboard mcp diff kit"),
+            "{text}"
+        );
+    }
+    // Nor found by a search.
+    assert!(later.search_tools("loud", 5).await.is_empty());
+
+    let changes = later.pin_changes("kit").await.unwrap();
+    let echo = change(&changes, "echo");
+    assert_eq!(echo.kind, ChangeKind::Changed);
+    assert_eq!(echo.old_description.as_deref(), Some("says it back"));
+    assert!(echo.new_description.as_deref().unwrap().contains("id_rsa"));
+    let add = change(&changes, "add");
+    assert_eq!(add.kind, ChangeKind::Changed);
+    assert_eq!(add.added, ["note"]);
+    assert_eq!(add.retyped.len(), 1);
+    assert_eq!(
+        (
+            add.retyped[0].name.as_str(),
+            add.retyped[0].old.as_str(),
+            add.retyped[0].new.as_str()
+        ),
+        ("b", "number", "string")
+    );
+    assert_eq!(change(&changes, "shout").kind, ChangeKind::New);
+    assert_eq!(change(&changes, "greet").kind, ChangeKind::New);
+    assert_eq!(change(&changes, "hello").kind, ChangeKind::Removed);
+    assert!(changes.iter().all(|c| c.tool != "stay"), "{changes:?}");
+
+    // One tool, then the rest.
+    assert_eq!(
+        later
+            .approve_changes("kit", Some("mcp__kit__shout"))
+            .await
+            .unwrap(),
+        ["shout"]
+    );
+    assert_eq!(names(&later).await, ["shout", "stay"]);
+    assert_eq!(call(&later, "shout").await.unwrap(), "shout called with {}");
+    assert_eq!(
+        later.approve_changes("kit", None).await.unwrap(),
+        ["add", "echo", "greet"]
+    );
+    assert_eq!(
+        names(&later).await,
+        ["add", "echo", "greet", "shout", "stay"]
+    );
+    assert!(later.pin_changes("kit").await.unwrap().is_empty());
+    later.shutdown().await;
+
+    // The pins are kept: a third host sees nothing held.
+    let third = host(&tree, &tools).await;
+    assert_eq!(
+        names(&third).await,
+        ["add", "echo", "greet", "shout", "stay"]
+    );
+    third.shutdown().await;
+}
+
+/// `"pinning": false` in the entry: a changed tool is listed as it is now.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_entry_with_pinning_off_holds_nothing() {
+    let tree = ConfigTree::new().unwrap();
+    let tools = FileTools::new(tree.root().join("tools.json"), &first_tools()).unwrap();
+    let first = host(&tree, &tools).await;
+    first.shutdown().await;
+    tools.set(&changed_tools()).unwrap();
+    let mut entry = tools.entry(&python());
+    entry["pinning"] = json!(false);
+    tree.write(
+        tree.user_file(),
+        &json!({"mcpServers": {"kit": entry}}).to_string(),
+    )
+    .unwrap();
+    let env: switchboard::config::Environment = tree.env().into_iter().collect();
+    let later = Host::builder()
+        .discover(tree.project())
+        .env(env)
+        .output_dir(tree.root().join("out"))
+        .start()
+        .unwrap();
+    later.wait_settled(SETTLE).await.unwrap();
+    assert_eq!(
+        names(&later).await,
+        ["add", "echo", "greet", "shout", "stay"]
+    );
+    assert!(
+        later.config().issues.is_empty(),
+        "{:?}",
+        later.config().issues
+    );
+    later.shutdown().await;
+}
