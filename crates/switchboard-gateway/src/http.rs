@@ -107,18 +107,35 @@ const MIN_TOKEN_LEN: usize = 32;
 /// Why the token file at `path` is not used as it is and will be replaced: readable by others
 /// than its owner, or holding a short token. `None` when it is fine or absent.
 pub fn weak_token_file(path: &Path) -> Option<&'static str> {
-    let text = std::fs::read_to_string(path).ok()?;
+    let (text, file) = read_token_file(path).ok()?;
+    weakness(&text, &file)
+}
+
+/// The text of the token file at `path`, and the file it was read from.
+fn read_token_file(path: &Path) -> std::io::Result<(String, std::fs::File)> {
+    use std::io::Read as _;
+    let mut file = std::fs::File::open(path)?;
+    let mut text = String::new();
+    file.read_to_string(&mut text)?;
+    Ok((text, file))
+}
+
+/// [`weak_token_file`] of a file read already: its text, and the open file for its mode (the
+/// same file, even if another process replaces the one at its path meanwhile).
+fn weakness(text: &str, file: &std::fs::File) -> Option<&'static str> {
     if text.trim().is_empty() {
         return None;
     }
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(path).ok()?.permissions().mode();
+        let mode = file.metadata().ok()?.permissions().mode();
         if mode & 0o077 != 0 {
             return Some("it was readable by other users");
         }
     }
+    #[cfg(not(unix))]
+    let _ = file;
     (text.trim().len() < MIN_TOKEN_LEN).then_some("it held a short token")
 }
 
@@ -126,41 +143,106 @@ pub fn weak_token_file(path: &Path) -> Option<&'static str> {
 /// there owner-only (0600). A file others can read, or holding a short token
 /// ([`weak_token_file`]), is replaced the same way. The flag says whether it was generated
 /// now.
+///
+/// Two gateways starting at once write one token: the file is made under an exclusive lock
+/// on `<path>.lock` (waited for at most [`TOKEN_LOCK_WAIT`]) and read again under it, so the
+/// second reads the first one's token; it is written whole and renamed into place.
 pub fn load_or_create_token(path: &Path) -> Result<(String, bool), HttpError> {
     let error = |source| HttpError::Token {
         path: path.display().to_string(),
         source,
     };
-    match std::fs::read_to_string(path) {
-        Ok(text) if !text.trim().is_empty() && weak_token_file(path).is_none() => {
-            return Ok((text.trim().to_owned(), false));
+    let stored = || match read_token_file(path) {
+        Ok((text, file)) if !text.trim().is_empty() && weakness(&text, &file).is_none() => {
+            Ok(Some(text.trim().to_owned()))
         }
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(error(e)),
+        Ok(_) => Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(error(e)),
+    };
+    if let Some(token) = stored()? {
+        return Ok((token, false));
+    }
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(dir).map_err(error)?;
+    let _lock = lock_token_file(path).map_err(error)?;
+    // Another gateway may have written it while this one waited.
+    if let Some(token) = stored()? {
+        return Ok((token, false));
     }
     let token = crate::random_hex(32).map_err(|e| error(std::io::Error::other(e.to_string())))?;
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(error)?;
-    }
+    // `tempfile` makes it 0600.
+    let mut file = tempfile::NamedTempFile::new_in(dir).map_err(error)?;
+    file.write_all(format!("{token}\n").as_bytes())
+        .and_then(|()| file.as_file().sync_all())
+        .map_err(error)?;
+    file.persist(path).map_err(|e| error(e.error))?;
+    Ok((token, true))
+}
+
+/// How long a gateway waits for another to finish writing the token file.
+pub const TOKEN_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// An exclusive lock on `<path>.lock` (owner-only), held while the returned file is open.
+fn lock_token_file(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".lock");
+    let lock = path.with_file_name(name);
     let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
+    options.create(true).truncate(false).write(true);
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
         options.mode(0o600);
     }
-    let mut file = options.open(path).map_err(error)?;
-    // `mode` applies only to a new file: an existing one is made owner-only here.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))
-            .map_err(error)?;
+    let file = options.open(&lock)?;
+    let deadline = std::time::Instant::now() + TOKEN_LOCK_WAIT;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) => {}
+            Err(std::fs::TryLockError::Error(e)) => return Err(e),
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!(
+                    "another process held {} for {} s",
+                    lock.display(),
+                    TOKEN_LOCK_WAIT.as_secs()
+                ),
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    file.write_all(format!("{token}\n").as_bytes())
-        .map_err(error)?;
-    Ok((token, true))
+}
+
+/// The fewest characters of a token the user gives ([`weak_token`]).
+pub const MIN_GIVEN_TOKEN_CHARS: usize = 16;
+
+/// The fewest bits of a token the user gives, counted as its length times log2 of how many
+/// different characters it uses ([`weak_token`]).
+pub const MIN_GIVEN_TOKEN_BITS: f64 = 64.0;
+
+/// Why a token the user gave (`--token`, `--token-file`, `SWITCHBOARD_GATEWAY_TOKEN`) is too
+/// weak to guard the gateway, naming the rule it breaks; `None` when it is strong enough.
+pub fn weak_token(token: &str) -> Option<String> {
+    let chars = token.chars().count();
+    let distinct = token
+        .chars()
+        .collect::<std::collections::HashSet<_>>()
+        .len();
+    let bits = chars as f64 * (distinct.max(1) as f64).log2();
+    (chars < MIN_GIVEN_TOKEN_CHARS || bits < MIN_GIVEN_TOKEN_BITS).then(|| {
+        format!(
+            "a token needs at least {MIN_GIVEN_TOKEN_CHARS} characters and {MIN_GIVEN_TOKEN_BITS} \
+             bits (its length times log2 of how many different characters it uses); this one \
+             has {chars} characters, about {bits:.0} bits"
+        )
+    })
 }
 
 /// A bound, not yet serving, HTTP gateway.
@@ -914,6 +996,59 @@ mod tests {
             assert_eq!(mode & 0o777, 0o600);
         }
         assert_eq!(load_or_create_token(&path).unwrap(), (token, false));
+    }
+
+    /// Gateways starting at once with no token file (or a weak one) all serve the one token
+    /// the file ends up holding.
+    #[test]
+    fn gateways_starting_at_once_share_one_token() {
+        for weak in [None, Some("short\n")] {
+            for _ in 0..100 {
+                let dir = tempfile::tempdir().unwrap();
+                let path = dir.path().join("state/gateway-token");
+                if let Some(text) = weak {
+                    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                    std::fs::write(&path, text).unwrap();
+                }
+                let start = std::sync::Arc::new(std::sync::Barrier::new(16));
+                let tokens: Vec<String> = (0..16)
+                    .map(|_| {
+                        let (start, path) = (start.clone(), path.clone());
+                        std::thread::spawn(move || {
+                            start.wait();
+                            load_or_create_token(&path).unwrap().0
+                        })
+                    })
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .map(|t| t.join().unwrap())
+                    .collect();
+                let kept = std::fs::read_to_string(&path).unwrap();
+                assert!(
+                    tokens.iter().all(|t| t == kept.trim()),
+                    "{tokens:?} against the file's {kept:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_short_or_repetitive_token_is_weak_and_names_the_rule() {
+        for weak in [
+            "secret",
+            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+            "abababababababababab",
+        ] {
+            let why = weak_token(weak).unwrap();
+            assert!(why.contains("at least 16 characters and 64 bits"), "{why}");
+        }
+        for strong in [
+            "test-token-0123456789",
+            "conformance-1234512345",
+            &"0123456789abcdef".repeat(4),
+        ] {
+            assert_eq!(weak_token(strong), None, "{strong}");
+        }
     }
 
     /// A token file others can read, or one holding a short token, is not used silently: it is
