@@ -315,10 +315,20 @@ impl HttpGateway {
             }
             _ => None,
         };
+        // Among replicas without one, the sessions ended here are kept in the state folder.
+        let ended = match (&cluster, &sync) {
+            (Some(_), None) => {
+                let ended = crate::ended::Ended::load(&gateway.host().config().paths.state_dir);
+                gateway.set_ended(ended.clone());
+                Some(ended)
+            }
+            _ => None,
+        };
         if let Some(cluster) = &cluster {
             config.session_store = Some(Arc::new(crate::sessions::SealedSessions {
                 cluster: cluster.clone(),
                 sync: sync.clone(),
+                ended,
             }));
         }
         let service =
