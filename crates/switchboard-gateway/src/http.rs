@@ -14,6 +14,9 @@
 //! `Host` header against loopback names; binding an address that is not loopback needs
 //! [`HttpOptions::allow_remote`]. Accepted sockets get TCP_NODELAY: without it a streamed
 //! response waits for the peer's delayed ACK (about 40 ms a call).
+//!
+//! Abuse: connections are served by hyper with a header-read timeout, unauthenticated ones are
+//! capped, and `/login` is rate-limited per address ([`crate::door`]).
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -28,7 +31,6 @@ use axum::http::{HeaderMap, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
-use axum::serve::ListenerExt;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
 use switchboard::ServerState;
@@ -37,6 +39,7 @@ use tokio_util::sync::CancellationToken;
 use tower_service::Service;
 
 use crate::Gateway;
+use crate::door::{Conn, Door, DoorLimits};
 use crate::sessions::{Owner, SessionLimits, Sessions, TokenId};
 
 /// The path the MCP endpoint is served at.
@@ -250,6 +253,8 @@ pub fn weak_token(token: &str) -> Option<String> {
 pub struct HttpGateway {
     listener: TcpListener,
     front: FrontDoor,
+    /// Connections not yet authenticated, and the login limit.
+    door: Arc<Door>,
     shutdown: CancellationToken,
     /// Among replicas with a shared store: sessions' state through it.
     sync: Option<Arc<crate::session_sync::SessionSync>>,
@@ -334,6 +339,7 @@ impl HttpGateway {
         let service =
             StreamableHttpService::new(move || Ok(factory.session()), sessions.clone(), config);
         let oauth = options.oauth.clone();
+        let door = Arc::new(Door::default());
         let guard = Arc::new(Guard {
             cookie: crate::status_page::cookie_value(&options.token),
             token: options.token,
@@ -361,7 +367,7 @@ impl HttpGateway {
         ));
         let fast_path = served_gateway.fast_path();
         // Alone (no replicas), a call from the static token's client goes straight in.
-        let door = (fast_path && cluster.is_none()).then(|| FastDoor {
+        let fast_door = (fast_path && cluster.is_none()).then(|| FastDoor {
             fast: fast.clone(),
             guard: guard.clone(),
             sessions: sessions.clone(),
@@ -403,6 +409,7 @@ impl HttpGateway {
             .route("/login", post(login))
             .with_state(Page {
                 guard: guard.clone(),
+                door: door.clone(),
             })
             .layer(axum::middleware::from_fn_with_state(
                 guard.clone(),
@@ -431,7 +438,11 @@ impl HttpGateway {
         };
         Ok(HttpGateway {
             listener,
-            front: FrontDoor { router, fast: door },
+            front: FrontDoor {
+                router,
+                fast: fast_door,
+            },
+            door,
             shutdown,
             sync,
         })
@@ -439,6 +450,12 @@ impl HttpGateway {
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
         self.listener.local_addr()
+    }
+
+    /// Sets the limits on what a client holds before it authenticates (by default
+    /// [`DoorLimits::default`]); before [`Self::run`].
+    pub fn set_limits(&self, limits: DoorLimits) {
+        self.door.set_limits(limits);
     }
 
     /// Cancel it to stop serving.
@@ -461,16 +478,83 @@ impl HttpGateway {
                  changes are heard once it is"
             );
         }
-        let listener = self.listener.tap_io(|stream| {
+        let limits = self.door.limits();
+        let mut http = hyper::server::conn::http1::Builder::new();
+        http.timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(limits.header_read_timeout);
+        let connections = tokio_util::task::TaskTracker::new();
+        loop {
+            let (stream, peer) = tokio::select! {
+                accepted = self.listener.accept() => match accepted {
+                    Ok(accepted) => accepted,
+                    Err(e) => {
+                        if !self.accept_failed(&e).await {
+                            break;
+                        }
+                        continue;
+                    }
+                },
+                () = self.shutdown.cancelled() => break,
+            };
             let _ = stream.set_nodelay(true);
-        });
-        let shutdown = self.shutdown.clone();
-        axum::serve(listener, axum::ServiceExt::into_make_service(self.front))
-            .with_graceful_shutdown(async move { shutdown.cancelled().await })
-            .await
-            .map_err(HttpError::Serve)
+            let admitted = self.door.admit(peer);
+            let conn = admitted.conn.clone();
+            let front = self.front.clone();
+            let service = hyper::service::service_fn(move |request: hyper::Request<_>| {
+                let mut request = request.map(Body::new);
+                request.extensions_mut().insert(conn.clone());
+                front.clone().call(request)
+            });
+            let serving = http.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            let shutdown = self.shutdown.clone();
+            connections.spawn(async move {
+                let mut serving = std::pin::pin!(serving);
+                tokio::select! {
+                    served = serving.as_mut() => {
+                        if let Err(e) = served {
+                            tracing::trace!("a connection ended: {e}");
+                        }
+                        return;
+                    }
+                    // The oldest unauthenticated connection past the cap: closed now.
+                    () = admitted.closed.cancelled() => return,
+                    () = shutdown.cancelled() => serving.as_mut().graceful_shutdown(),
+                }
+                let _ = serving.await;
+                drop(admitted);
+            });
+        }
+        connections.close();
+        connections.wait().await;
+        Ok(())
+    }
+
+    /// An accept failed: out of descriptors, the oldest unauthenticated connection is closed
+    /// to make room (and the loop pauses a moment); `false` once shutting down.
+    async fn accept_failed(&self, e: &std::io::Error) -> bool {
+        let out_of_descriptors = matches!(e.raw_os_error(), Some(23 | 24));
+        if out_of_descriptors {
+            let closed = self.door.close_oldest();
+            tracing::warn!(
+                "cannot accept a connection: {e}{}",
+                if closed {
+                    "; closed the oldest unauthenticated connection"
+                } else {
+                    ""
+                }
+            );
+        } else {
+            tracing::debug!("cannot accept a connection: {e}");
+        }
+        tokio::select! {
+            () = tokio::time::sleep(ACCEPT_PAUSE) => true,
+            () = self.shutdown.cancelled() => false,
+        }
     }
 }
+
+/// The pause after a failed accept (as axum's `serve` makes one, shorter).
+const ACCEPT_PAUSE: std::time::Duration = std::time::Duration::from_millis(20);
 
 #[derive(Debug)]
 struct Guard {
@@ -502,6 +586,14 @@ impl Guard {
 #[derive(Debug, Clone)]
 struct Page {
     guard: Arc<Guard>,
+    door: Arc<Door>,
+}
+
+/// Counts the request's connection as authenticated ([`crate::door`]).
+fn authenticated(request: &Request) {
+    if let Some(conn) = request.extensions().get::<Arc<Conn>>() {
+        conn.authenticated();
+    }
 }
 
 /// The way in for every request.
@@ -561,6 +653,7 @@ impl Service<Request> for FrontDoor {
         let Some(door) = self.fast.as_ref().filter(|door| door.admits(&request)) else {
             return futures::future::Either::Left(self.router.call(request));
         };
+        authenticated(&request);
         let fast = door.fast.clone();
         let mut router = self.router.clone();
         futures::future::Either::Right(Box::pin(async move {
@@ -593,6 +686,7 @@ async fn check_request(
         && guard.has_cookie(request.headers());
     if page_json || token_matches(request.headers(), &guard.token) {
         // The static token: every session is counted against it.
+        authenticated(&request);
         request.extensions_mut().insert(TokenId(0));
     } else if let Some(oauth) = &guard.oauth {
         let host = request
@@ -612,6 +706,7 @@ async fn check_request(
                         .into_response();
                 }
                 Ok(identity) => {
+                    authenticated(&request);
                     // Sessions are counted per subject.
                     request
                         .extensions_mut()
@@ -794,20 +889,39 @@ async fn check_origin(State(guard): State<Arc<Guard>>, request: Request, next: N
 
 /// `GET /`: the status page for a request with the token or the page's cookie (one with the
 /// token gets the cookie too, so the page's refreshes are let in), else the login form.
-async fn page(State(page): State<Page>, headers: HeaderMap) -> Response {
+async fn page(State(page): State<Page>, request: Request) -> Response {
     let guard = &page.guard;
-    let bearer = token_matches(&headers, &guard.token);
-    if !bearer && !guard.has_cookie(&headers) {
+    let headers = request.headers();
+    let bearer = token_matches(headers, &guard.token);
+    if !bearer && !guard.has_cookie(headers) {
         return html(StatusCode::OK, crate::status_page::login_page(false), None);
     }
+    authenticated(&request);
     let cookie = bearer.then(|| crate::status_page::set_cookie(&guard.cookie));
     html(StatusCode::OK, crate::status_page::status_page(), cookie)
 }
 
 /// `POST /login` (a form with `token`): the right token sets the page's cookie and goes back
-/// to `/`; a wrong one gets the form again, with 401.
-async fn login(State(page): State<Page>, body: axum::body::Bytes) -> Response {
+/// to `/`; a wrong one gets the form again, with 401. Each attempt takes from its address's
+/// bucket ([`crate::door`]): an empty one gets 429 with `Retry-After`, whatever it sent.
+async fn login(
+    State(page): State<Page>,
+    conn: Option<axum::Extension<Arc<Conn>>>,
+    body: axum::body::Bytes,
+) -> Response {
     let guard = &page.guard;
+    let peer = conn
+        .as_ref()
+        .map_or(std::net::IpAddr::from([0, 0, 0, 0]), |conn| conn.peer.ip());
+    if let Err(wait) = page.door.login_attempt(peer) {
+        tracing::info!("a login attempt from {peer} was refused: too many");
+        return (
+            StatusCode::TOO_MANY_REQUESTS,
+            [(RETRY_AFTER, wait.to_string())],
+            format!("too many login attempts from this address: try again in {wait} s\n"),
+        )
+            .into_response();
+    }
     let sent = url::form_urlencoded::parse(&body)
         .find(|(key, _)| key == "token")
         .map(|(_, value)| value.trim().to_owned())
@@ -818,6 +932,9 @@ async fn login(State(page): State<Page>, body: axum::body::Bytes) -> Response {
             crate::status_page::login_page(true),
             None,
         );
+    }
+    if let Some(conn) = conn {
+        conn.authenticated();
     }
     Response::builder()
         .status(StatusCode::SEE_OTHER)

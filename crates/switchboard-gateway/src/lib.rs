@@ -17,6 +17,7 @@
 
 mod call;
 pub mod cluster;
+pub mod door;
 mod ended;
 mod fast;
 pub mod forward;
