@@ -327,6 +327,12 @@ fn given_token(ctx: &Context, args: &ServeArgs) -> anyhow::Result<Option<String>
     if token.trim().is_empty() {
         bail!("{from}: the token is empty");
     }
+    if let Some(rule) = switchboard_gateway::http::weak_token(token.trim()) {
+        bail!(
+            "{from}: the token is too weak: {rule}\n  hint: `openssl rand -hex 32` makes a strong \
+             one; without a token the gateway makes one and keeps it in the state folder"
+        );
+    }
     Ok(Some(token.trim().to_owned()))
 }
 

@@ -1523,6 +1523,41 @@ fn the_gateway_token_comes_from_a_file_or_the_environment() {
     );
 }
 
+/// A weak token in `--token-file` (short, or of few different characters) is refused before
+/// anything starts, naming the file and the rule it breaks.
+#[test]
+fn a_weak_token_in_the_token_file_is_refused_naming_the_rule() {
+    let tree = ConfigTree::new().unwrap();
+    tree.write(tree.user_file(), r#"{"mcpServers": {}}"#)
+        .unwrap();
+    let file = tree.root().join("gateway-token.txt");
+    for weak in ["letmein\n", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n"] {
+        std::fs::write(&file, weak).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .args(serve_args(
+                &tree,
+                &["--http", "--token-file", file.to_str().unwrap()],
+            ))
+            .env_clear()
+            .envs(tree.env())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!("--token-file {}", file.display()))
+                && stderr.contains("the token is too weak")
+                && stderr.contains("at least 16 characters and 64 bits"),
+            "{stderr}"
+        );
+        assert!(
+            !stderr.contains(weak.trim()),
+            "the token is never shown: {stderr}"
+        );
+    }
+}
+
 /// A body that is not JSON is a JSON-RPC parse error: 400 with -32700, not 415 (the media type
 /// was right); a valid request still goes through.
 #[test]

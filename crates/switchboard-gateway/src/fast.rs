@@ -262,6 +262,13 @@ impl Fast {
     async fn sealed_link(&self, session: &str) -> Option<Arc<Link>> {
         let cluster = &self.edge.as_ref()?.cluster;
         let sealed = cluster.open::<SealedSession>(Purpose::Session, session)?;
+        if self
+            .gateway
+            .ended()
+            .is_some_and(|ended| ended.contains(session))
+        {
+            return None;
+        }
         if let Some(sync) = self.gateway.session_sync()
             && !sync.serves(session).await
         {

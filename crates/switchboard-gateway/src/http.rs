@@ -14,6 +14,9 @@
 //! `Host` header against loopback names; binding an address that is not loopback needs
 //! [`HttpOptions::allow_remote`]. Accepted sockets get TCP_NODELAY: without it a streamed
 //! response waits for the peer's delayed ACK (about 40 ms a call).
+//!
+//! Abuse: connections are served by hyper with a header-read timeout, unauthenticated ones are
+//! capped, and `/login` is rate-limited per address ([`crate::door`]).
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -28,7 +31,6 @@ use axum::http::{HeaderMap, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
-use axum::serve::ListenerExt;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
 use switchboard::ServerState;
@@ -37,6 +39,7 @@ use tokio_util::sync::CancellationToken;
 use tower_service::Service;
 
 use crate::Gateway;
+use crate::door::{Conn, Door, DoorLimits};
 use crate::sessions::{Owner, SessionLimits, Sessions, TokenId};
 
 /// The path the MCP endpoint is served at.
@@ -107,18 +110,35 @@ const MIN_TOKEN_LEN: usize = 32;
 /// Why the token file at `path` is not used as it is and will be replaced: readable by others
 /// than its owner, or holding a short token. `None` when it is fine or absent.
 pub fn weak_token_file(path: &Path) -> Option<&'static str> {
-    let text = std::fs::read_to_string(path).ok()?;
+    let (text, file) = read_token_file(path).ok()?;
+    weakness(&text, &file)
+}
+
+/// The text of the token file at `path`, and the file it was read from.
+fn read_token_file(path: &Path) -> std::io::Result<(String, std::fs::File)> {
+    use std::io::Read as _;
+    let mut file = std::fs::File::open(path)?;
+    let mut text = String::new();
+    file.read_to_string(&mut text)?;
+    Ok((text, file))
+}
+
+/// [`weak_token_file`] of a file read already: its text, and the open file for its mode (the
+/// same file, even if another process replaces the one at its path meanwhile).
+fn weakness(text: &str, file: &std::fs::File) -> Option<&'static str> {
     if text.trim().is_empty() {
         return None;
     }
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(path).ok()?.permissions().mode();
+        let mode = file.metadata().ok()?.permissions().mode();
         if mode & 0o077 != 0 {
             return Some("it was readable by other users");
         }
     }
+    #[cfg(not(unix))]
+    let _ = file;
     (text.trim().len() < MIN_TOKEN_LEN).then_some("it held a short token")
 }
 
@@ -126,41 +146,106 @@ pub fn weak_token_file(path: &Path) -> Option<&'static str> {
 /// there owner-only (0600). A file others can read, or holding a short token
 /// ([`weak_token_file`]), is replaced the same way. The flag says whether it was generated
 /// now.
+///
+/// Two gateways starting at once write one token: the file is made under an exclusive lock
+/// on `<path>.lock` (waited for at most [`TOKEN_LOCK_WAIT`]) and read again under it, so the
+/// second reads the first one's token; it is written whole and renamed into place.
 pub fn load_or_create_token(path: &Path) -> Result<(String, bool), HttpError> {
     let error = |source| HttpError::Token {
         path: path.display().to_string(),
         source,
     };
-    match std::fs::read_to_string(path) {
-        Ok(text) if !text.trim().is_empty() && weak_token_file(path).is_none() => {
-            return Ok((text.trim().to_owned(), false));
+    let stored = || match read_token_file(path) {
+        Ok((text, file)) if !text.trim().is_empty() && weakness(&text, &file).is_none() => {
+            Ok(Some(text.trim().to_owned()))
         }
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(error(e)),
+        Ok(_) => Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(error(e)),
+    };
+    if let Some(token) = stored()? {
+        return Ok((token, false));
+    }
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(dir).map_err(error)?;
+    let _lock = lock_token_file(path).map_err(error)?;
+    // Another gateway may have written it while this one waited.
+    if let Some(token) = stored()? {
+        return Ok((token, false));
     }
     let token = crate::random_hex(32).map_err(|e| error(std::io::Error::other(e.to_string())))?;
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(error)?;
-    }
+    // `tempfile` makes it 0600.
+    let mut file = tempfile::NamedTempFile::new_in(dir).map_err(error)?;
+    file.write_all(format!("{token}\n").as_bytes())
+        .and_then(|()| file.as_file().sync_all())
+        .map_err(error)?;
+    file.persist(path).map_err(|e| error(e.error))?;
+    Ok((token, true))
+}
+
+/// How long a gateway waits for another to finish writing the token file.
+pub const TOKEN_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// An exclusive lock on `<path>.lock` (owner-only), held while the returned file is open.
+fn lock_token_file(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".lock");
+    let lock = path.with_file_name(name);
     let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
+    options.create(true).truncate(false).write(true);
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
         options.mode(0o600);
     }
-    let mut file = options.open(path).map_err(error)?;
-    // `mode` applies only to a new file: an existing one is made owner-only here.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))
-            .map_err(error)?;
+    let file = options.open(&lock)?;
+    let deadline = std::time::Instant::now() + TOKEN_LOCK_WAIT;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) => {}
+            Err(std::fs::TryLockError::Error(e)) => return Err(e),
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!(
+                    "another process held {} for {} s",
+                    lock.display(),
+                    TOKEN_LOCK_WAIT.as_secs()
+                ),
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    file.write_all(format!("{token}\n").as_bytes())
-        .map_err(error)?;
-    Ok((token, true))
+}
+
+/// The fewest characters of a token the user gives ([`weak_token`]).
+pub const MIN_GIVEN_TOKEN_CHARS: usize = 16;
+
+/// The fewest bits of a token the user gives, counted as its length times log2 of how many
+/// different characters it uses ([`weak_token`]).
+pub const MIN_GIVEN_TOKEN_BITS: f64 = 64.0;
+
+/// Why a token the user gave (`--token`, `--token-file`, `SWITCHBOARD_GATEWAY_TOKEN`) is too
+/// weak to guard the gateway, naming the rule it breaks; `None` when it is strong enough.
+pub fn weak_token(token: &str) -> Option<String> {
+    let chars = token.chars().count();
+    let distinct = token
+        .chars()
+        .collect::<std::collections::HashSet<_>>()
+        .len();
+    let bits = chars as f64 * (distinct.max(1) as f64).log2();
+    (chars < MIN_GIVEN_TOKEN_CHARS || bits < MIN_GIVEN_TOKEN_BITS).then(|| {
+        format!(
+            "a token needs at least {MIN_GIVEN_TOKEN_CHARS} characters and {MIN_GIVEN_TOKEN_BITS} \
+             bits (its length times log2 of how many different characters it uses); this one \
+             has {chars} characters, about {bits:.0} bits"
+        )
+    })
 }
 
 /// A bound, not yet serving, HTTP gateway.
@@ -168,6 +253,8 @@ pub fn load_or_create_token(path: &Path) -> Result<(String, bool), HttpError> {
 pub struct HttpGateway {
     listener: TcpListener,
     front: FrontDoor,
+    /// Connections not yet authenticated, and the login limit.
+    door: Arc<Door>,
     shutdown: CancellationToken,
     /// Among replicas with a shared store: sessions' state through it.
     sync: Option<Arc<crate::session_sync::SessionSync>>,
@@ -233,15 +320,26 @@ impl HttpGateway {
             }
             _ => None,
         };
+        // Among replicas without one, the sessions ended here are kept in the state folder.
+        let ended = match (&cluster, &sync) {
+            (Some(_), None) => {
+                let ended = crate::ended::Ended::load(&gateway.host().config().paths.state_dir);
+                gateway.set_ended(ended.clone());
+                Some(ended)
+            }
+            _ => None,
+        };
         if let Some(cluster) = &cluster {
             config.session_store = Some(Arc::new(crate::sessions::SealedSessions {
                 cluster: cluster.clone(),
                 sync: sync.clone(),
+                ended,
             }));
         }
         let service =
             StreamableHttpService::new(move || Ok(factory.session()), sessions.clone(), config);
         let oauth = options.oauth.clone();
+        let door = Arc::new(Door::default());
         let guard = Arc::new(Guard {
             cookie: crate::status_page::cookie_value(&options.token),
             token: options.token,
@@ -269,7 +367,7 @@ impl HttpGateway {
         ));
         let fast_path = served_gateway.fast_path();
         // Alone (no replicas), a call from the static token's client goes straight in.
-        let door = (fast_path && cluster.is_none()).then(|| FastDoor {
+        let fast_door = (fast_path && cluster.is_none()).then(|| FastDoor {
             fast: fast.clone(),
             guard: guard.clone(),
             sessions: sessions.clone(),
@@ -311,6 +409,7 @@ impl HttpGateway {
             .route("/login", post(login))
             .with_state(Page {
                 guard: guard.clone(),
+                door: door.clone(),
             })
             .layer(axum::middleware::from_fn_with_state(
                 guard.clone(),
@@ -339,7 +438,11 @@ impl HttpGateway {
         };
         Ok(HttpGateway {
             listener,
-            front: FrontDoor { router, fast: door },
+            front: FrontDoor {
+                router,
+                fast: fast_door,
+            },
+            door,
             shutdown,
             sync,
         })
@@ -347,6 +450,12 @@ impl HttpGateway {
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
         self.listener.local_addr()
+    }
+
+    /// Sets the limits on what a client holds before it authenticates (by default
+    /// [`DoorLimits::default`]); before [`Self::run`].
+    pub fn set_limits(&self, limits: DoorLimits) {
+        self.door.set_limits(limits);
     }
 
     /// Cancel it to stop serving.
@@ -369,16 +478,83 @@ impl HttpGateway {
                  changes are heard once it is"
             );
         }
-        let listener = self.listener.tap_io(|stream| {
+        let limits = self.door.limits();
+        let mut http = hyper::server::conn::http1::Builder::new();
+        http.timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(limits.header_read_timeout);
+        let connections = tokio_util::task::TaskTracker::new();
+        loop {
+            let (stream, peer) = tokio::select! {
+                accepted = self.listener.accept() => match accepted {
+                    Ok(accepted) => accepted,
+                    Err(e) => {
+                        if !self.accept_failed(&e).await {
+                            break;
+                        }
+                        continue;
+                    }
+                },
+                () = self.shutdown.cancelled() => break,
+            };
             let _ = stream.set_nodelay(true);
-        });
-        let shutdown = self.shutdown.clone();
-        axum::serve(listener, axum::ServiceExt::into_make_service(self.front))
-            .with_graceful_shutdown(async move { shutdown.cancelled().await })
-            .await
-            .map_err(HttpError::Serve)
+            let admitted = self.door.admit(peer);
+            let conn = admitted.conn.clone();
+            let front = self.front.clone();
+            let service = hyper::service::service_fn(move |request: hyper::Request<_>| {
+                let mut request = request.map(Body::new);
+                request.extensions_mut().insert(conn.clone());
+                front.clone().call(request)
+            });
+            let serving = http.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            let shutdown = self.shutdown.clone();
+            connections.spawn(async move {
+                let mut serving = std::pin::pin!(serving);
+                tokio::select! {
+                    served = serving.as_mut() => {
+                        if let Err(e) = served {
+                            tracing::trace!("a connection ended: {e}");
+                        }
+                        return;
+                    }
+                    // The oldest unauthenticated connection past the cap: closed now.
+                    () = admitted.closed.cancelled() => return,
+                    () = shutdown.cancelled() => serving.as_mut().graceful_shutdown(),
+                }
+                let _ = serving.await;
+                drop(admitted);
+            });
+        }
+        connections.close();
+        connections.wait().await;
+        Ok(())
+    }
+
+    /// An accept failed: out of descriptors, the oldest unauthenticated connection is closed
+    /// to make room (and the loop pauses a moment); `false` once shutting down.
+    async fn accept_failed(&self, e: &std::io::Error) -> bool {
+        let out_of_descriptors = matches!(e.raw_os_error(), Some(23 | 24));
+        if out_of_descriptors {
+            let closed = self.door.close_oldest();
+            tracing::warn!(
+                "cannot accept a connection: {e}{}",
+                if closed {
+                    "; closed the oldest unauthenticated connection"
+                } else {
+                    ""
+                }
+            );
+        } else {
+            tracing::debug!("cannot accept a connection: {e}");
+        }
+        tokio::select! {
+            () = tokio::time::sleep(ACCEPT_PAUSE) => true,
+            () = self.shutdown.cancelled() => false,
+        }
     }
 }
+
+/// The pause after a failed accept (as axum's `serve` makes one, shorter).
+const ACCEPT_PAUSE: std::time::Duration = std::time::Duration::from_millis(20);
 
 #[derive(Debug)]
 struct Guard {
@@ -410,6 +586,14 @@ impl Guard {
 #[derive(Debug, Clone)]
 struct Page {
     guard: Arc<Guard>,
+    door: Arc<Door>,
+}
+
+/// Counts the request's connection as authenticated ([`crate::door`]).
+fn authenticated(request: &Request) {
+    if let Some(conn) = request.extensions().get::<Arc<Conn>>() {
+        conn.authenticated();
+    }
 }
 
 /// The way in for every request.
@@ -469,6 +653,7 @@ impl Service<Request> for FrontDoor {
         let Some(door) = self.fast.as_ref().filter(|door| door.admits(&request)) else {
             return futures::future::Either::Left(self.router.call(request));
         };
+        authenticated(&request);
         let fast = door.fast.clone();
         let mut router = self.router.clone();
         futures::future::Either::Right(Box::pin(async move {
@@ -501,6 +686,7 @@ async fn check_request(
         && guard.has_cookie(request.headers());
     if page_json || token_matches(request.headers(), &guard.token) {
         // The static token: every session is counted against it.
+        authenticated(&request);
         request.extensions_mut().insert(TokenId(0));
     } else if let Some(oauth) = &guard.oauth {
         let host = request
@@ -520,6 +706,7 @@ async fn check_request(
                         .into_response();
                 }
                 Ok(identity) => {
+                    authenticated(&request);
                     // Sessions are counted per subject.
                     request
                         .extensions_mut()
@@ -702,20 +889,39 @@ async fn check_origin(State(guard): State<Arc<Guard>>, request: Request, next: N
 
 /// `GET /`: the status page for a request with the token or the page's cookie (one with the
 /// token gets the cookie too, so the page's refreshes are let in), else the login form.
-async fn page(State(page): State<Page>, headers: HeaderMap) -> Response {
+async fn page(State(page): State<Page>, request: Request) -> Response {
     let guard = &page.guard;
-    let bearer = token_matches(&headers, &guard.token);
-    if !bearer && !guard.has_cookie(&headers) {
+    let headers = request.headers();
+    let bearer = token_matches(headers, &guard.token);
+    if !bearer && !guard.has_cookie(headers) {
         return html(StatusCode::OK, crate::status_page::login_page(false), None);
     }
+    authenticated(&request);
     let cookie = bearer.then(|| crate::status_page::set_cookie(&guard.cookie));
     html(StatusCode::OK, crate::status_page::status_page(), cookie)
 }
 
 /// `POST /login` (a form with `token`): the right token sets the page's cookie and goes back
-/// to `/`; a wrong one gets the form again, with 401.
-async fn login(State(page): State<Page>, body: axum::body::Bytes) -> Response {
+/// to `/`; a wrong one gets the form again, with 401. Each attempt takes from its address's
+/// bucket ([`crate::door`]): an empty one gets 429 with `Retry-After`, whatever it sent.
+async fn login(
+    State(page): State<Page>,
+    conn: Option<axum::Extension<Arc<Conn>>>,
+    body: axum::body::Bytes,
+) -> Response {
     let guard = &page.guard;
+    let peer = conn
+        .as_ref()
+        .map_or(std::net::IpAddr::from([0, 0, 0, 0]), |conn| conn.peer.ip());
+    if let Err(wait) = page.door.login_attempt(peer) {
+        tracing::info!("a login attempt from {peer} was refused: too many");
+        return (
+            StatusCode::TOO_MANY_REQUESTS,
+            [(RETRY_AFTER, wait.to_string())],
+            format!("too many login attempts from this address: try again in {wait} s\n"),
+        )
+            .into_response();
+    }
     let sent = url::form_urlencoded::parse(&body)
         .find(|(key, _)| key == "token")
         .map(|(_, value)| value.trim().to_owned())
@@ -726,6 +932,9 @@ async fn login(State(page): State<Page>, body: axum::body::Bytes) -> Response {
             crate::status_page::login_page(true),
             None,
         );
+    }
+    if let Some(conn) = conn {
+        conn.authenticated();
     }
     Response::builder()
         .status(StatusCode::SEE_OTHER)
@@ -914,6 +1123,59 @@ mod tests {
             assert_eq!(mode & 0o777, 0o600);
         }
         assert_eq!(load_or_create_token(&path).unwrap(), (token, false));
+    }
+
+    /// Gateways starting at once with no token file (or a weak one) all serve the one token
+    /// the file ends up holding.
+    #[test]
+    fn gateways_starting_at_once_share_one_token() {
+        for weak in [None, Some("short\n")] {
+            for _ in 0..100 {
+                let dir = tempfile::tempdir().unwrap();
+                let path = dir.path().join("state/gateway-token");
+                if let Some(text) = weak {
+                    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                    std::fs::write(&path, text).unwrap();
+                }
+                let start = std::sync::Arc::new(std::sync::Barrier::new(16));
+                let tokens: Vec<String> = (0..16)
+                    .map(|_| {
+                        let (start, path) = (start.clone(), path.clone());
+                        std::thread::spawn(move || {
+                            start.wait();
+                            load_or_create_token(&path).unwrap().0
+                        })
+                    })
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .map(|t| t.join().unwrap())
+                    .collect();
+                let kept = std::fs::read_to_string(&path).unwrap();
+                assert!(
+                    tokens.iter().all(|t| t == kept.trim()),
+                    "{tokens:?} against the file's {kept:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_short_or_repetitive_token_is_weak_and_names_the_rule() {
+        for weak in [
+            "secret",
+            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+            "abababababababababab",
+        ] {
+            let why = weak_token(weak).unwrap();
+            assert!(why.contains("at least 16 characters and 64 bits"), "{why}");
+        }
+        for strong in [
+            "test-token-0123456789",
+            "conformance-1234512345",
+            &"0123456789abcdef".repeat(4),
+        ] {
+            assert_eq!(weak_token(strong), None, "{strong}");
+        }
     }
 
     /// A token file others can read, or one holding a short token, is not used silently: it is

@@ -17,6 +17,8 @@
 
 mod call;
 pub mod cluster;
+pub mod door;
+mod ended;
 mod fast;
 pub mod forward;
 pub mod http;
@@ -102,6 +104,9 @@ struct Inner {
     /// Among replicas with a shared store, sessions' state through it (set by the HTTP
     /// gateway).
     session_sync: std::sync::OnceLock<Arc<session_sync::SessionSync>>,
+    /// Among replicas without a shared store, the sessions ended here (set by the HTTP
+    /// gateway).
+    ended: std::sync::OnceLock<Arc<ended::Ended>>,
     /// Whether the HTTP gateway answers initialize-era calls before rmcp ([`fast`]); on
     /// unless [`Gateway::set_fast_path`] says otherwise (`serve --no-fast-path`).
     fast_path: std::sync::atomic::AtomicBool,
@@ -150,6 +155,7 @@ impl Gateway {
                 traces: std::sync::OnceLock::new(),
                 cluster: std::sync::OnceLock::new(),
                 session_sync: std::sync::OnceLock::new(),
+                ended: std::sync::OnceLock::new(),
                 fast_path: std::sync::atomic::AtomicBool::new(true),
                 started: std::time::Instant::now(),
                 list_wait: parking_lot::Mutex::new(DEFAULT_LIST_WAIT),
@@ -274,6 +280,16 @@ impl Gateway {
     /// Sessions' state among replicas with a shared store, once the HTTP gateway set it.
     pub(crate) fn session_sync(&self) -> Option<&Arc<session_sync::SessionSync>> {
         self.inner.session_sync.get()
+    }
+
+    /// Among replicas without a shared store, the sessions ended here, once the HTTP gateway
+    /// set them.
+    pub(crate) fn ended(&self) -> Option<&Arc<ended::Ended>> {
+        self.inner.ended.get()
+    }
+
+    pub(crate) fn set_ended(&self, ended: Arc<ended::Ended>) {
+        let _ = self.inner.ended.set(ended);
     }
 
     pub(crate) fn set_session_sync(&self, sync: Arc<session_sync::SessionSync>) {

@@ -113,19 +113,28 @@ pub struct ResourceServer {
     issuers: RwLock<Vec<String>>,
     client: reqwest::Client,
     keys: RwLock<Arc<JwkSet>>,
-    /// The JWKS's URL once discovered, and when it was last fetched; held across a fetch, so
+    /// The JWKS's URL once discovered, and when the last fetch ended; held across a fetch, so
     /// one fetch runs at a time.
     fetch: tokio::sync::Mutex<Fetched>,
+    /// How many fetches have ended: a request that waited for the lock while one ran takes
+    /// its outcome rather than fetching again.
+    fetches: std::sync::atomic::AtomicU64,
     /// Scopes the tool rules name (the metadata's `scopes_supported`).
     scopes: Vec<String>,
-    /// The least time between two fetches for an unknown key.
+    /// The least time between two fetches for an unknown key (a failed fetch is remembered
+    /// as long).
     refetch: Duration,
+    /// The bound on each request to the issuer.
+    fetch_timeout: Duration,
 }
 
 #[derive(Debug, Default)]
 struct Fetched {
     jwks_uri: Option<Url>,
+    /// When the last fetch ended.
     at: Option<Instant>,
+    /// Whether it failed.
+    failed: bool,
 }
 
 impl ResourceServer {
@@ -162,8 +171,10 @@ impl ResourceServer {
             client,
             keys: RwLock::default(),
             fetch: tokio::sync::Mutex::default(),
+            fetches: std::sync::atomic::AtomicU64::new(0),
             scopes,
             refetch: REFETCH,
+            fetch_timeout: FETCH_TIMEOUT,
         })
     }
 
@@ -176,6 +187,11 @@ impl ResourceServer {
     /// [`REFETCH`]).
     pub fn set_refetch(&mut self, refetch: Duration) {
         self.refetch = refetch;
+    }
+
+    /// The bound on each request to the issuer (metadata, JWKS; by default 10 s).
+    pub fn set_fetch_timeout(&mut self, timeout: Duration) {
+        self.fetch_timeout = timeout;
     }
 
     pub fn options(&self) -> &OAuthOptions {
@@ -227,11 +243,16 @@ impl ResourceServer {
     }
 
     /// The key `kid` (or, a token naming none, the one key of `alg`'s kind), fetching the JWKS
-    /// again when it is not there and the last fetch is older than the refetch bound.
+    /// again when it is not there and the last fetch ended longer than the refetch bound ago.
+    /// One fetch runs at a time, and the requests that waited for it take its outcome (a slow
+    /// or unreachable issuer costs them one wait, not one each); a failed fetch is remembered
+    /// for the refetch bound too.
     async fn key(&self, kid: Option<&str>, alg: Algorithm) -> Result<Jwk, String> {
+        use std::sync::atomic::Ordering;
         if let Some(jwk) = find(&self.keys(), kid, alg) {
             return Ok(jwk);
         }
+        let seen = self.fetches.load(Ordering::Acquire);
         let mut fetched = self.fetch.lock().await;
         // Another request may have fetched it meanwhile.
         if let Some(jwk) = find(&self.keys(), kid, alg) {
@@ -241,8 +262,13 @@ impl ResourceServer {
             Some(kid) => format!("the issuer has no key `{kid}`"),
             None => "the token names no key (`kid`) and the issuer has no single one".to_owned(),
         };
-        if fetched.at.is_some_and(|at| at.elapsed() < self.refetch) {
-            return Err(unknown());
+        let shared = self.fetches.load(Ordering::Acquire) != seen;
+        if shared || fetched.at.is_some_and(|at| at.elapsed() < self.refetch) {
+            return Err(if fetched.failed {
+                "the issuer's keys cannot be fetched".to_owned()
+            } else {
+                unknown()
+            });
         }
         if let Err(e) = self.fetch_keys(&mut fetched).await {
             tracing::warn!("{e}");
@@ -255,9 +281,18 @@ impl ResourceServer {
         self.keys.read().clone()
     }
 
-    /// Fetches the JWKS (discovering its URL first, once) into the cache.
+    /// Fetches the JWKS (discovering its URL first, once) into the cache, noting when it
+    /// ended and whether it failed.
     async fn fetch_keys(&self, fetched: &mut Fetched) -> Result<(), OAuthError> {
+        let outcome = self.fetch_set(fetched).await;
         fetched.at = Some(Instant::now());
+        fetched.failed = outcome.is_err();
+        self.fetches
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        outcome
+    }
+
+    async fn fetch_set(&self, fetched: &mut Fetched) -> Result<(), OAuthError> {
         let jwks_uri = match &fetched.jwks_uri {
             Some(uri) => uri.clone(),
             None => {
@@ -336,6 +371,7 @@ impl ResourceServer {
         let response = self
             .client
             .get(url.clone())
+            .timeout(self.fetch_timeout)
             .header(reqwest::header::ACCEPT, "application/json")
             .send()
             .await

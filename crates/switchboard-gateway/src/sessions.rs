@@ -490,6 +490,8 @@ pub(crate) struct SealedSessions {
     /// With a shared store: an ended session's id does not load, a loaded session's record
     /// is read, and a `DELETE` is told to the other replicas ([`crate::session_sync`]).
     pub(crate) sync: Option<Arc<crate::session_sync::SessionSync>>,
+    /// Without a store: the sessions ended here, which do not load again ([`crate::ended`]).
+    pub(crate) ended: Option<Arc<crate::ended::Ended>>,
 }
 
 #[async_trait::async_trait]
@@ -502,6 +504,14 @@ impl SessionStore for SealedSessions {
             tracing::debug!("a session id that does not open under the cluster key");
             return Ok(None);
         };
+        if self
+            .ended
+            .as_ref()
+            .is_some_and(|ended| ended.contains(session_id))
+        {
+            tracing::debug!("a session id of a session its client ended here");
+            return Ok(None);
+        }
         if let Some(sync) = &self.sync
             && !sync.restorable(session_id).await
         {
@@ -516,15 +526,20 @@ impl SessionStore for SealedSessions {
     }
 
     /// rmcp's answer to a `DELETE` (after the session was closed here): among replicas with a
-    /// store, the session ends on every replica.
+    /// store, the session ends on every replica; without one, on this one, restarts included.
     async fn delete(&self, id: &str) -> Result<(), SessionStoreError> {
-        if let Some(sync) = &self.sync
-            && self
-                .cluster
-                .open::<SealedSession>(Purpose::Session, id)
-                .is_some()
+        if self
+            .cluster
+            .open::<SealedSession>(Purpose::Session, id)
+            .is_none()
         {
+            return Ok(());
+        }
+        if let Some(sync) = &self.sync {
             sync.end(id).await;
+        }
+        if let Some(ended) = &self.ended {
+            ended.insert(id).await;
         }
         Ok(())
     }

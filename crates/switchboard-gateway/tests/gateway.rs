@@ -21,6 +21,7 @@ use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use switchboard::host::{Host, Prefix};
 use switchboard::permissions::GatewayAsk;
+use switchboard_gateway::door::DoorLimits;
 use switchboard_gateway::http::{DEFAULT_ORIGINS, HttpError, HttpGateway, HttpOptions};
 use switchboard_gateway::sessions::SessionLimits;
 use switchboard_gateway::{Gateway, ToolFilter, ToolSearch};
@@ -41,6 +42,8 @@ thread_local! {
     static NO_FAST_PATH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// The tool rules of the next gateway this thread makes ([`gateway_with`]).
     static RULES: std::cell::RefCell<Option<ToolFilter>> = const { std::cell::RefCell::new(None) };
+    /// The door limits of the next gateway this thread makes ([`gateway_with`]).
+    static DOOR: std::cell::Cell<Option<DoorLimits>> = const { std::cell::Cell::new(None) };
 }
 
 fn testkit(args: &[&str]) -> Value {
@@ -107,6 +110,9 @@ async fn gateway_with(
     )
     .await
     .unwrap();
+    if let Some(limits) = DOOR.with(|d| d.take()) {
+        server.set_limits(limits);
+    }
     let url = format!("http://{}/mcp", server.local_addr().unwrap());
     tokio::spawn(server.run());
     (tree, host, url)
@@ -389,6 +395,149 @@ async fn without_the_token_401_with_a_foreign_origin_403_and_healthz_is_open() {
             "sessions": {"open": 2, "max": 10000, "maxPerToken": 1000, "idleSeconds": 300},
         })
     );
+}
+
+/// Opens a connection to the gateway at `url` and sends the start of a request's headers,
+/// never their end (slowloris).
+async fn slow_connection(url: &str) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt as _;
+    let addr = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        .await
+        .unwrap();
+    stream
+}
+
+/// Whether the gateway closes `stream` within `bound` (reads until the end).
+async fn closed_within(stream: &mut tokio::net::TcpStream, bound: Duration) -> bool {
+    use tokio::io::AsyncReadExt as _;
+    let mut buffer = [0u8; 1024];
+    tokio::time::timeout(bound, async {
+        while let Ok(n) = stream.read(&mut buffer).await
+            && n > 0
+        {}
+    })
+    .await
+    .is_ok()
+}
+
+/// A client that never finishes its request's headers is disconnected once the header-read
+/// timeout has passed; the gateway goes on serving the token's clients.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_that_never_finishes_its_headers_is_closed() {
+    DOOR.with(|d| {
+        d.set(Some(DoorLimits {
+            header_read_timeout: Duration::from_millis(500),
+            ..DoorLimits::default()
+        }))
+    });
+    let (_tree, host, url) = gateway(json!({}), json!({})).await;
+    let mut slow = slow_connection(&url).await;
+    assert!(
+        closed_within(&mut slow, WAIT).await,
+        "a connection without the end of its headers was still open after {WAIT:?}"
+    );
+    let base = url.trim_end_matches("/mcp");
+    let status = reqwest::Client::new()
+        .get(format!("{base}/status"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status.status(), 200);
+    host.shutdown().await;
+}
+
+/// Many slow connections that never authenticate (slowloris) hold at most the cap of
+/// descriptors: past it the oldest is closed, and a client with the token is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_strangers_past_the_cap_are_closed_and_the_tokens_client_is_served() {
+    const CAP: usize = 8;
+    const SLOW: usize = 24;
+    DOOR.with(|d| {
+        d.set(Some(DoorLimits {
+            // Long: the closes below are the cap's.
+            header_read_timeout: Duration::from_secs(600),
+            max_unauthenticated: CAP,
+            ..DoorLimits::default()
+        }))
+    });
+    let (_tree, host, url) = gateway(json!({}), json!({})).await;
+    let mut slow = Vec::new();
+    for _ in 0..SLOW {
+        slow.push(slow_connection(&url).await);
+    }
+    let base = url.trim_end_matches("/mcp");
+    let http = reqwest::Client::new();
+    let status = http
+        .get(format!("{base}/status"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status.status(), 200);
+    // The oldest are closed: at least all but the cap's worth.
+    let mut closed = 0;
+    for stream in slow.iter_mut().take(SLOW - CAP) {
+        if closed_within(stream, WAIT).await {
+            closed += 1;
+        }
+    }
+    assert_eq!(closed, SLOW - CAP, "slow connections closed of the oldest");
+    // The token's client keeps its connection: a second request on it is served too.
+    let again = http
+        .get(format!("{base}/status"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 200);
+    host.shutdown().await;
+}
+
+/// `/login` guesses are limited per address: past the burst, 429 with `Retry-After`, even for
+/// the right token; once that wait is over, the right token logs in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn login_guesses_past_the_burst_get_429_and_the_right_token_works_after_the_wait() {
+    DOOR.with(|d| {
+        d.set(Some(DoorLimits {
+            login_burst: 3,
+            login_every: Duration::from_secs(1),
+            ..DoorLimits::default()
+        }))
+    });
+    let (_tree, host, url) = gateway(json!({}), json!({})).await;
+    let login = format!("{}/login", url.trim_end_matches("/mcp"));
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let attempt = |token: &str| {
+        http.post(&login)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!("token={token}"))
+            .send()
+    };
+    for guess in ["a", "b", "c"] {
+        assert_eq!(attempt(guess).await.unwrap().status(), 401);
+    }
+    let limited = attempt(TOKEN).await.unwrap();
+    assert_eq!(limited.status(), 429);
+    let retry: u64 = limited.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(retry, 1);
+    assert_eq!(attempt("d").await.unwrap().status(), 429);
+    // As a client told to come back in `retry` seconds does.
+    tokio::time::sleep(Duration::from_secs(retry)).await;
+    let logged_in = attempt(TOKEN).await.unwrap();
+    assert_eq!(logged_in.status(), 303);
+    assert!(logged_in.headers().contains_key("set-cookie"));
+    host.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

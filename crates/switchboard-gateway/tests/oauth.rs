@@ -633,6 +633,131 @@ async fn an_unknown_key_does_not_fetch_the_keys_again_at_once() {
 
 use switchboard::permissions::AllowAll as Allow;
 
+/// An issuer that never answers (its port takes connections and says nothing): requests whose
+/// token names a key the cache lacks share one fetch, rather than each waiting for a fetch of
+/// its own behind the others (10 s a request to the issuer by default), and the failure is
+/// remembered: the next request is refused at once, without asking the issuer again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_share_one_fetch_from_an_issuer_that_never_answers() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let issuer = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let issuer_url = format!("http://{}", issuer.local_addr().unwrap());
+    let (opened, mut connections) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = issuer.accept().await {
+            held.push(stream);
+            let _ = opened.send(());
+        }
+    });
+    let tree = ConfigTree::new().unwrap();
+    let env: switchboard::config::Environment = tree.env().into_iter().collect();
+    let host = Host::builder()
+        .discover(tree.project())
+        .env(env)
+        .start()
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let mut oauth = ResourceServer::new(
+        OAuthOptions {
+            issuer: issuer_url,
+            audience: url.clone(),
+        },
+        Vec::new(),
+    )
+    .unwrap();
+    // A fetch (two metadata URLs, each timing out) lasts longer than the refetch bound, as
+    // with the defaults (10 s a request, 5 s).
+    oauth.set_fetch_timeout(Duration::from_millis(1500));
+    oauth.set_refetch(Duration::from_secs(2));
+    let server = HttpGateway::on_listener(
+        Gateway::new(host.clone(), ToolFilter::default()),
+        listener,
+        HttpOptions {
+            token: String::new(),
+            oauth: Some(Arc::new(oauth)),
+            allowed_origins: DEFAULT_ORIGINS.iter().map(|s| s.to_string()).collect(),
+            allow_remote: false,
+            sessions: SessionLimits::default(),
+        },
+    )
+    .unwrap();
+    tokio::spawn(server.run());
+    use base64::Engine as _;
+    let part =
+        |value: Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(value.to_string());
+    let token = format!(
+        "{}.{}.{}",
+        part(json!({"alg": "RS256", "kid": "k1"})),
+        part(json!({"sub": "mallory"})),
+        part(json!("signature"))
+    );
+    let send = || {
+        let request = reqwest::Client::new()
+            .post(&url)
+            .bearer_auth(&token)
+            .header("content-type", "application/json")
+            .body("{}");
+        async move { request.send().await.unwrap() }
+    };
+    let answers = futures::future::join_all((0..4).map(|_| send())).await;
+    for answer in &answers {
+        assert_eq!(answer.status(), 401);
+        assert!(
+            challenge(answer).contains("cannot be fetched"),
+            "{}",
+            challenge(answer)
+        );
+    }
+    let mut count = 0;
+    while connections.try_recv().is_ok() {
+        count += 1;
+    }
+    // One fetch: one connection a metadata URL.
+    assert_eq!(count, 2, "the issuer was asked {count} times");
+    let again = send().await;
+    assert_eq!(again.status(), 401);
+    assert!(challenge(&again).contains("cannot be fetched"));
+    assert!(
+        connections.try_recv().is_err(),
+        "a failed fetch was not remembered"
+    );
+    host.shutdown().await;
+}
+
+/// Opens the authorization URL as a browser would: the testkit's authorization server answers
+/// at once with the redirect to the client's loopback callback, which is followed.
+#[derive(Debug, Default)]
+struct Browser;
+
+impl switchboard::auth::Opener for Browser {
+    fn open(
+        &self,
+        _server: &str,
+        url: &str,
+    ) -> futures::future::BoxFuture<'static, Result<(), String>> {
+        let url = url.to_owned();
+        Box::pin(async move {
+            reqwest::get(url)
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })
+    }
+}
+
+struct Allow;
+
+impl switchboard::permissions::PermissionPrompter for Allow {
+    fn ask(
+        &self,
+        _request: &switchboard::permissions::PermissionRequest,
+    ) -> futures::future::BoxFuture<'_, switchboard::permissions::PermissionAnswer> {
+        Box::pin(async { switchboard::permissions::PermissionAnswer::AllowOnce })
+    }
+}
+
 /// An MCP client that knows nothing but the gateway's URL (Switchboard's own, as a host with
 /// the gateway as a remote server) logs in: the 401 names the metadata, the metadata the
 /// issuer, the challenge the scope to ask for; the token it gets lets it in with that scope.

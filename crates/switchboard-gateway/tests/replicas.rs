@@ -908,6 +908,62 @@ async fn a_session_deleted_on_one_replica_is_unknown_on_every_replica() {
     drop(redis);
 }
 
+/// Without a shared store, a session its client ended (`DELETE`) is unknown to the replica that
+/// ended it (which would otherwise open its sealed id again), and stays so after a restart:
+/// the ended ids are kept in the state folder, owner-only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_session_stays_unknown_on_its_replica_without_a_store_even_after_a_restart() {
+    let tree = tree();
+    let a = replica(&tree, Some(SECRET)).await;
+    let http = reqwest::Client::new();
+    let session = open_session(&http, &a.url, &a.url).await;
+    let listed = request(&http, &a.url, &session, 2, "tools/list", json!({})).await;
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
+
+    end_session(&http, &a.url, &session).await;
+
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                      "params": {"name": "mcp__kit__echo", "arguments": {"text": "hi"}}});
+    let list = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"});
+    let refused = |url: String| {
+        let http = http.clone();
+        let (call, list, session) = (call.clone(), list.clone(), session.clone());
+        async move {
+            for body in [call, list] {
+                let status = post_session(&http, &url, Some(&session), body.clone())
+                    .send()
+                    .await
+                    .unwrap()
+                    .status();
+                assert_eq!(status, 404, "{} at {url}", body["method"]);
+            }
+        }
+    };
+    refused(a.url.clone()).await;
+
+    // The same replica, restarted.
+    let state = a.host.config().paths.state_dir.clone();
+    a.stop.cancel();
+    a.stopped.await.unwrap();
+    a.host.shutdown().await;
+    let again = replica(&tree, Some(SECRET)).await;
+    refused(again.url.clone()).await;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let kept = state.join("gateway-ended-sessions");
+        let mode = std::fs::metadata(&kept).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{}", kept.display());
+        let text = std::fs::read_to_string(&kept).unwrap();
+        assert!(!text.contains(&session), "the id itself is never written");
+    }
+    // Another session opens and is served as ever.
+    let other = open_session(&http, &again.url, &again.url).await;
+    let listed = request(&http, &again.url, &other, 5, "tools/list", json!({})).await;
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
+    again.host.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_running_on_one_replica_is_cancelled_through_another() {
     let Some(redis) = switchboard_testkit::redis::RedisServer::start().unwrap() else {
