@@ -14,11 +14,12 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::num::NonZeroUsize;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lru::LruCache;
+use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 use wildmatch::WildMatch;
@@ -408,9 +409,7 @@ impl Catalog {
                     }
                     Ok(_) => {}
                     Err(broadcast::error::RecvError::Lagged(_)) => {
-                        if let Ok(mut cache) = catalog.cache.lock() {
-                            cache.clear();
-                        }
+                        catalog.cache.lock().clear();
                         catalog.bump();
                     }
                     Err(broadcast::error::RecvError::Closed) => return,
@@ -420,11 +419,11 @@ impl Catalog {
     }
 
     fn cached(&self, server: &str) -> Option<Arc<ServerTools>> {
-        self.cache.lock().ok()?.get(server).cloned()
+        self.cache.lock().get(server).cloned()
     }
 
     fn forget(&self, server: &str) {
-        let old = self.cache.lock().ok().and_then(|mut c| c.pop(server));
+        let old = self.cache.lock().pop(server);
         // Bumped even when nothing was cached: a state (needs-auth) changes the pseudo-tools.
         self.bump();
         if let Some(old) = old.filter(|o| !o.tools.is_empty()) {
@@ -470,9 +469,7 @@ impl Catalog {
     /// tools a listing is loading as it runs (no one could have listed them before).
     fn store_as(&self, server: &str, new: &Arc<ServerTools>, announce: bool) {
         let old = {
-            let Ok(mut cache) = self.cache.lock() else {
-                return;
-            };
+            let mut cache = self.cache.lock();
             if cache
                 .peek(server)
                 .is_some_and(|old| old.number > new.number)
@@ -524,9 +521,7 @@ impl Catalog {
         let number = NEXT.fetch_add(1, Ordering::Relaxed);
         let (done, receiver) = watch::channel(None);
         let waiting = {
-            let Ok(mut fetching) = self.fetching.lock() else {
-                return self.list(server, number).await;
-            };
+            let mut fetching = self.fetching.lock();
             match fetching.get(server) {
                 Some(other) if !fresh => Some(other.clone()),
                 _ => {
@@ -552,10 +547,11 @@ impl Catalog {
             self.store(server, tools);
         }
         let _ = done.send(Some(result.as_ref().ok().cloned()));
-        if let Ok(mut fetching) = self.fetching.lock()
-            && fetching.get(server).is_some_and(|f| f.number == number)
         {
-            fetching.remove(server);
+            let mut fetching = self.fetching.lock();
+            if fetching.get(server).is_some_and(|f| f.number == number) {
+                fetching.remove(server);
+            }
         }
         result
     }
@@ -903,9 +899,7 @@ fn validators(
     Option<Arc<jsonschema::Validator>>,
     Option<Arc<jsonschema::Validator>>,
 ) {
-    let Ok(mut cache) = list.validators.lock() else {
-        return (None, None);
-    };
+    let mut cache = list.validators.lock();
     let tool = &list.tools[index];
     let mut compiled = |which: SchemaKind| {
         let key = (index, which);

@@ -467,9 +467,9 @@ pub struct Host {
     interaction: Interaction,
     roots: Roots,
     /// The search index of the catalogue, with the catalogue generation it was built from.
-    search: Arc<std::sync::Mutex<Option<BuiltIndex>>>,
+    search: Arc<parking_lot::Mutex<Option<BuiltIndex>>>,
     /// The served names of the catalogue's tools ([`Host::tool_names`]).
-    names: Arc<std::sync::Mutex<Option<names::BuiltNames>>>,
+    names: Arc<parking_lot::Mutex<Option<names::BuiltNames>>>,
     /// How the servers were chosen, to choose them again on [`Host::reload`] (`None`: they
     /// were given, not read).
     reload: Option<Arc<ReloadSpec>>,

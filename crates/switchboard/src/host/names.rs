@@ -265,18 +265,19 @@ impl Host {
         }
         let generation = self.catalog.generation();
         let naming = (prefix, max);
-        let cached = self.names.lock().ok().and_then(|c| {
-            c.as_ref()
-                .filter(|(g, n, _)| *g == generation && *n == naming)
-                .map(|(_, _, n)| n.clone())
-        });
+        let cached = self
+            .names
+            .lock()
+            .as_ref()
+            .filter(|(g, n, _)| *g == generation && *n == naming)
+            .map(|(_, _, n)| n.clone());
         if let Some(names) = cached {
             return names;
         }
         let (snapshot, complete) = self.catalog.snapshot_listed().await;
         let names = Arc::new(tool_names_within(prefix, max, snapshot.tools.iter()));
-        if complete && let Ok(mut cache) = self.names.lock() {
-            *cache = Some((generation, naming, names.clone()));
+        if complete {
+            *self.names.lock() = Some((generation, naming, names.clone()));
         }
         names
     }

@@ -110,16 +110,17 @@ impl Host {
         let cached = self
             .search
             .lock()
-            .ok()
-            .and_then(|c| c.as_ref().filter(|(g, _)| *g == generation).cloned());
+            .as_ref()
+            .filter(|(g, _)| *g == generation)
+            .cloned();
         if let Some((_, index)) = cached {
             return index;
         }
         let (snapshot, complete) = self.catalog.snapshot_listed().await;
         let index = Arc::new(ToolIndex::new(snapshot.tools));
         // A listing that failed is tried again by the next search, not cached without it.
-        if complete && let Ok(mut cache) = self.search.lock() {
-            *cache = Some((generation, index.clone()));
+        if complete {
+            *self.search.lock() = Some((generation, index.clone()));
         }
         index
     }
