@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use clap_complete::engine::{ArgValueCandidates, CompletionCandidate};
-use switchboard_gateway::sessions::SessionLimits;
+use switchboard_gateway::SessionLimits;
 
 #[derive(Debug, Parser)]
 #[command(

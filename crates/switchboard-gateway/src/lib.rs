@@ -1,7 +1,7 @@
 //! The gateway: a [`Host`]'s whole catalogue served as one MCP server, over stdio
-//! ([`serve_stdio`]) and Streamable HTTP ([`http::HttpGateway`]).
+//! ([`serve_stdio`]) and Streamable HTTP ([`HttpGateway`]).
 //!
-//! Every downstream client gets its own session, with its own handler ([`session::Session`]):
+//! Every downstream client gets its own session, with its own handler ([`Session`]):
 //! its progress, cancellations and the questions servers ask during its calls go to it alone.
 //! Tools keep their schemas, annotations and output schemas; by `--prefix`
 //! ([`switchboard::host::Prefix`], the names are the library's) they keep their qualified
@@ -16,29 +16,43 @@
 //! be asked.
 
 mod call;
-pub mod cluster;
+mod cluster;
 mod fast;
-pub mod forward;
-pub mod http;
-pub mod metrics;
-pub mod oauth;
-pub mod page;
+mod forward;
+mod http;
+mod metrics;
+mod oauth;
+mod page;
 mod replicas;
-pub mod rounds;
-pub mod rules;
-pub mod search;
-pub mod session;
+mod rounds;
+mod rules;
+mod search;
+mod session;
 mod session_sync;
-pub mod sessions;
+mod sessions;
 mod status_page;
 mod subscribed;
-pub mod trace;
+mod trace;
+
+// What the CLI (`switchboard serve`), the tests and the benches use; the modules stay private.
+pub use cluster::{Cluster, ClusterKeyError};
+pub use forward::upstream_interaction;
+pub use http::{
+    DEFAULT_ORIGINS, HttpError, HttpGateway, HttpOptions, MCP_PATH, load_or_create_token,
+    weak_token_file,
+};
+pub use metrics::{Metrics, ServerCalls};
+pub use oauth::{OAuthError, OAuthOptions, ResourceServer};
+pub use page::PAGE_SIZE;
+pub use rounds::Rounds;
+pub use rules::ToolFilter;
+pub use session::Session;
+pub use sessions::SessionLimits;
+pub use trace::{TraceError, Traces};
 
 use std::sync::Arc;
 
 use switchboard::host::{Host, Prefix};
-
-pub use rules::ToolFilter;
 
 /// `serve --tool-search`: whether `tools/list` shows every tool, or only the search and call
 /// tools (and the tools of `alwaysLoad` servers, and those a session found).
@@ -260,7 +274,7 @@ impl Gateway {
 
     /// Serves as one of several replicas sharing `cluster`'s key: session ids and input rounds
     /// states are sealed under it ([`cluster`]); `false` when a cluster was set already.
-    /// Set before [`http::HttpGateway::bind`].
+    /// Set before [`HttpGateway::bind`].
     pub fn set_cluster(&self, cluster: Arc<cluster::Cluster>) -> bool {
         self.inner.rounds.set_cluster(cluster.clone());
         self.inner.cluster.set(cluster).is_ok()

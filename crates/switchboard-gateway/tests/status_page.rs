@@ -14,8 +14,7 @@ use std::time::Duration;
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::json;
 use switchboard::host::Host;
-use switchboard_gateway::http::{DEFAULT_ORIGINS, HttpGateway, HttpOptions};
-use switchboard_gateway::{Gateway, ToolFilter};
+use switchboard_gateway::{DEFAULT_ORIGINS, Gateway, HttpGateway, HttpOptions, ToolFilter};
 use switchboard_testkit::config_tree::ConfigTree;
 
 const WAIT: Duration = Duration::from_secs(30);
