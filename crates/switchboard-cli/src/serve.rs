@@ -126,7 +126,7 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
             // there, so audio and blobs stay in the results.
             .binaries_inline(addr.is_some())
             .start()?;
-        if args.prefix == switchboard::host::Prefix::Never || args.wait_for_servers {
+        if args.prefix == switchboard_gateway::Prefix::Never || args.wait_for_servers {
             // `--prefix never` serves the servers' own names: two servers offering one is
             // refused before any client sees either, so every server is waited for first (as
             // `--wait-for-servers` asks).
@@ -134,7 +134,7 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
                 host.shutdown().await;
                 return Err(e);
             }
-            let collisions = host.name_collisions(args.prefix).await;
+            let collisions = switchboard_gateway::name_collisions(&host, args.prefix).await;
             if !collisions.is_empty() {
                 host.shutdown().await;
                 // One line of what clashes, then the way out once.

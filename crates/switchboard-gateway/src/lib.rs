@@ -3,9 +3,9 @@
 //!
 //! Every downstream client gets its own session, with its own handler ([`Session`]):
 //! its progress, cancellations and the questions servers ask during its calls go to it alone.
-//! Tools keep their schemas, annotations and output schemas; by `--prefix`
-//! ([`switchboard::host::Prefix`], the names are the library's) they keep their qualified
-//! names (`mcp__<server>__<tool>`), resources get URIs that name their server
+//! Tools keep their schemas, annotations and output schemas; by `--prefix` ([`Prefix`]; served
+//! names are the gateway's, the host knows qualified ones) they keep their qualified names
+//! (`mcp__<server>__<tool>`), resources get URIs that name their server
 //! (`switchboard://<server>/<uri>`) and prompts are named like tools, or each keeps its server's
 //! own name where no other server's collides. A `list_changed` of any upstream server reaches every
 //! downstream session. Calls go through the host's whole pipeline (permissions, hooks, output
@@ -21,6 +21,7 @@ mod fast;
 mod forward;
 mod http;
 mod metrics;
+mod names;
 mod oauth;
 mod page;
 mod replicas;
@@ -42,6 +43,7 @@ pub use http::{
     weak_token_file,
 };
 pub use metrics::{Metrics, ServerCalls};
+pub use names::{NameCollision, Prefix, name_collisions};
 pub use oauth::{OAuthError, OAuthOptions, ResourceServer};
 pub use page::PAGE_SIZE;
 pub use rounds::Rounds;
@@ -52,7 +54,7 @@ pub use trace::{TraceError, Traces};
 
 use std::sync::Arc;
 
-use switchboard::host::{Host, Prefix};
+use switchboard::host::Host;
 
 /// `serve --tool-search`: whether `tools/list` shows every tool, or only the search and call
 /// tools (and the tools of `alwaysLoad` servers, and those a session found).
@@ -105,6 +107,8 @@ struct Inner {
     search: ToolSearch,
     /// How tools, prompts and resources are named.
     prefix: Prefix,
+    /// The served names of the catalogue's tools, kept per catalogue generation.
+    names: names::ToolNames,
     /// The calls of 2026-07-28 clients that wait for their answers.
     rounds: rounds::Rounds,
     /// Calls, errors and latencies, for `/metrics` and the status page.
@@ -159,6 +163,7 @@ impl Gateway {
                 rules: tokio::sync::watch::Sender::new(0),
                 search,
                 prefix,
+                names: names::ToolNames::default(),
                 rounds: rounds::Rounds::default(),
                 metrics,
                 traces: std::sync::OnceLock::new(),
@@ -211,10 +216,11 @@ impl Gateway {
     }
 
     /// The served names of the catalogue's tools, by `--prefix` and the name budget.
-    pub(crate) async fn tool_names(&self) -> std::sync::Arc<switchboard::host::ServedNames> {
-        self.inner
-            .host
-            .tool_names_within(self.prefix(), self.name_budget())
+    pub(crate) async fn tool_names(&self) -> Arc<names::ServedNames> {
+        let inner = &self.inner;
+        inner
+            .names
+            .get(&inner.host, self.prefix(), self.name_budget())
             .await
     }
 

@@ -19,11 +19,11 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Value, json};
-use switchboard::host::{Host, Prefix};
+use switchboard::host::Host;
 use switchboard::permissions::GatewayAsk;
 use switchboard_gateway::{
-    DEFAULT_ORIGINS, Gateway, HttpError, HttpGateway, HttpOptions, SessionLimits, ToolFilter,
-    ToolSearch,
+    DEFAULT_ORIGINS, Gateway, HttpError, HttpGateway, HttpOptions, Prefix, SessionLimits,
+    ToolFilter, ToolSearch,
 };
 use switchboard_testkit::config_tree::ConfigTree;
 use tokio::sync::mpsc;

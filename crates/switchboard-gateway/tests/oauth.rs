@@ -12,10 +12,10 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
-use switchboard::host::{Host, Prefix};
+use switchboard::host::Host;
 use switchboard_gateway::{
-    Cluster, DEFAULT_ORIGINS, Gateway, HttpGateway, HttpOptions, OAuthOptions, ResourceServer,
-    SessionLimits, ToolFilter, ToolSearch,
+    Cluster, DEFAULT_ORIGINS, Gateway, HttpGateway, HttpOptions, OAuthOptions, Prefix,
+    ResourceServer, SessionLimits, ToolFilter, ToolSearch,
 };
 use switchboard_testkit::config_tree::ConfigTree;
 use switchboard_testkit::{TestServer, Transport};

@@ -237,9 +237,17 @@ pub struct ToolsView {
     listed: Vec<(usize, usize)>,
     /// What the user should know about (tools left out, descriptions cut, failed listings).
     pub issues: Vec<CatalogIssue>,
+    /// Whether every connected server's list was there.
+    complete: bool,
 }
 
 impl ToolsView {
+    /// Whether every connected server's list was there (a listing that failed is not): what
+    /// is derived from an incomplete view should not be kept.
+    pub fn complete(&self) -> bool {
+        self.complete
+    }
+
     /// The tools, built-ins first, then each server's (servers sorted by name).
     pub fn iter(&self) -> impl Iterator<Item = &Tool> + Clone + '_ {
         self.own
@@ -737,6 +745,7 @@ impl Catalog {
                 }
             }
         }
+        view.complete = complete;
         (view, complete)
     }
 

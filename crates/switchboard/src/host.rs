@@ -39,7 +39,6 @@
 
 mod content;
 mod error;
-mod names;
 mod requests;
 mod servers;
 mod serving;
@@ -69,10 +68,6 @@ use crate::search::{SearchHit, ToolIndex};
 
 pub use content::ContentBlock;
 pub use error::{HostError, StartError};
-pub use names::{
-    NameCollision, Prefix, RESOURCE_SCHEME, ServedNames, parse_resource_uri, prompt_names,
-    resource_names, resource_uri, tool_names, tool_names_of, tool_names_within,
-};
 pub use requests::{Listed, Listing, PromptEntry, ReadOutcome, RequestOptions};
 pub use servers::{EventKind, Events, HostEvent, Readiness};
 
@@ -446,7 +441,6 @@ impl HostBuilder {
             interaction: self.interaction,
             roots,
             search: Arc::default(),
-            names: Arc::default(),
             reload,
             store: self.store,
         })
@@ -468,8 +462,6 @@ pub struct Host {
     roots: Roots,
     /// The search index of the catalogue, with the catalogue generation it was built from.
     search: Arc<parking_lot::Mutex<Option<BuiltIndex>>>,
-    /// The served names of the catalogue's tools ([`Host::tool_names`]).
-    names: Arc<parking_lot::Mutex<Option<names::BuiltNames>>>,
     /// How the servers were chosen, to choose them again on [`Host::reload`] (`None`: they
     /// were given, not read).
     reload: Option<Arc<ReloadSpec>>,

@@ -96,8 +96,8 @@ pub use connection::{
 #[doc(inline)]
 pub use host::{CallError, CallOptions, CallOutcome, Host, HostBuilder};
 pub use host::{
-    ContentBlock, Events, HostError, HostEvent, Listed, Listing, NameCollision, Prefix,
-    PromptEntry, ReadOutcome, Readiness, RequestOptions, ServedNames, StartError,
+    ContentBlock, Events, HostError, HostEvent, Listed, Listing, PromptEntry, ReadOutcome,
+    Readiness, RequestOptions, StartError,
 };
 pub use manager::{
     InProcessFactory, LoginError, ManagerError, Reloaded, ServerEvent, forget_needs_auth,

@@ -103,6 +103,14 @@ impl Host {
         self.catalog.view_listed().await.0
     }
 
+    /// The catalogue's generation: it changes whenever a server's tool list is stored or
+    /// dropped. What a program derives from the tools (a name map, an index) read under one
+    /// generation holds until it changes, if the view was
+    /// [`complete`](crate::ToolsView::complete).
+    pub fn catalog_generation(&self) -> u64 {
+        self.catalog.generation()
+    }
+
     /// The catalogue's search index: built on the first search, again only when the
     /// catalogue changed since (a server's list stored or dropped).
     pub async fn search_index(&self) -> Arc<ToolIndex> {
