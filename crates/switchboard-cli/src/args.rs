@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use clap_complete::engine::{ArgValueCandidates, CompletionCandidate};
-use switchboard_gateway::sessions::SessionLimits;
+use switchboard_gateway::SessionLimits;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -710,7 +710,7 @@ pub(crate) struct ServeArgs {
         value_name = "always|conditional|never",
         default_value = "always"
     )]
-    pub(crate) prefix: switchboard::host::Prefix,
+    pub(crate) prefix: switchboard_gateway::Prefix,
     /// Export OpenTelemetry traces over OTLP/HTTP to this collector (its base URL, e.g.
     /// http://localhost:4318): a span per client request, a child per upstream call, whose
     /// W3C traceparent goes upstream in `_meta`.

@@ -347,8 +347,8 @@ async fn call(
         bar.enable_steady_tick(Duration::from_millis(80));
         bar
     });
-    if let (Some(bar), Ok(mut spinner)) = (&bar, crate::context::SPINNER.lock()) {
-        *spinner = Some(bar.clone());
+    if let Some(bar) = &bar {
+        *crate::context::SPINNER.lock() = Some(bar.clone());
     }
     let show = {
         let bar = bar.clone();

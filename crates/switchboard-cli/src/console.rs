@@ -34,13 +34,12 @@ use tokio::sync::mpsc;
 use crate::context::Context;
 
 /// Where log lines go while the console has the screen: its message line.
-static LOG_TAP: std::sync::Mutex<Option<mpsc::UnboundedSender<Done>>> = std::sync::Mutex::new(None);
+static LOG_TAP: parking_lot::Mutex<Option<mpsc::UnboundedSender<Done>>> =
+    parking_lot::Mutex::new(None);
 
 /// Hands a log line to the open console; `false` when none is open (print it on stderr).
 pub(crate) fn take_log_line(line: &str) -> bool {
-    let Ok(tap) = LOG_TAP.lock() else {
-        return false;
-    };
+    let tap = LOG_TAP.lock();
     let Some(tx) = tap.as_ref() else {
         return false;
     };
@@ -118,9 +117,7 @@ async fn console(
     };
     // Log lines go to the message line from here on, those of the servers' start too.
     let (done, mut results) = mpsc::unbounded_channel();
-    if let Ok(mut tap) = LOG_TAP.lock() {
-        *tap = Some(done.clone());
-    }
+    *LOG_TAP.lock() = Some(done.clone());
     // The console runs for long: a remote server down at its start is tried again.
     let host = Arc::new(planned.builder.auth(auth).one_shot(false).start()?);
     // The host's builder may have written the configuration's problems on stderr.
@@ -242,9 +239,7 @@ impl Screen {
     }
 
     fn close(&mut self) {
-        if let Ok(mut tap) = LOG_TAP.lock() {
-            *tap = None;
-        }
+        *LOG_TAP.lock() = None;
         if std::mem::take(&mut self.open) {
             ratatui::restore();
         }

@@ -71,12 +71,12 @@ impl Context {
 }
 
 /// The spinner of the running call, so a question to the user can take it off the terminal.
-pub(crate) static SPINNER: std::sync::Mutex<Option<indicatif::ProgressBar>> =
-    std::sync::Mutex::new(None);
+pub(crate) static SPINNER: parking_lot::Mutex<Option<indicatif::ProgressBar>> =
+    parking_lot::Mutex::new(None);
 
 /// Clears the call's spinner for good: a server is asking the user something.
 pub(crate) fn stop_spinner() {
-    if let Some(bar) = SPINNER.lock().ok().and_then(|mut s| s.take()) {
+    if let Some(bar) = SPINNER.lock().take() {
         bar.finish_and_clear();
     }
 }

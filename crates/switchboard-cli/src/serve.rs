@@ -8,10 +8,10 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
-use switchboard_gateway::http::{DEFAULT_ORIGINS, HttpGateway, HttpOptions, MCP_PATH};
-use switchboard_gateway::oauth::{OAuthOptions, ResourceServer};
-use switchboard_gateway::sessions::SessionLimits;
-use switchboard_gateway::{Gateway, ToolFilter};
+use switchboard_gateway::{
+    DEFAULT_ORIGINS, Gateway, HttpGateway, HttpOptions, MCP_PATH, OAuthOptions, ResourceServer,
+    SessionLimits, ToolFilter,
+};
 
 use crate::args::ServeArgs;
 use crate::context::Context;
@@ -43,7 +43,7 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         && !args.allow_remote
     {
         // Before any server starts or a token is made.
-        return Err(switchboard_gateway::http::HttpError::NotLoopback(addr).into());
+        return Err(switchboard_gateway::HttpError::NotLoopback(addr).into());
     }
     // Read before any server starts: a bad token file or tool rule fails at once.
     let given = match addr {
@@ -54,7 +54,7 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
     let cluster = args
         .cluster_key_file
         .as_deref()
-        .map(switchboard_gateway::cluster::Cluster::from_key_file)
+        .map(switchboard_gateway::Cluster::from_key_file)
         .transpose()?
         .map(std::sync::Arc::new);
     if let Some(addr) = addr
@@ -100,7 +100,7 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         let traces = args
             .otlp_endpoint
             .as_deref()
-            .map(switchboard_gateway::trace::Traces::otlp)
+            .map(switchboard_gateway::Traces::otlp)
             .transpose()?;
         // Before any server starts: a bad or unreachable store fails at once, naming it.
         let store = match args.store.as_deref() {
@@ -120,13 +120,13 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
             builder = builder.store(store);
         }
         let host = builder
-            .interaction(switchboard_gateway::forward::upstream_interaction())
+            .interaction(switchboard_gateway::upstream_interaction())
             .gateway_ask(args.ask.into())
             // An HTTP client may be on another machine: a file written here means nothing
             // there, so audio and blobs stay in the results.
             .binaries_inline(addr.is_some())
             .start()?;
-        if args.prefix == switchboard::host::Prefix::Never || args.wait_for_servers {
+        if args.prefix == switchboard_gateway::Prefix::Never || args.wait_for_servers {
             // `--prefix never` serves the servers' own names: two servers offering one is
             // refused before any client sees either, so every server is waited for first (as
             // `--wait-for-servers` asks).
@@ -134,7 +134,7 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
                 host.shutdown().await;
                 return Err(e);
             }
-            let collisions = host.name_collisions(args.prefix).await;
+            let collisions = switchboard_gateway::name_collisions(&host, args.prefix).await;
             if !collisions.is_empty() {
                 host.shutdown().await;
                 // One line of what clashes, then the way out once.
@@ -327,7 +327,7 @@ fn given_token(ctx: &Context, args: &ServeArgs) -> anyhow::Result<Option<String>
     if token.trim().is_empty() {
         bail!("{from}: the token is empty");
     }
-    if let Some(rule) = switchboard_gateway::http::weak_token(token.trim()) {
+    if let Some(rule) = switchboard_gateway::weak_token(token.trim()) {
         bail!(
             "{from}: the token is too weak: {rule}\n  hint: `openssl rand -hex 32` makes a strong \
              one; without a token the gateway makes one and keeps it in the state folder"
@@ -359,8 +359,8 @@ async fn serve_http(
         None if oauth.is_some() => String::new(),
         None => {
             let path = gateway.host().config().paths.state_dir.join(TOKEN_FILE);
-            let weak = switchboard_gateway::http::weak_token_file(&path);
-            let (token, created) = switchboard_gateway::http::load_or_create_token(&path)?;
+            let weak = switchboard_gateway::weak_token_file(&path);
+            let (token, created) = switchboard_gateway::load_or_create_token(&path)?;
             if let Some(reason) = weak {
                 eprintln!(
                     "switchboard: replaced the gateway's token file {}: {reason}",

@@ -63,8 +63,7 @@ use serde_json::{Value, json};
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 use switchboard::host::Host;
-use switchboard_gateway::http::{HttpGateway, HttpOptions};
-use switchboard_gateway::{Gateway, ToolFilter};
+use switchboard_gateway::{Gateway, HttpGateway, HttpOptions, ToolFilter};
 use switchboard_testkit::config_tree::ConfigTree;
 use switchboard_testkit::{ReferenceServer, TestServer, Transport};
 

@@ -23,7 +23,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 /// The fewest secret bytes a key file may hold.
-pub const MIN_KEY_BYTES: usize = 32;
+pub(crate) const MIN_KEY_BYTES: usize = 32;
 
 /// The HKDF salt and info: fixed, so every replica derives the same key from the same file.
 const SALT: &[u8] = b"switchboard cluster key v1";

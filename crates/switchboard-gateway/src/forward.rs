@@ -28,7 +28,7 @@ use switchboard::permissions::{PermissionAnswer, PermissionPrompter, PermissionR
 
 /// What a downstream client can be asked, from its `initialize` capabilities. A 2026-07-28
 /// client cannot be sent requests at all (the protocol forbids server-to-client requests).
-pub fn client_capabilities(peer: &Peer<RoleServer>) -> Option<ClientCapabilities> {
+pub(crate) fn client_capabilities(peer: &Peer<RoleServer>) -> Option<ClientCapabilities> {
     let info = peer.peer_info()?;
     if info.protocol_version.as_str() >= ProtocolVersion::V_2026_07_28.as_str() {
         return None;
@@ -48,7 +48,7 @@ pub trait Asker: Send + Sync + std::fmt::Debug {
 
 /// The interaction of one request of an initialize-era client: each question is a request to
 /// `peer`, for what it declared.
-pub fn downstream_interaction(peer: &Peer<RoleServer>) -> Interaction {
+pub(crate) fn downstream_interaction(peer: &Peer<RoleServer>) -> Interaction {
     match client_capabilities(peer) {
         Some(capabilities) => forwarding_interaction(&capabilities, PeerAsker::shared(peer)),
         None => upstream_interaction(),
@@ -57,7 +57,7 @@ pub fn downstream_interaction(peer: &Peer<RoleServer>) -> Interaction {
 
 /// The interaction of one call: each question the client declared it can answer goes to
 /// `asker`; the rest are declined (no roots: the servers get none).
-pub fn forwarding_interaction(
+pub(crate) fn forwarding_interaction(
     capabilities: &ClientCapabilities,
     asker: Arc<dyn Asker>,
 ) -> Interaction {
@@ -247,19 +247,13 @@ const APPROVAL_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// Asks the downstream client, with a form elicitation, whether a call may go ahead.
 #[derive(Debug)]
-pub struct ElicitingPrompter {
+pub(crate) struct ElicitingPrompter {
     asker: Arc<dyn Asker>,
 }
 
 impl ElicitingPrompter {
-    /// `None` when the client did not declare elicitation (the call is then denied).
-    pub fn for_peer(peer: &Peer<RoleServer>) -> Option<Arc<dyn PermissionPrompter>> {
-        let capabilities = client_capabilities(peer)?;
-        Self::for_client(&capabilities, PeerAsker::shared(peer))
-    }
-
     /// Asks through `asker`; `None` when the client did not declare elicitation.
-    pub fn for_client(
+    pub(crate) fn for_client(
         capabilities: &ClientCapabilities,
         asker: Arc<dyn Asker>,
     ) -> Option<Arc<dyn PermissionPrompter>> {

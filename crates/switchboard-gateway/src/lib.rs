@@ -1,11 +1,11 @@
 //! The gateway: a [`Host`]'s whole catalogue served as one MCP server, over stdio
-//! ([`serve_stdio`]) and Streamable HTTP ([`http::HttpGateway`]).
+//! ([`serve_stdio`]) and Streamable HTTP ([`HttpGateway`]).
 //!
-//! Every downstream client gets its own session, with its own handler ([`session::Session`]):
+//! Every downstream client gets its own session, with its own handler ([`Session`]):
 //! its progress, cancellations and the questions servers ask during its calls go to it alone.
-//! Tools keep their schemas, annotations and output schemas; by `--prefix`
-//! ([`switchboard::host::Prefix`], the names are the library's) they keep their qualified
-//! names (`mcp__<server>__<tool>`), resources get URIs that name their server
+//! Tools keep their schemas, annotations and output schemas; by `--prefix` ([`Prefix`]; served
+//! names are the gateway's, the host knows qualified ones) they keep their qualified names
+//! (`mcp__<server>__<tool>`), resources get URIs that name their server
 //! (`switchboard://<server>/<uri>`) and prompts are named like tools, or each keeps its server's
 //! own name where no other server's collides. A `list_changed` of any upstream server reaches every
 //! downstream session. Calls go through the host's whole pipeline (permissions, hooks, output
@@ -16,31 +16,48 @@
 //! be asked.
 
 mod call;
-pub mod cluster;
-pub mod door;
+mod cluster;
+mod door;
 mod ended;
 mod fast;
-pub mod forward;
-pub mod http;
-pub mod metrics;
-pub mod oauth;
-pub mod page;
+mod forward;
+mod http;
+mod metrics;
+mod names;
+mod oauth;
+mod page;
 mod replicas;
-pub mod rounds;
-pub mod rules;
-pub mod search;
-pub mod session;
+mod rounds;
+mod rules;
+mod search;
+mod session;
 mod session_sync;
-pub mod sessions;
+mod sessions;
 mod status_page;
 mod subscribed;
-pub mod trace;
+mod trace;
+
+// What the CLI (`switchboard serve`), the tests and the benches use; the modules stay private.
+pub use cluster::{Cluster, ClusterKeyError};
+pub use door::DoorLimits;
+pub use forward::upstream_interaction;
+pub use http::{
+    DEFAULT_ORIGINS, HttpError, HttpGateway, HttpOptions, MCP_PATH, load_or_create_token,
+    weak_token, weak_token_file,
+};
+pub use metrics::{Metrics, ServerCalls};
+pub use names::{NameCollision, Prefix, name_collisions};
+pub use oauth::{OAuthError, OAuthOptions, ResourceServer};
+pub use page::PAGE_SIZE;
+pub use rounds::Rounds;
+pub use rules::ToolFilter;
+pub use session::Session;
+pub use sessions::SessionLimits;
+pub use trace::{TraceError, Traces};
 
 use std::sync::Arc;
 
-use switchboard::host::{Host, Prefix};
-
-pub use rules::ToolFilter;
+use switchboard::host::Host;
 
 /// `serve --tool-search`: whether `tools/list` shows every tool, or only the search and call
 /// tools (and the tools of `alwaysLoad` servers, and those a session found).
@@ -93,6 +110,8 @@ struct Inner {
     search: ToolSearch,
     /// How tools, prompts and resources are named.
     prefix: Prefix,
+    /// The served names of the catalogue's tools, kept per catalogue generation.
+    names: names::ToolNames,
     /// The calls of 2026-07-28 clients that wait for their answers.
     rounds: rounds::Rounds,
     /// Calls, errors and latencies, for `/metrics` and the status page.
@@ -150,6 +169,7 @@ impl Gateway {
                 rules: tokio::sync::watch::Sender::new(0),
                 search,
                 prefix,
+                names: names::ToolNames::default(),
                 rounds: rounds::Rounds::default(),
                 metrics,
                 traces: std::sync::OnceLock::new(),
@@ -203,10 +223,11 @@ impl Gateway {
     }
 
     /// The served names of the catalogue's tools, by `--prefix` and the name budget.
-    pub(crate) async fn tool_names(&self) -> std::sync::Arc<switchboard::host::ServedNames> {
-        self.inner
-            .host
-            .tool_names_within(self.prefix(), self.name_budget())
+    pub(crate) async fn tool_names(&self) -> Arc<names::ServedNames> {
+        let inner = &self.inner;
+        inner
+            .names
+            .get(&inner.host, self.prefix(), self.name_budget())
             .await
     }
 
@@ -266,7 +287,7 @@ impl Gateway {
 
     /// Serves as one of several replicas sharing `cluster`'s key: session ids and input rounds
     /// states are sealed under it ([`cluster`]); `false` when a cluster was set already.
-    /// Set before [`http::HttpGateway::bind`].
+    /// Set before [`HttpGateway::bind`].
     pub fn set_cluster(&self, cluster: Arc<cluster::Cluster>) -> bool {
         self.inner.rounds.set_cluster(cluster.clone());
         self.inner.cluster.set(cluster).is_ok()

@@ -27,7 +27,7 @@ use switchboard::host::Host;
 use switchboard::{HostEvent, ServerEvent, ServerState};
 
 /// The media type of the text `GET /metrics` answers with.
-pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// Every state a server can be in, for `switchboard_server_state`.
 const STATES: [&str; 6] = [

@@ -31,10 +31,10 @@ use serde_json::{Value, json};
 use url::Url;
 
 /// How far `exp` and `nbf` may be off (clock skew between the issuer and the gateway).
-pub const LEEWAY: Duration = Duration::from_secs(30);
+pub(crate) const LEEWAY: Duration = Duration::from_secs(30);
 
 /// The least time between two fetches of the JWKS for an unknown key.
-pub const REFETCH: Duration = Duration::from_secs(5);
+pub(crate) const REFETCH: Duration = Duration::from_secs(5);
 
 /// The bound on each request to the issuer (metadata, JWKS).
 const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
@@ -43,7 +43,7 @@ const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_DOCUMENT: usize = 1024 * 1024;
 
 /// The path of the protected resource metadata (RFC 9728 §3).
-pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
+pub(crate) const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 
 /// Signature algorithms a token may use: public-key ones only (an `HS256` token would be
 /// checked against a key anyone reading the JWKS has).

@@ -44,10 +44,10 @@ use crate::cluster::{Cluster, Purpose};
 use crate::forward::Asker;
 
 /// How long a request waits for its client to come back with the answers.
-pub const PARK_FOR: Duration = Duration::from_secs(300);
+pub(crate) const PARK_FOR: Duration = Duration::from_secs(300);
 
 /// The most requests that wait for answers at once; more are refused.
-pub const MAX_PARKED: usize = 256;
+pub(crate) const MAX_PARKED: usize = 256;
 
 /// The requests waiting for their clients' answers, by `requestState`. Cheap to clone.
 #[derive(Debug, Clone, Default)]
@@ -59,7 +59,7 @@ pub struct Rounds {
 
 /// What a replica's `requestState` holds: where the request is parked, and its handle there.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct RoundSeal {
+pub(crate) struct RoundSeal {
     /// The parking replica's advertised `HOST:PORT`.
     #[serde(rename = "a")]
     pub addr: String,

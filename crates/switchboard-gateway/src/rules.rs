@@ -21,7 +21,7 @@ use crate::oauth::Identity;
 
 /// Who a rule is for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Who {
+pub(crate) enum Who {
     Everyone,
     /// Requests whose token has this scope.
     Scope(String),
@@ -31,15 +31,14 @@ pub enum Who {
 
 /// One `--allow-tool` or `--deny-tool` rule.
 #[derive(Debug, Clone)]
-pub struct ToolRule {
+pub(crate) struct ToolRule {
     who: Who,
     pattern: WildMatch,
-    text: String,
 }
 
 impl ToolRule {
     /// `PATTERN`, `scope:NAME=PATTERN` or `sub:ID=PATTERN`.
-    pub fn parse(text: &str) -> Result<ToolRule, String> {
+    pub(crate) fn parse(text: &str) -> Result<ToolRule, String> {
         let text = text.trim();
         let scoped = |rest: &str, what: &str| -> Result<(String, String), String> {
             // A pattern has no `=` (tool names cannot); a subject may.
@@ -77,17 +76,12 @@ impl ToolRule {
         Ok(ToolRule {
             who,
             pattern: WildMatch::new(&pattern),
-            text: text.to_owned(),
         })
     }
 
-    pub fn who(&self) -> &Who {
+    #[cfg(test)]
+    fn who(&self) -> &Who {
         &self.who
-    }
-
-    /// The rule as written.
-    pub fn as_str(&self) -> &str {
-        &self.text
     }
 
     fn applies(&self, identity: Option<&Identity>) -> bool {
@@ -118,7 +112,6 @@ impl ToolFilter {
         let plain = |p: &String| ToolRule {
             who: Who::Everyone,
             pattern: WildMatch::new(p),
-            text: p.clone(),
         };
         ToolFilter {
             allow: allow.iter().map(plain).collect(),

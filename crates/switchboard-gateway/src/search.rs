@@ -15,13 +15,13 @@ use serde_json::{Map, Value, json};
 use crate::ToolSearch;
 
 /// The search tool's name.
-pub const SEARCH_TOOL: &str = "search_tools";
+pub(crate) const SEARCH_TOOL: &str = "search_tools";
 /// The call tool's name.
-pub const CALL_TOOL: &str = "call_tool";
+pub(crate) const CALL_TOOL: &str = "call_tool";
 /// How many tools a search answers when it does not say.
-pub const DEFAULT_LIMIT: usize = 5;
+pub(crate) const DEFAULT_LIMIT: usize = 5;
 /// The most tools a search answers.
-pub const MAX_LIMIT: usize = 50;
+pub(crate) const MAX_LIMIT: usize = 50;
 
 /// Whether `mode` hides the tools behind the search tool, given every tool that would be
 /// listed otherwise.

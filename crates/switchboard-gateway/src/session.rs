@@ -25,9 +25,7 @@ use serde_json::{Map, Value, json};
 use switchboard::CatalogEvent;
 use switchboard::ServerEvent;
 use switchboard::host::{
-    CallError, CallOutcome, EventKind, HostError, HostEvent, Listing, Prefix, PromptEntry,
-    RESOURCE_SCHEME, RequestOptions, ServedNames, prompt_names, resource_names, resource_uri,
-    tool_names_within,
+    CallError, CallOutcome, EventKind, HostError, HostEvent, Listing, PromptEntry, RequestOptions,
 };
 use switchboard::interaction::Interaction;
 use switchboard::permissions::PermissionPrompter;
@@ -36,6 +34,10 @@ use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::forward::{ElicitingPrompter, downstream_interaction, forwarding_interaction};
+use crate::names::{
+    Prefix, RESOURCE_SCHEME, ServedNames, prompt_names, resource_names, resource_uri,
+    tool_names_within,
+};
 use crate::oauth::Identity;
 use crate::page::{PAGE_SIZE, page};
 use crate::rounds::Step;
@@ -567,9 +569,7 @@ impl Session {
 
     /// The server and its own URI of a resource (or template) by the URI the gateway serves.
     async fn resource_target(&self, uri: &str) -> Result<(String, String), ErrorData> {
-        self.gateway
-            .host()
-            .resolve_resource_uri(self.gateway.prefix(), uri)
+        crate::names::resolve_resource_uri(self.gateway.host(), self.gateway.prefix(), uri)
             .await
             .map_err(|e| match e {
                 HostError::NoSuchResource(_) if self.gateway.prefix() == Prefix::Always => {
@@ -587,9 +587,7 @@ impl Session {
 
     /// Finds a prompt by the name the gateway gives it.
     async fn prompt_target(&self, name: &str) -> Result<PromptEntry, ErrorData> {
-        self.gateway
-            .host()
-            .find_served_prompt(self.gateway.prefix(), name)
+        crate::names::find_served_prompt(self.gateway.host(), self.gateway.prefix(), name)
             .await
             .map_err(|e| match e {
                 HostError::NotAPromptName(_) | HostError::NoSuchPrompt { .. } => {

@@ -38,12 +38,13 @@ use rmcp::transport::streamable_http_server::SessionManager;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use switchboard::LogLevel;
-use switchboard::host::{Host, Prefix};
+use switchboard::host::Host;
 use switchboard::shared::{SessionRecord, SharedStore};
 use tokio_util::sync::CancellationToken;
 
 use crate::Gateway;
 use crate::fast::Fast;
+use crate::names::Prefix;
 use crate::sessions::{SEALED_SESSION_LIFE, Sessions};
 
 /// The shortest time between two refreshes of a session's record by one replica.
@@ -296,7 +297,7 @@ impl SessionSync {
     /// each counted by the host, which subscribes upstream once.
     async fn subscribe_here(&self, states: &[HandlerState], uri: String) {
         let host = &self.host;
-        let subscribed = match host.resolve_resource_uri(self.prefix, &uri).await {
+        let subscribed = match crate::names::resolve_resource_uri(host, self.prefix, &uri).await {
             Ok((server, original)) => {
                 let mut subscribed = Ok(());
                 for state in states {

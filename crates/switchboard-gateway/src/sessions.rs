@@ -54,7 +54,7 @@ use crate::oauth::Identity;
 
 /// How long a sealed session id opens on a replica that does not hold its session (one that
 /// does keeps it until it ends); a client whose id expired gets 404 and initializes again.
-pub const SEALED_SESSION_LIFE: Duration = Duration::from_secs(24 * 3600);
+pub(crate) const SEALED_SESSION_LIFE: Duration = Duration::from_secs(24 * 3600);
 
 tokio::task_local! {
     /// The `initialize` parameters of the POST being served and who sent it, while rmcp opens
@@ -144,7 +144,7 @@ impl TokenId {
 
 /// The cap a new session would pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Full {
+pub(crate) enum Full {
     /// `--max-sessions`: this many are open in all.
     Total(usize),
     /// `--max-sessions-per-token`: this many are open with the request's token.
@@ -154,7 +154,7 @@ pub enum Full {
 /// rmcp's sessions, counted. Shared by rmcp's service (as its session manager) and the
 /// middleware that reserves slots.
 #[derive(Debug)]
-pub struct Sessions {
+pub(crate) struct Sessions {
     manager: LocalSessionManager,
     limits: SessionLimits,
     counts: Mutex<Counts>,
@@ -180,12 +180,13 @@ struct Counts {
 }
 
 impl Sessions {
-    pub fn new(limits: SessionLimits) -> Self {
+    #[cfg(test)]
+    fn new(limits: SessionLimits) -> Self {
         Self::with_cluster(limits, None)
     }
 
     /// Sessions whose ids are sealed under `cluster`'s key, resumed by any replica.
-    pub fn with_cluster(limits: SessionLimits, cluster: Option<Arc<Cluster>>) -> Self {
+    pub(crate) fn with_cluster(limits: SessionLimits, cluster: Option<Arc<Cluster>>) -> Self {
         let mut manager = LocalSessionManager::default();
         manager.session_config.keep_alive = Some(limits.idle);
         Sessions {
@@ -279,12 +280,12 @@ impl Sessions {
         self.links.read().get(id).cloned()
     }
 
-    pub fn limits(&self) -> SessionLimits {
+    pub(crate) fn limits(&self) -> SessionLimits {
         self.limits
     }
 
     /// Sessions open, and slots taken by requests that may open one.
-    pub fn open(&self) -> usize {
+    pub(crate) fn open(&self) -> usize {
         self.counts().open
     }
 

@@ -19,12 +19,12 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Value, json};
-use switchboard::host::{Host, Prefix};
+use switchboard::host::Host;
 use switchboard::permissions::GatewayAsk;
-use switchboard_gateway::door::DoorLimits;
-use switchboard_gateway::http::{DEFAULT_ORIGINS, HttpError, HttpGateway, HttpOptions};
-use switchboard_gateway::sessions::SessionLimits;
-use switchboard_gateway::{Gateway, ToolFilter, ToolSearch};
+use switchboard_gateway::{
+    DEFAULT_ORIGINS, DoorLimits, Gateway, HttpError, HttpGateway, HttpOptions, Prefix,
+    SessionLimits, ToolFilter, ToolSearch,
+};
 use switchboard_testkit::config_tree::ConfigTree;
 use switchboard_testkit::mcp_http::{self, messages};
 use tokio::sync::mpsc;
@@ -34,7 +34,7 @@ const TOKEN: &str = "test-token-0123456789";
 
 thread_local! {
     /// Traces for the next gateway this thread makes ([`gateway_with`]).
-    static TRACES: std::cell::RefCell<Option<switchboard_gateway::trace::Traces>> =
+    static TRACES: std::cell::RefCell<Option<switchboard_gateway::Traces>> =
         const { std::cell::RefCell::new(None) };
     /// Session limits for the next gateway this thread makes ([`gateway_with`]).
     static LIMITS: std::cell::Cell<Option<SessionLimits>> = const { std::cell::Cell::new(None) };
@@ -84,7 +84,7 @@ async fn gateway_with(
         .discover(tree.project())
         .env(env)
         .output_dir(tree.root().join("out"))
-        .interaction(switchboard_gateway::forward::upstream_interaction())
+        .interaction(switchboard_gateway::upstream_interaction())
         .gateway_ask(ask)
         .start()
         .unwrap();
@@ -2023,7 +2023,7 @@ async fn a_large_catalogue_comes_in_pages_with_every_tool_exactly_once() {
         let params = PaginatedRequestParams::default().with_cursor(cursor.clone());
         let page = client.peer().list_tools(Some(params)).await.unwrap();
         pages += 1;
-        assert!(page.tools.len() <= switchboard_gateway::page::PAGE_SIZE);
+        assert!(page.tools.len() <= switchboard_gateway::PAGE_SIZE);
         names.extend(page.tools.iter().map(|t| t.name.to_string()));
         match page.next_cursor {
             Some(next) => cursor = Some(next),
@@ -2465,7 +2465,7 @@ fn attribute(span: &opentelemetry_proto::tonic::trace::v1::Span, key: &str) -> O
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn traces_reach_an_otlp_receiver_and_the_traceparent_goes_upstream() {
     let (collector, mut spans) = otlp_receiver().await;
-    let traces = switchboard_gateway::trace::Traces::otlp(&collector).unwrap();
+    let traces = switchboard_gateway::Traces::otlp(&collector).unwrap();
     TRACES.with(|t| *t.borrow_mut() = Some(traces.clone()));
     let (_tree, _host, url) = gateway_with(
         json!({"kit": testkit(&["--echo-meta"])}),

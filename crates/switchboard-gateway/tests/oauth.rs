@@ -12,12 +12,11 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
-use switchboard::host::{Host, Prefix};
-use switchboard_gateway::cluster::Cluster;
-use switchboard_gateway::http::{DEFAULT_ORIGINS, HttpGateway, HttpOptions};
-use switchboard_gateway::oauth::{OAuthOptions, ResourceServer};
-use switchboard_gateway::sessions::SessionLimits;
-use switchboard_gateway::{Gateway, ToolFilter, ToolSearch};
+use switchboard::host::Host;
+use switchboard_gateway::{
+    Cluster, DEFAULT_ORIGINS, Gateway, HttpGateway, HttpOptions, OAuthOptions, Prefix,
+    ResourceServer, SessionLimits, ToolFilter, ToolSearch,
+};
 use switchboard_testkit::config_tree::ConfigTree;
 use switchboard_testkit::{Browser, TestServer, Transport};
 
@@ -82,7 +81,7 @@ async fn setup(options: Options) -> Setup {
         .discover(tree.project())
         .env(env)
         .output_dir(tree.root().join("out"))
-        .interaction(switchboard_gateway::forward::upstream_interaction())
+        .interaction(switchboard_gateway::upstream_interaction())
         .start()
         .unwrap();
     host.wait_settled(SETTLE).await.unwrap();

@@ -14,10 +14,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use switchboard::host::Host;
 use switchboard::shared::SharedStore;
-use switchboard_gateway::cluster::Cluster;
-use switchboard_gateway::http::{DEFAULT_ORIGINS, HttpGateway, HttpOptions};
-use switchboard_gateway::sessions::SessionLimits;
-use switchboard_gateway::{Gateway, ToolFilter};
+use switchboard_gateway::{
+    Cluster, DEFAULT_ORIGINS, Gateway, HttpGateway, HttpOptions, SessionLimits, ToolFilter,
+};
 use switchboard_testkit::config_tree::ConfigTree;
 use switchboard_testkit::mcp_http::{self, messages};
 use tokio_util::sync::CancellationToken;
@@ -64,7 +63,7 @@ async fn replica_with(
         .discover(tree.project())
         .env(env)
         .output_dir(tree.root().join("out"))
-        .interaction(switchboard_gateway::forward::upstream_interaction());
+        .interaction(switchboard_gateway::upstream_interaction());
     if let Some(store) = store {
         builder = builder.store(SharedStore::connect(store).await.unwrap());
     }

@@ -13,8 +13,7 @@ use std::process::{Child, Command, Stdio};
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::json;
 use switchboard::host::Host;
-use switchboard_gateway::http::{DEFAULT_ORIGINS, HttpGateway, HttpOptions};
-use switchboard_gateway::{Gateway, ToolFilter};
+use switchboard_gateway::{DEFAULT_ORIGINS, Gateway, HttpGateway, HttpOptions, ToolFilter};
 use switchboard_testkit::config_tree::ConfigTree;
 
 use switchboard_testkit::SETTLE as WAIT;

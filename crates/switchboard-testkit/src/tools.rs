@@ -44,15 +44,15 @@ struct Shared {
     fail_tools_list: bool,
     /// The tool list: the fixed tools, the generated and named ones, and those `add_tool`
     /// added at run time.
-    tools: std::sync::Mutex<Vec<Tool>>,
+    tools: parking_lot::Mutex<Vec<Tool>>,
     /// `ask_url`'s counters (initialize era).
     url_counters: crate::ask::UrlCounters,
     /// `--ask-tools`: also offer logging.
     ask_tools: bool,
     /// The level the client set with `logging/setLevel`.
-    log_level: std::sync::Mutex<Option<String>>,
+    log_level: parking_lot::Mutex<Option<String>>,
     /// Open `subscriptions/listen` streams (2026-07-28), where list changes go.
-    listeners: std::sync::Mutex<Vec<SubscriptionSink>>,
+    listeners: parking_lot::Mutex<Vec<SubscriptionSink>>,
     /// `--big-resource`: the size of `test://big`.
     big_resource: Option<u64>,
     /// `echo` answers with the request's `_meta` too.
@@ -62,7 +62,7 @@ struct Shared {
     /// `--sample-resources`.
     sample_resources: bool,
     /// `--resource-updates`: the URIs subscribed to.
-    subscriptions: Option<std::sync::Mutex<std::collections::HashSet<String>>>,
+    subscriptions: Option<parking_lot::Mutex<std::collections::HashSet<String>>>,
     /// `--completions`: the `paint` prompt and `completion/complete`.
     completions: bool,
     /// `--growing-lists`: the resources and prompts `add_item` added.
@@ -143,11 +143,11 @@ impl Toolbox {
                 log_lists: options.log_lists,
                 hang_tools_list: options.hang_tools_list,
                 fail_tools_list: options.fail_tools_list,
-                tools: std::sync::Mutex::new(tools),
+                tools: parking_lot::Mutex::new(tools),
                 url_counters: crate::ask::UrlCounters::default(),
                 ask_tools: options.ask_tools,
-                log_level: std::sync::Mutex::new(None),
-                listeners: std::sync::Mutex::default(),
+                log_level: parking_lot::Mutex::new(None),
+                listeners: parking_lot::Mutex::default(),
                 big_resource: options.big_resource,
                 echo_meta: options.echo_meta,
                 fail_lists: options.fail_lists,
@@ -164,11 +164,7 @@ impl Toolbox {
     }
 
     fn tools(&self) -> Vec<Tool> {
-        self.shared
-            .tools
-            .lock()
-            .map(|t| t.clone())
-            .unwrap_or_default()
+        self.shared.tools.lock().clone()
     }
 
     fn fixed_tools(description_chars: Option<usize>) -> Vec<Tool> {
@@ -333,9 +329,7 @@ impl Toolbox {
                 let Some(new) = args.get("name").and_then(Value::as_str) else {
                     return Ok(bad_arguments("add_tool needs a string `name`"));
                 };
-                if let Ok(mut tools) = self.shared.tools.lock() {
-                    tools.push(echo_like(new.to_owned()));
-                }
+                self.shared.tools.lock().push(echo_like(new.to_owned()));
                 let announce = args.get("announce").and_then(Value::as_u64).unwrap_or(1);
                 for _ in 0..announce {
                     self.announce(context, Changed::Tools).await;
@@ -564,14 +558,10 @@ impl ServerHandler for Toolbox {
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         let sink = context.sink().clone();
         let id = sink.id().clone();
-        if let Ok(mut listeners) = self.shared.listeners.lock() {
-            listeners.push(sink);
-        }
+        self.shared.listeners.lock().push(sink);
         eprintln!("testkit-server: subscriptions/listen opened");
         context.cancelled().await;
-        if let Ok(mut listeners) = self.shared.listeners.lock() {
-            listeners.retain(|l| *l.id() != id);
-        }
+        self.shared.listeners.lock().retain(|l| *l.id() != id);
         Ok(())
     }
 
@@ -766,9 +756,7 @@ impl ServerHandler for Toolbox {
             >());
         };
         eprintln!("testkit-server: subscribed to {}", request.uri);
-        if let Ok(mut subscriptions) = subscriptions.lock() {
-            subscriptions.insert(request.uri);
-        }
+        subscriptions.lock().insert(request.uri);
         Ok(())
     }
 
@@ -778,10 +766,8 @@ impl ServerHandler for Toolbox {
         request: rmcp::model::UnsubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        if let Some(subscriptions) = &self.shared.subscriptions
-            && let Ok(mut subscriptions) = subscriptions.lock()
-        {
-            subscriptions.remove(&request.uri);
+        if let Some(subscriptions) = &self.shared.subscriptions {
+            subscriptions.lock().remove(&request.uri);
         }
         Ok(())
     }
@@ -799,9 +785,7 @@ impl ServerHandler for Toolbox {
             "testkit-server: log level set to {}",
             level.as_deref().unwrap_or("?")
         );
-        if let Ok(mut current) = self.shared.log_level.lock() {
-            *current = level;
-        }
+        *self.shared.log_level.lock() = level;
         Ok(())
     }
 
@@ -811,7 +795,6 @@ impl ServerHandler for Toolbox {
         self.shared
             .tools
             .lock()
-            .ok()?
             .iter()
             .find(|tool| tool.name == name)
             .cloned()
@@ -856,7 +839,7 @@ impl ServerHandler for Toolbox {
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_owned();
-            let subscribed = subscriptions.lock().is_ok_and(|s| s.contains(&uri));
+            let subscribed = subscriptions.lock().contains(&uri);
             if !subscribed {
                 return Ok(CallToolResult::success(vec![ContentBlock::text(format!(
                     "nobody subscribed to {uri}"
@@ -877,7 +860,7 @@ impl ServerHandler for Toolbox {
             return Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into());
         }
         if request.name == "log" && self.shared.ask_tools {
-            let level = self.shared.log_level.lock().ok().and_then(|l| l.clone());
+            let level = self.shared.log_level.lock().clone();
             let repeat = request
                 .arguments
                 .as_ref()

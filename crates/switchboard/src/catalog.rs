@@ -14,11 +14,12 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::num::NonZeroUsize;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lru::LruCache;
+use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 use wildmatch::WildMatch;
@@ -257,9 +258,17 @@ pub struct ToolsView {
     listed: Vec<(usize, usize)>,
     /// What the user should know about (tools left out, descriptions cut, failed listings).
     pub issues: Vec<CatalogIssue>,
+    /// Whether every connected server's list was there.
+    complete: bool,
 }
 
 impl ToolsView {
+    /// Whether every connected server's list was there (a listing that failed is not): what
+    /// is derived from an incomplete view should not be kept.
+    pub fn complete(&self) -> bool {
+        self.complete
+    }
+
     /// The tools, built-ins first, then each server's (servers sorted by name).
     pub fn iter(&self) -> impl Iterator<Item = &Tool> + Clone + '_ {
         self.own
@@ -433,9 +442,7 @@ impl Catalog {
                     }
                     Ok(_) => {}
                     Err(broadcast::error::RecvError::Lagged(_)) => {
-                        if let Ok(mut cache) = catalog.cache.lock() {
-                            cache.clear();
-                        }
+                        catalog.cache.lock().clear();
                         catalog.bump();
                     }
                     Err(broadcast::error::RecvError::Closed) => return,
@@ -445,11 +452,11 @@ impl Catalog {
     }
 
     fn cached(&self, server: &str) -> Option<Arc<ServerTools>> {
-        self.cache.lock().ok()?.get(server).cloned()
+        self.cache.lock().get(server).cloned()
     }
 
     fn forget(&self, server: &str) {
-        let old = self.cache.lock().ok().and_then(|mut c| c.pop(server));
+        let old = self.cache.lock().pop(server);
         // Bumped even when nothing was cached: a state (needs-auth) changes the pseudo-tools.
         self.bump();
         if let Some(old) = old.filter(|o| !o.tools.is_empty()) {
@@ -495,9 +502,7 @@ impl Catalog {
     /// tools a listing is loading as it runs (no one could have listed them before).
     fn store_as(&self, server: &str, new: &Arc<ServerTools>, announce: bool) {
         let old = {
-            let Ok(mut cache) = self.cache.lock() else {
-                return;
-            };
+            let mut cache = self.cache.lock();
             if cache
                 .peek(server)
                 .is_some_and(|old| old.number > new.number)
@@ -549,9 +554,7 @@ impl Catalog {
         let number = NEXT.fetch_add(1, Ordering::Relaxed);
         let (done, receiver) = watch::channel(None);
         let waiting = {
-            let Ok(mut fetching) = self.fetching.lock() else {
-                return self.list(server, number).await;
-            };
+            let mut fetching = self.fetching.lock();
             match fetching.get(server) {
                 Some(other) if !fresh => Some(other.clone()),
                 _ => {
@@ -577,10 +580,11 @@ impl Catalog {
             self.store(server, tools);
         }
         let _ = done.send(Some(result.as_ref().ok().cloned()));
-        if let Ok(mut fetching) = self.fetching.lock()
-            && fetching.get(server).is_some_and(|f| f.number == number)
         {
-            fetching.remove(server);
+            let mut fetching = self.fetching.lock();
+            if fetching.get(server).is_some_and(|f| f.number == number) {
+                fetching.remove(server);
+            }
         }
         result
     }
@@ -782,6 +786,7 @@ impl Catalog {
                 }
             }
         }
+        view.complete = complete;
         (view, complete)
     }
 
@@ -1030,9 +1035,7 @@ fn validators(
     Option<Arc<jsonschema::Validator>>,
     Option<Arc<jsonschema::Validator>>,
 ) {
-    let Ok(mut cache) = list.validators.lock() else {
-        return (None, None);
-    };
+    let mut cache = list.validators.lock();
     let tool = &list.tools[index];
     let mut compiled = |which: SchemaKind| {
         let key = (index, which);

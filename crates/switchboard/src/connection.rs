@@ -338,9 +338,9 @@ pub(crate) fn humantime(d: Duration) -> String {
 /// session keeps its peer (to make requests), a way to cancel it, and a signal for its end.
 pub(crate) struct Session {
     peer: Peer<RoleClient>,
-    cancel: std::sync::Mutex<Option<rmcp::service::RunningServiceCancellationToken>>,
+    cancel: parking_lot::Mutex<Option<rmcp::service::RunningServiceCancellationToken>>,
     ended: tokio::sync::watch::Receiver<bool>,
-    process: std::sync::Mutex<Option<ChildProcess>>,
+    process: parking_lot::Mutex<Option<ChildProcess>>,
     pid: Option<u32>,
     stderr: Option<crate::transport::stdio::StderrTail>,
     exit: Option<tokio::sync::watch::Receiver<Option<std::process::ExitStatus>>>,
@@ -354,7 +354,7 @@ pub(crate) struct Session {
     )>,
     pub(crate) info: Arc<ServerInfo>,
     /// What the server said about caching its last listing of each kind (2026-07-28).
-    cache_hints: std::sync::Mutex<std::collections::HashMap<&'static str, requests::CacheHints>>,
+    cache_hints: parking_lot::Mutex<std::collections::HashMap<&'static str, requests::CacheHints>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -399,7 +399,7 @@ impl Session {
             (lane, crate::transport::lane::LaneMeta::new(meta))
         });
         let peer = service.peer().clone();
-        let cancel = std::sync::Mutex::new(Some(service.cancellation_token()));
+        let cancel = parking_lot::Mutex::new(Some(service.cancellation_token()));
         let end_listening = service.cancellation_token();
         let (ended_tx, ended) = tokio::sync::watch::channel(false);
         let progress = service.service().progress.clone();
@@ -432,7 +432,7 @@ impl Session {
             peer,
             cancel,
             ended,
-            process: std::sync::Mutex::new(process),
+            process: parking_lot::Mutex::new(process),
             pid,
             stderr,
             exit,
@@ -440,7 +440,7 @@ impl Session {
             asker,
             lane,
             info,
-            cache_hints: std::sync::Mutex::default(),
+            cache_hints: parking_lot::Mutex::default(),
         }
     }
 
@@ -522,13 +522,13 @@ impl Session {
     /// Ends the session: the transport closes (stdin with it), then a child process gets the
     /// signal ladder. Bounded: 200 ms for the service loop, 600 ms for the process.
     pub(crate) async fn close(&self) {
-        let cancel = self.cancel.lock().ok().and_then(|mut c| c.take());
+        let cancel = self.cancel.lock().take();
         if let Some(cancel) = cancel {
             cancel.cancel();
         }
         let mut ended = self.ended.clone();
         let _ = tokio::time::timeout(Duration::from_millis(200), ended.wait_for(|e| *e)).await;
-        let process = self.process.lock().ok().and_then(|mut p| p.take());
+        let process = self.process.lock().take();
         if let Some(process) = process {
             process.shutdown().await;
         }

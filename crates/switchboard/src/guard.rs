@@ -26,11 +26,12 @@ use std::io::{BufRead, Write};
 use std::os::unix::process::CommandExt as _;
 use std::path::PathBuf;
 use std::process::{ChildStdin, Command, ExitCode, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, killpg, sigprocmask};
 use nix::unistd::Pid;
+use parking_lot::Mutex;
 
 /// How long the process groups of a host that died get between SIGTERM and SIGKILL.
 pub const GRACE: Duration = Duration::from_secs(2);
@@ -143,7 +144,7 @@ impl ChildGuard {
         if pgid <= 1 {
             return None;
         }
-        let mut state = self.state.lock().ok()?;
+        let mut state = self.state.lock();
         if matches!(*state, State::NotStarted) {
             *state = self.start().map_or(State::Off, State::Running);
         }
@@ -157,9 +158,8 @@ impl ChildGuard {
     }
 
     fn deregister(&self, pgid: u32) {
-        if let Ok(mut state) = self.state.lock() {
-            self.tell(&mut state, &format!("-{pgid}\n"));
-        }
+        let mut state = self.state.lock();
+        self.tell(&mut state, &format!("-{pgid}\n"));
     }
 
     /// Writes one line to a running guard; false (and the guard off) if that fails.

@@ -39,7 +39,6 @@
 
 mod content;
 mod error;
-mod names;
 mod pinned;
 mod requests;
 mod servers;
@@ -70,10 +69,6 @@ use crate::search::{SearchHit, ToolIndex};
 
 pub use content::ContentBlock;
 pub use error::{HostError, StartError};
-pub use names::{
-    NameCollision, Prefix, RESOURCE_SCHEME, ServedNames, parse_resource_uri, prompt_names,
-    resource_names, resource_uri, tool_names, tool_names_of, tool_names_within,
-};
 pub use requests::{Listed, Listing, PromptEntry, ReadOutcome, RequestOptions};
 pub use servers::{EventKind, Events, HostEvent, Readiness};
 
@@ -452,7 +447,6 @@ impl HostBuilder {
             interaction: self.interaction,
             roots,
             search: Arc::default(),
-            names: Arc::default(),
             reload,
             store: self.store,
         })
@@ -473,9 +467,7 @@ pub struct Host {
     interaction: Interaction,
     roots: Roots,
     /// The search index of the catalogue, with the catalogue generation it was built from.
-    search: Arc<std::sync::Mutex<Option<BuiltIndex>>>,
-    /// The served names of the catalogue's tools ([`Host::tool_names`]).
-    names: Arc<std::sync::Mutex<Option<names::BuiltNames>>>,
+    search: Arc<parking_lot::Mutex<Option<BuiltIndex>>>,
     /// How the servers were chosen, to choose them again on [`Host::reload`] (`None`: they
     /// were given, not read).
     reload: Option<Arc<ReloadSpec>>,

@@ -6,10 +6,24 @@
 //! progress, the servers' questions and the output budget. The `switchboard` command line and
 //! its gateway are two programs built on it; an agent embeds it the same way.
 //!
-//! Public modules are the ones an embedding program works with: [`host`] (the façade),
-//! [`config`] (reading and editing configuration), [`interaction`] and [`permissions`] (what
-//! the program answers), [`guard`] (stdio servers stopped when the program is killed), [`redact`] (secrets kept out of what is shown), [`secrets`] (configured secrets: keychain or owner-only file), [`shared`] (state shared by gateway replicas, in Redis), [`auth`] (OAuth options and token stores), [`budget`], [`import`], [`registry`] (the MCP Registry) and
-//! [`env_vars`]. The types the façade hands out are re-exported here.
+//! The public modules, each what an embedding program (or the CLI and the gateway) works with;
+//! the types the façade hands out are re-exported here too:
+//!
+//! - [`host`] — the façade: [`Host`], [`HostBuilder`], calls, listings, events, reload.
+//! - [`config`] — reading every scope's configuration, editing it under a lock, plugins and
+//!   MCPB bundles.
+//! - [`interaction`] — what the program answers for servers: elicitation, sampling, roots.
+//! - [`permissions`] — permission rules, hooks and the prompter that asks a person.
+//! - [`auth`] — OAuth for remote servers: options, login, token stores.
+//! - [`budget`] — the output budget results go through.
+//! - [`search`] — the BM25 index behind tool search.
+//! - [`secrets`] — configured secrets, in the keychain or an owner-only file.
+//! - [`shared`] — the Redis store gateway replicas share (tokens, needs-auth, lists, sessions).
+//! - [`registry`] — the MCP Registry client and `server.json` to configuration entries.
+//! - [`import`] — other hosts' configuration files, read as entries.
+//! - [`guard`] — the process that stops stdio servers when the program is killed.
+//! - [`redact`] — secrets kept out of what is shown (URLs, headers).
+//! - [`env_vars`] — the environment variables Switchboard reads, and the limits they set.
 //!
 //! Build, settle, list, call (this example runs as a test, against the repository's test
 //! server):
@@ -98,8 +112,8 @@ pub use connection::{
 #[doc(inline)]
 pub use host::{CallError, CallOptions, CallOutcome, Host, HostBuilder};
 pub use host::{
-    ContentBlock, Events, HostError, HostEvent, Listed, Listing, NameCollision, Prefix,
-    PromptEntry, ReadOutcome, Readiness, RequestOptions, ServedNames, StartError,
+    ContentBlock, Events, HostError, HostEvent, Listed, Listing, PromptEntry, ReadOutcome,
+    Readiness, RequestOptions, StartError,
 };
 pub use manager::{
     InProcessFactory, LoginError, ManagerError, Reloaded, ServerEvent, forget_needs_auth,

@@ -106,6 +106,13 @@ impl QualifiedName {
     pub fn sanitize(tool: &str) -> String {
         clean(tool).into_owned()
     }
+
+    /// `name` cut to at most `max` characters by the rule qualified names are cut by (its
+    /// start, `_`, 8 hex digits of a hash of the whole name): for a surface with a shorter
+    /// budget (the gateway's `serve --max-name-length`).
+    pub fn fit(name: &str, max: usize) -> Cow<'_, str> {
+        fit(name, max)
+    }
 }
 
 fn allowed(c: char) -> bool {

@@ -104,9 +104,10 @@ mod settings;
 use std::collections::HashSet;
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use futures::future::BoxFuture;
+use parking_lot::Mutex;
 
 use crate::config::Scope;
 #[cfg(doc)]
@@ -636,9 +637,7 @@ impl Gate {
         match prompter.ask(&request).await {
             PermissionAnswer::AllowOnce => Ok(request.arguments),
             PermissionAnswer::AllowAlways => {
-                if let Ok(mut always) = self.always.lock() {
-                    always.insert(tool);
-                }
+                self.always.lock().insert(tool);
                 Ok(request.arguments)
             }
             PermissionAnswer::Deny { reason } => Err(Denied::ByUser { tool, reason }),
@@ -659,10 +658,7 @@ impl Gate {
     }
 
     fn remembered(&self, tool: &str) -> bool {
-        self.always
-            .lock()
-            .map(|always| always.contains(tool))
-            .unwrap_or(false)
+        self.always.lock().contains(tool)
     }
 }
 

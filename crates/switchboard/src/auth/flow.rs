@@ -4,11 +4,12 @@
 //! and client credentials in `tokens.rs`.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use parking_lot::Mutex;
 use sha2::Digest;
 use url::Url;
 
@@ -115,16 +116,13 @@ impl Authorizer {
 
     /// The DPoP key stored as `stored`, parsed once.
     pub(super) fn dpop_key(&self, stored: &str) -> Result<Arc<DpopKey>, AuthError> {
-        if let Ok(slot) = self.dpop_key.lock()
-            && let Some((known, key)) = slot.as_ref()
+        if let Some((known, key)) = self.dpop_key.lock().as_ref()
             && known == stored
         {
             return Ok(key.clone());
         }
         let key = Arc::new(DpopKey::from_stored(stored)?);
-        if let Ok(mut slot) = self.dpop_key.lock() {
-            *slot = Some((stored.to_owned(), key.clone()));
-        }
+        *self.dpop_key.lock() = Some((stored.to_owned(), key.clone()));
         Ok(key)
     }
 
@@ -137,15 +135,19 @@ impl Authorizer {
     pub fn present(&self, token: &str, method: &str, url: &Url) -> Result<Presentation, AuthError> {
         // The key of the cached tokens when `token` is theirs and DPoP-bound (looked at in
         // place: most requests present a bearer token, and copy nothing).
-        let stored = self.cached.lock().ok().and_then(|cached| {
-            let tokens = cached.as_ref()?.as_ref()?;
-            let bound = tokens.access_token == token
-                && tokens
-                    .token_type
-                    .as_deref()
-                    .is_some_and(|k| k.eq_ignore_ascii_case("dpop"));
-            if bound { tokens.dpop_key.clone() } else { None }
-        });
+        let stored = self
+            .cached
+            .lock()
+            .as_ref()
+            .and_then(Option::as_ref)
+            .filter(|tokens| {
+                tokens.access_token == token
+                    && tokens
+                        .token_type
+                        .as_deref()
+                        .is_some_and(|k| k.eq_ignore_ascii_case("dpop"))
+            })
+            .and_then(|tokens| tokens.dpop_key.clone());
         let Some(stored) = stored else {
             return Ok(Presentation {
                 authorization: format!("Bearer {token}"),
@@ -153,7 +155,7 @@ impl Authorizer {
             });
         };
         let key = self.dpop_key(&stored)?;
-        let nonce = self.rs_nonce.lock().ok().and_then(|n| n.clone());
+        let nonce = self.rs_nonce.lock().clone();
         Ok(Presentation {
             authorization: format!("DPoP {token}"),
             proof: Some(key.proof(method, url, Some(token), nonce.as_deref())?),
@@ -169,12 +171,10 @@ impl Authorizer {
         };
         let asked = Challenge::parse(www_authenticate.unwrap_or("")).get("error")
             == Some(super::dpop::USE_DPOP_NONCE);
-        if let Ok(mut slot) = self.rs_nonce.lock() {
-            let changed = slot.as_deref() != Some(nonce);
-            *slot = Some(nonce.to_owned());
-            return asked && changed;
-        }
-        false
+        let mut slot = self.rs_nonce.lock();
+        let changed = slot.as_deref() != Some(nonce);
+        *slot = Some(nonce.to_owned());
+        asked && changed
     }
 
     /// Whether a challenge asks for a DPoP nonce (`use_dpop_nonce`).
@@ -200,9 +200,8 @@ impl Authorizer {
     }
 
     pub(super) fn remember(&self, tokens: Option<&Tokens>) {
-        if let Ok(mut cached) = self.cached.lock() {
-            *cached = Some(tokens.cloned());
-        }
+        let mut cached = self.cached.lock();
+        *cached = Some(tokens.cloned());
     }
 
     /// What is stored for this server.
@@ -221,7 +220,7 @@ impl Authorizer {
     /// The token to send: the stored one, refreshed first when it is about to expire; for a
     /// client-credentials server a new one when none is stored. `None`: send no token.
     pub async fn access_token(self: &Arc<Self>) -> Result<Option<String>, AuthError> {
-        let cached = self.cached.lock().ok().and_then(|c| c.clone());
+        let cached = self.cached.lock().clone();
         let tokens = match cached {
             Some(tokens) => tokens,
             None => {

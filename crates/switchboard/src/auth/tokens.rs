@@ -526,7 +526,7 @@ impl Authorizer {
         let (status, bytes) = loop {
             let proof = match dpop {
                 Some(key) => {
-                    let nonce = self.as_nonce.lock().ok().and_then(|n| n.clone());
+                    let nonce = self.as_nonce.lock().clone();
                     Some(
                         key.proof("POST", endpoint, None, nonce.as_deref())
                             .map_err(TokenFailure::Other)?,
@@ -544,9 +544,7 @@ impl Authorizer {
             match nonce {
                 Some(nonce) if dpop.is_some() && wants_nonce && !nonce_retried => {
                     nonce_retried = true;
-                    if let Ok(mut slot) = self.as_nonce.lock() {
-                        *slot = Some(nonce);
-                    }
+                    *self.as_nonce.lock() = Some(nonce);
                 }
                 _ => break (status, bytes),
             }

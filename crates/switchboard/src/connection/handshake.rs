@@ -16,10 +16,10 @@
 use std::time::Duration;
 
 use rmcp::model::{
-    ClientJsonRpcMessage, ClientNotification, ClientRequest, ClientResult, DiscoverRequest,
-    DiscoverRequestParams, ErrorCode, InitializeRequest, InitializedNotification, JsonRpcMessage,
-    PingRequest, ProtocolVersion, RequestId, RequestMetaObject, ServerPeerInfo, ServerRequest,
-    ServerResult,
+    ClientConfig, ClientJsonRpcMessage, ClientNotification, ClientRequest, ClientResult,
+    DiscoverRequest, DiscoverRequestParams, ErrorCode, InitializeRequest, InitializedNotification,
+    JsonRpcMessage, PingRequest, ProtocolVersion, RequestId, RequestMetaObject,
+    ServerJsonRpcMessage, ServerPeerInfo, ServerRequest, ServerResult,
 };
 use rmcp::service::{RoleClient, RunningService, serve_directly};
 use rmcp::transport::Transport;
@@ -98,221 +98,236 @@ where
     H: ClientHandler + Service<RoleClient>,
     T: Transport<RoleClient> + 'static,
 {
-    let info = ClientHandler::get_info(&handler);
-    let modern = match &plan {
-        Plan::Discover(v) => Some(v.clone()),
-        Plan::Probe => Some(ProtocolVersion::V_2026_07_28),
-        Plan::Initialize(_) => None,
-    };
-    let legacy_version = match &plan {
-        Plan::Initialize(v) => Some(v.clone()),
-        Plan::Probe => Some(latest_initialize_version()),
-        Plan::Discover(_) => None,
-    };
-
-    let initialize_msg = |version: ProtocolVersion| {
-        let mut params = info.clone();
-        params.protocol_version = version;
-        ClientJsonRpcMessage::request(
-            ClientRequest::InitializeRequest(InitializeRequest::new(params)),
-            id(INITIALIZE_ID),
-        )
-    };
-
-    let discover_msg = |version: ProtocolVersion, request_id: &str| {
-        let meta = RequestMetaObject::with_client_context(
-            version,
-            info.client_info.clone(),
-            info.capabilities.clone(),
-        );
-        let mut discover = DiscoverRequest::new(DiscoverRequestParams {});
-        discover.extensions.insert(meta);
-        ClientJsonRpcMessage::request(ClientRequest::DiscoverRequest(discover), id(request_id))
-    };
-
-    let mut initialize_sent = false;
-    let mut discover_pending = false;
-    // The id of the `server/discover` in flight: a second one, after the server named the
-    // versions it supports, gets an id of its own.
-    let mut discover_id = DISCOVER_ID;
-    if let Some(version) = &modern {
-        send(
-            &mut transport,
-            discover_msg(version.clone(), discover_id),
-            "server/discover request",
-        )
-        .await?;
-        discover_pending = true;
-        if legacy_version.is_some() && probe_ping {
-            send(
-                &mut transport,
-                ClientJsonRpcMessage::request(
-                    ClientRequest::PingRequest(PingRequest::default()),
-                    id(PING_ID),
-                ),
-                "probe ping",
-            )
-            .await?;
-        }
-    } else if let Some(version) = &legacy_version {
-        send(
-            &mut transport,
-            initialize_msg(version.clone()),
-            "initialize request",
-        )
-        .await?;
-        initialize_sent = true;
+    let mut state = Handshake::new(ClientHandler::get_info(&handler), &plan);
+    for (message, what) in state.opening(probe_ping) {
+        send(&mut transport, message, what).await?;
     }
-
-    // When to give up on `server/discover` and send `initialize` instead.
-    let mut fallback_at = legacy_version
-        .as_ref()
-        .filter(|_| !initialize_sent)
-        .map(|_| tokio::time::Instant::now() + SILENT_FALLBACK);
+    state.start_fallback_clock();
     loop {
-        let deadline = fallback_at.filter(|_| !initialize_sent);
-        let message = match deadline {
+        let step = match state.fallback_at() {
             Some(at) => match tokio::time::timeout_at(at, transport.receive()).await {
-                Ok(message) => message,
-                Err(_) => {
-                    if let Some(version) = &legacy_version {
-                        send(
-                            &mut transport,
-                            initialize_msg(version.clone()),
-                            "initialize request",
-                        )
-                        .await?;
-                        initialize_sent = true;
-                    }
-                    continue;
-                }
+                Ok(message) => state.on_message(message),
+                Err(_) => state.on_silence(),
             },
-            None => transport.receive().await,
+            None => state.on_message(transport.receive().await),
         };
-        let Some(message) = message else {
-            return Err(HandshakeError::Closed);
-        };
-        match message {
-            JsonRpcMessage::Response(response)
-                if response.id == id(discover_id) && discover_pending =>
-            {
-                let ServerResult::DiscoverResult(result) = response.result else {
-                    // An older server that answers unknown methods with an empty result (seen
-                    // in the conformance suite's scenario servers): it speaks `initialize`.
-                    if let (Some(version), false) = (&legacy_version, initialize_sent) {
-                        send(
-                            &mut transport,
-                            initialize_msg(version.clone()),
-                            "initialize request",
-                        )
-                        .await?;
-                        initialize_sent = true;
-                        discover_pending = false;
-                        continue;
-                    }
-                    return Err(HandshakeError::Unexpected {
-                        what: "server/discover request",
-                        answer: format!("{:?}", response.result),
-                    });
-                };
-                let wanted = modern.clone().unwrap_or(ProtocolVersion::V_2026_07_28);
-                if !result.supported_versions.contains(&wanted) {
-                    if let (Some(version), false) = (&legacy_version, initialize_sent) {
-                        // A modern server without our modern version: try the older handshake.
-                        send(
-                            &mut transport,
-                            initialize_msg(version.clone()),
-                            "initialize request",
-                        )
-                        .await?;
-                        initialize_sent = true;
-                        discover_pending = false;
-                        continue;
-                    }
-                    return Err(HandshakeError::NoCommonVersion {
-                        server: versions(&result.supported_versions),
-                        client: wanted.to_string(),
-                    });
-                }
-                let peer = ServerPeerInfo::from_discover_result(wanted, result);
+        match step {
+            Step::Wait => {}
+            Step::Send(message, what) => send(&mut transport, *message, what).await?,
+            Step::Discovered(peer) => {
                 return Ok((
-                    serve_directly(handler, transport, Some(peer)),
+                    serve_directly(handler, transport, Some(*peer)),
                     Generation::Discover,
                 ));
             }
-            JsonRpcMessage::Error(error)
-                if error.id == Some(id(discover_id)) && discover_pending =>
-            {
-                discover_pending = false;
-                let code = error.error.code;
-                // "Unsupported protocol version", naming a modern one we speak: ask again with
-                // it (once), rather than falling back to the older handshake.
-                if let Some(version) = (discover_id == DISCOVER_ID)
-                    .then(|| modern_supported(&error.error, modern.as_ref()))
-                    .flatten()
-                {
-                    discover_id = DISCOVER_RETRY_ID;
-                    send(
-                        &mut transport,
-                        discover_msg(version, discover_id),
-                        "server/discover request",
-                    )
-                    .await?;
-                    discover_pending = true;
-                    continue;
-                }
-                let modern_rejection = code == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
-                    || code == ErrorCode::HEADER_MISMATCH;
-                match (&legacy_version, modern_rejection) {
-                    (Some(version), false) if !initialize_sent => {
-                        send(
-                            &mut transport,
-                            initialize_msg(version.clone()),
-                            "initialize request",
-                        )
-                        .await?;
-                        initialize_sent = true;
-                    }
-                    (Some(_), false) => {}
-                    _ => {
-                        return Err(HandshakeError::Refused {
-                            what: "server/discover request",
-                            code: code.0,
-                            message: error.error.message.to_string(),
-                        });
-                    }
-                }
-            }
-            JsonRpcMessage::Response(response)
-                if response.id == id(INITIALIZE_ID) && initialize_sent =>
-            {
-                let ServerResult::InitializeResult(result) = response.result else {
-                    return Err(HandshakeError::Unexpected {
-                        what: "initialize request",
-                        answer: format!("{:?}", response.result),
-                    });
-                };
+            Step::Initialized(peer) => {
                 let notification = ClientJsonRpcMessage::notification(
                     ClientNotification::InitializedNotification(InitializedNotification::default()),
                 );
                 send(&mut transport, notification, "initialized notification").await?;
-                let peer: ServerPeerInfo = result.into();
                 return Ok((
-                    serve_directly(handler, transport, Some(peer)),
+                    serve_directly(handler, transport, Some(*peer)),
                     Generation::Initialize,
                 ));
             }
+            Step::Fail(error) => return Err(error),
+        }
+    }
+}
+
+/// What the handshake does next, after a message from the server or the silent fallback's
+/// deadline.
+enum Step {
+    /// Wait for the next message.
+    Wait,
+    /// Send this, then wait for the next message.
+    Send(Box<ClientJsonRpcMessage>, &'static str),
+    /// The server answered `server/discover`: a 2026-07-28 session.
+    Discovered(Box<ServerPeerInfo>),
+    /// The server answered `initialize`: send `initialized`, then an initialize-era session.
+    Initialized(Box<ServerPeerInfo>),
+    /// The handshake failed.
+    Fail(HandshakeError),
+}
+
+/// Where the handshake stands: what was asked, and what is still awaited.
+struct Handshake {
+    info: ClientConfig,
+    /// The `server/discover` version, unless the plan is `initialize` only.
+    modern: Option<ProtocolVersion>,
+    /// The `initialize` version, unless the plan is `server/discover` only.
+    legacy: Option<ProtocolVersion>,
+    initialize_sent: bool,
+    discover_pending: bool,
+    /// The id of the `server/discover` in flight: a second one, after the server named the
+    /// versions it supports, gets an id of its own.
+    discover_id: &'static str,
+    /// When to give up on `server/discover` and send `initialize` instead.
+    fallback_at: Option<tokio::time::Instant>,
+}
+
+impl Handshake {
+    fn new(info: ClientConfig, plan: &Plan) -> Self {
+        let modern = match plan {
+            Plan::Discover(v) => Some(v.clone()),
+            Plan::Probe => Some(ProtocolVersion::V_2026_07_28),
+            Plan::Initialize(_) => None,
+        };
+        let legacy = match plan {
+            Plan::Initialize(v) => Some(v.clone()),
+            Plan::Probe => Some(latest_initialize_version()),
+            Plan::Discover(_) => None,
+        };
+        Handshake {
+            info,
+            modern,
+            legacy,
+            initialize_sent: false,
+            discover_pending: false,
+            discover_id: DISCOVER_ID,
+            fallback_at: None,
+        }
+    }
+
+    /// The first messages: `server/discover` (and, probing, a ping behind it), or
+    /// `initialize`.
+    fn opening(&mut self, probe_ping: bool) -> Vec<(ClientJsonRpcMessage, &'static str)> {
+        let mut first = Vec::new();
+        if let Some(version) = self.modern.clone() {
+            first.push((
+                self.discover_msg(version, self.discover_id),
+                "server/discover request",
+            ));
+            self.discover_pending = true;
+            if self.legacy.is_some() && probe_ping {
+                let ping = ClientJsonRpcMessage::request(
+                    ClientRequest::PingRequest(PingRequest::default()),
+                    id(PING_ID),
+                );
+                first.push((ping, "probe ping"));
+            }
+        } else if let Some(version) = self.legacy.clone() {
+            first.push((self.initialize_msg(version), "initialize request"));
+            self.initialize_sent = true;
+        }
+        first
+    }
+
+    /// Once the first messages are out: `initialize` follows them after [`SILENT_FALLBACK`]
+    /// of silence, if it may still be sent.
+    fn start_fallback_clock(&mut self) {
+        if self.legacy.is_some() && !self.initialize_sent {
+            self.fallback_at = Some(tokio::time::Instant::now() + SILENT_FALLBACK);
+        }
+    }
+
+    /// The deadline of the wait for the next message, while `initialize` may still follow.
+    fn fallback_at(&self) -> Option<tokio::time::Instant> {
+        self.fallback_at.filter(|_| !self.initialize_sent)
+    }
+
+    /// Nothing came before [`Self::fallback_at`]: `initialize` goes out anyway.
+    fn on_silence(&mut self) -> Step {
+        self.initialize_instead().unwrap_or(Step::Wait)
+    }
+
+    /// `initialize`, as the older handshake's first message, once.
+    fn initialize_instead(&mut self) -> Option<Step> {
+        let version = self.legacy.clone().filter(|_| !self.initialize_sent)?;
+        self.initialize_sent = true;
+        Some(Step::Send(
+            Box::new(self.initialize_msg(version)),
+            "initialize request",
+        ))
+    }
+
+    fn on_message(&mut self, message: Option<ServerJsonRpcMessage>) -> Step {
+        let Some(message) = message else {
+            return Step::Fail(HandshakeError::Closed);
+        };
+        match message {
+            JsonRpcMessage::Response(response)
+                if response.id == id(self.discover_id) && self.discover_pending =>
+            {
+                let ServerResult::DiscoverResult(result) = response.result else {
+                    // An older server that answers unknown methods with an empty result (seen
+                    // in the conformance suite's scenario servers): it speaks `initialize`.
+                    if let Some(step) = self.initialize_instead() {
+                        self.discover_pending = false;
+                        return step;
+                    }
+                    return Step::Fail(HandshakeError::Unexpected {
+                        what: "server/discover request",
+                        answer: format!("{:?}", response.result),
+                    });
+                };
+                let wanted = self.modern.clone().unwrap_or(ProtocolVersion::V_2026_07_28);
+                if !result.supported_versions.contains(&wanted) {
+                    // A modern server without our modern version: try the older handshake.
+                    if let Some(step) = self.initialize_instead() {
+                        self.discover_pending = false;
+                        return step;
+                    }
+                    return Step::Fail(HandshakeError::NoCommonVersion {
+                        server: versions(&result.supported_versions),
+                        client: wanted.to_string(),
+                    });
+                }
+                Step::Discovered(Box::new(ServerPeerInfo::from_discover_result(
+                    wanted, result,
+                )))
+            }
+            JsonRpcMessage::Error(error)
+                if error.id == Some(id(self.discover_id)) && self.discover_pending =>
+            {
+                self.discover_pending = false;
+                let code = error.error.code;
+                // "Unsupported protocol version", naming a modern one we speak: ask again with
+                // it (once), rather than falling back to the older handshake.
+                if let Some(version) = (self.discover_id == DISCOVER_ID)
+                    .then(|| modern_supported(&error.error, self.modern.as_ref()))
+                    .flatten()
+                {
+                    self.discover_id = DISCOVER_RETRY_ID;
+                    self.discover_pending = true;
+                    return Step::Send(
+                        Box::new(self.discover_msg(version, self.discover_id)),
+                        "server/discover request",
+                    );
+                }
+                let modern_rejection = code == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+                    || code == ErrorCode::HEADER_MISMATCH;
+                match (self.legacy.is_some(), modern_rejection) {
+                    (true, false) => self.initialize_instead().unwrap_or(Step::Wait),
+                    _ => Step::Fail(HandshakeError::Refused {
+                        what: "server/discover request",
+                        code: code.0,
+                        message: error.error.message.to_string(),
+                    }),
+                }
+            }
+            JsonRpcMessage::Response(response)
+                if response.id == id(INITIALIZE_ID) && self.initialize_sent =>
+            {
+                match response.result {
+                    ServerResult::InitializeResult(result) => {
+                        Step::Initialized(Box::new(result.into()))
+                    }
+                    other => Step::Fail(HandshakeError::Unexpected {
+                        what: "initialize request",
+                        answer: format!("{other:?}"),
+                    }),
+                }
+            }
             JsonRpcMessage::Error(error) if error.id == Some(id(INITIALIZE_ID)) => {
-                return Err(HandshakeError::Refused {
+                Step::Fail(HandshakeError::Refused {
                     what: "initialize request",
                     code: error.error.code.0,
                     message: error.error.message.to_string(),
-                });
+                })
             }
-            JsonRpcMessage::Response(r) if r.id == id(PING_ID) => on_ping_answer(&mut fallback_at),
-            JsonRpcMessage::Error(e) if e.id == Some(id(PING_ID)) => {
-                on_ping_answer(&mut fallback_at)
-            }
+            JsonRpcMessage::Response(r) if r.id == id(PING_ID) => self.on_ping_answer(),
+            JsonRpcMessage::Error(e) if e.id == Some(id(PING_ID)) => self.on_ping_answer(),
             JsonRpcMessage::Request(request) => {
                 // Only a ping may come before the handshake ends; anything else is refused.
                 let reply = match request.request {
@@ -327,10 +342,45 @@ where
                         Some(request.id),
                     ),
                 };
-                send(&mut transport, reply, "reply during the handshake").await?;
+                Step::Send(Box::new(reply), "reply during the handshake")
             }
-            other => tracing::debug!(?other, "ignored a message during the handshake"),
+            other => {
+                tracing::debug!(?other, "ignored a message during the handshake");
+                Step::Wait
+            }
         }
+    }
+
+    /// The server is alive and answered the ping; its answer to `server/discover` gets a short
+    /// grace before the older handshake is tried.
+    fn on_ping_answer(&mut self) -> Step {
+        if let Some(at) = &mut self.fallback_at {
+            let grace = tokio::time::Instant::now() + DISCOVER_GRACE;
+            if grace < *at {
+                *at = grace;
+            }
+        }
+        Step::Wait
+    }
+
+    fn initialize_msg(&self, version: ProtocolVersion) -> ClientJsonRpcMessage {
+        let mut params = self.info.clone();
+        params.protocol_version = version;
+        ClientJsonRpcMessage::request(
+            ClientRequest::InitializeRequest(InitializeRequest::new(params)),
+            id(INITIALIZE_ID),
+        )
+    }
+
+    fn discover_msg(&self, version: ProtocolVersion, request_id: &str) -> ClientJsonRpcMessage {
+        let meta = RequestMetaObject::with_client_context(
+            version,
+            self.info.client_info.clone(),
+            self.info.capabilities.clone(),
+        );
+        let mut discover = DiscoverRequest::new(DiscoverRequestParams {});
+        discover.extensions.insert(meta);
+        ClientJsonRpcMessage::request(ClientRequest::DiscoverRequest(discover), id(request_id))
     }
 }
 
@@ -349,17 +399,6 @@ fn modern_supported(
         .filter(|v| speaks(v))
         .cloned()
         .or_else(|| speaks(&ProtocolVersion::V_2026_07_28).then_some(ProtocolVersion::V_2026_07_28))
-}
-
-/// The server is alive and answered the ping; its answer to `server/discover` gets a short
-/// grace before the older handshake is tried.
-fn on_ping_answer(fallback_at: &mut Option<tokio::time::Instant>) {
-    if let Some(at) = fallback_at {
-        let grace = tokio::time::Instant::now() + DISCOVER_GRACE;
-        if grace < *at {
-            *at = grace;
-        }
-    }
 }
 
 /// A send error's text with its causes, the HTTP client's too (rmcp's message keeps only

@@ -20,10 +20,11 @@
 
 use std::collections::VecDeque;
 use std::future::Future;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use parking_lot::Mutex;
 use rmcp::model::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
     ElicitResult, ElicitationAction, InputRequest, ListRootsResult, ProgressToken, RequestId, Root,
@@ -166,7 +167,8 @@ impl Asker {
         interaction: Option<Interaction>,
     ) -> CallGuard {
         let key = self.next_key.fetch_add(1, Ordering::Relaxed);
-        if let Ok(mut calls) = self.calls.lock() {
+        {
+            let mut calls = self.calls.lock();
             calls.push(InFlight {
                 key,
                 request_id: None,
@@ -219,9 +221,7 @@ impl Asker {
 
     /// Finds the call an initialize-era request belongs to (see the module's rules).
     pub(crate) fn route(&self, origin: &Origin) -> Route {
-        let Ok(calls) = self.calls.lock() else {
-            return self.host_route();
-        };
+        let calls = self.calls.lock();
         let by_origin = calls.iter().find(|c| {
             (origin.request_id.is_some() && c.request_id == origin.request_id)
                 || (origin.progress_token.is_some() && c.progress_token == origin.progress_token)
@@ -240,9 +240,7 @@ impl Asker {
     }
 
     fn route_for_key(&self, key: u64) -> Route {
-        let Ok(calls) = self.calls.lock() else {
-            return self.host_route();
-        };
+        let calls = self.calls.lock();
         self.route_of(calls.iter().find(|c| c.key == key))
     }
 
@@ -383,13 +381,9 @@ impl Asker {
         let own: Vec<Arc<dyn Elicitor>> = self
             .calls
             .lock()
-            .map(|calls| {
-                calls
-                    .iter()
-                    .filter_map(|c| c.interaction.as_ref()?.elicitor.clone())
-                    .collect()
-            })
-            .unwrap_or_default();
+            .iter()
+            .filter_map(|c| c.interaction.as_ref()?.elicitor.clone())
+            .collect();
         for e in &own {
             tell(e);
         }
@@ -528,22 +522,25 @@ pub(crate) struct CallGuard {
 impl Asker {
     /// Pauses call `key`'s timeout until the returned guard is dropped.
     fn pause(&self, key: u64) -> Pause<'_> {
-        if let Ok(mut calls) = self.calls.lock()
-            && let Some(call) = calls.iter_mut().find(|c| c.key == key)
-        {
+        self.update_call(key, |call| {
             if call.asking == 0 {
                 call.paused_since = Some(Instant::now());
             }
             call.asking += 1;
-        }
+        });
         Pause { asker: self, key }
+    }
+
+    /// Changes call `key`, if it is still in flight.
+    fn update_call(&self, key: u64, change: impl FnOnce(&mut InFlight)) {
+        if let Some(call) = self.calls.lock().iter_mut().find(|c| c.key == key) {
+            change(call);
+        }
     }
 
     /// Whether call `key`'s timeout is paused now, and for how long it was paused in all.
     fn paused(&self, key: u64) -> (bool, Duration) {
-        let Ok(calls) = self.calls.lock() else {
-            return (false, Duration::ZERO);
-        };
+        let calls = self.calls.lock();
         calls
             .iter()
             .find(|c| c.key == key)
@@ -562,16 +559,14 @@ struct Pause<'a> {
 
 impl Drop for Pause<'_> {
     fn drop(&mut self) {
-        if let Ok(mut calls) = self.asker.calls.lock()
-            && let Some(call) = calls.iter_mut().find(|c| c.key == self.key)
-        {
+        self.asker.update_call(self.key, |call| {
             call.asking = call.asking.saturating_sub(1);
             if call.asking == 0
                 && let Some(since) = call.paused_since.take()
             {
                 call.paused += since.elapsed();
             }
-        }
+        });
         self.asker.resumed.send_modify(|n| *n = n.wrapping_add(1));
     }
 }
@@ -611,20 +606,17 @@ impl CallGuard {
 
     /// The request id and progress token of the call's current `tools/call`.
     pub(crate) fn sent(&self, id: RequestId, progress_token: Option<ProgressToken>) {
-        if let Ok(mut calls) = self.asker.calls.lock()
-            && let Some(call) = calls.iter_mut().find(|c| c.key == self.key)
-        {
+        self.asker.update_call(self.key, |call| {
             call.request_id = Some(id);
             call.progress_token = progress_token;
-        }
+        });
     }
 }
 
 impl Drop for CallGuard {
     fn drop(&mut self) {
-        if let Ok(mut calls) = self.asker.calls.lock() {
-            calls.retain(|c| c.key != self.key);
-        }
+        let mut calls = self.asker.calls.lock();
+        calls.retain(|c| c.key != self.key);
     }
 }
 

@@ -377,8 +377,8 @@ impl Session {
     pub(crate) fn cache_hints(&self, what: &str) -> CacheHints {
         self.cache_hints
             .lock()
-            .ok()
-            .and_then(|h| h.get(what).cloned())
+            .get(what)
+            .cloned()
             .unwrap_or_default()
     }
 
@@ -390,9 +390,7 @@ impl Session {
         Fut: Future<Output = Result<(Vec<T>, Option<String>, CacheHints), RequestError>>,
     {
         let (items, hints) = paged(what, page).await?;
-        if let Ok(mut all) = self.cache_hints.lock() {
-            all.insert(what, hints);
-        }
+        self.cache_hints.lock().insert(what, hints);
         Ok(items)
     }
 }

@@ -103,6 +103,14 @@ impl Host {
         self.catalog.view_listed().await.0
     }
 
+    /// The catalogue's generation: it changes whenever a server's tool list is stored or
+    /// dropped. What a program derives from the tools (a name map, an index) read under one
+    /// generation holds until it changes, if the view was
+    /// [`complete`](crate::ToolsView::complete).
+    pub fn catalog_generation(&self) -> u64 {
+        self.catalog.generation()
+    }
+
     /// The catalogue's search index: built on the first search, again only when the
     /// catalogue changed since (a server's list stored or dropped).
     pub async fn search_index(&self) -> Arc<ToolIndex> {
@@ -110,16 +118,17 @@ impl Host {
         let cached = self
             .search
             .lock()
-            .ok()
-            .and_then(|c| c.as_ref().filter(|(g, _)| *g == generation).cloned());
+            .as_ref()
+            .filter(|(g, _)| *g == generation)
+            .cloned();
         if let Some((_, index)) = cached {
             return index;
         }
         let (snapshot, complete) = self.catalog.snapshot_listed().await;
         let index = Arc::new(ToolIndex::new(snapshot.tools));
         // A listing that failed is tried again by the next search, not cached without it.
-        if complete && let Ok(mut cache) = self.search.lock() {
-            *cache = Some((generation, index.clone()));
+        if complete {
+            *self.search.lock() = Some((generation, index.clone()));
         }
         index
     }

@@ -15,9 +15,10 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use parking_lot::Mutex;
 use serde::de::{IgnoredAny, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
@@ -299,9 +300,7 @@ impl KeptLists {
     /// With a shared store, all in one round trip.
     pub(crate) fn preload<'a>(&self, entries: impl IntoIterator<Item = &'a ServerConfig>) {
         let wanted: Vec<(&str, &str)> = {
-            let Ok(cache) = self.cache.lock() else {
-                return;
-            };
+            let cache = self.cache.lock();
             entries
                 .into_iter()
                 .map(|c| (c.name.as_str(), c.launch_hash.0.as_str()))
@@ -333,17 +332,16 @@ impl KeptLists {
                 crate::cores::map_on_cores(&wanted, |(name, hash)| (*name, self.read(name, hash)))
             }
         };
-        if let Ok(mut cache) = self.cache.lock() {
-            for (name, kept) in read {
-                cache.entry(name.to_owned()).or_insert(kept);
-            }
+        let mut cache = self.cache.lock();
+        for (name, kept) in read {
+            cache.entry(name.to_owned()).or_insert(kept);
         }
     }
 
     /// The server's kept lists, when they were made with this very entry.
     fn get(&self, config: &ServerConfig) -> Option<Arc<Held>> {
         let name = config.name.as_str();
-        let mut cache = self.cache.lock().ok()?;
+        let mut cache = self.cache.lock();
         let kept = cache
             .entry(name.to_owned())
             .or_insert_with(|| self.read(name, &config.launch_hash.0))
@@ -401,9 +399,8 @@ impl KeptLists {
     /// Drops this process's copy of a server's lists: another replica changed them, the next
     /// use reads them again.
     pub(crate) fn forget(&self, name: &str) {
-        if let Ok(mut cache) = self.cache.lock() {
-            cache.remove(name);
-        }
+        let mut cache = self.cache.lock();
+        cache.remove(name);
     }
 
     /// Tells the other replicas (with a shared store) that a list of `config`'s server was
@@ -461,9 +458,7 @@ impl KeptLists {
     /// Applies `change` to the server's lists (started afresh when they were another entry's)
     /// and writes them.
     fn change(&self, name: &str, hash: &ConfigHash, change: impl FnOnce(&mut Kept)) {
-        let Ok(mut cache) = self.cache.lock() else {
-            return;
-        };
+        let mut cache = self.cache.lock();
         let current = cache
             .entry(name.to_owned())
             .or_insert_with(|| self.read(name, &hash.0));

@@ -55,7 +55,7 @@ struct NeedsAuth {
 #[derive(Debug)]
 pub(crate) struct Memory {
     path: Option<PathBuf>,
-    file: std::sync::Mutex<File>,
+    file: parking_lot::Mutex<File>,
     shared: Option<SharedStore>,
 }
 
@@ -133,7 +133,7 @@ impl Memory {
             .unwrap_or_default();
         Memory {
             path,
-            file: std::sync::Mutex::new(file),
+            file: parking_lot::Mutex::new(file),
             shared: None,
         }
     }
@@ -151,13 +151,12 @@ impl Memory {
             let keys: Vec<String> = names.iter().map(|n| needs_auth_key(n)).collect();
             match store.get_many_blocking(&keys) {
                 Ok(texts) => {
-                    if let Ok(mut file) = memory.file.lock() {
-                        for (name, text) in names.iter().zip(texts) {
-                            match text.and_then(|t| serde_json::from_str(&t).ok()) {
-                                Some(record) => file.needs_auth.insert((*name).to_owned(), record),
-                                None => file.needs_auth.remove(*name),
-                            };
-                        }
+                    let mut file = memory.file.lock();
+                    for (name, text) in names.iter().zip(texts) {
+                        match text.and_then(|t| serde_json::from_str(&t).ok()) {
+                            Some(record) => file.needs_auth.insert((*name).to_owned(), record),
+                            None => file.needs_auth.remove(*name),
+                        };
                     }
                 }
                 Err(e) => tracing::warn!("cannot read the needs-auth records: {e}"),
@@ -178,16 +177,15 @@ impl Memory {
                 return;
             }
         };
-        if let Ok(mut file) = self.file.lock() {
-            match record {
-                Some(record) => file.needs_auth.insert(name.to_owned(), record),
-                None => file.needs_auth.remove(name),
-            };
-        }
+        let mut file = self.file.lock();
+        match record {
+            Some(record) => file.needs_auth.insert(name.to_owned(), record),
+            None => file.needs_auth.remove(name),
+        };
     }
 
     pub(crate) fn generation(&self, name: &str, hash: &ConfigHash) -> Option<Generation> {
-        let file = self.file.lock().ok()?;
+        let file = self.file.lock();
         let r = file.protocols.get(name).filter(|r| r.hash == hash.0)?;
         match r.generation.as_str() {
             "initialize" => Some(Generation::Initialize),
@@ -217,7 +215,7 @@ impl Memory {
 
     /// The message of a still-valid needs-auth record of this very entry.
     pub(crate) fn needs_auth(&self, name: &str, hash: &ConfigHash) -> Option<String> {
-        let file = self.file.lock().ok()?;
+        let file = self.file.lock();
         file.needs_auth
             .get(name)
             .filter(|n| n.hash == hash.0 && n.until > now())
@@ -267,9 +265,7 @@ impl Memory {
     /// Applies `change` here and, when it changed something, to the file as it is on disk
     /// under the file's lock.
     fn update(&self, mut change: impl FnMut(&mut File) -> bool) {
-        let Ok(mut file) = self.file.lock() else {
-            return;
-        };
+        let mut file = self.file.lock();
         if !change(&mut file) {
             return;
         }

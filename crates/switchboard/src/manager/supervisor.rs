@@ -44,6 +44,37 @@ enum Served {
     NeedsAuth(String),
 }
 
+/// The phase of a supervisor's loop ([`Supervisor::run`]): each runs until it knows the next.
+enum Phase {
+    /// Disabled, waiting for a login, or lazy: waits for what lets the server start.
+    Gate,
+    /// Connect attempts; `fill`: only to fill a lazy server's kept lists.
+    Connect { fill: bool },
+    /// Connected only to fill the kept lists, then closed.
+    Fill(Session),
+    /// Connected: serving until the session ends.
+    Serve(Session),
+    /// Stopped: the task ends (telling whoever waits for it).
+    Stop(Option<oneshot::Sender<()>>),
+}
+
+/// What a supervisor's loop carries from one phase to the next.
+struct Run {
+    enabled: bool,
+    /// Delays before each retry; empty for a first connect.
+    retries: VecDeque<Duration>,
+    /// The next connect waits for the first delay (the connection closed by itself).
+    first_delay: bool,
+    /// How many times a failed remote server has been tried again since it last connected.
+    probes: u32,
+    /// Not to be started until a request needs it.
+    lazy: bool,
+    /// The lists were filled once already (a lazy server is started once for that).
+    filled: bool,
+    /// Why the server is not connected, for the next reconnect's event.
+    cause: Option<Failure>,
+}
+
 /// What the supervisor does next after a control message.
 enum Next {
     Restart,
@@ -206,252 +237,287 @@ impl Supervisor {
     }
 
     pub(super) async fn run(self, mut control: mpsc::UnboundedReceiver<Control>) {
-        let mut enabled = !self.config.disabled;
-        // Delays before each retry; empty for a first connect.
-        let mut retries: VecDeque<Duration> = VecDeque::new();
-        if self.config.restart == RestartPolicy::OnFailure {
-            retries = Self::backoff();
-        }
-        let mut first_delay = false;
-        // How many times a failed remote server has been tried again since it last connected.
-        let mut probes = 0u32;
-        // Not to be started until a request needs it.
-        let mut lazy = self.config.startup == Startup::Lazy;
-        // The lists were filled once already (a lazy server is started once for that).
-        let mut filled = false;
-        // Why the server is not connected, for the next reconnect's event.
-        let mut cause: Option<Failure> = None;
+        let mut run = Run {
+            enabled: !self.config.disabled,
+            // Under a restart policy, the first connect is retried too.
+            retries: self.retries_after_failure(),
+            first_delay: false,
+            probes: 0,
+            lazy: self.config.startup == Startup::Lazy,
+            filled: false,
+            cause: None,
+        };
+        let mut phase = Phase::Gate;
         loop {
-            if !enabled {
-                self.set(ServerState::Disabled);
-                match self.idle(&mut control, enabled).await {
-                    (Next::Stop(done), _) => return finish(done),
-                    (_, now_enabled) => {
-                        enabled = now_enabled;
-                        continue;
-                    }
-                }
-            }
-            if let Some(message) = self
-                .shared
-                .memory
-                .needs_auth(self.name(), &self.credential_key())
-            {
-                self.set(ServerState::NeedsAuth { message });
-                match self.idle(&mut control, enabled).await {
-                    (Next::Stop(done), _) => return finish(done),
-                    (_, now_enabled) => {
-                        self.shared.memory.clear_needs_auth(self.name());
-                        enabled = now_enabled;
-                        continue;
-                    }
-                }
-            }
-
-            let fill = lazy && !filled && !self.shared.kept.tools_fresh(&self.config);
-            if lazy && !fill {
-                let state = self.lazy_state();
-                if *self.state.borrow() != state {
-                    self.set(state);
-                }
-                match self.wait_start(&mut control, &mut enabled).await {
-                    Next::Stop(done) => return finish(done),
-                    Next::Restart => continue,
-                    _ => lazy = false,
-                }
-            }
-
-            let queued = u32::try_from(retries.len()).unwrap_or(u32::MAX);
-            let max_attempts = 1 + if first_delay {
-                queued.saturating_sub(1)
-            } else {
-                queued
+            phase = match phase {
+                Phase::Gate => self.gate(&mut run, &mut control).await,
+                Phase::Connect { fill } => self.connect_phase(&mut run, &mut control, fill).await,
+                Phase::Fill(session) => self.fill_phase(&mut run, &mut control, session).await,
+                Phase::Serve(session) => self.serve_phase(&mut run, &mut control, session).await,
+                Phase::Stop(done) => return finish(done),
             };
-            let mut attempt = 0;
-            let session = loop {
-                if first_delay || attempt > 0 {
-                    let Some(delay) = retries.pop_front() else {
-                        break None;
-                    };
-                    first_delay = false;
-                    let _ = self.shared.events.send(ServerEvent::Reconnecting {
-                        server: self.name().to_owned(),
-                        attempt: attempt + 1,
-                        delay,
-                        cause: cause.take(),
-                    });
-                    self.set(ServerState::Pending {
-                        attempt: attempt + 1,
-                        max_attempts,
-                    });
-                    let sleep = (self.shared.options.sleeper)(delay);
-                    match self.until_control(sleep, &mut control, &mut enabled).await {
-                        Ok(()) => {}
-                        Err(Next::Stop(done)) => return finish(done),
-                        Err(_) => break None,
-                    }
+        }
+    }
+
+    /// The retries after a failure: the backoff under a restart policy, else none.
+    fn retries_after_failure(&self) -> VecDeque<Duration> {
+        if self.config.restart == RestartPolicy::OnFailure {
+            Self::backoff()
+        } else {
+            VecDeque::new()
+        }
+    }
+
+    /// [`Phase::Gate`]: a disabled server, one that needs a login or a lazy one waits here for
+    /// what lets it start.
+    async fn gate(&self, run: &mut Run, control: &mut mpsc::UnboundedReceiver<Control>) -> Phase {
+        if !run.enabled {
+            self.set(ServerState::Disabled);
+            return match self.idle(control, run.enabled).await {
+                (Next::Stop(done), _) => Phase::Stop(done),
+                (_, now_enabled) => {
+                    run.enabled = now_enabled;
+                    Phase::Gate
                 }
-                attempt += 1;
+            };
+        }
+        if let Some(message) = self
+            .shared
+            .memory
+            .needs_auth(self.name(), &self.credential_key())
+        {
+            self.set(ServerState::NeedsAuth { message });
+            return match self.idle(control, run.enabled).await {
+                (Next::Stop(done), _) => Phase::Stop(done),
+                (_, now_enabled) => {
+                    self.shared.memory.clear_needs_auth(self.name());
+                    run.enabled = now_enabled;
+                    Phase::Gate
+                }
+            };
+        }
+        let fill = run.lazy && !run.filled && !self.shared.kept.tools_fresh(&self.config);
+        if run.lazy && !fill {
+            let state = self.lazy_state();
+            if *self.state.borrow() != state {
+                self.set(state);
+            }
+            match self.wait_start(control, &mut run.enabled).await {
+                Next::Stop(done) => return Phase::Stop(done),
+                Next::Restart => return Phase::Gate,
+                _ => run.lazy = false,
+            }
+        }
+        Phase::Connect { fill }
+    }
+
+    /// [`Phase::Connect`]: connect attempts on the backoff schedule (and a failed remote
+    /// server's probes); connected, the session is served, or only fills the kept lists.
+    async fn connect_phase(
+        &self,
+        run: &mut Run,
+        control: &mut mpsc::UnboundedReceiver<Control>,
+        fill: bool,
+    ) -> Phase {
+        let queued = u32::try_from(run.retries.len()).unwrap_or(u32::MAX);
+        let max_attempts = 1 + if run.first_delay {
+            queued.saturating_sub(1)
+        } else {
+            queued
+        };
+        let mut attempt = 0;
+        let session = loop {
+            if run.first_delay || attempt > 0 {
+                let Some(delay) = run.retries.pop_front() else {
+                    break None;
+                };
+                run.first_delay = false;
+                let _ = self.shared.events.send(ServerEvent::Reconnecting {
+                    server: self.name().to_owned(),
+                    attempt: attempt + 1,
+                    delay,
+                    cause: run.cause.take(),
+                });
                 self.set(ServerState::Pending {
-                    attempt,
+                    attempt: attempt + 1,
                     max_attempts,
                 });
-                // Boxed: connecting (the handshake, a transport's set-up) is the largest state
-                // of this task by far, and only a few servers connect at a time; inline, every
-                // idle or connected server's task would be that size for its whole life.
-                let connected = match self
-                    .until_control(Box::pin(self.connect()), &mut control, &mut enabled)
-                    .await
-                {
-                    Ok(result) => result,
-                    Err(Next::Stop(done)) => return finish(done),
+                let sleep = (self.shared.options.sleeper)(delay);
+                match self.until_control(sleep, control, &mut run.enabled).await {
+                    Ok(()) => {}
+                    Err(Next::Stop(done)) => return Phase::Stop(done),
                     Err(_) => break None,
-                };
-                match connected {
-                    Ok(session) => break Some(session),
-                    Err(ConnectError::NeedsAuth(message)) => {
-                        self.shared.memory.set_needs_auth(
-                            self.name(),
-                            &self.credential_key(),
-                            &self.needs_auth_message(&message),
-                        );
-                        break None;
-                    }
-                    Err(error) => {
-                        let state = self.plainly(error.into_state());
-                        if let ServerState::Failed(failure) = &state {
-                            cause = Some(failure.clone());
-                        }
-                        if retries.is_empty() {
-                            self.set(state);
-                            // A long-running host tries a remote server again: with the
-                            // usual backoff, then once a minute; `failed` (with its cause)
-                            // meanwhile, and the first success announces its tools.
-                            if let Some(delay) = self.probe_delay(probes) {
-                                probes += 1;
-                                let sleep = (self.shared.options.sleeper)(delay);
-                                match self.until_control(sleep, &mut control, &mut enabled).await {
-                                    Ok(()) => {
-                                        retries.push_back(Duration::ZERO);
-                                        continue;
-                                    }
-                                    Err(Next::Stop(done)) => return finish(done),
-                                    Err(_) => break None,
-                                }
-                            }
-                            match self.idle(&mut control, enabled).await {
-                                (Next::Stop(done), _) => return finish(done),
-                                (_, now_enabled) => enabled = now_enabled,
-                            }
-                            break None;
-                        }
-                        tracing::info!(
-                            server = self.name(),
-                            "connect attempt {attempt} failed: {state:?}"
-                        );
-                    }
-                }
-            };
-            let Some(session) = session else {
-                retries = if self.config.restart == RestartPolicy::OnFailure {
-                    Self::backoff()
-                } else {
-                    VecDeque::new()
-                };
-                continue;
-            };
-
-            if fill {
-                filled = true;
-                let outcome = self
-                    .until_control(Box::pin(self.fill(&session)), &mut control, &mut enabled)
-                    .await;
-                Box::pin(session.close()).await;
-                match outcome {
-                    Err(Next::Stop(done)) => return finish(done),
-                    _ => continue,
                 }
             }
-
-            probes = 0;
-            let session = Arc::new(session);
-            self.terminal_errors.store(0, Ordering::Relaxed);
-            // The idle time counts from the connect, not from before a stop.
-            self.activity.touch();
-            self.shared.memory.set_generation(
-                self.name(),
-                &self.config.hash,
-                session.info.generation,
-            );
-            self.shared.memory.clear_needs_auth(self.name());
-            *self.session.lock() = Some(session.clone());
-            self.set(ServerState::Connected(session.info.clone()));
-
-            // Boxed, as connecting is: serving and closing are large states, and inline they
-            // would make every lazy or idle server's task that large (and copied at spawn).
-            let next = Box::pin(self.serve(&session, &mut control, &mut enabled)).await;
-            *self.session.lock() = None;
-            match next {
-                Served::Next(Next::Stop(done)) => {
-                    Box::pin(session.close()).await;
-                    return finish(done);
-                }
-                Served::NeedsAuth(message) => {
-                    Box::pin(session.close()).await;
-                    // Remembered like a refused connect: the loop's top shows it and waits
-                    // for a login (a reconnect).
+            attempt += 1;
+            self.set(ServerState::Pending {
+                attempt,
+                max_attempts,
+            });
+            // Boxed: connecting (the handshake, a transport's set-up) is the largest state
+            // of this task by far, and only a few servers connect at a time; inline, every
+            // idle or connected server's task would be that size for its whole life.
+            let connected = match self
+                .until_control(Box::pin(self.connect()), control, &mut run.enabled)
+                .await
+            {
+                Ok(result) => result,
+                Err(Next::Stop(done)) => return Phase::Stop(done),
+                Err(_) => break None,
+            };
+            match connected {
+                Ok(session) => break Some(session),
+                Err(ConnectError::NeedsAuth(message)) => {
                     self.shared.memory.set_needs_auth(
                         self.name(),
                         &self.credential_key(),
                         &self.needs_auth_message(&message),
                     );
-                    retries = VecDeque::new();
+                    break None;
                 }
-                Served::Next(Next::Idle) => {
-                    tracing::info!(server = self.name(), "idle: stopping it until it is needed");
-                    Box::pin(session.close()).await;
-                    lazy = true;
-                }
-                Served::Next(_) => {
-                    Box::pin(session.close()).await;
-                    retries = if self.config.restart == RestartPolicy::OnFailure {
-                        Self::backoff()
-                    } else {
-                        VecDeque::new()
-                    };
-                }
-                Served::Closed => {
-                    // The connection ended by itself.
-                    let exit = Box::pin(session.exit_status(Duration::from_millis(500))).await;
-                    let stderr = session.stderr_tail();
-                    Box::pin(session.close()).await;
-                    let message = match exit {
-                        Some(exit) => format!("the server exited ({exit})"),
-                        None => "the connection closed".to_owned(),
-                    };
-                    if self.reconnects_on_close() {
-                        tracing::info!(server = self.name(), "{message}; reconnecting");
-                        cause = Some(Failure {
-                            message,
-                            hint: None,
-                            stderr,
-                        });
-                        retries = Self::backoff();
-                        first_delay = true;
-                        continue;
+                Err(error) => {
+                    let state = self.plainly(error.into_state());
+                    if let ServerState::Failed(failure) = &state {
+                        run.cause = Some(failure.clone());
                     }
-                    self.set(ServerState::Failed(Failure {
+                    if run.retries.is_empty() {
+                        self.set(state);
+                        // A long-running host tries a remote server again: with the
+                        // usual backoff, then once a minute; `failed` (with its cause)
+                        // meanwhile, and the first success announces its tools.
+                        if let Some(delay) = self.probe_delay(run.probes) {
+                            run.probes += 1;
+                            let sleep = (self.shared.options.sleeper)(delay);
+                            match self.until_control(sleep, control, &mut run.enabled).await {
+                                Ok(()) => {
+                                    run.retries.push_back(Duration::ZERO);
+                                    continue;
+                                }
+                                Err(Next::Stop(done)) => return Phase::Stop(done),
+                                Err(_) => break None,
+                            }
+                        }
+                        match self.idle(control, run.enabled).await {
+                            (Next::Stop(done), _) => return Phase::Stop(done),
+                            (_, now_enabled) => run.enabled = now_enabled,
+                        }
+                        break None;
+                    }
+                    tracing::info!(
+                        server = self.name(),
+                        "connect attempt {attempt} failed: {state:?}"
+                    );
+                }
+            }
+        };
+        match session {
+            None => {
+                run.retries = self.retries_after_failure();
+                Phase::Gate
+            }
+            Some(session) if fill => Phase::Fill(session),
+            Some(session) => Phase::Serve(session),
+        }
+    }
+
+    /// [`Phase::Fill`]: a lazy server started only to fill its kept lists, then closed.
+    async fn fill_phase(
+        &self,
+        run: &mut Run,
+        control: &mut mpsc::UnboundedReceiver<Control>,
+        session: Session,
+    ) -> Phase {
+        run.filled = true;
+        let outcome = self
+            .until_control(Box::pin(self.fill(&session)), control, &mut run.enabled)
+            .await;
+        Box::pin(session.close()).await;
+        match outcome {
+            Err(Next::Stop(done)) => Phase::Stop(done),
+            _ => Phase::Gate,
+        }
+    }
+
+    /// [`Phase::Serve`]: connected; serves requests until the session ends, then says why.
+    async fn serve_phase(
+        &self,
+        run: &mut Run,
+        control: &mut mpsc::UnboundedReceiver<Control>,
+        session: Session,
+    ) -> Phase {
+        run.probes = 0;
+        let session = Arc::new(session);
+        self.terminal_errors.store(0, Ordering::Relaxed);
+        // The idle time counts from the connect, not from before a stop.
+        self.activity.touch();
+        self.shared
+            .memory
+            .set_generation(self.name(), &self.config.hash, session.info.generation);
+        self.shared.memory.clear_needs_auth(self.name());
+        *self.session.lock() = Some(session.clone());
+        self.set(ServerState::Connected(session.info.clone()));
+
+        // Boxed, as connecting is: serving and closing are large states, and inline they
+        // would make every lazy or idle server's task that large (and copied at spawn).
+        let next = Box::pin(self.serve(&session, control, &mut run.enabled)).await;
+        *self.session.lock() = None;
+        match next {
+            Served::Next(Next::Stop(done)) => {
+                Box::pin(session.close()).await;
+                return Phase::Stop(done);
+            }
+            Served::NeedsAuth(message) => {
+                Box::pin(session.close()).await;
+                // Remembered like a refused connect: the gate shows it and waits for a login
+                // (a reconnect).
+                self.shared.memory.set_needs_auth(
+                    self.name(),
+                    &self.credential_key(),
+                    &self.needs_auth_message(&message),
+                );
+                run.retries = VecDeque::new();
+            }
+            Served::Next(Next::Idle) => {
+                tracing::info!(server = self.name(), "idle: stopping it until it is needed");
+                Box::pin(session.close()).await;
+                run.lazy = true;
+            }
+            Served::Next(_) => {
+                Box::pin(session.close()).await;
+                run.retries = self.retries_after_failure();
+            }
+            Served::Closed => {
+                // The connection ended by itself.
+                let exit = Box::pin(session.exit_status(Duration::from_millis(500))).await;
+                let stderr = session.stderr_tail();
+                Box::pin(session.close()).await;
+                let message = match exit {
+                    Some(exit) => format!("the server exited ({exit})"),
+                    None => "the connection closed".to_owned(),
+                };
+                if self.reconnects_on_close() {
+                    tracing::info!(server = self.name(), "{message}; reconnecting");
+                    run.cause = Some(Failure {
                         message,
                         hint: None,
                         stderr,
-                    }));
-                    match self.idle(&mut control, enabled).await {
-                        (Next::Stop(done), _) => return finish(done),
-                        (_, now_enabled) => enabled = now_enabled,
-                    }
+                    });
+                    run.retries = Self::backoff();
+                    run.first_delay = true;
+                    return Phase::Gate;
+                }
+                self.set(ServerState::Failed(Failure {
+                    message,
+                    hint: None,
+                    stderr,
+                }));
+                match self.idle(control, run.enabled).await {
+                    (Next::Stop(done), _) => return Phase::Stop(done),
+                    (_, now_enabled) => run.enabled = now_enabled,
                 }
             }
         }
+        Phase::Gate
     }
 
     /// Runs `work` until it ends or a control message other than `Start` (which a server that

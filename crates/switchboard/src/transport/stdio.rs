@@ -13,11 +13,12 @@
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+use parking_lot::Mutex;
 use rmcp::service::RoleClient;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use tokio::io::AsyncReadExt;
@@ -112,9 +113,7 @@ impl StderrTail {
     }
 
     fn push(&self, chunk: &[u8]) {
-        let Ok(mut bytes) = self.bytes.lock() else {
-            return;
-        };
+        let mut bytes = self.bytes.lock();
         bytes.extend(chunk);
         let excess = bytes.len().saturating_sub(STDERR_TAIL_BYTES);
         bytes.drain(..excess);
@@ -122,9 +121,7 @@ impl StderrTail {
 
     /// The kept tail, as text.
     pub(crate) fn text(&self) -> String {
-        let Ok(bytes) = self.bytes.lock() else {
-            return String::new();
-        };
+        let bytes = self.bytes.lock();
         let (a, b) = bytes.as_slices();
         let mut all = Vec::with_capacity(a.len() + b.len());
         all.extend_from_slice(a);

@@ -23,12 +23,13 @@
 //!   event ids (a bounded number of times), as rmcp's worker does.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{FutureExt, StreamExt};
+use parking_lot::Mutex;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use rmcp::model::{
     ClientJsonRpcMessage, ClientRequest, GetExtensions, RequestId, ServerJsonRpcMessage,
@@ -78,9 +79,7 @@ impl LaneWatch {
             message,
             ClientJsonRpcMessage::Request(r) if matches!(r.request, ClientRequest::InitializeRequest(_))
         );
-        let Ok(mut observed) = self.observed.lock() else {
-            return;
-        };
+        let mut observed = self.observed.lock();
         if initialize {
             *observed = Observed::default();
         } else {
@@ -91,9 +90,7 @@ impl LaneWatch {
 
     /// Remembers which of a listed page of tools need `Mcp-Param-*` headers.
     pub(crate) fn saw_tools(&self, tools: &[rmcp::model::Tool]) {
-        let Ok(mut names) = self.header_tools.lock() else {
-            return;
-        };
+        let mut names = self.header_tools.lock();
         for tool in tools {
             if mentions_header_annotation(&tool.input_schema) {
                 names.insert(tool.name.to_string());
@@ -264,20 +261,11 @@ impl HttpLane {
         params: &[u8],
         progress: Option<&LaneProgress<'_>>,
     ) -> Result<Value, HttpLaneError> {
-        if self
-            .watch
-            .header_tools
-            .lock()
-            .map_or(true, |names| names.contains(tool))
-        {
+        if self.watch.header_tools.lock().contains(tool) {
             return Err(HttpLaneError::Fallback);
         }
         let session = {
-            let observed = self
-                .watch
-                .observed
-                .lock()
-                .map_err(|_| HttpLaneError::Fallback)?;
+            let observed = self.watch.observed.lock();
             if !observed.ready {
                 return Err(HttpLaneError::Fallback);
             }
@@ -571,12 +559,7 @@ impl HttpLane {
             return;
         };
         runtime.spawn(async move {
-            let session = lane
-                .watch
-                .observed
-                .lock()
-                .ok()
-                .and_then(|o| o.session.clone());
+            let session = lane.watch.observed.lock().session.clone();
             let body = serde_json::json!({"jsonrpc": "2.0", "method": method, "params": params});
             let mut headers = lane.headers.clone();
             headers.insert(

@@ -26,10 +26,11 @@ pub(crate) mod http;
 use std::collections::HashMap;
 use std::io;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
+use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
@@ -268,12 +269,9 @@ async fn write_lines<W: AsyncWrite + Unpin>(
 
 fn close(shared: &Shared) {
     shared.closed.store(true, Ordering::SeqCst);
-    if let Ok(mut waiters) = shared.waiters.lock() {
-        waiters.clear();
-    }
-    if let Ok(mut sinks) = shared.progress.lock() {
-        sinks.clear();
-    }
+    shared.waiters.lock().clear();
+    let mut sinks = shared.progress.lock();
+    sinks.clear();
 }
 
 impl Lane {
@@ -286,11 +284,7 @@ impl Lane {
         let number = self.shared.next.fetch_add(1, Ordering::Relaxed);
         let id = format!("{ID_PREFIX}{number}");
         let (tx, answer) = oneshot::channel();
-        self.shared
-            .waiters
-            .lock()
-            .map_err(|_| LaneError::Closed)?
-            .insert(number, tx);
+        self.shared.waiters.lock().insert(number, tx);
         let pending = Pending {
             shared: self.shared.clone(),
             number,
@@ -316,9 +310,7 @@ impl Lane {
     /// Hands the progress notifications naming `token` to `sink`, as the reader meets them,
     /// until the returned watch is dropped (later ones go to rmcp, which has nobody for them).
     pub(crate) fn watch_progress(&self, token: &str, sink: ProgressSink) -> ProgressWatch {
-        if let Ok(mut sinks) = self.shared.progress.lock() {
-            sinks.insert(token.to_owned(), sink);
-        }
+        self.shared.progress.lock().insert(token.to_owned(), sink);
         ProgressWatch {
             shared: self.shared.clone(),
             token: token.to_owned(),
@@ -343,9 +335,8 @@ pub(crate) struct ProgressWatch {
 
 impl Drop for ProgressWatch {
     fn drop(&mut self) {
-        if let Ok(mut sinks) = self.shared.progress.lock() {
-            sinks.remove(&self.token);
-        }
+        let mut sinks = self.shared.progress.lock();
+        sinks.remove(&self.token);
     }
 }
 
@@ -369,10 +360,8 @@ impl Pending {
 
 impl Drop for Pending {
     fn drop(&mut self) {
-        if !self.done
-            && let Ok(mut waiters) = self.shared.waiters.lock()
-        {
-            waiters.remove(&self.number);
+        if !self.done {
+            self.shared.waiters.lock().remove(&self.number);
         }
     }
 }
@@ -400,12 +389,7 @@ impl LaneInbox {
         else {
             return false;
         };
-        let waiter = self
-            .shared
-            .waiters
-            .lock()
-            .ok()
-            .and_then(|mut w| w.remove(&number));
+        let waiter = self.shared.waiters.lock().remove(&number);
         if let Some(waiter) = waiter {
             let _ = waiter.send(Value::Object(message));
         }
@@ -417,9 +401,7 @@ impl LaneInbox {
     /// Hands a progress notification's `params` to the call watching its token; false when
     /// none does.
     fn progress(&self, token: &str, params: &Value) -> bool {
-        let Ok(sinks) = self.shared.progress.lock() else {
-            return false;
-        };
+        let sinks = self.shared.progress.lock();
         let Some(sink) = sinks.get(token) else {
             return false;
         };
@@ -569,7 +551,7 @@ mod tests {
         let sink = seen.clone();
         let watch = lane.watch_progress(
             &token,
-            Arc::new(move |params: &Value| sink.lock().unwrap().push(params["progress"].clone())),
+            Arc::new(move |params: &Value| sink.lock().push(params["progress"].clone())),
         );
         let (id, pending) = lane.send("tools/call", b"{}").unwrap();
         let progress = |n: u64| {
@@ -598,7 +580,7 @@ mod tests {
         });
         pending.answer().await.unwrap();
         let expected: Vec<Value> = (1..=50).map(|n| json!(n)).collect();
-        assert_eq!(*seen.lock().unwrap(), expected);
+        assert_eq!(*seen.lock(), expected);
 
         drop(watch);
         server_out.write_all(progress(51).as_bytes()).await.unwrap();
@@ -608,7 +590,7 @@ mod tests {
             progress(51),
             "only the unwatched progress reaches the reader"
         );
-        assert_eq!(seen.lock().unwrap().len(), 50);
+        assert_eq!(seen.lock().len(), 50);
     }
 
     /// When the reader goes away, a waiting call fails instead of waiting for its timeout.

@@ -1,7 +1,9 @@
-//! The names a surface that serves the catalogue again (the gateway) gives tools, prompts and
-//! resources, by [`Prefix`] mode (agentgateway's): `always` the host's qualified names
-//! (`mcp__<server>__<tool>`, `switchboard://<server>/<uri>`), `conditional` a server's own name
-//! wherever no other server uses it, `never` the servers' own names, which must then be unique.
+//! The names the gateway gives tools, prompts and resources, by [`Prefix`] mode
+//! (agentgateway's): `always` the host's qualified names (`mcp__<server>__<tool>`,
+//! `switchboard://<server>/<uri>`), `conditional` a server's own name wherever no other server
+//! uses it, `never` the servers' own names, which must then be unique. They are the gateway's
+//! alone: the host knows qualified names only, and everything here goes through its public
+//! methods (one door).
 //!
 //! Permissions, hooks and `--allow-tool` patterns keep matching qualified names: a served name
 //! is translated back ([`ServedNames::qualified`]) before anything else sees it.
@@ -9,23 +11,22 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use super::{Host, HostError, Listed, PromptEntry};
-use crate::catalog::Tool;
-use crate::connection::ServerState;
+use switchboard::host::{Host, HostError, Listed, PromptEntry};
+use switchboard::{QualifiedName, ServerState, Tool};
 
 /// What a resource URI served under its server's name starts with.
-pub const RESOURCE_SCHEME: &str = "switchboard://";
+pub(crate) const RESOURCE_SCHEME: &str = "switchboard://";
 
 /// The URI a resource `uri` of `server` gets when it is served with a prefix:
 /// `switchboard://<server>/<uri>`. The server's URI is kept verbatim after the first `/`, so
 /// a URI template keeps its variables and a URI filled in from it maps back by the same rule.
-pub fn resource_uri(server: &str, uri: &str) -> String {
+pub(crate) fn resource_uri(server: &str, uri: &str) -> String {
     format!("{RESOURCE_SCHEME}{server}/{uri}")
 }
 
 /// `(server, the server's URI)` of a [`resource_uri`], or `None` for any other URI. Server
 /// names are `[A-Za-z0-9][A-Za-z0-9_-]*`, so they never contain `/`.
-pub fn parse_resource_uri(uri: &str) -> Option<(&str, &str)> {
+pub(crate) fn parse_resource_uri(uri: &str) -> Option<(&str, &str)> {
     let rest = uri.strip_prefix(RESOURCE_SCHEME)?;
     let (server, original) = rest.split_once('/')?;
     (!server.is_empty() && !original.is_empty()).then_some((server, original))
@@ -71,7 +72,7 @@ pub struct NameCollision {
 
 /// Served names of one kind of item, both ways.
 #[derive(Debug, Default)]
-pub struct ServedNames {
+pub(crate) struct ServedNames {
     /// Qualified → served, for the items whose served name differs.
     served: HashMap<String, String>,
     /// Served → qualified, for the items whose served name differs.
@@ -85,7 +86,7 @@ pub struct ServedNames {
 impl ServedNames {
     /// The names of `items` (`(server, own name, qualified name)`) by `prefix`; `kind` names
     /// them in a [`NameCollision`].
-    pub fn new<'a>(
+    pub(crate) fn new<'a>(
         prefix: Prefix,
         kind: &'static str,
         items: impl IntoIterator<Item = (&'a str, &'a str, &'a str)>,
@@ -140,12 +141,16 @@ impl ServedNames {
     /// rule qualified names are cut by (its start, `_`, a hash of the whole name): a budget
     /// for clients that add a prefix of their own to the names (`serve --max-name-length`).
     /// `qualified`: every item's qualified name.
-    pub fn within<'a>(mut self, max: usize, qualified: impl IntoIterator<Item = &'a str>) -> Self {
+    pub(crate) fn within<'a>(
+        mut self,
+        max: usize,
+        qualified: impl IntoIterator<Item = &'a str>,
+    ) -> Self {
         for q in qualified {
             let Some(served) = self.served(q) else {
                 continue;
             };
-            let fitted = crate::name::fit(served, max);
+            let fitted = QualifiedName::fit(served, max);
             if let std::borrow::Cow::Owned(short) = fitted {
                 let old = served.to_owned();
                 self.qualified.remove(&old);
@@ -158,7 +163,7 @@ impl ServedNames {
 
     /// The served name of the item with this qualified name; `None` when it is not served
     /// (a collision under [`Prefix::Never`]).
-    pub fn served<'a>(&'a self, qualified: &'a str) -> Option<&'a str> {
+    pub(crate) fn served<'a>(&'a self, qualified: &'a str) -> Option<&'a str> {
         if self.hidden.contains(qualified) {
             return None;
         }
@@ -167,18 +172,21 @@ impl ServedNames {
 
     /// The qualified name of the item served as `served` (a name no map knows is taken as
     /// qualified: the same under [`Prefix::Always`]).
-    pub fn qualified<'a>(&'a self, served: &'a str) -> &'a str {
+    pub(crate) fn qualified<'a>(&'a self, served: &'a str) -> &'a str {
         self.qualified.get(served).map_or(served, String::as_str)
     }
 }
 
 /// The served names of a catalogue's tools.
-pub fn tool_names(prefix: Prefix, tools: &[Tool]) -> ServedNames {
+pub(crate) fn tool_names(prefix: Prefix, tools: &[Tool]) -> ServedNames {
     tool_names_of(prefix, tools.iter())
 }
 
-/// [`tool_names`] over borrowed tools (a [`crate::ToolsView`]'s).
-pub fn tool_names_of<'a>(prefix: Prefix, tools: impl Iterator<Item = &'a Tool>) -> ServedNames {
+/// [`tool_names`] over borrowed tools (a [`switchboard::ToolsView`]'s).
+pub(crate) fn tool_names_of<'a>(
+    prefix: Prefix,
+    tools: impl Iterator<Item = &'a Tool>,
+) -> ServedNames {
     ServedNames::new(
         prefix,
         "tool",
@@ -192,7 +200,7 @@ pub fn tool_names_of<'a>(prefix: Prefix, tools: impl Iterator<Item = &'a Tool>) 
 
 /// [`tool_names_of`], every served name at most `max` characters when `max` is given
 /// ([`ServedNames::within`]).
-pub fn tool_names_within<'a>(
+pub(crate) fn tool_names_within<'a>(
     prefix: Prefix,
     max: Option<usize>,
     tools: impl Iterator<Item = &'a Tool> + Clone,
@@ -210,7 +218,7 @@ pub fn tool_names_within<'a>(
 }
 
 /// The served names of a listing's resources (`field` `uri`) or templates (`uriTemplate`).
-pub fn resource_names(
+pub(crate) fn resource_names(
     prefix: Prefix,
     kind: &'static str,
     field: &str,
@@ -237,7 +245,7 @@ pub fn resource_names(
 }
 
 /// The served names of a listing's prompts.
-pub fn prompt_names(prefix: Prefix, prompts: &[PromptEntry]) -> ServedNames {
+pub(crate) fn prompt_names(prefix: Prefix, prompts: &[PromptEntry]) -> ServedNames {
     ServedNames::new(
         prefix,
         "prompt",
@@ -248,126 +256,127 @@ pub fn prompt_names(prefix: Prefix, prompts: &[PromptEntry]) -> ServedNames {
 }
 
 /// The tool names cached with the catalogue generation and naming they were built from.
-pub(super) type BuiltNames = (u64, (Prefix, Option<usize>), Arc<ServedNames>);
+type BuiltNames = (u64, (Prefix, Option<usize>), Arc<ServedNames>);
 
-impl Host {
-    /// The served names of the catalogue's tools by `prefix`: built once per catalogue
-    /// generation (a server's list stored or dropped), so a call's lookup is a map's.
-    pub async fn tool_names(&self, prefix: Prefix) -> Arc<ServedNames> {
-        self.tool_names_within(prefix, None).await
-    }
+/// The served names of the catalogue's tools, built once per catalogue generation (a server's
+/// list stored or dropped), so a call's lookup is a map's.
+#[derive(Debug, Default)]
+pub(crate) struct ToolNames(parking_lot::Mutex<Option<BuiltNames>>);
 
-    /// [`tool_names`](Self::tool_names), every served name at most `max` characters when
-    /// `max` is given ([`ServedNames::within`]).
-    pub async fn tool_names_within(&self, prefix: Prefix, max: Option<usize>) -> Arc<ServedNames> {
+impl ToolNames {
+    /// The served names of `host`'s tools by `prefix`, every served name at most `max`
+    /// characters when `max` is given ([`ServedNames::within`]).
+    pub(crate) async fn get(
+        &self,
+        host: &Host,
+        prefix: Prefix,
+        max: Option<usize>,
+    ) -> Arc<ServedNames> {
         if prefix == Prefix::Always && max.is_none() {
             return Arc::default();
         }
-        let generation = self.catalog.generation();
+        let generation = host.catalog_generation();
         let naming = (prefix, max);
-        let cached = self.names.lock().ok().and_then(|c| {
-            c.as_ref()
-                .filter(|(g, n, _)| *g == generation && *n == naming)
-                .map(|(_, _, n)| n.clone())
-        });
+        let cached = self
+            .0
+            .lock()
+            .as_ref()
+            .filter(|(g, n, _)| *g == generation && *n == naming)
+            .map(|(_, _, n)| n.clone());
         if let Some(names) = cached {
             return names;
         }
-        let (snapshot, complete) = self.catalog.snapshot_listed().await;
-        let names = Arc::new(tool_names_within(prefix, max, snapshot.tools.iter()));
-        if complete && let Ok(mut cache) = self.names.lock() {
-            *cache = Some((generation, naming, names.clone()));
+        let view = host.tools_view().await;
+        let names = Arc::new(tool_names_within(prefix, max, view.iter()));
+        // A listing that failed is tried again by the next lookup, not cached without it.
+        if view.complete() {
+            *self.0.lock() = Some((generation, naming, names.clone()));
         }
         names
     }
+}
 
-    /// Every name two servers share, where `prefix` serves them bare ([`Prefix::Never`]):
-    /// tools, prompts, resources and resource templates.
-    pub async fn name_collisions(&self, prefix: Prefix) -> Vec<NameCollision> {
-        if prefix != Prefix::Never {
-            return Vec::new();
-        }
-        let snapshot = self.tools().await;
-        let mut all = tool_names(prefix, &snapshot.tools).collisions;
-        all.extend(prompt_names(prefix, &self.prompts(None).await.items).collisions);
-        let resources = self.resources(None).await.items;
-        all.extend(resource_names(prefix, "resource", "uri", &resources).collisions);
-        let templates = self.resource_templates(None).await.items;
-        all.extend(
-            resource_names(prefix, "resource template", "uriTemplate", &templates).collisions,
-        );
-        all
+/// Every name two servers of `host` share, where `prefix` serves them bare
+/// ([`Prefix::Never`]): tools, prompts, resources and resource templates.
+pub async fn name_collisions(host: &Host, prefix: Prefix) -> Vec<NameCollision> {
+    if prefix != Prefix::Never {
+        return Vec::new();
     }
+    let snapshot = host.tools().await;
+    let mut all = tool_names(prefix, &snapshot.tools).collisions;
+    all.extend(prompt_names(prefix, &host.prompts(None).await.items).collisions);
+    let resources = host.resources(None).await.items;
+    all.extend(resource_names(prefix, "resource", "uri", &resources).collisions);
+    let templates = host.resource_templates(None).await.items;
+    all.extend(resource_names(prefix, "resource template", "uriTemplate", &templates).collisions);
+    all
+}
 
-    /// A prompt by the name `prefix` serves it under (its qualified name
-    /// `mcp__<server>__<prompt>`, or its own where that is served bare).
-    pub async fn find_served_prompt(
-        &self,
-        prefix: Prefix,
-        name: &str,
-    ) -> Result<PromptEntry, HostError> {
-        if prefix == Prefix::Always {
-            return self.find_prompt(name).await;
-        }
-        let listing = self.prompts(None).await;
-        let names = prompt_names(prefix, &listing.items);
-        let qualified = names.qualified(name).to_owned();
-        match listing.items.into_iter().find(|p| p.name == qualified) {
-            Some(prompt) => Ok(prompt),
-            None => self.find_prompt(name).await,
-        }
+/// A prompt by the name `prefix` serves it under (its qualified name
+/// `mcp__<server>__<prompt>`, or its own where that is served bare).
+pub(crate) async fn find_served_prompt(
+    host: &Host,
+    prefix: Prefix,
+    name: &str,
+) -> Result<PromptEntry, HostError> {
+    if prefix == Prefix::Always {
+        return host.find_prompt(name).await;
     }
+    let listing = host.prompts(None).await;
+    let names = prompt_names(prefix, &listing.items);
+    let qualified = names.qualified(name).to_owned();
+    match listing.items.into_iter().find(|p| p.name == qualified) {
+        Some(prompt) => Ok(prompt),
+        None => host.find_prompt(name).await,
+    }
+}
 
-    /// The server and the server's own URI of a resource `uri` served by `prefix`: a
-    /// `switchboard://<server>/<uri>`, else the server whose resource or (filled-in) template
-    /// it is, else the only server that offers resources (which answers for itself).
-    pub async fn resolve_resource_uri(
-        &self,
-        prefix: Prefix,
-        uri: &str,
-    ) -> Result<(String, String), HostError> {
-        if let Some((server, original)) = parse_resource_uri(uri) {
-            return Ok((server.to_owned(), original.to_owned()));
-        }
-        let not_found = || HostError::NoSuchResource(uri.to_owned());
-        if prefix == Prefix::Always {
-            return Err(not_found());
-        }
-        let resources = self.resources(None).await;
-        let names = resource_names(prefix, "resource", "uri", &resources.items);
-        if let Some((server, original)) = parse_resource_uri(names.qualified(uri)) {
-            return Ok((server.to_owned(), original.to_owned()));
-        }
-        let templates = self.resource_templates(None).await;
-        let mut matching: Vec<&str> = templates
-            .items
-            .iter()
-            .filter(|l| {
-                l.item
-                    .get("uriTemplate")
-                    .and_then(serde_json::Value::as_str)
-                    .is_some_and(|t| template_matches(t, uri))
-            })
-            .map(|l| l.server.as_str())
-            .collect();
-        matching.sort();
-        matching.dedup();
-        if let [server] = matching.as_slice() {
-            return Ok(((*server).to_owned(), uri.to_owned()));
-        }
-        let offering: Vec<String> = self
-            .manager
-            .states()
-            .into_iter()
-            .filter(
-                |(_, s)| matches!(s, ServerState::Connected(info) if info.capabilities.resources),
-            )
-            .map(|(n, _)| n)
-            .collect();
-        match offering.as_slice() {
-            [server] => Ok((server.clone(), uri.to_owned())),
-            _ => Err(not_found()),
-        }
+/// The server and the server's own URI of a resource `uri` served by `prefix`: a
+/// `switchboard://<server>/<uri>`, else the server whose resource or (filled-in) template
+/// it is, else the only server that offers resources (which answers for itself).
+pub(crate) async fn resolve_resource_uri(
+    host: &Host,
+    prefix: Prefix,
+    uri: &str,
+) -> Result<(String, String), HostError> {
+    if let Some((server, original)) = parse_resource_uri(uri) {
+        return Ok((server.to_owned(), original.to_owned()));
+    }
+    let not_found = || HostError::NoSuchResource(uri.to_owned());
+    if prefix == Prefix::Always {
+        return Err(not_found());
+    }
+    let resources = host.resources(None).await;
+    let names = resource_names(prefix, "resource", "uri", &resources.items);
+    if let Some((server, original)) = parse_resource_uri(names.qualified(uri)) {
+        return Ok((server.to_owned(), original.to_owned()));
+    }
+    let templates = host.resource_templates(None).await;
+    let mut matching: Vec<&str> = templates
+        .items
+        .iter()
+        .filter(|l| {
+            l.item
+                .get("uriTemplate")
+                .and_then(serde_json::Value::as_str)
+                .is_some_and(|t| template_matches(t, uri))
+        })
+        .map(|l| l.server.as_str())
+        .collect();
+    matching.sort();
+    matching.dedup();
+    if let [server] = matching.as_slice() {
+        return Ok(((*server).to_owned(), uri.to_owned()));
+    }
+    let offering: Vec<String> = host
+        .servers()
+        .into_iter()
+        .filter(|(_, s)| matches!(s, ServerState::Connected(info) if info.capabilities.resources))
+        .map(|(n, _)| n)
+        .collect();
+    match offering.as_slice() {
+        [server] => Ok((server.clone(), uri.to_owned())),
+        _ => Err(not_found()),
     }
 }
 
