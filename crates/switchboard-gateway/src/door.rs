@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 /// How many client addresses the login limit remembers.
-pub const MAX_ADDRESSES: usize = 4096;
+pub(crate) const MAX_ADDRESSES: usize = 4096;
 
 /// The limits on what a client holds before it authenticates ([`crate::http::HttpGateway::set_limits`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

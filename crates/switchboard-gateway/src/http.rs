@@ -187,7 +187,7 @@ pub fn load_or_create_token(path: &Path) -> Result<(String, bool), HttpError> {
 }
 
 /// How long a gateway waits for another to finish writing the token file.
-pub const TOKEN_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+pub(crate) const TOKEN_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// An exclusive lock on `<path>.lock` (owner-only), held while the returned file is open.
 fn lock_token_file(path: &Path) -> std::io::Result<std::fs::File> {
@@ -224,11 +224,11 @@ fn lock_token_file(path: &Path) -> std::io::Result<std::fs::File> {
 }
 
 /// The fewest characters of a token the user gives ([`weak_token`]).
-pub const MIN_GIVEN_TOKEN_CHARS: usize = 16;
+pub(crate) const MIN_GIVEN_TOKEN_CHARS: usize = 16;
 
 /// The fewest bits of a token the user gives, counted as its length times log2 of how many
 /// different characters it uses ([`weak_token`]).
-pub const MIN_GIVEN_TOKEN_BITS: f64 = 64.0;
+pub(crate) const MIN_GIVEN_TOKEN_BITS: f64 = 64.0;
 
 /// Why a token the user gave (`--token`, `--token-file`, `SWITCHBOARD_GATEWAY_TOKEN`) is too
 /// weak to guard the gateway, naming the rule it breaks; `None` when it is strong enough.

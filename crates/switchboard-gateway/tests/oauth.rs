@@ -725,38 +725,6 @@ async fn requests_share_one_fetch_from_an_issuer_that_never_answers() {
     host.shutdown().await;
 }
 
-/// Opens the authorization URL as a browser would: the testkit's authorization server answers
-/// at once with the redirect to the client's loopback callback, which is followed.
-#[derive(Debug, Default)]
-struct Browser;
-
-impl switchboard::auth::Opener for Browser {
-    fn open(
-        &self,
-        _server: &str,
-        url: &str,
-    ) -> futures::future::BoxFuture<'static, Result<(), String>> {
-        let url = url.to_owned();
-        Box::pin(async move {
-            reqwest::get(url)
-                .await
-                .map(|_| ())
-                .map_err(|e| e.to_string())
-        })
-    }
-}
-
-struct Allow;
-
-impl switchboard::permissions::PermissionPrompter for Allow {
-    fn ask(
-        &self,
-        _request: &switchboard::permissions::PermissionRequest,
-    ) -> futures::future::BoxFuture<'_, switchboard::permissions::PermissionAnswer> {
-        Box::pin(async { switchboard::permissions::PermissionAnswer::AllowOnce })
-    }
-}
-
 /// An MCP client that knows nothing but the gateway's URL (Switchboard's own, as a host with
 /// the gateway as a remote server) logs in: the 401 names the metadata, the metadata the
 /// issuer, the challenge the scope to ask for; the token it gets lets it in with that scope.

@@ -420,12 +420,7 @@ impl Toolbox {
     /// streams only, to an initialize-era client as a notification.
     async fn announce(&self, context: &RequestContext<RoleServer>, changed: Changed) {
         if context.meta.protocol_version().is_some() {
-            let listeners = self
-                .shared
-                .listeners
-                .lock()
-                .map(|l| l.clone())
-                .unwrap_or_default();
+            let listeners = self.shared.listeners.lock().clone();
             for listener in listeners {
                 let _ = match changed {
                     Changed::Tools => listener.notify_tool_list_changed().await,

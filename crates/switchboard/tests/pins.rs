@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, json};
 use switchboard::host::{CallError, CallOptions, Host};
 use switchboard::{ChangeKind, PinChange};
 use switchboard_testkit::config_tree::ConfigTree;

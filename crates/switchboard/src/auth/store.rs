@@ -688,7 +688,10 @@ fn read(path: &Path) -> Result<FileContents, AuthError> {
     // Tokens another user could have written (or replaced) are not used: they could point
     // a server's requests at tokens of theirs, or be swapped at the next refresh.
     if let Some(refused) = crate::secrets::untrusted_file_message(path) {
-        return Err(AuthError::Store(refused));
+        return Err(AuthError::Store {
+            what: refused,
+            source: None,
+        });
     }
     match std::fs::read_to_string(path) {
         Ok(text) => serde_json::from_str(&text).map_err(|e| AuthError::Store {
