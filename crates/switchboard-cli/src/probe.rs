@@ -68,11 +68,6 @@ pub(crate) async fn probe(
     }
 
     let states = host.servers();
-    let mut held: BTreeMap<String, usize> = BTreeMap::new();
-    for tool in host.held_tools().await {
-        *held.entry(tool.server.unwrap_or_default()).or_default() += 1;
-    }
-    let held = &held;
     let lookups = states.iter().map(|(name, state)| {
         let host = &host;
         async move {
@@ -97,14 +92,28 @@ pub(crate) async fn probe(
                 Probed {
                     state: state.clone(),
                     tools,
-                    held: held.get(name).copied().unwrap_or_default(),
+                    held: 0,
                     stderr,
                 },
             )
         }
     });
+    // The held tools are counted beside the lookups, under the same Ctrl-C and SIGTERM: the
+    // count lists every connected server, and a server that never answers its listing must
+    // not keep a signal from stopping the probe.
     let found: BTreeMap<String, Probed> = tokio::select! {
-        found = futures::future::join_all(lookups) => found.into_iter().collect(),
+        (found, held_tools) = futures::future::join(
+            futures::future::join_all(lookups),
+            host.held_tools(),
+        ) => {
+            let mut found: BTreeMap<String, Probed> = found.into_iter().collect();
+            for tool in held_tools {
+                if let Some(probed) = found.get_mut(tool.server.as_deref().unwrap_or_default()) {
+                    probed.held += 1;
+                }
+            }
+            found
+        }
         _ = &mut interrupted => {
             host.shutdown().await;
             std::process::exit(130);
