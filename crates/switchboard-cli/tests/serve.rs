@@ -684,9 +684,11 @@ fn a_listing_that_loads_kept_lists_sends_no_list_changed() {
             )
         })
         .collect();
+    // Pinning off: the tool added in the second run is what a pin would hold (a tool its
+    // server never listed before), and this test is about the notices a listing sends.
     tree.write(
         tree.user_file(),
-        &json!({"mcpServers": servers}).to_string(),
+        &json!({"mcpServers": servers, "pinning": false}).to_string(),
     )
     .unwrap();
     // The first run starts each server once to fill its kept lists.

@@ -101,7 +101,9 @@ async fn replica_with(
 
 fn tree() -> ConfigTree {
     let tree = ConfigTree::new().unwrap();
-    let kit = json!({"command": switchboard_testkit::server_bin(), "args": ["--ask-tools"]});
+    // Pinning off: the replicas share one state folder, so a tool one replica's session adds
+    // is new to the other's pins and held there; these tests are about sessions and notices.
+    let kit = json!({"command": switchboard_testkit::server_bin(), "args": ["--ask-tools"], "pinning": false});
     tree.write(
         tree.user_file(),
         &json!({"mcpServers": {"kit": kit}, "permissions": {"allow": ["mcp__kit"]}}).to_string(),
