@@ -57,15 +57,30 @@ fn serve_args(tree: &ConfigTree, extra: &[&str]) -> Vec<String> {
 }
 
 /// `switchboard serve` with these arguments, run to its end: a start that is refused. Its exit
-/// code and its stderr.
+/// code and its stderr. A gateway still running after `WAIT` fails the test (and is killed):
+/// a start that should be refused but serves must not hang the suite.
 fn serve_refused(tree: &ConfigTree, args: &[&str]) -> (Option<i32>, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+    let child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
         .args(serve_args(tree, args))
         .env_clear()
         .envs(tree.env())
         .stdin(Stdio::null())
-        .output()
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
+    let pid = child.id();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let Ok(out) = rx.recv_timeout(WAIT) else {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+        panic!("serve {args:?} was not refused: still running after {WAIT:?}");
+    };
+    let out = out.unwrap();
     (
         out.status.code(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -1535,18 +1550,9 @@ fn a_weak_token_in_the_token_file_is_refused_naming_the_rule() {
     let file = tree.root().join("gateway-token.txt");
     for weak in ["letmein\n", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n"] {
         std::fs::write(&file, weak).unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
-            .args(serve_args(
-                &tree,
-                &["--http", "--token-file", file.to_str().unwrap()],
-            ))
-            .env_clear()
-            .envs(tree.env())
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(1), "{out:?}");
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let (code, stderr) =
+            serve_refused(&tree, &["--http", "--token-file", file.to_str().unwrap()]);
+        assert_eq!(code, Some(1), "{stderr}");
         assert!(
             stderr.contains(&format!("--token-file {}", file.display()))
                 && stderr.contains("the token is too weak")
