@@ -66,7 +66,7 @@ struct Shared {
     /// `--completions`: the `paint` prompt and `completion/complete`.
     completions: bool,
     /// `--growing-lists`: the resources and prompts `add_item` added.
-    growing: Option<std::sync::Mutex<Grown>>,
+    growing: Option<parking_lot::Mutex<Grown>>,
     /// `--expire-session-after` over stdio: calls after this many, and reads after them, answer
     /// -32001.
     expire_calls_after: Option<u64>,
@@ -455,7 +455,8 @@ impl Toolbox {
             "prompt" => false,
             _ => return Ok(bad_arguments("add_item's `kind` is `resource` or `prompt`")),
         };
-        if let Ok(mut grown) = grown.lock() {
+        {
+            let mut grown = grown.lock();
             if resource {
                 let uri = format!("test://added/{name}");
                 grown
@@ -629,7 +630,7 @@ impl ServerHandler for Toolbox {
         if self.shared.sample_resources {
             resources.extend(crate::samples::resources());
         }
-        if let Some(Ok(grown)) = self.shared.growing.as_ref().map(|g| g.lock()) {
+        if let Some(grown) = self.shared.growing.as_ref().map(|g| g.lock()) {
             resources.extend(grown.resources.iter().cloned());
         }
         if self.shared.log_lists {
@@ -706,7 +707,7 @@ impl ServerHandler for Toolbox {
         if self.shared.completions {
             prompts.extend(crate::samples::prompts());
         }
-        if let Some(Ok(grown)) = self.shared.growing.as_ref().map(|g| g.lock()) {
+        if let Some(grown) = self.shared.growing.as_ref().map(|g| g.lock()) {
             prompts.extend(grown.prompts.iter().cloned());
         }
         if self.shared.log_lists {

@@ -20,7 +20,9 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -361,8 +363,10 @@ impl Pins {
             Ok(None) => match self.first_use(config, &now) {
                 Some(file) => file,
                 None => {
-                    if let (Some(session), Ok(mut first)) = (session, self.first.lock()) {
-                        first.insert(server.to_owned(), Arc::downgrade(session));
+                    if let Some(session) = session {
+                        self.first
+                            .lock()
+                            .insert(server.to_owned(), Arc::downgrade(session));
                     }
                     return HeldPins::new();
                 }
@@ -401,10 +405,11 @@ impl Pins {
 
     /// Whether `session` is the one this process pinned `server` in first.
     fn in_first_session(&self, server: &str, session: Option<&Arc<ServerInfo>>) -> bool {
-        let (Some(session), Ok(first)) = (session, self.first.lock()) else {
+        let Some(session) = session else {
             return false;
         };
-        first
+        self.first
+            .lock()
             .get(server)
             .and_then(Weak::upgrade)
             .is_some_and(|s| Arc::ptr_eq(&s, session))
