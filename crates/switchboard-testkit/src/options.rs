@@ -53,6 +53,11 @@ pub struct Options {
     #[arg(long)]
     pub hang_tools_list: bool,
 
+    /// `tools/list` answers only after this many milliseconds (the handshake and calls do not
+    /// wait).
+    #[arg(long, value_name = "MS")]
+    pub slow_tools_list: Option<u64>,
+
     /// `tools/list` answers with an error (-32603); calls are still served.
     #[arg(long)]
     pub fail_tools_list: bool,

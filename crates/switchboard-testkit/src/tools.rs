@@ -41,6 +41,8 @@ struct Shared {
     log_lists: bool,
     /// `--hang-tools-list`: `tools/list` never answers.
     hang_tools_list: bool,
+    /// `--slow-tools-list`: how long `tools/list` waits before it answers.
+    slow_tools_list: Option<Duration>,
     fail_tools_list: bool,
     /// The tool list: the fixed tools, the generated and named ones, and those `add_tool`
     /// added at run time.
@@ -142,6 +144,7 @@ impl Toolbox {
                 endless_pages: options.endless_pages,
                 log_lists: options.log_lists,
                 hang_tools_list: options.hang_tools_list,
+                slow_tools_list: options.slow_tools_list.map(Duration::from_millis),
                 fail_tools_list: options.fail_tools_list,
                 tools: parking_lot::Mutex::new(tools),
                 url_counters: crate::ask::UrlCounters::default(),
@@ -569,6 +572,9 @@ impl ServerHandler for Toolbox {
         if self.shared.hang_tools_list {
             eprintln!("tools/list hangs");
             std::future::pending::<()>().await;
+        }
+        if let Some(wait) = self.shared.slow_tools_list {
+            tokio::time::sleep(wait).await;
         }
         if self.shared.fail_tools_list {
             return Err(ErrorData::internal_error(
