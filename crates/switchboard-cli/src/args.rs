@@ -747,8 +747,10 @@ pub(crate) struct ServeArgs {
     pub(crate) workers: Option<u16>,
     /// How long after the start a client's listing waits for servers still connecting. The
     /// gateway answers at once; past this, a listing shows what is ready (and lazy servers'
-    /// kept lists) and the rest is announced with `list_changed` as it connects. Raise it for
-    /// clients that list once and never again.
+    /// kept lists) and the rest is announced with `list_changed` as it connects. A connected
+    /// server slow to answer `tools/list` holds a listing no longer than this either: its
+    /// tools are announced when it answers. Raise it for clients that list once and never
+    /// again.
     #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
     pub(crate) list_wait: f64,
     /// The longest tool name served: a longer one is cut to it (its start, `_` and a hash,

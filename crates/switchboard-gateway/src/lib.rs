@@ -162,6 +162,9 @@ impl Gateway {
     ) -> Self {
         let metrics = metrics::Metrics::default();
         metrics.follow(&host);
+        // A server that answers the handshake but not `tools/list` holds no client's listing
+        // longer than the list wait: its tools are announced when it answers.
+        host.set_listing_wait(Some(DEFAULT_LIST_WAIT));
         Gateway {
             inner: Arc::new(Inner {
                 host,
@@ -205,9 +208,11 @@ impl Gateway {
     /// How long after the gateway's start a client's listing waits for servers still
     /// connecting (`serve --list-wait`; [`DEFAULT_LIST_WAIT`]). Past it, a listing answers
     /// with what is ready (and lazy servers' kept lists), and the rest is announced with
-    /// `list_changed` as it connects.
+    /// `list_changed` as it connects. A connected server slow to answer `tools/list` is
+    /// waited for as long, at each listing ([`Host::set_listing_wait`]).
     pub fn set_list_wait(&self, wait: std::time::Duration) {
         *self.inner.list_wait.lock() = wait;
+        self.inner.host.set_listing_wait(Some(wait));
     }
 
     /// The longest tool name served (`serve --max-name-length`; `None`: the host's 64): a

@@ -211,6 +211,10 @@ pub enum CatalogError {
     /// The server did not answer `tools/list` within the connect timeout (`MCP_TIMEOUT`).
     #[error("server `{server}`: no answer to tools/list within {}ms (MCP_TIMEOUT); its tools are left out", after.as_millis())]
     ListTimeout { server: String, after: Duration },
+    /// A listing stopped waiting for the server's `tools/list` (see
+    /// `Host::set_listing_wait`); the list is stored and announced when it comes.
+    #[error("server `{server}`: tools/list not answered within {}ms; its tools are announced when it answers", after.as_millis())]
+    ListPending { server: String, after: Duration },
 }
 
 /// Numbers lists in the order they were made.
@@ -330,6 +334,9 @@ pub(crate) struct Catalog {
     generation: Arc<AtomicU64>,
     /// The tools' pins: a tool that differs from its pin is held.
     pins: Arc<Pins>,
+    /// How long a listing waits for one server's `tools/list` (`None`: the listing bound,
+    /// the connect timeout). See [`Catalog::set_listing_wait`].
+    listing_wait: Arc<Mutex<Option<Duration>>>,
 }
 
 /// A `tools/list` in flight: its number, and what it came to (`None` until then; `Some(None)`
@@ -368,9 +375,19 @@ impl Catalog {
             events,
             generation: Arc::default(),
             pins: Arc::new(pins),
+            listing_wait: Arc::default(),
         };
         catalog.follow();
         catalog
+    }
+
+    /// Makes a listing wait at most `wait` for a connected server whose `tools/list` has not
+    /// answered (`None`: up to the listing bound, the connect timeout). Past it the listing
+    /// answers without that server's tools, noting it as an issue; the `tools/list` goes on
+    /// (one at a time per server, however many listings ask), and its answer is stored and
+    /// announced as a [`CatalogEvent::ToolsChanged`].
+    pub(crate) fn set_listing_wait(&self, wait: Option<Duration>) {
+        *self.listing_wait.lock() = wait;
     }
 
     /// Changes of the catalogue, from now on.
@@ -701,6 +718,47 @@ impl Catalog {
             .collect())
     }
 
+    /// [`Self::server_tools_raw`], waited for until `deadline` at most (see
+    /// [`Self::set_listing_wait`]): the listing goes on after, in a task of its own, and
+    /// stores and announces what it gets. A listing already in flight is waited for, never
+    /// doubled: a hung server gets one `tools/list` at a time, not one per client.
+    async fn server_tools_until(
+        &self,
+        server: &str,
+        deadline: tokio::time::Instant,
+    ) -> Result<Arc<ServerTools>, CatalogError> {
+        let pending = || CatalogError::ListPending {
+            server: server.to_owned(),
+            after: self.listing_wait.lock().unwrap_or_default(),
+        };
+        let in_flight = self.fetching.lock().get(server).cloned();
+        if let Some(mut other) = in_flight {
+            let answer = tokio::time::timeout_at(deadline, async move {
+                other
+                    .done
+                    .wait_for(Option::is_some)
+                    .await
+                    .ok()
+                    .and_then(|answer| answer.clone())
+                    .flatten()
+            })
+            .await;
+            match answer {
+                Ok(Some(tools)) => return Ok(tools),
+                Err(_) => return Err(pending()),
+                // It failed: this listing asks for itself, to have the error.
+                Ok(None) => {}
+            }
+        }
+        let catalog = self.clone();
+        let name = server.to_owned();
+        let listing = tokio::spawn(async move { catalog.server_tools_raw(&name).await });
+        match tokio::time::timeout_at(deadline, listing).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(_)) | Err(_) => Err(pending()),
+        }
+    }
+
     /// Every tool now: built-ins, then each connected server's.
     pub(crate) async fn snapshot(&self) -> Snapshot {
         self.snapshot_listed().await.0
@@ -750,10 +808,14 @@ impl Catalog {
             })
             .map(|(n, _)| n.as_str())
             .collect();
-        let lists = futures::future::join_all(connected.iter().map(|s| async {
-            match ready.get(s) {
-                Some(tools) => Ok(tools.clone()),
-                None => self.server_tools_raw(s).await,
+        let wait = *self.listing_wait.lock();
+        let deadline = wait.map(|wait| tokio::time::Instant::now() + wait);
+        let ready = &ready;
+        let lists = futures::future::join_all(connected.iter().map(|s| async move {
+            match (ready.get(s), deadline) {
+                (Some(tools), _) => Ok(tools.clone()),
+                (None, Some(deadline)) => self.server_tools_until(s, deadline).await,
+                (None, None) => self.server_tools_raw(s).await,
             }
         }))
         .await;

@@ -103,6 +103,17 @@ impl Host {
         self.catalog.view_listed().await.0
     }
 
+    /// How long a listing ([`Self::tools`], [`Self::tools_view`], a tool search) waits for a
+    /// connected server whose `tools/list` has not answered yet. `None`, the default: up to
+    /// the connect timeout (`MCP_TIMEOUT`), as a command that lists once wants. A program
+    /// that serves many clients (the gateway) sets a short wait: past it the listing answers
+    /// without that server's tools, with an issue naming it, while the server's `tools/list`
+    /// goes on (one at a time, however many listings ask); its answer is announced as
+    /// [`CatalogEvent::ToolsChanged`](crate::CatalogEvent::ToolsChanged).
+    pub fn set_listing_wait(&self, wait: Option<std::time::Duration>) {
+        self.catalog.set_listing_wait(wait);
+    }
+
     /// The catalogue's generation: it changes whenever a server's tool list is stored or
     /// dropped. What a program derives from the tools (a name map, an index) read under one
     /// generation holds until it changes, if the view was
