@@ -1032,20 +1032,34 @@ fn origin_allowed(allowed: &[String], origin: &str) -> bool {
 /// The gateway's metrics ([`crate::metrics`]) in Prometheus' text format.
 async fn metrics(State(served): State<Served>) -> Response {
     let Served { gateway, sessions } = served;
+    let held = held_counts(gateway.host()).await;
     let text = gateway.metrics().encode(
         gateway.host(),
         Some(sessions.open()),
         gateway.rounds().parked(),
+        &held,
     );
     ([(CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response()
 }
 
-/// Every upstream server (state, tool count, last error), what a call of a tool no permission
+/// How many tools each server has held (see `switchboard::Host::held_tools`).
+async fn held_counts(host: &switchboard::Host) -> std::collections::HashMap<String, usize> {
+    let mut held = std::collections::HashMap::new();
+    for tool in host.held_tools().await {
+        if let Some(server) = tool.server {
+            *held.entry(server).or_insert(0) += 1;
+        }
+    }
+    held
+}
+
+/// Every upstream server (state, tool count, held tools, last error), what a call of a tool no permission
 /// rule names does, how many requests of 2026-07-28 clients wait for their answers, and the
 /// sessions open with their caps.
 async fn status(State(served): State<Served>) -> Response {
     let Served { gateway, sessions } = served;
     let host = gateway.host();
+    let held = held_counts(host).await;
     let mut servers = Vec::new();
     for (name, state) in host.servers() {
         let calls = gateway.metrics().server_calls(&name);
@@ -1062,6 +1076,8 @@ async fn status(State(served): State<Served>) -> Response {
             "name": name,
             "state": state.label(),
             "tools": tools,
+            // Listed but left out: they differ from their pins (`switchboard mcp diff`).
+            "held": held.get(&name).copied().unwrap_or(0),
             "lastError": error,
             "calls": calls.calls,
             "errors": calls.errors,

@@ -6,8 +6,9 @@
 //!   through the gateway;
 //! - `switchboard_server_state{server,state}` (1 for the server's state, 0 for the others),
 //!   `switchboard_upstream_reconnects_total{server}` (a server connected again after it had
-//!   been), `switchboard_sessions` (open downstream sessions, over HTTP), and
-//!   `switchboard_parked_rounds` (2026-07-28 requests waiting for their clients' answers).
+//!   been), `switchboard_sessions` (open downstream sessions, over HTTP),
+//!   `switchboard_parked_rounds` (2026-07-28 requests waiting for their clients' answers), and
+//!   `switchboard_tools_held{server}` (tools left out because they differ from their pins).
 //!
 //! The hot path: a call takes a read lock on its label family and adds to atomics; the states,
 //! sessions and rounds are read when scraped.
@@ -81,6 +82,7 @@ struct Inner {
     reconnects: Family<ServerLabels, Counter>,
     sessions: Gauge,
     parked: Gauge,
+    held: Family<ServerLabels, Gauge>,
     /// Per server, for the status page.
     per_server: RwLock<HashMap<String, Arc<(Counter, Counter)>>>,
     /// One scrape at a time (the gauges read then are set, then encoded).
@@ -99,6 +101,7 @@ impl Default for Metrics {
         let reconnects = Family::<ServerLabels, Counter>::default();
         let sessions = Gauge::default();
         let parked = Gauge::default();
+        let held = Family::<ServerLabels, Gauge>::default();
         registry.register(
             "tool_calls",
             "Tool calls made through the gateway",
@@ -134,6 +137,11 @@ impl Default for Metrics {
             "Requests of 2026-07-28 clients waiting for their answers",
             parked.clone(),
         );
+        registry.register(
+            "tools_held",
+            "Tools an upstream server lists that differ from their pins (or are new), held until approved",
+            held.clone(),
+        );
         Metrics {
             inner: Arc::new(Inner {
                 registry,
@@ -144,6 +152,7 @@ impl Default for Metrics {
                 reconnects,
                 sessions,
                 parked,
+                held,
                 per_server: RwLock::default(),
                 scraping: Mutex::new(()),
             }),
@@ -200,7 +209,14 @@ impl Metrics {
 
     /// The text of a scrape: the call metrics, with the states, `sessions` (`None` over stdio)
     /// and parked rounds read now.
-    pub fn encode(&self, host: &Host, sessions: Option<usize>, parked: usize) -> String {
+    /// `held`: each server's held tools (`Host::held_tools`), counted.
+    pub fn encode(
+        &self,
+        host: &Host,
+        sessions: Option<usize>,
+        parked: usize,
+        held: &HashMap<String, usize>,
+    ) -> String {
         let _one = self.inner.scraping.lock();
         self.inner.states.clear();
         for (server, state) in host.servers() {
@@ -221,6 +237,14 @@ impl Metrics {
         self.inner
             .parked
             .set(i64::try_from(parked).unwrap_or(i64::MAX));
+        self.inner.held.clear();
+        for (server, _) in host.servers() {
+            let count = held.get(&server).copied().unwrap_or(0);
+            self.inner
+                .held
+                .get_or_create(&ServerLabels { server })
+                .set(i64::try_from(count).unwrap_or(i64::MAX));
+        }
         let mut text = String::new();
         if let Err(e) = prometheus_client::encoding::text::encode(&mut text, &self.inner.registry) {
             tracing::warn!("the metrics could not be encoded: {e}");

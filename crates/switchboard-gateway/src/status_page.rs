@@ -75,7 +75,7 @@ pub(crate) fn status_page() -> String {
         r##"<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Switchboard: status</title>{STYLE}</head>
 <body><h1>Switchboard gateway</h1>
-<table id="servers"><thead><tr><th>Server</th><th>State</th><th>Tools</th><th>Calls</th><th>Error rate</th><th>Last error</th></tr></thead><tbody></tbody></table>
+<table id="servers"><thead><tr><th>Server</th><th>State</th><th>Tools</th><th>Held</th><th>Calls</th><th>Error rate</th><th>Last error</th></tr></thead><tbody></tbody></table>
 <p id="note">Loading…</p>
 <script>
 "use strict";
@@ -99,6 +99,7 @@ async function refresh() {{
       cell(row, "name", s.name);
       cell(row, "state " + s.state, s.state);
       cell(row, "tools num", s.tools ?? "");
+      cell(row, "held num", s.held ? String(s.held) : "");
       cell(row, "calls num", String(s.calls));
       cell(row, "rate num", s.calls ? (100 * s.errors / s.calls).toFixed(1) + " %" : "");
       cell(row, "error", s.lastError ?? "");
