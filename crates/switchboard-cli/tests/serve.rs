@@ -1991,3 +1991,93 @@ fn tool_search_lists_the_search_tools_and_a_search_adds_what_it_found() {
     assert!(!names.contains(&"search_tools".to_owned()), "{names:?}");
     gateway.finish();
 }
+
+/// Tool pinning through `serve --http` (issue 38): after the server changed two tools and
+/// added one since they were pinned, a session's `tools/list` holds only the unchanged one,
+/// a call of a held tool is refused while the unchanged one is called, and `/status` and
+/// `/metrics` count the held tools; once approved, they are served and counted no more.
+#[test]
+fn the_http_gateway_holds_changed_tools_and_counts_them() {
+    use switchboard_testkit::file_tools::{FileTools, changed_tools, first_tools};
+    let tree = ConfigTree::new().unwrap();
+    let file = FileTools::new(tree.root().join("tools.json"), &first_tools()).unwrap();
+    tree.write(
+        tree.user_file(),
+        &json!({
+            "mcpServers": {"kit": file.entry(&partner("SWITCHBOARD_PYTHON"))},
+            "permissions": {"allow": ["mcp__kit__*"]},
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let cli = |args: &[&str]| {
+        let out = switchboard_testkit::cli::run(env!("CARGO_BIN_EXE_switchboard"), &tree, args);
+        switchboard_testkit::cli::succeeded(&tree, args, &out)
+    };
+    // The first session pins what the server lists; then it changes.
+    cli(&["tools", "kit"]);
+    file.set(&changed_tools()).unwrap();
+
+    let token = "held-token-0123456789abcdef";
+    let serve =
+        HttpServe::start_with_env(&tree, &["--token", token, "--list-wait", LISTS_ONCE], &[]);
+    let session = open_session(&serve, token);
+    let (code, listed) = session_request(&serve, token, &session, "tools/list");
+    assert_eq!(code, 200, "{listed}");
+    assert!(listed.contains("\"mcp__kit__stay\""), "{listed}");
+    // `echo` and `add` changed, `shout` and `greet` are new: held, not served.
+    assert_eq!(
+        listed.matches("\"mcp__kit__").count(),
+        1,
+        "only `stay` is served: {listed}"
+    );
+    let (_, called) = session_call(&serve, token, &session, "mcp__kit__stay", json!({"x": "y"}));
+    assert_eq!(
+        called["result"]["content"][0]["text"], r#"stay called with {"x": "y"}"#,
+        "{called}"
+    );
+    let (_, refused) = session_call(
+        &serve,
+        token,
+        &session,
+        "mcp__kit__echo",
+        json!({"text": "hi"}),
+    );
+    assert_eq!(
+        refused["error"]["message"], "no tool named `mcp__kit__echo`",
+        "{refused}"
+    );
+
+    let held_in_status = |serve: &HttpServe| {
+        let status = status_of(serve, token);
+        status["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == "kit")
+            .map(|s| s["held"].clone())
+            .unwrap_or_else(|| panic!("{status}"))
+    };
+    let held_in_metrics = |serve: &HttpServe| {
+        let (code, response) = http(serve, token, "GET", "/metrics", None);
+        assert_eq!(code, 200, "{response}");
+        response
+            .lines()
+            .find_map(|l| l.strip_prefix(r#"switchboard_tools_held{server="kit"} "#))
+            .map(str::to_owned)
+            .unwrap_or_else(|| panic!("no held gauge for kit: {response}"))
+    };
+    assert_eq!(held_in_status(&serve), json!(4));
+    assert_eq!(held_in_metrics(&serve), "4");
+
+    cli(&["mcp", "approve", "kit", "--changes"]);
+    serve.stop();
+    let serve =
+        HttpServe::start_with_env(&tree, &["--token", token, "--list-wait", LISTS_ONCE], &[]);
+    let session = open_session(&serve, token);
+    let (_, listed) = session_request(&serve, token, &session, "tools/list");
+    assert!(listed.contains("mcp__kit__echo"), "approved: {listed}");
+    assert_eq!(held_in_status(&serve), json!(0));
+    assert_eq!(held_in_metrics(&serve), "0");
+    serve.stop();
+}
