@@ -11,6 +11,10 @@
 //!   start (needs a release CLI: `cargo build --release -p switchboard-cli`, or
 //!   `SWITCHBOARD_CLI=path`; skipped when the CLI does not start servers).
 //!
+//! It also prints what tool pinning costs a server of 500 tools (issue 38): start to its
+//! listed tools with pinning off, on first use (every tool hashed and the pins written) and
+//! pinned (every tool hashed and checked), the three cases taking turns.
+//!
 //! "One start" is measured as a host that does nothing else would see it: spawn the binary,
 //! `initialize`, `notifications/initialized`, `tools/list`, time to the list's answer.
 //!
@@ -303,6 +307,10 @@ async fn run(server: PathBuf, reps: impl Fn(usize) -> usize) {
     println!();
     let cli_pass = cli_list(&server, one_start(Mode::Auto), reps(10)).await;
 
+    // 4. Pinning's cost, for a server of 500 tools.
+    println!();
+    pin_cost(&server, reps(10)).await;
+
     let all_pass = verdicts.iter().all(|v| v.3) && cli_pass.unwrap_or(true);
     println!();
     println!(
@@ -561,6 +569,69 @@ async fn through_manager(server: &Path, n: usize, mode: Mode, state_dir: Option<
         .await
         .expect("shutdown in time");
     Through { connected, listed }
+}
+
+/// Start to listed tools of one testkit server offering 500 more tools, `reps` times each with
+/// pinning off, on first use (a fresh state folder: the pins are written) and pinned (the
+/// pins are there: every tool is checked), taking turns; prints the medians and the
+/// differences with pinning off.
+async fn pin_cost(server: &Path, reps: usize) {
+    let kit = |pinning: bool| {
+        let origin = Origin {
+            scope: Scope::User,
+            file: None,
+        };
+        let entry =
+            json!({"command": server, "args": ["--extra-tools", "500"], "pinning": pinning});
+        parse_entry_value("kit", &entry, origin, &Environment::capture(), "<bench>")
+            .expect("a valid entry")
+            .0
+    };
+    let listed = |config: ServerConfig, state: PathBuf| async move {
+        let cwd = tempfile::tempdir().expect("a temporary folder");
+        let started = Instant::now();
+        let host = Host::builder()
+            .discover(cwd.path().to_owned())
+            .env(Environment::default())
+            .servers(vec![config])
+            .state_dir(state)
+            .start()
+            .expect("a host");
+        let tools = tokio::time::timeout(WAIT, async {
+            host.wait_settled(WAIT).await.expect("settled");
+            host.server_tools("kit").await
+        })
+        .await
+        .expect("listed in time")
+        .expect("listed");
+        let took = started.elapsed();
+        assert!(tools.len() > 500, "{} tools", tools.len());
+        tokio::time::timeout(WAIT, host.shutdown())
+            .await
+            .expect("shutdown in time");
+        took
+    };
+    let pinned_state = tempfile::tempdir().expect("a temporary folder");
+    // The pins the `pinned` case checks against.
+    listed(kit(true), pinned_state.path().to_owned()).await;
+    let (mut off, mut first, mut pinned) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..reps {
+        let fresh = tempfile::tempdir().expect("a temporary folder");
+        off.push(listed(kit(false), fresh.path().to_owned()).await);
+        let fresh = tempfile::tempdir().expect("a temporary folder");
+        first.push(listed(kit(true), fresh.path().to_owned()).await);
+        pinned.push(listed(kit(true), pinned_state.path().to_owned()).await);
+    }
+    let (off, first, pinned) = (Stats::of(&off), Stats::of(&first), Stats::of(&pinned));
+    println!("pinning, one server of 500 tools: start to its listed tools, {reps} runs each");
+    for (case, stats) in [("off", &off), ("first use", &first), ("pinned", &pinned)] {
+        println!(
+            "  {case:<10} median {:.2} ms, max {:.2} ms ({:+.2} ms against off)",
+            stats.median,
+            stats.max,
+            stats.median - off.median
+        );
+    }
 }
 
 /// The release CLI: `SWITCHBOARD_CLI`, else `switchboard` beside `testkit-server`.
