@@ -4,12 +4,15 @@
 // Sampling is deprecated for 2026-07-28; initialize-era clients still answer it.
 #![allow(deprecated)]
 
+mod common;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use common::tool_names;
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
-    ElicitationAction, Implementation, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+    ElicitationAction, ProgressNotificationParam, ProgressToken, ProtocolVersion,
     RequestMetaObject,
 };
 use rmcp::service::{
@@ -22,10 +25,12 @@ use serde_json::{Value, json};
 use switchboard::host::Host;
 use switchboard::permissions::GatewayAsk;
 use switchboard_gateway::{
-    DEFAULT_ORIGINS, DoorLimits, Gateway, HttpError, HttpGateway, HttpOptions, Prefix,
-    SessionLimits, ToolFilter, ToolSearch,
+    DoorLimits, Gateway, HttpError, HttpGateway, HttpOptions, Prefix, SessionLimits, ToolFilter,
+    ToolSearch,
 };
 use switchboard_testkit::config_tree::ConfigTree;
+use switchboard_testkit::gateway_client::{self, EventStream, client_config};
+use switchboard_testkit::host::{qualified_names, settled, tree_builder, write_user_settings};
 use switchboard_testkit::mcp_http::{self, messages};
 use tokio::sync::mpsc;
 
@@ -56,6 +61,11 @@ async fn gateway(servers: Value, permissions: Value) -> (ConfigTree, Host, Strin
     gateway_asking(servers, permissions, GatewayAsk::default()).await
 }
 
+/// [`gateway`] over the testkit server `kit` alone.
+async fn kit_gateway(permissions: Value) -> (ConfigTree, Host, String) {
+    gateway(json!({"kit": testkit(&[])}), permissions).await
+}
+
 /// [`gateway`], with `ask` deciding what a call of a tool no rule names does.
 async fn gateway_asking(
     servers: Value,
@@ -74,21 +84,16 @@ async fn gateway_with(
 ) -> (ConfigTree, Host, String) {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let tree = ConfigTree::new().unwrap();
-    tree.write(
-        tree.user_file(),
-        &json!({"mcpServers": servers, "permissions": permissions}).to_string(),
+    write_user_settings(
+        &tree,
+        &json!({"mcpServers": servers, "permissions": permissions}),
+    );
+    let host = settled(
+        tree_builder(&tree)
+            .interaction(switchboard_gateway::upstream_interaction())
+            .gateway_ask(ask),
     )
-    .unwrap();
-    let env: switchboard::config::Environment = tree.env().into_iter().collect();
-    let host = Host::builder()
-        .discover(tree.project())
-        .env(env)
-        .output_dir(tree.root().join("out"))
-        .interaction(switchboard_gateway::upstream_interaction())
-        .gateway_ask(ask)
-        .start()
-        .unwrap();
-    host.wait_settled(SETTLE).await.unwrap();
+    .await;
     let server = HttpGateway::bind(
         {
             let rules = RULES.with(|r| r.borrow_mut().take()).unwrap_or_default();
@@ -100,13 +105,7 @@ async fn gateway_with(
             gateway
         },
         SocketAddr::from(([127, 0, 0, 1], 0)),
-        HttpOptions {
-            oauth: None,
-            token: TOKEN.to_owned(),
-            allowed_origins: DEFAULT_ORIGINS.iter().map(|s| s.to_string()).collect(),
-            allow_remote: false,
-            sessions: LIMITS.with(|l| l.take()).unwrap_or_default(),
-        },
+        common::loopback(TOKEN, None, LIMITS.with(|l| l.take()).unwrap_or_default()),
     )
     .await
     .unwrap();
@@ -153,13 +152,7 @@ impl ClientHandler for Recorder {
                 .enable_sampling()
                 .build();
         }
-        let version = if self.modern {
-            ProtocolVersion::V_2026_07_28
-        } else {
-            ProtocolVersion::LATEST_WITH_INITIALIZE
-        };
-        ClientConfig::new(capabilities, Implementation::new(self.name, "1"))
-            .with_protocol_version(version)
+        client_config(self.name, capabilities, self.modern)
     }
 
     async fn on_progress(
@@ -337,7 +330,7 @@ fn raw_post(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_the_token_401_with_a_foreign_origin_403_and_healthz_is_open() {
-    let (_tree, _host, url) = gateway(json!({"kit": testkit(&[])}), json!({})).await;
+    let (_tree, _host, url) = kit_gateway(json!({})).await;
     let http = reqwest::Client::new();
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
@@ -371,18 +364,7 @@ async fn without_the_token_401_with_a_foreign_origin_403_and_healthz_is_open() {
             .status(),
         401
     );
-    let status: Value = serde_json::from_str(
-        &http
-            .get(format!("{base}/status"))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap(),
-    )
-    .unwrap();
+    let status = status_of(&http, &url).await;
     assert_eq!(
         status,
         json!({
@@ -395,6 +377,29 @@ async fn without_the_token_401_with_a_foreign_origin_403_and_healthz_is_open() {
             "sessions": {"open": 2, "max": 10000, "maxPerToken": 1000, "idleSeconds": 300},
         })
     );
+}
+
+/// A GET of the gateway's `path` (`/status`, `/metrics`) beside its MCP endpoint `url`, with
+/// the token.
+fn with_token(http: &reqwest::Client, url: &str, path: &str) -> reqwest::RequestBuilder {
+    http.get(url.replace("/mcp", path)).bearer_auth(TOKEN)
+}
+
+/// The text of the gateway's `path`, read with the token.
+async fn text_with_token(http: &reqwest::Client, url: &str, path: &str) -> String {
+    let response = with_token(http, url, path).send().await.unwrap();
+    response.text().await.unwrap()
+}
+
+/// The gateway's `/status`, read with the token.
+async fn status_of(http: &reqwest::Client, url: &str) -> Value {
+    gateway_client::status(http, url, TOKEN).await
+}
+
+/// A gateway with no servers behind these door limits, for the tests of its door.
+async fn door_only(limits: DoorLimits) -> (ConfigTree, Host, String) {
+    DOOR.with(|d| d.set(Some(limits)));
+    gateway(json!({}), json!({})).await
 }
 
 /// Opens a connection to the gateway at `url` and sends the start of a request's headers,
@@ -427,22 +432,17 @@ async fn closed_within(stream: &mut tokio::net::TcpStream, bound: Duration) -> b
 /// timeout has passed; the gateway goes on serving the token's clients.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_that_never_finishes_its_headers_is_closed() {
-    DOOR.with(|d| {
-        d.set(Some(DoorLimits {
-            header_read_timeout: Duration::from_millis(500),
-            ..DoorLimits::default()
-        }))
-    });
-    let (_tree, host, url) = gateway(json!({}), json!({})).await;
+    let (_tree, host, url) = door_only(DoorLimits {
+        header_read_timeout: Duration::from_millis(500),
+        ..DoorLimits::default()
+    })
+    .await;
     let mut slow = slow_connection(&url).await;
     assert!(
         closed_within(&mut slow, WAIT).await,
         "a connection without the end of its headers was still open after {WAIT:?}"
     );
-    let base = url.trim_end_matches("/mcp");
-    let status = reqwest::Client::new()
-        .get(format!("{base}/status"))
-        .bearer_auth(TOKEN)
+    let status = with_token(&reqwest::Client::new(), &url, "/status")
         .send()
         .await
         .unwrap();
@@ -456,27 +456,19 @@ async fn a_connection_that_never_finishes_its_headers_is_closed() {
 async fn slow_strangers_past_the_cap_are_closed_and_the_tokens_client_is_served() {
     const CAP: usize = 8;
     const SLOW: usize = 24;
-    DOOR.with(|d| {
-        d.set(Some(DoorLimits {
-            // Long: the closes below are the cap's.
-            header_read_timeout: Duration::from_secs(600),
-            max_unauthenticated: CAP,
-            ..DoorLimits::default()
-        }))
-    });
-    let (_tree, host, url) = gateway(json!({}), json!({})).await;
+    let (_tree, host, url) = door_only(DoorLimits {
+        // Long: the closes below are the cap's.
+        header_read_timeout: Duration::from_secs(600),
+        max_unauthenticated: CAP,
+        ..DoorLimits::default()
+    })
+    .await;
     let mut slow = Vec::new();
     for _ in 0..SLOW {
         slow.push(slow_connection(&url).await);
     }
-    let base = url.trim_end_matches("/mcp");
     let http = reqwest::Client::new();
-    let status = http
-        .get(format!("{base}/status"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap();
+    let status = with_token(&http, &url, "/status").send().await.unwrap();
     assert_eq!(status.status(), 200);
     // The oldest are closed: at least all but the cap's worth.
     let mut closed = 0;
@@ -487,12 +479,7 @@ async fn slow_strangers_past_the_cap_are_closed_and_the_tokens_client_is_served(
     }
     assert_eq!(closed, SLOW - CAP, "slow connections closed of the oldest");
     // The token's client keeps its connection: a second request on it is served too.
-    let again = http
-        .get(format!("{base}/status"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap();
+    let again = with_token(&http, &url, "/status").send().await.unwrap();
     assert_eq!(again.status(), 200);
     host.shutdown().await;
 }
@@ -501,14 +488,12 @@ async fn slow_strangers_past_the_cap_are_closed_and_the_tokens_client_is_served(
 /// the right token; once that wait is over, the right token logs in.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn login_guesses_past_the_burst_get_429_and_the_right_token_works_after_the_wait() {
-    DOOR.with(|d| {
-        d.set(Some(DoorLimits {
-            login_burst: 3,
-            login_every: Duration::from_secs(1),
-            ..DoorLimits::default()
-        }))
-    });
-    let (_tree, host, url) = gateway(json!({}), json!({})).await;
+    let (_tree, host, url) = door_only(DoorLimits {
+        login_burst: 3,
+        login_every: Duration::from_secs(1),
+        ..DoorLimits::default()
+    })
+    .await;
     let login = format!("{}/login", url.trim_end_matches("/mcp"));
     let http = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
@@ -544,12 +529,7 @@ async fn login_guesses_past_the_burst_get_429_and_the_right_token_works_after_th
 async fn binding_beyond_loopback_needs_the_explicit_flag() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let tree = ConfigTree::new().unwrap();
-    let env: switchboard::config::Environment = tree.env().into_iter().collect();
-    let host = Host::builder()
-        .discover(tree.project())
-        .env(env)
-        .start()
-        .unwrap();
+    let host = tree_builder(&tree).start().unwrap();
     let options = HttpOptions {
         oauth: None,
         token: TOKEN.to_owned(),
@@ -568,8 +548,7 @@ async fn binding_beyond_loopback_needs_the_explicit_flag() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn string_and_numeric_request_ids_round_trip() {
-    let (_tree, _host, url) =
-        gateway(json!({"kit": testkit(&[])}), json!({"allow": ["mcp__kit"]})).await;
+    let (_tree, _host, url) = kit_gateway(json!({"allow": ["mcp__kit"]})).await;
     let http = reqwest::Client::new();
     let send = |session: Option<String>, body: Value| {
         let mut request = http
@@ -698,39 +677,6 @@ impl RawSession {
     }
 }
 
-/// The JSON-RPC messages of an event stream as they come.
-struct Events {
-    response: reqwest::Response,
-    buffer: String,
-}
-
-impl Events {
-    /// The next message, within `WAIT` (keep-alive comments do not count); `None` when the
-    /// stream ended.
-    async fn next(&mut self) -> Option<Value> {
-        let deadline = tokio::time::Instant::now() + WAIT;
-        loop {
-            if let Some(end) = self.buffer.find("\n\n") {
-                let event: String = self.buffer.drain(..end + 2).collect();
-                let data: String = event
-                    .lines()
-                    .filter_map(|line| line.strip_prefix("data:"))
-                    .map(str::trim)
-                    .collect();
-                if let Ok(message) = serde_json::from_str(&data) {
-                    return Some(message);
-                }
-                continue;
-            }
-            let chunk = tokio::time::timeout_at(deadline, self.response.chunk())
-                .await
-                .expect("the next message in time")
-                .unwrap()?;
-            self.buffer.push_str(std::str::from_utf8(&chunk).unwrap());
-        }
-    }
-}
-
 /// A call that asks its client a question during the call is answered as an event stream: the
 /// question (an `elicitation/create` request with an id the gateway made), then, once the
 /// client's answer came back in a POST of its own, the call's result. A call with a progress
@@ -749,11 +695,8 @@ async fn a_call_streams_its_questions_and_progress_and_takes_the_answers() {
         .await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["content-type"], "text/event-stream");
-    let mut events = Events {
-        response,
-        buffer: String::new(),
-    };
-    let question = events.next().await.expect("the question");
+    let mut events = EventStream::new(response);
+    let question = events.next(WAIT).await.expect("the question");
     assert_eq!(question["method"], "elicitation/create", "{question}");
     assert_eq!(question["params"]["message"], "Tell us about yourself");
     let asked = question["id"].clone();
@@ -769,7 +712,7 @@ async fn a_call_streams_its_questions_and_progress_and_takes_the_answers() {
             "action": "accept", "content": {"name": "Ada", "age": 36}}}))
         .await;
     assert_eq!(answered.status(), 202);
-    let result = events.next().await.expect("the call's result");
+    let result = events.next(WAIT).await.expect("the call's result");
     assert_eq!(result["id"], 1, "{result}");
     let text = result["result"]["content"][0]["text"].as_str().unwrap();
     assert!(
@@ -777,7 +720,7 @@ async fn a_call_streams_its_questions_and_progress_and_takes_the_answers() {
         "{result}"
     );
     assert!(
-        events.next().await.is_none(),
+        events.next(WAIT).await.is_none(),
         "the stream ends with the result"
     );
 
@@ -787,13 +730,10 @@ async fn a_call_streams_its_questions_and_progress_and_takes_the_answers() {
                                 "_meta": {"progressToken": "p-2"}}}))
         .await;
     assert_eq!(response.headers()["content-type"], "text/event-stream");
-    let mut events = Events {
-        response,
-        buffer: String::new(),
-    };
+    let mut events = EventStream::new(response);
     let mut progress = 0;
     let result = loop {
-        let message = events.next().await.expect("progress, then the result");
+        let message = events.next(WAIT).await.expect("progress, then the result");
         if message["method"] == "notifications/progress" {
             assert_eq!(message["params"]["progressToken"], "p-2", "{message}");
             progress += 1;
@@ -900,17 +840,14 @@ async fn calls_as_seen(fast_path: bool) -> Vec<(&'static str, Vec<Value>)> {
         let response = session
             .post(call(id, "mcp__kit__ask_form", json!({}), None))
             .await;
-        let mut events = Events {
-            response,
-            buffer: String::new(),
-        };
-        let question = events.next().await.expect("the question");
+        let mut events = EventStream::new(response);
+        let question = events.next(WAIT).await.expect("the question");
         let answered = session
             .post(json!({"jsonrpc": "2.0", "id": question["id"], "result": answer}))
             .await;
         assert!(answered.status().is_success(), "{case}");
         let mut all = vec![question];
-        while let Some(message) = events.next().await {
+        while let Some(message) = events.next(WAIT).await {
             all.push(message);
         }
         seen.push((case, alike(all)));
@@ -922,17 +859,14 @@ async fn calls_as_seen(fast_path: bool) -> Vec<(&'static str, Vec<Value>)> {
         json!({"ms": 60_000, "steps": 600}),
         Some(json!({"progressToken": "p-30"})),
     );
-    let mut events = Events {
-        response: session.post(slow).await,
-        buffer: String::new(),
-    };
-    let first = events.next().await.expect("the first progress");
+    let mut events = EventStream::new(session.post(slow).await);
+    let first = events.next(WAIT).await.expect("the first progress");
     assert_eq!(first["method"], "notifications/progress", "{first}");
     let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
                         "params": {"requestId": 30, "reason": "the user stopped it"}});
     assert!(session.post(cancel).await.status().is_success());
     let mut after = Vec::new();
-    while let Some(message) = events.next().await {
+    while let Some(message) = events.next(WAIT).await {
         if message["method"] != "notifications/progress" {
             after.push(message);
         }
@@ -978,8 +912,7 @@ async fn calls_are_answered_as_json_and_keep_their_session_alive() {
             ..SessionLimits::default()
         }))
     });
-    let (_tree, _host, url) =
-        gateway(json!({"kit": testkit(&[])}), json!({"allow": ["mcp__kit"]})).await;
+    let (_tree, _host, url) = kit_gateway(json!({"allow": ["mcp__kit"]})).await;
     let session = RawSession::open(&url, json!({})).await;
     let (kind, answer) = session
         .call(1, "mcp__kit__echo", json!({"text": "fast"}))
@@ -1019,8 +952,7 @@ async fn calls_are_answered_as_json_and_keep_their_session_alive() {
 /// the token or with a wrong one 401, from a foreign `Origin` 403; from an allowed one answered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_on_a_live_session_needs_the_token_and_an_allowed_origin() {
-    let (_tree, _host, url) =
-        gateway(json!({"kit": testkit(&[])}), json!({"allow": ["mcp__kit"]})).await;
+    let (_tree, _host, url) = kit_gateway(json!({"allow": ["mcp__kit"]})).await;
     let session = RawSession::open(&url, json!({})).await;
     let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
                       "params": {"name": "mcp__kit__echo", "arguments": {"text": "door"}}});
@@ -1043,8 +975,7 @@ async fn a_call_on_a_live_session_needs_the_token_and_an_allowed_origin() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_clients_each_see_only_their_own_progress() {
-    let (_tree, _host, url) =
-        gateway(json!({"kit": testkit(&[])}), json!({"allow": ["mcp__kit"]})).await;
+    let (_tree, _host, url) = kit_gateway(json!({"allow": ["mcp__kit"]})).await;
     let (a, mut seen_a) = connect(&url, "a", false).await;
     let (b, mut seen_b) = connect(&url, "b", false).await;
     let slow = |token: &str, steps: u64| {
@@ -1112,8 +1043,7 @@ async fn an_upstream_list_changed_reaches_every_client() {
     // The upstream speaks 2026-07-28 with the gateway's host: it tells of the new tool only on
     // the host's `subscriptions/listen` stream. Downstream: two initialize-era clients hear of
     // it on their sessions, a 2026-07-28 client on the stream it opened.
-    let (_tree, _host, url) =
-        gateway(json!({"kit": testkit(&[])}), json!({"allow": ["mcp__kit"]})).await;
+    let (_tree, _host, url) = kit_gateway(json!({"allow": ["mcp__kit"]})).await;
     let (a, mut seen_a) = connect(&url, "a", false).await;
     let (b, mut seen_b) = connect(&url, "b", false).await;
     let (modern, _) = connect_modern(&url, "m", false).await;
@@ -1176,32 +1106,27 @@ async fn an_upstream_crash_mid_call_is_an_error_and_the_rest_keeps_serving() {
         .await
         .unwrap();
     assert!(text_of(&fine).contains("still here"));
-    assert!(
-        a.peer()
-            .list_all_tools()
-            .await
-            .unwrap()
-            .iter()
-            .any(|t| t.name == "mcp__kit__echo")
-    );
+    assert!(tool_names(&a).await.contains(&"mcp__kit__echo".to_owned()));
     a.cancel().await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ask_goes_to_the_calling_client_as_an_elicitation_or_is_denied() {
-    // An `ask` rule: gateway calls are asked.
-    let (_tree, _host, url) =
-        gateway(json!({"kit": testkit(&[])}), json!({"ask": ["mcp__kit"]})).await;
-    let (asks, mut seen_asks) = connect(&url, "asks", true).await;
-    let (cannot, mut seen_cannot) = connect(&url, "cannot", false).await;
-
+/// Under an `ask` rule for `echo`: `asks`, which answers questions, is asked (the question
+/// names the tool) and its call goes through; `cannot`'s call is an error. That error's text.
+async fn approved_by_one_denied_to_the_other(
+    asks: &Client,
+    seen_asks: &mut mpsc::UnboundedReceiver<Seen>,
+    cannot: &Client,
+) -> String {
     let allowed = asks
-        .peer()
         .call_tool(call("mcp__kit__echo", json!({"text": "approved"})))
         .await
         .unwrap();
-    assert!(text_of(&allowed).contains("approved"));
-    let question = next_matching(&mut seen_asks, |s| match s {
+    assert!(
+        text_of(&allowed).contains("approved"),
+        "{}",
+        text_of(&allowed)
+    );
+    let question = next_matching(seen_asks, |s| match s {
         Seen::Elicited(message) => Some(message),
         _ => None,
     })
@@ -1210,16 +1135,24 @@ async fn ask_goes_to_the_calling_client_as_an_elicitation_or_is_denied() {
     assert!(question.contains("`echo`"), "{question}");
 
     let denied = cannot
-        .peer()
         .call_tool(call("mcp__kit__echo", json!({"text": "no"})))
         .await
         .unwrap();
     assert_eq!(denied.is_error, Some(true));
+    text_of(&denied)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_goes_to_the_calling_client_as_an_elicitation_or_is_denied() {
+    // An `ask` rule: gateway calls are asked.
+    let (_tree, _host, url) = kit_gateway(json!({"ask": ["mcp__kit"]})).await;
+    let (asks, mut seen_asks) = connect(&url, "asks", true).await;
+    let (cannot, mut seen_cannot) = connect(&url, "cannot", false).await;
+    let denied = approved_by_one_denied_to_the_other(&asks, &mut seen_asks, &cannot).await;
     assert!(
-        text_of(&denied).contains("needs approval (the rule `mcp__kit`")
-            && text_of(&denied).contains("client `cannot` cannot be asked"),
-        "{}",
-        text_of(&denied)
+        denied.contains("needs approval (the rule `mcp__kit`")
+            && denied.contains("client `cannot` cannot be asked"),
+        "{denied}"
     );
     while let Ok(seen) = seen_cannot.try_recv() {
         assert!(!matches!(seen, Seen::Elicited(_)));
@@ -1366,8 +1299,7 @@ fn post_2026(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_2026_client_discovers_lists_and_calls_without_a_session() {
-    let (_tree, _host, url) =
-        gateway(json!({"kit": testkit(&[])}), json!({"allow": ["mcp__kit"]})).await;
+    let (_tree, _host, url) = kit_gateway(json!({"allow": ["mcp__kit"]})).await;
     let http = reqwest::Client::new();
     let send = |id: Value, method: &str, params: Value| post_2026(&http, &url, id, method, params);
     let discovered = send(json!("d-1"), "server/discover", json!({}))
@@ -1477,38 +1409,11 @@ async fn a_2026_client_answers_the_servers_questions_in_input_rounds() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_2026_client_is_asked_for_approval_in_an_input_round_or_denied() {
     // An `ask` rule: gateway calls are asked.
-    let (_tree, _host, url) =
-        gateway(json!({"kit": testkit(&[])}), json!({"ask": ["mcp__kit"]})).await;
+    let (_tree, _host, url) = kit_gateway(json!({"ask": ["mcp__kit"]})).await;
     let (asks, mut seen_asks) = connect_modern(&url, "asks", true).await;
     let (cannot, _) = connect_modern(&url, "cannot", false).await;
-
-    let allowed = asks
-        .call_tool(call("mcp__kit__echo", json!({"text": "approved"})))
-        .await
-        .unwrap();
-    assert!(
-        text_of(&allowed).contains("approved"),
-        "{}",
-        text_of(&allowed)
-    );
-    let question = next_matching(&mut seen_asks, |s| match s {
-        Seen::Elicited(message) => Some(message),
-        _ => None,
-    })
-    .await
-    .unwrap();
-    assert!(question.contains("`echo`"), "{question}");
-
-    let denied = cannot
-        .call_tool(call("mcp__kit__echo", json!({"text": "no"})))
-        .await
-        .unwrap();
-    assert_eq!(denied.is_error, Some(true));
-    assert!(
-        text_of(&denied).contains("needs approval"),
-        "{}",
-        text_of(&denied)
-    );
+    let denied = approved_by_one_denied_to_the_other(&asks, &mut seen_asks, &cannot).await;
+    assert!(denied.contains("needs approval"), "{denied}");
     asks.cancel().await.unwrap();
     cannot.cancel().await.unwrap();
 }
@@ -1568,8 +1473,7 @@ async fn a_prompt_that_asks_reaches_the_client_that_got_it_in_either_generation(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_2026_client_gets_its_calls_progress_before_the_result() {
-    let (_tree, _host, url) =
-        gateway(json!({"kit": testkit(&[])}), json!({"allow": ["mcp__kit"]})).await;
+    let (_tree, _host, url) = kit_gateway(json!({"allow": ["mcp__kit"]})).await;
     let http = reqwest::Client::new();
     let sent = post_2026(
         &http,
@@ -1641,18 +1545,7 @@ async fn an_input_round_goes_on_only_with_its_own_request_state() {
     assert_eq!(question["params"]["message"], "Tell us about yourself");
     let state = result["requestState"].as_str().unwrap().to_owned();
     let answers = json!({key.clone(): {"action": "accept", "content": {"name": "Ada", "age": 36}}});
-    let waiting = || {
-        let status = http
-            .get(url.replace("/mcp", "/status"))
-            .bearer_auth(TOKEN)
-            .send();
-        async move {
-            let status: Value =
-                serde_json::from_str(&status.await.unwrap().text().await.unwrap()).unwrap();
-            status["waitingForInput"].as_u64().unwrap()
-        }
-    };
-    assert_eq!(waiting().await, 1);
+    assert_eq!(status_of(&http, &url).await["waitingForInput"], 1);
 
     // A state the gateway never gave out, and the right state on another tool: refused, by name.
     let unknown = answer(
@@ -1698,7 +1591,7 @@ async fn an_input_round_goes_on_only_with_its_own_request_state() {
         json!({"name": "Ada", "age": 36}),
         "{done}"
     );
-    assert_eq!(waiting().await, 0);
+    assert_eq!(status_of(&http, &url).await["waitingForInput"], 0);
     let again = answer(
         "r-5",
         json!({
@@ -1712,8 +1605,7 @@ async fn an_input_round_goes_on_only_with_its_own_request_state() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_downstream_cancel_cancels_the_upstream_call() {
-    let (_tree, host, url) =
-        gateway(json!({"kit": testkit(&[])}), json!({"allow": ["mcp__kit"]})).await;
+    let (_tree, host, url) = kit_gateway(json!({"allow": ["mcp__kit"]})).await;
     let (a, mut seen_a) = connect(&url, "a", false).await;
     let request = rmcp::model::ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(
         call("mcp__kit__slow", json!({"ms": 60000, "steps": 600})),
@@ -2036,13 +1928,7 @@ async fn a_large_catalogue_comes_in_pages_with_every_tool_exactly_once() {
     unique.sort();
     unique.dedup();
     assert_eq!(unique.len(), names.len(), "a tool came twice");
-    let mut catalogue: Vec<String> = host
-        .tools()
-        .await
-        .tools
-        .into_iter()
-        .map(|t| t.qualified_name)
-        .collect();
+    let mut catalogue = qualified_names(&host).await;
     catalogue.sort();
     assert_eq!(unique, catalogue);
     assert_eq!(names.len(), 1109);
@@ -2116,14 +2002,7 @@ async fn list_changes_are_followed_after_an_upstream_restart(mode: &str) {
         .await
         .unwrap();
     assert_ne!(added.is_error, Some(true), "{}", text_of(&added));
-    let listed_fresh = || async {
-        old.peer()
-            .list_all_tools()
-            .await
-            .unwrap()
-            .iter()
-            .any(|t| t.name == "mcp__up__fresh")
-    };
+    let fresh = "mcp__up__fresh".to_owned();
     let mut told = false;
     while !told {
         let changed = next_matching(&mut seen_old, |s| {
@@ -2134,7 +2013,7 @@ async fn list_changes_are_followed_after_an_upstream_restart(mode: &str) {
             changed.is_some(),
             "{mode}: the initialize-era client was not told"
         );
-        told = listed_fresh().await;
+        told = tool_names(&old).await.contains(&fresh);
     }
     let mut heard = false;
     while !heard {
@@ -2148,12 +2027,7 @@ async fn list_changes_are_followed_after_an_upstream_restart(mode: &str) {
             ),
             "{mode}: the 2026-07-28 client was not told: {next:?}"
         );
-        heard = modern
-            .list_all_tools()
-            .await
-            .unwrap()
-            .iter()
-            .any(|t| t.name == "mcp__up__fresh");
+        heard = tool_names(&modern).await.contains(&fresh);
     }
     subscription.cancel().await.unwrap();
     old.cancel().await.unwrap();
@@ -2191,13 +2065,7 @@ async fn conditional_names_are_the_servers_own_unless_two_servers_share_them() {
     .await;
     let (client, _seen) = connect(&url, "a", false).await;
     let peer = client.peer();
-    let tools: Vec<String> = peer
-        .list_all_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name.to_string())
-        .collect();
+    let tools = tool_names(peer).await;
     for name in [
         "only_alpha",
         "only_beta",
@@ -2300,7 +2168,7 @@ fn parse_metrics(text: &str) -> std::collections::HashMap<(String, String), f64>
 /// apart, with a latency histogram, and shows the servers' states and the open sessions.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_count_calls_errors_and_latency_per_server_and_tool() {
-    let (_tree, host, url) = gateway(json!({"kit": testkit(&[])}), json!({})).await;
+    let (_tree, host, url) = kit_gateway(json!({})).await;
     let (client, _seen) = connect(&url, "a", false).await;
     for i in 0..3 {
         client
@@ -2318,12 +2186,7 @@ async fn metrics_count_calls_errors_and_latency_per_server_and_tool() {
     let http = reqwest::Client::new();
     let refused = http.get(&metrics_url).send().await.unwrap();
     assert_eq!(refused.status(), 401);
-    let response = http
-        .get(&metrics_url)
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap();
+    let response = with_token(&http, &url, "/metrics").send().await.unwrap();
     assert_eq!(response.status(), 200);
     let text = response.text().await.unwrap();
     let samples = parse_metrics(&text);
@@ -2385,15 +2248,7 @@ async fn metrics_count_calls_errors_and_latency_per_server_and_tool() {
     host.reconnect("kit").unwrap();
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
-        let text = http
-            .get(&metrics_url)
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let text = text_with_token(&http, &url, "/metrics").await;
         let reconnects = parse_metrics(&text)
             .get(&(
                 "switchboard_upstream_reconnects_total".to_owned(),

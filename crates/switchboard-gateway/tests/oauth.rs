@@ -3,6 +3,8 @@
 //! rmcp's Streamable HTTP client carrying them; tool rules per scope and subject.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,10 +16,12 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use switchboard::host::Host;
 use switchboard_gateway::{
-    Cluster, DEFAULT_ORIGINS, Gateway, HttpGateway, HttpOptions, OAuthOptions, Prefix,
-    ResourceServer, SessionLimits, ToolFilter, ToolSearch,
+    Cluster, Gateway, HttpGateway, OAuthOptions, Prefix, ResourceServer, SessionLimits, ToolFilter,
+    ToolSearch,
 };
 use switchboard_testkit::config_tree::ConfigTree;
+use switchboard_testkit::host::{server_tool_names, servers_builder, settled, tree_builder};
+use switchboard_testkit::mcp_http;
 use switchboard_testkit::{Browser, TestServer, Transport};
 
 use switchboard_testkit::SETTLE;
@@ -65,26 +69,30 @@ impl Default for Options {
     }
 }
 
+/// Serves `gateway` on `listener` with `oauth` checking tokens (and `token`, unless empty, let
+/// in as a static one), in the background.
+fn serve(
+    gateway: Gateway,
+    listener: tokio::net::TcpListener,
+    oauth: ResourceServer,
+    token: String,
+    sessions: SessionLimits,
+) {
+    let options = common::loopback(&token, Some(oauth), sessions);
+    let server = HttpGateway::on_listener(gateway, listener, options).unwrap();
+    tokio::spawn(server.run());
+}
+
 async fn setup(options: Options) -> Setup {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let auth = TestServer::start(Transport::Http, ["--oauth", "--oauth-jwt"]).unwrap();
     let issuer = auth.url().trim_end_matches("/mcp").to_owned();
     let tree = ConfigTree::new().unwrap();
     let servers = json!({"kit": {"command": switchboard_testkit::server_bin(), "args": []}});
-    tree.write(
-        tree.user_file(),
-        &json!({"mcpServers": servers}).to_string(),
+    let host = settled(
+        servers_builder(&tree, servers).interaction(switchboard_gateway::upstream_interaction()),
     )
-    .unwrap();
-    let env: switchboard::config::Environment = tree.env().into_iter().collect();
-    let host = Host::builder()
-        .discover(tree.project())
-        .env(env)
-        .output_dir(tree.root().join("out"))
-        .interaction(switchboard_gateway::upstream_interaction())
-        .start()
-        .unwrap();
-    host.wait_settled(SETTLE).await.unwrap();
+    .await;
     // Bound first: the audience is the gateway's own URL.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let audience = format!("http://{}/mcp", listener.local_addr().unwrap());
@@ -104,23 +112,12 @@ async fn setup(options: Options) -> Setup {
     if options.cluster {
         assert!(gateway.set_cluster(Arc::new(Cluster::from_secret(CLUSTER_SECRET).unwrap())));
     }
-    let server = HttpGateway::on_listener(
-        gateway.clone(),
-        listener,
-        HttpOptions {
-            token: if options.static_token {
-                STATIC_TOKEN.to_owned()
-            } else {
-                String::new()
-            },
-            oauth: Some(Arc::new(oauth)),
-            allowed_origins: DEFAULT_ORIGINS.iter().map(|s| s.to_string()).collect(),
-            allow_remote: false,
-            sessions: options.sessions,
-        },
-    )
-    .unwrap();
-    tokio::spawn(server.run());
+    let token = if options.static_token {
+        STATIC_TOKEN.to_owned()
+    } else {
+        String::new()
+    };
+    serve(gateway.clone(), listener, oauth, token, options.sessions);
     Setup {
         auth,
         issuer,
@@ -132,42 +129,35 @@ async fn setup(options: Options) -> Setup {
     }
 }
 
+/// The access token in the authorization server's answer to `request`.
+async fn access_token(request: reqwest::RequestBuilder) -> String {
+    let answer: Value = request.send().await.unwrap().json().await.unwrap();
+    answer["access_token"].as_str().unwrap().to_owned()
+}
+
 impl Setup {
     /// A token from the authorization server's client-credentials grant: `client` is its
     /// subject.
     async fn token(&self, client: &str, scope: &str) -> String {
-        let answer: Value = reqwest::Client::new()
+        let form = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("grant_type", "client_credentials")
+            .append_pair("client_id", client)
+            .append_pair("scope", scope)
+            .append_pair("resource", &self.audience)
+            .finish();
+        let request = reqwest::Client::new()
             .post(format!("{}/token", self.issuer))
             .header("content-type", "application/x-www-form-urlencoded")
-            .body(
-                url::form_urlencoded::Serializer::new(String::new())
-                    .append_pair("grant_type", "client_credentials")
-                    .append_pair("client_id", client)
-                    .append_pair("scope", scope)
-                    .append_pair("resource", &self.audience)
-                    .finish(),
-            )
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        answer["access_token"].as_str().unwrap().to_owned()
+            .body(form);
+        access_token(request).await
     }
 
     /// A token of these claims, signed by the authorization server (`/test/mint`).
     async fn mint(&self, claims: Value) -> String {
-        let answer: Value = reqwest::Client::new()
+        let request = reqwest::Client::new()
             .post(format!("{}/test/mint", self.issuer))
-            .body(claims.to_string())
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        answer["access_token"].as_str().unwrap().to_owned()
+            .body(claims.to_string());
+        access_token(request).await
     }
 
     /// A raw `initialize` with this bearer token (none: no `Authorization`).
@@ -175,15 +165,36 @@ impl Setup {
         let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {},
             "clientInfo": {"name": "raw", "version": "1"}}});
-        let mut request = reqwest::Client::new()
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(init.to_string());
+        let mut request = mcp_http::post(&reqwest::Client::new(), &self.url, &init);
         if let Some(token) = token {
             request = request.bearer_auth(token);
         }
         request.send().await.unwrap()
+    }
+
+    /// A `tools/list` in `session` with `token`, sent to the replica at `url`.
+    async fn list_in(&self, url: &str, session: &str, token: &str) -> reqwest::Response {
+        let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}});
+        let request = mcp_http::post(&reqwest::Client::new(), url, &list).bearer_auth(token);
+        mcp_http::in_session(request, session, "2025-06-18")
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// A session opened with `token`: its id.
+    async fn open_session(&self, token: &str) -> String {
+        let opened = self.initialize(Some(token)).await;
+        assert_eq!(opened.status(), 200);
+        opened.headers()["mcp-session-id"]
+            .to_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// [`Setup::client`] with a token of `subject` for `scope`.
+    async fn client_of(&self, subject: &str, scope: &str) -> RunningService<RoleClient, ()> {
+        self.client(&self.token(subject, scope).await).await
     }
 
     async fn client(&self, token: &str) -> RunningService<RoleClient, ()> {
@@ -200,14 +211,14 @@ fn call(name: &str, arguments: Value) -> CallToolRequestParams {
     params
 }
 
+/// Why `client`'s call is refused (the call must fail).
+async fn refusal(client: &RunningService<RoleClient, ()>, params: CallToolRequestParams) -> String {
+    client.call_tool(params).await.unwrap_err().to_string()
+}
+
+/// The names of the tools `client` is listed, sorted.
 async fn tool_names(client: &RunningService<RoleClient, ()>) -> Vec<String> {
-    let mut names: Vec<String> = client
-        .list_all_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name.to_string())
-        .collect();
+    let mut names = common::tool_names(client).await;
     names.sort();
     names
 }
@@ -354,11 +365,9 @@ async fn two_subjects_with_different_scopes_see_different_tools_and_a_hidden_cal
         ..Options::default()
     })
     .await;
-    let reader = setup
-        .client(&setup.token("alice", "mcp reader").await)
-        .await;
-    let other = setup.client(&setup.token("bob", "mcp").await).await;
-    let mallory = setup.client(&setup.token("mallory", "mcp").await).await;
+    let reader = setup.client_of("alice", "mcp reader").await;
+    let other = setup.client_of("bob", "mcp").await;
+    let mallory = setup.client_of("mallory", "mcp").await;
 
     // An allow rule applies to the reader: only what it allows.
     assert_eq!(tool_names(&reader).await, ["mcp__kit__echo"]);
@@ -373,15 +382,8 @@ async fn two_subjects_with_different_scopes_see_different_tools_and_a_hidden_cal
 
     // A hidden tool's call is refused as an unknown tool's, and never runs.
     let calls_before = setup.gateway.metrics().server_calls("kit").calls;
-    let hidden = reader
-        .call_tool(call("mcp__kit__add", json!({"a": 1, "b": 2})))
-        .await
-        .unwrap_err();
-    let unknown = reader
-        .call_tool(call("mcp__kit__nope", json!({})))
-        .await
-        .unwrap_err();
-    let (hidden, unknown) = (hidden.to_string(), unknown.to_string());
+    let hidden = refusal(&reader, call("mcp__kit__add", json!({"a": 1, "b": 2}))).await;
+    let unknown = refusal(&reader, call("mcp__kit__nope", json!({}))).await;
     assert_eq!(
         hidden.replace("mcp__kit__add", "NAME"),
         unknown.replace("mcp__kit__nope", "NAME"),
@@ -416,8 +418,8 @@ async fn tool_search_finds_and_calls_only_what_the_identity_may_see() {
         ..Options::default()
     })
     .await;
-    let reader = setup.client(&setup.token("alice", "reader").await).await;
-    let other = setup.client(&setup.token("bob", "mcp").await).await;
+    let reader = setup.client_of("alice", "reader").await;
+    let other = setup.client_of("bob", "mcp").await;
     let found = |result: rmcp::model::CallToolResult| {
         let text = serde_json::to_string(&result.content).unwrap();
         text.contains("mcp__kit__add")
@@ -436,11 +438,7 @@ async fn tool_search_finds_and_calls_only_what_the_identity_may_see() {
             json!({"name": "mcp__kit__add", "arguments": {"a": 1, "b": 2}}),
         )
     };
-    let refused = reader
-        .call_tool(through_call_tool())
-        .await
-        .unwrap_err()
-        .to_string();
+    let refused = refusal(&reader, through_call_tool()).await;
     assert!(refused.contains("no tool named"), "{refused}");
     assert!(other.call_tool(through_call_tool()).await.is_ok());
     for client in [reader, other] {
@@ -473,26 +471,13 @@ async fn a_session_is_only_its_subjects() {
     let alice = setup.token("alice", "mcp").await;
     let alice_again = setup.token("alice", "mcp").await;
     let bob = setup.token("bob", "mcp").await;
-    let opened = setup.initialize(Some(&alice)).await;
-    assert_eq!(opened.status(), 200);
-    let session = opened.headers()["mcp-session-id"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    let list = |token: &str| {
-        reqwest::Client::new()
-            .post(&setup.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-session-id", &session)
-            .bearer_auth(token)
-            .body(r#"{"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}"#)
-            .send()
-    };
+    let session = setup.open_session(&alice).await;
     // Bob holds the id but not the session: it is unknown to him.
-    assert_eq!(list(&bob).await.unwrap().status(), 404);
+    let bobs = setup.list_in(&setup.url, &session, &bob).await;
+    assert_eq!(bobs.status(), 404);
     // Alice's next token (a refresh) goes on in it.
-    assert_eq!(list(&alice_again).await.unwrap().status(), 200);
+    let alices = setup.list_in(&setup.url, &session, &alice_again).await;
+    assert_eq!(alices.status(), 200);
 }
 
 impl Setup {
@@ -511,19 +496,13 @@ impl Setup {
         assert!(gateway.set_cluster(Arc::new(Cluster::from_secret(CLUSTER_SECRET).unwrap())));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-        let server = HttpGateway::on_listener(
+        serve(
             gateway,
             listener,
-            HttpOptions {
-                token: String::new(),
-                oauth: Some(Arc::new(oauth)),
-                allowed_origins: DEFAULT_ORIGINS.iter().map(|s| s.to_string()).collect(),
-                allow_remote: false,
-                sessions: SessionLimits::default(),
-            },
-        )
-        .unwrap();
-        tokio::spawn(server.run());
+            oauth,
+            String::new(),
+            SessionLimits::default(),
+        );
         url
     }
 }
@@ -542,34 +521,22 @@ async fn a_session_is_only_its_subjects_on_every_replica() {
     let alice = setup.token("alice", "mcp").await;
     let alice_again = setup.token("alice", "mcp").await;
     let bob = setup.token("bob", "mcp").await;
-    let opened = setup.initialize(Some(&alice)).await;
-    assert_eq!(opened.status(), 200);
-    let session = opened.headers()["mcp-session-id"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    let list = |url: &str, token: &str| {
-        reqwest::Client::new()
-            .post(url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-session-id", &session)
-            .header("mcp-protocol-version", "2025-06-18")
-            .bearer_auth(token)
-            .body(r#"{"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}"#)
-            .send()
-    };
+    let session = setup.open_session(&alice).await;
     // Bob holds the id, on a replica that never saw the session: unknown to him there too.
-    let refused = list(&first, &bob).await.unwrap();
+    let refused = setup.list_in(&first, &session, &bob).await;
     assert_eq!(refused.status(), 404);
     assert_eq!(refused.text().await.unwrap().trim(), "Session not found");
     // Alice's next token resumes it there, and on another replica; bob stays out.
     for url in [&first, &second] {
-        let listed = list(url, &alice_again).await.unwrap();
+        let listed = setup.list_in(url, &session, &alice_again).await;
         assert_eq!(listed.status(), 200, "{url}");
         let text = listed.text().await.unwrap();
         assert!(text.contains("mcp__kit__echo"), "{text}");
-        assert_eq!(list(url, &bob).await.unwrap().status(), 404, "{url}");
+        assert_eq!(
+            setup.list_in(url, &session, &bob).await.status(),
+            404,
+            "{url}"
+        );
     }
 }
 
@@ -650,12 +617,7 @@ async fn requests_share_one_fetch_from_an_issuer_that_never_answers() {
         }
     });
     let tree = ConfigTree::new().unwrap();
-    let env: switchboard::config::Environment = tree.env().into_iter().collect();
-    let host = Host::builder()
-        .discover(tree.project())
-        .env(env)
-        .start()
-        .unwrap();
+    let host = tree_builder(&tree).start().unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let mut oauth = ResourceServer::new(
@@ -670,19 +632,13 @@ async fn requests_share_one_fetch_from_an_issuer_that_never_answers() {
     // with the defaults (10 s a request, 5 s).
     oauth.set_fetch_timeout(Duration::from_millis(1500));
     oauth.set_refetch(Duration::from_secs(2));
-    let server = HttpGateway::on_listener(
+    serve(
         Gateway::new(host.clone(), ToolFilter::default()),
         listener,
-        HttpOptions {
-            token: String::new(),
-            oauth: Some(Arc::new(oauth)),
-            allowed_origins: DEFAULT_ORIGINS.iter().map(|s| s.to_string()).collect(),
-            allow_remote: false,
-            sessions: SessionLimits::default(),
-        },
-    )
-    .unwrap();
-    tokio::spawn(server.run());
+        oauth,
+        String::new(),
+        SessionLimits::default(),
+    );
     use base64::Engine as _;
     let part =
         |value: Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(value.to_string());
@@ -760,14 +716,7 @@ async fn an_mcp_client_finds_where_to_log_in_and_gets_what_its_scope_allows() {
         .unwrap();
     let connected = client.wait_for("gw", SETTLE).await.unwrap();
     assert_eq!(connected.label(), "connected", "{connected:?}");
-    let tools: Vec<String> = client
-        .server_tools("gw")
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name)
-        .collect();
-    assert_eq!(tools, ["mcp__kit__echo"]);
+    assert_eq!(server_tool_names(&client, "gw").await, ["mcp__kit__echo"]);
     let outcome = client
         .call(
             "mcp__gw__mcp__kit__echo",
@@ -795,16 +744,12 @@ async fn a_rule_on_the_served_name_holds_for_a_call_by_the_qualified_name() {
         ..Options::default()
     })
     .await;
-    let guest = setup.client(&setup.token("carol", "guest").await).await;
+    let guest = setup.client_of("carol", "guest").await;
     let names = tool_names(&guest).await;
     assert!(names.contains(&"echo".to_owned()), "{names:?}");
     assert!(!names.contains(&"add".to_owned()), "{names:?}");
     for name in ["add", "mcp__kit__add"] {
-        let refused = guest
-            .call_tool(call(name, json!({"a": 1, "b": 2})))
-            .await
-            .unwrap_err()
-            .to_string();
+        let refused = refusal(&guest, call(name, json!({"a": 1, "b": 2}))).await;
         assert!(refused.contains("no tool named"), "{name}: {refused}");
     }
     assert_eq!(setup.gateway.metrics().server_calls("kit").calls, 0);

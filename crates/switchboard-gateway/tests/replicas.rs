@@ -7,6 +7,8 @@
 //! balancer test is the CLI's `tests/replicas.rs`.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,10 +16,10 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use switchboard::host::Host;
 use switchboard::shared::SharedStore;
-use switchboard_gateway::{
-    Cluster, DEFAULT_ORIGINS, Gateway, HttpGateway, HttpOptions, SessionLimits, ToolFilter,
-};
+use switchboard_gateway::{Cluster, Gateway, HttpGateway, SessionLimits, ToolFilter};
 use switchboard_testkit::config_tree::ConfigTree;
+use switchboard_testkit::gateway_client::{self, EventStream};
+use switchboard_testkit::host::{settled, tree_builder, write_user_settings};
 use switchboard_testkit::mcp_http::{self, messages};
 use tokio_util::sync::CancellationToken;
 
@@ -58,17 +60,11 @@ async fn replica_with(
     store: Option<&str>,
 ) -> Replica {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let env: switchboard::config::Environment = tree.env().into_iter().collect();
-    let mut builder = Host::builder()
-        .discover(tree.project())
-        .env(env)
-        .output_dir(tree.root().join("out"))
-        .interaction(switchboard_gateway::upstream_interaction());
+    let mut builder = tree_builder(tree).interaction(switchboard_gateway::upstream_interaction());
     if let Some(store) = store {
         builder = builder.store(SharedStore::connect(store).await.unwrap());
     }
-    let host = builder.start().unwrap();
-    host.wait_settled(SETTLE).await.unwrap();
+    let host = settled(builder).await;
     let gateway = Gateway::new(host.clone(), ToolFilter::default());
     if let Some(secret) = secret {
         assert!(gateway.set_cluster(Arc::new(Cluster::from_secret(secret).unwrap())));
@@ -76,13 +72,7 @@ async fn replica_with(
     let server = HttpGateway::bind(
         gateway,
         SocketAddr::from(([127, 0, 0, 1], 0)),
-        HttpOptions {
-            token: TOKEN.to_owned(),
-            allowed_origins: DEFAULT_ORIGINS.iter().map(|s| s.to_string()).collect(),
-            allow_remote: false,
-            sessions,
-            oauth: None,
-        },
+        common::loopback(TOKEN, None, sessions),
     )
     .await
     .unwrap();
@@ -100,15 +90,19 @@ async fn replica_with(
 }
 
 fn tree() -> ConfigTree {
-    let tree = ConfigTree::new().unwrap();
     // Pinning off: the replicas share one state folder, so a tool one replica's session adds
     // is new to the other's pins and held there; these tests are about sessions and notices.
     let kit = json!({"command": switchboard_testkit::server_bin(), "args": ["--ask-tools"], "pinning": false});
-    tree.write(
-        tree.user_file(),
-        &json!({"mcpServers": {"kit": kit}, "permissions": {"allow": ["mcp__kit"]}}).to_string(),
-    )
-    .unwrap();
+    serving(kit)
+}
+
+/// A tree whose user file holds `kit`, every tool of it allowed.
+fn serving(kit: Value) -> ConfigTree {
+    let tree = ConfigTree::new().unwrap();
+    write_user_settings(
+        &tree,
+        &json!({"mcpServers": {"kit": kit}, "permissions": {"allow": ["mcp__kit"]}}),
+    );
     tree
 }
 
@@ -135,6 +129,24 @@ fn post_session(
     }
 }
 
+/// The call `ask` again, carrying `answers` to the round whose request state is `state`.
+fn answering(ask: &Value, answers: &Value, state: &Value) -> Value {
+    let mut again = ask.clone();
+    again["inputResponses"] = answers.clone();
+    again["requestState"] = state.clone();
+    again
+}
+
+/// One 2026-07-28 `tools/call` with the request id `id`: its answer.
+async fn call_2026(http: &reqwest::Client, url: &str, id: &str, params: Value) -> Value {
+    let id = json!(id);
+    let response = post_2026(http, url, id.clone(), params)
+        .send()
+        .await
+        .unwrap();
+    answer(response, &id).await
+}
+
 /// Sends one 2026-07-28 `tools/call`, with its per-request metadata and headers.
 fn post_2026(
     http: &reqwest::Client,
@@ -155,35 +167,12 @@ async fn a_session_opened_on_one_replica_is_served_by_another() {
     let foreign = replica(&tree, Some(b"another key, another cluster....")).await;
     let http = reqwest::Client::new();
 
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {"elicitation": {}},
-        "clientInfo": {"name": "roaming", "version": "1"},
-    }});
-    let opened = post_session(&http, &a.url, None, init)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(opened.status(), 200);
-    let session = opened.headers()["mcp-session-id"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    let initialized = answer(opened, &json!(1)).await;
+    let (session, initialized) =
+        open_session_as(&http, &a.url, &b.url, json!({"elicitation": {}})).await;
     assert_eq!(
         initialized["result"]["protocolVersion"], "2025-06-18",
         "{initialized}"
     );
-    let notified = post_session(
-        &http,
-        &b.url,
-        Some(&session),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-    )
-    .send()
-    .await
-    .unwrap();
-    assert_eq!(notified.status(), 202);
 
     // Calls alternate between the replicas, in the one session.
     for (i, url) in [&b.url, &a.url, &b.url].into_iter().enumerate() {
@@ -272,15 +261,7 @@ async fn a_session_opened_on_one_replica_is_served_by_another() {
         .unwrap();
         assert_eq!(refused.status(), 404, "{id} at {url}");
     }
-    let status: Value = http
-        .get(b.url.replace("/mcp", "/status"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let status = gateway_client::status(&http, &b.url, TOKEN).await;
     assert_eq!(status["sessions"]["open"], 1, "{status}");
 }
 
@@ -293,14 +274,7 @@ async fn an_input_round_parked_on_one_replica_is_answered_through_another_or_los
     let ask = json!({"name": "mcp__kit__ask_form", "arguments": {}});
 
     // The round: parked on `a`, answered through `b`.
-    let first = answer(
-        post_2026(&http, &a.url, json!("r-1"), ask.clone())
-            .send()
-            .await
-            .unwrap(),
-        &json!("r-1"),
-    )
-    .await;
+    let first = call_2026(&http, &a.url, "r-1", ask.clone()).await;
     assert_eq!(first["result"]["resultType"], "input_required", "{first}");
     let (key, _) = first["result"]["inputRequests"]
         .as_object()
@@ -308,31 +282,13 @@ async fn an_input_round_parked_on_one_replica_is_answered_through_another_or_los
         .unwrap_or_else(|| panic!("no input request: {first}"));
     let state = first["result"]["requestState"].as_str().unwrap().to_owned();
     let answers = json!({key.clone(): {"action": "accept", "content": {"name": "Ada", "age": 36}}});
-    let mut again = ask.clone();
-    again["inputResponses"] = answers.clone();
-    again["requestState"] = json!(state);
-    let done = answer(
-        post_2026(&http, &b.url, json!("r-2"), again)
-            .send()
-            .await
-            .unwrap(),
-        &json!("r-2"),
-    )
-    .await;
+    let again = answering(&ask, &answers, &json!(state));
+    let done = call_2026(&http, &b.url, "r-2", again).await;
     assert_eq!(done["result"]["structuredContent"]["name"], "Ada", "{done}");
 
     // A request forwarded once is not forwarded again: `b` got one for `a`'s round.
-    let first = answer(
-        post_2026(&http, &a.url, json!("r-f"), ask.clone())
-            .send()
-            .await
-            .unwrap(),
-        &json!("r-f"),
-    )
-    .await;
-    let mut again = ask.clone();
-    again["inputResponses"] = answers.clone();
-    again["requestState"] = first["result"]["requestState"].clone();
+    let first = call_2026(&http, &a.url, "r-f", ask.clone()).await;
+    let again = answering(&ask, &answers, &first["result"]["requestState"]);
     let refused = answer(
         post_2026(&http, &b.url, json!("r-g"), again)
             .header("x-switchboard-forwarded", "1")
@@ -351,47 +307,22 @@ async fn an_input_round_parked_on_one_replica_is_answered_through_another_or_los
     );
 
     // Another round parked on `a`; `a` goes away; its state sent to `b` is a lost round.
-    let first = answer(
-        post_2026(&http, &a.url, json!("r-3"), ask.clone())
-            .send()
-            .await
-            .unwrap(),
-        &json!("r-3"),
-    )
-    .await;
+    let first = call_2026(&http, &a.url, "r-3", ask.clone()).await;
     let state = first["result"]["requestState"].as_str().unwrap().to_owned();
     a.stop.cancel();
     tokio::time::timeout(SETTLE, a.stopped)
         .await
         .unwrap()
         .unwrap();
-    let mut again = ask.clone();
-    again["inputResponses"] = answers.clone();
-    again["requestState"] = json!(state);
-    let lost = answer(
-        post_2026(&http, &b.url, json!("r-4"), again)
-            .send()
-            .await
-            .unwrap(),
-        &json!("r-4"),
-    )
-    .await;
+    let again = answering(&ask, &answers, &json!(state));
+    let lost = call_2026(&http, &b.url, "r-4", again).await;
     let message = lost["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("was lost"), "{lost}");
     assert_eq!(lost["error"]["data"]["roundLost"], true, "{lost}");
 
     // A state that does not open under the key is this replica's own business: unknown.
-    let mut forged = ask.clone();
-    forged["inputResponses"] = answers;
-    forged["requestState"] = json!("forged-state");
-    let unknown = answer(
-        post_2026(&http, &b.url, json!("r-5"), forged)
-            .send()
-            .await
-            .unwrap(),
-        &json!("r-5"),
-    )
-    .await;
+    let forged = answering(&ask, &answers, &json!("forged-state"));
+    let unknown = call_2026(&http, &b.url, "r-5", forged).await;
     assert!(
         unknown["error"]["message"]
             .as_str()
@@ -464,32 +395,9 @@ async fn a_question_asked_on_one_replica_is_answered_through_another() {
     let b = replica(&tree, Some(SECRET)).await;
     let c = replica(&tree, Some(SECRET)).await;
     let http = reqwest::Client::new();
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {"elicitation": {}},
-        "clientInfo": {"name": "roaming", "version": "1"},
-    }});
-    let opened = post_session(&http, &a.url, None, init)
-        .send()
-        .await
-        .unwrap();
-    let session = opened.headers()["mcp-session-id"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    answer(opened, &json!(1)).await;
-    let notified = post_session(
-        &http,
-        &a.url,
-        Some(&session),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-    )
-    .send()
-    .await
-    .unwrap();
-    assert_eq!(notified.status(), 202);
+    let (session, _) = open_session_as(&http, &a.url, &a.url, json!({"elicitation": {}})).await;
 
-    let mut call = post_session(
+    let call = post_session(
         &http,
         &b.url,
         Some(&session),
@@ -500,32 +408,9 @@ async fn a_question_asked_on_one_replica_is_answered_through_another() {
     .await
     .unwrap();
     assert_eq!(call.status(), 200);
-    let mut heard = String::new();
     // Within SETTLE for each message (keep-alive comments do not count).
-    let mut next = async || -> Value {
-        let deadline = tokio::time::Instant::now() + SETTLE;
-        loop {
-            if let Some(end) = heard.find("\n\n") {
-                let event: String = heard.drain(..end + 2).collect();
-                let data: String = event
-                    .lines()
-                    .filter_map(|line| line.strip_prefix("data:"))
-                    .map(str::trim)
-                    .collect();
-                if let Ok(message) = serde_json::from_str(&data) {
-                    return message;
-                }
-                continue;
-            }
-            let chunk = tokio::time::timeout_at(deadline, call.chunk())
-                .await
-                .expect("the call's next message in time")
-                .unwrap()
-                .expect("the call's stream ended early");
-            heard.push_str(std::str::from_utf8(&chunk).unwrap());
-        }
-    };
-    let question = next().await;
+    let mut call = EventStream::new(call);
+    let question = call.next(SETTLE).await.expect("the call's question");
     assert_eq!(question["method"], "elicitation/create", "{question}");
     let asked = question["id"].clone();
     let answered = post_session(
@@ -541,7 +426,7 @@ async fn a_question_asked_on_one_replica_is_answered_through_another() {
         .expect("the answer's POST is answered in time")
         .unwrap();
     assert_eq!(answered.status(), 202);
-    let result = next().await;
+    let result = call.next(SETTLE).await.expect("the call's result");
     assert_eq!(result["id"], 2, "{result}");
     assert_eq!(
         result["result"]["structuredContent"]["name"], "Grace",
@@ -552,24 +437,62 @@ async fn a_question_asked_on_one_replica_is_answered_through_another() {
 /// The server for the shared-state tests: logs at every level (`log`), resources whose
 /// updates can be subscribed to (`touch`), a slow tool that reports its cancellation.
 fn shared_tree() -> ConfigTree {
-    let tree = ConfigTree::new().unwrap();
     let kit = json!({"command": switchboard_testkit::server_bin(),
                      "args": ["--ask-tools", "--sample-resources", "--resource-updates",
                               "--protocol", "legacy"]});
-    tree.write(
-        tree.user_file(),
-        &json!({"mcpServers": {"kit": kit}, "permissions": {"allow": ["mcp__kit"]}}).to_string(),
-    )
-    .unwrap();
-    tree
+    serving(kit)
+}
+
+/// Two replicas of the cluster `SECRET` over [`shared_tree`], sharing a Redis of their own,
+/// and a client: what the shared-state tests start from.
+struct SharedPair {
+    // Dropped in this order: the replicas, then their store and their tree.
+    a: Replica,
+    b: Replica,
+    http: reqwest::Client,
+    redis: switchboard_testkit::redis::RedisServer,
+    tree: ConfigTree,
+}
+
+impl SharedPair {
+    /// `None` when `redis-server` is not installed (said loudly, a failure under `CI=true`).
+    async fn start() -> Option<SharedPair> {
+        let redis = switchboard_testkit::redis::RedisServer::start().unwrap()?;
+        let tree = shared_tree();
+        let a = replica_shared(&tree, &redis.url()).await;
+        let b = replica_shared(&tree, &redis.url()).await;
+        Some(SharedPair {
+            a,
+            b,
+            http: reqwest::Client::new(),
+            redis,
+            tree,
+        })
+    }
+
+    /// A third replica, started now: it knows what the others did from the store alone.
+    async fn third(&self) -> Replica {
+        replica_shared(&self.tree, &self.redis.url()).await
+    }
 }
 
 /// Opens an initialize-era session on `url` and sends `notifications/initialized` to
 /// `initialized` (a balancer may send it to another replica): its id.
 async fn open_session(http: &reqwest::Client, url: &str, initialized: &str) -> String {
+    open_session_as(http, url, initialized, json!({})).await.0
+}
+
+/// [`open_session`] of a client with these capabilities: its id and the answer to its
+/// `initialize`.
+async fn open_session_as(
+    http: &reqwest::Client,
+    url: &str,
+    initialized: &str,
+    capabilities: Value,
+) -> (String, Value) {
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18",
-        "capabilities": {},
+        "capabilities": capabilities,
         "clientInfo": {"name": "roaming", "version": "1"},
     }});
     let opened = post_session(http, url, None, init).send().await.unwrap();
@@ -578,7 +501,7 @@ async fn open_session(http: &reqwest::Client, url: &str, initialized: &str) -> S
         .to_str()
         .unwrap()
         .to_owned();
-    answer(opened, &json!(1)).await;
+    let answered = answer(opened, &json!(1)).await;
     let notified = post_session(
         http,
         initialized,
@@ -589,7 +512,7 @@ async fn open_session(http: &reqwest::Client, url: &str, initialized: &str) -> S
     .await
     .unwrap();
     assert_eq!(notified.status(), 202);
-    session
+    (session, answered)
 }
 
 /// The session's GET stream on `url`: its messages, as they come.
@@ -731,21 +654,18 @@ async fn logs_until(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_log_level_set_through_one_replica_filters_the_stream_another_holds() {
-    let Some(redis) = switchboard_testkit::redis::RedisServer::start().unwrap() else {
+    let Some(pair) = SharedPair::start().await else {
         return;
     };
-    let tree = shared_tree();
-    let a = replica_shared(&tree, &redis.url()).await;
-    let b = replica_shared(&tree, &redis.url()).await;
-    let http = reqwest::Client::new();
+    let SharedPair { a, b, http, .. } = &pair;
     // The client's `notifications/initialized` goes to `b`, as round robin would send it.
-    let session = open_session(&http, &a.url, &b.url).await;
-    let mut stream = listen(&http, &a.url, &session).await;
+    let session = open_session(http, &a.url, &b.url).await;
+    let mut stream = listen(http, &a.url, &session).await;
 
     // The level is set through `b`; the log messages go to `a`'s stream (before a level is
     // set, none passes).
     let set = request(
-        &http,
+        http,
         &b.url,
         &session,
         2,
@@ -755,15 +675,14 @@ async fn a_log_level_set_through_one_replica_filters_the_stream_another_holds() 
     .await;
     assert!(set["result"].is_object(), "{set}");
     let wanted = ["warning", "error"];
-    let levels = logs_until(&http, &a.url, &session, &mut stream, &wanted).await;
+    let levels = logs_until(http, &a.url, &session, &mut stream, &wanted).await;
     assert_eq!(levels, wanted, "the stream on `a`");
 
     // A replica that resumes the session later takes the level from the store.
-    let c = replica_shared(&tree, &redis.url()).await;
-    let mut resumed = listen(&http, &c.url, &session).await;
-    let levels = logs_until(&http, &c.url, &session, &mut resumed, &wanted).await;
+    let c = pair.third().await;
+    let mut resumed = listen(http, &c.url, &session).await;
+    let levels = logs_until(http, &c.url, &session, &mut resumed, &wanted).await;
     assert_eq!(levels, wanted, "the stream on `c`");
-    drop(redis);
 }
 
 /// What `kit`'s `touch` tool says through the gateway in `session`: whether the server holds
@@ -819,19 +738,16 @@ async fn touch_until_told(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscription_made_through_one_replica_brings_updates_on_another() {
-    let Some(redis) = switchboard_testkit::redis::RedisServer::start().unwrap() else {
+    let Some(pair) = SharedPair::start().await else {
         return;
     };
-    let tree = shared_tree();
-    let a = replica_shared(&tree, &redis.url()).await;
-    let b = replica_shared(&tree, &redis.url()).await;
-    let http = reqwest::Client::new();
-    let session = open_session(&http, &a.url, &a.url).await;
-    let mut stream = listen(&http, &a.url, &session).await;
+    let SharedPair { a, b, http, .. } = &pair;
+    let session = open_session(http, &a.url, &a.url).await;
+    let mut stream = listen(http, &a.url, &session).await;
     let uri = "switchboard://kit/test://readme";
 
     let subscribed = request(
-        &http,
+        http,
         &b.url,
         &session,
         2,
@@ -842,32 +758,28 @@ async fn a_subscription_made_through_one_replica_brings_updates_on_another() {
     assert!(subscribed["result"].is_object(), "{subscribed}");
     // `a`'s server tells `a` of an update once `a` subscribed upstream too; the client hears
     // of it on `a`'s stream.
-    let heard = touch_until_told(&http, &a.url, &session, &mut stream).await;
+    let heard = touch_until_told(http, &a.url, &session, &mut stream).await;
     assert_eq!(heard, Ok(json!(uri)), "on `a`");
 
     // A replica that resumes the session later subscribes from the store's record.
-    let c = replica_shared(&tree, &redis.url()).await;
-    let mut resumed = listen(&http, &c.url, &session).await;
-    let heard = touch_until_told(&http, &c.url, &session, &mut resumed).await;
+    let c = pair.third().await;
+    let mut resumed = listen(http, &c.url, &session).await;
+    let heard = touch_until_told(http, &c.url, &session, &mut resumed).await;
     assert_eq!(heard, Ok(json!(uri)), "on `c`");
-    drop(redis);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_deleted_on_one_replica_is_unknown_on_every_replica() {
-    let Some(redis) = switchboard_testkit::redis::RedisServer::start().unwrap() else {
+    let Some(pair) = SharedPair::start().await else {
         return;
     };
-    let tree = shared_tree();
-    let a = replica_shared(&tree, &redis.url()).await;
-    let b = replica_shared(&tree, &redis.url()).await;
-    let http = reqwest::Client::new();
-    let session = open_session(&http, &a.url, &a.url).await;
+    let SharedPair { a, b, http, .. } = &pair;
+    let session = open_session(http, &a.url, &a.url).await;
     // `b` holds the session too, and serves it.
-    let listed = request(&http, &b.url, &session, 2, "tools/list", json!({})).await;
+    let listed = request(http, &b.url, &session, 2, "tools/list", json!({})).await;
     assert!(listed["result"]["tools"].is_array(), "{listed}");
 
-    end_session(&http, &a.url, &session).await;
+    end_session(http, &a.url, &session).await;
 
     // `b` drops it once it hears of it; then every request names an unknown session.
     let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
@@ -875,7 +787,7 @@ async fn a_session_deleted_on_one_replica_is_unknown_on_every_replica() {
     let list = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"});
     let gone = tokio::time::timeout(SETTLE, async {
         loop {
-            let status = post_session(&http, &b.url, Some(&session), list.clone())
+            let status = post_session(http, &b.url, Some(&session), list.clone())
                 .send()
                 .await
                 .unwrap()
@@ -889,7 +801,7 @@ async fn a_session_deleted_on_one_replica_is_unknown_on_every_replica() {
     .await;
     assert!(gone.is_ok(), "`b` still serves the deleted session");
     for (url, body) in [(&b.url, &call), (&a.url, &call), (&a.url, &list)] {
-        let status = post_session(&http, url, Some(&session), body.clone())
+        let status = post_session(http, url, Some(&session), body.clone())
             .send()
             .await
             .unwrap()
@@ -897,16 +809,15 @@ async fn a_session_deleted_on_one_replica_is_unknown_on_every_replica() {
         assert_eq!(status, 404, "{} at {url}", body["method"]);
     }
     // A replica started afterwards reads the end from the store.
-    let c = replica_shared(&tree, &redis.url()).await;
+    let c = pair.third().await;
     for body in [&call, &list] {
-        let status = post_session(&http, &c.url, Some(&session), body.clone())
+        let status = post_session(http, &c.url, Some(&session), body.clone())
             .send()
             .await
             .unwrap()
             .status();
         assert_eq!(status, 404, "{} at `c`", body["method"]);
     }
-    drop(redis);
 }
 
 /// Without a shared store, a session its client ended (`DELETE`) is unknown to the replica that
@@ -967,18 +878,15 @@ async fn a_deleted_session_stays_unknown_on_its_replica_without_a_store_even_aft
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_running_on_one_replica_is_cancelled_through_another() {
-    let Some(redis) = switchboard_testkit::redis::RedisServer::start().unwrap() else {
+    let Some(pair) = SharedPair::start().await else {
         return;
     };
-    let tree = shared_tree();
-    let a = replica_shared(&tree, &redis.url()).await;
-    let b = replica_shared(&tree, &redis.url()).await;
-    let http = reqwest::Client::new();
-    let session = open_session(&http, &a.url, &a.url).await;
+    let SharedPair { a, b, http, .. } = &pair;
+    let session = open_session(http, &a.url, &a.url).await;
 
     // A long call on `a`, streaming its progress.
     let mut running = post_session(
-        &http,
+        http,
         &a.url,
         Some(&session),
         json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
@@ -1003,7 +911,7 @@ async fn a_call_running_on_one_replica_is_cancelled_through_another() {
 
     // The client's cancel reaches `b`.
     let cancelled = post_session(
-        &http,
+        http,
         &b.url,
         Some(&session),
         json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
@@ -1036,7 +944,6 @@ async fn a_call_running_on_one_replica_is_cancelled_through_another() {
     })
     .await;
     assert!(seen.is_ok(), "`a`'s server never saw the cancellation");
-    drop(redis);
 }
 
 /// One gateway, two sessions subscribed to one resource: the server's subscription stays

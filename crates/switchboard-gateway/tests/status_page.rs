@@ -6,15 +6,17 @@
 //! root). Without them the test is skipped loudly, unless `CI` is set: then it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::json;
-use switchboard::host::Host;
-use switchboard_gateway::{DEFAULT_ORIGINS, Gateway, HttpGateway, HttpOptions, ToolFilter};
+use switchboard_gateway::{Gateway, HttpGateway, SessionLimits, ToolFilter};
 use switchboard_testkit::config_tree::ConfigTree;
+use switchboard_testkit::host::{servers_builder, settled};
 
 use switchboard_testkit::SETTLE as WAIT;
 const TOKEN: &str = "status-page-token-0123456789abcdef";
@@ -103,6 +105,14 @@ async fn headless(driver: &Driver, chromium: &str, profile: &std::path::Path) ->
         .unwrap()
 }
 
+/// Types `token` into the login form and sends it.
+async fn log_in_with(client: &Client, token: &str) {
+    let field = client.find(Locator::Id("token")).await.unwrap();
+    field.send_keys(token).await.unwrap();
+    let login = client.find(Locator::Id("login")).await.unwrap();
+    login.click().await.unwrap();
+}
+
 /// The text of the state cell of `server`'s row, once it says `state`.
 async fn wait_for_state(client: &Client, server: &str, state: &str) {
     let xpath = format!(
@@ -131,29 +141,12 @@ async fn the_status_page_logs_in_with_the_token_and_follows_a_servers_state() {
     };
     let _ = rustls::crypto::ring::default_provider().install_default();
     let tree = ConfigTree::new().unwrap();
-    tree.write(
-        tree.user_file(),
-        &json!({"mcpServers": {"kit": {"command": switchboard_testkit::server_bin()}}}).to_string(),
-    )
-    .unwrap();
-    let env: switchboard::config::Environment = tree.env().into_iter().collect();
-    let host = Host::builder()
-        .discover(tree.project())
-        .env(env)
-        .output_dir(tree.root().join("out"))
-        .start()
-        .unwrap();
-    host.wait_settled(WAIT).await.unwrap();
+    let servers = json!({"kit": {"command": switchboard_testkit::server_bin()}});
+    let host = settled(servers_builder(&tree, servers)).await;
     let server = HttpGateway::bind(
         Gateway::new(host.clone(), ToolFilter::default()),
         SocketAddr::from(([127, 0, 0, 1], 0)),
-        HttpOptions {
-            oauth: None,
-            token: TOKEN.to_owned(),
-            allowed_origins: DEFAULT_ORIGINS.iter().map(|s| s.to_string()).collect(),
-            allow_remote: false,
-            sessions: Default::default(),
-        },
+        common::loopback(TOKEN, None, SessionLimits::default()),
     )
     .await
     .unwrap();
@@ -165,15 +158,7 @@ async fn the_status_page_logs_in_with_the_token_and_follows_a_servers_state() {
     client.goto(&base).await.unwrap();
 
     // A wrong token: the form again, saying so.
-    let field = client.find(Locator::Id("token")).await.unwrap();
-    field.send_keys("not-the-token").await.unwrap();
-    client
-        .find(Locator::Id("login"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    log_in_with(&client, "not-the-token").await;
     client
         .wait()
         .at_most(WAIT)
@@ -182,15 +167,7 @@ async fn the_status_page_logs_in_with_the_token_and_follows_a_servers_state() {
         .unwrap();
 
     // The right one: the status page, the server connected.
-    let field = client.find(Locator::Id("token")).await.unwrap();
-    field.send_keys(TOKEN).await.unwrap();
-    client
-        .find(Locator::Id("login"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    log_in_with(&client, TOKEN).await;
     wait_for_state(&client, "kit", "connected").await;
     let url = client.current_url().await.unwrap();
     assert!(!url.as_str().contains(TOKEN), "{url}");

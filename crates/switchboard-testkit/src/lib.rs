@@ -17,12 +17,16 @@ pub mod cli;
 pub mod config_tree;
 pub mod file_tools;
 mod filter;
+pub mod gateway_client;
 mod harness;
+#[cfg(feature = "host")]
+pub mod host;
 mod http;
 pub mod mcp_http;
 mod net;
 mod oauth;
 pub mod options;
+pub mod ports;
 pub mod raw_http;
 pub mod redis;
 pub mod registry;

@@ -6,21 +6,14 @@
 //! `PROPTEST_CASES` sets the number of cases (proptest's default: 256, about a second).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::io::Write as _;
 
 use proptest::prelude::*;
 use proptest::sample::Index;
 use switchboard::config::Environment;
 use switchboard::config::bundle::{BundleSignature, read_bundle};
-
-fn config() -> ProptestConfig {
-    ProptestConfig {
-        max_shrink_iters: 512,
-        // A failure prints its smallest input; no regression files beside the sources.
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
-}
 
 /// A small bundle that reads: a manifest and one file, deflated.
 fn valid_bundle() -> Vec<u8> {
@@ -117,7 +110,7 @@ fn the_unchanged_bundle_reads_as_unsigned() {
 }
 
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(common::fuzz_config())]
 
     /// Any bytes at all.
     #[test]

@@ -1,49 +1,30 @@
 //! The catalogue and the call pipeline through `Host`, against real testkit servers.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use serde_json::{Map, Value, json};
 use switchboard::host::{CallError, CallOptions, Host, HostEvent, RequestOptions};
-use switchboard::permissions::CallSource;
 use switchboard::{CatalogEvent, MAX_QUALIFIED_NAME};
 use switchboard_testkit::config_tree::ConfigTree;
+use switchboard_testkit::host::{
+    qualified_names, server_tool_names, servers_builder, settled, tree_builder, write_user_settings,
+};
 
+use common::{args, cli, partner, testkit};
 use switchboard_testkit::SETTLE;
 
 /// A host over a temporary tree whose user file holds these servers, once they settled.
 async fn host_with(tree: &ConfigTree, servers: Value) -> Host {
-    let host = start_host(tree, servers);
-    host.wait_settled(SETTLE).await.unwrap();
-    host
+    settled(servers_builder(tree, servers)).await
 }
 
 /// A host over a temporary tree whose user file holds these servers, just started.
 fn start_host(tree: &ConfigTree, servers: Value) -> Host {
-    tree.write(
-        tree.user_file(),
-        &json!({"mcpServers": servers}).to_string(),
-    )
-    .unwrap();
-    builder(tree).start().unwrap()
-}
-
-/// A host's builder over the tree: its project, its environment, its output folder.
-fn builder(tree: &ConfigTree) -> switchboard::HostBuilder {
-    let env: switchboard::config::Environment = tree.env().into_iter().collect();
-    Host::builder()
-        .discover(tree.project())
-        .env(env)
-        .output_dir(tree.root().join("out"))
-}
-
-fn testkit(args: &[&str]) -> Value {
-    json!({"command": switchboard_testkit::server_bin(), "args": args})
-}
-
-fn args(value: Value) -> Map<String, Value> {
-    value.as_object().cloned().unwrap_or_default()
+    servers_builder(tree, servers).start().unwrap()
 }
 
 /// Waits (bounded) until a server's stderr holds `needle`.
@@ -93,13 +74,6 @@ async fn slow_with_progress(host: &Host, server: &str, arguments: Value) -> (Val
         steps.push(progress.progress);
     }
     (out.result, steps)
-}
-
-fn cli() -> CallOptions {
-    CallOptions {
-        source: CallSource::CommandLine,
-        ..CallOptions::default()
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -578,31 +552,15 @@ async fn large_results_go_to_a_file_and_names_never_escape_the_output_folder() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn permissions_hide_denied_tools_and_ask_the_program() {
     let tree = ConfigTree::new().unwrap();
-    let bin = switchboard_testkit::server_bin();
-    tree.write(
-        tree.user_file(),
+    write_user_settings(
+        &tree,
         &json!({
-            "mcpServers": {"kit": {"command": bin}},
+            "mcpServers": {"kit": testkit(&[])},
             "permissions": {"deny": ["mcp__kit__fail"], "allow": ["mcp__kit__echo"]},
-        })
-        .to_string(),
-    )
-    .unwrap();
-    let env: switchboard::config::Environment = tree.env().into_iter().collect();
-    let host = Host::builder()
-        .discover(tree.project())
-        .env(env)
-        .output_dir(tree.root().join("out"))
-        .start()
-        .unwrap();
-    host.wait_settled(SETTLE).await.unwrap();
-    let names: Vec<String> = host
-        .tools()
-        .await
-        .tools
-        .into_iter()
-        .map(|t| t.qualified_name)
-        .collect();
+        }),
+    );
+    let host = settled(tree_builder(&tree)).await;
+    let names = qualified_names(&host).await;
     assert!(!names.contains(&"mcp__kit__fail".to_owned()));
     assert!(names.contains(&"mcp__kit__add".to_owned()));
     // The program has no prompter: `allow` goes through, the default `ask` cannot be asked.
@@ -640,38 +598,22 @@ async fn tool_filters_and_the_programs_own_tools_shape_the_catalogue() {
     use switchboard::{BuiltinTool, ToolTraits};
     let tree = ConfigTree::new().unwrap();
     let bin = switchboard_testkit::server_bin();
-    tree.write(
-        tree.user_file(),
-        &json!({"mcpServers": {
-            "some": {"command": bin, "enabledTools": ["e*", "a?d"], "disabledTools": ["echo"]},
-            "all": {"command": bin},
-        }})
-        .to_string(),
-    )
-    .unwrap();
-    let env: switchboard::config::Environment = tree.env().into_iter().collect();
+    let servers = json!({
+        "some": {"command": bin, "enabledTools": ["e*", "a?d"], "disabledTools": ["echo"]},
+        "all": {"command": bin},
+    });
     let builtin = |name: &str| BuiltinTool {
         name: name.to_owned(),
         description: Some("built in".into()),
         input_schema: json!({"type": "object"}),
         traits: ToolTraits::default(),
     };
-    let host = Host::builder()
-        .discover(tree.project())
-        .env(env)
-        .output_dir(tree.root().join("out"))
-        .builtin_tools(vec![builtin("read_file"), builtin("mcp__all__pid")])
-        .start()
-        .unwrap();
-    host.wait_settled(SETTLE).await.unwrap();
-    let names: Vec<String> = host
-        .server_tools("some")
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name)
-        .collect();
-    assert_eq!(names, ["add"]);
+    let host = settled(
+        servers_builder(&tree, servers)
+            .builtin_tools(vec![builtin("read_file"), builtin("mcp__all__pid")]),
+    )
+    .await;
+    assert_eq!(server_tool_names(&host, "some").await, ["add"]);
     let snapshot = host.tools().await;
     let pid: Vec<_> = snapshot
         .tools
@@ -783,24 +725,10 @@ async fn an_ide_server_offers_only_execute_code_and_get_diagnostics() {
         json!({"ide": {"type": "ws-ide", "url": url.as_str(), "ideName": "VS Code"}}),
     )
     .await;
-    let mut names: Vec<String> = host
-        .server_tools("ide")
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name)
-        .collect();
+    let mut names = server_tool_names(&host, "ide").await;
     names.sort();
     assert_eq!(names, ["executeCode", "getDiagnostics"]);
     host.shutdown().await;
-}
-
-/// A partner's entry point, from the environment `scripts/test.sh` sets up.
-#[allow(clippy::disallowed_methods)]
-fn partner(var: &str) -> String {
-    std::env::var(var).unwrap_or_else(|_| {
-        panic!("{var} is not set: run the tests with `bash scripts/test.sh`, which installs the pinned test partners")
-    })
 }
 
 /// Tool search (issue 18): a word only in a tool's description finds it, best first, among a
@@ -1107,13 +1035,7 @@ fn without_stamps(text: &str) -> String {
 /// paths and saved files' stamps made alike.
 async fn calls_through(entry: Value, lanes: bool) -> Vec<(&'static str, Value)> {
     let tree = ConfigTree::new().unwrap();
-    tree.write(
-        tree.user_file(),
-        &json!({"mcpServers": {"kit": entry}}).to_string(),
-    )
-    .unwrap();
-    let host = builder(&tree).call_lanes(lanes).start().unwrap();
-    host.wait_settled(SETTLE).await.unwrap();
+    let host = settled(servers_builder(&tree, json!({"kit": entry})).call_lanes(lanes)).await;
     let cases = [
         ("a result", "echo", json!({"text": "hi"})),
         ("structured content", "add", json!({"a": 2, "b": 3})),
@@ -1213,19 +1135,14 @@ async fn calls_are_answered_alike_with_the_call_lanes_on_and_off() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_to_a_server_that_is_still_connecting_times_out_naming_it() {
     let tree = ConfigTree::new().unwrap();
-    tree.write(
-        tree.user_file(),
-        &json!({"mcpServers": {"kit": {
-            "command": switchboard_testkit::server_bin(),
-            "args": ["--slow-start", "60000"],
-            "timeout": 60_000,
-        }}})
-        .to_string(),
-    )
-    .unwrap();
+    let servers = json!({"kit": {
+        "command": switchboard_testkit::server_bin(),
+        "args": ["--slow-start", "60000"],
+        "timeout": 60_000,
+    }});
     let mut env: switchboard::config::Environment = tree.env().into_iter().collect();
     env.set("MCP_TIMEOUT", "300");
-    let host = builder(&tree).env(env).start().unwrap();
+    let host = servers_builder(&tree, servers).env(env).start().unwrap();
     let err = host
         .call("mcp__kit__echo", args(json!({"text": "hi"})), cli())
         .await
@@ -1279,11 +1196,7 @@ async fn calls_on_sessions_that_expire_after_two_requests_all_succeed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_server_down_at_start_is_tried_again_until_it_connects() {
     // A port nothing listens on yet.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = switchboard_testkit::ports::unused_port();
     let tree = ConfigTree::new().unwrap();
     let url = format!("http://127.0.0.1:{port}/mcp");
     let host = host_with(&tree, json!({"kit": {"type": "http", "url": url}})).await;

@@ -71,6 +71,39 @@ fn servers(entries: &[(&str, String)]) -> String {
     format!("{{\"mcpServers\": {{{}}}}}", body.join(", "))
 }
 
+/// Writes `entries` (name, entry) as the project's servers and loads the configuration.
+fn load_project(tree: &ConfigTree, entries: &[(String, String)]) -> ConfigSet {
+    tree.write(tree.project_file(), &owned_servers(entries))
+        .unwrap();
+    load(tree)
+}
+
+/// [`servers`] of owned `(name, entry)` pairs.
+fn owned_servers(entries: &[(String, String)]) -> String {
+    let named: Vec<(&str, String)> = entries
+        .iter()
+        .map(|(n, e)| (n.as_str(), e.clone()))
+        .collect();
+    servers(&named)
+}
+
+/// What a project may not set, the user may: the same `entries` in the user's file (the
+/// project's gone) are all ready.
+#[track_caller]
+fn all_ready_in_the_user_scope(tree: &ConfigTree, entries: &[(String, String)]) {
+    std::fs::remove_file(tree.project_file()).unwrap();
+    tree.write(tree.user_file(), &owned_servers(entries))
+        .unwrap();
+    let set = load(tree);
+    for (name, _) in entries {
+        assert_eq!(
+            set.get(name).unwrap().status(),
+            EntryStatus::Ready,
+            "{name}"
+        );
+    }
+}
+
 fn messages(tree: &ConfigTree, set: &ConfigSet) -> String {
     set.issues
         .iter()
@@ -536,11 +569,11 @@ fn bad_input_gets_messages_that_name_file_position_server_and_field() {
 #[test]
 fn a_broken_file_or_entry_does_not_stop_the_rest() {
     let tree = ConfigTree::new().unwrap();
-    tree.write(
-        tree.user_file(),
-        r#"{"mcpServers": {"good": {"command": "x"}, "bad": {"type": "http"}}}"#,
-    )
-    .unwrap();
+    let user = servers(&[
+        ("good", stdio("x")),
+        ("bad", r#"{"type": "http"}"#.to_owned()),
+    ]);
+    tree.write(tree.user_file(), &user).unwrap();
     tree.write(tree.project_file(), "{ not json").unwrap();
     let set = load(&tree);
     assert!(set.has_errors());
@@ -620,97 +653,62 @@ fn every_problem_names_a_line_and_column_in_characters() {
 #[test]
 fn a_project_may_not_choose_what_runs_through_variables_or_env() {
     let tree = ConfigTree::new().unwrap();
-    let cases: &[(&str, &str)] = &[
+    // A variable that chooses what the program loads: the command, the variable, its value.
+    let variables = [
+        ("node", "PATH", "./evil:/usr/bin"),
+        ("python3", "PYTHONPATH", "evil"),
+        ("python3", "PYTHONHOME", "evil"),
+        ("node", "NODE_PATH", "evil"),
+        ("java", "JAVA_TOOL_OPTIONS", "-javaagent:evil.jar"),
+        ("node", "GCONV_PATH", "evil"),
+        ("perl", "PERL5LIB", "evil"),
+        ("ruby", "RUBYLIB", "evil"),
+        ("git", "GIT_SSH_COMMAND", "evil"),
+        ("bash", "PROMPT_COMMAND", "evil"),
+        ("node", "LD_BIND_NOW", "1"),
+        ("node", "DYLD_FALLBACK_LIBRARY_PATH", "evil"),
+    ];
+    // Such a variable set by `env` or a shell that starts the program: the command, its
+    // arguments, and the field named.
+    let launchers = [
+        ("env", ["LD_PRELOAD=/tmp/evil.so", "node"], "command"),
         (
-            r#"{"command": "node", "env": {"PATH": "./evil:/usr/bin"}}"#,
-            "env.PATH",
-        ),
-        (
-            r#"{"command": "python3", "env": {"PYTHONPATH": "evil"}}"#,
-            "env.PYTHONPATH",
-        ),
-        (
-            r#"{"command": "python3", "env": {"PYTHONHOME": "evil"}}"#,
-            "env.PYTHONHOME",
-        ),
-        (
-            r#"{"command": "node", "env": {"NODE_PATH": "evil"}}"#,
-            "env.NODE_PATH",
-        ),
-        (
-            r#"{"command": "java", "env": {"JAVA_TOOL_OPTIONS": "-javaagent:evil.jar"}}"#,
-            "env.JAVA_TOOL_OPTIONS",
-        ),
-        (
-            r#"{"command": "node", "env": {"GCONV_PATH": "evil"}}"#,
-            "env.GCONV_PATH",
-        ),
-        (
-            r#"{"command": "perl", "env": {"PERL5LIB": "evil"}}"#,
-            "env.PERL5LIB",
-        ),
-        (
-            r#"{"command": "ruby", "env": {"RUBYLIB": "evil"}}"#,
-            "env.RUBYLIB",
-        ),
-        (
-            r#"{"command": "git", "env": {"GIT_SSH_COMMAND": "evil"}}"#,
-            "env.GIT_SSH_COMMAND",
-        ),
-        (
-            r#"{"command": "bash", "env": {"PROMPT_COMMAND": "evil"}}"#,
-            "env.PROMPT_COMMAND",
-        ),
-        (
-            r#"{"command": "node", "env": {"LD_BIND_NOW": "1"}}"#,
-            "env.LD_BIND_NOW",
-        ),
-        (
-            r#"{"command": "node", "env": {"DYLD_FALLBACK_LIBRARY_PATH": "evil"}}"#,
-            "env.DYLD_FALLBACK_LIBRARY_PATH",
-        ),
-        (
-            r#"{"command": "env", "args": ["LD_PRELOAD=/tmp/evil.so", "node"]}"#,
+            "/usr/bin/env",
+            ["NODE_OPTIONS=--require=./evil.js", "node"],
             "command",
         ),
         (
-            r#"{"command": "/usr/bin/env", "args": ["NODE_OPTIONS=--require=./evil.js", "node"]}"#,
-            "command",
-        ),
-        (
-            r#"{"command": "sh", "args": ["-c", "LD_PRELOAD=/tmp/evil.so exec node s.js"]}"#,
+            "sh",
+            ["-c", "LD_PRELOAD=/tmp/evil.so exec node s.js"],
             "args[1]",
         ),
         (
-            r#"{"command": "bash", "args": ["-c", "export PATH=./evil:$PATH; node s.js"]}"#,
+            "bash",
+            ["-c", "export PATH=./evil:$PATH; node s.js"],
             "args[1]",
         ),
     ];
+    let cases: Vec<(String, String)> = variables
+        .iter()
+        .map(|(command, variable, value)| {
+            let entry = serde_json::json!({"command": command, "env": {*variable: value}});
+            (entry.to_string(), format!("env.{variable}"))
+        })
+        .chain(launchers.iter().map(|(command, args, field)| {
+            let entry = serde_json::json!({"command": command, "args": args});
+            (entry.to_string(), (*field).to_owned())
+        }))
+        .collect();
     let entries: Vec<(String, String)> = cases
         .iter()
         .enumerate()
-        .map(|(i, (entry, _))| (format!("s{i}"), (*entry).to_owned()))
+        .map(|(i, (entry, _))| (format!("s{i}"), entry.clone()))
         .collect();
-    let named: Vec<(&str, String)> = entries
-        .iter()
-        .map(|(n, e)| (n.as_str(), e.clone()))
-        .collect();
-    tree.write(tree.project_file(), &servers(&named)).unwrap();
-    let set = load(&tree);
+    let set = load_project(&tree, &entries);
     for (i, (entry, field)) in cases.iter().enumerate() {
         project_refused(&tree, &set, &format!("s{i}"), field, entry);
     }
-    // The user may, in their own scope.
-    std::fs::remove_file(tree.project_file()).unwrap();
-    tree.write(tree.user_file(), &servers(&named)).unwrap();
-    let set = load(&tree);
-    for (name, _) in &entries {
-        assert_eq!(
-            set.get(name).unwrap().status(),
-            EntryStatus::Ready,
-            "{name}"
-        );
-    }
+    all_ready_in_the_user_scope(&tree, &entries);
 }
 
 /// A project's entry may set only the variables the allow rule admits: plain names outside
@@ -779,12 +777,7 @@ fn a_project_may_set_only_variables_the_allow_rule_admits() {
         script("export https_proxy=http://evil; node s"),
     ));
     entries.push(("port_script".into(), script("exec node s.js --port=3000")));
-    let named: Vec<(&str, String)> = entries
-        .iter()
-        .map(|(n, e)| (n.as_str(), e.clone()))
-        .collect();
-    tree.write(tree.project_file(), &servers(&named)).unwrap();
-    let set = load(&tree);
+    let set = load_project(&tree, &entries);
     for (i, key) in refused.iter().enumerate() {
         let issue = project_refused(&tree, &set, &format!("s{i}"), &format!("env.{key}"), key);
         assert!(
@@ -817,17 +810,7 @@ fn a_project_may_set_only_variables_the_allow_rule_admits() {
         set.get("port_script").unwrap().status(),
         EntryStatus::PendingApproval
     );
-    // The user may, in their own scope.
-    std::fs::remove_file(tree.project_file()).unwrap();
-    tree.write(tree.user_file(), &servers(&named)).unwrap();
-    let set = load(&tree);
-    for (name, _) in &entries {
-        assert_eq!(
-            set.get(name).unwrap().status(),
-            EntryStatus::Ready,
-            "{name}"
-        );
-    }
+    all_ready_in_the_user_scope(&tree, &entries);
 }
 
 /// A project server's bare command is looked up in the user's own PATH when the configuration

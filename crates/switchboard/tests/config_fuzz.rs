@@ -5,6 +5,8 @@
 //! `PROPTEST_CASES` sets the number of cases (proptest's default: 256, under a second).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::path::PathBuf;
 
 use proptest::prelude::*;
@@ -12,16 +14,6 @@ use proptest::sample::Index;
 use serde_json::Value;
 use switchboard::config::{ConfigPaths, ConfigSet, Environment};
 use switchboard::permissions::PermissionSettings;
-
-fn config() -> ProptestConfig {
-    ProptestConfig {
-        // Shrinking rewrites files many times over; a few hundred steps find a small case.
-        max_shrink_iters: 512,
-        // A failure prints its smallest input; no regression files beside the sources.
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
-}
 
 /// One folder for the whole run: every scope's file in it, rewritten by each case.
 struct Tree {
@@ -292,7 +284,7 @@ fn json_like() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(common::fuzz_config())]
 
     #[test]
     fn any_bytes_in_any_file_load_and_every_issue_is_placed(

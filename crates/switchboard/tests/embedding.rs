@@ -4,6 +4,8 @@
 //! configuration. Real testkit servers throughout.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,25 +14,15 @@ use switchboard::host::{CallError, CallOptions, Host, HostEvent};
 use switchboard::permissions::{self, PermissionAnswer, PermissionRequest};
 use switchboard::{CatalogEvent, ServerEvent};
 use switchboard_testkit::config_tree::ConfigTree;
+use switchboard_testkit::host::{qualified_names, settled, tool_with_schema, tree_builder};
 
+use common::{args, testkit};
 use switchboard_testkit::SETTLE;
-
-fn testkit(args: &[&str]) -> Value {
-    json!({"command": switchboard_testkit::server_bin(), "args": args})
-}
-
-fn args(value: Value) -> Map<String, Value> {
-    value.as_object().cloned().unwrap_or_default()
-}
 
 /// A builder over a scratch tree whose program configuration (`--mcp-config`) holds these
 /// servers, isolated from every other scope.
 fn builder(tree: &ConfigTree, servers: Value) -> switchboard::HostBuilder {
-    let env: switchboard::config::Environment = tree.env().into_iter().collect();
-    Host::builder()
-        .env(env)
-        .discover(tree.project())
-        .output_dir(tree.root().join("out"))
+    tree_builder(tree)
         .isolated()
         .dynamic_config(vec![json!({"mcpServers": servers}).to_string()])
 }
@@ -43,12 +35,6 @@ async fn echo(host: &Host, text: &str) -> Result<switchboard::CallOutcome, CallE
         CallOptions::default(),
     )
     .await
-}
-
-async fn settled(builder: switchboard::HostBuilder) -> Host {
-    let host = builder.start().unwrap();
-    host.wait_settled(SETTLE).await.unwrap();
-    host
 }
 
 /// The next event that `keep` picks, within `SETTLE`.
@@ -106,13 +92,7 @@ async fn rules_given_in_code_allow_and_deny() {
         text.contains("`mcp__kit__fail` is denied by the rule `mcp__kit__fail` in the program (HostBuilder::deny)"),
         "{text}"
     );
-    let names: Vec<String> = host
-        .tools()
-        .await
-        .tools
-        .into_iter()
-        .map(|t| t.qualified_name)
-        .collect();
+    let names = qualified_names(&host).await;
     assert!(names.contains(&"mcp__kit__echo".to_owned()), "{names:?}");
     assert!(!names.contains(&"mcp__kit__fail".to_owned()), "{names:?}");
     host.shutdown().await;
@@ -336,13 +316,7 @@ async fn one_catalogue_event_per_change_and_the_new_tool_is_listed_by_then() {
     })
     .await;
     assert_eq!(added, ["mcp__kit__fresh"]);
-    let names: Vec<String> = host
-        .tools()
-        .await
-        .tools
-        .into_iter()
-        .map(|t| t.qualified_name)
-        .collect();
+    let names = qualified_names(&host).await;
     assert!(names.contains(&"mcp__kit__fresh".to_owned()), "{names:?}");
     host.shutdown().await;
 }
@@ -385,25 +359,9 @@ async fn tools_and_results_come_ready_for_a_model_api() {
     host.shutdown().await;
 }
 
-fn tool_with(schema: Value) -> switchboard::Tool {
-    switchboard::Tool {
-        qualified_name: "mcp__s__t".to_owned(),
-        server: Some("s".to_owned()),
-        name: "t".to_owned(),
-        display_name: "t".to_owned(),
-        title: None,
-        description: None,
-        input_schema: schema,
-        output_schema: None,
-        traits: switchboard::ToolTraits::default(),
-        icons: None,
-        meta: None,
-    }
-}
-
 #[test]
 fn a_schema_is_normalised_for_a_model_api() {
-    let bare = tool_with(json!({"$schema": "https://json-schema.org/draft/2020-12/schema"}));
+    let bare = tool_with_schema(json!({"$schema": "https://json-schema.org/draft/2020-12/schema"}));
     assert_eq!(
         serde_json::to_value(bare.model_definition()).unwrap(),
         json!({"name": "mcp__s__t", "description": "", "input_schema": {"type": "object", "properties": {}}})
@@ -411,7 +369,9 @@ fn a_schema_is_normalised_for_a_model_api() {
     let full =
         json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]});
     assert_eq!(
-        tool_with(full.clone()).model_definition().input_schema,
+        tool_with_schema(full.clone())
+            .model_definition()
+            .input_schema,
         full
     );
 }

@@ -5,6 +5,8 @@
 #![allow(clippy::disallowed_methods)]
 #![allow(clippy::unwrap_used, clippy::expect_used, deprecated)]
 
+mod common;
+
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -17,9 +19,10 @@ use switchboard::interaction::{
     ElicitAnswer, Elicitation, ElicitationRequest, Elicitor, Interaction, Roots, Sampler,
     SamplingError, SamplingRequest,
 };
-use switchboard::permissions::CallSource;
 use switchboard_testkit::config_tree::ConfigTree;
+use switchboard_testkit::host::{server_tool_names, servers_builder, settled};
 
+use common::{args, cli, partner};
 use switchboard_testkit::WAIT as SETTLE;
 
 /// What the scripted elicitor does with a URL.
@@ -52,6 +55,11 @@ impl Scripted {
 
     fn accepting(content: Value) -> Arc<Self> {
         Scripted::new(ElicitAnswer::accept(content), OnUrl::GoAhead)
+    }
+
+    /// Accepts every form with this name and age: whose answer a call got shows.
+    fn answering_as(name: &str, age: u32) -> Arc<Self> {
+        Scripted::accepting(json!({"name": name, "age": age}))
     }
 
     fn seen(&self) -> Vec<ElicitationRequest> {
@@ -138,35 +146,36 @@ fn testkit(protocol: &str) -> Value {
     })
 }
 
-fn partner(var: &str) -> String {
-    std::env::var(var).unwrap_or_else(|_| {
-        panic!("{var} is not set: run the tests with `bash scripts/test.sh`, which installs the pinned test partners")
-    })
-}
-
-/// A host over a temporary tree whose user file holds these servers.
-async fn start_host(
+/// A host over `tree`, whose user file holds these servers, serving these roots; once settled.
+async fn host_in(
     tree: &ConfigTree,
     servers: Value,
     interaction: Interaction,
     roots: Roots,
 ) -> Host {
-    tree.write(
-        tree.user_file(),
-        &json!({"mcpServers": servers}).to_string(),
+    settled(
+        servers_builder(tree, servers)
+            .interaction(interaction)
+            .roots(roots),
     )
-    .unwrap();
-    let env: switchboard::config::Environment = tree.env().into_iter().collect();
-    let host = Host::builder()
-        .discover(tree.project())
-        .env(env)
-        .output_dir(tree.root().join("out"))
-        .interaction(interaction)
-        .roots(roots)
-        .start()
-        .unwrap();
-    host.wait_settled(SETTLE).await.unwrap();
-    host
+    .await
+}
+
+/// [`host_in`] a fresh tree, serving no roots: the tree (keep it while the host runs) and
+/// the host.
+async fn start_host(servers: Value, interaction: Interaction) -> (ConfigTree, Host) {
+    let tree = ConfigTree::new().unwrap();
+    let host = host_in(&tree, servers, interaction, Roots::default()).await;
+    (tree, host)
+}
+
+/// The folders `names` made under the tree's root.
+fn folders<const N: usize>(tree: &ConfigTree, names: [&str; N]) -> [PathBuf; N] {
+    names.map(|name| {
+        let dir = tree.root().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    })
 }
 
 fn elicit_only(elicitor: Arc<Scripted>) -> Interaction {
@@ -176,15 +185,24 @@ fn elicit_only(elicitor: Arc<Scripted>) -> Interaction {
     }
 }
 
-fn cli() -> CallOptions {
-    CallOptions {
-        source: CallSource::CommandLine,
-        ..CallOptions::default()
+fn sample_only(sampler: Arc<Parrot>) -> Interaction {
+    Interaction {
+        sampler: Some(sampler),
+        ..Interaction::default()
     }
 }
 
-fn args(value: Value) -> Map<String, Value> {
-    value.as_object().cloned().unwrap_or_default()
+/// The name `server`'s `ask_form` gets back when the call brings `own` as its interaction.
+async fn form_answered_by(host: &Host, server: &str, own: &Arc<Scripted>) -> Value {
+    let options = CallOptions {
+        interaction: Some(elicit_only(own.clone())),
+        ..cli()
+    };
+    let out = host
+        .call(&format!("mcp__{server}__ask_form"), Map::new(), options)
+        .await
+        .unwrap();
+    out.result["structuredContent"]["name"].clone()
 }
 
 fn text_of(result: &Value) -> String {
@@ -199,6 +217,12 @@ fn text_of(result: &Value) -> String {
 
 const GENERATIONS: [&str; 2] = ["legacy", "modern"];
 
+/// The testkit's asking server in each generation: `old` (initialize era) and `new`
+/// (2026-07-28).
+fn both_generations() -> Value {
+    json!({"old": testkit("legacy"), "new": testkit("modern")})
+}
+
 fn full_answer() -> Value {
     json!({
         "name": "Ada",
@@ -212,16 +236,8 @@ fn full_answer() -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_form_with_every_field_type_is_answered_in_both_generations() {
-    let tree = ConfigTree::new().unwrap();
     let elicitor = Scripted::accepting(full_answer());
-    let servers = json!({"old": testkit("legacy"), "new": testkit("modern")});
-    let host = start_host(
-        &tree,
-        servers,
-        elicit_only(elicitor.clone()),
-        Roots::default(),
-    )
-    .await;
+    let (_tree, host) = start_host(both_generations(), elicit_only(elicitor.clone())).await;
     for (server, generation) in [("old", "legacy"), ("new", "modern")] {
         let out = host
             .call(&format!("mcp__{server}__ask_form"), Map::new(), cli())
@@ -261,12 +277,10 @@ async fn a_form_with_every_field_type_is_answered_in_both_generations() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_invalid_answer_is_rejected_with_the_field_named() {
-    let tree = ConfigTree::new().unwrap();
     let mut answer = full_answer();
     answer["age"] = json!("very old");
     let elicitor = Scripted::accepting(answer);
-    let servers = json!({"old": testkit("legacy"), "new": testkit("modern")});
-    let host = start_host(&tree, servers, elicit_only(elicitor), Roots::default()).await;
+    let (_tree, host) = start_host(both_generations(), elicit_only(elicitor)).await;
 
     // Initialize era: the server gets the error, and its tool reports it.
     let out = host
@@ -295,50 +309,29 @@ async fn an_invalid_answer_is_rejected_with_the_field_named() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_declined_form_and_a_host_without_an_elicitor_both_decline() {
-    let tree = ConfigTree::new().unwrap();
-    let elicitor = Scripted::new(ElicitAnswer::decline(), OnUrl::GoAhead);
-    let servers = json!({"old": testkit("legacy"), "new": testkit("modern")});
-    let with = start_host(
-        &tree,
-        servers.clone(),
-        elicit_only(elicitor),
-        Roots::default(),
-    )
-    .await;
-    for server in ["old", "new"] {
-        let out = with
-            .call(&format!("mcp__{server}__ask_form"), Map::new(), cli())
-            .await
-            .unwrap();
-        assert_eq!(text_of(&out.result), "declined", "{server}");
+    let decliner = Scripted::new(ElicitAnswer::decline(), OnUrl::GoAhead);
+    for (which, interaction) in [
+        ("an elicitor that declines", elicit_only(decliner)),
+        ("no elicitor", Interaction::default()),
+    ] {
+        let (_tree, host) = start_host(both_generations(), interaction).await;
+        for server in ["old", "new"] {
+            let out = host
+                .call(&format!("mcp__{server}__ask_form"), Map::new(), cli())
+                .await
+                .unwrap();
+            assert_eq!(text_of(&out.result), "declined", "{which}: {server}");
+        }
+        host.shutdown().await;
     }
-    with.shutdown().await;
-
-    let tree = ConfigTree::new().unwrap();
-    let without = start_host(&tree, servers, Interaction::default(), Roots::default()).await;
-    for server in ["old", "new"] {
-        let out = without
-            .call(&format!("mcp__{server}__ask_form"), Map::new(), cli())
-            .await
-            .unwrap();
-        assert_eq!(text_of(&out.result), "declined", "{server}");
-    }
-    without.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_url_needed_twice_completes_and_one_needed_four_times_fails_after_three_retries() {
     for generation in GENERATIONS {
-        let tree = ConfigTree::new().unwrap();
         let elicitor = Scripted::accepting(json!({}));
         let servers = json!({"kit": testkit(generation)});
-        let host = start_host(
-            &tree,
-            servers,
-            elicit_only(elicitor.clone()),
-            Roots::default(),
-        )
-        .await;
+        let (_tree, host) = start_host(servers, elicit_only(elicitor.clone())).await;
 
         let out = host
             .call(
@@ -389,13 +382,10 @@ async fn a_url_needed_twice_completes_and_one_needed_four_times_fails_after_thre
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_completion_notification_lets_a_url_call_go_on_and_a_decline_stops_it() {
-    let tree = ConfigTree::new().unwrap();
     let silent = Scripted::new(ElicitAnswer::decline(), OnUrl::Silent);
-    let host_silent = start_host(
-        &tree,
+    let (_tree, host_silent) = start_host(
         json!({"kit": testkit("legacy")}),
         elicit_only(silent.clone()),
-        Roots::default(),
     )
     .await;
     let out = host_silent
@@ -410,15 +400,8 @@ async fn the_completion_notification_lets_a_url_call_go_on_and_a_decline_stops_i
     assert_eq!(*silent.completed.lock().unwrap(), ["login-1"]);
     host_silent.shutdown().await;
 
-    let tree = ConfigTree::new().unwrap();
     let declining = Scripted::new(ElicitAnswer::decline(), OnUrl::Decline);
-    let host = start_host(
-        &tree,
-        json!({"kit": testkit("legacy")}),
-        elicit_only(declining),
-        Roots::default(),
-    )
-    .await;
+    let (_tree, host) = start_host(json!({"kit": testkit("legacy")}), elicit_only(declining)).await;
     let err = host
         .call("mcp__kit__ask_url", args(json!({"completions": 1})), cli())
         .await
@@ -435,19 +418,9 @@ async fn the_completion_notification_lets_a_url_call_go_on_and_a_decline_stops_i
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sampling_reaches_the_sampler_and_a_failing_sampler_is_reported() {
     for generation in GENERATIONS {
-        let tree = ConfigTree::new().unwrap();
+        let servers = json!({"kit": testkit(generation)});
         let parrot = Parrot::new(false);
-        let interaction = Interaction {
-            sampler: Some(parrot.clone()),
-            ..Interaction::default()
-        };
-        let host = start_host(
-            &tree,
-            json!({"kit": testkit(generation)}),
-            interaction,
-            Roots::default(),
-        )
-        .await;
+        let (_tree, host) = start_host(servers.clone(), sample_only(parrot.clone())).await;
         let out = host
             .call(
                 "mcp__kit__ask_sample",
@@ -467,18 +440,7 @@ async fn sampling_reaches_the_sampler_and_a_failing_sampler_is_reported() {
         );
         host.shutdown().await;
 
-        let tree = ConfigTree::new().unwrap();
-        let interaction = Interaction {
-            sampler: Some(Parrot::new(true)),
-            ..Interaction::default()
-        };
-        let host = start_host(
-            &tree,
-            json!({"kit": testkit(generation)}),
-            interaction,
-            Roots::default(),
-        )
-        .await;
+        let (_tree, host) = start_host(servers, sample_only(Parrot::new(true))).await;
         let failed = host
             .call(
                 "mcp__kit__ask_sample",
@@ -506,16 +468,9 @@ async fn sampling_reaches_the_sampler_and_a_failing_sampler_is_reported() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn roots_are_served_in_both_generations() {
     let tree = ConfigTree::new().unwrap();
-    let dir = tree.root().join("work");
-    std::fs::create_dir_all(&dir).unwrap();
-    let servers = json!({"old": testkit("legacy"), "new": testkit("modern")});
-    let host = start_host(
-        &tree,
-        servers,
-        Interaction::default(),
-        Roots::new(vec![dir.clone()]),
-    )
-    .await;
+    let [dir] = folders(&tree, ["work"]);
+    let roots = Roots::new(vec![dir.clone()]);
+    let host = host_in(&tree, both_generations(), Interaction::default(), roots).await;
     let uri = url::Url::from_directory_path(&dir).unwrap().to_string();
     for server in ["old", "new"] {
         let out = host
@@ -533,22 +488,13 @@ async fn roots_are_served_in_both_generations() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_calls_own_interaction_answers_instead_of_the_hosts() {
-    let tree = ConfigTree::new().unwrap();
-    let hosts = Scripted::accepting(json!({"name": "Host", "age": 1}));
-    let own = Scripted::accepting(json!({"name": "Caller", "age": 2}));
-    let servers = json!({"old": testkit("legacy"), "new": testkit("modern")});
-    let host = start_host(&tree, servers, elicit_only(hosts.clone()), Roots::default()).await;
+    let hosts = Scripted::answering_as("Host", 1);
+    let own = Scripted::answering_as("Caller", 2);
+    let (_tree, host) = start_host(both_generations(), elicit_only(hosts.clone())).await;
     for server in ["old", "new"] {
-        let options = CallOptions {
-            interaction: Some(elicit_only(own.clone())),
-            ..cli()
-        };
-        let out = host
-            .call(&format!("mcp__{server}__ask_form"), Map::new(), options)
-            .await
-            .unwrap();
         assert_eq!(
-            out.result["structuredContent"]["name"], "Caller",
+            form_answered_by(&host, server, &own).await,
+            "Caller",
             "{server}"
         );
     }
@@ -563,26 +509,31 @@ fn everything() -> Value {
     json!({"command": partner("SWITCHBOARD_PARTNER_EVERYTHING"), "args": ["stdio"]})
 }
 
-async fn tool_names(host: &Host, server: &str) -> Vec<String> {
-    host.server_tools(server)
+/// [`start_host`] with only the reference server `everything`.
+async fn everything_host(interaction: Interaction) -> (ConfigTree, Host) {
+    start_host(json!({"everything": everything()}), interaction).await
+}
+
+/// The text of `everything`'s `trigger-elicitation-request`, answered by `elicitor`, on a host
+/// of its own.
+async fn everything_elicitation(elicitor: Arc<Scripted>) -> String {
+    let (_tree, host) = everything_host(elicit_only(elicitor)).await;
+    let out = host
+        .call(
+            "mcp__everything__trigger-elicitation-request",
+            Map::new(),
+            cli(),
+        )
         .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name)
-        .collect()
+        .unwrap();
+    host.shutdown().await;
+    text_of(&out.result)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn everything_offers_its_asking_tools_only_when_we_declare_the_capabilities() {
-    let tree = ConfigTree::new().unwrap();
-    let bare = start_host(
-        &tree,
-        json!({"everything": everything()}),
-        Interaction::default(),
-        Roots::default(),
-    )
-    .await;
-    let tools = tool_names(&bare, "everything").await;
+    let (_tree, bare) = everything_host(Interaction::default()).await;
+    let tools = server_tool_names(&bare, "everything").await;
     let asking = [
         "trigger-elicitation-request",
         "trigger-url-elicitation",
@@ -593,20 +544,13 @@ async fn everything_offers_its_asking_tools_only_when_we_declare_the_capabilitie
     }
     bare.shutdown().await;
 
-    let tree = ConfigTree::new().unwrap();
     let interaction = Interaction {
         elicitor: Some(Scripted::accepting(json!({}))),
         sampler: Some(Parrot::new(false)),
         roots: None,
     };
-    let full = start_host(
-        &tree,
-        json!({"everything": everything()}),
-        interaction,
-        Roots::default(),
-    )
-    .await;
-    let tools = tool_names(&full, "everything").await;
+    let (_tree, full) = everything_host(interaction).await;
+    let tools = server_tool_names(&full, "everything").await;
     for name in asking.into_iter().chain(["get-roots-list"]) {
         assert!(tools.iter().any(|t| t == name), "{name}: {tools:?}");
     }
@@ -615,7 +559,6 @@ async fn everything_offers_its_asking_tools_only_when_we_declare_the_capabilitie
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn everything_elicitation_completes_with_a_scripted_answer_and_with_a_decline() {
-    let tree = ConfigTree::new().unwrap();
     let elicitor = Scripted::accepting(json!({
         "name": "Ada Lovelace",
         "check": true,
@@ -623,59 +566,19 @@ async fn everything_elicitation_completes_with_a_scripted_answer_and_with_a_decl
         "integer": 7,
         "untitledSingleSelectEnum": "Ross"
     }));
-    let host = start_host(
-        &tree,
-        json!({"everything": everything()}),
-        elicit_only(elicitor.clone()),
-        Roots::default(),
-    )
-    .await;
-    let out = host
-        .call(
-            "mcp__everything__trigger-elicitation-request",
-            Map::new(),
-            cli(),
-        )
-        .await
-        .unwrap();
-    let text = text_of(&out.result);
+    let text = everything_elicitation(elicitor).await;
     assert!(text.contains("- Name: Ada Lovelace"), "{text}");
     assert!(text.contains("- Favorite Integer: 7"), "{text}");
-    host.shutdown().await;
 
-    let tree = ConfigTree::new().unwrap();
     let decliner = Scripted::new(ElicitAnswer::decline(), OnUrl::Decline);
-    let host = start_host(
-        &tree,
-        json!({"everything": everything()}),
-        elicit_only(decliner),
-        Roots::default(),
-    )
-    .await;
-    let out = host
-        .call(
-            "mcp__everything__trigger-elicitation-request",
-            Map::new(),
-            cli(),
-        )
-        .await
-        .unwrap();
-    let text = text_of(&out.result);
+    let text = everything_elicitation(decliner).await;
     assert!(text.contains("User declined"), "{text}");
-    host.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn everything_url_elicitation_flow_completes_through_the_retry() {
-    let tree = ConfigTree::new().unwrap();
     let elicitor = Scripted::accepting(json!({}));
-    let host = start_host(
-        &tree,
-        json!({"everything": everything()}),
-        elicit_only(elicitor.clone()),
-        Roots::default(),
-    )
-    .await;
+    let (_tree, host) = everything_host(elicit_only(elicitor.clone())).await;
     let out = host
         .call(
             "mcp__everything__trigger-url-elicitation",
@@ -702,18 +605,7 @@ async fn everything_url_elicitation_flow_completes_through_the_retry() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn everything_sampling_goes_through_our_sampler() {
-    let tree = ConfigTree::new().unwrap();
-    let interaction = Interaction {
-        sampler: Some(Parrot::new(false)),
-        ..Interaction::default()
-    };
-    let host = start_host(
-        &tree,
-        json!({"everything": everything()}),
-        interaction,
-        Roots::default(),
-    )
-    .await;
+    let (_tree, host) = everything_host(sample_only(Parrot::new(false))).await;
     let out = host
         .call(
             "mcp__everything__trigger-sampling-request",
@@ -752,18 +644,10 @@ async fn eventually_contains(host: &Host, tool: &str, needle: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn everything_lists_our_roots_and_follows_a_change() {
     let tree = ConfigTree::new().unwrap();
-    let first = tree.root().join("first");
-    let second = tree.root().join("second");
-    std::fs::create_dir_all(&first).unwrap();
-    std::fs::create_dir_all(&second).unwrap();
+    let [first, second] = folders(&tree, ["first", "second"]);
     let roots = Roots::new(vec![first.clone()]);
-    let host = start_host(
-        &tree,
-        json!({"everything": everything()}),
-        Interaction::default(),
-        roots.clone(),
-    )
-    .await;
+    let servers = json!({"everything": everything()});
+    let host = host_in(&tree, servers, Interaction::default(), roots).await;
     let uri = |dir: &PathBuf| {
         url::Url::from_directory_path(dir)
             .unwrap()
@@ -783,49 +667,28 @@ async fn everything_lists_our_roots_and_follows_a_change() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn filesystem_allowed_directories_follow_our_roots() {
     let tree = ConfigTree::new().unwrap();
-    let configured = tree.root().join("configured");
-    let ours = tree.root().join("ours");
-    let later = tree.root().join("later");
-    for dir in [&configured, &ours, &later] {
-        std::fs::create_dir_all(dir).unwrap();
-    }
-    let host = start_host(
-        &tree,
-        json!({"fs": {"command": partner("SWITCHBOARD_PARTNER_FILESYSTEM"), "args": [configured]}}),
-        Interaction::default(),
-        Roots::new(vec![ours.clone()]),
-    )
-    .await;
+    let [configured, ours, later] = folders(&tree, ["configured", "ours", "later"]);
+    let servers =
+        json!({"fs": {"command": partner("SWITCHBOARD_PARTNER_FILESYSTEM"), "args": [configured]}});
+    let roots = Roots::new(vec![ours.clone()]);
+    let host = host_in(&tree, servers, Interaction::default(), roots).await;
     let canonical = |p: &PathBuf| p.canonicalize().unwrap().to_string_lossy().into_owned();
-    let text = eventually_contains(
-        &host,
-        "mcp__fs__list_allowed_directories",
-        &canonical(&ours),
-    )
-    .await;
+    let allowed = async |dir: &PathBuf| {
+        let tool = "mcp__fs__list_allowed_directories";
+        eventually_contains(&host, tool, &canonical(dir)).await
+    };
+    let text = allowed(&ours).await;
     assert!(!text.contains(&canonical(&configured)), "{text}");
 
     host.roots().set(vec![later.clone()]);
-    let text = eventually_contains(
-        &host,
-        "mcp__fs__list_allowed_directories",
-        &canonical(&later),
-    )
-    .await;
+    let text = allowed(&later).await;
     assert!(!text.contains(&canonical(&ours)), "{text}");
     host.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_elicitor_means_no_capability_and_a_clear_call_error_for_urls() {
-    let tree = ConfigTree::new().unwrap();
-    let host = start_host(
-        &tree,
-        json!({"kit": testkit("legacy")}),
-        Interaction::default(),
-        Roots::default(),
-    )
-    .await;
+    let (_tree, host) = start_host(json!({"kit": testkit("legacy")}), Interaction::default()).await;
     let err = host
         .call("mcp__kit__ask_url", args(json!({"completions": 1})), cli())
         .await
@@ -842,14 +705,7 @@ async fn no_elicitor_means_no_capability_and_a_clear_call_error_for_urls() {
 async fn everything_completes_prompt_and_resource_template_arguments() {
     use std::collections::BTreeMap;
     use switchboard::CompletionTarget;
-    let tree = ConfigTree::new().unwrap();
-    let host = start_host(
-        &tree,
-        json!({"everything": everything()}),
-        Interaction::default(),
-        Roots::default(),
-    )
-    .await;
+    let (_tree, host) = everything_host(Interaction::default()).await;
     let prompt = CompletionTarget::Prompt("completable-prompt".to_owned());
     let departments = host
         .complete("everything", &prompt, "department", "S", &BTreeMap::new())
@@ -900,45 +756,31 @@ async fn in_flight(
     call
 }
 
+/// The host's elicitor, ours (the call's own) and another call's: each answers with its own
+/// name, so a form's answer shows whose it was.
+fn three_elicitors() -> [Arc<Scripted>; 3] {
+    [
+        Scripted::answering_as("Host", 1),
+        Scripted::answering_as("Mine", 2),
+        Scripted::answering_as("Other", 3),
+    ]
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn initialize_era_routing_takes_the_only_call_with_its_own_interaction_else_the_hosts() {
-    let tree = ConfigTree::new().unwrap();
-    let hosts = Scripted::accepting(json!({"name": "Host", "age": 1}));
-    let mine = Scripted::accepting(json!({"name": "Mine", "age": 2}));
-    let other = Scripted::accepting(json!({"name": "Other", "age": 3}));
-    let host = start_host(
-        &tree,
-        json!({"kit": testkit("legacy")}),
-        elicit_only(hosts.clone()),
-        Roots::default(),
-    )
-    .await;
+    let [hosts, mine, other] = three_elicitors();
+    let servers = json!({"kit": testkit("legacy")});
+    let (_tree, host) = start_host(servers, elicit_only(hosts.clone())).await;
 
     // Another call is in flight without its own interaction: ours is the only one with one.
     let slow = in_flight(&host, "kit", None).await;
-    let options = CallOptions {
-        interaction: Some(elicit_only(mine.clone())),
-        ..cli()
-    };
-    let out = host
-        .call("mcp__kit__ask_form", Map::new(), options)
-        .await
-        .unwrap();
-    assert_eq!(out.result["structuredContent"]["name"], "Mine");
+    assert_eq!(form_answered_by(&host, "kit", &mine).await, "Mine");
     slow.abort();
 
     // Two calls with their own interactions: over stdio nothing says which call asked, so the
     // question goes to the host's elicitor, never to the other caller's.
     let slow = in_flight(&host, "kit", Some(elicit_only(other.clone()))).await;
-    let options = CallOptions {
-        interaction: Some(elicit_only(mine.clone())),
-        ..cli()
-    };
-    let out = host
-        .call("mcp__kit__ask_form", Map::new(), options)
-        .await
-        .unwrap();
-    assert_eq!(out.result["structuredContent"]["name"], "Host");
+    assert_eq!(form_answered_by(&host, "kit", &mine).await, "Host");
     assert!(other.seen().is_empty());
     slow.abort();
     host.shutdown().await;
@@ -949,27 +791,11 @@ async fn over_streamable_http_a_question_goes_to_the_call_whose_stream_carried_i
     use switchboard_testkit::{TestServer, Transport};
     let server =
         TestServer::start(Transport::Http, ["--ask-tools", "--protocol", "legacy"]).unwrap();
-    let tree = ConfigTree::new().unwrap();
-    let hosts = Scripted::accepting(json!({"name": "Host", "age": 1}));
-    let mine = Scripted::accepting(json!({"name": "Mine", "age": 2}));
-    let other = Scripted::accepting(json!({"name": "Other", "age": 3}));
-    let host = start_host(
-        &tree,
-        json!({"web": {"type": "http", "url": server.url()}}),
-        elicit_only(hosts.clone()),
-        Roots::default(),
-    )
-    .await;
+    let [hosts, mine, other] = three_elicitors();
+    let servers = json!({"web": {"type": "http", "url": server.url()}});
+    let (_tree, host) = start_host(servers, elicit_only(hosts.clone())).await;
     let slow = in_flight(&host, "web", Some(elicit_only(other.clone()))).await;
-    let options = CallOptions {
-        interaction: Some(elicit_only(mine.clone())),
-        ..cli()
-    };
-    let out = host
-        .call("mcp__web__ask_form", Map::new(), options)
-        .await
-        .unwrap();
-    assert_eq!(out.result["structuredContent"]["name"], "Mine");
+    assert_eq!(form_answered_by(&host, "web", &mine).await, "Mine");
     assert!(other.seen().is_empty() && hosts.seen().is_empty());
     slow.abort();
     host.shutdown().await;
@@ -1018,16 +844,8 @@ fn broken_interaction_settings_name_the_file_and_field() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_prompt_that_asks_first_is_answered_in_both_generations() {
-    let tree = ConfigTree::new().unwrap();
     let elicitor = Scripted::accepting(json!({"name": "Ada"}));
-    let servers = json!({"old": testkit("legacy"), "new": testkit("modern")});
-    let host = start_host(
-        &tree,
-        servers,
-        elicit_only(elicitor.clone()),
-        Roots::default(),
-    )
-    .await;
+    let (_tree, host) = start_host(both_generations(), elicit_only(elicitor.clone())).await;
     for server in ["old", "new"] {
         let greet = host
             .find_server_prompt(server, "greet")

@@ -10,20 +10,14 @@ mod common;
 use serde_json::json;
 use switchboard::config::Environment;
 use switchboard::config::ServerConfig;
-use switchboard::host::Host;
+use switchboard::host::{CallOptions, Host};
 use switchboard::{Generation, ServerState};
 use switchboard_testkit::ReferenceServer;
+use switchboard_testkit::host::{server_tool_names, servers_builder, settled_within};
 
 use switchboard_testkit::WAIT as SETTLE;
 
-/// A partner's entry point, from the environment `scripts/test.sh` sets up.
-fn partner(var: &str) -> String {
-    std::env::var(var).unwrap_or_else(|_| {
-        panic!("{var} is not set: run the tests with `bash scripts/test.sh`, which installs the pinned test partners")
-    })
-}
-
-use common::server;
+use common::{args, cli, partner, server};
 
 /// Allows every call: these tests are about speaking to the servers.
 use switchboard::permissions::AllowAll as Allow;
@@ -42,13 +36,7 @@ fn start(servers: Vec<ServerConfig>) -> (Host, tempfile::TempDir) {
 }
 
 async fn tools_of(manager: &Host, name: &str) -> Vec<String> {
-    let mut tools: Vec<String> = manager
-        .server_tools(name)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name)
-        .collect();
+    let mut tools = server_tool_names(manager, name).await;
     tools.sort();
     tools
 }
@@ -159,41 +147,36 @@ async fn reference_server_over_streamable_http_and_legacy_sse() {
     manager.shutdown().await;
 }
 
+/// `tool`'s result for `arguments`, called from the command line; the call must succeed.
+async fn call(host: &Host, tool: &str, arguments: serde_json::Value) -> serde_json::Value {
+    let outcome = host.call(tool, args(arguments), cli()).await;
+    outcome.unwrap_or_else(|e| panic!("{tool}: {e}")).result
+}
+
+/// The text of a result's first content block.
+fn first_text(result: &serde_json::Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reference_servers_end_to_end_through_the_call_pipeline() {
-    use switchboard::host::{CallOptions, Host};
-    use switchboard::permissions::CallSource;
     let tree = switchboard_testkit::config_tree::ConfigTree::new().unwrap();
     let files = tree.root().join("files");
     std::fs::create_dir_all(&files).unwrap();
-    tree.write(
-        tree.user_file(),
-        &json!({"mcpServers": {
-            "everything": {"command": partner("SWITCHBOARD_PARTNER_EVERYTHING"), "args": ["stdio"]},
-            "fs": {"command": partner("SWITCHBOARD_PARTNER_FILESYSTEM"), "args": [files]},
-            "memory": {"command": partner("SWITCHBOARD_PARTNER_MEMORY"), "env": {"MEMORY_FILE_PATH": tree.root().join("memory.jsonl")}},
-        }})
-        .to_string(),
-    )
-    .unwrap();
+    let servers = json!({
+        "everything": {"command": partner("SWITCHBOARD_PARTNER_EVERYTHING"), "args": ["stdio"]},
+        "fs": {"command": partner("SWITCHBOARD_PARTNER_FILESYSTEM"), "args": [files]},
+        "memory": {"command": partner("SWITCHBOARD_PARTNER_MEMORY"), "env": {"MEMORY_FILE_PATH": tree.root().join("memory.jsonl")}},
+    });
     let mut env: Environment = tree.env().into_iter().collect();
     if let Ok(path) = std::env::var("PATH") {
         env.set("PATH", path);
     }
     // server-filesystem follows the roots a client serves: serve the folder it works in.
-    let host = Host::builder()
-        .discover(tree.project())
+    let builder = servers_builder(&tree, servers)
         .env(env)
-        .output_dir(tree.root().join("out"))
-        .roots(switchboard::interaction::Roots::new(vec![files.clone()]))
-        .start()
-        .unwrap();
-    host.wait_settled(SETTLE).await.unwrap();
-    let cli = || CallOptions {
-        source: CallSource::CommandLine,
-        ..CallOptions::default()
-    };
-    let object = |v: serde_json::Value| v.as_object().cloned().unwrap_or_default();
+        .roots(switchboard::interaction::Roots::new(vec![files.clone()]));
+    let host = settled_within(builder, SETTLE).await;
 
     // Traits from server-everything's annotations.
     let tools = host.server_tools("everything").await.unwrap();
@@ -201,86 +184,31 @@ async fn reference_servers_end_to_end_through_the_call_pipeline() {
     assert_eq!(sum.qualified_name, "mcp__everything__get-sum");
     assert!(sum.traits.read_only);
 
-    let out = host
-        .call(
-            "mcp__everything__get-sum",
-            object(json!({"a": 2, "b": 40})),
-            cli(),
-        )
-        .await
-        .unwrap();
-    assert!(
-        out.result["content"][0]["text"]
-            .as_str()
-            .unwrap()
-            .contains("42"),
-        "{}",
-        out.result
-    );
-    let out = host
-        .call(
-            "mcp__everything__get-structured-content",
-            object(json!({"location": "New York"})),
-            cli(),
-        )
-        .await
-        .unwrap();
-    assert!(
-        out.result["structuredContent"].is_object(),
-        "{}",
-        out.result
-    );
-    let out = host
-        .call(
-            "mcp__everything__get-tiny-image",
-            serde_json::Map::new(),
-            cli(),
-        )
-        .await
-        .unwrap();
-    assert!(
-        out.result["content"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|c| c["type"] == "image"),
-        "{}",
-        out.result
-    );
-    let out = host
-        .call(
-            "mcp__everything__get-resource-links",
-            object(json!({"count": 2})),
-            cli(),
-        )
-        .await
-        .unwrap();
-    assert!(
-        out.result["content"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|c| c["type"] == "resource_link"),
-        "{}",
-        out.result
-    );
-    let out = host
-        .call(
-            "mcp__everything__get-resource-reference",
-            object(json!({"resourceType": "Text", "resourceId": 1})),
-            cli(),
-        )
-        .await
-        .unwrap();
-    assert!(
-        out.result["content"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|c| c["type"] == "resource"),
-        "{}",
-        out.result
-    );
+    let out = call(&host, "mcp__everything__get-sum", json!({"a": 2, "b": 40})).await;
+    assert!(first_text(&out).contains("42"), "{out}");
+    let structured = json!({"location": "New York"});
+    let out = call(&host, "mcp__everything__get-structured-content", structured).await;
+    assert!(out["structuredContent"].is_object(), "{out}");
+    // Each kind of content block, from the tool that returns it.
+    for (tool, arguments, kind) in [
+        ("get-tiny-image", json!({}), "image"),
+        ("get-resource-links", json!({"count": 2}), "resource_link"),
+        (
+            "get-resource-reference",
+            json!({"resourceType": "Text", "resourceId": 1}),
+            "resource",
+        ),
+    ] {
+        let out = call(&host, &format!("mcp__everything__{tool}"), arguments).await;
+        assert!(
+            out["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c["type"] == kind),
+            "{tool}: {out}"
+        );
+    }
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let progress = CallOptions {
         progress: Some(tx),
@@ -289,7 +217,7 @@ async fn reference_servers_end_to_end_through_the_call_pipeline() {
     let out = host
         .call(
             "mcp__everything__trigger-long-running-operation",
-            object(json!({"duration": 1, "steps": 3})),
+            args(json!({"duration": 1, "steps": 3})),
             progress,
         )
         .await
@@ -324,7 +252,7 @@ async fn reference_servers_end_to_end_through_the_call_pipeline() {
     let prompt = host
         .get_prompt(
             &args_prompt,
-            object(json!({"city": "Paris"})),
+            args(json!({"city": "Paris"})),
             Default::default(),
         )
         .await
@@ -333,43 +261,20 @@ async fn reference_servers_end_to_end_through_the_call_pipeline() {
 
     // server-filesystem: write, then read back.
     let path = files.join("note.txt");
-    host.call(
-        "mcp__fs__write_file",
-        object(json!({"path": path, "content": "written through switchboard"})),
-        cli(),
-    )
-    .await
-    .unwrap();
+    let note = json!({"path": path, "content": "written through switchboard"});
+    call(&host, "mcp__fs__write_file", note).await;
     assert_eq!(
         std::fs::read_to_string(&path).unwrap(),
         "written through switchboard"
     );
-    let out = host
-        .call(
-            "mcp__fs__read_text_file",
-            object(json!({"path": path})),
-            cli(),
-        )
-        .await
-        .unwrap();
-    assert!(
-        out.result["content"][0]["text"]
-            .as_str()
-            .unwrap()
-            .contains("written through switchboard")
-    );
+    let out = call(&host, "mcp__fs__read_text_file", json!({"path": path})).await;
+    assert!(first_text(&out).contains("written through switchboard"));
 
     // server-memory: create an entity, then find it in the graph.
-    host.call("mcp__memory__create_entities", object(json!({"entities": [{"name": "Switchboard", "entityType": "project", "observations": ["an MCP host"]}]})), cli()).await.unwrap();
-    let out = host
-        .call("mcp__memory__read_graph", serde_json::Map::new(), cli())
-        .await
-        .unwrap();
-    assert!(
-        out.result.to_string().contains("Switchboard"),
-        "{}",
-        out.result
-    );
+    let entities = json!({"entities": [{"name": "Switchboard", "entityType": "project", "observations": ["an MCP host"]}]});
+    call(&host, "mcp__memory__create_entities", entities).await;
+    let out = call(&host, "mcp__memory__read_graph", json!({})).await;
+    assert!(out.to_string().contains("Switchboard"), "{out}");
     host.shutdown().await;
 }
 

@@ -3,57 +3,23 @@
 //! first: the file's lines count the processes started.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use switchboard::host::{CallOptions, Host, HostEvent};
-use switchboard::permissions::CallSource;
+use switchboard::host::{Host, HostEvent};
 use switchboard::{ServerEvent, ServerState};
 use switchboard_testkit::config_tree::ConfigTree;
 
+use common::{cli, counted, starts};
 use switchboard_testkit::SETTLE;
 
-/// A testkit server behind `sh`, which counts its starts in `marker`.
-fn counted(marker: &Path, extra: &Value) -> Value {
-    let script = format!(
-        "echo started >> '{}'; exec '{}' \"$@\"",
-        marker.display(),
-        switchboard_testkit::server_bin().display()
-    );
-    let mut entry = json!({"command": "sh", "args": ["-c", script, "testkit-server"]});
-    if let (Some(entry), Some(extra)) = (entry.as_object_mut(), extra.as_object()) {
-        entry.extend(extra.clone());
-    }
-    entry
-}
-
-fn starts(marker: &Path) -> usize {
-    std::fs::read_to_string(marker)
-        .map(|t| t.lines().count())
-        .unwrap_or(0)
-}
-
 fn host(tree: &ConfigTree, servers: Value) -> Host {
-    tree.write(
-        tree.user_file(),
-        &json!({"mcpServers": servers}).to_string(),
-    )
-    .unwrap();
-    let env: switchboard::config::Environment = tree.env().into_iter().collect();
-    Host::builder()
-        .discover(tree.project())
-        .env(env)
-        .output_dir(tree.root().join("out"))
+    switchboard_testkit::host::servers_builder(tree, servers)
         .start()
         .unwrap()
-}
-
-fn cli() -> CallOptions {
-    CallOptions {
-        source: CallSource::CommandLine,
-        ..CallOptions::default()
-    }
 }
 
 async fn pid_of_call(host: &Host) -> u32 {

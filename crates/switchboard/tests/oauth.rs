@@ -11,9 +11,12 @@ use serde_json::json;
 use switchboard::ServerState;
 use switchboard::auth::{AuthOptions, TokenStore};
 use switchboard::config::ServerConfig;
-use switchboard::host::Host;
+use switchboard::host::{CallError, CallOptions, Host, HostEvent};
+use switchboard::permissions::CallSource;
+use switchboard_testkit::host::qualified_names;
 use switchboard_testkit::{Browser, TestServer, Transport};
 
+use common::control;
 use switchboard_testkit::SETTLE;
 
 fn oauth_server(args: &[&str]) -> TestServer {
@@ -29,9 +32,6 @@ fn config(server: &TestServer) -> ServerConfig {
     )
 }
 
-/// The person at the keyboard, who allows every call (these tests are about authorization).
-use switchboard::permissions::AllowAll as Allow;
-
 /// A host with only `config`, its state (tokens included) in `state`.
 fn manager(
     config: ServerConfig,
@@ -39,38 +39,107 @@ fn manager(
     browser: &Arc<Browser>,
     interactive: bool,
 ) -> Host {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let auth = AuthOptions {
-        store: TokenStore::in_dir(state),
-        interactive,
-        opener: browser.clone(),
-        ..AuthOptions::default()
-    };
-    Host::builder()
-        .discover(state.to_owned())
-        .env(switchboard::config::Environment::default())
-        .servers(vec![config])
-        .state_dir(state.to_owned())
-        .auth(auth)
-        .permissions(Arc::new(Allow))
+    common::auth_builder(vec![config], state, browser, interactive)
         .start()
         .unwrap()
+}
+
+/// The guarded server `guarded` (the testkit's, behind its authorization server), a state
+/// folder for its tokens, and the browser that logs in: what each test here starts from.
+struct Guarded {
+    server: TestServer,
+    state: tempfile::TempDir,
+    browser: Arc<Browser>,
+}
+
+impl Guarded {
+    /// Over Streamable HTTP, the authorization server started with these `--oauth-*` flags.
+    fn start(args: &[&str]) -> Guarded {
+        Guarded::behind(oauth_server(args))
+    }
+
+    fn behind(server: TestServer) -> Guarded {
+        Guarded {
+            server,
+            state: tempfile::tempdir().unwrap(),
+            browser: Arc::new(Browser::default()),
+        }
+    }
+
+    /// A host with only the guarded server; `interactive`: it may open the browser.
+    fn host(&self, interactive: bool) -> Host {
+        manager(
+            config(&self.server),
+            self.state.path(),
+            &self.browser,
+            interactive,
+        )
+    }
+
+    /// How many logins opened the browser.
+    fn opened(&self) -> usize {
+        self.browser.opened.load(Ordering::SeqCst)
+    }
+
+    /// Logs in the way `mcp login` does; returns a non-interactive host connected with the
+    /// stored tokens.
+    async fn logged_in(&self) -> Host {
+        let interactive = self.host(true);
+        assert_eq!(settled(&interactive).await.label(), "connected");
+        interactive.shutdown().await;
+        let host = self.host(false);
+        assert_eq!(settled(&host).await.label(), "connected");
+        host
+    }
 }
 
 async fn settled(host: &Host) -> ServerState {
     host.wait_for("guarded", SETTLE).await.unwrap()
 }
 
+async fn call_echo(host: &Host, text: &str) -> Result<switchboard::CallOutcome, CallError> {
+    host.call(
+        "mcp__guarded__echo",
+        json!({"text": text}).as_object().cloned().unwrap(),
+        Default::default(),
+    )
+    .await
+}
+
 async fn echo(host: &Host, text: &str) -> String {
+    call_echo(host, text).await.unwrap().result.to_string()
+}
+
+/// Calls the `authenticate` pseudo-tool as a person on the command line (their approval):
+/// its text, which names the URL to open.
+async fn authenticate(host: &Host) -> String {
+    let options = CallOptions {
+        source: CallSource::CommandLine,
+        ..CallOptions::default()
+    };
     let outcome = host
-        .call(
-            "mcp__guarded__echo",
-            json!({"text": text}).as_object().cloned().unwrap(),
-            Default::default(),
-        )
+        .call("mcp__guarded__authenticate", Default::default(), options)
         .await
         .unwrap();
     outcome.result.to_string()
+}
+
+/// Waits, at most `SETTLE`, for `events` to say `guarded` connected (the browser stand-in
+/// completes a login in the background).
+async fn connected_after_login(events: &mut switchboard::Events) {
+    tokio::time::timeout(SETTLE, async {
+        loop {
+            if let Some(HostEvent::Server(switchboard::ServerEvent::State { server, state })) =
+                events.recv().await
+                && server == "guarded"
+                && state.label() == "connected"
+            {
+                return;
+            }
+        }
+    })
+    .await
+    .expect("connected after the login");
 }
 
 fn message(state: &ServerState) -> String {
@@ -84,18 +153,20 @@ fn message(state: &ServerState) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_whole_flow_connects_and_stores_tokens_owner_only() {
     use std::os::unix::fs::PermissionsExt;
-    let server = oauth_server(&[]);
-    let state = tempfile::tempdir().unwrap();
-    let browser = Arc::new(Browser::default());
-    let manager = manager(config(&server), state.path(), &browser, true);
+    let kit = Guarded::start(&[]);
+    let manager = kit.host(true);
     assert_eq!(settled(&manager).await.label(), "connected");
     assert!(echo(&manager, "through").await.contains("through"));
-    assert_eq!(browser.opened.load(Ordering::SeqCst), 1);
+    assert_eq!(kit.opened(), 1);
     manager.shutdown().await;
-    assert!(server.stderr().contains("oauth: registered a client"));
-    assert!(server.stderr().contains(r#"oauth: authorize scope="mcp""#));
+    assert!(kit.server.stderr().contains("oauth: registered a client"));
+    assert!(
+        kit.server
+            .stderr()
+            .contains(r#"oauth: authorize scope="mcp""#)
+    );
 
-    let file = state.path().join("oauth-tokens.json");
+    let file = kit.state.path().join("oauth-tokens.json");
     let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600, "the token file is the owner's only");
     assert!(
@@ -105,119 +176,61 @@ async fn the_whole_flow_connects_and_stores_tokens_owner_only() {
     );
 
     // A second run uses the stored token: no browser.
-    let manager = manager_again(&server, state.path(), &browser).await;
+    let manager = kit.host(false);
     assert_eq!(settled(&manager).await.label(), "connected");
-    assert_eq!(browser.opened.load(Ordering::SeqCst), 1);
+    assert_eq!(kit.opened(), 1);
     manager.shutdown().await;
-}
-
-async fn manager_again(
-    server: &TestServer,
-    state: &std::path::Path,
-    browser: &Arc<Browser>,
-) -> Host {
-    manager(config(server), state, browser, false)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_about_to_expire_is_refreshed_before_use() {
     // 30 s tokens are inside the 60 s refresh margin: each connect refreshes first.
-    let server = oauth_server(&["--oauth-token-ttl", "30"]);
-    let state = tempfile::tempdir().unwrap();
-    let browser = Arc::new(Browser::default());
-    let first = manager(config(&server), state.path(), &browser, true);
+    let kit = Guarded::start(&["--oauth-token-ttl", "30"]);
+    let first = kit.host(true);
     assert_eq!(settled(&first).await.label(), "connected");
     first.shutdown().await;
 
-    let second = manager(config(&server), state.path(), &browser, false);
+    let second = kit.host(false);
     assert_eq!(settled(&second).await.label(), "connected");
     assert!(echo(&second, "fresh").await.contains("fresh"));
     second.shutdown().await;
-    assert_eq!(browser.opened.load(Ordering::SeqCst), 1, "no second login");
-    assert!(
-        server.stderr().contains("oauth: refreshed"),
-        "{}",
-        server.stderr()
-    );
-    assert!(!server.stderr().contains("reused"));
-}
-
-async fn post(server: &TestServer, path: &str) {
-    let endpoint = server.url();
-    let url = format!(
-        "{}{path}",
-        endpoint
-            .strip_suffix("/mcp")
-            .or_else(|| endpoint.strip_suffix("/sse"))
-            .unwrap_or(endpoint)
-    );
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = reqwest::Client::builder()
-        .tls_backend_rustls()
-        .build()
-        .unwrap();
-    assert!(client.post(url).send().await.unwrap().status().is_success());
+    assert_eq!(kit.opened(), 1, "no second login");
+    let log = kit.server.stderr();
+    assert!(log.contains("oauth: refreshed"), "{log}");
+    assert!(!log.contains("reused"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_401_in_the_middle_of_a_session_refreshes_and_the_call_goes_through() {
-    let server = oauth_server(&[]);
-    let state = tempfile::tempdir().unwrap();
-    let browser = Arc::new(Browser::default());
-    let manager = manager(config(&server), state.path(), &browser, false);
+    let kit = Guarded::start(&[]);
+    let manager = kit.host(false);
     // Not logged in: needs-auth; log in the way `mcp login` does, then connect.
     assert_eq!(settled(&manager).await.label(), "needs-auth");
     manager.shutdown().await;
-    switchboard::forget_needs_auth(state.path(), "guarded");
-    let interactive = self::manager(config(&server), state.path(), &browser, true);
-    assert_eq!(settled(&interactive).await.label(), "connected");
-    interactive.shutdown().await;
-
-    let manager = self::manager(config(&server), state.path(), &browser, false);
-    assert_eq!(settled(&manager).await.label(), "connected");
+    switchboard::forget_needs_auth(kit.state.path(), "guarded");
+    let manager = kit.logged_in().await;
     assert!(echo(&manager, "before").await.contains("before"));
-    post(&server, "/test/expire-access").await;
+    control(&kit.server, "/test/expire-access").await;
     assert!(echo(&manager, "after").await.contains("after"));
-    let log = server.stderr();
+    let log = kit.server.stderr();
     let after = &log[log.find("oauth: expired every access token").unwrap()..];
     assert!(after.contains("oauth: 401 (bad token)"), "{after}");
     assert!(after.contains("oauth: refreshed"), "{after}");
-    assert_eq!(
-        browser.opened.load(Ordering::SeqCst),
-        1,
-        "a refresh, not a login"
-    );
+    assert_eq!(kit.opened(), 1, "a refresh, not a login");
     manager.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_revoked_refresh_token_means_needs_auth_with_how_to_log_in() {
-    let server = oauth_server(&["--oauth-token-ttl", "30"]);
-    let state = tempfile::tempdir().unwrap();
-    let browser = Arc::new(Browser::default());
-    let first = manager(config(&server), state.path(), &browser, true);
+    let kit = Guarded::start(&["--oauth-token-ttl", "30"]);
+    let first = kit.host(true);
     assert_eq!(settled(&first).await.label(), "connected");
     first.shutdown().await;
 
-    let revoke = format!("{}/test/revoke-all", server.url().trim_end_matches("/mcp"));
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = reqwest::Client::builder()
-        .tls_backend_rustls()
-        .build()
-        .unwrap();
-    assert!(
-        client
-            .post(revoke)
-            .send()
-            .await
-            .unwrap()
-            .status()
-            .is_success()
-    );
+    control(&kit.server, "/test/revoke-all").await;
 
-    let second = manager(config(&server), state.path(), &browser, false);
-    let state_now = settled(&second).await;
-    let text = message(&state_now);
+    let second = kit.host(false);
+    let text = message(&settled(&second).await);
     assert!(text.starts_with("needs-auth: "), "{text}");
     assert!(
         text.contains("refused the refresh token (invalid_grant"),
@@ -225,19 +238,17 @@ async fn a_revoked_refresh_token_means_needs_auth_with_how_to_log_in() {
     );
     assert!(text.contains("switchboard mcp login guarded"), "{text}");
     second.shutdown().await;
-    assert_eq!(browser.opened.load(Ordering::SeqCst), 1);
+    assert_eq!(kit.opened(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn insufficient_scope_steps_up_with_the_union_of_scopes() {
-    let server = oauth_server(&["--oauth-tool-scope", "echo=admin"]);
-    let state = tempfile::tempdir().unwrap();
-    let browser = Arc::new(Browser::default());
-    let manager = manager(config(&server), state.path(), &browser, true);
+    let kit = Guarded::start(&["--oauth-tool-scope", "echo=admin"]);
+    let manager = kit.host(true);
     assert_eq!(settled(&manager).await.label(), "connected");
     assert!(echo(&manager, "admin only").await.contains("admin only"));
     manager.shutdown().await;
-    let log = server.stderr();
+    let log = kit.server.stderr();
     assert!(
         log.contains("oauth: 403 insufficient_scope for echo"),
         "{log}"
@@ -246,61 +257,49 @@ async fn insufficient_scope_steps_up_with_the_union_of_scopes() {
         log.contains(r#"oauth: authorize scope="mcp admin""#),
         "{log}"
     );
-    assert_eq!(browser.opened.load(Ordering::SeqCst), 2);
+    assert_eq!(kit.opened(), 2);
+}
+
+/// The message of the guarded server's state once a host that may log in settled: the
+/// refusals below end there, before any browser.
+async fn refused(kit: &Guarded) -> String {
+    let manager = kit.host(true);
+    let text = message(&settled(&manager).await);
+    manager.shutdown().await;
+    text
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_issuer_that_does_not_match_is_refused() {
-    let server = oauth_server(&["--oauth-issuer", "https://issuer.invalid"]);
-    let state = tempfile::tempdir().unwrap();
-    let browser = Arc::new(Browser::default());
-    let manager = manager(config(&server), state.path(), &browser, true);
-    let text = message(&settled(&manager).await);
+    let kit = Guarded::start(&["--oauth-issuer", "https://issuer.invalid"]);
+    let text = refused(&kit).await;
     assert!(
         text.starts_with("failed: authorization failed: refused"),
         "{text}"
     );
     assert!(text.contains("issuer `https://issuer.invalid`"), "{text}");
-    assert_eq!(
-        browser.opened.load(Ordering::SeqCst),
-        0,
-        "no browser for a mismatch"
-    );
-    manager.shutdown().await;
+    assert_eq!(kit.opened(), 0, "no browser for a mismatch");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resource_that_is_not_this_server_is_refused() {
-    let server = oauth_server(&["--oauth-resource", "http://127.0.0.1:1/elsewhere"]);
-    let state = tempfile::tempdir().unwrap();
-    let browser = Arc::new(Browser::default());
-    let manager = manager(config(&server), state.path(), &browser, true);
-    let text = message(&settled(&manager).await);
+    let kit = Guarded::start(&["--oauth-resource", "http://127.0.0.1:1/elsewhere"]);
+    let text = refused(&kit).await;
     assert!(
         text.contains("refused: the protected resource metadata is for another resource"),
         "{text}"
     );
-    assert_eq!(browser.opened.load(Ordering::SeqCst), 0);
-    manager.shutdown().await;
+    assert_eq!(kit.opened(), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_authenticate_pseudo_tool_logs_in_and_gives_way_to_the_real_tools() {
-    use switchboard::host::{CallOptions, Host};
     let server = oauth_server(&[]);
     let tree = switchboard_testkit::config_tree::ConfigTree::new().unwrap();
-    tree.write(
-        tree.user_file(),
-        &json!({"mcpServers": {"guarded": {"type": "http", "url": server.url()}}}).to_string(),
-    )
-    .unwrap();
-    let env: switchboard::config::Environment = tree.env().into_iter().collect();
     let browser = Arc::new(Browser::default());
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let host = Host::builder()
-        .discover(tree.project())
-        .env(env)
-        .output_dir(tree.root().join("out"))
+    let servers = json!({"guarded": {"type": "http", "url": server.url()}});
+    let host = switchboard_testkit::host::servers_builder(&tree, servers)
         .auth(AuthOptions {
             store: TokenStore::in_dir(tree.state_dir()),
             opener: browser.clone(),
@@ -310,15 +309,8 @@ async fn the_authenticate_pseudo_tool_logs_in_and_gives_way_to_the_real_tools() 
         .unwrap();
     let state = host.wait_for("guarded", SETTLE).await.unwrap();
     assert_eq!(state.label(), "needs-auth");
-    let names = |snapshot: switchboard::Snapshot| -> Vec<String> {
-        snapshot
-            .tools
-            .into_iter()
-            .map(|t| t.qualified_name)
-            .collect()
-    };
     assert_eq!(
-        names(host.tools().await),
+        qualified_names(&host).await,
         ["mcp__guarded__authenticate"],
         "only the pseudo-tool while the server needs authorization"
     );
@@ -333,26 +325,12 @@ async fn the_authenticate_pseudo_tool_logs_in_and_gives_way_to_the_real_tools() 
         )
         .await
         .unwrap_err();
-    assert!(
-        matches!(denied, switchboard::host::CallError::Denied(_)),
-        "{denied}"
-    );
+    assert!(matches!(denied, CallError::Denied(_)), "{denied}");
     assert_eq!(browser.opened.load(Ordering::SeqCst), 0);
 
     // A person's call on the command line is their approval.
     let mut events = host.events();
-    let outcome = host
-        .call(
-            "mcp__guarded__authenticate",
-            Default::default(),
-            CallOptions {
-                source: switchboard::permissions::CallSource::CommandLine,
-                ..CallOptions::default()
-            },
-        )
-        .await
-        .unwrap();
-    let text = outcome.result.to_string();
+    let text = authenticate(&host).await;
     assert!(
         text.contains("Open this URL to authorize `guarded`"),
         "{text}"
@@ -360,22 +338,8 @@ async fn the_authenticate_pseudo_tool_logs_in_and_gives_way_to_the_real_tools() 
     assert!(text.contains("/authorize?response_type=code"), "{text}");
 
     // The browser stand-in completes the login in the background; the server connects.
-    tokio::time::timeout(SETTLE, async {
-        loop {
-            if let Some(switchboard::host::HostEvent::Server(switchboard::ServerEvent::State {
-                server,
-                state,
-            })) = events.recv().await
-                && server == "guarded"
-                && state.label() == "connected"
-            {
-                return;
-            }
-        }
-    })
-    .await
-    .expect("connected after the login");
-    let tools = names(host.tools().await);
+    connected_after_login(&mut events).await;
+    let tools = qualified_names(&host).await;
     assert!(
         tools.contains(&"mcp__guarded__echo".to_owned()),
         "{tools:?}"
@@ -392,54 +356,39 @@ async fn the_authenticate_pseudo_tool_logs_in_and_gives_way_to_the_real_tools() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_authorization_server_that_advertises_no_pkce_is_refused() {
-    let server = oauth_server(&["--oauth-no-pkce"]);
-    let state = tempfile::tempdir().unwrap();
-    let browser = Arc::new(Browser::default());
-    let manager = manager(config(&server), state.path(), &browser, true);
-    let text = message(&settled(&manager).await);
+    let kit = Guarded::start(&["--oauth-no-pkce"]);
+    let text = refused(&kit).await;
     assert!(
         text.contains("refused: the authorization server metadata advertises no PKCE methods"),
         "{text}"
     );
-    assert_eq!(browser.opened.load(Ordering::SeqCst), 0);
-    assert!(!server.stderr().contains("oauth: authorize"));
-    manager.shutdown().await;
+    assert_eq!(kit.opened(), 0);
+    assert!(!kit.server.stderr().contains("oauth: authorize"));
 }
 
-/// Logs in to `server` the way `mcp login` does and returns a non-interactive host connected
-/// with the stored tokens.
-async fn logged_in(server: &TestServer, state: &std::path::Path, browser: &Arc<Browser>) -> Host {
-    let interactive = manager(config(server), state, browser, true);
-    assert_eq!(settled(&interactive).await.label(), "connected");
-    interactive.shutdown().await;
-    let host = manager(config(server), state, browser, false);
-    assert_eq!(settled(&host).await.label(), "connected");
-    host
+/// What a call of `echo` after every token was revoked fails with: refreshed once, refused,
+/// and that call already says how to log in. The error's chain.
+async fn echo_after_revoking(kit: &Guarded, host: &Host) -> String {
+    control(&kit.server, "/test/revoke-all").await;
+    let error = call_echo(host, "after").await.unwrap_err();
+    let text = switchboard::error_chain(&error);
+    assert!(error.needs_auth(), "{text}");
+    assert!(text.contains("switchboard mcp login guarded"), "{text}");
+    let now = message(&host.server_state("guarded").unwrap());
+    assert!(now.starts_with("needs-auth: "), "{now}");
+    text
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_revoked_mid_session_means_needs_auth_within_one_call() {
-    let server = oauth_server(&[]);
-    let state = tempfile::tempdir().unwrap();
-    let browser = Arc::new(Browser::default());
-    let host = logged_in(&server, state.path(), &browser).await;
+    let kit = Guarded::start(&[]);
+    let host = kit.logged_in().await;
     assert!(echo(&host, "before").await.contains("before"));
 
     // Access and refresh tokens revoked: the 401 is refreshed once, refused, and that call
     // already fails saying how to log in.
-    post(&server, "/test/revoke-all").await;
-    let error = host
-        .call(
-            "mcp__guarded__echo",
-            json!({"text": "after"}).as_object().cloned().unwrap(),
-            Default::default(),
-        )
-        .await
-        .unwrap_err();
-    let text = switchboard::error_chain(&error);
-    assert!(error.needs_auth(), "{text}");
+    let text = echo_after_revoking(&kit, &host).await;
     assert!(text.contains("server `guarded`"), "{text}");
-    assert!(text.contains("switchboard mcp login guarded"), "{text}");
     assert!(
         text.contains("refused the refresh token (invalid_grant"),
         "{text}"
@@ -447,35 +396,20 @@ async fn a_token_revoked_mid_session_means_needs_auth_within_one_call() {
 
     // The server is in needs-auth now, not after two more failures: the next call is refused
     // without a request, and only the `authenticate` pseudo-tool is listed.
-    let now = host.server_state("guarded").unwrap();
-    let now = message(&now);
-    assert!(now.starts_with("needs-auth: "), "{now}");
+    let now = message(&host.server_state("guarded").unwrap());
     assert!(now.contains("switchboard mcp login guarded"), "{now}");
-    let again = host
-        .call(
-            "mcp__guarded__echo",
-            json!({"text": "again"}).as_object().cloned().unwrap(),
-            Default::default(),
-        )
-        .await
-        .unwrap_err();
+    let again = call_echo(&host, "again").await.unwrap_err();
     assert!(again.needs_auth(), "{}", switchboard::error_chain(&again));
-    let tools: Vec<String> = host
-        .tools()
-        .await
-        .tools
-        .into_iter()
-        .map(|t| t.qualified_name)
-        .collect();
+    let tools = qualified_names(&host).await;
     assert_eq!(tools, ["mcp__guarded__authenticate"]);
-    let log = server.stderr();
+    let log = kit.server.stderr();
     let after = &log[log.find("oauth: revoked every token").unwrap()..];
     assert_eq!(
         after.matches("oauth: unknown refresh token").count(),
         1,
         "one refresh:\n{after}"
     );
-    assert_eq!(browser.opened.load(Ordering::SeqCst), 1, "no browser");
+    assert_eq!(kit.opened(), 1, "no browser");
     host.shutdown().await;
 }
 
@@ -484,58 +418,22 @@ async fn a_token_revoked_mid_session_means_needs_auth_within_one_call() {
 /// moves it back to `needs-auth` within one call.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_sse_server_behind_oauth_logs_in_connects_and_calls() {
-    use switchboard::host::CallOptions;
     let server = TestServer::start(Transport::Sse, ["--oauth"]).expect("testkit-server starts");
-    let state = tempfile::tempdir().unwrap();
-    let browser = Arc::new(Browser::default());
-    let sse = common::server("guarded", json!({"type": "sse", "url": server.url()}));
-    let host = manager(sse, state.path(), &browser, false);
+    let kit = Guarded::behind(server);
+    let sse = common::server("guarded", json!({"type": "sse", "url": kit.server.url()}));
+    let host = manager(sse, kit.state.path(), &kit.browser, false);
     let text = message(&settled(&host).await);
     assert!(text.starts_with("needs-auth: "), "{text}");
-    let tools: Vec<String> = host
-        .tools()
-        .await
-        .tools
-        .into_iter()
-        .map(|t| t.qualified_name)
-        .collect();
+    let tools = qualified_names(&host).await;
     assert_eq!(tools, ["mcp__guarded__authenticate"]);
 
     let mut events = host.events();
-    let outcome = host
-        .call(
-            "mcp__guarded__authenticate",
-            Default::default(),
-            CallOptions {
-                source: switchboard::permissions::CallSource::CommandLine,
-                ..CallOptions::default()
-            },
-        )
-        .await
-        .unwrap();
-    assert!(
-        outcome.result.to_string().contains("/authorize?"),
-        "{}",
-        outcome.result
-    );
-    tokio::time::timeout(SETTLE, async {
-        loop {
-            if let Some(switchboard::host::HostEvent::Server(switchboard::ServerEvent::State {
-                server,
-                state,
-            })) = events.recv().await
-                && server == "guarded"
-                && state.label() == "connected"
-            {
-                return;
-            }
-        }
-    })
-    .await
-    .expect("connected after the login");
+    let text = authenticate(&host).await;
+    assert!(text.contains("/authorize?"), "{text}");
+    connected_after_login(&mut events).await;
     // The POSTs to the message endpoint are guarded too: the call went through with the token.
     assert!(echo(&host, "over sse").await.contains("over sse"));
-    let log = server.stderr();
+    let log = kit.server.stderr();
     assert!(
         log.contains("oauth: authorize scope=\"mcp\" resource=\"http://127.0.0.1:"),
         "{log}"
@@ -547,21 +445,8 @@ async fn an_sse_server_behind_oauth_logs_in_connects_and_calls() {
     let after_login = &log[log.find("oauth: issued tokens").unwrap()..];
     assert!(!after_login.contains("oauth: 401"), "{after_login}");
 
-    post(&server, "/test/revoke-all").await;
-    let error = host
-        .call(
-            "mcp__guarded__echo",
-            json!({"text": "after"}).as_object().cloned().unwrap(),
-            Default::default(),
-        )
-        .await
-        .unwrap_err();
-    let text = switchboard::error_chain(&error);
-    assert!(error.needs_auth(), "{text}");
-    assert!(text.contains("switchboard mcp login guarded"), "{text}");
-    let now = message(&host.server_state("guarded").unwrap());
-    assert!(now.starts_with("needs-auth: "), "{now}");
-    assert_eq!(browser.opened.load(Ordering::SeqCst), 1);
+    echo_after_revoking(&kit, &host).await;
+    assert_eq!(kit.opened(), 1);
     host.shutdown().await;
 }
 

@@ -16,6 +16,7 @@ use switchboard::permissions::{
     PermissionRequest, PermissionSettings,
 };
 use switchboard_testkit::config_tree::ConfigTree;
+use switchboard_testkit::host::write_user_settings;
 
 fn env_of(tree: &ConfigTree) -> Environment {
     tree.env().into_iter().collect()
@@ -50,6 +51,23 @@ fn script(tree: &ConfigTree, name: &str, body: &str) -> String {
         .unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     path.display().to_string()
+}
+
+/// A file a hook leaves behind (`hook-ran`, not there yet), and a command that leaves it:
+/// whether the file exists says whether the hook ran.
+fn marking(tree: &ConfigTree) -> (PathBuf, String) {
+    let marker = tree.root().join("hook-ran");
+    let command = format!("cat >/dev/null; touch '{}'", marker.display());
+    (marker, command)
+}
+
+/// A hook (`allow.sh`) that runs `first`, then answers `allow`.
+fn allowing_hook(tree: &ConfigTree, first: &str) -> String {
+    script(
+        tree,
+        "allow.sh",
+        &format!("{first}; echo '{{\"decision\": \"allow\"}}'"),
+    )
 }
 
 fn hooks_json(event: &str, pattern: &str, command: &[&str], timeout_ms: Option<u64>) -> Value {
@@ -149,11 +167,12 @@ fn managed_rules_cannot_be_overridden() {
         r#"{"permissions": {"deny": ["mcp__shell"], "allow": ["mcp__docs"], "ask": ["mcp__time"]}}"#,
     )
     .unwrap();
-    tree.write(
-        tree.user_file(),
-        r#"{"permissions": {"allow": ["mcp__shell__*", "mcp__time"], "ask": ["mcp__docs__search"], "deny": ["mcp__docs__delete"]}}"#,
-    )
-    .unwrap();
+    let user = json!({"permissions": {
+        "allow": ["mcp__shell__*", "mcp__time"],
+        "ask": ["mcp__docs__search"],
+        "deny": ["mcp__docs__delete"],
+    }});
+    write_user_settings(&tree, &user);
     let settings = load(&tree, false);
     assert_eq!(settings.issues(), &[]);
 
@@ -242,12 +261,8 @@ fn an_untrusted_projects_empty_hooks_say_nothing() {
 #[test]
 fn an_untrusted_projects_allows_and_hooks_are_ignored_with_warnings() {
     let tree = ConfigTree::new().unwrap();
-    let marker = tree.root().join("hook-ran");
-    let hook = script(
-        &tree,
-        "mark.sh",
-        &format!("cat >/dev/null; touch '{}'", marker.display()),
-    );
+    let (_, mark) = marking(&tree);
+    let hook = script(&tree, "mark.sh", &mark);
     let text = json!({
         "permissions": {"allow": ["mcp__fs", "mcp__net"], "deny": ["mcp__shell"]},
         "hooks": hooks_json("preCall", "mcp__*", &[&hook], None),
@@ -284,12 +299,8 @@ fn an_untrusted_projects_allows_and_hooks_are_ignored_with_warnings() {
 #[tokio::test]
 async fn a_trusted_projects_hook_runs_and_an_untrusted_ones_does_not() {
     let tree = ConfigTree::new().unwrap();
-    let marker = tree.root().join("hook-ran");
-    let hook = script(
-        &tree,
-        "mark.sh",
-        &format!("cat >/dev/null; touch '{}'", marker.display()),
-    );
+    let (marker, mark) = marking(&tree);
+    let hook = script(&tree, "mark.sh", &mark);
     let text = json!({"hooks": hooks_json("preCall", "mcp__fs", &[&hook], None)});
     tree.write(project_settings(&tree), &text.to_string())
         .unwrap();
@@ -423,17 +434,10 @@ async fn each_source_meets_ask_its_own_way() {
 async fn a_hook_gets_the_call_on_stdin_and_can_allow_it() {
     let tree = ConfigTree::new().unwrap();
     let seen = tree.root().join("seen.json");
-    let hook = script(
-        &tree,
-        "allow.sh",
-        &format!(
-            "cat > '{}'; echo '{{\"decision\": \"allow\"}}'",
-            seen.display()
-        ),
-    );
+    let hook = allowing_hook(&tree, &format!("cat > '{}'", seen.display()));
     let text =
         json!({"hooks": hooks_json("preCall", "mcp__github__*", &[&hook, "--strict"], None)});
-    tree.write(tree.user_file(), &text.to_string()).unwrap();
+    write_user_settings(&tree, &text);
 
     // The hook's allow stands in for asking: no prompter needed.
     let gate = Gate::new(load(&tree, false), None);
@@ -474,20 +478,13 @@ async fn a_hook_gets_the_call_on_stdin_and_can_allow_it() {
 #[tokio::test]
 async fn a_hooks_allow_never_overrides_a_deny_rule() {
     let tree = ConfigTree::new().unwrap();
-    let marker = tree.root().join("hook-ran");
-    let hook = script(
-        &tree,
-        "allow.sh",
-        &format!(
-            "cat >/dev/null; touch '{}'; echo '{{\"decision\": \"allow\"}}'",
-            marker.display()
-        ),
-    );
+    let (marker, mark) = marking(&tree);
+    let hook = allowing_hook(&tree, &mark);
     let text = json!({
         "permissions": {"deny": ["mcp__fs__write_file"]},
         "hooks": hooks_json("preCall", "mcp__fs", &[&hook], None),
     });
-    tree.write(tree.user_file(), &text.to_string()).unwrap();
+    write_user_settings(&tree, &text);
     let gate = Gate::new(load(&tree, false), None);
     let err = gate
         .check(request("mcp__fs__write_file", CallSource::CommandLine))
@@ -512,7 +509,7 @@ async fn a_hook_rewrites_the_arguments_and_the_next_hook_and_the_prompter_see_th
         {"match": "mcp__fs", "command": [rewrite]},
         {"command": [record]},
     ]}});
-    tree.write(tree.user_file(), &text.to_string()).unwrap();
+    write_user_settings(&tree, &text);
 
     let prompter = Recorder::answering(vec![PermissionAnswer::AllowOnce]);
     let gate = Gate::new(load(&tree, false), Some(prompter.clone()));
@@ -534,7 +531,7 @@ async fn check_with_hook(
     let tree = ConfigTree::new().unwrap();
     let hook = script(&tree, "hook.sh", body);
     let text = json!({"hooks": hooks_json("preCall", "mcp__fs", &[&hook], timeout_ms)});
-    tree.write(tree.user_file(), &text.to_string()).unwrap();
+    write_user_settings(&tree, &text);
     let settings = load(&tree, false);
     assert_eq!(settings.issues(), &[]);
     let result = Gate::new(settings, None)
@@ -600,7 +597,7 @@ async fn a_hook_with_no_opinion_leaves_the_decision_to_the_rules() {
 async fn a_hook_that_cannot_start_denies_the_call() {
     let tree = ConfigTree::new().unwrap();
     let text = json!({"hooks": hooks_json("preCall", "mcp__fs", &["no-such-hook-program"], None)});
-    tree.write(tree.user_file(), &text.to_string()).unwrap();
+    write_user_settings(&tree, &text);
     let err = Gate::new(load(&tree, false), None)
         .check(request("mcp__fs__read", CallSource::CommandLine))
         .await
@@ -620,7 +617,7 @@ async fn the_post_call_hook_sees_the_result_and_its_failure_is_not_an_error() {
         {"match": "mcp__fs__read", "command": [record]},
         {"match": "mcp__other", "command": ["no-such-program"]},
     ]}});
-    tree.write(tree.user_file(), &text.to_string()).unwrap();
+    write_user_settings(&tree, &text);
     let gate = Gate::new(load(&tree, false), None);
     let req = request("mcp__fs__read", CallSource::CommandLine);
     let result = json!({"content": [{"type": "text", "text": "root:x:0:0"}], "isError": false});
@@ -711,7 +708,7 @@ async fn a_broken_pre_call_hook_denies_the_calls_it_would_have_checked() {
         "permissions": {"allow": ["mcp__db", "mcp__fs"]},
         "hooks": {"preCall": [{"match": "mcp__db", "command": []}]},
     });
-    tree.write(tree.user_file(), &text.to_string()).unwrap();
+    write_user_settings(&tree, &text);
     let gate = Gate::new(load(&tree, false), None);
     let err = gate
         .check(request("mcp__db__query", CallSource::CommandLine))

@@ -10,6 +10,7 @@ use switchboard::host::{CallError, CallOptions, Host};
 use switchboard::{ChangeKind, PinChange};
 use switchboard_testkit::config_tree::ConfigTree;
 use switchboard_testkit::file_tools::{FileTools, changed_tools, first_tools};
+use switchboard_testkit::host::{servers_builder, settled_within};
 
 const SETTLE: Duration = Duration::from_secs(60);
 
@@ -23,21 +24,12 @@ fn python() -> String {
 
 /// A host over the tree with the file-tools server as `kit`, once it settled.
 async fn host(tree: &ConfigTree, tools: &FileTools) -> Host {
-    tree.write(
-        tree.user_file(),
-        &json!({"mcpServers": {"kit": tools.entry(&python())}}).to_string(),
+    let servers = json!({"kit": tools.entry(&python())});
+    settled_within(
+        servers_builder(tree, servers).allow(["mcp__kit__*"]),
+        SETTLE,
     )
-    .unwrap();
-    let env: switchboard::config::Environment = tree.env().into_iter().collect();
-    let host = Host::builder()
-        .discover(tree.project())
-        .env(env)
-        .output_dir(tree.root().join("out"))
-        .allow(["mcp__kit__*"])
-        .start()
-        .unwrap();
-    host.wait_settled(SETTLE).await.unwrap();
-    host
+    .await
 }
 
 async fn names(host: &Host) -> Vec<String> {
@@ -180,19 +172,7 @@ async fn an_entry_with_pinning_off_holds_nothing() {
     tools.set(&changed_tools()).unwrap();
     let mut entry = tools.entry(&python());
     entry["pinning"] = json!(false);
-    tree.write(
-        tree.user_file(),
-        &json!({"mcpServers": {"kit": entry}}).to_string(),
-    )
-    .unwrap();
-    let env: switchboard::config::Environment = tree.env().into_iter().collect();
-    let later = Host::builder()
-        .discover(tree.project())
-        .env(env)
-        .output_dir(tree.root().join("out"))
-        .start()
-        .unwrap();
-    later.wait_settled(SETTLE).await.unwrap();
+    let later = settled_within(servers_builder(&tree, json!({"kit": entry})), SETTLE).await;
     assert_eq!(
         names(&later).await,
         ["add", "echo", "greet", "shout", "stay"]

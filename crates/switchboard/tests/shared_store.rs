@@ -14,19 +14,17 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
-use switchboard::auth::{AuthOptions, TokenStore};
+use serde_json::json;
 use switchboard::config::ServerConfig;
-use switchboard::host::{CallOptions, Host, HostEvent};
-use switchboard::permissions::CallSource;
+use switchboard::host::{Host, HostEvent};
 use switchboard::shared::SharedStore;
 use switchboard::{CatalogEvent, ServerState};
+use switchboard_testkit::host::qualified_names;
 use switchboard_testkit::redis::RedisServer;
 use switchboard_testkit::{Browser, TestServer, Transport};
 
+use common::{args, cli, counted, starts};
 use switchboard_testkit::SETTLE;
-
-use switchboard::permissions::AllowAll as Allow;
 
 /// A connection to `redis` of its own, as another process would have.
 async fn connect(redis: &RedisServer) -> SharedStore {
@@ -53,35 +51,11 @@ fn replica_on(
     browser: &Arc<Browser>,
     interactive: bool,
 ) -> Host {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let auth = AuthOptions {
-        // Replaced by the shared store: a replica's own folder holds no tokens.
-        store: TokenStore::in_dir(state),
-        interactive,
-        opener: browser.clone(),
-        ..AuthOptions::default()
-    };
-    Host::builder()
-        .discover(state.to_owned())
-        .env(switchboard::config::Environment::default())
-        .servers(servers)
-        .state_dir(state.to_owned())
-        .auth(auth)
+    // The store replaces the token store in `state`: a replica's own folder holds no tokens.
+    common::auth_builder(servers, state, browser, interactive)
         .store(store)
-        .permissions(Arc::new(Allow))
         .start()
         .unwrap()
-}
-
-fn cli() -> CallOptions {
-    CallOptions {
-        source: CallSource::CommandLine,
-        ..CallOptions::default()
-    }
-}
-
-fn args(value: Value) -> Map<String, Value> {
-    value.as_object().cloned().unwrap()
 }
 
 async fn echo(host: &Host, tool: &str, text: &str) -> Result<String, String> {
@@ -89,15 +63,6 @@ async fn echo(host: &Host, tool: &str, text: &str) -> Result<String, String> {
         .await
         .map(|outcome| outcome.result.to_string())
         .map_err(|e| switchboard::error_chain(&e))
-}
-
-async fn post(server: &TestServer, path: &str) {
-    let url = format!("{}{path}", server.url().strip_suffix("/mcp").unwrap());
-    let client = reqwest::Client::builder()
-        .tls_backend_rustls()
-        .build()
-        .unwrap();
-    assert!(client.post(url).send().await.unwrap().status().is_success());
 }
 
 /// Two replicas share one login; both find the access token refused at once and refresh:
@@ -143,7 +108,7 @@ async fn two_replicas_refreshing_at_once_spend_the_refresh_token_once() {
         assert_eq!(state.label(), "connected", "{state:?}");
     }
 
-    post(&server, "/test/expire-access").await;
+    common::control(&server, "/test/expire-access").await;
     let (one, two) = tokio::join!(
         echo(&first, "mcp__guarded__echo", "one"),
         echo(&second, "mcp__guarded__echo", "two")
@@ -167,22 +132,6 @@ async fn two_replicas_refreshing_at_once_spend_the_refresh_token_once() {
     second.shutdown().await;
 }
 
-/// A testkit server behind `sh`, which counts its starts in `marker`.
-fn counted(marker: &Path) -> Value {
-    let script = format!(
-        "echo started >> '{}'; exec '{}' \"$@\"",
-        marker.display(),
-        switchboard_testkit::server_bin().display()
-    );
-    json!({"command": "/bin/sh", "args": ["-c", script, "testkit-server"], "startup": "lazy"})
-}
-
-fn starts(marker: &Path) -> usize {
-    std::fs::read_to_string(marker)
-        .map(|t| t.lines().count())
-        .unwrap_or(0)
-}
-
 /// A lazy server listed by one replica is listed by another (its own folder empty) from the
 /// shared store, without being started there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -192,7 +141,7 @@ async fn a_list_kept_by_one_replica_is_listed_by_another_without_a_start() {
     };
     let shared = tempfile::tempdir().unwrap();
     let marker = shared.path().join("starts");
-    let entry = common::server("kit", counted(&marker));
+    let entry = common::server("kit", counted(&marker, &json!({"startup": "lazy"})));
     let browser = Arc::new(Browser::default());
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
 
@@ -217,19 +166,13 @@ async fn a_list_kept_by_one_replica_is_listed_by_another_without_a_start() {
         "{:?}",
         second.server_state("kit")
     );
-    let tools: Vec<String> = second
-        .tools()
-        .await
-        .tools
-        .into_iter()
-        .map(|t| t.qualified_name)
-        .collect();
+    let tools = qualified_names(&second).await;
     assert!(tools.contains(&"mcp__kit__echo".to_owned()), "{tools:?}");
     assert_eq!(starts(&marker), 1, "listed without a start");
     second.shutdown().await;
 
     // Another entry under the same name does not trust that list: it starts to list.
-    let mut edited = counted(&marker);
+    let mut edited = counted(&marker, &json!({"startup": "lazy"}));
     edited["args"]
         .as_array_mut()
         .unwrap()
@@ -284,13 +227,7 @@ async fn a_list_change_on_one_replica_reaches_the_other() {
     tokio::time::timeout(SETTLE, heard)
         .await
         .expect("the second replica hears of the new tool");
-    let tools: Vec<String> = second
-        .tools()
-        .await
-        .tools
-        .into_iter()
-        .map(|t| t.qualified_name)
-        .collect();
+    let tools = qualified_names(&second).await;
     assert!(tools.contains(&"mcp__kit__fresh".to_owned()), "{tools:?}");
     first.shutdown().await;
     second.shutdown().await;
@@ -299,11 +236,7 @@ async fn a_list_change_on_one_replica_reaches_the_other() {
 /// A store that cannot be reached is an error naming it (password masked), within seconds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_store_is_a_clear_error() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = switchboard_testkit::ports::unused_port();
     let url = format!("redis://:hunter2@127.0.0.1:{port}/0");
     let err = tokio::time::timeout(Duration::from_secs(30), SharedStore::connect(&url))
         .await

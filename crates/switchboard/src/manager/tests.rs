@@ -102,13 +102,7 @@ async fn both_protocol_generations_connect_and_list_tools() {
         ]
     );
     for name in manager.names() {
-        let tools: Vec<String> = manager
-            .list_tools(&name)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|t| t.name)
-            .collect();
+        let tools = tool_names(&manager, &name).await;
         assert!(tools.contains(&"echo".to_owned()), "{name}: {tools:?}");
     }
     let info = connected(&manager.state("legacy").unwrap()).clone();
@@ -248,7 +242,7 @@ async fn a_crashed_stdio_server_is_failed_with_its_exit_and_a_hung_call_leaves_i
         options(),
     );
     manager.wait_settled(SETTLE).await.unwrap();
-    let args = serde_json::Map::from_iter([("text".to_owned(), json!("hi"))]);
+    let args = echo_args("hi");
     manager
         .call_tool_raw("crashy", "echo", args.clone(), SETTLE)
         .await
@@ -260,14 +254,7 @@ async fn a_crashed_stdio_server_is_failed_with_its_exit_and_a_hung_call_leaves_i
             .await
             .is_err()
     );
-    let state = tokio::time::timeout(
-        SETTLE,
-        watch.wait_for(|s| matches!(s, ServerState::Failed(_))),
-    )
-    .await
-    .unwrap()
-    .unwrap()
-    .clone();
+    let state = next_state(&mut watch, |s| matches!(s, ServerState::Failed(_))).await;
     assert_eq!(failure(&state).message, "the server exited (exit code 3)");
 
     let err = manager
@@ -323,13 +310,7 @@ async fn a_restart_policy_retries_with_the_backoff_schedule_then_fails() {
         failure(&state).message,
         "the server exited during the handshake (exit code 1)"
     );
-    let secs: Vec<u64> = waited
-        .lock()
-        .unwrap()
-        .iter()
-        .map(Duration::as_secs)
-        .collect();
-    assert_eq!(secs, [1, 2, 4, 8, 16]);
+    assert_eq!(waited_secs(&waited), [1, 2, 4, 8, 16]);
     drop(events.try_recv());
     manager.shutdown().await;
 }
@@ -350,20 +331,8 @@ async fn a_restart_policy_brings_a_crashed_server_back() {
         .call_tool_raw("phoenix", "echo", serde_json::Map::new(), SETTLE)
         .await;
     // Pending, then connected again with a new process.
-    tokio::time::timeout(
-        SETTLE,
-        watch.wait_for(|s| matches!(s, ServerState::Pending { .. })),
-    )
-    .await
-    .unwrap()
-    .unwrap();
-    tokio::time::timeout(
-        SETTLE,
-        watch.wait_for(|s| matches!(s, ServerState::Connected(_))),
-    )
-    .await
-    .unwrap()
-    .unwrap();
+    next_state(&mut watch, |s| matches!(s, ServerState::Pending { .. })).await;
+    next_state(&mut watch, |s| matches!(s, ServerState::Connected(_))).await;
     let second = manager.process_id("phoenix").unwrap();
     assert_ne!(first, second);
     assert!(!pid_alive(first));
@@ -425,13 +394,7 @@ async fn disabling_shuts_a_server_down_and_enabling_connects_it() {
 
     manager.set_enabled("off", true).unwrap();
     let mut watch = manager.watch("off").unwrap();
-    tokio::time::timeout(
-        SETTLE,
-        watch.wait_for(|s| matches!(s, ServerState::Connected(_))),
-    )
-    .await
-    .unwrap()
-    .unwrap();
+    next_state(&mut watch, |s| matches!(s, ServerState::Connected(_))).await;
     manager.shutdown().await;
 }
 
@@ -466,12 +429,7 @@ async fn an_in_process_server_connects_with_no_process_and_no_socket() {
     manager.wait_settled(SETTLE).await.unwrap();
     connected(&manager.state("embedded").unwrap());
     assert_eq!(manager.process_id("embedded"), None);
-    let args = serde_json::Map::from_iter([("text".to_owned(), json!("in memory"))]);
-    let result = manager
-        .call_tool_raw("embedded", "echo", args, SETTLE)
-        .await
-        .unwrap();
-    assert_eq!(result["content"][0]["text"], "in memory");
+    assert_eq!(echo(&manager, "embedded", "in memory").await, "in memory");
     assert_eq!(
         failure(&manager.state("unregistered").unwrap()).message,
         "no in-process server of this name is registered by the program"
@@ -508,12 +466,10 @@ async fn a_result_over_the_line_limit_fails_its_call_and_the_server_stays_usable
     );
     assert!(!text.contains("no answer within"), "{text}");
 
-    let args = serde_json::Map::from_iter([("text".to_owned(), json!("still in sync"))]);
-    let result = manager
-        .call_tool_raw("bigmouth", "echo", args, SETTLE)
-        .await
-        .unwrap();
-    assert_eq!(result["content"][0]["text"], "still in sync");
+    assert_eq!(
+        echo(&manager, "bigmouth", "still in sync").await,
+        "still in sync"
+    );
     connected(&manager.state("bigmouth").unwrap());
     manager.shutdown().await;
 }
@@ -536,6 +492,53 @@ pub(super) fn server_in(name: &str, entry: serde_json::Value, env: &Environment)
 /// [`server_in`] with the process's own environment.
 pub(super) fn server(name: &str, entry: serde_json::Value) -> ServerConfig {
     server_in(name, entry, &Environment::capture())
+}
+
+/// The names of the tools `name` lists.
+pub(super) async fn tool_names(manager: &ServerManager, name: &str) -> Vec<String> {
+    manager
+        .list_tools(name)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect()
+}
+
+/// The arguments of the testkit's `echo`.
+pub(super) fn echo_args(text: &str) -> serde_json::Map<String, serde_json::Value> {
+    serde_json::Map::from_iter([("text".to_owned(), json!(text))])
+}
+
+/// The text `name`'s `echo` says back, which must answer within `SETTLE`.
+pub(super) async fn echo(manager: &ServerManager, name: &str, text: &str) -> serde_json::Value {
+    let result = manager
+        .call_tool_raw(name, "echo", echo_args(text), SETTLE)
+        .await
+        .unwrap();
+    result["content"][0]["text"].clone()
+}
+
+/// The next state on `watch` that `wanted` accepts, within `SETTLE`.
+pub(super) async fn next_state(
+    watch: &mut tokio::sync::watch::Receiver<ServerState>,
+    wanted: impl FnMut(&ServerState) -> bool,
+) -> ServerState {
+    tokio::time::timeout(SETTLE, watch.wait_for(wanted))
+        .await
+        .expect("the state came within SETTLE")
+        .unwrap()
+        .clone()
+}
+
+/// The delays a [`recording_sleeper`] was asked for, in seconds.
+pub(super) fn waited_secs(waited: &std::sync::Mutex<Vec<std::time::Duration>>) -> Vec<u64> {
+    waited
+        .lock()
+        .unwrap()
+        .iter()
+        .map(Duration::as_secs)
+        .collect()
 }
 
 /// A reconnect sleeper that returns at once and records every delay it was asked for.

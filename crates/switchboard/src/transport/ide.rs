@@ -247,6 +247,23 @@ mod tests {
 
     const REQUIRE: &str = "X-Claude-Code-Ide-Authorization=ide-secret";
 
+    /// What `transport` (`sse_ide` or `ws_ide`) opens with `config` and an empty environment.
+    async fn open(
+        transport: impl AsyncFn(
+            &IdeTransport,
+            &Environment,
+            MessageLimit,
+        ) -> Result<ChannelTransport, RemoteError>,
+        config: &IdeTransport,
+    ) -> Result<ChannelTransport, RemoteError> {
+        let environment = Environment::default();
+        bounded(
+            "the IDE's transport",
+            transport(config, &environment, test_limit()),
+        )
+        .await
+    }
+
     #[tokio::test]
     async fn the_lock_file_token_is_sent_over_sse_and_ws() {
         let dir = tempfile::tempdir().unwrap();
@@ -256,45 +273,18 @@ mod tests {
         );
 
         let testkit = server(Transport::Sse, &["--require-header", REQUIRE]);
-        let transport = bounded(
-            "sse-ide",
-            sse_ide(
-                &config(&testkit, Some(&path)),
-                &Environment::default(),
-                test_limit(),
-            ),
-        )
-        .await
-        .unwrap();
+        let transport = open(sse_ide, &config(&testkit, Some(&path))).await;
         assert_eq!(
-            list_and_echo(&session(transport).await, "sse-ide").await,
+            list_and_echo(&session(transport.unwrap()).await, "sse-ide").await,
             "sse-ide"
         );
-        let refused = bounded(
-            "sse-ide",
-            sse_ide(
-                &config(&testkit, None),
-                &Environment::default(),
-                test_limit(),
-            ),
-        )
-        .await
-        .unwrap_err();
+        let refused = open(sse_ide, &config(&testkit, None)).await.unwrap_err();
         assert_eq!(auth_challenge(&refused).map(|c| c.status), Some(401));
 
         let testkit = server(Transport::Ws, &["--require-header", REQUIRE]);
-        let transport = bounded(
-            "ws-ide",
-            ws_ide(
-                &config(&testkit, Some(&path)),
-                &Environment::default(),
-                test_limit(),
-            ),
-        )
-        .await
-        .unwrap();
+        let transport = open(ws_ide, &config(&testkit, Some(&path))).await;
         assert_eq!(
-            list_and_echo(&session(transport).await, "ws-ide").await,
+            list_and_echo(&session(transport.unwrap()).await, "ws-ide").await,
             "ws-ide"
         );
     }

@@ -394,6 +394,7 @@ pub(crate) fn parse_incoming(text: &str, transport: &str) -> Option<ServerJsonRp
 pub(crate) mod test_support {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+    use std::collections::BTreeMap;
     use std::time::Duration;
 
     use rmcp::ServiceExt;
@@ -435,6 +436,37 @@ pub(crate) mod test_support {
         bounded("the handshake", ClientConfig::default().serve(transport))
             .await
             .expect("the handshake succeeds")
+    }
+
+    /// Against a server on `transport` that wants the bearer `sesame`, what `open` opens (`what`,
+    /// in messages) without headers is refused with a 401 and its `Bearer` challenge; with the
+    /// header, a session over it lists and echoes.
+    pub(crate) async fn refused_without_the_bearer(
+        transport: Transport,
+        what: &str,
+        open: impl AsyncFn(
+            &url::Url,
+            &BTreeMap<String, String>,
+        ) -> Result<super::ChannelTransport, super::RemoteError>,
+    ) {
+        let testkit = server(transport, &["--require-token", "sesame"]);
+        let url = url::Url::parse(testkit.url()).unwrap();
+        let refused = bounded(&format!("the refused {what}"), open(&url, &BTreeMap::new())).await;
+        let Err(err) = refused else {
+            panic!("no token, no {what}");
+        };
+        let challenge = super::auth_challenge(&err).expect("a 401");
+        assert_eq!(
+            (challenge.status, challenge.www_authenticate.as_deref()),
+            (401, Some("Bearer"))
+        );
+
+        let headers = BTreeMap::from([("Authorization".to_owned(), "Bearer sesame".to_owned())]);
+        let transport = bounded(&format!("the {what}"), open(&url, &headers))
+            .await
+            .unwrap();
+        let client = session(transport).await;
+        assert_eq!(list_and_echo(&client, "in").await, "in");
     }
 
     /// Lists the tools and calls `echo`; returns the echoed text.

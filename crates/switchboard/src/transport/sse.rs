@@ -364,24 +364,29 @@ mod tests {
     use switchboard_testkit::Transport;
 
     use super::*;
-    use crate::transport::remote::auth_challenge;
     use crate::transport::remote::test_support::{
-        WAIT, bounded, list_and_echo, progress_of_slow, server, session, test_limit,
+        WAIT, bounded, list_and_echo, progress_of_slow, refused_without_the_bearer, server,
+        session, test_limit,
     };
 
     fn url(server: &switchboard_testkit::TestServer) -> url::Url {
         url::Url::parse(server.url()).unwrap()
     }
 
+    /// The event stream to `testkit`, without headers.
+    async fn stream_to(testkit: &switchboard_testkit::TestServer) -> ChannelTransport {
+        bounded(
+            "the event stream",
+            sse(&url(testkit), &BTreeMap::new(), test_limit()),
+        )
+        .await
+        .unwrap()
+    }
+
     #[tokio::test]
     async fn lists_calls_and_reuses_one_connection_for_posts() {
         let testkit = server(Transport::Sse, &["--log-connections"]);
-        let transport = bounded(
-            "the event stream",
-            sse(&url(&testkit), &BTreeMap::new(), test_limit()),
-        )
-        .await
-        .unwrap();
+        let transport = stream_to(&testkit).await;
         let client = session(transport).await;
         assert_eq!(list_and_echo(&client, "over sse").await, "over sse");
         for n in 0..5 {
@@ -400,51 +405,23 @@ mod tests {
     #[tokio::test]
     async fn progress_notifications_arrive() {
         let testkit = server(Transport::Sse, &[]);
-        let transport = bounded(
-            "the event stream",
-            sse(&url(&testkit), &BTreeMap::new(), test_limit()),
-        )
-        .await
-        .unwrap();
+        let transport = stream_to(&testkit).await;
         assert_eq!(progress_of_slow(transport, 3).await, vec![1.0, 2.0, 3.0]);
     }
 
     #[tokio::test]
     async fn unauthorized_is_recognised_and_the_header_gets_in() {
-        let testkit = server(Transport::Sse, &["--require-token", "sesame"]);
-        let err = bounded(
-            "the refused stream",
-            sse(&url(&testkit), &BTreeMap::new(), test_limit()),
-        )
-        .await
-        .expect_err("no token, no stream");
-        let challenge = auth_challenge(&err).expect("a 401");
-        assert_eq!(
-            (challenge.status, challenge.www_authenticate.as_deref()),
-            (401, Some("Bearer"))
-        );
-
-        let headers = BTreeMap::from([("Authorization".to_owned(), "Bearer sesame".to_owned())]);
-        let transport = bounded(
-            "the event stream",
-            sse(&url(&testkit), &headers, test_limit()),
-        )
-        .await
-        .unwrap();
-        let client = session(transport).await;
-        assert_eq!(list_and_echo(&client, "in").await, "in");
+        refused_without_the_bearer(Transport::Sse, "event stream", async |url, headers| {
+            sse(url, headers, test_limit()).await
+        })
+        .await;
     }
 
     #[tokio::test]
     async fn a_closed_stream_ends_the_transport() {
         use rmcp::transport::Transport as _;
         let mut testkit = server(Transport::Sse, &[]);
-        let mut transport = bounded(
-            "the event stream",
-            sse(&url(&testkit), &BTreeMap::new(), test_limit()),
-        )
-        .await
-        .unwrap();
+        let mut transport = stream_to(&testkit).await;
         testkit.kill();
         assert!(
             bounded("the end of the stream", transport.receive())

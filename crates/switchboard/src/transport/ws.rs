@@ -180,60 +180,42 @@ mod tests {
     use tokio::net::TcpListener;
 
     use super::*;
-    use crate::transport::remote::auth_challenge;
     use crate::transport::remote::test_support::{
-        bounded, list_and_echo, progress_of_slow, server, session, test_limit,
+        bounded, list_and_echo, progress_of_slow, refused_without_the_bearer, server, session,
+        test_limit,
     };
 
     fn url(server: &switchboard_testkit::TestServer) -> url::Url {
         url::Url::parse(server.url()).unwrap()
     }
 
+    /// The WebSocket to `testkit`, without headers.
+    async fn upgrade_to(testkit: &switchboard_testkit::TestServer) -> ChannelTransport {
+        bounded(
+            "the upgrade",
+            websocket(&url(testkit), &BTreeMap::new(), test_limit()),
+        )
+        .await
+        .unwrap()
+    }
+
     #[tokio::test]
     async fn lists_calls_and_reports_progress() {
         let testkit = server(Transport::Ws, &[]);
-        let transport = bounded(
-            "the upgrade",
-            websocket(&url(&testkit), &BTreeMap::new(), test_limit()),
-        )
-        .await
-        .unwrap();
+        let transport = upgrade_to(&testkit).await;
         let client = session(transport).await;
         assert_eq!(list_and_echo(&client, "over ws").await, "over ws");
 
-        let transport = bounded(
-            "the upgrade",
-            websocket(&url(&testkit), &BTreeMap::new(), test_limit()),
-        )
-        .await
-        .unwrap();
+        let transport = upgrade_to(&testkit).await;
         assert_eq!(progress_of_slow(transport, 3).await, vec![1.0, 2.0, 3.0]);
     }
 
     #[tokio::test]
     async fn unauthorized_is_recognised_and_the_header_gets_in() {
-        let testkit = server(Transport::Ws, &["--require-token", "sesame"]);
-        let err = bounded(
-            "the refused upgrade",
-            websocket(&url(&testkit), &BTreeMap::new(), test_limit()),
-        )
-        .await
-        .expect_err("no token, no socket");
-        let challenge = auth_challenge(&err).expect("a 401");
-        assert_eq!(
-            (challenge.status, challenge.www_authenticate.as_deref()),
-            (401, Some("Bearer"))
-        );
-
-        let headers = BTreeMap::from([("Authorization".to_owned(), "Bearer sesame".to_owned())]);
-        let transport = bounded(
-            "the upgrade",
-            websocket(&url(&testkit), &headers, test_limit()),
-        )
-        .await
-        .unwrap();
-        let client = session(transport).await;
-        assert_eq!(list_and_echo(&client, "in").await, "in");
+        refused_without_the_bearer(Transport::Ws, "upgrade", async |url, headers| {
+            websocket(url, headers, test_limit()).await
+        })
+        .await;
     }
 
     /// A WebSocket peer of our own, to ping and to close: it asks for `mcp`, pings, waits

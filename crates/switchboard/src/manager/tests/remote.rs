@@ -3,8 +3,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
-use std::time::Duration;
 
+use super::{echo, next_state, tool_names, waited_secs};
 use crate::config::{Environment, ServerConfig};
 use crate::connection::ServerState;
 use crate::manager::{ManagerOptions, ServerManager, Sleeper};
@@ -78,20 +78,9 @@ async fn every_remote_transport_connects_and_lists_tools() {
         ["http", "ide", "proxy", "sse", "ws"].map(|n| (n.to_owned(), "connected".to_owned()))
     );
     for name in manager.names() {
-        let tools: Vec<String> = manager
-            .list_tools(&name)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|t| t.name)
-            .collect();
+        let tools = tool_names(&manager, &name).await;
         assert!(tools.contains(&"echo".to_owned()), "{name}: {tools:?}");
-        let args = serde_json::Map::from_iter([("text".to_owned(), json!("hi"))]);
-        let result = manager
-            .call_tool_raw(&name, "echo", args, SETTLE)
-            .await
-            .unwrap();
-        assert_eq!(result["content"][0]["text"], "hi", "{name}");
+        assert_eq!(echo(&manager, &name, "hi").await, "hi", "{name}");
     }
     manager.shutdown().await;
 }
@@ -136,12 +125,8 @@ async fn an_expired_http_session_is_renewed_and_the_call_goes_through() {
     );
     manager.wait_settled(SETTLE).await.unwrap();
     for i in 0..8 {
-        let args = serde_json::Map::from_iter([("text".to_owned(), json!(format!("call {i}")))]);
-        let result = manager
-            .call_tool_raw("expiring", "echo", args, SETTLE)
-            .await
-            .unwrap();
-        assert_eq!(result["content"][0]["text"], format!("call {i}"));
+        let text = format!("call {i}");
+        assert_eq!(echo(&manager, "expiring", &text).await, text);
     }
     assert!(matches!(
         manager.state("expiring"),
@@ -150,38 +135,43 @@ async fn an_expired_http_session_is_renewed_and_the_call_goes_through() {
     manager.shutdown().await;
 }
 
+/// On every remote transport, a server that goes away is retried on the remote backoff
+/// schedule and ends failed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_server_that_goes_away_is_retried_on_the_backoff_schedule() {
-    let (sleeper, waited) = super::recording_sleeper();
-    let mut sse = TestServer::start(Transport::Sse, Vec::<String>::new()).unwrap();
-    let manager = ServerManager::start(
-        [server("fragile", json!({"type": "sse", "url": sse.url()}))],
-        ManagerOptions {
-            sleeper,
-            ..options()
-        },
-    );
-    manager.wait_settled(SETTLE).await.unwrap();
-    let mut watch = manager.watch("fragile").unwrap();
-    watch.mark_unchanged();
-    sse.kill();
-    let state = tokio::time::timeout(
-        SETTLE,
-        watch.wait_for(|s| matches!(s, ServerState::Failed(_))),
-    )
-    .await
-    .unwrap()
-    .unwrap()
-    .clone();
-    assert!(label(&state).starts_with("failed: "), "{state:?}");
-    let secs: Vec<u64> = waited
-        .lock()
-        .unwrap()
-        .iter()
-        .map(Duration::as_secs)
-        .collect();
-    assert_eq!(secs, [1, 2, 4, 8, 16]);
-    manager.shutdown().await;
+    for (transport, kind) in [
+        (Transport::Sse, "sse"),
+        (Transport::Http, "http"),
+        (Transport::Ws, "ws"),
+    ] {
+        let (sleeper, waited) = super::recording_sleeper();
+        let mut remote = TestServer::start(transport, Vec::<String>::new()).unwrap();
+        let manager = ServerManager::start(
+            [server("gone", json!({"type": kind, "url": remote.url()}))],
+            ManagerOptions {
+                sleeper,
+                ..options()
+            },
+        );
+        manager.wait_settled(SETTLE).await.unwrap();
+        let mut watch = manager.watch("gone").unwrap();
+        watch.mark_unchanged();
+        remote.kill();
+        // Requests now fail; whether the connection notices by itself or after three terminal
+        // errors in a row, it is redone with the remote backoff and ends failed.
+        for _ in 0..3 {
+            if !matches!(manager.state("gone"), Some(ServerState::Connected(_))) {
+                break;
+            }
+            let _ = manager
+                .call_tool_raw("gone", "echo", serde_json::Map::new(), SETTLE)
+                .await;
+        }
+        let state = next_state(&mut watch, |s| matches!(s, ServerState::Failed(_))).await;
+        assert!(label(&state).starts_with("failed: "), "{kind}: {state:?}");
+        assert_eq!(waited_secs(&waited), [1, 2, 4, 8, 16], "{kind}");
+        manager.shutdown().await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -211,22 +201,10 @@ async fn a_remote_server_that_comes_back_is_reconnected() {
     let mut watch = manager.watch("phoenix").unwrap();
     watch.mark_unchanged();
     ws.kill();
-    tokio::time::timeout(
-        SETTLE,
-        watch.wait_for(|s| matches!(s, ServerState::Pending { .. })),
-    )
-    .await
-    .unwrap()
-    .unwrap();
+    next_state(&mut watch, |s| matches!(s, ServerState::Pending { .. })).await;
     let _again = TestServer::start(Transport::Ws, ["--listen", &addr]).unwrap();
     back_tx.send(true).unwrap();
-    tokio::time::timeout(
-        SETTLE,
-        watch.wait_for(|s| matches!(s, ServerState::Connected(_))),
-    )
-    .await
-    .unwrap()
-    .unwrap();
+    next_state(&mut watch, |s| matches!(s, ServerState::Connected(_))).await;
     assert!(
         manager
             .list_tools("phoenix")
@@ -235,49 +213,5 @@ async fn a_remote_server_that_comes_back_is_reconnected() {
             .iter()
             .any(|t| t.name == "echo")
     );
-    manager.shutdown().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_http_server_that_dies_is_reconnected_on_the_backoff_schedule() {
-    let (sleeper, waited) = super::recording_sleeper();
-    let mut http = TestServer::start(Transport::Http, Vec::<String>::new()).unwrap();
-    let manager = ServerManager::start(
-        [server("gone", json!({"type": "http", "url": http.url()}))],
-        ManagerOptions {
-            sleeper,
-            ..options()
-        },
-    );
-    manager.wait_settled(SETTLE).await.unwrap();
-    let mut watch = manager.watch("gone").unwrap();
-    watch.mark_unchanged();
-    http.kill();
-    // Requests now fail; whether the session notices by itself or after three terminal errors
-    // in a row, it is redone with the remote backoff and ends failed.
-    for _ in 0..3 {
-        if !matches!(manager.state("gone"), Some(ServerState::Connected(_))) {
-            break;
-        }
-        let _ = manager
-            .call_tool_raw("gone", "echo", serde_json::Map::new(), SETTLE)
-            .await;
-    }
-    let state = tokio::time::timeout(
-        SETTLE,
-        watch.wait_for(|s| matches!(s, ServerState::Failed(_))),
-    )
-    .await
-    .unwrap()
-    .unwrap()
-    .clone();
-    assert!(label(&state).starts_with("failed: "), "{state:?}");
-    let secs: Vec<u64> = waited
-        .lock()
-        .unwrap()
-        .iter()
-        .map(Duration::as_secs)
-        .collect();
-    assert_eq!(secs, [1, 2, 4, 8, 16]);
     manager.shutdown().await;
 }
