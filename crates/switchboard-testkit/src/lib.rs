@@ -20,6 +20,7 @@ mod filter;
 mod harness;
 mod http;
 pub mod mcp_http;
+pub mod mcp_servers;
 mod net;
 mod oauth;
 pub mod options;
