@@ -274,54 +274,30 @@ fn without_a_terminal_a_missing_required_value_is_named_and_defaults_fill_the_re
     assert!(err.contains("--config api_key=VALUE"), "{err}");
     assert!(!tree.state_dir().join("bundles/greeter").exists());
 
-    let err = fails(
-        &tree,
-        &[
-            "mcp",
-            "install",
-            file,
-            "--config",
-            "api_key=k",
-            "--config",
-            "limit=50",
-        ],
-    );
-    assert!(
-        err.contains("user_config.limit: 50 is above the maximum 10"),
-        "{err}"
-    );
-    let err = fails(
-        &tree,
-        &[
-            "mcp",
-            "install",
-            file,
-            "--config",
-            "api_key=k",
-            "--config",
+    // A value past its bounds, of another type, or for a field the bundle does not have.
+    for (config, says) in [
+        ("limit=50", "user_config.limit: 50 is above the maximum 10"),
+        (
             "limit=lots",
-        ],
-    );
-    assert!(
-        err.contains("user_config.limit: expected a number, got `lots`"),
-        "{err}"
-    );
-    let err = fails(
-        &tree,
-        &[
+            "user_config.limit: expected a number, got `lots`",
+        ),
+        (
+            "colour=red",
+            "--config colour: the bundle has no such user_config field",
+        ),
+    ] {
+        let args = [
             "mcp",
             "install",
             file,
             "--config",
             "api_key=k",
             "--config",
-            "colour=red",
-        ],
-    );
-    assert!(
-        err.contains("--config colour: the bundle has no such user_config field"),
-        "{err}"
-    );
+            config,
+        ];
+        let err = fails(&tree, &args);
+        assert!(err.contains(says), "{err}");
+    }
 
     // Local scope by default, as `mcp add`; a relative path is from the working directory
     // (`-C`), as every path on the command line.
@@ -533,51 +509,37 @@ fn unsafe_archives_and_wrong_manifests_are_refused_naming_the_entry_or_field() {
     };
     let good = manifest("1.0.0").to_string();
 
-    let slip = bundle(
-        &tree.root().join("slip.mcpb"),
-        &good,
-        &[("../evil.txt", "pwned")],
-    );
-    let err = install(&slip);
-    assert!(
-        err.contains("slip.mcpb: entry `../evil.txt` would land outside the bundle's folder"),
-        "{err}"
-    );
-    let absolute = bundle(
-        &tree.root().join("abs.mcpb"),
-        &good,
-        &[("/tmp/evil.txt", "x")],
-    );
-    let err = install(&absolute);
-    assert!(
-        err.contains("entry `/tmp/evil.txt` would land outside"),
-        "{err}"
-    );
-    let link = bundle(
-        &tree.root().join("link.mcpb"),
-        &good,
-        &[("server/escape@", "../../../../etc")],
-    );
-    let err = install(&link);
-    assert!(
-        err.contains(
-            "entry `server/escape` is a symbolic link (to `../../../../etc`); a bundle may not \
-             hold links"
+    // Entries that would land outside the bundle's folder: (file, entries, what the error says).
+    let entries = [
+        (
+            "slip.mcpb",
+            &[("../evil.txt", "pwned")][..],
+            "slip.mcpb: entry `../evil.txt` would land outside the bundle's folder",
         ),
-        "{err}"
-    );
-    // A chain of links, each inside the folder as written, that leads out once the first is
-    // on disk (`a/b/u -> ..`, then `a/b/u/esc -> ../../../etc`): refused at its first link.
-    let chain = bundle(
-        &tree.root().join("chain.mcpb"),
-        &good,
-        &[("a/b/u@", ".."), ("a/b/u/esc@", "../../../etc")],
-    );
-    let err = install(&chain);
-    assert!(
-        err.contains("entry `a/b/u` is a symbolic link (to `..`)"),
-        "{err}"
-    );
+        (
+            "abs.mcpb",
+            &[("/tmp/evil.txt", "x")],
+            "entry `/tmp/evil.txt` would land outside",
+        ),
+        (
+            "link.mcpb",
+            &[("server/escape@", "../../../../etc")],
+            "entry `server/escape` is a symbolic link (to `../../../../etc`); a bundle may not \
+             hold links",
+        ),
+        // A chain of links, each inside the folder as written, that leads out once the first
+        // is on disk (`a/b/u -> ..`, then `a/b/u/esc -> ../../../etc`): refused at its first
+        // link.
+        (
+            "chain.mcpb",
+            &[("a/b/u@", ".."), ("a/b/u/esc@", "../../../etc")],
+            "entry `a/b/u` is a symbolic link (to `..`)",
+        ),
+    ];
+    for (name, extra, says) in entries {
+        let err = install(&bundle(&tree.root().join(name), &good, extra));
+        assert!(err.contains(says), "{err}");
+    }
     assert!(!tree.state_dir().join("bundles/greeter").exists());
     // Nothing landed anywhere, no entry was written.
     assert!(!tree.root().join("evil.txt").exists());
@@ -585,42 +547,44 @@ fn unsafe_archives_and_wrong_manifests_are_refused_naming_the_entry_or_field() {
     assert!(!tree.state_dir().join("bundles/greeter").exists());
     assert!(!tree.local_file().exists() && !tree.user_file().exists());
 
-    let mut wrong = manifest("1.0.0");
-    wrong["server"]["mcp_config"]["command"] = json!(5);
-    let file = bundle(&tree.root().join("wrong.mcpb"), &wrong.to_string(), &[]);
-    let err = install(&file);
-    assert!(err.contains("wrong.mcpb: manifest.json:"), "{err}");
-    assert!(
-        err.contains("server.mcp_config.command: expected a string, found a number"),
-        "{err}"
-    );
-
-    let mut old = manifest("1.0.0");
-    old["manifest_version"] = json!("0.9");
-    let file = bundle(&tree.root().join("old.mcpb"), &old.to_string(), &[]);
-    let err = install(&file);
-    assert!(
-        err.contains("manifest_version: `0.9` is not one Switchboard reads"),
-        "{err}"
-    );
-
-    let mut elsewhere = manifest("1.0.0");
-    elsewhere["compatibility"] = json!({"platforms": ["plan9"]});
-    let file = bundle(&tree.root().join("plan9.mcpb"), &elsewhere.to_string(), &[]);
-    let err = install(&file);
-    assert!(
-        err.contains("compatibility.platforms: the bundle runs on plan9"),
-        "{err}"
-    );
-
-    let mut future = manifest("1.0.0");
-    future["compatibility"] = json!({"runtimes": {"node": ">=999"}});
-    let file = bundle(&tree.root().join("future.mcpb"), &future.to_string(), &[]);
-    let err = install(&file);
-    assert!(
-        err.contains("compatibility.runtimes.node: the bundle needs node >=999"),
-        "{err}"
-    );
+    // Manifests not taken: (file, the field set, its value, what the error says).
+    let manifests: [(&str, &str, Value, &[&str]); 4] = [
+        (
+            "wrong.mcpb",
+            "/server/mcp_config/command",
+            json!(5),
+            &[
+                "wrong.mcpb: manifest.json:",
+                "server.mcp_config.command: expected a string, found a number",
+            ],
+        ),
+        (
+            "old.mcpb",
+            "/manifest_version",
+            json!("0.9"),
+            &["manifest_version: `0.9` is not one Switchboard reads"],
+        ),
+        (
+            "plan9.mcpb",
+            "/compatibility",
+            json!({"platforms": ["plan9"]}),
+            &["compatibility.platforms: the bundle runs on plan9"],
+        ),
+        (
+            "future.mcpb",
+            "/compatibility",
+            json!({"runtimes": {"node": ">=999"}}),
+            &["compatibility.runtimes.node: the bundle needs node >=999"],
+        ),
+    ];
+    for (name, field, value, says) in manifests {
+        let mut manifest = manifest("1.0.0");
+        *manifest.pointer_mut(field).unwrap() = value;
+        let err = install(&bundle(&tree.root().join(name), &manifest.to_string(), &[]));
+        for said in says {
+            assert!(err.contains(said), "{err}");
+        }
+    }
 
     // A project's file is shared and never reads stored secrets.
     let err = fails(

@@ -5,10 +5,8 @@
 //! [`claude`], no network.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Output, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -95,48 +93,27 @@ fn first_line(stdout: ChildStdout) -> Option<String> {
 /// `mcp list` resolves names for its telemetry; with it, it connects to the gateway only);
 /// the other two say the same for the updater and telemetry alone.
 fn claude(tree: &ConfigTree, args: &[&str]) -> Output {
-    let mut child = Command::new(partner("SWITCHBOARD_PARTNER_CLAUDE"))
-        .args(args)
-        .current_dir(tree.project())
-        .env_clear()
-        .envs(tree.env())
+    let mut claude =
+        switchboard_testkit::cli::command(partner("SWITCHBOARD_PARTNER_CLAUDE"), tree, args);
+    claude
         .env("DISABLE_AUTOUPDATER", "1")
         .env("DISABLE_TELEMETRY", "1")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let (mut stdout, mut stderr) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut err = Vec::new();
-        let reader = std::thread::spawn(move || {
-            let _ = stderr.read_to_end(&mut err);
-            err
-        });
-        let mut out = Vec::new();
-        let _ = stdout.read_to_end(&mut out);
-        let err = reader.join().unwrap();
-        let status = child.wait().unwrap();
-        let _ = tx.send(Output {
-            status,
-            stdout: out,
-            stderr: err,
-        });
-    });
-    rx.recv_timeout(WAIT).unwrap_or_else(|_| {
-        let _ = Command::new("kill")
-            .args(["-KILL", &pid.to_string()])
-            .status();
-        panic!("claude {args:?} did not end within {WAIT:?}")
-    })
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+    switchboard_testkit::cli::output_within(&mut claude, WAIT)
+        .unwrap_or_else(|| panic!("claude {args:?} did not end within {WAIT:?}"))
 }
 
 fn text(out: &[u8]) -> String {
     String::from_utf8_lossy(out).into_owned()
+}
+
+/// [`claude`], which must succeed: its stdout and stderr.
+#[track_caller]
+fn claude_ok(tree: &ConfigTree, args: &[&str]) -> (String, String) {
+    let out = claude(tree, args);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{args:?}: {stdout}{stderr}");
+    (stdout, stderr)
 }
 
 /// One plain HTTP/1.1 request to `serve --http` with its token (`Content-Type: application/json`
@@ -269,22 +246,14 @@ fn claude_code_sees_the_stdio_gateway_connected_while_an_upstream_is_still_start
     let project = tree.project().display().to_string();
     let gateway = env!("CARGO_BIN_EXE_switchboard");
     let timeout = format!("MCP_TIMEOUT={CONNECT_TIMEOUT}");
-    let added = claude(
+    claude_ok(
         &tree,
         &[
             "mcp", "add", "gw", "-e", &timeout, "--", gateway, "-C", &project, "serve", "--stdio",
         ],
     );
-    assert!(
-        added.status.success(),
-        "{}{}",
-        text(&added.stdout),
-        text(&added.stderr)
-    );
 
-    let listed = claude(&tree, &["mcp", "list"]);
-    let (stdout, stderr) = (text(&listed.stdout), text(&listed.stderr));
-    assert!(listed.status.success(), "{stdout}{stderr}");
+    let (stdout, stderr) = claude_ok(&tree, &["mcp", "list"]);
     let connected = format!("gw: {gateway} -C {project} serve --stdio - ✔ Connected");
     assert!(
         stdout.lines().any(|line| line.trim() == connected),
@@ -304,29 +273,20 @@ fn claude_code_sees_the_http_gateway_connected_while_an_upstream_is_still_starti
     let (tree, up) = tree_with_a_held_back_upstream();
     let serve = HttpServe::start(&tree, "claude-code-token-0123456789abcdef");
 
-    let added = claude(
-        &tree,
-        &[
-            "mcp",
-            "add",
-            "--transport",
-            "http",
-            "gw",
-            &serve.url,
-            "--header",
-            &format!("Authorization: Bearer {}", serve.token),
-        ],
-    );
-    assert!(
-        added.status.success(),
-        "{}{}",
-        text(&added.stdout),
-        text(&added.stderr)
-    );
+    let bearer = format!("Authorization: Bearer {}", serve.token);
+    let add = [
+        "mcp",
+        "add",
+        "--transport",
+        "http",
+        "gw",
+        &serve.url,
+        "--header",
+        &bearer,
+    ];
+    claude_ok(&tree, &add);
 
-    let listed = claude(&tree, &["mcp", "list"]);
-    let (stdout, stderr) = (text(&listed.stdout), text(&listed.stderr));
-    assert!(listed.status.success(), "{stdout}{stderr}");
+    let (stdout, stderr) = claude_ok(&tree, &["mcp", "list"]);
     let connected = format!("gw: {} (HTTP) - ✔ Connected", serve.url);
     assert!(
         stdout.lines().any(|line| line.trim() == connected),

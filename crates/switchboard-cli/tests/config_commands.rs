@@ -41,6 +41,27 @@ fn ok(tree: &ConfigTree, out: &Output) {
     );
 }
 
+/// Runs `args`, which must succeed: its output.
+#[track_caller]
+fn succeeds(tree: &ConfigTree, args: &[&str]) -> Output {
+    let out = run(tree, args);
+    ok(tree, &out);
+    out
+}
+
+/// The user file, parsed.
+fn user_json(tree: &ConfigTree) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(tree.user_file()).unwrap()).unwrap()
+}
+
+/// `mcp add --scope SCOPE ARGS...`, which must succeed.
+#[track_caller]
+fn add_in(tree: &ConfigTree, scope: &str, args: &[&str]) {
+    let mut add = vec!["mcp", "add", "--scope", scope];
+    add.extend_from_slice(args);
+    succeeds(tree, &add);
+}
+
 const HAND_WRITTEN: &str = r#"{
     // Shared servers for this repository.
     "$schema": "https://example.invalid/mcp.schema.json",
@@ -59,23 +80,17 @@ fn add_then_remove_leaves_the_file_byte_for_byte_as_it_was() {
     let tree = ConfigTree::new().unwrap();
     tree.write(tree.project_file(), HAND_WRITTEN).unwrap();
 
-    ok(
+    add_in(
         &tree,
-        &run(
-            &tree,
-            &[
-                "mcp",
-                "add",
-                "--scope",
-                "project",
-                "fs",
-                "--",
-                "npx",
-                "-y",
-                "@modelcontextprotocol/server-filesystem",
-                ".",
-            ],
-        ),
+        "project",
+        &[
+            "fs",
+            "--",
+            "npx",
+            "-y",
+            "@modelcontextprotocol/server-filesystem",
+            ".",
+        ],
     );
     let added = std::fs::read_to_string(tree.project_file()).unwrap();
     // Everything before the new entry is untouched (the previous entry gains only its comma).
@@ -94,17 +109,14 @@ fn add_then_remove_leaves_the_file_byte_for_byte_as_it_was() {
         serde_json::json!({"type": "stdio", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."]})
     );
 
-    ok(
-        &tree,
-        &run(&tree, &["mcp", "remove", "fs", "--scope", "project"]),
-    );
+    succeeds(&tree, &["mcp", "remove", "fs", "--scope", "project"]);
     assert_eq!(
         std::fs::read_to_string(tree.project_file()).unwrap(),
         HAND_WRITTEN
     );
 
     // Removing an entry the user wrote by hand touches nothing else either.
-    ok(&tree, &run(&tree, &["mcp", "remove", "docs"]));
+    succeeds(&tree, &["mcp", "remove", "docs"]);
     let after = std::fs::read_to_string(tree.project_file()).unwrap();
     assert!(!after.contains("docs-server"));
     assert!(
@@ -158,10 +170,7 @@ fn a_key_written_twice_is_warned_about_and_remove_takes_every_copy() {
     );
     assert!(said.contains("second"), "{said}");
 
-    ok(
-        &tree,
-        &run(&tree, &["mcp", "remove", "a", "--scope", "user"]),
-    );
+    succeeds(&tree, &["mcp", "remove", "a", "--scope", "user"]);
     let after = std::fs::read_to_string(tree.user_file()).unwrap();
     assert!(!after.contains("\"a\""), "{after}");
     assert!(after.contains("\"b\": {\"command\": \"other\"}"), "{after}");
@@ -175,19 +184,13 @@ fn a_key_written_twice_is_warned_about_and_remove_takes_every_copy() {
 fn writes_keep_the_files_permissions_and_new_private_files_are_owner_only() {
     use std::os::unix::fs::PermissionsExt;
     let tree = ConfigTree::new().unwrap();
-    ok(
-        &tree,
-        &run(&tree, &["mcp", "add", "--scope", "user", "a", "--", "x"]),
-    );
+    add_in(&tree, "user", &["a", "--", "x"]);
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&tree.user_file()), 0o600);
     assert_eq!(mode(&tree.config_dir()), 0o700);
 
     std::fs::set_permissions(tree.user_file(), std::fs::Permissions::from_mode(0o640)).unwrap();
-    ok(
-        &tree,
-        &run(&tree, &["mcp", "add", "--scope", "user", "b", "--", "y"]),
-    );
+    add_in(&tree, "user", &["b", "--", "y"]);
     assert_eq!(mode(&tree.user_file()), 0o640);
     // No temporary file is left behind.
     let names: Vec<_> = std::fs::read_dir(tree.config_dir())
@@ -202,21 +205,18 @@ fn local_scope_is_private_per_project_and_keeps_other_projects_entries() {
     let tree = ConfigTree::new().unwrap();
     let other = r#"{"projects": {"/some/other/project": {"mcpServers": {"theirs": {"command": "t"}}, "note": "keep"}}}"#;
     tree.write(tree.local_file(), other).unwrap();
-    ok(
+    succeeds(
         &tree,
-        &run(
-            &tree,
-            &[
-                "mcp",
-                "add",
-                "mine",
-                "-e",
-                "MODE=fast",
-                "--",
-                "my-server",
-                "--flag",
-            ],
-        ),
+        &[
+            "mcp",
+            "add",
+            "mine",
+            "-e",
+            "MODE=fast",
+            "--",
+            "my-server",
+            "--flag",
+        ],
     );
     let text = std::fs::read_to_string(tree.local_file()).unwrap();
     let json: Value = serde_json::from_str(&text).unwrap();
@@ -255,12 +255,9 @@ fn remote_servers_are_added_from_a_url_with_headers() {
         // A URL whose path ends in `/sse` is the legacy transport's endpoint: guessed `sse`.
         &["guessed", "https://old.example/sse?key=1"],
     ] {
-        let mut add = vec!["mcp", "add", "--scope", "user"];
-        add.extend_from_slice(args);
-        ok(&tree, &run(&tree, &add));
+        add_in(&tree, "user", args);
     }
-    let json: Value =
-        serde_json::from_str(&std::fs::read_to_string(tree.user_file()).unwrap()).unwrap();
+    let json = user_json(&tree);
     assert_eq!(
         json["mcpServers"],
         serde_json::json!({
@@ -286,8 +283,8 @@ fn project_servers_need_approval_and_an_edit_asks_again() {
     web  project  stdio  web-server  pending approval: run `switchboard mcp approve web`
     ");
 
-    ok(&tree, &run(&tree, &["mcp", "approve", "db"]));
-    ok(&tree, &run(&tree, &["mcp", "reject", "web"]));
+    succeeds(&tree, &["mcp", "approve", "db"]);
+    succeeds(&tree, &["mcp", "reject", "web"]);
     let statuses = |tree: &ConfigTree| -> Vec<(String, String)> {
         let json: Value =
             serde_json::from_str(&ok_json(tree, &["mcp", "list", "--json", "--no-connect"]))
@@ -322,8 +319,7 @@ fn project_servers_need_approval_and_an_edit_asks_again() {
     );
     // `--all` approves what waits; a rejected server stays rejected, even once edited.
     tree.write(tree.project_file(), r#"{"mcpServers": {"db": {"command": "db-server", "args": ["--drop-everything"]}, "web": {"command": "web-server", "args": ["-v"]}}}"#).unwrap();
-    let all = run(&tree, &["mcp", "approve", "--all"]);
-    ok(&tree, &all);
+    let all = succeeds(&tree, &["mcp", "approve", "--all"]);
     assert!(
         stderr(&tree, &all).contains("`web` stays rejected: run `switchboard mcp approve web`"),
         "{}",
@@ -336,7 +332,7 @@ fn project_servers_need_approval_and_an_edit_asks_again() {
             ("web".into(), "rejected".into())
         ]
     );
-    ok(&tree, &run(&tree, &["mcp", "approve", "web"]));
+    succeeds(&tree, &["mcp", "approve", "web"]);
     assert_eq!(
         statuses(&tree),
         [
@@ -346,21 +342,7 @@ fn project_servers_need_approval_and_an_edit_asks_again() {
     );
 
     // Servers a user adds to the project file themselves are approved by that act.
-    ok(
-        &tree,
-        &run(
-            &tree,
-            &[
-                "mcp",
-                "add",
-                "--scope",
-                "project",
-                "new",
-                "--",
-                "new-server",
-            ],
-        ),
-    );
+    add_in(&tree, "project", &["new", "--", "new-server"]);
     assert!(statuses(&tree).contains(&("new".into(), "ready".into())));
 }
 
@@ -388,8 +370,7 @@ fn list_and_get_show_every_problem_and_fail_on_errors() {
     assert_eq!(json["issues"][1]["column"], 91);
     assert_eq!(json["issues"][1]["field"], "url");
 
-    let out = run(&tree, &["mcp", "get", "ok", "--no-connect"]);
-    ok(&tree, &out);
+    let out = succeeds(&tree, &["mcp", "get", "ok", "--no-connect"]);
     insta::assert_snapshot!(tree.redact(&stdout(&out)), @r#"
     ok
       status:  ready
@@ -404,66 +385,28 @@ fn list_and_get_show_every_problem_and_fail_on_errors() {
 #[test]
 fn mistakes_on_the_command_line_get_clear_errors_and_write_nothing() {
     let tree = ConfigTree::new().unwrap();
-    ok(
-        &tree,
-        &run(&tree, &["mcp", "add", "--scope", "user", "dup", "--", "x"]),
-    );
-    ok(
-        &tree,
-        &run(&tree, &["mcp", "add", "--scope", "local", "dup", "--", "y"]),
-    );
+    add_in(&tree, "user", &["dup", "--", "x"]);
+    add_in(&tree, "local", &["dup", "--", "y"]);
     let before = std::fs::read_to_string(tree.user_file()).unwrap();
-    let cases: &[&[&str]] = &[
-        &["mcp", "add", "--scope", "user", "my.server", "--", "x"],
-        &["mcp", "add", "--scope", "user", "dup", "--", "x"],
-        &[
-            "mcp",
-            "add",
-            "--scope",
-            "user",
-            "r",
-            "https://h/mcp",
-            "extra",
-        ],
-        &[
-            "mcp",
-            "add",
-            "--scope",
-            "user",
-            "r",
-            "https://h/mcp",
-            "-e",
-            "A=1",
-        ],
-        &[
-            "mcp", "add", "--scope", "user", "r", "-H", "X: y", "--", "cmd",
-        ],
-        &[
-            "mcp", "add", "--scope", "user", "e", "-e", "NOEQUALS", "--", "cmd",
-        ],
-        &[
-            "mcp",
-            "add-json",
-            "--scope",
-            "user",
-            "j",
-            r#"{"type": "sse"}"#,
-        ],
-        &[
-            "mcp",
-            "add-json",
-            "--scope",
-            "user",
-            "j",
-            r#"{"command": "x""#,
-        ],
-        &["mcp", "add-json", "--scope", "user", "j", r#"["x"]"#],
-        &["mcp", "remove", "nope"],
-        &["mcp", "remove", "dup"],
-        &["mcp", "approve", "dup"],
+    // `mcp add --scope user ARGS...` and `mcp add-json --scope user j JSON`.
+    let add = |args: &[&'static str]| [&["mcp", "add", "--scope", "user"][..], args].concat();
+    let add_json = |json: &'static str| vec!["mcp", "add-json", "--scope", "user", "j", json];
+    let cases = [
+        add(&["my.server", "--", "x"]),
+        add(&["dup", "--", "x"]),
+        add(&["r", "https://h/mcp", "extra"]),
+        add(&["r", "https://h/mcp", "-e", "A=1"]),
+        add(&["r", "-H", "X: y", "--", "cmd"]),
+        add(&["e", "-e", "NOEQUALS", "--", "cmd"]),
+        add_json(r#"{"type": "sse"}"#),
+        add_json(r#"{"command": "x""#),
+        add_json(r#"["x"]"#),
+        vec!["mcp", "remove", "nope"],
+        vec!["mcp", "remove", "dup"],
+        vec!["mcp", "approve", "dup"],
     ];
     let mut report = String::new();
-    for args in cases {
+    for args in &cases {
         let out = run(&tree, args);
         assert_eq!(out.status.code(), Some(1), "{args:?}");
         report.push_str(&format!(
@@ -489,11 +432,10 @@ fn import_brings_servers_over_from_other_hosts_without_clobbering() {
         ),
     )
     .unwrap();
-    let out = run(
+    let out = succeeds(
         &tree,
         &["mcp", "import", "--from", "claude-code", "--dry-run"],
     );
-    ok(&tree, &out);
     // Each where Claude Code kept it (issue 41): its user servers in the user scope, this
     // project's own in the local scope of this project.
     insta::assert_snapshot!(stdout(&out), @r"
@@ -502,12 +444,8 @@ fn import_brings_servers_over_from_other_hosts_without_clobbering() {
     ");
     assert!(!tree.user_file().exists(), "a dry run writes nothing");
 
-    ok(
-        &tree,
-        &run(&tree, &["mcp", "import", "--from", "claude-code"]),
-    );
-    let json: Value =
-        serde_json::from_str(&std::fs::read_to_string(tree.user_file()).unwrap()).unwrap();
+    succeeds(&tree, &["mcp", "import", "--from", "claude-code"]);
+    let json = user_json(&tree);
     assert_eq!(
         json["mcpServers"]["github"]["env"]["GITHUB_TOKEN"],
         "${GITHUB_TOKEN}"
@@ -544,48 +482,40 @@ fn import_brings_servers_over_from_other_hosts_without_clobbering() {
         r#"{"mcpServers": {"github": {"command": "other"}}}"#,
     )
     .unwrap();
-    let out = run(&tree, &["mcp", "import", "--from", "claude-code"]);
-    ok(&tree, &out);
+    let out = succeeds(&tree, &["mcp", "import", "--from", "claude-code"]);
     assert!(
         stdout(&out).contains("skipped: already in user scope (use --force to replace)"),
         "{}",
         stdout(&out)
     );
-    ok(
+    succeeds(
         &tree,
-        &run(
-            &tree,
-            &[
-                "mcp",
-                "import",
-                "--from",
-                "claude-code",
-                "--force",
-                "github",
-            ],
-        ),
+        &[
+            "mcp",
+            "import",
+            "--from",
+            "claude-code",
+            "--force",
+            "github",
+        ],
     );
-    let json: Value =
-        serde_json::from_str(&std::fs::read_to_string(tree.user_file()).unwrap()).unwrap();
+    let json = user_json(&tree);
     assert_eq!(json["mcpServers"]["github"]["command"], "other");
 
     // Codex's TOML, from an explicit path, into the project file: approved by the import itself.
     tree.write("codex.toml", "[mcp_servers.time]\ncommand = \"uvx\"\nargs = [\"mcp-server-time\"]\nstartup_timeout_sec = 20\n").unwrap();
-    ok(
+    succeeds(
         &tree,
-        &run(
-            &tree,
-            &[
-                "mcp",
-                "import",
-                "--from",
-                "codex",
-                "--path",
-                "../codex.toml",
-                "--scope",
-                "project",
-            ],
-        ),
+        &[
+            "mcp",
+            "import",
+            "--from",
+            "codex",
+            "--path",
+            "../codex.toml",
+            "--scope",
+            "project",
+        ],
     );
     let listing = stdout(&run(&tree, &["mcp", "list", "--no-connect"]));
     assert!(
@@ -676,9 +606,7 @@ fn add_creates_every_transport_type_the_configuration_accepts() {
         ),
     ];
     for (name, args, expected) in cases {
-        let mut all = vec!["mcp", "add", "--scope", "user", name];
-        all.extend_from_slice(args);
-        ok(&tree, &run(&tree, &all));
+        add_in(&tree, "user", &[&[*name][..], *args].concat());
         let entry: Value = serde_json::from_str(&ok_json(
             &tree,
             // The entry exactly as written, literal header values too.
@@ -696,6 +624,7 @@ fn add_creates_every_transport_type_the_configuration_accepts() {
         assert_eq!(entry["status"], "ready", "{name}: {entry}");
     }
     // A flag of another transport is refused, naming it.
+    let url = "https://h.example/mcp";
     let out = run(
         &tree,
         &[
@@ -704,7 +633,7 @@ fn add_creates_every_transport_type_the_configuration_accepts() {
             "--scope",
             "user",
             "bad",
-            "https://h.example/mcp",
+            url,
             "--token-env",
             "T",
         ],
@@ -719,14 +648,13 @@ fn disable_and_enable_edit_the_entry_in_its_own_file() {
     let text = "{\n  // mine\n  \"mcpServers\": {\n    \"kit\": {\n      \"command\": \"/nonexistent/kit\",\n      \"args\": [\"-v\"]\n    }\n  }\n}\n";
     tree.write(tree.user_file(), text).unwrap();
 
-    ok(&tree, &run(&tree, &["mcp", "disable", "kit"]));
+    succeeds(&tree, &["mcp", "disable", "kit"]);
     let disabled = std::fs::read_to_string(tree.user_file()).unwrap();
     assert!(disabled.contains("// mine"), "{disabled}");
     let json: Value = serde_json::from_str(&disabled.replace("// mine", "")).unwrap();
     assert_eq!(json["mcpServers"]["kit"]["disabled"], true);
     // Listed as disabled, and nothing started (the command does not even exist).
-    let out = run(&tree, &["mcp", "list"]);
-    ok(&tree, &out);
+    let out = succeeds(&tree, &["mcp", "list"]);
     let listed = stdout(&out);
     assert!(listed.trim_end().ends_with("- disabled"), "{listed}");
     let out = run(&tree, &["tools", "kit"]);
@@ -736,7 +664,7 @@ fn disable_and_enable_edit_the_entry_in_its_own_file() {
         "error: server `kit` is disabled"
     );
 
-    ok(&tree, &run(&tree, &["mcp", "enable", "kit"]));
+    succeeds(&tree, &["mcp", "enable", "kit"]);
     assert_eq!(std::fs::read_to_string(tree.user_file()).unwrap(), text);
     let out = run(&tree, &["mcp", "enable", "nope"]);
     assert_eq!(out.status.code(), Some(1));
@@ -751,8 +679,8 @@ fn disable_and_enable_edit_the_entry_in_its_own_file() {
         r#"{"mcpServers": {"shared": {"command": "/nonexistent/shared"}}}"#,
     )
     .unwrap();
-    ok(&tree, &run(&tree, &["mcp", "approve", "shared"]));
-    ok(&tree, &run(&tree, &["mcp", "disable", "shared"]));
+    succeeds(&tree, &["mcp", "approve", "shared"]);
+    succeeds(&tree, &["mcp", "disable", "shared"]);
     let listed = stdout(&run(&tree, &["mcp", "list", "--no-connect"]));
     assert!(
         listed
@@ -760,7 +688,7 @@ fn disable_and_enable_edit_the_entry_in_its_own_file() {
             .any(|l| l.starts_with("shared") && l.ends_with("disabled")),
         "{listed}"
     );
-    ok(&tree, &run(&tree, &["mcp", "enable", "shared"]));
+    succeeds(&tree, &["mcp", "enable", "shared"]);
     let listed = stdout(&run(&tree, &["mcp", "list", "--no-connect"]));
     assert!(
         listed
@@ -779,10 +707,8 @@ fn import_from_claude_code_keeps_the_oauth_settings_switchboard_supports() {
             "oauth": {"clientId": "abc", "callbackPort": 8765, "scopes": ["read", "write"], "somethingElse": 1}}}}"#,
     )
     .unwrap();
-    let out = run(&tree, &["mcp", "import", "--from", "claude-code"]);
-    ok(&tree, &out);
-    let json: Value =
-        serde_json::from_str(&std::fs::read_to_string(tree.user_file()).unwrap()).unwrap();
+    let out = succeeds(&tree, &["mcp", "import", "--from", "claude-code"]);
+    let json = user_json(&tree);
     assert_eq!(
         json["mcpServers"]["notes"]["oauth"],
         serde_json::json!({"clientId": "abc", "callbackPort": 8765, "scopes": ["read", "write"]})
@@ -816,8 +742,7 @@ fn completions_man_page_and_version() {
             "complete --keep-order --exclusive --command switchboard",
         ),
     ] {
-        let out = run(&tree, &["completions", shell]);
-        ok(&tree, &out);
+        let out = succeeds(&tree, &["completions", shell]);
         let script = stdout(&out);
         assert!(script.contains(marker), "{shell}: {script}");
         assert!(script.contains("COMPLETE="), "{shell}: {script}");
@@ -853,14 +778,12 @@ fn completions_man_page_and_version() {
         let names: Vec<&str> = names.lines().filter(|l| !l.starts_with('-')).collect();
         assert_eq!(names, ["alpha", "beta"], "{words:?}");
     }
-    let out = run(&tree, &["man"]);
-    ok(&tree, &out);
+    let out = succeeds(&tree, &["man"]);
     let page = stdout(&out);
     assert!(page.contains(".TH switchboard"), "{page}");
     assert!(page.contains("mcp"), "{page}");
 
-    let out = run(&tree, &["--version"]);
-    ok(&tree, &out);
+    let out = succeeds(&tree, &["--version"]);
     let version = stdout(&out);
     let rest = version
         .trim_end()
@@ -893,10 +816,7 @@ fn concurrent_edits_of_every_file_all_take_effect() {
         .unwrap();
     for i in 0..5 {
         let name = format!("lgone{i}");
-        ok(
-            &tree,
-            &run(&tree, &["mcp", "add", "--scope", "local", &name, "--", "x"]),
-        );
+        add_in(&tree, "local", &[&name, "--", "x"]);
     }
 
     let mut commands: Vec<Vec<String>> = Vec::new();
@@ -1022,8 +942,7 @@ fn hostile_names_and_arguments_are_listed_safely() {
     assert!(row("badname").contains("invalid"), "{listing}");
     assert!(errors.contains("badname"), "{errors}");
 
-    let out = run(&tree, &["mcp", "get", "escapes", "--no-connect"]);
-    ok(&tree, &out);
+    let out = succeeds(&tree, &["mcp", "get", "escapes", "--no-connect"]);
     assert!(!stdout(&out).contains('\u{1b}'), "{}", stdout(&out));
 
     // JSON is data: every character as it was.
@@ -1119,8 +1038,7 @@ fn approve_shows_every_command_an_entry_runs_and_a_changed_one_asks_again() {
     };
     tree.write(tree.project_file(), &file(helper)).unwrap();
     let shown = |name: &str| {
-        let out = run(&tree, &["mcp", "approve", name]);
-        ok(&tree, &out);
+        let out = succeeds(&tree, &["mcp", "approve", name]);
         stderr(&tree, &out)
     };
     let web = shown("web");
@@ -1201,7 +1119,7 @@ fn state_and_config_files_others_could_write_are_not_trusted() {
         r#"{"mcpServers": {"evil": {"command": "evil-server"}}}"#,
     )
     .unwrap();
-    ok(&tree, &run(&tree, &["mcp", "reject", "evil"]));
+    succeeds(&tree, &["mcp", "reject", "evil"]);
     let approvals = tree.state_dir().join("approvals.json");
     // The server's status, and what the listing says on stderr.
     let listing = |tree: &ConfigTree| -> (String, String) {
@@ -1253,7 +1171,7 @@ fn state_and_config_files_others_could_write_are_not_trusted() {
     );
     // The user's own again, it says what the user last wrote to it.
     chmod(&approvals, 0o600);
-    ok(&tree, &run(&tree, &["mcp", "reject", "evil"]));
+    succeeds(&tree, &["mcp", "reject", "evil"]);
     assert_eq!(listing(&tree).0, "rejected");
 
     // The configuration folder and the user's file: their servers run unapproved.
@@ -1303,7 +1221,7 @@ fn state_and_config_files_others_could_write_are_not_trusted() {
     assert!(listed(&tree).1.contains("mine"));
 
     // The trusted projects: a record others could write trusts nothing.
-    ok(&tree, &run(&tree, &["mcp", "trust"]));
+    succeeds(&tree, &["mcp", "trust"]);
     let trusted = tree.state_dir().join("trusted-projects.json");
     chmod(&trusted, 0o666);
     let said = stderr(&tree, &run(&tree, &["tools"]));
@@ -1340,8 +1258,5 @@ fn add_refuses_a_server_managed_policy_denies() {
         "{err}"
     );
     assert!(!tree.user_file().exists());
-    ok(
-        &tree,
-        &run(&tree, &["mcp", "add", "--scope", "user", "fine", "--", "x"]),
-    );
+    add_in(&tree, "user", &["fine", "--", "x"]);
 }

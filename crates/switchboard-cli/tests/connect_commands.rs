@@ -7,6 +7,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 use switchboard_testkit::cli;
 use switchboard_testkit::config_tree::ConfigTree;
+use switchboard_testkit::mcp_servers;
 
 mod terminal;
 use terminal::OnTerminal;
@@ -38,23 +39,13 @@ fn cells(table: &str) -> String {
         .join("\n")
 }
 
+/// The user file: these testkit servers (name, arguments, more fields as JSON text).
 fn user_config(tree: &ConfigTree, servers: &[(&str, &[&str], &str)]) {
-    let bin = switchboard_testkit::server_bin();
-    let entries: Vec<String> = servers
+    let entries: Vec<(&str, String)> = servers
         .iter()
-        .map(|(name, args, extra)| {
-            let args = serde_json::to_string(args).unwrap();
-            format!(
-                "\"{name}\": {{\"command\": {}, \"args\": {args}{extra}}}",
-                serde_json::to_string(&bin).unwrap()
-            )
-        })
+        .map(|(name, args, extra)| (*name, mcp_servers::testkit_entry(args, extra)))
         .collect();
-    tree.write(
-        tree.user_file(),
-        &format!("{{\"mcpServers\": {{{}}}}}", entries.join(", ")),
-    )
-    .unwrap();
+    mcp_servers::write(tree, tree.user_file(), &entries);
 }
 
 #[test]
@@ -486,18 +477,10 @@ fn a_fixed_entry_is_not_kept_needing_auth_from_memory() {
     let tree = ConfigTree::new().unwrap();
     let add = |token: &str| {
         let header = format!("Authorization: Bearer {token}");
+        let url = server.url();
         let out = run(
             &tree,
-            &[
-                "mcp",
-                "add",
-                "--scope",
-                "user",
-                "api",
-                server.url(),
-                "-H",
-                &header,
-            ],
+            &["mcp", "add", "--scope", "user", "api", url, "-H", &header],
         );
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr, &tree));
     };

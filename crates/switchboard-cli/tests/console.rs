@@ -4,12 +4,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{Read, Write};
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use switchboard_testkit::config_tree::ConfigTree;
+use switchboard_testkit::mcp_servers;
 
 /// Generous: a debug build on a busy machine starts servers slowly.
 use switchboard_testkit::WAIT;
@@ -40,6 +40,19 @@ impl Console {
 
     fn start_with(tree: &ConfigTree, args: &[&str], env: &[(&str, &str)]) -> Console {
         Console::start_sized(tree, args, env, (ROWS, COLS))
+    }
+
+    /// [`start`](Self::start) with a browser (`$BROWSER`): a shell script with this body, given
+    /// the URL to open as `$1`.
+    fn start_with_browser(tree: &ConfigTree, args: &[&str], body: &str) -> Console {
+        let browser = tree.home().join("browser.sh");
+        std::fs::write(&browser, format!("#!/bin/sh\n{body}")).unwrap();
+        std::fs::set_permissions(
+            &browser,
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        Console::start_with(tree, args, &[("BROWSER", browser.to_str().unwrap())])
     }
 
     /// On a terminal of `rows` × `cols` from the start.
@@ -181,6 +194,32 @@ impl Console {
         self.input.flush().unwrap();
     }
 
+    /// From the servers view, Enter: the tools of the selected server, once `heading` (`Tools
+    /// of kit (9 of 9)`, say) is on the screen.
+    fn open_tools(&mut self, heading: &str) {
+        self.keys("\r");
+        self.wait_until("the tools", |s| s.contains(heading));
+    }
+
+    /// From the servers view to the prompts of `kit` (one prompt), through its tools and
+    /// resources.
+    fn open_prompts(&mut self) {
+        self.open_tools("Tools of kit (");
+        self.keys("\t");
+        self.wait_until("the resources", |s| s.contains("Resources of kit"));
+        self.keys("\t");
+        self.wait_until("the prompts", |s| s.contains("Prompts of kit (1 of 1)"));
+    }
+
+    /// Esc back to the list `heading` heads (`what`), and Esc again to the servers view (where
+    /// `q` quits).
+    fn back_to_servers(&mut self, what: &str, heading: &str) {
+        self.keys("\x1b");
+        self.wait_until(what, |s| s.contains(heading));
+        self.keys("\x1b");
+        self.wait_line(&["kit", "✓ connected"]);
+    }
+
     /// Quits with `q` and returns the exit code.
     fn quit(&mut self) -> Option<i32> {
         self.keys("q");
@@ -196,30 +235,37 @@ impl Console {
     }
 }
 
+/// The testkit server with `args`, as an entry of a servers' file.
 fn server_entry(args: &[&str]) -> String {
-    format!(
-        "{{\"command\": {}, \"args\": {}}}",
-        serde_json::to_string(&switchboard_testkit::server_bin()).unwrap(),
-        serde_json::to_string(args).unwrap()
-    )
+    mcp_servers::testkit_entry(args, "")
 }
 
-fn write_servers(tree: &ConfigTree, file: &Path, servers: &[(&str, String)]) {
-    let entries: Vec<String> = servers
-        .iter()
-        .map(|(name, entry)| format!("\"{name}\": {entry}"))
-        .collect();
-    tree.write(
-        file,
-        &format!("{{\"mcpServers\": {{{}}}}}", entries.join(", ")),
-    )
-    .unwrap();
+/// A tree whose user configuration has one server, `kit`: the testkit server with `flags`.
+fn kit_tree(flags: &[&str]) -> ConfigTree {
+    let tree = ConfigTree::new().unwrap();
+    mcp_servers::write(&tree, tree.user_file(), &[("kit", server_entry(flags))]);
+    tree
+}
+
+/// The console on a [`kit_tree`] with `flags`.
+fn kit_console(flags: &[&str]) -> (ConfigTree, Console) {
+    let tree = kit_tree(flags);
+    let console = Console::start(&tree, &["console"]);
+    (tree, console)
+}
+
+/// The console on the plain `kit`, on its tools: all 9 of them.
+fn kit_tools() -> (ConfigTree, Console) {
+    let (tree, mut console) = kit_console(&[]);
+    console.wait_line(&["kit", "✓ connected", "9"]);
+    console.open_tools("Tools of kit (9 of 9)");
+    (tree, console)
 }
 
 #[test]
 fn one_waiting_project_server_is_approved_in_the_dialog_and_starts() {
     let tree = ConfigTree::new().unwrap();
-    write_servers(&tree, &tree.project_file(), &[("proj", server_entry(&[]))]);
+    mcp_servers::write(&tree, tree.project_file(), &[("proj", server_entry(&[]))]);
     let mut console = Console::start(&tree, &["console"]);
     console.wait_until("the approval dialog", |s| {
         s.contains("A project server waits for approval") && s.contains("`proj` from")
@@ -239,8 +285,8 @@ fn one_waiting_project_server_is_approved_in_the_dialog_and_starts() {
 #[test]
 fn a_pending_server_is_approved_and_rejected_from_the_servers_view() {
     let tree = ConfigTree::new().unwrap();
-    write_servers(&tree, &tree.project_file(), &[("proj", server_entry(&[]))]);
-    write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
+    mcp_servers::write(&tree, tree.project_file(), &[("proj", server_entry(&[]))]);
+    mcp_servers::write(&tree, tree.user_file(), &[("kit", server_entry(&[]))]);
     let mut console = Console::start(&tree, &["console"]);
     console.wait_until("the approval dialog", |s| {
         s.contains("A project server waits for approval")
@@ -297,9 +343,7 @@ fn a_pending_server_is_approved_and_rejected_from_the_servers_view() {
 #[test]
 fn quitting_gives_the_terminal_back_as_it_was() {
     use nix::sys::termios::{LocalFlags, tcgetattr};
-    let tree = ConfigTree::new().unwrap();
-    write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
-    let mut console = Console::start(&tree, &["console"]);
+    let (_tree, mut console) = kit_console(&[]);
     console.wait_line(&["kit", "✓ connected"]);
     assert!(console.screen.lock().unwrap().screen().alternate_screen());
     let raw = tcgetattr(&console.terminal).unwrap();
@@ -317,23 +361,31 @@ fn quitting_gives_the_terminal_back_as_it_was() {
     });
 }
 
+/// In the approval dialog of the waiting `servers`, all ticked: down to the last, untick it,
+/// and approve the others. The first connects; the last stays pending.
+fn approve_all_but_the_last(console: &mut Console, servers: &[&str]) {
+    let (first, last) = (servers[0], servers[servers.len() - 1]);
+    console.keys(&"\x1b[B".repeat(servers.len() - 1));
+    console.keys(" ");
+    console.wait_line(&["[ ]", &format!("`{last}`")]);
+    console.keys("\r");
+    console.wait_line(&[first, "✓ connected"]);
+    console.wait_line(&[last, "pending approval"]);
+}
+
 #[test]
 fn several_waiting_servers_are_a_multi_select() {
     let tree = ConfigTree::new().unwrap();
-    write_servers(
+    mcp_servers::write(
         &tree,
-        &tree.project_file(),
+        tree.project_file(),
         &[("alpha", server_entry(&[])), ("beta", server_entry(&[]))],
     );
     let mut console = Console::start(&tree, &["console"]);
     console.wait_line(&["[x]", "`alpha`"]);
     console.wait_line(&["[x]", "`beta`"]);
     // Untick beta, approve the rest.
-    console.keys("\x1b[B ");
-    console.wait_line(&["[ ]", "`beta`"]);
-    console.keys("\r");
-    console.wait_line(&["alpha", "✓ connected"]);
-    console.wait_line(&["beta", "pending approval"]);
+    approve_all_but_the_last(&mut console, &["alpha", "beta"]);
     assert_eq!(console.quit(), Some(0));
 }
 
@@ -357,9 +409,9 @@ fn a_dying_server_shows_failed_and_r_reconnects_it_once_fixed() {
         ])
         .unwrap()
     );
-    write_servers(
+    mcp_servers::write(
         &tree,
-        &tree.user_file(),
+        tree.user_file(),
         &[("flaky", entry), ("steady", server_entry(&[]))],
     );
     let mut console = Console::start(&tree, &["console"]);
@@ -389,12 +441,7 @@ fn a_dying_server_shows_failed_and_r_reconnects_it_once_fixed() {
 
 #[test]
 fn the_tools_view_filters_and_shows_the_schema() {
-    let tree = ConfigTree::new().unwrap();
-    write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
-    let mut console = Console::start(&tree, &["console"]);
-    console.wait_line(&["kit", "✓ connected", "9"]);
-    console.keys("\r");
-    console.wait_until("the tools", |s| s.contains("Tools of kit (9 of 9)"));
+    let (_tree, mut console) = kit_tools();
     console.wait_line(&["slow"]);
     console.keys("/echo");
     // `echo`, and `add_tool`, whose description speaks of echoing.
@@ -416,27 +463,20 @@ fn the_tools_view_filters_and_shows_the_schema() {
 #[test]
 fn the_bare_command_off_a_terminal_prints_help() {
     let tree = ConfigTree::new().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .current_dir(tree.project())
-        .env_clear()
-        .envs(tree.env())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let off_a_terminal = |args: &[&str]| {
+        switchboard_testkit::cli::command(env!("CARGO_BIN_EXE_switchboard"), &tree, args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let out = off_a_terminal(&[]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("Usage: switchboard"), "{stderr}");
     assert!(stderr.contains("console"), "{stderr}");
 
     // Asked for by name, it says why not instead of taking over a pipe.
-    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .arg("console")
-        .current_dir(tree.project())
-        .env_clear()
-        .envs(tree.env())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let out = off_a_terminal(&["console"]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -448,12 +488,7 @@ fn the_bare_command_off_a_terminal_prints_help() {
 
 #[test]
 fn a_call_from_its_form_shows_the_result() {
-    let tree = ConfigTree::new().unwrap();
-    write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
-    let mut console = Console::start(&tree, &["console"]);
-    console.wait_line(&["kit", "✓ connected", "9"]);
-    console.keys("\r");
-    console.wait_until("the tools", |s| s.contains("Tools of kit (9 of 9)"));
+    let (_tree, mut console) = kit_tools();
     console.keys("/add\r");
     console.wait_until("the filtered list", |s| s.contains("Tools of kit (2 of 9)"));
     console.keys("c");
@@ -466,21 +501,13 @@ fn a_call_from_its_form_shows_the_result() {
     console.keys("\t3.5\r");
     // The sum, as text and in structuredContent.
     console.wait_line(&["5.5"]);
-    console.keys("\x1b");
-    console.wait_until("the tools", |s| s.contains("Tools of kit (2 of 9)"));
-    console.keys("\x1b");
-    console.wait_line(&["kit", "✓ connected"]);
+    console.back_to_servers("the tools", "Tools of kit (2 of 9)");
     assert_eq!(console.quit(), Some(0));
 }
 
 #[test]
 fn a_long_call_shows_progress_and_esc_cancels_it_on_the_server() {
-    let tree = ConfigTree::new().unwrap();
-    write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
-    let mut console = Console::start(&tree, &["console"]);
-    console.wait_line(&["kit", "✓ connected", "9"]);
-    console.keys("\r");
-    console.wait_until("the tools", |s| s.contains("Tools of kit (9 of 9)"));
+    let (_tree, mut console) = kit_tools();
     console.keys("/slow\rc");
     console.wait_line(&["ms *", "(integer)"]);
     // A minute in 60 steps: the first progress comes after a second.
@@ -500,8 +527,7 @@ fn a_long_call_shows_progress_and_esc_cancels_it_on_the_server() {
 
 #[test]
 fn states_are_coloured_unless_no_color_is_set() {
-    let tree = ConfigTree::new().unwrap();
-    write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
+    let tree = kit_tree(&[]);
     let mut coloured = Console::start(&tree, &["console"]);
     coloured.wait_line(&["kit", "✓ connected"]);
     assert_ne!(coloured.color_of("✓ connected"), vt100::Color::Default);
@@ -516,9 +542,9 @@ fn states_are_coloured_unless_no_color_is_set() {
 #[test]
 fn d_disables_the_selected_server_and_e_enables_it_again() {
     let tree = ConfigTree::new().unwrap();
-    write_servers(
+    mcp_servers::write(
         &tree,
-        &tree.user_file(),
+        tree.user_file(),
         &[("one", server_entry(&[])), ("two", server_entry(&[]))],
     );
     let mut console = Console::start(&tree, &["console"]);
@@ -542,9 +568,9 @@ fn d_disables_the_selected_server_and_e_enables_it_again() {
 fn the_message_line_says_how_a_reconnect_ended() {
     let tree = ConfigTree::new().unwrap();
     let broken = r#"{"command": "sh", "args": ["-c", "echo broken on purpose >&2; exit 1"]}"#;
-    write_servers(
+    mcp_servers::write(
         &tree,
-        &tree.user_file(),
+        tree.user_file(),
         &[("broken", broken.to_owned()), ("kit", server_entry(&[]))],
     );
     let mut console = Console::start(&tree, &["console"]);
@@ -573,13 +599,13 @@ fn e_enables_a_server_disabled_in_its_file_as_mcp_enable_does() {
         "{{\"command\": {}, \"args\": [], \"disabled\": true}}",
         serde_json::to_string(&switchboard_testkit::server_bin()).unwrap()
     );
-    write_servers(
+    mcp_servers::write(
         &tree,
-        &tree.user_file(),
+        tree.user_file(),
         &[("kit", server_entry(&[])), ("off", off.clone())],
     );
     // A project server approved as it is, disabled.
-    write_servers(&tree, &tree.project_file(), &[("proj", off)]);
+    mcp_servers::write(&tree, tree.project_file(), &[("proj", off)]);
     let approve = switchboard(&tree, &["mcp", "approve", "proj"]);
     assert!(approve.status.success(), "{approve:?}");
     let mut console = Console::start(&tree, &["console"]);
@@ -632,9 +658,9 @@ fn l_logs_in_to_a_server_that_needs_it_and_o_logs_out() {
     use switchboard_testkit::{TestServer, Transport};
     let server = TestServer::start(Transport::Http, ["--oauth"]).unwrap();
     let tree = ConfigTree::new().unwrap();
-    write_servers(
+    mcp_servers::write(
         &tree,
-        &tree.user_file(),
+        tree.user_file(),
         &[(
             "guarded",
             format!(r#"{{"type": "http", "url": "{}"}}"#, server.url()),
@@ -645,24 +671,13 @@ fn l_logs_in_to_a_server_that_needs_it_and_o_logs_out() {
     let click = tree.home().join("click");
     let made = Command::new("mkfifo").arg(&click).status().unwrap();
     assert!(made.success());
-    let browser = tree.home().join("browser.sh");
-    std::fs::write(
-        &browser,
-        format!(
-            "#!/bin/sh\nread go < {}\nexec curl --silent --location --output /dev/null \"$1\"\n",
-            click.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(
-        &browser,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
-    let mut console = Console::start_with(
+    let mut console = Console::start_with_browser(
         &tree,
         &["console"],
-        &[("BROWSER", browser.to_str().unwrap())],
+        &format!(
+            "read go < {}\nexec curl --silent --location --output /dev/null \"$1\"\n",
+            click.display()
+        ),
     );
     console.wait_line(&["guarded", "user", "http", "! needs auth"]);
     console.keys("l");
@@ -687,8 +702,7 @@ fn l_logs_in_to_a_server_that_needs_it_and_o_logs_out() {
 
 #[test]
 fn log_lines_go_to_the_message_line_not_over_the_screen() {
-    let tree = ConfigTree::new().unwrap();
-    write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
+    let tree = kit_tree(&[]);
     let mut console = Console::start_with(&tree, &["console"], &[("SWITCHBOARD_LOG", "info")]);
     console.wait_line(&["kit", "✓ connected", "9"]);
     let screen = console.wait_until("a log line", |s| s.contains("log: "));
@@ -712,16 +726,12 @@ fn a_long_approval_list_scrolls_to_the_cursor() {
         .iter()
         .map(|n| (n.as_str(), server_entry(&[])))
         .collect();
-    write_servers(&tree, &tree.project_file(), &servers);
+    mcp_servers::write(&tree, tree.project_file(), &servers);
     let mut console = Console::start(&tree, &["console"]);
     console.wait_line(&["[x]", "`proj00`"]);
     // Down to the last one, and untick it: it has to be on the screen to be seen unticked.
-    console.keys(&"\x1b[B".repeat(11));
-    console.keys(" ");
-    console.wait_line(&["[ ]", "`proj11`"]);
-    console.keys("\r");
-    console.wait_line(&["proj00", "✓ connected"]);
-    console.wait_line(&["proj11", "pending approval"]);
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    approve_all_but_the_last(&mut console, &names);
     assert_eq!(console.quit(), Some(0));
 }
 
@@ -741,8 +751,7 @@ fn with_no_servers_the_console_says_how_to_add_one() {
 
 #[test]
 fn the_key_line_keeps_q_quit_on_a_narrow_terminal() {
-    let tree = ConfigTree::new().unwrap();
-    write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
+    let tree = kit_tree(&[]);
     // Wide, every key; narrower, the least needed go first; `q quit` always stays.
     for (cols, shown, gone) in [
         (
@@ -778,9 +787,7 @@ fn the_key_line_keeps_q_quit_on_a_narrow_terminal() {
 
 #[test]
 fn a_resized_terminal_is_drawn_at_its_new_size() {
-    let tree = ConfigTree::new().unwrap();
-    write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
-    let mut console = Console::start(&tree, &["console"]);
+    let (_tree, mut console) = kit_console(&[]);
     console.wait_line(&["kit", "✓ connected", "9"]);
     // The terminal becomes 20 × 90, as a window dragged smaller.
     console.resize(20, 90);
@@ -800,8 +807,7 @@ fn a_resized_terminal_is_drawn_at_its_new_size() {
 /// Opens `tool`'s call form on the `kit` server of the console (started with `--ask-tools`).
 fn open_call(console: &mut Console, tool: &str) {
     console.wait_line(&["kit", "✓ connected"]);
-    console.keys("\r");
-    console.wait_until("the tools", |s| s.contains("Tools of kit ("));
+    console.open_tools("Tools of kit (");
     console.keys(&format!("/{tool}\r"));
     console.wait_until("the filtered list", |s| {
         s.contains(&format!("› {tool} ")) && s.contains("/ filter")
@@ -812,21 +818,12 @@ fn open_call(console: &mut Console, tool: &str) {
 
 /// From a finished call back to the servers view (where `q` quits).
 fn leave_call(console: &mut Console) {
-    console.keys("\x1b");
-    console.wait_until("the tools", |s| s.contains("Tools of kit ("));
-    console.keys("\x1b");
-    console.wait_line(&["kit", "✓ connected"]);
+    console.back_to_servers("the tools", "Tools of kit (");
 }
 
 #[test]
 fn a_form_question_during_a_call_is_a_dialog_and_its_answer_reaches_the_server() {
-    let tree = ConfigTree::new().unwrap();
-    write_servers(
-        &tree,
-        &tree.user_file(),
-        &[("kit", server_entry(&["--ask-tools"]))],
-    );
-    let mut console = Console::start(&tree, &["console"]);
+    let (_tree, mut console) = kit_console(&["--ask-tools"]);
     open_call(&mut console, "ask_form");
     console.keys("\r");
     // The server's form, required fields first, defaults filled in.
@@ -855,13 +852,7 @@ fn a_form_question_during_a_call_is_a_dialog_and_its_answer_reaches_the_server()
 #[ignore = "flaky: the Enter sent after a resize is lost in about 1 run of 5, on the code \
             before session 18 too (2 of 10); run it with --ignored"]
 fn a_long_form_scrolls_to_the_field_being_typed() {
-    let tree = ConfigTree::new().unwrap();
-    write_servers(
-        &tree,
-        &tree.user_file(),
-        &[("kit", server_entry(&["--ask-tools"]))],
-    );
-    let mut console = Console::start(&tree, &["console"]);
+    let (_tree, mut console) = kit_console(&["--ask-tools"]);
     open_call(&mut console, "ask_form");
     // A short window: the server's form does not fit in its dialog.
     console.resize(20, 100);
@@ -886,13 +877,7 @@ fn a_long_form_scrolls_to_the_field_being_typed() {
 
 #[test]
 fn a_declined_question_is_declined_on_the_server() {
-    let tree = ConfigTree::new().unwrap();
-    write_servers(
-        &tree,
-        &tree.user_file(),
-        &[("kit", server_entry(&["--ask-tools"]))],
-    );
-    let mut console = Console::start(&tree, &["console"]);
+    let (_tree, mut console) = kit_console(&["--ask-tools"]);
     open_call(&mut console, "ask_form");
     console.keys("\r");
     console.wait_until("the dialog", |s| s.contains("Tell us about yourself"));
@@ -907,29 +892,13 @@ fn a_declined_question_is_declined_on_the_server() {
 
 #[test]
 fn a_url_question_shows_the_url_and_opens_the_browser() {
-    let tree = ConfigTree::new().unwrap();
-    write_servers(
-        &tree,
-        &tree.user_file(),
-        &[("kit", server_entry(&["--ask-tools"]))],
-    );
+    let tree = kit_tree(&["--ask-tools"]);
     let opened = tree.home().join("opened");
     // The browser: writes down the URL it was given.
-    let browser = tree.home().join("browser.sh");
-    std::fs::write(
-        &browser,
-        format!("#!/bin/sh\necho \"$1\" > {}\n", opened.display()),
-    )
-    .unwrap();
-    std::fs::set_permissions(
-        &browser,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
-    let mut console = Console::start_with(
+    let mut console = Console::start_with_browser(
         &tree,
         &["console"],
-        &[("BROWSER", browser.to_str().unwrap())],
+        &format!("echo \"$1\" > {}\n", opened.display()),
     );
     open_call(&mut console, "ask_url");
     console.keys("1\r");
@@ -952,13 +921,7 @@ fn a_url_question_shows_the_url_and_opens_the_browser() {
 
 #[test]
 fn a_long_tool_detail_scrolls_with_page_down() {
-    let tree = ConfigTree::new().unwrap();
-    write_servers(
-        &tree,
-        &tree.user_file(),
-        &[("kit", server_entry(&["--description-chars", "2048"]))],
-    );
-    let mut console = Console::start(&tree, &["console"]);
+    let (_tree, mut console) = kit_console(&["--description-chars", "2048"]);
     console.wait_line(&["kit", "✓ connected"]);
     console.keys("\r");
     // `echo` is first: its description fills the pane, the schema's end is below it.
@@ -976,8 +939,7 @@ fn a_long_tool_detail_scrolls_with_page_down() {
 
 #[test]
 fn a_configuration_error_is_on_the_message_line() {
-    let tree = ConfigTree::new().unwrap();
-    write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
+    let tree = kit_tree(&[]);
     let broken = tree.project().join(".mcp.json");
     tree.write(&broken, "{\"mcpServers\": {\"x\": ").unwrap();
     let mut console = Console::start(&tree, &["console"]);
@@ -991,12 +953,7 @@ fn a_configuration_error_is_on_the_message_line() {
 
 #[test]
 fn the_filter_also_lists_what_the_tool_search_finds() {
-    let tree = ConfigTree::new().unwrap();
-    write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
-    let mut console = Console::start(&tree, &["console"]);
-    console.wait_line(&["kit", "✓ connected", "9"]);
-    console.keys("\r");
-    console.wait_until("the tools", |s| s.contains("Tools of kit (9 of 9)"));
+    let (_tree, mut console) = kit_tools();
     // No tool's text holds "adding numbers"; the search (stemmed words) finds `add`.
     console.keys("/adding numbers\r");
     // Each letter asks the search; only the answer for the whole filter counts. Once the
@@ -1017,29 +974,27 @@ fn the_filter_also_lists_what_the_tool_search_finds() {
 
 #[test]
 fn resources_are_browsed_read_and_scrolled() {
-    let tree = ConfigTree::new().unwrap();
-    write_servers(
-        &tree,
-        &tree.user_file(),
-        &[(
-            "kit",
-            server_entry(&["--sample-resources", "--completions"]),
-        )],
-    );
-    let mut console = Console::start(&tree, &["console"]);
+    let (_tree, mut console) = kit_console(&["--sample-resources", "--completions"]);
     console.wait_line(&["kit", "✓ connected"]);
-    console.keys("\r");
-    console.wait_until("the tools", |s| s.contains("Tools of kit ("));
+    console.open_tools("Tools of kit (");
     // Tab: on to the resources, templates with them.
     console.keys("\t");
     console.wait_until("the resources", |s| s.contains("Resources of kit (4 of 4)"));
     console.wait_line(&["readme", "test://readme"]);
     console.wait_line(&["note", "test://notes/{name}", "(template)"]);
-    console.keys("/read\r");
-    console.wait_until("the filtered list", |s| {
-        s.contains("Resources of kit (1 of 4)") && s.contains("Enter open")
-    });
-    console.keys("\r");
+    // The filter (typed over the last one) leaves the one resource showing `shown`: opened.
+    let open = |console: &mut Console, filter: &str, shown: &str| {
+        console.keys(filter);
+        console.wait_until("the filtered list", |s| {
+            s.contains("Resources of kit (1 of 4)") && s.contains(shown)
+        });
+        console.keys("\r");
+    };
+    let back = |console: &mut Console| {
+        console.keys("\x1b");
+        console.wait_until("the list", |s| s.contains("Resources of kit (1 of 4)"));
+    };
+    open(&mut console, "/read\r", "Enter open");
     // Text as text, longer than the screen: its end comes into view with PgDn.
     let screen = console.wait_until("the readme", |s| s.contains("line 1 of the readme"));
     assert!(screen.contains("Switchboard test readme"), "{screen}");
@@ -1051,33 +1006,22 @@ fn resources_are_browsed_read_and_scrolled() {
     console.keys("\x1b[5~\x1b[5~\x1b[5~");
     console.wait_until("the readme's start", |s| s.contains("line 1 of the readme"));
     // Back to the list; JSON is pretty-printed.
-    console.keys("\x1b");
-    console.wait_until("the list", |s| s.contains("Resources of kit (1 of 4)"));
-    console.keys("/\x7f\x7f\x7f\x7fsettings\r");
-    console.wait_until("the filtered list", |s| {
-        s.contains("Resources of kit (1 of 4)") && s.contains("settings")
-    });
-    console.keys("\r");
+    back(&mut console);
+    open(&mut console, "/\x7f\x7f\x7f\x7fsettings\r", "settings");
     console.wait_line(&["\"theme\": \"dark\","]);
-    console.keys("\x1b");
-    console.wait_until("the list", |s| s.contains("Resources of kit (1 of 4)"));
+    back(&mut console);
     // A binary: its size and type.
-    console.keys("/\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7flogo\r");
-    console.wait_until("the filtered list", |s| {
-        s.contains("Resources of kit (1 of 4)") && s.contains("logo")
-    });
-    console.keys("\r");
+    open(
+        &mut console,
+        "/\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7flogo\r",
+        "logo",
+    );
     console.wait_until("the binary", |s| {
         s.contains("image/png") && (s.contains("binary: 69 bytes") || s.contains("saved to"))
     });
-    console.keys("\x1b");
-    console.wait_until("the list", |s| s.contains("Resources of kit (1 of 4)"));
+    back(&mut console);
     // A template: its variable in a form, with the server's suggestions.
-    console.keys("/\x7f\x7f\x7f\x7fnote\r");
-    console.wait_until("the filtered list", |s| {
-        s.contains("Resources of kit (1 of 4)") && s.contains("(template)")
-    });
-    console.keys("\r");
+    open(&mut console, "/\x7f\x7f\x7f\x7fnote\r", "(template)");
     console.wait_line(&["name", "(text)"]);
     console.keys("gro");
     // Suggestions show only for what the field holds: with `gro` on screen, they are for it.
@@ -1089,29 +1033,15 @@ fn resources_are_browsed_read_and_scrolled() {
     console.wait_until("the note", |s| {
         s.contains("Note about groceries") && s.contains("test://notes/groceries")
     });
-    console.keys("\x1b");
-    console.wait_until("the list", |s| s.contains("Resources of kit ("));
-    console.keys("\x1b");
-    console.wait_line(&["kit", "✓ connected"]);
+    console.back_to_servers("the list", "Resources of kit (");
     assert_eq!(console.quit(), Some(0));
 }
 
 #[test]
 fn a_prompt_takes_its_arguments_with_the_servers_completions() {
-    let tree = ConfigTree::new().unwrap();
-    write_servers(
-        &tree,
-        &tree.user_file(),
-        &[("kit", server_entry(&["--completions"]))],
-    );
-    let mut console = Console::start(&tree, &["console"]);
+    let (_tree, mut console) = kit_console(&["--completions"]);
     console.wait_line(&["kit", "✓ connected"]);
-    console.keys("\r");
-    console.wait_until("the tools", |s| s.contains("Tools of kit ("));
-    console.keys("\t");
-    console.wait_until("the resources", |s| s.contains("Resources of kit"));
-    console.keys("\t");
-    console.wait_until("the prompts", |s| s.contains("Prompts of kit (1 of 1)"));
+    console.open_prompts();
     console.wait_line(&["color *", "The colour"]);
     console.keys("\r");
     console.wait_line(&["Prompt mcp__kit__paint"]);
@@ -1135,21 +1065,13 @@ fn a_prompt_takes_its_arguments_with_the_servers_completions() {
     });
     console.keys("\t\r");
     console.wait_line(&["user: Paint the wall blue (gloss)"]);
-    console.keys("\x1b");
-    console.wait_until("the prompts", |s| s.contains("Prompts of kit (1 of 1)"));
-    console.keys("\x1b");
-    console.wait_line(&["kit", "✓ connected"]);
+    console.back_to_servers("the prompts", "Prompts of kit (1 of 1)");
     assert_eq!(console.quit(), Some(0));
 }
 
 #[test]
 fn a_long_call_result_scrolls() {
-    let tree = ConfigTree::new().unwrap();
-    write_servers(&tree, &tree.user_file(), &[("kit", server_entry(&[]))]);
-    let mut console = Console::start(&tree, &["console"]);
-    console.wait_line(&["kit", "✓ connected", "9"]);
-    console.keys("\r");
-    console.wait_until("the tools", |s| s.contains("Tools of kit (9 of 9)"));
+    let (_tree, mut console) = kit_tools();
     console.keys("/big\r");
     console.wait_until("the filtered list", |s| {
         s.contains("› big ") && s.contains("/ filter")
@@ -1174,20 +1096,9 @@ fn a_long_call_result_scrolls() {
 
 #[test]
 fn a_question_while_getting_a_prompt_is_a_dialog_too() {
-    let tree = ConfigTree::new().unwrap();
-    write_servers(
-        &tree,
-        &tree.user_file(),
-        &[("kit", server_entry(&["--ask-tools"]))],
-    );
-    let mut console = Console::start(&tree, &["console"]);
+    let (_tree, mut console) = kit_console(&["--ask-tools"]);
     console.wait_line(&["kit", "✓ connected"]);
-    console.keys("\r");
-    console.wait_until("the tools", |s| s.contains("Tools of kit ("));
-    console.keys("\t");
-    console.wait_until("the resources", |s| s.contains("Resources of kit"));
-    console.keys("\t");
-    console.wait_until("the prompts", |s| s.contains("Prompts of kit (1 of 1)"));
+    console.open_prompts();
     console.keys("\r");
     console.wait_line(&["Prompt mcp__kit__greet"]);
     console.wait_line(&["(no arguments)"]);
@@ -1197,9 +1108,6 @@ fn a_question_while_getting_a_prompt_is_a_dialog_too() {
     });
     console.keys("ada\r");
     console.wait_line(&["user: Hello, ada!"]);
-    console.keys("\x1b");
-    console.wait_until("the prompts", |s| s.contains("Prompts of kit (1 of 1)"));
-    console.keys("\x1b");
-    console.wait_line(&["kit", "✓ connected"]);
+    console.back_to_servers("the prompts", "Prompts of kit (1 of 1)");
     assert_eq!(console.quit(), Some(0));
 }

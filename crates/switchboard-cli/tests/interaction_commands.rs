@@ -2,9 +2,7 @@
 //! decline that says how to answer), URLs, sampling through the configured command, roots.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::Read;
 use std::process::{Command, Output, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -31,6 +29,37 @@ fn testkit(protocol: &str) -> Value {
     json!({"command": switchboard_testkit::server_bin(), "args": ["--ask-tools", "--protocol", protocol]})
 }
 
+/// [`run`], which must end with exit code `code`: its stdout and stderr.
+#[track_caller]
+fn ended(tree: &ConfigTree, args: &[&str], code: i32) -> (String, String) {
+    let out = run(tree, args);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(code), "{args:?}: {stdout}{stderr}");
+    (stdout, stderr)
+}
+
+/// The reference server `everything`, over stdio.
+fn everything() -> Value {
+    json!({"command": partner("SWITCHBOARD_PARTNER_EVERYTHING"), "args": ["stdio"]})
+}
+
+/// A file `name` in the tree's root holding `text`: its path, for `--elicit-json`.
+fn answer_file(tree: &ConfigTree, name: &str, text: &str) -> String {
+    let path = tree.root().join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+/// A command for `sh -c` (builtins only: the tests clear PATH) that saves the line it reads to
+/// `seen` and prints `answer`.
+fn noting_script(seen: &std::path::Path, answer: &Value) -> String {
+    format!(
+        "IFS= read -r line || true; printf '%s' \"$line\" > '{}'; printf '%s' '{}'",
+        seen.display(),
+        answer
+    )
+}
+
 fn partner(var: &str) -> String {
     std::env::var(var).unwrap_or_else(|_| {
         panic!("{var} is not set: run the tests with `bash scripts/test.sh`, which installs the pinned test partners")
@@ -51,11 +80,7 @@ fn user_file(tree: &ConfigTree, servers: Value, extra: Value) {
 fn parrot(tree: &ConfigTree, text: &str) -> (Value, std::path::PathBuf) {
     let seen = tree.root().join("sampler-input.json");
     let answer = json!({"model": "parrot-1", "role": "assistant", "content": {"type": "text", "text": text}});
-    let script = format!(
-        "IFS= read -r line || true; printf '%s' \"$line\" > '{}'; printf '%s' '{}'",
-        seen.display(),
-        answer
-    );
+    let script = noting_script(&seen, &answer);
     (json!({"command": "/bin/sh", "args": ["-c", script]}), seen)
 }
 
@@ -69,9 +94,12 @@ fn sampling_runs_the_configured_command_within_the_allow_list_and_token_cap() {
         json!({"kit": testkit("legacy"), "other": testkit("modern")}),
         json!({"sampling": sampling}),
     );
-    let out = run(&tree, &["call", "kit", "ask_sample", "--arg", "prompt=hi"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert_eq!(text(&out.stdout).trim(), "the model said: a fine answer");
+    let (stdout, _) = ended(
+        &tree,
+        &["call", "kit", "ask_sample", "--arg", "prompt=hi"],
+        0,
+    );
+    assert_eq!(stdout.trim(), "the model said: a fine answer");
     let input: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
     assert_eq!(
         input["maxTokens"], 7,
@@ -80,12 +108,11 @@ fn sampling_runs_the_configured_command_within_the_allow_list_and_token_cap() {
     assert_eq!(input["messages"][0]["content"]["text"], "hi");
 
     // A server not on the allow-list is refused, and the message says where to allow it.
-    let out = run(
+    let (_, stderr) = ended(
         &tree,
         &["call", "other", "ask_sample", "--arg", "prompt=hi"],
+        1,
     );
-    assert_eq!(out.status.code(), Some(1));
-    let stderr = text(&out.stderr);
     assert!(
         stderr.contains("server `other` may not use sampling"),
         "{stderr}"
@@ -106,9 +133,12 @@ fn a_failing_sampler_command_is_reported_to_the_server() {
         json!({"kit": testkit("legacy")}),
         json!({"sampling": sampling}),
     );
-    let out = run(&tree, &["call", "kit", "ask_sample", "--arg", "prompt=hi"]);
-    assert_eq!(out.status.code(), Some(1), "the tool reports an error");
-    let stdout = text(&out.stdout);
+    // The tool reports an error.
+    let (stdout, _) = ended(
+        &tree,
+        &["call", "kit", "ask_sample", "--arg", "prompt=hi"],
+        1,
+    );
     assert!(
         stdout.contains("failed (exit code 3): no model here"),
         "{stdout}"
@@ -118,22 +148,18 @@ fn a_failing_sampler_command_is_reported_to_the_server() {
 #[test]
 fn without_a_sampler_sampling_is_not_offered() {
     let tree = ConfigTree::new().unwrap();
-    user_file(
-        &tree,
-        json!({"everything": {"command": partner("SWITCHBOARD_PARTNER_EVERYTHING"), "args": ["stdio"]}}),
-        json!({}),
-    );
-    let out = run(&tree, &["tools", "everything"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let tools = text(&out.stdout);
+    user_file(&tree, json!({"everything": everything()}), json!({}));
+    let (tools, _) = ended(&tree, &["tools", "everything"], 0);
     assert!(!tools.contains("trigger-sampling-request"), "{tools}");
     assert!(tools.contains("trigger-elicitation-request"), "{tools}");
 
     // A server that asks anyway is told how sampling gets configured.
     user_file(&tree, json!({"kit": testkit("legacy")}), json!({}));
-    let out = run(&tree, &["call", "kit", "ask_sample", "--arg", "prompt=hi"]);
-    assert_eq!(out.status.code(), Some(1));
-    let stdout = text(&out.stdout);
+    let (stdout, _) = ended(
+        &tree,
+        &["call", "kit", "ask_sample", "--arg", "prompt=hi"],
+        1,
+    );
     assert!(stdout.contains("no sampler is configured"), "{stdout}");
     assert!(stdout.contains("`sampling.command`"), "{stdout}");
 }
@@ -145,21 +171,17 @@ fn everything_samples_through_the_configured_command() {
     sampling["servers"] = json!({"everything": {}});
     user_file(
         &tree,
-        json!({"everything": {"command": partner("SWITCHBOARD_PARTNER_EVERYTHING"), "args": ["stdio"]}}),
+        json!({"everything": everything()}),
         json!({"sampling": sampling}),
     );
-    let out = run(
-        &tree,
-        &[
-            "call",
-            "everything",
-            "trigger-sampling-request",
-            "--arg",
-            "prompt=hello",
-        ],
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let stdout = text(&out.stdout);
+    let args = [
+        "call",
+        "everything",
+        "trigger-sampling-request",
+        "--arg",
+        "prompt=hello",
+    ];
+    let (stdout, _) = ended(&tree, &args, 0);
     assert!(stdout.contains("sampled by the command"), "{stdout}");
 }
 
@@ -167,10 +189,8 @@ fn everything_samples_through_the_configured_command() {
 fn without_a_terminal_a_form_is_declined_with_how_to_answer() {
     let tree = ConfigTree::new().unwrap();
     user_file(&tree, json!({"kit": testkit("legacy")}), json!({}));
-    let out = run(&tree, &["call", "kit", "ask_form"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert_eq!(text(&out.stdout).trim(), "declined");
-    let stderr = text(&out.stderr);
+    let (stdout, stderr) = ended(&tree, &["call", "kit", "ask_form"], 0);
+    assert_eq!(stdout.trim(), "declined");
     assert!(
         stderr.contains("server `kit` asks: Tell us about yourself"),
         "{stderr}"
@@ -186,11 +206,7 @@ fn an_elicitation_hook_answers_a_form_without_a_terminal() {
     let tree = ConfigTree::new().unwrap();
     let seen = tree.root().join("hook-input.json");
     let answer = json!({"action": "accept", "content": {"name": "Ada", "age": 36}});
-    let script = format!(
-        "IFS= read -r line || true; printf '%s' \"$line\" > '{}'; printf '%s' '{}'",
-        seen.display(),
-        answer
-    );
+    let script = noting_script(&seen, &answer);
     let silent = "IFS= read -r line || true";
     for protocol in ["legacy", "modern"] {
         let hooks = json!({"elicitation": [
@@ -235,10 +251,8 @@ fn an_elicitation_hook_answers_a_form_without_a_terminal() {
         json!({"kit": testkit("legacy")}),
         json!({"hooks": hooks}),
     );
-    let out = run(&tree, &["call", "kit", "ask_form"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert_eq!(text(&out.stdout).trim(), "declined");
-    let stderr = text(&out.stderr);
+    let (stdout, stderr) = ended(&tree, &["call", "kit", "ask_form"], 0);
+    assert_eq!(stdout.trim(), "declined");
     assert!(stderr.contains("--elicit-json FILE"), "{stderr}");
     assert!(!stderr.contains("unknown field"), "{stderr}");
 }
@@ -250,26 +264,12 @@ fn without_a_terminal_a_url_is_declined_at_once_with_how_to_answer() {
     let tree = ConfigTree::new().unwrap();
     for protocol in ["legacy", "modern"] {
         user_file(&tree, json!({"kit": testkit(protocol)}), json!({}));
-        let mut child = command(&tree, &["call", "kit", "ask_url", "--arg", "completions=1"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let (tx, rx) = mpsc::channel();
-        let pid = child.id();
-        std::thread::spawn(move || {
-            let mut stderr = String::new();
-            let _ = child.stderr.take().unwrap().read_to_string(&mut stderr);
-            let _ = tx.send((child.wait().unwrap(), stderr));
-        });
-        let Ok((status, stderr)) = rx.recv_timeout(WAIT) else {
-            let _ = Command::new("kill")
-                .args(["-KILL", &pid.to_string()])
-                .status();
+        let mut call = command(&tree, &["call", "kit", "ask_url", "--arg", "completions=1"]);
+        let Some(out) = switchboard_testkit::cli::output_within(&mut call, WAIT) else {
             panic!("{protocol}: the call still waits for the URL's go-ahead");
         };
-        assert_eq!(status.code(), Some(1), "{protocol}: {stderr}");
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{protocol}: {stderr}");
         assert!(
             stderr.contains("declined: there is no terminal to ask on"),
             "{protocol}: {stderr}"
@@ -284,67 +284,41 @@ fn without_a_terminal_a_url_is_declined_at_once_with_how_to_answer() {
 #[test]
 fn elicit_json_answers_everythings_form_or_declines_it() {
     let tree = ConfigTree::new().unwrap();
-    user_file(
-        &tree,
-        json!({"everything": {"command": partner("SWITCHBOARD_PARTNER_EVERYTHING"), "args": ["stdio"]}}),
-        json!({}),
-    );
-    let answer = tree.root().join("answer.json");
-    std::fs::write(
-        &answer,
-        r#"{"name": "Grace Hopper", "check": true, "integer": 12}"#,
-    )
-    .unwrap();
-    let answer = answer.display().to_string();
-    let out = run(
-        &tree,
-        &[
+    user_file(&tree, json!({"everything": everything()}), json!({}));
+    let answered = |file: &str| {
+        let args = [
             "call",
             "everything",
             "trigger-elicitation-request",
             "--elicit-json",
-            &answer,
-        ],
+            file,
+        ];
+        ended(&tree, &args, 0).0
+    };
+    let answer = answer_file(
+        &tree,
+        "answer.json",
+        r#"{"name": "Grace Hopper", "check": true, "integer": 12}"#,
     );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let stdout = text(&out.stdout);
+    let stdout = answered(&answer);
     assert!(stdout.contains("- Name: Grace Hopper"), "{stdout}");
     assert!(stdout.contains("- Favorite Integer: 12"), "{stdout}");
 
-    let decline = tree.root().join("decline.json");
-    std::fs::write(&decline, r#"{"action": "decline"}"#).unwrap();
-    let decline = decline.display().to_string();
-    let out = run(
-        &tree,
-        &[
-            "call",
-            "everything",
-            "trigger-elicitation-request",
-            "--elicit-json",
-            &decline,
-        ],
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stdout).contains("User declined"),
-        "{}",
-        text(&out.stdout)
-    );
+    let decline = answer_file(&tree, "decline.json", r#"{"action": "decline"}"#);
+    let stdout = answered(&decline);
+    assert!(stdout.contains("User declined"), "{stdout}");
 }
 
 #[test]
 fn an_invalid_scripted_answer_is_rejected_with_the_field_named() {
     let tree = ConfigTree::new().unwrap();
     user_file(&tree, json!({"kit": testkit("modern")}), json!({}));
-    let answer = tree.root().join("answer.json");
-    std::fs::write(&answer, r#"{"name": "Ada", "age": "old"}"#).unwrap();
-    let answer = answer.display().to_string();
-    let out = run(
+    let answer = answer_file(&tree, "answer.json", r#"{"name": "Ada", "age": "old"}"#);
+    let (_, stderr) = ended(
         &tree,
         &["call", "kit", "ask_form", "--elicit-json", &answer],
+        1,
     );
-    assert_eq!(out.status.code(), Some(1));
-    let stderr = text(&out.stderr);
     assert!(stderr.contains("field `age`"), "{stderr}");
 }
 
@@ -516,10 +490,8 @@ fn a_log_flood_is_rate_limited_and_the_dropped_messages_counted() {
     kit["logLevel"] = json!("warning");
     user_file(&tree, json!({"kit": kit}), json!({}));
     // Two levels (warning, error), 50 000 each.
-    let out = run(&tree, &["call", "kit", "log", "--arg", "repeat=50000"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert_eq!(text(&out.stdout).trim(), "logged at warning, error");
-    let stderr = text(&out.stderr);
+    let (stdout, stderr) = ended(&tree, &["call", "kit", "log", "--arg", "repeat=50000"], 0);
+    assert_eq!(stdout.trim(), "logged at warning, error");
     let printed = stderr
         .lines()
         .filter(|l| l.contains("testkit log at"))
@@ -542,11 +514,7 @@ fn a_log_flood_is_rate_limited_and_the_dropped_messages_counted() {
 #[test]
 fn the_prompt_command_asks_for_arguments_with_the_servers_completions() {
     let tree = ConfigTree::new().unwrap();
-    user_file(
-        &tree,
-        json!({"everything": {"command": partner("SWITCHBOARD_PARTNER_EVERYTHING"), "args": ["stdio"]}}),
-        json!({}),
-    );
+    user_file(&tree, json!({"everything": everything()}), json!({}));
     let mut term = OnTerminal::start(command(
         &tree,
         &["prompt", "mcp__everything__completable-prompt"],

@@ -6,7 +6,9 @@
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+use switchboard_testkit::cli;
 use switchboard_testkit::config_tree::ConfigTree;
+use switchboard_testkit::mcp_servers;
 use switchboard_testkit::{TestServer, Transport};
 
 /// No command here may take longer than this; past it the test fails (and the process is
@@ -16,46 +18,27 @@ const LIMIT: &str = "1048576";
 
 /// Runs the CLI to its end, failing the test past [`DEADLINE`].
 fn run(tree: &ConfigTree, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(args)
-        .current_dir(tree.project())
-        .env_clear()
-        .envs(tree.env())
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(DEADLINE) {
-        Ok(output) => output.unwrap(),
-        Err(_) => {
-            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-            panic!(
-                "`switchboard {}` did not finish within {DEADLINE:?}",
-                args.join(" ")
-            );
-        }
-    }
+    let mut command = cli::command(env!("CARGO_BIN_EXE_switchboard"), tree, args);
+    command.envs(env.iter().copied());
+    cli::output_within(&mut command, DEADLINE).unwrap_or_else(|| {
+        panic!(
+            "`switchboard {}` did not finish within {DEADLINE:?}",
+            args.join(" ")
+        )
+    })
 }
 
 fn remote_config(tree: &ConfigTree, entries: &[(&str, &str, &str)]) {
-    let entries: Vec<String> = entries
+    let entries: Vec<(&str, String)> = entries
         .iter()
         .map(|(name, kind, url)| {
-            format!("\"{name}\": {{\"type\": \"{kind}\", \"url\": \"{url}\"}}")
+            (
+                *name,
+                format!("{{\"type\": \"{kind}\", \"url\": \"{url}\"}}"),
+            )
         })
         .collect();
-    tree.write(
-        tree.user_file(),
-        &format!("{{\"mcpServers\": {{{}}}}}", entries.join(", ")),
-    )
-    .unwrap();
+    mcp_servers::write(tree, tree.user_file(), &entries);
 }
 
 fn assert_over_limit(out: &Output, server: &str) {
@@ -133,19 +116,11 @@ fn a_malformed_message_limit_is_refused_by_name() {
 }
 
 fn stdio_config(tree: &ConfigTree, servers: &[(&str, &[&str])]) {
-    let bin = serde_json::to_string(&switchboard_testkit::server_bin()).unwrap();
-    let entries: Vec<String> = servers
+    let entries: Vec<(&str, String)> = servers
         .iter()
-        .map(|(name, args)| {
-            let args = serde_json::to_string(args).unwrap();
-            format!("\"{name}\": {{\"command\": {bin}, \"args\": {args}}}")
-        })
+        .map(|(name, args)| (*name, mcp_servers::testkit_entry(args, "")))
         .collect();
-    tree.write(
-        tree.user_file(),
-        &format!("{{\"mcpServers\": {{{}}}}}", entries.join(", ")),
-    )
-    .unwrap();
+    mcp_servers::write(tree, tree.user_file(), &entries);
 }
 
 #[test]
@@ -190,11 +165,7 @@ fn sigterm_stops_mcp_list_waiting_on_a_hung_listing_and_leaves_no_child() {
         &tree,
         &[("hung", &["--hang-tools-list", "--pid-file", &pid_arg])],
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(["mcp", "list"])
-        .current_dir(tree.project())
-        .env_clear()
-        .envs(tree.env())
+    let mut child = cli::command(env!("CARGO_BIN_EXE_switchboard"), &tree, &["mcp", "list"])
         .env("MCP_TIMEOUT", "600000")
         .env("SWITCHBOARD_LOG", "switchboard::server=debug")
         .stdin(Stdio::null())

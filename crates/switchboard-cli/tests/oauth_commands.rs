@@ -74,13 +74,25 @@ fn login_then_call_over_legacy_sse() {
     let get = all_output(&run(&tree, &["mcp", "get", "guarded"]));
     assert!(get.contains("status:  ✓ connected"), "{get}");
     assert!(get.contains("auth:    logged in (expires in"), "{get}");
+    echo_through_guarded(&tree, "over sse");
+}
+
+/// Calls `guarded`'s echo with `text`, which must succeed and say it back: all it printed.
+#[track_caller]
+fn echo_through_guarded(tree: &ConfigTree, text: &str) -> String {
     let call = run(
-        &tree,
-        &["call", "mcp__guarded__echo", "--arg", "text=over sse"],
+        tree,
+        &[
+            "call",
+            "mcp__guarded__echo",
+            "--arg",
+            &format!("text={text}"),
+        ],
     );
-    let text = all_output(&call);
-    assert!(call.status.success(), "{text}");
-    assert!(text.contains("over sse"), "{text}");
+    let said = all_output(&call);
+    assert!(call.status.success(), "{said}");
+    assert!(said.contains(text), "{said}");
+    said
 }
 
 /// The access and refresh tokens in the store.
@@ -188,24 +200,31 @@ fn a_token_file_others_may_write_to_is_refused_with_a_chmod_hint() {
     assert!(get.contains("status:  ✓ connected"), "{get}");
 }
 
-#[test]
-fn two_processes_never_both_spend_a_rotating_refresh_token() {
-    // 30 s tokens are inside the refresh margin: every request of both processes refreshes,
-    // each refresh rotating the refresh token.
-    let (tree, server) = setup(&["--oauth-token-ttl", "30"]);
-    assert!(run(&tree, &["mcp", "login", "guarded"]).status.success());
+/// `mcp get guarded` in two processes at once, with `env` too: all each printed.
+fn two_gets_at_once(tree: &ConfigTree, env: &[(&str, &str)]) -> Vec<String> {
     let children: Vec<_> = (0..2)
         .map(|_| {
-            command(&tree, &["mcp", "get", "guarded"])
+            command(tree, &["mcp", "get", "guarded"])
+                .envs(env.iter().copied())
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
                 .spawn()
                 .unwrap()
         })
         .collect();
-    for child in children {
-        let output = child.wait_with_output().unwrap();
-        let text = all_output(&output);
+    children
+        .into_iter()
+        .map(|child| all_output(&child.wait_with_output().unwrap()))
+        .collect()
+}
+
+#[test]
+fn two_processes_never_both_spend_a_rotating_refresh_token() {
+    // 30 s tokens are inside the refresh margin: every request of both processes refreshes,
+    // each refresh rotating the refresh token.
+    let (tree, server) = setup(&["--oauth-token-ttl", "30"]);
+    assert!(run(&tree, &["mcp", "login", "guarded"]).status.success());
+    for text in two_gets_at_once(&tree, &[]) {
         assert!(text.contains("status:  ✓ connected"), "{text}");
     }
     let log = server.stderr();
@@ -435,19 +454,11 @@ fn tokens_in_the_secret_service_from_login_to_logout() {
     ];
 
     // Two processes refreshing at once through the keychain: the file lock still holds.
-    let children: Vec<_> = (0..2)
-        .map(|_| {
-            command(&tree, &["mcp", "get", "guarded"])
-                .env("DBUS_SESSION_BUS_ADDRESS", &secrets.address)
-                .env("SWITCHBOARD_TOKEN_STORE", "auto")
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    for child in children {
-        let text = all_output(&child.wait_with_output().unwrap());
+    let env = [
+        ("DBUS_SESSION_BUS_ADDRESS", secrets.address.as_str()),
+        ("SWITCHBOARD_TOKEN_STORE", "auto"),
+    ];
+    for text in two_gets_at_once(&tree, &env) {
         assert!(text.contains("status:  ✓ connected"), "{text}");
         assert!(text.contains("auth:    logged in"), "{text}");
         logs.push_str(&text);
@@ -567,14 +578,7 @@ fn dpop_bound_tokens_from_login_to_calls_over_http_and_sse() {
         let get = all_output(&run(&tree, &["mcp", "get", "guarded"]));
         assert!(get.contains("status:  ✓ connected"), "{transport:?}: {get}");
         logs.push_str(&get);
-        let call = run(
-            &tree,
-            &["call", "mcp__guarded__echo", "--arg", "text=with proof"],
-        );
-        let text = all_output(&call);
-        assert!(call.status.success(), "{transport:?}: {text}");
-        assert!(text.contains("with proof"), "{transport:?}: {text}");
-        logs.push_str(&text);
+        logs.push_str(&echo_through_guarded(&tree, "with proof"));
 
         let log = server.stderr();
         assert!(!log.contains("dpop proof refused"), "{transport:?}:\n{log}");
@@ -651,7 +655,6 @@ fn gateway_call(addr: &str, token: &str, tool: &str, text: &str) -> String {
 /// `mcp logout --store` forgets them there.
 #[test]
 fn login_and_logout_with_the_shared_store() {
-    use std::io::{BufRead, BufReader};
     use switchboard_testkit::WAIT;
     const TOKEN: &str = "shared-store-test-token-0123456789";
     let Some(redis) = switchboard_testkit::redis::RedisServer::start().unwrap() else {
@@ -671,16 +674,9 @@ fn login_and_logout_with_the_shared_store() {
     .stderr(std::process::Stdio::null())
     .spawn()
     .unwrap();
-    let stdout = replica.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let line = rx.recv_timeout(WAIT).unwrap();
+    let line = switchboard_testkit::cli::first_line(replica.stdout.take().unwrap(), WAIT)
+        .expect("a first line on stdout");
     let addr = line
-        .trim()
         .strip_prefix("listening on http://")
         .and_then(|rest| rest.strip_suffix("/mcp"))
         .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))

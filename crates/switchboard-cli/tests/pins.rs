@@ -4,16 +4,14 @@
 //! tools from a file the test rewrites (`switchboard_testkit::file_tools`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Output, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::process::Output;
 
 use serde_json::{Value, json};
 use switchboard_testkit::config_tree::ConfigTree;
 use switchboard_testkit::file_tools::{FileTools, changed_tools, first_tools};
 
-const WAIT: Duration = Duration::from_secs(60);
+mod raw_stdio;
+use raw_stdio::RawStdio;
 
 #[allow(clippy::disallowed_methods)]
 fn python() -> String {
@@ -23,13 +21,7 @@ fn python() -> String {
 }
 
 fn run(tree: &ConfigTree, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(args)
-        .current_dir(tree.project())
-        .env_clear()
-        .envs(tree.env())
-        .output()
-        .unwrap()
+    switchboard_testkit::cli::run(env!("CARGO_BIN_EXE_switchboard"), tree, args)
 }
 
 fn stdout(out: &Output) -> String {
@@ -205,58 +197,10 @@ fn the_gateway_does_not_serve_a_held_tool() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     file.set(&changed_tools()).unwrap();
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(["serve", "--stdio", "--wait-for-servers"])
-        .current_dir(tree.project())
-        .env_clear()
-        .envs(tree.env())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let lines = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel::<Value>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(lines).lines() {
-            let Ok(line) = line else { return };
-            if let Ok(value) = serde_json::from_str(&line) {
-                let _ = tx.send(value);
-            }
-        }
-    });
-    let mut request = |id: u64, method: &str, params: Value| -> Value {
-        writeln!(
-            stdin,
-            "{}",
-            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-        )
-        .unwrap();
-        stdin.flush().unwrap();
-        loop {
-            let message = rx.recv_timeout(WAIT).unwrap();
-            if message["id"] == id {
-                return message;
-            }
-        }
-    };
-    request(
-        1,
-        "initialize",
-        json!({"protocolVersion": "2025-06-18", "capabilities": {},
-               "clientInfo": {"name": "raw", "version": "1"}}),
-    );
-    let listed = request(2, "tools/list", json!({}));
-    let names: Vec<&str> = listed["result"]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(names, ["mcp__kit__stay"], "{listed}");
-    let called = request(
-        3,
+    let mut gateway = RawStdio::start(&tree, &["--stdio", "--wait-for-servers"]);
+    let names = gateway.tool_names();
+    assert_eq!(names, ["mcp__kit__stay"]);
+    let called = gateway.request(
         "tools/call",
         json!({"name": "mcp__kit__stay", "arguments": {"x": "y"}}),
     );
@@ -264,13 +208,11 @@ fn the_gateway_does_not_serve_a_held_tool() {
         called["result"]["content"][0]["text"], r#"stay called with {"x": "y"}"#,
         "{called}"
     );
-    let refused = request(
-        4,
+    let refused = gateway.request(
         "tools/call",
         json!({"name": "mcp__kit__echo", "arguments": {"text": "hi"}}),
     );
-    let unknown = request(
-        5,
+    let unknown = gateway.request(
         "tools/call",
         json!({"name": "mcp__kit__nothing", "arguments": {}}),
     );
@@ -282,6 +224,5 @@ fn the_gateway_does_not_serve_a_held_tool() {
         refused["error"]["code"], unknown["error"]["code"],
         "{refused} vs {unknown}"
     );
-    drop(stdin);
-    let _ = child.wait();
+    gateway.finish();
 }

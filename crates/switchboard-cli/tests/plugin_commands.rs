@@ -101,6 +101,43 @@ fn file_url(path: &Path) -> String {
     format!("file://{}", path.display())
 }
 
+/// The plugin `demo` 1.0.0 in the folder `plugins/demo` under the tree's root.
+fn demo_folder(tree: &ConfigTree) -> PathBuf {
+    let folder = tree.root().join("plugins/demo");
+    plugin_folder(&folder, "demo", "1.0.0");
+    folder
+}
+
+/// [`demo_folder`], added with `plugin add`.
+fn added_demo(tree: &ConfigTree) -> PathBuf {
+    let folder = demo_folder(tree);
+    ok(tree, &["plugin", "add", folder.to_str().unwrap()]);
+    folder
+}
+
+/// A local git repository (`repos/demo`) holding the plugin `demo` 1.0.0.
+fn demo_repo(tree: &ConfigTree) -> PathBuf {
+    let repo = tree.root().join("repos/demo");
+    plugin_folder(&repo, "demo", "1.0.0");
+    git_repo(&repo);
+    repo
+}
+
+/// A local git repository (`repos/market`): the marketplace `market`, offering the plugin
+/// `demo` from its folder `plugins/demo`.
+fn market_repo(tree: &ConfigTree) -> PathBuf {
+    let market = tree.root().join("repos/market");
+    plugin_folder(&market.join("plugins/demo"), "demo", "1.0.0");
+    std::fs::create_dir_all(market.join(".claude-plugin")).unwrap();
+    std::fs::write(
+        market.join(".claude-plugin/marketplace.json"),
+        r#"{"name": "market", "plugins": [{"name": "demo", "source": "./plugins/demo"}]}"#,
+    )
+    .unwrap();
+    git_repo(&market);
+    market
+}
+
 fn call_echo(tree: &ConfigTree, name: &str) {
     let said = ok(tree, &["call", name, r#"{"text": "from a plugin"}"#]);
     assert_eq!(said, "from a plugin\n");
@@ -109,8 +146,7 @@ fn call_echo(tree: &ConfigTree, name: &str) {
 #[test]
 fn a_plugin_folder_provides_servers_until_it_is_disabled_or_removed() {
     let tree = ConfigTree::new().unwrap();
-    let folder = tree.root().join("plugins/demo");
-    plugin_folder(&folder, "demo", "1.0.0");
+    let folder = demo_folder(&tree);
 
     let added = ok(&tree, &["plugin", "add", folder.to_str().unwrap()]);
     assert!(added.contains("plugin_demo_echo"), "{added}");
@@ -180,9 +216,7 @@ fn list_line(tree: &ConfigTree, server: &str) -> String {
 #[test]
 fn one_server_of_a_plugin_is_disabled_and_enabled_again() {
     let tree = ConfigTree::new().unwrap();
-    let folder = tree.root().join("plugins/demo");
-    plugin_folder(&folder, "demo", "1.0.0");
-    ok(&tree, &["plugin", "add", folder.to_str().unwrap()]);
+    added_demo(&tree);
 
     // By its name in the plugin, with `plugin disable --server`.
     let said = ok(&tree, &["plugin", "disable", "demo", "--server", "echo"]);
@@ -234,9 +268,7 @@ fn one_server_of_a_plugin_is_disabled_and_enabled_again() {
 #[test]
 fn a_plugin_from_a_repository_url_is_cloned_and_updated_a_path_is_used_in_place() {
     let tree = ConfigTree::new().unwrap();
-    let repo = tree.root().join("repos/demo");
-    plugin_folder(&repo, "demo", "1.0.0");
-    git_repo(&repo);
+    let repo = demo_repo(&tree);
 
     ok(&tree, &["plugin", "add", &file_url(&repo)]);
     let path = plugin_path(&tree);
@@ -273,15 +305,7 @@ fn a_plugin_from_a_repository_url_is_cloned_and_updated_a_path_is_used_in_place(
 #[test]
 fn a_plugin_from_a_local_marketplace_provides_its_servers() {
     let tree = ConfigTree::new().unwrap();
-    let market = tree.root().join("repos/market");
-    plugin_folder(&market.join("plugins/demo"), "demo", "1.0.0");
-    std::fs::create_dir_all(market.join(".claude-plugin")).unwrap();
-    std::fs::write(
-        market.join(".claude-plugin/marketplace.json"),
-        r#"{"name": "market", "plugins": [{"name": "demo", "source": "./plugins/demo"}]}"#,
-    )
-    .unwrap();
-    git_repo(&market);
+    let market = market_repo(&tree);
 
     ok(&tree, &["plugin", "marketplace", "add", &file_url(&market)]);
     let out = run(&tree, &["plugin", "add", "nothere@market"]);
@@ -322,8 +346,7 @@ fn a_project_plugin_waits_for_approval() {
 #[test]
 fn a_broken_manifest_names_plugin_file_and_field_and_hides_nothing_else() {
     let tree = ConfigTree::new().unwrap();
-    let folder = tree.root().join("plugins/demo");
-    plugin_folder(&folder, "demo", "1.0.0");
+    let folder = demo_folder(&tree);
     let bin = serde_json::to_string(&switchboard_testkit::server_bin()).unwrap();
     tree.write(
         tree.user_file(),
@@ -357,9 +380,7 @@ fn a_broken_manifest_names_plugin_file_and_field_and_hides_nothing_else() {
 #[test]
 fn a_plugin_file_past_its_cap_is_not_read() {
     let tree = ConfigTree::new().unwrap();
-    let folder = tree.root().join("plugins/demo");
-    plugin_folder(&folder, "demo", "1.0.0");
-    ok(&tree, &["plugin", "add", folder.to_str().unwrap()]);
+    let folder = added_demo(&tree);
     let manifest = folder.join(".claude-plugin/plugin.json");
     let text = std::fs::read_to_string(&manifest).unwrap();
     std::fs::write(&manifest, format!("{text}{}", " ".repeat(2 << 20))).unwrap();
@@ -398,8 +419,7 @@ fn echo_description(tree: &ConfigTree, server: &str) -> String {
 #[test]
 fn a_plugins_data_folder_is_its_own_and_goes_with_it() {
     let tree = ConfigTree::new().unwrap();
-    let folder = tree.root().join("plugins/demo");
-    plugin_folder(&folder, "demo", "1.0.0");
+    let folder = demo_folder(&tree);
     std::fs::write(
         folder.join(".mcp.json"),
         r#"{"more": {"command": "${PLUGIN_ROOT}/bin/server",
@@ -420,15 +440,7 @@ fn a_plugins_data_folder_is_its_own_and_goes_with_it() {
 #[test]
 fn marketplaces_are_listed_and_removed() {
     let tree = ConfigTree::new().unwrap();
-    let market = tree.root().join("repos/market");
-    plugin_folder(&market.join("plugins/demo"), "demo", "1.0.0");
-    std::fs::create_dir_all(market.join(".claude-plugin")).unwrap();
-    std::fs::write(
-        market.join(".claude-plugin/marketplace.json"),
-        r#"{"name": "market", "plugins": [{"name": "demo", "source": "./plugins/demo"}]}"#,
-    )
-    .unwrap();
-    git_repo(&market);
+    let market = market_repo(&tree);
     ok(&tree, &["plugin", "marketplace", "add", &file_url(&market)]);
     let clone = tree.state_dir().join("marketplaces/market");
     assert!(clone.is_dir());
@@ -477,8 +489,7 @@ fn credentials_in_a_source_url_are_never_shown() {
     }
 
     // Recorded sources (as a clone made with them would be) are listed without it.
-    let folder = tree.root().join("plugins/demo");
-    plugin_folder(&folder, "demo", "1.0.0");
+    let folder = demo_folder(&tree);
     let market = tree.root().join("repos/market");
     std::fs::create_dir_all(market.join(".claude-plugin")).unwrap();
     std::fs::write(
@@ -514,9 +525,7 @@ fn credentials_in_a_source_url_are_never_shown() {
 #[test]
 fn a_plugins_server_may_not_set_variables_that_choose_what_runs() {
     let tree = ConfigTree::new().unwrap();
-    let folder = tree.root().join("plugins/demo");
-    plugin_folder(&folder, "demo", "1.0.0");
-    ok(&tree, &["plugin", "add", folder.to_str().unwrap()]);
+    let folder = added_demo(&tree);
     std::fs::write(
         folder.join(".mcp.json"),
         r#"{"home": {"command": "${PLUGIN_ROOT}/bin/server", "env": {"HOME": "${PLUGIN_ROOT}"}},
@@ -648,9 +657,7 @@ fn removing_a_plugin_deletes_no_folder_a_record_merely_points_at() {
 #[test]
 fn a_plugins_files_may_not_lead_out_of_its_folder() {
     let tree = ConfigTree::new().unwrap();
-    let folder = tree.root().join("plugins/demo");
-    plugin_folder(&folder, "demo", "1.0.0");
-    ok(&tree, &["plugin", "add", folder.to_str().unwrap()]);
+    let folder = added_demo(&tree);
     let bin = serde_json::to_string(&switchboard_testkit::server_bin()).unwrap();
     let outside = tree
         .write(
@@ -764,9 +771,7 @@ fn teammate_of(tree: &ConfigTree) -> ConfigTree {
 #[test]
 fn a_project_plugin_from_a_url_records_its_source_only() {
     let tree = ConfigTree::new().unwrap();
-    let repo = tree.root().join("repos/demo");
-    plugin_folder(&repo, "demo", "1.0.0");
-    git_repo(&repo);
+    let repo = demo_repo(&tree);
     let url = file_url(&repo);
 
     ok(&tree, &["plugin", "add", "--scope", "project", &url]);
@@ -803,9 +808,7 @@ fn a_project_plugin_from_a_url_records_its_source_only() {
 #[test]
 fn a_teammate_fetches_a_project_plugin_from_its_url() {
     let tree = ConfigTree::new().unwrap();
-    let repo = tree.root().join("repos/demo");
-    plugin_folder(&repo, "demo", "1.0.0");
-    git_repo(&repo);
+    let repo = demo_repo(&tree);
     ok(
         &tree,
         &["plugin", "add", "--scope", "project", &file_url(&repo)],
@@ -895,15 +898,7 @@ fn a_teammate_fetches_a_project_plugin_from_its_url() {
 #[test]
 fn a_teammate_adds_the_marketplace_of_a_project_plugin() {
     let tree = ConfigTree::new().unwrap();
-    let market = tree.root().join("repos/market");
-    plugin_folder(&market.join("plugins/demo"), "demo", "1.0.0");
-    std::fs::create_dir_all(market.join(".claude-plugin")).unwrap();
-    std::fs::write(
-        market.join(".claude-plugin/marketplace.json"),
-        r#"{"name": "market", "plugins": [{"name": "demo", "source": "./plugins/demo"}]}"#,
-    )
-    .unwrap();
-    git_repo(&market);
+    let market = market_repo(&tree);
     let url = file_url(&market);
     ok(&tree, &["plugin", "marketplace", "add", &url]);
     ok(

@@ -44,6 +44,29 @@ fn ok(tree: &ConfigTree, registry: &TestRegistry, args: &[&str]) -> (String, Str
     (stdout, stderr)
 }
 
+/// `mcp add SERVER --from-registry EXTRA...`
+fn add_args<'a>(server: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["mcp", "add", server, "--from-registry"];
+    args.extend_from_slice(extra);
+    args
+}
+
+/// [`add_args`], run without a terminal.
+fn add(tree: &ConfigTree, registry: &TestRegistry, server: &str, extra: &[&str]) -> Output {
+    run(tree, registry, &add_args(server, extra))
+}
+
+/// [`add`], which must succeed: its stdout and stderr.
+#[track_caller]
+fn add_ok(
+    tree: &ConfigTree,
+    registry: &TestRegistry,
+    server: &str,
+    extra: &[&str],
+) -> (String, String) {
+    ok(tree, registry, &add_args(server, extra))
+}
+
 /// The local scope's servers of the tree's project.
 fn local_servers(tree: &ConfigTree) -> Value {
     let file: Value =
@@ -57,20 +80,23 @@ fn registry_of(documents: &[(String, Value)]) -> (TestRegistry, tempfile::TempDi
     for (file, document) in documents {
         std::fs::write(fixtures.path().join(file), document.to_string()).unwrap();
     }
-    let registry = TestRegistry::start([
-        std::ffi::OsStr::new("--fixtures"),
-        fixtures.path().as_os_str(),
-    ])
-    .unwrap();
-    (registry, fixtures)
+    (registry_at(fixtures.path()), fixtures)
 }
+
+/// A registry serving the documents in `fixtures`.
+fn registry_at(fixtures: &Path) -> TestRegistry {
+    TestRegistry::start([std::ffi::OsStr::new("--fixtures"), fixtures.as_os_str()]).unwrap()
+}
+
+/// The name of [`kit_registry`]'s one server.
+const KIT: &str = "io.github.switchboard-tests/kit";
 
 /// A registry holding one document: the testkit server as the remote `remote`.
 fn kit_registry(remote: Value) -> (TestRegistry, tempfile::TempDir) {
     registry_of(&[(
         "kit.json".to_owned(),
         json!({
-            "name": "io.github.switchboard-tests/kit",
+            "name": KIT,
             "description": "The testkit server, hosted",
             "version": "1.0.0",
             "remotes": [remote]
@@ -197,13 +223,11 @@ fn search_follows_the_cursor_and_reads_the_registry_url_setting() {
         &json!({"registryUrl": registry.url()}).to_string(),
     )
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(["mcp", "search", "--json"])
-        .current_dir(tree.project())
-        .env_clear()
-        .envs(tree.env())
-        .output()
-        .unwrap();
+    // Run without `SWITCHBOARD_REGISTRY_URL`.
+    let search = |args: &[&str]| {
+        switchboard_testkit::cli::run(env!("CARGO_BIN_EXE_switchboard"), &tree, args)
+    };
+    let out = search(&["mcp", "search", "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let found: Value = serde_json::from_slice(&out.stdout).unwrap();
     let names: Vec<(&str, &str, Value)> = found["servers"]
@@ -273,13 +297,7 @@ fn search_follows_the_cursor_and_reads_the_registry_url_setting() {
         &json!({"registryUrl": "http://registry.example.com"}).to_string(),
     )
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(["mcp", "search", "x"])
-        .current_dir(tree.project())
-        .env_clear()
-        .envs(tree.env())
-        .output()
-        .unwrap();
+    let out = search(&["mcp", "search", "x"]);
     let stderr = tree.redact(&text(&out.stderr));
     assert_eq!(out.status.code(), Some(1));
     assert!(
@@ -293,58 +311,37 @@ fn each_package_type_becomes_its_entry() {
     let registry = TestRegistry::start(std::iter::empty::<&str>()).unwrap();
     let tree = ConfigTree::new().unwrap();
     // npm: npx at the pinned version, the fixed argument kept.
-    let (_, stderr) = ok(
+    let (_, stderr) = add_ok(
         &tree,
         &registry,
-        &[
-            "mcp",
-            "add",
-            "io.github.modelcontextprotocol/server-everything",
-            "--from-registry",
-        ],
+        "io.github.modelcontextprotocol/server-everything",
+        &[],
     );
     assert!(stderr.contains("installing its npm package"), "{stderr}");
     // PyPI (preferred over OCI), a named argument from --var.
-    let (_, stderr) = ok(
+    let (_, stderr) = add_ok(
         &tree,
         &registry,
-        &[
-            "mcp",
-            "add",
-            "io.github.modelcontextprotocol/time",
-            "--from-registry",
-            "--var",
-            "local-timezone=Europe/Paris",
-        ],
+        "io.github.modelcontextprotocol/time",
+        &["--var", "local-timezone=Europe/Paris"],
     );
     assert!(
         stderr.contains("offers pypi, oci; picked pypi (--package chooses another)"),
         "{stderr}"
     );
     // An older version, under another name.
-    ok(
+    add_ok(
         &tree,
         &registry,
-        &[
-            "mcp",
-            "add",
-            "io.github.modelcontextprotocol/time",
-            "--from-registry",
-            "--version",
-            "2025.9.25",
-            "--name",
-            "time-old",
-        ],
+        "io.github.modelcontextprotocol/time",
+        &["--version", "2025.9.25", "--name", "time-old"],
     );
     // OCI: docker run, the environment passed by name, its value in the entry.
-    ok(
+    add_ok(
         &tree,
         &registry,
+        "io.github.modelcontextprotocol/time",
         &[
-            "mcp",
-            "add",
-            "io.github.modelcontextprotocol/time",
-            "--from-registry",
             "--package",
             "oci",
             "--name",
@@ -355,19 +352,11 @@ fn each_package_type_becomes_its_entry() {
     );
     // A remote: URL variables and headers; the secret header given on the command line goes
     // to the secret store (here, with no keychain, the owner-only file), not the entry.
-    let (_, stderr) = ok(
+    let (_, stderr) = add_ok(
         &tree,
         &registry,
-        &[
-            "mcp",
-            "add",
-            "com.example.weather/forecast",
-            "--from-registry",
-            "--var",
-            "tenant=acme",
-            "--header",
-            "X-API-Key: s3cret-key",
-        ],
+        "com.example.weather/forecast",
+        &["--var", "tenant=acme", "--header", "X-API-Key: s3cret-key"],
     );
     assert!(
         stderr.contains("Stored a secret in ") && stderr.contains(": FORECAST_X_API_KEY"),
@@ -391,14 +380,11 @@ fn each_package_type_becomes_its_entry() {
         })
     );
     // An OCI package with a secret environment variable, into the user scope.
-    ok(
+    add_ok(
         &tree,
         &registry,
+        "io.github.github/github-mcp-server",
         &[
-            "mcp",
-            "add",
-            "io.github.github/github-mcp-server",
-            "--from-registry",
             "--scope",
             "user",
             "--env",
@@ -426,14 +412,11 @@ fn each_package_type_becomes_its_entry() {
     let mode = std::fs::metadata(&store_file).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
     // A secret for the project's file is not kept: the entry reads the environment.
-    let (_, stderr) = ok(
+    let (_, stderr) = add_ok(
         &tree,
         &registry,
+        "com.example.weather/forecast",
         &[
-            "mcp",
-            "add",
-            "com.example.weather/forecast",
-            "--from-registry",
             "--scope",
             "project",
             "--name",
@@ -455,94 +438,50 @@ fn each_package_type_becomes_its_entry() {
             .contains("not-for-projects")
     );
 
-    // Without a terminal, a required value not given is an error naming it; nothing written.
+    // Refused, each naming what is wrong, with nothing written: (server, arguments, what the
+    // error says).
     let before = std::fs::read_to_string(tree.local_file()).unwrap();
-    let out = run(
-        &tree,
-        &registry,
-        &[
-            "mcp",
-            "add",
-            "com.example.weather/forecast",
-            "--from-registry",
-            "--name",
-            "forecast2",
-        ],
-    );
-    assert_eq!(out.status.code(), Some(1));
-    let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains("server `com.example.weather/forecast`: variable `tenant` is required and was not given\n  hint: give it with `--var tenant=VALUE` (no terminal to ask on)"),
-        "{stderr}"
-    );
-    // A value outside the choices is refused, naming it.
-    let out = run(
-        &tree,
-        &registry,
-        &[
-            "mcp",
-            "add",
-            "com.example.weather/forecast",
-            "--from-registry",
-            "--name",
-            "forecast2",
-            "--var",
-            "tenant=acme",
-            "--var",
-            "region=mars",
-        ],
-    );
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        text(&out.stderr).contains("variable `region`: `mars` is not one of: eu, us, ap"),
-        "{}",
-        text(&out.stderr)
-    );
-    // A name already taken is refused before anything is asked or downloaded.
-    let out = run(
-        &tree,
-        &registry,
-        &[
-            "mcp",
-            "add",
-            "com.example.weather/forecast",
-            "--from-registry",
-        ],
-    );
-    assert!(
-        text(&out.stderr).contains("`forecast` already exists in local scope"),
-        "{}",
-        text(&out.stderr)
-    );
-    // A package type the server does not offer, and a server the registry does not have.
-    let out = run(
-        &tree,
-        &registry,
-        &[
-            "mcp",
-            "add",
+    let forecast = "com.example.weather/forecast";
+    let refused: &[(&str, &[&str], &str)] = &[
+        // Without a terminal, a required value not given.
+        (
+            forecast,
+            &["--name", "forecast2"],
+            "server `com.example.weather/forecast`: variable `tenant` is required and was not given\n  hint: give it with `--var tenant=VALUE` (no terminal to ask on)",
+        ),
+        // A value outside the choices.
+        (
+            forecast,
+            &[
+                "--name",
+                "forecast2",
+                "--var",
+                "tenant=acme",
+                "--var",
+                "region=mars",
+            ],
+            "variable `region`: `mars` is not one of: eu, us, ap",
+        ),
+        // A name already taken, before anything is asked or downloaded.
+        (forecast, &[], "`forecast` already exists in local scope"),
+        // A package type the server does not offer, and a server the registry does not have.
+        (
             "io.github.modelcontextprotocol/time",
-            "--from-registry",
-            "--package",
-            "npm",
-        ],
-    );
-    assert!(
-        text(&out.stderr).contains("it has no `npm` package; it offers: pypi, oci"),
-        "{}",
-        text(&out.stderr)
-    );
-    let out = run(
-        &tree,
-        &registry,
-        &["mcp", "add", "io.example/missing", "--from-registry"],
-    );
-    assert!(
-        text(&out.stderr)
-            .contains("server `io.example/missing` version latest is not in the registry"),
-        "{}",
-        text(&out.stderr)
-    );
+            &["--package", "npm"],
+            "it has no `npm` package; it offers: pypi, oci",
+        ),
+        (
+            "io.example/missing",
+            &[],
+            "server `io.example/missing` version latest is not in the registry",
+        ),
+    ];
+    for (server, extra, says) in refused {
+        let out = add(&tree, &registry, server, extra);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+    }
     assert_eq!(std::fs::read_to_string(tree.local_file()).unwrap(), before);
 }
 
@@ -564,22 +503,10 @@ fn an_mcpb_package_is_downloaded_and_a_checksum_mismatch_refused() {
         ),
     )
     .unwrap();
-    let registry = TestRegistry::start([
-        std::ffi::OsStr::new("--fixtures"),
-        tampered.path().as_os_str(),
-    ])
-    .unwrap();
+    let registry = registry_at(tampered.path());
     let tree = ConfigTree::new().unwrap();
-    let out = run(
-        &tree,
-        &registry,
-        &[
-            "mcp",
-            "add",
-            "io.github.switchboard-tests/hello-bundle",
-            "--from-registry",
-        ],
-    );
+    let hello = "io.github.switchboard-tests/hello-bundle";
+    let out = add(&tree, &registry, hello, &[]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
@@ -592,16 +519,7 @@ fn an_mcpb_package_is_downloaded_and_a_checksum_mismatch_refused() {
 
     // The recorded document: downloaded and checked, the file as served.
     let registry = TestRegistry::start(std::iter::empty::<&str>()).unwrap();
-    let out = run(
-        &tree,
-        &registry,
-        &[
-            "mcp",
-            "add",
-            "io.github.switchboard-tests/hello-bundle",
-            "--from-registry",
-        ],
-    );
+    let out = add(&tree, &registry, hello, &[]);
     let stderr = text(&out.stderr);
     assert!(stderr.contains("checked its SHA-256 (2ed6ea4e"), "{stderr}");
     let kept = tree
@@ -621,17 +539,11 @@ fn an_mcpb_package_is_downloaded_and_a_checksum_mismatch_refused() {
     );
     let out = run(&tree, &registry, &["mcp", "remove", "hello-bundle"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let (stdout, _) = ok(
+    let (stdout, _) = add_ok(
         &tree,
         &registry,
-        &[
-            "mcp",
-            "add",
-            "io.github.switchboard-tests/hello-bundle",
-            "--from-registry",
-            "--var",
-            "greeting=hi from the registry",
-        ],
+        hello,
+        &["--var", "greeting=hi from the registry"],
     );
     assert!(stdout.contains("Installed bundle hello-bundle"), "{stdout}");
     let (stdout, _) = ok(&tree, &registry, &["call", "mcp__hello-bundle__greet"]);
@@ -752,13 +664,24 @@ fn a_terminal_is_asked_for_the_values_and_for_a_secret_without_echo() {
     assert!(store.contains("typed-k3y"));
 }
 
+/// A remote's required, secret header `X-API-Key`, as a registry document declares it.
+fn secret_key_header() -> Value {
+    json!({"name": "X-API-Key", "description": "The key", "isRequired": true, "isSecret": true})
+}
+
+/// The testkit server over HTTP, answering only requests whose `X-API-Key` is `key`.
+fn kit_wanting_key(key: &str) -> switchboard_testkit::TestServer {
+    let header = format!("X-API-Key={key}");
+    switchboard_testkit::TestServer::start(
+        switchboard_testkit::Transport::Http,
+        ["--require-header", header.as_str()],
+    )
+    .unwrap()
+}
+
 #[test]
 fn a_remote_from_the_registry_connects_with_its_secret_header_from_the_environment() {
-    let kit = switchboard_testkit::TestServer::start(
-        switchboard_testkit::Transport::Http,
-        ["--require-header", "X-API-Key=s3cret"],
-    )
-    .unwrap();
+    let kit = kit_wanting_key("s3cret");
     let port = kit
         .url()
         .trim_end_matches("/mcp")
@@ -772,21 +695,10 @@ fn a_remote_from_the_registry_connects_with_its_secret_header_from_the_environme
         "type": "streamable-http",
         "url": "http://127.0.0.1:{port}/mcp",
         "variables": {"port": {"description": "Where it listens", "isRequired": true, "format": "number"}},
-        "headers": [{"name": "X-API-Key", "description": "The key", "isRequired": true, "isSecret": true}]
+        "headers": [secret_key_header()]
     }));
     let tree = ConfigTree::new().unwrap();
-    ok(
-        &tree,
-        &registry,
-        &[
-            "mcp",
-            "add",
-            "io.github.switchboard-tests/kit",
-            "--from-registry",
-            "--var",
-            &format!("port={port}"),
-        ],
-    );
+    add_ok(&tree, &registry, KIT, &["--var", &format!("port={port}")]);
     assert_eq!(
         local_servers(&tree)["kit"],
         json!({"type": "http", "url": format!("http://127.0.0.1:{port}/mcp"),
@@ -812,31 +724,19 @@ fn a_remote_from_the_registry_connects_with_its_secret_header_from_the_environme
 
 #[test]
 fn a_stored_secret_header_reaches_the_server_and_goes_with_its_entry() {
-    let kit = switchboard_testkit::TestServer::start(
-        switchboard_testkit::Transport::Http,
-        ["--require-header", "X-API-Key=st0red"],
-    )
-    .unwrap();
+    let kit = kit_wanting_key("st0red");
     let url = kit.url().to_owned();
     let (registry, _fixtures) = kit_registry(json!({
         "type": "streamable-http",
         "url": url,
-        "headers": [{"name": "X-API-Key", "description": "The key", "isRequired": true, "isSecret": true}]
+        "headers": [secret_key_header()]
     }));
     let tree = ConfigTree::new().unwrap();
-    ok(
+    add_ok(
         &tree,
         &registry,
-        &[
-            "mcp",
-            "add",
-            "io.github.switchboard-tests/kit",
-            "--from-registry",
-            "--scope",
-            "user",
-            "--header",
-            "X-API-Key: st0red",
-        ],
+        KIT,
+        &["--scope", "user", "--header", "X-API-Key: st0red"],
     );
     // No variable set: the stored value is what the server gets, and its tools are listed.
     let (stdout, _) = ok(&tree, &registry, &["tools", "kit", "--json"]);

@@ -248,32 +248,49 @@ async fn one_call(client: &Client, kind: Call, i: u64) -> Result<(), String> {
     }
 }
 
-/// The calls each replica answered (of `server`, or of all), from its own `/status` (`None`:
-/// it does not answer).
-async fn calls_by_replica(replicas: &[String], server: Option<&str>) -> Vec<Option<u64>> {
+/// Each replica's own `/status` (`None`: it does not answer).
+async fn statuses(replicas: &[String]) -> Vec<Option<Value>> {
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
-    let mut counts = Vec::new();
+    let mut all = Vec::new();
     for addr in replicas {
         let status = http
             .get(format!("http://{addr}/status"))
             .bearer_auth(TOKEN)
             .send()
             .await;
-        let count = match status {
-            Ok(response) => response.json::<Value>().await.ok().map(|status| {
-                status["servers"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter(|s| server.is_none_or(|name| s["name"] == name))
-                    .filter_map(|s| s["calls"].as_u64())
-                    .sum()
-            }),
+        all.push(match status {
+            Ok(response) => response.json::<Value>().await.ok(),
             Err(_) => None,
-        };
-        counts.push(count);
+        });
     }
-    counts
+    all
+}
+
+/// The calls each replica answered (of `server`, or of all), from its own `/status` (`None`:
+/// it does not answer).
+async fn calls_by_replica(replicas: &[String], server: Option<&str>) -> Vec<Option<u64>> {
+    let calls = |status: Value| {
+        status["servers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|s| server.is_none_or(|name| s["name"] == name))
+            .filter_map(|s| s["calls"].as_u64())
+            .sum()
+    };
+    statuses(replicas)
+        .await
+        .into_iter()
+        .map(|status| status.map(calls))
+        .collect()
+}
+
+/// How many replicas answered more calls by `now` than by `before`.
+fn replicas_that_called(before: &[Option<u64>], now: &[Option<u64>]) -> usize {
+    now.iter()
+        .zip(before)
+        .filter(|(now, then)| now > then)
+        .count()
 }
 
 /// Logs `name` (at `url`) in once, its tokens written to the Redis at `store`: what every
@@ -322,21 +339,11 @@ async fn raw_post(
 
 /// The sessions open on each replica, from its own `/status`.
 async fn sessions_by_replica(replicas: &[String]) -> Vec<u64> {
-    let http = reqwest::Client::builder().no_proxy().build().unwrap();
-    let mut open = Vec::new();
-    for addr in replicas {
-        let status: Value = http
-            .get(format!("http://{addr}/status"))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        open.push(status["sessions"]["open"].as_u64().unwrap());
-    }
-    open
+    statuses(replicas)
+        .await
+        .into_iter()
+        .map(|status| status.unwrap()["sessions"]["open"].as_u64().unwrap())
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -411,11 +418,7 @@ async fn replicas_behind_a_round_robin_balancer_serve_both_generations_and_survi
         one_call(&session, Call::Ask, i).await.unwrap();
     }
     let counts = calls_by_replica(&addrs, None).await;
-    let asking = counts
-        .iter()
-        .zip(&before)
-        .filter(|(now, then)| now > then)
-        .count();
+    let asking = replicas_that_called(&before, &counts);
     assert!(
         asking >= 2,
         "the asking calls did not spread over the replicas: {before:?} then {counts:?}"
@@ -428,7 +431,7 @@ async fn replicas_behind_a_round_robin_balancer_serve_both_generations_and_survi
     let before = counts;
     let counts = calls_by_replica(&addrs, None).await;
     assert!(
-        counts.iter().zip(&before).all(|(now, then)| now > then),
+        replicas_that_called(&before, &counts) == REPLICAS,
         "the rounds did not spread over the replicas: {before:?} then {counts:?}"
     );
 
@@ -454,11 +457,7 @@ async fn replicas_behind_a_round_robin_balancer_serve_both_generations_and_survi
             );
         }
         let counts = calls_by_replica(&addrs, Some("remote")).await;
-        let refreshing = counts
-            .iter()
-            .zip(&before)
-            .filter(|(now, then)| now > then)
-            .count();
+        let refreshing = replicas_that_called(&before, &counts);
         assert!(
             refreshing >= 2,
             "the calls after the expiry reached fewer than two replicas: {before:?} then {counts:?}"
@@ -608,6 +607,23 @@ async fn replicas_behind_a_round_robin_balancer_serve_both_generations_and_survi
     drop(redis);
 }
 
+/// `serve ARGS --cluster-key-file KEY` in the tree's project, run to its end (a start that
+/// is refused).
+fn refused_serve(tree: &ConfigTree, args: &[&str], key: &Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .arg("-C")
+        .arg(tree.project())
+        .arg("serve")
+        .args(args)
+        .arg("--cluster-key-file")
+        .arg(key)
+        .env_clear()
+        .envs(tree.env())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
 /// A cluster key file that is short, or readable by others, is refused before any server
 /// starts, with an error naming the file; so is a replica on 0.0.0.0 with no advertised
 /// address.
@@ -623,23 +639,7 @@ fn a_short_or_shared_cluster_key_file_is_refused_naming_it() {
     ] {
         std::fs::write(&key, bytes).unwrap();
         std::fs::set_permissions(&key, std::fs::Permissions::from_mode(mode)).unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
-            .arg("-C")
-            .arg(tree.project())
-            .args([
-                "serve",
-                "--http",
-                "127.0.0.1:0",
-                "--token",
-                TOKEN,
-                "--cluster-key-file",
-            ])
-            .arg(&key)
-            .env_clear()
-            .envs(tree.env())
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
+        let out = refused_serve(&tree, &["--http", "127.0.0.1:0", "--token", TOKEN], &key);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{stderr}");
         assert!(stderr.contains(&key.display().to_string()), "{stderr}");
@@ -649,24 +649,11 @@ fn a_short_or_shared_cluster_key_file_is_refused_naming_it() {
     // A replica on every interface must say where the others reach it.
     std::fs::write(&key, [7u8; 32]).unwrap();
     std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .arg("-C")
-        .arg(tree.project())
-        .args([
-            "serve",
-            "--http",
-            "0.0.0.0:0",
-            "--allow-remote",
-            "--token",
-            TOKEN,
-        ])
-        .arg("--cluster-key-file")
-        .arg(&key)
-        .env_clear()
-        .envs(tree.env())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let out = refused_serve(
+        &tree,
+        &["--http", "0.0.0.0:0", "--allow-remote", "--token", TOKEN],
+        &key,
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("needs --advertise-addr"), "{stderr}");

@@ -3,9 +3,7 @@
 //! `/status` show URLs without userinfo or query values. The real binary, real servers.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Output, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -121,16 +119,8 @@ fn assert_no_secret(output: &str) {
 
 /// `GET /status` of a gateway at `addr`, with its token: the raw response.
 fn status(addr: &str, token: &str) -> String {
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    stream.set_read_timeout(Some(WAIT)).unwrap();
-    write!(
-        stream,
-        "GET /status HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response
+    let bearer = format!("Authorization: Bearer {token}");
+    switchboard_testkit::raw_http::request(addr, "GET", "/status", &[bearer], None, WAIT).text
 }
 
 #[test]
@@ -206,16 +196,9 @@ fn configured_secrets_appear_in_no_listing_error_log_or_status() {
     .stderr(Stdio::piped())
     .spawn()
     .unwrap();
-    let (tx, rx) = mpsc::channel();
-    let stdout = serve.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let line = rx.recv_timeout(WAIT).unwrap();
+    let line = switchboard_testkit::cli::first_line(serve.stdout.take().unwrap(), WAIT)
+        .expect("a first line on stdout");
     let addr = line
-        .trim()
         .strip_prefix("listening on http://")
         .and_then(|rest| rest.split_once('/'))
         .map(|(addr, _)| addr.to_owned())

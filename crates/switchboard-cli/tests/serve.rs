@@ -3,7 +3,7 @@
 //! `scripts/test.sh` runs first), and raw JSON-RPC lines.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Output, Stdio};
 use std::sync::mpsc;
@@ -14,6 +14,9 @@ use switchboard_testkit::config_tree::ConfigTree;
 
 use switchboard_testkit::WAIT;
 use switchboard_testkit::raw_http::{self, header};
+
+mod raw_stdio;
+use raw_stdio::RawStdio;
 
 fn partner(var: &str) -> String {
     std::env::var(var).unwrap_or_else(|_| {
@@ -46,6 +49,13 @@ fn reference_tree() -> ConfigTree {
 /// 2 s to start. A listing still comes as soon as every server has settled.
 const LISTS_ONCE: &str = "60";
 
+/// A tree whose user file holds `settings`.
+fn user_tree(settings: Value) -> ConfigTree {
+    let tree = ConfigTree::new().unwrap();
+    tree.write(tree.user_file(), &settings.to_string()).unwrap();
+    tree
+}
+
 fn serve_args(tree: &ConfigTree, extra: &[&str]) -> Vec<String> {
     let mut args = vec![
         "-C".to_owned(),
@@ -60,27 +70,13 @@ fn serve_args(tree: &ConfigTree, extra: &[&str]) -> Vec<String> {
 /// code and its stderr. A gateway still running after `WAIT` fails the test (and is killed):
 /// a start that should be refused but serves must not hang the suite.
 fn serve_refused(tree: &ConfigTree, args: &[&str]) -> (Option<i32>, String) {
-    let child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_switchboard"));
+    serve
         .args(serve_args(tree, args))
         .env_clear()
-        .envs(tree.env())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    let Ok(out) = rx.recv_timeout(WAIT) else {
-        let _ = Command::new("kill")
-            .args(["-KILL", &pid.to_string()])
-            .status();
-        panic!("serve {args:?} was not refused: still running after {WAIT:?}");
-    };
-    let out = out.unwrap();
+        .envs(tree.env());
+    let out = switchboard_testkit::cli::output_within(&mut serve, WAIT)
+        .unwrap_or_else(|| panic!("serve {args:?} was not refused: still running after {WAIT:?}"));
     (
         out.status.code(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -326,24 +322,14 @@ fn the_inspector_cli_lists_and_calls_through_serve_over_stdio_and_http() {
 /// repeated name).
 #[test]
 fn a_tool_a_server_lists_twice_is_served_once() {
-    let tree = ConfigTree::new().unwrap();
     let bin = switchboard_testkit::server_bin();
-    tree.write(
-        tree.user_file(),
-        &json!({"mcpServers": {"kit": {"command": bin, "args": ["--tool-name", "echo"]}}})
-            .to_string(),
-    )
-    .unwrap();
+    let tree = user_tree(
+        json!({"mcpServers": {"kit": {"command": bin, "args": ["--tool-name", "echo"]}}}),
+    );
     let mut gateway = RawStdio::start(&tree, &["--stdio"]);
-    let listed = gateway.request("tools/list", json!({}));
-    let names: Vec<&str> = listed["result"]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = gateway.tool_names();
     assert_eq!(
-        names.iter().filter(|n| **n == "mcp__kit__echo").count(),
+        names.iter().filter(|n| *n == "mcp__kit__echo").count(),
         1,
         "{names:?}"
     );
@@ -353,17 +339,11 @@ fn a_tool_a_server_lists_twice_is_served_once() {
 /// at start, naming the name and both servers; without the collision it serves bare names.
 #[test]
 fn prefix_never_refuses_to_start_on_a_shared_name_and_serves_own_names_otherwise() {
-    let tree = ConfigTree::new().unwrap();
     let bin = switchboard_testkit::server_bin();
-    tree.write(
-        tree.user_file(),
-        &json!({"mcpServers": {
-            "alpha": {"command": bin, "args": ["--tool-name", "only_alpha"]},
-            "beta": {"command": bin, "args": ["--tool-name", "only_beta"]},
-        }})
-        .to_string(),
-    )
-    .unwrap();
+    let tree = user_tree(json!({"mcpServers": {
+        "alpha": {"command": bin, "args": ["--tool-name", "only_alpha"]},
+        "beta": {"command": bin, "args": ["--tool-name", "only_beta"]},
+    }}));
     let (code, stderr) = serve_refused(&tree, &["--stdio", "--prefix", "never"]);
     assert_eq!(code, Some(1), "{stderr}");
     assert!(
@@ -386,15 +366,9 @@ fn prefix_never_refuses_to_start_on_a_shared_name_and_serves_own_names_otherwise
         gateway.init["result"]["instructions"],
         "A test server: echo, add, slow, fail, add_tool, image, blob, big, pid."
     );
-    let listed = gateway.request("tools/list", json!({}));
-    let names: Vec<&str> = listed["result"]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = gateway.tool_names();
     assert!(
-        names.contains(&"only_alpha") && names.contains(&"echo"),
+        names.contains(&"only_alpha".to_owned()) && names.contains(&"echo".to_owned()),
         "{names:?}"
     );
     let called = gateway.request(
@@ -907,150 +881,16 @@ fn servers_and_tool_patterns_narrow_what_is_served() {
     gateway.finish();
 }
 
-/// `switchboard serve --stdio` spoken to in raw JSON-RPC lines, initialized (2025-06-18).
-struct RawStdio {
-    child: Child,
-    stdin: Option<std::process::ChildStdin>,
-    messages: mpsc::Receiver<Value>,
-    next_id: u64,
-    /// The answer to `initialize`.
-    init: Value,
-}
-
-impl RawStdio {
-    fn start(tree: &ConfigTree, args: &[&str]) -> RawStdio {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
-            .args(serve_args(tree, args))
-            .env_clear()
-            .envs(tree.env())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, messages) = mpsc::channel::<Value>();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { return };
-                if let Ok(value) = serde_json::from_str(&line) {
-                    let _ = tx.send(value);
-                }
-            }
-        });
-        let mut raw = RawStdio {
-            child,
-            stdin,
-            messages,
-            next_id: 0,
-            init: Value::Null,
-        };
-        let init = raw.request(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "raw", "version": "1"}}),
-        );
-        assert_eq!(
-            init["result"]["serverInfo"]["name"], "switchboard",
-            "{init}"
-        );
-        raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        raw.init = init;
-        raw
-    }
-
-    fn send(&mut self, message: Value) {
-        let stdin = self.stdin.as_mut().unwrap();
-        writeln!(stdin, "{message}").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    /// Sends a request and returns its answer (bounded by `WAIT`).
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        self.next_id += 1;
-        let id = json!(self.next_id);
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        loop {
-            let message = self.messages.recv_timeout(WAIT).unwrap();
-            if message["id"] == id {
-                return message;
-            }
-        }
-    }
-
-    /// Waits (at most `WAIT`) for a notification with this method; what came before it is
-    /// dropped.
-    fn notification(&mut self, method: &str) -> Value {
-        loop {
-            let message = self
-                .messages
-                .recv_timeout(WAIT)
-                .unwrap_or_else(|_| panic!("no {method} within {WAIT:?}"));
-            if message["method"] == method {
-                return message;
-            }
-        }
-    }
-
-    /// Sends a request and returns its answer and the notifications that came before it.
-    fn request_noting(&mut self, method: &str, params: Value) -> (Value, Vec<Value>) {
-        self.next_id += 1;
-        let id = json!(self.next_id);
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        let mut notes = Vec::new();
-        loop {
-            let message = self.messages.recv_timeout(WAIT).unwrap();
-            if message["id"] == id {
-                return (message, notes);
-            }
-            if message.get("id").is_none() {
-                notes.push(message);
-            }
-        }
-    }
-
-    /// The names `tools/list` answers, sorted.
-    fn tool_names(&mut self) -> Vec<String> {
-        let listed = self.request("tools/list", json!({}));
-        let mut names: Vec<String> = listed["result"]["tools"]
-            .as_array()
-            .unwrap_or_else(|| panic!("{listed}"))
-            .iter()
-            .map(|t| t["name"].as_str().unwrap().to_owned())
-            .collect();
-        names.sort();
-        names
-    }
-
-    /// Closes stdin, which ends the session and the process; it must exit 0.
-    fn finish(mut self) {
-        drop(self.stdin.take());
-        let (done_tx, done_rx) = mpsc::channel();
-        let mut child = self.child;
-        std::thread::spawn(move || {
-            let _ = done_tx.send(child.wait());
-        });
-        assert!(done_rx.recv_timeout(WAIT).unwrap().unwrap().success());
-    }
-}
-
 /// The command line and the gateway are two surfaces of one host: a read larger than the
 /// output budget is budgeted the same through both, and a listing with one failing server
 /// lists the others' items and leaves that server out in both.
 #[test]
 fn reads_and_listings_behave_the_same_through_the_command_line_and_the_gateway() {
-    let tree = ConfigTree::new().unwrap();
     let bin = switchboard_testkit::server_bin();
-    tree.write(
-        tree.user_file(),
-        &json!({"mcpServers": {
-            "kit": {"command": bin, "args": ["--big-resource", "200000"]},
-            "broken": {"command": bin, "args": ["--fail-lists"]},
-        }})
-        .to_string(),
-    )
-    .unwrap();
+    let tree = user_tree(json!({"mcpServers": {
+        "kit": {"command": bin, "args": ["--big-resource", "200000"]},
+        "broken": {"command": bin, "args": ["--fail-lists"]},
+    }}));
     let cli = |args: &[&str]| {
         let mut all = vec!["-C".to_owned(), tree.project().display().to_string()];
         all.extend(args.iter().map(|a| (*a).to_owned()));
@@ -1503,9 +1343,7 @@ fn status_code(serve: &HttpServe, token: &str) -> u16 {
 /// the process list as `--token` does; an empty one is refused before anything starts.
 #[test]
 fn the_gateway_token_comes_from_a_file_or_the_environment() {
-    let tree = ConfigTree::new().unwrap();
-    tree.write(tree.user_file(), r#"{"mcpServers": {}}"#)
-        .unwrap();
+    let tree = user_tree(json!({"mcpServers": {}}));
     let file = tree.root().join("gateway-token.txt");
     std::fs::write(&file, "file-token-0123456789abcdef\n").unwrap();
     let serve = HttpServe::start(&tree, &["--token-file", file.to_str().unwrap()]);
@@ -1523,30 +1361,16 @@ fn the_gateway_token_comes_from_a_file_or_the_environment() {
     serve.stop();
 
     std::fs::write(&file, "\n").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(serve_args(
-            &tree,
-            &["--http", "--token-file", file.to_str().unwrap()],
-        ))
-        .env_clear()
-        .envs(tree.env())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1), "{out:?}");
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("the token is empty"),
-        "{out:?}"
-    );
+    let (code, stderr) = serve_refused(&tree, &["--http", "--token-file", file.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("the token is empty"), "{stderr}");
 }
 
 /// A weak token in `--token-file` (short, or of few different characters) is refused before
 /// anything starts, naming the file and the rule it breaks.
 #[test]
 fn a_weak_token_in_the_token_file_is_refused_naming_the_rule() {
-    let tree = ConfigTree::new().unwrap();
-    tree.write(tree.user_file(), r#"{"mcpServers": {}}"#)
-        .unwrap();
+    let tree = user_tree(json!({"mcpServers": {}}));
     let file = tree.root().join("gateway-token.txt");
     for weak in ["letmein\n", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n"] {
         std::fs::write(&file, weak).unwrap();
@@ -1570,9 +1394,7 @@ fn a_weak_token_in_the_token_file_is_refused_naming_the_rule() {
 /// was right); a valid request still goes through.
 #[test]
 fn malformed_json_rpc_over_http_is_a_parse_error() {
-    let tree = ConfigTree::new().unwrap();
-    tree.write(tree.user_file(), r#"{"mcpServers": {}}"#)
-        .unwrap();
+    let tree = user_tree(json!({"mcpServers": {}}));
     let token = "parse-token-0123456789abcdef";
     let serve = HttpServe::start(&tree, &["--token", token]);
     let post = |body: &str| http(&serve, token, "POST", &mcp_path(&serve), Some(body));
@@ -1589,9 +1411,7 @@ fn malformed_json_rpc_over_http_is_a_parse_error() {
 /// working, `/status` shows the count and the caps, and a DELETE frees a slot for a new one.
 #[test]
 fn sessions_past_the_cap_are_refused_until_one_ends() {
-    let tree = ConfigTree::new().unwrap();
-    tree.write(tree.user_file(), r#"{"mcpServers": {}}"#)
-        .unwrap();
+    let tree = user_tree(json!({"mcpServers": {}}));
     let token = "cap-token-0123456789abcdef";
     let serve = HttpServe::start(
         &tree,
@@ -1662,9 +1482,7 @@ fn sessions_past_the_cap_are_refused_until_one_ends() {
 /// gateway alone) and is gone once it stops.
 #[test]
 fn pid_file_names_this_gateway_while_it_serves() {
-    let tree = ConfigTree::new().unwrap();
-    tree.write(tree.user_file(), r#"{"mcpServers": {}}"#)
-        .unwrap();
+    let tree = user_tree(json!({"mcpServers": {}}));
     let file = tree.root().join("serve.pid");
     let token = "pid-file-token-0123456789abcdef";
     let serve = HttpServe::start(
@@ -1681,9 +1499,7 @@ fn pid_file_names_this_gateway_while_it_serves() {
 /// naming the flag.
 #[test]
 fn workers_sets_the_gateways_threads() {
-    let tree = ConfigTree::new().unwrap();
-    tree.write(tree.user_file(), r#"{"mcpServers": {}}"#)
-        .unwrap();
+    let tree = user_tree(json!({"mcpServers": {}}));
     let token = "workers-token-0123456789abcdef";
     let serve = HttpServe::start(&tree, &["--token", token, "--workers", "3"]);
     assert_eq!(status_of(&serve, token)["workers"], 3);
@@ -1698,14 +1514,10 @@ fn workers_sets_the_gateways_threads() {
 /// default through the fast path (JSON), with the same result; it needs `--http`.
 #[test]
 fn no_fast_path_answers_calls_through_rmcp_with_the_same_result() {
-    let tree = ConfigTree::new().unwrap();
     let bin = switchboard_testkit::server_bin();
-    tree.write(
-        tree.user_file(),
-        &json!({"mcpServers": {"kit": {"command": bin}}, "permissions": {"allow": ["mcp__kit"]}})
-            .to_string(),
-    )
-    .unwrap();
+    let tree = user_tree(
+        json!({"mcpServers": {"kit": {"command": bin}}, "permissions": {"allow": ["mcp__kit"]}}),
+    );
     let token = "fast-path-token-0123456789abcdef";
     let mut answers = Vec::new();
     for (flags, kind) in [
@@ -1745,17 +1557,11 @@ fn no_fast_path_answers_calls_through_rmcp_with_the_same_result() {
 /// still `pending`.
 #[test]
 fn the_gateway_serves_at_once_while_a_server_is_still_starting() {
-    let tree = ConfigTree::new().unwrap();
     let bin = switchboard_testkit::server_bin();
-    tree.write(
-        tree.user_file(),
-        &json!({"mcpServers": {
-            "ready": {"command": bin},
-            "slow": {"command": bin, "args": ["--slow-start", "200000"], "timeout": 300_000},
-        }})
-        .to_string(),
-    )
-    .unwrap();
+    let tree = user_tree(json!({"mcpServers": {
+        "ready": {"command": bin},
+        "slow": {"command": bin, "args": ["--slow-start", "200000"], "timeout": 300_000},
+    }}));
     let token = "at-once-token-0123456789abcdef";
     let serve = HttpServe::start_with_env(&tree, &["--token", token], &[("MCP_TIMEOUT", "120000")]);
     let session = open_session(&serve, token);
@@ -1781,18 +1587,12 @@ fn the_gateway_serves_at_once_while_a_server_is_still_starting() {
 /// client hears `tools/list_changed`, and its next listing has the server's tools.
 #[test]
 fn a_server_that_connects_late_is_announced_to_the_stdio_client() {
-    let tree = ConfigTree::new().unwrap();
     let bin = switchboard_testkit::server_bin();
-    tree.write(
-        tree.user_file(),
-        &json!({"mcpServers": {
-            "ready": {"command": bin},
-            "late": {"command": bin, "args": ["--slow-start", "6000", "--tool-name", "late_tool"],
-                     "timeout": 60_000},
-        }})
-        .to_string(),
-    )
-    .unwrap();
+    let tree = user_tree(json!({"mcpServers": {
+        "ready": {"command": bin},
+        "late": {"command": bin, "args": ["--slow-start", "6000", "--tool-name", "late_tool"],
+                 "timeout": 60_000},
+    }}));
     let mut gateway = RawStdio::start(&tree, &["--stdio"]);
     let first = RawStdio::tool_names(&mut gateway);
     assert!(first.contains(&"mcp__ready__echo".to_owned()), "{first:?}");
@@ -1903,20 +1703,14 @@ fn a_server_slow_to_list_its_tools_is_announced_when_it_answers() {
 /// pipeline (a deny rule still denies). `auto:N` above the catalogue's size lists everything.
 #[test]
 fn tool_search_lists_the_search_tools_and_a_search_adds_what_it_found() {
-    let tree = ConfigTree::new().unwrap();
     let bin = switchboard_testkit::server_bin();
-    tree.write(
-        tree.user_file(),
-        &json!({
-            "mcpServers": {
-                "kit": {"command": bin, "alwaysLoad": true},
-                "everything": {"command": partner("SWITCHBOARD_PARTNER_EVERYTHING"), "args": ["stdio"]},
-            },
-            "permissions": {"deny": ["mcp__everything__get-env"]},
-        })
-        .to_string(),
-    )
-    .unwrap();
+    let tree = user_tree(json!({
+        "mcpServers": {
+            "kit": {"command": bin, "alwaysLoad": true},
+            "everything": {"command": partner("SWITCHBOARD_PARTNER_EVERYTHING"), "args": ["stdio"]},
+        },
+        "permissions": {"deny": ["mcp__everything__get-env"]},
+    }));
     let mut gateway = RawStdio::start(
         &tree,
         &["--stdio", "--tool-search", "--list-wait", LISTS_ONCE],

@@ -3,10 +3,10 @@
 //! (`--oauth-jwt`), and the user file's `gateway` tool rules. Plain HTTP/1.1 over std sockets.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 
 use serde_json::{Value, json};
+use switchboard_testkit::cli;
 use switchboard_testkit::config_tree::ConfigTree;
 use switchboard_testkit::{TestServer, Transport};
 
@@ -64,18 +64,25 @@ fn token(auth: &TestServer, client: &str, scope: &str) -> String {
 /// `serve` with these arguments; its stderr goes to `stderr.txt` in the tree.
 fn serve(tree: &ConfigTree, args: &[&str]) -> Child {
     let stderr = std::fs::File::create(tree.root().join("stderr.txt")).unwrap();
-    Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .arg("-C")
-        .arg(tree.project())
-        .arg("serve")
+    cli::command(env!("CARGO_BIN_EXE_switchboard"), tree, &["serve"])
         .args(args)
-        .env_clear()
-        .envs(tree.env())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(stderr)
         .spawn()
         .unwrap()
+}
+
+/// A tree whose user file has the testkit server `kit` and these `gateway` tool rules.
+fn kit_behind_rules(gateway: Value) -> ConfigTree {
+    let tree = ConfigTree::new().unwrap();
+    let bin = switchboard_testkit::server_bin();
+    tree.write(
+        tree.user_file(),
+        &json!({"mcpServers": {"kit": {"command": bin}}, "gateway": gateway}).to_string(),
+    )
+    .unwrap();
+    tree
 }
 
 /// The tools a session of `token` lists.
@@ -121,17 +128,7 @@ fn tools(addr: &str, token: &str) -> (Vec<String>, String) {
 fn serve_lets_in_oauth_tokens_and_applies_the_user_files_tool_rules() {
     let auth = TestServer::start(Transport::Http, ["--oauth", "--oauth-jwt"]).unwrap();
     let issuer = auth.url().trim_end_matches("/mcp").to_owned();
-    let tree = ConfigTree::new().unwrap();
-    let bin = switchboard_testkit::server_bin();
-    tree.write(
-        tree.user_file(),
-        &json!({
-            "mcpServers": {"kit": {"command": bin}},
-            "gateway": {"allowTools": ["scope:reader=mcp__kit__echo"]},
-        })
-        .to_string(),
-    )
-    .unwrap();
+    let tree = kit_behind_rules(json!({"allowTools": ["scope:reader=mcp__kit__echo"]}));
     let mut child = serve(
         &tree,
         &[
@@ -143,15 +140,8 @@ fn serve_lets_in_oauth_tokens_and_applies_the_user_files_tool_rules() {
             AUDIENCE,
         ],
     );
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap()
-        .to_owned();
+    let line = cli::first_line(child.stdout.take().unwrap(), WAIT).expect("a first line");
+    let url = line.strip_prefix("listening on ").unwrap().to_owned();
     let addr = url
         .strip_prefix("http://")
         .unwrap()
@@ -210,17 +200,7 @@ fn serve_lets_in_oauth_tokens_and_applies_the_user_files_tool_rules() {
 
 #[test]
 fn a_gateway_rule_that_cannot_be_read_stops_serve_naming_its_file_and_field() {
-    let tree = ConfigTree::new().unwrap();
-    let bin = switchboard_testkit::server_bin();
-    tree.write(
-        tree.user_file(),
-        &json!({
-            "mcpServers": {"kit": {"command": bin}},
-            "gateway": {"denyTools": ["mcp__kit__add", "scope:admin"]},
-        })
-        .to_string(),
-    )
-    .unwrap();
+    let tree = kit_behind_rules(json!({"denyTools": ["mcp__kit__add", "scope:admin"]}));
     let mut child = serve(&tree, &["--stdio"]);
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(1));

@@ -4,7 +4,7 @@
 
 use std::ffi::OsStr;
 use std::io::{BufRead as _, BufReader, Read};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -76,4 +76,33 @@ pub fn first_line(stdout: impl Read + Send + 'static, wait: Duration) -> Option<
     rx.recv_timeout(wait)
         .ok()
         .map(|line| line.trim().to_owned())
+}
+
+/// Runs `command` (stdin empty, stdout and stderr captured) to its end: its output, or `None`
+/// when it is still running after `wait` (it is killed then, with SIGKILL), so that a program
+/// that should end but hangs fails its test instead of the suite. Panics when the program
+/// cannot start.
+#[track_caller]
+pub fn output_within(command: &mut Command, wait: Duration) -> Option<Output> {
+    let child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {:?}: {e}", command.get_program()));
+    let pid = child.id();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(wait) {
+        Ok(Ok(output)) => Some(output),
+        Ok(Err(e)) => panic!("cannot wait for {:?}: {e}", command.get_program()),
+        Err(_) => {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            None
+        }
+    }
 }

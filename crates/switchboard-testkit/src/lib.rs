@@ -23,6 +23,7 @@ mod harness;
 pub mod host;
 mod http;
 pub mod mcp_http;
+pub mod mcp_servers;
 mod net;
 mod oauth;
 pub mod options;

@@ -8,14 +8,10 @@
 const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
 const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');
 const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');
+const { transportFor, run } = require('./client-steps.cjs');
 
-async function main() {
-  const [mode, target, ...rest] = process.argv.slice(2);
-  const transport = mode === 'stdio'
-    ? new StdioClientTransport({ command: target, args: rest, stderr: 'inherit' })
-    : new StreamableHTTPClientTransport(new URL(target), {
-        requestInit: { headers: { Authorization: `Bearer ${process.env.GATEWAY_TOKEN}` } },
-      });
+run(async () => {
+  const transport = transportFor(process.argv.slice(2), { StdioClientTransport, StreamableHTTPClientTransport });
   const client = new Client({ name: 'ts-sdk-gateway-test', version: '1.0.0' });
   await client.connect(transport);
   const tools = await client.listTools();
@@ -51,9 +47,4 @@ async function main() {
     prompt: prompt.messages[0].content.text,
   }));
   await client.close();
-}
-
-main().catch((e) => {
-  console.error(e);
-  process.exit(1);
 });
