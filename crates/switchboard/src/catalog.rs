@@ -80,6 +80,27 @@ pub struct Tool {
     pub meta: Option<Value>,
 }
 
+#[cfg(test)]
+impl Tool {
+    /// A server's tool for unit tests: its name, description and input schema; no title,
+    /// output schema, icons or `_meta`, the default traits.
+    pub(crate) fn for_test(server: &str, name: &str, description: &str, schema: Value) -> Tool {
+        Tool {
+            qualified_name: format!("mcp__{server}__{name}"),
+            server: Some(server.to_owned()),
+            name: name.to_owned(),
+            display_name: name.to_owned(),
+            title: None,
+            description: Some(description.to_owned()),
+            input_schema: schema,
+            output_schema: None,
+            traits: ToolTraits::default(),
+            icons: None,
+            meta: None,
+        }
+    }
+}
+
 /// A tool as a model API takes it ([`Tool::model_definition`]). Serialised, it is the shape
 /// of Anthropic's tool definitions (`name`, `description`, `input_schema`); OpenAI's function
 /// tools take the same three as `name`, `description`, `parameters`.
