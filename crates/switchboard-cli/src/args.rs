@@ -292,6 +292,19 @@ pub(crate) enum McpCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Scan the tools and prompts servers list now, on this machine (nothing is sent
+    /// anywhere): hidden characters, text aimed at the model, secret files and keys named,
+    /// parameters asking for credentials, read-only tools that say they write, another
+    /// server's tool named, a tool name on two servers. Exit 1 when a finding is of high
+    /// severity.
+    Scan {
+        /// Only this server (the checks across servers need them all: scan without NAME).
+        #[arg(add = ArgValueCandidates::new(server_names))]
+        name: Option<String>,
+        /// Print the findings as a JSON array.
+        #[arg(long)]
+        json: bool,
+    },
     /// Reject a server from this project's .mcp.json: it will not start.
     Reject {
         /// The server to reject.

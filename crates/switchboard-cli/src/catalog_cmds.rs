@@ -174,9 +174,12 @@ async fn tools(
             .map(|t| (t, None))
             .unzip(),
     };
-    // Held tools (`--all`) after the others, marked.
+    // Held tools (`--all`) after the others, marked (with what the scan found, when that
+    // is why: `scanOnPin`).
     let shown = tools.len();
+    let mut scan_holds = Vec::new();
     if all {
+        scan_holds = host.held_findings().await;
         let held: Vec<_> = host
             .held_tools()
             .await
@@ -187,6 +190,15 @@ async fn tools(
         tools.extend(held);
     }
     let held = |i: usize| i >= shown;
+    let held_for = |t: &switchboard::Tool| -> Vec<&'static str> {
+        let mut kinds: Vec<&'static str> = scan_holds
+            .iter()
+            .filter(|f| t.server.as_deref() == Some(f.server.as_str()) && f.item.name() == t.name)
+            .map(|f| f.kind.as_str())
+            .collect();
+        kinds.dedup();
+        kinds
+    };
     if json {
         let list: Vec<Value> = tools
             .iter()
@@ -204,6 +216,10 @@ async fn tools(
                 }
                 if all {
                     row["held"] = json!(held(i));
+                    let kinds = held_for(t);
+                    if held(i) && !kinds.is_empty() {
+                        row["heldFor"] = json!(kinds);
+                    }
                 }
                 row
             })
@@ -218,9 +234,16 @@ async fn tools(
     }
     let mut out = std::io::stdout().lock();
     for (i, t) in tools.iter().enumerate() {
+        let held_marker;
         let mut traits = Vec::new();
         if held(i) {
-            traits.push("held");
+            let kinds = held_for(t);
+            held_marker = if kinds.is_empty() {
+                "held".to_owned()
+            } else {
+                format!("held ({})", kinds.join(", "))
+            };
+            traits.push(held_marker.as_str());
         }
         if t.traits.read_only {
             traits.push("read-only");

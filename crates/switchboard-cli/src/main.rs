@@ -15,6 +15,7 @@ mod mcp_bundle;
 mod mcp_import;
 mod mcp_pins;
 mod mcp_registry;
+mod mcp_scan;
 mod output;
 mod plugin;
 mod probe;

@@ -71,6 +71,7 @@ pub(crate) fn run(ctx: &Context, cmd: McpCommand) -> anyhow::Result<ExitCode> {
             decide(ctx, name.as_deref(), all, Decision::Approved)
         }
         McpCommand::Diff { name, json } => crate::mcp_pins::diff(ctx, &name, json),
+        McpCommand::Scan { name, json } => crate::mcp_scan::scan(ctx, name.as_deref(), json),
         McpCommand::Reject { name } => decide(ctx, Some(&name), false, Decision::Rejected),
         McpCommand::Login { name, store } => {
             runtime()?.block_on(crate::mcp_auth::login(ctx, &name, store.as_deref()))

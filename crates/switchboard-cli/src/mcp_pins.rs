@@ -18,8 +18,20 @@ fn with_server<T>(
     name: &str,
     work: impl AsyncFnOnce(&Host) -> anyhow::Result<T>,
 ) -> anyhow::Result<T> {
+    with_servers(ctx, Some(name), work)
+}
+
+/// [`with_server`], or with every server when `name` is `None`.
+pub(crate) fn with_servers<T>(
+    ctx: &Context,
+    name: Option<&str>,
+    work: impl AsyncFnOnce(&Host) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
     crate::mcp::runtime()?.block_on(async {
-        let planned = crate::start::builder_for_call(ctx, vec![name.to_owned()])?;
+        let planned = match name {
+            Some(name) => crate::start::builder_for_call(ctx, vec![name.to_owned()])?,
+            None => crate::start::builder(ctx, None)?,
+        };
         let host = planned.builder.start()?;
         let outcome = tokio::select! {
             outcome = async {
@@ -121,6 +133,20 @@ fn print_change(out: &mut impl Write, change: &PinChange) -> std::io::Result<()>
     }
     if !change.other.is_empty() {
         writeln!(out, "  also changed: {}", change.other.join(", "))?;
+    }
+    if !change.findings.is_empty() {
+        writeln!(out, "  held for what the scan found (scanOnPin):")?;
+        for finding in &change.findings {
+            writeln!(
+                out,
+                "    {} {} in {}: \"{}\" ({})",
+                finding.severity,
+                finding.kind,
+                clean_line(&finding.field),
+                clean_line(&finding.excerpt),
+                clean_line(&finding.detail)
+            )?;
+        }
     }
     Ok(())
 }

@@ -80,6 +80,27 @@ pub struct Tool {
     pub meta: Option<Value>,
 }
 
+#[cfg(test)]
+impl Tool {
+    /// A server's tool for unit tests: its name, description and input schema; no title,
+    /// output schema, icons or `_meta`, the default traits.
+    pub(crate) fn for_test(server: &str, name: &str, description: &str, schema: Value) -> Tool {
+        Tool {
+            qualified_name: format!("mcp__{server}__{name}"),
+            server: Some(server.to_owned()),
+            name: name.to_owned(),
+            display_name: name.to_owned(),
+            title: None,
+            description: Some(description.to_owned()),
+            input_schema: schema,
+            output_schema: None,
+            traits: ToolTraits::default(),
+            icons: None,
+            meta: None,
+        }
+    }
+}
+
 /// A tool as a model API takes it ([`Tool::model_definition`]). Serialised, it is the shape
 /// of Anthropic's tool definitions (`name`, `description`, `input_schema`); OpenAI's function
 /// tools take the same three as `name`, `description`, `parameters`.
@@ -195,15 +216,18 @@ pub enum CatalogError {
     #[error("no tool named `{0}`")]
     NoSuchTool(String),
     /// The tool is held: its definition differs from its pin, or its server never listed it
-    /// before (see [`Host::pin_changes`](crate::Host::pin_changes)).
+    /// before, or the scan found something of high severity in it on first sight (see
+    /// [`Host::pin_changes`](crate::Host::pin_changes)).
     #[error(
-        "tool `{tool}` of server `{server}` is held: it changed since its tools were pinned (or is new); run `switchboard mcp diff {server}` to see the change, and `switchboard mcp approve {server} --changes` to accept it"
+        "tool `{tool}` of server `{server}` is held: {why}; run `switchboard mcp diff {server}` to see why, and `switchboard mcp approve {server} --changes` to accept it"
     )]
     Held {
         /// The server.
         server: String,
         /// The qualified name asked for.
         tool: String,
+        /// Why, in a few words.
+        why: String,
     },
     /// Pins could not be written.
     #[error(transparent)]
@@ -861,6 +885,20 @@ impl Catalog {
             .collect()
     }
 
+    /// What the scan found in the tools held for it (`"scanOnPin": true`), servers sorted by
+    /// name.
+    pub(crate) async fn held_findings(&self) -> Vec<crate::scan::Finding> {
+        let (view, _) = self.view_listed().await;
+        let mut findings: Vec<crate::scan::Finding> = view
+            .lists
+            .iter()
+            .flat_map(|list| list.held_pins.values())
+            .flat_map(|held| held.findings.iter().cloned())
+            .collect();
+        findings.sort_by(|a, b| (&a.server, &a.item).cmp(&(&b.server, &b.item)));
+        findings
+    }
+
     /// How a server's tools differ from their pins: each held tool, and each pinned tool it no
     /// longer lists; by tool name.
     pub(crate) async fn pin_changes(&self, server: &str) -> Result<Vec<PinChange>, CatalogError> {
@@ -876,9 +914,11 @@ impl Catalog {
         let mut changes: Vec<PinChange> = list
             .held_pins
             .iter()
-            .map(|(name, pin)| {
+            .map(|(name, held)| {
                 let old = pinned.tools.get(name).map(|p| &p.definition);
-                PinChange::between(server, name, old, Some(&pin.definition))
+                let mut change = PinChange::between(server, name, old, Some(&held.pin.definition));
+                change.findings.clone_from(&held.findings);
+                change
             })
             .collect();
         for (name, pin) in &pinned.tools {
@@ -1032,10 +1072,25 @@ impl Catalog {
         {
             return Ok(Found::Listed(list.clone(), i));
         }
-        if list.held.iter().any(|t| t.qualified_name == qualified) {
+        if let Some(held) = list.held.iter().find(|t| t.qualified_name == qualified) {
+            let kinds: BTreeSet<&str> = list
+                .held_pins
+                .get(&held.name)
+                .into_iter()
+                .flat_map(|h| h.findings.iter().map(|f| f.kind.as_str()))
+                .collect();
+            let why = if kinds.is_empty() {
+                "it changed since its tools were pinned (or is new)".to_owned()
+            } else {
+                format!(
+                    "the scan found {} in it (`scanOnPin`)",
+                    kinds.into_iter().collect::<Vec<_>>().join(", ")
+                )
+            };
             return Err(CatalogError::Held {
                 server: name.server().to_owned(),
                 tool: qualified.to_owned(),
+                why,
             });
         }
         Err(CatalogError::NoSuchTool(qualified.to_owned()))
@@ -1198,10 +1253,15 @@ fn build(
             .partition(|t| held_pins.contains_key(&t.name));
         tools.tools = shown;
         tools.held = held;
+        let why = if held_pins.values().all(|h| h.findings.is_empty()) {
+            "changed since pinned, or new"
+        } else {
+            "changed since pinned, new, or flagged by the scan (`scanOnPin`)"
+        };
         tools.issues.push(CatalogIssue {
             server: Some(config.name.as_str().to_owned()),
             message: format!(
-                "{} tool(s) held: changed since pinned, or new; see `switchboard mcp diff {}`",
+                "{} tool(s) held: {why}; see `switchboard mcp diff {}`",
                 held_pins.len(),
                 config.name
             ),

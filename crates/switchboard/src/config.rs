@@ -162,6 +162,9 @@ pub struct ServerConfig {
     pub log_level: Option<String>,
     /// `pinning`: whether the server's tools are pinned (`None`: the user's default, on).
     pub pinning: Option<bool>,
+    /// `scanOnPin`: whether a tool the scan finds something of high severity in is held
+    /// rather than pinned on first sight (`None`: the user's default, off).
+    pub scan_on_pin: Option<bool>,
     /// Keys Switchboard does not know, kept as written (another host may own them).
     pub extra: BTreeMap<String, serde_json::Value>,
 }
@@ -193,6 +196,7 @@ impl ServerConfig {
             max_output_tokens: None,
             log_level: None,
             pinning: None,
+            scan_on_pin: None,
             extra: BTreeMap::new(),
         }
     }

@@ -432,6 +432,7 @@ impl HostBuilder {
                 Some(&config.paths.state_dir),
                 config.pinning_default(),
                 config.pinning_forced(),
+                config.scan_on_pin_default(),
             ),
         );
         let config = Arc::new(config);

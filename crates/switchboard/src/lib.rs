@@ -17,6 +17,8 @@
 //! - [`auth`] — OAuth for remote servers: options, login, token stores.
 //! - [`budget`] — the output budget results go through.
 //! - [`search`] — the BM25 index behind tool search.
+//! - [`scan`] — checks of servers' tools and prompts for what is aimed at the model or hidden
+//!   from the user (`switchboard mcp scan`, `"scanOnPin"`).
 //! - [`secrets`] — configured secrets, in the keychain or an owner-only file.
 //! - [`shared`] — the Redis store gateway replicas share (tokens, needs-auth, lists, sessions).
 //! - [`registry`] — the MCP Registry client and `server.json` to configuration entries.
@@ -95,6 +97,7 @@ pub mod permissions;
 mod pins;
 pub mod redact;
 pub mod registry;
+pub mod scan;
 pub mod search;
 pub mod secrets;
 pub mod shared;

@@ -17,6 +17,11 @@
 //! An entry's `"pinning": false` (or the user file's top-level `"pinning": false`) turns
 //! pinning off for a server; a managed file's `"pinning": true` keeps it on whatever the
 //! entries say. The program's own in-process servers are not pinned.
+//!
+//! With `"scanOnPin": true` (an entry's, or the user file's top level for every entry that does
+//! not say), a tool in which the scan (`crate::scan`) finds something of high severity is held
+//! instead of pinned when first seen, its findings the reason; approving it pins it as any
+//! other held tool.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -30,6 +35,7 @@ use sha2::{Digest, Sha256};
 
 use crate::config::{ServerConfig, Transport};
 use crate::connection::{ServerInfo, ToolDef};
+use crate::scan::Finding;
 
 /// One pinned definition: its digest and the canonical JSON it was taken over.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -136,6 +142,10 @@ pub struct PinChange {
     /// Other parts that changed: `title`, `required`, `inputSchema` (any other change of
     /// it), `outputSchema`, `annotations`, `_meta.ui`.
     pub other: Vec<String>,
+    /// What the scan found of high severity in the tool as listed now, when it is held for
+    /// that (`"scanOnPin": true`); empty otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<Finding>,
 }
 
 impl PinChange {
@@ -187,6 +197,7 @@ impl PinChange {
                 })
                 .collect(),
             other: Vec::new(),
+            findings: Vec::new(),
         };
         if let (Some(pinned), Some(now)) = (pinned, now) {
             let part = |d: &Value, key: &str| d.get(key).cloned();
@@ -236,8 +247,17 @@ fn type_of(schema: &Value) -> String {
     }
 }
 
-/// What [`Pins::check`] found: the tools held, by name, with what they list now.
-pub(crate) type HeldPins = HashMap<String, Pin>;
+/// A held tool: what it is listed as now, and what the scan found in it if that is why.
+#[derive(Debug, Clone)]
+pub(crate) struct HeldPin {
+    /// The pin its definition now would have.
+    pub(crate) pin: Pin,
+    /// The scan's findings of high severity (`"scanOnPin": true`), else none.
+    pub(crate) findings: Vec<Finding>,
+}
+
+/// What [`Pins::check`] found: the tools held, by name.
+pub(crate) type HeldPins = HashMap<String, HeldPin>;
 
 /// Why pins could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -284,6 +304,15 @@ impl crate::config::ConfigSet {
             )
         )
     }
+
+    /// The user file's top-level `scanOnPin` (off when absent or broken).
+    pub fn scan_on_pin_default(&self) -> bool {
+        let user = self.settings(crate::config::Scope::User);
+        matches!(
+            user.map(|u| &u.sections.scan_on_pin),
+            Some(crate::config::settings::Checked::Ok(true))
+        )
+    }
 }
 
 /// Every server's pins: files in `<state dir>/pins`.
@@ -298,16 +327,29 @@ pub(crate) struct Pins {
     default_on: bool,
     /// A managed file's `"pinning": true`: on for every server, whatever the entries say.
     forced: bool,
+    /// The user file's top-level `scanOnPin` (default off).
+    scan_default: bool,
 }
 
 impl Pins {
-    pub(crate) fn new(state_dir: Option<&Path>, default_on: bool, forced: bool) -> Pins {
+    pub(crate) fn new(
+        state_dir: Option<&Path>,
+        default_on: bool,
+        forced: bool,
+        scan_default: bool,
+    ) -> Pins {
         Pins {
             dir: state_dir.map(|d| d.join("pins")),
             first: Mutex::default(),
             default_on,
             forced,
+            scan_default,
         }
+    }
+
+    /// Whether a tool the scan finds something of high severity in is held on first sight.
+    fn scans(&self, config: &ServerConfig) -> bool {
+        config.scan_on_pin.unwrap_or(self.scan_default)
     }
 
     /// Whether the server's tools are pinned.
@@ -344,6 +386,8 @@ impl Pins {
     /// The tools of `defs` that differ from their pins or are new. A server without pins has
     /// every tool it lists pinned now (trust on first use), and none held; so has one listed
     /// in `session` (the live session the list came from) when that is the first session.
+    /// With `"scanOnPin": true`, a tool the scan finds something of high severity in is held,
+    /// not pinned, on first sight too.
     pub(crate) fn check(
         &self,
         config: &ServerConfig,
@@ -354,23 +398,44 @@ impl Pins {
             return HeldPins::new();
         }
         let server = config.name.as_str();
+        let flagged: HashMap<&str, Vec<Finding>> = if self.scans(config) {
+            defs.iter()
+                .map(|d| (d.name.as_str(), crate::scan::high_findings(server, d)))
+                .filter(|(_, findings)| !findings.is_empty())
+                .collect()
+        } else {
+            HashMap::new()
+        };
         let now: Vec<(&str, Pin)> = defs
             .iter()
             .map(|d| (d.name.as_str(), Pin::tool(d)))
             .collect();
+        let held_as = |name: &str, pin: Pin| HeldPin {
+            pin,
+            findings: flagged.get(name).cloned().unwrap_or_default(),
+        };
         let pinned = match self.read(config) {
             Ok(Some(file)) => file,
-            Ok(None) => match self.first_use(config, &now) {
-                Some(file) => file,
-                None => {
-                    if let Some(session) = session {
-                        self.first
-                            .lock()
-                            .insert(server.to_owned(), Arc::downgrade(session));
+            Ok(None) => {
+                let (suspect, trusted): (Vec<_>, Vec<_>) = now
+                    .iter()
+                    .cloned()
+                    .partition(|(name, _)| flagged.contains_key(name));
+                match self.first_use(config, &trusted) {
+                    Some(file) => file,
+                    None => {
+                        if let Some(session) = session {
+                            self.first
+                                .lock()
+                                .insert(server.to_owned(), Arc::downgrade(session));
+                        }
+                        return suspect
+                            .into_iter()
+                            .map(|(name, pin)| (name.to_owned(), held_as(name, pin)))
+                            .collect();
                     }
-                    return HeldPins::new();
                 }
-            },
+            }
             Err(e) => {
                 tracing::warn!(
                     server,
@@ -379,7 +444,7 @@ impl Pins {
                 PinFile::default()
             }
         };
-        let held: HeldPins = now
+        let mut held: HeldPins = now
             .into_iter()
             .filter(|(name, pin)| {
                 pinned
@@ -387,16 +452,22 @@ impl Pins {
                     .get(*name)
                     .is_none_or(|p| p.sha256 != pin.sha256)
             })
-            .map(|(name, pin)| (name.to_owned(), pin))
+            .map(|(name, pin)| (name.to_owned(), held_as(name, pin)))
             .collect();
-        if !held.is_empty() && self.in_first_session(server, session) {
+        // During the first session, what the server adds is trusted as its first list was,
+        // but for what the scan holds.
+        let trusted: Vec<(String, Pin)> = held
+            .iter()
+            .filter(|(_, h)| h.findings.is_empty())
+            .map(|(n, h)| (n.clone(), h.pin.clone()))
+            .collect();
+        if !trusted.is_empty() && self.in_first_session(server, session) {
             match self.edit(config, |current| {
                 let mut file = current.clone().ok().flatten().unwrap_or_default();
-                file.tools
-                    .extend(held.iter().map(|(n, p)| (n.clone(), p.clone())));
+                file.tools.extend(trusted.iter().cloned());
                 Ok::<_, ()>(file)
             }) {
-                Ok(_) => return HeldPins::new(),
+                Ok(_) => held.retain(|_, h| !h.findings.is_empty()),
                 Err(e) => tracing::warn!("{}", crate::error_chain(&e)),
             }
         }
@@ -471,12 +542,12 @@ impl Pins {
             if only.is_none() {
                 file.tools.retain(|name, _| listed.contains(name));
             }
-            for (name, pin) in held {
+            for (name, held) in held {
                 if only.is_some_and(|o| o != name) {
                     continue;
                 }
                 approved.insert(name.clone());
-                file.tools.insert(name.clone(), pin.clone());
+                file.tools.insert(name.clone(), held.pin.clone());
             }
             Ok::<_, ()>(file)
         })?

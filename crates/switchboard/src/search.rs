@@ -259,23 +259,10 @@ pub(crate) fn words(text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::ToolTraits;
     use serde_json::json;
 
     fn tool(server: &str, name: &str, description: &str, schema: Value) -> Tool {
-        Tool {
-            qualified_name: format!("mcp__{server}__{name}"),
-            server: Some(server.to_owned()),
-            name: name.to_owned(),
-            display_name: name.to_owned(),
-            title: None,
-            description: Some(description.to_owned()),
-            input_schema: schema,
-            output_schema: None,
-            traits: ToolTraits::default(),
-            icons: None,
-            meta: None,
-        }
+        Tool::for_test(server, name, description, schema)
     }
 
     #[test]

@@ -3,14 +3,17 @@
 //! (`switchboard_testkit::file_tools`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use serde_json::{Map, json};
 use switchboard::host::{CallError, CallOptions, Host};
 use switchboard::{ChangeKind, PinChange};
 use switchboard_testkit::config_tree::ConfigTree;
-use switchboard_testkit::file_tools::{FileTools, changed_tools, first_tools};
-use switchboard_testkit::host::{servers_builder, settled_within};
+use switchboard_testkit::file_tools::{
+    FileTools, SCAN_HELD, changed_tools, first_tools, scan_tools,
+};
+use switchboard_testkit::host::{settled_within, tree_builder, write_user_settings};
 
 const SETTLE: Duration = Duration::from_secs(60);
 
@@ -24,12 +27,13 @@ fn python() -> String {
 
 /// A host over the tree with the file-tools server as `kit`, once it settled.
 async fn host(tree: &ConfigTree, tools: &FileTools) -> Host {
-    let servers = json!({"kit": tools.entry(&python())});
-    settled_within(
-        servers_builder(tree, servers).allow(["mcp__kit__*"]),
-        SETTLE,
-    )
-    .await
+    host_with(tree, json!({"mcpServers": {"kit": tools.entry(&python())}})).await
+}
+
+/// A host over the tree with `user` as the user file, once it settled.
+async fn host_with(tree: &ConfigTree, user: serde_json::Value) -> Host {
+    write_user_settings(tree, &user);
+    settled_within(tree_builder(tree).allow(["mcp__kit__*"]), SETTLE).await
 }
 
 async fn names(host: &Host) -> Vec<String> {
@@ -183,4 +187,42 @@ async fn an_entry_with_pinning_off_holds_nothing() {
         later.config().issues
     );
     later.shutdown().await;
+}
+
+/// The user file's `"scanOnPin": true`: on first sight, a tool with a finding of high severity
+/// is held (its findings are why), not pinned; the clean tool and those with lesser findings
+/// are pinned and callable. A second host on the same state folder still holds them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scan_on_pin_holds_tools_with_high_findings_on_first_sight() {
+    let tree = ConfigTree::new().unwrap();
+    let tools = FileTools::new(tree.root().join("tools.json"), &scan_tools()).unwrap();
+    let user = json!({"mcpServers": {"kit": tools.entry(&python())}, "scanOnPin": true});
+    for run in ["first", "second"] {
+        let host = host_with(&tree, user.clone()).await;
+        assert_eq!(names(&host).await, ["echo", "lookup", "notify"], "{run}");
+        let held: BTreeSet<(String, String)> = host
+            .held_findings()
+            .await
+            .into_iter()
+            .map(|f| (f.item.name().to_owned(), f.kind.as_str().to_owned()))
+            .collect();
+        let expected: BTreeSet<(String, String)> = SCAN_HELD
+            .into_iter()
+            .map(|(t, k)| (t.to_owned(), k.to_owned()))
+            .collect();
+        assert_eq!(held, expected, "{run}");
+        assert_eq!(host.held_tools().await.len(), 6, "{run}");
+        let error = call(&host, "add").await.unwrap_err();
+        let text = switchboard::error_chain(&error);
+        assert!(
+            text.contains("the scan found model-instructions"),
+            "{run}: {text}"
+        );
+        assert_eq!(
+            call(&host, "echo").await.unwrap(),
+            "echo called with {}",
+            "{run}"
+        );
+        host.shutdown().await;
+    }
 }

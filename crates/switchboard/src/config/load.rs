@@ -354,7 +354,13 @@ fn apply_user_defaults(
     servers: &mut [ServerEntry],
     issues: &mut Vec<ConfigIssue>,
 ) {
-    for field in ["startup", "idleTimeout", "registryUrl", "pinning"] {
+    for field in [
+        "startup",
+        "idleTimeout",
+        "registryUrl",
+        "pinning",
+        "scanOnPin",
+    ] {
         if let Some(error) = user.error_at(field) {
             issues.push(error.issue(&user.file));
         }

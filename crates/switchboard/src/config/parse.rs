@@ -294,7 +294,7 @@ pub fn entry_hash(raw: &serde_json::Value) -> ConfigHash {
 
 /// Keys that say when or how a server is used, not what is launched: a change of one keeps
 /// the server's kept lists (tool filters apply to the lists when they are read).
-const NOT_LAUNCH_KEYS: [&str; 12] = [
+const NOT_LAUNCH_KEYS: [&str; 13] = [
     "startup",
     "idleTimeout",
     "disabled",
@@ -307,6 +307,7 @@ const NOT_LAUNCH_KEYS: [&str; 12] = [
     "toolTimeout",
     "restart",
     "pinning",
+    "scanOnPin",
 ];
 
 /// The hash of an entry's launch-relevant keys ([`ServerConfig::launch_hash`]).
@@ -654,6 +655,9 @@ impl Walker<'_> {
             max_output_tokens: self.positive_int(&entry.max_output_tokens, "maxOutputTokens")?,
             log_level,
             pinning: self.get(&entry.pinning, "pinning")?.map(|(Flag(b), _)| *b),
+            scan_on_pin: self
+                .get(&entry.scan_on_pin, "scanOnPin")?
+                .map(|(Flag(b), _)| *b),
             extra,
         })
     }

@@ -95,6 +95,9 @@ pub(crate) struct Sections {
     /// `pinning`: the user's default for entries that do not say (user file); forced on for
     /// every server (managed file, `true`). See `crate::pins`.
     pub(crate) pinning: Checked<bool>,
+    /// `scanOnPin`: the user's default for entries that do not say (user file). See
+    /// `crate::pins`.
+    pub(crate) scan_on_pin: Checked<bool>,
 }
 
 /// A scope's file struct: what it holds besides servers.
@@ -114,6 +117,7 @@ impl ScopeFile for UserFile {
             registry_url: self.registry_url,
             gateway: self.gateway,
             pinning: self.pinning,
+            scan_on_pin: self.scan_on_pin,
         }
     }
 }
@@ -212,6 +216,10 @@ pub(crate) struct UserFile {
     /// `false`: no server's tools are pinned unless its entry says `"pinning": true`.
     #[serde(default)]
     pub(crate) pinning: Checked<bool>,
+    /// `true`: every server's tools are scanned when first pinned, unless its entry says
+    /// `"scanOnPin": false`.
+    #[serde(default)]
+    pub(crate) scan_on_pin: Checked<bool>,
     #[serde(rename = "$schema", default)]
     _schema: Skipped,
 }
@@ -528,6 +536,9 @@ pub(crate) struct ServerFile {
     pub(crate) max_output_tokens: Keyed<Count>,
     /// `false`: the server's tools are not pinned (see `crate::pins`).
     pub(crate) pinning: Keyed<Flag>,
+    /// `true`: a tool the scan finds something of high severity in is held, not pinned, on
+    /// first sight (see `crate::pins`).
+    pub(crate) scan_on_pin: Keyed<Flag>,
     /// For people reading the file; not used.
     #[serde(rename = "description")]
     _description: Skipped,

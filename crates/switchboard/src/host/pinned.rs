@@ -14,6 +14,12 @@ impl Host {
         self.catalog.held().await
     }
 
+    /// What the scan found in the tools held for it (`"scanOnPin": true`): a tool with a
+    /// finding of high severity is held on first sight, not pinned. Servers sorted by name.
+    pub async fn held_findings(&self) -> Vec<crate::scan::Finding> {
+        self.catalog.held_findings().await
+    }
+
     /// How `server`'s tools differ from their pins: each held tool (old and new description,
     /// parameters added, removed or retyped) and each pinned tool no longer listed. A lazy
     /// server is started to list its tools.
