@@ -13,7 +13,9 @@ use switchboard_testkit::config_tree::ConfigTree;
 use switchboard_testkit::file_tools::{
     FileTools, SCAN_HELD, changed_tools, first_tools, scan_tools,
 };
-use switchboard_testkit::host::{settled_within, tree_builder, write_user_settings};
+use switchboard_testkit::host::{
+    servers_builder, settled_within, tree_builder, write_user_settings,
+};
 
 const SETTLE: Duration = Duration::from_secs(60);
 
