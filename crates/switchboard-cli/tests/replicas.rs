@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
-    ElicitationAction, Implementation, ProtocolVersion,
+    ElicitationAction, ProtocolVersion,
 };
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RequestContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -153,13 +153,7 @@ struct Answers {
 impl ClientHandler for Answers {
     fn get_info(&self) -> ClientConfig {
         let capabilities = ClientCapabilities::builder().enable_elicitation().build();
-        let version = if self.modern {
-            ProtocolVersion::V_2026_07_28
-        } else {
-            ProtocolVersion::LATEST_WITH_INITIALIZE
-        };
-        ClientConfig::new(capabilities, Implementation::new(self.name, "1"))
-            .with_protocol_version(version)
+        switchboard_testkit::gateway_client::client_config(self.name, capabilities, self.modern)
     }
 
     async fn create_elicitation(

@@ -360,22 +360,6 @@ mod tests {
         assert!(text.contains("note: something else\n"), "{text}");
     }
 
-    fn tool(schema: Value) -> Tool {
-        Tool {
-            qualified_name: "mcp__s__t".to_owned(),
-            server: Some("s".to_owned()),
-            name: "t".to_owned(),
-            display_name: "t".to_owned(),
-            title: None,
-            description: None,
-            input_schema: schema,
-            output_schema: None,
-            traits: Default::default(),
-            icons: None,
-            meta: None,
-        }
-    }
-
     /// Typed on the form, a key a character (`\t` is Tab).
     fn type_keys(view: &mut CallView, keys: &str) {
         for c in keys.chars() {
@@ -390,7 +374,7 @@ mod tests {
 
     #[test]
     fn the_form_follows_the_schema_its_defaults_and_required_fields() {
-        let mut view = CallView::new(tool(json!({
+        let mut view = CallView::new(switchboard_testkit::host::tool_with_schema(json!({
             "type": "object",
             "properties": {
                 "verbose": {"type": "boolean", "default": true},
