@@ -433,7 +433,8 @@ impl HostBuilder {
                 config.pinning_default(),
                 config.pinning_forced(),
                 config.scan_on_pin_default(),
-            ),
+            )
+            .with_store(self.store.clone()),
         );
         let config = Arc::new(config);
         Ok(Host {

@@ -329,6 +329,8 @@ pub(crate) struct Pins {
     forced: bool,
     /// The user file's top-level `scanOnPin` (default off).
     scan_default: bool,
+    /// `serve --store`: the pins live there, shared by the replicas, not in files.
+    store: Option<crate::shared::SharedStore>,
 }
 
 impl Pins {
@@ -344,7 +346,25 @@ impl Pins {
             default_on,
             forced,
             scan_default,
+            store: None,
         }
+    }
+
+    /// Keeps the pins in the shared store (`serve --store`), under
+    /// `switchboard:pins:<server>:<launch hash>`, so that every replica checks against the
+    /// same pins and an approval made through one holds for all.
+    pub(crate) fn with_store(mut self, store: Option<crate::shared::SharedStore>) -> Pins {
+        self.store = store;
+        self
+    }
+
+    fn store_key(config: &ServerConfig) -> String {
+        format!(
+            "{}pins:{}:{}",
+            crate::shared::PREFIX,
+            config.name,
+            config.launch_hash.0
+        )
     }
 
     /// Whether a tool the scan finds something of high severity in is held on first sight.
@@ -354,7 +374,9 @@ impl Pins {
 
     /// Whether the server's tools are pinned.
     pub(crate) fn enabled(&self, config: &ServerConfig) -> bool {
-        if matches!(config.transport, Transport::Sdk) || self.dir.is_none() {
+        if matches!(config.transport, Transport::Sdk)
+            || (self.dir.is_none() && self.store.is_none())
+        {
             return false;
         }
         self.forced || config.pinning.unwrap_or(self.default_on)
@@ -370,6 +392,19 @@ impl Pins {
     /// The server's pins: `Ok(None)` when it has none yet; `Err` when the file is there but
     /// cannot be read or parsed (nothing then matches: every tool is held, not trusted anew).
     pub(crate) fn read(&self, config: &ServerConfig) -> Result<Option<PinFile>, String> {
+        if let Some(store) = &self.store {
+            let key = Self::store_key(config);
+            let text = match store.get_many_blocking(std::slice::from_ref(&key)) {
+                Ok(mut texts) => match texts.pop().flatten() {
+                    Some(text) => text,
+                    None => return Ok(None),
+                },
+                Err(e) => return Err(format!("cannot read {key}: {e}")),
+            };
+            return serde_json::from_str(&text)
+                .map(Some)
+                .map_err(|e| format!("{key}: {e}"));
+        }
         let Some(path) = self.path(config) else {
             return Ok(None);
         };
@@ -560,8 +595,11 @@ impl Pins {
     fn edit<E>(
         &self,
         config: &ServerConfig,
-        change: impl FnOnce(&Result<Option<PinFile>, String>) -> Result<PinFile, E>,
+        mut change: impl FnMut(&Result<Option<PinFile>, String>) -> Result<PinFile, E>,
     ) -> Result<Result<(), E>, PinError> {
+        if self.store.is_some() {
+            return self.edit_shared(config, change);
+        }
         let server = config.name.as_str();
         let path = self
             .path(config)
@@ -580,6 +618,44 @@ impl Pins {
         let text = serde_json::to_vec_pretty(&file).map_err(|e| fail(Box::new(e)))?;
         crate::config::write_private(&path, &text).map_err(|e| fail(Box::new(e)))?;
         Ok(Ok(()))
+    }
+
+    /// [`edit`](Self::edit) in the shared store: pins made where there were none are written
+    /// only if no replica wrote them meanwhile (`SET NX`); when one did, `change` runs again on
+    /// its pins. Other changes (approvals) are written over what is there: two approvals at
+    /// the same moment, the last one stands.
+    fn edit_shared<E>(
+        &self,
+        config: &ServerConfig,
+        mut change: impl FnMut(&Result<Option<PinFile>, String>) -> Result<PinFile, E>,
+    ) -> Result<Result<(), E>, PinError> {
+        let Some(store) = &self.store else {
+            return Err(PinError::NoStateDir(config.name.as_str().to_owned()));
+        };
+        let key = Self::store_key(config);
+        let fail = |source: Box<dyn std::error::Error + Send + Sync>| PinError::Write {
+            server: config.name.as_str().to_owned(),
+            path: PathBuf::from(&key),
+            source,
+        };
+        // Twice at most: a second time only when another replica created the pins between
+        // this one's read and its write; its pins are then what `change` sees.
+        for _ in 0..2 {
+            let current = self.read(config);
+            let creating = matches!(current, Ok(None));
+            let file = match change(&current) {
+                Ok(file) => file,
+                Err(e) => return Ok(Err(e)),
+            };
+            let text = serde_json::to_string(&file).map_err(|e| fail(Box::new(e)))?;
+            let written = store
+                .set_blocking(&key, &text, creating)
+                .map_err(|e| fail(e.message.into()))?;
+            if written {
+                return Ok(Ok(()));
+            }
+        }
+        Err(fail("the pins kept changing under this write".into()))
     }
 }
 

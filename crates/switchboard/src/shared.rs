@@ -158,6 +158,15 @@ impl SharedStore {
         match *self.inner {}
     }
 
+    pub(crate) fn set_blocking(
+        &self,
+        _key: &str,
+        _value: &str,
+        _only_if_absent: bool,
+    ) -> Result<bool, StoreError> {
+        match *self.inner {}
+    }
+
     pub(crate) fn write_later(&self, _key: String, _value: Option<String>, _ttl: Option<Duration>) {
         match *self.inner {}
     }
@@ -454,6 +463,32 @@ impl SharedStore {
         if keys.is_empty() {
             return Ok(Vec::new());
         }
+        self.blocking(|conn| redis::cmd("MGET").arg(keys).query(conn))
+    }
+
+    /// Writes `value` under `key` now, on the blocking connection (no expiry); with
+    /// `only_if_absent`, only when the key is not there (`SET NX`). Whether it was written.
+    pub(crate) fn set_blocking(
+        &self,
+        key: &str,
+        value: &str,
+        only_if_absent: bool,
+    ) -> Result<bool, StoreError> {
+        let mut set = redis::cmd("SET");
+        set.arg(key).arg(value);
+        if only_if_absent {
+            set.arg("NX");
+        }
+        self.blocking(|conn| set.query::<Option<String>>(conn))
+            .map(|ok| ok.is_some())
+    }
+
+    /// Runs `command` on the blocking connection (made on first use, and again after a
+    /// failure), for the host's synchronous paths.
+    fn blocking<T>(
+        &self,
+        command: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
+    ) -> Result<T, StoreError> {
         let mut slot = self.inner.blocking.lock();
         if slot.is_none() {
             let conn = self
@@ -467,14 +502,17 @@ impl SharedStore {
             *slot = Some(conn);
         }
         let Some(conn) = slot.as_mut() else {
-            return Ok(vec![None; keys.len()]);
+            return Err(StoreError {
+                url: self.url().to_owned(),
+                message: "no connection".to_owned(),
+            });
         };
-        let got = redis::cmd("MGET").arg(keys).query(conn);
-        if got.is_err() {
+        let done = command(conn);
+        if done.is_err() {
             // Made again next time.
             *slot = None;
         }
-        got.map_err(|e| self.error(e))
+        done.map_err(|e| self.error(e))
     }
 
     /// Writes `value` under `key` (`None` deletes it), expiring after `ttl`, in the

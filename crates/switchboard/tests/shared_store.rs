@@ -373,3 +373,64 @@ async fn session_records_and_notes_are_shared_by_key() {
         assert!(!keys.contains("a-secret-session-id"), "{keys}");
     }
 }
+
+/// Under a shared store the tool pins live there, not in the replicas' state folders: a
+/// replica that never saw the server holds what changed since another replica pinned it, an
+/// approval made through it holds for a third replica, and no pin file is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_pins_are_shared_by_the_replicas() {
+    use switchboard_testkit::config_tree::ConfigTree;
+    use switchboard_testkit::file_tools::{FileTools, changed_tools, first_tools};
+    use switchboard_testkit::host::{servers_builder, settled_within};
+    let Some(redis) = RedisServer::start().unwrap() else {
+        return;
+    };
+    let tree = ConfigTree::new().unwrap();
+    let tools = FileTools::new(tree.root().join("tools.json"), &first_tools()).unwrap();
+    let entry = tools.entry(&common::partner("SWITCHBOARD_PYTHON"));
+    let replica = |state: &'static str| {
+        let builder = servers_builder(&tree, json!({"kit": entry.clone()}))
+            .state_dir(tree.root().join(state))
+            .allow(["mcp__kit__*"]);
+        let redis = &redis;
+        async move { settled_within(builder.store(connect(redis).await), SETTLE * 2).await }
+    };
+    let names = |host: Host| async move {
+        let mut names: Vec<String> = host
+            .tools()
+            .await
+            .tools
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+        names.sort();
+        host.shutdown().await;
+        names
+    };
+
+    // The first replica pins what the server lists.
+    assert_eq!(
+        names(replica("a").await).await,
+        ["add", "echo", "hello", "stay"]
+    );
+    tools.set(&changed_tools()).unwrap();
+    // Another replica, which never saw the server, holds what changed.
+    let b = replica("b").await;
+    let held: Vec<String> = b.held_tools().await.into_iter().map(|t| t.name).collect();
+    assert_eq!(held.len(), 4, "{held:?}");
+    assert_eq!(
+        b.approve_changes("kit", None).await.unwrap(),
+        ["add", "echo", "greet", "shout"]
+    );
+    assert_eq!(names(b).await, ["add", "echo", "greet", "shout", "stay"]);
+    // A third holds nothing: the approval is in the store.
+    assert_eq!(
+        names(replica("c").await).await,
+        ["add", "echo", "greet", "shout", "stay"]
+    );
+    for state in ["a", "b", "c"] {
+        let pins = tree.root().join(state).join("pins");
+        let files = std::fs::read_dir(&pins).map(|d| d.count()).unwrap_or(0);
+        assert_eq!(files, 0, "pin files in {}", pins.display());
+    }
+}
