@@ -18,6 +18,8 @@ pub mod config_tree;
 pub mod file_tools;
 mod filter;
 mod harness;
+#[cfg(feature = "opener")]
+pub mod host_events;
 mod http;
 pub mod mcp_http;
 mod net;
