@@ -912,6 +912,8 @@ struct RawStdio {
     child: Child,
     stdin: Option<std::process::ChildStdin>,
     messages: mpsc::Receiver<Value>,
+    /// The gateway's stderr, read to its end.
+    stderr: std::thread::JoinHandle<String>,
     next_id: u64,
     /// The answer to `initialize`.
     init: Value,
@@ -919,17 +921,28 @@ struct RawStdio {
 
 impl RawStdio {
     fn start(tree: &ConfigTree, args: &[&str]) -> RawStdio {
+        RawStdio::start_as(tree, args, json!({}))
+    }
+
+    /// [`start`](Self::start), the client declaring these capabilities.
+    fn start_as(tree: &ConfigTree, args: &[&str], capabilities: Value) -> RawStdio {
         let mut child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
             .args(serve_args(tree, args))
             .env_clear()
             .envs(tree.env())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap();
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().unwrap();
+        let mut errors = child.stderr.take().unwrap();
+        let stderr = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = std::io::Read::read_to_string(&mut errors, &mut text);
+            text
+        });
         let (tx, messages) = mpsc::channel::<Value>();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
@@ -943,12 +956,13 @@ impl RawStdio {
             child,
             stdin,
             messages,
+            stderr,
             next_id: 0,
             init: Value::Null,
         };
         let init = raw.request(
             "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+            json!({"protocolVersion": "2025-06-18", "capabilities": capabilities,
                    "clientInfo": {"name": "raw", "version": "1"}}),
         );
         assert_eq!(
@@ -1023,8 +1037,8 @@ impl RawStdio {
         names
     }
 
-    /// Closes stdin, which ends the session and the process; it must exit 0.
-    fn finish(mut self) {
+    /// Closes stdin, which ends the session and the process; it must exit 0. Its stderr.
+    fn finish(mut self) -> String {
         drop(self.stdin.take());
         let (done_tx, done_rx) = mpsc::channel();
         let mut child = self.child;
@@ -1032,6 +1046,7 @@ impl RawStdio {
             let _ = done_tx.send(child.wait());
         });
         assert!(done_rx.recv_timeout(WAIT).unwrap().unwrap().success());
+        self.stderr.join().unwrap()
     }
 }
 
@@ -1938,4 +1953,115 @@ fn tool_search_lists_the_search_tools_and_a_search_adds_what_it_found() {
     );
     assert!(!names.contains(&"search_tools".to_owned()), "{names:?}");
     gateway.finish();
+}
+
+/// server-everything alone behind the gateway, allowed.
+fn everything_tree() -> ConfigTree {
+    let tree = ConfigTree::new().unwrap();
+    tree.write(
+        tree.user_file(),
+        &json!({
+            "mcpServers": {"everything": {"command": partner("SWITCHBOARD_PARTNER_EVERYTHING")}},
+            "permissions": {"allow": ["mcp__everything"]},
+        })
+        .to_string(),
+    )
+    .unwrap();
+    tree
+}
+
+const SAMPLING_TOOL: &str = "mcp__everything__trigger-sampling-request";
+const FORM_TOOL: &str = "mcp__everything__trigger-elicitation-request";
+const URL_TOOL: &str = "mcp__everything__trigger-url-elicitation";
+
+/// Issue 41: the gateway tells its servers only what its clients can answer. A client that
+/// neither samples nor elicits (as Claude Code) is not offered server-everything's tools that
+/// would ask it (their calls could only fail), and nothing reconnects for it.
+#[test]
+fn a_client_that_cannot_answer_is_not_offered_the_tools_that_would_ask_it() {
+    let tree = everything_tree();
+    let mut gateway = RawStdio::start(&tree, &["--stdio", "--list-wait", LISTS_ONCE]);
+    let names = gateway.tool_names();
+    assert!(
+        names.iter().any(|n| n == "mcp__everything__echo"),
+        "{names:?}"
+    );
+    for asking in [SAMPLING_TOOL, FORM_TOOL, URL_TOOL] {
+        assert!(
+            !names.iter().any(|n| n == asking),
+            "{asking} is offered to a client that cannot answer it: {names:?}"
+        );
+    }
+    let stderr = gateway.finish();
+    assert!(!stderr.contains("reconnecting"), "{stderr}");
+}
+
+/// Issue 41: a client that samples and answers forms is offered the tools that ask for those
+/// (not the URL elicitation it cannot answer), and a question reaches it. With
+/// `--wait-for-servers` the server's handshake came before the client: the gateway says it
+/// reconnects the server, and the client hears `tools/list_changed` when the tools came.
+#[test]
+fn a_client_that_samples_is_offered_the_tools_that_sample_once_the_server_reconnected() {
+    let tree = everything_tree();
+    let mut gateway = RawStdio::start_as(
+        &tree,
+        &["--stdio", "--wait-for-servers"],
+        json!({"sampling": {}, "elicitation": {"form": {}}}),
+    );
+    let mut names = gateway.tool_names();
+    if !names.iter().any(|n| n == SAMPLING_TOOL) {
+        gateway.notification("notifications/tools/list_changed");
+        names = gateway.tool_names();
+    }
+    assert!(names.iter().any(|n| n == SAMPLING_TOOL), "{names:?}");
+    assert!(names.iter().any(|n| n == FORM_TOOL), "{names:?}");
+    assert!(!names.iter().any(|n| n == URL_TOOL), "{names:?}");
+
+    // The server's question comes to this client, and its answer goes back.
+    gateway.next_id += 1;
+    let id = json!(gateway.next_id);
+    gateway.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": SAMPLING_TOOL, "arguments": {"prompt": "hello", "maxTokens": 10}}}));
+    let asked = gateway.notification("sampling/createMessage");
+    gateway.send(json!({"jsonrpc": "2.0", "id": asked["id"], "result": {
+        "role": "assistant",
+        "content": {"type": "text", "text": "sampled by the raw client"},
+        "model": "raw-model",
+        "stopReason": "endTurn",
+    }}));
+    let answer = loop {
+        let message = gateway.messages.recv_timeout(WAIT).unwrap();
+        if message["id"] == id {
+            break message;
+        }
+    };
+    assert!(
+        answer.to_string().contains("sampled by the raw client"),
+        "{answer}"
+    );
+    let stderr = gateway.finish();
+    assert!(
+        stderr.contains(
+            "the gateway's clients can answer sampling, form elicitation: reconnecting everything"
+        ) && stderr.contains("the stdio servers among them restart: everything"),
+        "{stderr}"
+    );
+}
+
+/// Over stdio the servers' handshakes wait for the client's `initialize`: a client that
+/// samples is offered the tools that sample in its first listing, and no server reconnects.
+#[test]
+fn over_stdio_the_servers_are_told_what_the_client_answers_before_their_handshake() {
+    let tree = everything_tree();
+    let mut gateway = RawStdio::start_as(
+        &tree,
+        &["--stdio", "--list-wait", LISTS_ONCE],
+        json!({"sampling": {}, "elicitation": {"form": {}, "url": {}}}),
+    );
+    let names = gateway.tool_names();
+    for asking in [SAMPLING_TOOL, FORM_TOOL, URL_TOOL] {
+        assert!(names.iter().any(|n| n == asking), "{asking}: {names:?}");
+    }
+    let stderr = gateway.finish();
+    assert!(!stderr.contains("reconnecting"), "{stderr}");
 }
