@@ -19,6 +19,10 @@ use crate::context::Context;
 /// The token file, under the state folder.
 const TOKEN_FILE: &str = "gateway-token";
 
+/// How long the servers' handshakes wait for the stdio client's `initialize` (it comes at
+/// once; a gateway started by hand with no client connects its servers after this).
+const CLIENT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
     // clap's `requires = "http"` is not enforced here (the flags sit in the `transport`
     // group): the HTTP-only flags are checked by hand, as a usage error.
@@ -119,14 +123,26 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         if let Some(store) = store {
             builder = builder.store(store);
         }
+        // Every server is waited for before a client is served: `--prefix never` refuses
+        // clashing names first, `--wait-for-servers` says so.
+        let settles_first =
+            args.prefix == switchboard_gateway::Prefix::Never || args.wait_for_servers;
+        let awaits_client = addr.is_none() && !settles_first;
+        if awaits_client {
+            // The one client's `initialize` comes at once: the servers' handshakes wait for
+            // it, so they are told what it answers and none has to reconnect to learn it.
+            builder = builder.await_offer(CLIENT_WAIT);
+        }
         let host = builder
             .interaction(switchboard_gateway::upstream_interaction())
+            // Nothing until a client says what it answers (`Gateway::follow_clients`).
+            .offered(switchboard::interaction::Offered::NOTHING)
             .gateway_ask(args.ask.into())
             // An HTTP client may be on another machine: a file written here means nothing
             // there, so audio and blobs stay in the results.
             .binaries_inline(addr.is_some())
             .start()?;
-        if args.prefix == switchboard_gateway::Prefix::Never || args.wait_for_servers {
+        if settles_first {
             // `--prefix never` serves the servers' own names: two servers offering one is
             // refused before any client sees either, so every server is waited for first (as
             // `--wait-for-servers` asks).
@@ -149,6 +165,14 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
             // Served at once: a slow server holds no client up, but a `required` one is waited
             // for (the user said the gateway needs it), and one that fails stops the start.
             // What else fails is reported when it settles.
+            let required = host
+                .servers()
+                .iter()
+                .any(|(name, _)| host.server_config(name).is_some_and(|c| c.required));
+            if awaits_client && required {
+                // Its handshake comes before the client is served: no wait for the client.
+                host.set_offered(Some(switchboard::interaction::Offered::NOTHING));
+            }
             let bound = host.settle_bound();
             if let Err(e) = host.wait_required(bound).await {
                 crate::start::report_failures(&host);
@@ -179,6 +203,10 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
             args.prefix,
         );
         gateway.set_fast_path(!args.no_fast_path);
+        let reporting = host.clone();
+        gateway.follow_clients(move |reoffer| {
+            eprintln!("switchboard: {}", reoffer_line(&reporting, reoffer));
+        });
         gateway.set_list_wait(
             std::time::Duration::try_from_secs_f64(args.list_wait)
                 .context("--list-wait: a number of seconds")?,
@@ -230,6 +258,34 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         outcome.map(|()| ExitCode::SUCCESS)
     })
+}
+
+/// The line that says why upstream servers reconnect: what the gateway's clients can answer
+/// changed (issue 41), and which of them restart.
+fn reoffer_line(host: &switchboard::host::Host, reoffer: &switchboard_gateway::Reoffer) -> String {
+    let restarted: Vec<&str> = reoffer
+        .servers
+        .iter()
+        .filter(|name| {
+            host.server_config(name)
+                .is_some_and(|c| matches!(c.transport, switchboard::config::Transport::Stdio(_)))
+        })
+        .map(String::as_str)
+        .collect();
+    let restart = if restarted.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; the stdio servers among them restart: {}",
+            restarted.join(", ")
+        )
+    };
+    format!(
+        "the gateway's clients can answer {}: reconnecting {} so that they offer only that, \
+         each once its requests in flight have ended{restart}",
+        reoffer.offered,
+        reoffer.servers.join(", ")
+    )
 }
 
 /// Writes this process's id and a newline to `path`, replacing it whole (a reader never sees

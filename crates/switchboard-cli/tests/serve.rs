@@ -1875,3 +1875,114 @@ fn the_http_gateway_holds_changed_tools_and_counts_them() {
     assert_eq!(held_in_metrics(&serve), "0");
     serve.stop();
 }
+
+/// server-everything alone behind the gateway, allowed.
+fn everything_tree() -> ConfigTree {
+    let tree = ConfigTree::new().unwrap();
+    tree.write(
+        tree.user_file(),
+        &json!({
+            "mcpServers": {"everything": {"command": partner("SWITCHBOARD_PARTNER_EVERYTHING")}},
+            "permissions": {"allow": ["mcp__everything"]},
+        })
+        .to_string(),
+    )
+    .unwrap();
+    tree
+}
+
+const SAMPLING_TOOL: &str = "mcp__everything__trigger-sampling-request";
+const FORM_TOOL: &str = "mcp__everything__trigger-elicitation-request";
+const URL_TOOL: &str = "mcp__everything__trigger-url-elicitation";
+
+/// Issue 41: the gateway tells its servers only what its clients can answer. A client that
+/// neither samples nor elicits (as Claude Code) is not offered server-everything's tools that
+/// would ask it (their calls could only fail), and nothing reconnects for it.
+#[test]
+fn a_client_that_cannot_answer_is_not_offered_the_tools_that_would_ask_it() {
+    let tree = everything_tree();
+    let mut gateway = RawStdio::start(&tree, &["--stdio", "--list-wait", LISTS_ONCE]);
+    let names = gateway.tool_names();
+    assert!(
+        names.iter().any(|n| n == "mcp__everything__echo"),
+        "{names:?}"
+    );
+    for asking in [SAMPLING_TOOL, FORM_TOOL, URL_TOOL] {
+        assert!(
+            !names.iter().any(|n| n == asking),
+            "{asking} is offered to a client that cannot answer it: {names:?}"
+        );
+    }
+    let stderr = gateway.finish();
+    assert!(!stderr.contains("reconnecting"), "{stderr}");
+}
+
+/// Issue 41: a client that samples and answers forms is offered the tools that ask for those
+/// (not the URL elicitation it cannot answer), and a question reaches it. With
+/// `--wait-for-servers` the server's handshake came before the client: the gateway says it
+/// reconnects the server, and the client hears `tools/list_changed` when the tools came.
+#[test]
+fn a_client_that_samples_is_offered_the_tools_that_sample_once_the_server_reconnected() {
+    let tree = everything_tree();
+    let mut gateway = RawStdio::start_as(
+        &tree,
+        &["--stdio", "--wait-for-servers"],
+        json!({"sampling": {}, "elicitation": {"form": {}}}),
+    );
+    let mut names = gateway.tool_names();
+    if !names.iter().any(|n| n == SAMPLING_TOOL) {
+        gateway.notification("notifications/tools/list_changed");
+        names = gateway.tool_names();
+    }
+    assert!(names.iter().any(|n| n == SAMPLING_TOOL), "{names:?}");
+    assert!(names.iter().any(|n| n == FORM_TOOL), "{names:?}");
+    assert!(!names.iter().any(|n| n == URL_TOOL), "{names:?}");
+
+    // The server's question comes to this client, and its answer goes back.
+    gateway.next_id += 1;
+    let id = json!(gateway.next_id);
+    gateway.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": SAMPLING_TOOL, "arguments": {"prompt": "hello", "maxTokens": 10}}}));
+    let asked = gateway.notification("sampling/createMessage");
+    gateway.send(json!({"jsonrpc": "2.0", "id": asked["id"], "result": {
+        "role": "assistant",
+        "content": {"type": "text", "text": "sampled by the raw client"},
+        "model": "raw-model",
+        "stopReason": "endTurn",
+    }}));
+    let answer = loop {
+        let message = gateway.messages.recv_timeout(WAIT).unwrap();
+        if message["id"] == id {
+            break message;
+        }
+    };
+    assert!(
+        answer.to_string().contains("sampled by the raw client"),
+        "{answer}"
+    );
+    let stderr = gateway.finish();
+    assert!(
+        stderr.contains(
+            "the gateway's clients can answer sampling, form elicitation: reconnecting everything"
+        ) && stderr.contains("the stdio servers among them restart: everything"),
+        "{stderr}"
+    );
+}
+
+/// Over stdio the servers' handshakes wait for the client's `initialize`: a client that
+/// samples is offered the tools that sample in its first listing, and no server reconnects.
+#[test]
+fn over_stdio_the_servers_are_told_what_the_client_answers_before_their_handshake() {
+    let tree = everything_tree();
+    let mut gateway = RawStdio::start_as(
+        &tree,
+        &["--stdio", "--list-wait", LISTS_ONCE],
+        json!({"sampling": {}, "elicitation": {"form": {}, "url": {}}}),
+    );
+    let names = gateway.tool_names();
+    for asking in [SAMPLING_TOOL, FORM_TOOL, URL_TOOL] {
+        assert!(names.iter().any(|n| n == asking), "{asking}: {names:?}");
+    }
+    let stderr = gateway.finish();
+    assert!(!stderr.contains("reconnecting"), "{stderr}");
+}

@@ -25,6 +25,7 @@ mod http;
 mod metrics;
 mod names;
 mod oauth;
+mod offer;
 mod page;
 mod replicas;
 mod rounds;
@@ -48,6 +49,7 @@ pub use http::{
 pub use metrics::{Metrics, ServerCalls};
 pub use names::{NameCollision, Prefix, name_collisions};
 pub use oauth::{OAuthError, OAuthOptions, ResourceServer};
+pub use offer::Reoffer;
 pub use page::PAGE_SIZE;
 pub use rounds::Rounds;
 pub use rules::ToolFilter;
@@ -137,6 +139,8 @@ struct Inner {
     list_wait: parking_lot::Mutex<std::time::Duration>,
     /// The longest served tool name (`serve --max-name-length`); `None`: the host's 64.
     name_budget: parking_lot::Mutex<Option<usize>>,
+    /// The live clients, and what they can all answer ([`offer`]).
+    clients: Arc<offer::Clients>,
 }
 
 /// How long after its start the gateway's listings wait for servers still connecting, unless
@@ -167,6 +171,7 @@ impl Gateway {
         host.set_listing_wait(Some(DEFAULT_LIST_WAIT));
         Gateway {
             inner: Arc::new(Inner {
+                clients: offer::Clients::new(host.clone()),
                 host,
                 filter: parking_lot::RwLock::new(Arc::new(filter)),
                 rules: tokio::sync::watch::Sender::new(0),
@@ -187,7 +192,23 @@ impl Gateway {
         }
     }
 
-    /// Whether tools are served behind a search tool.
+    /// Offers the upstream servers only what the gateway's live clients can all answer, from
+    /// now on: a session counts from its `initialize` to its end, a 2026-07-28 client for five
+    /// minutes after its last request. The host is told each change, and a second later the
+    /// servers told otherwise at their handshake reconnect (a stdio server restarts, once its
+    /// requests in flight have ended); `report` hears of each reconnect.
+    /// Off (the default), the servers are told all the host's interaction answers. `serve`
+    /// turns it on, with the host built to offer nothing until a client comes
+    /// ([`HostBuilder::offered`](switchboard::host::HostBuilder::offered)). Within the runtime.
+    pub fn follow_clients(&self, report: impl Fn(&Reoffer) + Send + Sync + 'static) {
+        self.inner.clients.follow(Box::new(report));
+    }
+
+    /// The live clients ([`offer`]).
+    pub(crate) fn clients(&self) -> &Arc<offer::Clients> {
+        &self.inner.clients
+    }
+
     /// Turns the HTTP gateway's fast path for calls on or off (`serve --no-fast-path`): off,
     /// every request goes through rmcp's session machinery, with the same answers (the
     /// gateway's tests compare the two) at about twice the gateway's own CPU a call. Read when

@@ -70,6 +70,8 @@ pub struct Session {
     /// they are now, is not announced (issue 41: 16 notices in 25 s as 30 upstreams connected,
     /// and two or three for one reconnect, as its tools went and came back).
     seen: Arc<Mutex<Option<HashSet<u64>>>>,
+    /// Counted among the gateway's live clients from its `initialize` on ([`crate::offer`]).
+    joined: std::sync::OnceLock<crate::offer::Joined>,
     ended: CancellationToken,
     _end_on_drop: DropGuard,
 }
@@ -85,6 +87,7 @@ impl Session {
             registration: std::sync::OnceLock::new(),
             started: std::sync::atomic::AtomicBool::new(false),
             seen: Arc::default(),
+            joined: std::sync::OnceLock::new(),
             _end_on_drop: ended.clone().drop_guard(),
             ended,
         }
@@ -253,6 +256,17 @@ impl Session {
         )
     }
 
+    /// A request of a 2026-07-28 client (which has no session): counted among the live
+    /// clients for a while ([`crate::offer`]).
+    fn saw(&self, context: &RequestContext<RoleServer>) {
+        if speaks_rounds(context)
+            && let Some(capabilities) = context.client_capabilities()
+        {
+            let offered = crate::offer::offered_by(&capabilities);
+            self.gateway.clients().saw_modern(offered);
+        }
+    }
+
     /// Among replicas with a shared store, tells the other replicas (and the session's record)
     /// a change the client made here to the session its request names.
     fn share(&self, extensions: &rmcp::model::Extensions, note: crate::session_sync::Note) {
@@ -393,6 +407,7 @@ impl Session {
             mpsc::UnboundedSender<Progress>,
         ) -> BoxFuture<'static, Result<Value, ErrorData>>,
     {
+        self.saw(context);
         let rounds = self.gateway.rounds();
         let running = match state {
             Some(state) => rounds.resume(&state, &what, answers.unwrap_or_default())?,
@@ -902,6 +917,11 @@ impl ServerHandler for Session {
     ) -> Result<rmcp::model::InitializeResult, ErrorData> {
         context.peer.set_peer_info(request.clone());
         let result = self.negotiate_initialize(&request)?;
+        // Before the answer: a server connecting from now on is told what this client answers.
+        let clients = self.gateway.clients();
+        let _ = self
+            .joined
+            .set(clients.join(crate::offer::offered_by(&request.capabilities)));
         if self.gateway.cluster().is_some() {
             self.start(context.peer, &context.extensions);
         }
@@ -910,6 +930,17 @@ impl ServerHandler for Session {
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         self.start(context.peer, &context.extensions);
+    }
+
+    async fn discover(
+        &self,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::DiscoverResult, ErrorData> {
+        self.saw(&context);
+        Ok(rmcp::model::DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
     }
 
     fn accepted_subscription_filter(
@@ -955,6 +986,7 @@ impl ServerHandler for Session {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        self.saw(&context);
         self.gateway.list_wait().await;
         let span = self.traced("tools/list", &context);
         let result = async move {

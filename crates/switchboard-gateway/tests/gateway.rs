@@ -23,10 +23,11 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use switchboard::host::Host;
+use switchboard::interaction::Offered;
 use switchboard::permissions::GatewayAsk;
 use switchboard_gateway::{
-    DoorLimits, Gateway, HttpError, HttpGateway, HttpOptions, Prefix, SessionLimits, ToolFilter,
-    ToolSearch,
+    DoorLimits, Gateway, HttpError, HttpGateway, HttpOptions, Prefix, Reoffer, SessionLimits,
+    ToolFilter, ToolSearch,
 };
 use switchboard_testkit::config_tree::ConfigTree;
 use switchboard_testkit::gateway_client::{self, EventStream, client_config};
@@ -49,6 +50,10 @@ thread_local! {
     static RULES: std::cell::RefCell<Option<ToolFilter>> = const { std::cell::RefCell::new(None) };
     /// The door limits of the next gateway this thread makes ([`gateway_with`]).
     static DOOR: std::cell::Cell<Option<DoorLimits>> = const { std::cell::Cell::new(None) };
+    /// Where the next gateway this thread makes reports its reconnects, offering its servers
+    /// what its clients share (`Gateway::follow_clients`) ([`gateway_with`]).
+    static FOLLOW: std::cell::RefCell<Option<mpsc::UnboundedSender<Reoffer>>> =
+        const { std::cell::RefCell::new(None) };
 }
 
 fn testkit(args: &[&str]) -> Value {
@@ -88,12 +93,14 @@ async fn gateway_with(
         &tree,
         &json!({"mcpServers": servers, "permissions": permissions}),
     );
-    let host = settled(
-        tree_builder(&tree)
-            .interaction(switchboard_gateway::upstream_interaction())
-            .gateway_ask(ask),
-    )
-    .await;
+    let follow = FOLLOW.with(|f| f.borrow_mut().take());
+    let mut builder = tree_builder(&tree)
+        .interaction(switchboard_gateway::upstream_interaction())
+        .gateway_ask(ask);
+    if follow.is_some() {
+        builder = builder.offered(Offered::NOTHING);
+    }
+    let host = settled(builder).await;
     let server = HttpGateway::bind(
         {
             let rules = RULES.with(|r| r.borrow_mut().take()).unwrap_or_default();
@@ -102,6 +109,11 @@ async fn gateway_with(
                 gateway.set_traces(traces);
             }
             gateway.set_fast_path(!NO_FAST_PATH.with(|f| f.replace(false)));
+            if let Some(reoffers) = follow {
+                gateway.follow_clients(move |reoffer| {
+                    let _ = reoffers.send(reoffer.clone());
+                });
+            }
             gateway
         },
         SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -1078,6 +1090,49 @@ async fn an_upstream_list_changed_reaches_every_client() {
     a.cancel().await.unwrap();
     b.cancel().await.unwrap();
     modern.cancel().await.unwrap();
+}
+
+/// Issue 41: the servers are told what the live clients can all answer. A client that
+/// samples and elicits has the gateway reconnect its server to tell it so; a second that can
+/// do neither narrows the offer to nothing; once it left, the first one's offer comes back; a
+/// 2026-07-28 client that can do neither narrows it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_servers_are_offered_what_the_live_clients_share() {
+    let (tx, mut reoffers) = mpsc::unbounded_channel();
+    FOLLOW.with(|f| *f.borrow_mut() = Some(tx));
+    let (_tree, host, url) = gateway(json!({"kit": testkit(&[])}), json!({})).await;
+    let mut events = host.events();
+    // The next reconnect reported, once the server it names went and connected again.
+    let mut reconnected = async || {
+        let reoffer = tokio::time::timeout(WAIT, reoffers.recv())
+            .await
+            .expect("a reconnect within the wait")
+            .unwrap();
+        assert!(
+            switchboard_testkit::host_events::reconnected(&mut events).await,
+            "the server did not connect again"
+        );
+        (reoffer.offered, reoffer.servers)
+    };
+    let kit = vec!["kit".to_owned()];
+    let asks_offer = Offered {
+        sampling: true,
+        elicitation_form: true,
+        ..Offered::NOTHING
+    };
+
+    let (asks, _seen) = connect(&url, "asks", true).await;
+    assert_eq!(reconnected().await, (asks_offer, kit.clone()));
+    assert_eq!(host.offered(), asks_offer);
+    let (plain, _seen) = connect(&url, "plain", false).await;
+    assert_eq!(reconnected().await, (Offered::NOTHING, kit.clone()));
+    plain.cancel().await.unwrap();
+    assert_eq!(reconnected().await, (asks_offer, kit.clone()));
+    // A 2026-07-28 client has no session: its requests count it in.
+    let (modern, _seen) = connect_modern(&url, "modern", false).await;
+    assert_eq!(reconnected().await, (Offered::NOTHING, kit.clone()));
+    modern.cancel().await.unwrap();
+    asks.cancel().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -21,6 +21,8 @@ pub mod gateway_client;
 mod harness;
 #[cfg(feature = "host")]
 pub mod host;
+#[cfg(feature = "opener")]
+pub mod host_events;
 mod http;
 pub mod mcp_http;
 pub mod mcp_servers;

@@ -451,13 +451,21 @@ impl Catalog {
                         catalog.refresh(&server, true).await;
                     }
                     // A renewed session keeps the list it had (the server says if it
-                    // changed): nothing is listed before the retried request.
+                    // changed): nothing is listed before the retried request. One told
+                    // another offer may offer other tools: they are listed again.
                     Ok(ServerEvent::State {
                         server,
-                        state: ServerState::Connected(_),
+                        state: ServerState::Connected(info),
                     }) => {
-                        catalog.manager.renewed(&server);
-                        catalog.refresh(&server, false).await
+                        let renewal = catalog.manager.renewed(&server);
+                        let reoffered = match &renewal {
+                            Some(crate::manager::Renewal::Reoffered(old)) => {
+                                catalog.pins.reoffered(&server, old, &info);
+                                true
+                            }
+                            _ => false,
+                        };
+                        catalog.refresh(&server, reoffered).await
                     }
                     Ok(ServerEvent::State {
                         server,

@@ -252,6 +252,8 @@ pub(crate) struct ConnectOptions {
     /// The `elicitation` hooks, asked before the elicitor.
     pub(crate) elicitation_hooks: Option<Arc<dyn crate::interaction::ElicitationHooks>>,
     pub(crate) roots: Option<crate::interaction::Roots>,
+    /// The program's offer, narrowing what the handshake declares.
+    pub(crate) offer: crate::interaction::OfferSetting,
     /// OAuth for remote servers: the token store, whether to run the browser flow inline.
     pub(crate) auth: crate::auth::AuthOptions,
     /// The guard process that stops stdio servers if this program is killed.
@@ -468,6 +470,11 @@ impl Session {
         &self.peer
     }
 
+    /// What the handshake told the server the host can answer.
+    pub(crate) fn declared(&self) -> crate::interaction::Offered {
+        self.asker.declared()
+    }
+
     /// The Streamable HTTP call lane, when the session has one.
     pub(crate) fn http_lane(&self) -> Option<&crate::transport::lane::http::HttpLane> {
         match &self.lane {
@@ -673,6 +680,7 @@ async fn connect(
         config.name.as_str(),
         options.interaction.clone(),
         options.roots.clone(),
+        options.offer.clone(),
     )
     .with_hooks(options.elicitation_hooks.clone());
     let handler = ClientSide::new(config.name.as_str(), notices, asker);

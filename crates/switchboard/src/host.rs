@@ -91,6 +91,8 @@ pub struct HostBuilder {
     project_trusted: bool,
     in_process: Vec<(String, InProcessFactory)>,
     interaction: Interaction,
+    offered: Option<crate::interaction::Offered>,
+    await_offer: Duration,
     roots: Option<Roots>,
     auth: Option<crate::auth::AuthOptions>,
     gateway_ask: GatewayAsk,
@@ -262,6 +264,21 @@ impl HostBuilder {
         self
     }
 
+    /// Offers servers only what both `offer` and the interaction answer, from the first
+    /// handshake on (default: all the interaction answers); see [`Host::set_offered`].
+    pub fn offered(mut self, offer: crate::interaction::Offered) -> Self {
+        self.offered = Some(offer);
+        self
+    }
+
+    /// Holds each handshake (at most `bound`) until the program first calls
+    /// [`Host::set_offered`] (default: no wait): a gateway over stdio learns first what its
+    /// client answers, and no server has to reconnect to learn it.
+    pub fn await_offer(mut self, bound: Duration) -> Self {
+        self.await_offer = bound;
+        self
+    }
+
     /// How remote servers are authorized (default: tokens in the state folder, no inline
     /// browser flow; the `mcp__<server>__authenticate` pseudo-tool starts one).
     pub fn auth(mut self, auth: crate::auth::AuthOptions) -> Self {
@@ -411,6 +428,7 @@ impl HostBuilder {
             interaction: self.interaction.clone(),
             elicitation_hooks: crate::permissions::elicitation_hooks(&settings),
             roots: Some(roots.clone()),
+            offer: crate::interaction::OfferSetting::new(self.offered, self.await_offer),
             auth: self.auth,
             child_guard: self
                 .child_guard

@@ -8,7 +8,7 @@
 //!
 //! The embedding program implements [`Elicitor`] (ask a person) and [`Sampler`] (ask a model),
 //! and says which roots it serves ([`Roots`]). The host declares a client capability only for
-//! what was configured. An [`Interaction`] set on one call (`CallOptions::interaction`) is used
+//! what was configured, narrowed by the program's [`Offered`] when it sets one. An [`Interaction`] set on one call (`CallOptions::interaction`) is used
 //! for the requests that call causes, instead of the host's: the gateway uses this to send each
 //! question to the downstream client that made the call.
 
@@ -17,9 +17,12 @@
 #![warn(missing_docs)]
 
 mod command;
+mod offered;
 mod settings;
 
 pub use command::CommandSampler;
+pub(crate) use offered::OfferSetting;
+pub use offered::Offered;
 pub use settings::{
     DEFAULT_SAMPLING_TIMEOUT, InteractionSettings, SamplingSettings, ServerSampling,
 };

@@ -38,6 +38,7 @@ use tokio::sync::{Semaphore, broadcast, mpsc, oneshot, watch};
 use crate::config::ServerConfig;
 use crate::connection::{self, RequestError, ServerState, Session, ToolDef};
 use crate::env_vars::Limits;
+use crate::interaction::Offered;
 use kept::{KeptLists, ListKind};
 use memory::Memory;
 use supervisor::Supervisor;
@@ -75,6 +76,8 @@ pub(crate) struct ManagerOptions {
     pub elicitation_hooks: Option<Arc<dyn crate::interaction::ElicitationHooks>>,
     /// The roots served to servers; `None` declares no roots capability.
     pub roots: Option<crate::interaction::Roots>,
+    /// The program's offer ([`crate::interaction::Offered`]), read at each handshake.
+    pub offer: crate::interaction::OfferSetting,
     /// OAuth for remote servers; `None`: tokens in `state_dir` (else in memory), no inline
     /// browser flow (a server that wants a login goes to `needs-auth`).
     pub auth: Option<crate::auth::AuthOptions>,
@@ -108,6 +111,7 @@ impl Default for ManagerOptions {
             interaction: crate::interaction::Interaction::default(),
             elicitation_hooks: None,
             roots: None,
+            offer: crate::interaction::OfferSetting::default(),
             auth: None,
             child_guard: None,
             shared: None,
@@ -315,6 +319,9 @@ enum Control {
     /// Start a lazy server (a request needs it); ignored by one that runs.
     Start,
     Reconnect,
+    /// Reconnect once no request is in flight, if the session was told another offer than
+    /// the host's now; ignored by a server that is not connected.
+    Reoffer,
     /// The connection is broken (terminal errors in a row): treat it as closed.
     Broken,
     /// The server refused the credentials mid-session and no refresh helped: close the
@@ -341,6 +348,8 @@ struct Slot {
 struct Activity {
     in_flight: AtomicUsize,
     last: Mutex<tokio::time::Instant>,
+    /// Woken when the last request in flight ends.
+    drained: tokio::sync::Notify,
 }
 
 impl Default for Activity {
@@ -348,6 +357,7 @@ impl Default for Activity {
         Activity {
             in_flight: AtomicUsize::new(0),
             last: Mutex::new(tokio::time::Instant::now()),
+            drained: tokio::sync::Notify::new(),
         }
     }
 }
@@ -362,6 +372,19 @@ impl Activity {
 
     fn last(&self) -> tokio::time::Instant {
         *self.last.lock()
+    }
+
+    /// Resolves once no request is in flight (at once when none is).
+    async fn until_drained(&self) {
+        loop {
+            let drained = self.drained.notified();
+            tokio::pin!(drained);
+            drained.as_mut().enable();
+            if self.in_flight.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            drained.await;
+        }
     }
 }
 
@@ -379,7 +402,9 @@ impl Busy {
 impl Drop for Busy {
     fn drop(&mut self) {
         self.0.touch();
-        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+        if self.0.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.drained.notify_waiters();
+        }
     }
 }
 
@@ -405,14 +430,39 @@ struct Shared {
     subscriptions: Mutex<HashMap<String, HashMap<String, usize>>>,
     /// A timer kept armed while requests are made (`anchor.rs`).
     anchor: anchor::TimerAnchor,
-    /// Servers whose session is being renewed (it expired): the catalogue keeps their lists
-    /// through the reconnect rather than listing the new session first, so that the retried
-    /// request is the new session's first (a server whose sessions last two requests
-    /// otherwise spent them relisting).
-    renewing: Mutex<std::collections::HashSet<String>>,
+    /// Servers whose session is being renewed, and why: the catalogue keeps their lists
+    /// through the reconnect, and requests wait for the new session.
+    renewing: Mutex<HashMap<String, Renewal>>,
+    /// Servers asked to reconnect because they were told another offer than the host's now
+    /// ([`ServerManager::reoffer`]), until their session is taken or ends.
+    reoffering: Mutex<std::collections::HashSet<String>>,
     /// Cancelled once [`ServerManager::shutdown`] has stopped every server: the host's event
     /// streams end and its background tasks (the catalogue's follower) stop.
     closed: tokio_util::sync::CancellationToken,
+}
+
+impl Shared {
+    /// What a handshake declares now ([`ServerManager::offered`]).
+    fn offered(&self) -> Offered {
+        let options = &self.options;
+        Offered::declared(
+            &options.interaction,
+            options.elicitation_hooks.is_some(),
+            options.offer.get(),
+        )
+    }
+}
+
+/// Why a server's session is being replaced while the catalogue keeps its lists.
+#[derive(Debug, Clone)]
+pub(crate) enum Renewal {
+    /// It expired: the retried request is the new session's first (a server whose sessions
+    /// last two requests would otherwise spend them relisting); the server says if its lists
+    /// changed.
+    Expired,
+    /// It was told another offer than the host's now: what it offers may differ, so its
+    /// tools are listed again once it is connected. The session replaced, for its pins.
+    Reoffered(Arc<connection::ServerInfo>),
 }
 
 /// Every configured server, connected in the background. Cheap to clone.
@@ -563,6 +613,7 @@ impl ServerManager {
             subscriptions: Mutex::default(),
             anchor: anchor::TimerAnchor::default(),
             renewing: Mutex::default(),
+            reoffering: Mutex::default(),
             closed: tokio_util::sync::CancellationToken::new(),
             local_slots: Arc::new(Semaphore::new(
                 options.limits.local_connect_concurrency.max(1),
@@ -908,7 +959,10 @@ impl ServerManager {
             return;
         }
         rx.mark_unchanged();
-        self.shared.renewing.lock().insert(name.to_owned());
+        self.shared
+            .renewing
+            .lock()
+            .insert(name.to_owned(), Renewal::Expired);
         if self.reconnect(name).is_err() {
             self.shared.renewing.lock().remove(name);
             return;
@@ -928,13 +982,76 @@ impl ServerManager {
 
     /// Whether the server's session is being renewed ([`Shared::renewing`]).
     pub(crate) fn is_renewing(&self, name: &str) -> bool {
-        self.shared.renewing.lock().contains(name)
+        self.shared.renewing.lock().contains_key(name)
     }
 
     /// The renewal of the server's session is over (its new session connected, or it
-    /// settled otherwise): whether one was under way.
-    pub(crate) fn renewed(&self, name: &str) -> bool {
+    /// settled otherwise): the one that was under way, if any.
+    pub(crate) fn renewed(&self, name: &str) -> Option<Renewal> {
         self.shared.renewing.lock().remove(name)
+    }
+
+    /// The server's connect timeout: its entry's, else the host's.
+    fn connect_timeout(&self, name: &str) -> Duration {
+        self.config(name)
+            .and_then(|c| c.connect_timeout)
+            .unwrap_or(self.shared.options.limits.connect_timeout)
+    }
+
+    /// While the server's session is renewed, waits (at most its connect timeout) until the
+    /// new one is there or the server settled otherwise: a request made meanwhile goes to the
+    /// new session instead of failing.
+    async fn wait_renewal(&self, name: &str) {
+        let Some(mut rx) = self.watch(name) else {
+            return;
+        };
+        let bound = self.connect_timeout(name);
+        let renewed = async {
+            loop {
+                let settled = !matches!(
+                    *rx.borrow_and_update(),
+                    ServerState::Pending { .. } | ServerState::Connected(_)
+                );
+                if settled || !self.is_renewing(name) || self.session(name).is_ok() {
+                    return;
+                }
+                if rx.changed().await.is_err() {
+                    return;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(bound, renewed).await;
+    }
+
+    /// What a handshake declares now: the host's interaction, narrowed by the program's offer.
+    pub(crate) fn offered(&self) -> Offered {
+        self.shared.offered()
+    }
+
+    /// Narrows what handshakes declare from now on (`None`: all the interaction answers).
+    pub(crate) fn set_offer(&self, offer: Option<Offered>) {
+        self.shared.options.offer.set(offer);
+    }
+
+    /// Asks each connected server whose handshake declared other than [`offered`](Self::offered)
+    /// to reconnect, once no request of it is in flight; returns the names asked (not those
+    /// asked already).
+    pub(crate) fn reoffer(&self) -> Vec<String> {
+        let now = self.offered();
+        let slots = self.slots.lock();
+        let mut asked = Vec::new();
+        for (name, slot) in slots.iter() {
+            let told = slot.session.lock().as_ref().map(|s| s.declared());
+            if told.is_none_or(|told| told == now) {
+                continue;
+            }
+            if !self.shared.reoffering.lock().insert(name.clone()) {
+                continue;
+            }
+            let _ = slot.control.send(Control::Reoffer);
+            asked.push(name.clone());
+        }
+        asked
     }
 
     fn slot_field<T>(&self, name: &str, f: impl FnOnce(&Slot) -> T) -> Option<T> {
@@ -1024,6 +1141,10 @@ impl ServerManager {
     /// The session of a connected server; a lazy one is started first (and waited for).
     async fn ready_session(&self, name: &str) -> Result<Arc<Session>, ManagerError> {
         match self.session(name) {
+            Err(ManagerError::NotConnected { .. }) if self.is_renewing(name) => {
+                self.wait_renewal(name).await;
+                self.session(name)
+            }
             Err(ManagerError::NotConnected { state, .. })
                 if state == crate::StateKind::Lazy
                     || (state == crate::StateKind::Pending && self.is_lazy(name)) =>
@@ -1050,10 +1171,7 @@ impl ServerManager {
         let Some(mut rx) = self.watch(name) else {
             return;
         };
-        let bound = self
-            .config(name)
-            .and_then(|c| c.connect_timeout)
-            .unwrap_or(self.shared.options.limits.connect_timeout);
+        let bound = self.connect_timeout(name);
         let started = async {
             loop {
                 let state = rx.borrow_and_update().clone();

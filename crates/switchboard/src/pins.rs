@@ -509,6 +509,20 @@ impl Pins {
         held
     }
 
+    /// `server`'s session `old` was replaced by `new` to tell it another offer
+    /// ([`crate::Host::reconnect_told_otherwise`]): when `old` was the session this process
+    /// pinned it in first, so is `new`. A server lists the tools that ask what the host now
+    /// answers (a sampling client's `trigger-sampling-request`) only from then on, and they
+    /// are trusted as the first listing was.
+    pub(crate) fn reoffered(&self, server: &str, old: &Arc<ServerInfo>, new: &Arc<ServerInfo>) {
+        let mut first = self.first.lock();
+        if let Some(session) = first.get_mut(server)
+            && session.upgrade().is_some_and(|s| Arc::ptr_eq(&s, old))
+        {
+            *session = Arc::downgrade(new);
+        }
+    }
+
     /// Whether `session` is the one this process pinned `server` in first.
     fn in_first_session(&self, server: &str, session: Option<&Arc<ServerInfo>>) -> bool {
         let Some(session) = session else {

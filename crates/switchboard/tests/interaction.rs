@@ -14,9 +14,10 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use pretty_assertions::assert_eq;
 use serde_json::{Map, Value, json};
-use switchboard::host::{CallError, CallOptions, Host};
+use switchboard::CatalogEvent;
+use switchboard::host::{CallError, CallOptions, Host, HostBuilder, HostEvent};
 use switchboard::interaction::{
-    ElicitAnswer, Elicitation, ElicitationRequest, Elicitor, Interaction, Roots, Sampler,
+    ElicitAnswer, Elicitation, ElicitationRequest, Elicitor, Interaction, Offered, Roots, Sampler,
     SamplingError, SamplingRequest,
 };
 use switchboard_testkit::config_tree::ConfigTree;
@@ -555,6 +556,128 @@ async fn everything_offers_its_asking_tools_only_when_we_declare_the_capabilitie
         assert!(tools.iter().any(|t| t == name), "{name}: {tools:?}");
     }
     full.shutdown().await;
+}
+
+/// A program that answers for others (the gateway, for its clients) narrows what servers are
+/// told it answers: server-everything then offers only the tools that ask for that. A server
+/// connected already learns a new offer when it is reconnected, its tools kept meanwhile and
+/// listed again after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_offer_narrows_what_a_server_is_told_and_a_reconnect_tells_it_a_new_one() {
+    let tree = ConfigTree::new().unwrap();
+    let forms = Offered {
+        elicitation_form: true,
+        ..Offered::NOTHING
+    };
+    let host = servers_builder(&tree, json!({"everything": everything()}))
+        .interaction(Interaction {
+            elicitor: Some(Scripted::accepting(json!({}))),
+            sampler: Some(Parrot::new(false)),
+            roots: None,
+        })
+        .offered(forms)
+        .start()
+        .unwrap();
+    host.wait_settled(SETTLE).await.unwrap();
+    assert_eq!(host.offered(), forms);
+    let tools = tool_names(&host, "everything").await;
+    assert!(
+        tools.iter().any(|t| t == "trigger-elicitation-request"),
+        "{tools:?}"
+    );
+    for name in ["trigger-url-elicitation", "trigger-sampling-request"] {
+        assert!(!tools.iter().any(|t| t == name), "{name}: {tools:?}");
+    }
+    // Told what the host offers: nothing to reconnect.
+    assert_eq!(host.reconnect_told_otherwise(), Vec::<String>::new());
+
+    let mut events = host.events();
+    host.set_offered(None);
+    assert_eq!(host.offered(), Offered::EVERYTHING);
+    assert_eq!(host.reconnect_told_otherwise(), ["everything"]);
+    // Its tools are kept through the reconnect (none goes), and the new ones come.
+    let sampling = "mcp__everything__trigger-sampling-request".to_owned();
+    let mut removed = Vec::new();
+    let added = tokio::time::timeout(SETTLE, async {
+        while let Some(event) = events.recv().await {
+            if let HostEvent::Catalog(CatalogEvent::ToolsChanged {
+                added,
+                removed: gone,
+                ..
+            }) = event
+            {
+                removed.extend(gone);
+                if added.contains(&sampling) {
+                    return added;
+                }
+            }
+        }
+        Vec::new()
+    })
+    .await
+    .expect("the reconnected server's new tools");
+    assert!(
+        added.contains(&"mcp__everything__trigger-url-elicitation".to_owned()),
+        "{added:?}"
+    );
+    assert_eq!(removed, Vec::<String>::new());
+    host.shutdown().await;
+}
+
+/// A reconnect to tell a new offer waits for the server's calls in flight: none is cut off,
+/// and a call made as the session is replaced goes to the new one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconnect_for_a_new_offer_waits_for_the_calls_in_flight() {
+    let tree = ConfigTree::new().unwrap();
+    let kit = json!({"command": switchboard_testkit::server_bin()});
+    let host = servers_builder(&tree, json!({"kit": kit}))
+        .interaction(Interaction {
+            sampler: Some(Parrot::new(false)),
+            ..Interaction::default()
+        })
+        .offered(Offered::NOTHING)
+        .start()
+        .unwrap();
+    host.wait_settled(SETTLE).await.unwrap();
+    let pid = |host: Host| async move {
+        let result = host.call("mcp__kit__pid", Map::new(), cli()).await;
+        text_of(&result.unwrap().result)
+    };
+    let first = pid(host.clone()).await;
+
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let calling = host.clone();
+    let slow = tokio::spawn(async move {
+        let options = CallOptions {
+            progress: Some(tx),
+            ..cli()
+        };
+        calling
+            .call(
+                "mcp__kit__slow",
+                args(json!({"ms": 1500, "steps": 15})),
+                options,
+            )
+            .await
+    });
+    tokio::time::timeout(SETTLE, rx.recv())
+        .await
+        .expect("the slow call reported progress");
+    let mut events = host.events();
+    host.set_offered(Some(Offered::EVERYTHING));
+    assert_eq!(host.reconnect_told_otherwise(), ["kit"]);
+    let done = slow.await.unwrap().unwrap();
+    assert_eq!(text_of(&done.result), "done");
+    // Made as the session is replaced: it waits for the new one rather than failing.
+    let during = pid(host.clone()).await;
+    assert!(
+        switchboard_testkit::host_events::reconnected(&mut events).await,
+        "the server did not connect again"
+    );
+    let after = pid(host.clone()).await;
+    assert_ne!(after, first, "the server was not restarted");
+    assert!(during == first || during == after, "{during}");
+    host.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

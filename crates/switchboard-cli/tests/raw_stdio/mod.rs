@@ -16,8 +16,12 @@ pub(crate) struct RawStdio {
     #[allow(dead_code)]
     pub(crate) child: Child,
     stdin: Option<std::process::ChildStdin>,
-    messages: mpsc::Receiver<Value>,
-    next_id: u64,
+    #[allow(dead_code)]
+    pub(crate) messages: mpsc::Receiver<Value>,
+    /// The gateway's stderr, read to its end.
+    stderr: std::thread::JoinHandle<String>,
+    #[allow(dead_code)]
+    pub(crate) next_id: u64,
     /// The answer to `initialize`.
     #[allow(dead_code)]
     pub(crate) init: Value,
@@ -26,15 +30,26 @@ pub(crate) struct RawStdio {
 impl RawStdio {
     /// Starts `serve ARGS` in the tree's project (ARGS hold `--stdio`) and initializes it.
     pub(crate) fn start(tree: &ConfigTree, args: &[&str]) -> RawStdio {
+        RawStdio::start_as(tree, args, json!({}))
+    }
+
+    /// [`start`](Self::start), the client declaring these capabilities.
+    pub(crate) fn start_as(tree: &ConfigTree, args: &[&str], capabilities: Value) -> RawStdio {
         let mut child = cli::command(env!("CARGO_BIN_EXE_switchboard"), tree, &["serve"])
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap();
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().unwrap();
+        let mut errors = child.stderr.take().unwrap();
+        let stderr = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = std::io::Read::read_to_string(&mut errors, &mut text);
+            text
+        });
         let (tx, messages) = mpsc::channel::<Value>();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
@@ -48,12 +63,13 @@ impl RawStdio {
             child,
             stdin,
             messages,
+            stderr,
             next_id: 0,
             init: Value::Null,
         };
         let init = raw.request(
             "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+            json!({"protocolVersion": "2025-06-18", "capabilities": capabilities,
                    "clientInfo": {"name": "raw", "version": "1"}}),
         );
         assert_eq!(
@@ -65,7 +81,7 @@ impl RawStdio {
         raw
     }
 
-    fn send(&mut self, message: Value) {
+    pub(crate) fn send(&mut self, message: Value) {
         let stdin = self.stdin.as_mut().unwrap();
         writeln!(stdin, "{message}").unwrap();
         stdin.flush().unwrap();
@@ -122,8 +138,8 @@ impl RawStdio {
         names
     }
 
-    /// Closes stdin, which ends the session and the process; it must exit 0.
-    pub(crate) fn finish(mut self) {
+    /// Closes stdin, which ends the session and the process; it must exit 0. Its stderr.
+    pub(crate) fn finish(mut self) -> String {
         drop(self.stdin.take());
         let (done_tx, done_rx) = mpsc::channel();
         let mut child = self.child;
@@ -131,5 +147,6 @@ impl RawStdio {
             let _ = done_tx.send(child.wait());
         });
         assert!(done_rx.recv_timeout(WAIT).unwrap().unwrap().success());
+        self.stderr.join().unwrap()
     }
 }

@@ -35,7 +35,8 @@ use tokio::sync::watch;
 use super::RequestError;
 use crate::interaction::{
     ELICIT_ASKS, ElicitAction, ElicitAnswer, Elicitation, ElicitationHooks, ElicitationRequest,
-    Elicitor, Interaction, Roots, Sampler, SamplingError, SamplingRequest, check_answer,
+    Elicitor, Interaction, OfferSetting, Offered, Roots, Sampler, SamplingError, SamplingRequest,
+    check_answer,
 };
 
 /// How many completed URL elicitation ids a connection remembers (a completion may arrive
@@ -49,6 +50,11 @@ pub(crate) struct Asker {
     /// Asked before any elicitor: the `elicitation` hooks.
     hooks: Option<Arc<dyn ElicitationHooks>>,
     roots: Option<Roots>,
+    /// The program's offer, read at the handshake.
+    offer: OfferSetting,
+    /// What the handshake declared: fixed at the first [`Asker::capabilities`], so the
+    /// session's every later look (and its 2026-07-28 per-request metadata) says the same.
+    declared: std::sync::OnceLock<Offered>,
     calls: Mutex<Vec<InFlight>>,
     next_key: AtomicU64,
     completed: watch::Sender<VecDeque<String>>,
@@ -110,12 +116,19 @@ pub(crate) enum AnswerError {
 }
 
 impl Asker {
-    pub(crate) fn new(server: &str, host: Interaction, roots: Option<Roots>) -> Arc<Self> {
+    pub(crate) fn new(
+        server: &str,
+        host: Interaction,
+        roots: Option<Roots>,
+        offer: OfferSetting,
+    ) -> Arc<Self> {
         Arc::new(Asker {
             server: server.to_owned(),
             host,
             hooks: None,
             roots,
+            offer,
+            declared: std::sync::OnceLock::new(),
             calls: Mutex::new(Vec::new()),
             next_key: AtomicU64::new(1),
             completed: watch::Sender::new(VecDeque::new()),
@@ -142,16 +155,29 @@ impl Asker {
         self.roots.as_ref()
     }
 
-    /// The client capabilities: only what the host configured.
+    /// What this connection declares: what the host configured, narrowed by the program's
+    /// offer as it was at the handshake.
+    pub(crate) fn declared(&self) -> Offered {
+        *self
+            .declared
+            .get_or_init(|| Offered::declared(&self.host, self.hooks.is_some(), self.offer.get()))
+    }
+
+    /// The client capabilities: only what the host configured ([`Asker::declared`]).
     pub(crate) fn capabilities(&self) -> ClientCapabilities {
         let mut caps = serde_json::Map::new();
-        if self.host.elicitor.is_some() || self.hooks.is_some() {
-            caps.insert(
-                "elicitation".to_owned(),
-                json!({"form": {"schemaValidation": true}, "url": {}}),
-            );
+        let declared = self.declared();
+        let mut elicitation = serde_json::Map::new();
+        if declared.elicitation_form {
+            elicitation.insert("form".to_owned(), json!({"schemaValidation": true}));
         }
-        if self.host.sampler.is_some() {
+        if declared.elicitation_url {
+            elicitation.insert("url".to_owned(), json!({}));
+        }
+        if !elicitation.is_empty() {
+            caps.insert("elicitation".to_owned(), Value::Object(elicitation));
+        }
+        if declared.sampling {
             caps.insert("sampling".to_owned(), json!({}));
         }
         if self.roots.is_some() || self.host.roots.is_some() {

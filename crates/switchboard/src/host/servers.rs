@@ -9,6 +9,7 @@ use super::{Host, HostError};
 use crate::catalog::CatalogEvent;
 use crate::config::ServerConfig;
 use crate::connection::{ServerLog, ServerState};
+use crate::interaction::Offered;
 use crate::manager::ServerEvent;
 
 /// What [`Host::wait_settled`] saw.
@@ -209,6 +210,33 @@ impl Host {
     /// Drops the server's connection (if any) and connects again, forgetting a `needs-auth`.
     pub fn reconnect(&self, name: &str) -> Result<(), HostError> {
         Ok(self.manager.reconnect(name)?)
+    }
+
+    /// What the host tells a server at its handshake that it can answer: what its
+    /// [`Interaction`](crate::interaction::Interaction) answers (and the `elicitation` hooks),
+    /// narrowed by [`set_offered`](Self::set_offered).
+    pub fn offered(&self) -> Offered {
+        self.manager.offered()
+    }
+
+    /// Narrows what the host tells servers it can answer, from the next handshake on: `Some`
+    /// offers only what both `offer` and the interaction answer; `None` (the default) all the
+    /// interaction answers. For a program that answers for others (the gateway, for its
+    /// clients): a server decides from it what it offers (server-everything lists
+    /// `trigger-sampling-request` only to a client that samples). A server connected already
+    /// keeps what it was told until [`reconnect_told_otherwise`](Self::reconnect_told_otherwise).
+    pub fn set_offered(&self, offer: Option<Offered>) {
+        self.manager.set_offer(offer);
+    }
+
+    /// Reconnects each connected server that was told at its handshake other than
+    /// [`offered`](Self::offered) says now, so that it learns what the host answers: each once
+    /// no request of it is in flight (after at most 5 minutes all the same); a stdio server
+    /// restarts. Its tools stay in the catalogue meanwhile and are listed again once it is
+    /// connected; a request made meanwhile waits for the new session. Returns the servers
+    /// asked now (not those asked already).
+    pub fn reconnect_told_otherwise(&self) -> Vec<String> {
+        self.manager.reoffer()
     }
 
     /// Enabling connects the server; disabling shuts it down (its tools leave the catalogue).

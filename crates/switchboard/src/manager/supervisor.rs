@@ -16,10 +16,13 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::kept::ListKind;
-use super::{Activity, Control, RECONNECT_ATTEMPTS, ServerEvent, Shared};
+use super::{Activity, Control, RECONNECT_ATTEMPTS, Renewal, ServerEvent, Shared};
 
 /// How often a failed remote server is tried again once the backoff is spent.
 const PROBE_INTERVAL: Duration = Duration::from_secs(60);
+/// How long a server told another offer waits for its requests in flight to end before it
+/// reconnects all the same.
+const REOFFER_WAIT: Duration = Duration::from_secs(300);
 use crate::config::{RestartPolicy, ServerConfig, Startup, Transport};
 use crate::connection::{
     self, ConnectError, ConnectOptions, Failure, Notice, ServerState, Session,
@@ -447,6 +450,8 @@ impl Supervisor {
     ) -> Phase {
         run.probes = 0;
         let session = Arc::new(session);
+        // Its handshake read the offer of now: an earlier session's reoffer is over.
+        self.shared.reoffering.lock().remove(self.name());
         self.terminal_errors.store(0, Ordering::Relaxed);
         // The idle time counts from the connect, not from before a stop.
         self.activity.touch();
@@ -461,6 +466,7 @@ impl Supervisor {
         // would make every lazy or idle server's task that large (and copied at spawn).
         let next = Box::pin(self.serve(&session, control, &mut run.enabled)).await;
         *self.session.lock() = None;
+        self.shared.reoffering.lock().remove(self.name());
         match next {
             Served::Next(Next::Stop(done)) => {
                 Box::pin(session.close()).await;
@@ -546,7 +552,14 @@ impl Supervisor {
         control: &mut mpsc::UnboundedReceiver<Control>,
         enabled: &mut bool,
     ) -> Next {
-        match self.on_control(control.recv().await, enabled) {
+        let msg = loop {
+            match control.recv().await {
+                // About a session that is gone: it starts with the offer of then.
+                Some(Control::Reoffer) => continue,
+                msg => break msg,
+            }
+        };
+        match self.on_control(msg, enabled) {
             Next::Restart if *enabled => Next::Start,
             other => other,
         }
@@ -625,6 +638,8 @@ impl Supervisor {
     }
 
     async fn connect(&self) -> Result<Session, ConnectError> {
+        // The handshake says what the host answers: the program's offer, once it has one.
+        self.shared.options.offer.told().await;
         let slots = if self.config.is_local() {
             &self.shared.local_slots
         } else {
@@ -639,6 +654,7 @@ impl Supervisor {
             interaction: self.shared.options.interaction.clone(),
             elicitation_hooks: self.shared.options.elicitation_hooks.clone(),
             roots: self.shared.options.roots.clone(),
+            offer: self.shared.options.offer.clone(),
             auth: self.shared.auth.clone(),
             child_guard: self.shared.options.child_guard.clone(),
             http: self.shared.http.clone(),
@@ -729,6 +745,8 @@ impl Supervisor {
         control: &mut mpsc::UnboundedReceiver<Control>,
         enabled: &mut bool,
     ) -> Served {
+        // Asked to reconnect for another offer: by when, at the latest.
+        let mut reoffer: Option<tokio::time::Instant> = None;
         loop {
             tokio::select! {
                 _ = session.closed() => return Served::Closed,
@@ -737,7 +755,29 @@ impl Supervisor {
                     Some(Control::Broken) => return Served::Closed,
                     Some(Control::NeedsAuth(message)) => return Served::NeedsAuth(message),
                     Some(Control::Start) => {}
+                    Some(Control::Reoffer) => {
+                        if session.declared() == self.shared.offered() {
+                            // Told the offer of now at its handshake: nothing to learn.
+                            self.shared.reoffering.lock().remove(self.name());
+                        } else if reoffer.is_none() {
+                            reoffer = Some(tokio::time::Instant::now() + REOFFER_WAIT);
+                        }
+                    }
                     other => return Served::Next(self.on_control(other, enabled)),
+                },
+                () = self.activity.until_drained(), if reoffer.is_some() => {
+                    if session.declared() == self.shared.offered() {
+                        // The offer came back to what the session was told meanwhile.
+                        reoffer = None;
+                        self.shared.reoffering.lock().remove(self.name());
+                    } else if self.take_for_reoffer(session, false) {
+                        return Served::Next(Next::Restart);
+                    }
+                },
+                () = tokio::time::sleep_until(reoffer.unwrap_or_else(tokio::time::Instant::now)),
+                    if reoffer.is_some() => {
+                    self.take_for_reoffer(session, true);
+                    return Served::Next(Next::Restart);
                 },
                 () = self.idle_for() => if self.stop_idle() {
                     return Served::Next(Next::Idle);
@@ -746,11 +786,46 @@ impl Supervisor {
         }
     }
 
+    /// Takes the session away to reconnect it with the host's offer of now, unless a request
+    /// is in flight (and the wait for none is not over: `force`). The catalogue keeps the
+    /// server's tools through the reconnect and lists them again after; requests made
+    /// meanwhile wait for the new session.
+    fn take_for_reoffer(&self, session: &Session, force: bool) -> bool {
+        let mut slot = self.session.lock();
+        let in_flight = self.activity.in_flight.load(Ordering::SeqCst);
+        if in_flight > 0 && !force {
+            return false;
+        }
+        self.shared.renewing.lock().insert(
+            self.name().to_owned(),
+            Renewal::Reoffered(session.info.clone()),
+        );
+        *slot = None;
+        let restarts = if matches!(self.config.transport, Transport::Stdio(_)) {
+            " (a stdio server restarts)"
+        } else {
+            ""
+        };
+        tracing::info!(
+            server = self.name(),
+            "reconnecting{restarts}: told {} at its handshake, the host offers {} now{}",
+            session.declared(),
+            self.shared.offered(),
+            if in_flight > 0 {
+                format!("; {in_flight} requests in flight did not end within {REOFFER_WAIT:?}")
+            } else {
+                String::new()
+            }
+        );
+        true
+    }
+
     fn on_control(&self, msg: Option<Control>, enabled: &mut bool) -> Next {
         match msg {
             None => Next::Stop(None),
             Some(Control::Shutdown(done)) => Next::Stop(Some(done)),
-            Some(Control::Start) => Next::Start,
+            // A server that is not connected connects with the offer of then.
+            Some(Control::Start | Control::Reoffer) => Next::Start,
             Some(Control::Reconnect | Control::Broken) => Next::Restart,
             // Not connected any more: about a session that is gone (a restart at worst).
             Some(Control::NeedsAuth(_)) => Next::Restart,
