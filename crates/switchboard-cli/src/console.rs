@@ -2,7 +2,8 @@
 //! the same [`Host`] every command builds. It owns presentation only: states come from
 //! [`Host::servers`] and [`Host::events`], actions are [`Host::reconnect`],
 //! [`Host::set_enabled`] and [`Host::decide_project_servers`], tools, resources and prompts
-//! come from [`Host::server_tools`], [`Host::resources`] and [`Host::prompts`], a server's
+//! come from [`Host::server_tools`], [`Host::resources`] and [`Host::prompts`], held tools
+//! from [`Host::pin_changes`] (approved with [`Host::approve_changes`]), a server's
 //! questions are answered in dialogs (`question.rs`), and the start-up approval records
 //! decisions through [`Context::approve_project`], as `mcp approve` does.
 //!
@@ -25,10 +26,11 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use switchboard::config::ConfigSet;
 use switchboard::host::{Host, HostEvent};
-use switchboard::{ServerEvent, ServerState, Tool};
+use switchboard::{ChangeKind, PinChange, ServerEvent, ServerState, Tool};
 use tokio::sync::mpsc;
 
 use crate::context::Context;
@@ -283,6 +285,11 @@ impl Theme {
     fn title(self) -> Style {
         Style::default().add_modifier(Modifier::BOLD)
     }
+
+    /// What needs the user's eye: a held tool, the message line.
+    fn warning(self) -> Style {
+        self.fg(Color::Yellow)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -296,11 +303,14 @@ enum Flow {
 
 /// What a background request of the console came back with.
 enum Done {
-    /// A server's tools, for its count and its tools view.
+    /// A server's tools, for its count and its tools view, and its held ones.
     Tools {
         server: String,
         tools: Result<Vec<Tool>, String>,
+        held: Vec<PinChange>,
     },
+    /// `tool` of `server` was approved (or why not): the message line says so.
+    Approved { server: String, note: String },
     /// A progress notification of the console's call number `call`.
     Progress {
         call: u64,
@@ -369,8 +379,8 @@ struct App {
     view: View,
     /// The selected row of the servers view.
     selected: usize,
-    /// Each connected server's tool count, as last listed.
-    tool_counts: BTreeMap<String, usize>,
+    /// Each connected server's tool count and held tool count, as last listed.
+    tool_counts: BTreeMap<String, (usize, usize)>,
     /// Servers whose tools are being listed.
     counting: BTreeSet<String>,
     /// When a failed server is tried again, as the host last said.
@@ -441,7 +451,7 @@ impl App {
     fn draw(&mut self, frame: &mut ratatui::Frame<'_>) {
         match &mut self.view {
             View::Servers => servers::draw(self, frame),
-            View::Tools(view) => view.draw(frame, self.theme),
+            View::Tools(view) => view.draw(frame, self.theme, self.message.as_deref()),
             View::Call(view, _) => view.draw(frame, self.theme, self.message.as_deref()),
             View::Resources(view) => view.draw(frame, self.theme, self.message.as_deref()),
             View::Prompts(view) => view.draw(frame, self.theme, self.message.as_deref()),
@@ -514,6 +524,15 @@ impl App {
                     };
                     self.message = None;
                     self.view = View::Call(Box::new(call::CallView::new(*tool)), back);
+                }
+                tools::Leave::Held(tool) => {
+                    self.message = Some(format!(
+                        "`{tool}` is held: approve it first (a); the detail shows what changed"
+                    ));
+                }
+                tools::Leave::Approve(tool) => {
+                    let server = view.server.clone();
+                    self.approve(server, tool);
                 }
             },
             View::Call(view, _) => {
@@ -693,16 +712,27 @@ impl App {
 
     fn on_result(&mut self, done: Done) {
         match done {
-            Done::Tools { server, tools } => {
+            Done::Tools {
+                server,
+                tools,
+                held,
+            } => {
                 self.counting.remove(&server);
                 if let Ok(tools) = &tools {
-                    self.tool_counts.insert(server.clone(), tools.len());
+                    self.tool_counts
+                        .insert(server.clone(), (tools.len(), held.len()));
                 }
                 if let View::Tools(view) = &mut self.view
                     && view.server == server
                 {
-                    view.loaded(tools);
+                    view.loaded(tools, held);
                 }
+            }
+            Done::Approved { server, note } => {
+                self.message = Some(note);
+                // Listed again: the tool approved is shown, and callable.
+                self.counting.remove(&server);
+                self.list_tools(&server);
             }
             Done::Progress { call, progress } => {
                 if let View::Call(view, _) = &mut self.view {
@@ -808,7 +838,45 @@ impl App {
                 Ok(Err(e)) => Err(switchboard::error_chain(&e)),
                 Err(_) => Err(format!("no tool list within {} s", bound.as_secs())),
             };
-            let _ = done.send(Done::Tools { server, tools });
+            // Only of a connected server: `pin_changes` would start a lazy one. The list
+            // just fetched is what it reads, so it does not wait again; should it fail, the
+            // tools are shown without their held ones.
+            let held = if tools.is_ok()
+                && matches!(host.server_state(&server), Some(ServerState::Connected(_)))
+            {
+                match tokio::time::timeout(bound, host.pin_changes(&server)).await {
+                    Ok(Ok(changes)) => changes
+                        .into_iter()
+                        .filter(|c| c.kind != ChangeKind::Removed)
+                        .collect(),
+                    _ => Vec::new(),
+                }
+            } else {
+                Vec::new()
+            };
+            let _ = done.send(Done::Tools {
+                server,
+                tools,
+                held,
+            });
+        });
+    }
+
+    /// Approves a held tool of `server` (pins it as listed now, as `mcp approve NAME
+    /// --changes --tool TOOL` does); the outcome comes back as [`Done::Approved`].
+    fn approve(&mut self, server: String, tool: String) {
+        self.message = Some(format!("Approving `{tool}`…"));
+        let host = self.host.clone();
+        let done = self.done.clone();
+        tokio::spawn(async move {
+            let note = match host.approve_changes(&server, Some(&tool)).await {
+                Ok(approved) if approved.is_empty() => {
+                    format!("`{tool}` of `{server}` is not held: nothing to approve")
+                }
+                Ok(_) => format!("Approved `{tool}` of `{server}`: pinned as listed now"),
+                Err(e) => format!("`{server}`: {}", switchboard::error_chain(&e)),
+            };
+            let _ = done.send(Done::Approved { server, note });
         });
     }
 
@@ -886,6 +954,53 @@ impl App {
         self.counting.remove(&server);
         self.list_tools(&server);
         self.view = View::Tools(tools::ToolsView::new(server));
+    }
+}
+
+/// Where a list view (tools, resources, prompts) draws: the filter box over the list on the
+/// left, the selected item's detail on the right, then the message line and the key line.
+struct ListAreas {
+    filter: Rect,
+    list: Rect,
+    detail: Rect,
+    note: Rect,
+    keys: Rect,
+}
+
+impl ListAreas {
+    /// `area` split, the left side `left` percent wide.
+    fn of(area: Rect, left: u16) -> ListAreas {
+        let [main, note, keys] = Layout::vertical([
+            Constraint::Min(3),
+            Constraint::Length(1),
+            Constraint::Length(1),
+        ])
+        .areas(area);
+        let [left_side, detail] = Layout::horizontal([
+            Constraint::Percentage(left),
+            Constraint::Percentage(100 - left),
+        ])
+        .areas(main);
+        let [filter, list] =
+            Layout::vertical([Constraint::Length(3), Constraint::Min(1)]).areas(left_side);
+        ListAreas {
+            filter,
+            list,
+            detail,
+            note,
+            keys,
+        }
+    }
+}
+
+/// The message line (what the last action did), if there is one, in the warning colour.
+fn draw_note(frame: &mut ratatui::Frame<'_>, area: Rect, note: Option<&str>, theme: Theme) {
+    if let Some(note) = note {
+        frame.render_widget(
+            ratatui::widgets::Paragraph::new(crate::output::clean_line(note).into_owned())
+                .style(theme.warning()),
+            area,
+        );
     }
 }
 

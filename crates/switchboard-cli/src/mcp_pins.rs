@@ -75,7 +75,9 @@ pub(crate) fn diff(ctx: &Context, name: &str, json: bool) -> anyhow::Result<Exit
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_change(out: &mut impl Write, change: &PinChange) -> std::io::Result<()> {
+/// One held or removed tool, as `mcp diff` and the console's tools view show it: a blank
+/// line, then `TOOL: KIND` and its changes, indented.
+pub(crate) fn print_change(out: &mut impl Write, change: &PinChange) -> std::io::Result<()> {
     let kind = match change.kind {
         ChangeKind::Changed => "changed",
         ChangeKind::New => "new (held)",

@@ -3,14 +3,13 @@
 //! kind of thing (tools → resources → prompts → tools), Esc back to the servers view.
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
-use ratatui::layout::{Constraint, Layout};
 use ratatui::style::Color;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, List, ListItem, ListState, Paragraph, Wrap};
 use serde_json::Value;
 use switchboard::host::{Listed, PromptEntry};
 
-use super::Theme;
+use super::{ListAreas, Theme, draw_note};
 use crate::output::{clean, clean_line};
 
 /// Something a server lists.
@@ -361,17 +360,7 @@ impl<T: Entry> Browse<T> {
     }
 
     pub(super) fn draw(&self, frame: &mut ratatui::Frame<'_>, theme: Theme, note: Option<&str>) {
-        let [main, note_area, help] = Layout::vertical([
-            Constraint::Min(3),
-            Constraint::Length(1),
-            Constraint::Length(1),
-        ])
-        .areas(frame.area());
-        let [left, right] =
-            Layout::horizontal([Constraint::Percentage(45), Constraint::Percentage(55)])
-                .areas(main);
-        let [filter_area, list_area] =
-            Layout::vertical([Constraint::Length(3), Constraint::Min(1)]).areas(left);
+        let areas = ListAreas::of(frame.area(), 45);
         let cursor = if self.typing { "▏" } else { "" };
         frame.render_widget(
             Paragraph::new(format!("{}{cursor}", self.filter)).block(
@@ -384,7 +373,7 @@ impl<T: Entry> Browse<T> {
                     })
                     .title(" Filter (/) "),
             ),
-            filter_area,
+            areas.filter,
         );
         let shown = self.shown();
         let what = self.what.chars().next().map_or_else(String::new, |c| {
@@ -403,13 +392,13 @@ impl<T: Entry> Browse<T> {
             .borders(Borders::ALL)
             .title(Span::styled(title, theme.title()));
         match &self.items {
-            None => frame.render_widget(Paragraph::new("listing…").block(block), list_area),
+            None => frame.render_widget(Paragraph::new("listing…").block(block), areas.list),
             Some(Err(e)) => frame.render_widget(
                 Paragraph::new(clean(e).into_owned())
                     .style(theme.fg(Color::Red))
                     .wrap(Wrap { trim: false })
                     .block(block),
-                list_area,
+                areas.list,
             ),
             Some(Ok(items)) => {
                 let list_items: Vec<ListItem> = shown
@@ -425,7 +414,7 @@ impl<T: Entry> Browse<T> {
                     .block(block);
                 let mut state =
                     ListState::default().with_selected((!empty).then_some(self.selected));
-                frame.render_stateful_widget(list, list_area, &mut state);
+                frame.render_stateful_widget(list, areas.list, &mut state);
             }
         }
         let detail = shown
@@ -438,20 +427,18 @@ impl<T: Entry> Browse<T> {
                 .wrap(Wrap { trim: false })
                 .scroll((self.detail_scroll, 0))
                 .block(Block::default().borders(Borders::ALL).title(" Detail ")),
-            right,
+            areas.detail,
         );
-        if let Some(note) = note {
-            frame.render_widget(
-                Paragraph::new(clean_line(note).into_owned()).style(theme.fg(Color::Yellow)),
-                note_area,
-            );
-        }
+        draw_note(frame, areas.note, note, theme);
         let keys = if self.typing {
             "type to filter · Enter keep · Esc clear"
         } else {
             "↑/↓ select · / filter · Enter open · PgUp/PgDn detail · Tab next list · Esc back"
         };
-        frame.render_widget(Paragraph::new(keys).style(theme.fg(Color::DarkGray)), help);
+        frame.render_widget(
+            Paragraph::new(keys).style(theme.fg(Color::DarkGray)),
+            areas.keys,
+        );
     }
 }
 

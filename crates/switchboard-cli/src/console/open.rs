@@ -382,12 +382,7 @@ impl OpenView {
                 .block(Block::default().borders(Borders::ALL).title(result_title)),
             result_area,
         );
-        if let Some(note) = note {
-            frame.render_widget(
-                Paragraph::new(clean_line(note).into_owned()).style(theme.fg(Color::Yellow)),
-                note_area,
-            );
-        }
+        super::draw_note(frame, note_area, note, theme);
         frame.render_widget(
             Paragraph::new(help).style(theme.fg(Color::DarkGray)),
             help_area,

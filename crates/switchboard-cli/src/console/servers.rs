@@ -244,21 +244,33 @@ pub(super) fn draw(app: &App, frame: &mut ratatui::Frame<'_>) {
 
     let header =
         Row::new(["NAME", "SCOPE", "TRANSPORT", "STATE", "TOOLS", "ERROR"]).style(theme.title());
+    // `9`, or `1, 4 held`.
+    let tool_cells: Vec<String> = shown
+        .iter()
+        .map(|s| match &s.state {
+            Some(ServerState::Lazy {
+                tools: Some(count), ..
+            }) => count.to_string(),
+            Some(_) => match app.tool_counts.get(&s.entry.name) {
+                Some((count, 0)) => count.to_string(),
+                Some((count, held)) => format!("{count}, {held} held"),
+                None => String::new(),
+            },
+            None => String::new(),
+        })
+        .collect();
+    let tools_width = tool_cells
+        .iter()
+        .map(|c| c.chars().count())
+        .max()
+        .unwrap_or_default()
+        .clamp(5, 20)
+        + 1;
     let table_rows: Vec<Row> = shown
         .iter()
-        .map(|s| {
+        .zip(tool_cells)
+        .map(|(s, tools)| {
             let (state, color, error) = state_cell(app, s);
-            let tools = match &s.state {
-                Some(ServerState::Lazy {
-                    tools: Some(count), ..
-                }) => count.to_string(),
-                Some(_) => app
-                    .tool_counts
-                    .get(&s.entry.name)
-                    .map(ToString::to_string)
-                    .unwrap_or_default(),
-                None => String::new(),
-            };
             Row::new([
                 Cell::from(clean_line(&s.entry.name).into_owned()),
                 Cell::from(s.entry.origin.scope.to_string()),
@@ -287,7 +299,7 @@ pub(super) fn draw(app: &App, frame: &mut ratatui::Frame<'_>) {
             Constraint::Length(8),
             Constraint::Length(10),
             Constraint::Length(18),
-            Constraint::Length(6),
+            Constraint::Length(u16::try_from(tools_width).unwrap_or(6)),
             Constraint::Min(10),
         ],
     )

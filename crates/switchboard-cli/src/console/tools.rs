@@ -1,15 +1,16 @@
 //! A server's tools: a list with a filter box (`/` to type; matched against names, titles and
 //! descriptions, then what `Host::search_tools` finds, marked related), and the selected tool's detail: description, traits from its annotations,
-//! and input schema; `c` opens its call form, Tab the server's resources.
+//! and input schema; `c` opens its call form, Tab the server's resources. The server's held
+//! tools (changed since they were pinned, or new: `Host::pin_changes`) follow, marked
+//! `[held]`: their detail is the change, as `mcp diff` shows it, and `a` approves one.
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
-use ratatui::layout::{Constraint, Layout};
 use ratatui::style::Color;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, List, ListItem, ListState, Paragraph, Wrap};
-use switchboard::Tool;
+use switchboard::{PinChange, Tool};
 
-use super::Theme;
+use super::{ListAreas, Theme, draw_note};
 use crate::output::{clean, clean_line};
 
 /// Where a key takes the user.
@@ -23,12 +24,26 @@ pub(super) enum Leave {
     Call(Box<Tool>),
     /// On to the server's resources (Tab).
     Next,
+    /// `c` on this held tool: it cannot be called until approved.
+    Held(String),
+    /// `a` on this held tool: approve it.
+    Approve(String),
+}
+
+/// A row of the list.
+enum Row<'a> {
+    /// A tool the server lists and the host shows; `related`: found by the search only.
+    Listed { tool: &'a Tool, related: bool },
+    /// A held tool, and how it differs from its pin.
+    Held(&'a PinChange),
 }
 
 pub(super) struct ToolsView {
     pub(super) server: String,
     /// `None` while listing; the error when the listing failed.
     tools: Option<Result<Vec<Tool>, String>>,
+    /// The held tools (no removed ones), by name.
+    held: Vec<PinChange>,
     filter: String,
     /// The filter box has the keyboard.
     typing: bool,
@@ -47,6 +62,7 @@ impl ToolsView {
         ToolsView {
             server,
             tools: None,
+            held: Vec::new(),
             filter: String::new(),
             typing: false,
             selected: 0,
@@ -55,38 +71,54 @@ impl ToolsView {
         }
     }
 
-    pub(super) fn loaded(&mut self, tools: Result<Vec<Tool>, String>) {
+    /// The server's tools, and its held ones.
+    pub(super) fn loaded(&mut self, tools: Result<Vec<Tool>, String>, held: Vec<PinChange>) {
         self.tools = Some(tools);
+        self.held = held;
         self.selected = 0;
     }
 
     /// The tools the filter lets through: those whose name, title or description holds it,
-    /// then those the search found (`true`).
-    fn shown(&self) -> Vec<(&Tool, bool)> {
+    /// then those the search found, then the held ones.
+    fn shown(&self) -> Vec<Row<'_>> {
         let needle = self.filter.to_lowercase();
         let Some(Ok(tools)) = &self.tools else {
             return Vec::new();
         };
-        let holds = |t: &Tool| {
-            needle.is_empty()
-                || t.name.to_lowercase().contains(&needle)
-                || t.display_name.to_lowercase().contains(&needle)
-                || t.description
-                    .as_deref()
-                    .is_some_and(|d| d.to_lowercase().contains(&needle))
+        let matches = |texts: &[&str]| {
+            needle.is_empty() || texts.iter().any(|t| t.to_lowercase().contains(&needle))
         };
-        let mut shown: Vec<(&Tool, bool)> = tools
+        let holds = |t: &Tool| {
+            matches(&[
+                &t.name,
+                &t.display_name,
+                t.description.as_deref().unwrap_or_default(),
+            ])
+        };
+        let mut shown: Vec<Row<'_>> = tools
             .iter()
             .filter(|t| holds(t))
-            .map(|t| (t, false))
+            .map(|tool| Row::Listed {
+                tool,
+                related: false,
+            })
             .collect();
         if !needle.is_empty() && self.related.0 == self.filter {
             for name in &self.related.1 {
                 if let Some(tool) = tools.iter().find(|t| &t.name == name && !holds(t)) {
-                    shown.push((tool, true));
+                    shown.push(Row::Listed {
+                        tool,
+                        related: true,
+                    });
                 }
             }
         }
+        shown.extend(
+            self.held
+                .iter()
+                .filter(|c| matches(&[&c.tool, c.new_description.as_deref().unwrap_or_default()]))
+                .map(Row::Held),
+        );
         shown
     }
 
@@ -137,9 +169,14 @@ impl ToolsView {
             KeyCode::Esc | KeyCode::Char('q') | KeyCode::Left => return Leave::Yes,
             KeyCode::Tab => return Leave::Next,
             KeyCode::Char('/') => self.typing = true,
-            KeyCode::Char('c') => {
-                if let Some((tool, _)) = self.shown().get(self.selected) {
-                    return Leave::Call(Box::new((*tool).clone()));
+            KeyCode::Char('c') => match self.shown().get(self.selected) {
+                Some(Row::Listed { tool, .. }) => return Leave::Call(Box::new((*tool).clone())),
+                Some(Row::Held(change)) => return Leave::Held(change.tool.clone()),
+                None => {}
+            },
+            KeyCode::Char('a') => {
+                if let Some(Row::Held(change)) = self.shown().get(self.selected) {
+                    return Leave::Approve(change.tool.clone());
                 }
             }
             KeyCode::Down | KeyCode::Char('j') if count > 0 => {
@@ -153,14 +190,8 @@ impl ToolsView {
         Leave::No
     }
 
-    pub(super) fn draw(&self, frame: &mut ratatui::Frame<'_>, theme: Theme) {
-        let [main, help] =
-            Layout::vertical([Constraint::Min(3), Constraint::Length(1)]).areas(frame.area());
-        let [left, right] =
-            Layout::horizontal([Constraint::Percentage(40), Constraint::Percentage(60)])
-                .areas(main);
-        let [filter_area, list_area] =
-            Layout::vertical([Constraint::Length(3), Constraint::Min(1)]).areas(left);
+    pub(super) fn draw(&self, frame: &mut ratatui::Frame<'_>, theme: Theme, note: Option<&str>) {
+        let areas = ListAreas::of(frame.area(), 40);
 
         let cursor = if self.typing { "▏" } else { "" };
         let filter_style = if self.typing {
@@ -175,16 +206,20 @@ impl ToolsView {
                     .border_style(filter_style)
                     .title(" Filter (/) "),
             ),
-            filter_area,
+            areas.filter,
         );
 
         let shown = self.shown();
         let title = match &self.tools {
             Some(Ok(all)) => format!(
-                " Tools of {} ({} of {}) ",
+                " Tools of {} ({} of {}{}) ",
                 clean_line(&self.server),
                 shown.len(),
-                all.len()
+                all.len() + self.held.len(),
+                match self.held.len() {
+                    0 => String::new(),
+                    n => format!(", {n} held"),
+                }
             ),
             _ => format!(" Tools of {} ", clean_line(&self.server)),
         };
@@ -192,27 +227,32 @@ impl ToolsView {
             .borders(Borders::ALL)
             .title(Span::styled(title, theme.title()));
         match &self.tools {
-            None => frame.render_widget(Paragraph::new("listing…").block(block), list_area),
+            None => frame.render_widget(Paragraph::new("listing…").block(block), areas.list),
             Some(Err(e)) => frame.render_widget(
                 Paragraph::new(clean(e).into_owned())
                     .style(theme.fg(Color::Red))
                     .wrap(Wrap { trim: false })
                     .block(block),
-                list_area,
+                areas.list,
             ),
             Some(Ok(_)) => {
                 let items: Vec<ListItem> = shown
                     .iter()
-                    .map(|(t, related)| {
-                        let name = Span::raw(clean_line(&t.name).into_owned());
-                        if *related {
-                            ListItem::new(Line::from(vec![
-                                name,
-                                Span::styled("  (related)", theme.fg(Color::DarkGray)),
-                            ]))
-                        } else {
-                            ListItem::new(Line::from(name))
-                        }
+                    .map(|row| {
+                        let (name, mark) = match row {
+                            Row::Listed { tool, related } => (
+                                &tool.name,
+                                related.then(|| {
+                                    Span::styled("  (related)", theme.fg(Color::DarkGray))
+                                }),
+                            ),
+                            Row::Held(change) => (
+                                &change.tool,
+                                Some(Span::styled("  [held]", theme.warning())),
+                            ),
+                        };
+                        let name = Span::raw(clean_line(name).into_owned());
+                        ListItem::new(Line::from_iter(std::iter::once(name).chain(mark)))
                     })
                     .collect();
                 let list = List::new(items)
@@ -222,25 +262,60 @@ impl ToolsView {
                     .block(block);
                 let mut state = ListState::default()
                     .with_selected((!shown.is_empty()).then_some(self.selected));
-                frame.render_stateful_widget(list, list_area, &mut state);
+                frame.render_stateful_widget(list, areas.list, &mut state);
             }
         }
 
-        let detail = shown.get(self.selected).map(|(t, _)| detail(t, theme));
+        let selected = shown.get(self.selected);
+        let detail = selected.map(|row| match row {
+            Row::Listed { tool, .. } => detail(tool, theme),
+            Row::Held(change) => held_detail(change, theme),
+        });
         frame.render_widget(
             Paragraph::new(detail.unwrap_or_default())
                 .wrap(Wrap { trim: false })
                 .scroll((self.detail_scroll, 0))
                 .block(Block::default().borders(Borders::ALL).title(" Detail ")),
-            right,
+            areas.detail,
         );
+        draw_note(frame, areas.note, note, theme);
         let keys = if self.typing {
             "type to filter · Enter keep · Esc clear"
+        } else if let Some(Row::Held(_)) = selected {
+            "↑/↓ select · / filter · PgUp/PgDn detail · a approve · Tab resources · Esc back"
         } else {
             "↑/↓ select · / filter · PgUp/PgDn detail · c call · Tab resources · Esc back"
         };
-        frame.render_widget(Paragraph::new(keys).style(theme.fg(Color::DarkGray)), help);
+        frame.render_widget(
+            Paragraph::new(keys).style(theme.fg(Color::DarkGray)),
+            areas.keys,
+        );
     }
+}
+
+/// Why a tool is held: how it differs from its pin (as `mcp diff` prints it), and how to
+/// approve it.
+fn held_detail(change: &PinChange, theme: Theme) -> Vec<Line<'static>> {
+    let mut printed = Vec::new();
+    // Into memory: writing cannot fail.
+    let _ = crate::mcp_pins::print_change(&mut printed, change);
+    let printed = String::from_utf8_lossy(&printed);
+    let mut printed = printed.lines().skip_while(|l| l.is_empty());
+    let mut lines = vec![Line::from(Span::styled(
+        printed.next().unwrap_or_default().to_owned(),
+        theme.title(),
+    ))];
+    lines.extend(printed.map(|l| Line::from(l.to_owned())));
+    lines.push(Line::from(""));
+    lines.push(Line::from(Span::styled(
+        "Held until approved: not listed, and a call to it is refused.",
+        theme.warning(),
+    )));
+    lines.push(Line::from(Span::styled(
+        "a approve (pins it as listed now)",
+        theme.title(),
+    )));
+    lines
 }
 
 /// A tool's description, traits and input schema.
