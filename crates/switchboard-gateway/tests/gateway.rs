@@ -380,7 +380,7 @@ async fn without_the_token_401_with_a_foreign_origin_403_and_healthz_is_open() {
     assert_eq!(
         status,
         json!({
-            "servers": [{"name": "kit", "state": "connected", "tools": 9, "lastError": null, "calls": 0, "errors": 0}],
+            "servers": [{"name": "kit", "state": "connected", "tools": 9, "held": 0, "lastError": null, "calls": 0, "errors": 0}],
             "ask": "client",
             "waitingForInput": 0,
             // The test's runtime: two workers.

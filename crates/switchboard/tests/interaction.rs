@@ -15,7 +15,7 @@ use futures::future::BoxFuture;
 use pretty_assertions::assert_eq;
 use serde_json::{Map, Value, json};
 use switchboard::CatalogEvent;
-use switchboard::host::{CallError, CallOptions, Host, HostBuilder, HostEvent};
+use switchboard::host::{CallError, CallOptions, Host, HostEvent};
 use switchboard::interaction::{
     ElicitAnswer, Elicitation, ElicitationRequest, Elicitor, Interaction, Offered, Roots, Sampler,
     SamplingError, SamplingRequest,
@@ -580,7 +580,7 @@ async fn the_offer_narrows_what_a_server_is_told_and_a_reconnect_tells_it_a_new_
         .unwrap();
     host.wait_settled(SETTLE).await.unwrap();
     assert_eq!(host.offered(), forms);
-    let tools = tool_names(&host, "everything").await;
+    let tools = server_tool_names(&host, "everything").await;
     assert!(
         tools.iter().any(|t| t == "trigger-elicitation-request"),
         "{tools:?}"
