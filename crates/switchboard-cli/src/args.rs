@@ -96,9 +96,23 @@ pub(crate) enum Command {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
-        /// Overrides the tool timeout (milliseconds).
+        /// Overrides the tool timeout (milliseconds); a task's whole run counts.
         #[arg(long, value_name = "MS")]
         timeout: Option<u64>,
+        /// Start the call as a task and print its id, leaving it running on the server
+        /// (`tasks result ID` fetches the result). A tool without tasks runs to its end.
+        #[arg(long)]
+        detach: bool,
+    },
+    /// List the tasks this host's calls made (newest first), or ask a server about one. A
+    /// call of a tool that runs as a task (protocol 2025-11-25) makes one.
+    Tasks {
+        /// What to do with one task; without it, the list.
+        #[command(subcommand)]
+        command: Option<TasksCommand>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// List resources of every connected server (or one).
     Resources {
@@ -166,6 +180,31 @@ pub(crate) enum Command {
         #[arg(value_enum)]
         page: ReferencePage,
     },
+}
+
+/// `tasks get | result | cancel`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum TasksCommand {
+    /// Where the task stands, as its server says.
+    Get(TaskArgs),
+    /// Wait for the task to end and print its result (as `call` does), its statuses on
+    /// stderr; exit 1 when the tool reported an error.
+    Result(TaskArgs),
+    /// Cancel the task on its server.
+    Cancel(TaskArgs),
+}
+
+/// The task a `tasks` subcommand acts on.
+#[derive(Debug, Args)]
+pub(crate) struct TaskArgs {
+    /// The task's id, as `tasks` or `call --detach` printed it.
+    pub(crate) id: String,
+    /// Its server, for a task this host did not record (by default, the recorded one).
+    #[arg(long, value_name = "NAME", add = ArgValueCandidates::new(server_names))]
+    pub(crate) server: Option<String>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 /// `__reference`: the generated pages of docs/reference/.

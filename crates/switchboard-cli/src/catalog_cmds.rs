@@ -8,7 +8,9 @@ use std::time::Duration;
 use anyhow::{Context as _, anyhow, bail};
 use serde_json::{Map, Value, json};
 use switchboard::QualifiedName;
-use switchboard::host::{CallOptions, Host, HostError, Listing, RequestOptions};
+use switchboard::host::{
+    CallOptions, CallOutcome, Host, HostError, Listing, RequestOptions, Started, TaskHandle,
+};
 use switchboard::permissions::CallSource;
 
 use crate::args::Command;
@@ -105,7 +107,15 @@ async fn dispatch(host: &Host, command: Command) -> anyhow::Result<ExitCode> {
             args,
             json,
             timeout,
-        } => call(host, &name, &rest, &args, json, timeout).await,
+            detach,
+        } => {
+            let how = CallHow {
+                json,
+                timeout,
+                detach,
+            };
+            call(host, &name, &rest, &args, how).await
+        }
         Command::Resources { server, json } => resources(host, server.as_deref(), json).await,
         Command::Read { server, uri, json } => read(host, &server, &uri, json).await,
         Command::Prompts { server, json } => prompts(host, server.as_deref(), json).await,
@@ -121,12 +131,13 @@ async fn dispatch(host: &Host, command: Command) -> anyhow::Result<ExitCode> {
         | Command::Console
         | Command::Completions { .. }
         | Command::Man
+        | Command::Tasks { .. }
         | Command::Reference { .. } => unreachable_mcp(),
     }
 }
 
 fn unreachable_mcp() -> anyhow::Result<ExitCode> {
-    Err(anyhow!("`mcp` and `serve` are handled elsewhere"))
+    Err(anyhow!("`mcp`, `serve` and `tasks` are handled elsewhere"))
 }
 
 async fn tools(
@@ -326,13 +337,19 @@ fn arguments(
     Ok(args)
 }
 
+/// How `call` calls: `--json`, `--timeout`, `--detach`.
+struct CallHow {
+    json: bool,
+    timeout: Option<u64>,
+    detach: bool,
+}
+
 async fn call(
     host: &Host,
     name: &str,
     rest: &[String],
     pairs: &[String],
-    json: bool,
-    timeout: Option<u64>,
+    how: CallHow,
 ) -> anyhow::Result<ExitCode> {
     let (qualified, inline) = match QualifiedName::split(name) {
         Some(_) => (name.to_owned(), rest.first().map(String::as_str)),
@@ -361,23 +378,107 @@ async fn call(
         Err(e) => return Err(e.into()),
     };
     let args = arguments(&schema, inline, pairs)?;
-
-    let (progress_tx, mut progress_rx) =
-        tokio::sync::mpsc::unbounded_channel::<switchboard::Progress>();
-    let bar = std::io::stderr().is_terminal().then(|| {
-        let bar = indicatif::ProgressBar::new_spinner();
-        bar.set_message(format!("calling {qualified}…"));
-        bar.enable_steady_tick(Duration::from_millis(80));
-        bar
-    });
-    if let Some(bar) = &bar {
-        *crate::context::SPINNER.lock() = Some(bar.clone());
+    let options = CallOptions {
+        source: CallSource::CommandLine,
+        timeout: how.timeout.map(Duration::from_millis),
+        ..CallOptions::default()
+    };
+    if how.detach {
+        let started = host.start_task(&qualified, args, options).await?;
+        return match started {
+            Started::Task(task) => detached(host, &task, how.json),
+            Started::Done(outcome) => {
+                eprintln!(
+                    "note: `{}` ran to its end: its server made no task of it",
+                    clean(&qualified)
+                );
+                print_outcome(&qualified, &outcome, how.json)
+            }
+        };
     }
-    let show = {
-        let bar = bar.clone();
-        async move {
+    let (progress, view) = ProgressView::start(format!("calling {qualified}…"));
+    let options = CallOptions {
+        progress: Some(progress),
+        ..options
+    };
+    let outcome = host.call(&qualified, args, options).await;
+    view.finish();
+    print_outcome(&qualified, &outcome?, how.json)
+}
+
+/// `call --detach` made a task: its id on stdout (or the task as JSON), what to do next on
+/// stderr.
+fn detached(host: &Host, task: &TaskHandle, json: bool) -> anyhow::Result<ExitCode> {
+    let id = task.id();
+    if json {
+        print_json(&crate::tasks::task_json(
+            &task.server,
+            &task.tool,
+            &task.info,
+        ))?;
+    } else {
+        writeln!(std::io::stdout().lock(), "{}", clean(id))?;
+    }
+    eprintln!(
+        "task {} of `{}` is {} on server `{}`: `switchboard tasks result {}` prints its result",
+        clean(id),
+        clean(&task.tool),
+        task.info.status,
+        clean(&task.server),
+        clean(id)
+    );
+    let stdio = host
+        .config()
+        .get(&task.server)
+        .and_then(|entry| entry.startable())
+        .is_some_and(|c| matches!(c.transport, switchboard::config::Transport::Stdio(_)));
+    if stdio {
+        eprintln!(
+            "warning: server `{}` runs as this command's child process: the task ends with it",
+            clean(&task.server)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Shows a call's progress while it runs: on a terminal, a spinner with the latest message;
+/// a task's statuses as lines on stderr (above the spinner, on a terminal).
+pub(crate) struct ProgressView {
+    bar: Option<indicatif::ProgressBar>,
+    display: tokio::task::JoinHandle<()>,
+}
+
+impl ProgressView {
+    /// Starts showing; the sender is the call's `progress`.
+    pub(crate) fn start(
+        label: String,
+    ) -> (
+        tokio::sync::mpsc::UnboundedSender<switchboard::Progress>,
+        ProgressView,
+    ) {
+        let (progress_tx, mut progress_rx) =
+            tokio::sync::mpsc::unbounded_channel::<switchboard::Progress>();
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = indicatif::ProgressBar::new_spinner();
+            bar.set_message(label);
+            bar.enable_steady_tick(Duration::from_millis(80));
+            bar
+        });
+        if let Some(bar) = &bar {
+            *crate::context::SPINNER.lock() = Some(bar.clone());
+        }
+        let shown = bar.clone();
+        let display = tokio::spawn(async move {
             while let Some(p) = progress_rx.recv().await {
-                if let Some(bar) = &bar {
+                if let Some(task) = &p.task {
+                    let line = task_line(task);
+                    // The spinner is gone once a server asked a question.
+                    match shown.as_ref().filter(|b| !b.is_finished()) {
+                        Some(bar) => bar.println(line),
+                        None => eprintln!("{line}"),
+                    }
+                }
+                if let Some(bar) = &shown {
                     if let Some(total) = p.total {
                         bar.set_length(total as u64);
                         bar.set_position(p.progress as u64);
@@ -389,21 +490,36 @@ async fn call(
                     );
                 }
             }
-        }
-    };
-    let options = CallOptions {
-        source: CallSource::CommandLine,
-        progress: Some(progress_tx),
-        timeout: timeout.map(Duration::from_millis),
-        ..CallOptions::default()
-    };
-    let display = tokio::spawn(show);
-    let outcome = host.call(&qualified, args, options).await;
-    display.abort();
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
+        });
+        (progress_tx, ProgressView { bar, display })
     }
-    let outcome = outcome?;
+
+    /// The call is over: what was sent is shown, the spinner cleared.
+    pub(crate) fn finish(self) {
+        self.display.abort();
+        if let Some(bar) = self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// A task's status as one line: `task ID: working: Gathering sources...`.
+pub(crate) fn task_line(task: &switchboard::TaskInfo) -> String {
+    let message = task
+        .status_message
+        .as_deref()
+        .map(|m| format!(": {}", crate::output::clean_line(m)))
+        .unwrap_or_default();
+    format!("task {}: {}{message}", clean(&task.id), task.status)
+}
+
+/// Prints a call's outcome: its content as text (or the whole as JSON with `json`), notes on
+/// stderr. Exit 1 when the tool reported an error.
+pub(crate) fn print_outcome(
+    qualified: &str,
+    outcome: &CallOutcome,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
     // A note the result already says (a saved file's placeholder is in the content) is not
     // said twice; in JSON the notes are a field of their own.
     let shown = if json {

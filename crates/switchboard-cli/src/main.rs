@@ -22,6 +22,7 @@ mod probe;
 mod reference;
 mod serve;
 mod start;
+mod tasks;
 mod trust;
 
 use std::io::Write;
@@ -174,6 +175,7 @@ fn run(cli: args::Cli) -> anyhow::Result<ExitCode> {
         args::Command::Plugin(cmd) => plugin::run(&ctx, cmd),
         args::Command::Serve(args) => serve::run(&ctx, *args),
         args::Command::Console => console::run(&ctx),
+        args::Command::Tasks { command, json } => tasks::run(&ctx, command, json),
         other => catalog_cmds::run(&ctx, other),
     }
 }

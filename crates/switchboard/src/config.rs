@@ -34,6 +34,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use approval::{Approval, ApprovalStore, Decision};
+pub(crate) use edit::create_private_dir;
 pub use edit::{ConfigEdit, ServersLocation};
 pub(crate) use lock::FileLock;
 

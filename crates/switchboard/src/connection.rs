@@ -8,6 +8,7 @@ mod handler;
 mod handshake;
 mod interact;
 pub(crate) mod requests;
+mod tasks;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,6 +27,8 @@ pub use requests::{
     Annotations, Completion, CompletionTarget, MAX_LIST_PAGES, Progress, RequestError, ToolDef,
     TransportError,
 };
+pub(crate) use tasks::{Created, TaskNote};
+pub use tasks::{TaskInfo, TaskStatus};
 
 use crate::config::{ProtocolPin, ServerConfig, Transport};
 use crate::redact::redact_urls_in;
@@ -357,6 +360,8 @@ pub(crate) struct Session {
     pub(crate) info: Arc<ServerInfo>,
     /// What the server said about caching its last listing of each kind (2026-07-28).
     cache_hints: parking_lot::Mutex<std::collections::HashMap<&'static str, requests::CacheHints>>,
+    /// The tools known to require a task (2025-11-25).
+    task_tools: tasks::TaskTools,
 }
 
 impl std::fmt::Debug for Session {
@@ -443,6 +448,7 @@ impl Session {
             lane,
             info,
             cache_hints: parking_lot::Mutex::default(),
+            task_tools: tasks::TaskTools::default(),
         }
     }
 

@@ -43,6 +43,7 @@ mod pinned;
 mod requests;
 mod servers;
 mod serving;
+mod tasks;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -54,7 +55,7 @@ use tokio::sync::mpsc;
 use crate::budget::{BudgetError, Budgeted, OutputBudget};
 use crate::catalog::{BuiltinTool, Catalog, CatalogError, Snapshot, Tool, ToolRef};
 use crate::config::{ConfigPaths, ConfigSet, Environment, ServerConfig};
-use crate::connection::{CallContext, Progress, RequestError, ServerState};
+use crate::connection::{CallContext, Created, Progress, RequestError, ServerState};
 use crate::env_vars::Limits;
 use crate::interaction::{Interaction, Roots};
 use crate::manager::{
@@ -71,6 +72,8 @@ pub use content::ContentBlock;
 pub use error::{HostError, StartError};
 pub use requests::{Listed, Listing, PromptEntry, ReadOutcome, RequestOptions};
 pub use servers::{EventKind, Events, HostEvent, Readiness};
+use tasks::{Ran, Run};
+pub use tasks::{Started, TaskHandle, TaskRecord};
 
 /// How often a long call logs that it is still running.
 pub const LONG_CALL_LOG_INTERVAL: Duration = Duration::from_secs(30);
@@ -533,6 +536,10 @@ pub struct CallOptions {
     /// Members added to the `_meta` of the upstream `tools/call` (the gateway's W3C
     /// `traceparent`), beside the ones the protocol needs.
     pub meta: Option<Map<String, Value>>,
+    /// Run the call as a task when the tool allows one (`execution.taskSupport: "optional"`,
+    /// protocol 2025-11-25). A tool that requires one runs as a task either way; the call
+    /// still returns when the task is done (see [`Host::start_task`] for the handle).
+    pub prefer_task: bool,
 }
 
 impl std::fmt::Debug for CallOptions {
@@ -544,6 +551,7 @@ impl std::fmt::Debug for CallOptions {
             .field("interaction", &self.interaction)
             .field("prompter", &self.prompter.is_some())
             .field("meta", &self.meta)
+            .field("prefer_task", &self.prefer_task)
             .finish()
     }
 }
@@ -557,6 +565,7 @@ impl Default for CallOptions {
             interaction: None,
             prompter: None,
             meta: None,
+            prefer_task: false,
         }
     }
 }
@@ -927,6 +936,28 @@ impl Host {
         arguments: Map<String, Value>,
         options: CallOptions,
     ) -> Result<CallOutcome, CallError> {
+        match self
+            .call_as(qualified, arguments, options, Run::Call)
+            .await?
+        {
+            Ran::Done(outcome) => Ok(outcome),
+            // Only a start hands a task back: a call follows its task to the end.
+            Ran::Task(task) => Err(CallError::Request {
+                server: task.server,
+                tool: task.tool,
+                source: RequestError::Unexpected { what: "tools/call" },
+            }),
+        }
+    }
+
+    /// [`call`](Self::call), or [`start_task`](Self::start_task) (`run`).
+    async fn call_as(
+        &self,
+        qualified: &str,
+        arguments: Map<String, Value>,
+        options: CallOptions,
+        run: Run,
+    ) -> Result<Ran, CallError> {
         let name = QualifiedName::parse(qualified);
         if let Some(server) = name
             .as_ref()
@@ -945,7 +976,9 @@ impl Host {
             };
             // Boxed: every other call's future would carry room for these.
             Box::pin(self.gate.check_with(request, options.prompter.as_ref())).await?;
-            return Box::pin(self.authenticate(server, qualified)).await;
+            return Box::pin(self.authenticate(server, qualified))
+                .await
+                .map(Ran::Done);
         }
         if let Some(name) = &name {
             self.ensure_connected(name.server(), qualified).await?;
@@ -959,16 +992,18 @@ impl Host {
             // nothing to check the arguments against, and the outcome says why.
             (Err(e @ CatalogError::List { .. }), Some(name)) => {
                 let target = Catalog::unlisted(name);
-                let mut outcome = self.call_resolved(&target, arguments, options).await?;
-                outcome.notes.push(format!(
-                    "{}: `{qualified}` was called by its name, its arguments unchecked",
-                    crate::error_chain(&e)
-                ));
-                return Ok(outcome);
+                let mut ran = self.call_resolved(&target, arguments, options, run).await?;
+                if let Ran::Done(outcome) = &mut ran {
+                    outcome.notes.push(format!(
+                        "{}: `{qualified}` was called by its name, its arguments unchecked",
+                        crate::error_chain(&e)
+                    ));
+                }
+                return Ok(ran);
             }
             (Err(e), _) => return Err(self.lookup_error(qualified, e)),
         };
-        self.call_resolved(&target, arguments, options).await
+        self.call_resolved(&target, arguments, options, run).await
     }
 
     /// The call pipeline after the name is resolved: arguments, permissions, the request (a
@@ -978,7 +1013,8 @@ impl Host {
         target: &ToolRef,
         arguments: Map<String, Value>,
         options: CallOptions,
-    ) -> Result<CallOutcome, CallError> {
+        run: Run,
+    ) -> Result<Ran, CallError> {
         let qualified = target.name.as_str();
         let server = target.server();
         let tool = target.tool();
@@ -1012,52 +1048,78 @@ impl Host {
             Value::Object(map) => map,
             _ => Map::new(),
         };
-        let (tool_timeout, max_output_tokens) = self
-            .manager
-            .call_limits(server)
+        let (timeout, max_output_tokens) = self
+            .call_limits(server, options.timeout)
             .ok_or_else(|| CallError::NoSuchTool(qualified.to_owned()))?;
-        let timeout = options
-            .timeout
-            .or(tool_timeout)
-            .unwrap_or(self.limits.tool_timeout);
 
+        let context = CallContext {
+            qualified: tool.qualified_name.clone(),
+            interaction: options.interaction,
+            meta: options.meta,
+            prefer_task: options.prefer_task,
+            task_note: self.task_note(server, &tool.qualified_name),
+        };
         // An expired session is renewed and the call retried once by the manager, on the
         // same path for every transport.
-        let result = match self
-            .send(
-                target,
-                arguments,
-                timeout,
-                options.progress,
-                options.interaction,
-                options.meta,
-            )
-            .await
-        {
-            Ok(result) => result,
-            Err(RequestFailure::Request(source)) => {
-                return Err(CallError::Request {
-                    server: server.to_owned(),
-                    tool: qualified.to_owned(),
-                    source,
-                });
-            }
-            Err(RequestFailure::Manager(e)) => {
-                return Err(match e {
-                    ManagerError::NotConnected { state, .. } => CallError::NotConnected {
-                        server: server.to_owned(),
-                        tool: qualified.to_owned(),
-                        state,
-                    },
-                    other => CallError::Server {
-                        server: server.to_owned(),
-                        tool: qualified.to_owned(),
-                        source: Box::new(other),
-                    },
-                });
+        let sent = match run {
+            Run::Call => self
+                .send(target, arguments, timeout, options.progress, context)
+                .await
+                .map(Created::Done),
+            Run::Start => {
+                let name = tool.name.clone();
+                self.manager
+                    .request(server, |s| {
+                        let (name, arguments) = (name.clone(), arguments.clone());
+                        let context = context.clone();
+                        async move { s.start_task(&name, arguments, timeout, context).await }
+                    })
+                    .await
             }
         };
+        let result = match sent {
+            Ok(Created::Done(result)) => result,
+            Ok(Created::Task(info)) => {
+                return Ok(Ran::Task(TaskHandle {
+                    server: server.to_owned(),
+                    tool: qualified.to_owned(),
+                    info,
+                }));
+            }
+            Err(failure) => return Err(call_failure(server, qualified, failure)),
+        };
 
+        self.finish(target, result, kept.as_ref(), max_output_tokens)
+            .await
+            .map(Ran::Done)
+    }
+
+    /// A call's timeout (the caller's, else the server's, else the host's) and its server's
+    /// token budget; `None` when the server is not configured.
+    fn call_limits(
+        &self,
+        server: &str,
+        timeout: Option<Duration>,
+    ) -> Option<(Duration, Option<u64>)> {
+        let (tool_timeout, max_output_tokens) = self.manager.call_limits(server)?;
+        Some((
+            timeout.or(tool_timeout).unwrap_or(self.limits.tool_timeout),
+            max_output_tokens,
+        ))
+    }
+
+    /// A call's result as the caller gets it: `isError` read, `structuredContent` checked
+    /// against the tool's `outputSchema`, the post-call hooks told (when `kept` holds the
+    /// request), the output budget applied.
+    async fn finish(
+        &self,
+        target: &ToolRef,
+        result: Value,
+        kept: Option<&PermissionRequest>,
+        max_output_tokens: Option<u64>,
+    ) -> Result<CallOutcome, CallError> {
+        let qualified = target.name.as_str();
+        let (server, tool) = (target.server(), target.tool());
         let is_error = result
             .get("isError")
             .and_then(Value::as_bool)
@@ -1070,7 +1132,7 @@ impl Host {
                 message,
             })?;
         }
-        if let Some(request) = &kept {
+        if let Some(request) = kept {
             self.gate.after(request, &result).await;
         }
         let budget = match max_output_tokens {
@@ -1109,17 +1171,11 @@ impl Host {
         arguments: Map<String, Value>,
         timeout: Duration,
         progress: Option<mpsc::UnboundedSender<Progress>>,
-        interaction: Option<Interaction>,
-        meta: Option<Map<String, Value>>,
+        context: CallContext,
     ) -> Result<Value, RequestFailure> {
         let server = target.server();
         let tool = target.tool();
         let name = tool.name.clone();
-        let context = CallContext {
-            qualified: tool.qualified_name.clone(),
-            interaction,
-            meta,
-        };
         let call = self.manager.request(server, |s| {
             let (name, arguments) = (name.clone(), arguments.clone());
             let (progress, context) = (progress.clone(), context.clone());
@@ -1140,6 +1196,29 @@ impl Host {
                 }
             }
         }
+    }
+}
+
+/// A call's request that failed, as the caller's error.
+fn call_failure(server: &str, tool: &str, failure: RequestFailure) -> CallError {
+    match failure {
+        RequestFailure::Request(source) => CallError::Request {
+            server: server.to_owned(),
+            tool: tool.to_owned(),
+            source,
+        },
+        RequestFailure::Manager(ManagerError::NotConnected { state, .. }) => {
+            CallError::NotConnected {
+                server: server.to_owned(),
+                tool: tool.to_owned(),
+                state,
+            }
+        }
+        RequestFailure::Manager(other) => CallError::Server {
+            server: server.to_owned(),
+            tool: tool.to_owned(),
+            source: Box::new(other),
+        },
     }
 }
 

@@ -109,14 +109,14 @@ pub use catalog::{
 };
 pub use connection::{
     Annotations, Capabilities, Completion, CompletionTarget, Failure, Generation, LogLevel,
-    MAX_LIST_PAGES, Progress, RequestError, ServerInfo, ServerLog, ServerState, StateKind, ToolDef,
-    TransportError,
+    MAX_LIST_PAGES, Progress, RequestError, ServerInfo, ServerLog, ServerState, StateKind,
+    TaskInfo, TaskStatus, ToolDef, TransportError,
 };
 #[doc(inline)]
 pub use host::{CallError, CallOptions, CallOutcome, Host, HostBuilder};
 pub use host::{
     ContentBlock, Events, HostError, HostEvent, Listed, Listing, PromptEntry, ReadOutcome,
-    Readiness, RequestOptions, StartError,
+    Readiness, RequestOptions, StartError, Started, TaskHandle, TaskRecord,
 };
 pub use manager::{
     InProcessFactory, LoginError, ManagerError, Reloaded, ServerEvent, forget_needs_auth,

@@ -1498,8 +1498,7 @@ impl ServerManager {
             async move {
                 let call = connection::CallContext {
                     qualified: crate::name::QualifiedName::new(name, tool).into_string(),
-                    interaction: None,
-                    meta: None,
+                    ..Default::default()
                 };
                 s.call_tool(tool, arguments, timeout, None, call).await
             }

@@ -7,11 +7,15 @@
 
 mod common;
 
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
 use serde_json::json;
 use switchboard::config::Environment;
 use switchboard::config::ServerConfig;
-use switchboard::host::{CallOptions, Host};
-use switchboard::{Generation, ServerState};
+use switchboard::host::{CallOptions, Host, Started};
+use switchboard::interaction::{ElicitAnswer, ElicitationRequest, Elicitor, Interaction};
+use switchboard::{Generation, ServerState, TaskStatus};
 use switchboard_testkit::ReferenceServer;
 use switchboard_testkit::host::{server_tool_names, servers_builder, settled_within};
 
@@ -320,4 +324,190 @@ async fn resource_subscriptions_deliver_updates() {
         .await
         .unwrap();
     manager.shutdown().await;
+}
+
+/// The task tool of server-everything (protocol 2025-11-25, `taskSupport: "required"`).
+const RESEARCH: &str = "mcp__everything__simulate-research-query";
+
+/// A host with server-everything over stdio, connected; `elicitor` answers its questions.
+async fn everything_host(
+    lanes: bool,
+    elicitor: Option<Arc<dyn Elicitor>>,
+) -> (Host, tempfile::TempDir) {
+    let state = tempfile::tempdir().unwrap();
+    let servers = vec![server(
+        "everything",
+        json!({"command": partner("SWITCHBOARD_PARTNER_EVERYTHING"), "args": ["stdio"]}),
+    )];
+    let host = Host::builder()
+        .discover(state.path().to_owned())
+        .servers(servers)
+        .state_dir(state.path().to_owned())
+        .permissions(Arc::new(Allow))
+        .call_lanes(lanes)
+        .interaction(Interaction {
+            elicitor,
+            ..Interaction::default()
+        })
+        .start()
+        .unwrap();
+    host.wait_settled(SETTLE).await.unwrap();
+    (host, state)
+}
+
+/// Everything received on `rx` so far.
+fn drained<T>(rx: &mut tokio::sync::mpsc::UnboundedReceiver<T>) -> Vec<T> {
+    std::iter::from_fn(|| rx.try_recv().ok()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_tool_runs_to_its_end_as_a_task_with_the_call_lanes_on_and_off() {
+    for lanes in [true, false] {
+        let (host, _state) = everything_host(lanes, None).await;
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let options = CallOptions {
+            progress: Some(tx),
+            ..cli()
+        };
+        let out = host
+            .call(RESEARCH, args(json!({"topic": "rust"})), options)
+            .await
+            .unwrap_or_else(|e| panic!("lanes {lanes}: {}", switchboard::error_chain(&e)));
+        assert!(!out.is_error, "lanes {lanes}: {}", out.result);
+        assert!(
+            first_text(&out.result).starts_with("# Research Report: rust"),
+            "lanes {lanes}: {}",
+            out.result
+        );
+        // The task's statuses came as progress: one task, its stages' messages, in order.
+        let progress = drained(&mut rx);
+        let tasks: Vec<_> = progress.iter().map(|p| p.task.clone().unwrap()).collect();
+        assert!(tasks.len() >= 2, "lanes {lanes}: {progress:?}");
+        assert!(tasks.iter().all(|t| t.id == tasks[0].id), "{tasks:?}");
+        assert!(progress.windows(2).all(|w| w[0].progress < w[1].progress));
+        assert!(
+            progress
+                .iter()
+                .filter_map(|p| p.message.as_deref())
+                .any(|m| m.ends_with("...") && m != "Gathering sources..."),
+            "lanes {lanes}: no stage after the first was reported: {progress:?}"
+        );
+        // The host recorded the task, done.
+        let recorded = host.recorded_tasks();
+        assert_eq!(recorded.len(), 1, "{recorded:?}");
+        assert_eq!(
+            (recorded[0].id.as_str(), recorded[0].tool.as_str()),
+            (tasks[0].id.as_str(), RESEARCH)
+        );
+        assert_eq!(recorded[0].status, TaskStatus::Completed);
+        host.shutdown().await;
+    }
+}
+
+/// Answers every form with these fields, and keeps what it was asked.
+struct Answers {
+    content: serde_json::Value,
+    asked: Mutex<Vec<String>>,
+}
+
+impl Elicitor for Answers {
+    fn elicit<'a>(&'a self, request: &'a ElicitationRequest) -> BoxFuture<'a, ElicitAnswer> {
+        self.asked
+            .lock()
+            .unwrap()
+            .push(request.params.message().to_owned());
+        Box::pin(async move { ElicitAnswer::accept(self.content.clone()) })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_that_needs_input_asks_the_elicitor_and_goes_on_with_the_answer() {
+    let answers = Arc::new(Answers {
+        content: json!({"interpretation": "historical"}),
+        asked: Mutex::default(),
+    });
+    let (host, _state) = everything_host(true, Some(answers.clone())).await;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let options = CallOptions {
+        progress: Some(tx),
+        ..cli()
+    };
+    let arguments = args(json!({"topic": "rust", "ambiguous": true}));
+    let out = host.call(RESEARCH, arguments, options).await.unwrap();
+    assert!(
+        first_text(&out.result).starts_with("# Research Report: rust (historical)"),
+        "{}",
+        out.result
+    );
+    let asked = answers.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(asked[0].contains("multiple interpretations"), "{asked:?}");
+    // While it waited, the task said so.
+    let statuses: Vec<_> = drained(&mut rx)
+        .into_iter()
+        .map(|p| p.task.unwrap().status)
+        .collect();
+    assert!(
+        statuses.contains(&TaskStatus::InputRequired),
+        "{statuses:?}"
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_is_cancelled_through_its_handle_and_when_its_call_goes_away() {
+    let (host, _state) = everything_host(true, None).await;
+    // Started, then cancelled through its handle.
+    let started = host
+        .start_task(RESEARCH, args(json!({"topic": "rust"})), cli())
+        .await
+        .unwrap();
+    let Started::Task(task) = started else {
+        panic!("no task: {started:?}")
+    };
+    assert_eq!(task.server, "everything");
+    let cancelled = host.cancel_task("everything", task.id()).await.unwrap();
+    assert_eq!(cancelled.status, TaskStatus::Cancelled);
+    let asked = host.task("everything", task.id()).await.unwrap();
+    assert_eq!(asked.status, TaskStatus::Cancelled);
+    let error = host.task_result(&task, cli()).await.unwrap_err();
+    assert!(
+        switchboard::error_chain(&error).contains("the task was cancelled"),
+        "{error:?}"
+    );
+    assert_eq!(
+        host.recorded_task(task.id()).unwrap().status,
+        TaskStatus::Cancelled
+    );
+
+    // A call dropped while its task runs cancels the task.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let options = CallOptions {
+        progress: Some(tx),
+        ..cli()
+    };
+    let caller = host.clone();
+    let call = tokio::spawn(async move {
+        let arguments = args(json!({"topic": "rust"}));
+        caller.call(RESEARCH, arguments, options).await
+    });
+    let first = tokio::time::timeout(SETTLE, rx.recv())
+        .await
+        .expect("no status within the bound")
+        .expect("the call ended without a status");
+    let id = first.task.unwrap().id;
+    call.abort();
+    let deadline = tokio::time::Instant::now() + SETTLE;
+    loop {
+        let status = host.task("everything", &id).await.unwrap().status;
+        if status == TaskStatus::Cancelled {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline && !status.is_terminal(),
+            "the dropped call's task is {status}"
+        );
+        tokio::task::yield_now().await;
+    }
+    host.shutdown().await;
 }

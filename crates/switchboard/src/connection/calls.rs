@@ -16,6 +16,7 @@ use tokio::sync::mpsc;
 use super::Session;
 use super::interact::CallGuard;
 use super::requests::{Progress, RequestError, TransportError, as_value};
+use super::tasks::METHOD_NOT_FOUND;
 use crate::interaction::{
     MAX_ANSWER_WAIT, MAX_INPUT_ROUNDS, MAX_URL_ELICITATION_RETRIES, URL_ELICITATION_REQUIRED,
 };
@@ -41,23 +42,65 @@ impl Session {
         progress: Option<mpsc::UnboundedSender<Progress>>,
         call: CallContext,
     ) -> Result<Value, RequestError> {
-        let guard = self
-            .asker
-            .begin_call(Some(call.qualified.clone()), call.interaction);
+        let CallContext {
+            qualified,
+            interaction,
+            meta,
+            prefer_task,
+            task_note,
+        } = call;
+        let guard = self.asker.begin_call(Some(qualified), interaction);
+        let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        if let Some(meta) = meta {
+            params.meta = Some(rmcp::model::RequestMetaObject(meta.into()));
+        }
+        // 2025-11-25 tasks (see `tasks.rs`): asked for, or the tool is known to require one.
+        let tried_task = self.takes_tasks() && (prefer_task || self.needs_task(tool));
+        if tried_task {
+            let note = task_note.as_ref();
+            match Box::pin(self.call_as_task(&params, timeout, progress.as_ref(), note, &guard))
+                .await
+            {
+                Ok(result) => return Ok(result),
+                Err(Some(e)) => return Err(e),
+                // Refused as a task (the tool forbids one) before it ran: sent plainly.
+                Err(None) => {}
+            }
+        }
+        let plain = self
+            .call_plain(&mut params, timeout, progress.as_ref(), &guard)
+            .await;
+        if !tried_task && self.takes_tasks() && asks_for_task(&plain) {
+            let note = task_note.as_ref();
+            let task = self.call_as_task(&params, timeout, progress.as_ref(), note, &guard);
+            return match Box::pin(task).await {
+                Ok(result) => Ok(result),
+                Err(Some(e)) => Err(e),
+                Err(None) => plain,
+            };
+        }
+        plain
+    }
+
+    /// `tools/call` sent plainly (not as a task), its questions answered on the way.
+    async fn call_plain(
+        &self,
+        params: &mut CallToolRequestParams,
+        timeout: Duration,
+        progress: Option<&mpsc::UnboundedSender<Progress>>,
+        guard: &CallGuard,
+    ) -> Result<Value, RequestError> {
         // A person's answer (a form, a URL to visit) is bounded on its own, not by the call's
         // timeout, which waits meanwhile.
         let wait = MAX_ANSWER_WAIT;
-        let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
-        if let Some(meta) = call.meta {
-            params.meta = Some(rmcp::model::RequestMetaObject(meta.into()));
-        }
+        let progress = progress.cloned();
         let mut url_rounds = 0usize;
         let mut rounds = 0usize;
         loop {
             let answer = match &self.lane {
                 Some((lane, meta)) => {
                     match self
-                        .send_call_on_lane(lane, meta, &params, timeout, progress.clone(), &guard)
+                        .send_call_on_lane(lane, meta, params, timeout, progress.clone(), guard)
                         .await
                     {
                         Ok(LaneAnswer::Complete(result)) => return Ok(result),
@@ -67,7 +110,7 @@ impl Session {
                                 params.clone(),
                                 timeout,
                                 progress.clone(),
-                                &guard,
+                                guard,
                             ))
                             .await
                         }
@@ -77,8 +120,7 @@ impl Session {
                 // Boxed, as the rounds and the URL waits below: the lane's calls (the most
                 // frequent) do not carry room for rmcp's request in their futures.
                 None => {
-                    Box::pin(self.send_call(params.clone(), timeout, progress.clone(), &guard))
-                        .await
+                    Box::pin(self.send_call(params.clone(), timeout, progress.clone(), guard)).await
                 }
             };
             let (asked_urls, last) = match answer {
@@ -91,7 +133,7 @@ impl Session {
                 // 2026-07-28: a multi round-trip call that needs answers before it can finish.
                 Ok(ServerResult::InputRequiredResult(input)) => {
                     let (responses, state, asked_urls) =
-                        Box::pin(self.answer_round(&guard, input, &mut rounds, url_rounds, wait))
+                        Box::pin(self.answer_round(guard, input, &mut rounds, url_rounds, wait))
                             .await?;
                     params.input_responses = responses;
                     params.request_state = state;
@@ -112,7 +154,7 @@ impl Session {
                         });
                     }
                     if url_rounds < MAX_URL_ELICITATION_RETRIES {
-                        let route = self.asker.route_for_call(&guard);
+                        let route = self.asker.route_for_call(guard);
                         for url in urls {
                             Box::pin(self.asker.await_url(&route, url, wait)).await?;
                         }
@@ -247,6 +289,23 @@ impl Session {
     }
 }
 
+/// Whether a plain call's answer says the tool requires a task (2025-11-25): -32601 as a
+/// JSON-RPC error, as the revision specifies, or as an error result whose text is that error's
+/// (the TypeScript SDK's `McpServer` wraps it so: "MCP error -32601: Tool x requires task
+/// augmentation (taskSupport: 'required')"). Either way the tool did not run.
+fn asks_for_task(answer: &Result<Value, RequestError>) -> bool {
+    match answer {
+        Err(RequestError::Refused { code, .. }) => *code == METHOD_NOT_FOUND,
+        Ok(result) if result.get("isError").and_then(Value::as_bool) == Some(true) => result
+            .pointer("/content/0/text")
+            .and_then(Value::as_str)
+            .is_some_and(|text| {
+                text.starts_with(&format!("MCP error {METHOD_NOT_FOUND}:")) && text.contains("task")
+            }),
+        Ok(_) | Err(_) => false,
+    }
+}
+
 /// The URL elicitations in the `data` of a -32042 error (`{"elicitations": [...]}`).
 fn url_elicitations(data: Option<&Value>) -> Vec<ElicitRequestParams> {
     data.and_then(|d| d.get("elicitations"))
@@ -262,12 +321,28 @@ fn url_elicitations(data: Option<&Value>) -> Vec<ElicitRequestParams> {
 }
 
 /// Who a call is for: its qualified name, and its own interaction when it has one.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub(crate) struct CallContext {
     pub(crate) qualified: String,
     pub(crate) interaction: Option<crate::interaction::Interaction>,
     /// `_meta` members the caller adds to the request.
     pub(crate) meta: Option<Map<String, Value>>,
+    /// Run it as a task when the tool allows one (2025-11-25); a tool that requires one runs
+    /// as a task anyway.
+    pub(crate) prefer_task: bool,
+    /// Told when the call becomes a task, and when that task ends.
+    pub(crate) task_note: Option<super::tasks::TaskNote>,
+}
+
+impl std::fmt::Debug for CallContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallContext")
+            .field("qualified", &self.qualified)
+            .field("interaction", &self.interaction)
+            .field("meta", &self.meta)
+            .field("prefer_task", &self.prefer_task)
+            .finish_non_exhaustive()
+    }
 }
 
 /// How many times a finished call yields before it stops forwarding progress.
@@ -302,6 +377,7 @@ impl Session {
                     progress: p.progress,
                     total: p.total,
                     message: p.message.clone(),
+                    task: None,
                 };
                 if tx.send(progress).is_err() {
                     break;
@@ -319,6 +395,7 @@ impl Session {
 /// A progress notification's `params` as the caller's [`Progress`].
 fn progress_of(params: &Value) -> Option<Progress> {
     Some(Progress {
+        task: None,
         progress: params.get("progress")?.as_f64()?,
         total: params.get("total").and_then(Value::as_f64),
         message: params
@@ -514,7 +591,7 @@ impl Session {
 /// the server sent it, or rmcp's typed result written back, which says `"resultType":
 /// "complete"` on 2026-07-28): no `resultType`, `content` always there. The catalogue test
 /// `calls_are_answered_alike_with_the_call_lanes_on_and_off` holds the two roads to it.
-fn complete(mut result: Map<String, Value>) -> Value {
+pub(super) fn complete(mut result: Map<String, Value>) -> Value {
     if result.get("resultType").and_then(Value::as_str) == Some("complete") {
         result.remove("resultType");
     }
@@ -528,7 +605,7 @@ fn complete(mut result: Map<String, Value>) -> Value {
 /// road the request took: rmcp's session, or the call lane with the lane's own id.
 /// [`disarm`](CancelOnDrop::disarm) once the answer is in. A lane is borrowed: the guard
 /// lives inside the call, and cloning an HTTP lane (its header maps) for every call costs.
-struct CancelOnDrop<'a>(Option<CancelTarget<'a>>);
+pub(super) struct CancelOnDrop<'a>(Option<CancelTarget<'a>>);
 
 enum CancelTarget<'a> {
     Peer(rmcp::service::Peer<RoleClient>, rmcp::model::RequestId),
@@ -536,7 +613,7 @@ enum CancelTarget<'a> {
 }
 
 impl<'a> CancelOnDrop<'a> {
-    fn peer(peer: &rmcp::service::Peer<RoleClient>, id: rmcp::model::RequestId) -> Self {
+    pub(super) fn peer(peer: &rmcp::service::Peer<RoleClient>, id: rmcp::model::RequestId) -> Self {
         CancelOnDrop(Some(CancelTarget::Peer(peer.clone(), id)))
     }
 
@@ -544,7 +621,7 @@ impl<'a> CancelOnDrop<'a> {
         CancelOnDrop(Some(CancelTarget::Lane(lane, id)))
     }
 
-    fn disarm(&mut self) {
+    pub(super) fn disarm(&mut self) {
         self.0 = None;
     }
 }

@@ -223,6 +223,7 @@ fn origin(context: &RequestContext<RoleClient>) -> Origin {
             _ => None,
         },
         progress_token: context.meta.get_progress_token(),
+        task_id: super::tasks::related_task(&context.meta),
     }
 }
 

@@ -7,7 +7,8 @@
 //!
 //! Routing of an initialize-era request, first match wins:
 //! 1. the request arrived on the response stream of an in-flight call (Streamable HTTP marks
-//!    this), or carries that call's progress token in `_meta`: that call;
+//!    this), or carries that call's progress token in `_meta`, or names the task that call
+//!    follows (`io.modelcontextprotocol/related-task`, 2025-11-25): that call;
 //! 2. exactly one call is in flight on this server: that call;
 //! 3. exactly one in-flight call carries its own interaction: that call;
 //! 4. otherwise the host's interaction, with no tool named.
@@ -76,6 +77,8 @@ struct InFlight {
     key: u64,
     request_id: Option<RequestId>,
     progress_token: Option<ProgressToken>,
+    /// The task the call follows (2025-11-25).
+    task_id: Option<String>,
     /// The qualified tool (or prompt) name, for the elicitor and sampler to show.
     tool: Option<String>,
     interaction: Option<Interaction>,
@@ -103,6 +106,8 @@ pub(crate) struct Route {
 pub(crate) struct Origin {
     pub(crate) request_id: Option<RequestId>,
     pub(crate) progress_token: Option<ProgressToken>,
+    /// The task the request is about (`_meta["io.modelcontextprotocol/related-task"]`).
+    pub(crate) task_id: Option<String>,
 }
 
 /// Why a request could not be answered. The message reaches the server (initialize era) or
@@ -199,6 +204,7 @@ impl Asker {
                 key,
                 request_id: None,
                 progress_token: None,
+                task_id: None,
                 tool,
                 interaction,
                 asking: 0,
@@ -251,6 +257,7 @@ impl Asker {
         let by_origin = calls.iter().find(|c| {
             (origin.request_id.is_some() && c.request_id == origin.request_id)
                 || (origin.progress_token.is_some() && c.progress_token == origin.progress_token)
+                || (origin.task_id.is_some() && c.task_id == origin.task_id)
         });
         if let Some(call) = by_origin {
             return self.route_of(Some(call));
@@ -635,6 +642,15 @@ impl CallGuard {
         self.asker.update_call(self.key, |call| {
             call.request_id = Some(id);
             call.progress_token = progress_token;
+        });
+    }
+}
+
+impl CallGuard {
+    /// The call follows this task: the server's requests about it are the call's.
+    pub(crate) fn follows_task(&self, id: &str) {
+        self.asker.update_call(self.key, |call| {
+            call.task_id = Some(id.to_owned());
         });
     }
 }

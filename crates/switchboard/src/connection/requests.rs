@@ -83,6 +83,9 @@ pub struct Progress {
     pub total: Option<f64>,
     /// What it is doing.
     pub message: Option<String>,
+    /// When the call runs as a task (2025-11-25), the task as just polled: each change of its
+    /// status or status message is one step of progress, its message the task's.
+    pub task: Option<super::tasks::TaskInfo>,
 }
 
 /// A request a server did not answer with a result.
@@ -169,6 +172,24 @@ pub enum RequestError {
     /// Not supported over this protocol revision yet.
     #[error("{0} over protocol 2026-07-28 (subscriptions/listen) is not supported yet")]
     NotYetSupported(&'static str),
+    /// The call became a task on the server, and following it failed (never sent again on a
+    /// new session: the tool may have run).
+    #[error("the server's task `{id}`")]
+    Task {
+        /// The task's id.
+        id: String,
+        /// What went wrong.
+        #[source]
+        source: Box<RequestError>,
+    },
+    /// The task ended without a result.
+    #[error("the task was {status}{}", .message.as_deref().map(|m| format!(": {m}")).unwrap_or_default())]
+    TaskEnded {
+        /// How it ended (`cancelled`).
+        status: super::tasks::TaskStatus,
+        /// The server's status message.
+        message: Option<String>,
+    },
 }
 
 /// How the transport of a request failed, its cause kept.
@@ -247,7 +268,9 @@ impl RequestError {
         match self {
             RequestError::Timeout(_) => true,
             RequestError::Transport(e) => e.is_timeout(),
-            RequestError::ExpiredAgain(inner) => inner.is_timeout(),
+            RequestError::ExpiredAgain(inner) | RequestError::Task { source: inner, .. } => {
+                inner.is_timeout()
+            }
             _ => false,
         }
     }
@@ -256,7 +279,9 @@ impl RequestError {
     pub fn is_terminal(&self) -> bool {
         match self {
             RequestError::Closed | RequestError::Transport(_) => true,
-            RequestError::ExpiredAgain(inner) => inner.is_terminal(),
+            RequestError::ExpiredAgain(inner) | RequestError::Task { source: inner, .. } => {
+                inner.is_terminal()
+            }
             _ => false,
         }
     }
@@ -279,6 +304,7 @@ impl RequestError {
     pub fn code(&self) -> Option<i32> {
         match self {
             RequestError::Refused { code, .. } => Some(*code),
+            RequestError::Task { source, .. } => source.code(),
             _ => None,
         }
     }

@@ -415,7 +415,7 @@ impl Host {
 }
 
 /// Runs a request within `timeout`; past it, a [`HostError::Timeout`] naming the server.
-async fn bounded<T>(
+pub(super) async fn bounded<T>(
     server: &str,
     what: &'static str,
     timeout: Duration,

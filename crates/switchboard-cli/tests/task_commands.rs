@@ -1,0 +1,205 @@
+//! Tasks from the command line (protocol 2025-11-25), against server-everything's task tool
+//! `simulate-research-query`: `call` runs one to its end with its statuses on stderr,
+//! `call --detach` leaves it running, `tasks` lists what this host started, and
+//! `tasks get | result | cancel` ask its server from another process.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::Output;
+
+use serde_json::{Value, json};
+use switchboard_testkit::config_tree::ConfigTree;
+use switchboard_testkit::{ReferenceServer, WAIT, cli};
+
+const SWITCHBOARD: &str = env!("CARGO_BIN_EXE_switchboard");
+
+fn run(tree: &ConfigTree, args: &[&str]) -> Output {
+    cli::run(SWITCHBOARD, tree, args)
+}
+
+/// [`run`], which must succeed: its stdout and stderr.
+#[track_caller]
+fn succeeded(tree: &ConfigTree, args: &[&str]) -> (String, String) {
+    let out = run(tree, args);
+    let stdout = cli::succeeded(tree, args, &out);
+    (stdout, cli::text(tree, &out.stderr))
+}
+
+fn partner(var: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| {
+        panic!("{var} is not set: run the tests with `bash scripts/test.sh`, which installs the pinned test partners")
+    })
+}
+
+/// A tree whose user file has these servers.
+fn tree_with(servers: Value) -> ConfigTree {
+    let tree = ConfigTree::new().unwrap();
+    let file = json!({"mcpServers": servers});
+    tree.write(tree.user_file(), &file.to_string()).unwrap();
+    tree
+}
+
+/// server-everything over stdio, as `ev`.
+fn everything() -> ConfigTree {
+    tree_with(
+        json!({"ev": {"command": partner("SWITCHBOARD_PARTNER_EVERYTHING"), "args": ["stdio"]}}),
+    )
+}
+
+/// The `tasks --json` records.
+fn records(tree: &ConfigTree) -> Vec<Value> {
+    let (stdout, _) = succeeded(tree, &["tasks", "--json"]);
+    serde_json::from_str(&stdout).unwrap()
+}
+
+#[test]
+fn call_runs_a_task_to_its_end_with_its_statuses_on_stderr() {
+    let tree = everything();
+    let (stdout, stderr) = succeeded(
+        &tree,
+        &[
+            "call",
+            "ev",
+            "simulate-research-query",
+            "--arg",
+            "topic=rust",
+        ],
+    );
+    assert!(stdout.starts_with("# Research Report: rust\n"), "{stdout}");
+    let statuses: Vec<&str> = stderr.lines().filter(|l| l.starts_with("task ")).collect();
+    assert!(
+        statuses.iter().any(|l| l.contains(": working: ")),
+        "{stderr}"
+    );
+    assert!(
+        statuses.last().is_some_and(|l| l.contains(": completed")),
+        "{stderr}"
+    );
+
+    // The task is this host's: listed, done, its record the owner's only.
+    let listed = records(&tree);
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["server"], "ev");
+    assert_eq!(listed[0]["tool"], "mcp__ev__simulate-research-query");
+    assert_eq!(listed[0]["status"], "completed");
+    let id = listed[0]["id"].as_str().unwrap();
+    assert!(
+        statuses
+            .iter()
+            .all(|l| l.starts_with(&format!("task {id}: ")))
+    );
+    let (table, _) = succeeded(&tree, &["tasks"]);
+    assert!(
+        table.starts_with(id) && table.contains("completed"),
+        "{table}"
+    );
+    use std::os::unix::fs::PermissionsExt;
+    let file = tree.state_dir().join("tasks.json");
+    let mode = std::fs::metadata(file).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+}
+
+#[test]
+fn a_task_asks_its_question_through_elicit_json() {
+    let tree = everything();
+    let answer = tree.root().join("answer.json");
+    std::fs::write(&answer, r#"{"interpretation": "historical"}"#).unwrap();
+    let answer = answer.display().to_string();
+    let (stdout, stderr) = succeeded(
+        &tree,
+        &[
+            "--elicit-json",
+            &answer,
+            "call",
+            "ev",
+            "simulate-research-query",
+            "--arg",
+            "topic=rust",
+            "--arg",
+            "ambiguous=true",
+        ],
+    );
+    assert!(
+        stdout.starts_with("# Research Report: rust (historical)\n"),
+        "{stdout}{stderr}"
+    );
+    assert!(stderr.contains(": input_required: "), "{stderr}");
+}
+
+/// server-everything's task tool over Streamable HTTP, its tasks shared by every client
+/// (`tests/js/everything-tasks-server.cjs`), as `evh`; killed on drop.
+fn shared_tasks_server() -> (ReferenceServer, ConfigTree) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/js/everything-tasks-server.cjs");
+    let node = partner("SWITCHBOARD_NODE22");
+    let server = ReferenceServer::start(node.as_ref(), script.as_os_str().to_str().unwrap(), WAIT)
+        .expect("the task server did not start listening");
+    let url = format!("http://127.0.0.1:{}/mcp", server.port());
+    let tree = tree_with(json!({"evh": {"type": "http", "url": url}}));
+    (server, tree)
+}
+
+#[test]
+fn a_detached_task_is_fetched_and_cancelled_by_later_processes() {
+    let (_server, tree) = shared_tasks_server();
+    let research = [
+        "call",
+        "evh",
+        "simulate-research-query",
+        "--arg",
+        "topic=rust",
+        "--detach",
+    ];
+    let (stdout, stderr) = succeeded(&tree, &research);
+    let id = stdout.trim().to_owned();
+    assert!(
+        !id.is_empty() && !id.contains(char::is_whitespace),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains(&format!("switchboard tasks result {id}")),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("warning"), "{stderr}");
+
+    // Another process: where it stands, then its result once it is done.
+    let (status, _) = succeeded(&tree, &["tasks", "get", &id]);
+    assert!(status.starts_with(&format!("task {id}: ")), "{status}");
+    let (result, stderr) = succeeded(&tree, &["tasks", "result", &id]);
+    assert!(
+        result.starts_with("# Research Report: rust\n"),
+        "{result}{stderr}"
+    );
+    let (status, _) = succeeded(&tree, &["tasks", "get", &id, "--json"]);
+    let status: Value = serde_json::from_str(&status).unwrap();
+    assert_eq!(
+        (&status["taskId"], &status["status"], &status["server"]),
+        (&json!(id), &json!("completed"), &json!("evh"))
+    );
+
+    // A second one, cancelled from yet another process.
+    let (stdout, _) = succeeded(&tree, &research);
+    let second = stdout.trim().to_owned();
+    let (cancelled, _) = succeeded(&tree, &["tasks", "cancel", &second]);
+    assert!(
+        cancelled.starts_with(&format!("task {second}: cancelled")),
+        "{cancelled}"
+    );
+    let out = run(&tree, &["tasks", "result", &second]);
+    let stderr = cli::failed(&tree, &["tasks", "result", &second], &out);
+    assert!(stderr.contains("the task was cancelled"), "{stderr}");
+
+    // Both are this host's, newest first, as last seen.
+    let listed = records(&tree);
+    let seen: Vec<(&str, &str)> = listed
+        .iter()
+        .map(|r| (r["id"].as_str().unwrap(), r["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        seen,
+        [(second.as_str(), "cancelled"), (id.as_str(), "completed")]
+    );
+    // A task it never recorded needs its server named.
+    let out = run(&tree, &["tasks", "get", "no-such-task"]);
+    let stderr = cli::failed(&tree, &["tasks", "get", "no-such-task"], &out);
+    assert!(stderr.contains("--server"), "{stderr}");
+}
