@@ -381,7 +381,7 @@ async fn session_records_and_notes_are_shared_by_key() {
 async fn tool_pins_are_shared_by_the_replicas() {
     use switchboard_testkit::config_tree::ConfigTree;
     use switchboard_testkit::file_tools::{FileTools, changed_tools, first_tools};
-    use switchboard_testkit::host::{servers_builder, settled_within};
+    use switchboard_testkit::host::{server_tool_names, servers_builder, settled_within};
     let Some(redis) = RedisServer::start().unwrap() else {
         return;
     };
@@ -395,14 +395,9 @@ async fn tool_pins_are_shared_by_the_replicas() {
         let redis = &redis;
         async move { settled_within(builder.store(connect(redis).await), SETTLE * 2).await }
     };
+    // The tools a replica lists (held ones are not), sorted; the replica is shut down.
     let names = |host: Host| async move {
-        let mut names: Vec<String> = host
-            .tools()
-            .await
-            .tools
-            .into_iter()
-            .map(|t| t.name)
-            .collect();
+        let mut names = server_tool_names(&host, "kit").await;
         names.sort();
         host.shutdown().await;
         names
