@@ -708,11 +708,13 @@ mod tests {
         assert!(testkit.wait_for_stderr("accepted connection", WAIT));
         let opened = testkit.stderr().matches("accepted connection").count();
         // A POST answered with an event stream keeps its connection until the stream ends, so
-        // the next call may open another one (5-8 of 14 seen under load). What matters is the
+        // the next call may open another one when it is sent before the stream's end was read:
+        // a race, 5-11 of 14 seen (11 on an idle machine, at this test's base e10eb78 too, so
+        // the old bound of 9 failed about one run in three). What is checked is the
         // difference from rmcp's default, which opens one for every request (checked above):
-        // ours opens clearly fewer than one per request.
+        // ours reuses at least one. (A server answering with JSON would make it exact.)
         assert!(
-            opened <= (CALLS + 4) * 2 / 3,
+            opened < CALLS + 4,
             "{opened} connections for {} requests",
             CALLS + 4
         );
