@@ -750,18 +750,19 @@ impl Catalog {
             .collect())
     }
 
-    /// [`Self::server_tools_raw`], waited for until `deadline` at most (see
+    /// [`Self::server_tools_raw`], waited for until `deadline` at most (`wait` after the
+    /// listing began, see
     /// [`Self::set_listing_wait`]): the listing goes on after, in a task of its own, and
     /// stores and announces what it gets. A listing already in flight is waited for, never
     /// doubled: a hung server gets one `tools/list` at a time, not one per client.
     async fn server_tools_until(
         &self,
         server: &str,
-        deadline: tokio::time::Instant,
+        (deadline, wait): (tokio::time::Instant, Duration),
     ) -> Result<Arc<ServerTools>, CatalogError> {
         let pending = || CatalogError::ListPending {
             server: server.to_owned(),
-            after: self.listing_wait.lock().unwrap_or_default(),
+            after: wait,
         };
         let in_flight = self.fetching.lock().get(server).cloned();
         if let Some(mut other) = in_flight {
@@ -841,7 +842,7 @@ impl Catalog {
             .map(|(n, _)| n.as_str())
             .collect();
         let wait = *self.listing_wait.lock();
-        let deadline = wait.map(|wait| tokio::time::Instant::now() + wait);
+        let deadline = wait.map(|wait| (tokio::time::Instant::now() + wait, wait));
         let ready = &ready;
         let lists = futures::future::join_all(connected.iter().map(|s| async move {
             match (ready.get(s), deadline) {
