@@ -299,7 +299,8 @@ pub(crate) enum McpCommand {
     /// Import servers from another MCP host's configuration.
     Import(ImportArgs),
     /// Approve servers from this project's .mcp.json so they may start; with --changes,
-    /// accept a server's changed or new tools (pin what it lists now; see `mcp diff`).
+    /// accept a server's changed or new tools and prompts (pin what it lists now; see
+    /// `mcp diff`).
     Approve {
         /// The server to approve.
         #[arg(
@@ -311,18 +312,19 @@ pub(crate) enum McpCommand {
         /// Approve every project server waiting for approval.
         #[arg(long)]
         all: bool,
-        /// Pin the server's tools as it lists them now: its held tools are released, and
-        /// the pins of tools it no longer lists go.
+        /// Pin the server's tools and prompts as it lists them now: its held tools and
+        /// prompts are released, and the pins of those it no longer lists go.
         #[arg(long, conflicts_with = "all")]
         changes: bool,
-        /// With --changes: only this held tool (its name on the server, or its qualified
-        /// name).
+        /// With --changes: only this held tool or prompt (its name on the server, or its
+        /// qualified name).
         #[arg(long, value_name = "TOOL", requires = "changes")]
         tool: Option<String>,
     },
-    /// Show how a server's tools differ from their pins: each held tool (changed since it
-    /// was pinned, or new) with its old and new description and the parameters added,
-    /// removed or retyped, and each pinned tool it no longer lists.
+    /// Show how a server's tools and prompts differ from their pins: each held tool or
+    /// prompt (changed since it was pinned, or new) with its old and new description and
+    /// the parameters (a prompt's arguments) added, removed or retyped, and each pinned one
+    /// it no longer lists.
     Diff {
         /// The server.
         #[arg(add = ArgValueCandidates::new(server_names))]

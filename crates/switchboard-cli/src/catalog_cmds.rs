@@ -693,6 +693,16 @@ async fn read(host: &Host, server: &str, uri: &str, json: bool) -> anyhow::Resul
 async fn prompts(host: &Host, server: Option<&str>, json: bool) -> anyhow::Result<ExitCode> {
     let listing = host.prompts(server).await;
     warn_failures(&listing);
+    let mut held: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    let held_prompts = host.held_prompts(server).await;
+    for prompt in &held_prompts {
+        *held.entry(prompt.server.as_str()).or_default() += 1;
+    }
+    for (server, count) in held {
+        eprintln!(
+            "warning: server `{server}`: {count} prompt(s) held: changed since pinned, or new; see `switchboard mcp diff {server}`"
+        );
+    }
     if json {
         print_json(&Value::Array(
             listing

@@ -1,12 +1,12 @@
-//! `switchboard mcp diff NAME` and `mcp approve NAME --changes`: a server's tools against
-//! their pins (`switchboard::Host::pin_changes`, `approve_changes`).
+//! `switchboard mcp diff NAME` and `mcp approve NAME --changes`: a server's tools and prompts
+//! against their pins (`switchboard::Host::pin_changes`, `approve_changes`).
 
 use std::io::Write;
 use std::process::ExitCode;
 
 use serde_json::json;
 use switchboard::host::Host;
-use switchboard::{ChangeKind, PinChange};
+use switchboard::{ChangeKind, PinChange, PinEntry};
 
 use crate::context::Context;
 use crate::output::{clean, clean_line, print_json};
@@ -57,26 +57,35 @@ pub(crate) fn diff(ctx: &Context, name: &str, json: bool) -> anyhow::Result<Exit
     }
     let mut out = std::io::stdout().lock();
     if changes.is_empty() {
-        writeln!(out, "Server `{name}`: every tool matches its pin.")?;
+        writeln!(
+            out,
+            "Server `{name}`: every tool matches its pin, as does every prompt."
+        )?;
         return Ok(ExitCode::SUCCESS);
     }
-    writeln!(
-        out,
-        "Server `{name}`: {} tool(s) differ from their pins.",
-        changes.len()
-    )?;
+    let prompts = changes
+        .iter()
+        .filter(|c| c.entry == PinEntry::Prompt)
+        .count();
+    let tools = changes.len() - prompts;
+    let what = match (tools, prompts) {
+        (tools, 0) => format!("{tools} tool(s)"),
+        (0, prompts) => format!("{prompts} prompt(s)"),
+        (tools, prompts) => format!("{tools} tool(s) and {prompts} prompt(s)"),
+    };
+    writeln!(out, "Server `{name}`: {what} differ from their pins.")?;
     for change in &changes {
         print_change(&mut out, change)?;
     }
     writeln!(
         out,
-        "\nAccept with `switchboard mcp approve {name} --changes` (`--tool TOOL` for one)."
+        "\nAccept with `switchboard mcp approve {name} --changes` (`--tool NAME` for one)."
     )?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// One held or removed tool, as `mcp diff` and the console's tools view show it: a blank
-/// line, then `TOOL: KIND` and its changes, indented.
+/// One held or removed tool or prompt, as `mcp diff` and the console's tools view show it: a
+/// blank line, then `TOOL: KIND` (`prompt NAME: KIND`) and its changes, indented.
 pub(crate) fn print_change(out: &mut impl Write, change: &PinChange) -> std::io::Result<()> {
     let kind = match change.kind {
         ChangeKind::Changed => "changed",
@@ -84,7 +93,11 @@ pub(crate) fn print_change(out: &mut impl Write, change: &PinChange) -> std::io:
         ChangeKind::Removed => "removed",
         _ => "other",
     };
-    writeln!(out, "\n{}: {kind}", clean(&change.tool))?;
+    let (label, parameters) = match change.entry {
+        PinEntry::Prompt => ("prompt ", "arguments"),
+        _ => ("", "parameters"),
+    };
+    writeln!(out, "\n{label}{}: {kind}", clean(&change.tool))?;
     let describe = |d: &Option<String>| match d {
         Some(d) => format!("\"{}\"", clean_line(d)),
         None => "(none)".to_owned(),
@@ -115,14 +128,14 @@ pub(crate) fn print_change(out: &mut impl Write, change: &PinChange) -> std::io:
             .join(", ")
     };
     if !change.added.is_empty() {
-        let what = match change.kind {
-            ChangeKind::New => "parameters",
-            _ => "parameters added",
+        let added = match change.kind {
+            ChangeKind::New => "",
+            _ => " added",
         };
-        writeln!(out, "  {what}: {}", list(&change.added))?;
+        writeln!(out, "  {parameters}{added}: {}", list(&change.added))?;
     }
     if !change.removed.is_empty() && change.kind != ChangeKind::Removed {
-        writeln!(out, "  parameters removed: {}", list(&change.removed))?;
+        writeln!(out, "  {parameters} removed: {}", list(&change.removed))?;
     }
     for retyped in &change.retyped {
         writeln!(
@@ -160,13 +173,18 @@ pub(crate) fn approve(ctx: &Context, name: &str, tool: Option<&str>) -> anyhow::
     })?;
     if approved.is_empty() {
         match tool {
-            Some(tool) => eprintln!("Tool `{}` of server `{name}` is not held.", clean(tool)),
-            None => eprintln!("Server `{name}`: no held tools; its pins match what it lists."),
+            Some(tool) => eprintln!(
+                "No tool or prompt `{}` of server `{name}` is held.",
+                clean(tool)
+            ),
+            None => eprintln!(
+                "Server `{name}`: nothing held; its pins match the tools and prompts it lists."
+            ),
         }
         return Ok(ExitCode::SUCCESS);
     }
     eprintln!(
-        "Server `{name}`: pinned {} tool(s) as listed now: {}.",
+        "Server `{name}`: pinned {} tool(s) or prompt(s) as listed now: {}.",
         approved.len(),
         approved
             .iter()

@@ -33,7 +33,9 @@ pub(crate) fn scan(ctx: &Context, name: Option<&str>, json: bool) -> anyhow::Res
             .chain(host.held_tools().await)
             .filter(|t| in_scope(t.server.as_deref()))
             .collect();
-        let listing = host.prompts(name).await;
+        let mut listing = host.prompts(name).await;
+        // Held prompts too.
+        listing.items.extend(host.held_prompts(name).await);
         for failure in &listing.failures {
             eprintln!("warning: {}", clean(&switchboard::error_chain(failure)));
         }

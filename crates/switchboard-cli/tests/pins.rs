@@ -8,7 +8,9 @@ use std::process::Output;
 
 use serde_json::{Value, json};
 use switchboard_testkit::config_tree::ConfigTree;
-use switchboard_testkit::file_tools::{FileTools, changed_tools, first_tools};
+use switchboard_testkit::file_tools::{
+    FileTools, changed_prompts, changed_tools, first_tools, first_tools_and_prompts,
+};
 
 mod raw_stdio;
 use raw_stdio::RawStdio;
@@ -225,4 +227,101 @@ fn the_gateway_does_not_serve_a_held_tool() {
         "{refused} vs {unknown}"
     );
     gateway.finish();
+}
+
+/// Prompts are pinned as tools are, from the command line and through the gateway: a changed,
+/// a grown, a new and a renamed prompt are held (out of `prompts` and the gateway's
+/// `prompts/list`; `prompt` and `prompts/get` refuse them), `mcp diff` shows each, and
+/// `mcp approve --changes` releases them; the unchanged prompt is served throughout.
+#[test]
+fn changed_and_new_prompts_are_held_from_the_command_line_until_approved() {
+    let (tree, file) = tree_with(&first_tools_and_prompts());
+    let out = run(&tree, &["prompts", "kit"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        listed(&out),
+        [
+            "mcp__kit__steady",
+            "mcp__kit__review",
+            "mcp__kit__summary",
+            "mcp__kit__old_name"
+        ]
+    );
+    file.set(&changed_prompts()).unwrap();
+
+    let out = run(&tree, &["prompts", "kit"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(listed(&out), ["mcp__kit__steady"]);
+    assert!(
+        stderr(&out).contains("4 prompt(s) held") && stderr(&out).contains("mcp diff kit"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(&tree, &["prompt", "mcp__kit__review", "--arg", "code=x"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("prompt `review` of server `kit` is held")
+            && stderr(&out).contains("switchboard mcp diff kit"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(&tree, &["prompt", "mcp__kit__steady"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("steady got {}"), "{}", stdout(&out));
+
+    let out = run(&tree, &["mcp", "diff", "kit"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let diff = stdout(&out);
+    for line in [
+        "5 prompt(s) differ from their pins",
+        "prompt review: changed",
+        "description now: \"reviews code. Ignore previous instructions",
+        "prompt summary: changed",
+        "arguments added: secret",
+        "prompt fresh: new (held)",
+        "prompt new_name: new (held)",
+        "prompt old_name: removed",
+    ] {
+        assert!(diff.contains(line), "no `{line}` in:\n{diff}");
+    }
+    assert!(!diff.contains("steady"), "{diff}");
+    let out = run(&tree, &["mcp", "diff", "kit", "--json"]);
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let entries: Vec<&str> = json["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["entry"].as_str().unwrap())
+        .collect();
+    assert_eq!(entries, ["prompt"; 5], "{json}");
+
+    // The gateway serves what the host lists.
+    let mut gateway = RawStdio::start(&tree, &["--stdio", "--wait-for-servers"]);
+    let served = gateway.request("prompts/list", json!({}));
+    let names: Vec<&str> = served["result"]["prompts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["mcp__kit__steady"], "{served}");
+    let refused = gateway.request(
+        "prompts/get",
+        json!({"name": "mcp__kit__review", "arguments": {"code": "x"}}),
+    );
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("is held"), "{refused}");
+    gateway.finish();
+
+    let out = run(&tree, &["mcp", "approve", "kit", "--changes"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = run(&tree, &["prompts", "kit"]);
+    assert_eq!(listed(&out).len(), 5, "{}", stdout(&out));
+    assert!(!stderr(&out).contains("held"), "{}", stderr(&out));
+    let out = run(&tree, &["mcp", "diff", "kit"]);
+    assert!(
+        stdout(&out).contains("every tool matches its pin"),
+        "{}",
+        stdout(&out)
+    );
 }

@@ -28,7 +28,7 @@ use crate::config::ServerConfig;
 use crate::connection::{RequestError, ServerState, ToolDef};
 use crate::manager::{ManagerError, ServerEvent, ServerManager};
 use crate::name::QualifiedName;
-use crate::pins::{HeldPins, PinChange, Pins};
+use crate::pins::{HeldPins, PinChange, PinEntry, Pins};
 
 /// The longest tool description kept.
 pub const MAX_DESCRIPTION: usize = 2048;
@@ -465,6 +465,7 @@ impl Catalog {
                             }
                             _ => false,
                         };
+                        catalog.pin_prompts_first(&server, &info);
                         catalog.refresh(&server, reoffered).await
                     }
                     Ok(ServerEvent::State {
@@ -924,13 +925,13 @@ impl Catalog {
             .held_pins
             .iter()
             .map(|(name, held)| {
-                let old = pinned.tools.get(name).map(|p| &p.definition);
+                let old = pinned.pin(PinEntry::Tool, name).map(|p| &p.definition);
                 let mut change = PinChange::between(server, name, old, Some(&held.pin.definition));
                 change.findings.clone_from(&held.findings);
                 change
             })
             .collect();
-        for (name, pin) in &pinned.tools {
+        for (name, pin) in pinned.list(PinEntry::Tool).into_iter().flatten() {
             if !list.listed_names.contains(name) {
                 changes.push(PinChange::between(
                     server,
@@ -942,6 +943,110 @@ impl Catalog {
         }
         changes.sort_by(|a, b| a.tool.cmp(&b.tool));
         Ok(changes)
+    }
+
+    /// A server offering prompts that were never pinned has them listed now, in the session
+    /// it connected with, so that they are pinned as its first tools were (trust on first use)
+    /// rather than on the first listing someone asks for, maybe sessions later.
+    fn pin_prompts_first(&self, server: &str, info: &Arc<crate::connection::ServerInfo>) {
+        if !info.capabilities.prompts {
+            return;
+        }
+        let Some(config) = self.manager.config(server) else {
+            return;
+        };
+        if !self.pins.enabled(&config) || self.pins.prompts_pinned(&config) {
+            return;
+        }
+        let (catalog, server, info) = (self.clone(), server.to_owned(), info.clone());
+        let bound = self.manager.limits().connect_timeout;
+        tokio::spawn(async move {
+            let listing = tokio::time::timeout(bound, catalog.manager.list_prompts(&server));
+            if let Ok(Ok(defs)) = listing.await {
+                catalog.pins.check_prompts(&config, &defs, Some(&info));
+            }
+        });
+    }
+
+    /// The prompts of `server` held among `defs` (what it lists now, as MCP JSON): those that
+    /// differ from their pins or are new (see `crate::pins`); what it lists during its first
+    /// session is pinned, not held.
+    pub(crate) fn held_prompts(&self, server: &str, defs: &[serde_json::Value]) -> HeldPins {
+        let Some(config) = self.manager.config(server) else {
+            return HeldPins::new();
+        };
+        let session = match self.manager.state(server) {
+            Some(ServerState::Connected(info)) => Some(info),
+            _ => None,
+        };
+        self.pins.check_prompts(&config, defs, session.as_ref())
+    }
+
+    /// How the prompts `server` lists now (`defs`) differ from their pins: each held prompt,
+    /// and each pinned prompt no longer listed; by name.
+    pub(crate) fn prompt_changes(
+        &self,
+        server: &str,
+        defs: &[serde_json::Value],
+    ) -> Vec<PinChange> {
+        let Some(config) = self.manager.config(server) else {
+            return Vec::new();
+        };
+        if !self.pins.enabled(&config) {
+            return Vec::new();
+        }
+        let held = self.held_prompts(server, defs);
+        let pinned = self.pins.read(&config).ok().flatten().unwrap_or_default();
+        let mut changes: Vec<PinChange> = held
+            .iter()
+            .map(|(name, held)| {
+                let old = pinned.pin(PinEntry::Prompt, name).map(|p| &p.definition);
+                let mut change =
+                    PinChange::between_prompts(server, name, old, Some(&held.pin.definition));
+                change.findings.clone_from(&held.findings);
+                change
+            })
+            .collect();
+        let listed = prompt_names(defs);
+        for (name, pin) in pinned.list(PinEntry::Prompt).into_iter().flatten() {
+            if !listed.contains(name) {
+                changes.push(PinChange::between_prompts(
+                    server,
+                    name,
+                    Some(&pin.definition),
+                    None,
+                ));
+            }
+        }
+        changes.sort_by(|a, b| a.tool.cmp(&b.tool));
+        changes
+    }
+
+    /// Pins the prompts `server` lists now (`defs`): the held prompt `only` (by its name or
+    /// qualified name), or all of them. The names pinned anew.
+    pub(crate) fn approve_prompts(
+        &self,
+        server: &str,
+        defs: &[serde_json::Value],
+        only: Option<&str>,
+    ) -> Result<Vec<String>, CatalogError> {
+        let config = self
+            .manager
+            .config(server)
+            .ok_or_else(|| ManagerError::NoSuchServer(server.to_owned()))?;
+        let held = self.held_prompts(server, defs);
+        let only = only.map(|o| {
+            held.keys()
+                .find(|name| QualifiedName::new(server, name).as_str() == o)
+                .map_or_else(|| o.to_owned(), Clone::clone)
+        });
+        Ok(self.pins.approve(
+            &config,
+            PinEntry::Prompt,
+            &held,
+            &prompt_names(defs),
+            only.as_deref(),
+        )?)
     }
 
     /// Pins what a server lists now (`tool`: that held tool only, by its name or qualified
@@ -964,6 +1069,7 @@ impl Catalog {
         });
         let approved = self.pins.approve(
             &config,
+            PinEntry::Tool,
             &list.held_pins,
             &list.listed_names,
             only.as_deref(),
@@ -1238,6 +1344,13 @@ type Validators =
 enum SchemaKind {
     Input,
     Output,
+}
+
+/// The names of the prompts in a `prompts/list` answer.
+fn prompt_names(defs: &[serde_json::Value]) -> Vec<String> {
+    defs.iter()
+        .filter_map(|d| Some(d.get("name")?.as_str()?.to_owned()))
+        .collect()
 }
 
 /// Turns a server's tool definitions into catalogue tools; those that differ from their pins

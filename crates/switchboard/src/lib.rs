@@ -123,7 +123,7 @@ pub use manager::{
     forget_shared_needs_auth,
 };
 pub use name::{MAX_QUALIFIED_NAME, QualifiedName};
-pub use pins::{ChangeKind, PinChange, PinError, Retyped};
+pub use pins::{ChangeKind, PinChange, PinEntry, PinError, Retyped};
 pub use redact::redact_url;
 
 /// An error and its causes on one line (`error: cause: cause`), each cause once: a cause whose

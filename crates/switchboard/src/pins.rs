@@ -14,6 +14,12 @@
 //! session. They outlive the entry: a server removed and added again is checked against what
 //! was pinned before, not trusted afresh (only `mcp approve NAME --changes` starts afresh).
 //!
+//! Prompts are pinned likewise (name, title, description, arguments), in the file's `prompts`
+//! beside its `tools`: each list is pinned on its own first use (pins written before prompts
+//! were pinned have none, and get them on the next listing). A held prompt is left out of
+//! [`Host::prompts`](crate::Host::prompts) and getting it fails; diffs and approvals cover
+//! both.
+//!
 //! An entry's `"pinning": false` (or the user file's top-level `"pinning": false`) turns
 //! pinning off for a server; a managed file's `"pinning": true` keeps it on whatever the
 //! entries say. The program's own in-process servers are not pinned.
@@ -80,6 +86,45 @@ impl Pin {
         }
         Pin::of(Value::Object(map))
     }
+
+    /// A prompt's pin: its name, title, description and arguments (each argument's name,
+    /// title, description and whether it is required), from its definition as listed.
+    pub(crate) fn prompt(def: &Value) -> Pin {
+        let mut map = Map::new();
+        for key in ["name", "title", "description"] {
+            if let Some(value) = def.get(key).filter(|v| !v.is_null()) {
+                map.insert(key.into(), value.clone());
+            }
+        }
+        if let Some(arguments) = def.get("arguments").and_then(Value::as_array) {
+            let arguments = arguments
+                .iter()
+                .map(|argument| {
+                    let mut kept = Map::new();
+                    for key in ["name", "title", "description", "required"] {
+                        if let Some(value) = argument.get(key).filter(|v| !v.is_null()) {
+                            kept.insert(key.into(), value.clone());
+                        }
+                    }
+                    Value::Object(kept)
+                })
+                .collect();
+            map.insert("arguments".into(), Value::Array(arguments));
+        }
+        Pin::of(Value::Object(map))
+    }
+}
+
+/// What a pin is of: a server's tools and its prompts are pinned alike, each list on its own
+/// (a server first listed its prompts long after its tools were pinned has them pinned then).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum PinEntry {
+    /// A tool (`tools/list`).
+    Tool,
+    /// A prompt (`prompts/list`).
+    Prompt,
 }
 
 /// A server's pins, as kept in its file.
@@ -89,9 +134,36 @@ pub(crate) struct PinFile {
     /// The entry's launch hash when the pins were first made.
     #[serde(default)]
     pub(crate) hash: String,
-    /// Every pinned tool by its name on the server: the set of names is pinned too.
-    #[serde(default)]
-    pub(crate) tools: BTreeMap<String, Pin>,
+    /// Every pinned tool by its name on the server: the set of names is pinned too (`None`:
+    /// the tools were never pinned).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) tools: Option<BTreeMap<String, Pin>>,
+    /// Every pinned prompt, likewise (`None`: the prompts were never pinned; pins written
+    /// before prompts were pinned have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) prompts: Option<BTreeMap<String, Pin>>,
+}
+
+impl PinFile {
+    /// The pins of one list, if it was pinned.
+    pub(crate) fn list(&self, entry: PinEntry) -> Option<&BTreeMap<String, Pin>> {
+        match entry {
+            PinEntry::Tool => self.tools.as_ref(),
+            PinEntry::Prompt => self.prompts.as_ref(),
+        }
+    }
+
+    fn list_mut(&mut self, entry: PinEntry) -> &mut Option<BTreeMap<String, Pin>> {
+        match entry {
+            PinEntry::Tool => &mut self.tools,
+            PinEntry::Prompt => &mut self.prompts,
+        }
+    }
+
+    /// The pin of one tool or prompt.
+    pub(crate) fn pin(&self, entry: PinEntry, name: &str) -> Option<&Pin> {
+        self.list(entry)?.get(name)
+    }
 }
 
 /// Why a tool is held.
@@ -125,7 +197,9 @@ pub struct Retyped {
 pub struct PinChange {
     /// The server.
     pub server: String,
-    /// The tool's name on its server.
+    /// Whether it is a tool or a prompt.
+    pub entry: PinEntry,
+    /// The tool's (or the prompt's) name on its server.
     pub tool: String,
     /// What happened to it.
     pub kind: ChangeKind,
@@ -133,14 +207,15 @@ pub struct PinChange {
     pub old_description: Option<String>,
     /// The description now (`None`: none, or a removed tool).
     pub new_description: Option<String>,
-    /// Parameters (input schema `properties`) the pin did not have.
+    /// Parameters (input schema `properties`; a prompt's `arguments`) the pin did not have.
     pub added: Vec<String>,
-    /// Pinned parameters no longer there.
+    /// Pinned parameters (or arguments) no longer there.
     pub removed: Vec<String>,
-    /// Parameters whose type changed.
+    /// Parameters whose type changed (a prompt's arguments have no type).
     pub retyped: Vec<Retyped>,
     /// Other parts that changed: `title`, `required`, `inputSchema` (any other change of
-    /// it), `outputSchema`, `annotations`, `_meta.ui`.
+    /// it), `outputSchema`, `annotations`, `_meta.ui`; a prompt's `title`, `required` (which
+    /// arguments are) and `arguments` (any other change of them).
     pub other: Vec<String>,
     /// What the scan found of high severity in the tool as listed now, when it is held for
     /// that (`"scanOnPin": true`); empty otherwise.
@@ -171,6 +246,7 @@ impl PinChange {
         let (before, after) = (params(pinned), params(now));
         let mut change = PinChange {
             server: server.to_owned(),
+            entry: PinEntry::Tool,
             tool: tool.to_owned(),
             kind,
             old_description: description(pinned),
@@ -232,6 +308,70 @@ impl PinChange {
             let same_names = change.added.is_empty() && change.removed.is_empty();
             if same_names && schema_rest(pinned, "rest") != schema_rest(now, "rest") {
                 change.other.push("inputSchema".to_owned());
+            }
+        }
+        change
+    }
+
+    /// How a prompt `now` (`None`: removed) differs from `pinned` (`None`: new): arguments
+    /// added and removed, and which other parts changed.
+    pub(crate) fn between_prompts(
+        server: &str,
+        prompt: &str,
+        pinned: Option<&Value>,
+        now: Option<&Value>,
+    ) -> PinChange {
+        let arguments = |d: Option<&Value>| -> BTreeMap<String, Value> {
+            d.and_then(|d| d.get("arguments")?.as_array())
+                .map(|args| {
+                    args.iter()
+                        .filter_map(|a| Some((a.get("name")?.as_str()?.to_owned(), a.clone())))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let (before, after) = (arguments(pinned), arguments(now));
+        let mut change = PinChange::between(server, prompt, pinned, now);
+        change.entry = PinEntry::Prompt;
+        change.added = after
+            .keys()
+            .filter(|k| !before.contains_key(*k))
+            .cloned()
+            .collect();
+        change.removed = before
+            .keys()
+            .filter(|k| !after.contains_key(*k))
+            .cloned()
+            .collect();
+        change.retyped.clear();
+        change.other.clear();
+        if let (Some(pinned), Some(now)) = (pinned, now) {
+            if pinned.get("title") != now.get("title") {
+                change.other.push("title".to_owned());
+            }
+            let required = |args: &BTreeMap<String, Value>| -> BTreeSet<String> {
+                args.iter()
+                    .filter(|(_, a)| a.get("required").and_then(Value::as_bool) == Some(true))
+                    .map(|(name, _)| name.clone())
+                    .collect()
+            };
+            if required(&before) != required(&after) {
+                change.other.push("required".to_owned());
+            }
+            let rest = |args: &BTreeMap<String, Value>| -> BTreeMap<String, Value> {
+                args.iter()
+                    .filter(|(name, _)| before.contains_key(*name) && after.contains_key(*name))
+                    .map(|(name, a)| {
+                        let mut a = a.clone();
+                        if let Some(map) = a.as_object_mut() {
+                            map.remove("required");
+                        }
+                        (name.clone(), a)
+                    })
+                    .collect()
+            };
+            if rest(&before) != rest(&after) {
+                change.other.push("arguments".to_owned());
             }
         }
         change
@@ -322,7 +462,7 @@ pub(crate) struct Pins {
     /// The sessions (by their `ServerInfo`, alive while the session is) during which this
     /// process pinned a server first: whatever they list is trusted, as the first listing
     /// was (a server may add its tools one by one after connecting).
-    first: Mutex<HashMap<String, Weak<ServerInfo>>>,
+    first: Mutex<HashMap<(String, PinEntry), Weak<ServerInfo>>>,
     /// The user file's top-level `pinning` (default on).
     default_on: bool,
     /// A managed file's `"pinning": true`: on for every server, whatever the entries say.
@@ -418,6 +558,13 @@ impl Pins {
             .map_err(|e| format!("{}: {e}", path.display()))
     }
 
+    /// Whether the server's prompts were pinned (a file that cannot be read counts as
+    /// pinned: nothing then matches, and every prompt is held).
+    pub(crate) fn prompts_pinned(&self, config: &ServerConfig) -> bool {
+        self.read(config)
+            .map_or(true, |file| file.and_then(|f| f.prompts).is_some())
+    }
+
     /// The tools of `defs` that differ from their pins or are new. A server without pins has
     /// every tool it lists pinned now (trust on first use), and none held; so has one listed
     /// in `session` (the live session the list came from) when that is the first session.
@@ -433,40 +580,102 @@ impl Pins {
             return HeldPins::new();
         }
         let server = config.name.as_str();
-        let flagged: HashMap<&str, Vec<Finding>> = if self.scans(config) {
+        let flagged: HashMap<String, Vec<Finding>> = if self.scans(config) {
             defs.iter()
-                .map(|d| (d.name.as_str(), crate::scan::high_findings(server, d)))
+                .map(|d| (d.name.clone(), crate::scan::high_findings(server, d)))
                 .filter(|(_, findings)| !findings.is_empty())
                 .collect()
         } else {
             HashMap::new()
         };
-        let now: Vec<(&str, Pin)> = defs
+        let now = defs
             .iter()
-            .map(|d| (d.name.as_str(), Pin::tool(d)))
+            .map(|d| (d.name.clone(), Pin::tool(d)))
             .collect();
+        self.check_list(config, PinEntry::Tool, now, &flagged, session)
+    }
+
+    /// [`check`](Self::check) for the prompts a server lists (`defs`, as MCP JSON): those
+    /// that differ from their pins or are new, by name.
+    pub(crate) fn check_prompts(
+        &self,
+        config: &ServerConfig,
+        defs: &[Value],
+        session: Option<&Arc<ServerInfo>>,
+    ) -> HeldPins {
+        if !self.enabled(config) {
+            return HeldPins::new();
+        }
+        let server = config.name.as_str();
+        let named: Vec<(String, &Value)> = defs
+            .iter()
+            .filter_map(|d| Some((d.get("name")?.as_str()?.to_owned(), d)))
+            .collect();
+        let flagged: HashMap<String, Vec<Finding>> = if self.scans(config) {
+            named
+                .iter()
+                .map(|(name, def)| {
+                    let entry = crate::host::PromptEntry {
+                        name: crate::name::QualifiedName::new(server, name).into_string(),
+                        server: server.to_owned(),
+                        prompt: name.clone(),
+                        definition: (*def).clone(),
+                    };
+                    let findings: Vec<Finding> =
+                        crate::scan::scan_prompts(std::slice::from_ref(&entry))
+                            .into_iter()
+                            .filter(|f| f.severity == crate::scan::Severity::High)
+                            .collect();
+                    (name.clone(), findings)
+                })
+                .filter(|(_, findings)| !findings.is_empty())
+                .collect()
+        } else {
+            HashMap::new()
+        };
+        let now = named
+            .into_iter()
+            .map(|(name, def)| (name, Pin::prompt(def)))
+            .collect();
+        self.check_list(config, PinEntry::Prompt, now, &flagged, session)
+    }
+
+    /// What [`check`](Self::check) and [`check_prompts`](Self::check_prompts) share: `now`
+    /// (each name listed, with the pin its definition has) against the pins of `entry`'s list.
+    fn check_list(
+        &self,
+        config: &ServerConfig,
+        entry: PinEntry,
+        now: Vec<(String, Pin)>,
+        flagged: &HashMap<String, Vec<Finding>>,
+        session: Option<&Arc<ServerInfo>>,
+    ) -> HeldPins {
+        let server = config.name.as_str();
         let held_as = |name: &str, pin: Pin| HeldPin {
             pin,
             findings: flagged.get(name).cloned().unwrap_or_default(),
         };
         let pinned = match self.read(config) {
-            Ok(Some(file)) => file,
-            Ok(None) => {
+            Ok(Some(file)) if file.list(entry).is_some() => file,
+            Ok(_) => {
                 let (suspect, trusted): (Vec<_>, Vec<_>) = now
                     .iter()
                     .cloned()
                     .partition(|(name, _)| flagged.contains_key(name));
-                match self.first_use(config, &trusted) {
+                match self.first_use(config, entry, &trusted) {
                     Some(file) => file,
                     None => {
                         if let Some(session) = session {
                             self.first
                                 .lock()
-                                .insert(server.to_owned(), Arc::downgrade(session));
+                                .insert((server.to_owned(), entry), Arc::downgrade(session));
                         }
                         return suspect
                             .into_iter()
-                            .map(|(name, pin)| (name.to_owned(), held_as(name, pin)))
+                            .map(|(name, pin)| {
+                                let held = held_as(&name, pin);
+                                (name, held)
+                            })
                             .collect();
                     }
                 }
@@ -474,7 +683,7 @@ impl Pins {
             Err(e) => {
                 tracing::warn!(
                     server,
-                    "the tool pins cannot be read, so every tool is held: {e}"
+                    "the pins cannot be read, so every tool and prompt is held: {e}"
                 );
                 PinFile::default()
             }
@@ -483,11 +692,13 @@ impl Pins {
             .into_iter()
             .filter(|(name, pin)| {
                 pinned
-                    .tools
-                    .get(*name)
+                    .pin(entry, name)
                     .is_none_or(|p| p.sha256 != pin.sha256)
             })
-            .map(|(name, pin)| (name.to_owned(), held_as(name, pin)))
+            .map(|(name, pin)| {
+                let held = held_as(&name, pin);
+                (name, held)
+            })
             .collect();
         // During the first session, what the server adds is trusted as its first list was,
         // but for what the scan holds.
@@ -496,10 +707,12 @@ impl Pins {
             .filter(|(_, h)| h.findings.is_empty())
             .map(|(n, h)| (n.clone(), h.pin.clone()))
             .collect();
-        if !trusted.is_empty() && self.in_first_session(server, session) {
+        if !trusted.is_empty() && self.in_first_session(server, entry, session) {
             match self.edit(config, |current| {
                 let mut file = current.clone().ok().flatten().unwrap_or_default();
-                file.tools.extend(trusted.iter().cloned());
+                file.list_mut(entry)
+                    .get_or_insert_default()
+                    .extend(trusted.iter().cloned());
                 Ok::<_, ()>(file)
             }) {
                 Ok(_) => held.retain(|_, h| !h.findings.is_empty()),
@@ -516,47 +729,60 @@ impl Pins {
     /// are trusted as the first listing was.
     pub(crate) fn reoffered(&self, server: &str, old: &Arc<ServerInfo>, new: &Arc<ServerInfo>) {
         let mut first = self.first.lock();
-        if let Some(session) = first.get_mut(server)
-            && session.upgrade().is_some_and(|s| Arc::ptr_eq(&s, old))
-        {
-            *session = Arc::downgrade(new);
+        for entry in [PinEntry::Tool, PinEntry::Prompt] {
+            if let Some(session) = first.get_mut(&(server.to_owned(), entry))
+                && session.upgrade().is_some_and(|s| Arc::ptr_eq(&s, old))
+            {
+                *session = Arc::downgrade(new);
+            }
         }
     }
 
-    /// Whether `session` is the one this process pinned `server` in first.
-    fn in_first_session(&self, server: &str, session: Option<&Arc<ServerInfo>>) -> bool {
+    /// Whether `session` is the one this process pinned `server`'s `entry` list in first.
+    fn in_first_session(
+        &self,
+        server: &str,
+        entry: PinEntry,
+        session: Option<&Arc<ServerInfo>>,
+    ) -> bool {
         let Some(session) = session else {
             return false;
         };
         self.first
             .lock()
-            .get(server)
+            .get(&(server.to_owned(), entry))
             .and_then(Weak::upgrade)
             .is_some_and(|s| Arc::ptr_eq(&s, session))
     }
 
-    /// Pins a server's first list, unless another process pinned it meanwhile (then its pins
-    /// are what to check against: `Some`).
-    fn first_use(&self, config: &ServerConfig, now: &[(&str, Pin)]) -> Option<PinFile> {
+    /// Pins a server's first list of `entry`, unless another process pinned it meanwhile
+    /// (then its pins are what to check against: `Some`).
+    fn first_use(
+        &self,
+        config: &ServerConfig,
+        entry: PinEntry,
+        now: &[(String, Pin)],
+    ) -> Option<PinFile> {
         let server = config.name.as_str();
         let result = self.edit(config, |current| {
-            match current {
-                Ok(None) => {}
-                Ok(Some(existing)) => return Err(existing.clone()),
+            let mut file = match current {
+                Ok(None) => PinFile {
+                    hash: config.launch_hash.0.clone(),
+                    ..PinFile::default()
+                },
+                Ok(Some(existing)) if existing.list(entry).is_some() => {
+                    return Err(existing.clone());
+                }
+                Ok(Some(existing)) => existing.clone(),
                 // Broken meanwhile: nothing matches.
                 Err(_) => return Err(PinFile::default()),
-            }
-            Ok(PinFile {
-                hash: config.launch_hash.0.clone(),
-                tools: now
-                    .iter()
-                    .map(|(n, p)| ((*n).to_owned(), p.clone()))
-                    .collect(),
-            })
+            };
+            *file.list_mut(entry) = Some(now.iter().cloned().collect());
+            Ok(file)
         });
         match result {
             Ok(Ok(())) => {
-                tracing::debug!(server, tools = now.len(), "pinned the tools on first use");
+                tracing::debug!(server, ?entry, count = now.len(), "pinned on first use");
                 None
             }
             Ok(Err(existing)) => Some(existing),
@@ -568,11 +794,12 @@ impl Pins {
         }
     }
 
-    /// Pins what the server lists now: the `held` tool `only`, or all of them (and then the
-    /// pins of tools no longer among `listed` go). The names pinned anew, sorted.
+    /// Pins what the server lists now of `entry`: the `held` one `only`, or all of them (and
+    /// then the pins of those no longer among `listed` go). The names pinned anew, sorted.
     pub(crate) fn approve(
         &self,
         config: &ServerConfig,
+        entry: PinEntry,
         held: &HeldPins,
         listed: &[String],
         only: Option<&str>,
@@ -588,15 +815,16 @@ impl Pins {
             if file.hash.is_empty() {
                 file.hash.clone_from(&config.launch_hash.0);
             }
+            let pins = file.list_mut(entry).get_or_insert_default();
             if only.is_none() {
-                file.tools.retain(|name, _| listed.contains(name));
+                pins.retain(|name, _| listed.contains(name));
             }
             for (name, held) in held {
                 if only.is_some_and(|o| o != name) {
                     continue;
                 }
                 approved.insert(name.clone());
-                file.tools.insert(name.clone(), held.pin.clone());
+                pins.insert(name.clone(), held.pin.clone());
             }
             Ok::<_, ()>(file)
         })?
@@ -724,5 +952,60 @@ mod tests {
             }]
         );
         assert!(change.other.is_empty(), "{:?}", change.other);
+    }
+
+    /// Pins written before prompts were pinned have tools only: the first prompt listing pins
+    /// the prompts (nothing held), and the tools keep their pins (a changed tool is held).
+    #[test]
+    fn pins_without_prompts_get_them_on_first_listing_and_keep_their_tools() {
+        let state = tempfile::tempdir().unwrap();
+        let origin = crate::config::Origin {
+            scope: crate::config::Scope::User,
+            file: None,
+        };
+        let entry = serde_json::json!({"command": "true"});
+        let env = crate::config::Environment::capture();
+        let config = crate::config::parse_entry_value("kit", &entry, origin, &env, "<test>")
+            .unwrap()
+            .0;
+        let pins = Pins::new(Some(state.path()), true, false, false);
+        let schema = serde_json::json!({"type": "object"});
+        let echo = tool("echo", "says it back", schema.clone());
+        assert!(
+            pins.check(&config, std::slice::from_ref(&echo), None)
+                .is_empty()
+        );
+        let path = pins.path(&config).unwrap();
+        let written: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert!(written.get("prompts").is_none(), "{written}");
+
+        let prompt = serde_json::json!({"name": "review", "description": "reviews code",
+                                        "arguments": [{"name": "code", "required": true}]});
+        assert!(
+            pins.check_prompts(&config, std::slice::from_ref(&prompt), None)
+                .is_empty()
+        );
+        assert!(pins.prompts_pinned(&config));
+        let changed = serde_json::json!({"name": "review", "description": "reviews code",
+                                         "arguments": [{"name": "code"}]});
+        let held = pins.check_prompts(&config, std::slice::from_ref(&changed), None);
+        assert_eq!(held.keys().collect::<Vec<_>>(), ["review"]);
+        let change = PinChange::between_prompts(
+            "kit",
+            "review",
+            Some(&Pin::prompt(&prompt).definition),
+            Some(&held["review"].pin.definition),
+        );
+        assert_eq!(change.entry, PinEntry::Prompt);
+        assert_eq!(change.other, ["required"]);
+
+        let louder = tool("echo", "says it loud", schema);
+        assert_eq!(
+            pins.check(&config, &[louder], None)
+                .keys()
+                .collect::<Vec<_>>(),
+            ["echo"]
+        );
+        assert!(pins.check(&config, &[echo], None).is_empty());
     }
 }

@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use serde_json::{Map, json};
 use switchboard::host::{CallError, CallOptions, Host};
-use switchboard::{ChangeKind, PinChange};
+use switchboard::{ChangeKind, PinChange, PinEntry};
 use switchboard_testkit::config_tree::ConfigTree;
 use switchboard_testkit::file_tools::{
-    FileTools, SCAN_HELD, changed_tools, first_tools, scan_tools,
+    FileTools, SCAN_HELD, changed_prompts, changed_tools, first_tools, first_tools_and_prompts,
+    scan_tools,
 };
 use switchboard_testkit::host::{
     servers_builder, settled_within, tree_builder, write_user_settings,
@@ -166,6 +167,151 @@ async fn changed_and_new_tools_are_held_until_approved() {
         ["add", "echo", "greet", "shout", "stay"]
     );
     third.shutdown().await;
+}
+
+async fn prompt_names(host: &Host) -> Vec<String> {
+    let listing = host.prompts(None).await;
+    assert!(listing.failures.is_empty(), "{:?}", listing.failures);
+    let mut names: Vec<String> = listing.items.into_iter().map(|p| p.prompt).collect();
+    names.sort();
+    names
+}
+
+async fn held_prompt_names(host: &Host) -> Vec<String> {
+    let mut names: Vec<String> = host
+        .held_prompts(None)
+        .await
+        .into_iter()
+        .map(|p| p.prompt)
+        .collect();
+    names.sort();
+    names
+}
+
+/// Prompts are pinned as tools are: a later session holds a prompt whose description changed,
+/// one that gained an argument, a new one and a renamed one (out of `prompts()`, and getting
+/// one names it and `mcp diff`), while the unchanged prompt and every tool are served. The
+/// changes are described, and approving releases them (one, then all).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changed_and_new_prompts_are_held_until_approved() {
+    let tree = ConfigTree::new().unwrap();
+    let tools = FileTools::new(tree.root().join("tools.json"), &first_tools_and_prompts()).unwrap();
+
+    let first = host(&tree, &tools).await;
+    assert_eq!(
+        prompt_names(&first).await,
+        ["old_name", "review", "steady", "summary"]
+    );
+    first.shutdown().await;
+
+    tools.set(&changed_prompts()).unwrap();
+    let later = host(&tree, &tools).await;
+    assert_eq!(names(&later).await, ["add", "echo", "hello", "stay"]);
+    assert_eq!(prompt_names(&later).await, ["steady"]);
+    assert_eq!(
+        held_prompt_names(&later).await,
+        ["fresh", "new_name", "review", "summary"]
+    );
+    let steady = later.find_prompt("mcp__kit__steady").await.unwrap();
+    let got = later
+        .get_prompt(&steady, Map::new(), Default::default())
+        .await
+        .unwrap();
+    assert_eq!(got["messages"][0]["content"]["text"], "steady got {}");
+    for prompt in ["review", "summary", "fresh", "new_name"] {
+        let error = later
+            .find_prompt(&format!("mcp__kit__{prompt}"))
+            .await
+            .unwrap_err();
+        let text = switchboard::error_chain(&error);
+        assert!(
+            text.contains(&format!("prompt `{prompt}`"))
+                && text.contains("switchboard mcp diff kit"),
+            "{text}"
+        );
+    }
+
+    let changes = later.pin_changes("kit").await.unwrap();
+    assert!(
+        changes.iter().all(|c| c.entry == PinEntry::Prompt),
+        "{changes:?}"
+    );
+    let review = change(&changes, "review");
+    assert_eq!(review.kind, ChangeKind::Changed);
+    assert_eq!(review.old_description.as_deref(), Some("reviews code"));
+    assert!(
+        review
+            .new_description
+            .as_deref()
+            .unwrap()
+            .contains("credentials")
+    );
+    let summary = change(&changes, "summary");
+    assert_eq!(summary.kind, ChangeKind::Changed);
+    assert_eq!(summary.added, ["secret"]);
+    assert_eq!(change(&changes, "fresh").kind, ChangeKind::New);
+    assert_eq!(change(&changes, "new_name").kind, ChangeKind::New);
+    assert_eq!(change(&changes, "old_name").kind, ChangeKind::Removed);
+    assert!(changes.iter().all(|c| c.tool != "steady"), "{changes:?}");
+
+    assert_eq!(
+        later
+            .approve_changes("kit", Some("mcp__kit__fresh"))
+            .await
+            .unwrap(),
+        ["fresh"]
+    );
+    assert_eq!(prompt_names(&later).await, ["fresh", "steady"]);
+    assert_eq!(
+        later.approve_changes("kit", None).await.unwrap(),
+        ["new_name", "review", "summary"]
+    );
+    assert!(later.pin_changes("kit").await.unwrap().is_empty());
+    later.shutdown().await;
+
+    // Kept: a third host holds nothing.
+    let third = host(&tree, &tools).await;
+    assert_eq!(
+        prompt_names(&third).await,
+        ["fresh", "new_name", "review", "steady", "summary"]
+    );
+    third.shutdown().await;
+}
+
+/// A server's prompts are pinned in its first session even when nobody lists them then: a
+/// prompt changed before the next session is held, not trusted on its first listing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prompts_are_pinned_in_the_first_session_unasked() {
+    let tree = ConfigTree::new().unwrap();
+    let tools = FileTools::new(tree.root().join("tools.json"), &first_tools_and_prompts()).unwrap();
+    let first = host(&tree, &tools).await;
+    // Pinned in the background as the server connected: wait for the pins file to say so.
+    let pins_dir = tree.state_dir().join("pins");
+    let deadline = std::time::Instant::now() + SETTLE;
+    loop {
+        let pinned = std::fs::read_dir(&pins_dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+            .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+            .filter_map(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+            .any(|file| file["prompts"].as_object().is_some_and(|p| p.len() == 4));
+        if pinned {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the prompts were not pinned in {pins_dir:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    first.shutdown().await;
+
+    tools.set(&changed_prompts()).unwrap();
+    let later = host(&tree, &tools).await;
+    assert_eq!(prompt_names(&later).await, ["steady"]);
+    later.shutdown().await;
 }
 
 /// `"pinning": false` in the entry: a changed tool is listed as it is now.

@@ -57,6 +57,17 @@ pub enum HostError {
         /// The name asked for.
         name: String,
     },
+    /// The prompt is held: it differs from its pin, or its server never listed it before
+    /// (see [`Host::pin_changes`](super::Host::pin_changes)).
+    #[error(
+        "prompt `{name}` of server `{server}` is held: changed since pinned, or new; run `switchboard mcp diff {server}` to see why, and `switchboard mcp approve {server} --changes` to accept it"
+    )]
+    PromptHeld {
+        /// The server.
+        server: String,
+        /// The prompt's name on its server.
+        name: String,
+    },
     /// The host was built with its servers given ([`HostBuilder::servers`](super::HostBuilder::servers)),
     /// not read from files: there is nothing to read again.
     #[error("the servers were given, not read from configuration files: nothing to reload")]
@@ -136,6 +147,7 @@ impl HostError {
             | HostError::NotConnected { server, .. }
             | HostError::NotOffered { server, .. }
             | HostError::NoSuchPrompt { server, .. }
+            | HostError::PromptHeld { server, .. }
             | HostError::Timeout { server, .. }
             | HostError::Request { server, .. }
             | HostError::Budget { server, .. }

@@ -5,6 +5,7 @@ use super::{Host, HostError};
 use crate::catalog::Tool;
 use crate::connection::ServerState;
 use crate::pins::PinChange;
+use serde_json::Value;
 
 impl Host {
     /// The tools held now: listed by their servers, but changed since they were pinned (or
@@ -20,30 +21,61 @@ impl Host {
         self.catalog.held_findings().await
     }
 
-    /// How `server`'s tools differ from their pins: each held tool (old and new description,
-    /// parameters added, removed or retyped) and each pinned tool no longer listed. A lazy
-    /// server is started to list its tools.
+    /// How `server`'s tools and prompts differ from their pins: each held tool or prompt (old
+    /// and new description, parameters or arguments added, removed or retyped) and each
+    /// pinned one no longer listed; tools first, then prompts ([`PinChange::entry`]). A lazy
+    /// server is started to list them.
     pub async fn pin_changes(&self, server: &str) -> Result<Vec<PinChange>, HostError> {
         self.connect_for_pins(server).await?;
-        self.catalog
+        let mut changes = self
+            .catalog
             .pin_changes(server)
             .await
-            .map_err(|e| HostError::Catalog(Box::new(e)))
+            .map_err(|e| HostError::Catalog(Box::new(e)))?;
+        if let Some(prompts) = self.prompts_to_pin(server).await? {
+            changes.extend(self.catalog.prompt_changes(server, &prompts));
+        }
+        Ok(changes)
     }
 
-    /// Pins what `server` lists now: its held tools (`tool`: that one only, by its name or
-    /// qualified name) become visible, and pinned tools no longer listed lose their pins. The
-    /// tools' names that were pinned anew.
+    /// Pins what `server` lists now: its held tools and prompts (`tool`: that one only, by
+    /// its name or qualified name) become visible, and pinned ones no longer listed lose
+    /// their pins. The names pinned anew: tools, then prompts.
     pub async fn approve_changes(
         &self,
         server: &str,
         tool: Option<&str>,
     ) -> Result<Vec<String>, HostError> {
         self.connect_for_pins(server).await?;
-        self.catalog
+        let mut approved = self
+            .catalog
             .approve(server, tool)
             .await
-            .map_err(|e| HostError::Catalog(Box::new(e)))
+            .map_err(|e| HostError::Catalog(Box::new(e)))?;
+        if let Some(prompts) = self.prompts_to_pin(server).await? {
+            approved.extend(
+                self.catalog
+                    .approve_prompts(server, &prompts, tool)
+                    .map_err(|e| HostError::Catalog(Box::new(e)))?,
+            );
+        }
+        Ok(approved)
+    }
+
+    /// The prompts `server` lists now, held ones too (`None`: it offers none).
+    async fn prompts_to_pin(&self, server: &str) -> Result<Option<Vec<Value>>, HostError> {
+        let offers = match self.manager.state(server) {
+            Some(ServerState::Connected(info)) => info.capabilities.prompts,
+            _ => false,
+        };
+        if !offers {
+            return Ok(None);
+        }
+        let mut listing = self.prompts_as_listed(Some(server)).await;
+        if let Some(e) = listing.failures.pop() {
+            return Err(e);
+        }
+        Ok(Some(listing.items.into_iter().map(|l| l.item).collect()))
     }
 
     /// A lazy server started, a connecting one waited for: what it lists now is what a diff

@@ -161,29 +161,62 @@ impl Host {
     }
 
     /// Every prompt, as [`resources`](Self::resources) lists resources, named
-    /// `mcp__<server>__<prompt>`.
+    /// `mcp__<server>__<prompt>`. A held prompt (changed since pinned, or new: see
+    /// [`pin_changes`](Self::pin_changes)) is left out.
     pub async fn prompts(&self, server: Option<&str>) -> Listing<PromptEntry> {
-        let listing = self
-            .gather(
-                server,
-                Offer::Prompts,
-                "prompts/list",
-                |s, name| async move {
-                    s.manager
-                        .list_prompts(&name)
-                        .await
-                        .map_err(|e| HostError::from_failure(&name, "prompts/list", e))
-                },
-            )
-            .await;
-        Listing {
-            items: listing
-                .items
-                .into_iter()
-                .map(|Listed { server, item }| prompt_entry(server, item))
-                .collect(),
-            failures: listing.failures,
+        self.prompts_and_held(server).await.0
+    }
+
+    /// The prompts held now (of `server`, or of every server): listed by their servers, but
+    /// changed since they were pinned (or never listed before). They are in no listing and
+    /// cannot be got until approved ([`approve_changes`](Self::approve_changes)).
+    pub async fn held_prompts(&self, server: Option<&str>) -> Vec<PromptEntry> {
+        self.prompts_and_held(server).await.1
+    }
+
+    /// The prompts shown, and those held.
+    async fn prompts_and_held(
+        &self,
+        server: Option<&str>,
+    ) -> (Listing<PromptEntry>, Vec<PromptEntry>) {
+        let listing = self.prompts_as_listed(server).await;
+        let mut by_server: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+        for Listed { server, item } in listing.items {
+            by_server.entry(server).or_default().push(item);
         }
+        let (mut items, mut held_items) = (Vec::new(), Vec::new());
+        for (server, defs) in by_server {
+            let held = self.catalog.held_prompts(&server, &defs);
+            for item in defs {
+                let entry = prompt_entry(server.clone(), item);
+                if held.contains_key(&entry.prompt) {
+                    held_items.push(entry);
+                } else {
+                    items.push(entry);
+                }
+            }
+        }
+        let listing = Listing {
+            items,
+            failures: listing.failures,
+        };
+        (listing, held_items)
+    }
+
+    /// Every prompt the servers list, held ones too.
+    pub(super) async fn prompts_as_listed(&self, server: Option<&str>) -> Listing<Listed> {
+        self.gather(
+            server,
+            Offer::Prompts,
+            "prompts/list",
+            |s, name| async move {
+                s.manager
+                    .list_prompts(&name)
+                    .await
+                    .map_err(|e| HostError::from_failure(&name, "prompts/list", e))
+            },
+        )
+        .await
     }
 
     /// Finds a prompt by its name (`mcp__<server>__<prompt>`), or by its server and its own
@@ -194,24 +227,34 @@ impl Host {
         self.find_server_prompt(server, name).await
     }
 
-    /// Finds a prompt of `server` by its own name or its qualified name.
+    /// Finds a prompt of `server` by its own name or its qualified name; a held one is an
+    /// error that says how to see and accept its change.
     pub async fn find_server_prompt(
         &self,
         server: &str,
         name: &str,
     ) -> Result<PromptEntry, HostError> {
-        let mut listing = self.prompts(Some(server)).await;
+        let mut listing = self.prompts_as_listed(Some(server)).await;
         if let Some(e) = listing.failures.pop() {
             return Err(e);
         }
-        listing
-            .items
+        let defs: Vec<Value> = listing.items.into_iter().map(|l| l.item).collect();
+        let held = self.catalog.held_prompts(server, &defs);
+        let found = defs
             .into_iter()
+            .map(|item| prompt_entry(server.to_owned(), item))
             .find(|p| p.name == name || p.prompt == name)
             .ok_or_else(|| HostError::NoSuchPrompt {
                 server: server.to_owned(),
                 name: name.to_owned(),
-            })
+            })?;
+        if held.contains_key(&found.prompt) {
+            return Err(HostError::PromptHeld {
+                server: server.to_owned(),
+                name: found.prompt,
+            });
+        }
+        Ok(found)
     }
 
     /// `prompts/get` of a prompt found by [`find_prompt`](Self::find_prompt), as MCP JSON.
