@@ -65,6 +65,8 @@ struct Config {
     issuer: Option<String>,
     resource: Option<String>,
     no_pkce: bool,
+    /// `--oauth-no-metadata`.
+    no_metadata: bool,
     tool_scope: Option<(String, String)>,
     /// The protected endpoint's path: `/mcp`, or `/sse` for the legacy transport.
     path: &'static str,
@@ -219,6 +221,11 @@ fn base(headers: &HeaderMap) -> String {
     format!("http://{host}")
 }
 
+/// The authorize endpoint under `--oauth-no-metadata`.
+pub(crate) const NO_METADATA_AUTHORIZE: &str = "/tenant/oauth2/v2.0/authorize";
+/// The token endpoint under `--oauth-no-metadata`.
+pub(crate) const NO_METADATA_TOKEN: &str = "/tenant/oauth2/v2.0/token";
+
 /// Guards every route of `mcp`; `path` is the endpoint the resource metadata names.
 pub(crate) fn protect(mcp: Router, options: &Options, path: &'static str) -> Router {
     let server = Arc::new(Server {
@@ -227,6 +234,7 @@ pub(crate) fn protect(mcp: Router, options: &Options, path: &'static str) -> Rou
             issuer: options.oauth_issuer.clone(),
             resource: options.oauth_resource.clone(),
             no_pkce: options.oauth_no_pkce,
+            no_metadata: options.oauth_no_metadata,
             tool_scope: options
                 .oauth_tool_scope
                 .as_deref()
@@ -246,18 +254,25 @@ pub(crate) fn protect(mcp: Router, options: &Options, path: &'static str) -> Rou
         books: Mutex::default(),
     });
     let guarded = mcp.layer(axum::middleware::from_fn_with_state(server.clone(), guard));
-    let auth = Router::new()
-        .route(
-            &format!("/.well-known/oauth-protected-resource{path}"),
-            get(resource_metadata),
-        )
-        .route(
-            "/.well-known/oauth-authorization-server",
-            get(server_metadata),
-        )
-        .route("/register", post(register))
-        .route("/authorize", get(authorize))
-        .route("/token", post(token))
+    let auth = if options.oauth_no_metadata {
+        Router::new()
+            .route(NO_METADATA_AUTHORIZE, get(authorize))
+            .route(NO_METADATA_TOKEN, post(token))
+    } else {
+        Router::new()
+            .route(
+                &format!("/.well-known/oauth-protected-resource{path}"),
+                get(resource_metadata),
+            )
+            .route(
+                "/.well-known/oauth-authorization-server",
+                get(server_metadata),
+            )
+            .route("/register", post(register))
+            .route("/authorize", get(authorize))
+            .route("/token", post(token))
+    };
+    let auth = auth
         .route("/revoke", post(revoke))
         .route("/test/revoke-all", post(revoke_all))
         .route("/test/expire-access", post(expire_access))
@@ -380,10 +395,11 @@ async fn authorize(State(server): State<Arc<Server>>, headers: HeaderMap, uri: U
     let Ok(mut location) = url::Url::parse(&redirect_uri) else {
         return (StatusCode::BAD_REQUEST, "bad redirect_uri\n").into_response();
     };
-    location
-        .query_pairs_mut()
-        .append_pair("code", &code)
-        .append_pair("iss", &issuer);
+    location.query_pairs_mut().append_pair("code", &code);
+    // Without metadata nothing promised an `iss` (RFC 9207), and as Entra none is sent.
+    if !server.config.no_metadata {
+        location.query_pairs_mut().append_pair("iss", &issuer);
+    }
     if let Some(state) = query.get("state") {
         location.query_pairs_mut().append_pair("state", state);
     }
@@ -478,6 +494,11 @@ async fn token(
     };
     let base = base(&headers);
     let issuer = server.config.issuer.clone().unwrap_or_else(|| base.clone());
+    eprintln!(
+        "oauth: token grant={:?} resource={:?}",
+        form.get("grant_type").map(String::as_str).unwrap_or(""),
+        form.get("resource").map(String::as_str).unwrap_or("")
+    );
     let resource = form
         .get("resource")
         .cloned()

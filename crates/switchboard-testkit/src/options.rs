@@ -206,6 +206,14 @@ pub struct Options {
     #[arg(long, value_name = "URL")]
     pub oauth_resource: Option<String>,
 
+    /// (oauth) No metadata at all (no `.well-known` documents, no registration), and the
+    /// authorize and token endpoints at `/tenant/oauth2/v2.0/authorize` and `…/token`, not at
+    /// the origin's `/authorize` and `/token`, and no `iss` in the redirect (RFC 9207: nothing
+    /// promised one): as some Entra tenants. A client logs in only
+    /// with the endpoints and a client id given (`oauth.authorizationEndpoint`, …).
+    #[arg(long)]
+    pub oauth_no_metadata: bool,
+
     /// (oauth) The metadata advertises no PKCE methods (a refusal test).
     #[arg(long)]
     pub oauth_no_pkce: bool,

@@ -374,6 +374,24 @@ pub struct OAuthConfig {
     /// authorization server: workload identity federation, the jwt-bearer grant (RFC 7523)
     /// with it as the assertion. No browser.
     pub assertion_env: Option<String>,
+    /// `authorizationEndpoint`: used instead of the discovered one, for an authorization
+    /// server whose metadata is missing or wrong (some Entra tenants publish none).
+    pub authorization_endpoint: Option<String>,
+    /// `tokenEndpoint`: likewise. With both given, a server without any metadata works.
+    pub token_endpoint: Option<String>,
+    /// `resource`: the RFC 8707 `resource` parameter sent on authorization and token requests
+    /// (`None`: the discovered one, the server's URL).
+    pub resource: Option<OAuthResource>,
+}
+
+/// An entry's `oauth.resource`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OAuthResource {
+    /// This value instead of the discovered one (an Entra application ID URI, say).
+    Given(String),
+    /// `false`: no `resource` parameter at all (authorization servers that refuse it).
+    Omitted,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1142,6 +1142,54 @@ fn oauth_xaa_reads_the_identity_provider_and_refuses_plain_http_elsewhere() {
     );
 }
 
+/// An entry's `oauth` may give the endpoints and the `resource` (a URL, or `false` for none);
+/// a wrong value names its server and field.
+#[test]
+fn oauth_endpoints_and_resource_can_be_given() {
+    use switchboard::config::OAuthResource;
+    let tree = ConfigTree::new().unwrap();
+    tree.write(
+        tree.user_file(),
+        r#"{"mcpServers": {
+          "entra": {"type": "http", "url": "https://h/mcp", "oauth": {"clientId": "c", "authorizationEndpoint": "https://login.example/t/oauth2/v2.0/authorize", "tokenEndpoint": "https://login.example/t/oauth2/v2.0/token", "resource": "api://c", "scopes": ["api://c/.default"]}},
+          "none": {"type": "http", "url": "https://h/mcp", "oauth": {"resource": false}},
+          "plain": {"type": "http", "url": "https://h/mcp", "oauth": {"tokenEndpoint": "http://login.example/token"}},
+          "yes": {"type": "http", "url": "https://h/mcp", "oauth": {"resource": true}}
+        }}"#,
+    )
+    .unwrap();
+    let set = load(&tree);
+    let oauth = |name: &str| {
+        let Transport::Http(http) = &set.get(name).unwrap().config.as_ref().unwrap().transport
+        else {
+            panic!("{name} is not http")
+        };
+        http.oauth.clone().unwrap()
+    };
+    let entra = oauth("entra");
+    assert_eq!(
+        entra.authorization_endpoint.as_deref(),
+        Some("https://login.example/t/oauth2/v2.0/authorize")
+    );
+    assert_eq!(
+        entra.token_endpoint.as_deref(),
+        Some("https://login.example/t/oauth2/v2.0/token")
+    );
+    assert_eq!(entra.resource, Some(OAuthResource::Given("api://c".into())));
+    assert_eq!(oauth("none").resource, Some(OAuthResource::Omitted));
+    let text = messages(&tree, &set);
+    assert!(
+        text.contains(
+            "server `plain`, field `oauth.tokenEndpoint`: must be an https:// URL (http:// only on localhost)"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("server `yes`, field `oauth.resource`"),
+        "{text}"
+    );
+}
+
 /// `startup` and `idleTimeout` in an entry, and as the user file's defaults for the entries
 /// that do not say; a wrong value names its file, line and field.
 #[test]

@@ -487,3 +487,46 @@ async fn a_refused_token_request_names_the_status_and_the_origin() {
     assert!(matches!(error, AuthError::Token { .. }));
     assert!(!error.is_timeout());
 }
+
+/// An authorization server that publishes no metadata and serves its endpoints at its own
+/// paths (as some Entra tenants do): with the endpoints, a client id and the resource given
+/// in the entry's `oauth`, the login goes through, and the `resource` sent is the one given;
+/// `"resource": false` sends none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn endpoints_and_resource_given_in_the_entry_log_in_without_metadata() {
+    for (resource, sent) in [
+        (json!("api://switchboard-test"), "api://switchboard-test"),
+        (json!(false), ""),
+    ] {
+        let kit = Guarded::start(&["--oauth-no-metadata"]);
+        let url = url::Url::parse(kit.server.url()).unwrap();
+        let origin = url.origin().ascii_serialization();
+        let config = common::server(
+            "guarded",
+            json!({"type": "http", "url": kit.server.url(), "oauth": {
+                "clientId": "registered-by-hand",
+                "authorizationEndpoint": format!("{origin}/tenant/oauth2/v2.0/authorize"),
+                "tokenEndpoint": format!("{origin}/tenant/oauth2/v2.0/token"),
+                "resource": resource,
+            }}),
+        );
+        let host = manager(config, kit.state.path(), &kit.browser, true);
+        assert_eq!(message(&settled(&host).await), "connected", "{resource}");
+        assert!(echo(&host, "given").await.contains("given"));
+        host.shutdown().await;
+        let log = kit.server.stderr();
+        assert!(
+            log.contains(&format!(
+                r#"oauth: authorize scope="mcp" resource="{sent}""#
+            )),
+            "{log}"
+        );
+        assert!(
+            log.contains(&format!(
+                r#"oauth: token grant="authorization_code" resource="{sent}""#
+            )),
+            "{log}"
+        );
+        assert!(!log.contains("oauth: registered a client"), "{log}");
+    }
+}

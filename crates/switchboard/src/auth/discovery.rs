@@ -66,7 +66,8 @@ pub(crate) struct ServerMetadata {
 /// What discovery found for one server.
 #[derive(Debug, Clone)]
 pub(crate) struct Discovery {
-    /// The `resource` parameter sent on authorization and token requests.
+    /// The `resource` parameter sent on authorization and token requests (empty: none is
+    /// sent, `oauth.resource: false`).
     pub(crate) resource: String,
     pub(crate) resource_metadata: Option<ResourceMetadata>,
     /// The issuer the metadata was looked up for (`None`: the legacy default endpoints).
@@ -75,6 +76,21 @@ pub(crate) struct Discovery {
 }
 
 impl Discovery {
+    /// What an entry's endpoints stand for when the server's authorization server publishes
+    /// no usable metadata (`oauth.authorizationEndpoint` and `oauth.tokenEndpoint` given):
+    /// the server's URL as the resource, no issuer, PKCE with S256 (OAuth 2.1 requires it).
+    pub(crate) fn given(server_url: &Url) -> Discovery {
+        Discovery {
+            resource: canonical(server_url),
+            resource_metadata: None,
+            issuer: None,
+            metadata: ServerMetadata {
+                code_challenge_methods_supported: Some(vec!["S256".to_owned()]),
+                ..ServerMetadata::default()
+            },
+        }
+    }
+
     pub(crate) fn token_endpoint(&self) -> Result<Url, AuthError> {
         endpoint(self.metadata.token_endpoint.as_deref(), "token_endpoint")
     }

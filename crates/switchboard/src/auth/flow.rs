@@ -447,7 +447,9 @@ impl Authorizer {
             what: e.to_string(),
             source: None,
         })?;
-        let discovery = discover(&client_http, &self.url, challenge.resource_metadata()).await?;
+        let discovery = self
+            .discover(&client_http, challenge.resource_metadata())
+            .await?;
         match &discovery.metadata.code_challenge_methods_supported {
             Some(methods) if methods.iter().any(|m| m == "S256") => {}
             Some(_) => {
@@ -481,8 +483,10 @@ impl Authorizer {
                 .append_pair("redirect_uri", &redirect_uri)
                 .append_pair("code_challenge", &code_challenge)
                 .append_pair("code_challenge_method", "S256")
-                .append_pair("state", &state)
-                .append_pair("resource", &discovery.resource);
+                .append_pair("state", &state);
+            if !discovery.resource.is_empty() {
+                query.append_pair("resource", &discovery.resource);
+            }
             if !scopes.is_empty() {
                 query.append_pair("scope", &scopes.join(" "));
             }
@@ -565,6 +569,44 @@ impl Authorizer {
         tracing::info!(target: "switchboard::auth", server = %self.server, "authorized");
         self.remember(Some(&tokens));
         Ok(tokens)
+    }
+}
+
+impl Authorizer {
+    /// Discovery for this server, with what its entry's `oauth` gives instead: the
+    /// authorization and token endpoints (both given: a server whose authorization server
+    /// publishes no usable metadata still logs in) and the `resource` parameter.
+    pub(super) async fn discover(
+        &self,
+        client: &reqwest::Client,
+        resource_metadata: Option<&str>,
+    ) -> Result<Discovery, AuthError> {
+        let config = &self.config;
+        let given = config.authorization_endpoint.is_some() && config.token_endpoint.is_some();
+        let mut discovery = match discover(client, &self.url, resource_metadata).await {
+            Ok(discovery) => discovery,
+            Err(e) if given => {
+                tracing::info!(target: "switchboard::auth", server = %self.server,
+                    "no usable authorization server metadata ({}); using the endpoints the entry gives",
+                    crate::error_chain(&e));
+                Discovery::given(&self.url)
+            }
+            Err(e) => return Err(e),
+        };
+        if let Some(endpoint) = &config.authorization_endpoint {
+            discovery.metadata.authorization_endpoint = Some(endpoint.clone());
+        }
+        if let Some(endpoint) = &config.token_endpoint {
+            discovery.metadata.token_endpoint = Some(endpoint.clone());
+        }
+        match &config.resource {
+            Some(crate::config::OAuthResource::Given(resource)) => {
+                discovery.resource.clone_from(resource);
+            }
+            Some(crate::config::OAuthResource::Omitted) => discovery.resource.clear(),
+            None => {}
+        }
+        Ok(discovery)
     }
 }
 

@@ -13,7 +13,7 @@ use base64::engine::general_purpose::STANDARD;
 use serde::Deserialize;
 use url::Url;
 
-use super::discovery::{Discovery, IssuerCheck, check_safe, discover, origin_of, server_metadata};
+use super::discovery::{Discovery, IssuerCheck, check_safe, origin_of, server_metadata};
 use super::dpop::{self, DpopKey};
 use super::store::{ClientAuth, ClientIdentity, Record, Tokens, now};
 
@@ -471,12 +471,12 @@ impl Authorizer {
             what: e.to_string(),
             source: None,
         })?;
-        let discovery = discover(
-            &client_http,
-            &self.url,
-            challenge.and_then(Challenge::resource_metadata),
-        )
-        .await?;
+        let discovery = self
+            .discover(
+                &client_http,
+                challenge.and_then(Challenge::resource_metadata),
+            )
+            .await?;
         let client = self.preregistered(&discovery).await?.ok_or_else(missing)?;
         Ok((discovery, client))
     }
@@ -608,6 +608,8 @@ impl Authorizer {
         proof: Option<String>,
     ) -> Result<(reqwest::StatusCode, Option<String>, Vec<u8>), AuthError> {
         check_safe(endpoint, "the token endpoint")?;
+        // An empty `resource` is none at all (`oauth.resource: false`).
+        params.retain(|(key, value)| *key != "resource" || !value.is_empty());
         let http = http_client().map_err(|e| AuthError::Token {
             what: e.to_string(),
             source: None,

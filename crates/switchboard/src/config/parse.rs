@@ -14,7 +14,7 @@ use super::de;
 use super::json::{Document, to_json};
 use super::settings::{
     Count, Flag, Keyed, OAuthFile, Object, ServerFile, ServerObject, Spanned, Text, TextList,
-    TextMap,
+    TextMap, TextOrOff,
 };
 use super::{
     ConfigHash, ConfigIssue, Environment, IdeTransport, OAuthConfig, Origin, ProtocolPin,
@@ -1049,6 +1049,40 @@ impl Walker<'_> {
             file.assertion_env.at(),
             self.string(&file.assertion_env, &field("assertionEnv"))
                 .map(|v| oauth.assertion_env = v),
+        );
+        check(
+            file.authorization_endpoint.at(),
+            self.idp_url(
+                &file.authorization_endpoint,
+                &field("authorizationEndpoint"),
+            )
+            .map(|v| oauth.authorization_endpoint = v),
+        );
+        check(
+            file.token_endpoint.at(),
+            self.idp_url(&file.token_endpoint, &field("tokenEndpoint"))
+                .map(|v| oauth.token_endpoint = v),
+        );
+        check(
+            file.resource.at(),
+            self.get(&file.resource, &field("resource")).and_then(|v| {
+                oauth.resource = match v {
+                    None => None,
+                    Some((TextOrOff::Off, _)) => Some(crate::config::OAuthResource::Omitted),
+                    Some((TextOrOff::Text(text), at)) => {
+                        let text = self.expand_at(text, at, &field("resource"))?;
+                        if text.is_empty() {
+                            return Err(self.issue_at(
+                                at,
+                                "oauth.resource",
+                                "must be a URL (or false to send none)",
+                            ));
+                        }
+                        Some(crate::config::OAuthResource::Given(text))
+                    }
+                };
+                Ok(())
+            }),
         );
         check(
             file.client_metadata_url.at(),

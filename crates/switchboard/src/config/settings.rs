@@ -612,6 +612,30 @@ pub(crate) struct OAuthFile {
     pub(crate) id_token_env: Keyed<Text>,
     /// A workload's JWT for the jwt-bearer grant.
     pub(crate) assertion_env: Keyed<Text>,
+    /// Endpoints given rather than discovered, and the `resource` parameter (`false`: none).
+    pub(crate) authorization_endpoint: Keyed<Text>,
+    pub(crate) token_endpoint: Keyed<Text>,
+    pub(crate) resource: Keyed<TextOrOff>,
+}
+
+/// A string, or `false` (an entry's `oauth.resource`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum TextOrOff {
+    Text(String),
+    Off,
+}
+
+impl<'de> Deserialize<'de> for TextOrOff {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match de::expect::<_, serde_json::Value>(d, &["a string", "a boolean"], "a URL, or false")?
+        {
+            serde_json::Value::String(text) => Ok(TextOrOff::Text(text)),
+            serde_json::Value::Bool(false) => Ok(TextOrOff::Off),
+            _ => Err(serde::de::Error::custom(
+                "expected a URL, or false, found true",
+            )),
+        }
+    }
 }
 
 /// A whole entry: an object (`expected an object describing the server` otherwise).
