@@ -1,5 +1,5 @@
 //! MCP Apps (`io.modelcontextprotocol/ui`, issue 37) against a server written with the
-//! official Python SDK's `mcp.server.apps` (`tests/py/apps_server.py`): its app-only tool kept
+//! official Python SDK's `mcp.server.apps` (`switchboard_testkit::apps_server`): its app-only tool kept
 //! out of `tools` and shown by `tools --all`, still callable; `read` of its `ui://` resource
 //! written to a file; and through the gateway in every `--prefix` mode, read by the Python
 //! SDK's client declaring the extension and not (`tests/py/apps_client.py`).
@@ -11,8 +11,7 @@ use std::process::{Command, Output};
 use serde_json::{Value, json};
 use switchboard_testkit::config_tree::ConfigTree;
 
-/// What the Apps server's `ui://clock/app.html` holds (`tests/py/apps_server.py`).
-const CLOCK_HTML: &str = "<!doctype html><html><body><h1 id=clock>clock app</h1></body></html>";
+use switchboard_testkit::apps_server::{self, CLOCK_HTML};
 
 #[allow(clippy::disallowed_methods)]
 fn python() -> String {
@@ -35,7 +34,7 @@ fn apps_tree() -> ConfigTree {
     tree.write(
         tree.user_file(),
         &json!({
-            "mcpServers": {"apps": {"command": python(), "args": [script("apps_server.py")]}},
+            "mcpServers": {"apps": apps_server::entry(&python())},
             "permissions": {"allow": ["mcp__apps"]},
         })
         .to_string(),
@@ -81,7 +80,11 @@ fn app_only_tools_are_left_out_of_tools_shown_by_all_and_callable_by_name() {
         .collect();
     assert_eq!(
         app_only,
-        vec![("mcp__apps__show_clock", false), ("mcp__apps__tick", true)]
+        vec![
+            ("mcp__apps__show_clock", false),
+            ("mcp__apps__client_extensions", false),
+            ("mcp__apps__tick", true)
+        ]
     );
 
     let called = succeeded(&tree, &["call", "mcp__apps__tick"]);
@@ -190,9 +193,14 @@ fn check_gateway(seen: &Value, prefix: &str) {
     // A client that did not declare the extension: no `_meta.ui`, no app-only tool.
     let plain = &seen["plain"];
     let tools = plain["tools"].as_object().unwrap();
+    let mut names: Vec<&String> = tools.keys().collect();
+    names.sort();
     assert_eq!(
-        tools.keys().collect::<Vec<_>>(),
-        vec![&served(prefix, "show_clock")],
+        names,
+        vec![
+            &served(prefix, "client_extensions"),
+            &served(prefix, "show_clock")
+        ],
         "{prefix}: {seen}"
     );
     assert_eq!(
