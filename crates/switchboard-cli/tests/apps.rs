@@ -89,6 +89,13 @@ fn app_only_tools_are_left_out_of_tools_shown_by_all_and_callable_by_name() {
 
     let called = succeeded(&tree, &["call", "mcp__apps__tick"]);
     assert!(called.contains("ticked"), "{called}");
+
+    // What the server declared is on its info.
+    let get = succeeded(&tree, &["mcp", "get", "apps"]);
+    assert!(
+        get.contains("extensions: io.modelcontextprotocol/ui"),
+        "{get}"
+    );
 }
 
 #[test]

@@ -180,12 +180,7 @@ impl ServedNames {
     }
 }
 
-/// The served names of a catalogue's tools.
-pub(crate) fn tool_names(prefix: Prefix, tools: &[Tool]) -> ServedNames {
-    tool_names_of(prefix, tools.iter())
-}
-
-/// [`tool_names`] over borrowed tools (a [`switchboard::ToolsView`]'s).
+/// The served names of a catalogue's tools (a [`switchboard::ToolsView`]'s).
 pub(crate) fn tool_names_of<'a>(
     prefix: Prefix,
     tools: impl Iterator<Item = &'a Tool>,
@@ -309,8 +304,10 @@ pub async fn name_collisions(host: &Host, prefix: Prefix) -> Vec<NameCollision> 
     if prefix != Prefix::Never {
         return Vec::new();
     }
-    let snapshot = host.tools().await;
-    let mut all = tool_names(prefix, &snapshot.tools).collisions;
+    // The tools as `tools/list` names them: the app-only ones too (a client that renders apps
+    // is served them).
+    let view = host.tools_view().await;
+    let mut all = tool_names_of(prefix, view.iter()).collisions;
     all.extend(prompt_names(prefix, &host.prompts(None).await.items).collisions);
     let resources = host.resources(None).await.items;
     all.extend(resource_names(prefix, "resource", "uri", &resources).collisions);
