@@ -6,27 +6,15 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::{Value, json};
 use switchboard_testkit::config_tree::ConfigTree;
 
 use switchboard_testkit::apps_server::{self, CLOCK_HTML};
 
-#[allow(clippy::disallowed_methods)]
-fn python() -> String {
-    std::env::var("SWITCHBOARD_PYTHON").unwrap_or_else(|_| {
-        panic!("SWITCHBOARD_PYTHON is not set: run the tests with `bash scripts/test.sh`, which installs the pinned test partners")
-    })
-}
-
-fn script(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/py")
-        .join(name)
-        .display()
-        .to_string()
-}
+mod py;
+use py::python;
 
 /// The Apps server as `apps`, its tools allowed.
 fn apps_tree() -> ConfigTree {
@@ -128,33 +116,10 @@ fn read_writes_an_apps_html_to_a_file_and_prints_where() {
 /// `server/discover` carries no capabilities: it is told the upstreams' extensions either way,
 /// and only `initialize` is asserted on them.)
 fn through_the_gateway(tree: &ConfigTree, prefix: &str, mode: &str) -> Value {
-    let out = Command::new(python())
-        .arg(script("apps_client.py"))
-        .arg(mode)
-        .arg(env!("CARGO_BIN_EXE_switchboard"))
-        .args([
-            "-C",
-            &tree.project().display().to_string(),
-            "serve",
-            "--stdio",
-            "--prefix",
-            prefix,
-            // Every listing waits for the Python server (it may take more than the default
-            // 2 s to start on a busy machine); it still comes as soon as the server is up.
-            "--list-wait",
-            "60",
-        ])
-        .current_dir(tree.root())
-        .env_clear()
-        .envs(tree.env())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "the Python SDK client ({prefix}, {mode}) failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    // Every listing waits for the Python server (it may take more than the default 2 s to
+    // start on a busy machine); it still comes as soon as the server is up.
+    let serve = ["--prefix", prefix, "--list-wait", "60"];
+    py::client(tree, "apps_client.py", mode, &serve)
 }
 
 /// The served name of the Apps server's tool `tool` under `prefix`.

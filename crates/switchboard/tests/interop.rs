@@ -28,15 +28,23 @@ use switchboard::permissions::AllowAll as Allow;
 
 /// A host with exactly these servers, its state in a folder of its own (kept alive with it).
 fn start(servers: Vec<ServerConfig>) -> (Host, tempfile::TempDir) {
+    let (builder, state) = with_servers(Host::builder(), servers);
+    (builder.start().unwrap(), state)
+}
+
+/// `builder` with exactly these servers, its state in a folder of its own (to keep alive with
+/// the host), every call allowed.
+fn with_servers(
+    builder: switchboard::HostBuilder,
+    servers: Vec<ServerConfig>,
+) -> (switchboard::HostBuilder, tempfile::TempDir) {
     let state = tempfile::tempdir().unwrap();
-    let host = Host::builder()
+    let builder = builder
         .discover(state.path().to_owned())
         .servers(servers)
         .state_dir(state.path().to_owned())
-        .permissions(std::sync::Arc::new(Allow))
-        .start()
-        .unwrap();
-    (host, state)
+        .permissions(std::sync::Arc::new(Allow));
+    (builder, state)
 }
 
 async fn tools_of(manager: &Host, name: &str) -> Vec<String> {
@@ -512,6 +520,15 @@ async fn a_task_is_cancelled_through_its_handle_and_when_its_call_goes_away() {
     host.shutdown().await;
 }
 
+/// [`with_servers`], started and settled.
+async fn start_with(
+    builder: switchboard::HostBuilder,
+    servers: Vec<ServerConfig>,
+) -> (Host, tempfile::TempDir) {
+    let (builder, state) = with_servers(builder, servers);
+    (settled_within(builder, SETTLE).await, state)
+}
+
 /// What the Python SDK's Apps server (`switchboard_testkit::apps_server`) says its client
 /// declared in `capabilities.extensions`.
 async fn declared_to(host: &Host) -> serde_json::Value {
@@ -531,20 +548,13 @@ async fn declared_to(host: &Host) -> serde_json::Value {
 /// its info, and keeps its app-only tool out of the listings while a call by name runs it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_host_declares_its_extensions_and_keeps_app_only_tools_from_the_model() {
-    let apps = || {
-        server(
-            "apps",
-            switchboard_testkit::apps_server::entry(&partner("SWITCHBOARD_PYTHON")),
-        )
-    };
-    let state = tempfile::tempdir().unwrap();
-    let builder = Host::builder()
-        .discover(state.path().to_owned())
-        .servers(vec![apps()])
-        .state_dir(state.path().to_owned())
-        .permissions(Arc::new(Allow))
-        .extension("com.example/own", json!({"level": 2}));
-    let host = settled_within(builder, SETTLE).await;
+    let python = partner("SWITCHBOARD_PYTHON");
+    let apps = vec![server(
+        "apps",
+        switchboard_testkit::apps_server::entry(&python),
+    )];
+    let builder = Host::builder().extension("com.example/own", json!({"level": 2}));
+    let (host, _state) = start_with(builder, apps.clone()).await;
 
     let declared = declared_to(&host).await;
     assert_eq!(
@@ -599,14 +609,8 @@ async fn the_host_declares_its_extensions_and_keeps_app_only_tools_from_the_mode
     host.shutdown().await;
 
     // A program that renders no apps says so: the server is not told of them.
-    let state = tempfile::tempdir().unwrap();
-    let builder = Host::builder()
-        .discover(state.path().to_owned())
-        .servers(vec![apps()])
-        .state_dir(state.path().to_owned())
-        .permissions(Arc::new(Allow))
-        .without_extension(switchboard::extensions::UI);
-    let host = settled_within(builder, SETTLE).await;
+    let builder = Host::builder().without_extension(switchboard::extensions::UI);
+    let (host, _state) = start_with(builder, apps).await;
     assert_eq!(
         declared_to(&host).await,
         json!({"extensions": {}, "rendersApps": false})
