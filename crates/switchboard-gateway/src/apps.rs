@@ -47,23 +47,31 @@ fn client_extensions(capabilities: &ClientCapabilities) -> Extensions {
         .collect()
 }
 
-/// The extensions the gateway answers a client with: those an upstream server declared (the
-/// first by server name gives the settings) that the host speaks too (it declared them to the
-/// servers, [`Host::extensions`]), and, when the client's capabilities are known, that the
-/// client declared. `None` when there are none.
+/// The extensions the gateway passes on: those whose requests and results it knows how to
+/// serve again. An extension with methods of its own (tasks, skills) would need them routed
+/// and its ids mapped; an embedder's own extension means nothing to the gateway's clients.
+const PASSED_ON: &[&str] = &[extensions::UI];
+
+/// The extensions the gateway answers a client with: those an upstream server among `servers`
+/// (the host's states) declared (the first by server name gives the settings) that the
+/// gateway passes on ([`PASSED_ON`]) and the host speaks (it declared them to the servers,
+/// [`Host::extensions`]), and, when the client's capabilities are known, that the client
+/// declared. `None` when there are none.
 pub(crate) fn answered(
     host: &Host,
+    servers: &[(String, ServerState)],
     client: Option<&ClientCapabilities>,
 ) -> Option<ExtensionCapabilities> {
     let spoken = host.extensions();
     let client = client.map(client_extensions);
     let mut shared = ExtensionCapabilities::new();
-    for (_, state) in host.servers() {
+    for (_, state) in servers {
         let ServerState::Connected(info) = state else {
             continue;
         };
         for (id, settings) in info.capabilities.extensions.iter() {
-            if spoken.contains(id)
+            if PASSED_ON.contains(&id)
+                && spoken.contains(id)
                 && client.as_ref().is_none_or(|c| c.contains(id))
                 && !shared.contains_key(id)
             {
@@ -74,12 +82,14 @@ pub(crate) fn answered(
     (!shared.is_empty()).then_some(shared)
 }
 
-/// Whether the client declared an extension the host speaks too: its `initialize` waits (what
+/// Whether the client declared an extension the gateway passes on and the host speaks: its `initialize` waits (what
 /// is left of the list wait) for servers still connecting, so that the answer names the
 /// upstreams' extensions.
 pub(crate) fn asks_for_any(host: &Host, client: &ClientCapabilities) -> bool {
     let client = client_extensions(client);
-    client.ids().any(|id| host.extensions().contains(id))
+    client
+        .ids()
+        .any(|id| PASSED_ON.contains(&id) && host.extensions().contains(id))
 }
 
 /// The URI an upstream's `ui://<rest>` is served under: `ui://<server>/<rest>`. `None` for

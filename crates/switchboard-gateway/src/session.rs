@@ -883,9 +883,9 @@ impl ServerHandler for Session {
             .enable_logging()
             .enable_completions()
             .build();
-        let mut capabilities = capabilities;
-        capabilities.extensions = crate::apps::answered(self.gateway.host(), None);
         let servers = self.gateway.host().servers();
+        let mut capabilities = capabilities;
+        capabilities.extensions = crate::apps::answered(self.gateway.host(), &servers, None);
         let mut instructions = String::from(match self.gateway.prefix() {
             Prefix::Always => {
                 "Switchboard: the tools of every configured MCP server, named mcp__<server>__<tool>."
@@ -937,8 +937,9 @@ impl ServerHandler for Session {
             self.gateway.list_wait().await;
         }
         let mut result = self.negotiate_initialize(&request)?;
+        let host = self.gateway.host();
         result.capabilities.extensions =
-            crate::apps::answered(self.gateway.host(), Some(&request.capabilities));
+            crate::apps::answered(host, &host.servers(), Some(&request.capabilities));
         if self.gateway.cluster().is_some() {
             self.start(context.peer, &context.extensions);
         }
@@ -956,8 +957,9 @@ impl ServerHandler for Session {
         self.saw(&context);
         let mut info = self.get_info();
         if let Some(client) = context.client_capabilities() {
+            let host = self.gateway.host();
             info.capabilities.extensions =
-                crate::apps::answered(self.gateway.host(), Some(&client));
+                crate::apps::answered(host, &host.servers(), Some(&client));
         }
         Ok(rmcp::model::DiscoverResult::from_server_info(
             self.supported_protocol_versions().into_owned(),
