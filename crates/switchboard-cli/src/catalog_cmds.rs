@@ -210,6 +210,19 @@ async fn tools(
         scores.extend(held.iter().map(|_| None));
         tools.extend(held);
     }
+    if !all && search.is_none() {
+        let apps = host
+            .app_tools()
+            .await
+            .iter()
+            .filter(|t| in_server(t))
+            .count();
+        if apps > 0 {
+            eprintln!(
+                "note: {apps} tool(s) for an app only (MCP Apps) not shown: `--all` shows them"
+            );
+        }
+    }
     let for_app = |i: usize| (shown..app_only).contains(&i);
     let held = |i: usize| i >= app_only;
     let held_for = |t: &switchboard::Tool| -> Vec<&'static str> {

@@ -42,9 +42,15 @@ fn succeeded(tree: &ConfigTree, args: &[&str]) -> String {
 #[test]
 fn app_only_tools_are_left_out_of_tools_shown_by_all_and_callable_by_name() {
     let tree = apps_tree();
-    let tools = succeeded(&tree, &["tools"]);
+    let out = run(&tree, &["tools"]);
+    let tools = switchboard_testkit::cli::succeeded(&tree, &["tools"], &out);
     assert!(tools.contains("mcp__apps__show_clock"), "{tools}");
     assert!(!tools.contains("mcp__apps__tick"), "{tools}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("1 tool(s) for an app only (MCP Apps) not shown"),
+        "{said}"
+    );
 
     let all = succeeded(&tree, &["tools", "--all"]);
     let tick = all
