@@ -77,8 +77,10 @@ pub(crate) enum Command {
         /// How many tools `--search` shows at most.
         #[arg(long, value_name = "N", default_value_t = 10, requires = "search")]
         limit: usize,
-        /// Show held tools too (changed since their server's tools were pinned, or new),
-        /// marked `held`: see `mcp diff`.
+        /// Show the tools no listing shows too: tools for their app only (MCP Apps'
+        /// `_meta.ui.visibility: ["app"]`), marked `app-only`, callable by name; and held tools
+        /// (changed since their server's tools were pinned, or new), marked `held`: see
+        /// `mcp diff`.
         #[arg(long, conflicts_with = "search")]
         all: bool,
     },
@@ -123,7 +125,9 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Read a resource: text is printed, binary content saved to a file.
+    /// Read a resource: text is printed, binary content saved to a file. An app's resource
+    /// (MCP Apps, a `ui://` URI) is written to a new `.html` file in the system's temporary
+    /// folder (`$TMPDIR`, else `/tmp`), and its path printed.
     Read {
         /// The server that has the resource.
         #[arg(add = ArgValueCandidates::new(server_names))]

@@ -185,11 +185,21 @@ async fn tools(
             .map(|t| (t, None))
             .unzip(),
     };
-    // Held tools (`--all`) after the others, marked (with what the scan found, when that
-    // is why: `scanOnPin`).
+    // With `--all`, the tools for their apps only, then the held tools, after the others,
+    // marked (a held one with what the scan found, when that is why: `scanOnPin`).
     let shown = tools.len();
+    let mut app_only = shown;
     let mut scan_holds = Vec::new();
     if all {
+        let apps: Vec<_> = host
+            .app_tools()
+            .await
+            .into_iter()
+            .filter(in_server)
+            .collect();
+        scores.extend(apps.iter().map(|_| None));
+        tools.extend(apps);
+        app_only = tools.len();
         scan_holds = host.held_findings().await;
         let held: Vec<_> = host
             .held_tools()
@@ -200,7 +210,21 @@ async fn tools(
         scores.extend(held.iter().map(|_| None));
         tools.extend(held);
     }
-    let held = |i: usize| i >= shown;
+    if !all && search.is_none() {
+        let apps = host
+            .app_tools()
+            .await
+            .iter()
+            .filter(|t| in_server(t))
+            .count();
+        if apps > 0 {
+            eprintln!(
+                "note: {apps} tool(s) for an app only (MCP Apps) not shown: `--all` shows them"
+            );
+        }
+    }
+    let for_app = |i: usize| (shown..app_only).contains(&i);
+    let held = |i: usize| i >= app_only;
     let held_for = |t: &switchboard::Tool| -> Vec<&'static str> {
         let mut kinds: Vec<&'static str> = scan_holds
             .iter()
@@ -226,6 +250,7 @@ async fn tools(
                     row["score"] = json!(score);
                 }
                 if all {
+                    row["appOnly"] = json!(for_app(i));
                     row["held"] = json!(held(i));
                     let kinds = held_for(t);
                     if held(i) && !kinds.is_empty() {
@@ -247,6 +272,9 @@ async fn tools(
     for (i, t) in tools.iter().enumerate() {
         let held_marker;
         let mut traits = Vec::new();
+        if for_app(i) {
+            traits.push("app-only");
+        }
         if held(i) {
             let kinds = held_for(t);
             held_marker = if kinds.is_empty() {
@@ -682,12 +710,56 @@ async fn read(host: &Host, server: &str, uri: &str, json: bool) -> anyhow::Resul
     for note in &read.notes {
         eprintln!("note: {}", clean(note));
     }
+    // An app's HTML is for a browser, not the terminal: written to a file, its path printed.
+    let app = match app_html(uri, &read.result) {
+        Some((html, mime)) => Some((write_app(server, html)?, mime)),
+        None => None,
+    };
     if json {
-        print_json(&json!({"result": read.result, "files": read.files}))?;
+        let mut out = json!({"result": read.result, "files": read.files});
+        if let Some((path, _)) = &app {
+            out["app"] = json!(path);
+        }
+        print_json(&out)?;
+    } else if let Some((path, mime)) = &app {
+        eprintln!(
+            "The app's HTML ({}) is in the file below: open it in a browser (it runs without its host).",
+            clean(mime)
+        );
+        println!("{}", path.display());
     } else {
         print_content(&read.result)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The HTML of an app's resource (MCP Apps: a `ui://` URI) and its MIME type: its first
+/// text content.
+fn app_html<'a>(uri: &str, result: &'a Value) -> Option<(&'a str, &'a str)> {
+    if !switchboard::extensions::is_ui_uri(uri) {
+        return None;
+    }
+    result.get("contents")?.as_array()?.iter().find_map(|c| {
+        let text = c.get("text")?.as_str()?;
+        let mime = c.get("mimeType").and_then(Value::as_str);
+        Some((text, mime.unwrap_or(switchboard::extensions::APP_MIME_TYPE)))
+    })
+}
+
+/// Writes an app's HTML to a new file of its own in the system's temporary folder
+/// (`switchboard-<server>-*.html`, readable by its owner only) and returns its path.
+fn write_app(server: &str, html: &str) -> anyhow::Result<std::path::PathBuf> {
+    let mut file = tempfile::Builder::new()
+        .prefix(&format!("switchboard-{server}-"))
+        .suffix(".html")
+        .tempfile()
+        .context("could not make a file for the app's HTML")?;
+    file.write_all(html.as_bytes())
+        .context("could not write the app's HTML")?;
+    let (_, path) = file
+        .keep()
+        .context("could not keep the file with the app's HTML")?;
+    Ok(path)
 }
 
 async fn prompts(host: &Host, server: Option<&str>, json: bool) -> anyhow::Result<ExitCode> {

@@ -729,6 +729,15 @@ fn get(
                 "  capabilities: {}",
                 info.capabilities.names().join(", ")
             )?;
+            if !info.capabilities.extensions.is_empty() {
+                let ids: Vec<String> = info
+                    .capabilities
+                    .extensions
+                    .ids()
+                    .map(|id| clean_line(id).into_owned())
+                    .collect();
+                writeln!(out, "  extensions: {}", ids.join(", "))?;
+            }
             if let Some(instructions) = &info.instructions {
                 writeln!(out, "  instructions:")?;
                 for line in instructions.lines() {

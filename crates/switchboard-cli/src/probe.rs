@@ -192,6 +192,9 @@ pub(crate) fn state_json(probed: &Probed) -> Value {
             value["serverInfo"] =
                 json!({"name": info.name, "title": info.title, "version": info.version});
             value["capabilities"] = json!(info.capabilities.names());
+            if !info.capabilities.extensions.is_empty() {
+                value["extensions"] = info.capabilities.extensions.to_json();
+            }
             value["instructions"] = json!(info.instructions);
         }
         ServerState::Failed(f) => {

@@ -15,6 +15,7 @@ use switchboard_testkit::config_tree::ConfigTree;
 use switchboard_testkit::WAIT;
 use switchboard_testkit::raw_http::{self, header};
 
+mod py;
 mod raw_stdio;
 use raw_stdio::RawStdio;
 
@@ -985,23 +986,7 @@ fn asking_tree() -> ConfigTree {
 /// The Python SDK's client (`tests/py/gateway_client.py`) through `serve --stdio`, in `mode`
 /// (`auto`: `server/discover` then 2026-07-28; `legacy`: `initialize`); what it saw.
 fn python_client(tree: &ConfigTree, mode: &str) -> Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/gateway_client.py");
-    let out = Command::new(partner("SWITCHBOARD_PYTHON"))
-        .arg(script)
-        .arg(mode)
-        .arg(env!("CARGO_BIN_EXE_switchboard"))
-        .args(serve_args(tree, &["--stdio"]))
-        .current_dir(tree.root())
-        .env_clear()
-        .envs(tree.env())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "the Python SDK client ({mode}) failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    py::client(tree, "gateway_client.py", mode, &[])
 }
 
 /// What an SDK client saw going through every kind of request with `kit` behind the gateway.
@@ -1798,7 +1783,7 @@ fn the_http_gateway_holds_changed_tools_and_counts_them() {
     tree.write(
         tree.user_file(),
         &json!({
-            "mcpServers": {"kit": file.entry(&partner("SWITCHBOARD_PYTHON"))},
+            "mcpServers": {"kit": file.entry(&py::python())},
             "permissions": {"allow": ["mcp__kit__*"]},
         })
         .to_string(),

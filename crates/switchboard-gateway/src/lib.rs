@@ -15,6 +15,7 @@
 //! says `ask` asks the downstream client with an elicitation, or denies when the client cannot
 //! be asked.
 
+mod apps;
 mod call;
 mod cluster;
 mod door;

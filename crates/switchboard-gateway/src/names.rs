@@ -1,7 +1,8 @@
 //! The names the gateway gives tools, prompts and resources, by [`Prefix`] mode
 //! (agentgateway's): `always` the host's qualified names (`mcp__<server>__<tool>`,
 //! `switchboard://<server>/<uri>`), `conditional` a server's own name wherever no other server
-//! uses it, `never` the servers' own names, which must then be unique. They are the gateway's
+//! uses it, `never` the servers' own names, which must then be unique. An app's `ui://<rest>`
+//! is `ui://<server>/<rest>` in every mode ([`crate::apps`]). They are the gateway's
 //! alone: the host knows qualified names only, and everything here goes through its public
 //! methods (one door).
 //!
@@ -20,8 +21,10 @@ pub(crate) const RESOURCE_SCHEME: &str = "switchboard://";
 /// The URI a resource `uri` of `server` gets when it is served with a prefix:
 /// `switchboard://<server>/<uri>`. The server's URI is kept verbatim after the first `/`, so
 /// a URI template keeps its variables and a URI filled in from it maps back by the same rule.
+/// An app's `ui://<rest>` stays `ui://`: `ui://<server>/<rest>` ([`crate::apps`]).
 pub(crate) fn resource_uri(server: &str, uri: &str) -> String {
-    format!("{RESOURCE_SCHEME}{server}/{uri}")
+    crate::apps::served_ui_uri(server, uri)
+        .unwrap_or_else(|| format!("{RESOURCE_SCHEME}{server}/{uri}"))
 }
 
 /// `(server, the server's URI)` of a [`resource_uri`], or `None` for any other URI. Server
@@ -177,12 +180,7 @@ impl ServedNames {
     }
 }
 
-/// The served names of a catalogue's tools.
-pub(crate) fn tool_names(prefix: Prefix, tools: &[Tool]) -> ServedNames {
-    tool_names_of(prefix, tools.iter())
-}
-
-/// [`tool_names`] over borrowed tools (a [`switchboard::ToolsView`]'s).
+/// The served names of a catalogue's tools (a [`switchboard::ToolsView`]'s).
 pub(crate) fn tool_names_of<'a>(
     prefix: Prefix,
     tools: impl Iterator<Item = &'a Tool>,
@@ -228,6 +226,10 @@ pub(crate) fn resource_names(
         .iter()
         .filter_map(|l| {
             let own = l.item.get(field)?.as_str()?;
+            // An app's URI is served with its server in every mode: not a bare name.
+            if switchboard::extensions::is_ui_uri(own) {
+                return None;
+            }
             Some((
                 l.server.clone(),
                 own.to_owned(),
@@ -302,8 +304,10 @@ pub async fn name_collisions(host: &Host, prefix: Prefix) -> Vec<NameCollision> 
     if prefix != Prefix::Never {
         return Vec::new();
     }
-    let snapshot = host.tools().await;
-    let mut all = tool_names(prefix, &snapshot.tools).collisions;
+    // The tools as `tools/list` names them: the app-only ones too (a client that renders apps
+    // is served them).
+    let view = host.tools_view().await;
+    let mut all = tool_names_of(prefix, view.iter()).collisions;
     all.extend(prompt_names(prefix, &host.prompts(None).await.items).collisions);
     let resources = host.resources(None).await.items;
     all.extend(resource_names(prefix, "resource", "uri", &resources).collisions);
@@ -341,6 +345,13 @@ pub(crate) async fn resolve_resource_uri(
 ) -> Result<(String, String), HostError> {
     if let Some((server, original)) = parse_resource_uri(uri) {
         return Ok((server.to_owned(), original.to_owned()));
+    }
+    // `ui://<server>/<rest>`, when it names one of the host's servers (else, without prefixes,
+    // it may be a server's own URI).
+    if let Some((server, original)) = crate::apps::parse_ui_uri(uri)
+        && host.server_config(server).is_some()
+    {
+        return Ok((server.to_owned(), original));
     }
     let not_found = || HostError::NoSuchResource(uri.to_owned());
     if prefix == Prefix::Always {

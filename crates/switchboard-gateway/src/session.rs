@@ -33,6 +33,7 @@ use switchboard::{CompletionTarget, LogLevel, Progress, RequestError, ServerLog,
 use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use crate::apps::Apps;
 use crate::forward::{ElicitingPrompter, downstream_interaction, forwarding_interaction};
 use crate::names::{
     Prefix, RESOURCE_SCHEME, ServedNames, prompt_names, resource_names, resource_uri,
@@ -103,19 +104,21 @@ impl Session {
     }
 
     /// The tools as served to `identity` (the tool rules, [`crate::rules`]), each under its
-    /// served name (`names`, by `--prefix`).
+    /// served name (`names`, by `--prefix`), their MCP Apps `_meta` as the client declared
+    /// (`apps`, [`crate::apps`]).
     fn tools_json(
         &self,
         tools: Vec<switchboard::Tool>,
         names: &ServedNames,
         identity: Option<&Identity>,
+        apps: Apps,
     ) -> Vec<Tool> {
         let filter = self.gateway.filter();
         // The tools are consumed one by one, their schemas moved, not copied: a listing of
         // many servers' tools is held once at a time, not twice.
         tools
             .into_iter()
-            .filter(|t| t.server.is_some())
+            .filter(|t| t.server.is_some() && apps.shows(t))
             .filter_map(|t| {
                 let served = names.served(&t.qualified_name)?.to_owned();
                 if !filter.serves_to(identity, &t.qualified_name, &served) {
@@ -140,7 +143,11 @@ impl Session {
                 if let Some(icons) = t.icons {
                     tool["icons"] = icons;
                 }
-                if let Some(meta) = t.meta {
+                let mut meta = t.meta;
+                if let Some(server) = &t.server {
+                    crate::apps::serve_tool_meta(server, &mut meta, apps);
+                }
+                if let Some(meta) = meta {
                     tool["_meta"] = meta;
                 }
                 if let Some(description) = t.description {
@@ -162,7 +169,7 @@ impl Session {
 
     /// The tools this session lists: every served tool, or in search mode the search and call
     /// tools, the `alwaysLoad` servers' tools and the tools its searches found.
-    async fn listed_tools(&self, identity: Option<&Identity>) -> Vec<Tool> {
+    async fn listed_tools(&self, identity: Option<&Identity>, apps: Apps) -> Vec<Tool> {
         let host = self.gateway.host();
         let snapshot = host.tools().await;
         let names = tool_names_within(
@@ -192,7 +199,7 @@ impl Session {
                     .collect()
             }
         };
-        let all = self.tools_json(snapshot.tools, &names, identity);
+        let all = self.tools_json(snapshot.tools, &names, identity, apps);
         if !crate::search::active(self.gateway.tool_search(), &all) {
             return all;
         }
@@ -228,7 +235,8 @@ impl Session {
                         .is_some_and(|served| filter.serves_to(identity, &t.qualified_name, served))
             });
         let tools: Vec<switchboard::Tool> = hits.iter().map(|h| h.tool.clone()).collect();
-        let definitions = self.tools_json(tools, &names, identity);
+        let apps = Apps::of(context.client_capabilities().as_ref());
+        let definitions = self.tools_json(tools, &names, identity, apps);
         let scores: Vec<f32> = definitions
             .iter()
             .filter_map(|d| {
@@ -589,7 +597,7 @@ impl Session {
             .map_err(|e| match e {
                 HostError::NoSuchResource(_) if self.gateway.prefix() == Prefix::Always => {
                     ErrorData::resource_not_found(
-                        format!("`{uri}` is not a gateway URI ({RESOURCE_SCHEME}<server>/<uri>)"),
+                        format!("`{uri}` is not a gateway URI ({RESOURCE_SCHEME}<server>/<uri>, or ui://<server>/<path> for an app's)"),
                         None,
                     )
                 }
@@ -876,6 +884,8 @@ impl ServerHandler for Session {
             .enable_completions()
             .build();
         let servers = self.gateway.host().servers();
+        let mut capabilities = capabilities;
+        capabilities.extensions = crate::apps::answered(self.gateway.host(), &servers, None);
         let mut instructions = String::from(match self.gateway.prefix() {
             Prefix::Always => {
                 "Switchboard: the tools of every configured MCP server, named mcp__<server>__<tool>."
@@ -916,12 +926,20 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::InitializeResult, ErrorData> {
         context.peer.set_peer_info(request.clone());
-        let result = self.negotiate_initialize(&request)?;
         // Before the answer: a server connecting from now on is told what this client answers.
         let clients = self.gateway.clients();
         let _ = self
             .joined
             .set(clients.join(crate::offer::offered_by(&request.capabilities)));
+        // A client that declared an extension is answered with the upstreams' that it shares:
+        // it waits for the servers still connecting (what is left of the list wait).
+        if crate::apps::asks_for_any(self.gateway.host(), &request.capabilities) {
+            self.gateway.list_wait().await;
+        }
+        let mut result = self.negotiate_initialize(&request)?;
+        let host = self.gateway.host();
+        result.capabilities.extensions =
+            crate::apps::answered(host, &host.servers(), Some(&request.capabilities));
         if self.gateway.cluster().is_some() {
             self.start(context.peer, &context.extensions);
         }
@@ -937,9 +955,15 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::DiscoverResult, ErrorData> {
         self.saw(&context);
+        let mut info = self.get_info();
+        if let Some(client) = context.client_capabilities() {
+            let host = self.gateway.host();
+            info.capabilities.extensions =
+                crate::apps::answered(host, &host.servers(), Some(&client));
+        }
         Ok(rmcp::model::DiscoverResult::from_server_info(
             self.supported_protocol_versions().into_owned(),
-            self.get_info(),
+            info,
         ))
     }
 
@@ -997,6 +1021,7 @@ impl ServerHandler for Session {
                 let filter = self.gateway.filter();
                 let identity = Identity::of_request(&context.extensions);
                 let view = self.gateway.host().tools_view().await;
+                let apps = Apps::of(context.client_capabilities().as_ref());
                 let names = tool_names_within(
                     self.gateway.prefix(),
                     self.gateway.name_budget(),
@@ -1008,7 +1033,7 @@ impl ServerHandler for Session {
                 // Paged by served name (`--prefix`), which is held beside each tool.
                 let served: Vec<(&str, &switchboard::Tool)> = view
                     .iter()
-                    .filter(|t| t.server.is_some())
+                    .filter(|t| t.server.is_some() && apps.shows(t))
                     .filter_map(|t| Some((names.served(&t.qualified_name)?, t)))
                     .filter(|(served, t)| filter.serves_to(identity, &t.qualified_name, served))
                     .collect();
@@ -1021,10 +1046,11 @@ impl ServerHandler for Session {
                 );
                 let (tools, next) = page(served, |(name, _)| name, cursor(&request), PAGE_SIZE)?;
                 let tools = tools.into_iter().map(|(_, t)| t.clone()).collect();
-                (self.tools_json(tools, &names, identity), next)
+                (self.tools_json(tools, &names, identity, apps), next)
             } else {
+                let apps = Apps::of(context.client_capabilities().as_ref());
                 page(
-                    self.listed_tools(Identity::of_request(&context.extensions))
+                    self.listed_tools(Identity::of_request(&context.extensions), apps)
                         .await,
                     |t| t.name.as_ref(),
                     cursor(&request),
@@ -1066,7 +1092,11 @@ impl ServerHandler for Session {
         let result = async move {
             let listing = self.gateway.host().resources(None).await;
             let names = resource_names(self.gateway.prefix(), "resource", "uri", &listing.items);
-            let all = served_uris("resources", listing, &names, "uri");
+            let mut all = served_uris("resources", listing, &names, "uri");
+            let apps = Apps::of(context.client_capabilities().as_ref());
+            for resource in &mut all {
+                crate::apps::serve_resource_meta(resource, apps);
+            }
             let (all, next) = page(all, |r| key_of(r, "uri"), cursor(&request), PAGE_SIZE)?;
             let resources = serde_json::from_value(Value::Array(all))
                 .map_err(|e| invalid_result("resources", e))?;
@@ -1113,7 +1143,8 @@ impl ServerHandler for Session {
     ) -> Result<ReadResourceResponse, ErrorData> {
         let (server, original) = self.resource_target(&request.uri).await?;
         // A URI served bare is answered with the server's own URIs.
-        let prefixed = request.uri.starts_with(RESOURCE_SCHEME);
+        let prefixed = request.uri != original;
+        let apps = Apps::of(context.client_capabilities().as_ref());
         let host = self.gateway.host().clone();
         let step = self
             .asking(
@@ -1132,10 +1163,12 @@ impl ServerHandler for Session {
                             .await
                             .map_err(failure)?
                             .result;
-                        if prefixed && let Some(Value::Array(contents)) = result.get_mut("contents")
-                        {
+                        if let Some(Value::Array(contents)) = result.get_mut("contents") {
                             for item in contents {
-                                rewrite_uri(&server, item, "uri");
+                                if prefixed {
+                                    rewrite_uri(&server, item, "uri");
+                                }
+                                crate::apps::serve_resource_meta(item, apps);
                             }
                         }
                         Ok(result)

@@ -7,6 +7,7 @@
 //! should build it first with `cargo build -p switchboard-testkit --bins`.
 //! [`server_bin`] finds it and [`TestServer`] runs it on a network transport.
 
+pub mod apps_server;
 pub mod ask;
 mod bridge;
 #[cfg(feature = "opener")]

@@ -80,6 +80,14 @@ pub struct Tool {
     pub meta: Option<Value>,
 }
 
+impl Tool {
+    /// Whether the tool is for its app only, not the model (MCP Apps:
+    /// [`crate::extensions::is_app_only`]).
+    pub fn is_app_only(&self) -> bool {
+        crate::extensions::is_app_only(self.meta.as_ref())
+    }
+}
+
 #[cfg(test)]
 impl Tool {
     /// A server's tool for unit tests: its name, description and input schema; no title,

@@ -192,6 +192,9 @@ pub struct Capabilities {
     pub logging: bool,
     /// It completes arguments of prompts and resource templates.
     pub completions: bool,
+    /// The extensions it declared (`capabilities.extensions`), with their settings: its
+    /// apps' UI (`io.modelcontextprotocol/ui`, [`crate::extensions`]), or any other.
+    pub extensions: crate::extensions::Extensions,
 }
 
 impl Capabilities {
@@ -222,6 +225,11 @@ impl Capabilities {
                 .unwrap_or(false),
             logging: c.logging.is_some(),
             completions: c.completions.is_some(),
+            extensions: c
+                .extensions
+                .clone()
+                .map(|e| e.into_iter().collect())
+                .unwrap_or_default(),
         }
     }
 
@@ -257,6 +265,8 @@ pub(crate) struct ConnectOptions {
     pub(crate) roots: Option<crate::interaction::Roots>,
     /// The program's offer, narrowing what the handshake declares.
     pub(crate) offer: crate::interaction::OfferSetting,
+    /// The extensions the handshake declares (`capabilities.extensions`).
+    pub(crate) extensions: crate::extensions::Extensions,
     /// OAuth for remote servers: the token store, whether to run the browser flow inline.
     pub(crate) auth: crate::auth::AuthOptions,
     /// The guard process that stops stdio servers if this program is killed.
@@ -687,6 +697,7 @@ async fn connect(
         options.interaction.clone(),
         options.roots.clone(),
         options.offer.clone(),
+        options.extensions.clone(),
     )
     .with_hooks(options.elicitation_hooks.clone());
     let handler = ClientSide::new(config.name.as_str(), notices, asker);

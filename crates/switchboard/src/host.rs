@@ -57,6 +57,7 @@ use crate::catalog::{BuiltinTool, Catalog, CatalogError, Snapshot, Tool, ToolRef
 use crate::config::{ConfigPaths, ConfigSet, Environment, ServerConfig};
 use crate::connection::{CallContext, Created, Progress, RequestError, ServerState};
 use crate::env_vars::Limits;
+use crate::extensions::Extensions;
 use crate::interaction::{Interaction, Roots};
 use crate::manager::{
     InProcessFactory, LoginError, ManagerError, ManagerOptions, RequestFailure, ServerManager,
@@ -108,6 +109,8 @@ pub struct HostBuilder {
     isolated: bool,
     /// Rules given in code: (effect, pattern, the builder call that gave it).
     program_rules: Vec<(Effect, String, &'static str)>,
+    /// The extensions declared to servers; `None`: [`Extensions::host_default`].
+    extensions: Option<Extensions>,
 }
 
 impl std::fmt::Debug for HostBuilder {
@@ -345,6 +348,28 @@ impl HostBuilder {
         self
     }
 
+    /// Declares the extension `id` to every server (in `capabilities.extensions`), with its
+    /// `settings` (an object; anything else declares it without settings), beside what the
+    /// host declares itself ([`Extensions::host_default`]: MCP Apps). For a program that
+    /// speaks an extension the host does not know: the host passes on what the servers send
+    /// for it (tools' and results' `_meta`, resources), and the server's own declaration is on
+    /// its [`ServerInfo`](crate::ServerInfo)'s capabilities.
+    pub fn extension(mut self, id: impl Into<String>, settings: serde_json::Value) -> Self {
+        self.extensions
+            .get_or_insert_with(Extensions::host_default)
+            .insert(id, settings);
+        self
+    }
+
+    /// Declares the extension `id` no longer (one of the host's own, [`Extensions::host_default`],
+    /// or one added with [`extension`](Self::extension)).
+    pub fn without_extension(mut self, id: &str) -> Self {
+        self.extensions
+            .get_or_insert_with(Extensions::host_default)
+            .remove(id);
+        self
+    }
+
     /// Starts every startable server in the background and returns at once; see
     /// [`Host::wait_settled`]. Fails only when a variable of [`Limits`] is set but not valid,
     /// or a pattern given to [`allow`](Self::allow) or [`deny`](Self::deny) is not one.
@@ -424,6 +449,7 @@ impl HostBuilder {
                 config.startup = crate::config::Startup::Eager;
             }
         }
+        let extensions = self.extensions.unwrap_or_else(Extensions::host_default);
         let mut options = ManagerOptions {
             limits,
             state_dir: Some(config.paths.state_dir.clone()),
@@ -438,6 +464,7 @@ impl HostBuilder {
                 .map(|(program, args)| crate::guard::ChildGuard::new(program, args)),
             shared: self.store.clone(),
             probe_remotes: !self.one_shot,
+            extensions: extensions.clone(),
             ..ManagerOptions::default()
         };
         for (name, factory) in self.in_process {
@@ -472,6 +499,7 @@ impl HostBuilder {
             search: Arc::default(),
             reload,
             store: self.store,
+            extensions,
         })
     }
 }
@@ -496,6 +524,8 @@ pub struct Host {
     reload: Option<Arc<ReloadSpec>>,
     /// The store shared with other replicas ([`HostBuilder::store`]).
     store: Option<crate::shared::SharedStore>,
+    /// The extensions declared to servers ([`HostBuilder::extension`]).
+    extensions: Extensions,
 }
 
 /// What [`Host::reload`] reads the configuration again with.
@@ -769,9 +799,28 @@ impl Host {
     }
 
     /// Every tool of every connected server (and the program's own), as the catalogue names
-    /// them, with the problems found on the way.
+    /// them, with the problems found on the way. A tool for its app only (MCP Apps'
+    /// `_meta.ui.visibility: ["app"]`, [`crate::extensions::is_app_only`]) is not for the
+    /// model, and not here: [`app_tools`](Self::app_tools) lists them, and a call by name
+    /// runs one.
     pub async fn tools(&self) -> Snapshot {
-        self.catalog.snapshot().await
+        let mut snapshot = self.catalog.snapshot().await;
+        snapshot.tools.retain(|t| !t.is_app_only());
+        snapshot
+    }
+
+    /// The tools for their apps only ([`crate::extensions::is_app_only`]), which
+    /// [`tools`](Self::tools) and tool search leave out; callable by name.
+    pub async fn app_tools(&self) -> Vec<Tool> {
+        let mut tools = self.catalog.snapshot().await.tools;
+        tools.retain(Tool::is_app_only);
+        tools
+    }
+
+    /// The extensions this host declares to its servers ([`HostBuilder::extension`]); what a
+    /// server declared is on its [`ServerInfo`](crate::ServerInfo)'s capabilities.
+    pub fn extensions(&self) -> &Extensions {
+        &self.extensions
     }
 
     /// The `limit` tools of the catalogue most relevant to `query` (BM25 over name, title,

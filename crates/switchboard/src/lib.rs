@@ -26,6 +26,8 @@
 //! - [`guard`] — the process that stops stdio servers when the program is killed.
 //! - [`redact`] — secrets kept out of what is shown (URLs, headers).
 //! - [`env_vars`] — the environment variables Switchboard reads, and the limits they set.
+//! - [`extensions`] — the protocol's extensions a host declares, and MCP Apps' rules
+//!   (app-only tools, `ui://` resources).
 //!
 //! Build, settle, list, call (this example runs as a test, against the repository's test
 //! server):
@@ -85,6 +87,7 @@ mod connection;
 mod cores;
 pub mod env_vars;
 mod environment;
+pub mod extensions;
 pub mod guard;
 pub mod host;
 pub mod import;
@@ -112,6 +115,7 @@ pub use connection::{
     MAX_LIST_PAGES, Progress, RequestError, ServerInfo, ServerLog, ServerState, StateKind,
     TaskInfo, TaskStatus, ToolDef, TransportError,
 };
+pub use extensions::Extensions;
 #[doc(inline)]
 pub use host::{CallError, CallOptions, CallOutcome, Host, HostBuilder};
 pub use host::{

@@ -78,6 +78,8 @@ pub(crate) struct ManagerOptions {
     pub roots: Option<crate::interaction::Roots>,
     /// The program's offer ([`crate::interaction::Offered`]), read at each handshake.
     pub offer: crate::interaction::OfferSetting,
+    /// The extensions each handshake declares (`capabilities.extensions`).
+    pub extensions: crate::extensions::Extensions,
     /// OAuth for remote servers; `None`: tokens in `state_dir` (else in memory), no inline
     /// browser flow (a server that wants a login goes to `needs-auth`).
     pub auth: Option<crate::auth::AuthOptions>,
@@ -112,6 +114,7 @@ impl Default for ManagerOptions {
             elicitation_hooks: None,
             roots: None,
             offer: crate::interaction::OfferSetting::default(),
+            extensions: crate::extensions::Extensions::default(),
             auth: None,
             child_guard: None,
             shared: None,

@@ -28,15 +28,23 @@ use switchboard::permissions::AllowAll as Allow;
 
 /// A host with exactly these servers, its state in a folder of its own (kept alive with it).
 fn start(servers: Vec<ServerConfig>) -> (Host, tempfile::TempDir) {
+    let (builder, state) = with_servers(Host::builder(), servers);
+    (builder.start().unwrap(), state)
+}
+
+/// `builder` with exactly these servers, its state in a folder of its own (to keep alive with
+/// the host), every call allowed.
+fn with_servers(
+    builder: switchboard::HostBuilder,
+    servers: Vec<ServerConfig>,
+) -> (switchboard::HostBuilder, tempfile::TempDir) {
     let state = tempfile::tempdir().unwrap();
-    let host = Host::builder()
+    let builder = builder
         .discover(state.path().to_owned())
         .servers(servers)
         .state_dir(state.path().to_owned())
-        .permissions(std::sync::Arc::new(Allow))
-        .start()
-        .unwrap();
-    (host, state)
+        .permissions(std::sync::Arc::new(Allow));
+    (builder, state)
 }
 
 async fn tools_of(manager: &Host, name: &str) -> Vec<String> {
@@ -509,5 +517,103 @@ async fn a_task_is_cancelled_through_its_handle_and_when_its_call_goes_away() {
         );
         tokio::task::yield_now().await;
     }
+    host.shutdown().await;
+}
+
+/// [`with_servers`], started and settled.
+async fn start_with(
+    builder: switchboard::HostBuilder,
+    servers: Vec<ServerConfig>,
+) -> (Host, tempfile::TempDir) {
+    let (builder, state) = with_servers(builder, servers);
+    (settled_within(builder, SETTLE).await, state)
+}
+
+/// What the Python SDK's Apps server (`switchboard_testkit::apps_server`) says its client
+/// declared in `capabilities.extensions`.
+async fn declared_to(host: &Host) -> serde_json::Value {
+    let outcome = host
+        .call(
+            "mcp__apps__client_extensions",
+            serde_json::Map::new(),
+            cli(),
+        )
+        .await
+        .unwrap();
+    serde_json::from_str(&outcome.text()).unwrap()
+}
+
+/// Issue 37: the host declares MCP Apps (for HTML) and the program's own extensions to a
+/// server written with the Python SDK's `mcp.server.apps`, keeps what the server declared on
+/// its info, and keeps its app-only tool out of the listings while a call by name runs it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_host_declares_its_extensions_and_keeps_app_only_tools_from_the_model() {
+    let python = partner("SWITCHBOARD_PYTHON");
+    let apps = vec![server(
+        "apps",
+        switchboard_testkit::apps_server::entry(&python),
+    )];
+    let builder = Host::builder().extension("com.example/own", json!({"level": 2}));
+    let (host, _state) = start_with(builder, apps.clone()).await;
+
+    let declared = declared_to(&host).await;
+    assert_eq!(
+        declared,
+        json!({
+            "extensions": {
+                "com.example/own": {"level": 2},
+                "io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]},
+            },
+            "rendersApps": true,
+        })
+    );
+    assert!(host.extensions().contains(switchboard::extensions::UI));
+    let Some(ServerState::Connected(info)) = host.server_state("apps") else {
+        panic!("apps is not connected: {:?}", host.servers());
+    };
+    assert!(
+        info.capabilities
+            .extensions
+            .contains(switchboard::extensions::UI),
+        "{info:?}"
+    );
+
+    let listed: Vec<String> = host
+        .tools()
+        .await
+        .tools
+        .into_iter()
+        .map(|t| t.qualified_name)
+        .collect();
+    assert!(
+        listed.contains(&"mcp__apps__show_clock".to_owned()),
+        "{listed:?}"
+    );
+    assert!(
+        !listed.contains(&"mcp__apps__tick".to_owned()),
+        "{listed:?}"
+    );
+    assert!(
+        host.search_tools("tick clock", 10)
+            .await
+            .iter()
+            .all(|h| h.tool.name != "tick")
+    );
+    let app_only: Vec<String> = host.app_tools().await.into_iter().map(|t| t.name).collect();
+    assert_eq!(app_only, vec!["tick"]);
+    let ticked = host
+        .call("mcp__apps__tick", serde_json::Map::new(), cli())
+        .await
+        .unwrap();
+    assert_eq!(ticked.text(), "ticked");
+    host.shutdown().await;
+
+    // A program that renders no apps says so: the server is not told of them.
+    let builder = Host::builder().without_extension(switchboard::extensions::UI);
+    let (host, _state) = start_with(builder, apps).await;
+    assert_eq!(
+        declared_to(&host).await,
+        json!({"extensions": {}, "rendersApps": false})
+    );
     host.shutdown().await;
 }

@@ -53,6 +53,8 @@ pub(crate) struct Asker {
     roots: Option<Roots>,
     /// The program's offer, read at the handshake.
     offer: OfferSetting,
+    /// The extensions the host declares (`capabilities.extensions`).
+    extensions: crate::extensions::Extensions,
     /// What the handshake declared: fixed at the first [`Asker::capabilities`], so the
     /// session's every later look (and its 2026-07-28 per-request metadata) says the same.
     declared: std::sync::OnceLock<Offered>,
@@ -126,6 +128,7 @@ impl Asker {
         host: Interaction,
         roots: Option<Roots>,
         offer: OfferSetting,
+        extensions: crate::extensions::Extensions,
     ) -> Arc<Self> {
         Arc::new(Asker {
             server: server.to_owned(),
@@ -133,6 +136,7 @@ impl Asker {
             hooks: None,
             roots,
             offer,
+            extensions,
             declared: std::sync::OnceLock::new(),
             calls: Mutex::new(Vec::new()),
             next_key: AtomicU64::new(1),
@@ -168,7 +172,8 @@ impl Asker {
             .get_or_init(|| Offered::declared(&self.host, self.hooks.is_some(), self.offer.get()))
     }
 
-    /// The client capabilities: only what the host configured ([`Asker::declared`]).
+    /// The client capabilities: only what the host configured ([`Asker::declared`]), and the
+    /// extensions it declares.
     pub(crate) fn capabilities(&self) -> ClientCapabilities {
         let mut caps = serde_json::Map::new();
         let declared = self.declared();
@@ -187,6 +192,9 @@ impl Asker {
         }
         if self.roots.is_some() || self.host.roots.is_some() {
             caps.insert("roots".to_owned(), json!({"listChanged": true}));
+        }
+        if !self.extensions.is_empty() {
+            caps.insert("extensions".to_owned(), self.extensions.to_json());
         }
         serde_json::from_value(Value::Object(caps)).unwrap_or_default()
     }

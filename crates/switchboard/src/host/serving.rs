@@ -98,7 +98,9 @@ impl Host {
     }
 
     /// The same tools as [`Self::tools`], borrowed rather than copied: for a listing that
-    /// keeps a few of thousands (a page), clone only those.
+    /// keeps a few of thousands (a page), clone only those. The tools for their apps only are
+    /// here too ([`Tool::is_app_only`](crate::Tool::is_app_only)): a program that serves
+    /// them again to another host (the gateway, to a client that declared MCP Apps) decides.
     pub async fn tools_view(&self) -> crate::ToolsView {
         self.catalog.view_listed().await.0
     }
@@ -135,7 +137,9 @@ impl Host {
         if let Some((_, index)) = cached {
             return index;
         }
-        let (snapshot, complete) = self.catalog.snapshot_listed().await;
+        let (mut snapshot, complete) = self.catalog.snapshot_listed().await;
+        // Search is the model's: a tool for its app only is not found.
+        snapshot.tools.retain(|t| !t.is_app_only());
         let index = Arc::new(ToolIndex::new(snapshot.tools));
         // A listing that failed is tried again by the next search, not cached without it.
         if complete {

@@ -655,6 +655,7 @@ impl Supervisor {
             elicitation_hooks: self.shared.options.elicitation_hooks.clone(),
             roots: self.shared.options.roots.clone(),
             offer: self.shared.options.offer.clone(),
+            extensions: self.shared.options.extensions.clone(),
             auth: self.shared.auth.clone(),
             child_guard: self.shared.options.child_guard.clone(),
             http: self.shared.http.clone(),
