@@ -31,6 +31,10 @@ pub(crate) struct GlobalArgs {
     /// `{"action": "decline"}`) instead of asking on the terminal.
     #[arg(long = "elicit-json", global = true, value_name = "FILE")]
     pub(crate) elicit_json: Option<PathBuf>,
+    /// Use the named profile (`profiles` in the user or managed file): only its servers start,
+    /// and only the tools it offers are listed, called and served.
+    #[arg(long = "profile", global = true, value_name = "NAME")]
+    pub(crate) profile: Option<String>,
     /// Also serve this folder to servers as a root (repeatable; the working directory always is).
     #[arg(long = "add-dir", global = true, value_name = "DIR")]
     pub(crate) add_dir: Vec<PathBuf>,

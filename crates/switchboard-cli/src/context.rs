@@ -19,6 +19,8 @@ pub(crate) struct Context {
     pub(crate) elicit_json: Option<PathBuf>,
     /// `--add-dir`: more roots.
     pub(crate) add_dir: Vec<PathBuf>,
+    /// `--profile`: the named profile the commands that start servers apply.
+    pub(crate) profile: Option<String>,
 }
 
 impl Context {
@@ -38,6 +40,7 @@ impl Context {
             paths,
             elicit_json: global.elicit_json.clone(),
             add_dir: global.add_dir.clone(),
+            profile: global.profile.clone(),
         })
     }
 

@@ -48,11 +48,29 @@ fn builder_with(
             .cloned()
             .collect::<Vec<_>>(),
     );
+    let profile = match &ctx.profile {
+        Some(name) => Some(config.profile(name).map_err(|e| anyhow::anyhow!(e))?),
+        None => None,
+    };
     if let Some(names) = &only {
         for name in names {
             let Some(entry) = config.get(name) else {
                 bail!("no server named `{name}`")
             };
+            if let Some(profile) = &profile
+                && !profile.servers.iter().any(|s| s == name)
+            {
+                bail!(
+                    "server `{name}` is not in profile `{}` (it has {})",
+                    profile.name,
+                    profile
+                        .servers
+                        .iter()
+                        .map(|s| format!("`{s}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
             if entry.startable().is_none() {
                 let (status, reason) = crate::output::status(entry);
                 bail!(
@@ -62,7 +80,9 @@ fn builder_with(
             }
         }
     }
-    // A `required` server is started by every command: none runs without it.
+    // A `required` server is started by every command: none runs without it (a profile names
+    // what it starts).
+    let with_required = with_required && profile.is_none();
     let only = only.map(|mut names| {
         for required in config.startable().filter(|c| c.required && with_required) {
             if !names.iter().any(|n| n == required.name.as_str()) {
@@ -72,6 +92,9 @@ fn builder_with(
         names
     });
     let mut planned = host_builder(ctx, config)?;
+    if let Some(profile) = profile {
+        planned.builder = planned.builder.profile(profile);
+    }
     if let Some(only) = only {
         planned.builder = planned.builder.only(only);
     }

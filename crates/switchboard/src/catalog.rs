@@ -1418,12 +1418,21 @@ fn build_tools(config: &ServerConfig, defs: Vec<ToolDef>, number: u64) -> Server
         .iter()
         .map(|p| WildMatch::new(p))
         .collect();
+    let profile: Option<Vec<WildMatch>> = config
+        .profile_tools
+        .as_ref()
+        .map(|p| p.iter().map(|p| WildMatch::new(p)).collect());
     let defs: Vec<ToolDef> = defs
         .into_iter()
         .filter(|d| {
             enabled
                 .as_ref()
                 .is_none_or(|e| e.iter().any(|w| w.matches(&d.name)))
+        })
+        .filter(|d| {
+            profile
+                .as_ref()
+                .is_none_or(|p| p.iter().any(|w| w.matches(&d.name)))
         })
         .filter(|d| !disabled.iter().any(|w| w.matches(&d.name)))
         // An IDE server offers only the tools meant for the model; the rest are the IDE's own.

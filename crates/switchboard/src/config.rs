@@ -25,6 +25,7 @@ mod parse;
 mod paths;
 mod plugin;
 mod policy;
+mod profiles;
 pub(crate) mod settings;
 mod trust;
 
@@ -56,6 +57,7 @@ pub use plugin::{
     set_plugin_enabled, set_plugin_server_enabled, update_plugin,
 };
 pub use policy::{Policy, PolicyRule, PolicyVerdict};
+pub use profiles::{Profile, Profiles};
 pub use settings::ScopeSettings;
 pub use trust::TrustStore;
 
@@ -156,6 +158,9 @@ pub struct ServerConfig {
     pub enabled_tools: Option<Vec<String>>,
     /// Glob patterns of tool names to hide.
     pub disabled_tools: Vec<String>,
+    /// Glob patterns of tool names the profile in use offers (`None`: no profile, or one
+    /// that offers every tool of its servers): a tool must match one, and `enabled_tools`.
+    pub profile_tools: Option<Vec<String>>,
     /// Overrides `MAX_MCP_OUTPUT_TOKENS` for this server's results.
     pub max_output_tokens: Option<u64>,
     /// The log level asked of the server (`logLevel`: `debug` … `emergency`), sent with
@@ -194,6 +199,7 @@ impl ServerConfig {
             launch_hash: parse::launch_hash(&raw),
             enabled_tools: None,
             disabled_tools: Vec::new(),
+            profile_tools: None,
             max_output_tokens: None,
             log_level: None,
             pinning: None,

@@ -87,6 +87,7 @@ pub struct HostBuilder {
     env: Option<Environment>,
     config: Option<ConfigSet>,
     only: Option<Vec<String>>,
+    profile: Option<crate::config::Profile>,
     prompter: Option<Arc<dyn PermissionPrompter>>,
     builtins: Vec<BuiltinTool>,
     output_dir: Option<PathBuf>,
@@ -153,6 +154,15 @@ impl HostBuilder {
     /// Starts only these servers.
     pub fn only(mut self, servers: Vec<String>) -> Self {
         self.only = Some(servers);
+        self
+    }
+
+    /// Applies a named profile ([`ConfigSet::profile`]): only its servers start, and of their
+    /// tools only those it offers are listed and may be called (permission rules still
+    /// apply). Replaces [`only`](Self::only).
+    pub fn profile(mut self, profile: crate::config::Profile) -> Self {
+        self.only = Some(profile.servers.clone());
+        self.profile = Some(profile);
         self
     }
 
@@ -437,6 +447,7 @@ impl HostBuilder {
             Arc::new(ReloadSpec {
                 env: env.clone(),
                 only: self.only.clone(),
+                profile: self.profile.clone(),
                 all_eager: self.all_eager,
             })
         });
@@ -449,6 +460,7 @@ impl HostBuilder {
                 config.startup = crate::config::Startup::Eager;
             }
         }
+        apply_profile(&mut configs, self.profile.as_ref());
         let extensions = self.extensions.unwrap_or_else(Extensions::host_default);
         let mut options = ManagerOptions {
             limits,
@@ -528,11 +540,25 @@ pub struct Host {
     extensions: Extensions,
 }
 
+/// Each server's tools as the profile offers them ([`HostBuilder::profile`]).
+pub(crate) fn apply_profile(
+    configs: &mut [ServerConfig],
+    profile: Option<&crate::config::Profile>,
+) {
+    let Some(profile) = profile else {
+        return;
+    };
+    for config in configs {
+        config.profile_tools = profile.tool_patterns_for(config.name.as_str());
+    }
+}
+
 /// What [`Host::reload`] reads the configuration again with.
 #[derive(Debug)]
 struct ReloadSpec {
     env: Environment,
     only: Option<Vec<String>>,
+    profile: Option<crate::config::Profile>,
     all_eager: bool,
 }
 

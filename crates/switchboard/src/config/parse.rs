@@ -652,6 +652,7 @@ impl Walker<'_> {
             disabled_tools: self
                 .string_list(&entry.disabled_tools, "disabledTools", false)?
                 .unwrap_or_default(),
+            profile_tools: None,
             max_output_tokens: self.positive_int(&entry.max_output_tokens, "maxOutputTokens")?,
             log_level,
             pinning: self.get(&entry.pinning, "pinning")?.map(|(Flag(b), _)| *b),

@@ -98,6 +98,8 @@ pub(crate) struct Sections {
     /// `scanOnPin`: the user's default for entries that do not say (user file). See
     /// `crate::pins`.
     pub(crate) scan_on_pin: Checked<bool>,
+    /// Named profiles (user and managed files; see `profiles.rs`).
+    pub(crate) profiles: Checked<Object<ProfilesFile>>,
 }
 
 /// A scope's file struct: what it holds besides servers.
@@ -118,6 +120,7 @@ impl ScopeFile for UserFile {
             gateway: self.gateway,
             pinning: self.pinning,
             scan_on_pin: self.scan_on_pin,
+            profiles: self.profiles,
         }
     }
 }
@@ -150,6 +153,7 @@ impl ScopeFile for ManagedFile {
             permissions: self.permissions,
             hooks: self.hooks,
             pinning: self.pinning,
+            profiles: self.profiles,
             ..Sections::default()
         }
     }
@@ -220,6 +224,9 @@ pub(crate) struct UserFile {
     /// `"scanOnPin": false`.
     #[serde(default)]
     pub(crate) scan_on_pin: Checked<bool>,
+    /// Named profiles: the servers and tools each offers.
+    #[serde(default)]
+    pub(crate) profiles: Checked<Object<ProfilesFile>>,
     #[serde(rename = "$schema", default)]
     _schema: Skipped,
 }
@@ -302,6 +309,9 @@ pub(crate) struct ManagedFile {
     /// `true`: every server's tools are pinned, whatever the entries and the user say.
     #[serde(default)]
     pub(crate) pinning: Checked<bool>,
+    /// Named profiles; one named as a user's is the managed file's.
+    #[serde(default)]
+    pub(crate) profiles: Checked<Object<ProfilesFile>>,
     #[serde(rename = "$schema", default)]
     _schema: Skipped,
 }
@@ -347,6 +357,18 @@ pub(crate) struct GatewayFile {
     pub(crate) allow_tools: Checked<Located<PatternList>>,
     #[serde(default)]
     pub(crate) deny_tools: Checked<Located<PatternList>>,
+}
+
+/// `profiles` as written: each profile by its name.
+pub(crate) type ProfilesFile = std::collections::BTreeMap<String, Checked<Object<ProfileFile>>>;
+
+/// One profile as written: the servers it starts, the tools it offers (tool patterns).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(crate) struct ProfileFile {
+    #[serde(default)]
+    pub(crate) servers: Checked<Located<PatternList>>,
+    #[serde(default)]
+    pub(crate) tools: Checked<Located<PatternList>>,
 }
 
 /// A list of tool patterns; each broken element is a problem of its own.

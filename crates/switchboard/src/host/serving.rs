@@ -91,6 +91,7 @@ impl Host {
                 config.startup = crate::config::Startup::Eager;
             }
         }
+        super::apply_profile(&mut configs, spec.profile.as_ref());
         let reloaded = self.manager.reload(configs).await;
         let issues = config.issues.clone();
         *self.current.write() = Arc::new(config);
