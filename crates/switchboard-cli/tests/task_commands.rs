@@ -11,6 +11,9 @@ use serde_json::{Value, json};
 use switchboard_testkit::config_tree::ConfigTree;
 use switchboard_testkit::{ReferenceServer, WAIT, cli};
 
+mod raw_stdio;
+use raw_stdio::RawStdio;
+
 const SWITCHBOARD: &str = env!("CARGO_BIN_EXE_switchboard");
 
 fn run(tree: &ConfigTree, args: &[&str]) -> Output {
@@ -202,4 +205,22 @@ fn a_detached_task_is_fetched_and_cancelled_by_later_processes() {
     let out = run(&tree, &["tasks", "get", "no-such-task"]);
     let stderr = cli::failed(&tree, &["tasks", "get", "no-such-task"], &out);
     assert!(stderr.contains("--server"), "{stderr}");
+}
+
+/// A gateway client that did not declare tasks calls a tool whose server requires them: the
+/// gateway runs the task (polling) and answers the call with the task's final result.
+#[test]
+fn the_gateway_runs_a_task_for_a_client_without_tasks() {
+    let tree = everything();
+    let mut gateway = RawStdio::start(&tree, &["--stdio", "--wait-for-servers"]);
+    let called = gateway.request(
+        "tools/call",
+        json!({"name": "mcp__ev__simulate-research-query", "arguments": {"topic": "rust"}}),
+    );
+    let text = called["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.starts_with("# Research Report: rust\n"), "{called}");
+    assert_ne!(called["result"]["isError"], true, "{called}");
+    gateway.finish();
 }
