@@ -126,6 +126,7 @@ impl RawStdio {
     }
 
     /// The names `tools/list` answers, sorted.
+    #[allow(dead_code)]
     pub(crate) fn tool_names(&mut self) -> Vec<String> {
         let listed = self.request("tools/list", json!({}));
         let mut names: Vec<String> = listed["result"]["tools"]
