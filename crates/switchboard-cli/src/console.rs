@@ -102,7 +102,14 @@ async fn console(
         format!("error: {issue}{more}")
     });
     let message = message.or(first_error);
-    let planned = crate::start::host_builder(ctx, config)?;
+    let profile = match &ctx.profile {
+        Some(name) => Some(config.profile(name).map_err(|e| anyhow::anyhow!(e))?),
+        None => None,
+    };
+    let mut planned = crate::start::host_builder(ctx, config)?;
+    if let Some(profile) = profile {
+        planned.builder = planned.builder.profile(profile);
+    }
     // Tokens where `mcp login` keeps them; the login URL shown on the console's own screen
     // (the browser is opened too), not printed over it.
     let opener = Arc::new(switchboard::auth::SystemOpener {

@@ -439,6 +439,25 @@ fn a_dying_server_shows_failed_and_r_reconnects_it_once_fixed() {
     assert_eq!(console.quit(), Some(0));
 }
 
+/// `--profile` applies to the console too: the profile's one tool of `kit`.
+#[test]
+fn the_console_shows_a_profiles_tools_only() {
+    let tree = kit_tree(&[]);
+    let mut user: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(tree.user_file()).unwrap()).unwrap();
+    user["profiles"] =
+        serde_json::json!({"echo": {"servers": ["kit"], "tools": ["mcp__kit__echo"]}});
+    std::fs::write(tree.user_file(), user.to_string()).unwrap();
+    let mut console = Console::start(&tree, &["--profile", "echo", "console"]);
+    console.wait_line(&["kit", "✓ connected", "1"]);
+    console.open_tools("Tools of kit (1 of 1)");
+    let screen = console.wait_until("echo", |s| s.contains("› echo "));
+    assert!(!screen.contains("slow"), "{screen}");
+    console.keys("\x1b");
+    console.wait_line(&["kit", "✓ connected"]);
+    assert_eq!(console.quit(), Some(0));
+}
+
 #[test]
 fn the_tools_view_filters_and_shows_the_schema() {
     let (_tree, mut console) = kit_tools();
