@@ -144,7 +144,7 @@ impl Session {
 }
 
 /// A tree whose user file has the testkit server `kit`, with its sample resources and
-/// prompt.
+/// prompt, and a permission rule that denies its `slow`.
 fn kit() -> ConfigTree {
     kit_with(json!({}))
 }
@@ -154,11 +154,12 @@ fn kit_with(gateway: Value) -> ConfigTree {
     let tree = ConfigTree::new().unwrap();
     let bin = switchboard_testkit::server_bin();
     let servers = json!({"kit": {"command": bin, "args": ["--sample-resources", "--completions"]}});
-    tree.write(
-        tree.user_file(),
-        &json!({"mcpServers": servers, "gateway": gateway}).to_string(),
-    )
-    .unwrap();
+    let user = json!({
+        "mcpServers": servers,
+        "gateway": gateway,
+        "permissions": {"deny": ["mcp__kit__slow"]},
+    });
+    tree.write(tree.user_file(), &user.to_string()).unwrap();
     tree
 }
 
@@ -225,6 +226,8 @@ fn the_audit_log_has_a_line_per_request_and_no_secret() {
     assert_eq!(failed["result"]["isError"], true, "{failed}");
     let unknown = alice.call("mcp__kit__nope", json!({}));
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    let not_permitted = alice.call("mcp__kit__slow", json!({"ms": 0}));
+    assert_eq!(not_permitted["result"]["isError"], true, "{not_permitted}");
     let read = alice.request(
         "resources/read",
         json!({"uri": "switchboard://kit/test://readme"}),
@@ -257,9 +260,9 @@ fn the_audit_log_has_a_line_per_request_and_no_secret() {
         );
     }
     let lines = lines(&log);
-    // One line per request: alice's eight (initialize, tools/list, four calls, a read, a
+    // One line per request: alice's nine (initialize, tools/list, five calls, a read, a
     // prompt), and the static token's two.
-    assert_eq!(lines.len(), 10, "{text}");
+    assert_eq!(lines.len(), 11, "{text}");
     for line in &lines {
         let time = line["time"].as_str().unwrap();
         assert!(time.len() == 24 && time.ends_with('Z'), "{line}");
@@ -316,6 +319,15 @@ fn the_audit_log_has_a_line_per_request_and_no_secret() {
     let nope = line(&lines, "audit-client", "tools/call", Some("nope"));
     assert_eq!(nope["decision"], "allowed", "{nope}");
     assert_eq!(nope["errorCode"], -32602, "{nope}");
+
+    let slow = line(&lines, "audit-client", "tools/call", Some("slow"));
+    assert_eq!(slow["decision"], "denied", "{slow}");
+    let rule = slow["rule"].as_str().unwrap();
+    assert!(
+        rule.starts_with("permission deny mcp__kit__slow (") && rule.contains("mcp.json"),
+        "{slow}"
+    );
+    assert_eq!(slow["outcome"], "isError", "{slow}");
 
     let read = line(&lines, "audit-client", "resources/read", None);
     assert_eq!(read["server"], "kit");

@@ -295,6 +295,15 @@ impl Audit {
     /// Opens the log (a file is created owner-only, appended to) and starts its writer thread;
     /// the lines it drops are counted in `dropped_total`.
     pub(crate) fn open(options: AuditOptions, dropped_total: Counter) -> Result<Audit, AuditError> {
+        Audit::open_queued(options, dropped_total, QUEUE)
+    }
+
+    /// [`Audit::open`] with a queue of `queue` lines.
+    fn open_queued(
+        options: AuditOptions,
+        dropped_total: Counter,
+        queue: usize,
+    ) -> Result<Audit, AuditError> {
         let sink = match &options.target {
             AuditTarget::Stdout => Sink::Stdout,
             AuditTarget::File(path) => Sink::File {
@@ -306,7 +315,7 @@ impl Audit {
                 max_bytes: options.max_bytes.max(1),
             },
         };
-        let (queue, lines) = std::sync::mpsc::sync_channel(QUEUE);
+        let (queue, lines) = std::sync::mpsc::sync_channel(queue);
         let dropped = Arc::new(AtomicU64::new(0));
         let writer = Writer {
             sink,
@@ -544,5 +553,69 @@ mod tests {
         assert!(matches!(Outcome::of_call(&failed), Outcome::IsError { .. }));
         let refused: Result<Value, ErrorData> = Err(ErrorData::invalid_params("no", None));
         assert_eq!(Outcome::of_call(&refused), Outcome::Error { code: -32602 });
+    }
+
+    /// A writer that cannot keep up (its file a FIFO nobody reads yet) never holds a request:
+    /// the lines past the queue are dropped and counted, and the log says how many.
+    #[test]
+    fn lines_the_writer_cannot_take_are_dropped_counted_and_told() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("audit.fifo");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        // Opening a FIFO waits for both ends: the reader opens it, then reads only when told.
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let reading = fifo.clone();
+        let reader = std::thread::spawn(move || {
+            let mut file = std::fs::File::open(reading).unwrap();
+            wait.recv().unwrap();
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut file, &mut text).unwrap();
+            text
+        });
+        let dropped = Counter::default();
+        let options = AuditOptions {
+            target: AuditTarget::File(fifo),
+            arguments: false,
+            max_bytes: u64::MAX,
+        };
+        let audit = Audit::open_queued(options, dropped.clone(), 16).unwrap();
+        let caller = Caller {
+            client: "c".to_owned(),
+            ..Caller::default()
+        };
+        // Far more than the pipe's buffer and the queue hold: the writer blocks, the rest drop.
+        const SENT: u64 = 2000;
+        for _ in 0..SENT {
+            audit.record(Entry {
+                caller: &caller,
+                method: "tools/list",
+                target: Target::default(),
+                decision: Decision::Allowed,
+                started: Instant::now(),
+                outcome: Outcome::Ok { bytes: 1 },
+                arguments: None,
+            });
+        }
+        assert!(dropped.get() > 0);
+        go.send(()).unwrap();
+        // The last handle gone, the writer writes out what it holds and closes the file.
+        drop(audit);
+        let text = reader.join().unwrap();
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let told: u64 = lines
+            .iter()
+            .filter(|l| l["event"] == "dropped")
+            .map(|l| l["dropped"].as_u64().unwrap())
+            .sum();
+        let written = lines.iter().filter(|l| l["method"] == "tools/list").count() as u64;
+        assert_eq!(told, dropped.get(), "{text}");
+        assert_eq!(written + told, SENT);
     }
 }
