@@ -233,6 +233,12 @@ fn the_audit_log_has_a_line_per_request_and_no_secret() {
         json!({"uri": "switchboard://kit/test://readme"}),
     );
     assert!(read["result"]["contents"].is_array(), "{read}");
+    // A URI's query values are masked in the log.
+    let note = alice.request(
+        "resources/read",
+        json!({"uri": "switchboard://kit/test://notes/x?key=uri-secret-40d2"}),
+    );
+    assert!(note["result"]["contents"].is_array(), "{note}");
     let prompt = alice.request(
         "prompts/get",
         json!({"name": "mcp__kit__paint", "arguments": {"color": "red"}}),
@@ -253,6 +259,7 @@ fn the_audit_log_has_a_line_per_request_and_no_secret() {
         &sessions[0],
         &sessions[1],
         "argument-text-91b2",
+        "uri-secret-40d2",
     ] {
         assert!(
             !text.contains(secret),
@@ -260,9 +267,9 @@ fn the_audit_log_has_a_line_per_request_and_no_secret() {
         );
     }
     let lines = lines(&log);
-    // One line per request: alice's nine (initialize, tools/list, five calls, a read, a
+    // One line per request: alice's ten (initialize, tools/list, five calls, two reads, a
     // prompt), and the static token's two.
-    assert_eq!(lines.len(), 11, "{text}");
+    assert_eq!(lines.len(), 12, "{text}");
     for line in &lines {
         let time = line["time"].as_str().unwrap();
         assert!(time.len() == 24 && time.ends_with('Z'), "{line}");
@@ -329,7 +336,15 @@ fn the_audit_log_has_a_line_per_request_and_no_secret() {
     );
     assert_eq!(slow["outcome"], "isError", "{slow}");
 
-    let read = line(&lines, "audit-client", "resources/read", None);
+    let reads: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["method"] == "resources/read")
+        .collect();
+    assert_eq!(reads.len(), 2, "{text}");
+    let read = reads
+        .iter()
+        .find(|l| l["uri"] == "switchboard://kit/test://readme")
+        .unwrap();
     assert_eq!(read["server"], "kit");
     assert_eq!(read["uri"], "switchboard://kit/test://readme");
     assert_eq!(read["outcome"], "ok");

@@ -1496,15 +1496,16 @@ impl ServerHandler for Session {
     }
 }
 
-/// What a request about the resource `uri` (as served) is about, for the audit log: the URI,
-/// and its server when the URI names one (`switchboard://<server>/…`).
+/// What a request about the resource `uri` (as served) is about, for the audit log: the URI
+/// (a password or query value in it masked), and its server when the URI names one
+/// (`switchboard://<server>/…`).
 fn resource_target_of(uri: &str) -> Target {
     Target {
         server: uri
             .strip_prefix(RESOURCE_SCHEME)
             .and_then(|rest| rest.split_once('/'))
             .map(|(server, _)| server.to_owned()),
-        uri: Some(uri.to_owned()),
+        uri: Some(switchboard::redact::redact_urls_in(uri)),
         ..Target::default()
     }
 }
