@@ -765,7 +765,7 @@ pub(crate) struct ServeArgs {
     pub(crate) prefix: switchboard_gateway::Prefix,
     /// Export OpenTelemetry traces over OTLP/HTTP to this collector (its base URL, e.g.
     /// http://localhost:4318): a span per client request, a child per upstream call, whose
-    /// W3C traceparent goes upstream in `_meta`.
+    /// W3C traceparent goes upstream in `_meta`; with --audit-log, its lines as log records.
     #[arg(long, value_name = "URL")]
     pub(crate) otlp_endpoint: Option<String>,
     /// Share state with the other replicas of this gateway through a Redis

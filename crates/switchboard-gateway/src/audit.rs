@@ -14,7 +14,8 @@
 //! (`switchboard_audit_dropped_total`), and the next line written is preceded by one that says
 //! how many were lost (`"event": "dropped"`). Past `--audit-max-bytes` the file is renamed to
 //! `PATH.1` (replacing the one before) and a new one begun. A replica's lines name it
-//! (`"replica"`: its `--advertise-addr`).
+//! (`"replica"`: its `--advertise-addr`). Where traces are exported (`--otlp-endpoint`), the
+//! writer also hands each line to the OTLP log exporter ([`crate::trace`]).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -274,6 +275,8 @@ struct Inner {
     dropped: Arc<AtomicU64>,
     /// Lines dropped in all (`switchboard_audit_dropped_total`).
     dropped_total: Counter,
+    /// Where the writer also sends each line as a log record, once traces are exported.
+    otlp: Arc<std::sync::OnceLock<opentelemetry_sdk::logs::SdkLogger>>,
 }
 
 enum Message {
@@ -317,8 +320,10 @@ impl Audit {
         };
         let (queue, lines) = std::sync::mpsc::sync_channel(queue);
         let dropped = Arc::new(AtomicU64::new(0));
+        let otlp = Arc::new(std::sync::OnceLock::new());
         let writer = Writer {
             sink,
+            otlp: otlp.clone(),
             dropped: dropped.clone(),
             written: 0,
             pending: Vec::with_capacity(WRITE_AT),
@@ -337,8 +342,14 @@ impl Audit {
                 replica: std::sync::OnceLock::new(),
                 dropped,
                 dropped_total,
+                otlp,
             }),
         })
+    }
+
+    /// Sends every line from now on to `logger` too, as an OTLP log record.
+    pub(crate) fn set_otlp(&self, logger: opentelemetry_sdk::logs::SdkLogger) {
+        let _ = self.inner.otlp.set(logger);
     }
 
     /// Names this replica in every line from now on.
@@ -439,6 +450,7 @@ enum Sink {
 /// The writer thread's side.
 struct Writer {
     sink: Sink,
+    otlp: Arc<std::sync::OnceLock<opentelemetry_sdk::logs::SdkLogger>>,
     dropped: Arc<AtomicU64>,
     /// What the file holds (written out).
     written: u64,
@@ -486,8 +498,18 @@ impl Writer {
         self.write_out();
     }
 
-    /// Adds a line, rotating the file first when the line would take it past its size.
+    /// Adds a line, rotating the file first when the line would take it past its size; the
+    /// OTLP exporter, if any, gets it as a log record.
     fn put(&mut self, line: &[u8]) {
+        if let Some(logger) = self.otlp.get() {
+            use opentelemetry::logs::{LogRecord as _, Logger as _};
+            let mut record = logger.create_log_record();
+            record.set_event_name("switchboard.audit");
+            record.set_timestamp(SystemTime::now());
+            let text = String::from_utf8_lossy(line).trim_end().to_owned();
+            record.set_body(opentelemetry::logs::AnyValue::String(text.into()));
+            logger.emit(record);
+        }
         if let Sink::File { max_bytes, .. } = &self.sink {
             let size = self.written + self.pending.len() as u64;
             if size > 0 && size + line.len() as u64 > *max_bytes {

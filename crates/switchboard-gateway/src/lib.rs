@@ -315,6 +315,10 @@ impl Gateway {
     /// Exports a span for each client request (and each call's upstream request) from now on;
     /// `false` when traces were set already.
     pub fn set_traces(&self, traces: trace::Traces) -> bool {
+        // The audit log's lines go there too, as log records.
+        if let Some(audit) = self.audit() {
+            audit.set_otlp(traces.audit_logger());
+        }
         self.inner.traces.set(traces).is_ok()
     }
 
@@ -324,6 +328,9 @@ impl Gateway {
         let audit = audit::Audit::open(options, self.inner.metrics.audit_dropped())?;
         if let Some(advertised) = self.cluster().and_then(|c| c.advertise()) {
             audit.set_replica(advertised);
+        }
+        if let Some(traces) = self.traces() {
+            audit.set_otlp(traces.audit_logger());
         }
         let _ = self.inner.audit.set(audit);
         Ok(())
