@@ -2,9 +2,9 @@
 //! testkit server: the audit log's lines (one per client request, no secret in them, the
 //! arguments hashed unless `--audit-arguments`, the file rotated at its size), and rate limits
 //! per subject and per tool, with access tokens from the testkit's authorization server
-//! (`--oauth-jwt`), shared by two replicas through a real `redis-server` (`--store`). Plain
-//! HTTP/1.1 over std sockets; the gateway is stopped with SIGTERM before its log is read, so
-//! every line is written out (no waiting on timing).
+//! (`--oauth-jwt`), shared by two replicas through a real `redis-server` (`--store`), whose
+//! audit lines name each replica. Plain HTTP/1.1 over std sockets; the gateway is stopped with
+//! SIGTERM before its log is read, so every line is written out (no waiting on timing).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
@@ -61,6 +61,12 @@ impl Serve {
             .args(["-TERM", &self.child.id().to_string()])
             .status();
         let _ = self.child.wait();
+    }
+
+    /// `HOST:PORT`.
+    fn addr(&self) -> String {
+        let rest = self.url.strip_prefix("http://").unwrap();
+        rest.split_once('/').unwrap().0.to_owned()
     }
 
     fn metrics(&self) -> String {
@@ -505,14 +511,29 @@ fn a_rate_limit_is_shared_by_replicas_through_the_store() {
     };
     let tree = kit();
     let store = redis.url();
-    let args = [
-        "--store",
-        &store,
-        "--rate-limit",
-        "tool:mcp__kit__add=3/min",
-    ];
-    let one = Serve::start(&tree, &args);
-    let two = Serve::start(&tree, &args);
+    // Replicas sharing a cluster key: each one's audit lines name it.
+    let key = tree.root().join("cluster.key");
+    std::fs::write(&key, [7u8; 32]).unwrap();
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let key = key.display().to_string();
+    let logs = [tree.root().join("one.log"), tree.root().join("two.log")];
+    let start = |log: &Path| {
+        let log = log.display().to_string();
+        let args = [
+            "--store",
+            &store,
+            "--rate-limit",
+            "tool:mcp__kit__add=3/min",
+            "--cluster-key-file",
+            &key,
+            "--audit-log",
+            &log,
+        ];
+        Serve::start(&tree, &args)
+    };
+    let one = start(&logs[0]);
+    let two = start(&logs[1]);
+    let replicas = [one.addr(), two.addr()];
     let mut first = Session::open(&one.url, STATIC_TOKEN, "first");
     let mut second = Session::open(&two.url, STATIC_TOKEN, "second");
     let add = |session: &mut Session| session.call("mcp__kit__add", json!({"a": 1, "b": 2}));
@@ -534,4 +555,12 @@ fn a_rate_limit_is_shared_by_replicas_through_the_store() {
     }
     one.stop();
     two.stop();
+    for (log, replica) in logs.iter().zip(&replicas) {
+        let lines = lines(log);
+        assert!(!lines.is_empty());
+        assert!(
+            lines.iter().all(|l| l["replica"] == replica.as_str()),
+            "{lines:#?}"
+        );
+    }
 }
