@@ -39,8 +39,13 @@ pub struct Traces {
 
 impl Traces {
     /// Spans exported to the OTLP/HTTP collector at `endpoint` (its base URL, to which
-    /// `/v1/traces` is added, or the full URL ending in `/v1/traces`). Needs a Tokio runtime.
+    /// `/v1/traces` is added, or the full URL ending in `/v1/traces`), and the audit log's
+    /// records to its `/v1/logs`. Needs a Tokio runtime.
     pub fn otlp(endpoint: &str) -> Result<Traces, TraceError> {
+        let failed = |source| TraceError {
+            endpoint: switchboard::redact_url(endpoint),
+            source,
+        };
         let base = endpoint
             .strip_suffix("/v1/traces")
             .unwrap_or(endpoint)
@@ -56,10 +61,7 @@ impl Traces {
             .with_http()
             .with_endpoint(url)
             .build()
-            .map_err(|source| TraceError {
-                endpoint: switchboard::redact_url(endpoint),
-                source,
-            })?;
+            .map_err(failed)?;
         let processor =
             opentelemetry_sdk::trace::span_processor_with_async_runtime::BatchSpanProcessor::builder(
                 exporter,
@@ -78,10 +80,7 @@ impl Traces {
             .with_http()
             .with_endpoint(format!("{base}/v1/logs"))
             .build()
-            .map_err(|source| TraceError {
-                endpoint: switchboard::redact_url(endpoint),
-                source,
-            })?;
+            .map_err(failed)?;
         let processor =
             opentelemetry_sdk::logs::log_processor_with_async_runtime::BatchLogProcessor::builder(
                 exporter,
