@@ -775,7 +775,7 @@ pub(crate) struct ServeArgs {
     pub(crate) prefix: switchboard_gateway::Prefix,
     /// Export OpenTelemetry traces over OTLP/HTTP to this collector (its base URL, e.g.
     /// http://localhost:4318): a span per client request, a child per upstream call, whose
-    /// W3C traceparent goes upstream in `_meta`.
+    /// W3C traceparent goes upstream in `_meta`; with --audit-log, its lines as log records.
     #[arg(long, value_name = "URL")]
     pub(crate) otlp_endpoint: Option<String>,
     /// Share state with the other replicas of this gateway through a Redis
@@ -835,6 +835,27 @@ pub(crate) struct ServeArgs {
     /// answers, for about half the gateway's CPU a call).
     #[arg(long, requires = "http")]
     pub(crate) no_fast_path: bool,
+    /// Write one JSON line per client request to PATH (`-`: stdout, with --http only): time,
+    /// OAuth subject, client, a hash of the session id, method, server and tool (or URI,
+    /// prompt), decision (allowed, denied and by which rule, held, rate-limited), duration,
+    /// outcome and result size. Arguments only as their SHA-256; never a token or a header.
+    #[arg(long, value_name = "PATH|-")]
+    pub(crate) audit_log: Option<String>,
+    /// With --audit-log: write calls' arguments as they are, not only their SHA-256.
+    #[arg(long, requires = "audit_log")]
+    pub(crate) audit_arguments: bool,
+    /// With --audit-log PATH: past this size the file becomes PATH.1 (replacing the one
+    /// before) and a new one is begun.
+    #[arg(long, value_name = "BYTES", requires = "audit_log",
+          default_value_t = switchboard_gateway::DEFAULT_AUDIT_MAX_BYTES,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) audit_max_bytes: u64,
+    /// Refuse calls past a rate (repeatable): `sub:PATTERN=N/UNIT` per OAuth subject,
+    /// `tool:PATTERN=N/UNIT` per tool (qualified name), `server:PATTERN=N/UNIT` per server;
+    /// UNIT `s`, `min` or `h` (e.g. `sub:*=60/min`, `tool:mcp__gh__*=10/s`). Each matching
+    /// subject, tool or server has a bucket of its own, shared by the replicas with --store.
+    #[arg(long = "rate-limit", value_name = "KIND:PATTERN=N/UNIT")]
+    pub(crate) rate_limits: Vec<String>,
     /// Testing: a session ends after this many idle seconds (rmcp's keep-alive).
     #[arg(long, value_name = "SECONDS", hide = true,
           default_value_t = SessionLimits::DEFAULT_IDLE.as_secs(),

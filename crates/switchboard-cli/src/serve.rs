@@ -41,6 +41,16 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
                 .exit();
         }
     }
+    if args.http.is_none() && args.audit_log.as_deref() == Some("-") {
+        // Over stdio, stdout is the protocol.
+        use clap::CommandFactory as _;
+        crate::args::Cli::command()
+            .error(
+                clap::error::ErrorKind::ArgumentConflict,
+                "--audit-log - (stdout) needs --http: over stdio, stdout is the protocol",
+            )
+            .exit();
+    }
     let addr = args.http.as_deref().map(parse_addr).transpose()?;
     if let Some(addr) = addr
         && !addr.ip().is_loopback()
@@ -81,6 +91,9 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         cluster.set_advertise(advertised.clone());
     }
+    // So is a bad rate limit.
+    let mut limits = switchboard_gateway::RateLimits::parse(&args.rate_limits)
+        .map_err(|e| anyhow::anyhow!("--rate-limit {e}"))?;
     let mut filter = flag_rules(&args)?;
     // The flags' rules alone: a reload joins them with the file's as it is then.
     let rules = filter.clone();
@@ -121,6 +134,8 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
             .builder
             .one_shot(false);
         if let Some(store) = store {
+            // The replicas take from the same buckets.
+            limits.share(store.clone());
             builder = builder.store(store);
         }
         // Every server is waited for before a client is served: `--prefix never` refuses
@@ -188,7 +203,9 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         // The user file's rules join the flags'; one that cannot be read stops the gateway
         // (a deny rule silently dropped would serve what it hides).
-        if let Err(e) = config_rules(&host, &mut filter) {
+        if let Err(e) =
+            config_rules(&host, &mut filter).and_then(|()| config_limits(&host, &mut limits))
+        {
             host.shutdown().await;
             return Err(e);
         }
@@ -202,6 +219,25 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
             args.tool_search.unwrap_or_default(),
             args.prefix,
         );
+        if let Some(cluster) = cluster {
+            // Before the audit log: a replica's lines name it.
+            gateway.set_cluster(cluster);
+        }
+        if let Some(log) = &args.audit_log {
+            let options = switchboard_gateway::AuditOptions {
+                target: match log.as_str() {
+                    "-" => switchboard_gateway::AuditTarget::Stdout,
+                    path => switchboard_gateway::AuditTarget::File(path.into()),
+                },
+                arguments: args.audit_arguments,
+                max_bytes: args.audit_max_bytes,
+            };
+            if let Err(e) = gateway.set_audit(options) {
+                host.shutdown().await;
+                return Err(e.into());
+            }
+        }
+        gateway.set_rate_limits(limits);
         gateway.set_fast_path(!args.no_fast_path);
         let reporting = host.clone();
         gateway.follow_clients(move |reoffer| {
@@ -218,9 +254,7 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         if let Some(traces) = &traces {
             gateway.set_traces(traces.clone());
         }
-        if let Some(cluster) = cluster {
-            gateway.set_cluster(cluster);
-        }
+        let flushing = gateway.clone();
         let served = async {
             match addr {
                 Some(addr) => serve_http(gateway, addr, &args, given, oauth).await,
@@ -249,6 +283,8 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
             _ = crate::context::interrupted() => Ok(()),
         };
         reloading.abort();
+        // The last requests' lines are written out before the process ends.
+        flushing.flush_audit(std::time::Duration::from_secs(2));
         if let Some(traces) = traces {
             traces.shutdown();
         }
@@ -492,6 +528,21 @@ fn config_rules(host: &switchboard::host::Host, filter: &mut ToolFilter) -> anyh
             ToolFilter::parse([&rule.rule], NONE)
         };
         filter.extend(parsed.map_err(|e| anyhow::anyhow!("{}", rule.issue(e)))?);
+    }
+    Ok(())
+}
+
+/// Adds the user file's `gateway.rateLimits` to `limits` (read at start; a reload keeps the
+/// limits the gateway started with). One that does not parse stops the gateway, naming its
+/// file, line and field (the section's other problems are `config_rules`'s to report).
+fn config_limits(
+    host: &switchboard::host::Host,
+    limits: &mut switchboard_gateway::RateLimits,
+) -> anyhow::Result<()> {
+    for limit in host.current_config().gateway_settings().rate_limits {
+        let parsed = switchboard_gateway::RateLimits::parse([&limit.limit])
+            .map_err(|e| anyhow::anyhow!("{}", limit.issue(e)))?;
+        limits.extend(parsed);
     }
     Ok(())
 }

@@ -191,7 +191,8 @@ fn changed_and_new_tools_are_held_from_the_command_line_until_approved() {
 }
 
 /// The gateway (`serve --stdio`) lists what the host lists: a held tool is not served, and
-/// calling it gets the unknown tool's error; the unchanged tool is served and called.
+/// calling it gets the unknown tool's error; the unchanged tool is served and called. Its
+/// audit log tells the held tool's call from an unknown tool's.
 #[test]
 fn the_gateway_does_not_serve_a_held_tool() {
     let (tree, file) = tree_with(&first_tools());
@@ -199,7 +200,12 @@ fn the_gateway_does_not_serve_a_held_tool() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     file.set(&changed_tools()).unwrap();
 
-    let mut gateway = RawStdio::start(&tree, &["--stdio", "--wait-for-servers"]);
+    let log = tree.root().join("audit.log");
+    let log_arg = log.display().to_string();
+    let mut gateway = RawStdio::start(
+        &tree,
+        &["--stdio", "--wait-for-servers", "--audit-log", &log_arg],
+    );
     let names = gateway.tool_names();
     assert_eq!(names, ["mcp__kit__stay"]);
     let called = gateway.request(
@@ -227,6 +233,21 @@ fn the_gateway_does_not_serve_a_held_tool() {
         "{refused} vs {unknown}"
     );
     gateway.finish();
+    let lines: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let decision = |tool: &str| {
+        let line = lines
+            .iter()
+            .find(|l| l["method"] == "tools/call" && l["tool"] == tool)
+            .unwrap_or_else(|| panic!("no call of {tool} in {lines:#?}"));
+        (line["decision"].clone(), line["outcome"].clone())
+    };
+    assert_eq!(decision("stay"), (json!("allowed"), json!("ok")));
+    assert_eq!(decision("echo"), (json!("held"), json!("error")));
+    assert_eq!(decision("nothing"), (json!("allowed"), json!("error")));
 }
 
 /// Prompts are pinned as tools are, from the command line and through the gateway: a changed,

@@ -11,7 +11,7 @@ use switchboard_testkit::config_tree::ConfigTree;
 use switchboard_testkit::{TestServer, Transport};
 
 use switchboard_testkit::WAIT;
-use switchboard_testkit::raw_http::{self, header};
+use switchboard_testkit::raw_http::{self, header, message};
 const AUDIENCE: &str = "https://switchboard.test/mcp";
 
 /// One HTTP/1.1 request to `addr` (`HOST:PORT`): the status code, the response's head and
@@ -31,34 +31,10 @@ fn request(
     )
 }
 
-/// The JSON-RPC message of a response body: plain JSON, or an event stream's `data:` line.
-fn message(body: &str) -> Value {
-    body.lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .find_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-        .or_else(|| serde_json::from_str(body.trim()).ok())
-        .unwrap_or_else(|| panic!("no JSON-RPC message in {body}"))
-}
-
 /// The testkit's authorization server: a token for `client` (its subject) with `scope`.
 fn token(auth: &TestServer, client: &str, scope: &str) -> String {
-    let base = auth.url().trim_end_matches("/mcp");
-    let addr = base.strip_prefix("http://").unwrap();
-    let form = format!(
-        "grant_type=client_credentials&client_id={client}&scope={}&resource={}",
-        scope.replace(' ', "+"),
-        AUDIENCE.replace(':', "%3A").replace('/', "%2F")
-    );
-    let (code, _, body) = request(
-        addr,
-        "POST",
-        "/token",
-        &["Content-Type: application/x-www-form-urlencoded".to_owned()],
-        Some(&form),
-    );
-    assert_eq!(code, 200, "{body}");
-    let answer: Value = serde_json::from_str(body.trim()).unwrap();
-    answer["access_token"].as_str().unwrap().to_owned()
+    let issuer = auth.url().trim_end_matches("/mcp");
+    raw_http::client_credentials_token(issuer, client, scope, AUDIENCE)
 }
 
 /// `serve` with these arguments; its stderr goes to `stderr.txt` in the tree.

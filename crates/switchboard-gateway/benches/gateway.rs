@@ -41,7 +41,10 @@
 //! A second table gives each target's CPU per call (µs, from `/proc/*/task/*/schedstat` before
 //! and after the target's turn): the client's threads, the gateways' threads (`gateway-mt`,
 //! `gateway-ct`; their runtimes' threads are named so, for `perf report --comm` too), the
-//! relays' threads, and the upstream servers (the bench's child processes). The bench also
+//! relays' threads, and the upstream servers (the bench's child processes). Two more tables
+//! compare, for the testkit upstream, the same gateways with the fast path off (`serve
+//! --no-fast-path`) and with an audit log (`serve --audit-log PATH`, its writer thread's CPU
+//! counted as the gateway's, `sb-audit`) against the plain ones. The bench also
 //! prints the size of a `Host::call` future (the handler task rmcp spawns per call holds it).
 #![allow(
     clippy::unwrap_used,
@@ -63,7 +66,9 @@ use serde_json::{Value, json};
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 use switchboard::host::Host;
-use switchboard_gateway::{Gateway, HttpGateway, HttpOptions, ToolFilter};
+use switchboard_gateway::{
+    AuditOptions, AuditTarget, Gateway, HttpGateway, HttpOptions, ToolFilter,
+};
 use switchboard_testkit::config_tree::ConfigTree;
 use switchboard_testkit::{ReferenceServer, TestServer, Transport};
 
@@ -287,7 +292,8 @@ fn cpu_now() -> [u64; 4] {
     for task in tasks("self") {
         let comm = std::fs::read_to_string(task.join("comm")).unwrap_or_default();
         let group = match comm.trim() {
-            "gateway-mt" | "gateway-ct" => 1,
+            // `sb-audit`: the audit log's writer thread, the gateway's own work.
+            "gateway-mt" | "gateway-ct" | "sb-audit" => 1,
             "relay-mt" | "relay-ct" => 2,
             _ => 0,
         };
@@ -478,6 +484,7 @@ fn start_gateway(
     tree: &ConfigTree,
     multi_thread: bool,
     fast_path: bool,
+    audit: bool,
 ) -> String {
     let servers: serde_json::Map<String, Value> = upstreams
         .iter()
@@ -501,6 +508,7 @@ fn start_gateway(
     let env: switchboard::config::Environment = tree.env().into_iter().collect();
     let project = tree.project();
     let output = tree.root().join("out");
+    let audit_log = tree.root().join("audit.log");
     let (tx, rx) = std::sync::mpsc::channel();
     spawn_named(gateway_thread(multi_thread), move || {
         runtime(multi_thread, gateway_thread(multi_thread)).block_on(async move {
@@ -526,6 +534,16 @@ fn start_gateway(
             }
             let gateway = Gateway::new(host, ToolFilter::default());
             gateway.set_fast_path(fast_path);
+            if audit {
+                // `serve --audit-log PATH`, with its defaults.
+                gateway
+                    .set_audit(AuditOptions {
+                        target: AuditTarget::File(audit_log),
+                        arguments: false,
+                        max_bytes: switchboard_gateway::DEFAULT_AUDIT_MAX_BYTES,
+                    })
+                    .unwrap();
+            }
             let server = HttpGateway::bind(
                 gateway,
                 SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -619,14 +637,19 @@ fn main() {
         upstreams.push(("everything", url.clone(), None));
     }
     let tree = ConfigTree::new().unwrap();
-    let gateway_mt = start_gateway(&upstreams, &tree, true, true);
+    let gateway_mt = start_gateway(&upstreams, &tree, true, true, false);
     let tree_ct = ConfigTree::new().unwrap();
-    let gateway_ct = start_gateway(&upstreams, &tree_ct, false, true);
+    let gateway_ct = start_gateway(&upstreams, &tree_ct, false, true, false);
     // The fast path's A/B (issue 36): the same gateways with `serve --no-fast-path`.
     let tree_slow_mt = ConfigTree::new().unwrap();
-    let slow_mt = start_gateway(&upstreams, &tree_slow_mt, true, false);
+    let slow_mt = start_gateway(&upstreams, &tree_slow_mt, true, false, false);
     let tree_slow_ct = ConfigTree::new().unwrap();
-    let slow_ct = start_gateway(&upstreams, &tree_slow_ct, false, false);
+    let slow_ct = start_gateway(&upstreams, &tree_slow_ct, false, false, false);
+    // The audit log's cost (issue 39): the same gateways with `serve --audit-log PATH`.
+    let tree_audit_mt = ConfigTree::new().unwrap();
+    let audit_mt = start_gateway(&upstreams, &tree_audit_mt, true, true, true);
+    let tree_audit_ct = ConfigTree::new().unwrap();
+    let audit_ct = start_gateway(&upstreams, &tree_audit_ct, false, true, true);
     let mut targets = vec![Upstream {
         label: "testkit-server (Rust)",
         direct: upstream.url().to_owned(),
@@ -678,6 +701,8 @@ fn main() {
                 ));
                 plan.push(Target::session(NO_FAST_MT, slow_mt.clone(), t.through));
                 plan.push(Target::session(NO_FAST_CT, slow_ct.clone(), t.through));
+                plan.push(Target::session(AUDIT_MT, audit_mt.clone(), t.through));
+                plan.push(Target::session(AUDIT_CT, audit_ct.clone(), t.through));
             }
             plan
         })
@@ -862,6 +887,39 @@ fn main() {
             }
         }
     }
+    for ((upstream, (figures, cpu)), plan) in targets.iter().zip(&results).zip(&plans) {
+        let at = |name: &str| plan.iter().position(|t| t.name == name);
+        let (Some(audit_mt), Some(audit_ct)) = (at(AUDIT_MT), at(AUDIT_CT)) else {
+            continue;
+        };
+        println!();
+        println!(
+            "{}, the audit log's cost: the same gateway with `serve --audit-log PATH` and without, \
+             in the same run:",
+            upstream.label
+        );
+        println!();
+        println!(
+            "| runtime | phase | off calls/s | on calls/s | on ÷ off | gateway CPU µs a call, off / on |"
+        );
+        println!("|---|---|--:|--:|--:|--:|");
+        for (runtime, off, on) in [
+            ("current-thread", 2, audit_ct),
+            ("multi-thread, 2 workers", 1, audit_mt),
+        ] {
+            let gateway_cpu = |target: usize| median(cpu[target].iter().map(|r| r[1]).collect());
+            for (phase, pick) in PHASES {
+                println!(
+                    "| {runtime} | {phase} | {:.0} | {:.0} | {:.2}× | {:.0} / {:.0} |",
+                    rate_of(&figures[off], pick),
+                    rate_of(&figures[on], pick),
+                    ratio_of(&figures[on], &figures[off], pick),
+                    gateway_cpu(off),
+                    gateway_cpu(on),
+                );
+            }
+        }
+    }
     println!();
     println!(
         "CPU per call (µs, median; warm-up, seq and x16 together; threads by name, upstream = \
@@ -892,6 +950,9 @@ const PINNED_CT: &str = "gateway, current-thread, upstream on 2025-11-25";
 /// The targets through the gateways with the fast path off (`serve --no-fast-path`).
 const NO_FAST_MT: &str = "gateway, multi-thread, no fast path";
 const NO_FAST_CT: &str = "gateway, current-thread, no fast path";
+/// The targets through the gateways that keep an audit log (`serve --audit-log PATH`).
+const AUDIT_MT: &str = "gateway, multi-thread, audit log";
+const AUDIT_CT: &str = "gateway, current-thread, audit log";
 
 /// An upstream's figures, per target (in its plan's order) and repetition: calls/s (seq, x16),
 /// and CPU µs per call (client, gateway threads, relay threads, upstream).

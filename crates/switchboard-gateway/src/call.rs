@@ -19,11 +19,12 @@ use rmcp::ErrorData;
 use rmcp::model::{ClientCapabilities, ErrorCode};
 use serde_json::{Map, Value};
 use switchboard::Progress;
-use switchboard::host::CallOptions;
+use switchboard::host::{CallError, CallOptions, CallOutcome};
 use switchboard::interaction::Interaction;
 use switchboard::permissions::{CallSource, PermissionPrompter};
 use tokio::sync::mpsc;
 
+use crate::audit::{Caller, Decision, Entry, Outcome, Target};
 use crate::forward::{Asker, ElicitingPrompter};
 use crate::oauth::Identity;
 use crate::session::{TracedCall, call_value, called_tool, record};
@@ -34,25 +35,86 @@ use crate::{Gateway, ToolSearch};
 pub(crate) struct Resolved {
     pub(crate) name: String,
     pub(crate) arguments: Map<String, Value>,
+    /// When the client's request came (the audit log's duration).
+    pub(crate) started: Instant,
 }
 
 /// The tool a client calls as `requested` with `arguments`, or the error it gets: the search
-/// mode's call tool names the tool in its arguments; the tool rules see `identity`.
+/// mode's call tool names the tool in its arguments; the tool rules see `identity`; then the
+/// rate limits (`--rate-limit`) take the call, unless it is `resuming` one (a 2026-07-28
+/// request that answers an input round of a call already let in). A refused call's audit line
+/// is written here.
 pub(crate) async fn resolve(
     gateway: &Gateway,
     requested: &str,
     arguments: Map<String, Value>,
     identity: Option<&Identity>,
+    caller: &Caller,
+    resuming: bool,
 ) -> Result<Resolved, ErrorData> {
+    let started = Instant::now();
+    let refused =
+        |error: ErrorData, target: Target, decision, arguments: Option<&Map<String, Value>>| {
+            if let Some(audit) = gateway.audit() {
+                audit.record(Entry {
+                    caller,
+                    method: "tools/call",
+                    target,
+                    decision,
+                    started,
+                    outcome: Outcome::Error { code: error.code.0 },
+                    arguments: arguments.map(|a| audit.arguments(a)),
+                });
+            }
+            error
+        };
     let (requested, arguments) =
         if gateway.tool_search() != ToolSearch::Off && requested == crate::search::CALL_TOOL {
-            let (name, arguments) = crate::search::call_request(Some(&arguments))?;
-            (name, arguments.unwrap_or_default())
+            match crate::search::call_request(Some(&arguments)) {
+                Ok((name, inner)) => (name, inner.unwrap_or_default()),
+                Err(e) => {
+                    let target = Target::tool(requested);
+                    return Err(refused(e, target, Decision::Allowed, Some(&arguments)));
+                }
+            }
         } else {
             (requested.to_owned(), arguments)
         };
-    let name = called_tool(gateway, &requested, identity).await?;
-    Ok(Resolved { name, arguments })
+    let name = match called_tool(gateway, &requested, identity).await {
+        Ok(name) => name,
+        Err((e, rule)) => {
+            let decision = match rule {
+                Some(rule) => Decision::Denied { rule },
+                None => Decision::Allowed,
+            };
+            return Err(refused(
+                e,
+                Target::tool(&requested),
+                decision,
+                Some(&arguments),
+            ));
+        }
+    };
+    if !resuming && let Some(limits) = gateway.rate_limits() {
+        let subject = identity.map(|i| i.subject.as_str());
+        if let Err(limited) = limits.take(subject, &name).await {
+            gateway.metrics().record_rate_limited(&limited.limit);
+            let decision = Decision::RateLimited {
+                limit: limited.limit.clone(),
+            };
+            return Err(refused(
+                limited.error(),
+                Target::tool(&name),
+                decision,
+                Some(&arguments),
+            ));
+        }
+    }
+    Ok(Resolved {
+        name,
+        arguments,
+        started,
+    })
 }
 
 /// Where a call's questions and progress go.
@@ -91,22 +153,32 @@ pub(crate) fn cancelled() -> ErrorData {
     ErrorData::new(ErrorCode::INTERNAL_ERROR, "cancelled by the client", None)
 }
 
-/// Runs a resolved call for the client named `client` (`clientInfo.name`, which permission
+/// Runs a resolved call for `caller` (its `client`, `clientInfo.name`, is what permission
 /// rules and hooks see), under the client's `traceparent`, until it ends or `cancel` does
 /// (dropping the call cancels it upstream). The result is the tool's result as JSON, or the
-/// error the client gets.
+/// error the client gets; the call's audit line is written here.
 pub(crate) async fn run(
     gateway: &Gateway,
     call: Resolved,
-    client: String,
+    caller: &Caller,
     traceparent: Option<&str>,
     asking: Asking,
     cancel: impl Future<Output = ()>,
 ) -> Result<Value, ErrorData> {
-    let Resolved { name, arguments } = call;
+    let Resolved {
+        name,
+        arguments,
+        started: requested,
+    } = call;
     let traced = TracedCall::start(gateway, &name, traceparent);
+    // What the line keeps of the arguments, taken before the call has them.
+    let audited = gateway
+        .audit()
+        .map(|audit| (audit, audit.arguments(&arguments)));
     let options = CallOptions {
-        source: CallSource::Gateway { client },
+        source: CallSource::Gateway {
+            client: caller.client.clone(),
+        },
         progress: asking.progress,
         interaction: Some(asking.interaction),
         prompter: asking.prompter,
@@ -123,6 +195,17 @@ pub(crate) async fn run(
             if let Some(traced) = traced {
                 traced.cancelled();
             }
+            if let Some((audit, arguments)) = audited {
+                audit.record(Entry {
+                    caller,
+                    method: "tools/call",
+                    target: Target::tool(&name),
+                    decision: Decision::Allowed,
+                    started: requested,
+                    outcome: Outcome::Cancelled,
+                    arguments: Some(arguments),
+                });
+            }
             return Err(cancelled());
         }
     };
@@ -130,5 +213,46 @@ pub(crate) async fn run(
     if let Some(traced) = traced {
         traced.end(&outcome);
     }
-    call_value(outcome)
+    let decision = audited.as_ref().map(|_| decision(&outcome));
+    let answer = call_value(outcome);
+    if let (Some((audit, arguments)), Some(decision)) = (audited, decision) {
+        audit.record(Entry {
+            caller,
+            method: "tools/call",
+            target: Target::tool(&name),
+            decision,
+            started: requested,
+            outcome: Outcome::of_call(&answer),
+            arguments: Some(arguments),
+        });
+    }
+    answer
+}
+
+/// What the host's pipeline decided about a call, by its outcome: a permission rule or hook
+/// that refused it (named by its pattern or where it is written, never by what it printed), a
+/// held tool, or let through.
+fn decision(outcome: &Result<CallOutcome, CallError>) -> Decision {
+    use switchboard::permissions::Denied;
+    match outcome {
+        Err(CallError::Denied(denied)) => Decision::Denied {
+            rule: match denied.as_ref() {
+                Denied::Rule {
+                    pattern, origin, ..
+                } => format!("permission deny {pattern} ({origin})"),
+                Denied::Hook { origin, .. }
+                | Denied::HookFailed { origin, .. }
+                | Denied::HookInvalid { origin, .. } => format!("preCall hook ({origin})"),
+                Denied::ManagedSettingsBroken { .. } => "managed settings unreadable".to_owned(),
+                Denied::ByUser { .. } => "the client's user".to_owned(),
+                _ => "permissions".to_owned(),
+            },
+        },
+        Err(CallError::Catalog { source, .. })
+            if matches!(**source, switchboard::CatalogError::Held { .. }) =>
+        {
+            Decision::Held
+        }
+        _ => Decision::Allowed,
+    }
 }

@@ -310,16 +310,21 @@ impl Fast {
             traceparent,
             ..
         } = call;
-        let call = match crate::call::resolve(&self.gateway, &name, arguments, identity).await {
-            Ok(call) => call,
-            Err(refused) => return Some(Err(refused)),
-        };
+        let caller =
+            crate::audit::Caller::new(&self.gateway, identity, link.client.clone(), Some(session));
+        let call =
+            match crate::call::resolve(&self.gateway, &name, arguments, identity, &caller, false)
+                .await
+            {
+                Ok(call) => call,
+                Err(refused) => return Some(Err(refused)),
+            };
         let name = call.name.clone();
         let in_flight = InFlight::new(self, session, id);
         let answer = crate::call::run(
             &self.gateway,
             call,
-            link.client.clone(),
+            &caller,
             traceparent.as_deref(),
             asking,
             in_flight.cancelled.cancelled(),

@@ -304,6 +304,10 @@ impl HttpGateway {
             // Other replicas reach this one where it listens, unless told otherwise.
             let bound = listener.local_addr().map_err(HttpError::Serve)?;
             cluster.set_advertise(bound.to_string());
+            // A replica's audit lines name it.
+            if let (Some(audit), Some(name)) = (gateway.audit(), cluster.advertise()) {
+                audit.set_replica(name);
+            }
         }
         let sessions = Arc::new(Sessions::with_cluster(options.sessions, cluster.clone()));
         // Among replicas with a shared store, sessions' state goes through it.

@@ -16,6 +16,7 @@
 //! be asked.
 
 mod apps;
+mod audit;
 mod call;
 mod cluster;
 mod door;
@@ -23,6 +24,7 @@ mod ended;
 mod fast;
 mod forward;
 mod http;
+mod limits;
 mod metrics;
 mod names;
 mod oauth;
@@ -40,6 +42,9 @@ mod subscribed;
 mod trace;
 
 // What the CLI (`switchboard serve`), the tests and the benches use; the modules stay private.
+pub use audit::{
+    AuditError, AuditOptions, AuditTarget, DEFAULT_MAX_BYTES as DEFAULT_AUDIT_MAX_BYTES,
+};
 pub use cluster::{Cluster, ClusterKeyError};
 pub use door::DoorLimits;
 pub use forward::upstream_interaction;
@@ -47,6 +52,7 @@ pub use http::{
     DEFAULT_ORIGINS, HttpError, HttpGateway, HttpOptions, MCP_PATH, load_or_create_token,
     weak_token, weak_token_file,
 };
+pub use limits::{RATE_LIMITED, RateLimits};
 pub use metrics::{Metrics, ServerCalls};
 pub use names::{NameCollision, Prefix, name_collisions};
 pub use oauth::{OAuthError, OAuthOptions, ResourceServer};
@@ -142,6 +148,10 @@ struct Inner {
     name_budget: parking_lot::Mutex<Option<usize>>,
     /// The live clients, and what they can all answer ([`offer`]).
     clients: Arc<offer::Clients>,
+    /// Where each request's line goes (`--audit-log`), once set.
+    audit: std::sync::OnceLock<audit::Audit>,
+    /// The calls' rate limits (`--rate-limit`), once set.
+    limits: std::sync::OnceLock<limits::RateLimits>,
 }
 
 /// How long after its start the gateway's listings wait for servers still connecting, unless
@@ -189,6 +199,8 @@ impl Gateway {
                 started: std::time::Instant::now(),
                 list_wait: parking_lot::Mutex::new(DEFAULT_LIST_WAIT),
                 name_budget: parking_lot::Mutex::new(None),
+                audit: std::sync::OnceLock::new(),
+                limits: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -304,7 +316,48 @@ impl Gateway {
     /// Exports a span for each client request (and each call's upstream request) from now on;
     /// `false` when traces were set already.
     pub fn set_traces(&self, traces: trace::Traces) -> bool {
+        // The audit log's lines go there too, as log records.
+        if let Some(audit) = self.audit() {
+            audit.set_otlp(traces.audit_logger());
+        }
         self.inner.traces.set(traces).is_ok()
+    }
+
+    /// Writes a line for each client request from now on ([`audit`]); set before the gateway
+    /// serves. Set once: a second call changes nothing.
+    pub fn set_audit(&self, options: AuditOptions) -> Result<(), AuditError> {
+        let audit = audit::Audit::open(options, self.inner.metrics.audit_dropped())?;
+        if let Some(advertised) = self.cluster().and_then(|c| c.advertise()) {
+            audit.set_replica(advertised);
+        }
+        if let Some(traces) = self.traces() {
+            audit.set_otlp(traces.audit_logger());
+        }
+        let _ = self.inner.audit.set(audit);
+        Ok(())
+    }
+
+    /// Waits (at most `bound`) until the audit lines of the requests so far are written out.
+    pub fn flush_audit(&self, bound: std::time::Duration) {
+        if let Some(audit) = self.inner.audit.get() {
+            audit.flush(bound);
+        }
+    }
+
+    /// The audit log, when one is kept.
+    pub(crate) fn audit(&self) -> Option<&audit::Audit> {
+        self.inner.audit.get()
+    }
+
+    /// Refuses calls past `limits` from now on ([`limits`]); `false` when limits were set
+    /// already.
+    pub fn set_rate_limits(&self, limits: RateLimits) -> bool {
+        self.inner.limits.set(limits).is_ok()
+    }
+
+    /// The calls' rate limits, when any are set.
+    pub(crate) fn rate_limits(&self) -> Option<&limits::RateLimits> {
+        self.inner.limits.get().filter(|l| !l.is_empty())
     }
 
     /// Where spans go, if anywhere.

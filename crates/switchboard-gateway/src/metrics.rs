@@ -8,7 +8,10 @@
 //!   `switchboard_upstream_reconnects_total{server}` (a server connected again after it had
 //!   been), `switchboard_sessions` (open downstream sessions, over HTTP),
 //!   `switchboard_parked_rounds` (2026-07-28 requests waiting for their clients' answers), and
-//!   `switchboard_tools_held{server}` (tools left out because they differ from their pins).
+//!   `switchboard_tools_held{server}` (tools left out because they differ from their pins);
+//! - `switchboard_rate_limited_total{limit}` (calls refused by a `--rate-limit`, by the limit as
+//!   written) and `switchboard_audit_dropped_total` (audit lines dropped because the log's
+//!   writer fell behind).
 //!
 //! The hot path: a call takes a read lock on its label family and adds to atomics; the states,
 //! sessions and rounds are read when scraped.
@@ -52,6 +55,11 @@ struct ServerLabels {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct LimitLabels {
+    limit: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct StateLabels {
     server: String,
     state: &'static str,
@@ -83,6 +91,8 @@ struct Inner {
     sessions: Gauge,
     parked: Gauge,
     held: Family<ServerLabels, Gauge>,
+    rate_limited: Family<LimitLabels, Counter>,
+    audit_dropped: Counter,
     /// Per server, for the status page.
     per_server: RwLock<HashMap<String, Arc<(Counter, Counter)>>>,
     /// One scrape at a time (the gauges read then are set, then encoded).
@@ -102,6 +112,8 @@ impl Default for Metrics {
         let sessions = Gauge::default();
         let parked = Gauge::default();
         let held = Family::<ServerLabels, Gauge>::default();
+        let rate_limited = Family::<LimitLabels, Counter>::default();
+        let audit_dropped = Counter::default();
         registry.register(
             "tool_calls",
             "Tool calls made through the gateway",
@@ -142,6 +154,16 @@ impl Default for Metrics {
             "Tools an upstream server lists that differ from their pins (or are new), held until approved",
             held.clone(),
         );
+        registry.register(
+            "rate_limited",
+            "Calls refused by a rate limit (--rate-limit), by the limit as written",
+            rate_limited.clone(),
+        );
+        registry.register(
+            "audit_dropped",
+            "Audit log lines dropped because its writer fell behind",
+            audit_dropped.clone(),
+        );
         Metrics {
             inner: Arc::new(Inner {
                 registry,
@@ -153,6 +175,8 @@ impl Default for Metrics {
                 sessions,
                 parked,
                 held,
+                rate_limited,
+                audit_dropped,
                 per_server: RwLock::default(),
                 scraping: Mutex::new(()),
             }),
@@ -192,6 +216,21 @@ impl Metrics {
         if failed {
             counters.1.inc();
         }
+    }
+
+    /// Counts a call refused by the rate limit `limit` (as written).
+    pub(crate) fn record_rate_limited(&self, limit: &str) {
+        self.inner
+            .rate_limited
+            .get_or_create(&LimitLabels {
+                limit: limit.to_owned(),
+            })
+            .inc();
+    }
+
+    /// The count of audit lines dropped, which the audit log adds to.
+    pub(crate) fn audit_dropped(&self) -> Counter {
+        self.inner.audit_dropped.clone()
     }
 
     /// The calls and errors of `server` so far.

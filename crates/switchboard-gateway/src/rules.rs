@@ -34,6 +34,8 @@ pub(crate) enum Who {
 pub(crate) struct ToolRule {
     who: Who,
     pattern: WildMatch,
+    /// As written (the audit log names a rule that refused a call).
+    text: String,
 }
 
 impl ToolRule {
@@ -76,6 +78,7 @@ impl ToolRule {
         Ok(ToolRule {
             who,
             pattern: WildMatch::new(&pattern),
+            text: text.to_owned(),
         })
     }
 
@@ -112,6 +115,7 @@ impl ToolFilter {
         let plain = |p: &String| ToolRule {
             who: Who::Everyone,
             pattern: WildMatch::new(p),
+            text: p.clone(),
         };
         ToolFilter {
             allow: allow.iter().map(plain).collect(),
@@ -161,15 +165,31 @@ impl ToolFilter {
 
     /// Whether the tool `qualified`, served as `served`, is served to a request of `identity`.
     pub fn serves_to(&self, identity: Option<&Identity>, qualified: &str, served: &str) -> bool {
-        if self
+        self.refusal(identity, qualified, served).is_none()
+    }
+
+    /// Why the tool `qualified`, served as `served`, is not served to a request of `identity`
+    /// (`None`: it is): the deny rule that matches it (`deny-tool RULE`), or that the allow
+    /// rules for it match none (`allow-tool (no rule matches)`).
+    pub(crate) fn refusal(
+        &self,
+        identity: Option<&Identity>,
+        qualified: &str,
+        served: &str,
+    ) -> Option<String> {
+        if let Some(rule) = self
             .deny
             .iter()
-            .any(|r| r.applies(identity) && r.matches(qualified, served))
+            .find(|r| r.applies(identity) && r.matches(qualified, served))
         {
-            return false;
+            return Some(format!("deny-tool {}", rule.text));
         }
         let mut allows = self.allow.iter().filter(|r| r.applies(identity)).peekable();
-        allows.peek().is_none() || allows.any(|r| r.matches(qualified, served))
+        if allows.peek().is_none() || allows.any(|r| r.matches(qualified, served)) {
+            None
+        } else {
+            Some("allow-tool (no rule matches)".to_owned())
+        }
     }
 
     /// Whether the tool `qualified` is served to a request with no identity.

@@ -34,6 +34,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::apps::Apps;
+use crate::audit::{Outcome, Target, json_size};
 use crate::forward::{ElicitingPrompter, downstream_interaction, forwarding_interaction};
 use crate::names::{
     Prefix, RESOURCE_SCHEME, ServedNames, prompt_names, resource_names, resource_uri,
@@ -275,6 +276,69 @@ impl Session {
         }
     }
 
+    /// Who sent a request, as the audit log names them: the token's subject, the client's name
+    /// and its session.
+    fn caller(&self, context: &RequestContext<RoleServer>) -> crate::audit::Caller {
+        let client = context
+            .peer
+            .peer_info()
+            .map(|info| info.client_info.name.clone())
+            .or_else(|| context.client_info().map(|i| i.name))
+            .unwrap_or_else(|| "unknown".to_owned());
+        crate::audit::Caller::new(
+            &self.gateway,
+            Identity::of_request(&context.extensions),
+            client,
+            crate::session_sync::session_id_of(&context.extensions),
+        )
+    }
+
+    /// The start of a request's audit line, when the log is kept: who asked, and when.
+    fn audit_begin(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<(crate::audit::Caller, std::time::Instant)> {
+        self.gateway.audit()?;
+        Some((self.caller(context), std::time::Instant::now()))
+    }
+
+    /// Runs `request` (begun by [`Self::audit_begin`]) and writes its audit line: `method`
+    /// about `target`, its result measured by `size`.
+    async fn audited<T>(
+        &self,
+        begun: Option<(crate::audit::Caller, std::time::Instant)>,
+        method: &str,
+        target: impl FnOnce() -> Target,
+        size: impl FnOnce(&T) -> usize,
+        request: impl std::future::Future<Output = Result<T, ErrorData>>,
+    ) -> Result<T, ErrorData> {
+        let result = request.await;
+        self.audit_end(begun, method, target, || Outcome::measured(&result, size));
+        result
+    }
+
+    /// Writes the audit line of a request begun by [`Self::audit_begin`]: `method` about
+    /// `target`, ended as `outcome` says.
+    fn audit_end(
+        &self,
+        begun: Option<(crate::audit::Caller, std::time::Instant)>,
+        method: &str,
+        target: impl FnOnce() -> Target,
+        outcome: impl FnOnce() -> Outcome,
+    ) {
+        if let (Some(audit), Some((caller, started))) = (self.gateway.audit(), begun) {
+            audit.record(crate::audit::Entry {
+                caller: &caller,
+                method,
+                target: target(),
+                decision: crate::audit::Decision::Allowed,
+                started,
+                outcome: outcome(),
+                arguments: None,
+            });
+        }
+    }
+
     /// Among replicas with a shared store, tells the other replicas (and the session's record)
     /// a change the client made here to the session its request names.
     fn share(&self, extensions: &rmcp::model::Extensions, note: crate::session_sync::Note) {
@@ -466,14 +530,11 @@ impl Session {
     async fn call_in_rounds(
         &self,
         call: crate::call::Resolved,
+        caller: crate::audit::Caller,
         state: Option<String>,
         answers: Option<InputResponses>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let client = context
-            .client_info()
-            .map(|info| info.name)
-            .unwrap_or_else(|| "unknown".to_owned());
         let gateway = self.gateway.clone();
         let traceparent = client_traceparent(&context).map(str::to_owned);
         let name = call.name.clone();
@@ -496,7 +557,7 @@ impl Session {
                         crate::call::run(
                             &gateway,
                             call,
-                            client,
+                            &caller,
                             traceparent.as_deref(),
                             asking,
                             cancel,
@@ -518,17 +579,21 @@ impl Session {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let identity = Identity::of_request(&context.extensions);
+        let caller = self.caller(&context);
         let call = crate::call::resolve(
             &self.gateway,
             &request.name,
             request.arguments.unwrap_or_default(),
             identity,
+            &caller,
+            request.request_state.is_some(),
         )
         .await?;
         if speaks_rounds(&context) {
             return self
                 .call_in_rounds(
                     call,
+                    caller,
                     request.request_state,
                     request.input_responses,
                     context,
@@ -536,11 +601,6 @@ impl Session {
                 .await;
         }
         let peer = context.peer.clone();
-        let client = peer
-            .peer_info()
-            .map(|info| info.client_info.name.clone())
-            .or_else(|| context.client_info().map(|i| i.name))
-            .unwrap_or_else(|| "unknown".to_owned());
 
         let (progress, forward_progress) = match context.meta.get_progress_token() {
             Some(token) => {
@@ -566,7 +626,7 @@ impl Session {
         let answer = crate::call::run(
             &self.gateway,
             call,
-            client,
+            &caller,
             client_traceparent(&context),
             asking,
             context.ct.cancelled(),
@@ -630,11 +690,13 @@ fn client_traceparent(context: &RequestContext<RoleServer>) -> Option<&str> {
 /// (`--prefix`; the same under `always`). The tool rules match both the qualified and the
 /// served name (a client may call it by either): a tool hidden from this client is refused as
 /// an unknown one, never run, and not told apart from a tool that does not exist.
+///
+/// The error comes with the rule that hid the tool, if one did (for the audit log).
 pub(crate) async fn called_tool(
     gateway: &Gateway,
     requested: &str,
     identity: Option<&Identity>,
-) -> Result<String, ErrorData> {
+) -> Result<String, (ErrorData, Option<String>)> {
     let (name, served) = match (gateway.prefix(), gateway.name_budget()) {
         (Prefix::Always, None) => (requested.to_owned(), None),
         _ => {
@@ -645,10 +707,10 @@ pub(crate) async fn called_tool(
         }
     };
     let served = served.as_deref().unwrap_or(requested);
-    if !gateway.filter().serves_to(identity, &name, served) {
-        return Err(ErrorData::invalid_params(
-            format!("no tool named `{requested}`"),
-            None,
+    if let Some(rule) = gateway.filter().refusal(identity, &name, served) {
+        return Err((
+            ErrorData::invalid_params(format!("no tool named `{requested}`"), None),
+            Some(rule),
         ));
     }
     Ok(name)
@@ -926,6 +988,7 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::InitializeResult, ErrorData> {
         context.peer.set_peer_info(request.clone());
+        let begun = self.audit_begin(&context);
         // Before the answer: a server connecting from now on is told what this client answers.
         let clients = self.gateway.clients();
         let _ = self
@@ -936,7 +999,11 @@ impl ServerHandler for Session {
         if crate::apps::asks_for_any(self.gateway.host(), &request.capabilities) {
             self.gateway.list_wait().await;
         }
-        let mut result = self.negotiate_initialize(&request)?;
+        let result = self.negotiate_initialize(&request);
+        self.audit_end(begun, "initialize", Target::default, || {
+            Outcome::of(&result)
+        });
+        let mut result = result?;
         let host = self.gateway.host();
         result.capabilities.extensions =
             crate::apps::answered(host, &host.servers(), Some(&request.capabilities));
@@ -1010,60 +1077,66 @@ impl ServerHandler for Session {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        self.saw(&context);
-        self.gateway.list_wait().await;
-        let span = self.traced("tools/list", &context);
-        let result = async move {
-            let (tools, next) = if self.gateway.tool_search() == ToolSearch::Off {
-                // Only the page is turned into definitions: a listing of thousands of tools
-                // converts the hundreds it answers, not all of them.
-                // Only the page is copied out of the catalogue, too.
-                let filter = self.gateway.filter();
-                let identity = Identity::of_request(&context.extensions);
-                let view = self.gateway.host().tools_view().await;
-                let apps = Apps::of(context.client_capabilities().as_ref());
-                let names = tool_names_within(
-                    self.gateway.prefix(),
-                    self.gateway.name_budget(),
-                    view.iter(),
-                );
-                for collision in &names.collisions {
-                    tracing::warn!("not served: {collision}");
-                }
-                // Paged by served name (`--prefix`), which is held beside each tool.
-                let served: Vec<(&str, &switchboard::Tool)> = view
-                    .iter()
-                    .filter(|t| t.server.is_some() && apps.shows(t))
-                    .filter_map(|t| Some((names.served(&t.qualified_name)?, t)))
-                    .filter(|(served, t)| filter.serves_to(identity, &t.qualified_name, served))
-                    .collect();
-                // What the client is given, every page of it: changes are told against it.
-                *self.seen.lock() = Some(
-                    served
+        let begun = self.audit_begin(&context);
+        let answer = async {
+            self.saw(&context);
+            self.gateway.list_wait().await;
+            let span = self.traced("tools/list", &context);
+            let result = async move {
+                let (tools, next) = if self.gateway.tool_search() == ToolSearch::Off {
+                    // Only the page is turned into definitions: a listing of thousands of tools
+                    // converts the hundreds it answers, not all of them.
+                    // Only the page is copied out of the catalogue, too.
+                    let filter = self.gateway.filter();
+                    let identity = Identity::of_request(&context.extensions);
+                    let view = self.gateway.host().tools_view().await;
+                    let apps = Apps::of(context.client_capabilities().as_ref());
+                    let names = tool_names_within(
+                        self.gateway.prefix(),
+                        self.gateway.name_budget(),
+                        view.iter(),
+                    );
+                    for collision in &names.collisions {
+                        tracing::warn!("not served: {collision}");
+                    }
+                    // Paged by served name (`--prefix`), which is held beside each tool.
+                    let served: Vec<(&str, &switchboard::Tool)> = view
                         .iter()
-                        .map(|(_, t)| name_hash(&t.qualified_name))
-                        .collect(),
-                );
-                let (tools, next) = page(served, |(name, _)| name, cursor(&request), PAGE_SIZE)?;
-                let tools = tools.into_iter().map(|(_, t)| t.clone()).collect();
-                (self.tools_json(tools, &names, identity, apps), next)
-            } else {
-                let apps = Apps::of(context.client_capabilities().as_ref());
-                page(
-                    self.listed_tools(Identity::of_request(&context.extensions), apps)
-                        .await,
-                    |t| t.name.as_ref(),
-                    cursor(&request),
-                    PAGE_SIZE,
-                )?
-            };
-            let mut result = ListToolsResult::with_all_items(tools);
-            result.next_cursor = next;
-            Ok(result)
-        }
-        .await;
-        end_span(span, &result);
-        result
+                        .filter(|t| t.server.is_some() && apps.shows(t))
+                        .filter_map(|t| Some((names.served(&t.qualified_name)?, t)))
+                        .filter(|(served, t)| filter.serves_to(identity, &t.qualified_name, served))
+                        .collect();
+                    // What the client is given, every page of it: changes are told against it.
+                    *self.seen.lock() = Some(
+                        served
+                            .iter()
+                            .map(|(_, t)| name_hash(&t.qualified_name))
+                            .collect(),
+                    );
+                    let (tools, next) =
+                        page(served, |(name, _)| name, cursor(&request), PAGE_SIZE)?;
+                    let tools = tools.into_iter().map(|(_, t)| t.clone()).collect();
+                    (self.tools_json(tools, &names, identity, apps), next)
+                } else {
+                    let apps = Apps::of(context.client_capabilities().as_ref());
+                    page(
+                        self.listed_tools(Identity::of_request(&context.extensions), apps)
+                            .await,
+                        |t| t.name.as_ref(),
+                        cursor(&request),
+                        PAGE_SIZE,
+                    )?
+                };
+                let mut result = ListToolsResult::with_all_items(tools);
+                result.next_cursor = next;
+                Ok(result)
+            }
+            .await;
+            end_span(span, &result);
+            result
+        };
+        self.audited(begun, "tools/list", Target::default, json_size, answer)
+            .await
     }
 
     fn get_tool(&self, _name: &str) -> Option<Tool> {
@@ -1077,7 +1150,12 @@ impl ServerHandler for Session {
     ) -> Result<CallToolResponse, ErrorData> {
         // The search tool answers here; its call tool is a call (`crate::call::resolve`).
         if self.gateway.tool_search() != ToolSearch::Off && request.name == SEARCH_TOOL {
-            return self.search(&request, &context).await;
+            let begun = self.audit_begin(&context);
+            let search = self.search(&request, &context);
+            let target = || Target::tool(SEARCH_TOOL);
+            return self
+                .audited(begun, "tools/call", target, response_size, search)
+                .await;
         }
         self.call_named(request, context).await
     }
@@ -1087,53 +1165,70 @@ impl ServerHandler for Session {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        self.gateway.list_wait().await;
-        let span = self.traced("resources/list", &context);
-        let result = async move {
-            let listing = self.gateway.host().resources(None).await;
-            let names = resource_names(self.gateway.prefix(), "resource", "uri", &listing.items);
-            let mut all = served_uris("resources", listing, &names, "uri");
-            let apps = Apps::of(context.client_capabilities().as_ref());
-            for resource in &mut all {
-                crate::apps::serve_resource_meta(resource, apps);
+        let begun = self.audit_begin(&context);
+        let answer = async {
+            self.gateway.list_wait().await;
+            let span = self.traced("resources/list", &context);
+            let result = async move {
+                let listing = self.gateway.host().resources(None).await;
+                let names =
+                    resource_names(self.gateway.prefix(), "resource", "uri", &listing.items);
+                let mut all = served_uris("resources", listing, &names, "uri");
+                let apps = Apps::of(context.client_capabilities().as_ref());
+                for resource in &mut all {
+                    crate::apps::serve_resource_meta(resource, apps);
+                }
+                let (all, next) = page(all, |r| key_of(r, "uri"), cursor(&request), PAGE_SIZE)?;
+                let resources = serde_json::from_value(Value::Array(all))
+                    .map_err(|e| invalid_result("resources", e))?;
+                let mut result = ListResourcesResult::with_all_items(resources);
+                result.next_cursor = next;
+                Ok(result)
             }
-            let (all, next) = page(all, |r| key_of(r, "uri"), cursor(&request), PAGE_SIZE)?;
-            let resources = serde_json::from_value(Value::Array(all))
-                .map_err(|e| invalid_result("resources", e))?;
-            let mut result = ListResourcesResult::with_all_items(resources);
-            result.next_cursor = next;
-            Ok(result)
-        }
-        .await;
-        end_span(span, &result);
-        result
+            .await;
+            end_span(span, &result);
+            result
+        };
+        self.audited(begun, "resources/list", Target::default, json_size, answer)
+            .await
     }
 
     async fn list_resource_templates(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        self.gateway.list_wait().await;
-        let listing = self.gateway.host().resource_templates(None).await;
-        let names = resource_names(
-            self.gateway.prefix(),
-            "resource template",
-            "uriTemplate",
-            &listing.items,
-        );
-        let all = served_uris("resource templates", listing, &names, "uriTemplate");
-        let (all, next) = page(
-            all,
-            |t| key_of(t, "uriTemplate"),
-            cursor(&request),
-            PAGE_SIZE,
-        )?;
-        let templates = serde_json::from_value(Value::Array(all))
-            .map_err(|e| invalid_result("resource templates", e))?;
-        let mut result = ListResourceTemplatesResult::with_all_items(templates);
-        result.next_cursor = next;
-        Ok(result)
+        let begun = self.audit_begin(&context);
+        let answer = async {
+            self.gateway.list_wait().await;
+            let listing = self.gateway.host().resource_templates(None).await;
+            let names = resource_names(
+                self.gateway.prefix(),
+                "resource template",
+                "uriTemplate",
+                &listing.items,
+            );
+            let all = served_uris("resource templates", listing, &names, "uriTemplate");
+            let (all, next) = page(
+                all,
+                |t| key_of(t, "uriTemplate"),
+                cursor(&request),
+                PAGE_SIZE,
+            )?;
+            let templates = serde_json::from_value(Value::Array(all))
+                .map_err(|e| invalid_result("resource templates", e))?;
+            let mut result = ListResourceTemplatesResult::with_all_items(templates);
+            result.next_cursor = next;
+            Ok(result)
+        };
+        self.audited(
+            begun,
+            "resources/templates/list",
+            Target::default,
+            json_size,
+            answer,
+        )
+        .await
     }
 
     async fn read_resource(
@@ -1141,43 +1236,55 @@ impl ServerHandler for Session {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let (server, original) = self.resource_target(&request.uri).await?;
-        // A URI served bare is answered with the server's own URIs.
-        let prefixed = request.uri != original;
-        let apps = Apps::of(context.client_capabilities().as_ref());
-        let host = self.gateway.host().clone();
-        let step = self
-            .asking(
-                format!("resources/read {}", request.uri),
-                request.request_state,
-                request.input_responses,
-                &context,
-                move |interaction| {
-                    async move {
-                        let options = RequestOptions {
-                            interaction: Some(interaction),
-                            ..RequestOptions::default()
-                        };
-                        let mut result = host
-                            .read_resource(&server, &original, options)
-                            .await
-                            .map_err(failure)?
-                            .result;
-                        if let Some(Value::Array(contents)) = result.get_mut("contents") {
-                            for item in contents {
-                                if prefixed {
-                                    rewrite_uri(&server, item, "uri");
+        let begun = self.audit_begin(&context);
+        let uri = request.uri.clone();
+        let answer = async {
+            let (server, original) = self.resource_target(&request.uri).await?;
+            // A URI served bare is answered with the server's own URIs.
+            let prefixed = request.uri != original;
+            let apps = Apps::of(context.client_capabilities().as_ref());
+            let host = self.gateway.host().clone();
+            let step = self
+                .asking(
+                    format!("resources/read {}", request.uri),
+                    request.request_state,
+                    request.input_responses,
+                    &context,
+                    move |interaction| {
+                        async move {
+                            let options = RequestOptions {
+                                interaction: Some(interaction),
+                                ..RequestOptions::default()
+                            };
+                            let mut result = host
+                                .read_resource(&server, &original, options)
+                                .await
+                                .map_err(failure)?
+                                .result;
+                            if let Some(Value::Array(contents)) = result.get_mut("contents") {
+                                for item in contents {
+                                    if prefixed {
+                                        rewrite_uri(&server, item, "uri");
+                                    }
+                                    crate::apps::serve_resource_meta(item, apps);
                                 }
-                                crate::apps::serve_resource_meta(item, apps);
                             }
+                            Ok(result)
                         }
-                        Ok(result)
-                    }
-                    .boxed()
-                },
-            )
-            .await?;
-        respond::<ReadResourceResult, _>(step, &request.uri)
+                        .boxed()
+                    },
+                )
+                .await?;
+            respond::<ReadResourceResult, _>(step, &request.uri)
+        };
+        self.audited(
+            begun,
+            "resources/read",
+            || resource_target_of(&uri),
+            response_size,
+            answer,
+        )
+        .await
     }
 
     async fn subscribe(
@@ -1185,16 +1292,28 @@ impl ServerHandler for Session {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let (server, original) = self.resource_target(&request.uri).await?;
-        self.subscribed
-            .add(&request.uri, &server, &original)
-            .await
-            .map_err(failure)?;
-        self.share(
-            &context.extensions,
-            crate::session_sync::Note::Subscribe(request.uri),
-        );
-        Ok(())
+        let begun = self.audit_begin(&context);
+        let uri = request.uri.clone();
+        let answer = async {
+            let (server, original) = self.resource_target(&request.uri).await?;
+            self.subscribed
+                .add(&request.uri, &server, &original)
+                .await
+                .map_err(failure)?;
+            self.share(
+                &context.extensions,
+                crate::session_sync::Note::Subscribe(request.uri),
+            );
+            Ok(())
+        };
+        self.audited(
+            begun,
+            "resources/subscribe",
+            || resource_target_of(&uri),
+            json_size,
+            answer,
+        )
+        .await
     }
 
     async fn unsubscribe(
@@ -1202,16 +1321,28 @@ impl ServerHandler for Session {
         request: UnsubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        // The upstream subscription ends with its last subscriber (the host counts them).
-        self.subscribed
-            .remove(&request.uri)
-            .await
-            .map_err(failure)?;
-        self.share(
-            &context.extensions,
-            crate::session_sync::Note::Unsubscribe(request.uri),
-        );
-        Ok(())
+        let begun = self.audit_begin(&context);
+        let uri = request.uri.clone();
+        let answer = async {
+            // The upstream subscription ends with its last subscriber (the host counts them).
+            self.subscribed
+                .remove(&request.uri)
+                .await
+                .map_err(failure)?;
+            self.share(
+                &context.extensions,
+                crate::session_sync::Note::Unsubscribe(request.uri),
+            );
+            Ok(())
+        };
+        self.audited(
+            begun,
+            "resources/unsubscribe",
+            || resource_target_of(&uri),
+            json_size,
+            answer,
+        )
+        .await
     }
 
     async fn list_prompts(
@@ -1219,33 +1350,38 @@ impl ServerHandler for Session {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        self.gateway.list_wait().await;
-        let span = self.traced("prompts/list", &context);
-        let result = async move {
-            let listing = self.gateway.host().prompts(None).await;
-            let names = prompt_names(self.gateway.prefix(), &listing.items);
-            for collision in &names.collisions {
-                tracing::warn!("not served: {collision}");
+        let begun = self.audit_begin(&context);
+        let answer = async {
+            self.gateway.list_wait().await;
+            let span = self.traced("prompts/list", &context);
+            let result = async move {
+                let listing = self.gateway.host().prompts(None).await;
+                let names = prompt_names(self.gateway.prefix(), &listing.items);
+                for collision in &names.collisions {
+                    tracing::warn!("not served: {collision}");
+                }
+                let all = Self::served("prompts", listing, |p| {
+                    let served = names.served(&p.name)?.to_owned();
+                    let mut definition = p.definition;
+                    definition["name"] = Value::String(served);
+                    Some(definition)
+                })
+                .into_iter()
+                .flatten()
+                .collect();
+                let (all, next) = page(all, |p| key_of(p, "name"), cursor(&request), PAGE_SIZE)?;
+                let prompts = serde_json::from_value(Value::Array(all))
+                    .map_err(|e| invalid_result("prompts", e))?;
+                let mut result = ListPromptsResult::with_all_items(prompts);
+                result.next_cursor = next;
+                Ok(result)
             }
-            let all = Self::served("prompts", listing, |p| {
-                let served = names.served(&p.name)?.to_owned();
-                let mut definition = p.definition;
-                definition["name"] = Value::String(served);
-                Some(definition)
-            })
-            .into_iter()
-            .flatten()
-            .collect();
-            let (all, next) = page(all, |p| key_of(p, "name"), cursor(&request), PAGE_SIZE)?;
-            let prompts = serde_json::from_value(Value::Array(all))
-                .map_err(|e| invalid_result("prompts", e))?;
-            let mut result = ListPromptsResult::with_all_items(prompts);
-            result.next_cursor = next;
-            Ok(result)
-        }
-        .await;
-        end_span(span, &result);
-        result
+            .await;
+            end_span(span, &result);
+            result
+        };
+        self.audited(begun, "prompts/list", Target::default, json_size, answer)
+            .await
     }
 
     async fn get_prompt(
@@ -1253,30 +1389,42 @@ impl ServerHandler for Session {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let prompt = self.prompt_target(&request.name).await?;
-        let arguments: Map<String, Value> = request.arguments.unwrap_or_default();
-        let host = self.gateway.host().clone();
-        let step = self
-            .asking(
-                format!("prompts/get {}", request.name),
-                request.request_state,
-                request.input_responses,
-                &context,
-                move |interaction| {
-                    async move {
-                        let options = RequestOptions {
-                            interaction: Some(interaction),
-                            ..RequestOptions::default()
-                        };
-                        host.get_prompt(&prompt, arguments, options)
-                            .await
-                            .map_err(failure)
-                    }
-                    .boxed()
-                },
-            )
-            .await?;
-        respond::<GetPromptResult, _>(step, &request.name)
+        let begun = self.audit_begin(&context);
+        let prompt = request.name.clone();
+        let answer = async {
+            let prompt = self.prompt_target(&request.name).await?;
+            let arguments: Map<String, Value> = request.arguments.unwrap_or_default();
+            let host = self.gateway.host().clone();
+            let step = self
+                .asking(
+                    format!("prompts/get {}", request.name),
+                    request.request_state,
+                    request.input_responses,
+                    &context,
+                    move |interaction| {
+                        async move {
+                            let options = RequestOptions {
+                                interaction: Some(interaction),
+                                ..RequestOptions::default()
+                            };
+                            host.get_prompt(&prompt, arguments, options)
+                                .await
+                                .map_err(failure)
+                        }
+                        .boxed()
+                    },
+                )
+                .await?;
+            respond::<GetPromptResult, _>(step, &request.name)
+        };
+        self.audited(
+            begun,
+            "prompts/get",
+            || prompt_target_of(&prompt),
+            response_size,
+            answer,
+        )
+        .await
     }
 
     /// The level of servers' log messages this session gets. Upstream levels stay as the
@@ -1287,18 +1435,29 @@ impl ServerHandler for Session {
         request: SetLevelRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let name = serde_json::to_value(request.level)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default();
-        let level = LogLevel::parse(&name)
-            .ok_or_else(|| ErrorData::invalid_params(format!("no log level `{name}`"), None))?;
-        *self.log_level.lock() = Some(level);
-        self.share(
-            &context.extensions,
-            crate::session_sync::Note::Level(level.as_str().to_owned()),
-        );
-        Ok(())
+        let begun = self.audit_begin(&context);
+        let answer = async {
+            let name = serde_json::to_value(request.level)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            let level = LogLevel::parse(&name)
+                .ok_or_else(|| ErrorData::invalid_params(format!("no log level `{name}`"), None))?;
+            *self.log_level.lock() = Some(level);
+            self.share(
+                &context.extensions,
+                crate::session_sync::Note::Level(level.as_str().to_owned()),
+            );
+            Ok(())
+        };
+        self.audited(
+            begun,
+            "logging/setLevel",
+            Target::default,
+            json_size,
+            answer,
+        )
+        .await
     }
 
     /// Argument completion for a prompt (`mcp__<server>__<prompt>`) or a resource template
@@ -1307,53 +1466,102 @@ impl ServerHandler for Session {
     async fn complete(
         &self,
         request: CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        let (server, target) = match &request.r#ref {
-            Reference::Prompt(prompt) => {
-                let prompt = self.prompt_target(&prompt.name).await?;
-                (prompt.server, CompletionTarget::Prompt(prompt.prompt))
-            }
-            Reference::Resource(template) => {
-                let (server, original) = self.resource_target(&template.uri).await?;
-                (server, CompletionTarget::ResourceTemplate(original))
-            }
-            _ => {
-                return Err(ErrorData::invalid_params(
-                    "completion is for a prompt (ref/prompt) or a resource template (ref/resource)",
-                    None,
-                ));
-            }
+        let begun = self.audit_begin(&context);
+        let answer = async {
+            let (server, target) = match &request.r#ref {
+                Reference::Prompt(prompt) => {
+                    let prompt = self.prompt_target(&prompt.name).await?;
+                    (prompt.server, CompletionTarget::Prompt(prompt.prompt))
+                }
+                Reference::Resource(template) => {
+                    let (server, original) = self.resource_target(&template.uri).await?;
+                    (server, CompletionTarget::ResourceTemplate(original))
+                }
+                _ => {
+                    return Err(ErrorData::invalid_params(
+                        "completion is for a prompt (ref/prompt) or a resource template (ref/resource)",
+                        None,
+                    ));
+                }
+            };
+            let context = request
+                .context
+                .and_then(|c| c.arguments)
+                .unwrap_or_default()
+                .into_iter()
+                .collect();
+            let completion = match self
+                .gateway
+                .host()
+                .complete(
+                    &server,
+                    &target,
+                    &request.argument.name,
+                    &request.argument.value,
+                    &context,
+                )
+                .await
+            {
+                Ok(completion) => completion,
+                // A server that is not connected has no suggestions, as one without completions.
+                Err(HostError::NotConnected { .. } | HostError::NoSuchServer(_)) => {
+                    Default::default()
+                }
+                Err(e) => return Err(failure(e)),
+            };
+            let mut info = CompletionInfo::default();
+            info.values = completion.values;
+            info.total = completion.total;
+            info.has_more = Some(completion.has_more);
+            Ok(CompleteResult::new(info))
         };
-        let context = request
-            .context
-            .and_then(|c| c.arguments)
-            .unwrap_or_default()
-            .into_iter()
-            .collect();
-        let completion = match self
-            .gateway
-            .host()
-            .complete(
-                &server,
-                &target,
-                &request.argument.name,
-                &request.argument.value,
-                &context,
-            )
-            .await
-        {
-            Ok(completion) => completion,
-            // A server that is not connected has no suggestions, as one without completions.
-            Err(HostError::NotConnected { .. } | HostError::NoSuchServer(_)) => Default::default(),
-            Err(e) => return Err(failure(e)),
-        };
-        let mut info = CompletionInfo::default();
-        info.values = completion.values;
-        info.total = completion.total;
-        info.has_more = Some(completion.has_more);
-        Ok(CompleteResult::new(info))
+        self.audited(
+            begun,
+            "completion/complete",
+            Target::default,
+            json_size,
+            answer,
+        )
+        .await
     }
+}
+
+/// What a request about the resource `uri` (as served) is about, for the audit log: the URI
+/// (a password or query value in it masked), and its server when the URI names one
+/// (`switchboard://<server>/…`, or an app's `ui://<server>/…`).
+fn resource_target_of(uri: &str) -> Target {
+    Target {
+        server: uri
+            .strip_prefix(RESOURCE_SCHEME)
+            .and_then(|rest| rest.split_once('/'))
+            .map(|(server, _)| server.to_owned())
+            .or_else(|| crate::apps::parse_ui_uri(uri).map(|(server, _)| server.to_owned())),
+        uri: Some(switchboard::redact::redact_urls_in(uri)),
+        ..Target::default()
+    }
+}
+
+/// What a request about the prompt `name` (as served) is about, for the audit log.
+fn prompt_target_of(name: &str) -> Target {
+    let (server, prompt) = match switchboard::QualifiedName::split(name) {
+        Some((server, prompt)) => (Some(server.to_owned()), prompt),
+        None => (None, name),
+    };
+    Target {
+        server,
+        prompt: Some(prompt.to_owned()),
+        ..Target::default()
+    }
+}
+
+/// The size of a response that may be an input round, as JSON.
+fn response_size<R>(response: &R) -> usize
+where
+    R: Clone + Into<rmcp::model::ServerResult>,
+{
+    json_size(&response.clone().into())
 }
 
 /// A qualified name's hash, for the set of tools a client was shown.

@@ -413,11 +413,10 @@ impl SessionManager for Sessions {
             _ => None,
         };
         // Among replicas the client's `notifications/initialized` may go to another replica:
-        // the handler learns its session from the `initialize` ([`Session::initialize`]).
+        // the handler learns its session from the `initialize` ([`Session::initialize`]); the
+        // audit log names the session of an `initialize` too.
         let mut message = message;
-        if self.cluster.is_some() {
-            message.insert_extension(crate::session_sync::OpenedSession(id.clone()));
-        }
+        message.insert_extension(crate::session_sync::OpenedSession(id.clone()));
         let response = self.manager.initialize_session(id, message).await?;
         if let Some(link) = link
             && self.holds(id).await

@@ -5,12 +5,18 @@
 //! request is a child span (`mcp.server`), whose W3C `traceparent` goes upstream in the call's
 //! `_meta`. Spans are batched and exported on the Tokio runtime, so the request path only
 //! records them.
+//!
+//! With an audit log (`--audit-log`), each of its lines is also an OTLP log record (event
+//! `switchboard.audit`, the line as its body), exported to the same collector (`/v1/logs`)
+//! from the log's writer thread.
 
+use opentelemetry::logs::LoggerProvider as _;
 use opentelemetry::trace::{
     Span as _, SpanContext, SpanId, SpanKind, Status, TraceContextExt as _, TraceFlags, TraceId,
     TraceState, Tracer as _, TracerProvider as _,
 };
 use opentelemetry::{Context, KeyValue};
+use opentelemetry_sdk::logs::{SdkLogger, SdkLoggerProvider};
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 
 /// Why traces cannot be exported.
@@ -27,17 +33,24 @@ pub struct TraceError {
 pub struct Traces {
     provider: SdkTracerProvider,
     tracer: SdkTracer,
+    /// The audit log's records (`/v1/logs`).
+    logs: SdkLoggerProvider,
 }
 
 impl Traces {
     /// Spans exported to the OTLP/HTTP collector at `endpoint` (its base URL, to which
-    /// `/v1/traces` is added, or the full URL ending in `/v1/traces`). Needs a Tokio runtime.
+    /// `/v1/traces` is added, or the full URL ending in `/v1/traces`), and the audit log's
+    /// records to its `/v1/logs`. Needs a Tokio runtime.
     pub fn otlp(endpoint: &str) -> Result<Traces, TraceError> {
-        let url = if endpoint.ends_with("/v1/traces") {
-            endpoint.to_owned()
-        } else {
-            format!("{}/v1/traces", endpoint.trim_end_matches('/'))
+        let failed = |source| TraceError {
+            endpoint: switchboard::redact_url(endpoint),
+            source,
         };
+        let base = endpoint
+            .strip_suffix("/v1/traces")
+            .unwrap_or(endpoint)
+            .trim_end_matches('/');
+        let url = format!("{base}/v1/traces");
         use opentelemetry_otlp::WithExportConfig as _;
         // The exporter's HTTP client is rustls without a provider of its own: ring, as the
         // library's, unless the program chose one already.
@@ -48,10 +61,7 @@ impl Traces {
             .with_http()
             .with_endpoint(url)
             .build()
-            .map_err(|source| TraceError {
-                endpoint: switchboard::redact_url(endpoint),
-                source,
-            })?;
+            .map_err(failed)?;
         let processor =
             opentelemetry_sdk::trace::span_processor_with_async_runtime::BatchSpanProcessor::builder(
                 exporter,
@@ -63,26 +73,54 @@ impl Traces {
             .build();
         let provider = SdkTracerProvider::builder()
             .with_span_processor(processor)
-            .with_resource(resource)
+            .with_resource(resource.clone())
             .build();
         let tracer = provider.tracer("switchboard-gateway");
-        Ok(Traces { provider, tracer })
+        let exporter = opentelemetry_otlp::LogExporter::builder()
+            .with_http()
+            .with_endpoint(format!("{base}/v1/logs"))
+            .build()
+            .map_err(failed)?;
+        let processor =
+            opentelemetry_sdk::logs::log_processor_with_async_runtime::BatchLogProcessor::builder(
+                exporter,
+                opentelemetry_sdk::runtime::Tokio,
+            )
+            .build();
+        let logs = SdkLoggerProvider::builder()
+            .with_log_processor(processor)
+            .with_resource(resource)
+            .build();
+        Ok(Traces {
+            provider,
+            tracer,
+            logs,
+        })
+    }
+
+    /// Where the audit log's lines go as log records.
+    pub(crate) fn audit_logger(&self) -> SdkLogger {
+        self.logs.logger("switchboard-gateway")
     }
 
     /// Exports what is left and stops (bounded by the exporter's timeout).
     pub fn shutdown(&self) {
-        if let Err(e) = self.provider.force_flush() {
-            tracing::debug!("traces not flushed: {e}");
-        }
+        self.flush();
         if let Err(e) = self.provider.shutdown() {
             tracing::debug!("the trace exporter did not stop cleanly: {e}");
         }
+        if let Err(e) = self.logs.shutdown() {
+            tracing::debug!("the log exporter did not stop cleanly: {e}");
+        }
     }
 
-    /// Sends every finished span now.
+    /// Sends every finished span (and audit record) now.
     pub fn flush(&self) {
         if let Err(e) = self.provider.force_flush() {
             tracing::debug!("traces not flushed: {e}");
+        }
+        if let Err(e) = self.logs.force_flush() {
+            tracing::debug!("audit records not flushed: {e}");
         }
     }
 

@@ -54,6 +54,9 @@ thread_local! {
     /// what its clients share (`Gateway::follow_clients`) ([`gateway_with`]).
     static FOLLOW: std::cell::RefCell<Option<mpsc::UnboundedSender<Reoffer>>> =
         const { std::cell::RefCell::new(None) };
+    /// The audit log of the next gateway this thread makes ([`gateway_with`]).
+    static AUDIT: std::cell::RefCell<Option<switchboard_gateway::AuditOptions>> =
+        const { std::cell::RefCell::new(None) };
 }
 
 fn testkit(args: &[&str]) -> Value {
@@ -107,6 +110,9 @@ async fn gateway_with(
             let gateway = Gateway::with_options(host.clone(), rules, ToolSearch::Off, prefix);
             if let Some(traces) = TRACES.with(|t| t.borrow_mut().take()) {
                 gateway.set_traces(traces);
+            }
+            if let Some(audit) = AUDIT.with(|a| a.borrow_mut().take()) {
+                gateway.set_audit(audit).unwrap();
             }
             gateway.set_fast_path(!NO_FAST_PATH.with(|f| f.replace(false)));
             if let Some(reoffers) = follow {
@@ -2442,6 +2448,97 @@ async fn traces_reach_an_otlp_receiver_and_the_traceparent_goes_upstream() {
         upstream,
         format!("00-{client_trace}-{}-01", hex(&child.span_id))
     );
+    client.cancel().await.unwrap();
+    traces.shutdown();
+}
+
+/// A small OTLP/HTTP receiver of log records on 127.0.0.1 port 0: the event name and the body
+/// of every record of every `POST /v1/logs` (protobuf) go down the channel; spans are taken
+/// and dropped. Returns its base URL.
+async fn otlp_log_receiver() -> (String, mpsc::UnboundedReceiver<(String, String)>) {
+    use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
+    use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+    use prost::Message as _;
+    let (tx, rx) = mpsc::unbounded_channel();
+    let app = axum::Router::new()
+        .route(
+            "/v1/logs",
+            axum::routing::post(move |body: axum::body::Bytes| {
+                let tx = tx.clone();
+                async move {
+                    let request = ExportLogsServiceRequest::decode(body).unwrap();
+                    for resource in request.resource_logs {
+                        for scope in resource.scope_logs {
+                            for record in scope.log_records {
+                                let body = match record.body.and_then(|b| b.value) {
+                                    Some(Any::StringValue(text)) => text,
+                                    other => format!("{other:?}"),
+                                };
+                                let _ = tx.send((record.event_name, body));
+                            }
+                        }
+                    }
+                    axum::http::StatusCode::OK
+                }
+            }),
+        )
+        .route(
+            "/v1/traces",
+            axum::routing::post(|| async { axum::http::StatusCode::OK }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, rx)
+}
+
+/// With traces exported and an audit log kept, each audit line is also an OTLP log record
+/// (event `switchboard.audit`, the line as its body), at a real OTLP/HTTP receiver.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn audit_lines_reach_an_otlp_receiver_as_log_records() {
+    let (collector, mut records) = otlp_log_receiver().await;
+    let traces = switchboard_gateway::Traces::otlp(&collector).unwrap();
+    TRACES.with(|t| *t.borrow_mut() = Some(traces.clone()));
+    let dir = tempfile::tempdir().unwrap();
+    AUDIT.with(|a| {
+        *a.borrow_mut() = Some(switchboard_gateway::AuditOptions {
+            target: switchboard_gateway::AuditTarget::File(dir.path().join("audit.log")),
+            arguments: false,
+            max_bytes: switchboard_gateway::DEFAULT_AUDIT_MAX_BYTES,
+        });
+    });
+    let (_tree, _host, url) = gateway_with(
+        json!({"kit": testkit(&[])}),
+        json!({}),
+        GatewayAsk::default(),
+        Prefix::Always,
+    )
+    .await;
+    let (client, _seen) = connect(&url, "audited", false).await;
+    client
+        .call_tool(call("mcp__kit__echo", json!({"text": "logged"})))
+        .await
+        .unwrap();
+    // Records go in batches (each second, or when flushed): wait for the call's, bounded.
+    let mut seen = Vec::new();
+    let line = loop {
+        traces.flush();
+        let (event, body) = tokio::time::timeout(WAIT, records.recv())
+            .await
+            .unwrap_or_else(|_| panic!("records so far: {seen:?}"))
+            .unwrap();
+        let line: Value = serde_json::from_str(&body).unwrap();
+        if line["method"] == "tools/call" {
+            assert_eq!(event, "switchboard.audit");
+            break line;
+        }
+        seen.push(body);
+    };
+    assert_eq!(line["client"], "audited", "{line}");
+    assert_eq!(line["server"], "kit", "{line}");
+    assert_eq!(line["tool"], "echo", "{line}");
+    assert_eq!(line["outcome"], "ok", "{line}");
+    assert!(!line.to_string().contains("logged"), "{line}");
     client.cancel().await.unwrap();
     traces.shutdown();
 }

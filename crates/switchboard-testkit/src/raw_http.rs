@@ -102,3 +102,42 @@ pub fn mcp_request(
     }
     request(addr, method, path, &all, body, wait)
 }
+
+/// The JSON-RPC message of a response body: plain JSON, or an event stream's first `data:`
+/// line that holds one. Panics when there is none.
+#[track_caller]
+pub fn message(body: &str) -> serde_json::Value {
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .find_map(|d| serde_json::from_str::<serde_json::Value>(d.trim()).ok())
+        .or_else(|| serde_json::from_str(body.trim()).ok())
+        .unwrap_or_else(|| panic!("no JSON-RPC message in {body}"))
+}
+
+/// An access token from the testkit's authorization server at `issuer` (`http://HOST:PORT`,
+/// started with `--oauth --oauth-jwt`) by its client-credentials grant: `client` is its
+/// subject, `scope` its scopes (space-separated), `resource` the audience.
+#[track_caller]
+pub fn client_credentials_token(issuer: &str, client: &str, scope: &str, resource: &str) -> String {
+    let addr = issuer.strip_prefix("http://").unwrap_or(issuer);
+    let form = format!(
+        "grant_type=client_credentials&client_id={client}&scope={}&resource={}",
+        scope.replace(' ', "+"),
+        resource.replace(':', "%3A").replace('/', "%2F")
+    );
+    let response = request(
+        addr,
+        "POST",
+        "/token",
+        &["Content-Type: application/x-www-form-urlencoded".to_owned()],
+        Some(&form),
+        crate::WAIT,
+    );
+    assert_eq!(response.code, 200, "{}", response.text);
+    let answer: serde_json::Value = serde_json::from_str(response.body().trim())
+        .unwrap_or_else(|e| panic!("the token endpoint's answer is not JSON: {e}"));
+    match answer["access_token"].as_str() {
+        Some(token) => token.to_owned(),
+        None => panic!("no access token in {answer}"),
+    }
+}

@@ -45,7 +45,7 @@ pub(crate) fn write_private(path: &std::path::Path, contents: &[u8]) -> std::io:
 }
 pub use crate::environment::Environment;
 pub use expand::{ExpandError, expand_vars};
-pub use gateway::{GatewaySettings, GatewayToolRule};
+pub use gateway::{GatewayRateLimit, GatewaySettings, GatewayToolRule};
 pub use issue::{ConfigError, ConfigIssue, Severity};
 pub use load::{ConfigSet, EntryStatus, ServerEntry};
 pub use name::{MAX_SERVER_NAME, NameError, ServerName};

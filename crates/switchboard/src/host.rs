@@ -44,6 +44,7 @@ mod requests;
 mod servers;
 mod serving;
 mod tasks;
+pub(crate) use tasks::rfc3339_to;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -130,6 +130,12 @@ pub use name::{MAX_QUALIFIED_NAME, QualifiedName};
 pub use pins::{ChangeKind, PinChange, PinEntry, PinError, Retyped};
 pub use redact::redact_url;
 
+/// A time as RFC 3339 in UTC, to the millisecond (`2026-12-01T09:30:00.250Z`): the gateway's
+/// audit log.
+pub fn rfc3339_millis(time: std::time::SystemTime) -> String {
+    host::rfc3339_to(time, true)
+}
+
 /// An error and its causes on one line (`error: cause: cause`), each cause once: a cause whose
 /// text the line already holds is not repeated. For surfaces that show an error as one text
 /// (a tool's error result, a warning) and would otherwise lose its causes: the errors of this

@@ -225,6 +225,17 @@ impl SharedStore {
         match *self.inner {}
     }
 
+    /// Takes one request from the rate limit `key`'s bucket; how long until one would be let
+    /// in when it is empty.
+    pub async fn take_rate(
+        &self,
+        _key: &str,
+        _every: Duration,
+        _burst: u32,
+    ) -> Result<Option<Duration>, StoreError> {
+        match *self.inner {}
+    }
+
     pub(crate) async fn lock(
         &self,
         _name: &str,
@@ -271,6 +282,24 @@ impl Drop for SharedLock {
 
 /// Deletes the lock only when it still holds this holder's token.
 #[cfg(feature = "redis")]
+/// GCRA (the generic cell rate algorithm, a token bucket kept as one time): `KEYS[1]` holds the
+/// theoretical arrival time in microseconds of Redis' clock; `ARGV[1]` the microseconds between
+/// requests, `ARGV[2]` the burst. Returns 0 when the request is let in (and moves the time on),
+/// else the microseconds until one would be. The key expires once the bucket is full again.
+#[cfg(feature = "redis")]
+const RATE_SCRIPT: &str = "\
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local every = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local tat = tonumber(redis.call('GET', KEYS[1]) or now)
+if tat < now then tat = now end
+local allowed_at = tat + every - every * burst
+if allowed_at > now then return allowed_at - now end
+local new = tat + every
+redis.call('SET', KEYS[1], string.format('%d', new), 'PX', math.ceil((new - now) / 1000) + 1)
+return 0";
+
 const UNLOCK_SCRIPT: &str = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
 
 /// A write nobody waits for, done in order by the writer task.
@@ -638,6 +667,29 @@ impl SharedStore {
         let notes = self.inner.notes.subscribe();
         self.listen();
         notes
+    }
+
+    /// Takes one request from the bucket of the rate limit `key` (under `switchboard:rate:`),
+    /// which lets in one request `every` so long, `burst` at once: `None` when it is let in,
+    /// else how long until one would be. One script (GCRA on Redis' own clock), so the
+    /// replicas sharing the store share the bucket.
+    pub async fn take_rate(
+        &self,
+        key: &str,
+        every: Duration,
+        burst: u32,
+    ) -> Result<Option<Duration>, StoreError> {
+        let mut conn = self.inner.conn.clone();
+        let wait: i64 = redis::cmd("EVAL")
+            .arg(RATE_SCRIPT)
+            .arg(1)
+            .arg(format!("{PREFIX}rate:{key}"))
+            .arg(u64::try_from(every.as_micros()).unwrap_or(u64::MAX).max(1))
+            .arg(burst.max(1))
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| self.error(e))?;
+        Ok((wait > 0).then(|| Duration::from_micros(wait.unsigned_abs())))
     }
 
     /// Waits at most `wait` until this store hears the other replicas (its subscription is

@@ -1,10 +1,12 @@
 //! The user file's `gateway` section: `switchboard serve`'s tool rules, each a string as
-//! `--allow-tool` / `--deny-tool` take it (the gateway parses and applies them).
+//! `--allow-tool` / `--deny-tool` take it, and its rate limits, each as `--rate-limit` takes it
+//! (the gateway parses and applies them).
 //!
 //! ```json
 //! "gateway": {
 //!   "allowTools": ["scope:read=mcp__github__get_*", "sub:alice=mcp__*"],
-//!   "denyTools": ["mcp__shell__*"]
+//!   "denyTools": ["mcp__shell__*"],
+//!   "rateLimits": ["sub:*=60/min", "tool:mcp__github__*=10/s"]
 //! }
 //! ```
 //!
@@ -40,15 +42,46 @@ impl GatewayToolRule {
     }
 }
 
-/// What the `gateway` section holds: its rules, and its problems (unknown keys are
-/// warnings; a value of the wrong kind is an error).
+/// One limit of `gateway.rateLimits`, with where it was written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GatewayRateLimit {
+    /// The limit as written (`sub:*=60/min`).
+    pub limit: String,
+    pub file: PathBuf,
+    /// 1-based line and column.
+    pub position: (usize, usize),
+    /// `gateway.rateLimits[0]`.
+    pub field: String,
+}
+
+impl GatewayRateLimit {
+    /// An error about this limit, naming its file, position and field.
+    pub fn issue(&self, message: impl Into<String>) -> ConfigIssue {
+        ConfigIssue::error(message)
+            .in_file(&self.file)
+            .at(self.position)
+            .field(self.field.clone())
+    }
+}
+
+/// What the `gateway` section holds: its rules and rate limits, and its problems (unknown keys
+/// are warnings; a value of the wrong kind is an error).
 #[derive(Debug, Clone, Default)]
 pub struct GatewaySettings {
     pub tool_rules: Vec<GatewayToolRule>,
+    pub rate_limits: Vec<GatewayRateLimit>,
     pub issues: Vec<ConfigIssue>,
 }
 
-const KEYS: [&str; 2] = ["allowTools", "denyTools"];
+const KEYS: [&str; 3] = ["allowTools", "denyTools", "rateLimits"];
+
+/// Which list of the section an item is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Allow,
+    Deny,
+    RateLimit,
+}
 
 impl ConfigSet {
     /// The user file's `gateway` section.
@@ -66,6 +99,7 @@ impl ConfigSet {
         let GatewayFile {
             allow_tools,
             deny_tools,
+            rate_limits,
         } = match &user.sections.gateway {
             Checked::Absent => return out,
             Checked::Broken => {
@@ -85,9 +119,10 @@ impl ConfigSet {
                 .field(unknown.field.clone()),
             );
         }
-        for (key, deny, list) in [
-            ("allowTools", false, allow_tools),
-            ("denyTools", true, deny_tools),
+        for (key, kind, list) in [
+            ("allowTools", Kind::Allow, allow_tools),
+            ("denyTools", Kind::Deny, deny_tools),
+            ("rateLimits", Kind::RateLimit, rate_limits),
         ] {
             let field = format!("gateway.{key}");
             let items = match list {
@@ -108,9 +143,19 @@ impl ConfigSet {
                         at,
                         value: PatternText(rule),
                         ..
+                    }) if kind == Kind::RateLimit => out.rate_limits.push(GatewayRateLimit {
+                        limit: rule.clone(),
+                        file: user.file.clone(),
+                        position: *at,
+                        field,
+                    }),
+                    Checked::Ok(Located {
+                        at,
+                        value: PatternText(rule),
+                        ..
                     }) => out.tool_rules.push(GatewayToolRule {
                         rule: rule.clone(),
-                        deny,
+                        deny: kind == Kind::Deny,
                         file: user.file.clone(),
                         position: *at,
                         field,
@@ -152,7 +197,7 @@ mod tests {
     #[test]
     fn rules_come_with_their_file_line_and_field() {
         let (_dir, set) = load(
-            "{\n  \"gateway\": {\n    \"allowTools\": [\"scope:read=mcp__gh__get_*\"],\n    \"denyTools\": [\"mcp__shell__*\", 3],\n    \"allowTool\": []\n  }\n}\n",
+            "{\n  \"gateway\": {\n    \"allowTools\": [\"scope:read=mcp__gh__get_*\"],\n    \"denyTools\": [\"mcp__shell__*\", 3],\n    \"allowTool\": [],\n    \"rateLimits\": [\"sub:*=60/min\"]\n  }\n}\n",
         );
         let settings = set.gateway_settings();
         let rules: Vec<(&str, bool, (usize, usize), &str)> = settings
@@ -172,6 +217,12 @@ mod tests {
                 ("mcp__shell__*", true, (4, 19), "gateway.denyTools[0]"),
             ]
         );
+        let limits: Vec<(&str, (usize, usize), &str)> = settings
+            .rate_limits
+            .iter()
+            .map(|l| (l.limit.as_str(), l.position, l.field.as_str()))
+            .collect();
+        assert_eq!(limits, [("sub:*=60/min", (6, 20), "gateway.rateLimits[0]")]);
         let issues: Vec<String> = settings.issues.iter().map(|i| i.to_string()).collect();
         assert_eq!(issues.len(), 2, "{issues:?}");
         assert!(settings.issues[0].is_error() || settings.issues[1].is_error());

@@ -349,7 +349,7 @@ pub(crate) struct PermissionsFile {
 }
 
 /// `gateway` as written: the gateway's tool rules, each a string as `--allow-tool` /
-/// `--deny-tool` take it.
+/// `--deny-tool` take it, and its rate limits, each as `--rate-limit` takes it.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct GatewayFile {
@@ -357,6 +357,8 @@ pub(crate) struct GatewayFile {
     pub(crate) allow_tools: Checked<Located<PatternList>>,
     #[serde(default)]
     pub(crate) deny_tools: Checked<Located<PatternList>>,
+    #[serde(default)]
+    pub(crate) rate_limits: Checked<Located<PatternList>>,
 }
 
 /// `profiles` as written: each profile by its name.

@@ -333,10 +333,14 @@ fn try_record(
 
 /// A time as RFC 3339 in UTC, to the second (`2026-12-01T09:30:00Z`).
 fn rfc3339(time: SystemTime) -> String {
-    let secs = time
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or(Duration::ZERO)
-        .as_secs();
+    rfc3339_to(time, false)
+}
+
+/// A time as RFC 3339 in UTC, to the second, or with `millis` to the millisecond
+/// (`2026-12-01T09:30:00.250Z`).
+pub(crate) fn rfc3339_to(time: SystemTime, millis: bool) -> String {
+    let since = time.duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO);
+    let secs = since.as_secs();
     let (days, rest) = (secs / 86_400, secs % 86_400);
     // Days since 1970-01-01 to a civil date (Howard Hinnant's `civil_from_days`).
     let z = days as i64 + 719_468;
@@ -348,8 +352,13 @@ fn rfc3339(time: SystemTime) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
+    let fraction = if millis {
+        format!(".{:03}", since.subsec_millis())
+    } else {
+        String::new()
+    };
     format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}{fraction}Z",
         rest / 3_600,
         rest % 3_600 / 60,
         rest % 60
@@ -366,6 +375,8 @@ mod tests {
         assert_eq!(at(0), "1970-01-01T00:00:00Z");
         assert_eq!(at(951_782_400), "2000-02-29T00:00:00Z");
         assert_eq!(at(1_798_761_599), "2026-12-31T23:59:59Z");
+        let later = UNIX_EPOCH + Duration::from_millis(1_798_761_599_250);
+        assert_eq!(rfc3339_to(later, true), "2026-12-31T23:59:59.250Z");
     }
 
     #[test]
