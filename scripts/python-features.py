@@ -26,7 +26,7 @@ OWN = re.compile(r"^(pyo3|switchboard-python|target-lexicon|indoc|unindent|heck|
 
 def features(args: list) -> Dict[Key, Set[str]]:
     run = subprocess.run(
-        ["cargo", "tree", "--locked", "--prefix", "depth", "--format", "{p}|{f}", "--no-dedupe",
+        ["cargo", "tree", "--locked", "--prefix", "depth", "--format", "{p}|{f}",
          "-e", "normal,build,dev", *args],
         capture_output=True,
         text=True,
@@ -72,7 +72,9 @@ def main() -> int:
     for (package, host), wanted in sorted(bindings.items()):
         if OWN.match(package):
             continue
-        have = workspace.get((package, host))
+        # `cargo tree` shows a package built alike for the host and the target once, under
+        # whichever comes first: then only the other label has it.
+        have = workspace.get((package, host), workspace.get((package, not host)))
         if have is None:
             drift.append(f"{package} ({'host' if host else 'target'}): not built by the workspace")
         elif have != wanted:

@@ -443,11 +443,25 @@ fn event_json(event: &HostEvent) -> Value {
     }
 }
 
-fn listing_failures(failures: &[HostError]) -> PyResult<Vec<Py<PyAny>>> {
-    Ok(failures
+/// A listing as the Python side takes it: the items as JSON, the failures as `HostError`s.
+fn listing<T>(
+    listing: &switchboard::Listing<T>,
+    item: impl Fn(&T) -> Value,
+) -> (String, Vec<Py<PyAny>>) {
+    let items: Vec<Value> = listing.items.iter().map(item).collect();
+    let failures = listing
+        .failures
         .iter()
         .map(|e| Python::attach(|py| host_error(e).into_value(py).into_any()))
-        .collect())
+        .collect();
+    (to_json(&Value::Array(items)), failures)
+}
+
+fn request_options(timeout: Option<f64>) -> PyResult<RequestOptions> {
+    Ok(RequestOptions {
+        timeout: seconds(timeout)?,
+        ..RequestOptions::default()
+    })
 }
 
 #[pymethods]
@@ -553,15 +567,10 @@ impl NativeHost {
     ) -> PyResult<Bound<'py, PyAny>> {
         let host = self.host.clone();
         pyo3_async_runtimes::tokio::future_into_py(py, async move {
-            let listing = host.resources(server.as_deref()).await;
-            let items: Vec<Value> = listing
-                .items
-                .iter()
-                .map(|l| json!({"server": l.server, "item": l.item}))
-                .collect();
-            Ok((
-                to_json(&Value::Array(items)),
-                listing_failures(&listing.failures)?,
+            let listed = host.resources(server.as_deref()).await;
+            Ok(listing(
+                &listed,
+                |l| json!({"server": l.server, "item": l.item}),
             ))
         })
     }
@@ -576,10 +585,7 @@ impl NativeHost {
         timeout: Option<f64>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let host = self.host.clone();
-        let options = RequestOptions {
-            timeout: seconds(timeout)?,
-            ..RequestOptions::default()
-        };
+        let options = request_options(timeout)?;
         pyo3_async_runtimes::tokio::future_into_py(py, async move {
             let outcome = host
                 .read_resource(&server, &uri, options)
@@ -599,23 +605,15 @@ impl NativeHost {
     fn prompts<'py>(&self, py: Python<'py>, server: Option<String>) -> PyResult<Bound<'py, PyAny>> {
         let host = self.host.clone();
         pyo3_async_runtimes::tokio::future_into_py(py, async move {
-            let listing = host.prompts(server.as_deref()).await;
-            let items: Vec<Value> = listing
-                .items
-                .iter()
-                .map(|p| {
-                    json!({
-                        "name": p.name,
-                        "server": p.server,
-                        "prompt": p.prompt,
-                        "definition": p.definition,
-                    })
+            let listed = host.prompts(server.as_deref()).await;
+            Ok(listing(&listed, |p| {
+                json!({
+                    "name": p.name,
+                    "server": p.server,
+                    "prompt": p.prompt,
+                    "definition": p.definition,
                 })
-                .collect();
-            Ok((
-                to_json(&Value::Array(items)),
-                listing_failures(&listing.failures)?,
-            ))
+            }))
         })
     }
 
@@ -630,10 +628,7 @@ impl NativeHost {
     ) -> PyResult<Bound<'py, PyAny>> {
         let host = self.host.clone();
         let arguments = object(&arguments, "arguments")?;
-        let options = RequestOptions {
-            timeout: seconds(timeout)?,
-            ..RequestOptions::default()
-        };
+        let options = request_options(timeout)?;
         pyo3_async_runtimes::tokio::future_into_py(py, async move {
             let prompt = host.find_prompt(&name).await.map_err(|e| host_error(&e))?;
             let result = host
