@@ -195,9 +195,7 @@ class Host:
         in the listing's ``issues``.
         """
         data = json.loads(await self._native.tools())
-        listing: Listing[Tool] = Listing([Tool._from_json(t) for t in data["tools"]])
-        listing.issues = list(data["issues"])  # type: ignore[attr-defined]
-        return listing
+        return Listing([Tool._from_json(t) for t in data["tools"]], issues=data["issues"])
 
     async def search_tools(self, query: str, limit: int = 10) -> List[SearchHit]:
         """The ``limit`` tools most relevant to ``query`` (BM25 over names, titles,

@@ -231,13 +231,21 @@ class PromptResult:
 
 class Listing(List[T], Generic[T]):
     """A list of what the servers answered, with the servers that failed to answer as
-    :class:`~switchboard.HostError`\\ s in ``failures``."""
+    :class:`~switchboard.HostError`\\ s in ``failures``, and for the catalogue's tools what
+    the user should know (tools left out, descriptions cut) in ``issues``."""
 
     failures: List[HostError]
+    issues: List[str]
 
-    def __init__(self, items: List[T], failures: Optional[List[HostError]] = None) -> None:
+    def __init__(
+        self,
+        items: List[T],
+        failures: Optional[List[HostError]] = None,
+        issues: Optional[List[str]] = None,
+    ) -> None:
         super().__init__(items)
         self.failures = list(failures or [])
+        self.issues = list(issues or [])
 
 
 @dataclass(frozen=True)
