@@ -55,3 +55,19 @@ if ! out="$(cd "$scratch" && HOME="$scratch" SWITCHBOARD_STATE_DIR="$scratch/age
 fi
 printf '%s\n' "$out"
 echo "examples/agent.rs: ok"
+# The Python bindings (bindings/python, docs/python.md), in a fresh virtual environment under
+# the target folder: the pinned test requirements (maturin among them), then
+# `pip install ./bindings/python`, which maturin builds in the dev profile into this target
+# folder, where the steps above left every dependency built with the workspace's features
+# (scripts/python-features.py fails first if the bindings would ask for others): only PyO3 and
+# the bindings compile. Then their tests, against the test server and server-everything.
+started=$SECONDS
+python3 scripts/python-features.py
+venv="${CARGO_TARGET_DIR:-$root/target}/python-venv"
+rm -rf "$venv"
+python3 -m venv "$venv"
+pip_quiet=(--quiet --disable-pip-version-check)
+"$venv/bin/pip" install "${pip_quiet[@]}" -r bindings/python/requirements-test.txt
+PATH="$venv/bin:$PATH" "$venv/bin/pip" install "${pip_quiet[@]}" --no-build-isolation ./bindings/python
+SWITCHBOARD_TESTKIT_SERVER="$target/testkit-server" "$venv/bin/python" -m pytest bindings/python/tests
+echo "bindings/python: built, installed and tested in $((SECONDS - started)) s"
