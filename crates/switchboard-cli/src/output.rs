@@ -333,6 +333,26 @@ pub(crate) fn print_json(value: &Value) -> std::io::Result<()> {
     writeln!(out)
 }
 
+/// Says on stderr which servers a listing could not ask, and why.
+pub(crate) fn warn_failures<T>(listing: &switchboard::Listing<T>) {
+    for failure in &listing.failures {
+        eprintln!("warning: {}", clean(&switchboard::error_chain(failure)));
+    }
+}
+
+/// A listing of one server (`SERVER` given) fails when that server could not answer; a
+/// listing of all of them lists what it could and warns about the rest.
+pub(crate) fn listing_exit<T>(
+    server: Option<&str>,
+    listing: &switchboard::Listing<T>,
+) -> std::process::ExitCode {
+    if server.is_some() && !listing.failures.is_empty() {
+        std::process::ExitCode::FAILURE
+    } else {
+        std::process::ExitCode::SUCCESS
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
