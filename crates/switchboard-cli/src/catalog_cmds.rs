@@ -789,13 +789,11 @@ async fn prompts(host: &Host, server: Option<&str>, json: bool) -> anyhow::Resul
         );
     }
     if json {
-        print_json(&Value::Array(
-            listing
-                .items
-                .iter()
-                .map(|p| json!({"name": p.name, "server": p.server, "prompt": p.definition}))
-                .collect(),
-        ))?;
+        let named = listing
+            .items
+            .iter()
+            .map(|p| (&p.name, &p.server, &p.definition));
+        crate::output::print_named_json("prompt", named)?;
     } else {
         let rows: Vec<Vec<String>> = listing
             .items

@@ -33,13 +33,11 @@ pub(crate) async fn skills(
     }
     warn_failures(&listing);
     if json {
-        print_json(&Value::Array(
-            listing
-                .items
-                .iter()
-                .map(|s| json!({"name": s.name, "server": s.server, "skill": s.definition}))
-                .collect(),
-        ))?;
+        let named = listing
+            .items
+            .iter()
+            .map(|s| (&s.name, &s.server, &s.definition));
+        crate::output::print_named_json("skill", named)?;
     } else {
         let rows: Vec<Vec<String>> = listing
             .items
