@@ -151,6 +151,46 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// List the skills of every connected server that serves them (or one), as
+    /// `mcp__server__skill`.
+    ///
+    /// Each with the URI of its SKILL.md, how many files it has and its description (the
+    /// Skills extension, SEP-2640). Nothing is read until `skill` fetches one. A skill a `deny`
+    /// rule names is not listed. Asked for one server that serves none, it says so and exits 0.
+    Skills {
+        /// Only this server's skills.
+        #[arg(add = ArgValueCandidates::new(server_names))]
+        server: Option<String>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Fetch a skill, every file checked against its digest, and write its files to a folder.
+    ///
+    /// Its SKILL.md and the files beside it are written to the folder (`--out`, else one named
+    /// after the skill in the working folder), whose path is printed. Every file is checked
+    /// against the size and digest its server gave: when one differs, nothing is written and
+    /// the command exits 1, naming the server, the skill and the file.
+    Skill {
+        /// The server that serves it.
+        #[arg(add = ArgValueCandidates::new(server_names))]
+        server: String,
+        /// The skill: its name, its qualified name (`mcp__<server>__<skill>`), its path, or
+        /// the URI of its SKILL.md, as `skills` lists it.
+        name: String,
+        /// The folder to write the skill's files in (its SKILL.md at DIR/SKILL.md); by default
+        /// a folder named after the skill in the working folder. It must not exist yet.
+        #[arg(long, value_name = "DIR")]
+        out: Option<std::path::PathBuf>,
+        /// Write into the folder even if it exists: the skill's files replace files of the
+        /// same name, other files are left as they are.
+        #[arg(long)]
+        force: bool,
+        /// Print the skill's manifest as JSON (its entry, where it was written, and each
+        /// file's path, URI, size and digest) instead of the folder.
+        #[arg(long)]
+        json: bool,
+    },
     /// Serve every configured server's tools, resources and prompts as one MCP server.
     Serve(Box<ServeArgs>),
     /// Open the interactive console: servers and their states, tools, approvals (also what

@@ -1,5 +1,5 @@
-//! `switchboard tools | call | resources | read | prompts | prompt`: the catalogue and calls,
-//! through the library's `Host`.
+//! `switchboard tools | call | resources | read | prompts | prompt | skills | skill`: the
+//! catalogue and calls, through the library's `Host` (skills' own in `skill_cmds.rs`).
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -15,7 +15,7 @@ use switchboard::permissions::CallSource;
 
 use crate::args::Command;
 use crate::context::Context;
-use crate::output::{clean, print_json, print_table};
+use crate::output::{clean, listing_exit, print_json, print_table, warn_failures};
 
 pub(crate) fn run(ctx: &Context, command: Command) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -30,7 +30,7 @@ pub(crate) fn run(ctx: &Context, command: Command) -> anyhow::Result<ExitCode> {
         };
         let host = planned.builder.start()?;
         let outcome = tokio::select! {
-            outcome = dispatch(&host, command) => outcome,
+            outcome = dispatch(&host, &ctx.paths.cwd, command) => outcome,
             _ = crate::context::interrupted() => {
                 host.shutdown().await;
                 std::process::exit(130);
@@ -68,8 +68,11 @@ fn servers_needed(command: &Command) -> Option<Vec<String>> {
         }
         | Command::Prompts {
             server: Some(s), ..
+        }
+        | Command::Skills {
+            server: Some(s), ..
         } => one(s),
-        Command::Read { server, .. } => one(server),
+        Command::Read { server, .. } | Command::Skill { server, .. } => one(server),
         Command::Call { name, .. } | Command::Prompt { name, .. } => {
             match QualifiedName::split(name) {
                 Some((server, _)) => one(server),
@@ -80,14 +83,11 @@ fn servers_needed(command: &Command) -> Option<Vec<String>> {
     }
 }
 
-/// Says on stderr which servers a listing could not ask, and why.
-fn warn_failures<T>(listing: &Listing<T>) {
-    for failure in &listing.failures {
-        eprintln!("warning: {}", clean(&switchboard::error_chain(failure)));
-    }
-}
-
-async fn dispatch(host: &Host, command: Command) -> anyhow::Result<ExitCode> {
+async fn dispatch(
+    host: &Host,
+    cwd: &std::path::Path,
+    command: Command,
+) -> anyhow::Result<ExitCode> {
     crate::start::settle_in_view(host).await?;
     match command {
         Command::Tools {
@@ -125,6 +125,24 @@ async fn dispatch(host: &Host, command: Command) -> anyhow::Result<ExitCode> {
             args,
             json,
         } => prompt(host, &name, &rest, &args, json).await,
+        Command::Skills { server, json } => {
+            crate::skill_cmds::skills(host, server.as_deref(), json).await
+        }
+        Command::Skill {
+            server,
+            name,
+            out,
+            force,
+            json,
+        } => {
+            let out = crate::skill_cmds::Out {
+                cwd,
+                dir: out.as_deref(),
+                force,
+                json,
+            };
+            crate::skill_cmds::skill(host, &server, &name, out).await
+        }
         Command::Mcp(_)
         | Command::Plugin(_)
         | Command::Serve(_)
@@ -140,19 +158,9 @@ fn unreachable_mcp() -> anyhow::Result<ExitCode> {
     Err(anyhow!("`mcp`, `serve` and `tasks` are handled elsewhere"))
 }
 
-async fn tools(
-    host: &Host,
-    server: Option<&str>,
-    json: bool,
-    schema: bool,
-    search: Option<(&str, usize)>,
-    all: bool,
-) -> anyhow::Result<ExitCode> {
-    let snapshot = host.tools().await;
-    for issue in &snapshot.issues {
-        eprintln!("warning: {}", clean(&issue.to_string()));
-    }
-    // Servers that did not start have no tools to show: say which, and why.
+/// Says on stderr which servers did not start (`server` only, when given), so have nothing to
+/// list, and why: disabled, pending approval, denied by policy.
+pub(crate) fn note_not_started(host: &Host, server: Option<&str>) {
     for entry in host
         .config()
         .servers
@@ -168,6 +176,21 @@ async fn tools(
                 .unwrap_or_default()
         );
     }
+}
+
+async fn tools(
+    host: &Host,
+    server: Option<&str>,
+    json: bool,
+    schema: bool,
+    search: Option<(&str, usize)>,
+    all: bool,
+) -> anyhow::Result<ExitCode> {
+    let snapshot = host.tools().await;
+    for issue in &snapshot.issues {
+        eprintln!("warning: {}", clean(&issue.to_string()));
+    }
+    note_not_started(host, server);
     let in_server = |t: &switchboard::Tool| server.is_none_or(|s| t.server.as_deref() == Some(s));
     // A search ranks the whole catalogue (the server filter applies before the limit).
     let (mut tools, mut scores): (Vec<_>, Vec<Option<f32>>) = match search {
@@ -693,16 +716,6 @@ async fn resources(host: &Host, server: Option<&str>, json: bool) -> anyhow::Res
     Ok(listing_exit(server, &resources))
 }
 
-/// A listing of one server (`SERVER` given) fails when that server could not answer; a
-/// listing of all of them lists what it could and warns about the rest.
-fn listing_exit<T>(server: Option<&str>, listing: &Listing<T>) -> ExitCode {
-    if server.is_some() && !listing.failures.is_empty() {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
-}
-
 async fn read(host: &Host, server: &str, uri: &str, json: bool) -> anyhow::Result<ExitCode> {
     let read = host
         .read_resource(server, uri, RequestOptions::default())
@@ -776,13 +789,11 @@ async fn prompts(host: &Host, server: Option<&str>, json: bool) -> anyhow::Resul
         );
     }
     if json {
-        print_json(&Value::Array(
-            listing
-                .items
-                .iter()
-                .map(|p| json!({"name": p.name, "server": p.server, "prompt": p.definition}))
-                .collect(),
-        ))?;
+        let named = listing
+            .items
+            .iter()
+            .map(|p| (&p.name, &p.server, &p.definition));
+        crate::output::print_named_json("prompt", named)?;
     } else {
         let rows: Vec<Vec<String>> = listing
             .items

@@ -21,6 +21,7 @@ mod plugin;
 mod probe;
 mod reference;
 mod serve;
+mod skill_cmds;
 mod start;
 mod tasks;
 mod trust;

@@ -333,6 +333,44 @@ pub(crate) fn print_json(value: &Value) -> std::io::Result<()> {
     writeln!(out)
 }
 
+/// Prints a listing of named items as a JSON array: `{"name", "server", <key>: definition}`
+/// each (`prompts --json`, `skills --json`).
+pub(crate) fn print_named_json<'a>(
+    key: &str,
+    items: impl Iterator<Item = (&'a String, &'a String, &'a Value)>,
+) -> std::io::Result<()> {
+    let rows = items
+        .map(|(name, server, definition)| {
+            let mut row = serde_json::Map::new();
+            row.insert("name".to_owned(), Value::from(name.as_str()));
+            row.insert("server".to_owned(), Value::from(server.as_str()));
+            row.insert(key.to_owned(), definition.clone());
+            Value::Object(row)
+        })
+        .collect();
+    print_json(&Value::Array(rows))
+}
+
+/// Says on stderr which servers a listing could not ask, and why.
+pub(crate) fn warn_failures<T>(listing: &switchboard::Listing<T>) {
+    for failure in &listing.failures {
+        eprintln!("warning: {}", clean(&switchboard::error_chain(failure)));
+    }
+}
+
+/// A listing of one server (`SERVER` given) fails when that server could not answer; a
+/// listing of all of them lists what it could and warns about the rest.
+pub(crate) fn listing_exit<T>(
+    server: Option<&str>,
+    listing: &switchboard::Listing<T>,
+) -> std::process::ExitCode {
+    if server.is_some() && !listing.failures.is_empty() {
+        std::process::ExitCode::FAILURE
+    } else {
+        std::process::ExitCode::SUCCESS
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -36,6 +36,7 @@ pub mod redis;
 pub mod registry;
 pub mod samples;
 pub mod server;
+pub mod skills;
 mod sse;
 mod stdio;
 pub use stdio::serve_in_memory;

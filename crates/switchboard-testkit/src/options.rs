@@ -121,6 +121,17 @@ pub struct Options {
     #[arg(long)]
     pub sample_resources: bool,
 
+    /// Serve the skills of a folder (SEP-2640: `skills/list`, `skills/get`, their files through
+    /// `resources/read`): each folder below DIR with a `SKILL.md` is one
+    /// ([`crate::skills`]; `crate::skills::fixture_dir()` holds two).
+    #[arg(long, value_name = "DIR")]
+    pub skills: Option<PathBuf>,
+
+    /// With `--skills`: change one byte of every file but a `SKILL.md` when it is read, so it
+    /// no longer matches the digest its manifest gives (its size still does).
+    #[arg(long, requires = "skills")]
+    pub skills_tamper: bool,
+
     /// Offer completions and the `paint` prompt, whose `color` argument completes.
     #[arg(long)]
     pub completions: bool,

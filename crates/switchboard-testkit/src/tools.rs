@@ -63,6 +63,8 @@ struct Shared {
     fail_lists: bool,
     /// `--sample-resources`.
     sample_resources: bool,
+    /// `--skills`: the skills served (and `--skills-tamper`).
+    skills: Option<crate::skills::Shelf>,
     /// `--resource-updates`: the URIs subscribed to.
     subscriptions: Option<parking_lot::Mutex<std::collections::HashSet<String>>>,
     /// `--completions`: the `paint` prompt and `completion/complete`.
@@ -155,6 +157,15 @@ impl Toolbox {
                 echo_meta: options.echo_meta,
                 fail_lists: options.fail_lists,
                 sample_resources: options.sample_resources,
+                skills: options.skills.as_deref().map(|dir| {
+                    crate::skills::Shelf::load(dir, options.skills_tamper).unwrap_or_else(|e| {
+                        eprintln!(
+                            "testkit-server: cannot read the skills in {}: {e}",
+                            dir.display()
+                        );
+                        std::process::exit(1)
+                    })
+                }),
                 subscriptions: options.resource_updates.then(Default::default),
                 completions: options.completions,
                 growing: options.growing_lists.then(Default::default),
@@ -497,8 +508,18 @@ impl ServerHandler for Toolbox {
         if self.shared.big_resource.is_some()
             || self.shared.fail_lists
             || self.shared.sample_resources
+            || self.shared.skills.is_some()
         {
             capabilities.resources = Some(Default::default());
+        }
+        if self.shared.skills.is_some() {
+            capabilities
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert(
+                    rmcp::model::SKILLS_EXTENSION_ID.to_owned(),
+                    JsonObject::new(),
+                );
         }
         if self.shared.subscriptions.is_some() {
             let mut resources = capabilities.resources.take().unwrap_or_default();
@@ -636,6 +657,9 @@ impl ServerHandler for Toolbox {
         if self.shared.sample_resources {
             resources.extend(crate::samples::resources());
         }
+        if let Some(skills) = &self.shared.skills {
+            resources.extend(skills.resources());
+        }
         if let Some(grown) = self.shared.growing.as_ref().map(|g| g.lock()) {
             resources.extend(grown.resources.iter().cloned());
         }
@@ -685,6 +709,14 @@ impl ServerHandler for Toolbox {
         {
             return result.map(Into::into);
         }
+        if let Some(result) = self
+            .shared
+            .skills
+            .as_ref()
+            .and_then(|s| s.read(&request.uri))
+        {
+            return Ok(result.into());
+        }
         match self.shared.big_resource {
             Some(bytes) if request.uri == BIG_RESOURCE => {
                 let contents = rmcp::model::ResourceContents::text(big_text(bytes), BIG_RESOURCE);
@@ -694,6 +726,32 @@ impl ServerHandler for Toolbox {
                 format!("no resource `{}`", request.uri),
                 None,
             )),
+        }
+    }
+
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListSkillsResult, ErrorData> {
+        match &self.shared.skills {
+            Some(skills) => Ok(skills.list()),
+            None => Err(ErrorData::method_not_found::<
+                rmcp::model::ListSkillsRequestMethod,
+            >()),
+        }
+    }
+
+    async fn get_skill(
+        &self,
+        request: rmcp::model::GetSkillRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetSkillResult, ErrorData> {
+        match &self.shared.skills {
+            Some(skills) => skills.get(&request.uri),
+            None => Err(ErrorData::method_not_found::<
+                rmcp::model::GetSkillRequestMethod,
+            >()),
         }
     }
 

@@ -8,6 +8,7 @@ mod handler;
 mod handshake;
 mod interact;
 pub(crate) mod requests;
+pub(crate) mod skills;
 mod tasks;
 
 use std::sync::Arc;
@@ -245,6 +246,12 @@ impl Capabilities {
         .into_iter()
         .filter_map(|(on, name)| on.then_some(name))
         .collect()
+    }
+
+    /// It serves skills (SEP-2640): it declared `io.modelcontextprotocol/skills` and offers
+    /// resources, which carry the skills' files (the extension asks for both).
+    pub fn offers_skills(&self) -> bool {
+        self.resources && self.extensions.contains(crate::extensions::SKILLS)
     }
 }
 

@@ -3,6 +3,9 @@
 //! and what MCP Apps (`io.modelcontextprotocol/ui`) asks of a host: a tool whose
 //! `_meta.ui.visibility` leaves out `"model"` is for its app only ([`is_app_only`]), and a
 //! tool's UI is the `ui://` resource its `_meta.ui.resourceUri` names ([`ui_resource_uri`]).
+//! Skills (SEP-2640, [`SKILLS`]) are declared too; a server that offers them says so in its own
+//! `capabilities.extensions` ([`Capabilities::offers_skills`](crate::Capabilities::offers_skills)),
+//! and [`Host::skills`](crate::Host::skills) lists them.
 //!
 //! [`HostBuilder::extension`]: crate::HostBuilder::extension
 
@@ -12,6 +15,9 @@ use serde_json::{Map, Value, json};
 
 /// MCP Apps' identifier (the TypeScript and Python SDKs' constant).
 pub const UI: &str = "io.modelcontextprotocol/ui";
+
+/// Skills' identifier (SEP-2640): skills served over resources, listed by `skills/list`.
+pub const SKILLS: &str = "io.modelcontextprotocol/skills";
 
 /// The MIME type of an app's `ui://` HTML resource.
 pub const APP_MIME_TYPE: &str = "text/html;profile=mcp-app";
@@ -36,12 +42,14 @@ impl Extensions {
 
     /// What a host declares unless its program says otherwise: MCP Apps, for the HTML
     /// profile (`{"mimeTypes": ["text/html;profile=mcp-app"]}`, as the SDKs' clients declare
-    /// it). A host renders nothing itself; declaring it lets its servers send their apps'
-    /// tools and resources, which the host keeps from the model ([`is_app_only`]) and its
-    /// program may show.
+    /// it), and Skills (`{}`, as FastMCP's client declares it; the extension asks nothing of a
+    /// client's declaration). A host renders nothing itself; declaring MCP Apps lets its
+    /// servers send their apps' tools and resources, which the host keeps from the model
+    /// ([`is_app_only`]) and its program may show.
     pub fn host_default() -> Extensions {
         let mut extensions = Extensions::new();
         extensions.insert(UI, json!({"mimeTypes": [APP_MIME_TYPE]}));
+        extensions.insert(SKILLS, json!({}));
         extensions
     }
 
@@ -180,7 +188,7 @@ mod tests {
         let host = Extensions::host_default();
         assert_eq!(
             host.to_json(),
-            json!({UI: {"mimeTypes": ["text/html;profile=mcp-app"]}})
+            json!({UI: {"mimeTypes": ["text/html;profile=mcp-app"]}, SKILLS: {}})
         );
         let read = Extensions::from_json(Some(&json!({UI: {}, "x.y/z": true})));
         assert_eq!(read.ids().collect::<Vec<_>>(), vec![UI, "x.y/z"]);

@@ -43,6 +43,7 @@ mod pinned;
 mod requests;
 mod servers;
 mod serving;
+mod skills;
 mod tasks;
 pub(crate) use tasks::rfc3339_to;
 
@@ -74,6 +75,9 @@ pub use content::ContentBlock;
 pub use error::{HostError, StartError};
 pub use requests::{Listed, Listing, PromptEntry, ReadOutcome, RequestOptions};
 pub use servers::{EventKind, Events, HostEvent, Readiness};
+pub use skills::{
+    FetchedSkill, MAX_SKILL_BYTES, MAX_SKILL_FILES, SkillEntry, SkillFile, SkillFileRef,
+};
 use tasks::{Ran, Run};
 pub use tasks::{Started, TaskHandle, TaskRecord};
 

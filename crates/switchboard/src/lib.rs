@@ -119,8 +119,9 @@ pub use extensions::Extensions;
 #[doc(inline)]
 pub use host::{CallError, CallOptions, CallOutcome, Host, HostBuilder};
 pub use host::{
-    ContentBlock, Events, HostError, HostEvent, Listed, Listing, PromptEntry, ReadOutcome,
-    Readiness, RequestOptions, StartError, Started, TaskHandle, TaskRecord,
+    ContentBlock, Events, FetchedSkill, HostError, HostEvent, Listed, Listing, PromptEntry,
+    ReadOutcome, Readiness, RequestOptions, SkillEntry, SkillFile, SkillFileRef, StartError,
+    Started, TaskHandle, TaskRecord,
 };
 pub use manager::{
     InProcessFactory, LoginError, ManagerError, Reloaded, ServerEvent, forget_needs_auth,

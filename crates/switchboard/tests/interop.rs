@@ -562,6 +562,7 @@ async fn the_host_declares_its_extensions_and_keeps_app_only_tools_from_the_mode
         json!({
             "extensions": {
                 "com.example/own": {"level": 2},
+                "io.modelcontextprotocol/skills": {},
                 "io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]},
             },
             "rendersApps": true,
@@ -613,7 +614,7 @@ async fn the_host_declares_its_extensions_and_keeps_app_only_tools_from_the_mode
     let (host, _state) = start_with(builder, apps).await;
     assert_eq!(
         declared_to(&host).await,
-        json!({"extensions": {}, "rendersApps": false})
+        json!({"extensions": {"io.modelcontextprotocol/skills": {}}, "rendersApps": false})
     );
     host.shutdown().await;
 }

@@ -377,7 +377,7 @@ pub(crate) struct CacheHints {
 }
 
 impl CacheHints {
-    fn of(ttl_ms: Option<u64>, scope: Option<&rmcp::model::CacheScope>) -> CacheHints {
+    pub(super) fn of(ttl_ms: Option<u64>, scope: Option<&rmcp::model::CacheScope>) -> CacheHints {
         CacheHints {
             ttl_ms,
             // As written on the wire: `public` or `private`.
@@ -410,7 +410,11 @@ impl Session {
 
     /// Follows `next_cursor` up to [`MAX_LIST_PAGES`] pages, refusing a repeated cursor; the
     /// pages' cache hints are recorded once the listing is complete.
-    async fn paged<T, F, Fut>(&self, what: &'static str, page: F) -> Result<Vec<T>, RequestError>
+    pub(super) async fn paged<T, F, Fut>(
+        &self,
+        what: &'static str,
+        page: F,
+    ) -> Result<Vec<T>, RequestError>
     where
         F: FnMut(Option<PaginatedRequestParams>) -> Fut,
         Fut: Future<Output = Result<(Vec<T>, Option<String>, CacheHints), RequestError>>,

@@ -68,6 +68,49 @@ pub enum HostError {
         /// The prompt's name on its server.
         name: String,
     },
+    /// The server serves no skill by this name (nor at this `SKILL.md` URI).
+    #[error("server `{server}` has no skill `{name}`")]
+    NoSuchSkill {
+        /// The server.
+        server: String,
+        /// The name asked for.
+        name: String,
+    },
+    /// Several of the server's skills have this name: each is asked for by its qualified name
+    /// or its path.
+    #[error("server `{server}` has several skills named `{name}`: {}", .candidates.join(", "))]
+    SkillAmbiguous {
+        /// The server.
+        server: String,
+        /// The name asked for.
+        name: String,
+        /// The qualified names of the skills that have it.
+        candidates: Vec<String>,
+    },
+    /// The skill's entry cannot be loaded: it breaks the extension's rules, gives no digests
+    /// (`"dynamic"`), or is over the extension's limits.
+    #[error("server `{server}`: skill `{skill}` is not loaded: {reason}")]
+    SkillRefused {
+        /// The server.
+        server: String,
+        /// The skill (its `SKILL.md` URI when it has no usable name).
+        skill: String,
+        /// Why.
+        reason: String,
+    },
+    /// A file of the skill is not what its manifest says (size, digest, or a `SKILL.md` whose
+    /// frontmatter differs from the entry's): it was not used.
+    #[error("server `{server}`: skill `{skill}`: {file} failed verification: {reason}")]
+    SkillIntegrity {
+        /// The server.
+        server: String,
+        /// The skill's name.
+        skill: String,
+        /// The file's URI.
+        file: String,
+        /// What differs.
+        reason: String,
+    },
     /// The host was built with its servers given ([`HostBuilder::servers`](super::HostBuilder::servers)),
     /// not read from files: there is nothing to read again.
     #[error("the servers were given, not read from configuration files: nothing to reload")]
@@ -148,6 +191,10 @@ impl HostError {
             | HostError::NotOffered { server, .. }
             | HostError::NoSuchPrompt { server, .. }
             | HostError::PromptHeld { server, .. }
+            | HostError::NoSuchSkill { server, .. }
+            | HostError::SkillAmbiguous { server, .. }
+            | HostError::SkillRefused { server, .. }
+            | HostError::SkillIntegrity { server, .. }
             | HostError::Timeout { server, .. }
             | HostError::Request { server, .. }
             | HostError::Budget { server, .. }

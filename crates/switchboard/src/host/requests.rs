@@ -101,9 +101,10 @@ pub struct ReadOutcome {
 
 /// Which listing a server must offer to be asked for it.
 #[derive(Clone, Copy)]
-enum Offer {
+pub(super) enum Offer {
     Resources,
     Prompts,
+    Skills,
 }
 
 impl Offer {
@@ -111,14 +112,17 @@ impl Offer {
         match self {
             Offer::Resources => capabilities.resources,
             Offer::Prompts => capabilities.prompts,
+            Offer::Skills => capabilities.offers_skills(),
         }
     }
 
-    /// The kept list that answers for a lazy server.
-    fn kind(self) -> crate::manager::kept::ListKind {
+    /// The kept list that answers for a lazy server (skills are not kept: a lazy server's
+    /// are listed once it runs).
+    fn kind(self) -> Option<crate::manager::kept::ListKind> {
         match self {
-            Offer::Resources => crate::manager::kept::ListKind::Resources,
-            Offer::Prompts => crate::manager::kept::ListKind::Prompts,
+            Offer::Resources => Some(crate::manager::kept::ListKind::Resources),
+            Offer::Prompts => Some(crate::manager::kept::ListKind::Prompts),
+            Offer::Skills => None,
         }
     }
 
@@ -126,6 +130,7 @@ impl Offer {
         match self {
             Offer::Resources => "resources",
             Offer::Prompts => "prompts",
+            Offer::Skills => "skills",
         }
     }
 }
@@ -371,7 +376,7 @@ impl Host {
 
     /// Makes sure `server` is connected before a request: a pending one is waited for (its
     /// connect timeout), a failed one is reconnected once.
-    async fn connected_to(&self, server: &str) -> Result<(), HostError> {
+    pub(super) async fn connected_to(&self, server: &str) -> Result<(), HostError> {
         match self.ensure_connected(server, server).await {
             Ok(()) => Ok(()),
             Err(super::CallError::NotConnected { server, state, .. }) => {
@@ -383,7 +388,7 @@ impl Host {
 
     /// Lists `offer` on every connected server that offers it (or on `only`), all at once,
     /// each bounded by the connect timeout.
-    async fn gather<F, Fut>(
+    pub(super) async fn gather<F, Fut>(
         &self,
         only: Option<&str>,
         offer: Offer,
@@ -403,7 +408,10 @@ impl Host {
                     asked.push(name.to_owned())
                 }
                 Some(ServerState::Lazy { .. })
-                    if self.manager.kept_values(name, offer.kind()).is_some() =>
+                    if offer
+                        .kind()
+                        .and_then(|kind| self.manager.kept_values(name, kind))
+                        .is_some() =>
                 {
                     asked.push(name.to_owned())
                 }
@@ -424,9 +432,10 @@ impl Host {
                 .filter(|(name, state)| match state {
                     ServerState::Connected(info) => offer.by(&info.capabilities),
                     // A lazy server is listed from its kept lists, not started.
-                    ServerState::Lazy { .. } => {
-                        self.manager.kept_values(name, offer.kind()).is_some()
-                    }
+                    ServerState::Lazy { .. } => offer
+                        .kind()
+                        .and_then(|kind| self.manager.kept_values(name, kind))
+                        .is_some(),
                     _ => false,
                 })
                 .map(|(name, _)| name)
