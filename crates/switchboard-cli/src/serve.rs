@@ -237,6 +237,27 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
                 return Err(e.into());
             }
         }
+        if addr.is_some() && ctx.profile.is_none() {
+            // Every profile on its own path (`/mcp/<profile>`), over this one host.
+            let profiles = host.current_config().profiles();
+            for issue in &profiles.issues {
+                eprintln!("switchboard: {issue}");
+            }
+            let views = profiles
+                .profiles
+                .values()
+                .filter_map(
+                    |profile| match switchboard_gateway::ProfileView::new(profile) {
+                        Ok(view) => Some(view),
+                        Err(e) => {
+                            eprintln!("switchboard: warning: {e}");
+                            None
+                        }
+                    },
+                )
+                .collect();
+            gateway.set_profiles(views);
+        }
         gateway.set_rate_limits(limits);
         gateway.set_fast_path(!args.no_fast_path);
         let reporting = host.clone();
@@ -488,12 +509,20 @@ async fn serve_http(
             idle: std::time::Duration::from_secs(args.session_idle),
         },
     };
+    let profiles: Vec<String> = gateway
+        .profiles()
+        .iter()
+        .map(|view| view.name().to_owned())
+        .collect();
     let server = HttpGateway::bind(gateway, addr, options).await?;
     let bound = server.local_addr()?;
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "listening on http://{bound}{MCP_PATH}")?;
     stdout.flush()?;
     drop(stdout);
+    for profile in profiles {
+        eprintln!("switchboard: profile `{profile}` at http://{bound}{MCP_PATH}/{profile}");
+    }
     server.run().await?;
     Ok(())
 }

@@ -340,6 +340,22 @@ impl HttpGateway {
                 ended,
             }));
         }
+        // Each profile's path: a service of its own over the same sessions, whose sessions see
+        // the profile's view of the catalogue ([`crate::profiles`]).
+        let profile_services: Vec<(String, Arc<StreamableHttpService<crate::Session, Sessions>>)> =
+            gateway
+                .profiles()
+                .iter()
+                .map(|view| {
+                    let viewing = gateway.viewing(view.clone());
+                    let service = StreamableHttpService::new(
+                        move || Ok(viewing.session()),
+                        sessions.clone(),
+                        config.clone(),
+                    );
+                    (format!("{MCP_PATH}/{}", view.name()), Arc::new(service))
+                })
+                .collect();
         let service =
             StreamableHttpService::new(move || Ok(factory.session()), sessions.clone(), config);
         let oauth = options.oauth.clone();
@@ -396,6 +412,16 @@ impl HttpGateway {
                 fast,
                 crate::fast::serve,
             ));
+        }
+        // A profile's path has no fast path: its calls go through the view's checks.
+        for (path, service) in profile_services {
+            mcp = mcp.route(
+                &path,
+                any(move |request: Request| {
+                    let service = service.clone();
+                    async move { service.handle(request).await.map(Body::new) }
+                }),
+            );
         }
         let mut mcp = mcp.layer(axum::middleware::from_fn_with_state(
             sessions.clone(),
@@ -669,6 +695,15 @@ impl Service<Request> for FrontDoor {
     }
 }
 
+/// Whether `path` is the MCP endpoint or a profile's (`/mcp/<profile>`).
+fn is_mcp_path(path: &str) -> bool {
+    path == MCP_PATH
+        || path
+            .strip_prefix(MCP_PATH)
+            .and_then(|rest| rest.strip_prefix('/'))
+            .is_some_and(|profile| !profile.is_empty() && !profile.contains('/'))
+}
+
 /// What `/status` reports on.
 #[derive(Debug, Clone)]
 struct Served {
@@ -702,7 +737,7 @@ async fn check_request(
             None => None,
             Some(token) => match oauth.verify(token).await {
                 // The operator's pages are the static token's: an access token is a client's.
-                Ok(_) if request.uri().path() != MCP_PATH => {
+                Ok(_) if !is_mcp_path(request.uri().path()) => {
                     return (
                         StatusCode::FORBIDDEN,
                         "this page wants the gateway's static token, not an access token\n",

@@ -30,6 +30,7 @@ mod names;
 mod oauth;
 mod offer;
 mod page;
+mod profiles;
 mod replicas;
 mod rounds;
 mod rules;
@@ -58,6 +59,7 @@ pub use names::{NameCollision, Prefix, name_collisions};
 pub use oauth::{OAuthError, OAuthOptions, ResourceServer};
 pub use offer::Reoffer;
 pub use page::PAGE_SIZE;
+pub use profiles::ProfileView;
 pub use rounds::Rounds;
 pub use rules::ToolFilter;
 pub use session::Session;
@@ -107,6 +109,8 @@ impl std::str::FromStr for ToolSearch {
 #[derive(Debug, Clone)]
 pub struct Gateway {
     inner: Arc<Inner>,
+    /// The profile this handle serves (a path `/mcp/<profile>`); `None`: the whole catalogue.
+    view: Option<Arc<ProfileView>>,
 }
 
 #[derive(Debug)]
@@ -152,6 +156,8 @@ struct Inner {
     audit: std::sync::OnceLock<audit::Audit>,
     /// The calls' rate limits (`--rate-limit`), once set.
     limits: std::sync::OnceLock<limits::RateLimits>,
+    /// The profiles the HTTP gateway serves on their own paths, once set.
+    profiles: std::sync::OnceLock<Vec<Arc<ProfileView>>>,
 }
 
 /// How long after its start the gateway's listings wait for servers still connecting, unless
@@ -201,7 +207,9 @@ impl Gateway {
                 name_budget: parking_lot::Mutex::new(None),
                 audit: std::sync::OnceLock::new(),
                 limits: std::sync::OnceLock::new(),
+                profiles: std::sync::OnceLock::new(),
             }),
+            view: None,
         }
     }
 
@@ -280,8 +288,64 @@ impl Gateway {
         }
     }
 
+    /// The search mode: the profile's own on its path, else the gateway's.
     pub fn tool_search(&self) -> ToolSearch {
-        self.inner.search
+        self.view
+            .as_ref()
+            .and_then(|view| view.search())
+            .unwrap_or(self.inner.search)
+    }
+
+    /// Serves each of `profiles` on its own path (`/mcp/<profile>`) besides the whole
+    /// catalogue at `/mcp`, over the same host ([`profiles`]); `false` when set already. Set
+    /// before [`HttpGateway::bind`].
+    pub fn set_profiles(&self, profiles: Vec<ProfileView>) -> bool {
+        let views = profiles.into_iter().map(Arc::new).collect();
+        self.inner.profiles.set(views).is_ok()
+    }
+
+    /// The profiles served on their own paths.
+    pub fn profiles(&self) -> &[Arc<ProfileView>] {
+        self.inner.profiles.get().map_or(&[], Vec::as_slice)
+    }
+
+    /// This gateway as `view`'s path serves it: the same host, rules, sessions' limits and
+    /// metrics; only `view`'s tools, in its search mode.
+    pub(crate) fn viewing(&self, view: Arc<ProfileView>) -> Gateway {
+        Gateway {
+            inner: self.inner.clone(),
+            view: Some(view),
+        }
+    }
+
+    /// The profile this handle serves, if any.
+    pub(crate) fn view(&self) -> Option<&ProfileView> {
+        self.view.as_deref()
+    }
+
+    /// Whether the tool of qualified name `qualified` is served here (by the profile, if one
+    /// is served).
+    pub(crate) fn offers(&self, qualified: &str) -> bool {
+        self.view.as_ref().is_none_or(|view| view.offers(qualified))
+    }
+
+    /// Whether a catalogue change may concern this handle's clients: any, but for a profile's
+    /// path a change of a server outside it.
+    pub(crate) fn concerns(&self, change: &switchboard::CatalogEvent) -> bool {
+        match (change, &self.view) {
+            (switchboard::CatalogEvent::ToolsChanged { server, .. }, Some(view)) => {
+                server.is_empty() || view.has_server(server)
+            }
+            _ => true,
+        }
+    }
+
+    /// Whether `server`'s resources and prompts are served here (it is the profile's, if one
+    /// is served).
+    pub(crate) fn keeps_server(&self, server: &str) -> bool {
+        self.view
+            .as_ref()
+            .is_none_or(|view| view.has_server(server))
     }
 
     /// How tools, prompts and resources are named (`--prefix`).

@@ -119,7 +119,9 @@ impl Session {
         // many servers' tools is held once at a time, not twice.
         tools
             .into_iter()
-            .filter(|t| t.server.is_some() && apps.shows(t))
+            .filter(|t| {
+                t.server.is_some() && apps.shows(t) && self.gateway.offers(&t.qualified_name)
+            })
             .filter_map(|t| {
                 let served = names.served(&t.qualified_name)?.to_owned();
                 if !filter.serves_to(identity, &t.qualified_name, &served) {
@@ -231,6 +233,7 @@ impl Session {
             .await
             .search_where(&query, limit, |t| {
                 t.server.is_some()
+                    && self.gateway.offers(&t.qualified_name)
                     && names
                         .served(&t.qualified_name)
                         .is_some_and(|served| filter.serves_to(identity, &t.qualified_name, served))
@@ -379,6 +382,7 @@ impl Session {
         let subscribed = self.subscribed.clone();
         let log_level = self.log_level.clone();
         let seen = self.seen.clone();
+        let gateway = self.gateway.clone();
         tokio::spawn(async move {
             loop {
                 let event = tokio::select! {
@@ -404,7 +408,9 @@ impl Session {
                         Ok(())
                     }
                     Some(HostEvent::Catalog(change)) => {
-                        if changes_what_was_seen(&change, seen.lock().as_ref()) {
+                        if changes_what_was_seen(&change, seen.lock().as_ref())
+                            && gateway.concerns(&change)
+                        {
                             peer.notify_tool_list_changed().await
                         } else {
                             Ok(())
@@ -652,8 +658,21 @@ impl Session {
 
     /// The server and its own URI of a resource (or template) by the URI the gateway serves.
     async fn resource_target(&self, uri: &str) -> Result<(String, String), ErrorData> {
-        crate::names::resolve_resource_uri(self.gateway.host(), self.gateway.prefix(), uri)
-            .await
+        let target =
+            crate::names::resolve_resource_uri(self.gateway.host(), self.gateway.prefix(), uri)
+                .await;
+        if let (Ok((server, _)), Some(view)) = (&target, self.gateway.view())
+            && !view.has_server(server)
+        {
+            return Err(ErrorData::resource_not_found(
+                format!(
+                    "`{uri}` is a resource of server `{server}`, which is not in profile `{}`",
+                    view.name()
+                ),
+                None,
+            ));
+        }
+        target
             .map_err(|e| match e {
                 HostError::NoSuchResource(_) if self.gateway.prefix() == Prefix::Always => {
                     ErrorData::resource_not_found(
@@ -670,14 +689,27 @@ impl Session {
 
     /// Finds a prompt by the name the gateway gives it.
     async fn prompt_target(&self, name: &str) -> Result<PromptEntry, ErrorData> {
-        crate::names::find_served_prompt(self.gateway.host(), self.gateway.prefix(), name)
-            .await
-            .map_err(|e| match e {
-                HostError::NotAPromptName(_) | HostError::NoSuchPrompt { .. } => {
-                    ErrorData::invalid_params(format!("no prompt named `{name}`"), None)
-                }
-                e => failure(e),
-            })
+        let target =
+            crate::names::find_served_prompt(self.gateway.host(), self.gateway.prefix(), name)
+                .await;
+        if let (Ok(prompt), Some(view)) = (&target, self.gateway.view())
+            && !view.has_server(&prompt.server)
+        {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "prompt `{name}` is of server `{}`, which is not in profile `{}`",
+                    prompt.server,
+                    view.name()
+                ),
+                None,
+            ));
+        }
+        target.map_err(|e| match e {
+            HostError::NotAPromptName(_) | HostError::NoSuchPrompt { .. } => {
+                ErrorData::invalid_params(format!("no prompt named `{name}`"), None)
+            }
+            e => failure(e),
+        })
     }
 }
 
@@ -711,6 +743,14 @@ pub(crate) async fn called_tool(
         return Err((
             ErrorData::invalid_params(format!("no tool named `{requested}`"), None),
             Some(rule),
+        ));
+    }
+    if let Some(view) = gateway.view()
+        && !view.offers(&name)
+    {
+        return Err((
+            ErrorData::invalid_params(view.refusal(requested), None),
+            Some(format!("profile {}", view.name())),
         ));
     }
     Ok(name)
@@ -1102,7 +1142,11 @@ impl ServerHandler for Session {
                     // Paged by served name (`--prefix`), which is held beside each tool.
                     let served: Vec<(&str, &switchboard::Tool)> = view
                         .iter()
-                        .filter(|t| t.server.is_some() && apps.shows(t))
+                        .filter(|t| {
+                            t.server.is_some()
+                                && apps.shows(t)
+                                && self.gateway.offers(&t.qualified_name)
+                        })
                         .filter_map(|t| Some((names.served(&t.qualified_name)?, t)))
                         .filter(|(served, t)| filter.serves_to(identity, &t.qualified_name, served))
                         .collect();
@@ -1170,9 +1214,12 @@ impl ServerHandler for Session {
             self.gateway.list_wait().await;
             let span = self.traced("resources/list", &context);
             let result = async move {
-                let listing = self.gateway.host().resources(None).await;
+                let mut listing = self.gateway.host().resources(None).await;
                 let names =
                     resource_names(self.gateway.prefix(), "resource", "uri", &listing.items);
+                listing
+                    .items
+                    .retain(|r| self.gateway.keeps_server(&r.server));
                 let mut all = served_uris("resources", listing, &names, "uri");
                 let apps = Apps::of(context.client_capabilities().as_ref());
                 for resource in &mut all {
@@ -1201,13 +1248,16 @@ impl ServerHandler for Session {
         let begun = self.audit_begin(&context);
         let answer = async {
             self.gateway.list_wait().await;
-            let listing = self.gateway.host().resource_templates(None).await;
+            let mut listing = self.gateway.host().resource_templates(None).await;
             let names = resource_names(
                 self.gateway.prefix(),
                 "resource template",
                 "uriTemplate",
                 &listing.items,
             );
+            listing
+                .items
+                .retain(|t| self.gateway.keeps_server(&t.server));
             let all = served_uris("resource templates", listing, &names, "uriTemplate");
             let (all, next) = page(
                 all,
@@ -1355,8 +1405,11 @@ impl ServerHandler for Session {
             self.gateway.list_wait().await;
             let span = self.traced("prompts/list", &context);
             let result = async move {
-                let listing = self.gateway.host().prompts(None).await;
+                let mut listing = self.gateway.host().prompts(None).await;
                 let names = prompt_names(self.gateway.prefix(), &listing.items);
+                listing
+                    .items
+                    .retain(|p| self.gateway.keeps_server(&p.server));
                 for collision in &names.collisions {
                     tracing::warn!("not served: {collision}");
                 }

@@ -3,13 +3,16 @@
 //!
 //! ```json
 //! "profiles": {
-//!   "review": {"servers": ["gh", "fs"], "tools": ["mcp__gh__*", "mcp__fs__read_*"]}
+//!   "review": {"servers": ["gh", "fs"], "tools": ["mcp__gh__*", "mcp__fs__read_*"]},
+//!   "triage": {"servers": ["gh"], "toolSearch": "on"}
 //! }
 //! ```
 //!
 //! `tools` holds tool patterns as permission rules write them (`mcp__<server>__<tool>`, `*`
 //! anywhere); without it, every tool of the profile's servers. Permission rules still apply
-//! on top. [`HostBuilder::profile`](crate::host::HostBuilder::profile) applies one.
+//! on top. [`HostBuilder::profile`](crate::host::HostBuilder::profile) applies one; the
+//! HTTP gateway serves each on its own path, where `toolSearch` (`on`, `off`, `auto:N`, as
+//! `serve --tool-search` takes it) is its search mode.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -27,6 +30,9 @@ pub struct Profile {
     pub servers: Vec<String>,
     /// The tools it offers (qualified-name patterns); `None`: every tool of its servers.
     pub tools: Option<Vec<String>>,
+    /// The gateway's search mode on the profile's path, as written (`on`, `off` or
+    /// `auto:N`, checked); `None`: the gateway's own.
+    pub tool_search: Option<String>,
     /// The file it is written in.
     pub file: PathBuf,
 }
@@ -68,7 +74,7 @@ pub struct Profiles {
     pub issues: Vec<ConfigIssue>,
 }
 
-const KEYS: [&str; 2] = ["servers", "tools"];
+const KEYS: [&str; 3] = ["servers", "tools", "toolSearch"];
 
 impl ConfigSet {
     /// The named profiles (`profiles` in the user's file and the managed file; a managed
@@ -96,7 +102,11 @@ impl ConfigSet {
             };
             for (name, profile) in map {
                 let field = format!("profiles.{name}");
-                let ProfileFile { servers, tools } = match profile {
+                let ProfileFile {
+                    servers,
+                    tools,
+                    tool_search,
+                } = match profile {
                     Checked::Absent => continue,
                     Checked::Broken => {
                         out.issues.push(broken(&field));
@@ -152,6 +162,32 @@ impl ConfigSet {
                 };
                 let servers = list("servers", servers);
                 let tools = list("tools", tools).map(|(texts, _)| texts);
+                let tool_search = match tool_search {
+                    Checked::Absent => None,
+                    Checked::Broken => {
+                        out.issues.push(broken(&format!("{field}.toolSearch")));
+                        continue;
+                    }
+                    Checked::Ok(Located {
+                        value: PatternText(text),
+                        at,
+                        ..
+                    }) => {
+                        if !is_search_mode(text) {
+                            out.issues.push(
+                                ConfigIssue::error(format!(
+                                    "`{text}`: use `on`, `off` or `auto:N` (N tokens of tool \
+                                     definitions)"
+                                ))
+                                .in_file(&settings.file)
+                                .at(*at)
+                                .field(format!("{field}.toolSearch")),
+                            );
+                            continue;
+                        }
+                        Some(text.clone())
+                    }
+                };
                 if failed {
                     continue;
                 }
@@ -185,6 +221,7 @@ impl ConfigSet {
                         name: name.clone(),
                         servers,
                         tools,
+                        tool_search,
                         file: settings.file.clone(),
                     },
                 );
@@ -218,6 +255,14 @@ impl ConfigSet {
     }
 }
 
+/// Whether `text` is a search mode the gateway takes (`serve --tool-search`).
+fn is_search_mode(text: &str) -> bool {
+    matches!(text, "on" | "off")
+        || text
+            .strip_prefix("auto:")
+            .is_some_and(|n| n.parse::<u64>().is_ok())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,6 +272,7 @@ mod tests {
             name: "p".into(),
             servers: vec!["gh".into(), "fs".into()],
             tools: tools.map(|t| t.iter().map(|s| (*s).to_owned()).collect()),
+            tool_search: None,
             file: PathBuf::new(),
         }
     }

@@ -364,13 +364,17 @@ pub(crate) struct GatewayFile {
 /// `profiles` as written: each profile by its name.
 pub(crate) type ProfilesFile = std::collections::BTreeMap<String, Checked<Object<ProfileFile>>>;
 
-/// One profile as written: the servers it starts, the tools it offers (tool patterns).
+/// One profile as written: the servers it starts, the tools it offers (tool patterns), and
+/// the gateway's search mode on its path.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct ProfileFile {
     #[serde(default)]
     pub(crate) servers: Checked<Located<PatternList>>,
     #[serde(default)]
     pub(crate) tools: Checked<Located<PatternList>>,
+    #[serde(default)]
+    pub(crate) tool_search: Checked<Located<PatternText>>,
 }
 
 /// A list of tool patterns; each broken element is a problem of its own.
