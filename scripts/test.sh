@@ -59,10 +59,10 @@ echo "examples/agent.rs: ok"
 # the target folder: the pinned test requirements (maturin among them), then
 # `pip install ./bindings/python`, which maturin builds in the dev profile into this target
 # folder, where the steps above left every dependency built with the workspace's features
-# (scripts/python-features.py fails first if the bindings would ask for others): only PyO3 and
+# (scripts/bindings-features.py fails first if the bindings would ask for others): only PyO3 and
 # the bindings compile. Then their tests, against the test server and server-everything.
 started=$SECONDS
-python3 scripts/python-features.py
+python3 scripts/bindings-features.py
 venv="${CARGO_TARGET_DIR:-$root/target}/python-venv"
 rm -rf "$venv"
 python3 -m venv "$venv"
