@@ -59,10 +59,10 @@ echo "examples/agent.rs: ok"
 # the target folder: the pinned test requirements (maturin among them), then
 # `pip install ./bindings/python`, which maturin builds in the dev profile into this target
 # folder, where the steps above left every dependency built with the workspace's features
-# (scripts/python-features.py fails first if the bindings would ask for others): only PyO3 and
+# (scripts/bindings-features.py fails first if the bindings would ask for others): only PyO3 and
 # the bindings compile. Then their tests, against the test server and server-everything.
 started=$SECONDS
-python3 scripts/python-features.py
+python3 scripts/bindings-features.py
 venv="${CARGO_TARGET_DIR:-$root/target}/python-venv"
 rm -rf "$venv"
 python3 -m venv "$venv"
@@ -71,3 +71,26 @@ pip_quiet=(--quiet --disable-pip-version-check)
 PATH="$venv/bin:$PATH" "$venv/bin/pip" install "${pip_quiet[@]}" --no-build-isolation ./bindings/python
 SWITCHBOARD_TESTKIT_SERVER="$target/testkit-server" "$venv/bin/python" -m pytest bindings/python/tests
 echo "bindings/python: built, installed and tested in $((SECONDS - started)) s"
+# The Node bindings (bindings/node, docs/guide/node.md), in a fresh npm project under the target
+# folder: the pinned test packages (`npm ci` of bindings/node/test/package-lock.json: ai, zod,
+# typescript, type packages), then `npm install ./bindings/node`, whose `prepare` script
+# (build.js) runs `cargo build -p switchboard-node` in the dev profile into this target folder,
+# where every dependency is built already (scripts/bindings-features.py, above, checks it): only
+# napi and the bindings compile. Then `tsc --noEmit` over test/types.ts (index.d.ts and ai.d.ts
+# as a program uses them) and the tests with node's own runner, against the test server and
+# server-everything. Node is the partners' Node 22: `ai` 7 needs it.
+started=$SECONDS
+project="${CARGO_TARGET_DIR:-$root/target}/node-project"
+rm -rf "$project"
+mkdir -p "$project"
+cp bindings/node/test/* "$project/"
+npm_quiet=(--no-audit --no-fund --loglevel=error)
+(
+    cd "$project"
+    PATH="$(dirname "$SWITCHBOARD_NODE22"):$PATH"
+    npm ci "${npm_quiet[@]}"
+    npm install "${npm_quiet[@]}" --no-save "$root/bindings/node"
+    npx --no-install tsc -p tsconfig.json
+    SWITCHBOARD_TESTKIT_SERVER="$target/testkit-server" node --test
+)
+echo "bindings/node: built, installed and tested in $((SECONDS - started)) s"

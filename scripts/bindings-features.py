@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
-"""Checks that maturin's build of the Python bindings finds the workspace's builds fresh.
+"""Checks that the bindings' builds find the workspace's builds fresh.
 
-maturin builds `bindings/python` alone (`cargo rustc` on its manifest), and cargo picks the
-features of every dependency from the packages it builds: unless the bindings' dependency
-list (its "workspace's feature set" section) asks for every feature `cargo test --workspace`
-builds the shared dependencies with, maturin builds much of the graph again (minutes on 2
-cores). This compares the two feature sets with `cargo tree` (nothing is compiled), for
-the target and the host (proc macros, build scripts) apart, and exits 1 naming what to add.
+Each binding is built alone: maturin builds `bindings/python` (`cargo rustc` on its manifest),
+`bindings/node/build.js` runs `cargo build -p switchboard-node`; and cargo picks the features
+of every dependency from the packages it builds: unless a binding's dependency list (its
+"workspace's feature set" section) asks for every feature `cargo test --workspace` builds the
+shared dependencies with, its build compiles much of the graph again (minutes on 2 cores).
+This compares the feature sets with `cargo tree` (nothing is compiled), for the target and the
+host (proc macros, build scripts) apart, and exits 1 naming what to add to which manifest.
 
-Run from the repository's root: `python3 scripts/python-features.py`.
+Run from the repository's root: `python3 scripts/bindings-features.py [PACKAGE...]` (both
+bindings when none is named).
 """
 
 from __future__ import annotations
@@ -20,8 +22,17 @@ from typing import Dict, Set, Tuple
 
 Key = Tuple[str, bool]  # (package and version, built for the host)
 
-# PyO3's own packages: only the bindings build them.
-OWN = re.compile(r"^(pyo3|switchboard-python|target-lexicon|indoc|unindent|heck|memoffset|portable-atomic)\b")
+# Each binding's manifest, and the packages only it builds (PyO3's, napi's).
+BINDINGS = {
+    "switchboard-python": (
+        "bindings/python/Cargo.toml",
+        re.compile(r"^(pyo3|switchboard-python|target-lexicon|indoc|unindent|heck|memoffset|portable-atomic)\b"),
+    ),
+    "switchboard-node": (
+        "bindings/node/Cargo.toml",
+        re.compile(r"^(napi|switchboard-node|ctor|link-section|convert_case|nohash-hasher|rustc-hash)\b"),
+    ),
+}
 
 
 def features(args: list) -> Dict[Key, Set[str]]:
@@ -65,35 +76,41 @@ def features(args: list) -> Dict[Key, Set[str]]:
     return found
 
 
-def main() -> int:
-    workspace = features(["--workspace"])
-    bindings = features(["-p", "switchboard-python"])
+def check(package: str, workspace: Dict[Key, Set[str]]) -> bool:
+    manifest, own = BINDINGS[package]
+    bindings = features(["-p", package])
     drift = []
-    for (package, host), wanted in sorted(bindings.items()):
-        if OWN.match(package):
+    for (dependency, host), wanted in sorted(bindings.items()):
+        if own.match(dependency):
             continue
         # `cargo tree` shows a package built alike for the host and the target once, under
         # whichever comes first: then only the other label has it.
-        have = workspace.get((package, host), workspace.get((package, not host)))
+        have = workspace.get((dependency, host), workspace.get((dependency, not host)))
         if have is None:
-            drift.append(f"{package} ({'host' if host else 'target'}): not built by the workspace")
+            drift.append(f"{dependency} ({'host' if host else 'target'}): not built by the workspace")
         elif have != wanted:
             missing, extra = sorted(have - wanted), sorted(wanted - have)
             drift.append(
-                f"{package} ({'host' if host else 'target'}): add {missing}"
+                f"{dependency} ({'host' if host else 'target'}): add {missing}"
                 + (f", and the workspace lacks {extra}" if extra else "")
             )
     if drift:
         print(
-            "bindings/python/Cargo.toml: its dependencies' features differ from the workspace's,"
-            " so maturin would build them again:",
+            f"{manifest}: its dependencies' features differ from the workspace's,"
+            " so its build would compile them again:",
             *drift,
             sep="\n  ",
             file=sys.stderr,
         )
-        return 1
-    print(f"python-features: the bindings' {len(bindings)} dependencies match the workspace's")
-    return 0
+        return False
+    print(f"bindings-features: {package}'s {len(bindings)} dependencies match the workspace's")
+    return True
+
+
+def main() -> int:
+    workspace = features(["--workspace"])
+    results = [check(package, workspace) for package in (sys.argv[1:] or list(BINDINGS))]
+    return 0 if all(results) else 1
 
 
 if __name__ == "__main__":
