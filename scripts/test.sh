@@ -71,6 +71,17 @@ pip_quiet=(--quiet --disable-pip-version-check)
 PATH="$venv/bin:$PATH" "$venv/bin/pip" install "${pip_quiet[@]}" --no-build-isolation ./bindings/python
 SWITCHBOARD_TESTKIT_SERVER="$target/testkit-server" "$venv/bin/python" -m pytest bindings/python/tests
 echo "bindings/python: built, installed and tested in $((SECONDS - started)) s"
+# The recipes of docs/guide/python.md for a separate process: `switchboard serve --stdio` from
+# langchain-mcp-adapters, the OpenAI Agents SDK and Pydantic AI, in a venv of their own (no
+# switchboard package; langchain-mcp-adapters wants the `mcp` package below 2).
+started=$SECONDS
+recipes="${CARGO_TARGET_DIR:-$root/target}/python-recipes-venv"
+rm -rf "$recipes"
+python3 -m venv "$recipes"
+"$recipes/bin/pip" install "${pip_quiet[@]}" -r bindings/python/recipes/requirements.txt
+SWITCHBOARD_TESTKIT_SERVER="$target/testkit-server" SWITCHBOARD_BIN="$target/switchboard" \
+    "$recipes/bin/python" -m pytest bindings/python/recipes
+echo "bindings/python/recipes: installed and tested in $((SECONDS - started)) s"
 # The Node bindings (bindings/node, docs/guide/node.md), in a fresh npm project under the target
 # folder: the pinned test packages (`npm ci` of bindings/node/test/package-lock.json: ai, zod,
 # typescript, type packages), then `npm install ./bindings/node`, whose `prepare` script

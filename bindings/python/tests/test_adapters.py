@@ -1,8 +1,12 @@
 """The adapters, driven by their frameworks' own tool interfaces (no model): LangChain's
-`ainvoke`/`invoke`, the Agents SDK server's `list_tools`/`call_tool`."""
+`ainvoke`/`invoke`, the Agents SDK server's `list_tools`/`call_tool`, a Pydantic AI agent run by
+its scripted `TestModel`."""
 
 from __future__ import annotations
 
+import json
+
+import pytest
 from langchain_core.messages import ToolMessage
 
 from switchboard import SyncHost
@@ -60,8 +64,12 @@ async def test_agents_server_lists_and_calls(testkit, everything, scratch):
         await catalogue.connect()
         listed = {t.name: t for t in await catalogue.list_tools()}
         assert {"mcp__kit__echo", "mcp__everything__echo"} <= set(listed)
-        assert listed["mcp__kit__echo"].annotations.read_only_hint is True
-        assert listed["mcp__kit__add"].output_schema["required"] == ["sum"]
+        # By the wire's names: the `mcp` package names the fields `readOnlyHint` in 1.x and
+        # `read_only_hint` in 2.x (langchain-mcp-adapters, beside, wants 1.x).
+        echo = listed["mcp__kit__echo"].model_dump(by_alias=True)
+        assert echo["annotations"]["readOnlyHint"] is True, echo
+        add = listed["mcp__kit__add"].model_dump(by_alias=True)
+        assert add["outputSchema"]["required"] == ["sum"], add
 
         result = await catalogue.call_tool("mcp__everything__echo", {"message": "from agents"})
         assert not result.is_error
@@ -79,3 +87,29 @@ async def test_agents_server_lists_and_calls(testkit, everything, scratch):
         assert missing.is_error and "no tool named" in missing.content[0].text
         await catalogue.cleanup()
         assert host.servers()[0].state == "connected", "cleanup leaves the host to its owner"
+
+
+async def test_pydantic_ai_toolset_runs_an_agents_tool_calls(testkit, scratch):
+    from pydantic_ai import Agent
+    from pydantic_ai.models.test import TestModel
+
+    from switchboard.pydantic_ai import toolset
+
+    async with await started({"kit": kit(testkit)}, scratch, allow=["mcp__kit__echo", "mcp__kit__add"]) as host:
+        tools = toolset(host)
+        # Pydantic AI's scripted model calls the tools it is told to, with arguments made from
+        # their schemas, and answers with what they returned (JSON).
+        agent = Agent(TestModel(call_tools=["mcp__kit__echo", "mcp__kit__add"]), toolsets=[tools])
+        pid = host.process_id("kit")
+        for _ in range(3):
+            result = await agent.run("go")
+            answers = json.loads(result.output)
+            assert answers["mcp__kit__echo"] == "a", answers
+            assert answers["mcp__kit__add"] == {"sum": 0}, answers
+        assert host.process_id("kit") == pid, "one session for every call"
+
+        # A denied call goes back to the model as a retry prompt naming the denial.
+        denied = Agent(TestModel(call_tools=["mcp__kit__slow"]), toolsets=[tools], retries=0)
+        with pytest.raises(Exception) as raised:
+            await denied.run("go")
+        assert "needs approval" in repr(raised.value.__cause__ or raised.value), raised.value

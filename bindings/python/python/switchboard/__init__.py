@@ -10,8 +10,9 @@ limits, progress, the servers' questions (answered by callbacks) and the output 
 - :class:`SyncHost` — the same without ``await``, for scripts and notebooks.
 - :class:`CallError`, :class:`HostError`, :class:`StartError` — what failed, and why
   (``server``, ``is_timeout``, ``needs_auth``, ``is_denied``).
-- ``switchboard.langchain``, ``switchboard.agents`` — the host's tools as LangChain tools and
-  as an OpenAI Agents SDK MCP server (the ``langchain`` and ``agents`` extras).
+- ``switchboard.langchain``, ``switchboard.agents``, ``switchboard.pydantic_ai`` — the host's
+  tools as LangChain tools, as an OpenAI Agents SDK MCP server and as a Pydantic AI toolset
+  (the ``langchain``, ``agents`` and ``pydantic-ai`` extras).
 
 A first call::
 
