@@ -3,7 +3,8 @@
 //! `skills` lists them per server under qualified names, `skill` writes one's files to a
 //! folder once each matched its digest, a tampered file fails the command naming the server,
 //! the skill and the file, and managed policy and project approval keep skills out as they
-//! keep tools out.
+//! keep tools out; the gateway (`serve`) serves every server's skills under server-qualified
+//! URIs.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -12,6 +13,9 @@ use std::process::Output;
 use serde_json::{Value, json};
 use switchboard_testkit::config_tree::ConfigTree;
 use switchboard_testkit::skills;
+
+mod raw_stdio;
+use raw_stdio::RawStdio;
 
 fn run(tree: &ConfigTree, args: &[&str]) -> Output {
     switchboard_testkit::cli::run(env!("CARGO_BIN_EXE_switchboard"), tree, args)
@@ -298,4 +302,79 @@ fn a_project_servers_skills_wait_for_its_approval() {
         listed(&tree),
         vec!["mcp__kit__code-review", "mcp__kit__security"]
     );
+}
+
+/// The gateway aggregates every server's skills: `skills/list` and `skills/get` with each
+/// skill and file under `skill://<server>/…`, and `resources/read` of those URIs answered by
+/// the server that serves them; the extension is declared to the client.
+#[test]
+fn the_gateway_serves_every_servers_skills_under_qualified_uris() {
+    let tree = tree_with(&json!({"mcpServers": {
+        "kit": skills::entry(&[]),
+        "other": skills::entry(&[]),
+        "plain": {"command": switchboard_testkit::server_bin().display().to_string()},
+    }}));
+    let mut gateway = RawStdio::start_as(
+        &tree,
+        &["--stdio", "--wait-for-servers"],
+        json!({"extensions": {"io.modelcontextprotocol/skills": {}}}),
+    );
+    let declared = &gateway.init["result"]["capabilities"]["extensions"];
+    assert_eq!(
+        declared["io.modelcontextprotocol/skills"],
+        json!({}),
+        "{}",
+        gateway.init
+    );
+
+    let listed = gateway.request("skills/list", json!({}));
+    let mut uris: Vec<String> = listed["result"]["skills"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{listed}"))
+        .iter()
+        .map(|s| s["uri"].as_str().unwrap().to_owned())
+        .collect();
+    uris.sort();
+    assert_eq!(
+        uris,
+        [
+            "skill://kit/code-review/SKILL.md",
+            "skill://kit/code-review/security/SKILL.md",
+            "skill://other/code-review/SKILL.md",
+            "skill://other/code-review/security/SKILL.md",
+        ]
+    );
+
+    let got = gateway.request(
+        "skills/get",
+        json!({"uri": "skill://other/code-review/SKILL.md"}),
+    );
+    let skill = &got["result"]["skill"];
+    assert_eq!(skill["uri"], "skill://other/code-review/SKILL.md", "{got}");
+    let files = skill["resources"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{got}"));
+    assert!(files.len() >= 2, "{got}");
+    for file in files {
+        let uri = file["uri"].as_str().unwrap();
+        let own = uri
+            .strip_prefix("skill://other/")
+            .unwrap_or_else(|| panic!("{uri}"));
+        let read = gateway.request("resources/read", json!({"uri": uri}));
+        let text = read["result"]["contents"][0]["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{uri}: {read}"));
+        let fixture = std::fs::read_to_string(skills::fixture_dir().join(own)).unwrap();
+        assert_eq!(text, fixture, "{uri}");
+        assert_eq!(read["result"]["contents"][0]["uri"], uri, "{read}");
+    }
+
+    let missing = gateway.request("skills/get", json!({"uri": "skill://kit/nope/SKILL.md"}));
+    assert!(
+        missing["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("no skill at `skill://kit/nope/SKILL.md`")),
+        "{missing}"
+    );
+    gateway.finish();
 }

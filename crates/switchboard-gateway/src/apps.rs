@@ -48,9 +48,10 @@ fn client_extensions(capabilities: &ClientCapabilities) -> Extensions {
 }
 
 /// The extensions the gateway passes on: those whose requests and results it knows how to
-/// serve again. An extension with methods of its own (tasks, skills) would need them routed
-/// and its ids mapped; an embedder's own extension means nothing to the gateway's clients.
-const PASSED_ON: &[&str] = &[extensions::UI];
+/// serve again: MCP Apps, and skills (`skills/list` and `skills/get` answered from every
+/// server's, [`crate::skills`]). Tasks would need their ids mapped per session; an embedder's
+/// own extension means nothing to the gateway's clients.
+const PASSED_ON: &[&str] = &[extensions::UI, extensions::SKILLS];
 
 /// The extensions the gateway answers a client with: those an upstream server among `servers`
 /// (the host's states) declared (the first by server name gives the settings) that the
@@ -75,7 +76,14 @@ pub(crate) fn answered(
                 && client.as_ref().is_none_or(|c| c.contains(id))
                 && !shared.contains_key(id)
             {
-                shared.insert(id.to_owned(), settings.clone());
+                // Skills' settings say only whether `resources/directory/read` is served,
+                // which the gateway does not route: none.
+                let settings = if id == extensions::SKILLS {
+                    Default::default()
+                } else {
+                    settings.clone()
+                };
+                shared.insert(id.to_owned(), settings);
             }
         }
     }

@@ -38,6 +38,7 @@ mod search;
 mod session;
 mod session_sync;
 mod sessions;
+mod skills;
 mod status_page;
 mod subscribed;
 mod trace;

@@ -24,6 +24,7 @@ pub(crate) const RESOURCE_SCHEME: &str = "switchboard://";
 /// An app's `ui://<rest>` stays `ui://`: `ui://<server>/<rest>` ([`crate::apps`]).
 pub(crate) fn resource_uri(server: &str, uri: &str) -> String {
     crate::apps::served_ui_uri(server, uri)
+        .or_else(|| crate::skills::served_skill_uri(server, uri))
         .unwrap_or_else(|| format!("{RESOURCE_SCHEME}{server}/{uri}"))
 }
 
@@ -349,6 +350,12 @@ pub(crate) async fn resolve_resource_uri(
     // `ui://<server>/<rest>`, when it names one of the host's servers (else, without prefixes,
     // it may be a server's own URI).
     if let Some((server, original)) = crate::apps::parse_ui_uri(uri)
+        && host.server_config(server).is_some()
+    {
+        return Ok((server.to_owned(), original));
+    }
+    // `skill://<server>/<rest>` likewise (a server's skills and their files).
+    if let Some((server, original)) = crate::skills::parse_skill_uri(uri)
         && host.server_config(server).is_some()
     {
         return Ok((server.to_owned(), original));

@@ -12,12 +12,13 @@ use futures::future::BoxFuture;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
     CompletionInfo, ErrorCode, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
-    Implementation, InputRequiredResult, InputResponses, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
-    LoggingMessageNotificationParam, PaginatedRequestParams, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference,
-    ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig, SetLevelRequestParams,
-    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
+    GetSkillRequestParams, GetSkillResult, Implementation, InputRequiredResult, InputResponses,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListSkillsResult,
+    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    Reference, ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -1437,6 +1438,79 @@ impl ServerHandler for Session {
             .await
     }
 
+    async fn list_skills(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, ErrorData> {
+        let begun = self.audit_begin(&context);
+        let answer = async {
+            self.gateway.list_wait().await;
+            let listing = self.gateway.host().skills(None).await;
+            for failure in &listing.failures {
+                tracing::warn!("skills not listed: {failure}");
+            }
+            let all: Vec<Value> = listing
+                .items
+                .into_iter()
+                .filter(|skill| self.gateway.keeps_server(&skill.server))
+                .map(|skill| crate::skills::served_entry(&skill.server, skill.definition))
+                .collect();
+            let (all, next) = page(all, |s| key_of(s, "uri"), cursor(&request), PAGE_SIZE)?;
+            let skills = serde_json::from_value(Value::Array(all))
+                .map_err(|e| invalid_result("skills", e))?;
+            let mut result = ListSkillsResult::with_all_items(skills);
+            result.next_cursor = next;
+            Ok(result)
+        };
+        self.audited(begun, "skills/list", Target::default, json_size, answer)
+            .await
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, ErrorData> {
+        let begun = self.audit_begin(&context);
+        let uri = request.uri.clone();
+        let answer = async {
+            let no_skill =
+                || ErrorData::invalid_params(format!("no skill at `{}`", request.uri), None);
+            let (server, original) = crate::skills::parse_skill_uri(&request.uri)
+                .map(|(server, original)| (server.to_owned(), original))
+                .or_else(|| {
+                    crate::names::parse_resource_uri(&request.uri)
+                        .map(|(server, original)| (server.to_owned(), original.to_owned()))
+                })
+                .ok_or_else(no_skill)?;
+            if !self.gateway.keeps_server(&server) {
+                return Err(no_skill());
+            }
+            let listing = self.gateway.host().skills(Some(&server)).await;
+            if let Some(e) = listing.failures.into_iter().next() {
+                return Err(failure(e));
+            }
+            let entry = listing
+                .items
+                .into_iter()
+                .find(|skill| skill.uri == original)
+                .ok_or_else(no_skill)?;
+            let skill =
+                serde_json::from_value(crate::skills::served_entry(&server, entry.definition))
+                    .map_err(|e| invalid_result("skill", e))?;
+            Ok(GetSkillResult::new(skill))
+        };
+        self.audited(
+            begun,
+            "skills/get",
+            || resource_target_of(&uri),
+            json_size,
+            answer,
+        )
+        .await
+    }
+
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
@@ -1590,7 +1664,8 @@ fn resource_target_of(uri: &str) -> Target {
             .strip_prefix(RESOURCE_SCHEME)
             .and_then(|rest| rest.split_once('/'))
             .map(|(server, _)| server.to_owned())
-            .or_else(|| crate::apps::parse_ui_uri(uri).map(|(server, _)| server.to_owned())),
+            .or_else(|| crate::apps::parse_ui_uri(uri).map(|(server, _)| server.to_owned()))
+            .or_else(|| crate::skills::parse_skill_uri(uri).map(|(server, _)| server.to_owned())),
         uri: Some(switchboard::redact::redact_urls_in(uri)),
         ..Target::default()
     }

@@ -29,6 +29,7 @@ pub(crate) struct RawStdio {
 
 impl RawStdio {
     /// Starts `serve ARGS` in the tree's project (ARGS hold `--stdio`) and initializes it.
+    #[allow(dead_code)]
     pub(crate) fn start(tree: &ConfigTree, args: &[&str]) -> RawStdio {
         RawStdio::start_as(tree, args, json!({}))
     }
