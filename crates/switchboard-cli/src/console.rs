@@ -3,7 +3,8 @@
 //! [`Host::servers`] and [`Host::events`], actions are [`Host::reconnect`],
 //! [`Host::set_enabled`] and [`Host::decide_project_servers`], tools, resources and prompts
 //! come from [`Host::server_tools`], [`Host::resources`] and [`Host::prompts`], held tools
-//! from [`Host::pin_changes`] (approved with [`Host::approve_changes`]), a server's
+//! from [`Host::pin_changes`] (approved with [`Host::approve_changes`]), tasks from
+//! [`Host::recorded_tasks`] (cancelled with [`Host::cancel_task`]), a server's
 //! questions are answered in dialogs (`question.rs`), and the start-up approval records
 //! decisions through [`Context::approve_project`], as `mcp approve` does.
 //!
@@ -17,6 +18,7 @@ mod form;
 mod open;
 mod question;
 mod servers;
+mod tasks;
 mod tools;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -346,6 +348,8 @@ enum Done {
     },
     /// A server asks the user something, during one of the console's requests.
     Question(Box<question::Question>),
+    /// The recorded tasks, each with where it stands now.
+    Tasks(Result<Vec<tasks::TaskRow>, String>),
     /// A server says a URL question is done.
     UrlCompleted { server: String, id: String },
     /// A server's resources and resource templates.
@@ -378,6 +382,8 @@ enum View {
     Prompts(browse::Browse<switchboard::host::PromptEntry>),
     /// A resource read, a template or a prompt filled in, over the list it came from.
     Open(Box<open::OpenView>, Box<View>),
+    /// The tasks this host's calls started.
+    Tasks(browse::Browse<tasks::TaskRow>),
 }
 
 struct App {
@@ -463,6 +469,7 @@ impl App {
             View::Resources(view) => view.draw(frame, self.theme, self.message.as_deref()),
             View::Prompts(view) => view.draw(frame, self.theme, self.message.as_deref()),
             View::Open(view, _) => view.draw(frame, self.theme, self.message.as_deref()),
+            View::Tasks(view) => view.draw(frame, self.theme, self.message.as_deref()),
         }
         // A question whose request went away (its call cancelled) is no longer asked.
         self.questions.retain(|q| !q.abandoned());
@@ -592,8 +599,32 @@ impl App {
                     self.view = *back;
                 }
             }
+            View::Tasks(view) => {
+                if !view.typing() && key.code == KeyCode::Char('c') {
+                    match view.selected_item() {
+                        Some(row) => {
+                            self.message = Some(format!("Cancelling task {}…", row.record.id));
+                            tasks::cancel(&self.host, &self.done, row);
+                        }
+                        None => self.message = Some("no task selected".to_owned()),
+                    }
+                    return Flow::Go;
+                }
+                match view.on_key(key) {
+                    browse::Leave::No | browse::Leave::Next => {}
+                    browse::Leave::Yes => self.view = View::Servers,
+                    browse::Leave::Open(_) => tasks::list(&self.host, &self.done),
+                }
+            }
         }
         Flow::Go
+    }
+
+    /// Opens the tasks view, asking every recorded task's server where it stands.
+    fn open_tasks(&mut self) {
+        self.message = None;
+        self.view = View::Tasks(tasks::view());
+        tasks::list(&self.host, &self.done);
     }
 
     /// Opens a resource, a template or a prompt over the current view.
@@ -777,6 +808,11 @@ impl App {
                 }
             }
             Done::Question(question) => self.questions.push_back(*question),
+            Done::Tasks(rows) => {
+                if let View::Tasks(view) = &mut self.view {
+                    view.loaded(rows);
+                }
+            }
             Done::Resources { server, items } => {
                 if let View::Resources(view) = &mut self.view
                     && view.server == server

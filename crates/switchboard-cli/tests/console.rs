@@ -1209,3 +1209,63 @@ fn held_tools_are_marked_with_their_change_and_a_approves_one() {
     console.wait_line(&["kit", "✓ connected", "2, 3 held"]);
     assert_eq!(console.quit(), Some(0));
 }
+
+/// `t`: the tasks this host's calls started, from the state folder, each as its server says
+/// now; `c` cancels the selected one on its server. The task is server-everything's, waiting
+/// for an answer (`ambiguous`) on a server that keeps tasks across processes.
+#[test]
+fn t_lists_this_hosts_tasks_and_c_cancels_one_on_its_server() {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/js/everything-tasks-server.cjs");
+    let node =
+        std::env::var("SWITCHBOARD_NODE22").expect("SWITCHBOARD_NODE22: run scripts/test.sh");
+    let server =
+        switchboard_testkit::ReferenceServer::start(node.as_ref(), script.to_str().unwrap(), WAIT)
+            .expect("the task server did not start listening");
+    let tree = ConfigTree::new().unwrap();
+    let url = format!("http://127.0.0.1:{}/mcp", server.port());
+    tree.write(
+        tree.user_file(),
+        &serde_json::json!({"mcpServers": {"evh": {"type": "http", "url": url}}}).to_string(),
+    )
+    .unwrap();
+    let args = [
+        "call",
+        "evh",
+        "simulate-research-query",
+        "--arg",
+        "topic=rust",
+        "--arg",
+        "ambiguous=true",
+        "--detach",
+    ];
+    let out = switchboard(&tree, &args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    assert!(!id.is_empty(), "no task id");
+
+    let mut console = Console::start(&tree, &["console"]);
+    console.wait_line(&["evh", "✓ connected"]);
+    console.keys("t");
+    console.wait_until("the task listed", |s| {
+        s.contains("Tasks of this host (1 of 1)") && s.contains(&id)
+    });
+    // The list shows the id's start (the rest is cut at the pane's edge), the detail all of it.
+    let short = &id[..8];
+    console.wait_line(&["simulate-research-query", short]);
+    console.wait_until("its detail", |s| {
+        s.contains(&format!("task: {id}")) && s.contains("server: evh")
+    });
+    console.keys("c");
+    console.wait_line(&["cancelled", "simulate-research-query", short]);
+    console.wait_until("the message line", |s| {
+        s.contains(&format!("task {id}: cancelled"))
+    });
+    console.keys("\x1b");
+    console.wait_line(&["evh", "✓ connected"]);
+    assert_eq!(console.quit(), Some(0));
+}

@@ -273,6 +273,8 @@ pub(super) struct Browse<T> {
     /// Index into the filtered items.
     selected: usize,
     detail_scroll: u16,
+    /// The key line, when not the listing's usual one.
+    keys: Option<&'static str>,
 }
 
 impl<T: Entry> Browse<T> {
@@ -285,12 +287,36 @@ impl<T: Entry> Browse<T> {
             typing: false,
             selected: 0,
             detail_scroll: 0,
+            keys: None,
         }
     }
 
+    /// The view with its own key line.
+    pub(super) fn with_keys(mut self, keys: &'static str) -> Browse<T> {
+        self.keys = Some(keys);
+        self
+    }
+
+    /// Whether the filter box has the keys.
+    pub(super) fn typing(&self) -> bool {
+        self.typing
+    }
+
+    /// The selected item, of those the filter lets through.
+    pub(super) fn selected_item(&self) -> Option<&T> {
+        self.shown()
+            .get(self.selected)
+            .and_then(|index| self.item(*index))
+    }
+
     pub(super) fn loaded(&mut self, items: Result<Vec<T>, String>) {
+        // A listing asked again keeps the selection where it can.
+        let count = match &items {
+            Ok(items) => items.len(),
+            Err(_) => 0,
+        };
         self.items = Some(items);
-        self.selected = 0;
+        self.selected = self.selected.min(count.saturating_sub(1));
     }
 
     pub(super) fn item(&self, index: usize) -> Option<&T> {
@@ -433,7 +459,9 @@ impl<T: Entry> Browse<T> {
         let keys = if self.typing {
             "type to filter · Enter keep · Esc clear"
         } else {
-            "↑/↓ select · / filter · Enter open · PgUp/PgDn detail · Tab next list · Esc back"
+            self.keys.unwrap_or(
+                "↑/↓ select · / filter · Enter open · PgUp/PgDn detail · Tab next list · Esc back",
+            )
         };
         frame.render_widget(
             Paragraph::new(keys).style(theme.fg(Color::DarkGray)),

@@ -85,6 +85,7 @@ pub(super) fn on_key(app: &mut App, key: KeyEvent) -> Flow {
                 }
             }
         }
+        KeyCode::Char('t') => app.open_tasks(),
         KeyCode::Char('o') => {
             if let Some(name) = selected {
                 return Flow::Logout(name);
@@ -351,19 +352,20 @@ pub(super) fn draw(app: &App, frame: &mut ratatui::Frame<'_>) {
 /// The servers view's keys in the order shown, each with its rank: where the line does not
 /// fit, the keys of the highest ranks go first (approving and logging in are named on the
 /// rows that need them), and `q quit` (rank 0) always shows.
-const KEYS: [(&str, u8); 7] = [
+const KEYS: [(&str, u8); 8] = [
     ("↑/↓ select", 1),
     ("r reconnect", 3),
     ("e/d enable/disable", 4),
     ("l/o log in/out", 5),
     ("a/x approve/reject", 6),
     ("Enter tools", 2),
+    ("t tasks", 7),
     ("q quit", 0),
 ];
 
 /// The key line for a terminal `width` columns wide.
 fn key_line(width: usize) -> Line<'static> {
-    (0..=6u8)
+    (0..=7u8)
         .rev()
         .map(|rank| {
             let keys: Vec<&str> = KEYS
