@@ -748,7 +748,7 @@ async fn read(host: &Host, server: &str, uri: &str, json: bool) -> anyhow::Resul
 
 /// The HTML of an app's resource (MCP Apps: a `ui://` URI) and its MIME type: its first
 /// text content.
-fn app_html<'a>(uri: &str, result: &'a Value) -> Option<(&'a str, &'a str)> {
+pub(crate) fn app_html<'a>(uri: &str, result: &'a Value) -> Option<(&'a str, &'a str)> {
     if !switchboard::extensions::is_ui_uri(uri) {
         return None;
     }
@@ -761,7 +761,7 @@ fn app_html<'a>(uri: &str, result: &'a Value) -> Option<(&'a str, &'a str)> {
 
 /// Writes an app's HTML to a new file of its own in the system's temporary folder
 /// (`switchboard-<server>-*.html`, readable by its owner only) and returns its path.
-fn write_app(server: &str, html: &str) -> anyhow::Result<std::path::PathBuf> {
+pub(crate) fn write_app(server: &str, html: &str) -> anyhow::Result<std::path::PathBuf> {
     let mut file = tempfile::Builder::new()
         .prefix(&format!("switchboard-{server}-"))
         .suffix(".html")

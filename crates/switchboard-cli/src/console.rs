@@ -362,8 +362,13 @@ enum Done {
         server: String,
         items: Result<Vec<switchboard::host::PromptEntry>, String>,
     },
-    /// A read or a prompt of the open view number `id` ended.
-    Opened { id: u64, text: String, failed: bool },
+    /// A read or a prompt of the open view number `id` ended (an app's HTML written to `app`).
+    Opened {
+        id: u64,
+        text: String,
+        failed: bool,
+        app: Option<std::path::PathBuf>,
+    },
     /// The server's suggestions for `field` of the open view number `id`, holding `value`.
     Suggested {
         id: u64,
@@ -486,20 +491,23 @@ impl App {
         match question.on_key(key) {
             question::Answered::No => return,
             question::Answered::Yes => {}
-            question::Answered::Open { server, url } => {
-                use switchboard::auth::Opener as _;
-                let opened = self.opener.open(&server, &url);
-                let done = self.done.clone();
-                tokio::spawn(async move {
-                    let note = match opened.await {
-                        Ok(()) => format!("Opened in the browser: {url}"),
-                        Err(e) => format!("{e}; open it yourself: {url}"),
-                    };
-                    let _ = done.send(Done::Note(note));
-                });
-            }
+            question::Answered::Open { server, url } => self.open_in_browser(server, url),
         }
         self.questions.pop_front();
+    }
+
+    /// Opens `url` in the browser; the message line says so, or where to open it.
+    fn open_in_browser(&self, server: String, url: String) {
+        use switchboard::auth::Opener as _;
+        let opened = self.opener.open(&server, &url);
+        let done = self.done.clone();
+        tokio::spawn(async move {
+            let note = match opened.await {
+                Ok(()) => format!("Opened in the browser: {url}"),
+                Err(e) => format!("{e}; open it yourself: {url}"),
+            };
+            let _ = done.send(Done::Note(note));
+        });
     }
 
     fn on_terminal(&mut self, event: Event) -> Flow {
@@ -593,6 +601,14 @@ impl App {
                 }
             },
             View::Open(view, _) => {
+                if key.code == KeyCode::Char('o')
+                    && let Some(path) = view.app_file()
+                {
+                    let url = format!("file://{}", path.display());
+                    let server = view.server().to_owned();
+                    self.open_in_browser(server, url);
+                    return Flow::Go;
+                }
                 if view.on_key(key, &self.host, &self.done) == open::Leave::Yes
                     && let View::Open(_, back) = std::mem::replace(&mut self.view, View::Servers)
                 {
@@ -827,11 +843,16 @@ impl App {
                     view.loaded(items);
                 }
             }
-            Done::Opened { id, text, failed } => {
+            Done::Opened {
+                id,
+                text,
+                failed,
+                app,
+            } => {
                 if let View::Open(view, _) = &mut self.view
                     && view.id == id
                 {
-                    view.finished(text, failed);
+                    view.finished(text, failed, app);
                 }
             }
             Done::Suggested {

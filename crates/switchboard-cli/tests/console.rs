@@ -1269,3 +1269,67 @@ fn t_lists_this_hosts_tasks_and_c_cancels_one_on_its_server() {
     console.wait_line(&["evh", "✓ connected"]);
     assert_eq!(console.quit(), Some(0));
 }
+
+/// An app's resource (MCP Apps, `ui://`) read from the resources list is written to a file,
+/// and `o` opens that file in the browser. The server is the official Python SDK's
+/// `mcp.server.apps` (`switchboard_testkit::apps_server`).
+#[test]
+fn o_opens_an_apps_html_in_the_browser() {
+    use switchboard_testkit::apps_server::{self, CLOCK_HTML};
+    let python =
+        std::env::var("SWITCHBOARD_PYTHON").expect("SWITCHBOARD_PYTHON: run scripts/test.sh");
+    let tree = ConfigTree::new().unwrap();
+    tree.write(
+        tree.user_file(),
+        &serde_json::json!({
+            "mcpServers": {"apps": apps_server::entry(&python)},
+            "permissions": {"allow": ["mcp__apps"]},
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let opened = tree.root().join("opened.txt");
+    let mut console = Console::start_with_browser(
+        &tree,
+        &["console"],
+        &format!(
+            "printf '%s' \"$1\" > '{}.part' && mv '{0}.part' '{0}'\n",
+            opened.display()
+        ),
+    );
+    console.wait_line(&["apps", "✓ connected"]);
+    console.keys("\r");
+    console.wait_until("the tools", |s| s.contains("Tools of apps ("));
+    console.keys("\t");
+    console.wait_until("the resources", |s| s.contains("Resources of apps ("));
+    console.keys("/clock/app.html\r");
+    console.wait_line(&["ui://clock/app.html"]);
+    console.keys("\r");
+    let screen = console.wait_until("the app's file", |s| {
+        s.contains("o opens it in the browser") && s.contains("written to")
+    });
+    assert!(screen.contains("clock app"), "{screen}");
+    console.keys("o");
+    console.wait_until("the message line", |s| {
+        s.contains("Opened in the browser: file://")
+    });
+    // The browser (a script) writes the URL it was given, at once.
+    let deadline = Instant::now() + WAIT;
+    let url = loop {
+        if let Ok(url) = std::fs::read_to_string(&opened) {
+            break url;
+        }
+        assert!(Instant::now() < deadline, "the browser was not run");
+        let _ = console.updates.recv_timeout(Duration::from_millis(100));
+    };
+    let path = url
+        .strip_prefix("file://")
+        .unwrap_or_else(|| panic!("{url}"));
+    assert_eq!(std::fs::read_to_string(path).unwrap(), CLOCK_HTML);
+    let _ = std::fs::remove_file(path);
+    console.keys("\x1b");
+    console.wait_until("the resources", |s| s.contains("Resources of apps ("));
+    console.keys("\x1b");
+    console.wait_line(&["apps", "✓ connected"]);
+    assert_eq!(console.quit(), Some(0));
+}

@@ -3,6 +3,8 @@
 //! `completion/complete` suggestions under the field being typed, Tab taking the first); then
 //! the answer in a scrollable viewer: text as text, JSON pretty-printed, binary contents as
 //! their size and mime type and the file the host saved them to, a prompt's messages by role.
+//! An app's HTML (MCP Apps, a `ui://` resource) is written to a file of its own, as `switchboard
+//! read` writes it, and `o` opens that file in the browser.
 //! Requests go through [`Host::read_resource`], [`Host::get_prompt`] and [`Host::complete`],
 //! with the console's dialogs for a server's questions.
 
@@ -52,6 +54,8 @@ pub(super) struct OpenView {
     /// Which request the answers that come back belong to (unique across views).
     pub(super) id: u64,
     suggestions: Option<Suggestions>,
+    /// The file an app's HTML was written to, once read.
+    app: Option<std::path::PathBuf>,
 }
 
 /// Whether a key took the user back.
@@ -107,6 +111,7 @@ impl OpenView {
             scroll: 0,
             id,
             suggestions: None,
+            app: None,
         };
         if view.form.is_none() {
             view.start(Map::new(), host, done);
@@ -114,7 +119,7 @@ impl OpenView {
         view
     }
 
-    fn server(&self) -> &str {
+    pub(super) fn server(&self) -> &str {
         match &self.target {
             Target::Resource { server, .. } | Target::Template { server, .. } => server,
             Target::Prompt(prompt) => &prompt.server,
@@ -268,8 +273,13 @@ impl OpenView {
             Target::Resource { server, uri } => {
                 let (server, uri) = (server.clone(), uri.clone());
                 tokio::spawn(async move {
-                    let (text, failed) = read(&host, &server, &uri, options).await;
-                    let _ = done.send(Done::Opened { id, text, failed });
+                    let (text, failed, app) = read(&host, &server, &uri, options).await;
+                    let _ = done.send(Done::Opened {
+                        id,
+                        text,
+                        failed,
+                        app,
+                    });
                 })
             }
             Target::Template { server, resource } => {
@@ -278,9 +288,14 @@ impl OpenView {
                     super::browse::expand(resource.uri(), &values),
                 );
                 tokio::spawn(async move {
-                    let (text, failed) = read(&host, &server, &uri, options).await;
+                    let (text, failed, app) = read(&host, &server, &uri, options).await;
                     let text = format!("{uri}\n\n{text}");
-                    let _ = done.send(Done::Opened { id, text, failed });
+                    let _ = done.send(Done::Opened {
+                        id,
+                        text,
+                        failed,
+                        app,
+                    });
                 })
             }
             Target::Prompt(prompt) => {
@@ -290,16 +305,30 @@ impl OpenView {
                         Ok(result) => (messages(&result), false),
                         Err(e) => (switchboard::error_chain(&e), true),
                     };
-                    let _ = done.send(Done::Opened { id, text, failed });
+                    let _ = done.send(Done::Opened {
+                        id,
+                        text,
+                        failed,
+                        app: None,
+                    });
                 })
             }
         };
         self.phase = Phase::Running(task);
     }
 
-    pub(super) fn finished(&mut self, text: String, failed: bool) {
+    pub(super) fn finished(&mut self, text: String, failed: bool, app: Option<std::path::PathBuf>) {
         if matches!(self.phase, Phase::Running(_)) {
             self.phase = Phase::Finished { text, failed };
+            self.app = app;
+        }
+    }
+
+    /// The file the app's HTML read here was written to, once read.
+    pub(super) fn app_file(&self) -> Option<&std::path::Path> {
+        match self.phase {
+            Phase::Finished { .. } => self.app.as_deref(),
+            _ => None,
         }
     }
 
@@ -361,6 +390,8 @@ impl OpenView {
                 },
                 if self.form.is_some() {
                     "↑/↓ PgUp/PgDn scroll · Enter change the arguments · Esc back"
+                } else if self.app.is_some() {
+                    "↑/↓ PgUp/PgDn scroll · o open in the browser · Enter read again · Esc back"
                 } else {
                     "↑/↓ PgUp/PgDn scroll · Enter read again · Esc back"
                 },
@@ -420,12 +451,33 @@ impl OpenView {
 }
 
 /// A read's contents as text: text as is (JSON pretty-printed), binary contents as their size
-/// and mime type, the files the host saved named.
-async fn read(host: &Host, server: &str, uri: &str, options: RequestOptions) -> (String, bool) {
+/// and mime type, the files the host saved named; an app's HTML is written to a file too,
+/// named first (with the file).
+async fn read(
+    host: &Host,
+    server: &str,
+    uri: &str,
+    options: RequestOptions,
+) -> (String, bool, Option<std::path::PathBuf>) {
     let outcome = match host.read_resource(server, uri, options).await {
         Ok(outcome) => outcome,
-        Err(e) => return (switchboard::error_chain(&e), true),
+        Err(e) => return (switchboard::error_chain(&e), true, None),
     };
+    let mut app = None;
+    let mut lead = String::new();
+    if let Some((html, mime)) = crate::catalog_cmds::app_html(uri, &outcome.result) {
+        match crate::catalog_cmds::write_app(server, html) {
+            Ok(path) => {
+                lead = format!(
+                    "An app's HTML ({}), written to {}: o opens it in the browser.\n\n",
+                    clean_line(mime),
+                    path.display()
+                );
+                app = Some(path);
+            }
+            Err(e) => lead = format!("An app's HTML, not written to a file: {e:#}\n\n"),
+        }
+    }
     let mut text = String::new();
     let contents = outcome
         .result
@@ -440,7 +492,7 @@ async fn read(host: &Host, server: &str, uri: &str, options: RequestOptions) -> 
         text.push_str(&shown_contents(item));
     }
     let text = super::call::unsaid(text, &outcome.files, &outcome.notes, "\n", "");
-    (text, false)
+    (format!("{lead}{text}"), false, app)
 }
 
 /// One resource contents item (or embedded resource) as text.
