@@ -34,6 +34,11 @@
 //! - `--oauth-refresh-delay-ms MS`: a refresh is answered after MS (`oauth: refresh requested`
 //!   when it arrives), so two clients refreshing at once overlap.
 //!
+//! - The authorize endpoint's `login_hint` is who logs in: the subject of the tokens that
+//!   grant gets (`user` without one). The guard hands the subject of the token a request
+//!   carried to the MCP server in the `x-testkit-subject` header (`--oauth-whoami`'s tool
+//!   answers it).
+//!
 //! stderr gets one line per event (`oauth: issued …`, `oauth: refreshed …`), never a token.
 
 use parking_lot::Mutex;
@@ -160,15 +165,22 @@ struct Subject<'a> {
 /// The nonce both ends of `--oauth-dpop` want in proofs.
 const DPOP_NONCE: &str = "testkit-dpop-nonce";
 
+/// The request header in which the guard names the subject of the token a request carried.
+pub(crate) const SUBJECT_HEADER: &str = "x-testkit-subject";
+
 #[derive(Debug)]
 struct Grant {
     challenge: String,
     scope: String,
     redirect_uri: String,
+    /// The `login_hint`: who logged in.
+    sub: String,
 }
 
 #[derive(Debug)]
 struct Access {
+    /// The subject the token was issued to.
+    sub: String,
     scope: String,
     expires: Instant,
     /// The thumbprint of the DPoP key the token is bound to.
@@ -180,8 +192,8 @@ struct Books {
     counter: u64,
     codes: HashMap<String, Grant>,
     access: HashMap<String, Access>,
-    /// Live refresh tokens: their scope and DPoP key thumbprint.
-    refresh: HashMap<String, (String, Option<String>)>,
+    /// Live refresh tokens: their scope, DPoP key thumbprint and subject.
+    refresh: HashMap<String, (String, Option<String>, String)>,
     /// DPoP proof ids seen (a replay is refused).
     jtis: std::collections::HashSet<String>,
     /// Rotated-away refresh tokens: presenting one again is a reuse.
@@ -379,6 +391,10 @@ async fn authorize(State(server): State<Arc<Server>>, headers: HeaderMap, uri: U
                 .cloned()
                 .unwrap_or_else(|| "mcp".to_owned()),
             redirect_uri: redirect_uri.clone(),
+            sub: query
+                .get("login_hint")
+                .cloned()
+                .unwrap_or_else(|| "user".to_owned()),
         },
     );
     drop(books);
@@ -441,14 +457,16 @@ fn issue(
     books.access.insert(
         access.clone(),
         Access {
+            sub: subject.sub.to_owned(),
             scope: scope.to_owned(),
             expires: Instant::now() + server.config.token_ttl,
             jkt: jkt.clone(),
         },
     );
-    books
-        .refresh
-        .insert(refresh.clone(), (scope.to_owned(), jkt));
+    books.refresh.insert(
+        refresh.clone(),
+        (scope.to_owned(), jkt, subject.sub.to_owned()),
+    );
     json!({
         "access_token": access,
         "token_type": token_type,
@@ -522,6 +540,7 @@ async fn token(
             if form.get("redirect_uri") != Some(&grant.redirect_uri) {
                 return token_error("invalid_grant", "redirect_uri differs");
             }
+            subject.sub = &grant.sub;
             let answer = issue(&server, &mut books, &grant.scope, jkt, &subject);
             eprintln!("oauth: issued tokens for scope {:?}", grant.scope);
             json_response(StatusCode::OK, answer)
@@ -532,7 +551,7 @@ async fn token(
                 eprintln!("oauth: refresh token reused");
                 return token_error("invalid_grant", "refresh token already used");
             }
-            let Some((scope, bound)) = books.refresh.remove(&presented) else {
+            let Some((scope, bound, sub)) = books.refresh.remove(&presented) else {
                 eprintln!("oauth: unknown refresh token");
                 return token_error("invalid_grant", "refresh token revoked or unknown");
             };
@@ -541,6 +560,7 @@ async fn token(
                 return token_error("invalid_grant", "refresh token bound to another key");
             }
             books.spent.insert(presented);
+            subject.sub = &sub;
             let answer = issue(&server, &mut books, &scope, jkt, &subject);
             eprintln!("oauth: refreshed");
             json_response(StatusCode::OK, answer)
@@ -701,9 +721,9 @@ async fn guard(State(server): State<Arc<Server>>, request: Request, next: Next) 
             .access
             .get(token)
             .filter(|a| a.expires > Instant::now())
-            .map(|a| (a.scope.clone(), a.jkt.clone()))
+            .map(|a| (a.scope.clone(), a.jkt.clone(), a.sub.clone()))
     });
-    if let (Some(token), Some((_, bound))) = (&presented, &access)
+    if let (Some(token), Some((_, bound, _))) = (&presented, &access)
         && server.config.dpop
     {
         let url = format!("{base}{}", request.uri().path());
@@ -749,7 +769,15 @@ async fn guard(State(server): State<Arc<Server>>, request: Request, next: Next) 
                 .into_response();
         }
     }
-    let scope = access.map(|(scope, _)| scope);
+    let mut request = request;
+    // Only the guard names the subject: a client's own header of that name is dropped.
+    request.headers_mut().remove(SUBJECT_HEADER);
+    if let Some((_, _, sub)) = &access
+        && let Ok(value) = axum::http::HeaderValue::from_str(sub)
+    {
+        request.headers_mut().insert(SUBJECT_HEADER, value);
+    }
+    let scope = access.map(|(scope, _, _)| scope);
     let Some(scope) = scope else {
         let challenge = if presented.is_some() {
             format!(

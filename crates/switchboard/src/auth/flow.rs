@@ -360,7 +360,7 @@ impl Authorizer {
     }
 
     /// An unauthenticated request to the server, for the challenge's scope and metadata URL.
-    async fn probe_challenge(&self) -> Option<String> {
+    pub(super) async fn probe_challenge(&self) -> Option<String> {
         let client = http_client().ok()?;
         if self.legacy_sse {
             let response = client
@@ -450,19 +450,7 @@ impl Authorizer {
         let discovery = self
             .discover(&client_http, challenge.resource_metadata())
             .await?;
-        match &discovery.metadata.code_challenge_methods_supported {
-            Some(methods) if methods.iter().any(|m| m == "S256") => {}
-            Some(_) => {
-                return Err(AuthError::Refused(
-                    "the authorization server does not support PKCE with S256".to_owned(),
-                ));
-            }
-            None => {
-                return Err(AuthError::Refused(
-                    "the authorization server metadata advertises no PKCE methods (code_challenge_methods_supported)".to_owned(),
-                ));
-            }
-        }
+        check_pkce(&discovery)?;
         let authorization_endpoint = discovery.authorization_endpoint()?;
         let token_endpoint = discovery.token_endpoint()?;
         let callback = Callback::bind(self.config.callback_port).await?;
@@ -508,7 +496,11 @@ impl Authorizer {
                     .to_owned(),
             ));
         }
-        check_iss(&params, &discovery)?;
+        check_iss(
+            &params,
+            discovery.issuer.as_deref(),
+            iss_promised(&discovery),
+        )?;
         if let Some(error) = params.get("error") {
             let description = params
                 .get("error_description")
@@ -610,14 +602,35 @@ impl Authorizer {
     }
 }
 
-/// RFC 9207: an `iss` in the redirect must be the issuer, by simple string comparison; when
-/// the server advertised it, it must be there.
-fn check_iss(params: &BTreeMap<String, String>, discovery: &Discovery) -> Result<(), AuthError> {
-    let advertised = discovery
+/// PKCE with S256, which the authorization server must advertise.
+pub(super) fn check_pkce(discovery: &Discovery) -> Result<(), AuthError> {
+    match &discovery.metadata.code_challenge_methods_supported {
+        Some(methods) if methods.iter().any(|m| m == "S256") => Ok(()),
+        Some(_) => Err(AuthError::Refused(
+            "the authorization server does not support PKCE with S256".to_owned(),
+        )),
+        None => Err(AuthError::Refused(
+            "the authorization server metadata advertises no PKCE methods (code_challenge_methods_supported)".to_owned(),
+        )),
+    }
+}
+
+/// Whether the authorization server promised an `iss` in its redirects (RFC 9207).
+pub(super) fn iss_promised(discovery: &Discovery) -> bool {
+    discovery
         .metadata
         .authorization_response_iss_parameter_supported
-        == Some(true);
-    match (params.get("iss"), &discovery.issuer) {
+        == Some(true)
+}
+
+/// RFC 9207: an `iss` in the redirect must be the issuer, by simple string comparison; when
+/// the server `advertised` it, it must be there.
+pub(super) fn check_iss(
+    params: &BTreeMap<String, String>,
+    issuer: Option<&str>,
+    advertised: bool,
+) -> Result<(), AuthError> {
+    match (params.get("iss"), issuer) {
         (Some(iss), Some(issuer)) if iss == issuer => Ok(()),
         (Some(_), _) => Err(AuthError::Refused(
             "the redirect's `iss` is not the authorization server's issuer (a mix-up attack?)"

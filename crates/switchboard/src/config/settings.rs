@@ -587,6 +587,8 @@ pub(crate) struct ServerFile {
     pub(crate) headers: Keyed<TextMap>,
     pub(crate) oauth: Keyed<Object<OAuthFile>>,
     pub(crate) headers_helper: Keyed<Text>,
+    /// `shared` (the default) or `per-user`: whose OAuth tokens the gateway calls it with.
+    pub(crate) credentials: Keyed<Text>,
     // sse-ide, ws-ide
     pub(crate) ide_name: Keyed<Text>,
     pub(crate) lock_file: Keyed<Text>,
@@ -610,6 +612,7 @@ impl ServerFile {
             "headers" => self.headers.key(),
             "oauth" => self.oauth.key(),
             "headersHelper" => self.headers_helper.key(),
+            "credentials" => self.credentials.key(),
             "ideName" => self.ide_name.key(),
             "lockFile" => self.lock_file.key(),
             "tokenEnv" => self.token_env.key(),
