@@ -6,7 +6,10 @@
 //! asked to open the page, one that cannot gets -32042 with the URL — by a plain HTTP GET of
 //! the authorization URL that follows the authorization server's approval back to the
 //! gateway's `/oauth/callback`; each caller's calls then reach the upstream with their own
-//! token, and one caller's missing login never lends them another's.
+//! token, and one caller's missing login never lends them another's. Then the same through
+//! two replicas behind a real HAProxy (round robin) sharing a real `redis-server` (`--store`):
+//! a login's redirect and its callers' calls land on either replica, and the tokens are in
+//! Redis, one sealed record per (subject, server).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::{Child, Stdio};
@@ -255,4 +258,209 @@ async fn each_caller_logs_in_once_and_calls_with_their_own_token() {
     for word in ["code=", "state="] {
         assert!(!stderr.contains(word), "{word} in {stderr}");
     }
+}
+
+/// HAProxy's binary, or `None` (the test is skipped, unless `CI=true`).
+fn haproxy() -> Option<std::path::PathBuf> {
+    let found = [
+        "/usr/sbin/haproxy",
+        "/usr/bin/haproxy",
+        "/usr/local/sbin/haproxy",
+    ]
+    .into_iter()
+    .map(std::path::PathBuf::from)
+    .find(|p| p.is_file());
+    if found.is_none() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "haproxy is not installed: run scripts/install-partners.sh (Debian package `haproxy`)"
+        );
+        eprintln!("SKIPPED: the per-user replicas test needs haproxy");
+    }
+    found
+}
+
+/// A child process killed (and reaped) when dropped.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// HAProxy in the foreground, round robin over `replicas`, on `listener` (its stdin: bound
+/// before it starts, so there is no moment to wait for).
+fn balancer(
+    bin: &std::path::Path,
+    dir: &std::path::Path,
+    listener: std::net::TcpListener,
+    replicas: &[String],
+) -> Killed {
+    let servers: String = replicas
+        .iter()
+        .enumerate()
+        .map(|(i, addr)| format!("    server r{i} {addr} check inter 200 fall 1 rise 1\n"))
+        .collect();
+    let config = format!(
+        "global\n    maxconn 512\n\
+         defaults\n    mode http\n    timeout connect 2s\n    timeout client 120s\n    \
+         timeout server 120s\n    timeout tunnel 1h\n    option redispatch 1\n    retries 3\n    \
+         retry-on conn-failure\n\
+         frontend mcp\n    bind fd@0\n    default_backend replicas\n\
+         backend replicas\n    balance roundrobin\n    option httpchk GET /healthz\n{servers}"
+    );
+    let path = dir.join("haproxy.cfg");
+    std::fs::write(&path, config).unwrap();
+    let child = std::process::Command::new(bin)
+        .arg("-db")
+        .arg("-f")
+        .arg(&path)
+        .stdin(Stdio::from(std::os::fd::OwnedFd::from(listener)))
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    Killed(child)
+}
+
+/// One replica: `serve --http` on a free port with the cluster `key`, the Redis at `store`,
+/// inbound tokens of `issuer`, and browsers sent back through `public` (the balancer). Its
+/// `HOST:PORT`.
+fn replica(
+    tree: &ConfigTree,
+    key: &std::path::Path,
+    store: &str,
+    issuer: &str,
+    public: &str,
+) -> (Killed, String) {
+    let key = key.display().to_string();
+    let args = [
+        "--http",
+        "127.0.0.1:0",
+        "--cluster-key-file",
+        &key,
+        "--store",
+        store,
+        "--public-url",
+        public,
+        "--oauth-issuer",
+        issuer,
+        "--oauth-audience",
+        AUDIENCE,
+    ];
+    let mut child = cli::command(env!("CARGO_BIN_EXE_switchboard"), tree, &["serve"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let line = cli::first_line(child.stdout.take().unwrap(), WAIT).expect("a first line");
+    let addr = line
+        .strip_prefix("listening on http://")
+        .and_then(|rest| rest.strip_suffix("/mcp"))
+        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+        .to_owned();
+    (Killed(child), addr)
+}
+
+/// `redis-cli -p PORT --raw ARGS…`'s lines.
+fn redis_cli(port: u16, args: &[&str]) -> Vec<String> {
+    let output = std::process::Command::new("redis-cli")
+        .args(["-p", &port.to_string(), "--raw"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_two_replicas_each_caller_logs_in_once_into_redis() {
+    let Some(haproxy) = haproxy() else {
+        return;
+    };
+    let Some(redis) = switchboard_testkit::redis::RedisServer::start().unwrap() else {
+        return;
+    };
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let inbound = TestServer::start(Transport::Http, ["--oauth", "--oauth-jwt"]).unwrap();
+    let issuer = inbound.url().trim_end_matches("/mcp").to_owned();
+    let upstream = TestServer::start(Transport::Http, ["--oauth", "--oauth-whoami"]).unwrap();
+    let tree = team_tree(upstream.url());
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("cluster.key");
+    std::fs::write(&key, b"thirty-two bytes of shared secret, and then some").unwrap();
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    // The balancer's address first: the replicas send browsers back through it.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let public = format!("http://{}", listener.local_addr().unwrap());
+    let mcp = format!("{public}/mcp");
+    let (replicas, addrs): (Vec<Killed>, Vec<String>) = (0..2)
+        .map(|_| replica(&tree, &key, &redis.url(), &issuer, &public))
+        .unzip();
+    let _proxy = balancer(&haproxy, dir.path(), listener, &addrs);
+    let token =
+        |subject: &str| raw_http::client_credentials_token(&issuer, subject, "mcp", AUDIENCE);
+
+    // Round robin: Alice's call runs on one replica, her answer to its question and her
+    // browser's redirect may land on the other; the call finds her tokens in Redis.
+    let alice_caller = Caller {
+        url_mode: true,
+        login_hint: "alice-at-upstream",
+        asked: Arc::default(),
+    };
+    let alice = connect(&mcp, &token("alice"), &alice_caller).await;
+    assert_eq!(whoami(&alice).await.unwrap(), "alice-at-upstream");
+    assert_eq!(alice_caller.asked.lock().unwrap().len(), 1);
+    let bob_caller = Caller {
+        url_mode: false,
+        login_hint: "bob-at-upstream",
+        asked: Arc::default(),
+    };
+    let bob = connect(&mcp, &token("bob"), &bob_caller).await;
+    let (code, message, data) = whoami(&bob).await.unwrap_err();
+    assert_eq!(
+        code,
+        switchboard_gateway::URL_ELICITATION_REQUIRED,
+        "{message}"
+    );
+    assert!(
+        !format!("{message}{data}").contains("alice"),
+        "{message} {data}"
+    );
+    let (status, page) = open_as(data["url"].as_str().unwrap(), "bob-at-upstream").await;
+    assert_eq!(status, 200, "{page}");
+    // Several calls each: both replicas serve each caller, each with the caller's own token.
+    for _ in 0..3 {
+        assert_eq!(whoami(&bob).await.unwrap(), "bob-at-upstream");
+        assert_eq!(whoami(&alice).await.unwrap(), "alice-at-upstream");
+    }
+    assert_eq!(alice_caller.asked.lock().unwrap().len(), 1);
+
+    // The tokens are in Redis, one record per (subject, server), sealed under the cluster key.
+    let mut keys = redis_cli(redis.port(), &["KEYS", "switchboard:tokens:*"]);
+    keys.sort();
+    let expected: Vec<String> = ["alice", "bob"]
+        .iter()
+        .map(|who| format!("switchboard:tokens:team {} user:{who}", upstream.url()))
+        .collect();
+    assert_eq!(keys, expected);
+    for key in &keys {
+        let value = redis_cli(redis.port(), &["GET", key]).join("\n");
+        assert!(
+            !value.starts_with('{') && !value.contains("access"),
+            "{value}"
+        );
+    }
+    alice.cancel().await.unwrap();
+    bob.cancel().await.unwrap();
+    drop(replicas);
 }
