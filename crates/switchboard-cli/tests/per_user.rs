@@ -464,3 +464,64 @@ async fn through_two_replicas_each_caller_logs_in_once_into_redis() {
     bob.cancel().await.unwrap();
     drop(replicas);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_token_exchange_each_caller_gets_their_own_token_without_a_login() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    // One authorization server is the gateway's identity provider and the upstream's: it
+    // trusts the access tokens it issued to the gateway's callers, and exchanges them.
+    let upstream = TestServer::start(
+        Transport::Http,
+        ["--oauth", "--oauth-jwt", "--oauth-whoami"],
+    )
+    .unwrap();
+    let issuer = upstream.url().trim_end_matches("/mcp").to_owned();
+    let tree = ConfigTree::new().unwrap();
+    let team = json!({"type": "http", "url": upstream.url(), "credentials": "per-user",
+        "oauth": {"tokenExchange": true, "clientId": "switchboard-gateway"}});
+    tree.write(
+        tree.user_file(),
+        &json!({"mcpServers": {"team": team}}).to_string(),
+    )
+    .unwrap();
+    let (mut child, mcp) = serve(&tree, &issuer);
+    let token =
+        |subject: &str| raw_http::client_credentials_token(&issuer, subject, "mcp", AUDIENCE);
+    let callers: Vec<(Caller, &str)> = ["alice", "bob"]
+        .into_iter()
+        .map(|who| {
+            let caller = Caller {
+                url_mode: true,
+                login_hint: "nobody",
+                asked: Arc::default(),
+            };
+            (caller, who)
+        })
+        .collect();
+    for (caller, who) in &callers {
+        let client = connect(&mcp, &token(who), caller).await;
+        assert_eq!(whoami(&client).await.unwrap(), *who);
+        assert_eq!(whoami(&client).await.unwrap(), *who);
+        // No page to open: the exchange needs no person.
+        assert!(caller.asked.lock().unwrap().is_empty());
+        client.cancel().await.unwrap();
+    }
+    let stderr = upstream.stderr();
+    assert_eq!(
+        stderr
+            .matches("oauth: exchanged a token for sub \"alice\"")
+            .count(),
+        1,
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr
+            .matches("oauth: exchanged a token for sub \"bob\"")
+            .count(),
+        1,
+        "{stderr}"
+    );
+    assert!(!stderr.contains("oauth: authorize"), "{stderr}");
+    let _ = child.kill();
+    let _ = child.wait();
+}

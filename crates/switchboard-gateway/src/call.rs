@@ -39,6 +39,8 @@ pub(crate) struct Resolved {
     pub(crate) started: Instant,
     /// The caller's subject (OAuth), whose own tokens a per-user server is called with.
     pub(crate) user: Option<String>,
+    /// The caller's access token, for a per-user server's token exchange.
+    pub(crate) subject_token: Option<Arc<str>>,
 }
 
 /// The tool a client calls as `requested` with `arguments`, or the error it gets: the search
@@ -117,6 +119,7 @@ pub(crate) async fn resolve(
         arguments,
         started,
         user: identity.map(|i| i.subject.clone()),
+        subject_token: identity.and_then(|i| i.token.clone()),
     })
 }
 
@@ -178,6 +181,7 @@ pub(crate) async fn run(
         arguments,
         started: requested,
         user,
+        subject_token,
     } = call;
     let traced = TracedCall::start(gateway, &name, traceparent);
     // What the line keeps of the arguments, taken before the call has them.
@@ -193,6 +197,7 @@ pub(crate) async fn run(
         prompter: asking.prompter,
         meta: traced.as_ref().map(TracedCall::meta),
         user,
+        subject_token: subject_token.map(|t| t.to_string()),
         ..CallOptions::default()
     };
     // Boxed: the call's future is large (about 9 KB), and the tasks that run a request would

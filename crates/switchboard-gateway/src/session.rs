@@ -1302,7 +1302,9 @@ impl ServerHandler for Session {
             let prefixed = request.uri != original;
             let apps = Apps::of(context.client_capabilities().as_ref());
             let gateway = self.gateway.clone();
-            let user = Identity::of_request(&context.extensions).map(|i| i.subject.clone());
+            let identity = Identity::of_request(&context.extensions);
+            let user = identity.map(|i| i.subject.clone());
+            let subject_token = identity.and_then(|i| i.token.as_deref().map(str::to_owned));
             let url_mode = crate::logins::takes_url(context.client_capabilities().as_ref());
             let step = self
                 .asking(
@@ -1315,6 +1317,7 @@ impl ServerHandler for Session {
                             let options = RequestOptions {
                                 interaction: Some(interaction),
                                 user,
+                                subject_token,
                                 ..RequestOptions::default()
                             };
                             let host = gateway.host();
@@ -1550,7 +1553,9 @@ impl ServerHandler for Session {
             let prompt = self.prompt_target(&request.name).await?;
             let arguments: Map<String, Value> = request.arguments.unwrap_or_default();
             let gateway = self.gateway.clone();
-            let user = Identity::of_request(&context.extensions).map(|i| i.subject.clone());
+            let identity = Identity::of_request(&context.extensions);
+            let user = identity.map(|i| i.subject.clone());
+            let subject_token = identity.and_then(|i| i.token.as_deref().map(str::to_owned));
             let url_mode = crate::logins::takes_url(context.client_capabilities().as_ref());
             let step = self
                 .asking(
@@ -1563,6 +1568,7 @@ impl ServerHandler for Session {
                             let options = RequestOptions {
                                 interaction: Some(interaction),
                                 user,
+                                subject_token,
                                 ..RequestOptions::default()
                             };
                             let host = gateway.host();

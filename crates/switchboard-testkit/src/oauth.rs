@@ -34,6 +34,9 @@
 //! - `--oauth-refresh-delay-ms MS`: a refresh is answered after MS (`oauth: refresh requested`
 //!   when it arrives), so two clients refreshing at once overlap.
 //!
+//! - RFC 8693 token exchange: an access token this server issued (and still honours) as the
+//!   `subject_token` gets one of the same subject for the `resource` asked for (no refresh
+//!   token; `oauth: exchanged a token for sub …`).
 //! - The authorize endpoint's `login_hint` is who logs in: the subject of the tokens that
 //!   grant gets (`user` without one). The guard hands the subject of the token a request
 //!   carried to the MCP server in the `x-testkit-subject` header (`--oauth-whoami`'s tool
@@ -164,6 +167,10 @@ struct Subject<'a> {
 
 /// The nonce both ends of `--oauth-dpop` want in proofs.
 const DPOP_NONCE: &str = "testkit-dpop-nonce";
+
+/// RFC 8693's grant type and token type.
+const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
 
 /// The request header in which the guard names the subject of the token a request carried.
 pub(crate) const SUBJECT_HEADER: &str = "x-testkit-subject";
@@ -331,7 +338,12 @@ async fn server_metadata(State(server): State<Arc<Server>>, headers: HeaderMap) 
             object.insert("jwks_uri".to_owned(), json!(format!("{base}/jwks")));
             object.insert(
                 "grant_types_supported".to_owned(),
-                json!(["authorization_code", "refresh_token", "client_credentials"]),
+                json!([
+                    "authorization_code",
+                    "refresh_token",
+                    "client_credentials",
+                    TOKEN_EXCHANGE
+                ]),
             );
         }
     }
@@ -573,6 +585,32 @@ async fn token(
             let scope = form.get("scope").map_or("mcp", String::as_str);
             let answer = issue(&server, &mut books, scope, jkt, &subject);
             eprintln!("oauth: issued a client-credentials token for scope {scope:?}");
+            json_response(StatusCode::OK, answer)
+        }
+        // RFC 8693: an access token this server issued and still honours (the gateway's
+        // identity provider is this server) for one of the same subject, for the resource.
+        Some(TOKEN_EXCHANGE) => {
+            let presented = form.get("subject_token").cloned().unwrap_or_default();
+            let live = books
+                .access
+                .get(&presented)
+                .filter(|a| a.expires > Instant::now())
+                .map(|a| a.sub.clone());
+            let Some(sub) = live else {
+                eprintln!("oauth: a token exchange refused: unknown or expired subject token");
+                return token_error("invalid_grant", "the subject token is not one of ours");
+            };
+            if form.get("subject_token_type").map(String::as_str) != Some(ACCESS_TOKEN_TYPE) {
+                return token_error("invalid_request", "subject_token_type must be access_token");
+            }
+            subject.sub = &sub;
+            let scope = form.get("scope").map_or("mcp", String::as_str);
+            let mut answer = issue(&server, &mut books, scope, jkt, &subject);
+            if let Some(object) = answer.as_object_mut() {
+                object.remove("refresh_token");
+                object.insert("issued_token_type".to_owned(), json!(ACCESS_TOKEN_TYPE));
+            }
+            eprintln!("oauth: exchanged a token for sub {sub:?}");
             json_response(StatusCode::OK, answer)
         }
         _ => token_error(

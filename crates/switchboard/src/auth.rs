@@ -33,6 +33,10 @@ pub use flow::{AuthStatus, Authorizer, Presentation};
 pub(crate) use hosted::{HOSTED_LOGIN_TTL, Pending};
 pub use store::{RecordSeal, StoreKind, TokenStore};
 
+/// Callers' latest access tokens at the gateway, by caller: the subject tokens of token
+/// exchange (`oauth.tokenExchange`). Held in memory only.
+pub(crate) type SubjectTokens = Arc<parking_lot::Mutex<std::collections::HashMap<String, String>>>;
+
 /// The bound on each OAuth request (metadata, registration, token).
 pub const OAUTH_TIMEOUT: Duration = Duration::from_secs(60);
 /// Tokens this close to expiry are refreshed before a request.

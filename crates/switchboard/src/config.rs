@@ -385,6 +385,10 @@ pub struct OAuthConfig {
     /// authorization server: workload identity federation, the jwt-bearer grant (RFC 7523)
     /// with it as the assertion. No browser.
     pub assertion_env: Option<String>,
+    /// `tokenExchange: true` (with `"credentials": "per-user"`): each caller's own access
+    /// token at the gateway is exchanged (RFC 8693) at the server's authorization server, which
+    /// trusts the gateway's identity provider, for the caller's token there. No browser.
+    pub token_exchange: bool,
     /// `authorizationEndpoint`: used instead of the discovered one, for an authorization
     /// server whose metadata is missing or wrong (some Entra tenants publish none).
     pub authorization_endpoint: Option<String>,

@@ -287,6 +287,8 @@ pub(crate) struct ConnectOptions {
     /// The caller whose own OAuth tokens the session uses (`"credentials": "per-user"`);
     /// `None`: the server's shared login.
     pub(crate) user: Option<String>,
+    /// Callers' access tokens at the gateway, for token exchange (`oauth.tokenExchange`).
+    pub(crate) subject_tokens: Option<crate::auth::SubjectTokens>,
 }
 
 impl std::fmt::Debug for ConnectOptions {
@@ -1116,8 +1118,12 @@ fn authorizer_for(
         auth,
     )
     .legacy_sse(matches!(config.transport, Transport::Sse(_)));
-    Some(Arc::new(match &options.user {
+    let authorizer = match &options.user {
         Some(user) => authorizer.for_user(user),
+        None => authorizer,
+    };
+    Some(Arc::new(match &options.subject_tokens {
+        Some(tokens) => authorizer.with_subject_tokens(tokens.clone()),
         None => authorizer,
     }))
 }

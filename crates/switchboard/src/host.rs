@@ -616,6 +616,10 @@ pub struct CallOptions {
     /// credentials are per-user (`"credentials": "per-user"`) is called over this caller's
     /// own session, with their own OAuth tokens; without one such a call fails.
     pub user: Option<String>,
+    /// The caller's own access token at the program (the gateway's inbound token): a
+    /// per-user server with `oauth.tokenExchange` gets the caller's token there by exchanging
+    /// it (RFC 8693). Held in memory only; never printed.
+    pub subject_token: Option<String>,
 }
 
 impl std::fmt::Debug for CallOptions {
@@ -629,6 +633,7 @@ impl std::fmt::Debug for CallOptions {
             .field("meta", &self.meta)
             .field("prefer_task", &self.prefer_task)
             .field("user", &self.user)
+            .field("subject_token", &self.subject_token.is_some())
             .finish()
     }
 }
@@ -644,6 +649,7 @@ impl Default for CallOptions {
             meta: None,
             prefer_task: false,
             user: None,
+            subject_token: None,
         }
     }
 }
@@ -1050,12 +1056,13 @@ impl Host {
 
     /// Opens `user`'s own session of the per-user server `server` when there is none (its
     /// tools listed and kept, and so in the catalogue): a caller without tokens gets
-    /// [`CallError::NeedsUserLogin`].
-    async fn ensure_user_session(
+    /// [`CallError::NeedsUserLogin`]. The caller is (subject, their access token at the
+    /// program, for token exchange).
+    pub(super) async fn ensure_user_session(
         &self,
         server: &str,
         tool: &str,
-        user: Option<&str>,
+        (user, token): (Option<&str>, Option<&str>),
     ) -> Result<(), CallError> {
         let failed = |e: ManagerError| match e {
             ManagerError::NeedsUserLogin {
@@ -1082,6 +1089,9 @@ impl Host {
         let Some(user) = user else {
             return Err(failed(crate::manager::no_caller(server)));
         };
+        if let Some(token) = token {
+            self.manager.note_subject_token(user, token);
+        }
         if self
             .manager
             .user_session_ready(user, server)
@@ -1100,9 +1110,9 @@ impl Host {
         &self,
         server: &str,
         qualified: &str,
-        user: Option<&str>,
+        caller: (Option<&str>, Option<&str>),
     ) -> Result<CallOutcome, CallError> {
-        self.ensure_user_session(server, qualified, user).await?;
+        self.ensure_user_session(server, qualified, caller).await?;
         let text = format!("You are logged in to `{server}`; its tools are listed now.");
         Ok(CallOutcome {
             result: serde_json::json!({"content": [{"type": "text", "text": text}], "isError": false}),
@@ -1164,8 +1174,8 @@ impl Host {
             // Boxed: every other call's future would carry room for these.
             Box::pin(self.gate.check_with(request, options.prompter.as_ref())).await?;
             if self.manager.is_per_user(server) {
-                let user = options.user.as_deref();
-                return Box::pin(self.authenticate_user(server, qualified, user))
+                let caller = (options.user.as_deref(), options.subject_token.as_deref());
+                return Box::pin(self.authenticate_user(server, qualified, caller))
                     .await
                     .map(Ran::Done);
             }
@@ -1175,8 +1185,8 @@ impl Host {
         }
         if let Some(name) = &name {
             if self.manager.is_per_user(name.server()) {
-                let user = options.user.as_deref();
-                Box::pin(self.ensure_user_session(name.server(), qualified, user)).await?;
+                let caller = (options.user.as_deref(), options.subject_token.as_deref());
+                Box::pin(self.ensure_user_session(name.server(), qualified, caller)).await?;
             } else {
                 self.ensure_connected(name.server(), qualified).await?;
             }

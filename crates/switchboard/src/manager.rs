@@ -495,6 +495,7 @@ impl Shared {
             child_guard: options.child_guard.clone(),
             http: self.http.clone(),
             call_lanes: options.limits.call_lanes,
+            subject_tokens: user.is_some().then(|| self.users.subject_tokens.clone()),
             user,
         }
     }

@@ -1314,6 +1314,18 @@ fn per_user_credentials_are_read_and_their_conflicts_refused() {
             "header",
             r#"{"type": "http", "url": "https://a.test/mcp", "credentials": "per-user", "headers": {"Authorization": "Bearer x"}}"#,
         ),
+        (
+            "exchange",
+            r#"{"type": "http", "url": "https://a.test/mcp", "credentials": "per-user", "oauth": {"tokenExchange": true, "clientId": "gw"}}"#,
+        ),
+        (
+            "lone",
+            r#"{"type": "http", "url": "https://a.test/mcp", "oauth": {"tokenExchange": true, "clientId": "gw"}}"#,
+        ),
+        (
+            "anonymous",
+            r#"{"type": "http", "url": "https://a.test/mcp", "credentials": "per-user", "oauth": {"tokenExchange": true}}"#,
+        ),
     ];
     let entries: Vec<(&str, String)> = entries.iter().map(|(n, e)| (*n, (*e).to_owned())).collect();
     tree.write(tree.user_file(), &servers(&entries)).unwrap();
@@ -1324,6 +1336,23 @@ fn per_user_credentials_are_read_and_their_conflicts_refused() {
     };
     assert!(per_user("team"));
     assert!(!per_user("shared"));
+    assert!(per_user("exchange"));
+    for (name, says) in [
+        ("lone", "it needs `\"credentials\": \"per-user\"`"),
+        ("anonymous", "needs `oauth.clientId`"),
+    ] {
+        match set.get(name).unwrap().status() {
+            EntryStatus::Invalid(issue) => {
+                assert_eq!(
+                    issue.field.as_deref(),
+                    Some("oauth.tokenExchange"),
+                    "{name}"
+                );
+                assert!(issue.message.contains(says), "{name}: {}", issue.message);
+            }
+            other => panic!("{name} was not refused: {other:?}"),
+        }
+    }
     for (name, says) in [
         (
             "typo",

@@ -59,6 +59,10 @@ pub struct Authorizer {
     rs_nonce: Mutex<Option<String>>,
     /// The DPoP key last read from the store, with its stored form.
     dpop_key: Mutex<Option<(String, Arc<DpopKey>)>>,
+    /// The caller whose tokens these are ([`Self::for_user`]), for a per-user server.
+    pub(super) user: Option<String>,
+    /// The callers' latest access tokens at the gateway, for token exchange.
+    pub(super) subject_tokens: Option<super::SubjectTokens>,
 }
 
 /// How a request presents the access token: the `Authorization` value and, for a DPoP-bound
@@ -111,7 +115,21 @@ impl Authorizer {
             as_nonce: Mutex::new(None),
             rs_nonce: Mutex::new(None),
             dpop_key: Mutex::new(None),
+            user: None,
+            subject_tokens: None,
         }
+    }
+
+    /// Where token exchange (`oauth.tokenExchange`) finds the caller's own access token.
+    pub(crate) fn with_subject_tokens(mut self, tokens: super::SubjectTokens) -> Self {
+        self.subject_tokens = Some(tokens);
+        self
+    }
+
+    /// The caller's latest access token at the gateway, for token exchange.
+    pub(super) fn subject_token(&self) -> Option<String> {
+        let user = self.user.as_deref()?;
+        self.subject_tokens.as_ref()?.lock().get(user).cloned()
     }
 
     /// The DPoP key stored as `stored`, parsed once.
@@ -195,6 +213,12 @@ impl Authorizer {
     }
 
     pub(super) fn needs_login(&self, why: &str) -> AuthError {
+        if self.user.is_some() {
+            // A caller's own tokens: the caller logs in (through the program that serves them).
+            return AuthError::NeedsLogin(format!(
+                "{why}; the caller logs in with their own account"
+            ));
+        }
         let hint = login_hint_in(&self.server, self.options.store.shared_url());
         AuthError::NeedsLogin(format!("{why}; {hint}"))
     }

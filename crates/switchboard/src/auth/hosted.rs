@@ -79,6 +79,7 @@ impl Authorizer {
     /// [`user_key`].
     pub(crate) fn for_user(mut self, user: &str) -> Self {
         self.key = user_key(&self.key, user);
+        self.user = Some(user.to_owned());
         self
     }
 

@@ -859,7 +859,15 @@ impl Walker<'_> {
         entry: &ServerFile,
         mut remote: RemoteTransport,
     ) -> Result<RemoteTransport, ConfigIssue> {
+        let exchanges = remote.oauth.as_ref().is_some_and(|o| o.token_exchange);
         let Some((Text(value), at)) = self.get(&entry.credentials, "credentials")? else {
+            if exchanges {
+                return Err(self.issue_at(
+                    entry.oauth.at().unwrap_or(self.at),
+                    "oauth.tokenExchange",
+                    "exchanges each caller's own token: it needs `\"credentials\": \"per-user\"`",
+                ));
+            }
             return Ok(remote);
         };
         remote.per_user = match value.as_str() {
@@ -874,9 +882,23 @@ impl Walker<'_> {
             }
         };
         if !remote.per_user {
+            if exchanges {
+                return Err(self.issue_at(
+                    at,
+                    "oauth.tokenExchange",
+                    "exchanges each caller's own token: it needs `\"credentials\": \"per-user\"`",
+                ));
+            }
             return Ok(remote);
         }
         let oauth = remote.oauth.as_ref();
+        if exchanges && oauth.is_none_or(|o| o.client_id.is_none()) {
+            return Err(self.issue_at(
+                entry.oauth.at().unwrap_or(at),
+                "oauth.tokenExchange",
+                "needs `oauth.clientId`: the client the server's authorization server knows the gateway as",
+            ));
+        }
         let without_user = if oauth.is_some_and(|o| o.client_credentials) {
             Some("`oauth.grantType: \"client_credentials\"`")
         } else if oauth.is_some_and(|o| o.xaa) {
@@ -1106,6 +1128,11 @@ impl Walker<'_> {
             file.assertion_env.at(),
             self.string(&file.assertion_env, &field("assertionEnv"))
                 .map(|v| oauth.assertion_env = v),
+        );
+        check(
+            file.token_exchange.at(),
+            self.flag(&file.token_exchange, &field("tokenExchange"))
+                .map(|v| oauth.token_exchange = v),
         );
         check(
             file.authorization_endpoint.at(),

@@ -643,6 +643,9 @@ pub(crate) struct OAuthFile {
     pub(crate) id_token_env: Keyed<Text>,
     /// A workload's JWT for the jwt-bearer grant.
     pub(crate) assertion_env: Keyed<Text>,
+    /// RFC 8693: each caller's token exchanged for theirs at the server's authorization
+    /// server (per-user credentials).
+    pub(crate) token_exchange: Keyed<Flag>,
     /// Endpoints given rather than discovered, and the `resource` parameter (`false`: none).
     pub(crate) authorization_endpoint: Keyed<Text>,
     pub(crate) token_endpoint: Keyed<Text>,

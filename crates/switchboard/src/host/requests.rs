@@ -24,6 +24,9 @@ pub struct RequestOptions {
     /// The caller the request is made for ([`CallOptions::user`](super::CallOptions::user)):
     /// a per-user server is asked over their own session.
     pub user: Option<String>,
+    /// The caller's own access token at the program, for token exchange
+    /// ([`CallOptions::subject_token`](super::CallOptions::subject_token)). Never printed.
+    pub subject_token: Option<String>,
 }
 
 impl std::fmt::Debug for RequestOptions {
@@ -32,6 +35,7 @@ impl std::fmt::Debug for RequestOptions {
             .field("interaction", &self.interaction)
             .field("timeout", &self.timeout)
             .field("user", &self.user)
+            .field("subject_token", &self.subject_token.is_some())
             .finish()
     }
 }
@@ -274,7 +278,7 @@ impl Host {
         options: RequestOptions,
     ) -> Result<Value, HostError> {
         let server = prompt.server.clone();
-        self.connected_as(&server, options.user.as_deref()).await?;
+        self.connected_as(&server, &options).await?;
         let own = prompt.prompt.clone();
         let timeout = options.timeout.unwrap_or(self.limits.tool_timeout);
         let user = options.user.as_deref();
@@ -296,7 +300,7 @@ impl Host {
         uri: &str,
         options: RequestOptions,
     ) -> Result<ReadOutcome, HostError> {
-        self.connected_as(server, options.user.as_deref()).await?;
+        self.connected_as(server, &options).await?;
         let timeout = options.timeout.unwrap_or(self.limits.tool_timeout);
         let user = options.user.as_deref();
         let request = self.manager.request_as(user, server, |s| {
@@ -381,11 +385,12 @@ impl Host {
     }
 
     /// [`connected_to`](Self::connected_to), or `user`'s own session of a per-user server.
-    async fn connected_as(&self, server: &str, user: Option<&str>) -> Result<(), HostError> {
+    async fn connected_as(&self, server: &str, options: &RequestOptions) -> Result<(), HostError> {
         if !self.manager.is_per_user(server) {
             return self.connected_to(server).await;
         }
-        match Box::pin(self.ensure_user_session(server, server, user)).await {
+        let caller = (options.user.as_deref(), options.subject_token.as_deref());
+        match Box::pin(self.ensure_user_session(server, server, caller)).await {
             Ok(()) => Ok(()),
             Err(super::CallError::NeedsUserLogin {
                 server,

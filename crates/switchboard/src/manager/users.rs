@@ -53,6 +53,8 @@ pub(super) struct Users {
     logged_in: tokio::sync::Notify,
     /// The task that closes idle sessions, once one was opened.
     reaper: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Each caller's latest access token at the program (the gateway), for token exchange.
+    pub(super) subject_tokens: crate::auth::SubjectTokens,
 }
 
 /// One caller's session of one server.
@@ -71,6 +73,7 @@ impl Users {
             pending: Mutex::default(),
             logged_in: tokio::sync::Notify::new(),
             reaper: Mutex::new(None),
+            subject_tokens: crate::auth::SubjectTokens::default(),
         }
     }
 
@@ -160,6 +163,15 @@ impl ServerManager {
                 }
                 other => return other.map_err(RequestFailure::Request),
             }
+        }
+    }
+
+    /// Keeps `token`, `user`'s own access token at the program, as the one token exchange
+    /// (`oauth.tokenExchange`) gives the server's authorization server for them.
+    pub(crate) fn note_subject_token(&self, user: &str, token: &str) {
+        let mut tokens = self.shared.users.subject_tokens.lock();
+        if tokens.get(user).is_none_or(|known| known != token) {
+            tokens.insert(user.to_owned(), token.to_owned());
         }
     }
 
