@@ -843,6 +843,11 @@ pub(crate) struct ServeArgs {
     /// address it listens on; set it when listening on 0.0.0.0).
     #[arg(long, value_name = "HOST:PORT", requires = "cluster_key_file")]
     pub(crate) advertise_addr: Option<String>,
+    /// With --http: where browsers reach the gateway (`https://gateway.example.com`; behind a
+    /// balancer, its address), for the redirect of callers' logins to `"credentials":
+    /// "per-user"` servers (`<URL>/oauth/callback`). Default: the address it listens on.
+    #[arg(long, value_name = "URL", requires = "http", value_parser = public_url)]
+    pub(crate) public_url: Option<String>,
     /// The gateway's worker threads (default: one per CPU core this process may use). `GET
     /// /status` says how many run.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
@@ -941,6 +946,24 @@ pub(crate) fn server_names() -> Vec<CompletionCandidate> {
                 .help(Some(format!("{} ({status})", entry.origin.scope).into()))
         })
         .collect()
+}
+
+/// `--public-url`: an `http` or `https` URL without a query.
+fn public_url(text: &str) -> Result<String, String> {
+    let rest = text
+        .strip_prefix("https://")
+        .or_else(|| text.strip_prefix("http://"));
+    match rest {
+        Some(rest)
+            if !rest.is_empty()
+                && !rest.starts_with('/')
+                && !rest.contains(['?', '#'])
+                && !rest.contains(char::is_whitespace) =>
+        {
+            Ok(text.trim_end_matches('/').to_owned())
+        }
+        _ => Err("use an http:// or https:// URL, without a query".to_owned()),
+    }
 }
 
 #[cfg(test)]

@@ -138,6 +138,10 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
             limits.share(store.clone());
             builder = builder.store(store);
         }
+        if let Some(cluster) = &cluster {
+            // Callers' tokens (per-user credentials) are sealed under the cluster key at rest.
+            builder = builder.user_token_seal(cluster.clone());
+        }
         // Every server is waited for before a client is served: `--prefix never` refuses
         // clashing names first, `--wait-for-servers` says so.
         let settles_first =
@@ -222,6 +226,9 @@ pub(crate) fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         if let Some(cluster) = cluster {
             // Before the audit log: a replica's lines name it.
             gateway.set_cluster(cluster);
+        }
+        if let Some(url) = &args.public_url {
+            gateway.set_public_url(url);
         }
         if let Some(log) = &args.audit_log {
             let options = switchboard_gateway::AuditOptions {

@@ -147,6 +147,7 @@ async fn run() -> Result<(), String> {
         headers: Default::default(),
         oauth: Some(oauth),
         headers_helper: None,
+        per_user: false,
     });
     config.connect_timeout = Some(WAIT);
 

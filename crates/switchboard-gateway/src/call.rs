@@ -37,6 +37,10 @@ pub(crate) struct Resolved {
     pub(crate) arguments: Map<String, Value>,
     /// When the client's request came (the audit log's duration).
     pub(crate) started: Instant,
+    /// The caller's subject (OAuth), whose own tokens a per-user server is called with.
+    pub(crate) user: Option<String>,
+    /// The caller's access token, for a per-user server's token exchange.
+    pub(crate) subject_token: Option<Arc<str>>,
 }
 
 /// The tool a client calls as `requested` with `arguments`, or the error it gets: the search
@@ -114,6 +118,8 @@ pub(crate) async fn resolve(
         name,
         arguments,
         started,
+        user: identity.map(|i| i.subject.clone()),
+        subject_token: identity.and_then(|i| i.token.clone()),
     })
 }
 
@@ -122,6 +128,9 @@ pub(crate) struct Asking {
     pub(crate) interaction: Interaction,
     pub(crate) prompter: Option<Arc<dyn PermissionPrompter>>,
     pub(crate) progress: Option<mpsc::UnboundedSender<Progress>>,
+    /// The client takes URL-mode elicitation: a caller's login to a per-user server is
+    /// asked of it ([`crate::logins`]).
+    pub(crate) url_mode: bool,
 }
 
 impl Asking {
@@ -138,11 +147,13 @@ impl Asking {
                 interaction: crate::forward::forwarding_interaction(capabilities, asker.clone()),
                 prompter: ElicitingPrompter::for_client(capabilities, asker),
                 progress,
+                url_mode: crate::logins::takes_url(Some(capabilities)),
             },
             None => Asking {
                 interaction: crate::forward::upstream_interaction(),
                 prompter: None,
                 progress,
+                url_mode: false,
             },
         }
     }
@@ -169,6 +180,8 @@ pub(crate) async fn run(
         name,
         arguments,
         started: requested,
+        user,
+        subject_token,
     } = call;
     let traced = TracedCall::start(gateway, &name, traceparent);
     // What the line keeps of the arguments, taken before the call has them.
@@ -183,14 +196,39 @@ pub(crate) async fn run(
         interaction: Some(asking.interaction),
         prompter: asking.prompter,
         meta: traced.as_ref().map(TracedCall::meta),
+        user,
+        subject_token: subject_token.map(|t| t.to_string()),
         ..CallOptions::default()
     };
     // Boxed: the call's future is large (about 9 KB), and the tasks that run a request would
     // otherwise hold and copy it inline.
-    let call = Box::pin(gateway.host().call(&name, arguments, options));
+    let call = Box::pin(call_with_login(
+        gateway,
+        &name,
+        arguments,
+        options,
+        asking.url_mode,
+    ));
     let started = Instant::now();
     let outcome = tokio::select! {
-        outcome = call => outcome,
+        outcome = call => match outcome {
+            Ok(outcome) => outcome,
+            // The caller must log in first (and could not be asked, or did not).
+            Err(login) => {
+                if let Some((audit, arguments)) = audited {
+                    audit.record(Entry {
+                        caller,
+                        method: "tools/call",
+                        target: Target::tool(&name),
+                        decision: Decision::Allowed,
+                        started: requested,
+                        outcome: Outcome::Error { code: login.code.0 },
+                        arguments: Some(arguments),
+                    });
+                }
+                return Err(login);
+            }
+        },
         () = cancel => {
             if let Some(traced) = traced {
                 traced.cancelled();
@@ -227,6 +265,40 @@ pub(crate) async fn run(
         });
     }
     answer
+}
+
+/// [`Host::call`](switchboard::Host::call); when the caller must first log in to the tool's
+/// per-user server, the login ([`crate::logins::log_in`]) and the call once more — or, as the
+/// `Err`, the error that tells the client where to log in.
+async fn call_with_login(
+    gateway: &Gateway,
+    name: &str,
+    arguments: Map<String, Value>,
+    options: CallOptions,
+    url_mode: bool,
+) -> Result<Result<CallOutcome, CallError>, ErrorData> {
+    let host = gateway.host();
+    // Kept for a second try only where a login may come between (no copy on other calls).
+    let per_user =
+        switchboard::QualifiedName::split(name).is_some_and(|(server, _)| host.is_per_user(server));
+    if !per_user {
+        return Ok(host.call(name, arguments, options).await);
+    }
+    let outcome = host.call(name, arguments.clone(), options.clone()).await;
+    let Some((server, _)) = outcome.as_ref().err().and_then(CallError::needs_user_login) else {
+        return Ok(outcome);
+    };
+    let server = server.to_owned();
+    crate::logins::log_in(
+        gateway,
+        &server,
+        options.user.as_deref(),
+        options.interaction.as_ref(),
+        url_mode,
+        Some(name),
+    )
+    .await?;
+    Ok(host.call(name, arguments, options).await)
 }
 
 /// What the host's pipeline decided about a call, by its outcome: a permission rule or hook

@@ -38,6 +38,9 @@ pub enum Purpose {
     Round,
     /// The id of a question the fast path put to an initialize-era client during a call.
     Question,
+    /// Callers' upstream tokens at rest (per-user credentials): the state folder's file, or
+    /// each record in the shared store. Never expires.
+    Tokens,
 }
 
 impl Purpose {
@@ -47,6 +50,7 @@ impl Purpose {
             Purpose::Session => b"switchboard session v2",
             Purpose::Round => b"switchboard round v1",
             Purpose::Question => b"switchboard question v1",
+            Purpose::Tokens => b"switchboard token records v1",
         }
     }
 }
@@ -157,7 +161,12 @@ impl Cluster {
             exp: now.saturating_add(ttl.as_secs()),
             value,
         };
-        let mut buffer = serde_json::to_vec(&sealed).map_err(|e| e.to_string())?;
+        let buffer = serde_json::to_vec(&sealed).map_err(|e| e.to_string())?;
+        self.seal_bytes(purpose, buffer)
+    }
+
+    /// `buffer` sealed for `purpose`: base64url of a random nonce and the ciphertext.
+    fn seal_bytes(&self, purpose: Purpose, mut buffer: Vec<u8>) -> Result<String, String> {
         let mut nonce = [0u8; NONCE_LEN];
         getrandom::fill(&mut nonce).map_err(|e| format!("no random nonce: {e}"))?;
         self.key
@@ -179,6 +188,13 @@ impl Cluster {
         if token.len() > MAX_TOKEN_CHARS {
             return None;
         }
+        let plain = self.open_bytes(purpose, token)?;
+        let sealed: Sealed<T> = serde_json::from_slice(&plain).ok()?;
+        (sealed.exp > unix_now()).then_some(sealed.value)
+    }
+
+    /// What [`Self::seal_bytes`] sealed for `purpose`, if it opens under this key.
+    fn open_bytes(&self, purpose: Purpose, token: &str) -> Option<Vec<u8>> {
         let mut bytes = URL_SAFE_NO_PAD.decode(token).ok()?;
         if bytes.len() < NONCE_LEN {
             return None;
@@ -193,8 +209,19 @@ impl Cluster {
                 &mut bytes[NONCE_LEN..],
             )
             .ok()?;
-        let sealed: Sealed<T> = serde_json::from_slice(plain).ok()?;
-        (sealed.exp > unix_now()).then_some(sealed.value)
+        Some(plain.to_vec())
+    }
+}
+
+/// Callers' token records sealed at rest under the cluster key ([`Purpose::Tokens`]): the
+/// library's token store seals its file, or each record in the shared store, with it.
+impl switchboard::auth::RecordSeal for Cluster {
+    fn seal(&self, plain: &str) -> Result<String, String> {
+        self.seal_bytes(Purpose::Tokens, plain.as_bytes().to_vec())
+    }
+
+    fn open(&self, sealed: &str) -> Option<String> {
+        String::from_utf8(self.open_bytes(Purpose::Tokens, sealed)?).ok()
     }
 }
 

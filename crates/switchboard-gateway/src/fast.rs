@@ -453,6 +453,7 @@ async fn answer_call(
             interaction: fast.declining.clone(),
             prompter: None,
             progress: None,
+            url_mode: false,
         };
         let answer = fast
             .call(&link, &session, identity.as_ref(), &id, call, asking)

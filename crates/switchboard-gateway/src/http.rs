@@ -104,6 +104,21 @@ pub enum HttpError {
     Serve(std::io::Error),
 }
 
+/// `GET /oauth/callback`: a caller's login to a per-user server comes back ([`crate::logins`]).
+async fn login_callback(State(gateway): State<Gateway>, uri: axum::http::Uri) -> Response {
+    let (status, page) = crate::logins::callback(&gateway, uri.query()).await;
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
+    (
+        status,
+        [
+            (axum::http::header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (axum::http::header::CACHE_CONTROL, "no-store"),
+        ],
+        page,
+    )
+        .into_response()
+}
+
 /// The shortest stored token used as it is (a generated one has 64 hex digits).
 const MIN_TOKEN_LEN: usize = 32;
 
@@ -299,6 +314,10 @@ impl HttpGateway {
             config = config.disable_allowed_hosts();
         }
         let factory = gateway.clone();
+        if let Ok(bound) = listener.local_addr() {
+            // Callers' logins come back here unless `--public-url` said where browsers reach it.
+            gateway.set_public_url(&format!("http://{bound}"));
+        }
         let cluster = gateway.cluster().cloned();
         if let Some(cluster) = &cluster {
             // Other replicas reach this one where it listens, unless told otherwise.
@@ -452,7 +471,14 @@ impl HttpGateway {
             .merge(mcp)
             .layer(axum::middleware::from_fn_with_state(guard, check_request))
             .merge(page)
-            .route("/healthz", get(|| async { "ok\n" }));
+            .route("/healthz", get(|| async { "ok\n" }))
+            // A browser coming back from an upstream's authorization server: it has no bearer
+            // token; the login's `state` is what it must bring.
+            .merge(
+                Router::new()
+                    .route(crate::logins::CALLBACK_PATH, get(login_callback))
+                    .with_state(served_gateway.clone()),
+            );
         let router = match oauth {
             // Open to anyone: it tells a client where to log in.
             Some(oauth) => router.merge(

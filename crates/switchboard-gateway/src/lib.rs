@@ -25,6 +25,7 @@ mod fast;
 mod forward;
 mod http;
 mod limits;
+mod logins;
 mod metrics;
 mod names;
 mod oauth;
@@ -55,6 +56,7 @@ pub use http::{
     weak_token, weak_token_file,
 };
 pub use limits::{RATE_LIMITED, RateLimits};
+pub use logins::{CALLBACK_PATH, LOGIN_META, URL_ELICITATION_REQUIRED};
 pub use metrics::{Metrics, ServerCalls};
 pub use names::{NameCollision, Prefix, name_collisions};
 pub use oauth::{OAuthError, OAuthOptions, ResourceServer};
@@ -159,6 +161,9 @@ struct Inner {
     limits: std::sync::OnceLock<limits::RateLimits>,
     /// The profiles the HTTP gateway serves on their own paths, once set.
     profiles: std::sync::OnceLock<Vec<Arc<ProfileView>>>,
+    /// Where browsers reach this gateway (`serve --public-url`, else where it listens), once
+    /// set: per-user logins' redirect comes to its [`CALLBACK_PATH`].
+    public_url: std::sync::OnceLock<String>,
 }
 
 /// How long after its start the gateway's listings wait for servers still connecting, unless
@@ -209,6 +214,7 @@ impl Gateway {
                 audit: std::sync::OnceLock::new(),
                 limits: std::sync::OnceLock::new(),
                 profiles: std::sync::OnceLock::new(),
+                public_url: std::sync::OnceLock::new(),
             }),
             view: None,
         }
@@ -287,6 +293,23 @@ impl Gateway {
             // A `required` server that failed is the start's to report, not a listing's.
             let _ = self.inner.host.wait_settled(left).await;
         }
+    }
+
+    /// Where browsers reach this gateway (`serve --public-url`: the origin, perhaps with a
+    /// path, of its address behind a balancer or proxy); set once, before it serves. The
+    /// HTTP gateway sets where it listens when nothing was.
+    pub fn set_public_url(&self, url: &str) -> bool {
+        self.inner
+            .public_url
+            .set(url.trim_end_matches('/').to_owned())
+            .is_ok()
+    }
+
+    /// The redirect URI of callers' logins to per-user servers, once the gateway has an
+    /// address ([`Gateway::set_public_url`]).
+    pub(crate) fn callback_url(&self) -> Option<String> {
+        let public = self.inner.public_url.get()?;
+        Some(format!("{public}{CALLBACK_PATH}"))
     }
 
     /// The search mode: the profile's own on its path, else the gateway's.

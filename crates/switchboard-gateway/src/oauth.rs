@@ -61,12 +61,35 @@ const ALGORITHMS: [Algorithm; 9] = [
 
 /// Who sent a request: the subject and scopes of its access token. A request with the static
 /// bearer token (or over stdio) has none: only the rules for everyone apply to it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct Identity {
     /// The token's `sub`.
     pub subject: String,
     /// The token's scopes (`scope` or `scp`).
     pub scopes: Vec<String>,
+    /// The access token itself: the subject token a per-user server's token exchange
+    /// (`oauth.tokenExchange`) hands on. Never printed.
+    pub(crate) token: Option<Arc<str>>,
+}
+
+impl std::fmt::Debug for Identity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Identity")
+            .field("subject", &self.subject)
+            .field("scopes", &self.scopes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Identity {
+    /// An identity of `subject` with `scopes` (no token: rules and tests).
+    pub fn new(subject: impl Into<String>, scopes: Vec<String>) -> Identity {
+        Identity {
+            subject: subject.into(),
+            scopes,
+            token: None,
+        }
+    }
 }
 
 impl Identity {
@@ -239,6 +262,7 @@ impl ResourceServer {
         Ok(Identity {
             subject,
             scopes: scopes(&claims),
+            token: Some(Arc::from(token)),
         })
     }
 

@@ -203,10 +203,7 @@ mod tests {
     use super::*;
 
     fn identity(subject: &str, scopes: &[&str]) -> Identity {
-        Identity {
-            subject: subject.to_owned(),
-            scopes: scopes.iter().map(|s| s.to_string()).collect(),
-        }
+        Identity::new(subject, scopes.iter().map(|s| s.to_string()).collect())
     }
 
     #[test]

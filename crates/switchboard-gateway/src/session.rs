@@ -545,6 +545,7 @@ impl Session {
         let gateway = self.gateway.clone();
         let traceparent = client_traceparent(&context).map(str::to_owned);
         let name = call.name.clone();
+        let url_mode = crate::logins::takes_url(context.client_capabilities().as_ref());
         let step = self
             .in_rounds(
                 format!("tools/call {name}"),
@@ -557,6 +558,7 @@ impl Session {
                             interaction,
                             prompter,
                             progress: Some(progress),
+                            url_mode,
                         };
                         // A round's call outlives the request that started it: no cancel
                         // but its own end.
@@ -1160,7 +1162,12 @@ impl ServerHandler for Session {
                     );
                     let (tools, next) =
                         page(served, |(name, _)| name, cursor(&request), PAGE_SIZE)?;
-                    let tools = tools.into_iter().map(|(_, t)| t.clone()).collect();
+                    let mut tools: Vec<switchboard::Tool> =
+                        tools.into_iter().map(|(_, t)| t.clone()).collect();
+                    // A per-user server's tools are listed to all: marked for a caller who
+                    // has not logged in to it yet.
+                    let user = identity.map(|i| i.subject.as_str());
+                    crate::logins::mark_logins(&self.gateway, user, &mut tools).await;
                     (self.tools_json(tools, &names, identity, apps), next)
                 } else {
                     let apps = Apps::of(context.client_capabilities().as_ref());
@@ -1294,7 +1301,11 @@ impl ServerHandler for Session {
             // A URI served bare is answered with the server's own URIs.
             let prefixed = request.uri != original;
             let apps = Apps::of(context.client_capabilities().as_ref());
-            let host = self.gateway.host().clone();
+            let gateway = self.gateway.clone();
+            let identity = Identity::of_request(&context.extensions);
+            let user = identity.map(|i| i.subject.clone());
+            let subject_token = identity.and_then(|i| i.token.as_deref().map(str::to_owned));
+            let url_mode = crate::logins::takes_url(context.client_capabilities().as_ref());
             let step = self
                 .asking(
                     format!("resources/read {}", request.uri),
@@ -1305,13 +1316,33 @@ impl ServerHandler for Session {
                         async move {
                             let options = RequestOptions {
                                 interaction: Some(interaction),
+                                user,
+                                subject_token,
                                 ..RequestOptions::default()
                             };
-                            let mut result = host
-                                .read_resource(&server, &original, options)
-                                .await
-                                .map_err(failure)?
-                                .result;
+                            let host = gateway.host();
+                            let mut read = host
+                                .read_resource(&server, &original, options.clone())
+                                .await;
+                            if read
+                                .as_ref()
+                                .err()
+                                .and_then(HostError::needs_user_login)
+                                .is_some()
+                            {
+                                // The caller logs in to this per-user server first.
+                                crate::logins::log_in(
+                                    &gateway,
+                                    &server,
+                                    options.user.as_deref(),
+                                    options.interaction.as_ref(),
+                                    url_mode,
+                                    None,
+                                )
+                                .await?;
+                                read = host.read_resource(&server, &original, options).await;
+                            }
+                            let mut result = read.map_err(failure)?.result;
                             if let Some(Value::Array(contents)) = result.get_mut("contents") {
                                 for item in contents {
                                     if prefixed {
@@ -1521,7 +1552,11 @@ impl ServerHandler for Session {
         let answer = async {
             let prompt = self.prompt_target(&request.name).await?;
             let arguments: Map<String, Value> = request.arguments.unwrap_or_default();
-            let host = self.gateway.host().clone();
+            let gateway = self.gateway.clone();
+            let identity = Identity::of_request(&context.extensions);
+            let user = identity.map(|i| i.subject.clone());
+            let subject_token = identity.and_then(|i| i.token.as_deref().map(str::to_owned));
+            let url_mode = crate::logins::takes_url(context.client_capabilities().as_ref());
             let step = self
                 .asking(
                     format!("prompts/get {}", request.name),
@@ -1532,11 +1567,33 @@ impl ServerHandler for Session {
                         async move {
                             let options = RequestOptions {
                                 interaction: Some(interaction),
+                                user,
+                                subject_token,
                                 ..RequestOptions::default()
                             };
-                            host.get_prompt(&prompt, arguments, options)
-                                .await
-                                .map_err(failure)
+                            let host = gateway.host();
+                            let got = host
+                                .get_prompt(&prompt, arguments.clone(), options.clone())
+                                .await;
+                            match got.as_ref().err().and_then(HostError::needs_user_login) {
+                                Some((server, _)) => {
+                                    // The caller logs in to this per-user server first.
+                                    let server = server.to_owned();
+                                    crate::logins::log_in(
+                                        &gateway,
+                                        &server,
+                                        options.user.as_deref(),
+                                        options.interaction.as_ref(),
+                                        url_mode,
+                                        None,
+                                    )
+                                    .await?;
+                                    host.get_prompt(&prompt, arguments, options)
+                                        .await
+                                        .map_err(failure)
+                                }
+                                None => got.map_err(failure),
+                            }
                         }
                         .boxed()
                     },

@@ -34,6 +34,14 @@
 //! - `--oauth-refresh-delay-ms MS`: a refresh is answered after MS (`oauth: refresh requested`
 //!   when it arrives), so two clients refreshing at once overlap.
 //!
+//! - RFC 8693 token exchange: an access token this server issued (and still honours) as the
+//!   `subject_token` gets one of the same subject for the `resource` asked for (no refresh
+//!   token; `oauth: exchanged a token for sub …`).
+//! - The authorize endpoint's `login_hint` is who logs in: the subject of the tokens that
+//!   grant gets (`user` without one). The guard hands the subject of the token a request
+//!   carried to the MCP server in the `x-testkit-subject` header (`--oauth-whoami`'s tool
+//!   answers it).
+//!
 //! stderr gets one line per event (`oauth: issued …`, `oauth: refreshed …`), never a token.
 
 use parking_lot::Mutex;
@@ -160,15 +168,26 @@ struct Subject<'a> {
 /// The nonce both ends of `--oauth-dpop` want in proofs.
 const DPOP_NONCE: &str = "testkit-dpop-nonce";
 
+/// RFC 8693's grant type and token type.
+const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
+
+/// The request header in which the guard names the subject of the token a request carried.
+pub(crate) const SUBJECT_HEADER: &str = "x-testkit-subject";
+
 #[derive(Debug)]
 struct Grant {
     challenge: String,
     scope: String,
     redirect_uri: String,
+    /// The `login_hint`: who logged in.
+    sub: String,
 }
 
 #[derive(Debug)]
 struct Access {
+    /// The subject the token was issued to.
+    sub: String,
     scope: String,
     expires: Instant,
     /// The thumbprint of the DPoP key the token is bound to.
@@ -180,8 +199,8 @@ struct Books {
     counter: u64,
     codes: HashMap<String, Grant>,
     access: HashMap<String, Access>,
-    /// Live refresh tokens: their scope and DPoP key thumbprint.
-    refresh: HashMap<String, (String, Option<String>)>,
+    /// Live refresh tokens: their scope, DPoP key thumbprint and subject.
+    refresh: HashMap<String, (String, Option<String>, String)>,
     /// DPoP proof ids seen (a replay is refused).
     jtis: std::collections::HashSet<String>,
     /// Rotated-away refresh tokens: presenting one again is a reuse.
@@ -319,7 +338,12 @@ async fn server_metadata(State(server): State<Arc<Server>>, headers: HeaderMap) 
             object.insert("jwks_uri".to_owned(), json!(format!("{base}/jwks")));
             object.insert(
                 "grant_types_supported".to_owned(),
-                json!(["authorization_code", "refresh_token", "client_credentials"]),
+                json!([
+                    "authorization_code",
+                    "refresh_token",
+                    "client_credentials",
+                    TOKEN_EXCHANGE
+                ]),
             );
         }
     }
@@ -379,6 +403,10 @@ async fn authorize(State(server): State<Arc<Server>>, headers: HeaderMap, uri: U
                 .cloned()
                 .unwrap_or_else(|| "mcp".to_owned()),
             redirect_uri: redirect_uri.clone(),
+            sub: query
+                .get("login_hint")
+                .cloned()
+                .unwrap_or_else(|| "user".to_owned()),
         },
     );
     drop(books);
@@ -441,14 +469,16 @@ fn issue(
     books.access.insert(
         access.clone(),
         Access {
+            sub: subject.sub.to_owned(),
             scope: scope.to_owned(),
             expires: Instant::now() + server.config.token_ttl,
             jkt: jkt.clone(),
         },
     );
-    books
-        .refresh
-        .insert(refresh.clone(), (scope.to_owned(), jkt));
+    books.refresh.insert(
+        refresh.clone(),
+        (scope.to_owned(), jkt, subject.sub.to_owned()),
+    );
     json!({
         "access_token": access,
         "token_type": token_type,
@@ -522,6 +552,7 @@ async fn token(
             if form.get("redirect_uri") != Some(&grant.redirect_uri) {
                 return token_error("invalid_grant", "redirect_uri differs");
             }
+            subject.sub = &grant.sub;
             let answer = issue(&server, &mut books, &grant.scope, jkt, &subject);
             eprintln!("oauth: issued tokens for scope {:?}", grant.scope);
             json_response(StatusCode::OK, answer)
@@ -532,7 +563,7 @@ async fn token(
                 eprintln!("oauth: refresh token reused");
                 return token_error("invalid_grant", "refresh token already used");
             }
-            let Some((scope, bound)) = books.refresh.remove(&presented) else {
+            let Some((scope, bound, sub)) = books.refresh.remove(&presented) else {
                 eprintln!("oauth: unknown refresh token");
                 return token_error("invalid_grant", "refresh token revoked or unknown");
             };
@@ -541,6 +572,7 @@ async fn token(
                 return token_error("invalid_grant", "refresh token bound to another key");
             }
             books.spent.insert(presented);
+            subject.sub = &sub;
             let answer = issue(&server, &mut books, &scope, jkt, &subject);
             eprintln!("oauth: refreshed");
             json_response(StatusCode::OK, answer)
@@ -553,6 +585,32 @@ async fn token(
             let scope = form.get("scope").map_or("mcp", String::as_str);
             let answer = issue(&server, &mut books, scope, jkt, &subject);
             eprintln!("oauth: issued a client-credentials token for scope {scope:?}");
+            json_response(StatusCode::OK, answer)
+        }
+        // RFC 8693: an access token this server issued and still honours (the gateway's
+        // identity provider is this server) for one of the same subject, for the resource.
+        Some(TOKEN_EXCHANGE) => {
+            let presented = form.get("subject_token").cloned().unwrap_or_default();
+            let live = books
+                .access
+                .get(&presented)
+                .filter(|a| a.expires > Instant::now())
+                .map(|a| a.sub.clone());
+            let Some(sub) = live else {
+                eprintln!("oauth: a token exchange refused: unknown or expired subject token");
+                return token_error("invalid_grant", "the subject token is not one of ours");
+            };
+            if form.get("subject_token_type").map(String::as_str) != Some(ACCESS_TOKEN_TYPE) {
+                return token_error("invalid_request", "subject_token_type must be access_token");
+            }
+            subject.sub = &sub;
+            let scope = form.get("scope").map_or("mcp", String::as_str);
+            let mut answer = issue(&server, &mut books, scope, jkt, &subject);
+            if let Some(object) = answer.as_object_mut() {
+                object.remove("refresh_token");
+                object.insert("issued_token_type".to_owned(), json!(ACCESS_TOKEN_TYPE));
+            }
+            eprintln!("oauth: exchanged a token for sub {sub:?}");
             json_response(StatusCode::OK, answer)
         }
         _ => token_error(
@@ -701,9 +759,9 @@ async fn guard(State(server): State<Arc<Server>>, request: Request, next: Next) 
             .access
             .get(token)
             .filter(|a| a.expires > Instant::now())
-            .map(|a| (a.scope.clone(), a.jkt.clone()))
+            .map(|a| (a.scope.clone(), a.jkt.clone(), a.sub.clone()))
     });
-    if let (Some(token), Some((_, bound))) = (&presented, &access)
+    if let (Some(token), Some((_, bound, _))) = (&presented, &access)
         && server.config.dpop
     {
         let url = format!("{base}{}", request.uri().path());
@@ -749,7 +807,15 @@ async fn guard(State(server): State<Arc<Server>>, request: Request, next: Next) 
                 .into_response();
         }
     }
-    let scope = access.map(|(scope, _)| scope);
+    let mut request = request;
+    // Only the guard names the subject: a client's own header of that name is dropped.
+    request.headers_mut().remove(SUBJECT_HEADER);
+    if let Some((_, _, sub)) = &access
+        && let Ok(value) = axum::http::HeaderValue::from_str(sub)
+    {
+        request.headers_mut().insert(SUBJECT_HEADER, value);
+    }
+    let scope = access.map(|(scope, _, _)| scope);
     let Some(scope) = scope else {
         let challenge = if presented.is_some() {
             format!(

@@ -244,6 +244,11 @@ pub struct Options {
     /// endpoint takes the client-credentials grant, and `POST /test/mint` signs any claims.
     #[arg(long)]
     pub oauth_jwt: bool,
+    /// (oauth) The `whoami` tool: answers the subject of the access token the request
+    /// carried (the authorization-code grant's subject is the authorize request's
+    /// `login_hint`, else `user`).
+    #[arg(long)]
+    pub oauth_whoami: bool,
     /// (oauth) The token endpoint waits this long before answering a refresh: two clients
     /// refreshing at once then overlap (a rotation race test).
     #[arg(long, value_name = "MS", default_value_t = 0)]

@@ -128,6 +128,16 @@ impl Toolbox {
                 }),
             ));
         }
+        if options.oauth_whoami {
+            tools.push(
+                tool(
+                    "whoami",
+                    "Returns the subject of the access token this request carried.",
+                    json!({"type": "object", "properties": {}}),
+                )
+                .annotate(rmcp::model::ToolAnnotations::new().read_only(true)),
+            );
+        }
         if options.resource_updates {
             tools.push(tool(
                 "touch",
@@ -303,6 +313,17 @@ impl Toolbox {
             return Err(cancelled(context));
         }
         match name {
+            "whoami" => {
+                // The OAuth guard (`oauth.rs`) names the token's subject in this header.
+                let subject = context
+                    .extensions
+                    .get::<axum::http::request::Parts>()
+                    .and_then(|parts| parts.headers.get(crate::oauth::SUBJECT_HEADER))
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("anonymous")
+                    .to_owned();
+                Ok(CallToolResult::success(vec![ContentBlock::text(subject)]))
+            }
             "echo" => Ok(match args.get("text").and_then(Value::as_str) {
                 Some(text) if self.shared.echo_meta => CallToolResult::success(vec![
                     ContentBlock::text(text),

@@ -18,6 +18,7 @@ mod challenge;
 mod discovery;
 mod dpop;
 mod flow;
+mod hosted;
 mod identity;
 use crate::keychain;
 mod store;
@@ -29,7 +30,12 @@ use std::time::Duration;
 pub use callback::{Opener, SystemOpener};
 pub(crate) use challenge::Challenge;
 pub use flow::{AuthStatus, Authorizer, Presentation};
-pub use store::{StoreKind, TokenStore};
+pub(crate) use hosted::{HOSTED_LOGIN_TTL, Pending};
+pub use store::{RecordSeal, StoreKind, TokenStore};
+
+/// Callers' latest access tokens at the gateway, by caller: the subject tokens of token
+/// exchange (`oauth.tokenExchange`). Held in memory only.
+pub(crate) type SubjectTokens = Arc<parking_lot::Mutex<std::collections::HashMap<String, String>>>;
 
 /// The bound on each OAuth request (metadata, registration, token).
 pub const OAUTH_TIMEOUT: Duration = Duration::from_secs(60);

@@ -699,6 +699,12 @@ impl Catalog {
             .collect()
     }
 
+    /// A lazy server's kept list read again (a caller's session of a per-user server kept a
+    /// new one), telling what changed.
+    pub(crate) fn reload_kept(&self, server: &str) {
+        self.load_kept(server);
+    }
+
     /// A lazy server's tools from its kept list, cached (telling what changed).
     fn load_kept(&self, server: &str) -> Option<Arc<ServerTools>> {
         self.load_kept_as(server, true)
@@ -1100,13 +1106,16 @@ impl Catalog {
     }
 
     fn offers_authenticate(&self, server: &str) -> bool {
-        matches!(
-            self.manager.state(server),
-            Some(ServerState::NeedsAuth { .. })
-        ) && self
-            .manager
-            .config(server)
-            .is_some_and(|c| c.transport.oauth_remote().is_some())
+        match self.manager.state(server) {
+            Some(ServerState::NeedsAuth { .. }) => self
+                .manager
+                .config(server)
+                .is_some_and(|c| c.transport.oauth_remote().is_some()),
+            // A per-user server no caller has listed yet: nothing kept to show, so the
+            // pseudo-tool is the way in (a caller's call of it opens their session).
+            Some(ServerState::Lazy { tools: None, .. }) => self.manager.is_per_user(server),
+            _ => false,
+        }
     }
 
     /// Finds a tool by its qualified name (copying only that tool).

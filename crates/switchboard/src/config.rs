@@ -302,6 +302,10 @@ pub struct RemoteTransport {
     /// `headersHelper`: a shell command whose stdout, a JSON object of strings, gives headers
     /// merged over `headers`; run at connect and again after a 401 or 403.
     pub headers_helper: Option<String>,
+    /// `"credentials": "per-user"`: a program that serves several people (the gateway) keeps
+    /// this server's OAuth tokens per caller, and calls it with the caller's own; `false`
+    /// (`"shared"`, the default): one login serves every caller.
+    pub per_user: bool,
 }
 
 /// The names of a map's entries, their values hidden: environment values and headers hold
@@ -333,6 +337,7 @@ impl fmt::Debug for RemoteTransport {
             .field("url", &crate::redact::redact_url(self.url.as_str()))
             .field("headers", &HiddenValues(&self.headers))
             .field("oauth", &self.oauth)
+            .field("per_user", &self.per_user)
             .finish_non_exhaustive()
     }
 }
@@ -380,6 +385,10 @@ pub struct OAuthConfig {
     /// authorization server: workload identity federation, the jwt-bearer grant (RFC 7523)
     /// with it as the assertion. No browser.
     pub assertion_env: Option<String>,
+    /// `tokenExchange: true` (with `"credentials": "per-user"`): each caller's own access
+    /// token at the gateway is exchanged (RFC 8693) at the server's authorization server, which
+    /// trusts the gateway's identity provider, for the caller's token there. No browser.
+    pub token_exchange: bool,
     /// `authorizationEndpoint`: used instead of the discovered one, for an authorization
     /// server whose metadata is missing or wrong (some Entra tenants publish none).
     pub authorization_endpoint: Option<String>,
@@ -489,6 +498,7 @@ mod debug_tests {
             headers: headers.clone(),
             oauth: None,
             headers_helper: Some("echo '{\"X-Key\": \"helper-secret\"}'".to_owned()),
+            per_user: false,
         };
         let proxy = ProxyTransport {
             url,

@@ -284,6 +284,11 @@ pub(crate) struct ConnectOptions {
     ///
     /// [`Limits::call_lanes`]: crate::env_vars::Limits::call_lanes
     pub(crate) call_lanes: bool,
+    /// The caller whose own OAuth tokens the session uses (`"credentials": "per-user"`);
+    /// `None`: the server's shared login.
+    pub(crate) user: Option<String>,
+    /// Callers' access tokens at the gateway, for token exchange (`oauth.tokenExchange`).
+    pub(crate) subject_tokens: Option<crate::auth::SubjectTokens>,
 }
 
 impl std::fmt::Debug for ConnectOptions {
@@ -504,6 +509,11 @@ impl Session {
             Some((crate::transport::lane::CallLane::Http(lane), _)) => Some(lane),
             _ => None,
         }
+    }
+
+    /// Whether the session's service has ended (its connection closed).
+    pub(crate) fn has_ended(&self) -> bool {
+        *self.ended.borrow()
     }
 
     pub(crate) fn pid(&self) -> Option<u32> {
@@ -1100,16 +1110,22 @@ fn authorizer_for(
     if oauth.client_metadata_url.is_some() {
         auth.client_metadata_url = oauth.client_metadata_url.clone();
     }
-    Some(Arc::new(
-        crate::auth::Authorizer::new(
-            config.name.as_str(),
-            &remote.url,
-            oauth,
-            options.env.clone(),
-            auth,
-        )
-        .legacy_sse(matches!(config.transport, Transport::Sse(_))),
-    ))
+    let authorizer = crate::auth::Authorizer::new(
+        config.name.as_str(),
+        &remote.url,
+        oauth,
+        options.env.clone(),
+        auth,
+    )
+    .legacy_sse(matches!(config.transport, Transport::Sse(_)));
+    let authorizer = match &options.user {
+        Some(user) => authorizer.for_user(user),
+        None => authorizer,
+    };
+    Some(Arc::new(match &options.subject_tokens {
+        Some(tokens) => authorizer.with_subject_tokens(tokens.clone()),
+        None => authorizer,
+    }))
 }
 
 /// The configured headers plus `Authorization: Bearer` with the stored OAuth token (refreshed

@@ -74,7 +74,7 @@ use crate::search::{SearchHit, ToolIndex};
 pub use content::ContentBlock;
 pub use error::{HostError, StartError};
 pub use requests::{Listed, Listing, PromptEntry, ReadOutcome, RequestOptions};
-pub use servers::{EventKind, Events, HostEvent, Readiness};
+pub use servers::{EventKind, Events, HostEvent, Readiness, UserLogin};
 pub use skills::{
     FetchedSkill, MAX_SKILL_BYTES, MAX_SKILL_FILES, SkillEntry, SkillFile, SkillFileRef,
 };
@@ -117,6 +117,8 @@ pub struct HostBuilder {
     program_rules: Vec<(Effect, String, &'static str)>,
     /// The extensions declared to servers; `None`: [`Extensions::host_default`].
     extensions: Option<Extensions>,
+    /// Seals callers' tokens at rest ([`HostBuilder::user_token_seal`]).
+    user_token_seal: Option<Arc<dyn crate::auth::RecordSeal>>,
 }
 
 impl std::fmt::Debug for HostBuilder {
@@ -327,6 +329,14 @@ impl HostBuilder {
         self
     }
 
+    /// Seals the tokens of callers of per-user servers (`"credentials": "per-user"`) where
+    /// they are kept (the state folder's `user-tokens/`, or the shared store): the gateway
+    /// gives its cluster key.
+    pub fn user_token_seal(mut self, seal: Arc<dyn crate::auth::RecordSeal>) -> Self {
+        self.user_token_seal = Some(seal);
+        self
+    }
+
     /// Shares state with other hosts through a Redis (default: none, everything in this
     /// process and its state folder): upstream OAuth tokens (a refresh under a Redis lock, so
     /// two replicas never both spend a rotating refresh token), needs-auth memory, kept
@@ -481,6 +491,7 @@ impl HostBuilder {
                 .map(|(program, args)| crate::guard::ChildGuard::new(program, args)),
             shared: self.store.clone(),
             probe_remotes: !self.one_shot,
+            user_token_seal: self.user_token_seal.clone(),
             extensions: extensions.clone(),
             ..ManagerOptions::default()
         };
@@ -601,6 +612,14 @@ pub struct CallOptions {
     /// protocol 2025-11-25). A tool that requires one runs as a task either way; the call
     /// still returns when the task is done (see [`Host::start_task`] for the handle).
     pub prefer_task: bool,
+    /// The caller the call is made for (the gateway's inbound subject): a server whose
+    /// credentials are per-user (`"credentials": "per-user"`) is called over this caller's
+    /// own session, with their own OAuth tokens; without one such a call fails.
+    pub user: Option<String>,
+    /// The caller's own access token at the program (the gateway's inbound token): a
+    /// per-user server with `oauth.tokenExchange` gets the caller's token there by exchanging
+    /// it (RFC 8693). Held in memory only; never printed.
+    pub subject_token: Option<String>,
 }
 
 impl std::fmt::Debug for CallOptions {
@@ -613,6 +632,8 @@ impl std::fmt::Debug for CallOptions {
             .field("prompter", &self.prompter.is_some())
             .field("meta", &self.meta)
             .field("prefer_task", &self.prefer_task)
+            .field("user", &self.user)
+            .field("subject_token", &self.subject_token.is_some())
             .finish()
     }
 }
@@ -627,6 +648,8 @@ impl Default for CallOptions {
             prompter: None,
             meta: None,
             prefer_task: false,
+            user: None,
+            subject_token: None,
         }
     }
 }
@@ -747,6 +770,20 @@ pub enum CallError {
         #[source]
         source: BudgetError,
     },
+    /// The tool's server takes each caller's own login (`"credentials": "per-user"`) and
+    /// this caller ([`CallOptions::user`]) has none: they log in
+    /// ([`Host::begin_user_login`]), then call again. Never another caller's token.
+    #[error("`{tool}`: {message}")]
+    NeedsUserLogin {
+        /// The server.
+        server: String,
+        /// The tool's qualified name.
+        tool: String,
+        /// The caller (`None`: the call named none, so none can log in).
+        user: Option<String>,
+        /// Why.
+        message: String,
+    },
     /// The `authenticate` pseudo-tool could not start the server's login.
     #[error("`{tool}`: cannot log in to server `{server}`")]
     Login {
@@ -769,7 +806,8 @@ impl CallError {
             | CallError::Request { server, .. }
             | CallError::Server { server, .. }
             | CallError::Budget { server, .. }
-            | CallError::Login { server, .. } => Some(server),
+            | CallError::Login { server, .. }
+            | CallError::NeedsUserLogin { server, .. } => Some(server),
             CallError::Denied(denied) => server_of(denied.tool()),
             CallError::NoSuchTool(tool)
             | CallError::InvalidArguments { tool, .. }
@@ -798,7 +836,17 @@ impl CallError {
             CallError::Request { source, .. } => matches!(source, RequestError::NeedsAuth(_)),
             CallError::Login { source, .. } => error::login_pending(source),
             CallError::Catalog { source, .. } => error::catalog_needs_auth(source),
+            CallError::NeedsUserLogin { .. } => true,
             _ => false,
+        }
+    }
+
+    /// The server that waits for this caller's own login (per-user credentials), and the
+    /// caller, when that is why the call failed.
+    pub fn needs_user_login(&self) -> Option<(&str, Option<&str>)> {
+        match self {
+            CallError::NeedsUserLogin { server, user, .. } => Some((server, user.as_deref())),
+            _ => None,
         }
     }
 
@@ -1006,6 +1054,75 @@ impl Host {
         })
     }
 
+    /// Opens `user`'s own session of the per-user server `server` when there is none (its
+    /// tools listed and kept, and so in the catalogue): a caller without tokens gets
+    /// [`CallError::NeedsUserLogin`]. The caller is (subject, their access token at the
+    /// program, for token exchange).
+    pub(super) async fn ensure_user_session(
+        &self,
+        server: &str,
+        tool: &str,
+        (user, token): (Option<&str>, Option<&str>),
+    ) -> Result<(), CallError> {
+        let failed = |e: ManagerError| match e {
+            ManagerError::NeedsUserLogin {
+                server,
+                user,
+                message,
+            } => CallError::NeedsUserLogin {
+                server,
+                tool: tool.to_owned(),
+                user,
+                message,
+            },
+            ManagerError::NotConnected { server, state } => CallError::NotConnected {
+                server,
+                tool: tool.to_owned(),
+                state,
+            },
+            other => CallError::Server {
+                server: server.to_owned(),
+                tool: tool.to_owned(),
+                source: Box::new(other),
+            },
+        };
+        let Some(user) = user else {
+            return Err(failed(crate::manager::no_caller(server)));
+        };
+        if let Some(token) = token {
+            self.manager.note_subject_token(user, token);
+        }
+        if self
+            .manager
+            .user_session_ready(user, server)
+            .await
+            .map_err(failed)?
+        {
+            // The list the caller's session gave, in the catalogue before the name is looked up.
+            self.catalog.reload_kept(server);
+        }
+        Ok(())
+    }
+
+    /// The `authenticate` pseudo-tool of a per-user server (listed while no caller's session
+    /// has listed its tools): the caller's own session opened, or the login they need.
+    async fn authenticate_user(
+        &self,
+        server: &str,
+        qualified: &str,
+        caller: (Option<&str>, Option<&str>),
+    ) -> Result<CallOutcome, CallError> {
+        self.ensure_user_session(server, qualified, caller).await?;
+        let text = format!("You are logged in to `{server}`; its tools are listed now.");
+        Ok(CallOutcome {
+            result: serde_json::json!({"content": [{"type": "text", "text": text}], "isError": false}),
+            is_error: false,
+            estimated_tokens: u64::try_from(text.len() / 4).unwrap_or(u64::MAX),
+            files: Vec::new(),
+            notes: Vec::new(),
+        })
+    }
+
     /// Calls a tool by its qualified name.
     ///
     /// The name is resolved once (by the catalogue) into the tool, its server and its
@@ -1056,12 +1173,23 @@ impl Host {
             };
             // Boxed: every other call's future would carry room for these.
             Box::pin(self.gate.check_with(request, options.prompter.as_ref())).await?;
+            if self.manager.is_per_user(server) {
+                let caller = (options.user.as_deref(), options.subject_token.as_deref());
+                return Box::pin(self.authenticate_user(server, qualified, caller))
+                    .await
+                    .map(Ran::Done);
+            }
             return Box::pin(self.authenticate(server, qualified))
                 .await
                 .map(Ran::Done);
         }
         if let Some(name) = &name {
-            self.ensure_connected(name.server(), qualified).await?;
+            if self.manager.is_per_user(name.server()) {
+                let caller = (options.user.as_deref(), options.subject_token.as_deref());
+                Box::pin(self.ensure_user_session(name.server(), qualified, caller)).await?;
+            } else {
+                self.ensure_connected(name.server(), qualified).await?;
+            }
         }
         let target = match (self.catalog.resolve(qualified, name.as_ref()).await, &name) {
             (Ok(target), _) => target.ok_or_else(|| CallError::Builtin {
@@ -1132,6 +1260,7 @@ impl Host {
             .call_limits(server, options.timeout)
             .ok_or_else(|| CallError::NoSuchTool(qualified.to_owned()))?;
 
+        let user = options.user;
         let context = CallContext {
             qualified: tool.qualified_name.clone(),
             interaction: options.interaction,
@@ -1143,13 +1272,19 @@ impl Host {
         // same path for every transport.
         let sent = match run {
             Run::Call => self
-                .send(target, arguments, timeout, options.progress, context)
+                .send(
+                    target,
+                    arguments,
+                    timeout,
+                    (options.progress, user.as_deref()),
+                    context,
+                )
                 .await
                 .map(Created::Done),
             Run::Start => {
                 let name = tool.name.clone();
                 self.manager
-                    .request(server, |s| {
+                    .request_as(user.as_deref(), server, |s| {
                         let (name, arguments) = (name.clone(), arguments.clone());
                         let context = context.clone();
                         async move { s.start_task(&name, arguments, timeout, context).await }
@@ -1250,13 +1385,13 @@ impl Host {
         target: &ToolRef,
         arguments: Map<String, Value>,
         timeout: Duration,
-        progress: Option<mpsc::UnboundedSender<Progress>>,
+        (progress, user): (Option<mpsc::UnboundedSender<Progress>>, Option<&str>),
         context: CallContext,
     ) -> Result<Value, RequestFailure> {
         let server = target.server();
         let tool = target.tool();
         let name = tool.name.clone();
-        let call = self.manager.request(server, |s| {
+        let call = self.manager.request_as(user, server, |s| {
             let (name, arguments) = (name.clone(), arguments.clone());
             let (progress, context) = (progress.clone(), context.clone());
             async move {
@@ -1294,6 +1429,16 @@ fn call_failure(server: &str, tool: &str, failure: RequestFailure) -> CallError 
                 state,
             }
         }
+        RequestFailure::Manager(ManagerError::NeedsUserLogin {
+            server,
+            user,
+            message,
+        }) => CallError::NeedsUserLogin {
+            server,
+            tool: tool.to_owned(),
+            user,
+            message,
+        },
         RequestFailure::Manager(other) => CallError::Server {
             server: server.to_owned(),
             tool: tool.to_owned(),

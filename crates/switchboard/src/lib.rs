@@ -121,7 +121,7 @@ pub use host::{CallError, CallOptions, CallOutcome, Host, HostBuilder};
 pub use host::{
     ContentBlock, Events, FetchedSkill, HostError, HostEvent, Listed, Listing, PromptEntry,
     ReadOutcome, Readiness, RequestOptions, SkillEntry, SkillFile, SkillFileRef, StartError,
-    Started, TaskHandle, TaskRecord,
+    Started, TaskHandle, TaskRecord, UserLogin,
 };
 pub use manager::{
     InProcessFactory, LoginError, ManagerError, Reloaded, ServerEvent, forget_needs_auth,

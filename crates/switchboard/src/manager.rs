@@ -24,6 +24,8 @@ mod memory;
 mod supervisor;
 #[cfg(test)]
 mod tests;
+mod users;
+pub(crate) use users::no_caller;
 
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
@@ -91,6 +93,8 @@ pub(crate) struct ManagerOptions {
     /// A remote server that failed to connect is tried again (backoff, then once a minute)
     /// until it connects: for a host that runs for long (a gateway, a console, an agent).
     pub probe_remotes: bool,
+    /// Seals callers' tokens (per-user credentials) at rest: the gateway's cluster key.
+    pub user_token_seal: Option<Arc<dyn crate::auth::RecordSeal>>,
 }
 
 impl std::fmt::Debug for ManagerOptions {
@@ -119,6 +123,7 @@ impl Default for ManagerOptions {
             child_guard: None,
             shared: None,
             probe_remotes: false,
+            user_token_seal: None,
         }
     }
 }
@@ -257,6 +262,18 @@ pub enum ManagerError {
     },
     #[error("required server(s) failed to start: {}", .0.join(", "))]
     RequiredFailed(Vec<String>),
+    /// The server takes each caller's own login (`"credentials": "per-user"`), and the caller
+    /// has none stored (or the server refused it): they log in
+    /// ([`Host::begin_user_login`](crate::Host::begin_user_login)). Never another's token.
+    #[error("server `{server}`: {message}")]
+    NeedsUserLogin {
+        /// The server.
+        server: String,
+        /// The caller (`None`: the request named no caller, so none can log in).
+        user: Option<String>,
+        /// Why.
+        message: String,
+    },
 }
 
 impl ManagerError {
@@ -266,7 +283,8 @@ impl ManagerError {
             ManagerError::NoSuchServer(server)
             | ManagerError::NotConnected { server, .. }
             | ManagerError::Request { server, .. }
-            | ManagerError::Login { server, .. } => Some(server),
+            | ManagerError::Login { server, .. }
+            | ManagerError::NeedsUserLogin { server, .. } => Some(server),
             ManagerError::RequiredFailed(_) => None,
         }
     }
@@ -284,6 +302,12 @@ pub enum LoginError {
     NoUrl,
     #[error("the authorization failed")]
     Auth(#[source] crate::auth::AuthError),
+    /// A caller's login for a server whose credentials are not per-user.
+    #[error("the server's credentials are shared, not per-user (`\"credentials\": \"per-user\"`)")]
+    NotPerUser,
+    /// A redirect whose `state` names no login waiting here (expired, used, or forged).
+    #[error("no login is waiting for this redirect (it expired, was used, or was never made)")]
+    UnknownLogin,
 }
 
 /// A request to a server that did not succeed.
@@ -330,6 +354,8 @@ enum Control {
     /// The server refused the credentials mid-session and no refresh helped: close the
     /// session and wait in `needs-auth` with this message.
     NeedsAuth(String),
+    /// Its kept lists changed (a caller's session listed them): a lazy server shows them.
+    Kept,
     Enable(bool),
     Shutdown(oneshot::Sender<()>),
 }
@@ -442,9 +468,38 @@ struct Shared {
     /// Cancelled once [`ServerManager::shutdown`] has stopped every server: the host's event
     /// streams end and its background tasks (the catalogue's follower) stop.
     closed: tokio_util::sync::CancellationToken,
+    /// Callers' own sessions, logins and tokens (per-user credentials, `users.rs`).
+    users: users::Users,
 }
 
 impl Shared {
+    /// How `name` is connected: with `auth`, as `user` (per-user credentials) or for all.
+    fn connect_options(
+        &self,
+        name: &str,
+        auth: crate::auth::AuthOptions,
+        user: Option<String>,
+    ) -> connection::ConnectOptions {
+        let options = &self.options;
+        connection::ConnectOptions {
+            connect_timeout: options.limits.connect_timeout,
+            max_message_bytes: options.limits.max_message_bytes,
+            env: options.env.clone(),
+            in_process: options.in_process.get(name).cloned(),
+            interaction: options.interaction.clone(),
+            elicitation_hooks: options.elicitation_hooks.clone(),
+            roots: options.roots.clone(),
+            offer: options.offer.clone(),
+            extensions: options.extensions.clone(),
+            auth,
+            child_guard: options.child_guard.clone(),
+            http: self.http.clone(),
+            call_lanes: options.limits.call_lanes,
+            subject_tokens: user.is_some().then(|| self.users.subject_tokens.clone()),
+            user,
+        }
+    }
+
     /// What a handshake declares now ([`ServerManager::offered`]).
     fn offered(&self) -> Offered {
         let options = &self.options;
@@ -602,7 +657,13 @@ impl ServerManager {
             auth.store = crate::auth::TokenStore::shared(store.clone());
         }
         let configs: Vec<ServerConfig> = configs.into_iter().collect();
+        let users = users::Users::new(users::user_store(
+            options.shared.as_ref(),
+            options.state_dir.as_deref(),
+            options.user_token_seal.clone(),
+        ));
         let shared = Arc::new(Shared {
+            users,
             auth,
             memory: Memory::load_shared(
                 options.state_dir.as_deref(),
@@ -1097,6 +1158,7 @@ impl ServerManager {
         };
         stop_all(stale).await;
         for server in reloaded.removed.iter().chain(&reloaded.changed) {
+            self.shared.close_user_sessions(Some(server)).await;
             let _ = self.shared.events.send(ServerEvent::Removed {
                 server: server.clone(),
             });
@@ -1120,6 +1182,7 @@ impl ServerManager {
             .into_values()
             .collect();
         stop_all(slots).await;
+        self.shared.close_user_sessions(None).await;
         if let Some(task) = self.shared.replicas.lock().take() {
             task.abort();
         }
@@ -1143,6 +1206,10 @@ impl ServerManager {
 
     /// The session of a connected server; a lazy one is started first (and waited for).
     async fn ready_session(&self, name: &str) -> Result<Arc<Session>, ManagerError> {
+        if self.is_per_user(name) {
+            // Never connected for all: only a caller's own session serves it.
+            return Err(users::no_caller(name));
+        }
         match self.session(name) {
             Err(ManagerError::NotConnected { .. }) if self.is_renewing(name) => {
                 self.wait_renewal(name).await;
@@ -1171,6 +1238,9 @@ impl ServerManager {
     /// connect timeout). Concurrent callers start it once: the supervisor starts on the first
     /// `Start` and ignores the others while it connects or runs.
     pub(crate) async fn wake(&self, name: &str) {
+        if self.is_per_user(name) {
+            return;
+        }
         let Some(mut rx) = self.watch(name) else {
             return;
         };

@@ -3,7 +3,9 @@
 //! tokens under a Redis lock, needs-auth memory, kept catalogue lists, and list-change fan-out
 //! over pub/sub. Without a store all of it stays in the process and its state folder.
 //!
-//! Keys, all under `switchboard:`: `tokens:<key>` (token records), `lock:<name>` (locks: `SET
+//! Keys, all under `switchboard:`: `tokens:<key>` (token records; a caller's own, with
+//! per-user credentials, `tokens:<server> <url> user:<subject>`), `login:<hash>` (a caller's
+//! login waiting for its redirect, by a hash of its `state`, expiring), `lock:<name>` (locks: `SET
 //! NX PX`, released by their holder only, with a compare-and-delete script, waited for with a
 //! bounded poll), `needs-auth:<server>` (expiring with the memory's TTL),
 //! `lists:<server>:<hash>` (kept lists), `session:<key>` and `session-ended:<key>` (a gateway
@@ -148,6 +150,19 @@ impl SharedStore {
     }
 
     pub(crate) async fn delete(&self, _key: &str) -> Result<(), StoreError> {
+        match *self.inner {}
+    }
+
+    pub(crate) async fn set_expiring(
+        &self,
+        _key: &str,
+        _value: &str,
+        _ttl: Duration,
+    ) -> Result<(), StoreError> {
+        match *self.inner {}
+    }
+
+    pub(crate) async fn take(&self, _key: &str) -> Result<Option<String>, StoreError> {
         match *self.inner {}
     }
 
@@ -480,6 +495,34 @@ impl SharedStore {
             .query_async::<i64>(&mut conn)
             .await
             .map(|_| ())
+            .map_err(|e| self.error(e))
+    }
+
+    /// Writes `value` under `key` now, expiring after `ttl` (at least a millisecond).
+    pub(crate) async fn set_expiring(
+        &self,
+        key: &str,
+        value: &str,
+        ttl: Duration,
+    ) -> Result<(), StoreError> {
+        let mut conn = self.inner.conn.clone();
+        redis::cmd("SET")
+            .arg(key)
+            .arg(value)
+            .arg("PX")
+            .arg(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1))
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| self.error(e))
+    }
+
+    /// The value under `key`, removed in the same step (`GETDEL`): one reader gets it.
+    pub(crate) async fn take(&self, key: &str) -> Result<Option<String>, StoreError> {
+        let mut conn = self.inner.conn.clone();
+        redis::cmd("GETDEL")
+            .arg(key)
+            .query_async(&mut conn)
+            .await
             .map_err(|e| self.error(e))
     }
 

@@ -1286,3 +1286,100 @@ fn plugin_servers_load_in_their_scope_with_root_expanded_and_policy_applied() {
     assert!(set.servers.is_empty(), "{:?}", set.servers);
     assert!(!set.plugins[0].enabled);
 }
+
+/// `credentials`: `per-user` on an OAuth server; an unknown value, or per-user beside a
+/// credential that serves everyone (a client-credentials grant, an `Authorization` header),
+/// is refused naming the file, the server and the field.
+#[test]
+fn per_user_credentials_are_read_and_their_conflicts_refused() {
+    let tree = ConfigTree::new().unwrap();
+    let entries = [
+        (
+            "team",
+            r#"{"type": "http", "url": "https://a.test/mcp", "credentials": "per-user"}"#,
+        ),
+        (
+            "shared",
+            r#"{"type": "http", "url": "https://a.test/mcp", "credentials": "shared"}"#,
+        ),
+        (
+            "typo",
+            r#"{"type": "http", "url": "https://a.test/mcp", "credentials": "per-person"}"#,
+        ),
+        (
+            "machine",
+            r#"{"type": "http", "url": "https://a.test/mcp", "credentials": "per-user", "oauth": {"grantType": "client_credentials", "clientId": "c"}}"#,
+        ),
+        (
+            "header",
+            r#"{"type": "http", "url": "https://a.test/mcp", "credentials": "per-user", "headers": {"Authorization": "Bearer x"}}"#,
+        ),
+        (
+            "exchange",
+            r#"{"type": "http", "url": "https://a.test/mcp", "credentials": "per-user", "oauth": {"tokenExchange": true, "clientId": "gw"}}"#,
+        ),
+        (
+            "lone",
+            r#"{"type": "http", "url": "https://a.test/mcp", "oauth": {"tokenExchange": true, "clientId": "gw"}}"#,
+        ),
+        (
+            "anonymous",
+            r#"{"type": "http", "url": "https://a.test/mcp", "credentials": "per-user", "oauth": {"tokenExchange": true}}"#,
+        ),
+    ];
+    let entries: Vec<(&str, String)> = entries.iter().map(|(n, e)| (*n, (*e).to_owned())).collect();
+    tree.write(tree.user_file(), &servers(&entries)).unwrap();
+    let set = load(&tree);
+    let per_user = |name: &str| match &set.get(name).unwrap().config.as_ref().unwrap().transport {
+        Transport::Http(remote) => remote.per_user,
+        other => panic!("{other:?}"),
+    };
+    assert!(per_user("team"));
+    assert!(!per_user("shared"));
+    assert!(per_user("exchange"));
+    for (name, says) in [
+        ("lone", "it needs `\"credentials\": \"per-user\"`"),
+        ("anonymous", "needs `oauth.clientId`"),
+    ] {
+        match set.get(name).unwrap().status() {
+            EntryStatus::Invalid(issue) => {
+                assert_eq!(
+                    issue.field.as_deref(),
+                    Some("oauth.tokenExchange"),
+                    "{name}"
+                );
+                assert!(issue.message.contains(says), "{name}: {}", issue.message);
+            }
+            other => panic!("{name} was not refused: {other:?}"),
+        }
+    }
+    for (name, says) in [
+        (
+            "typo",
+            "unknown credentials `per-person`; use `shared` or `per-user`",
+        ),
+        (
+            "machine",
+            "`oauth.grantType: \"client_credentials\"` gives one credential for everyone",
+        ),
+        (
+            "header",
+            "an `Authorization` header gives one credential for everyone",
+        ),
+    ] {
+        match set.get(name).unwrap().status() {
+            EntryStatus::Invalid(issue) => {
+                assert_eq!(
+                    issue.file.as_deref(),
+                    Some(tree.user_file().as_path()),
+                    "{name}"
+                );
+                assert_eq!(issue.server.as_deref(), Some(name));
+                assert_eq!(issue.field.as_deref(), Some("credentials"), "{name}");
+                assert!(issue.position.is_some(), "{name}");
+                assert!(issue.message.contains(says), "{name}: {}", issue.message);
+            }
+            other => panic!("{name} was not refused: {other:?}"),
+        }
+    }
+}

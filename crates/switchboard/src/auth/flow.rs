@@ -59,6 +59,10 @@ pub struct Authorizer {
     rs_nonce: Mutex<Option<String>>,
     /// The DPoP key last read from the store, with its stored form.
     dpop_key: Mutex<Option<(String, Arc<DpopKey>)>>,
+    /// The caller whose tokens these are ([`Self::for_user`]), for a per-user server.
+    pub(super) user: Option<String>,
+    /// The callers' latest access tokens at the gateway, for token exchange.
+    pub(super) subject_tokens: Option<super::SubjectTokens>,
 }
 
 /// How a request presents the access token: the `Authorization` value and, for a DPoP-bound
@@ -111,7 +115,21 @@ impl Authorizer {
             as_nonce: Mutex::new(None),
             rs_nonce: Mutex::new(None),
             dpop_key: Mutex::new(None),
+            user: None,
+            subject_tokens: None,
         }
+    }
+
+    /// Where token exchange (`oauth.tokenExchange`) finds the caller's own access token.
+    pub(crate) fn with_subject_tokens(mut self, tokens: super::SubjectTokens) -> Self {
+        self.subject_tokens = Some(tokens);
+        self
+    }
+
+    /// The caller's latest access token at the gateway, for token exchange.
+    pub(super) fn subject_token(&self) -> Option<String> {
+        let user = self.user.as_deref()?;
+        self.subject_tokens.as_ref()?.lock().get(user).cloned()
     }
 
     /// The DPoP key stored as `stored`, parsed once.
@@ -195,6 +213,12 @@ impl Authorizer {
     }
 
     pub(super) fn needs_login(&self, why: &str) -> AuthError {
+        if self.user.is_some() {
+            // A caller's own tokens: the caller logs in (through the program that serves them).
+            return AuthError::NeedsLogin(format!(
+                "{why}; the caller logs in with their own account"
+            ));
+        }
         let hint = login_hint_in(&self.server, self.options.store.shared_url());
         AuthError::NeedsLogin(format!("{why}; {hint}"))
     }
@@ -360,7 +384,7 @@ impl Authorizer {
     }
 
     /// An unauthenticated request to the server, for the challenge's scope and metadata URL.
-    async fn probe_challenge(&self) -> Option<String> {
+    pub(super) async fn probe_challenge(&self) -> Option<String> {
         let client = http_client().ok()?;
         if self.legacy_sse {
             let response = client
@@ -450,19 +474,7 @@ impl Authorizer {
         let discovery = self
             .discover(&client_http, challenge.resource_metadata())
             .await?;
-        match &discovery.metadata.code_challenge_methods_supported {
-            Some(methods) if methods.iter().any(|m| m == "S256") => {}
-            Some(_) => {
-                return Err(AuthError::Refused(
-                    "the authorization server does not support PKCE with S256".to_owned(),
-                ));
-            }
-            None => {
-                return Err(AuthError::Refused(
-                    "the authorization server metadata advertises no PKCE methods (code_challenge_methods_supported)".to_owned(),
-                ));
-            }
-        }
+        check_pkce(&discovery)?;
         let authorization_endpoint = discovery.authorization_endpoint()?;
         let token_endpoint = discovery.token_endpoint()?;
         let callback = Callback::bind(self.config.callback_port).await?;
@@ -508,7 +520,11 @@ impl Authorizer {
                     .to_owned(),
             ));
         }
-        check_iss(&params, &discovery)?;
+        check_iss(
+            &params,
+            discovery.issuer.as_deref(),
+            iss_promised(&discovery),
+        )?;
         if let Some(error) = params.get("error") {
             let description = params
                 .get("error_description")
@@ -610,14 +626,35 @@ impl Authorizer {
     }
 }
 
-/// RFC 9207: an `iss` in the redirect must be the issuer, by simple string comparison; when
-/// the server advertised it, it must be there.
-fn check_iss(params: &BTreeMap<String, String>, discovery: &Discovery) -> Result<(), AuthError> {
-    let advertised = discovery
+/// PKCE with S256, which the authorization server must advertise.
+pub(super) fn check_pkce(discovery: &Discovery) -> Result<(), AuthError> {
+    match &discovery.metadata.code_challenge_methods_supported {
+        Some(methods) if methods.iter().any(|m| m == "S256") => Ok(()),
+        Some(_) => Err(AuthError::Refused(
+            "the authorization server does not support PKCE with S256".to_owned(),
+        )),
+        None => Err(AuthError::Refused(
+            "the authorization server metadata advertises no PKCE methods (code_challenge_methods_supported)".to_owned(),
+        )),
+    }
+}
+
+/// Whether the authorization server promised an `iss` in its redirects (RFC 9207).
+pub(super) fn iss_promised(discovery: &Discovery) -> bool {
+    discovery
         .metadata
         .authorization_response_iss_parameter_supported
-        == Some(true);
-    match (params.get("iss"), &discovery.issuer) {
+        == Some(true)
+}
+
+/// RFC 9207: an `iss` in the redirect must be the issuer, by simple string comparison; when
+/// the server `advertised` it, it must be there.
+pub(super) fn check_iss(
+    params: &BTreeMap<String, String>,
+    issuer: Option<&str>,
+    advertised: bool,
+) -> Result<(), AuthError> {
+    match (params.get("iss"), issuer) {
         (Some(iss), Some(issuer)) if iss == issuer => Ok(()),
         (Some(_), _) => Err(AuthError::Refused(
             "the redirect's `iss` is not the authorization server's issuer (a mix-up attack?)"

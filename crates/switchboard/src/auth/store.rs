@@ -192,6 +192,52 @@ impl StoreKind {
 #[derive(Clone)]
 pub struct TokenStore {
     inner: Arc<Opened>,
+    /// Seals what the file or the shared store holds ([`TokenStore::sealed`]).
+    seal: Option<Arc<dyn RecordSeal>>,
+}
+
+/// Encrypts token records at rest (the gateway's cluster key, for its callers' tokens): a
+/// store given one writes sealed text to its file (the whole file) or to the shared store (each
+/// record), and opens what it reads; text written in the clear before is read as it is, and
+/// sealed at the next write.
+pub trait RecordSeal: Send + Sync {
+    /// `plain` sealed, as text.
+    fn seal(&self, plain: &str) -> Result<String, String>;
+    /// What `sealed` holds, if it was sealed under this key.
+    fn open(&self, sealed: &str) -> Option<String>;
+}
+
+/// The seal a store reads and writes with (`None`: in the clear).
+type Seal = Option<Arc<dyn RecordSeal>>;
+
+/// `text` as written: sealed when there is a seal.
+fn seal_text(seal: &Seal, text: String) -> Result<String, AuthError> {
+    match seal {
+        Some(seal) => seal.seal(&text).map_err(|e| AuthError::Store {
+            what: format!("cannot seal a token record: {e}"),
+            source: None,
+        }),
+        None => Ok(text),
+    }
+}
+
+/// What `text` (read from `place`) holds in the clear: opened with the seal when it is sealed.
+/// JSON is read as it is (written before the seal was set); sealed text without the seal, or
+/// under another key, is an error that says so.
+fn open_text(seal: &Seal, text: String, place: &str) -> Result<String, AuthError> {
+    if text.trim_start().starts_with('{') {
+        return Ok(text);
+    }
+    match seal {
+        Some(seal) => seal.open(text.trim()).ok_or_else(|| AuthError::Store {
+            what: format!("{place} does not open under this cluster key (sealed under another?)"),
+            source: None,
+        }),
+        None => Err(AuthError::Store {
+            what: format!("{place} is sealed with a cluster key: serve with that key to read it"),
+            source: None,
+        }),
+    }
 }
 
 /// A store, opened on first use: a keychain (on Linux, a D-Bus connection and its threads) is
@@ -295,6 +341,7 @@ impl TokenStore {
     pub fn in_dir(dir: impl Into<PathBuf>) -> TokenStore {
         TokenStore {
             inner: Opened::ready(Inner::File { dir: dir.into() }),
+            seal: None,
         }
     }
 
@@ -307,6 +354,7 @@ impl TokenStore {
                 inner: Opened::ready(Inner::Unavailable {
                     message: e.to_string(),
                 }),
+                seal: None,
             },
         }
     }
@@ -323,6 +371,7 @@ impl TokenStore {
                 cell: OnceLock::new(),
                 pending: Some((dir, kind)),
             }),
+            seal: None,
         }
     }
 
@@ -342,6 +391,7 @@ impl TokenStore {
     pub fn shared(store: SharedStore) -> TokenStore {
         TokenStore {
             inner: Opened::ready(Inner::Shared(store)),
+            seal: None,
         }
     }
 
@@ -349,7 +399,15 @@ impl TokenStore {
     pub fn in_memory() -> TokenStore {
         TokenStore {
             inner: Opened::ready(Inner::Memory(Mutex::default())),
+            seal: None,
         }
+    }
+
+    /// This store, its file or its shared records sealed with `seal` from now on (what is
+    /// read in the clear stays readable). A keychain's entries are the keychain's to protect.
+    pub fn sealed(mut self, seal: Arc<dyn RecordSeal>) -> TokenStore {
+        self.seal = Some(seal);
+        self
     }
 
     /// The file tokens are written to (with a keychain: read from when it has no entry).
@@ -419,8 +477,14 @@ impl TokenStore {
         match self.inner() {
             Inner::File { dir } => {
                 let path = dir.join(FILE_NAME);
-                let key = key.to_owned();
-                blocking(move || Ok(read(&path)?.servers.remove(&key).unwrap_or_default())).await
+                let (key, seal) = (key.to_owned(), self.seal.clone());
+                blocking(move || {
+                    Ok(read(&path, &seal)?
+                        .servers
+                        .remove(&key)
+                        .unwrap_or_default())
+                })
+                .await
             }
             Inner::Keychain {
                 dir,
@@ -453,7 +517,7 @@ impl TokenStore {
                         }
                     }
                     // Not in the keychain: a record stored before it was chosen.
-                    Ok(read(&path)?.servers.remove(&key).unwrap_or_default())
+                    Ok(read(&path, &None)?.servers.remove(&key).unwrap_or_default())
                 })
                 .await
             }
@@ -463,7 +527,12 @@ impl TokenStore {
                 .await
                 .map_err(|e| store_error("", e))?
             {
-                Some(text) => serde_json::from_str(&text).map_err(|_| {
+                Some(text) => serde_json::from_str(&open_text(
+                    &self.seal,
+                    text,
+                    &format!("the entry `{}` in {}", record_key(key), store.url()),
+                )?)
+                .map_err(|_| {
                     AuthError::Store { what: format!(
                         "the entry `{}` in {} is not a token record; `switchboard mcp logout` of that server removes it",
                         record_key(key),
@@ -548,8 +617,8 @@ impl TokenStore {
     pub(crate) async fn save(&self, key: &str, record: Option<Record>) -> Result<(), AuthError> {
         match self.inner() {
             Inner::File { dir } => {
-                let (dir, key) = (dir.clone(), key.to_owned());
-                blocking(move || save_file(&dir, key, record)).await
+                let (dir, key, seal) = (dir.clone(), key.to_owned(), self.seal.clone());
+                blocking(move || save_file(&dir, key, record, &seal)).await
             }
             Inner::Keychain {
                 dir,
@@ -579,7 +648,7 @@ impl TokenStore {
                                 keychain.name(),
                                 dir.join(FILE_NAME).display()
                             );
-                            save_file(&dir, key, record)
+                            save_file(&dir, key, record, &None)
                         }
                         Err(e) => Err(AuthError::Store {
                             what: format!("cannot write to {}: {e}", keychain.name()),
@@ -602,7 +671,7 @@ impl TokenStore {
                                 what: "cannot encode a token record".to_owned(),
                                 source: None,
                             })?;
-                        store.set(&key, &text).await
+                        store.set(&key, &seal_text(&self.seal, text)?).await
                     }
                     None => store.delete(&key).await,
                 }
@@ -618,6 +687,53 @@ impl TokenStore {
             }
         }
     }
+}
+
+impl TokenStore {
+    /// Keeps a hosted login's `pending` text under its `state` in the shared store for `ttl`
+    /// (sealed when this store seals), for the replica its redirect reaches. `Ok(false)`:
+    /// this store is not shared, the program keeps it itself.
+    pub(crate) async fn put_login(
+        &self,
+        state: &str,
+        pending: String,
+        ttl: Duration,
+    ) -> Result<bool, AuthError> {
+        let Inner::Shared(store) = self.inner() else {
+            return Ok(false);
+        };
+        let text = seal_text(&self.seal, pending)?;
+        store
+            .set_expiring(&login_key(state), &text, ttl)
+            .await
+            .map_err(|e| store_error("", e))?;
+        Ok(true)
+    }
+
+    /// The login kept under `state` by [`Self::put_login`], taken (once): `None` when it is
+    /// not there (expired, taken, never made) or the store is not shared.
+    pub(crate) async fn take_login(&self, state: &str) -> Result<Option<String>, AuthError> {
+        let Inner::Shared(store) = self.inner() else {
+            return Ok(None);
+        };
+        match store
+            .take(&login_key(state))
+            .await
+            .map_err(|e| store_error("", e))?
+        {
+            Some(text) => Ok(Some(open_text(&self.seal, text, "a kept login")?)),
+            None => Ok(None),
+        }
+    }
+}
+
+/// The shared store's key of a login waiting for its redirect: a hash of its `state`.
+fn login_key(state: &str) -> String {
+    use sha2::Digest;
+    format!(
+        "{PREFIX}login:{}",
+        hex::encode(sha2::Sha256::digest(state.as_bytes()))
+    )
 }
 
 /// The store failed on `cause`: `what` it was doing, when the cause does not say.
@@ -640,22 +756,27 @@ async fn blocking<T: Send + 'static>(
         })?
 }
 
-fn save_file(dir: &Path, key: String, record: Option<Record>) -> Result<(), AuthError> {
+fn save_file(
+    dir: &Path,
+    key: String,
+    record: Option<Record>,
+    seal: &Seal,
+) -> Result<(), AuthError> {
     let path = dir.join(FILE_NAME);
-    let mut contents = read(&path)?;
+    let mut contents = read(&path, seal)?;
     match record {
         Some(record) => contents.servers.insert(key, record),
         None => contents.servers.remove(&key),
     };
-    write(dir, &path, &contents)
+    write(dir, &path, &contents, seal)
 }
 
 /// Drops `key` from the file when the file has it (a record now in the keychain, or removed).
 fn remove_from_file(dir: &Path, key: &str) -> Result<(), AuthError> {
     let path = dir.join(FILE_NAME);
-    let mut contents = read(&path)?;
+    let mut contents = read(&path, &None)?;
     if contents.servers.remove(key).is_some() {
-        write(dir, &path, &contents)?;
+        write(dir, &path, &contents, &None)?;
     }
     Ok(())
 }
@@ -684,7 +805,7 @@ fn ensure_dir(dir: &Path) -> Result<(), AuthError> {
         .map_err(|e| store_error(format!("cannot create {}", dir.display()), e))
 }
 
-fn read(path: &Path) -> Result<FileContents, AuthError> {
+fn read(path: &Path, seal: &Seal) -> Result<FileContents, AuthError> {
     // Tokens another user could have written (or replaced) are not used: they could point
     // a server's requests at tokens of theirs, or be swapped at the next refresh.
     if let Some(refused) = crate::secrets::untrusted_file_message(path) {
@@ -694,24 +815,26 @@ fn read(path: &Path) -> Result<FileContents, AuthError> {
         });
     }
     match std::fs::read_to_string(path) {
-        Ok(text) => serde_json::from_str(&text).map_err(|e| AuthError::Store {
-            what: format!(
-                "{} is not a token store ({}:{}); remove it to log in again",
-                path.display(),
-                e.line(),
-                e.column()
-            ),
-            source: None,
-        }),
+        Ok(text) => serde_json::from_str(&open_text(seal, text, &path.display().to_string())?)
+            .map_err(|e| AuthError::Store {
+                what: format!(
+                    "{} is not a token store ({}:{}); remove it to log in again",
+                    path.display(),
+                    e.line(),
+                    e.column()
+                ),
+                source: None,
+            }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(FileContents::default()),
         Err(e) => Err(store_error(format!("cannot read {}", path.display()), e)),
     }
 }
 
-fn write(dir: &Path, path: &Path, contents: &FileContents) -> Result<(), AuthError> {
+fn write(dir: &Path, path: &Path, contents: &FileContents, seal: &Seal) -> Result<(), AuthError> {
     ensure_dir(dir)?;
     let text = serde_json::to_string_pretty(contents)
         .map_err(|e| store_error("cannot encode the token store", e))?;
+    let text = seal_text(seal, text)?;
     crate::secrets::write_owner_only(dir, path, text.as_bytes())
         .map_err(|e| store_error(format!("cannot write {}", path.display()), e))
 }

@@ -21,6 +21,7 @@ const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
 const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 const ID_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:id_token";
 const ID_JAG_TYPE: &str = "urn:ietf:params:oauth:token-type:id-jag";
+const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
 
 /// The identity provider's answer to the token exchange (its `token_type` is `N_A`).
 #[derive(Debug, Deserialize)]
@@ -213,7 +214,10 @@ impl Authorizer {
 
     /// A grant without a user's browser: this server's configuration asks for one.
     pub(super) fn without_browser(&self) -> bool {
-        self.config.client_credentials || self.config.xaa || self.config.assertion_env.is_some()
+        self.config.client_credentials
+            || self.config.xaa
+            || self.config.assertion_env.is_some()
+            || self.config.token_exchange
     }
 
     /// The grant [`without_browser`](Self::without_browser) names: Cross-App Access or client
@@ -222,7 +226,9 @@ impl Authorizer {
         &self,
         challenge: Option<&Challenge>,
     ) -> Result<String, AuthError> {
-        if self.config.xaa {
+        if self.config.token_exchange {
+            self.token_exchange(challenge).await
+        } else if self.config.xaa {
             self.cross_app_access(challenge).await
         } else if let Some(var) = &self.config.assertion_env {
             self.workload_assertion(var, challenge).await
@@ -462,7 +468,7 @@ impl Authorizer {
     /// Discovery for a grant without a user (client credentials, a workload's or Cross-App
     /// Access's assertion), and the pre-registered client it needs; `missing` is the error
     /// when none is configured.
-    async fn discover_preregistered(
+    pub(super) async fn discover_preregistered(
         &self,
         challenge: Option<&Challenge>,
         missing: impl FnOnce() -> AuthError,
@@ -479,6 +485,55 @@ impl Authorizer {
             .await?;
         let client = self.preregistered(&discovery).await?.ok_or_else(missing)?;
         Ok((discovery, client))
+    }
+
+    /// RFC 8693 token exchange (`oauth.tokenExchange`, per-user credentials): the caller's own
+    /// access token at the gateway — the subject token, the latest the gateway was given for
+    /// this caller — exchanged at the server's authorization server (which trusts the
+    /// gateway's identity provider) for the caller's access token there, which is kept as
+    /// theirs. No browser; no refresh token (an expired one is exchanged again).
+    pub(super) async fn token_exchange(
+        &self,
+        challenge: Option<&Challenge>,
+    ) -> Result<String, AuthError> {
+        let subject_token = self
+            .subject_token()
+            .ok_or_else(|| self.needs_login("no access token of the caller to exchange"))?;
+        let (discovery, client) = self
+            .discover_preregistered(challenge, || {
+                AuthError::Config(format!(
+                    "server `{}`: token exchange (`oauth.tokenExchange`) needs `oauth.clientId`",
+                    self.server
+                ))
+            })
+            .await?;
+        let scopes = self.scopes(challenge, &discovery, &[]);
+        let endpoint = discovery.token_endpoint()?;
+        let mut params = vec![
+            ("grant_type", TOKEN_EXCHANGE.to_owned()),
+            ("subject_token", subject_token),
+            ("subject_token_type", ACCESS_TOKEN_TYPE.to_owned()),
+            ("requested_token_type", ACCESS_TOKEN_TYPE.to_owned()),
+            ("resource", discovery.resource.clone()),
+        ];
+        if !scopes.is_empty() {
+            params.push(("scope", scopes.join(" ")));
+        }
+        let response = self
+            .token_request(&endpoint, &client, params, None)
+            .await
+            .map_err(|failure| match failure {
+                // The subject token refused (expired, not trusted): the caller's, to renew.
+                TokenFailure::OAuth { body, .. } if body.error == "invalid_grant" => self
+                    .needs_login(&format!(
+                        "the authorization server refused to exchange the caller's token ({})",
+                        body.describe()
+                    )),
+                other => other.into_error(),
+            })?;
+        tracing::debug!(target: "switchboard::auth", server = %self.server, "exchanged a caller's token");
+        self.keep_grant(response, &endpoint, &discovery, client, scopes)
+            .await
     }
 
     /// The client-credentials grant (machine to machine): a pre-registered client id and

@@ -266,7 +266,7 @@ fn resolve_on_path(command: &str, env: &Environment) -> Option<String> {
 pub(crate) fn fields_of(kind: &str) -> &'static [&'static str] {
     match kind {
         "stdio" => &["command", "args", "env", "cwd"],
-        "http" | "sse" => &["url", "headers", "oauth", "headersHelper"],
+        "http" | "sse" => &["url", "headers", "oauth", "headersHelper", "credentials"],
         "ws" => &["url", "headers", "headersHelper"],
         "sse-ide" | "ws-ide" => &["url", "ideName", "lockFile"],
         // `id`: the seeds' host's claude.ai proxy server id (`claudeai-proxy`); kept, unused.
@@ -832,7 +832,7 @@ impl Walker<'_> {
         kind: &str,
         warnings: &mut Vec<ConfigIssue>,
     ) -> Result<RemoteTransport, ConfigIssue> {
-        Ok(RemoteTransport {
+        let remote = RemoteTransport {
             url: self.url(entry, kind)?,
             headers: self.headers(entry)?,
             oauth: match self.get(&entry.oauth, "oauth")? {
@@ -847,7 +847,85 @@ impl Walker<'_> {
                 Some((Text(command), _)) => Some(command.clone()),
                 None => None,
             },
-        })
+            per_user: false,
+        };
+        self.credentials(entry, remote)
+    }
+
+    /// `credentials`: `shared` (the default) or `per-user`, which needs each caller's own
+    /// OAuth login: no grant without a user, and no credential of the entry's own.
+    fn credentials(
+        &self,
+        entry: &ServerFile,
+        mut remote: RemoteTransport,
+    ) -> Result<RemoteTransport, ConfigIssue> {
+        let exchanges = remote.oauth.as_ref().is_some_and(|o| o.token_exchange);
+        let Some((Text(value), at)) = self.get(&entry.credentials, "credentials")? else {
+            if exchanges {
+                return Err(self.issue_at(
+                    entry.oauth.at().unwrap_or(self.at),
+                    "oauth.tokenExchange",
+                    "exchanges each caller's own token: it needs `\"credentials\": \"per-user\"`",
+                ));
+            }
+            return Ok(remote);
+        };
+        remote.per_user = match value.as_str() {
+            "shared" => false,
+            "per-user" => true,
+            other => {
+                return Err(self.issue_at(
+                    at,
+                    "credentials",
+                    format!("unknown credentials `{other}`; use `shared` or `per-user`"),
+                ));
+            }
+        };
+        if !remote.per_user {
+            if exchanges {
+                return Err(self.issue_at(
+                    at,
+                    "oauth.tokenExchange",
+                    "exchanges each caller's own token: it needs `\"credentials\": \"per-user\"`",
+                ));
+            }
+            return Ok(remote);
+        }
+        let oauth = remote.oauth.as_ref();
+        if exchanges && oauth.is_none_or(|o| o.client_id.is_none()) {
+            return Err(self.issue_at(
+                entry.oauth.at().unwrap_or(at),
+                "oauth.tokenExchange",
+                "needs `oauth.clientId`: the client the server's authorization server knows the gateway as",
+            ));
+        }
+        let without_user = if oauth.is_some_and(|o| o.client_credentials) {
+            Some("`oauth.grantType: \"client_credentials\"`")
+        } else if oauth.is_some_and(|o| o.xaa) {
+            Some("`oauth.xaa`")
+        } else if oauth.is_some_and(|o| o.assertion_env.is_some()) {
+            Some("`oauth.assertionEnv`")
+        } else if remote
+            .headers
+            .keys()
+            .any(|k| k.trim().eq_ignore_ascii_case("authorization"))
+        {
+            Some("an `Authorization` header")
+        } else if remote.headers_helper.is_some() {
+            Some("`headersHelper`")
+        } else {
+            None
+        };
+        if let Some(what) = without_user {
+            return Err(self.issue_at(
+                at,
+                "credentials",
+                format!(
+                    "`per-user` needs each caller's own OAuth login, and {what} gives one credential for everyone"
+                ),
+            ));
+        }
+        Ok(remote)
     }
 
     fn ide(&self, entry: &ServerFile, kind: &str) -> Result<IdeTransport, ConfigIssue> {
@@ -1050,6 +1128,11 @@ impl Walker<'_> {
             file.assertion_env.at(),
             self.string(&file.assertion_env, &field("assertionEnv"))
                 .map(|v| oauth.assertion_env = v),
+        );
+        check(
+            file.token_exchange.at(),
+            self.flag(&file.token_exchange, &field("tokenExchange"))
+                .map(|v| oauth.token_exchange = v),
         );
         check(
             file.authorization_endpoint.at(),

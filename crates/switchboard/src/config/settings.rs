@@ -587,6 +587,8 @@ pub(crate) struct ServerFile {
     pub(crate) headers: Keyed<TextMap>,
     pub(crate) oauth: Keyed<Object<OAuthFile>>,
     pub(crate) headers_helper: Keyed<Text>,
+    /// `shared` (the default) or `per-user`: whose OAuth tokens the gateway calls it with.
+    pub(crate) credentials: Keyed<Text>,
     // sse-ide, ws-ide
     pub(crate) ide_name: Keyed<Text>,
     pub(crate) lock_file: Keyed<Text>,
@@ -610,6 +612,7 @@ impl ServerFile {
             "headers" => self.headers.key(),
             "oauth" => self.oauth.key(),
             "headersHelper" => self.headers_helper.key(),
+            "credentials" => self.credentials.key(),
             "ideName" => self.ide_name.key(),
             "lockFile" => self.lock_file.key(),
             "tokenEnv" => self.token_env.key(),
@@ -640,6 +643,9 @@ pub(crate) struct OAuthFile {
     pub(crate) id_token_env: Keyed<Text>,
     /// A workload's JWT for the jwt-bearer grant.
     pub(crate) assertion_env: Keyed<Text>,
+    /// RFC 8693: each caller's token exchanged for theirs at the server's authorization
+    /// server (per-user credentials).
+    pub(crate) token_exchange: Keyed<Flag>,
     /// Endpoints given rather than discovered, and the `resource` parameter (`false`: none).
     pub(crate) authorization_endpoint: Keyed<Text>,
     pub(crate) token_endpoint: Keyed<Text>,

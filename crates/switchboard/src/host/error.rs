@@ -170,6 +170,17 @@ pub enum HostError {
         #[source]
         source: LoginError,
     },
+    /// The server takes each caller's own login (`"credentials": "per-user"`) and this
+    /// caller has none ([`Host::begin_user_login`](super::Host::begin_user_login)).
+    #[error("server `{server}`: {message}")]
+    NeedsUserLogin {
+        /// The server.
+        server: String,
+        /// The caller (`None`: the request named none, so none can log in).
+        user: Option<String>,
+        /// Why.
+        message: String,
+    },
     /// Project servers' approvals could not be recorded
     /// ([`Host::decide_project_servers`](super::Host::decide_project_servers)).
     #[error("cannot record the approvals in {}", .file.display())]
@@ -198,7 +209,8 @@ impl HostError {
             | HostError::Timeout { server, .. }
             | HostError::Request { server, .. }
             | HostError::Budget { server, .. }
-            | HostError::Login { server, .. } => Some(server),
+            | HostError::Login { server, .. }
+            | HostError::NeedsUserLogin { server, .. } => Some(server),
             HostError::Catalog(e) => match &**e {
                 CatalogError::List { server, .. } | CatalogError::ListTimeout { server, .. } => {
                     Some(server)
@@ -228,7 +240,17 @@ impl HostError {
             HostError::Request { source, .. } => matches!(**source, RequestError::NeedsAuth(_)),
             HostError::Login { source, .. } => login_pending(source),
             HostError::Catalog(e) => catalog_needs_auth(e),
+            HostError::NeedsUserLogin { .. } => true,
             _ => false,
+        }
+    }
+
+    /// The server that waits for this caller's own login (per-user credentials), and the
+    /// caller, when that is why the request failed.
+    pub fn needs_user_login(&self) -> Option<(&str, Option<&str>)> {
+        match self {
+            HostError::NeedsUserLogin { server, user, .. } => Some((server, user.as_deref())),
+            _ => None,
         }
     }
 
@@ -284,6 +306,15 @@ impl From<ManagerError> for HostError {
                 source,
             },
             ManagerError::Login { server, source } => HostError::Login { server, source },
+            ManagerError::NeedsUserLogin {
+                server,
+                user,
+                message,
+            } => HostError::NeedsUserLogin {
+                server,
+                user,
+                message,
+            },
         }
     }
 }
@@ -294,7 +325,10 @@ const NEEDS_AUTH: crate::StateKind = crate::StateKind::NeedsAuth;
 /// A login that failed or ran out of time leaves its server waiting for one; a server that
 /// cannot log in (neither `http` nor `sse`) does not wait for one.
 pub(super) fn login_pending(error: &LoginError) -> bool {
-    !matches!(error, LoginError::NotHttp)
+    !matches!(
+        error,
+        LoginError::NotHttp | LoginError::NotPerUser | LoginError::UnknownLogin
+    )
 }
 
 /// A catalogue lookup failed because the server's `tools/list` got no answer in time.

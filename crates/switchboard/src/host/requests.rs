@@ -21,6 +21,12 @@ pub struct RequestOptions {
     pub interaction: Option<Interaction>,
     /// The most the request may take (default: the tool timeout).
     pub timeout: Option<Duration>,
+    /// The caller the request is made for ([`CallOptions::user`](super::CallOptions::user)):
+    /// a per-user server is asked over their own session.
+    pub user: Option<String>,
+    /// The caller's own access token at the program, for token exchange
+    /// ([`CallOptions::subject_token`](super::CallOptions::subject_token)). Never printed.
+    pub subject_token: Option<String>,
 }
 
 impl std::fmt::Debug for RequestOptions {
@@ -28,6 +34,8 @@ impl std::fmt::Debug for RequestOptions {
         f.debug_struct("RequestOptions")
             .field("interaction", &self.interaction)
             .field("timeout", &self.timeout)
+            .field("user", &self.user)
+            .field("subject_token", &self.subject_token.is_some())
             .finish()
     }
 }
@@ -270,10 +278,11 @@ impl Host {
         options: RequestOptions,
     ) -> Result<Value, HostError> {
         let server = prompt.server.clone();
-        self.connected_to(&server).await?;
+        self.connected_as(&server, &options).await?;
         let own = prompt.prompt.clone();
         let timeout = options.timeout.unwrap_or(self.limits.tool_timeout);
-        let request = self.manager.request(&server, |s| {
+        let user = options.user.as_deref();
+        let request = self.manager.request_as(user, &server, |s| {
             let (own, arguments) = (own.clone(), arguments.clone());
             let interaction = options.interaction.clone();
             async move { s.get_prompt(&own, arguments, interaction).await }
@@ -291,9 +300,10 @@ impl Host {
         uri: &str,
         options: RequestOptions,
     ) -> Result<ReadOutcome, HostError> {
-        self.connected_to(server).await?;
+        self.connected_as(server, &options).await?;
         let timeout = options.timeout.unwrap_or(self.limits.tool_timeout);
-        let request = self.manager.request(server, |s| {
+        let user = options.user.as_deref();
+        let request = self.manager.request_as(user, server, |s| {
             let interaction = options.interaction.clone();
             async move { s.read_resource(uri, interaction).await }
         });
@@ -372,6 +382,31 @@ impl Host {
         )
         .await?
         .map_err(|e| HostError::from_failure(server, "completion/complete", e))
+    }
+
+    /// [`connected_to`](Self::connected_to), or `user`'s own session of a per-user server.
+    async fn connected_as(&self, server: &str, options: &RequestOptions) -> Result<(), HostError> {
+        if !self.manager.is_per_user(server) {
+            return self.connected_to(server).await;
+        }
+        let caller = (options.user.as_deref(), options.subject_token.as_deref());
+        match Box::pin(self.ensure_user_session(server, server, caller)).await {
+            Ok(()) => Ok(()),
+            Err(super::CallError::NeedsUserLogin {
+                server,
+                user,
+                message,
+                ..
+            }) => Err(HostError::NeedsUserLogin {
+                server,
+                user,
+                message,
+            }),
+            Err(super::CallError::NotConnected { server, state, .. }) => {
+                Err(HostError::NotConnected { server, state })
+            }
+            Err(_) => Err(HostError::NoSuchServer(server.to_owned())),
+        }
     }
 
     /// Makes sure `server` is connected before a request: a pending one is waited for (its

@@ -12,6 +12,16 @@ use crate::connection::{ServerLog, ServerState};
 use crate::interaction::Offered;
 use crate::manager::ServerEvent;
 
+/// A caller's login that finished ([`Host::finish_user_login`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct UserLogin {
+    /// The caller who began it.
+    pub user: String,
+    /// The server.
+    pub server: String,
+}
+
 /// What [`Host::wait_settled`] saw.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -249,6 +259,51 @@ impl Host {
     /// on success the server reconnects and its tools replace the `authenticate` pseudo-tool.
     pub async fn login(&self, name: &str) -> Result<String, HostError> {
         Ok(self.manager.authenticate(name).await?)
+    }
+
+    /// Whether the server's entry says `"credentials": "per-user"`: each caller
+    /// ([`CallOptions::user`](super::CallOptions::user)) is served over a session of their
+    /// own, with their own OAuth tokens.
+    pub fn is_per_user(&self, name: &str) -> bool {
+        self.manager.is_per_user(name)
+    }
+
+    /// Begins `user`'s own login to the per-user server `name`, whose authorization server
+    /// redirects to `redirect_uri` (the program's own page, which hands the redirect's query
+    /// to [`finish_user_login`](Self::finish_user_login)): the URL the user opens. The login
+    /// waits for its redirect 10 minutes (in the shared store too, for another replica).
+    pub async fn begin_user_login(
+        &self,
+        user: &str,
+        name: &str,
+        redirect_uri: &str,
+    ) -> Result<String, HostError> {
+        Ok(self
+            .manager
+            .begin_user_login(user, name, redirect_uri)
+            .await?)
+    }
+
+    /// Finishes the login a redirect's query `params` answer (its `state` names the login):
+    /// the code exchanged, the tokens stored as those of the caller who began it, and their
+    /// session of the server opened anew with them.
+    pub async fn finish_user_login(
+        &self,
+        params: &std::collections::BTreeMap<String, String>,
+    ) -> Result<UserLogin, HostError> {
+        let (user, server) = self.manager.finish_user_login(params).await?;
+        Ok(UserLogin { user, server })
+    }
+
+    /// Whether `user` has tokens stored for the per-user server `name`.
+    pub async fn user_logged_in(&self, user: &str, name: &str) -> bool {
+        self.manager.user_logged_in(user, name).await
+    }
+
+    /// Waits, at most `bound`, until `user` has tokens for `name` (their login finished here,
+    /// or on another replica sharing the store). Whether they have.
+    pub async fn wait_user_login(&self, user: &str, name: &str, bound: Duration) -> bool {
+        self.manager.wait_user_login(user, name, bound).await
     }
 
     /// Stops every server (bounded), then ends every [`Events`] stream (after the events sent

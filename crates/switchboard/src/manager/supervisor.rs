@@ -24,9 +24,7 @@ const PROBE_INTERVAL: Duration = Duration::from_secs(60);
 /// reconnects all the same.
 const REOFFER_WAIT: Duration = Duration::from_secs(300);
 use crate::config::{RestartPolicy, ServerConfig, Startup, Transport};
-use crate::connection::{
-    self, ConnectError, ConnectOptions, Failure, Notice, ServerState, Session,
-};
+use crate::connection::{self, ConnectError, Failure, Notice, ServerState, Session};
 
 /// The task that owns one server's state machine.
 pub(super) struct Supervisor {
@@ -91,6 +89,11 @@ enum Next {
 impl Supervisor {
     fn name(&self) -> &str {
         self.config.name.as_str()
+    }
+
+    /// `"credentials": "per-user"`: never connected for all (see `users.rs`).
+    fn per_user(&self) -> bool {
+        super::users::per_user(&self.config)
     }
 
     fn set(&self, state: ServerState) {
@@ -246,8 +249,10 @@ impl Supervisor {
             retries: self.retries_after_failure(),
             first_delay: false,
             probes: 0,
-            lazy: self.config.startup == Startup::Lazy,
-            filled: false,
+            // A per-user server is lazy for good: only callers' own sessions connect, and
+            // they fill its kept lists.
+            lazy: self.config.startup == Startup::Lazy || self.per_user(),
+            filled: self.per_user(),
             cause: None,
         };
         let mut phase = Phase::Gate;
@@ -284,10 +289,11 @@ impl Supervisor {
                 }
             };
         }
-        if let Some(message) = self
-            .shared
-            .memory
-            .needs_auth(self.name(), &self.credential_key())
+        if !self.per_user()
+            && let Some(message) = self
+                .shared
+                .memory
+                .needs_auth(self.name(), &self.credential_key())
         {
             self.set(ServerState::NeedsAuth { message });
             return match self.idle(control, run.enabled).await {
@@ -308,6 +314,7 @@ impl Supervisor {
             match self.wait_start(control, &mut run.enabled).await {
                 Next::Stop(done) => return Phase::Stop(done),
                 Next::Restart => return Phase::Gate,
+                _ if self.per_user() => return Phase::Gate,
                 _ => run.lazy = false,
             }
         }
@@ -556,6 +563,10 @@ impl Supervisor {
             match control.recv().await {
                 // About a session that is gone: it starts with the offer of then.
                 Some(Control::Reoffer) => continue,
+                Some(Control::Kept) => {
+                    self.set(self.lazy_state());
+                    continue;
+                }
                 msg => break msg,
             }
         };
@@ -646,21 +657,9 @@ impl Supervisor {
             &self.shared.remote_slots
         };
         let _permit = slots.acquire().await;
-        let options = ConnectOptions {
-            connect_timeout: self.shared.options.limits.connect_timeout,
-            max_message_bytes: self.shared.options.limits.max_message_bytes,
-            env: self.shared.options.env.clone(),
-            in_process: self.shared.options.in_process.get(self.name()).cloned(),
-            interaction: self.shared.options.interaction.clone(),
-            elicitation_hooks: self.shared.options.elicitation_hooks.clone(),
-            roots: self.shared.options.roots.clone(),
-            offer: self.shared.options.offer.clone(),
-            extensions: self.shared.options.extensions.clone(),
-            auth: self.shared.auth.clone(),
-            child_guard: self.shared.options.child_guard.clone(),
-            http: self.shared.http.clone(),
-            call_lanes: self.shared.options.limits.call_lanes,
-        };
+        let options = self
+            .shared
+            .connect_options(self.name(), self.shared.auth.clone(), None);
         let remembered = self
             .shared
             .memory
@@ -755,7 +754,7 @@ impl Supervisor {
                     // A broken connection takes the road of a closed one.
                     Some(Control::Broken) => return Served::Closed,
                     Some(Control::NeedsAuth(message)) => return Served::NeedsAuth(message),
-                    Some(Control::Start) => {}
+                    Some(Control::Start | Control::Kept) => {}
                     Some(Control::Reoffer) => {
                         if session.declared() == self.shared.offered() {
                             // Told the offer of now at its handshake: nothing to learn.
@@ -825,8 +824,9 @@ impl Supervisor {
         match msg {
             None => Next::Stop(None),
             Some(Control::Shutdown(done)) => Next::Stop(Some(done)),
-            // A server that is not connected connects with the offer of then.
-            Some(Control::Start | Control::Reoffer) => Next::Start,
+            // A server that is not connected connects with the offer of then. (A kept list
+            // changed is news to a lazy server only: ignored as a start is where it runs.)
+            Some(Control::Start | Control::Reoffer | Control::Kept) => Next::Start,
             Some(Control::Reconnect | Control::Broken) => Next::Restart,
             // Not connected any more: about a session that is gone (a restart at worst).
             Some(Control::NeedsAuth(_)) => Next::Restart,
