@@ -470,7 +470,14 @@ struct Shared {
     closed: tokio_util::sync::CancellationToken,
     /// Callers' own sessions, logins and tokens (per-user credentials, `users.rs`).
     users: users::Users,
+    /// One listing of a server's list at a time ([`ServerManager::list_kept`]): a second asker
+    /// (the prompts pinned at connect and a caller's first listing, say) waits for the first
+    /// and is answered from the cache, not with a second request.
+    listing: Mutex<HashMap<(String, ListKind), ListingTurn>>,
 }
+
+/// Held while one of a server's lists is asked for ([`Shared::listing`]).
+type ListingTurn = Arc<tokio::sync::Mutex<()>>;
 
 impl Shared {
     /// How `name` is connected: with `auth`, as `user` (per-user credentials) or for all.
@@ -679,6 +686,7 @@ impl ServerManager {
             renewing: Mutex::default(),
             reoffering: Mutex::default(),
             closed: tokio_util::sync::CancellationToken::new(),
+            listing: Mutex::new(HashMap::new()),
             local_slots: Arc::new(Semaphore::new(
                 options.limits.local_connect_concurrency.max(1),
             )),
@@ -1306,6 +1314,14 @@ impl ServerManager {
         {
             return Ok(items);
         }
+        let turn = self
+            .shared
+            .listing
+            .lock()
+            .entry((name.to_owned(), kind))
+            .or_default()
+            .clone();
+        let _turn = turn.lock().await;
         if let Ok(session) = self.session(name)
             && let Some(items) = self.shared.listed.get(name, kind, &session)
         {

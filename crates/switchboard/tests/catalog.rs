@@ -1277,8 +1277,18 @@ async fn resource_and_prompt_lists_are_cached_until_the_server_says_they_changed
             let prompts = host.prompts(Some("kit")).await;
             assert!(prompts.failures.is_empty(), "{:?}", prompts.failures);
         }
-        assert_eq!(asked("resources"), 1, "{protocol}");
-        assert_eq!(asked("prompts"), 1, "{protocol}");
+        assert_eq!(
+            asked("resources"),
+            1,
+            "{protocol}: {:?}",
+            host.stderr_tail("kit")
+        );
+        assert_eq!(
+            asked("prompts"),
+            1,
+            "{protocol}: {:?}",
+            host.stderr_tail("kit")
+        );
 
         for (kind, name, after) in [("resource", "fresh", (2, 1)), ("prompt", "brisk", (2, 2))] {
             let mut events = host.events();

@@ -35,7 +35,7 @@ use crate::shared::{Changed, PREFIX, SharedStore};
 const SHARED_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
 
 /// Which of a server's lists.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum ListKind {
     Tools,
     Resources,
