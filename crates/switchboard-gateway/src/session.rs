@@ -661,6 +661,9 @@ impl Session {
 
     /// The server and its own URI of a resource (or template) by the URI the gateway serves.
     async fn resource_target(&self, uri: &str) -> Result<(String, String), ErrorData> {
+        // Just after the start, servers still connecting are waited for, as listings do: a
+        // URI is resolved against what they list.
+        self.gateway.list_wait().await;
         let target =
             crate::names::resolve_resource_uri(self.gateway.host(), self.gateway.prefix(), uri)
                 .await;
@@ -692,6 +695,7 @@ impl Session {
 
     /// Finds a prompt by the name the gateway gives it.
     async fn prompt_target(&self, name: &str) -> Result<PromptEntry, ErrorData> {
+        self.gateway.list_wait().await;
         let target =
             crate::names::find_served_prompt(self.gateway.host(), self.gateway.prefix(), name)
                 .await;

@@ -972,12 +972,16 @@ impl Catalog {
         if !self.pins.enabled(&config) || self.pins.prompts_pinned(&config) {
             return;
         }
-        let (catalog, server, info) = (self.clone(), server.to_owned(), info.clone());
+        let (catalog, server) = (self.clone(), server.to_owned());
         let bound = self.manager.limits().connect_timeout;
         tokio::spawn(async move {
             let listing = tokio::time::timeout(bound, catalog.manager.list_prompts(&server));
             if let Ok(Ok(defs)) = listing.await {
-                catalog.pins.check_prompts(&config, &defs, Some(&info));
+                // Checked against the session the server has now, not the one it connected
+                // with: the gateway may have replaced that one meanwhile (to tell the server
+                // what its first client answers), and the prompts the server adds during the
+                // session that pinned them are trusted only if it is that session.
+                let _ = catalog.held_prompts(&server, &defs);
             }
         });
     }

@@ -455,6 +455,9 @@ impl crate::config::ConfigSet {
     }
 }
 
+/// A session replaced by another (old, new), to tell the server another offer.
+type Replacement = (Weak<ServerInfo>, Weak<ServerInfo>);
+
 /// Every server's pins: files in `<state dir>/pins`.
 #[derive(Debug)]
 pub(crate) struct Pins {
@@ -463,6 +466,10 @@ pub(crate) struct Pins {
     /// process pinned a server first: whatever they list is trusted, as the first listing
     /// was (a server may add its tools one by one after connecting).
     first: Mutex<HashMap<(String, PinEntry), Weak<ServerInfo>>>,
+    /// Each server's sessions replaced to tell it another offer, old by new ([`Pins::reoffered`]):
+    /// a first session recorded after its replacement (its listing was under way) still leads
+    /// to the session that replaced it.
+    replaced: Mutex<HashMap<String, Vec<Replacement>>>,
     /// The user file's top-level `pinning` (default on).
     default_on: bool,
     /// A managed file's `"pinning": true`: on for every server, whatever the entries say.
@@ -483,6 +490,7 @@ impl Pins {
         Pins {
             dir: state_dir.map(|d| d.join("pins")),
             first: Mutex::default(),
+            replaced: Mutex::default(),
             default_on,
             forced,
             scan_default,
@@ -728,6 +736,13 @@ impl Pins {
     /// answers (a sampling client's `trigger-sampling-request`) only from then on, and they
     /// are trusted as the first listing was.
     pub(crate) fn reoffered(&self, server: &str, old: &Arc<ServerInfo>, new: &Arc<ServerInfo>) {
+        {
+            let mut replaced = self.replaced.lock();
+            let chain = replaced.entry(server.to_owned()).or_default();
+            // Sessions gone and not replaced since lead nowhere: forgotten.
+            chain.retain(|(_, n)| n.strong_count() > 0);
+            chain.push((Arc::downgrade(old), Arc::downgrade(new)));
+        }
         let mut first = self.first.lock();
         for entry in [PinEntry::Tool, PinEntry::Prompt] {
             if let Some(session) = first.get_mut(&(server.to_owned(), entry))
@@ -748,11 +763,23 @@ impl Pins {
         let Some(session) = session else {
             return false;
         };
-        self.first
-            .lock()
-            .get(&(server.to_owned(), entry))
-            .and_then(Weak::upgrade)
-            .is_some_and(|s| Arc::ptr_eq(&s, session))
+        let Some(mut first) = self.first.lock().get(&(server.to_owned(), entry)).cloned() else {
+            return false;
+        };
+        // The first session, or the session that replaced it (and so on) to tell the server
+        // another offer.
+        let replaced = self.replaced.lock();
+        let chain = replaced.get(server).map(Vec::as_slice).unwrap_or_default();
+        for _ in 0..=chain.len() {
+            if std::ptr::eq(first.as_ptr(), Arc::as_ptr(session)) {
+                return true;
+            }
+            match chain.iter().find(|(old, _)| old.ptr_eq(&first)) {
+                Some((_, new)) => first = new.clone(),
+                None => return false,
+            }
+        }
+        false
     }
 
     /// Pins a server's first list of `entry`, unless another process pinned it meanwhile
