@@ -525,16 +525,7 @@ impl Authorizer {
             discovery.issuer.as_deref(),
             iss_promised(&discovery),
         )?;
-        if let Some(error) = params.get("error") {
-            let description = params
-                .get("error_description")
-                .map(|d| format!(": {}", cut(d, 200)))
-                .unwrap_or_default();
-            return Err(AuthError::Denied(format!("{error}{description}")));
-        }
-        let code = params.get("code").cloned().ok_or_else(|| {
-            AuthError::Denied("the redirect carries no authorization code".to_owned())
-        })?;
+        let code = redirect_code(&params)?;
         let form = vec![
             ("grant_type", "authorization_code".to_owned()),
             ("code", code),
@@ -645,6 +636,22 @@ pub(super) fn iss_promised(discovery: &Discovery) -> bool {
         .metadata
         .authorization_response_iss_parameter_supported
         == Some(true)
+}
+
+/// The authorization code a login's redirect brings, or the authorization server's refusal
+/// (`error`, and its `error_description` cut short) that it brings instead.
+pub(super) fn redirect_code(params: &BTreeMap<String, String>) -> Result<String, AuthError> {
+    if let Some(error) = params.get("error") {
+        let description = params
+            .get("error_description")
+            .map(|d| format!(": {}", cut(d, 200)))
+            .unwrap_or_default();
+        return Err(AuthError::Denied(format!("{error}{description}")));
+    }
+    params
+        .get("code")
+        .cloned()
+        .ok_or_else(|| AuthError::Denied("the redirect carries no authorization code".to_owned()))
 }
 
 /// RFC 9207: an `iss` in the redirect must be the issuer, by simple string comparison; when

@@ -15,11 +15,11 @@ use sha2::Digest;
 use url::Url;
 
 use super::dpop::DpopKey;
-use super::flow::{check_iss, check_pkce, iss_promised, random_token};
+use super::flow::{check_iss, check_pkce, iss_promised, random_token, redirect_code};
 use super::store::{ClientIdentity, Record};
 use super::tokens::TokenFailure;
 use super::{AuthError, Authorizer, Challenge};
-use crate::net::{cut, http_client};
+use crate::net::http_client;
 
 /// How long a hosted login waits for its redirect.
 pub(crate) const HOSTED_LOGIN_TTL: std::time::Duration = std::time::Duration::from_secs(600);
@@ -161,16 +161,7 @@ impl Authorizer {
         params: &BTreeMap<String, String>,
     ) -> Result<(), AuthError> {
         check_iss(params, pending.issuer.as_deref(), pending.iss_promised)?;
-        if let Some(error) = params.get("error") {
-            let description = params
-                .get("error_description")
-                .map(|d| format!(": {}", cut(d, 200)))
-                .unwrap_or_default();
-            return Err(AuthError::Denied(format!("{error}{description}")));
-        }
-        let code = params.get("code").cloned().ok_or_else(|| {
-            AuthError::Denied("the redirect carries no authorization code".to_owned())
-        })?;
+        let code = redirect_code(params)?;
         let endpoint = Url::parse(&pending.token_endpoint).map_err(|_| {
             AuthError::Config("the token endpoint of the login is not a URL".to_owned())
         })?;
