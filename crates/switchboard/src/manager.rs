@@ -1095,6 +1095,46 @@ impl ServerManager {
         let _ = tokio::time::timeout(bound, renewed).await;
     }
 
+    /// Waits (each at most its connect timeout, all at once) for the renewals under way of
+    /// every server, or of `only`: a listing made while a session is replaced (expired, or
+    /// reconnected to tell another offer) then finds the server connected instead of leaving
+    /// it out.
+    pub(crate) async fn wait_renewals(&self, only: Option<&str>) {
+        let names: Vec<String> = self
+            .shared
+            .renewing
+            .lock()
+            .keys()
+            .filter(|name| only.is_none_or(|only| only == name.as_str()))
+            .cloned()
+            .collect();
+        if names.is_empty() {
+            return;
+        }
+        futures::future::join_all(names.iter().map(|name| self.wait_renewed(name))).await;
+    }
+
+    /// Waits (at most its connect timeout) until the server's renewal is over: its state says
+    /// connected with the new session (set just before), or it settled otherwise.
+    async fn wait_renewed(&self, name: &str) {
+        let Some(mut rx) = self.watch(name) else {
+            return;
+        };
+        let over = async {
+            loop {
+                let over = match &*rx.borrow_and_update() {
+                    ServerState::Connected(_) => self.session(name).is_ok(),
+                    ServerState::Pending { .. } => false,
+                    _ => true,
+                };
+                if over || !self.is_renewing(name) || rx.changed().await.is_err() {
+                    return;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(self.connect_timeout(name), over).await;
+    }
+
     /// What a handshake declares now: the host's interaction, narrowed by the program's offer.
     pub(crate) fn offered(&self) -> Offered {
         self.shared.offered()

@@ -434,6 +434,8 @@ impl Host {
         F: Fn(Host, String) -> Fut,
         Fut: Future<Output = Result<Vec<Value>, HostError>>,
     {
+        // A server whose session is being replaced is listed from its new session.
+        self.manager.wait_renewals(only).await;
         let mut failures = Vec::new();
         let mut asked = Vec::new();
         if let Some(name) = only {
