@@ -140,6 +140,31 @@ impl RawStdio {
         names
     }
 
+    /// The served tool names once `tool` is among them: listed again after each
+    /// `tools/list_changed` (which may come before the answer to a listing, or after it), at
+    /// most ten times.
+    #[allow(dead_code)]
+    pub(crate) fn tool_names_with(&mut self, tool: &str) -> Vec<String> {
+        for _ in 0..10 {
+            let (listed, notes) = self.request_noting("tools/list", json!({}));
+            let mut names: Vec<String> = listed["result"]["tools"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{listed}"))
+                .iter()
+                .map(|t| t["name"].as_str().unwrap().to_owned())
+                .collect();
+            names.sort();
+            if names.iter().any(|n| n == tool) {
+                return names;
+            }
+            let changed = |n: &Value| n["method"] == "notifications/tools/list_changed";
+            if !notes.iter().any(changed) {
+                self.notification("notifications/tools/list_changed");
+            }
+        }
+        panic!("`{tool}` was not listed after ten list changes");
+    }
+
     /// Closes stdin, which ends the session and the process; it must exit 0. Its stderr.
     pub(crate) fn finish(mut self) -> String {
         drop(self.stdin.take());
