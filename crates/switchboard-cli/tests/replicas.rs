@@ -148,11 +148,22 @@ fn balancer(
 struct Answers {
     name: &'static str,
     modern: bool,
+    /// Declares the tasks extension (SEP-2663).
+    tasks: bool,
 }
 
 impl ClientHandler for Answers {
     fn get_info(&self) -> ClientConfig {
-        let capabilities = ClientCapabilities::builder().enable_elicitation().build();
+        let mut capabilities = ClientCapabilities::builder().enable_elicitation().build();
+        if self.tasks {
+            capabilities
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert(
+                    rmcp::model::TASKS_EXTENSION_ID.to_owned(),
+                    Default::default(),
+                );
+        }
         switchboard_testkit::gateway_client::client_config(self.name, capabilities, self.modern)
     }
 
@@ -170,10 +181,19 @@ impl ClientHandler for Answers {
 type Client = RunningService<RoleClient, Answers>;
 
 async fn connect(url: &str, name: &'static str, modern: bool) -> Client {
+    connect_declaring(url, name, modern, false).await
+}
+
+/// [`connect`], declaring the tasks extension when `tasks` says so.
+async fn connect_declaring(url: &str, name: &'static str, modern: bool, tasks: bool) -> Client {
     let transport = StreamableHttpClientTransport::from_config(
         StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(TOKEN),
     );
-    let handler = Answers { name, modern };
+    let handler = Answers {
+        name,
+        modern,
+        tasks,
+    };
     let client = if modern {
         let lifecycle = ClientLifecycleMode::Discover {
             preferred_versions: vec![ProtocolVersion::V_2026_07_28],
@@ -651,4 +671,120 @@ fn a_short_or_shared_cluster_key_file_is_refused_naming_it() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("needs --advertise-addr"), "{stderr}");
+}
+
+/// A task one replica passed through to a 2026-07-28 client is followed from another replica,
+/// which never ran it: its state is in the store. Cancelled through that other replica, it is
+/// cancelled for good: the replica that runs it finds so and stops it upstream, and it stays
+/// cancelled on both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_passed_through_by_one_replica_is_followed_and_cancelled_through_another() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let Some(redis) = RedisServer::start().unwrap() else {
+        return;
+    };
+    let everything = std::env::var("SWITCHBOARD_PARTNER_EVERYTHING").expect(
+        "SWITCHBOARD_PARTNER_EVERYTHING is not set: run the tests with `bash scripts/test.sh`",
+    );
+    let tree = ConfigTree::new().unwrap();
+    tree.write(
+        tree.user_file(),
+        &json!({
+            "mcpServers": {"ev": {"command": everything, "args": ["stdio"]}},
+            "permissions": {"allow": ["mcp__ev"]}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (key, token) = (dir.path().join("cluster.key"), dir.path().join("token"));
+    std::fs::write(&key, b"thirty-two bytes of shared secret, and then some").unwrap();
+    std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        for file in [&key, &token] {
+            std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+    }
+    let (_a, a) = replica(&tree, &key, &token, &redis.url());
+    let (_b, b) = replica(&tree, &key, &token, &redis.url());
+    let on_a = connect_declaring(&format!("http://{a}/mcp"), "a", true, true).await;
+    let on_b = connect_declaring(&format!("http://{b}/mcp"), "b", true, true).await;
+    let research = |topic: &str| {
+        call(
+            "mcp__ev__simulate-research-query",
+            json!({ "topic": topic }),
+        )
+    };
+    let start = async |topic: &str| match on_a.call_tool_once(research(topic)).await.unwrap() {
+        rmcp::model::CallToolResponse::Task(created) => created.task.task_id,
+        other => panic!("not a task: {other:?}"),
+    };
+    // Polls `tasks/get` through `client` (at the interval the task suggests) until the task
+    // is over.
+    let ended = async |client: &Client, id: &str| {
+        let over = async {
+            loop {
+                let got = client
+                    .get_task(rmcp::model::GetTaskParams::new(id))
+                    .await
+                    .unwrap();
+                if got.task.status().is_terminal() {
+                    return got.task;
+                }
+                let interval = got.task.task.poll_interval_ms.unwrap_or(500).min(1000);
+                tokio::time::sleep(Duration::from_millis(interval)).await;
+            }
+        };
+        tokio::time::timeout(WAIT, over)
+            .await
+            .unwrap_or_else(|_| panic!("task {id} did not end"))
+    };
+
+    // Made on A, followed to its result on B.
+    let id = start("rust").await;
+    let done = ended(&on_b, &id).await;
+    let rmcp::model::TaskPayload::Completed { result } = done.payload else {
+        panic!("{done:?}");
+    };
+    let text = Value::Object(result)["content"][0]["text"].clone();
+    assert!(
+        text.as_str()
+            .unwrap_or_default()
+            .starts_with("# Research Report: rust"),
+        "{text}"
+    );
+
+    // Made on A, cancelled on B: cancelled on both, and it stays so. A second one, made
+    // with it and left alone, takes as long as it would have: once that one is done, the
+    // cancelled one would have been too.
+    let id = start("go").await;
+    let beside = start("go").await;
+    on_b.cancel_task(rmcp::model::CancelTaskParams::new(&id))
+        .await
+        .unwrap();
+    for client in [&on_b, &on_a] {
+        let task = ended(client, &id).await;
+        assert_eq!(
+            task.status(),
+            rmcp::model::TaskStatus::Cancelled,
+            "{task:?}"
+        );
+    }
+    let done = ended(&on_a, &beside).await;
+    assert_eq!(
+        done.status(),
+        rmcp::model::TaskStatus::Completed,
+        "{done:?}"
+    );
+    for client in [&on_b, &on_a] {
+        let task = ended(client, &id).await;
+        assert_eq!(
+            task.status(),
+            rmcp::model::TaskStatus::Cancelled,
+            "{task:?}"
+        );
+    }
+    on_a.cancel().await.unwrap();
+    on_b.cancel().await.unwrap();
 }

@@ -224,3 +224,113 @@ fn the_gateway_runs_a_task_for_a_client_without_tasks() {
     assert_ne!(called["result"]["isError"], true, "{called}");
     gateway.finish();
 }
+
+/// What a client declares to be given tasks (SEP-2663) and asked questions.
+fn declares_tasks() -> Value {
+    json!({"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}})
+}
+
+/// Polls `tasks/get` (at the interval the task suggests) until the task `id` is in a status
+/// `until` accepts; that answer's result.
+fn poll_task(gateway: &mut RawStdio, id: &str, until: impl Fn(&str) -> bool) -> Value {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let got = gateway.request("tasks/get", json!({"taskId": id}));
+        let task = got["result"].clone();
+        let status = task["status"].as_str().unwrap_or_else(|| panic!("{got}"));
+        if until(status) {
+            return task;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still {status}: {got}"
+        );
+        let interval = task["pollIntervalMs"].as_u64().unwrap_or(500).min(1000);
+        std::thread::sleep(std::time::Duration::from_millis(interval));
+    }
+}
+
+/// A gateway client that declared the tasks extension gets the upstream's task passed through:
+/// the call is answered at once with the gateway's own task id, `tasks/get` follows it to its
+/// result; its question comes as the task's `inputRequests` and `tasks/update` answers it;
+/// `tasks/cancel` cancels one; an id it never gave out is no task.
+#[test]
+fn the_gateway_passes_a_task_through_to_a_client_that_declared_tasks() {
+    let tree = everything();
+    let mut gateway =
+        RawStdio::start_as(&tree, &["--stdio", "--wait-for-servers"], declares_tasks());
+    assert_eq!(
+        gateway.init["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"],
+        json!({}),
+        "{}",
+        gateway.init
+    );
+    let research = |arguments: Value| json!({"name": "mcp__ev__simulate-research-query", "arguments": arguments});
+
+    // To its end.
+    let called = gateway.request("tools/call", research(json!({"topic": "rust"})));
+    assert_eq!(called["result"]["resultType"], "task", "{called}");
+    let id = called["result"]["taskId"].as_str().unwrap().to_owned();
+    assert!(id.starts_with("task-"), "{called}");
+    let done = poll_task(&mut gateway, &id, |s| s == "completed");
+    let text = done["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.starts_with("# Research Report: rust\n"), "{done}");
+    // The result names the gateway's task, never the upstream's.
+    let related = &done["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"];
+    assert_eq!(related, &json!(id), "{done}");
+
+    // A question on the way: asked as the task's, answered by `tasks/update`.
+    let called = gateway.request(
+        "tools/call",
+        research(json!({"topic": "rust", "ambiguous": true})),
+    );
+    let id = called["result"]["taskId"].as_str().unwrap().to_owned();
+    let asking = poll_task(&mut gateway, &id, |s| s != "working");
+    assert_eq!(asking["status"], "input_required", "{asking}");
+    let requests = asking["inputRequests"].as_object().unwrap();
+    let (key, question) = requests.iter().next().unwrap();
+    assert_eq!(question["method"], "elicitation/create", "{asking}");
+    assert!(
+        question["params"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("multiple interpretations"),
+        "{asking}"
+    );
+    let answer = json!({"action": "accept", "content": {"interpretation": "historical"}});
+    let updated = gateway.request(
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {key.as_str(): answer}}),
+    );
+    assert!(updated.get("error").is_none(), "{updated}");
+    let done = poll_task(&mut gateway, &id, |s| s == "completed");
+    let text = done["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        text.starts_with("# Research Report: rust (historical)"),
+        "{done}"
+    );
+
+    // Cancelled.
+    let called = gateway.request("tools/call", research(json!({"topic": "go"})));
+    let id = called["result"]["taskId"].as_str().unwrap().to_owned();
+    let cancelled = gateway.request("tasks/cancel", json!({"taskId": id}));
+    assert!(cancelled.get("error").is_none(), "{cancelled}");
+    let task = poll_task(&mut gateway, &id, |s| s != "working");
+    assert_eq!(task["status"], "cancelled", "{task}");
+
+    // Nothing else is a task of this gateway's.
+    let unknown = gateway.request("tasks/get", json!({"taskId": "task-0"}));
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    assert!(
+        unknown["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("no task `task-0`"),
+        "{unknown}"
+    );
+    gateway.finish();
+}

@@ -4,7 +4,7 @@
 //! every `--prefix` mode, so a host still renders it), and `_meta.ui` kept for a client that
 //! declared the extension, taken off (with the app-only tools) for one that did not.
 
-use rmcp::model::{ClientCapabilities, ExtensionCapabilities};
+use rmcp::model::{ClientCapabilities, ExtensionCapabilities, TASKS_EXTENSION_ID};
 use serde_json::Value;
 use switchboard::ServerState;
 use switchboard::extensions::{self, Extensions, FLAT_RESOURCE_URI, UI_SCHEME};
@@ -49,7 +49,7 @@ fn client_extensions(capabilities: &ClientCapabilities) -> Extensions {
 
 /// The extensions the gateway passes on: those whose requests and results it knows how to
 /// serve again: MCP Apps, and skills (`skills/list` and `skills/get` answered from every
-/// server's, [`crate::skills`]). Tasks would need their ids mapped per session; an embedder's
+/// server's, [`crate::skills`]). Tasks are the gateway's own ([`crate::tasks`]); an embedder's
 /// own extension means nothing to the gateway's clients.
 const PASSED_ON: &[&str] = &[extensions::UI, extensions::SKILLS];
 
@@ -87,7 +87,34 @@ pub(crate) fn answered(
             }
         }
     }
-    (!shared.is_empty()).then_some(shared)
+    // Tasks are the gateway's own to pass through: declared where an upstream makes them
+    // (the 2025-11-25 in-core form, which the host speaks) and the client declared them.
+    let tasks = servers
+        .iter()
+        .any(|(_, state)| matches!(state, ServerState::Connected(info) if takes_tasks(info)));
+    let mut shared = Some(shared).filter(|shared| !shared.is_empty());
+    if tasks
+        && client
+            .as_ref()
+            .is_none_or(|c| c.contains(TASKS_EXTENSION_ID))
+    {
+        declare_tasks(&mut shared);
+    }
+    shared
+}
+
+/// Whether a server can run a call as a task (it speaks 2025-11-25 or later over
+/// `initialize`).
+fn takes_tasks(info: &switchboard::ServerInfo) -> bool {
+    info.generation == switchboard::Generation::Initialize
+        && info.protocol_version.as_str() >= "2025-11-25"
+}
+
+/// Adds the tasks extension to the gateway's declared extensions.
+pub(crate) fn declare_tasks(extensions: &mut Option<ExtensionCapabilities>) {
+    extensions
+        .get_or_insert_with(ExtensionCapabilities::new)
+        .insert(TASKS_EXTENSION_ID.to_owned(), Default::default());
 }
 
 /// Whether the client declared an extension the gateway passes on and the host speaks: its `initialize` waits (what
@@ -95,9 +122,9 @@ pub(crate) fn answered(
 /// upstreams' extensions.
 pub(crate) fn asks_for_any(host: &Host, client: &ClientCapabilities) -> bool {
     let client = client_extensions(client);
-    client
-        .ids()
-        .any(|id| PASSED_ON.contains(&id) && host.extensions().contains(id))
+    client.ids().any(|id| {
+        id == TASKS_EXTENSION_ID || (PASSED_ON.contains(&id) && host.extensions().contains(id))
+    })
 }
 
 /// The URI an upstream's `ui://<rest>` is served under: `ui://<server>/<rest>`. `None` for

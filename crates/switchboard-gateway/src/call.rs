@@ -15,11 +15,12 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
+use futures::FutureExt;
 use rmcp::ErrorData;
 use rmcp::model::{ClientCapabilities, ErrorCode};
 use serde_json::{Map, Value};
 use switchboard::Progress;
-use switchboard::host::{CallError, CallOptions, CallOutcome};
+use switchboard::host::{CallError, CallOptions, CallOutcome, Started, TaskHandle};
 use switchboard::interaction::Interaction;
 use switchboard::permissions::{CallSource, PermissionPrompter};
 use tokio::sync::mpsc;
@@ -41,6 +42,9 @@ pub(crate) struct Resolved {
     pub(crate) user: Option<String>,
     /// The caller's access token, for a per-user server's token exchange.
     pub(crate) subject_token: Option<Arc<str>>,
+    /// The client declared the tasks extension: what it declared (for the task's questions),
+    /// and the call is started as a task upstream and passed through ([`crate::tasks`]).
+    pub(crate) as_task: Option<Box<ClientCapabilities>>,
 }
 
 /// The tool a client calls as `requested` with `arguments`, or the error it gets: the search
@@ -120,6 +124,7 @@ pub(crate) async fn resolve(
         started,
         user: identity.map(|i| i.subject.clone()),
         subject_token: identity.and_then(|i| i.token.clone()),
+        as_task: None,
     })
 }
 
@@ -182,12 +187,22 @@ pub(crate) async fn run(
         started: requested,
         user,
         subject_token,
+        as_task,
     } = call;
     let traced = TracedCall::start(gateway, &name, traceparent);
     // What the line keeps of the arguments, taken before the call has them.
     let audited = gateway
         .audit()
         .map(|audit| (audit, audit.arguments(&arguments)));
+    // What a task's follower calls with ([`pass_task`]): the caller's own.
+    let follow = as_task.is_some().then(|| CallOptions {
+        source: CallSource::Gateway {
+            client: caller.client.clone(),
+        },
+        user: user.clone(),
+        subject_token: subject_token.as_ref().map(|t| t.to_string()),
+        ..CallOptions::default()
+    });
     let options = CallOptions {
         source: CallSource::Gateway {
             client: caller.client.clone(),
@@ -202,12 +217,14 @@ pub(crate) async fn run(
     };
     // Boxed: the call's future is large (about 9 KB), and the tasks that run a request would
     // otherwise hold and copy it inline.
+    let start_task = as_task.is_some();
     let call = Box::pin(call_with_login(
         gateway,
         &name,
         arguments,
         options,
         asking.url_mode,
+        start_task,
     ));
     let started = Instant::now();
     let outcome = tokio::select! {
@@ -247,12 +264,17 @@ pub(crate) async fn run(
             return Err(cancelled());
         }
     };
-    record(gateway.metrics(), &name, started, &outcome);
-    if let Some(traced) = traced {
-        traced.end(&outcome);
-    }
     let decision = audited.as_ref().map(|_| decision(&outcome));
-    let answer = call_value(outcome);
+    let answer = match outcome {
+        Ok(Started::Task(task)) => {
+            // The client gets the gateway's task now; the call's end is counted at the task's.
+            let capabilities = as_task.map(|c| *c).unwrap_or_default();
+            let follow = follow.unwrap_or_default();
+            pass_task(gateway, &name, task, capabilities, follow, traced, started).await
+        }
+        Ok(Started::Done(outcome)) => finished(gateway, &name, started, traced, Ok(outcome)),
+        Err(e) => finished(gateway, &name, started, traced, Err(e)),
+    };
     if let (Some((audit, arguments)), Some(decision)) = (audited, decision) {
         audit.record(Entry {
             caller,
@@ -267,24 +289,86 @@ pub(crate) async fn run(
     answer
 }
 
-/// [`Host::call`](switchboard::Host::call); when the caller must first log in to the tool's
-/// per-user server, the login ([`crate::logins::log_in`]) and the call once more — or, as the
-/// `Err`, the error that tells the client where to log in.
+/// A call's end: counted in the metrics, its span ended, its outcome as the client sees it.
+fn finished(
+    gateway: &Gateway,
+    name: &str,
+    started: Instant,
+    traced: Option<TracedCall>,
+    outcome: Result<CallOutcome, CallError>,
+) -> Result<Value, ErrorData> {
+    record(gateway.metrics(), name, started, &outcome);
+    if let Some(traced) = traced {
+        traced.end(&outcome);
+    }
+    call_value(outcome)
+}
+
+/// Passes the upstream task `task` through to the client: the gateway's task (its
+/// `CreateTaskResult` as MCP JSON), and the call that awaits its result upstream (with
+/// `options`, the caller's) goes on in [`crate::tasks`], its questions put as the task's, as
+/// the client declared it can answer.
+async fn pass_task(
+    gateway: &Gateway,
+    name: &str,
+    task: TaskHandle,
+    capabilities: ClientCapabilities,
+    options: CallOptions,
+    traced: Option<TracedCall>,
+    started: Instant,
+) -> Result<Value, ErrorData> {
+    let (host, follower) = (gateway.host().clone(), gateway.clone());
+    let (server, upstream) = (task.server.clone(), task.id().to_owned());
+    // The task is its caller's (the inbound subject; none without OAuth).
+    let owner = options.user.clone();
+    let tool = name.to_owned();
+    let running = gateway
+        .rounds()
+        .start(&format!("tools/call {name}"), move |asker, progress| {
+            async move {
+                let options = CallOptions {
+                    interaction: Some(crate::forward::forwarding_interaction(&capabilities, asker)),
+                    progress: Some(progress),
+                    ..options
+                };
+                let outcome = host.task_result(&task, options).await;
+                finished(&follower, &tool, started, traced, outcome)
+            }
+            .boxed()
+        });
+    gateway
+        .tasks()
+        .begin(gateway.host(), owner, &server, &upstream, running)
+        .await
+}
+
+/// [`Host::call`](switchboard::Host::call) (or with `start_task`,
+/// [`Host::start_task`](switchboard::Host::start_task)); when the caller must first log in to
+/// the tool's per-user server, the login ([`crate::logins::log_in`]) and the call once more —
+/// or, as the `Err`, the error that tells the client where to log in.
 async fn call_with_login(
     gateway: &Gateway,
     name: &str,
     arguments: Map<String, Value>,
     options: CallOptions,
     url_mode: bool,
-) -> Result<Result<CallOutcome, CallError>, ErrorData> {
+    start_task: bool,
+) -> Result<Result<Started, CallError>, ErrorData> {
     let host = gateway.host();
+    let call = async |arguments, options| {
+        if start_task {
+            host.start_task(name, arguments, options).await
+        } else {
+            host.call(name, arguments, options).await.map(Started::Done)
+        }
+    };
     // Kept for a second try only where a login may come between (no copy on other calls).
     let per_user =
         switchboard::QualifiedName::split(name).is_some_and(|(server, _)| host.is_per_user(server));
     if !per_user {
-        return Ok(host.call(name, arguments, options).await);
+        return Ok(call(arguments, options).await);
     }
-    let outcome = host.call(name, arguments.clone(), options.clone()).await;
+    let outcome = call(arguments.clone(), options.clone()).await;
     let Some((server, _)) = outcome.as_ref().err().and_then(CallError::needs_user_login) else {
         return Ok(outcome);
     };
@@ -298,13 +382,13 @@ async fn call_with_login(
         Some(name),
     )
     .await?;
-    Ok(host.call(name, arguments, options).await)
+    Ok(call(arguments, options).await)
 }
 
 /// What the host's pipeline decided about a call, by its outcome: a permission rule or hook
 /// that refused it (named by its pattern or where it is written, never by what it printed), a
 /// held tool, or let through.
-fn decision(outcome: &Result<CallOutcome, CallError>) -> Decision {
+fn decision(outcome: &Result<Started, CallError>) -> Decision {
     use switchboard::permissions::Denied;
     match outcome {
         Err(CallError::Denied(denied)) => Decision::Denied {

@@ -89,7 +89,8 @@ pub(crate) struct Link {
     /// The client's name (`clientInfo.name`), which permission rules and hooks see.
     client: String,
     capabilities: ClientCapabilities,
-    /// The client's protocol version is 2026-07-28 or later: its calls are rmcp's (rounds).
+    /// The client's protocol version is 2026-07-28 or later (its calls are asked in rounds),
+    /// or it declared the tasks extension (its calls may become tasks): its calls are rmcp's.
     modern: bool,
     /// When a call here last told rmcp's idle clock, in ms since [`Fast::epoch`].
     touched: AtomicU64,
@@ -100,7 +101,8 @@ impl Link {
         Link {
             client: init.client_info.name.clone(),
             capabilities: init.capabilities.clone(),
-            modern: init.protocol_version.as_str() >= ProtocolVersion::V_2026_07_28.as_str(),
+            modern: init.protocol_version.as_str() >= ProtocolVersion::V_2026_07_28.as_str()
+                || init.capabilities.supports_tasks(),
             touched: AtomicU64::new(0),
         }
     }

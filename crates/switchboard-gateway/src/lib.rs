@@ -42,6 +42,7 @@ mod sessions;
 mod skills;
 mod status_page;
 mod subscribed;
+mod tasks;
 mod trace;
 
 // What the CLI (`switchboard serve`), the tests and the benches use; the modules stay private.
@@ -67,6 +68,7 @@ pub use rounds::Rounds;
 pub use rules::ToolFilter;
 pub use session::Session;
 pub use sessions::SessionLimits;
+pub use tasks::Tasks;
 pub use trace::{TraceError, Traces};
 
 use std::sync::Arc;
@@ -130,6 +132,8 @@ struct Inner {
     names: names::ToolNames,
     /// The calls of 2026-07-28 clients that wait for their answers.
     rounds: rounds::Rounds,
+    /// The tasks passed through to clients that declared the tasks extension.
+    tasks: tasks::Tasks,
     /// Calls, errors and latencies, for `/metrics` and the status page.
     metrics: metrics::Metrics,
     /// Where spans go (`--otlp-endpoint`), once set.
@@ -202,6 +206,7 @@ impl Gateway {
                 prefix,
                 names: names::ToolNames::default(),
                 rounds: rounds::Rounds::default(),
+                tasks: tasks::Tasks::default(),
                 metrics,
                 traces: std::sync::OnceLock::new(),
                 cluster: std::sync::OnceLock::new(),
@@ -493,6 +498,11 @@ impl Gateway {
     /// The calls of 2026-07-28 clients that wait for their answers.
     pub fn rounds(&self) -> &rounds::Rounds {
         &self.inner.rounds
+    }
+
+    /// The tasks passed through to clients that declared the tasks extension.
+    pub fn tasks(&self) -> &tasks::Tasks {
+        &self.inner.tasks
     }
 
     /// A handler for one new downstream session.

@@ -158,7 +158,7 @@ impl Rounds {
         &self,
         state: &str,
         what: &str,
-        mut answers: InputResponses,
+        answers: InputResponses,
     ) -> Result<Running, ErrorData> {
         let mut parked = self.parked.lock();
         let Some(mut running) = parked.remove(state) else {
@@ -183,15 +183,7 @@ impl Rounds {
             return Err(error);
         }
         drop(parked);
-        for (key, answer) in running.waiting.drain() {
-            match answers.remove(&key) {
-                Some(value) => {
-                    let _ = answer.send(value);
-                }
-                // Dropping the sender tells the question it got no answer.
-                None => tracing::debug!(what, key, "the client sent no answer to an input request"),
-            }
-        }
+        running.answer(answers);
         Ok(running)
     }
 
@@ -205,40 +197,22 @@ impl Rounds {
         cancelled: CancellationToken,
     ) -> Result<Step, ErrorData> {
         loop {
-            tokio::select! {
+            let turn = tokio::select! {
                 () = cancelled.cancelled() => {
                     return Err(ErrorData::internal_error("cancelled by the client", None));
                 }
-                Some(progress) = running.progress.recv() => {
-                    send_progress(&progress_to, progress).await;
+                turn = running.turn() => turn,
+            };
+            match turn {
+                Turn::Progress(progress) => send_progress(&progress_to, progress).await,
+                Turn::Done(result) => {
+                    // Every progress notification goes out before the result.
+                    while let Ok(progress) = running.progress.try_recv() {
+                        send_progress(&progress_to, progress).await;
+                    }
+                    return result.map(Step::Done);
                 }
-                event = running.events.recv() => match event {
-                    Some(Event::Done(result)) => {
-                        // Every progress notification goes out before the result.
-                        while let Ok(progress) = running.progress.try_recv() {
-                            send_progress(&progress_to, progress).await;
-                        }
-                        return result.map(Step::Done);
-                    }
-                    Some(Event::Ask(request, answer)) => {
-                        let mut requests = InputRequests::new();
-                        running.add(&mut requests, request, answer);
-                        // Questions asked together go out in one round.
-                        while let Ok(event) = running.events.try_recv() {
-                            match event {
-                                Event::Ask(request, answer) => running.add(&mut requests, request, answer),
-                                Event::Done(result) => return result.map(Step::Done),
-                            }
-                        }
-                        return self.park(running, requests);
-                    }
-                    None => {
-                        return Err(ErrorData::internal_error(
-                            format!("`{}` stopped without a result", running.what),
-                            None,
-                        ));
-                    }
-                },
+                Turn::Asked(requests) => return self.park(running, requests),
             }
         }
     }
@@ -310,7 +284,67 @@ fn expire(parked: &Weak<Mutex<HashMap<String, Running>>>, state: &str) {
     }
 }
 
+/// What a running request did next ([`Running::turn`]).
+#[derive(Debug)]
+pub(crate) enum Turn {
+    /// It made progress.
+    Progress(Progress),
+    /// It asks these questions (asked together, one round): [`Running::answer`] answers them.
+    Asked(InputRequests),
+    /// It ended, with its result as MCP JSON.
+    Done(Result<Value, ErrorData>),
+}
+
 impl Running {
+    /// Waits for the request's next progress, questions or result: the questions it asks
+    /// together come as one [`Turn::Asked`].
+    pub(crate) async fn turn(&mut self) -> Turn {
+        tokio::select! {
+            Some(progress) = self.progress.recv() => Turn::Progress(progress),
+            event = self.events.recv() => match event {
+                Some(Event::Done(result)) => Turn::Done(result),
+                Some(Event::Ask(request, answer)) => {
+                    let mut requests = InputRequests::new();
+                    self.add(&mut requests, request, answer);
+                    while let Ok(event) = self.events.try_recv() {
+                        match event {
+                            Event::Ask(request, answer) => self.add(&mut requests, request, answer),
+                            Event::Done(result) => return Turn::Done(result),
+                        }
+                    }
+                    Turn::Asked(requests)
+                }
+                None => Turn::Done(Err(ErrorData::internal_error(
+                    format!("`{}` stopped without a result", self.what),
+                    None,
+                ))),
+            },
+        }
+    }
+
+    /// Whether `key` names a question of the last round that waits for its answer.
+    pub(crate) fn waits_for(&self, key: &str) -> bool {
+        self.waiting.contains_key(key)
+    }
+
+    /// Gives the last round's questions their answers, by key; a question left without one
+    /// learns it got none.
+    pub(crate) fn answer(&mut self, mut answers: InputResponses) {
+        for (key, answer) in self.waiting.drain() {
+            match answers.remove(&key) {
+                Some(value) => {
+                    let _ = answer.send(value);
+                }
+                // Dropping the sender tells the question it got no answer.
+                None => tracing::debug!(
+                    what = self.what,
+                    key,
+                    "the client sent no answer to an input request"
+                ),
+            }
+        }
+    }
+
     fn add(
         &mut self,
         requests: &mut InputRequests,

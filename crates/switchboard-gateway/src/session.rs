@@ -577,7 +577,7 @@ impl Session {
                 },
             )
             .await?;
-        respond::<CallToolResult, _>(step, &name)
+        respond_call(step, &name)
     }
 
     /// A tool call by the name the client used (directly, or through the search mode's call
@@ -589,7 +589,7 @@ impl Session {
     ) -> Result<CallToolResponse, ErrorData> {
         let identity = Identity::of_request(&context.extensions);
         let caller = self.caller(&context);
-        let call = crate::call::resolve(
+        let mut call = crate::call::resolve(
             &self.gateway,
             &request.name,
             request.arguments.unwrap_or_default(),
@@ -598,6 +598,13 @@ impl Session {
             request.request_state.is_some(),
         )
         .await?;
+        // A client that declared the tasks extension gets a task the upstream makes passed
+        // through (`crate::tasks`); the others get its result.
+        if let Some(capabilities) = context.client_capabilities()
+            && capabilities.supports_tasks()
+        {
+            call.as_task = Some(Box::new(capabilities));
+        }
         if speaks_rounds(&context) {
             return self
                 .call_in_rounds(
@@ -646,7 +653,7 @@ impl Session {
             // the call is over; bounded all the same).
             let _ = tokio::time::timeout(PROGRESS_DRAIN, task).await;
         }
-        respond::<CallToolResult, _>(Step::Done(answer?), &name)
+        respond_call(Step::Done(answer?), &name)
     }
 
     /// The span of a client request other than a call (when traces are exported).
@@ -871,6 +878,18 @@ where
     })
 }
 
+/// A call's answer: as [`respond`], or the task the gateway made of it ([`crate::tasks`]).
+fn respond_call(step: Step, name: &str) -> Result<CallToolResponse, ErrorData> {
+    match step {
+        Step::Done(result) if result.get("resultType") == Some(&json!("task")) => {
+            let task: rmcp::model::CreateTaskResult =
+                serde_json::from_value(result).map_err(|e| invalid_result(name, e))?;
+            Ok(CallToolResponse::Task(task))
+        }
+        step => respond::<CallToolResult, _>(step, name),
+    }
+}
+
 /// Whether the request's client speaks 2026-07-28, which is asked in input rounds.
 fn speaks_rounds(context: &RequestContext<RoleServer>) -> bool {
     context
@@ -995,6 +1014,10 @@ impl ServerHandler for Session {
         let servers = self.gateway.host().servers();
         let mut capabilities = capabilities;
         capabilities.extensions = crate::apps::answered(self.gateway.host(), &servers, None);
+        // What rmcp checks `tasks/*` requests against: always, as a task may be asked about
+        // while its server reconnects, and through a replica that did not make it (a client
+        // is told of the extension only where its servers make tasks: `initialize`).
+        crate::apps::declare_tasks(&mut capabilities.extensions);
         let mut instructions = String::from(match self.gateway.prefix() {
             Prefix::Always => {
                 "Switchboard: the tools of every configured MCP server, named mcp__<server>__<tool>."
@@ -1214,6 +1237,53 @@ impl ServerHandler for Session {
                 .await;
         }
         self.call_named(request, context).await
+    }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
+        let subject = Identity::of_request(&context.extensions).map(|i| i.subject.clone());
+        let task = self
+            .gateway
+            .tasks()
+            .get(
+                self.gateway.host().store(),
+                &request.task_id,
+                subject.as_deref(),
+            )
+            .await?;
+        Ok(rmcp::model::GetTaskResult::new(task))
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let subject = Identity::of_request(&context.extensions).map(|i| i.subject.clone());
+        self.gateway
+            .tasks()
+            .update(
+                self.gateway.host().store(),
+                &request.task_id,
+                subject.as_deref(),
+                request.input_responses,
+            )
+            .await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let subject = Identity::of_request(&context.extensions).map(|i| i.subject.clone());
+        self.gateway
+            .tasks()
+            .cancel(self.gateway.host(), &request.task_id, subject.as_deref())
+            .await
     }
 
     async fn list_resources(

@@ -153,6 +153,8 @@ struct Recorder {
     name: &'static str,
     /// Speaks 2026-07-28 (and, when it answers questions, offers its roots too).
     modern: bool,
+    /// Declares the tasks extension (SEP-2663).
+    tasks: bool,
 }
 
 impl ClientHandler for Recorder {
@@ -169,6 +171,15 @@ impl ClientHandler for Recorder {
                 .enable_elicitation()
                 .enable_sampling()
                 .build();
+        }
+        if self.tasks {
+            capabilities
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert(
+                    rmcp::model::TASKS_EXTENSION_ID.to_owned(),
+                    Default::default(),
+                );
         }
         client_config(self.name, capabilities, self.modern)
     }
@@ -258,6 +269,17 @@ async fn connect_as(
     elicitation: bool,
     modern: bool,
 ) -> (Client, mpsc::UnboundedReceiver<Seen>) {
+    connect_declaring(url, name, elicitation, modern, false).await
+}
+
+/// [`connect_as`], declaring the tasks extension when `tasks` says so.
+async fn connect_declaring(
+    url: &str,
+    name: &'static str,
+    elicitation: bool,
+    modern: bool,
+    tasks: bool,
+) -> (Client, mpsc::UnboundedReceiver<Seen>) {
     let (seen, rx) = mpsc::unbounded_channel();
     let transport = StreamableHttpClientTransport::from_config(
         StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(TOKEN),
@@ -267,6 +289,7 @@ async fn connect_as(
         elicitation,
         name,
         modern,
+        tasks,
     };
     let client = if modern {
         let lifecycle = ClientLifecycleMode::Discover {
@@ -1767,6 +1790,72 @@ async fn a_downstream_cancel_cancels_the_upstream_call() {
         .unwrap();
     assert!(text_of(&fine).contains("after"));
     a.cancel().await.unwrap();
+}
+
+/// Over HTTP, a client that declared the tasks extension (in either generation) is answered
+/// with the gateway's task for server-everything's task tool and follows it with `tasks/get`
+/// to its result; a client that did not is answered with the result itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_is_passed_through_to_the_clients_that_declared_tasks_and_run_for_the_rest() {
+    let everything = std::env::var("SWITCHBOARD_PARTNER_EVERYTHING").expect(
+        "SWITCHBOARD_PARTNER_EVERYTHING is not set: run the tests with `bash scripts/test.sh`",
+    );
+    let (_tree, _host, url) = gateway(
+        json!({"everything": {"command": everything}}),
+        json!({"allow": ["mcp__everything"]}),
+    )
+    .await;
+    let research = || {
+        call(
+            "mcp__everything__simulate-research-query",
+            json!({"topic": "rust"}),
+        )
+    };
+    let report = |result: &rmcp::model::CallToolResult| {
+        assert!(
+            text_of(result).contains("# Research Report: rust"),
+            "{}",
+            text_of(result)
+        );
+    };
+    for modern in [false, true] {
+        let (client, _seen) = connect_declaring(&url, "tasks", false, modern, true).await;
+        let extensions = client.peer_info().unwrap().capabilities.extensions.clone();
+        assert!(
+            extensions.is_some_and(|e| e.contains_key(rmcp::model::TASKS_EXTENSION_ID)),
+            "modern {modern}: the gateway did not declare tasks"
+        );
+        let answer = client.call_tool_once(research()).await.unwrap();
+        let rmcp::model::CallToolResponse::Task(created) = answer else {
+            panic!("modern {modern}: not a task: {answer:?}");
+        };
+        let id = created.task.task_id.clone();
+        assert!(id.starts_with("task-"), "{id}");
+        let done = tokio::time::timeout(WAIT, async {
+            loop {
+                let got = client
+                    .get_task(rmcp::model::GetTaskParams::new(&id))
+                    .await
+                    .unwrap();
+                if got.task.status().is_terminal() {
+                    return got.task;
+                }
+                // The client's own polling, at the interval the task suggests.
+                let interval = got.task.task.poll_interval_ms.unwrap_or(500).min(1000);
+                tokio::time::sleep(Duration::from_millis(interval)).await;
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("modern {modern}: the task did not end"));
+        let rmcp::model::TaskPayload::Completed { result } = done.payload else {
+            panic!("modern {modern}: {done:?}");
+        };
+        report(&serde_json::from_value(Value::Object(result)).unwrap());
+        client.cancel().await.unwrap();
+    }
+    let (plain, _seen) = connect(&url, "plain", false).await;
+    report(&plain.call_tool(research()).await.unwrap());
+    plain.cancel().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,7 +8,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::CallToolRequestParams;
+use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -52,6 +52,8 @@ struct Options {
     prefix: Prefix,
     /// Seal session ids under [`CLUSTER_SECRET`], as a replica.
     cluster: bool,
+    /// The upstream servers (default: the testkit server `kit`).
+    servers: Option<Value>,
 }
 
 impl Default for Options {
@@ -65,6 +67,7 @@ impl Default for Options {
             refetch: None,
             prefix: Prefix::Always,
             cluster: false,
+            servers: None,
         }
     }
 }
@@ -88,7 +91,9 @@ async fn setup(options: Options) -> Setup {
     let auth = TestServer::start(Transport::Http, ["--oauth", "--oauth-jwt"]).unwrap();
     let issuer = auth.url().trim_end_matches("/mcp").to_owned();
     let tree = ConfigTree::new().unwrap();
-    let servers = json!({"kit": {"command": switchboard_testkit::server_bin(), "args": []}});
+    let servers = options.servers.clone().unwrap_or_else(
+        || json!({"kit": {"command": switchboard_testkit::server_bin(), "args": []}}),
+    );
     let host = settled(
         servers_builder(&tree, servers).interaction(switchboard_gateway::upstream_interaction()),
     )
@@ -202,6 +207,26 @@ impl Setup {
             StreamableHttpClientTransportConfig::with_uri(self.url.clone()).auth_header(token),
         );
         ().serve(transport).await.unwrap()
+    }
+}
+
+impl Setup {
+    /// A client of `subject` that declares the tasks extension.
+    async fn tasks_client_of(&self, subject: &str) -> RunningService<RoleClient, ClientConfig> {
+        let token = self.token(subject, "").await;
+        let transport = StreamableHttpClientTransport::from_config(
+            StreamableHttpClientTransportConfig::with_uri(self.url.clone()).auth_header(token),
+        );
+        let mut capabilities = ClientCapabilities::default();
+        capabilities
+            .extensions
+            .get_or_insert_with(Default::default)
+            .insert(
+                rmcp::model::TASKS_EXTENSION_ID.to_owned(),
+                Default::default(),
+            );
+        let config = ClientConfig::new(capabilities, Implementation::new(subject, "1"));
+        config.serve(transport).await.unwrap()
     }
 }
 
@@ -754,4 +779,65 @@ async fn a_rule_on_the_served_name_holds_for_a_call_by_the_qualified_name() {
     }
     assert_eq!(setup.gateway.metrics().server_calls("kit").calls, 0);
     guest.cancel().await.unwrap();
+}
+
+/// A task the gateway passed through belongs to the subject that made it: another subject's
+/// `tasks/get`, `tasks/update` and `tasks/cancel` are told there is no such task, and the
+/// task goes on for its owner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_passed_through_task_is_only_its_subjects() {
+    let everything = std::env::var("SWITCHBOARD_PARTNER_EVERYTHING").expect(
+        "SWITCHBOARD_PARTNER_EVERYTHING is not set: run the tests with `bash scripts/test.sh`",
+    );
+    let setup = setup(Options {
+        servers: Some(json!({"everything": {"command": everything, "args": ["stdio"]}})),
+        ..Options::default()
+    })
+    .await;
+    let alice = setup.tasks_client_of("alice").await;
+    let bob = setup.tasks_client_of("bob").await;
+    let research = call(
+        "mcp__everything__simulate-research-query",
+        json!({"topic": "rust"}),
+    );
+    let rmcp::model::CallToolResponse::Task(created) =
+        alice.call_tool_once(research).await.unwrap()
+    else {
+        panic!("not a task");
+    };
+    let id = created.task.task_id;
+    let refused = |e: rmcp::ServiceError| {
+        let text = e.to_string();
+        assert!(text.contains(&format!("no task `{id}`")), "{text}");
+    };
+    refused(
+        bob.get_task(rmcp::model::GetTaskParams::new(&id))
+            .await
+            .unwrap_err(),
+    );
+    refused(
+        bob.cancel_task(rmcp::model::CancelTaskParams::new(&id))
+            .await
+            .unwrap_err(),
+    );
+    refused(
+        bob.update_task(rmcp::model::UpdateTaskParams::new(&id, Default::default()))
+            .await
+            .unwrap_err(),
+    );
+    let got = alice
+        .get_task(rmcp::model::GetTaskParams::new(&id))
+        .await
+        .unwrap();
+    assert_ne!(got.task.status(), rmcp::model::TaskStatus::Cancelled);
+    alice
+        .cancel_task(rmcp::model::CancelTaskParams::new(&id))
+        .await
+        .unwrap();
+    let got = alice
+        .get_task(rmcp::model::GetTaskParams::new(&id))
+        .await
+        .unwrap();
+    assert_eq!(got.task.status(), rmcp::model::TaskStatus::Cancelled);
+    drop(setup);
 }

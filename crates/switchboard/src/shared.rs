@@ -10,7 +10,8 @@
 //! bounded poll), `needs-auth:<server>` (expiring with the memory's TTL),
 //! `lists:<server>:<hash>` (kept lists), `session:<key>` and `session-ended:<key>` (a gateway
 //! client's session record, [`SharedStore::session_record`]: a Redis hash of fields, and the
-//! mark a `DELETE` leaves); the channel `switchboard:events` carries announcements (the server,
+//! mark a `DELETE` leaves), `task:<key>` (a task the gateway passed through to a client,
+//! [`SharedStore::task`]); the channel `switchboard:events` carries announcements (the server,
 //! its entry hash, what changed) and session notes (a session's key and a note the gateway
 //! wrote), each with the sending process's random id so a replica skips its own. One task per
 //! store subscribes to it, for both.
@@ -251,6 +252,21 @@ impl SharedStore {
         match *self.inner {}
     }
 
+    /// Keeps a gateway task's record under `key` for `ttl`, unless the one kept says it ended.
+    pub async fn put_task(
+        &self,
+        _key: &str,
+        _record: String,
+        _ttl: Duration,
+    ) -> Result<bool, StoreError> {
+        match *self.inner {}
+    }
+
+    /// The gateway task record kept under `key`, if any.
+    pub async fn task(&self, _key: &str) -> Result<Option<String>, StoreError> {
+        match *self.inner {}
+    }
+
     pub(crate) async fn lock(
         &self,
         _name: &str,
@@ -295,8 +311,6 @@ impl Drop for SharedLock {
     }
 }
 
-/// Deletes the lock only when it still holds this holder's token.
-#[cfg(feature = "redis")]
 /// GCRA (the generic cell rate algorithm, a token bucket kept as one time): `KEYS[1]` holds the
 /// theoretical arrival time in microseconds of Redis' clock; `ARGV[1]` the microseconds between
 /// requests, `ARGV[2]` the burst. Returns 0 when the request is let in (and moves the time on),
@@ -315,6 +329,19 @@ local new = tat + every
 redis.call('SET', KEYS[1], string.format('%d', new), 'PX', math.ceil((new - now) / 1000) + 1)
 return 0";
 
+/// Sets a task's record (`ARGV[1]`, expiring in `ARGV[2]` ms) unless the one kept ended.
+#[cfg(feature = "redis")]
+const TASK_SCRIPT: &str = "\
+local old = redis.call('GET', KEYS[1])
+if old then
+  local ok, kept = pcall(cjson.decode, old)
+  if ok and kept['ended'] == true then return 0 end
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1";
+
+/// Deletes the lock only when it still holds this holder's token.
+#[cfg(feature = "redis")]
 const UNLOCK_SCRIPT: &str = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
 
 /// A write nobody waits for, done in order by the writer task.
@@ -733,6 +760,39 @@ impl SharedStore {
             .await
             .map_err(|e| self.error(e))?;
         Ok((wait > 0).then(|| Duration::from_micros(wait.unsigned_abs())))
+    }
+
+    /// Keeps a gateway task's record (JSON the gateway wrote) under `task:<key>` for `ttl`,
+    /// replacing the one before, unless that one says the task ended (its `ended` member is
+    /// true: a replica cancelled it): then nothing is written and the answer is `false`. `key`
+    /// is a hash of the task's id ([`SharedStore::session_key`]): the id opens the task.
+    pub async fn put_task(
+        &self,
+        key: &str,
+        record: String,
+        ttl: Duration,
+    ) -> Result<bool, StoreError> {
+        let mut conn = self.inner.conn.clone();
+        let written: i64 = redis::cmd("EVAL")
+            .arg(TASK_SCRIPT)
+            .arg(1)
+            .arg(format!("{PREFIX}task:{key}"))
+            .arg(record)
+            .arg(millis(ttl))
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| self.error(e))?;
+        Ok(written == 1)
+    }
+
+    /// The gateway task record kept under `task:<key>`, if any.
+    pub async fn task(&self, key: &str) -> Result<Option<String>, StoreError> {
+        let mut conn = self.inner.conn.clone();
+        redis::cmd("GET")
+            .arg(format!("{PREFIX}task:{key}"))
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| self.error(e))
     }
 
     /// Waits at most `wait` until this store hears the other replicas (its subscription is
