@@ -368,21 +368,16 @@ async fn call_with_login(
     if !per_user {
         return Ok(call(arguments, options).await);
     }
-    let outcome = call(arguments.clone(), options.clone()).await;
-    let Some((server, _)) = outcome.as_ref().err().and_then(CallError::needs_user_login) else {
-        return Ok(outcome);
-    };
-    let server = server.to_owned();
-    crate::logins::log_in(
-        gateway,
-        &server,
-        options.user.as_deref(),
-        options.interaction.as_ref(),
+    let caller = crate::logins::Caller {
+        user: options.user.as_deref(),
+        interaction: options.interaction.as_ref(),
         url_mode,
-        Some(name),
-    )
-    .await?;
-    Ok(call(arguments, options).await)
+        tool: Some(name),
+    };
+    crate::logins::retry_after_login(gateway, caller, CallError::needs_user_login, || {
+        call(arguments.clone(), options.clone())
+    })
+    .await
 }
 
 /// What the host's pipeline decided about a call, by its outcome: a permission rule or hook

@@ -47,6 +47,51 @@ pub(crate) fn takes_url(capabilities: Option<&ClientCapabilities>) -> bool {
         .is_some_and(|e| e.url.is_some())
 }
 
+/// Runs `attempt` (a request made for the caller `user`, its questions to `interaction`); when
+/// it failed because the caller must first log in to a per-user server (`needs_login` names
+/// it), the login ([`log_in`]; `tool` is named on the page) and `attempt` once more. The `Err`
+/// is the error that tells the client where to log in, or why it cannot.
+pub(crate) async fn retry_after_login<T, E, Fut>(
+    gateway: &Gateway,
+    caller: Caller<'_>,
+    needs_login: impl Fn(&E) -> Option<(&str, Option<&str>)>,
+    mut attempt: impl FnMut() -> Fut,
+) -> Result<Result<T, E>, ErrorData>
+where
+    Fut: std::future::Future<Output = Result<T, E>>,
+{
+    let outcome = attempt().await;
+    let Some(server) = outcome
+        .as_ref()
+        .err()
+        .and_then(&needs_login)
+        .map(|(server, _)| server.to_owned())
+    else {
+        return Ok(outcome);
+    };
+    let Caller {
+        user,
+        interaction,
+        url_mode,
+        tool,
+    } = caller;
+    log_in(gateway, &server, user, interaction, url_mode, tool).await?;
+    Ok(attempt().await)
+}
+
+/// Who a request that may need a login is made for ([`retry_after_login`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Caller<'a> {
+    /// The caller's subject (OAuth).
+    pub(crate) user: Option<&'a str>,
+    /// Where the request's questions go: the login page is put to it.
+    pub(crate) interaction: Option<&'a Interaction>,
+    /// The client takes URL-mode elicitation.
+    pub(crate) url_mode: bool,
+    /// The tool called, named on the page.
+    pub(crate) tool: Option<&'a str>,
+}
+
 /// How a caller who has no tokens for `server` logs in: the page opened through `elicitor`
 /// (when the client takes URL elicitation) and the login waited for — `Ok(())`, the request
 /// may run again — or the error the client gets (the URL in it, or why there is none).

@@ -1395,27 +1395,19 @@ impl ServerHandler for Session {
                                 ..RequestOptions::default()
                             };
                             let host = gateway.host();
-                            let mut read = host
-                                .read_resource(&server, &original, options.clone())
-                                .await;
-                            if read
-                                .as_ref()
-                                .err()
-                                .and_then(HostError::needs_user_login)
-                                .is_some()
-                            {
-                                // The caller logs in to this per-user server first.
-                                crate::logins::log_in(
-                                    &gateway,
-                                    &server,
-                                    options.user.as_deref(),
-                                    options.interaction.as_ref(),
-                                    url_mode,
-                                    None,
-                                )
-                                .await?;
-                                read = host.read_resource(&server, &original, options).await;
-                            }
+                            let caller = crate::logins::Caller {
+                                user: options.user.as_deref(),
+                                interaction: options.interaction.as_ref(),
+                                url_mode,
+                                tool: None,
+                            };
+                            let read = crate::logins::retry_after_login(
+                                &gateway,
+                                caller,
+                                HostError::needs_user_login,
+                                || host.read_resource(&server, &original, options.clone()),
+                            )
+                            .await?;
                             let mut result = read.map_err(failure)?.result;
                             if let Some(Value::Array(contents)) = result.get_mut("contents") {
                                 for item in contents {
@@ -1646,28 +1638,20 @@ impl ServerHandler for Session {
                                 ..RequestOptions::default()
                             };
                             let host = gateway.host();
-                            let got = host
-                                .get_prompt(&prompt, arguments.clone(), options.clone())
-                                .await;
-                            match got.as_ref().err().and_then(HostError::needs_user_login) {
-                                Some((server, _)) => {
-                                    // The caller logs in to this per-user server first.
-                                    let server = server.to_owned();
-                                    crate::logins::log_in(
-                                        &gateway,
-                                        &server,
-                                        options.user.as_deref(),
-                                        options.interaction.as_ref(),
-                                        url_mode,
-                                        None,
-                                    )
-                                    .await?;
-                                    host.get_prompt(&prompt, arguments, options)
-                                        .await
-                                        .map_err(failure)
-                                }
-                                None => got.map_err(failure),
-                            }
+                            let caller = crate::logins::Caller {
+                                user: options.user.as_deref(),
+                                interaction: options.interaction.as_ref(),
+                                url_mode,
+                                tool: None,
+                            };
+                            crate::logins::retry_after_login(
+                                &gateway,
+                                caller,
+                                HostError::needs_user_login,
+                                || host.get_prompt(&prompt, arguments.clone(), options.clone()),
+                            )
+                            .await?
+                            .map_err(failure)
                         }
                         .boxed()
                     },
