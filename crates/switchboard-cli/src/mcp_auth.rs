@@ -78,6 +78,18 @@ pub(crate) async fn login(
 ) -> anyhow::Result<ExitCode> {
     let loaded = ctx.load();
     let entry = entry(&loaded, name)?;
+    // A shared login would never be used: the gateway calls such a server with each
+    // caller's own tokens, got by the caller's own login through it.
+    if let Ok(config) = &entry.config
+        && config.transport.oauth_remote().is_some_and(|r| r.per_user)
+    {
+        bail!(
+            "server `{name}` takes each caller's own login (`\"credentials\": \"per-user\"` in {}): \
+             `switchboard serve` asks each caller to log in on their first call; a login here \
+             would never be used",
+            entry.origin
+        );
+    }
     let store = shared(store).await?;
     let authorizer = authorizer(ctx, entry, store.as_ref())?;
     authorizer.login().await.map_err(|e| {

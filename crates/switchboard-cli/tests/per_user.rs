@@ -525,3 +525,19 @@ async fn with_token_exchange_each_caller_gets_their_own_token_without_a_login() 
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// `mcp login` on a per-user server is refused, naming the server and the file that says so:
+/// the gateway calls it with each caller's own tokens, so a shared login would never be used.
+#[test]
+fn mcp_login_refuses_a_per_user_server() {
+    let tree = team_tree("http://127.0.0.1:9/mcp");
+    let args = ["mcp", "login", "team"];
+    let out = cli::run(env!("CARGO_BIN_EXE_switchboard"), &tree, &args);
+    let stderr = cli::failed(&tree, &args, &out);
+    assert!(stderr.contains("server `team`"), "{stderr}");
+    assert!(stderr.contains("per-user"), "{stderr}");
+    assert!(
+        stderr.contains("/.config/switchboard/mcp.json"),
+        "the file is not named: {stderr}"
+    );
+}
