@@ -10,7 +10,8 @@
 //! replicas' store uses).
 //!
 //! A request never waits for the log: its line goes into a bounded channel that one thread
-//! drains to the file. When the channel is full the line is dropped and counted
+//! drains to the file, woken by a line and then gathering what comes in the next 20 ms, so that
+//! one wake-up and one write serve many requests. When the channel is full the line is dropped and counted
 //! (`switchboard_audit_dropped_total`), and the next line written is preceded by one that says
 //! how many were lost (`"event": "dropped"`). Past `--audit-max-bytes` the file is renamed to
 //! `PATH.1` (replacing the one before) and a new one begun. A replica's lines name it
@@ -34,6 +35,11 @@ const QUEUE: usize = 4096;
 
 /// How much the writer gathers before it writes, while lines keep coming.
 const WRITE_AT: usize = 64 * 1024;
+
+/// How long the writer, woken by a line, lets more come before it writes them out together: a
+/// line reaches the file within about this long, and a request's line costs no wake-up of the
+/// writer and no write of its own.
+const LINGER: Duration = Duration::from_millis(20);
 
 /// How large the file grows before it is rotated, unless `--audit-max-bytes` says otherwise.
 pub const DEFAULT_MAX_BYTES: u64 = 100 * 1024 * 1024;
@@ -459,12 +465,15 @@ struct Writer {
 }
 
 impl Writer {
-    /// Writes lines until every sender is gone, writing out whenever none is waiting.
+    /// Writes lines until every sender is gone: woken by a line, it waits [`LINGER`] for more,
+    /// then writes out what came (sooner past [`WRITE_AT`] bytes).
     fn run(mut self, lines: std::sync::mpsc::Receiver<Message>) {
         if let Sink::File { file, .. } = &self.sink {
             self.written = file.metadata().map(|m| m.len()).unwrap_or(0);
         }
         let mut next = lines.recv().ok();
+        // Whether the writer waited [`LINGER`] since it last wrote out.
+        let mut lingered = false;
         while let Some(message) = next {
             match message {
                 Message::Line(line) => {
@@ -488,9 +497,21 @@ impl Writer {
             }
             next = match lines.try_recv() {
                 Ok(message) => Some(message),
-                Err(std::sync::mpsc::TryRecvError::Empty) => {
+                Err(std::sync::mpsc::TryRecvError::Empty) if lingered => {
+                    lingered = false;
                     self.write_out();
                     lines.recv().ok()
+                }
+                Err(std::sync::mpsc::TryRecvError::Empty) => {
+                    // The lines that come meanwhile wait in the queue, waking no one: one wake
+                    // and one write for all of them, not one for each request.
+                    std::thread::sleep(LINGER);
+                    lingered = true;
+                    lines.try_recv().ok().or_else(|| {
+                        self.write_out();
+                        lingered = false;
+                        lines.recv().ok()
+                    })
                 }
                 Err(std::sync::mpsc::TryRecvError::Disconnected) => None,
             };
