@@ -255,7 +255,7 @@ impl ClientHandler for ClientSide {
         request: ElicitRequestParams,
         context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        let route = self.asker.route(&origin(&context));
+        let route = self.asker.route_waiting(&origin(&context)).await;
         self.asker
             .elicit(&route, request)
             .await
@@ -267,7 +267,7 @@ impl ClientHandler for ClientSide {
         params: CreateMessageRequestParams,
         context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        let route = self.asker.route(&origin(&context));
+        let route = self.asker.route_waiting(&origin(&context)).await;
         self.asker
             .sample(&route, params)
             .await
@@ -278,7 +278,7 @@ impl ClientHandler for ClientSide {
         &self,
         context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
-        let route = self.asker.route(&origin(&context));
+        let route = self.asker.route_waiting(&origin(&context)).await;
         Ok(self.asker.roots(&route).await)
     }
 

@@ -13,6 +13,9 @@
 //! 3. exactly one in-flight call carries its own interaction: that call;
 //! 4. otherwise the host's interaction, with no tool named.
 //!
+//! A request that names a task no call follows yet first waits for its follower (at most
+//! [`FOLLOWER_WAIT`]; [`Asker::route_waiting`]).
+//!
 //! A call's own [`Interaction`] replaces the host's elicitor and sampler as a whole (a missing
 //! one declines); its roots fall back to the host's [`Roots`].
 
@@ -44,6 +47,9 @@ use crate::interaction::{
 /// before the host starts waiting for it).
 const REMEMBERED_COMPLETIONS: usize = 64;
 
+/// How long a server's request about a task waits for the call that follows the task.
+pub(crate) const FOLLOWER_WAIT: Duration = Duration::from_secs(10);
+
 /// One connection's answerer. Shared by the connection's handler and its calls.
 pub(crate) struct Asker {
     server: String,
@@ -64,6 +70,8 @@ pub(crate) struct Asker {
     /// Bumped whenever an elicitor of one of this server's calls is done: a call whose timeout
     /// was paused looks again at its deadline.
     resumed: watch::Sender<u64>,
+    /// Bumped whenever a call begins to follow a task ([`CallGuard::follows_task`]).
+    followed: watch::Sender<u64>,
 }
 
 impl std::fmt::Debug for Asker {
@@ -142,6 +150,7 @@ impl Asker {
             next_key: AtomicU64::new(1),
             completed: watch::Sender::new(VecDeque::new()),
             resumed: watch::Sender::new(0),
+            followed: watch::Sender::new(0),
         })
     }
 
@@ -257,6 +266,29 @@ impl Asker {
             sampler: self.host.sampler.clone(),
             roots: self.host.roots.clone(),
         }
+    }
+
+    /// [`route`](Self::route), but a request about a task that no call follows yet waits (at
+    /// most [`FOLLOWER_WAIT`]) for the call that will: a task handed back by
+    /// `Host::start_task` is followed only once its caller asks for the result (the gateway's
+    /// driver, a moment later), and its question is that caller's, not the host's.
+    pub(crate) async fn route_waiting(&self, origin: &Origin) -> Route {
+        if let Some(task) = &origin.task_id {
+            let mut followed = self.followed.subscribe();
+            let follower = async {
+                loop {
+                    let found = {
+                        let calls = self.calls.lock();
+                        calls.iter().any(|c| c.task_id.as_ref() == Some(task))
+                    };
+                    if found || followed.changed().await.is_err() {
+                        return;
+                    }
+                }
+            };
+            let _ = tokio::time::timeout(FOLLOWER_WAIT, follower).await;
+        }
+        self.route(origin)
     }
 
     /// Finds the call an initialize-era request belongs to (see the module's rules).
@@ -660,6 +692,7 @@ impl CallGuard {
         self.asker.update_call(self.key, |call| {
             call.task_id = Some(id.to_owned());
         });
+        self.asker.followed.send_modify(|n| *n += 1);
     }
 }
 
