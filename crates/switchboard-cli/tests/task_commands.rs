@@ -368,3 +368,58 @@ fn the_gateway_passes_a_task_through_to_a_client_that_declared_tasks() {
     );
     gateway.finish();
 }
+
+/// The gateway in front of a 2026-07-28 server that makes extension tasks: a client that
+/// declared tasks gets the upstream's task passed through (the host starts it and follows it
+/// with the extension's requests), its question answered through the gateway's `tasks/update`
+/// on to the upstream's.
+#[test]
+fn the_gateway_passes_an_extension_task_through() {
+    use switchboard_testkit::{TestServer, Transport};
+    let kit = TestServer::start(Transport::Http, ["--task-tools", "--protocol", "modern"]).unwrap();
+    let tree = tree_with(json!({"kit": {"type": "http", "url": kit.url()}}));
+    let mut gateway =
+        RawStdio::start_as(&tree, &["--stdio", "--wait-for-servers"], declares_tasks());
+    let called = gateway.request(
+        "tools/call",
+        json!({"name": "mcp__kit__research", "arguments": {"topic": "rust", "ambiguous": true}}),
+    );
+    assert_eq!(called["result"]["resultType"], "task", "{called}");
+    let id = called["result"]["taskId"].as_str().unwrap().to_owned();
+    let asking = poll_task(&mut gateway, &id, |s| s != "working");
+    assert_eq!(asking["status"], "input_required", "{asking}");
+    let (key, question) = asking["inputRequests"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .next()
+        .unwrap();
+    assert!(
+        question["params"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("multiple interpretations"),
+        "{asking}"
+    );
+    let answer = json!({"action": "accept", "content": {"interpretation": "historical"}});
+    let updated = gateway.request(
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {key.as_str(): answer}}),
+    );
+    assert!(updated.get("error").is_none(), "{updated}");
+    let done = poll_task(&mut gateway, &id, |s| s == "completed");
+    let text = done["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        text.starts_with("# Research Report: rust (historical)"),
+        "{done}"
+    );
+    // The upstream made the task the gateway passed on.
+    assert!(
+        kit.stderr().contains("task task-1 created"),
+        "{}",
+        kit.stderr()
+    );
+    gateway.finish();
+}
