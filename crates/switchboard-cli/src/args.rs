@@ -111,7 +111,8 @@ pub(crate) enum Command {
         detach: bool,
     },
     /// List the tasks this host's calls made (newest first), or ask a server about one. A
-    /// call of a tool that runs as a task (protocol 2025-11-25) makes one.
+    /// call of a tool that runs as a task (protocol 2025-11-25, or the 2026-07-28 tasks
+    /// extension) makes one.
     Tasks {
         /// What to do with one task; without it, the list.
         #[command(subcommand)]

@@ -453,7 +453,7 @@ async fn call(
         ..options
     };
     let outcome = host.call(&qualified, args, options).await;
-    view.finish();
+    view.finish().await;
     print_outcome(&qualified, &outcome?, how.json)
 }
 
@@ -491,6 +491,9 @@ fn detached(host: &Host, task: &TaskHandle, json: bool) -> anyhow::Result<ExitCo
     }
     Ok(ExitCode::SUCCESS)
 }
+
+/// The longest a finished call waits for its progress to be shown.
+const SHOW_REST_WAIT: Duration = Duration::from_millis(500);
 
 /// Shows a call's progress while it runs: on a terminal, a spinner with the latest message;
 /// a task's statuses as lines on stderr (above the spinner, on a terminal).
@@ -545,10 +548,18 @@ impl ProgressView {
         (progress_tx, ProgressView { bar, display })
     }
 
-    /// The call is over: what was sent is shown, the spinner cleared.
-    pub(crate) fn finish(self) {
-        self.display.abort();
-        if let Some(bar) = self.bar {
+    /// The call is over: what it sent is shown, the spinner cleared. The call's senders went
+    /// with it, so the display ends once it has shown the rest (a task's last status may
+    /// come just before its result); the wait is bounded all the same.
+    pub(crate) async fn finish(self) {
+        let ProgressView { bar, mut display } = self;
+        if tokio::time::timeout(SHOW_REST_WAIT, &mut display)
+            .await
+            .is_err()
+        {
+            display.abort();
+        }
+        if let Some(bar) = bar {
             bar.finish_and_clear();
         }
     }

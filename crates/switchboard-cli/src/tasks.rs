@@ -99,7 +99,7 @@ async fn act(
                 ..CallOptions::default()
             };
             let outcome = host.task_result(task, options).await;
-            view.finish();
+            view.finish().await;
             let tool = if task.tool.is_empty() { id } else { &task.tool };
             return print_outcome(tool, &outcome?, json);
         }

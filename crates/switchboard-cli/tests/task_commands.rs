@@ -1,7 +1,8 @@
 //! Tasks from the command line (protocol 2025-11-25), against server-everything's task tool
 //! `simulate-research-query`: `call` runs one to its end with its statuses on stderr,
 //! `call --detach` leaves it running, `tasks` lists what this host started, and
-//! `tasks get | result | cancel` ask its server from another process.
+//! `tasks get | result | cancel` ask its server from another process. And the 2026-07-28
+//! extension's tasks, against the testkit's `research` (`--task-tools`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -100,6 +101,39 @@ fn call_runs_a_task_to_its_end_with_its_statuses_on_stderr() {
     let file = tree.state_dir().join("tasks.json");
     let mode = std::fs::metadata(file).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600);
+}
+
+/// The 2026-07-28 tasks extension: the testkit's `research` over Streamable HTTP makes a task
+/// of the call (the host declared the extension on it), which `call` follows to its end like
+/// an in-core one.
+#[test]
+fn call_runs_an_extension_task_to_its_end_with_its_statuses_on_stderr() {
+    use switchboard_testkit::{TestServer, Transport};
+    let kit = TestServer::start(Transport::Http, ["--task-tools", "--protocol", "modern"]).unwrap();
+    let tree = tree_with(json!({"kit": {"type": "http", "url": kit.url()}}));
+    let (stdout, stderr) = succeeded(&tree, &["call", "kit", "research", "--arg", "topic=x"]);
+    assert!(stdout.starts_with("# Research Report: x\n"), "{stdout}");
+    let statuses: Vec<&str> = stderr.lines().filter(|l| l.starts_with("task ")).collect();
+    assert!(
+        statuses
+            .iter()
+            .any(|l| l.starts_with("task task-1: working: Gathering sources...")),
+        "{stderr}"
+    );
+    assert!(
+        statuses.last().is_some_and(|l| l.contains(": completed")),
+        "{stderr}"
+    );
+    let listed = records(&tree);
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(
+        (&listed[0]["id"], &listed[0]["tool"], &listed[0]["status"]),
+        (
+            &json!("task-1"),
+            &json!("mcp__kit__research"),
+            &json!("completed")
+        )
+    );
 }
 
 #[test]
@@ -331,6 +365,61 @@ fn the_gateway_passes_a_task_through_to_a_client_that_declared_tasks() {
             .unwrap_or_default()
             .contains("no task `task-0`"),
         "{unknown}"
+    );
+    gateway.finish();
+}
+
+/// The gateway in front of a 2026-07-28 server that makes extension tasks: a client that
+/// declared tasks gets the upstream's task passed through (the host starts it and follows it
+/// with the extension's requests), its question answered through the gateway's `tasks/update`
+/// on to the upstream's.
+#[test]
+fn the_gateway_passes_an_extension_task_through() {
+    use switchboard_testkit::{TestServer, Transport};
+    let kit = TestServer::start(Transport::Http, ["--task-tools", "--protocol", "modern"]).unwrap();
+    let tree = tree_with(json!({"kit": {"type": "http", "url": kit.url()}}));
+    let mut gateway =
+        RawStdio::start_as(&tree, &["--stdio", "--wait-for-servers"], declares_tasks());
+    let called = gateway.request(
+        "tools/call",
+        json!({"name": "mcp__kit__research", "arguments": {"topic": "rust", "ambiguous": true}}),
+    );
+    assert_eq!(called["result"]["resultType"], "task", "{called}");
+    let id = called["result"]["taskId"].as_str().unwrap().to_owned();
+    let asking = poll_task(&mut gateway, &id, |s| s != "working");
+    assert_eq!(asking["status"], "input_required", "{asking}");
+    let (key, question) = asking["inputRequests"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .next()
+        .unwrap();
+    assert!(
+        question["params"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("multiple interpretations"),
+        "{asking}"
+    );
+    let answer = json!({"action": "accept", "content": {"interpretation": "historical"}});
+    let updated = gateway.request(
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {key.as_str(): answer}}),
+    );
+    assert!(updated.get("error").is_none(), "{updated}");
+    let done = poll_task(&mut gateway, &id, |s| s == "completed");
+    let text = done["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        text.starts_with("# Research Report: rust (historical)"),
+        "{done}"
+    );
+    // The upstream made the task the gateway passed on.
+    assert!(
+        kit.stderr().contains("task task-1 created"),
+        "{}",
+        kit.stderr()
     );
     gateway.finish();
 }

@@ -40,6 +40,7 @@ pub mod skills;
 mod sse;
 mod stdio;
 pub use stdio::serve_in_memory;
+mod task_tools;
 mod tools;
 mod ws;
 

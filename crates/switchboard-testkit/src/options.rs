@@ -191,6 +191,16 @@ pub struct Options {
     #[arg(long)]
     pub ask_tools: bool,
 
+    /// Also offer `research` (`topic`, optional `ambiguous`), a tool that runs as a task of the
+    /// 2026-07-28 tasks extension (`io.modelcontextprotocol/tasks`, declared in the server's
+    /// capabilities) when the request's client declared the extension: a few stages of 150 ms
+    /// with status messages, and with `ambiguous: true` one question (`input_required`, an
+    /// elicitation answered by `tasks/update`) whose answer goes into the result; `tasks/get`,
+    /// `tasks/update`, `tasks/cancel` served. Without the extension it answers a plain result.
+    /// See `task_tools.rs`.
+    #[arg(long)]
+    pub task_tools: bool,
+
     /// Give the `echo` tool a description of N characters.
     #[arg(long, value_name = "N")]
     pub description_chars: Option<usize>,

@@ -51,6 +51,8 @@ struct Shared {
     url_counters: crate::ask::UrlCounters,
     /// `--ask-tools`: also offer logging.
     ask_tools: bool,
+    /// `--task-tools`: `research` and the tasks it made.
+    tasks: Option<crate::task_tools::Tasks>,
     /// The level the client set with `logging/setLevel`.
     log_level: parking_lot::Mutex<Option<String>>,
     /// Open `subscriptions/listen` streams (2026-07-28), where list changes go.
@@ -114,6 +116,9 @@ impl Toolbox {
         if options.ask_tools {
             tools.extend(crate::ask::tools());
         }
+        if options.task_tools {
+            tools.push(crate::task_tools::tool());
+        }
         if options.growing_lists {
             tools.push(tool(
                 "add_item",
@@ -161,6 +166,7 @@ impl Toolbox {
                 tools: parking_lot::Mutex::new(tools),
                 url_counters: crate::ask::UrlCounters::default(),
                 ask_tools: options.ask_tools,
+                tasks: options.task_tools.then(Default::default),
                 log_level: parking_lot::Mutex::new(None),
                 listeners: parking_lot::Mutex::default(),
                 big_resource: options.big_resource,
@@ -539,6 +545,15 @@ impl ServerHandler for Toolbox {
                 .get_or_insert_with(Default::default)
                 .insert(
                     rmcp::model::SKILLS_EXTENSION_ID.to_owned(),
+                    JsonObject::new(),
+                );
+        }
+        if self.shared.tasks.is_some() {
+            capabilities
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert(
+                    rmcp::model::TASKS_EXTENSION_ID.to_owned(),
                     JsonObject::new(),
                 );
         }
@@ -940,6 +955,17 @@ impl ServerHandler for Toolbox {
             };
             return Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into());
         }
+        if request.name == crate::task_tools::RESEARCH
+            && let Some(tasks) = &self.shared.tasks
+        {
+            let as_task = context
+                .client_capabilities()
+                .is_some_and(|caps| caps.supports_tasks());
+            let args = request.arguments.unwrap_or_default();
+            let response = tasks.call(&args, as_task).await;
+            self.shared.answered.fetch_add(1, Ordering::SeqCst);
+            return Ok(response);
+        }
         if request.name == "log" && self.shared.ask_tools {
             let level = self.shared.log_level.lock().clone();
             let repeat = request
@@ -963,6 +989,43 @@ impl ServerHandler for Toolbox {
         let result = self.run_tool(&request.name, &args, &context).await;
         self.shared.answered.fetch_add(1, Ordering::SeqCst);
         result.map(CallToolResponse::from)
+    }
+
+    // `--task-tools` (rmcp checks both sides declared the extension before these).
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
+        self.task_shelf()?.get(&request.task_id)
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.task_shelf()?
+            .update(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.task_shelf()?.cancel(&request.task_id)
+    }
+}
+
+impl Toolbox {
+    /// The tasks of `--task-tools` (rmcp answers -32601 without it: the extension is not
+    /// declared).
+    fn task_shelf(&self) -> Result<&crate::task_tools::Tasks, ErrorData> {
+        self.shared
+            .tasks
+            .as_ref()
+            .ok_or_else(|| ErrorData::invalid_request("no tasks here", None))
     }
 }
 

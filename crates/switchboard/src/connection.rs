@@ -384,6 +384,10 @@ pub(crate) struct Session {
     cache_hints: parking_lot::Mutex<std::collections::HashMap<&'static str, requests::CacheHints>>,
     /// The tools known to require a task (2025-11-25).
     task_tools: tasks::TaskTools,
+    /// The `_meta` that declares the tasks extension on one request: the client capabilities
+    /// with `io.modelcontextprotocol/tasks` added. Only for a 2026-07-28 server that declared
+    /// the extension (see `tasks.rs`).
+    tasks_meta: Option<rmcp::model::RequestMetaObject>,
 }
 
 impl std::fmt::Debug for Session {
@@ -404,6 +408,7 @@ impl Session {
     ) -> Session {
         use crate::transport::lane::CallLane;
         let info = Arc::new(info_of(&service, generation));
+        let tasks_meta = tasks::tasks_meta(&service, &info);
         let lane = lane.map(|lane| match lane {
             CallLane::Http(lane) => {
                 CallLane::Http(Box::new(lane.for_version(&info.protocol_version)))
@@ -471,6 +476,7 @@ impl Session {
             info,
             cache_hints: parking_lot::Mutex::default(),
             task_tools: tasks::TaskTools::default(),
+            tasks_meta,
         }
     }
 

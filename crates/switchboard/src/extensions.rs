@@ -19,6 +19,10 @@ pub const UI: &str = "io.modelcontextprotocol/ui";
 /// Skills' identifier (SEP-2640): skills served over resources, listed by `skills/list`.
 pub const SKILLS: &str = "io.modelcontextprotocol/skills";
 
+/// Tasks' identifier (SEP-2663, the 2026-07-28 form of tasks): declared per request to a
+/// server that declared it (see `connection/tasks.rs`), never at the handshake.
+pub const TASKS: &str = "io.modelcontextprotocol/tasks";
+
 /// The MIME type of an app's `ui://` HTML resource.
 pub const APP_MIME_TYPE: &str = "text/html;profile=mcp-app";
 

@@ -1,5 +1,7 @@
 //! Interoperability with the official reference servers and SDKs, installed pinned by
-//! `scripts/install-partners.sh` (which `scripts/test.sh` runs first).
+//! `scripts/install-partners.sh` (which `scripts/test.sh` runs first), and tasks in both forms:
+//! server-everything's (2025-11-25, in core) and the testkit's `research` (`--task-tools`, the
+//! 2026-07-28 extension).
 
 // A test, not the library: it may read the process's environment.
 #![allow(clippy::disallowed_methods)]
@@ -517,6 +519,199 @@ async fn a_task_is_cancelled_through_its_handle_and_when_its_call_goes_away() {
         );
         tokio::task::yield_now().await;
     }
+    host.shutdown().await;
+}
+
+/// Never answers (the question stays open until its call goes away).
+struct Silent;
+
+impl Elicitor for Silent {
+    fn elicit<'a>(&'a self, _: &'a ElicitationRequest) -> BoxFuture<'a, ElicitAnswer> {
+        Box::pin(futures::future::pending())
+    }
+}
+
+/// The testkit's task tool (`--task-tools`) over Streamable HTTP, protocol 2026-07-28 only:
+/// tasks of the extension (SEP-2663).
+const KIT_RESEARCH: &str = "mcp__kit__research";
+
+/// A host with the testkit's task server as `kit`, connected; `elicitor` answers its questions.
+/// The server is killed when dropped.
+async fn task_kit_host(
+    elicitor: Option<Arc<dyn Elicitor>>,
+) -> (Host, tempfile::TempDir, switchboard_testkit::TestServer) {
+    use switchboard_testkit::{TestServer, Transport};
+    let kit = TestServer::start(Transport::Http, ["--task-tools", "--protocol", "modern"]).unwrap();
+    let servers = vec![server("kit", json!({"type": "http", "url": kit.url()}))];
+    let builder = Host::builder().interaction(Interaction {
+        elicitor,
+        ..Interaction::default()
+    });
+    let (host, state) = start_with(builder, servers).await;
+    let Some(ServerState::Connected(info)) = host.server_state("kit") else {
+        panic!("not connected: {:?}", host.server_state("kit"));
+    };
+    assert_eq!(info.generation, Generation::Discover);
+    assert!(
+        info.capabilities
+            .extensions
+            .contains(switchboard::extensions::TASKS)
+    );
+    (host, state, kit)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_extension_task_runs_to_its_end_with_its_statuses_as_progress() {
+    let (host, _state, kit) = task_kit_host(None).await;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let options = CallOptions {
+        progress: Some(tx),
+        ..cli()
+    };
+    let out = host
+        .call(KIT_RESEARCH, args(json!({"topic": "rust"})), options)
+        .await
+        .unwrap_or_else(|e| panic!("{}", switchboard::error_chain(&e)));
+    assert!(!out.is_error, "{}", out.result);
+    assert!(
+        first_text(&out.result).starts_with("# Research Report: rust\n"),
+        "{}",
+        out.result
+    );
+    // The server made a task of it (the host declared the extension on the call).
+    assert!(
+        kit.stderr().contains("task task-1 created"),
+        "{}",
+        kit.stderr()
+    );
+    // Its statuses came as progress, in order: the task as made (its first stage), the stages
+    // the polls saw (a poll may miss one: a stage is short), and its end.
+    let progress = drained(&mut rx);
+    let tasks: Vec<_> = progress.iter().map(|p| p.task.clone().unwrap()).collect();
+    assert!(tasks.iter().all(|t| t.id == "task-1"), "{tasks:?}");
+    assert!(progress.windows(2).all(|w| w[0].progress < w[1].progress));
+    assert_eq!(
+        progress[0].message.as_deref(),
+        Some("Gathering sources..."),
+        "{progress:?}"
+    );
+    assert_eq!(tasks.last().unwrap().status, TaskStatus::Completed);
+    // The host recorded the task, done.
+    let recorded = host.recorded_tasks();
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert_eq!(
+        (recorded[0].id.as_str(), recorded[0].tool.as_str()),
+        ("task-1", KIT_RESEARCH)
+    );
+    assert_eq!(recorded[0].status, TaskStatus::Completed);
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_extension_task_that_needs_input_is_answered_with_tasks_update() {
+    let answers = Arc::new(Answers {
+        content: json!({"interpretation": "historical"}),
+        asked: Mutex::default(),
+    });
+    let (host, _state, _kit) = task_kit_host(Some(answers.clone())).await;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let options = CallOptions {
+        progress: Some(tx),
+        ..cli()
+    };
+    let arguments = args(json!({"topic": "rust", "ambiguous": true}));
+    let out = host.call(KIT_RESEARCH, arguments, options).await.unwrap();
+    assert!(
+        first_text(&out.result).starts_with("# Research Report: rust (historical)\n"),
+        "{}",
+        out.result
+    );
+    let asked = answers.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "asked once: {asked:?}");
+    assert!(asked[0].contains("multiple interpretations"), "{asked:?}");
+    let statuses: Vec<_> = drained(&mut rx)
+        .into_iter()
+        .map(|p| p.task.unwrap().status)
+        .collect();
+    assert!(
+        statuses.contains(&TaskStatus::InputRequired),
+        "{statuses:?}"
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_extension_task_is_cancelled_through_its_handle_and_when_its_call_goes_away() {
+    // Nobody answers the tasks' question: an ambiguous topic's task waits until cancelled.
+    let (host, _state, kit) = task_kit_host(Some(Arc::new(Silent))).await;
+    let ambiguous = || args(json!({"topic": "rust", "ambiguous": true}));
+    // Started, then cancelled through its handle.
+    let started = host
+        .start_task(KIT_RESEARCH, ambiguous(), cli())
+        .await
+        .unwrap();
+    let Started::Task(task) = started else {
+        panic!("no task: {started:?}")
+    };
+    assert_eq!(task.server, "kit");
+    let cancelled = host.cancel_task("kit", task.id()).await.unwrap();
+    assert_eq!(cancelled.status, TaskStatus::Cancelled);
+    assert_eq!(
+        host.task("kit", task.id()).await.unwrap().status,
+        TaskStatus::Cancelled
+    );
+    let error = host.task_result(&task, cli()).await.unwrap_err();
+    assert!(
+        switchboard::error_chain(&error).contains("the task was cancelled"),
+        "{error:?}"
+    );
+    assert_eq!(
+        host.recorded_task(task.id()).unwrap().status,
+        TaskStatus::Cancelled
+    );
+
+    // Another started one runs to its end through `task_result`.
+    let Started::Task(second) = host
+        .start_task(KIT_RESEARCH, args(json!({"topic": "go"})), cli())
+        .await
+        .unwrap()
+    else {
+        panic!("no task")
+    };
+    let out = host.task_result(&second, cli()).await.unwrap();
+    assert!(
+        first_text(&out.result).starts_with("# Research Report: go\n"),
+        "{}",
+        out.result
+    );
+    assert_eq!(
+        host.recorded_task(second.id()).unwrap().status,
+        TaskStatus::Completed
+    );
+
+    // A call dropped while its task runs cancels the task.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let options = CallOptions {
+        progress: Some(tx),
+        ..cli()
+    };
+    let caller = host.clone();
+    let call = tokio::spawn(async move { caller.call(KIT_RESEARCH, ambiguous(), options).await });
+    let first = tokio::time::timeout(SETTLE, rx.recv())
+        .await
+        .expect("no status within the bound")
+        .expect("the call ended without a status");
+    let id = first.task.unwrap().id;
+    call.abort();
+    assert!(
+        kit.wait_for_stderr(&format!("task {id} cancelled"), SETTLE),
+        "{}",
+        kit.stderr()
+    );
+    assert_eq!(
+        host.task("kit", &id).await.unwrap().status,
+        TaskStatus::Cancelled
+    );
     host.shutdown().await;
 }
 

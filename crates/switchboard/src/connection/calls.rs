@@ -9,14 +9,14 @@ use rmcp::model::{
     CallToolRequestParams, ClientRequest, ElicitRequestParams, InputRequest, InputResponses,
     NumberOrString, ProgressToken, ServerResult,
 };
-use rmcp::service::{PeerRequestOptions, RequestHandle, RoleClient};
+use rmcp::service::{RequestHandle, RoleClient};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
 use super::Session;
 use super::interact::CallGuard;
 use super::requests::{Progress, RequestError, TransportError, as_value};
-use super::tasks::METHOD_NOT_FOUND;
+use super::tasks::{Created, METHOD_NOT_FOUND, TaskForm, TaskInfo};
 use crate::interaction::{
     MAX_ANSWER_WAIT, MAX_INPUT_ROUNDS, MAX_URL_ELICITATION_RETRIES, URL_ELICITATION_REQUIRED,
 };
@@ -54,6 +54,29 @@ impl Session {
         if let Some(meta) = meta {
             params.meta = Some(rmcp::model::RequestMetaObject(meta.into()));
         }
+        // 2026-07-28's tasks extension (see `tasks.rs`): declared on the call, the server may
+        // answer with a task, followed here; its timeout bounds the whole task.
+        if self.task_form() == Some(TaskForm::Extension) {
+            self.declare_tasks(&mut params);
+            let work = async {
+                let progress = progress.as_ref();
+                match self
+                    .call_plain(&mut params, timeout, progress, &guard)
+                    .await?
+                {
+                    Created::Done(result) => Ok(result),
+                    Created::Task(task) => {
+                        let note = task_note.as_ref();
+                        Box::pin(self.run_task(task, progress, note, &guard)).await
+                    }
+                }
+            };
+            return match guard.timeout(timeout, Box::pin(work)).await {
+                Ok(answer) => answer,
+                // Whatever was under way was cancelled as the work was dropped.
+                Err(()) => Err(RequestError::Timeout(timeout)),
+            };
+        }
         // 2025-11-25 tasks (see `tasks.rs`): asked for, or the tool is known to require one.
         let tried_task = self.takes_tasks() && (prefer_task || self.needs_task(tool));
         if tried_task {
@@ -67,9 +90,15 @@ impl Session {
                 Err(None) => {}
             }
         }
-        let plain = self
+        let plain = match self
             .call_plain(&mut params, timeout, progress.as_ref(), &guard)
-            .await;
+            .await
+        {
+            Ok(Created::Done(result)) => Ok(result),
+            // A task nobody declared to take.
+            Ok(Created::Task(_)) => Err(RequestError::Unexpected { what: "tools/call" }),
+            Err(e) => Err(e),
+        };
         if !tried_task && self.takes_tasks() && asks_for_task(&plain) {
             let note = task_note.as_ref();
             let task = self.call_as_task(&params, timeout, progress.as_ref(), note, &guard);
@@ -82,14 +111,15 @@ impl Session {
         plain
     }
 
-    /// `tools/call` sent plainly (not as a task), its questions answered on the way.
-    async fn call_plain(
+    /// `tools/call` sent plainly (not as an in-core task), its questions answered on the way:
+    /// the result, or the task the server made of it (the tasks extension, when declared).
+    pub(super) async fn call_plain(
         &self,
         params: &mut CallToolRequestParams,
         timeout: Duration,
         progress: Option<&mpsc::UnboundedSender<Progress>>,
         guard: &CallGuard,
-    ) -> Result<Value, RequestError> {
+    ) -> Result<Created, RequestError> {
         // A person's answer (a form, a URL to visit) is bounded on its own, not by the call's
         // timeout, which waits meanwhile.
         let wait = MAX_ANSWER_WAIT;
@@ -103,7 +133,7 @@ impl Session {
                         .send_call_on_lane(lane, meta, params, timeout, progress.clone(), guard)
                         .await
                     {
-                        Ok(LaneAnswer::Complete(result)) => return Ok(result),
+                        Ok(LaneAnswer::Complete(result)) => return Ok(Created::Done(result)),
                         Ok(LaneAnswer::Other(result)) => Ok(*result),
                         Ok(LaneAnswer::Fallback) => {
                             Box::pin(self.send_call(
@@ -125,10 +155,14 @@ impl Session {
             };
             let (asked_urls, last) = match answer {
                 Ok(ServerResult::CallToolResult(result)) => {
-                    return Ok(match as_value(&result) {
+                    return Ok(Created::Done(match as_value(&result) {
                         Value::Object(result) => complete(result),
                         other => other,
-                    });
+                    }));
+                }
+                // The tasks extension: the server runs the call as a task.
+                Ok(ServerResult::CreateTaskResult(created)) => {
+                    return Ok(Created::Task(TaskInfo::from(&created.task)));
                 }
                 // 2026-07-28: a multi round-trip call that needs answers before it can finish.
                 Ok(ServerResult::InputRequiredResult(input)) => {
@@ -208,7 +242,7 @@ impl Session {
 
     /// Answers one 2026-07-28 round of input requests with the call's interaction: the
     /// responses and the request state to send back, and whether the round asked for a URL.
-    async fn answer_round(
+    pub(super) async fn answer_round(
         &self,
         guard: &CallGuard,
         input: rmcp::model::InputRequiredResult,
@@ -263,7 +297,7 @@ impl Session {
         let request = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params));
         // The timeout is the guard's, not rmcp's: it pauses while a person answers the
         // server's question.
-        let options = PeerRequestOptions::no_options();
+        let options = self.request_options();
         let handle: RequestHandle<RoleClient> = self
             .peer()
             .send_request_with_option(request, options)
@@ -560,19 +594,7 @@ impl Session {
             Ok(Ok(_)) => return Err(RequestError::Unexpected { what: "tools/call" }),
         };
         if let Some(error) = answer.remove("error") {
-            return Err(RequestError::Refused {
-                code: error
-                    .get("code")
-                    .and_then(Value::as_i64)
-                    .and_then(|c| i32::try_from(c).ok())
-                    .unwrap_or(-32603),
-                message: error
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
-                data: error.get("data").cloned(),
-            });
+            return Err(refusal(&error));
         }
         let Some(Value::Object(result)) = answer.remove("result") else {
             return Err(RequestError::Unexpected { what: "tools/call" });
@@ -584,6 +606,24 @@ impl Session {
                 .map(|r| LaneAnswer::Other(Box::new(r)))
                 .map_err(|_| RequestError::Unexpected { what: "tools/call" }),
         }
+    }
+}
+
+/// A JSON-RPC error object (`code`, `message`, `data`) as the refusal it is: a lane's error
+/// answer, or a failed task's `error` (the tasks extension).
+pub(super) fn refusal(error: &Value) -> RequestError {
+    RequestError::Refused {
+        code: error
+            .get("code")
+            .and_then(Value::as_i64)
+            .and_then(|c| i32::try_from(c).ok())
+            .unwrap_or(-32603),
+        message: error
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        data: error.get("data").cloned(),
     }
 }
 

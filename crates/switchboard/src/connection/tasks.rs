@@ -1,13 +1,15 @@
-//! Tasks of protocol 2025-11-25 (the in-core form): a `tools/call` with a `task` member is
-//! answered with a task instead of a result. The client polls `tasks/get` at the server's
-//! `pollInterval`, fetches the result with `tasks/result`, and may `tasks/cancel` the task;
-//! `tasks/list` lists them. While a task is `input_required`, its questions (elicitation,
-//! sampling) come as ordinary server-to-client requests once `tasks/result` is asked for,
-//! marked with the task's id (`_meta["io.modelcontextprotocol/related-task"]`), and go to the
-//! call that follows the task ([`super::interact`]). The TypeScript SDK's client does the same
-//! (`callToolStream`: poll, and `tasks/result` as soon as the task needs input).
+//! Tasks: a `tools/call` a server answers with a task instead of a result, followed to its
+//! end. Two forms, one loop ([`Session::follow_task`]: polls `tasks/get` at the server's
+//! interval, bounded, each change of status a [`Progress`] step; a call that goes away sends
+//! `tasks/cancel`).
 //!
-//! rmcp 3.11 models only the 2026-07-28 extension form (`resultType: "task"`, `tasks/update`), so
+//! **2025-11-25, in core** ([`TaskForm::InCore`]): the call is sent with a `task` member; the
+//! client fetches the result with `tasks/result`, and `tasks/list` lists the tasks. While a task
+//! is `input_required`, its questions (elicitation, sampling) come as ordinary server-to-client
+//! requests once `tasks/result` is asked for, marked with the task's id
+//! (`_meta["io.modelcontextprotocol/related-task"]`), and go to the call that follows the task
+//! ([`super::interact`]). The TypeScript SDK's client does the same (`callToolStream`: poll, and
+//! `tasks/result` as soon as the task needs input). rmcp 3.11 models only the extension form, so
 //! these requests go as rmcp custom requests. Their answers still pass rmcp's `ServerResult`
 //! union, which reads a working task's `tasks/get` answer as the extension's task and drops what
 //! that lacks (`pollInterval`, `ttl`): a poll answered so keeps the interval last known (the
@@ -15,21 +17,37 @@
 //! server's `tasks` capability, so a call cannot see beforehand that a tool requires a task: it
 //! learns it from the answer the revision prescribes, -32601 to a plain call (the tool did not
 //! run), calls again as a task, and the session remembers the tool.
+//!
+//! **2026-07-28, the extension** ([`TaskForm::Extension`], SEP-2663,
+//! `io.modelcontextprotocol/tasks`): for a server that declared the extension, each `tools/call`
+//! and task request declares it too, in the request's own client capabilities (`_meta`; the
+//! rest of the host's capabilities as every request carries them), so the server may answer any
+//! call with `resultType: "task"`. There is no `tasks/result`: `tasks/get` carries the `result`
+//! once completed, the `error` once failed, and while `input_required` its `inputRequests`,
+//! put to the call's interaction as the 2026-07-28 input rounds are ([`super::calls`]) and
+//! answered with `tasks/update`; `tasks/cancel` is acknowledged empty. rmcp's typed requests
+//! carry it.
 
 use std::collections::HashSet;
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, ClientRequest, CustomRequest};
-use rmcp::service::PeerRequestOptions;
+use rmcp::model::{
+    CallToolRequestParams, CancelTaskParams, CancelTaskRequest, ClientRequest, CustomRequest,
+    GetTaskParams, GetTaskRequest, InputRequiredResult, InputResponses, RequestMetaObject,
+    ServerResult, TaskPayload, UpdateTaskParams, UpdateTaskRequest,
+};
+use rmcp::service::{PeerRequestOptions, RoleClient, RunningService};
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
-use super::Session;
-use super::calls::{CancelOnDrop, complete};
+use super::calls::{CancelOnDrop, complete, refusal};
+use super::handler::ClientSide;
 use super::interact::CallGuard;
 use super::requests::{MAX_LIST_PAGES, Progress, RequestError, as_value};
+use super::{Generation, ServerInfo, Session};
+use crate::interaction::MAX_ANSWER_WAIT;
 
 /// JSON-RPC's "method not found": what a 2025-11-25 server answers a plain call of a tool that
 /// requires a task, and a task of a tool that forbids one.
@@ -132,6 +150,63 @@ impl TaskInfo {
     }
 }
 
+impl From<&rmcp::model::Task> for TaskInfo {
+    /// The extension's task (`ttlMs`, `pollIntervalMs`) in our terms.
+    fn from(task: &rmcp::model::Task) -> TaskInfo {
+        use rmcp::model::TaskStatus as Wire;
+        TaskInfo {
+            id: task.task_id.clone(),
+            status: match task.status {
+                Wire::InputRequired => TaskStatus::InputRequired,
+                Wire::Completed => TaskStatus::Completed,
+                Wire::Failed => TaskStatus::Failed,
+                Wire::Cancelled => TaskStatus::Cancelled,
+                _ => TaskStatus::Working,
+            },
+            status_message: task.status_message.clone(),
+            created_at: Some(task.created_at.clone()),
+            last_updated_at: Some(task.last_updated_at.clone()),
+            ttl_ms: task.ttl_ms,
+            poll_interval_ms: task.poll_interval_ms,
+        }
+    }
+}
+
+/// Which form of tasks a session speaks (see the module's doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TaskForm {
+    /// 2025-11-25: `task` on `tools/call`, the result from `tasks/result`.
+    InCore,
+    /// 2026-07-28's extension: `resultType: "task"`, everything from `tasks/get`.
+    Extension,
+}
+
+/// The `_meta` that declares the tasks extension on one request to a 2026-07-28 server that
+/// declared it: the client capabilities the session carries, with the extension added. `None`
+/// for any other server.
+pub(super) fn tasks_meta(
+    service: &RunningService<RoleClient, ClientSide>,
+    info: &ServerInfo,
+) -> Option<RequestMetaObject> {
+    use rmcp::ClientHandler;
+    if info.generation != Generation::Discover
+        || !info
+            .capabilities
+            .extensions
+            .contains(crate::extensions::TASKS)
+    {
+        return None;
+    }
+    let mut capabilities = service.service().get_info().capabilities;
+    capabilities
+        .extensions
+        .get_or_insert_with(Default::default)
+        .insert(crate::extensions::TASKS.to_owned(), Map::new());
+    let mut meta = RequestMetaObject::new();
+    meta.set_client_capabilities(capabilities);
+    Some(meta)
+}
+
 /// What a `tools/call` sent as a task came back with.
 #[derive(Debug)]
 pub(crate) enum Created {
@@ -153,8 +228,39 @@ impl Session {
     /// Whether the session speaks 2025-11-25's tasks: an initialize-era session of that
     /// revision or a later one. (2026-07-28 moved tasks to an extension.)
     pub(crate) fn takes_tasks(&self) -> bool {
-        self.info.generation == super::Generation::Initialize
+        self.info.generation == Generation::Initialize
             && self.info.protocol_version.as_str() >= "2025-11-25"
+    }
+
+    /// The form of tasks the session speaks, if any.
+    pub(crate) fn task_form(&self) -> Option<TaskForm> {
+        if self.takes_tasks() {
+            Some(TaskForm::InCore)
+        } else if self.tasks_meta.is_some() {
+            Some(TaskForm::Extension)
+        } else {
+            None
+        }
+    }
+
+    /// Declares the tasks extension on a `tools/call` (extension form only): in its `_meta`,
+    /// which the call lane sends; rmcp's road takes [`Session::request_options`].
+    pub(super) fn declare_tasks(&self, params: &mut CallToolRequestParams) {
+        if let Some(meta) = &self.tasks_meta {
+            params
+                .meta
+                .get_or_insert_with(RequestMetaObject::new)
+                .extend(meta.clone());
+        }
+    }
+
+    /// The options of a request through rmcp: the tasks extension declared when the session
+    /// speaks it (rmcp writes the session's capabilities into every request; these win).
+    pub(super) fn request_options(&self) -> PeerRequestOptions {
+        match &self.tasks_meta {
+            Some(meta) => PeerRequestOptions::no_options().with_meta(meta.clone()),
+            None => PeerRequestOptions::no_options(),
+        }
     }
 
     /// Whether `tool` is known to require a task.
@@ -191,31 +297,45 @@ impl Session {
                 Err(e) => return Err(Some(e)),
             };
             self.remember_task_tool(&params.name);
-            if let Some(note) = note {
-                note(&task);
-            }
-            let mut cancel = CancelTask::armed(self, &task.id);
-            let ended = self
-                .follow_task(task.clone(), guard, progress.cloned())
-                .await;
-            cancel.disarm();
-            if let Some(note) = note {
-                match &ended {
-                    Ok((last, _)) | Err((last, _)) => note(last),
-                }
-            }
-            ended.map(|(_, result)| result).map_err(|(_, e)| {
-                Some(RequestError::Task {
-                    id: task.id.clone(),
-                    source: Box::new(e),
-                })
-            })
+            self.run_task(task, progress, note, guard)
+                .await
+                .map_err(Some)
         };
         match guard.timeout(timeout, work).await {
             Ok(answer) => answer,
             // The cancellation went out as the work was dropped.
             Err(()) => Err(Some(RequestError::Timeout(timeout))),
         }
+    }
+
+    /// A call's task, in either form, followed to its end: noted when made and when ended,
+    /// cancelled if the call goes away first. The call's result, or the task's failure.
+    pub(super) async fn run_task(
+        &self,
+        task: TaskInfo,
+        progress: Option<&mpsc::UnboundedSender<Progress>>,
+        note: Option<&TaskNote>,
+        guard: &CallGuard,
+    ) -> Result<Value, RequestError> {
+        if let Some(note) = note {
+            note(&task);
+        }
+        let mut cancel = CancelTask::armed(self, &task.id);
+        let ended = self
+            .follow_task(task.clone(), None, guard, progress.cloned())
+            .await;
+        cancel.disarm();
+        if let Some(note) = note {
+            match &ended {
+                Ok((last, _)) | Err((last, _)) => note(last),
+            }
+        }
+        ended
+            .map(|(_, result)| result)
+            .map_err(|(_, e)| RequestError::Task {
+                id: task.id.clone(),
+                source: Box::new(e),
+            })
     }
 
     /// Starts a call as a task and leaves it running: the task, or the call's result when the
@@ -255,6 +375,28 @@ impl Session {
                 Ok(other) => return other,
             }
         }
+        if self.task_form() == Some(TaskForm::Extension) {
+            // The server decides: a task, or the result at once.
+            let guard = self
+                .asker
+                .begin_call(Some(call.qualified.clone()), call.interaction.clone());
+            let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+            if let Some(meta) = call.meta.clone() {
+                params.meta = Some(RequestMetaObject(meta.into()));
+            }
+            self.declare_tasks(&mut params);
+            let sent = self.call_plain(&mut params, timeout, None, &guard);
+            return match guard.timeout(timeout, Box::pin(sent)).await {
+                Err(()) => Err(RequestError::Timeout(timeout)),
+                Ok(Ok(Created::Task(task))) => {
+                    if let Some(note) = &call.task_note {
+                        note(&task);
+                    }
+                    Ok(Created::Task(task))
+                }
+                Ok(other) => other,
+            };
+        }
         // No task to be had: the call runs to its end.
         let call = super::CallContext {
             prefer_task: false,
@@ -279,8 +421,8 @@ impl Session {
             .asker
             .begin_call(Some(call.qualified), call.interaction);
         let work = async {
-            let task = self.get_task(id).await?;
-            self.follow_task(task, &guard, progress)
+            let (task, payload) = self.look_task(id).await?;
+            self.follow_task(task, payload, &guard, progress)
                 .await
                 .map_err(|(_, e)| e)
         };
@@ -320,32 +462,53 @@ impl Session {
         }
     }
 
-    /// Follows a task to its end: polls `tasks/get` at the server's interval (bounded), hands
-    /// each new status to `progress`, asks `tasks/result` once the task ends, or as soon as it
-    /// needs input (that is where its questions come), and answers with the call's result.
-    /// Either way, with the task as last seen.
+    /// Follows a task to its end, in the session's form: polls `tasks/get` at the server's
+    /// interval (bounded), hands each new status to `progress`, and answers with the call's
+    /// result. In core, it asks `tasks/result` once the task ends, or as soon as it needs input
+    /// (that is where its questions come); in the extension, the last look carries the result
+    /// (or the error), and the questions of `input_required` are answered with `tasks/update`.
+    /// `payload` is what the first look carried (extension form). Either way, with the task as
+    /// last seen.
     pub(crate) async fn follow_task(
         &self,
         mut task: TaskInfo,
+        mut payload: Option<TaskPayload>,
         guard: &CallGuard,
         progress: Option<mpsc::UnboundedSender<Progress>>,
     ) -> Result<(TaskInfo, Value), (TaskInfo, RequestError)> {
         guard.follows_task(&task.id);
+        let in_core = self.task_form() != Some(TaskForm::Extension);
         let mut report = StatusReport::new(progress);
         report.saw(&task);
         let mut interval = task.poll_interval();
         type Fetch<'a> = Pin<Box<dyn Future<Output = Result<Value, RequestError>> + Send + 'a>>;
         let mut fetching: Option<Fetch<'_>> = None;
+        let mut questions = Questions::default();
         loop {
-            match task.status {
-                TaskStatus::Cancelled => {
+            match (task.status, payload.take()) {
+                (TaskStatus::Cancelled, _) => {
                     let e = RequestError::TaskEnded {
                         status: task.status,
                         message: task.status_message.clone(),
                     };
                     return Err((task, e));
                 }
-                status if status.is_terminal() => {
+                (_, Some(TaskPayload::Completed { result })) => {
+                    return Ok((task, complete(result)));
+                }
+                (_, Some(TaskPayload::Failed { error })) => {
+                    let e = refusal(&Value::Object(error));
+                    return Err((task, e));
+                }
+                (_, Some(TaskPayload::InputRequired { input_requests })) => {
+                    if let Err(e) = questions
+                        .answer(self, guard, &task.id, input_requests)
+                        .await
+                    {
+                        return Err((task, e));
+                    }
+                }
+                (status, None) if in_core && status.is_terminal() => {
                     let fetch = fetching
                         .take()
                         .unwrap_or_else(|| Box::pin(self.task_result(task.id.clone(), guard)));
@@ -354,7 +517,7 @@ impl Session {
                         Err(e) => Err((task, e)),
                     };
                 }
-                TaskStatus::InputRequired if fetching.is_none() => {
+                (TaskStatus::InputRequired, None) if in_core && fetching.is_none() => {
                     fetching = Some(Box::pin(self.task_result(task.id.clone(), guard)));
                 }
                 _ => {}
@@ -373,8 +536,8 @@ impl Session {
                 },
                 None => tokio::time::sleep(interval).await,
             }
-            let polled = match self.get_task(&task.id).await {
-                Ok(polled) => polled,
+            let (polled, carried) = match self.look_task(&task.id).await {
+                Ok(look) => look,
                 Err(e) => return Err((task, e)),
             };
             task = TaskInfo {
@@ -383,6 +546,7 @@ impl Session {
                 ttl_ms: polled.ttl_ms.or(task.ttl_ms),
                 ..polled
             };
+            payload = carried;
             interval = task.poll_interval();
             report.saw(&task);
         }
@@ -390,22 +554,67 @@ impl Session {
 
     /// `tasks/get`.
     pub(crate) async fn get_task(&self, id: &str) -> Result<TaskInfo, RequestError> {
+        self.look_task(id).await.map(|(task, _)| task)
+    }
+
+    /// `tasks/get`: the task, and in the extension form what its status carries (the result,
+    /// the error, the questions).
+    async fn look_task(&self, id: &str) -> Result<(TaskInfo, Option<TaskPayload>), RequestError> {
+        if self.task_form() == Some(TaskForm::Extension) {
+            let request = GetTaskRequest::new(GetTaskParams::new(id));
+            return match self.extension_request(request.into()).await? {
+                ServerResult::GetTaskResult(answer) => {
+                    let detailed = answer.task;
+                    Ok((TaskInfo::from(&detailed.task), Some(detailed.payload)))
+                }
+                _ => Err(RequestError::Unexpected { what: "tasks/get" }),
+            };
+        }
         let answer = self
             .task_request("tasks/get", json!({"taskId": id}))
             .await?;
-        TaskInfo::of(&answer).ok_or(RequestError::Unexpected { what: "tasks/get" })
+        TaskInfo::of(&answer)
+            .map(|task| (task, None))
+            .ok_or(RequestError::Unexpected { what: "tasks/get" })
+    }
+
+    /// `tasks/update` (extension form): the answers to a task's questions.
+    async fn update_task(&self, id: &str, answers: InputResponses) -> Result<(), RequestError> {
+        let request = UpdateTaskRequest::new(UpdateTaskParams::new(id, answers));
+        match self.extension_request(request.into()).await? {
+            ServerResult::TaskAckResult(_) | ServerResult::EmptyResult(_) => Ok(()),
+            _ => Err(RequestError::Unexpected {
+                what: "tasks/update",
+            }),
+        }
     }
 
     /// `tasks/cancel`: the task as the server left it (asked again when its answer does not
-    /// say).
+    /// say, as the extension's empty acknowledgement never does).
     pub(crate) async fn cancel_task(&self, id: &str) -> Result<TaskInfo, RequestError> {
+        let (request, options) = cancel_request(id, self.tasks_meta.as_ref());
         let answer = self
-            .task_request("tasks/cancel", json!({"taskId": id}))
+            .peer()
+            .send_request_with_option(request, options)
+            .await?
+            .await_response()
             .await?;
-        match TaskInfo::of(&answer) {
+        match TaskInfo::of(&as_value(&answer)) {
             Some(task) => Ok(task),
             None => self.get_task(id).await,
         }
+    }
+
+    /// One of the extension's task requests, the extension declared on it.
+    async fn extension_request(
+        &self,
+        request: ClientRequest,
+    ) -> Result<ServerResult, RequestError> {
+        let handle = self
+            .peer()
+            .send_request_with_option(request, self.request_options())
+            .await?;
+        Ok(handle.await_response().await?)
     }
 
     /// `tasks/list`, every page (at most [`MAX_LIST_PAGES`]).
@@ -515,13 +724,21 @@ impl StatusReport {
 ///
 /// [`disarm`]: CancelTask::disarm
 struct CancelTask {
-    target: Option<(rmcp::service::Peer<rmcp::RoleClient>, String)>,
+    target: Option<(
+        rmcp::service::Peer<RoleClient>,
+        String,
+        Option<RequestMetaObject>,
+    )>,
 }
 
 impl CancelTask {
     fn armed(session: &Session, id: &str) -> Self {
         CancelTask {
-            target: Some((session.peer().clone(), id.to_owned())),
+            target: Some((
+                session.peer().clone(),
+                id.to_owned(),
+                session.tasks_meta.clone(),
+            )),
         }
     }
 
@@ -532,19 +749,86 @@ impl CancelTask {
 
 impl Drop for CancelTask {
     fn drop(&mut self) {
-        let Some((peer, id)) = self.target.take() else {
+        let Some((peer, id, meta)) = self.target.take() else {
             return;
         };
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
-                let request = ClientRequest::CustomRequest(CustomRequest::new(
-                    "tasks/cancel",
-                    Some(json!({"taskId": id})),
-                ));
-                if let Err(e) = peer.send_request(request).await {
+                let (request, options) = cancel_request(&id, meta.as_ref());
+                let sent = match peer.send_request_with_option(request, options).await {
+                    Ok(handle) => handle.await_response().await.map(drop),
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = sent {
                     tracing::debug!(task = %id, "tasks/cancel failed: {e}");
                 }
             });
+        }
+    }
+}
+
+/// `tasks/cancel` in the session's form: the extension's, declared by `tasks_meta`, or the
+/// in-core one as a custom request.
+fn cancel_request(
+    id: &str,
+    tasks_meta: Option<&RequestMetaObject>,
+) -> (ClientRequest, PeerRequestOptions) {
+    match tasks_meta {
+        Some(meta) => (
+            CancelTaskRequest::new(CancelTaskParams::new(id)).into(),
+            PeerRequestOptions::no_options().with_meta(meta.clone()),
+        ),
+        None => (
+            ClientRequest::CustomRequest(CustomRequest::new(
+                "tasks/cancel",
+                Some(json!({"taskId": id})),
+            )),
+            PeerRequestOptions::no_options(),
+        ),
+    }
+}
+
+/// The questions of an extension task's `input_required`, each answered once: a key already
+/// answered (a poll that came before the server took the answers in) is not asked again.
+#[derive(Default)]
+struct Questions {
+    answered: HashSet<String>,
+    rounds: usize,
+    url_rounds: usize,
+}
+
+impl Questions {
+    /// Puts the new questions to the call's interaction, as a 2026-07-28 input round is
+    /// (bounded alike), and sends the answers with `tasks/update`.
+    async fn answer(
+        &mut self,
+        session: &Session,
+        guard: &CallGuard,
+        id: &str,
+        asked: rmcp::model::InputRequests,
+    ) -> Result<(), RequestError> {
+        let new: rmcp::model::InputRequests = asked
+            .into_iter()
+            .filter(|(key, _)| !self.answered.contains(key))
+            .collect();
+        if new.is_empty() {
+            return Ok(());
+        }
+        self.answered.extend(new.keys().cloned());
+        let round = InputRequiredResult::new(Some(new), None);
+        let (answers, _, asked_urls) = session
+            .answer_round(
+                guard,
+                round,
+                &mut self.rounds,
+                self.url_rounds,
+                MAX_ANSWER_WAIT,
+            )
+            .await?;
+        self.url_rounds += usize::from(asked_urls);
+        match answers {
+            Some(answers) => session.update_task(id, answers).await,
+            None => Ok(()),
         }
     }
 }

@@ -1,4 +1,5 @@
-//! Tasks (protocol 2025-11-25): calls a server runs in the background.
+//! Tasks (protocol 2025-11-25's, or the 2026-07-28 extension's): calls a server runs in the
+//! background.
 //!
 //! [`Host::call`] follows a task to its end itself and returns its result like any call's.
 //! [`Host::start_task`] hands the task back instead; [`Host::task`], [`Host::task_result`],
@@ -7,6 +8,7 @@
 //! owner-only, the last 200), with its server, tool and creation time
 //! ([`Host::recorded_tasks`]). Whether a task outlives the process that made it is the
 //! server's affair: a stdio server ends with its host, and some servers keep tasks per session.
+//! The extension has no `tasks/list`: [`Host::server_tasks`] is 2025-11-25's.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
