@@ -136,6 +136,19 @@ pub(crate) struct Asking {
     /// The client takes URL-mode elicitation: a caller's login to a per-user server is
     /// asked of it ([`crate::logins`]).
     pub(crate) url_mode: bool,
+    /// The extensions the client declared (for this request, or at its `initialize`): a
+    /// 2026-07-28 upstream is told only those of the host's on the call. `None`: unknown, the
+    /// host's all.
+    pub(crate) extensions: Option<Vec<String>>,
+}
+
+/// The ids of the extensions a client declared.
+pub(crate) fn declared_extensions(capabilities: &ClientCapabilities) -> Vec<String> {
+    capabilities
+        .extensions
+        .as_ref()
+        .map(|e| e.keys().cloned().collect())
+        .unwrap_or_default()
 }
 
 impl Asking {
@@ -153,12 +166,14 @@ impl Asking {
                 prompter: ElicitingPrompter::for_client(capabilities, asker),
                 progress,
                 url_mode: crate::logins::takes_url(Some(capabilities)),
+                extensions: Some(declared_extensions(capabilities)),
             },
             None => Asking {
                 interaction: crate::forward::upstream_interaction(),
                 prompter: None,
                 progress,
                 url_mode: false,
+                extensions: None,
             },
         }
     }
@@ -213,6 +228,7 @@ pub(crate) async fn run(
         meta: traced.as_ref().map(TracedCall::meta),
         user,
         subject_token: subject_token.map(|t| t.to_string()),
+        extensions: asking.extensions,
         ..CallOptions::default()
     };
     // Boxed: the call's future is large (about 9 KB), and the tasks that run a request would

@@ -456,6 +456,7 @@ async fn answer_call(
             prompter: None,
             progress: None,
             url_mode: false,
+            extensions: Some(crate::call::declared_extensions(&link.capabilities)),
         };
         let answer = fast
             .call(&link, &session, identity.as_ref(), &id, call, asking)

@@ -546,6 +546,9 @@ impl Session {
         let traceparent = client_traceparent(&context).map(str::to_owned);
         let name = call.name.clone();
         let url_mode = crate::logins::takes_url(context.client_capabilities().as_ref());
+        let extensions = context
+            .client_capabilities()
+            .map(|c| crate::call::declared_extensions(&c));
         let step = self
             .in_rounds(
                 format!("tools/call {name}"),
@@ -559,6 +562,7 @@ impl Session {
                             prompter,
                             progress: Some(progress),
                             url_mode,
+                            extensions,
                         };
                         // A round's call outlives the request that started it: no cancel
                         // but its own end.

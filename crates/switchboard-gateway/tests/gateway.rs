@@ -2525,6 +2525,62 @@ fn attribute(span: &opentelemetry_proto::tonic::trace::v1::Span, key: &str) -> O
         })
 }
 
+/// A call tells a 2026-07-28 upstream, in its request, the extensions its client declared
+/// among the host's: MCP Apps for a client that declared it, none for one that declared
+/// nothing (skills, which the host speaks too, neither), in both generations and through the
+/// fast path and rmcp's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_tells_the_upstream_the_extensions_its_client_declared() {
+    let (_tree, host, url) = gateway(json!({"kit": testkit(&["--echo-meta"])}), json!({})).await;
+    let Some(switchboard::ServerState::Connected(info)) = host.server_state("kit") else {
+        panic!("kit is not connected");
+    };
+    assert_eq!(info.generation, switchboard::Generation::Discover);
+    let ui = switchboard::extensions::UI;
+    for (modern, declares_ui) in [(false, true), (false, false), (true, true), (true, false)] {
+        let mut capabilities = ClientCapabilities::default();
+        if declares_ui {
+            let settings = json!({"mimeTypes": [switchboard::extensions::APP_MIME_TYPE]});
+            capabilities
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert(ui.to_owned(), settings.as_object().cloned().unwrap());
+        }
+        let config = client_config("ext", capabilities, modern);
+        let transport = StreamableHttpClientTransport::from_config(
+            StreamableHttpClientTransportConfig::with_uri(url.clone()).auth_header(TOKEN),
+        );
+        let client = if modern {
+            let lifecycle = ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            };
+            config.serve_with_lifecycle(transport, lifecycle).await
+        } else {
+            config.serve(transport).await
+        }
+        .unwrap();
+        let result = client
+            .call_tool(call("mcp__kit__echo", json!({"text": "told"})))
+            .await
+            .unwrap();
+        let content = serde_json::to_value(&result.content).unwrap();
+        let upstream_meta: Value =
+            serde_json::from_str(content[1]["text"].as_str().unwrap()).unwrap();
+        let told: Vec<String> =
+            upstream_meta["io.modelcontextprotocol/clientCapabilities"]["extensions"]
+                .as_object()
+                .map(|e| e.keys().cloned().collect())
+                .unwrap_or_default();
+        let case = format!("modern {modern}, declares MCP Apps {declares_ui}: {upstream_meta}");
+        assert_eq!(told.iter().any(|id| id == ui), declares_ui, "{case}");
+        assert!(
+            !told.iter().any(|id| id == switchboard::extensions::SKILLS),
+            "{case}"
+        );
+        client.cancel().await.unwrap();
+    }
+}
+
 /// With traces exported, a call is a span under the client's own `traceparent`, its upstream
 /// request a child span, and the child's `traceparent` reaches the server in `_meta`; a
 /// listing is a span too. Spans arrive at a real OTLP/HTTP receiver.

@@ -388,6 +388,10 @@ pub(crate) struct Session {
     /// with `io.modelcontextprotocol/tasks` added. Only for a 2026-07-28 server that declared
     /// the extension (see `tasks.rs`).
     tasks_meta: Option<rmcp::model::RequestMetaObject>,
+    /// What the host declares to a 2026-07-28 server on every request (`None` on the
+    /// initialize era, whose handshake said it): a call made for a client that declared fewer
+    /// extensions says fewer ([`Session::declare_only`]).
+    client_capabilities: Option<rmcp::model::ClientCapabilities>,
 }
 
 impl std::fmt::Debug for Session {
@@ -409,6 +413,10 @@ impl Session {
         use crate::transport::lane::CallLane;
         let info = Arc::new(info_of(&service, generation));
         let tasks_meta = tasks::tasks_meta(&service, &info);
+        let client_capabilities = (generation == Generation::Discover).then(|| {
+            use rmcp::ClientHandler;
+            service.service().get_info().capabilities
+        });
         let lane = lane.map(|lane| match lane {
             CallLane::Http(lane) => {
                 CallLane::Http(Box::new(lane.for_version(&info.protocol_version)))
@@ -477,6 +485,7 @@ impl Session {
             cache_hints: parking_lot::Mutex::default(),
             task_tools: tasks::TaskTools::default(),
             tasks_meta,
+            client_capabilities,
         }
     }
 

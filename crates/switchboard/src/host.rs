@@ -612,6 +612,11 @@ pub struct CallOptions {
     /// protocol 2025-11-25). A tool that requires one runs as a task either way; the call
     /// still returns when the task is done (see [`Host::start_task`] for the handle).
     pub prefer_task: bool,
+    /// The extensions the caller declared for this call (the gateway's client's): a server on
+    /// protocol 2026-07-28 is told, on this request, only those among the host's
+    /// ([`Host::extensions`]). `None`: all the host's (a server of the initialize era is told
+    /// the host's at its handshake either way).
+    pub extensions: Option<Vec<String>>,
     /// The caller the call is made for (the gateway's inbound subject): a server whose
     /// credentials are per-user (`"credentials": "per-user"`) is called over this caller's
     /// own session, with their own OAuth tokens; without one such a call fails.
@@ -632,6 +637,7 @@ impl std::fmt::Debug for CallOptions {
             .field("prompter", &self.prompter.is_some())
             .field("meta", &self.meta)
             .field("prefer_task", &self.prefer_task)
+            .field("extensions", &self.extensions)
             .field("user", &self.user)
             .field("subject_token", &self.subject_token.is_some())
             .finish()
@@ -648,6 +654,7 @@ impl Default for CallOptions {
             prompter: None,
             meta: None,
             prefer_task: false,
+            extensions: None,
             user: None,
             subject_token: None,
         }
@@ -1267,6 +1274,7 @@ impl Host {
             meta: options.meta,
             prefer_task: options.prefer_task,
             task_note: self.task_note(server, &tool.qualified_name),
+            extensions: options.extensions,
         };
         // An expired session is renewed and the call retried once by the manager, on the
         // same path for every transport.

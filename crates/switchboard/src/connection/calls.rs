@@ -48,11 +48,15 @@ impl Session {
             meta,
             prefer_task,
             task_note,
+            extensions,
         } = call;
         let guard = self.asker.begin_call(Some(qualified), interaction);
         let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
         if let Some(meta) = meta {
             params.meta = Some(rmcp::model::RequestMetaObject(meta.into()));
+        }
+        if let Some(only) = &extensions {
+            self.declare_only(&mut params, only);
         }
         // 2026-07-28's tasks extension (see `tasks.rs`): declared on the call, the server may
         // answer with a task, followed here; its timeout bounds the whole task.
@@ -294,10 +298,22 @@ impl Session {
         progress: Option<mpsc::UnboundedSender<Progress>>,
         guard: &CallGuard,
     ) -> Result<ServerResult, RequestError> {
-        let request = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params));
         // The timeout is the guard's, not rmcp's: it pauses while a person answers the
-        // server's question.
-        let options = self.request_options();
+        // server's question. The call's own client capabilities, if it has them, win over the
+        // session's that rmcp writes into every request.
+        let own = params
+            .meta
+            .as_ref()
+            .and_then(rmcp::model::RequestMetaObject::client_capabilities);
+        let options = match own {
+            Some(capabilities) => {
+                let mut meta = rmcp::model::RequestMetaObject::new();
+                meta.set_client_capabilities(capabilities);
+                rmcp::service::PeerRequestOptions::no_options().with_meta(meta)
+            }
+            None => self.request_options(),
+        };
+        let request = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params));
         let handle: RequestHandle<RoleClient> = self
             .peer()
             .send_request_with_option(request, options)
@@ -366,6 +382,9 @@ pub(crate) struct CallContext {
     pub(crate) prefer_task: bool,
     /// Told when the call becomes a task, and when that task ends.
     pub(crate) task_note: Option<super::tasks::TaskNote>,
+    /// The extensions the call is made for (the gateway's client declared them): a 2026-07-28
+    /// server is told only those among the host's, per request. `None`: all the host's.
+    pub(crate) extensions: Option<Vec<String>>,
 }
 
 impl std::fmt::Debug for CallContext {

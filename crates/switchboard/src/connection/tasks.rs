@@ -244,14 +244,45 @@ impl Session {
     }
 
     /// Declares the tasks extension on a `tools/call` (extension form only): in its `_meta`,
-    /// which the call lane sends; rmcp's road takes [`Session::request_options`].
+    /// which the call lane sends; rmcp's road takes [`Session::request_options`]. Client
+    /// capabilities the call has already ([`Session::declare_only`]) are kept.
     pub(super) fn declare_tasks(&self, params: &mut CallToolRequestParams) {
+        if params
+            .meta
+            .as_ref()
+            .is_some_and(|m| m.client_capabilities().is_some())
+        {
+            return;
+        }
         if let Some(meta) = &self.tasks_meta {
             params
                 .meta
                 .get_or_insert_with(RequestMetaObject::new)
                 .extend(meta.clone());
         }
+    }
+
+    /// Tells a 2026-07-28 server, on this call only, the extensions of `only` that the host
+    /// declares (the tasks extension too, where the server takes it): the client the call is
+    /// made for declared those (the gateway forwards its client's). Other sessions declared
+    /// theirs at the handshake, for every request.
+    pub(super) fn declare_only(&self, params: &mut CallToolRequestParams, only: &[String]) {
+        let Some(base) = &self.client_capabilities else {
+            return;
+        };
+        let mut capabilities = base.clone();
+        let extensions = capabilities.extensions.get_or_insert_with(Default::default);
+        extensions.retain(|id, _| only.iter().any(|o| o == id));
+        if self.tasks_meta.is_some() {
+            extensions.insert(crate::extensions::TASKS.to_owned(), Map::new());
+        }
+        if extensions.is_empty() {
+            capabilities.extensions = None;
+        }
+        params
+            .meta
+            .get_or_insert_with(RequestMetaObject::new)
+            .set_client_capabilities(capabilities);
     }
 
     /// The options of a request through rmcp: the tasks extension declared when the session
