@@ -788,3 +788,86 @@ async fn a_task_passed_through_by_one_replica_is_followed_and_cancelled_through_
     on_a.cancel().await.unwrap();
     on_b.cancel().await.unwrap();
 }
+
+/// A gateway restarted (killed, then started again on the same store) resumes a task it passed
+/// through: its record says it runs, no driver follows it any more, so the new process asks
+/// the server (server-everything over HTTP, which keeps tasks across sessions) and answers
+/// `tasks/get` with its end and result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_gateway_resumes_a_passed_through_task_from_the_store() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let Some(redis) = RedisServer::start().unwrap() else {
+        return;
+    };
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/js/everything-tasks-server.cjs");
+    let node =
+        std::env::var("SWITCHBOARD_NODE22").expect("SWITCHBOARD_NODE22: run scripts/test.sh");
+    let server =
+        switchboard_testkit::ReferenceServer::start(node.as_ref(), script.to_str().unwrap(), WAIT)
+            .expect("the task server did not start listening");
+    let tree = ConfigTree::new().unwrap();
+    let url = format!("http://127.0.0.1:{}/mcp", server.port());
+    tree.write(
+        tree.user_file(),
+        &json!({
+            "mcpServers": {"evh": {"type": "http", "url": url}},
+            "permissions": {"allow": ["mcp__evh"]}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (key, token) = (dir.path().join("cluster.key"), dir.path().join("token"));
+    std::fs::write(&key, b"thirty-two bytes of shared secret, and then some").unwrap();
+    std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        for file in [&key, &token] {
+            std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+    }
+    let (first, addr) = replica(&tree, &key, &token, &redis.url());
+    let client = connect_declaring(&format!("http://{addr}/mcp"), "a", true, true).await;
+    let research = call(
+        "mcp__evh__simulate-research-query",
+        json!({"topic": "rust"}),
+    );
+    let id = match client.call_tool_once(research).await.unwrap() {
+        rmcp::model::CallToolResponse::Task(created) => created.task.task_id,
+        other => panic!("not a task: {other:?}"),
+    };
+    client.cancel().await.unwrap();
+    // The gateway that made it is gone (SIGKILL): nothing follows the task any more.
+    drop(first);
+    let (_second, addr) = replica(&tree, &key, &token, &redis.url());
+    let client = connect_declaring(&format!("http://{addr}/mcp"), "a", true, true).await;
+    let over = async {
+        loop {
+            let got = client
+                .get_task(rmcp::model::GetTaskParams::new(&id))
+                .await
+                .unwrap();
+            if got.task.status().is_terminal() {
+                return got.task;
+            }
+            // The client's own polling, at the interval the task suggests.
+            let interval = got.task.task.poll_interval_ms.unwrap_or(500).min(1000);
+            tokio::time::sleep(Duration::from_millis(interval)).await;
+        }
+    };
+    let done = tokio::time::timeout(WAIT, over)
+        .await
+        .expect("the task did not end through the restarted gateway");
+    let rmcp::model::TaskPayload::Completed { result } = done.payload else {
+        panic!("{done:?}");
+    };
+    let text = Value::Object(result)["content"][0]["text"].clone();
+    assert!(
+        text.as_str()
+            .unwrap_or_default()
+            .starts_with("# Research Report: rust"),
+        "{text}"
+    );
+    client.cancel().await.unwrap();
+}

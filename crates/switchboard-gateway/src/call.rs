@@ -354,7 +354,7 @@ async fn pass_task(
         });
     gateway
         .tasks()
-        .begin(gateway.host(), owner, &server, &upstream, running)
+        .begin(gateway.host(), owner, &server, &upstream, name, running)
         .await
 }
 

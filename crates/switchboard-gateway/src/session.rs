@@ -1252,11 +1252,7 @@ impl ServerHandler for Session {
         let task = self
             .gateway
             .tasks()
-            .get(
-                self.gateway.host().store(),
-                &request.task_id,
-                subject.as_deref(),
-            )
+            .get(self.gateway.host(), &request.task_id, subject.as_deref())
             .await?;
         Ok(rmcp::model::GetTaskResult::new(task))
     }

@@ -54,9 +54,10 @@ pub struct Tasks {
 struct Entry {
     /// The inbound subject that made it (`None`: a caller without one).
     owner: Option<String>,
-    /// The upstream server running it, and its id there.
+    /// The upstream server running it, its id there, and the tool called.
     server: String,
     upstream: String,
+    tool: String,
     created_at: String,
     state: Mutex<State>,
     /// The client's answers to the questions of `input_required`, to the driver.
@@ -80,6 +81,9 @@ struct Record {
     owner: Option<String>,
     server: String,
     upstream: String,
+    /// The tool called, by its qualified name (its output schema applies to the result).
+    #[serde(default)]
+    tool: String,
     /// The task is over: its record is not written again ([`SharedStore::put_task`]).
     ended: bool,
     task: Value,
@@ -141,6 +145,7 @@ impl Tasks {
         owner: Option<String>,
         server: &str,
         upstream: &str,
+        tool: &str,
         running: Running,
     ) -> Result<Value, ErrorData> {
         let id = format!(
@@ -155,6 +160,7 @@ impl Tasks {
             owner,
             server: server.to_owned(),
             upstream: upstream.to_owned(),
+            tool: tool.to_owned(),
             created_at: created_at.clone(),
             state: Mutex::new(State {
                 payload: TaskPayload::Working,
@@ -207,19 +213,28 @@ impl Tasks {
     }
 
     /// `tasks/get`: the task `id` as `subject` may see it: as the store has it (where every
-    /// replica writes), else as kept here.
+    /// replica writes), else as kept here. A task the store says runs, which no driver here
+    /// follows, is asked of its server ([`Tasks::resume`]).
     pub(crate) async fn get(
         &self,
-        store: Option<&SharedStore>,
+        host: &switchboard::Host,
         id: &str,
         subject: Option<&str>,
     ) -> Result<DetailedTask, ErrorData> {
-        match self.find(store, id, subject).await? {
+        match self.find(host.store(), id, subject).await? {
             Found {
                 record: Some(record),
-                ..
-            } => serde_json::from_value(record.task)
-                .map_err(|e| ErrorData::internal_error(format!("task `{id}`: {e}"), None)),
+                here,
+            } => {
+                if here.is_none()
+                    && !record.ended
+                    && let Some(task) = resume(host, id, &record).await
+                {
+                    return Ok(task);
+                }
+                serde_json::from_value(record.task)
+                    .map_err(|e| ErrorData::internal_error(format!("task `{id}`: {e}"), None))
+            }
             Found {
                 here: Some(entry), ..
             } => Ok(entry.detailed(id)),
@@ -326,6 +341,55 @@ impl Tasks {
     }
 }
 
+/// A task its record says runs, which no driver here follows (the replica that ran it was
+/// restarted or is gone, or it is another's), asked of its server over this replica's own
+/// session: where it stands, and once it ended, its result, written to the store for every
+/// replica. `None` when the server does not know it here (a task of another session).
+async fn resume(host: &switchboard::Host, id: &str, record: &Record) -> Option<DetailedTask> {
+    use switchboard::TaskStatus as Upstream;
+    let info = host.task(&record.server, &record.upstream).await.ok()?;
+    let mut task: DetailedTask = serde_json::from_value(record.task.clone()).ok()?;
+    let payload = match info.status {
+        Upstream::Working | Upstream::InputRequired => {
+            // Its questions go to the follower that asks for its result; here it only runs.
+            task.task.status_message = info.status_message.clone();
+            task.task.last_updated_at = now();
+            return Some(task);
+        }
+        Upstream::Cancelled => TaskPayload::Cancelled,
+        _ => {
+            let handle = switchboard::TaskHandle {
+                server: record.server.clone(),
+                tool: record.tool.clone(),
+                info: info.clone(),
+            };
+            let options = switchboard::CallOptions {
+                user: record.owner.clone(),
+                ..switchboard::CallOptions::default()
+            };
+            outcome(
+                crate::session::call_value(host.task_result(&handle, options).await),
+                id,
+            )
+        }
+    };
+    task.task.status_message = info.status_message;
+    task.task.last_updated_at = now();
+    let task = DetailedTask::new(task.task, payload);
+    if let Some(store) = host.store() {
+        let ended = Record {
+            owner: record.owner.clone(),
+            server: record.server.clone(),
+            upstream: record.upstream.clone(),
+            tool: record.tool.clone(),
+            ended: true,
+            task: serde_json::to_value(&task).unwrap_or_default(),
+        };
+        put(store, id, &ended).await;
+    }
+    Some(task)
+}
+
 /// What a task cancelled by its client says.
 const CANCELLED: &str = "cancelled by the client";
 
@@ -359,6 +423,7 @@ async fn share(store: Option<&SharedStore>, id: &str, entry: &Entry) -> bool {
         owner: entry.owner.clone(),
         server: entry.server.clone(),
         upstream: entry.upstream.clone(),
+        tool: entry.tool.clone(),
         ended: task.status().is_terminal(),
         task: serde_json::to_value(&task).unwrap_or_default(),
     };
