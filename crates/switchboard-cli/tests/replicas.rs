@@ -156,13 +156,7 @@ impl ClientHandler for Answers {
     fn get_info(&self) -> ClientConfig {
         let mut capabilities = ClientCapabilities::builder().enable_elicitation().build();
         if self.tasks {
-            capabilities
-                .extensions
-                .get_or_insert_with(Default::default)
-                .insert(
-                    rmcp::model::TASKS_EXTENSION_ID.to_owned(),
-                    Default::default(),
-                );
+            capabilities = switchboard_testkit::gateway_client::declaring_tasks(capabilities);
         }
         switchboard_testkit::gateway_client::client_config(self.name, capabilities, self.modern)
     }

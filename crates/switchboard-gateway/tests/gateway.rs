@@ -173,13 +173,7 @@ impl ClientHandler for Recorder {
                 .build();
         }
         if self.tasks {
-            capabilities
-                .extensions
-                .get_or_insert_with(Default::default)
-                .insert(
-                    rmcp::model::TASKS_EXTENSION_ID.to_owned(),
-                    Default::default(),
-                );
+            capabilities = switchboard_testkit::gateway_client::declaring_tasks(capabilities);
         }
         client_config(self.name, capabilities, self.modern)
     }

@@ -217,14 +217,8 @@ impl Setup {
         let transport = StreamableHttpClientTransport::from_config(
             StreamableHttpClientTransportConfig::with_uri(self.url.clone()).auth_header(token),
         );
-        let mut capabilities = ClientCapabilities::default();
-        capabilities
-            .extensions
-            .get_or_insert_with(Default::default)
-            .insert(
-                rmcp::model::TASKS_EXTENSION_ID.to_owned(),
-                Default::default(),
-            );
+        let capabilities =
+            switchboard_testkit::gateway_client::declaring_tasks(ClientCapabilities::default());
         let config = ClientConfig::new(capabilities, Implementation::new(subject, "1"));
         config.serve(transport).await.unwrap()
     }

@@ -18,6 +18,19 @@ pub fn client_config(name: &str, capabilities: ClientCapabilities, modern: bool)
     ClientConfig::new(capabilities, Implementation::new(name, "1")).with_protocol_version(version)
 }
 
+/// `capabilities` with the tasks extension (SEP-2663, `io.modelcontextprotocol/tasks`)
+/// declared.
+pub fn declaring_tasks(mut capabilities: ClientCapabilities) -> ClientCapabilities {
+    capabilities
+        .extensions
+        .get_or_insert_with(Default::default)
+        .insert(
+            rmcp::model::TASKS_EXTENSION_ID.to_owned(),
+            Default::default(),
+        );
+    capabilities
+}
+
 /// The gateway's `/status` (beside its MCP endpoint `mcp_url`), read with `token`. Panics when
 /// it cannot be read.
 pub async fn status(http: &reqwest::Client, mcp_url: &str, token: &str) -> Value {

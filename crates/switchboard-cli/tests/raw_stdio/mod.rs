@@ -130,14 +130,7 @@ impl RawStdio {
     #[allow(dead_code)]
     pub(crate) fn tool_names(&mut self) -> Vec<String> {
         let listed = self.request("tools/list", json!({}));
-        let mut names: Vec<String> = listed["result"]["tools"]
-            .as_array()
-            .unwrap_or_else(|| panic!("{listed}"))
-            .iter()
-            .map(|t| t["name"].as_str().unwrap().to_owned())
-            .collect();
-        names.sort();
-        names
+        names_of(&listed)
     }
 
     /// The served tool names once `tool` is among them: listed again after each
@@ -147,13 +140,7 @@ impl RawStdio {
     pub(crate) fn tool_names_with(&mut self, tool: &str) -> Vec<String> {
         for _ in 0..10 {
             let (listed, notes) = self.request_noting("tools/list", json!({}));
-            let mut names: Vec<String> = listed["result"]["tools"]
-                .as_array()
-                .unwrap_or_else(|| panic!("{listed}"))
-                .iter()
-                .map(|t| t["name"].as_str().unwrap().to_owned())
-                .collect();
-            names.sort();
+            let names = names_of(&listed);
             if names.iter().any(|n| n == tool) {
                 return names;
             }
@@ -176,4 +163,16 @@ impl RawStdio {
         assert!(done_rx.recv_timeout(WAIT).unwrap().unwrap().success());
         self.stderr.join().unwrap()
     }
+}
+
+/// The tool names of a `tools/list` answer, sorted.
+fn names_of(listed: &Value) -> Vec<String> {
+    let mut names: Vec<String> = listed["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{listed}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect();
+    names.sort();
+    names
 }
