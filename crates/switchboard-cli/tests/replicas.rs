@@ -82,14 +82,29 @@ fn first_line(stdout: ChildStdout) -> String {
 /// One replica: `serve --http` on a free loopback port, sharing the Redis at `store`. Returns
 /// it and its `HOST:PORT`.
 fn replica(tree: &ConfigTree, key: &Path, token: &Path, store: &str) -> (Killed, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+    serve_http(tree, key, token, Some(store))
+}
+
+/// `switchboard serve --http` with the cluster key and the token, sharing `store` if given:
+/// the process, and its address.
+fn serve_http(
+    tree: &ConfigTree,
+    key: &Path,
+    token: &Path,
+    store: Option<&str>,
+) -> (Killed, String) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_switchboard"));
+    command
         .arg("-C")
         .arg(tree.project())
         .args(["serve", "--http", "127.0.0.1:0", "--cluster-key-file"])
         .arg(key)
         .arg("--token-file")
-        .arg(token)
-        .args(["--store", store])
+        .arg(token);
+    if let Some(store) = store {
+        command.args(["--store", store]);
+    }
+    let mut child = command
         .env_clear()
         .envs(tree.env())
         .stdin(Stdio::null())
@@ -783,16 +798,24 @@ async fn a_task_passed_through_by_one_replica_is_followed_and_cancelled_through_
     on_b.cancel().await.unwrap();
 }
 
-/// A gateway restarted (killed, then started again on the same store) resumes a task it passed
-/// through: its record says it runs, no driver follows it any more, so the new process asks
-/// the server (server-everything over HTTP, which keeps tasks across sessions) and answers
-/// `tasks/get` with its end and result.
+/// A gateway restarted (killed, then started again) resumes a task it passed through, its
+/// record in the shared store, and without one in the state folder: the record says it runs,
+/// no driver follows it any more, so the new process asks the server (server-everything over
+/// HTTP, which keeps tasks across sessions) and answers `tasks/get` with its end and result.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_restarted_gateway_resumes_a_passed_through_task_from_the_store() {
+async fn a_restarted_gateway_resumes_a_passed_through_task() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let Some(redis) = RedisServer::start().unwrap() else {
         return;
     };
+    let redis_url = redis.url();
+    for store in [Some(redis_url.as_str()), None] {
+        restarted_gateway_resumes(store).await;
+    }
+}
+
+/// [`a_restarted_gateway_resumes_a_passed_through_task`], with `store` or without.
+async fn restarted_gateway_resumes(store: Option<&str>) {
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/js/everything-tasks-server.cjs");
     let node =
@@ -821,7 +844,7 @@ async fn a_restarted_gateway_resumes_a_passed_through_task_from_the_store() {
             std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600)).unwrap();
         }
     }
-    let (first, addr) = replica(&tree, &key, &token, &redis.url());
+    let (first, addr) = serve_http(&tree, &key, &token, store);
     let client = connect_declaring(&format!("http://{addr}/mcp"), "a", true, true).await;
     let research = call(
         "mcp__evh__simulate-research-query",
@@ -834,7 +857,7 @@ async fn a_restarted_gateway_resumes_a_passed_through_task_from_the_store() {
     client.cancel().await.unwrap();
     // The gateway that made it is gone (SIGKILL): nothing follows the task any more.
     drop(first);
-    let (_second, addr) = replica(&tree, &key, &token, &redis.url());
+    let (_second, addr) = serve_http(&tree, &key, &token, store);
     let client = connect_declaring(&format!("http://{addr}/mcp"), "a", true, true).await;
     let over = async {
         loop {
@@ -852,7 +875,7 @@ async fn a_restarted_gateway_resumes_a_passed_through_task_from_the_store() {
     };
     let done = tokio::time::timeout(WAIT, over)
         .await
-        .expect("the task did not end through the restarted gateway");
+        .unwrap_or_else(|_| panic!("store {store:?}: the task did not end after the restart"));
     let rmcp::model::TaskPayload::Completed { result } = done.payload else {
         panic!("{done:?}");
     };

@@ -1266,7 +1266,7 @@ impl ServerHandler for Session {
         self.gateway
             .tasks()
             .update(
-                self.gateway.host().store(),
+                self.gateway.host(),
                 &request.task_id,
                 subject.as_deref(),
                 request.input_responses,

@@ -16,6 +16,8 @@
 //! shared store (`serve --store`), each change of a task's state is written there (under a
 //! hash of its id), so every replica answers `tasks/get`, and `tasks/cancel` cancels it
 //! upstream from any replica; the answers of `tasks/update` go to the replica that runs it.
+//! Without a store the records are kept in the state folder ([`TASKS_FILE`]), so a restarted
+//! `serve` picks its tasks up again.
 //! A finished task is kept [`KEEP_FOR`]; at most [`MAX_TASKS`] are kept at once.
 //!
 //! [`Host::start_task`]: switchboard::Host::start_task
@@ -76,7 +78,7 @@ struct State {
 
 /// What the store keeps of a task: enough for another replica to answer `tasks/get` and to
 /// cancel it upstream.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct Record {
     owner: Option<String>,
     server: String,
@@ -196,7 +198,7 @@ impl Tasks {
         }
         let task = entry.detailed(&id);
         // In the store before the client has the id: any replica finds it from the start.
-        share(host.store(), &id, &entry).await;
+        share(host, &id, &entry).await;
         let driver = tokio::spawn(drive(
             entry.clone(),
             id.clone(),
@@ -221,7 +223,7 @@ impl Tasks {
         id: &str,
         subject: Option<&str>,
     ) -> Result<DetailedTask, ErrorData> {
-        match self.find(host.store(), id, subject).await? {
+        match self.find(host, id, subject).await? {
             Found {
                 record: Some(record),
                 here,
@@ -245,12 +247,12 @@ impl Tasks {
     /// `tasks/update`: the client's answers to the task's questions.
     pub(crate) async fn update(
         &self,
-        store: Option<&SharedStore>,
+        host: &switchboard::Host,
         id: &str,
         subject: Option<&str>,
         answers: InputResponses,
     ) -> Result<(), ErrorData> {
-        let entry = match self.find(store, id, subject).await? {
+        let entry = match self.find(host, id, subject).await? {
             Found {
                 here: Some(entry), ..
             } => entry,
@@ -296,9 +298,8 @@ impl Tasks {
         id: &str,
         subject: Option<&str>,
     ) -> Result<(), ErrorData> {
-        let store = host.store();
-        let found = self.find(store, id, subject).await?;
-        if let (Some(store), Some(mut record)) = (store, found.record) {
+        let found = self.find(host, id, subject).await?;
+        if let Some(mut record) = found.record {
             if record.ended {
                 return Ok(());
             }
@@ -308,7 +309,7 @@ impl Tasks {
                 task.insert("statusMessage".to_owned(), json!(CANCELLED));
                 task.insert("lastUpdatedAt".to_owned(), json!(now()));
             }
-            put(store, id, &record).await;
+            put(host, id, &record).await;
         }
         if let Some(entry) = found.here {
             stop(host, &entry, id).await;
@@ -318,19 +319,12 @@ impl Tasks {
 
     async fn find(
         &self,
-        store: Option<&SharedStore>,
+        host: &switchboard::Host,
         id: &str,
         subject: Option<&str>,
     ) -> Result<Found, ErrorData> {
         let here = self.tasks.lock().get(id).cloned();
-        let record = match store {
-            Some(store) => store
-                .task(&SharedStore::session_key(id))
-                .await
-                .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
-                .and_then(|text| serde_json::from_str::<Record>(&text).ok()),
-            None => None,
-        };
+        let record = fetch(host, id).await?;
         // Another caller's task is no task of this one's.
         let here = here.filter(|entry| entry.owner.as_deref() == subject);
         let record = record.filter(|record| record.owner.as_deref() == subject);
@@ -376,7 +370,7 @@ async fn resume(host: &switchboard::Host, id: &str, record: &Record) -> Option<D
     task.task.status_message = info.status_message;
     task.task.last_updated_at = now();
     let task = DetailedTask::new(task.task, payload);
-    if let Some(store) = host.store() {
+    {
         let ended = Record {
             owner: record.owner.clone(),
             server: record.server.clone(),
@@ -385,7 +379,7 @@ async fn resume(host: &switchboard::Host, id: &str, record: &Record) -> Option<D
             ended: true,
             task: serde_json::to_value(&task).unwrap_or_default(),
         };
-        put(store, id, &ended).await;
+        put(host, id, &ended).await;
     }
     Some(task)
 }
@@ -412,12 +406,9 @@ async fn stop(host: &switchboard::Host, entry: &Entry, id: &str) {
     }
 }
 
-/// Writes the task's state to the store, when there is one: `false` when the store's record
-/// says it ended meanwhile (cancelled through another replica).
-async fn share(store: Option<&SharedStore>, id: &str, entry: &Entry) -> bool {
-    let Some(store) = store else {
-        return true;
-    };
+/// Writes the task's state to its record: `false` when the record says it ended meanwhile
+/// (cancelled through another replica).
+async fn share(host: &switchboard::Host, id: &str, entry: &Entry) -> bool {
     let task = entry.detailed(id);
     let record = Record {
         owner: entry.owner.clone(),
@@ -427,12 +418,26 @@ async fn share(store: Option<&SharedStore>, id: &str, entry: &Entry) -> bool {
         ended: task.status().is_terminal(),
         task: serde_json::to_value(&task).unwrap_or_default(),
     };
-    put(store, id, &record).await
+    put(host, id, &record).await
 }
 
-/// Writes a task's record; `false` when the one kept says it ended. A store that cannot be
-/// reached leaves the record as it was (logged): the replica that runs the task still answers.
-async fn put(store: &SharedStore, id: &str, record: &Record) -> bool {
+/// Writes a task's record, in the shared store or else the state folder; `false` when the one
+/// kept says it ended. A record that cannot be written is left as it was (logged): the
+/// process that runs the task still answers.
+async fn put(host: &switchboard::Host, id: &str, record: &Record) -> bool {
+    let Some(store) = host.store() else {
+        let (folder, record) = (host.state_folder().to_owned(), record.clone());
+        let key = SharedStore::session_key(id);
+        let written = tokio::task::spawn_blocking(move || put_in_file(&folder, key, record)).await;
+        return match written {
+            Ok(Ok(written)) => written,
+            Ok(Err(e)) => {
+                tracing::warn!("a task's record was not written to the state folder: {e}");
+                true
+            }
+            Err(_) => true,
+        };
+    };
     let Ok(text) = serde_json::to_string(record) else {
         return true;
     };
@@ -446,6 +451,70 @@ async fn put(store: &SharedStore, id: &str, record: &Record) -> bool {
             true
         }
     }
+}
+
+/// A task's record: in the shared store, or else in the state folder ([`TASKS_FILE`]).
+async fn fetch(host: &switchboard::Host, id: &str) -> Result<Option<Record>, ErrorData> {
+    let key = SharedStore::session_key(id);
+    let Some(store) = host.store() else {
+        let path = host.state_folder().join(TASKS_FILE);
+        let mut records = tokio::task::spawn_blocking(move || read_file(&path))
+            .await
+            .unwrap_or_default();
+        return Ok(records.remove(&key));
+    };
+    Ok(store
+        .task(&key)
+        .await
+        .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
+        .and_then(|text| serde_json::from_str::<Record>(&text).ok()))
+}
+
+/// The file of the state folder where a gateway without a shared store keeps its tasks'
+/// records (by the hash of each id, owner-only), so that a restarted `serve` picks them up
+/// again; the newest [`MAX_FILED`] are kept.
+const TASKS_FILE: &str = "gateway-tasks.json";
+/// The most records [`TASKS_FILE`] keeps (ended ones go first, oldest first).
+const MAX_FILED: usize = 64;
+/// One writer of [`TASKS_FILE`] at a time in this process.
+static FILE_LOCK: Mutex<()> = Mutex::new(());
+
+fn read_file(path: &std::path::Path) -> std::collections::BTreeMap<String, Record> {
+    std::fs::read(path)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
+}
+
+/// [`put`] in the state folder: as the store's script does, an ended record is kept.
+fn put_in_file(folder: &std::path::Path, key: String, record: Record) -> std::io::Result<bool> {
+    let _writing = FILE_LOCK.lock();
+    let path = folder.join(TASKS_FILE);
+    let mut records = read_file(&path);
+    if records.get(&key).is_some_and(|kept| kept.ended) {
+        return Ok(false);
+    }
+    records.insert(key, record);
+    while records.len() > MAX_FILED {
+        let updated = |r: &Record| {
+            r.task
+                .get("lastUpdatedAt")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        let oldest = records
+            .iter()
+            .min_by_key(|(_, r)| (!r.ended, updated(r)))
+            .map(|(key, _)| key.clone());
+        match oldest {
+            Some(key) => records.remove(&key),
+            None => break,
+        };
+    }
+    std::fs::create_dir_all(folder)?;
+    let text = serde_json::to_vec(&records).map_err(std::io::Error::other)?;
+    switchboard::secrets::write_owner_only(folder, &path, &text)?;
+    Ok(true)
 }
 
 /// Follows the call that awaits the upstream task: its progress is the task's status message,
@@ -488,7 +557,7 @@ async fn drive(
                 false
             }
         };
-        if !share(host.store(), &id, &entry).await {
+        if !share(&host, &id, &entry).await {
             // Cancelled through another replica: its call is dropped here (not this driver,
             // which goes on to cancel it upstream).
             drop(running);

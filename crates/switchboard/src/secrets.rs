@@ -307,8 +307,9 @@ fn write(dir: &Path, path: &Path, all: &BTreeMap<String, String>) -> Result<(), 
 }
 
 /// Replaces `path` (in `dir`) with `contents`, atomically and `0600` whatever the old file's
-/// mode was: the secret store's file and the token store's.
-pub(crate) fn write_owner_only(dir: &Path, path: &Path, contents: &[u8]) -> std::io::Result<()> {
+/// mode was: the secret store's file and the token store's, and what a program keeps in the
+/// state folder ([`Host::state_folder`](crate::Host::state_folder)).
+pub fn write_owner_only(dir: &Path, path: &Path, contents: &[u8]) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let mut file = tempfile::NamedTempFile::new_in(dir)?;
     file.as_file()

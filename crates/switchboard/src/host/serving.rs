@@ -18,6 +18,13 @@ use crate::search::ToolIndex;
 /// catalogue again as a server (the gateway: the shared store, borrowed listings, the search
 /// index, the limits, budget and interaction it passes on). An agent's methods are above.
 impl Host {
+    /// The state folder (tokens, kept lists, recorded tasks): where a program that serves the
+    /// catalogue again keeps what must outlive its process, owner-only
+    /// ([`secrets::write_owner_only`](crate::secrets::write_owner_only)).
+    pub fn state_folder(&self) -> &std::path::Path {
+        &self.config.paths.state_dir
+    }
+
     /// The store shared with other replicas, if the host was built with one
     /// ([`HostBuilder::store`]): what a gateway keeps of its clients' sessions there
     /// ([`SharedStore::session_record`](crate::shared::SharedStore::session_record)).
