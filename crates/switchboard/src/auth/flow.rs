@@ -483,26 +483,17 @@ impl Authorizer {
         let client = self.identity(&discovery, &redirect_uri, stored).await?;
         let scopes = self.scopes(Some(challenge), &discovery, extra_scopes);
 
-        let state = random_token()?;
-        let verifier = random_token()?;
-        let code_challenge = URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(verifier.as_bytes()));
-        let mut url = authorization_endpoint.clone();
-        {
-            let mut query = url.query_pairs_mut();
-            query
-                .append_pair("response_type", "code")
-                .append_pair("client_id", &client.client_id)
-                .append_pair("redirect_uri", &redirect_uri)
-                .append_pair("code_challenge", &code_challenge)
-                .append_pair("code_challenge_method", "S256")
-                .append_pair("state", &state);
-            if !discovery.resource.is_empty() {
-                query.append_pair("resource", &discovery.resource);
-            }
-            if !scopes.is_empty() {
-                query.append_pair("scope", &scopes.join(" "));
-            }
-        }
+        let AuthorizationRequest {
+            url,
+            state,
+            verifier,
+        } = authorization_request(
+            &authorization_endpoint,
+            &client.client_id,
+            &redirect_uri,
+            &discovery.resource,
+            &scopes,
+        )?;
         tracing::info!(target: "switchboard::auth", server = %self.server, authorization_server = %origin_of(&authorization_endpoint), "authorization needed; opening the browser");
         // The opener runs beside the listener: a browser stand-in that follows the redirect
         // only finishes once the listener has answered.
@@ -636,6 +627,51 @@ pub(super) fn iss_promised(discovery: &Discovery) -> bool {
         .metadata
         .authorization_response_iss_parameter_supported
         == Some(true)
+}
+
+/// An authorization code request (PKCE, S256) to open in the browser: its URL, and the
+/// `state` and code verifier its redirect and code exchange are checked against.
+pub(super) struct AuthorizationRequest {
+    pub(super) url: url::Url,
+    pub(super) state: String,
+    pub(super) verifier: String,
+}
+
+/// The authorization request of `client_id` at `endpoint`, redirected to `redirect_uri`, for
+/// `resource` (RFC 8707, when not empty) and `scopes`: a user's login and a gateway caller's
+/// ([`super::hosted`]) alike.
+pub(super) fn authorization_request(
+    endpoint: &url::Url,
+    client_id: &str,
+    redirect_uri: &str,
+    resource: &str,
+    scopes: &[String],
+) -> Result<AuthorizationRequest, AuthError> {
+    let state = random_token()?;
+    let verifier = random_token()?;
+    let code_challenge = URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(verifier.as_bytes()));
+    let mut url = endpoint.clone();
+    {
+        let mut query = url.query_pairs_mut();
+        query
+            .append_pair("response_type", "code")
+            .append_pair("client_id", client_id)
+            .append_pair("redirect_uri", redirect_uri)
+            .append_pair("code_challenge", &code_challenge)
+            .append_pair("code_challenge_method", "S256")
+            .append_pair("state", &state);
+        if !resource.is_empty() {
+            query.append_pair("resource", resource);
+        }
+        if !scopes.is_empty() {
+            query.append_pair("scope", &scopes.join(" "));
+        }
+    }
+    Ok(AuthorizationRequest {
+        url,
+        state,
+        verifier,
+    })
 }
 
 /// The authorization code a login's redirect brings, or the authorization server's refusal

@@ -8,14 +8,13 @@
 
 use std::collections::BTreeMap;
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
-use sha2::Digest;
 use url::Url;
 
 use super::dpop::DpopKey;
-use super::flow::{check_iss, check_pkce, iss_promised, random_token, redirect_code};
+use super::flow::{
+    AuthorizationRequest, authorization_request, check_iss, check_pkce, iss_promised, redirect_code,
+};
 use super::store::{ClientIdentity, Record};
 use super::tokens::TokenFailure;
 use super::{AuthError, Authorizer, Challenge};
@@ -106,26 +105,17 @@ impl Authorizer {
         let stored = self.options.store.load(&self.key).await?.client;
         let client = self.identity(&discovery, redirect_uri, stored).await?;
         let scopes = self.scopes(Some(&challenge), &discovery, &[]);
-        let state = random_token()?;
-        let verifier = random_token()?;
-        let code_challenge = URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(verifier.as_bytes()));
-        let mut url = authorization_endpoint.clone();
-        {
-            let mut query = url.query_pairs_mut();
-            query
-                .append_pair("response_type", "code")
-                .append_pair("client_id", &client.client_id)
-                .append_pair("redirect_uri", redirect_uri)
-                .append_pair("code_challenge", &code_challenge)
-                .append_pair("code_challenge_method", "S256")
-                .append_pair("state", &state);
-            if !discovery.resource.is_empty() {
-                query.append_pair("resource", &discovery.resource);
-            }
-            if !scopes.is_empty() {
-                query.append_pair("scope", &scopes.join(" "));
-            }
-        }
+        let AuthorizationRequest {
+            url,
+            state,
+            verifier,
+        } = authorization_request(
+            &authorization_endpoint,
+            &client.client_id,
+            redirect_uri,
+            &discovery.resource,
+            &scopes,
+        )?;
         tracing::info!(target: "switchboard::auth", server = %self.server, "a caller's login begins");
         Ok(Begun {
             url: url.to_string(),
