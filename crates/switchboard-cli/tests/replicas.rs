@@ -85,6 +85,18 @@ fn replica(tree: &ConfigTree, key: &Path, token: &Path, store: &str) -> (Killed,
     serve_http(tree, key, token, Some(store))
 }
 
+/// The replicas' cluster key and bearer token files, owner-only, in `dir`.
+fn cluster_files(dir: &Path) -> (PathBuf, PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let (key, token) = (dir.join("cluster.key"), dir.join("token"));
+    std::fs::write(&key, b"thirty-two bytes of shared secret, and then some").unwrap();
+    std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
+    for file in [&key, &token] {
+        std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    (key, token)
+}
+
 /// `switchboard serve --http` with the cluster key and the token, sharing `store` if given:
 /// the process, and its address.
 fn serve_http(
@@ -397,16 +409,7 @@ async fn replicas_behind_a_round_robin_balancer_serve_both_generations_and_survi
     )
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let key = dir.path().join("cluster.key");
-    let token = dir.path().join("token");
-    std::fs::write(&key, b"thirty-two bytes of shared secret, and then some").unwrap();
-    std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
-    {
-        use std::os::unix::fs::PermissionsExt;
-        for file in [&key, &token] {
-            std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600)).unwrap();
-        }
-    }
+    let (key, token) = cluster_files(dir.path());
     // One login, before any replica starts: the tokens go to Redis, where every replica
     // finds them.
     log_in_once(&redis.url(), "remote", remote.url()).await;
@@ -706,15 +709,7 @@ async fn a_task_passed_through_by_one_replica_is_followed_and_cancelled_through_
     )
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let (key, token) = (dir.path().join("cluster.key"), dir.path().join("token"));
-    std::fs::write(&key, b"thirty-two bytes of shared secret, and then some").unwrap();
-    std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
-    {
-        use std::os::unix::fs::PermissionsExt;
-        for file in [&key, &token] {
-            std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600)).unwrap();
-        }
-    }
+    let (key, token) = cluster_files(dir.path());
     let (_a, a) = replica(&tree, &key, &token, &redis.url());
     let (_b, b) = replica(&tree, &key, &token, &redis.url());
     let on_a = connect_declaring(&format!("http://{a}/mcp"), "a", true, true).await;
@@ -731,23 +726,11 @@ async fn a_task_passed_through_by_one_replica_is_followed_and_cancelled_through_
     };
     // Polls `tasks/get` through `client` (at the interval the task suggests) until the task
     // is over.
+    // Polls `tasks/get` through `client` until the task is over.
     let ended = async |client: &Client, id: &str| {
-        let over = async {
-            loop {
-                let got = client
-                    .get_task(rmcp::model::GetTaskParams::new(id))
-                    .await
-                    .unwrap();
-                if got.task.status().is_terminal() {
-                    return got.task;
-                }
-                let interval = got.task.task.poll_interval_ms.unwrap_or(500).min(1000);
-                tokio::time::sleep(Duration::from_millis(interval)).await;
-            }
-        };
-        tokio::time::timeout(WAIT, over)
+        switchboard_testkit::gateway_client::task_end(client.peer(), id)
             .await
-            .unwrap_or_else(|_| panic!("task {id} did not end"))
+            .unwrap_or_else(|| panic!("task {id} did not end"))
     };
 
     // Made on A, followed to its result on B.
@@ -835,15 +818,7 @@ async fn restarted_gateway_resumes(store: Option<&str>) {
     )
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let (key, token) = (dir.path().join("cluster.key"), dir.path().join("token"));
-    std::fs::write(&key, b"thirty-two bytes of shared secret, and then some").unwrap();
-    std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
-    {
-        use std::os::unix::fs::PermissionsExt;
-        for file in [&key, &token] {
-            std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600)).unwrap();
-        }
-    }
+    let (key, token) = cluster_files(dir.path());
     let (first, addr) = serve_http(&tree, &key, &token, store);
     let client = connect_declaring(&format!("http://{addr}/mcp"), "a", true, true).await;
     let research = call(
@@ -859,23 +834,9 @@ async fn restarted_gateway_resumes(store: Option<&str>) {
     drop(first);
     let (_second, addr) = serve_http(&tree, &key, &token, store);
     let client = connect_declaring(&format!("http://{addr}/mcp"), "a", true, true).await;
-    let over = async {
-        loop {
-            let got = client
-                .get_task(rmcp::model::GetTaskParams::new(&id))
-                .await
-                .unwrap();
-            if got.task.status().is_terminal() {
-                return got.task;
-            }
-            // The client's own polling, at the interval the task suggests.
-            let interval = got.task.task.poll_interval_ms.unwrap_or(500).min(1000);
-            tokio::time::sleep(Duration::from_millis(interval)).await;
-        }
-    };
-    let done = tokio::time::timeout(WAIT, over)
+    let done = switchboard_testkit::gateway_client::task_end(client.peer(), &id)
         .await
-        .unwrap_or_else(|_| panic!("store {store:?}: the task did not end after the restart"));
+        .unwrap_or_else(|| panic!("store {store:?}: the task did not end after the restart"));
     let rmcp::model::TaskPayload::Completed { result } = done.payload else {
         panic!("{done:?}");
     };

@@ -1825,22 +1825,9 @@ async fn a_task_is_passed_through_to_the_clients_that_declared_tasks_and_run_for
         };
         let id = created.task.task_id.clone();
         assert!(id.starts_with("task-"), "{id}");
-        let done = tokio::time::timeout(WAIT, async {
-            loop {
-                let got = client
-                    .get_task(rmcp::model::GetTaskParams::new(&id))
-                    .await
-                    .unwrap();
-                if got.task.status().is_terminal() {
-                    return got.task;
-                }
-                // The client's own polling, at the interval the task suggests.
-                let interval = got.task.task.poll_interval_ms.unwrap_or(500).min(1000);
-                tokio::time::sleep(Duration::from_millis(interval)).await;
-            }
-        })
-        .await
-        .unwrap_or_else(|_| panic!("modern {modern}: the task did not end"));
+        let done = gateway_client::task_end(client.peer(), &id)
+            .await
+            .unwrap_or_else(|| panic!("modern {modern}: the task did not end"));
         let rmcp::model::TaskPayload::Completed { result } = done.payload else {
             panic!("modern {modern}: {done:?}");
         };

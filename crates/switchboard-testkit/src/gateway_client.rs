@@ -31,6 +31,29 @@ pub fn declaring_tasks(mut capabilities: ClientCapabilities) -> ClientCapabiliti
     capabilities
 }
 
+/// Polls `tasks/get` for the task `id` as a client does (at the interval the task suggests,
+/// at most a second apart) until the task is over: the task then, or `None` when it is not
+/// over within [`WAIT`](crate::WAIT). Panics when a poll fails.
+pub async fn task_end(
+    client: &rmcp::service::Peer<rmcp::RoleClient>,
+    id: &str,
+) -> Option<rmcp::model::DetailedTask> {
+    let over = async {
+        loop {
+            let got = client
+                .get_task(rmcp::model::GetTaskParams::new(id))
+                .await
+                .unwrap_or_else(|e| panic!("tasks/get {id}: {e}"));
+            if got.task.status().is_terminal() {
+                return got.task;
+            }
+            let interval = got.task.task.poll_interval_ms.unwrap_or(500).min(1000);
+            tokio::time::sleep(Duration::from_millis(interval)).await;
+        }
+    };
+    tokio::time::timeout(crate::WAIT, over).await.ok()
+}
+
 /// The gateway's `/status` (beside its MCP endpoint `mcp_url`), read with `token`. Panics when
 /// it cannot be read.
 pub async fn status(http: &reqwest::Client, mcp_url: &str, token: &str) -> Value {
