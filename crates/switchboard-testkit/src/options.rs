@@ -159,6 +159,8 @@ pub struct Options {
 
     /// Write `tools/list answered` to stderr for each `tools/list` (each page), and
     /// `resources/list answered` / `prompts/list answered` for those, so a test can count them.
+    /// An `echo` of a text starting `marker ` writes `echoed TEXT`: once a test has read that
+    /// line, it has read every line the server wrote before it.
     #[arg(long)]
     pub log_lists: bool,
 

@@ -331,6 +331,12 @@ impl Toolbox {
                 Ok(CallToolResult::success(vec![ContentBlock::text(subject)]))
             }
             "echo" => Ok(match args.get("text").and_then(Value::as_str) {
+                // A marker for tests counting the list lines: once it is read, every line
+                // written before it is read too.
+                Some(text) if self.shared.log_lists && text.starts_with("marker ") => {
+                    say_line(&format!("echoed {text}"));
+                    CallToolResult::success(vec![ContentBlock::text(text)])
+                }
                 Some(text) if self.shared.echo_meta => CallToolResult::success(vec![
                     ContentBlock::text(text),
                     ContentBlock::text(serde_json::to_string(&context.meta).unwrap_or_default()),
@@ -1063,6 +1069,13 @@ fn object(value: Value) -> JsonObject {
     }
 }
 
+/// Writes `line` and its newline to stderr in one write. `eprintln!` with arguments writes
+/// piece by piece, and a test that waits for a line's start could read it half written.
+fn say_line(line: &str) {
+    let whole = format!("{line}\n");
+    let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), whole.as_bytes());
+}
+
 /// A tool-level error: the caller sees the message (the 2025-11-25 advice for
 /// input validation failures).
 fn bad_arguments(message: &str) -> CallToolResult {
@@ -1072,7 +1085,7 @@ fn bad_arguments(message: &str) -> CallToolResult {
 /// Records a cancelled request where tests can see it, and gives the handler
 /// something to return (rmcp sends nothing for a cancelled request).
 fn cancelled(context: &RequestContext<RoleServer>) -> ErrorData {
-    eprintln!("cancelled {}", context.id);
+    say_line(&format!("cancelled {}", context.id));
     ErrorData::internal_error("request cancelled", None)
 }
 

@@ -41,6 +41,36 @@ async fn server_logged(host: &Host, server: &str, needle: &str) -> bool {
     tokio::time::timeout(SETTLE, seen).await.is_ok()
 }
 
+/// How many lines holding `needle` (`tools/list answered`, …) a `--log-lists` server has
+/// written so far. The server writes a line before it answers, but its stderr is read apart
+/// from its answers, so the test echoes a marker and waits (bounded) until the marker is read:
+/// every line written before it is then read too.
+async fn lines_logged(host: &Host, server: &str, needle: &str) -> usize {
+    static MARKERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let marker = format!(
+        "marker {}",
+        MARKERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
+    let out = host
+        .call(
+            &format!("mcp__{server}__echo"),
+            args(json!({"text": marker})),
+            cli(),
+        )
+        .await
+        .unwrap();
+    assert!(!out.is_error, "{}", out.result);
+    assert!(
+        server_logged(host, server, &format!("echoed {marker}")).await,
+        "{server} never wrote {marker:?}: {:?}",
+        host.stderr_tail(server)
+    );
+    host.stderr_tail(server)
+        .unwrap_or_default()
+        .matches(needle)
+        .count()
+}
+
 /// `kit`'s `slow` tool, given 300 ms for 20 s of work, fails with the timeout.
 async fn slow_call_times_out(host: &Host) {
     let slow = CallOptions {
@@ -253,8 +283,12 @@ async fn a_call_during_the_connect_lists_the_tools_once() {
     }
     assert_eq!(told.len(), 1, "{told:?}");
     assert!(told[0].contains(&"mcp__kit__echo".to_owned()), "{told:?}");
-    let log = host.stderr_tail("kit").unwrap_or_default();
-    assert_eq!(log.matches("tools/list answered").count(), 1, "{log}");
+    assert_eq!(
+        lines_logged(&host, "kit", "tools/list answered").await,
+        1,
+        "{:?}",
+        host.stderr_tail("kit")
+    );
     host.shutdown().await;
 }
 
@@ -273,13 +307,8 @@ async fn a_burst_of_tool_changes_is_listed_once() {
         )
         .await;
         let _ = host.tools().await;
-        let lists = || {
-            host.stderr_tail("kit")
-                .unwrap_or_default()
-                .matches("tools/list answered")
-                .count()
-        };
-        let before = lists();
+        let lists = || lines_logged(&host, "kit", "tools/list answered");
+        let before = lists().await;
         let mut events = host.events();
         for (server, announce) in [("kit", 8), ("other", 1)] {
             let out = host
@@ -313,7 +342,7 @@ async fn a_burst_of_tool_changes_is_listed_once() {
         assert!(host.tool("mcp__kit__fresh").await.is_ok(), "{protocol}");
         // One listing, or a few when the burst arrives spread out (under load): each answers
         // every notification that came before it. One per notification would be eight.
-        let listed = lists() - before;
+        let listed = lists().await - before;
         assert!(
             (1..=4).contains(&listed),
             "{protocol}: {listed} listings for a burst of eight notifications"
@@ -1265,12 +1294,7 @@ async fn resource_and_prompt_lists_are_cached_until_the_server_says_they_changed
             json!({"kit": testkit(&["--growing-lists", "--log-lists", "--protocol", protocol])}),
         )
         .await;
-        let asked = |what: &str| {
-            host.stderr_tail("kit")
-                .unwrap_or_default()
-                .matches(&format!("{what}/list answered"))
-                .count()
-        };
+        let asked = |what: &'static str| lines_logged(&host, "kit", what);
         for _ in 0..3 {
             let resources = host.resources(Some("kit")).await;
             assert!(resources.failures.is_empty(), "{:?}", resources.failures);
@@ -1278,13 +1302,13 @@ async fn resource_and_prompt_lists_are_cached_until_the_server_says_they_changed
             assert!(prompts.failures.is_empty(), "{:?}", prompts.failures);
         }
         assert_eq!(
-            asked("resources"),
+            asked("resources/list answered").await,
             1,
             "{protocol}: {:?}",
             host.stderr_tail("kit")
         );
         assert_eq!(
-            asked("prompts"),
+            asked("prompts/list answered").await,
             1,
             "{protocol}: {:?}",
             host.stderr_tail("kit")
@@ -1335,7 +1359,10 @@ async fn resource_and_prompt_lists_are_cached_until_the_server_says_they_changed
                 );
             }
             assert_eq!(
-                (asked("resources"), asked("prompts")),
+                (
+                    asked("resources/list answered").await,
+                    asked("prompts/list answered").await
+                ),
                 after,
                 "{protocol} {kind}"
             );
