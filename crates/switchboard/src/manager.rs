@@ -360,6 +360,15 @@ enum Control {
     Shutdown(oneshot::Sender<()>),
 }
 
+impl Control {
+    /// Said by a request on a session: when no session is serving, it is about one that is
+    /// gone. Late terminal errors of a session that closed must not cut short the backoff of
+    /// the reconnect that its closing began.
+    fn is_stale(&self) -> bool {
+        matches!(self, Control::Broken | Control::NeedsAuth(_))
+    }
+}
+
 struct Slot {
     config: ServerConfig,
     state: watch::Receiver<ServerState>,

@@ -545,9 +545,12 @@ impl Supervisor {
         loop {
             tokio::select! {
                 out = &mut work => return Ok(out),
-                msg = control.recv() => match self.on_control(msg, enabled) {
-                    Next::Start => {}
-                    next => return Err(next),
+                msg = control.recv() => match msg {
+                    Some(ref m) if m.is_stale() => {}
+                    msg => match self.on_control(msg, enabled) {
+                        Next::Start => {}
+                        next => return Err(next),
+                    },
                 },
             }
         }
@@ -563,6 +566,7 @@ impl Supervisor {
             match control.recv().await {
                 // About a session that is gone: it starts with the offer of then.
                 Some(Control::Reoffer) => continue,
+                Some(ref m) if m.is_stale() => continue,
                 Some(Control::Kept) => {
                     self.set(self.lazy_state());
                     continue;
@@ -827,9 +831,10 @@ impl Supervisor {
             // A server that is not connected connects with the offer of then. (A kept list
             // changed is news to a lazy server only: ignored as a start is where it runs.)
             Some(Control::Start | Control::Reoffer | Control::Kept) => Next::Start,
-            Some(Control::Reconnect | Control::Broken) => Next::Restart,
-            // Not connected any more: about a session that is gone (a restart at worst).
-            Some(Control::NeedsAuth(_)) => Next::Restart,
+            Some(Control::Reconnect) => Next::Restart,
+            // About a session that is gone: the loops that are not serving skip these
+            // (`Control::is_stale`), and serving answers them itself.
+            Some(Control::Broken | Control::NeedsAuth(_)) => Next::Start,
             Some(Control::Enable(on)) => {
                 *enabled = on;
                 Next::Restart
@@ -848,8 +853,7 @@ impl Supervisor {
         let mut now_enabled = enabled;
         loop {
             let msg = match control.recv().await {
-                // About a session that is gone already.
-                Some(Control::NeedsAuth(_)) => continue,
+                Some(ref m) if m.is_stale() => continue,
                 msg => msg,
             };
             match self.on_control(msg, &mut now_enabled) {

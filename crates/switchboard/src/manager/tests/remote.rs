@@ -174,6 +174,55 @@ async fn a_remote_server_that_goes_away_is_retried_on_the_backoff_schedule() {
     }
 }
 
+/// Late terminal errors of a session that closed (calls that were in flight when the server
+/// went away) arrive while the host waits to reconnect: they do not cut the backoff short.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn late_errors_of_a_closed_session_keep_the_backoff() {
+    let mut ws = TestServer::start(Transport::Ws, Vec::<String>::new()).unwrap();
+    let waited = Arc::new(std::sync::Mutex::new(Vec::new()));
+    // The first wait holds until the test let it go; the others pass at once.
+    let (entered_tx, mut entered_rx) = tokio::sync::mpsc::unbounded_channel();
+    let (go_tx, go_rx) = tokio::sync::watch::channel(false);
+    let record = waited.clone();
+    let sleeper: Sleeper = Arc::new(move |d| {
+        let first = {
+            let mut waited = record.lock().unwrap();
+            waited.push(d);
+            waited.len() == 1
+        };
+        let entered = entered_tx.clone();
+        let mut go = go_rx.clone();
+        Box::pin(async move {
+            if first {
+                let _ = entered.send(());
+                let _ = go.wait_for(|g| *g).await;
+            }
+        })
+    });
+    let manager = ServerManager::start(
+        [server("gone", json!({"type": "ws", "url": ws.url()}))],
+        ManagerOptions {
+            sleeper,
+            ..options()
+        },
+    );
+    manager.wait_settled(SETTLE).await.unwrap();
+    let mut watch = manager.watch("gone").unwrap();
+    watch.mark_unchanged();
+    ws.kill();
+    tokio::time::timeout(SETTLE, entered_rx.recv())
+        .await
+        .expect("no reconnect began");
+    for _ in 0..crate::manager::TERMINAL_ERRORS_BEFORE_RECONNECT {
+        manager.note_outcome("gone", true);
+    }
+    go_tx.send(true).unwrap();
+    let state = next_state(&mut watch, |s| matches!(s, ServerState::Failed(_))).await;
+    assert!(label(&state).starts_with("failed: "), "{state:?}");
+    assert_eq!(waited_secs(&waited), [1, 2, 4, 8, 16]);
+    manager.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_server_that_comes_back_is_reconnected() {
     let mut ws = TestServer::start(Transport::Ws, Vec::<String>::new()).unwrap();
