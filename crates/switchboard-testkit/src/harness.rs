@@ -4,7 +4,7 @@ use parking_lot::{Condvar, Mutex};
 use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStderr, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -96,10 +96,20 @@ pub struct TestServer {
     stderr: Arc<StderrLog>,
 }
 
+/// A server's stderr as read so far. The pipe is read only under the lock, so a reader of the
+/// log reads what the pipe holds first: a line the server wrote before it answered a request
+/// is seen by a test that has the answer, however late the collecting thread runs.
 #[derive(Debug, Default)]
 struct StderrLog {
-    text: Mutex<Vec<u8>>,
+    tail: Mutex<StderrTail>,
     grew: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct StderrTail {
+    text: Vec<u8>,
+    /// The pipe, non-blocking; `None` once it ended.
+    pipe: Option<ChildStderr>,
 }
 
 impl TestServer {
@@ -139,8 +149,7 @@ impl TestServer {
 
         let stderr = Arc::new(StderrLog::default());
         if let Some(pipe) = child.stderr.take() {
-            let log = Arc::clone(&stderr);
-            std::thread::spawn(move || log.collect(pipe));
+            stderr.collect(pipe);
         }
         // A thread reads stdout so the wait below can be bounded; it keeps
         // draining afterwards, though nothing more should come.
@@ -193,8 +202,9 @@ impl TestServer {
 
     /// What the server wrote to stderr so far (the last MiB of it).
     pub fn stderr(&self) -> String {
-        let text = self.stderr.text.lock();
-        String::from_utf8_lossy(&text).into_owned()
+        let mut tail = self.stderr.tail.lock();
+        tail.drain();
+        String::from_utf8_lossy(&tail.text).into_owned()
     }
 
     /// Waits until the server's stderr contains `needle`, at most `wait`.
@@ -207,16 +217,17 @@ impl TestServer {
     /// times, at most `wait`. Returns whether it did.
     pub fn wait_for_stderr_count(&self, needle: &str, count: usize, wait: Duration) -> bool {
         let deadline = Instant::now() + wait;
-        let mut text = self.stderr.text.lock();
+        let mut tail = self.stderr.tail.lock();
         loop {
-            if String::from_utf8_lossy(&text).matches(needle).count() >= count {
+            tail.drain();
+            if String::from_utf8_lossy(&tail.text).matches(needle).count() >= count {
                 return true;
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return false;
             }
-            self.stderr.grew.wait_for(&mut text, left);
+            self.stderr.grew.wait_for(&mut tail, left);
         }
     }
 
@@ -234,20 +245,72 @@ impl Drop for TestServer {
 }
 
 impl StderrLog {
-    fn collect(&self, mut pipe: impl Read) {
+    /// Keeps `pipe` and starts a thread that reads it whenever it has something, so the
+    /// server never blocks on a full pipe and waiters are woken.
+    fn collect(self: &Arc<Self>, pipe: ChildStderr) {
+        use nix::fcntl::{FcntlArg, OFlag, fcntl};
+        use std::os::fd::AsFd;
+        let watch = fcntl(&pipe, FcntlArg::F_SETFL(OFlag::O_NONBLOCK))
+            .map_err(std::io::Error::from)
+            .and_then(|_| pipe.as_fd().try_clone_to_owned());
+        let watch = match watch {
+            Ok(watch) => watch,
+            Err(e) => {
+                self.tail.lock().text =
+                    format!("testkit: cannot read the server's stderr: {e}\n").into_bytes();
+                return;
+            }
+        };
+        self.tail.lock().pipe = Some(pipe);
+        let log = Arc::clone(self);
+        std::thread::spawn(move || {
+            use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+            loop {
+                let mut fds = [PollFd::new(watch.as_fd(), PollFlags::POLLIN)];
+                match poll(&mut fds, PollTimeout::NONE) {
+                    Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                    Err(_) => return,
+                }
+                let mut tail = log.tail.lock();
+                tail.drain();
+                let ended = tail.pipe.is_none();
+                drop(tail);
+                log.grew.notify_all();
+                if ended {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+impl StderrTail {
+    /// Reads what the pipe holds now, without waiting for more.
+    fn drain(&mut self) {
+        let Some(pipe) = self.pipe.as_mut() else {
+            return;
+        };
         let mut buffer = [0u8; 8192];
-        while let Ok(read) = pipe.read(&mut buffer) {
-            if read == 0 {
-                break;
+        loop {
+            match pipe.read(&mut buffer) {
+                Ok(0) => {
+                    self.pipe = None;
+                    break;
+                }
+                Ok(read) => {
+                    self.text.extend_from_slice(&buffer[..read]);
+                    if self.text.len() > STDERR_KEPT {
+                        let excess = self.text.len() - STDERR_KEPT;
+                        self.text.drain(..excess);
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(_) => {
+                    self.pipe = None;
+                    break;
+                }
             }
-            let mut text = self.text.lock();
-            text.extend_from_slice(&buffer[..read]);
-            if text.len() > STDERR_KEPT {
-                let excess = text.len() - STDERR_KEPT;
-                text.drain(..excess);
-            }
-            drop(text);
-            self.grew.notify_all();
         }
     }
 }
