@@ -138,18 +138,44 @@ impl RawStdio {
     /// most ten times.
     #[allow(dead_code)]
     pub(crate) fn tool_names_with(&mut self, tool: &str) -> Vec<String> {
+        self.tool_names_told(tool).0
+    }
+
+    /// [`tool_names_with`](Self::tool_names_with), and whether a `tools/list_changed` came
+    /// on the way.
+    #[allow(dead_code)]
+    pub(crate) fn tool_names_told(&mut self, tool: &str) -> (Vec<String>, bool) {
+        self.tool_names_until(&format!("`{tool}` listed"), |names| {
+            names.iter().any(|n| n == tool)
+        })
+    }
+
+    /// The served tool names once `done` holds for them, listed again after each
+    /// `tools/list_changed` (before the answer to a listing or after it), at most ten times;
+    /// and whether a `tools/list_changed` came on the way. `what` names the wait in a panic.
+    #[allow(dead_code)]
+    pub(crate) fn tool_names_until(
+        &mut self,
+        what: &str,
+        done: impl Fn(&[String]) -> bool,
+    ) -> (Vec<String>, bool) {
+        let mut told = false;
         for _ in 0..10 {
             let (listed, notes) = self.request_noting("tools/list", json!({}));
+            let changed = notes
+                .iter()
+                .any(|n| n["method"] == "notifications/tools/list_changed");
+            told |= changed;
             let names = names_of(&listed);
-            if names.iter().any(|n| n == tool) {
-                return names;
+            if done(&names) {
+                return (names, told);
             }
-            let changed = |n: &Value| n["method"] == "notifications/tools/list_changed";
-            if !notes.iter().any(changed) {
+            if !changed {
                 self.notification("notifications/tools/list_changed");
+                told = true;
             }
         }
-        panic!("`{tool}` was not listed after ten list changes");
+        panic!("not {what} after ten list changes");
     }
 
     /// Closes stdin, which ends the session and the process; it must exit 0. Its stderr.
