@@ -135,6 +135,26 @@ async fn an_expired_http_session_is_renewed_and_the_call_goes_through() {
     manager.shutdown().await;
 }
 
+/// A manager of one server, `gone`, on `remote` (a `kind` entry) with this sleeper, once it
+/// connected; and a watch of its state from then on.
+async fn watched_gone(
+    kind: &str,
+    remote: &TestServer,
+    sleeper: Sleeper,
+) -> (ServerManager, tokio::sync::watch::Receiver<ServerState>) {
+    let manager = ServerManager::start(
+        [server("gone", json!({"type": kind, "url": remote.url()}))],
+        ManagerOptions {
+            sleeper,
+            ..options()
+        },
+    );
+    manager.wait_settled(SETTLE).await.unwrap();
+    let mut watch = manager.watch("gone").unwrap();
+    watch.mark_unchanged();
+    (manager, watch)
+}
+
 /// On every remote transport, a server that goes away is retried on the remote backoff
 /// schedule and ends failed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -146,16 +166,7 @@ async fn a_remote_server_that_goes_away_is_retried_on_the_backoff_schedule() {
     ] {
         let (sleeper, waited) = super::recording_sleeper();
         let mut remote = TestServer::start(transport, Vec::<String>::new()).unwrap();
-        let manager = ServerManager::start(
-            [server("gone", json!({"type": kind, "url": remote.url()}))],
-            ManagerOptions {
-                sleeper,
-                ..options()
-            },
-        );
-        manager.wait_settled(SETTLE).await.unwrap();
-        let mut watch = manager.watch("gone").unwrap();
-        watch.mark_unchanged();
+        let (manager, mut watch) = watched_gone(kind, &remote, sleeper).await;
         remote.kill();
         // Requests now fail; whether the connection notices by itself or after three terminal
         // errors in a row, it is redone with the remote backoff and ends failed.
@@ -199,16 +210,7 @@ async fn late_errors_of_a_closed_session_keep_the_backoff() {
             }
         })
     });
-    let manager = ServerManager::start(
-        [server("gone", json!({"type": "ws", "url": ws.url()}))],
-        ManagerOptions {
-            sleeper,
-            ..options()
-        },
-    );
-    manager.wait_settled(SETTLE).await.unwrap();
-    let mut watch = manager.watch("gone").unwrap();
-    watch.mark_unchanged();
+    let (manager, mut watch) = watched_gone("ws", &ws, sleeper).await;
     ws.kill();
     tokio::time::timeout(SETTLE, entered_rx.recv())
         .await
