@@ -191,6 +191,10 @@ impl Clients {
     /// Sets the offer on the host from now on, and reconnects the servers told otherwise
     /// after each change; `report` hears of each reconnect. Once only; within the runtime.
     pub(crate) fn follow(self: &Arc<Self>, report: Box<dyn Fn(&Reoffer) + Send + Sync>) {
+        // Subscribed here, not in the task: a client that joins before the task first runs
+        // (a stdio client's `initialize` waiting in the pipe) is a change the task sees.
+        let mut changed = self.changed.subscribe();
+        let events = self.host.events();
         {
             let mut state = self.state.lock();
             if state.following {
@@ -203,15 +207,20 @@ impl Clients {
                 state.told = true;
             }
         }
-        tokio::spawn(follow(self.clone(), report));
+        // A first round: servers that connected before now were told the offer of then.
+        changed.mark_changed();
+        tokio::spawn(follow(self.clone(), changed, events, report));
     }
 }
 
 /// The follower: [`SETTLE`] after each change of the offer, each server's connect and each
 /// 2026-07-28 client's end, the servers told otherwise reconnect. Ends with the host.
-async fn follow(clients: Arc<Clients>, report: Box<dyn Fn(&Reoffer) + Send + Sync>) {
-    let mut changed = clients.changed.subscribe();
-    let mut events = clients.host.events();
+async fn follow(
+    clients: Arc<Clients>,
+    mut changed: watch::Receiver<u64>,
+    mut events: switchboard::host::Events,
+    report: Box<dyn Fn(&Reoffer) + Send + Sync>,
+) {
     loop {
         let gone = clients.next_gone();
         tokio::select! {
