@@ -200,7 +200,17 @@ async fn a_list_change_on_one_replica_reaches_the_other() {
     let browser = Arc::new(Browser::default());
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let first = replica(&redis, vec![entry.clone()], a.path(), &browser, false).await;
-    let second = replica(&redis, vec![entry.clone()], b.path(), &browser, false).await;
+    let store = connect(&redis).await;
+    let second = replica_on(
+        store.clone(),
+        vec![entry.clone()],
+        b.path(),
+        &browser,
+        false,
+    );
+    // What is published before the second replica subscribes is not heard (a gateway waits
+    // for its subscription before it serves).
+    assert!(store.wait_listening(SETTLE).await);
     for host in [&first, &second] {
         let state = host.wait_for("kit", SETTLE).await.unwrap();
         assert_eq!(state.label(), "connected", "{state:?}");
