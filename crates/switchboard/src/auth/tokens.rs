@@ -382,19 +382,35 @@ impl Authorizer {
         client: ClientIdentity,
         scopes: Vec<String>,
     ) -> Result<String, AuthError> {
-        let endpoint = discovery.token_endpoint()?;
-        let mut params = vec![
+        let grant = vec![
             ("grant_type", JWT_BEARER.to_owned()),
             ("assertion", assertion),
-            ("resource", discovery.resource.clone()),
         ];
+        self.grant_without_user(grant, discovery, client, scopes, TokenFailure::into_error)
+            .await
+    }
+
+    /// A grant without a user (jwt-bearer, client credentials, token exchange) at the
+    /// authorization server's token endpoint: the grant's own parameters, then this server as
+    /// the `resource` and the scopes; the pre-registered client authenticates. What it answers
+    /// is kept; a refusal becomes the error `refused` makes of it.
+    async fn grant_without_user(
+        &self,
+        mut params: Vec<(&'static str, String)>,
+        discovery: &Discovery,
+        client: ClientIdentity,
+        scopes: Vec<String>,
+        refused: impl FnOnce(TokenFailure) -> AuthError,
+    ) -> Result<String, AuthError> {
+        let endpoint = discovery.token_endpoint()?;
+        params.push(("resource", discovery.resource.clone()));
         if !scopes.is_empty() {
             params.push(("scope", scopes.join(" ")));
         }
         let response = self
             .token_request(&endpoint, &client, params, None)
             .await
-            .map_err(TokenFailure::into_error)?;
+            .map_err(refused)?;
         self.keep_grant(response, &endpoint, discovery, client, scopes)
             .await
     }
@@ -508,21 +524,14 @@ impl Authorizer {
             })
             .await?;
         let scopes = self.scopes(challenge, &discovery, &[]);
-        let endpoint = discovery.token_endpoint()?;
-        let mut params = vec![
+        let grant = vec![
             ("grant_type", TOKEN_EXCHANGE.to_owned()),
             ("subject_token", subject_token),
             ("subject_token_type", ACCESS_TOKEN_TYPE.to_owned()),
             ("requested_token_type", ACCESS_TOKEN_TYPE.to_owned()),
-            ("resource", discovery.resource.clone()),
         ];
-        if !scopes.is_empty() {
-            params.push(("scope", scopes.join(" ")));
-        }
-        let response = self
-            .token_request(&endpoint, &client, params, None)
-            .await
-            .map_err(|failure| match failure {
+        let token = self
+            .grant_without_user(grant, &discovery, client, scopes, |failure| match failure {
                 // The subject token refused (expired, not trusted): the caller's, to renew.
                 TokenFailure::OAuth { body, .. } if body.error == "invalid_grant" => self
                     .needs_login(&format!(
@@ -530,10 +539,10 @@ impl Authorizer {
                         body.describe()
                     )),
                 other => other.into_error(),
-            })?;
+            })
+            .await?;
         tracing::debug!(target: "switchboard::auth", server = %self.server, "exchanged a caller's token");
-        self.keep_grant(response, &endpoint, &discovery, client, scopes)
-            .await
+        Ok(token)
     }
 
     /// The client-credentials grant (machine to machine): a pre-registered client id and
@@ -551,19 +560,8 @@ impl Authorizer {
             })
             .await?;
         let scopes = self.scopes(challenge, &discovery, &[]);
-        let endpoint = discovery.token_endpoint()?;
-        let mut params = vec![
-            ("grant_type", "client_credentials".to_owned()),
-            ("resource", discovery.resource.clone()),
-        ];
-        if !scopes.is_empty() {
-            params.push(("scope", scopes.join(" ")));
-        }
-        let response = self
-            .token_request(&endpoint, &client, params, None)
-            .await
-            .map_err(TokenFailure::into_error)?;
-        self.keep_grant(response, &endpoint, &discovery, client, scopes)
+        let grant = vec![("grant_type", "client_credentials".to_owned())];
+        self.grant_without_user(grant, &discovery, client, scopes, TokenFailure::into_error)
             .await
     }
 
