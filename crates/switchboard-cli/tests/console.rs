@@ -13,6 +13,8 @@ use switchboard_testkit::mcp_servers;
 
 /// Generous: a debug build on a busy machine starts servers slowly.
 use switchboard_testkit::WAIT;
+
+mod tasks_server;
 const ROWS: u16 = 40;
 const COLS: u16 = 140;
 
@@ -1215,15 +1217,8 @@ fn held_tools_are_marked_with_their_change_and_a_approves_one() {
 /// for an answer (`ambiguous`) on a server that keeps tasks across processes.
 #[test]
 fn t_lists_this_hosts_tasks_and_c_cancels_one_on_its_server() {
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/js/everything-tasks-server.cjs");
-    let node =
-        std::env::var("SWITCHBOARD_NODE22").expect("SWITCHBOARD_NODE22: run scripts/test.sh");
-    let server =
-        switchboard_testkit::ReferenceServer::start(node.as_ref(), script.to_str().unwrap(), WAIT)
-            .expect("the task server did not start listening");
+    let (_server, url) = tasks_server::start();
     let tree = ConfigTree::new().unwrap();
-    let url = format!("http://127.0.0.1:{}/mcp", server.port());
     tree.write(
         tree.user_file(),
         &serde_json::json!({"mcpServers": {"evh": {"type": "http", "url": url}}}).to_string(),

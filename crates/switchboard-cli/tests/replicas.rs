@@ -38,6 +38,8 @@ use switchboard_testkit::redis::RedisServer;
 use switchboard_testkit::{Browser, TestServer, Transport};
 
 use switchboard_testkit::WAIT;
+
+mod tasks_server;
 const TOKEN: &str = "replica-test-token-0123456789abcdef";
 const REPLICAS: usize = 3;
 
@@ -736,16 +738,7 @@ async fn a_task_passed_through_by_one_replica_is_followed_and_cancelled_through_
     // Made on A, followed to its result on B.
     let id = start("rust").await;
     let done = ended(&on_b, &id).await;
-    let rmcp::model::TaskPayload::Completed { result } = done.payload else {
-        panic!("{done:?}");
-    };
-    let text = Value::Object(result)["content"][0]["text"].clone();
-    assert!(
-        text.as_str()
-            .unwrap_or_default()
-            .starts_with("# Research Report: rust"),
-        "{text}"
-    );
+    assert_research_report(done);
 
     // Made on A, cancelled on B: cancelled on both, and it stays so. A second one, made
     // with it and left alone, takes as long as it would have: once that one is done, the
@@ -797,17 +790,24 @@ async fn a_restarted_gateway_resumes_a_passed_through_task() {
     }
 }
 
+/// A task of `simulate-research-query` about rust that completed with its report.
+fn assert_research_report(done: rmcp::model::DetailedTask) {
+    let rmcp::model::TaskPayload::Completed { result } = done.payload else {
+        panic!("{done:?}");
+    };
+    let text = Value::Object(result)["content"][0]["text"].clone();
+    assert!(
+        text.as_str()
+            .unwrap_or_default()
+            .starts_with("# Research Report: rust"),
+        "{text}"
+    );
+}
+
 /// [`a_restarted_gateway_resumes_a_passed_through_task`], with `store` or without.
 async fn restarted_gateway_resumes(store: Option<&str>) {
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/js/everything-tasks-server.cjs");
-    let node =
-        std::env::var("SWITCHBOARD_NODE22").expect("SWITCHBOARD_NODE22: run scripts/test.sh");
-    let server =
-        switchboard_testkit::ReferenceServer::start(node.as_ref(), script.to_str().unwrap(), WAIT)
-            .expect("the task server did not start listening");
+    let (_server, url) = tasks_server::start();
     let tree = ConfigTree::new().unwrap();
-    let url = format!("http://127.0.0.1:{}/mcp", server.port());
     tree.write(
         tree.user_file(),
         &json!({
@@ -837,15 +837,6 @@ async fn restarted_gateway_resumes(store: Option<&str>) {
     let done = switchboard_testkit::gateway_client::task_end(client.peer(), &id)
         .await
         .unwrap_or_else(|| panic!("store {store:?}: the task did not end after the restart"));
-    let rmcp::model::TaskPayload::Completed { result } = done.payload else {
-        panic!("{done:?}");
-    };
-    let text = Value::Object(result)["content"][0]["text"].clone();
-    assert!(
-        text.as_str()
-            .unwrap_or_default()
-            .starts_with("# Research Report: rust"),
-        "{text}"
-    );
+    assert_research_report(done);
     client.cancel().await.unwrap();
 }

@@ -5,7 +5,6 @@
 //! extension's tasks, against the testkit's `research` (`--task-tools`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
 use std::process::Output;
 
 use serde_json::{Value, json};
@@ -13,6 +12,7 @@ use switchboard_testkit::config_tree::ConfigTree;
 use switchboard_testkit::{ReferenceServer, WAIT, cli};
 
 mod raw_stdio;
+mod tasks_server;
 use raw_stdio::RawStdio;
 
 const SWITCHBOARD: &str = env!("CARGO_BIN_EXE_switchboard");
@@ -166,11 +166,7 @@ fn a_task_asks_its_question_through_elicit_json() {
 /// server-everything's task tool over Streamable HTTP, its tasks shared by every client
 /// (`tests/js/everything-tasks-server.cjs`), as `evh`; killed on drop.
 fn shared_tasks_server() -> (ReferenceServer, ConfigTree) {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/js/everything-tasks-server.cjs");
-    let node = partner("SWITCHBOARD_NODE22");
-    let server = ReferenceServer::start(node.as_ref(), script.as_os_str().to_str().unwrap(), WAIT)
-        .expect("the task server did not start listening");
-    let url = format!("http://127.0.0.1:{}/mcp", server.port());
+    let (server, url) = tasks_server::start();
     let tree = tree_with(json!({"evh": {"type": "http", "url": url}}));
     (server, tree)
 }
