@@ -497,19 +497,18 @@ impl Writer {
             }
             next = match lines.try_recv() {
                 Ok(message) => Some(message),
-                Err(std::sync::mpsc::TryRecvError::Empty) if lingered => {
-                    lingered = false;
-                    self.write_out();
-                    lines.recv().ok()
-                }
                 Err(std::sync::mpsc::TryRecvError::Empty) => {
-                    // The lines that come meanwhile wait in the queue, waking no one: one wake
-                    // and one write for all of them, not one for each request.
-                    std::thread::sleep(LINGER);
-                    lingered = true;
-                    lines.try_recv().ok().or_else(|| {
+                    // Once per write: the lines that come meanwhile wait in the queue, waking
+                    // no one: one wake and one write for all of them, not one for each request.
+                    let more = if lingered {
+                        None
+                    } else {
+                        std::thread::sleep(LINGER);
+                        lines.try_recv().ok()
+                    };
+                    lingered = more.is_some();
+                    more.or_else(|| {
                         self.write_out();
-                        lingered = false;
                         lines.recv().ok()
                     })
                 }
