@@ -370,17 +370,12 @@ async fn resume(host: &switchboard::Host, id: &str, record: &Record) -> Option<D
     task.task.status_message = info.status_message;
     task.task.last_updated_at = now();
     let task = DetailedTask::new(task.task, payload);
-    {
-        let ended = Record {
-            owner: record.owner.clone(),
-            server: record.server.clone(),
-            upstream: record.upstream.clone(),
-            tool: record.tool.clone(),
-            ended: true,
-            task: serde_json::to_value(&task).unwrap_or_default(),
-        };
-        put(host, id, &ended).await;
-    }
+    let ended = Record {
+        ended: true,
+        task: serde_json::to_value(&task).unwrap_or_default(),
+        ..record.clone()
+    };
+    put(host, id, &ended).await;
     Some(task)
 }
 
